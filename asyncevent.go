@@ -1,0 +1,134 @@
+package asyncevent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/google/uuid"
+)
+
+// DynamoDB is the part of the DynamoDB API the library uses. *dynamodb.Client
+// satisfies it; tests can pass a wrapper that injects faults.
+type DynamoDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+var _ DynamoDB = (*dynamodb.Client)(nil)
+
+// DefaultTableName is the table name of the seeds, used when Options.TableName is empty.
+const DefaultTableName = "AsyncEventTable"
+
+// The default item lifetimes of seed 001 §6.
+const (
+	DefaultRequestTTL   = 90 * 24 * time.Hour
+	DefaultLockTTL      = 7 * 24 * time.Hour
+	DefaultStatusLogTTL = 30 * 24 * time.Hour
+)
+
+// Options configures a Client. The zero value is valid: every field has a default.
+type Options struct {
+	// TableName is the DynamoDB table. Default: "AsyncEventTable".
+	TableName string
+
+	// Clock returns the current time; every stored time comes from it.
+	// Default: time.Now.
+	Clock func() time.Time
+
+	// NewRequestID returns a new request ID, which must pass ValidateID.
+	// Default: a UUIDv7 string, so IDs sort by creation time.
+	NewRequestID func() string
+
+	// Logger receives the library's logs, with requestId and eventId attributes.
+	// Default: a logger that discards everything.
+	Logger *slog.Logger
+
+	// RequestTTL is how long a Request item is kept after it was received.
+	// Default: 90 days. Negative: kept for ever (no ttl attribute).
+	RequestTTL time.Duration
+
+	// LockTTL is how long an IdempotencyLock is kept after its event ends (events
+	// without an end keep their locks). Default: 7 days. Negative: kept for ever.
+	LockTTL time.Duration
+
+	// StatusLogTTL is how long a StatusLog entry is kept. Default: 30 days.
+	// Negative: kept for ever.
+	StatusLogTTL time.Duration
+}
+
+// Client runs the access patterns of seed 003 on one table. It is safe for concurrent
+// use.
+type Client struct {
+	db   DynamoDB
+	opts Options
+}
+
+// tableNamePattern is DynamoDB's rule for table names.
+var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// New returns a Client that works on db with opts. It does no I/O; call CreateTable
+// or CheckTable to make or check the table.
+func New(db DynamoDB, opts Options) (*Client, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil DynamoDB client", ErrInvalidOptions)
+	}
+	if opts.TableName == "" {
+		opts.TableName = DefaultTableName
+	}
+	if !tableNamePattern.MatchString(opts.TableName) {
+		return nil, fmt.Errorf("%w: table name %q: want 3 to 255 of a-z A-Z 0-9 _ . -", ErrInvalidOptions, opts.TableName)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.NewRequestID == nil {
+		opts.NewRequestID = newUUIDv7
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.RequestTTL = orDefault(opts.RequestTTL, DefaultRequestTTL)
+	opts.LockTTL = orDefault(opts.LockTTL, DefaultLockTTL)
+	opts.StatusLogTTL = orDefault(opts.StatusLogTTL, DefaultStatusLogTTL)
+	return &Client{db: db, opts: opts}, nil
+}
+
+// TableName returns the table the client works on.
+func (c *Client) TableName() string { return c.opts.TableName }
+
+// now returns the client's current time in epoch milliseconds.
+func (c *Client) now() EpochMillis { return MillisOf(c.opts.Clock()) }
+
+// expiry returns the ttl attribute (epoch seconds) of an item that lives for d after
+// from, or 0 (no ttl attribute) when d is negative.
+func expiry(from EpochMillis, d time.Duration) int64 {
+	if d < 0 {
+		return 0
+	}
+	return from.Time().Add(d).Unix()
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func newUUIDv7() string {
+	// NewV7 fails only when the system's random source does, which Go's crypto/rand
+	// no longer reports as an error.
+	return uuid.Must(uuid.NewV7()).String()
+}

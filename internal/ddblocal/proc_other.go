@@ -1,0 +1,23 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package ddblocal
+
+import (
+	"context"
+	"errors"
+	"syscall"
+)
+
+// jarSupported: elsewhere (Windows, Plan 9, ...) the watchdog script has no
+// sh to run in; use DYNAMODB_ENDPOINT or Docker there.
+const jarSupported = false
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func killGroup(int) error { return errors.ErrUnsupported }
+
+// lockFile does not lock here; install's atomic rename still keeps the cache
+// consistent, at the cost of parallel downloads.
+func lockFile(context.Context, string, func(string, ...any)) (func(), bool, error) {
+	return func() {}, false, nil
+}

@@ -1,0 +1,474 @@
+package asyncevent
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// All key text of the table is built and parsed in this file and nowhere else.
+//
+//	Request          PK REQ#<requestId>              SK META
+//	IdempotencyLock  PK IDEMP#<eventId>#<userId>     SK LOCK
+//	EventConfig      PK EVENT#<eventId>              SK CONFIG
+//	EventCapacity    PK EVENT#<eventId>              SK CAPACITY
+//	Draw record      PK EVENT#<eventId>              SK DRAW
+//	StatusLog        PK REQ#<requestId>              SK LOG#<occurredAt>#<suffix>
+//	GSI1 (Request)   GSI1PK USER#<userId>            GSI1SK QAT#<queuedAt>#REQ#<requestId>
+//	GSI2 (Request)   GSI2PK EVENT#<eventId>          GSI2SK QAT#<queuedAt>#REQ#<requestId>
+//
+// IDs never contain the separator, so every key splits back into exactly the IDs it
+// was built from.
+
+// MaxIDLength is the longest ID, in bytes, that may be used inside a key.
+const MaxIDLength = 128
+
+const (
+	sep = "#"
+
+	prefixRequest = "REQ"
+	prefixLock    = "IDEMP"
+	prefixEvent   = "EVENT"
+	prefixUser    = "USER"
+	prefixQueued  = "QAT"
+	prefixLog     = "LOG"
+
+	skRequest = "META"
+	skLock    = "LOCK"
+
+	// millisDigits is the fixed width of a timestamp inside a sort key: 13 digits of
+	// epoch milliseconds cover 1970 to 2286, and zero padding makes string order equal
+	// time order.
+	millisDigits = 13
+	maxMillis    = 9_999_999_999_999
+)
+
+// ValidateID reports whether id can be used inside a key. field names the ID in the
+// error ("eventId", "userId", …). A valid ID is non-empty, at most MaxIDLength bytes of
+// valid UTF-8, made of printable characters other than space, and free of '#'. The
+// error is an *InvalidIDError matching ErrInvalidID.
+func ValidateID(field, id string) error {
+	if reason := idProblem(id); reason != "" {
+		return &InvalidIDError{Field: field, Reason: reason}
+	}
+	return nil
+}
+
+// idProblem says what makes id unusable inside a key, or "" when it is fine.
+func idProblem(id string) string {
+	switch {
+	case id == "":
+		return "is empty"
+	case len(id) > MaxIDLength:
+		return fmt.Sprintf("is %d bytes, longer than %d", len(id), MaxIDLength)
+	case !utf8.ValidString(id):
+		return "is not valid UTF-8"
+	}
+	for i, r := range id {
+		switch {
+		case r == '#':
+			return fmt.Sprintf("contains the key separator '#' at byte %d", i)
+		case r == ' ' || !unicode.IsPrint(r):
+			return fmt.Sprintf("contains the non-printable character %U at byte %d", r, i)
+		}
+	}
+	return ""
+}
+
+// EpochMillis is a timestamp in milliseconds since the Unix epoch, the form every time
+// of the table is stored in (seed 001: epochMillis).
+type EpochMillis int64
+
+// MillisOf returns t as EpochMillis.
+func MillisOf(t time.Time) EpochMillis { return EpochMillis(t.UnixMilli()) }
+
+// Time returns m as a time.Time in UTC.
+func (m EpochMillis) Time() time.Time { return time.UnixMilli(int64(m)).UTC() }
+
+// formatMillis writes m as 13 zero-padded digits.
+func formatMillis(m EpochMillis) (string, error) {
+	if m < 0 || m > maxMillis {
+		return "", fmt.Errorf("%w: %d ms is outside 0..%d", ErrInvalidTime, int64(m), int64(maxMillis))
+	}
+	s := strconv.FormatInt(int64(m), 10)
+	return strings.Repeat("0", millisDigits-len(s)) + s, nil
+}
+
+// parseMillis reads exactly 13 ASCII digits, the only form formatMillis writes.
+func parseMillis(s string) (EpochMillis, bool) {
+	if len(s) != millisDigits {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return EpochMillis(n), err == nil
+}
+
+// Key is the primary key of one item of the table.
+type Key struct {
+	PK string `dynamodbav:"PK"`
+	SK string `dynamodbav:"SK"`
+}
+
+// RequestKey is the key of a Request item: PK REQ#<requestId>, SK META.
+type RequestKey struct{ requestID string }
+
+// NewRequestKey returns the key of the request requestID, or an ErrInvalidID error.
+func NewRequestKey(requestID string) (RequestKey, error) {
+	if err := ValidateID("requestId", requestID); err != nil {
+		return RequestKey{}, err
+	}
+	return RequestKey{requestID: requestID}, nil
+}
+
+// RequestID returns the request's ID.
+func (k RequestKey) RequestID() string { return k.requestID }
+
+// Key returns the table key: PK REQ#<requestId>, SK META.
+func (k RequestKey) Key() Key { return Key{PK: requestPK(k.requestID), SK: skRequest} }
+
+// ParseRequestKey reads a key that NewRequestKey could have produced.
+func ParseRequestKey(key Key) (RequestKey, error) {
+	id, err := parseRequestPK(key.PK)
+	if err != nil {
+		return RequestKey{}, err
+	}
+	if key.SK != skRequest {
+		return RequestKey{}, malformed("request SK", key.SK, "want "+skRequest)
+	}
+	return RequestKey{requestID: id}, nil
+}
+
+func requestPK(requestID string) string { return prefixRequest + sep + requestID }
+
+func parseRequestPK(pk string) (string, error) {
+	parts, err := splitKey("request PK", pk, prefixRequest, 2)
+	if err != nil {
+		return "", err
+	}
+	return parts[1], nil
+}
+
+// LockKey is the key of an IdempotencyLock item: PK IDEMP#<eventId>#<userId>, SK LOCK.
+type LockKey struct{ eventID, userID string }
+
+// NewLockKey returns the key of the lock of (eventID, userID), or an ErrInvalidID error.
+func NewLockKey(eventID, userID string) (LockKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return LockKey{}, err
+	}
+	if err := ValidateID("userId", userID); err != nil {
+		return LockKey{}, err
+	}
+	return LockKey{eventID: eventID, userID: userID}, nil
+}
+
+// EventID returns the event's ID.
+func (k LockKey) EventID() string { return k.eventID }
+
+// UserID returns the user's ID.
+func (k LockKey) UserID() string { return k.userID }
+
+// Key returns the table key: PK IDEMP#<eventId>#<userId>, SK LOCK.
+func (k LockKey) Key() Key {
+	return Key{PK: prefixLock + sep + k.eventID + sep + k.userID, SK: skLock}
+}
+
+// IdempotencyKey returns the text stored in a Request's idempotencyKey field, the PK of
+// its lock (seed 001: idempotencyKey = IDEMP#<eventId>#<userId>).
+func (k LockKey) IdempotencyKey() string { return k.Key().PK }
+
+// ParseLockKey reads a key that NewLockKey could have produced.
+func ParseLockKey(key Key) (LockKey, error) {
+	parts, err := splitKey("lock PK", key.PK, prefixLock, 3)
+	if err != nil {
+		return LockKey{}, err
+	}
+	if key.SK != skLock {
+		return LockKey{}, malformed("lock SK", key.SK, "want "+skLock)
+	}
+	return LockKey{eventID: parts[1], userID: parts[2]}, nil
+}
+
+// EventItem names one of the items an event keeps under its partition EVENT#<eventId>.
+type EventItem string
+
+// The items of an event's partition; each is the item's SK.
+const (
+	EventItemConfig   EventItem = "CONFIG"   // EventConfig
+	EventItemCapacity EventItem = "CAPACITY" // EventCapacity (FIRST_COME)
+	EventItemDraw     EventItem = "DRAW"     // Draw record (LOTTERY)
+)
+
+func (i EventItem) valid() bool {
+	return i == EventItemConfig || i == EventItemCapacity || i == EventItemDraw
+}
+
+// EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
+// or DRAW.
+type EventKey struct {
+	eventID string
+	item    EventItem
+}
+
+// NewEventKey returns the key of the item of the event eventID, or an ErrInvalidID
+// error. An unknown item is an ErrInvalidOptions error.
+func NewEventKey(eventID string, item EventItem) (EventKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return EventKey{}, err
+	}
+	if !item.valid() {
+		return EventKey{}, fmt.Errorf("%w: unknown event item %q", ErrInvalidOptions, string(item))
+	}
+	return EventKey{eventID: eventID, item: item}, nil
+}
+
+// EventID returns the event's ID.
+func (k EventKey) EventID() string { return k.eventID }
+
+// Item returns which item of the event the key names.
+func (k EventKey) Item() EventItem { return k.item }
+
+// Key returns the table key: PK EVENT#<eventId>, SK the item.
+func (k EventKey) Key() Key { return Key{PK: eventPK(k.eventID), SK: string(k.item)} }
+
+// ParseEventKey reads a key that NewEventKey could have produced.
+func ParseEventKey(key Key) (EventKey, error) {
+	id, err := parseEventPK(key.PK)
+	if err != nil {
+		return EventKey{}, err
+	}
+	item := EventItem(key.SK)
+	if !item.valid() {
+		return EventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY or DRAW")
+	}
+	return EventKey{eventID: id, item: item}, nil
+}
+
+func eventPK(eventID string) string { return prefixEvent + sep + eventID }
+
+func parseEventPK(pk string) (string, error) {
+	parts, err := splitKey("event PK", pk, prefixEvent, 2)
+	if err != nil {
+		return "", err
+	}
+	return parts[1], nil
+}
+
+// StatusLogKey is the key of a StatusLog item: PK REQ#<requestId>, SK
+// LOG#<occurredAt>#<suffix>. The suffix keeps two transitions of the same millisecond
+// apart; it follows the rules of ValidateID.
+type StatusLogKey struct {
+	requestID  string
+	occurredAt EpochMillis
+	suffix     string
+}
+
+// NewStatusLogKey returns the key of the log entry of requestID at occurredAt.
+func NewStatusLogKey(requestID string, occurredAt EpochMillis, suffix string) (StatusLogKey, error) {
+	if err := ValidateID("requestId", requestID); err != nil {
+		return StatusLogKey{}, err
+	}
+	if err := ValidateID("suffix", suffix); err != nil {
+		return StatusLogKey{}, err
+	}
+	if _, err := formatMillis(occurredAt); err != nil {
+		return StatusLogKey{}, fmt.Errorf("occurredAt: %w", err)
+	}
+	return StatusLogKey{requestID: requestID, occurredAt: occurredAt, suffix: suffix}, nil
+}
+
+// RequestID returns the ID of the request the entry belongs to.
+func (k StatusLogKey) RequestID() string { return k.requestID }
+
+// OccurredAt returns when the transition happened.
+func (k StatusLogKey) OccurredAt() EpochMillis { return k.occurredAt }
+
+// Suffix returns the entry's unique suffix.
+func (k StatusLogKey) Suffix() string { return k.suffix }
+
+// Key returns the table key: PK REQ#<requestId>, SK LOG#<13-digit occurredAt>#<suffix>.
+func (k StatusLogKey) Key() Key {
+	at, _ := formatMillis(k.occurredAt) // checked by NewStatusLogKey
+	return Key{PK: requestPK(k.requestID), SK: prefixLog + sep + at + sep + k.suffix}
+}
+
+// StatusLogPrefix is the sort key prefix shared by all log entries of a request, for
+// the Query begins_with(SK, "LOG#") of seed 003's status-log row.
+const StatusLogPrefix = prefixLog + sep
+
+// ParseStatusLogKey reads a key that NewStatusLogKey could have produced.
+func ParseStatusLogKey(key Key) (StatusLogKey, error) {
+	id, err := parseRequestPK(key.PK)
+	if err != nil {
+		return StatusLogKey{}, err
+	}
+	parts, err := splitKey("status log SK", key.SK, prefixLog, 3)
+	if err != nil {
+		return StatusLogKey{}, err
+	}
+	at, ok := parseMillis(parts[1])
+	if !ok {
+		return StatusLogKey{}, malformed("status log SK", key.SK, "occurredAt is not 13 digits")
+	}
+	return StatusLogKey{requestID: id, occurredAt: at, suffix: parts[2]}, nil
+}
+
+// UserPartition is the GSI1 partition key of a user's requests: USER#<userId>.
+type UserPartition struct{ userID string }
+
+// NewUserPartition returns the GSI1 partition of userID, or an ErrInvalidID error.
+func NewUserPartition(userID string) (UserPartition, error) {
+	if err := ValidateID("userId", userID); err != nil {
+		return UserPartition{}, err
+	}
+	return UserPartition{userID: userID}, nil
+}
+
+// UserID returns the user's ID.
+func (p UserPartition) UserID() string { return p.userID }
+
+// String returns the key text USER#<userId>.
+func (p UserPartition) String() string { return prefixUser + sep + p.userID }
+
+// ParseUserPartition reads text that NewUserPartition could have produced.
+func ParseUserPartition(s string) (UserPartition, error) {
+	parts, err := splitKey("user partition", s, prefixUser, 2)
+	if err != nil {
+		return UserPartition{}, err
+	}
+	return UserPartition{userID: parts[1]}, nil
+}
+
+// EventPartition is the GSI2 partition key of an event's requests: EVENT#<eventId>,
+// the same text as the PK of the event's own items (which carry no GSI attributes and
+// so never appear on GSI2).
+type EventPartition struct{ eventID string }
+
+// NewEventPartition returns the GSI2 partition of eventID, or an ErrInvalidID error.
+func NewEventPartition(eventID string) (EventPartition, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return EventPartition{}, err
+	}
+	return EventPartition{eventID: eventID}, nil
+}
+
+// EventID returns the event's ID.
+func (p EventPartition) EventID() string { return p.eventID }
+
+// String returns the key text EVENT#<eventId>.
+func (p EventPartition) String() string { return eventPK(p.eventID) }
+
+// ParseEventPartition reads text that NewEventPartition could have produced.
+func ParseEventPartition(s string) (EventPartition, error) {
+	id, err := parseEventPK(s)
+	if err != nil {
+		return EventPartition{}, err
+	}
+	return EventPartition{eventID: id}, nil
+}
+
+// QueueKey is the sort key of a request on GSI1 and GSI2:
+// QAT#<13-digit queuedAt>#REQ#<requestId>. It is written once, when the order time is
+// known, and never changed (seed 003 §3.1), so string order is queue order.
+type QueueKey struct {
+	queuedAt  EpochMillis
+	requestID string
+}
+
+// NewQueueKey returns the queue-order sort key of requestID queued at queuedAt.
+func NewQueueKey(queuedAt EpochMillis, requestID string) (QueueKey, error) {
+	if err := ValidateID("requestId", requestID); err != nil {
+		return QueueKey{}, err
+	}
+	if _, err := formatMillis(queuedAt); err != nil {
+		return QueueKey{}, fmt.Errorf("queuedAt: %w", err)
+	}
+	return QueueKey{queuedAt: queuedAt, requestID: requestID}, nil
+}
+
+// QueuedAt returns the request's order time.
+func (k QueueKey) QueuedAt() EpochMillis { return k.queuedAt }
+
+// RequestID returns the request's ID.
+func (k QueueKey) RequestID() string { return k.requestID }
+
+// String returns the key text QAT#<13-digit queuedAt>#REQ#<requestId>.
+func (k QueueKey) String() string {
+	at, _ := formatMillis(k.queuedAt) // checked by NewQueueKey
+	return prefixQueued + sep + at + sep + requestPK(k.requestID)
+}
+
+// ParseQueueKey reads text that NewQueueKey could have produced.
+func ParseQueueKey(s string) (QueueKey, error) {
+	parts, err := splitKey("queue key", s, prefixQueued, 4)
+	if err != nil {
+		return QueueKey{}, err
+	}
+	at, ok := parseMillis(parts[1])
+	if !ok {
+		return QueueKey{}, malformed("queue key", s, "queuedAt is not 13 digits")
+	}
+	if parts[2] != prefixRequest {
+		return QueueKey{}, malformed("queue key", s, "want REQ before the request ID")
+	}
+	return QueueKey{queuedAt: at, requestID: parts[3]}, nil
+}
+
+// splitKey splits key text into exactly n parts, checks that the first is prefix and
+// that every other part is a valid ID (timestamps pass the same check, and their
+// callers check them further).
+func splitKey(kind, text, prefix string, n int) ([]string, error) {
+	parts := strings.Split(text, sep)
+	if len(parts) != n {
+		return nil, malformed(kind, text, fmt.Sprintf("want %d parts separated by '#', have %d", n, len(parts)))
+	}
+	if parts[0] != prefix {
+		return nil, malformed(kind, text, "want prefix "+prefix+sep)
+	}
+	for i, p := range parts[1:] {
+		if reason := idProblem(p); reason != "" {
+			return nil, malformed(kind, text, fmt.Sprintf("part %d %s", i+1, reason))
+		}
+	}
+	return parts, nil
+}
+
+// IndexKeys are the GSI attributes of a Request item, and only of a Request item
+// (seed 003 rule 5): GSI1 lists a user's requests, GSI2 an event's, both in queue
+// order. They are written once, when the request's order time is known, and never
+// changed.
+type IndexKeys struct {
+	GSI1PK string `dynamodbav:"GSI1PK,omitempty"` // USER#<userId>
+	GSI1SK string `dynamodbav:"GSI1SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
+	GSI2PK string `dynamodbav:"GSI2PK,omitempty"` // EVENT#<eventId>
+	GSI2SK string `dynamodbav:"GSI2SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
+}
+
+// NewIndexKeys returns the index keys of a request ordered at orderAt: its queuedAt,
+// or its requestedAt when the enqueue failed and it never had a queuedAt.
+func NewIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
+	user, err := NewUserPartition(userID)
+	if err != nil {
+		return IndexKeys{}, err
+	}
+	event, err := NewEventPartition(eventID)
+	if err != nil {
+		return IndexKeys{}, err
+	}
+	order, err := NewQueueKey(orderAt, requestID)
+	if err != nil {
+		return IndexKeys{}, err
+	}
+	return IndexKeys{
+		GSI1PK: user.String(), GSI1SK: order.String(),
+		GSI2PK: event.String(), GSI2SK: order.String(),
+	}, nil
+}
