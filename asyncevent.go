@@ -66,13 +66,33 @@ type Options struct {
 	// StatusLogTTL is how long a StatusLog entry is kept. Default: 30 days.
 	// Negative: kept for ever.
 	StatusLogTTL time.Duration
+
+	// StatusLog turns on the optional StatusLog: every status transition then also
+	// writes a LOG# item, in the same transaction as the transition. Default: off.
+	StatusLog bool
+
+	// EventCacheTTL is how long ingest trusts an event config it has read, so a spike
+	// does not read CONFIG on every click. Default: 5 seconds. Negative: no caching.
+	EventCacheTTL time.Duration
+
+	// RedriveAfter is how long a request may sit in RECEIVED (written, message not
+	// known to be sent) before a duplicate click sends its message again.
+	// Default: 30 seconds.
+	RedriveAfter time.Duration
 }
+
+// The defaults of the Options fields that are not TTLs.
+const (
+	DefaultEventCacheTTL = 5 * time.Second
+	DefaultRedriveAfter  = 30 * time.Second
+)
 
 // Client runs the access patterns of seed 003 on one table. It is safe for concurrent
 // use.
 type Client struct {
-	db   DynamoDB
-	opts Options
+	db     DynamoDB
+	opts   Options
+	events *eventCache
 }
 
 // tableNamePattern is DynamoDB's rule for table names.
@@ -102,7 +122,9 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	opts.RequestTTL = orDefault(opts.RequestTTL, DefaultRequestTTL)
 	opts.LockTTL = orDefault(opts.LockTTL, DefaultLockTTL)
 	opts.StatusLogTTL = orDefault(opts.StatusLogTTL, DefaultStatusLogTTL)
-	return &Client{db: db, opts: opts}, nil
+	opts.EventCacheTTL = orDefault(opts.EventCacheTTL, DefaultEventCacheTTL)
+	opts.RedriveAfter = orDefault(opts.RedriveAfter, DefaultRedriveAfter)
+	return &Client{db: db, opts: opts, events: newEventCache(opts.EventCacheTTL, opts.Clock)}, nil
 }
 
 // TableName returns the table the client works on.

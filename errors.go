@@ -27,6 +27,37 @@ var (
 	// ErrTableNotFound reports that the configured table does not exist.
 	ErrTableNotFound = errors.New("asyncevent: table not found")
 
+	// ErrNotFound reports that a request (or another item asked for by key) does not
+	// exist.
+	ErrNotFound = errors.New("asyncevent: not found")
+
+	// ErrEventNotFound reports an event that has no EventConfig: ingest refuses it and
+	// writes nothing.
+	ErrEventNotFound = errors.New("asyncevent: event not found")
+
+	// ErrEventExists reports a CreateEvent for an event ID that is already taken.
+	ErrEventExists = errors.New("asyncevent: event already exists")
+
+	// ErrEventNotOpen reports a participation before the event's startsAt: nothing is
+	// written.
+	ErrEventNotOpen = errors.New("asyncevent: event not open yet")
+
+	// ErrEventClosed reports a participation after the event's endsAt, or after a
+	// lottery's cutoff: nothing is written.
+	ErrEventClosed = errors.New("asyncevent: event closed")
+
+	// ErrInvalidEvent reports an EventConfig that CreateEvent refuses.
+	ErrInvalidEvent = errors.New("asyncevent: invalid event")
+
+	// ErrInvalidCursor reports a page cursor that this library did not hand out for
+	// the same listing: not decodable, or belonging to another user or event.
+	ErrInvalidCursor = errors.New("asyncevent: invalid cursor")
+
+	// ErrEnqueueFailed reports that ingest could not send a request's message: the
+	// request is FAILED_FINAL (FAILED_INGEST_ENQUEUE) and the user may participate
+	// again.
+	ErrEnqueueFailed = errors.New("asyncevent: enqueue failed")
+
 	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
 	// The error is a *TableMismatchError listing every difference.
 	ErrTableMismatch = errors.New("asyncevent: table does not match the design")

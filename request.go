@@ -1,5 +1,17 @@
 package asyncevent
 
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
 // EventType is the kind of an event (seed 001: eventType).
 type EventType string
 
@@ -49,6 +61,19 @@ func (s Status) Valid() bool {
 		return true
 	}
 	return false
+}
+
+// rank orders statuses along the lifecycle.
+func (s Status) rank() int {
+	switch s {
+	case StatusReceived:
+		return 0
+	case StatusQueued:
+		return 1
+	case StatusProcessing:
+		return 2
+	}
+	return 3
 }
 
 // IsTerminal reports whether s is final: SUCCEEDED, REJECTED or FAILED_FINAL.
@@ -191,4 +216,247 @@ type requestItem struct {
 	Key
 	IndexKeys
 	Request
+}
+
+// Transition reports a conditional status write. A lost condition is an outcome,
+// not an error: Applied is false and Current holds the request as the condition found
+// it, read from the same call (ReturnValuesOnConditionCheckFailure ALL_OLD).
+type Transition struct {
+	Applied bool
+	Current *Request // set when !Applied
+}
+
+// transition is one conditional status write of a request, with the items written in
+// the same transaction.
+type transition struct {
+	key    RequestKey
+	from   []Status // the condition: status is one of these
+	to     Status
+	cond   *expression.ConditionBuilder // more conditions, ANDed with the status one
+	update expression.UpdateBuilder     // status = to is added
+	extra  []types.TransactWriteItem    // written in the same transaction
+	note   string                       // the status log's message
+}
+
+// statusIn is the condition status = from[0] OR status = from[1] ….
+func statusIn(from []Status) expression.ConditionBuilder {
+	cond := expression.Name(attrStatus).Equal(expression.Value(from[0]))
+	for _, s := range from[1:] {
+		cond = cond.Or(expression.Name(attrStatus).Equal(expression.Value(s)))
+	}
+	return cond
+}
+
+const attrStatus = "status"
+
+// apply runs a transition: one UpdateItem when nothing else is written with it, else
+// one TransactWriteItems holding the update, the status log entry (Options.StatusLog)
+// and t.extra.
+func (c *Client) apply(ctx context.Context, t transition) (Transition, error) {
+	cond := statusIn(t.from)
+	if t.cond != nil {
+		cond = cond.And(*t.cond)
+	}
+	expr, err := expression.NewBuilder().
+		WithCondition(cond).
+		WithUpdate(t.update.Set(expression.Name(attrStatus), expression.Value(t.to))).
+		Build()
+	if err != nil {
+		return Transition{}, err
+	}
+	table := aws.String(c.opts.TableName)
+	key := avKey(t.key.Key())
+	items := t.extra
+	if c.opts.StatusLog {
+		var from Status
+		if len(t.from) == 1 {
+			from = t.from[0]
+		}
+		put, err := c.statusLogPut(t.key.RequestID(), from, t.to, t.note)
+		if err != nil {
+			return Transition{}, err
+		}
+		items = append([]types.TransactWriteItem{{Put: put}}, items...)
+	}
+	if len(items) == 0 {
+		_, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: table, Key: key,
+			ConditionExpression:                 expr.Condition(),
+			UpdateExpression:                    expr.Update(),
+			ExpressionAttributeNames:            expr.Names(),
+			ExpressionAttributeValues:           expr.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return lostCondition(t.key, ccf.Item)
+		}
+		if err != nil {
+			return Transition{}, err
+		}
+		return Transition{Applied: true}, nil
+	}
+	update := types.TransactWriteItem{Update: &types.Update{
+		TableName: table, Key: key,
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+	_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: append([]types.TransactWriteItem{update}, items...),
+	})
+	if reasons := cancellationReasons(err); conditionFailed(reasons, 0) {
+		return lostCondition(t.key, reasons[0].Item)
+	}
+	if err != nil {
+		return Transition{}, err
+	}
+	return Transition{Applied: true}, nil
+}
+
+// lostCondition reads the request a failed condition returned; none means there is no
+// such request.
+func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transition, error) {
+	if old == nil {
+		return Transition{}, fmt.Errorf("%w: request %s", ErrNotFound, key.RequestID())
+	}
+	var item requestItem
+	if err := attributevalue.UnmarshalMap(old, &item); err != nil {
+		return Transition{}, err
+	}
+	return Transition{Current: &item.Request}, nil
+}
+
+// GetRequest reads one request: seed 003's "request detail" row (user) and "requestId
+// search" row (admin), GetItem PK REQ#<requestId>, SK META, eventually consistent (a
+// screen that polls may see a status a moment late). An unknown request is
+// ErrNotFound; who may see which request is the caller's decision.
+func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, error) {
+	return c.getRequest(ctx, requestID, false)
+}
+
+func (c *Client) getRequest(ctx context.Context, requestID string, consistent bool) (*Request, error) {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return nil, err
+	}
+	var item requestItem
+	found, err := c.getItem(ctx, key.Key(), consistent, &item)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("get request %s: %w", requestID, err)
+	case !found:
+		return nil, fmt.Errorf("%w: request %s", ErrNotFound, requestID)
+	}
+	return &item.Request, nil
+}
+
+// MarkQueued records that a request's message is on the queue: seed 003's "queuing
+// succeeded" row, UpdateItem PK REQ#<requestId>, SK META, SET status = QUEUED,
+// queuedAt, and the index keys GSI1PK/GSI1SK/GSI2PK/GSI2SK from queuedAt (written
+// once, never changed); condition: status = RECEIVED. When the condition fails the
+// worker got there first (it backfills queuedAt from the message's send time): the
+// Transition is not applied, nothing changes, and there is no error. A request that
+// does not exist is ErrNotFound.
+func (c *Client) MarkQueued(ctx context.Context, m Message, queuedAt EpochMillis) (Transition, error) {
+	key, err := NewRequestKey(m.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, queuedAt)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, transition{
+		key: key, from: []Status{StatusReceived}, to: StatusQueued,
+		update: setIndexKeys(expression.Set(expression.Name("queuedAt"), expression.Value(queuedAt)), index),
+		note:   "message sent",
+	})
+	if err != nil {
+		return t, fmt.Errorf("mark queued %s: %w", m.RequestID, err)
+	}
+	return t, nil
+}
+
+// MarkEnqueueFailed ends a request whose message could not be sent: seed 003's
+// "queuing failed" row, UpdateItem PK REQ#<requestId>, SK META, SET status =
+// FAILED_FINAL, uiResult FAILED, resultCode and errorCode FAILED_INGEST_ENQUEUE,
+// failureClass RETRYABLE, errorMessage (cause, at most 256 characters), finishedAt,
+// and the index keys from requestedAt (it has no queuedAt), so it still shows in the
+// lists; condition: status = RECEIVED. In the same TransactWriteItems it deletes the
+// user's IdempotencyLock (condition: the lock names this request), so the user's next
+// click makes a fresh request while this one stays on record. When the status
+// condition fails the message got through after all (the worker has the request):
+// the Transition is not applied and nothing changes.
+func (c *Client) MarkEnqueueFailed(ctx context.Context, m Message, cause error) (Transition, error) {
+	key, err := NewRequestKey(m.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	lock, err := NewLockKey(m.EventID, m.UserID)
+	if err != nil {
+		return Transition{}, err
+	}
+	index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, m.RequestedAt)
+	if err != nil {
+		return Transition{}, err
+	}
+	lockNamesRequest, err := expression.NewBuilder().
+		WithCondition(expression.Name("requestId").Equal(expression.Value(m.RequestID))).Build()
+	if err != nil {
+		return Transition{}, err
+	}
+	release := types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                 aws.String(c.opts.TableName),
+		Key:                       avKey(lock.Key()),
+		ConditionExpression:       lockNamesRequest.Condition(),
+		ExpressionAttributeNames:  lockNamesRequest.Names(),
+		ExpressionAttributeValues: lockNamesRequest.Values(),
+	}}
+	update := failure(expression.UpdateBuilder{}, c.now(), ResultFailedIngestEnqueue, Retryable,
+		string(ResultFailedIngestEnqueue), errorText(cause))
+	t, err := c.apply(ctx, transition{
+		key: key, from: []Status{StatusReceived}, to: StatusFailedFinal,
+		update: setIndexKeys(update, index),
+		extra:  []types.TransactWriteItem{release},
+		note:   "enqueue failed",
+	})
+	if err != nil {
+		return t, fmt.Errorf("mark enqueue failed %s: %w", m.RequestID, err)
+	}
+	return t, nil
+}
+
+// failure adds the fields of a FAILED_FINAL request to an update.
+func failure(u expression.UpdateBuilder, now EpochMillis, code ResultCode, class FailureClass, errorCode, message string) expression.UpdateBuilder {
+	return u.
+		Set(expression.Name("uiResult"), expression.Value(UIFailed)).
+		Set(expression.Name("resultCode"), expression.Value(code)).
+		Set(expression.Name("failureClass"), expression.Value(class)).
+		Set(expression.Name("errorCode"), expression.Value(errorCode)).
+		Set(expression.Name("errorMessage"), expression.Value(message)).
+		Set(expression.Name("finishedAt"), expression.Value(now))
+}
+
+// setIndexKeys adds the index keys to an update.
+func setIndexKeys(u expression.UpdateBuilder, k IndexKeys) expression.UpdateBuilder {
+	return u.
+		Set(expression.Name(attrGSI1PK), expression.Value(k.GSI1PK)).
+		Set(expression.Name(attrGSI1SK), expression.Value(k.GSI1SK)).
+		Set(expression.Name(attrGSI2PK), expression.Value(k.GSI2PK)).
+		Set(expression.Name(attrGSI2SK), expression.Value(k.GSI2SK))
+}
+
+// errorText returns err's message cut to MaxErrorMessageLength characters.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := []rune(err.Error())
+	if len(msg) > MaxErrorMessageLength {
+		msg = append(msg[:MaxErrorMessageLength-1], '…')
+	}
+	return string(msg)
 }

@@ -1,5 +1,20 @@
 package asyncevent
 
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
 // StatusLog is an optional StatusLog item (PK REQ#<requestId>, SK
 // LOG#<occurredAt>#<suffix>): one transition of a request, for the operator's
 // timeline. It never carries GSI attributes.
@@ -18,4 +33,66 @@ type StatusLog struct {
 type statusLogItem struct {
 	Key
 	StatusLog
+}
+
+// statusLogPut returns the Put of the log entry of one transition of requestID, for
+// the transaction that makes the transition. The entry's suffix is random, so two
+// transitions of the same millisecond both stay.
+func (c *Client) statusLogPut(requestID string, from, to Status, message string) (*types.Put, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	now := c.now()
+	key, err := NewStatusLogKey(requestID, now, string(to)+"-"+hex.EncodeToString(b[:]))
+	if err != nil {
+		return nil, err
+	}
+	return c.putIfAbsent(statusLogItem{Key: key.Key(), StatusLog: StatusLog{
+		EntityType: EntityStatusLog, RequestID: requestID, FromStatus: from, ToStatus: to,
+		OccurredAt: now, Message: message, TTL: expiry(now, c.opts.StatusLogTTL),
+	}})
+}
+
+// ListStatusLogs returns a request's status log, oldest first: seed 003's "status
+// log" row, Query PK = REQ#<requestId> AND begins_with(SK, "LOG#"), all pages. It is
+// empty when Options.StatusLog was off while the request ran.
+func (c *Client) ListStatusLogs(ctx context.Context, requestID string) ([]StatusLog, error) {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return nil, err
+	}
+	cond := expression.Key(attrPK).Equal(expression.Value(key.Key().PK)).
+		And(expression.Key(attrSK).BeginsWith(StatusLogPrefix))
+	expr, err := expression.NewBuilder().WithKeyCondition(cond).Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(c.opts.TableName),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ConsistentRead:            aws.Bool(true),
+	}
+	var logs []StatusLog
+	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list status logs %s: %w", requestID, err)
+		}
+		var items []statusLogItem
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
+			return nil, fmt.Errorf("list status logs %s: %w", requestID, err)
+		}
+		for _, it := range items {
+			logs = append(logs, it.StatusLog)
+		}
+	}
+	// Entries of the same millisecond sort by their random suffix; put them back in
+	// lifecycle order.
+	slices.SortStableFunc(logs, func(a, b StatusLog) int {
+		return cmp.Or(cmp.Compare(a.OccurredAt, b.OccurredAt), cmp.Compare(a.ToStatus.rank(), b.ToStatus.rank()))
+	})
+	return logs, nil
 }

@@ -1,0 +1,27 @@
+package asynceventtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ScanTable returns every item of a table of the test binary's DynamoDB Local, for
+// checks that must see everything (orphans, stray index keys). Only the test kit
+// scans; the library never does.
+func ScanTable(t testing.TB, table string) []map[string]types.AttributeValue {
+	t.Helper()
+	var items []map[string]types.AttributeValue
+	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
+	for pages := dynamodb.NewScanPaginator(DynamoDB(t), in); pages.HasMorePages(); {
+		page, err := pages.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("asynceventtest: scan %s: %v", table, err)
+		}
+		items = append(items, page.Items...)
+	}
+	return items
+}

@@ -1,0 +1,100 @@
+package asyncevent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// bookkeepingTimeout bounds the writes that follow a send. They run even when the
+// caller's context ends (a client that hung up), since the message is on its way
+// either way and the request must say so.
+const bookkeepingTimeout = 10 * time.Second
+
+// Submit is the whole ingest of one click: Participate (lock and request, one
+// transaction), send the request's message to q (FIFO queues: group = eventId,
+// deduplication = requestId), then MarkQueued with queuedAt = the time the send
+// returned. Each step keeps the design's promises:
+//
+//   - A duplicate writes and sends nothing and returns the first requestId. If that
+//     request still sits in RECEIVED after Options.RedriveAfter (a crash between its
+//     write and its send), its message is sent again; a double send is harmless, as
+//     the worker's start is conditional.
+//   - A failed send (after the queue client's own retries) ends the request
+//     FAILED_FINAL with FAILED_INGEST_ENQUEUE and releases the lock
+//     (MarkEnqueueFailed): the error matches ErrEnqueueFailed, and the user may click
+//     again.
+//   - MarkQueued losing its condition means a worker already started the request:
+//     not an error.
+//
+// The Participation's Request, when set, is the request as Submit left it.
+func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
+	p, err := c.Participate(ctx, eventID, userID)
+	if err != nil {
+		return p, err
+	}
+	if !p.Duplicate {
+		p.Request, err = c.enqueue(ctx, q, p.Request)
+		return p, err
+	}
+	if c.opts.Clock().Sub(p.ParticipatedAt.Time()) < c.opts.RedriveAfter {
+		return p, nil
+	}
+	r, err := c.getRequest(ctx, p.RequestID, true)
+	if err != nil {
+		return p, err
+	}
+	p.Request = r
+	if r.Status == StatusReceived {
+		c.opts.Logger.InfoContext(ctx, "re-sending a request stuck in RECEIVED",
+			slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
+		p.Request, err = c.enqueue(ctx, q, r)
+	}
+	return p, err
+}
+
+// enqueue sends the message of a RECEIVED request and records the outcome. It returns
+// the request as it now stands.
+func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, error) {
+	m := messageOf(r)
+	body, err := EncodeMessage(m)
+	if err != nil {
+		return r, fmt.Errorf("enqueue %s: %w", r.RequestID, err)
+	}
+	sendErr := q.Send(ctx, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
+	queuedAt := c.now()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	log := c.opts.Logger.With(slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
+	if sendErr != nil {
+		t, err := c.MarkEnqueueFailed(ctx, m, sendErr)
+		switch {
+		case err != nil:
+			// The request stays RECEIVED; a later click or the sweeper sends it again.
+			log.ErrorContext(ctx, "send failed and so did recording it", slog.Any("sendError", sendErr), slog.Any("error", err))
+			return r, fmt.Errorf("%w: %s: %w", ErrEnqueueFailed, r.RequestID, sendErr)
+		case !t.Applied:
+			// The send failed for us but reached the queue: a worker has the request.
+			log.WarnContext(ctx, "send reported a failure but the message got through", slog.Any("sendError", sendErr))
+			return t.Current, nil
+		}
+		failed := *r
+		failed.Status, failed.UIResult, failed.ResultCode = StatusFailedFinal, UIFailed, ResultFailedIngestEnqueue
+		return &failed, fmt.Errorf("%w: %s: %w", ErrEnqueueFailed, r.RequestID, sendErr)
+	}
+	t, err := c.MarkQueued(ctx, m, queuedAt)
+	switch {
+	case err != nil:
+		// The message is on the queue; the worker accepts RECEIVED and backfills
+		// queuedAt from the message's send time.
+		log.WarnContext(ctx, "message sent but marking it queued failed", slog.Any("error", err))
+		return r, nil
+	case !t.Applied:
+		return t.Current, nil
+	}
+	queued := *r
+	queued.Status, queued.QueuedAt = StatusQueued, queuedAt
+	return &queued, nil
+}

@@ -1,0 +1,519 @@
+package asyncevent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// sendQueue is a queue that only records sends, or fails them: ingest never receives.
+type sendQueue struct {
+	mu   sync.Mutex
+	sent []asyncevent.OutgoingMessage
+	fail error
+}
+
+func (q *sendQueue) Send(_ context.Context, m asyncevent.OutgoingMessage) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fail != nil {
+		return q.fail
+	}
+	q.sent = append(q.sent, m)
+	return nil
+}
+
+func (q *sendQueue) Receive(context.Context, int, time.Duration, time.Duration) ([]asyncevent.Delivery, error) {
+	return nil, nil
+}
+func (q *sendQueue) Delete(context.Context, ...string) error { return nil }
+func (q *sendQueue) ChangeVisibility(context.Context, string, time.Duration) error {
+	return nil
+}
+
+func (q *sendQueue) messages(t *testing.T) []asyncevent.Message {
+	t.Helper()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var ms []asyncevent.Message
+	for _, s := range q.sent {
+		m, err := asyncevent.DecodeMessage(s.Body)
+		require.NoError(t, err)
+		assert.Equal(t, m.EventID, s.GroupID)
+		assert.Equal(t, m.RequestID, s.DeduplicationID)
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+func (q *sendQueue) setFail(err error) {
+	q.mu.Lock()
+	q.fail = err
+	q.mu.Unlock()
+}
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// newIngest returns a client on a fresh table with an open FIRST_COME event "ev".
+func newIngest(t *testing.T, opts asyncevent.Options) (*asyncevent.Client, *asynceventtest.Clock) {
+	t.Helper()
+	clock := asynceventtest.NewClock(t0)
+	if opts.Clock == nil {
+		opts.Clock = clock.Now
+	}
+	c := asynceventtest.NewTableWith(t, opts)
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventConfig{
+		EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10,
+	})
+	require.NoError(t, err)
+	return c, clock
+}
+
+// items returns the table's items by entity type.
+func items(t *testing.T, c *asyncevent.Client) map[asyncevent.EntityType][]map[string]types.AttributeValue {
+	t.Helper()
+	byType := map[asyncevent.EntityType][]map[string]types.AttributeValue{}
+	for _, it := range asynceventtest.ScanTable(t, c.TableName()) {
+		var e struct {
+			EntityType asyncevent.EntityType `dynamodbav:"entityType"`
+		}
+		require.NoError(t, attributevalue.UnmarshalMap(it, &e))
+		byType[e.EntityType] = append(byType[e.EntityType], it)
+	}
+	return byType
+}
+
+func TestConcurrentClicksOfOneUserMakeOneRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newIngest(t, asyncevent.Options{})
+	q := &sendQueue{}
+
+	const clicks = 200
+	ids := make([]string, clicks)
+	dups := make([]bool, clicks)
+	var wg sync.WaitGroup
+	for i := range clicks {
+		wg.Go(func() {
+			p, err := c.Submit(ctx, q, "ev", "alice")
+			assert.NoError(t, err)
+			ids[i], dups[i] = p.RequestID, p.Duplicate
+		})
+	}
+	wg.Wait()
+
+	news := 0
+	for i := range clicks {
+		assert.Equal(t, ids[0], ids[i])
+		if !dups[i] {
+			news++
+		}
+	}
+	assert.Equal(t, 1, news, "exactly one click is the new participation")
+	byType := items(t, c)
+	assert.Len(t, byType[asyncevent.EntityRequest], 1)
+	assert.Len(t, byType[asyncevent.EntityIdempotency], 1)
+	assert.Len(t, q.messages(t), 1)
+
+	r, err := c.GetRequest(ctx, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusQueued, r.Status)
+	p, err := c.LookupParticipation(ctx, "ev", "alice")
+	require.NoError(t, err)
+	assert.Equal(t, ids[0], p.RequestID)
+}
+
+func TestManyUsersAreQueuedAndIndexed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newIngest(t, asyncevent.Options{Clock: time.Now})
+	q := &sendQueue{}
+
+	const users = 1000
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := range work {
+				p, err := c.Submit(ctx, q, "ev", fmt.Sprintf("user-%04d", i))
+				assert.NoError(t, err)
+				assert.False(t, p.Duplicate)
+				assert.Equal(t, asyncevent.StatusQueued, p.Request.Status)
+			}
+		})
+	}
+	for i := range users {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	byType := items(t, c)
+	require.Len(t, byType[asyncevent.EntityRequest], users)
+	assert.Len(t, byType[asyncevent.EntityIdempotency], users)
+	assert.Len(t, q.messages(t), users)
+	for _, raw := range byType[asyncevent.EntityRequest] {
+		var r struct {
+			asyncevent.Request
+			asyncevent.IndexKeys
+		}
+		require.NoError(t, attributevalue.UnmarshalMap(raw, &r))
+		assert.Equal(t, asyncevent.StatusQueued, r.Status)
+		want, err := asyncevent.NewIndexKeys("ev", r.UserID, r.RequestID, r.QueuedAt)
+		require.NoError(t, err)
+		assert.Equal(t, want, r.IndexKeys)
+		assert.Regexp(t, `^QAT#\d{13}#REQ#`+r.RequestID+`$`, r.GSI2SK)
+		assert.GreaterOrEqual(t, r.QueuedAt, r.RequestedAt)
+	}
+	for typ, its := range byType {
+		if typ == asyncevent.EntityRequest {
+			continue
+		}
+		for _, it := range its {
+			for name := range it {
+				assert.False(t, strings.HasPrefix(name, "GSI"), "%s item has %s", typ, name)
+			}
+		}
+	}
+	// Each user sees their one request on GSI1.
+	page, err := c.ListUserRequests(ctx, "user-0042", asyncevent.PageOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Requests, 1)
+	assert.Equal(t, "user-0042", page.Requests[0].UserID)
+}
+
+func TestRequestStuckInReceivedIsResentAfterTheGracePeriod(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := newIngest(t, asyncevent.Options{RedriveAfter: time.Minute})
+	q := &sendQueue{}
+
+	// A crash between the write and the send: only Participate ran.
+	first, err := c.Participate(ctx, "ev", "bob")
+	require.NoError(t, err)
+
+	clock.Advance(30 * time.Second)
+	p, err := c.Submit(ctx, q, "ev", "bob")
+	require.NoError(t, err)
+	assert.True(t, p.Duplicate)
+	assert.Empty(t, q.messages(t), "within the grace period the first click may still be sending")
+
+	clock.Advance(31 * time.Second)
+	p, err = c.Submit(ctx, q, "ev", "bob")
+	require.NoError(t, err)
+	assert.True(t, p.Duplicate)
+	assert.Equal(t, first.RequestID, p.RequestID)
+	msgs := q.messages(t)
+	require.Len(t, msgs, 1)
+	assert.Equal(t, first.RequestID, msgs[0].RequestID)
+	r, err := c.GetRequest(ctx, first.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusQueued, r.Status)
+	assert.Equal(t, asyncevent.MillisOf(clock.Now()), r.QueuedAt)
+
+	// Once queued, later duplicates send nothing more.
+	clock.Advance(time.Hour)
+	_, err = c.Submit(ctx, q, "ev", "bob")
+	require.NoError(t, err)
+	assert.Len(t, q.messages(t), 1)
+}
+
+func TestFailedEnqueueEndsTheRequestAndReleasesTheLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := newIngest(t, asyncevent.Options{StatusLog: true})
+	q := &sendQueue{}
+	q.setFail(errors.New("sqs: service unavailable"))
+
+	p, err := c.Submit(ctx, q, "ev", "carol")
+	require.ErrorIs(t, err, asyncevent.ErrEnqueueFailed)
+	assert.Contains(t, err.Error(), "service unavailable")
+	require.NotEmpty(t, p.RequestID)
+
+	failed, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusFailedFinal, failed.Status)
+	assert.Equal(t, asyncevent.UIFailed, failed.UIResult)
+	assert.Equal(t, asyncevent.ResultFailedIngestEnqueue, failed.ResultCode)
+	assert.Equal(t, "FAILED_INGEST_ENQUEUE", failed.ErrorCode)
+	assert.Equal(t, "sqs: service unavailable", failed.ErrorMessage)
+	assert.Equal(t, asyncevent.MillisOf(clock.Now()), failed.FinishedAt)
+	assert.Zero(t, failed.QueuedAt)
+	_, err = c.LookupParticipation(ctx, "ev", "carol")
+	assert.ErrorIs(t, err, asyncevent.ErrNotFound, "the lock is released")
+
+	// Listed by requestedAt although it never had a queuedAt.
+	page, err := c.ListUserRequests(ctx, "carol", asyncevent.PageOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Requests, 1)
+	assert.Equal(t, p.RequestID, page.Requests[0].RequestID)
+
+	logs, err := c.ListStatusLogs(ctx, p.RequestID)
+	require.NoError(t, err)
+	require.Len(t, logs, 2)
+	assert.Equal(t, asyncevent.StatusReceived, logs[0].ToStatus)
+	assert.Equal(t, asyncevent.StatusReceived, logs[1].FromStatus)
+	assert.Equal(t, asyncevent.StatusFailedFinal, logs[1].ToStatus)
+
+	// The user can participate again: a fresh request; the failed one stays.
+	q.setFail(nil)
+	clock.Advance(time.Second)
+	again, err := c.Submit(ctx, q, "ev", "carol")
+	require.NoError(t, err)
+	assert.False(t, again.Duplicate)
+	assert.NotEqual(t, p.RequestID, again.RequestID)
+	page, err = c.ListUserRequests(ctx, "carol", asyncevent.PageOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Requests, 2)
+	assert.Equal(t, again.RequestID, page.Requests[0].RequestID, "newest first")
+	assert.Equal(t, asyncevent.StatusFailedFinal, page.Requests[1].Status)
+}
+
+func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newIngest(t, asyncevent.Options{})
+	p, err := c.Participate(ctx, "ev", "dave")
+	require.NoError(t, err)
+	m := asyncevent.Message{V: 1, RequestID: p.RequestID, EventID: "ev", UserID: "dave",
+		EventType: asyncevent.FirstCome, RequestedAt: p.Request.RequestedAt}
+
+	// The worker got the message first and started the request.
+	setStatus(t, c.TableName(), p.RequestID, asyncevent.StatusProcessing)
+	before := asynceventtest.ScanTable(t, c.TableName())
+
+	tr, err := c.MarkQueued(ctx, m, p.Request.RequestedAt+5)
+	require.NoError(t, err)
+	assert.False(t, tr.Applied)
+	require.NotNil(t, tr.Current)
+	assert.Equal(t, asyncevent.StatusProcessing, tr.Current.Status)
+	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()), "nothing changed")
+
+	// And on a request that does not exist: ErrNotFound, nothing written.
+	m.RequestID = "no-such-request"
+	_, err = c.MarkQueued(ctx, m, 1)
+	assert.ErrorIs(t, err, asyncevent.ErrNotFound)
+	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()))
+}
+
+// setStatus writes a request's status behind the library's back, as another process
+// would.
+func setStatus(t *testing.T, table, requestID string, s asyncevent.Status) {
+	t.Helper()
+	key, err := asyncevent.NewRequestKey(requestID)
+	require.NoError(t, err)
+	av, err := attributevalue.MarshalMap(key.Key())
+	require.NoError(t, err)
+	_, err = asynceventtest.DynamoDB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: av,
+		UpdateExpression:          aws.String("SET #s = :s"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: string(s)}},
+	})
+	require.NoError(t, err)
+}
+
+func TestBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := newIngest(t, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: "later", EventType: asyncevent.FirstCome, CapacityTotal: 1,
+		StartsAt: asyncevent.MillisOf(t0.Add(time.Hour)), EndsAt: asyncevent.MillisOf(t0.Add(2 * time.Hour)),
+	})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1,
+		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute)),
+	})
+	require.NoError(t, err)
+	before := asynceventtest.ScanTable(t, c.TableName())
+	q := &sendQueue{}
+
+	tests := []struct {
+		name          string
+		event, user   string
+		advance       time.Duration
+		want          error
+		wantFieldName string
+	}{
+		{"user with separator", "ev", "u#1", 0, asyncevent.ErrInvalidID, "userId"},
+		{"empty user", "ev", "", 0, asyncevent.ErrInvalidID, "userId"},
+		{"huge user", "ev", strings.Repeat("x", 4096), 0, asyncevent.ErrInvalidID, "userId"},
+		{"control character", "ev", "u\x07", 0, asyncevent.ErrInvalidID, "userId"},
+		{"event with separator", "ev#CAPACITY", "u1", 0, asyncevent.ErrInvalidID, "eventId"},
+		{"unknown event", "nope", "u1", 0, asyncevent.ErrEventNotFound, ""},
+		{"not open yet", "later", "u1", 0, asyncevent.ErrEventNotOpen, ""},
+		{"ended", "later", "u1", 3 * time.Hour, asyncevent.ErrEventClosed, ""},
+		{"after the lottery cutoff", "lotto", "u1", 3 * time.Hour, asyncevent.ErrEventClosed, ""},
+	}
+	for _, tt := range tests {
+		clock.Advance(tt.advance)
+		_, err := c.Submit(ctx, q, tt.event, tt.user)
+		assert.ErrorIs(t, err, tt.want, tt.name)
+		if tt.wantFieldName != "" {
+			var idErr *asyncevent.InvalidIDError
+			require.ErrorAs(t, err, &idErr, tt.name)
+			assert.Equal(t, tt.wantFieldName, idErr.Field, tt.name)
+		}
+		_, err = c.Participate(ctx, tt.event, tt.user)
+		assert.ErrorIs(t, err, tt.want, tt.name)
+	}
+	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()), "nothing was written")
+	assert.Empty(t, q.messages(t))
+
+	_, err = c.GetRequest(ctx, "a#b")
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidID)
+	_, err = c.GetRequest(ctx, "missing")
+	assert.ErrorIs(t, err, asyncevent.ErrNotFound)
+	_, err = c.ListUserRequests(ctx, "u1", asyncevent.PageOptions{Limit: 101})
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
+}
+
+func TestCreateEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+
+	fc, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 1000, Name: "Spring sale"})
+	require.NoError(t, err)
+	got, err := c.GetEvent(ctx, "fc")
+	require.NoError(t, err)
+	assert.Equal(t, fc, got)
+	capacity, err := c.GetCapacity(ctx, "fc")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), capacity.CapacityTotal)
+	assert.Equal(t, int64(1000), capacity.CapacityRemaining)
+
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	assert.ErrorIs(t, err, asyncevent.ErrEventExists)
+	capacity, err = c.GetCapacity(ctx, "fc")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), capacity.CapacityRemaining, "the existing event is untouched")
+
+	cutoff := asyncevent.MillisOf(time.Now().Add(time.Hour))
+	lot, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 100, LotteryCutoffAt: cutoff})
+	require.NoError(t, err)
+	assert.Regexp(t, `^[0-9a-f]{64}$`, lot.SeedCommitment)
+	_, err = c.GetCapacity(ctx, "lot")
+	assert.ErrorIs(t, err, asyncevent.ErrNotFound, "a LOTTERY event has no capacity item")
+
+	_, err = c.GetEvent(ctx, "none")
+	assert.ErrorIs(t, err, asyncevent.ErrEventNotFound)
+
+	for name, bad := range map[string]asyncevent.EventConfig{
+		"no type":              {EventID: "x"},
+		"no capacity":          {EventID: "x", EventType: asyncevent.FirstCome},
+		"lottery without K":    {EventID: "x", EventType: asyncevent.Lottery, LotteryCutoffAt: cutoff},
+		"lottery no cutoff":    {EventID: "x", EventType: asyncevent.Lottery, WinnerCount: 1},
+		"capacity on lottery":  {EventID: "x", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: cutoff, CapacityTotal: 3},
+		"ends before it opens": {EventID: "x", EventType: asyncevent.FirstCome, CapacityTotal: 1, StartsAt: 10, EndsAt: 5},
+		"negative time":        {EventID: "x", EventType: asyncevent.FirstCome, CapacityTotal: 1, EndsAt: -1},
+	} {
+		_, err := c.CreateEvent(ctx, bad)
+		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent, name)
+	}
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "x#y", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidID)
+	_, err = c.GetEvent(ctx, "x")
+	assert.ErrorIs(t, err, asyncevent.ErrEventNotFound, "no refused event was stored")
+}
+
+func TestStatusLogFollowsIngest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newIngest(t, asyncevent.Options{StatusLog: true})
+	p, err := c.Submit(ctx, &sendQueue{}, "ev", "erin")
+	require.NoError(t, err)
+	logs, err := c.ListStatusLogs(ctx, p.RequestID)
+	require.NoError(t, err)
+	require.Len(t, logs, 2, "RECEIVED and QUEUED, in the same millisecond of the stopped clock")
+	assert.Equal(t, asyncevent.Status(""), logs[0].FromStatus)
+	assert.Equal(t, asyncevent.StatusReceived, logs[0].ToStatus)
+	assert.Equal(t, asyncevent.StatusReceived, logs[1].FromStatus)
+	assert.Equal(t, asyncevent.StatusQueued, logs[1].ToStatus)
+	for _, l := range logs {
+		assert.Equal(t, asyncevent.EntityStatusLog, l.EntityType)
+		assert.Equal(t, asyncevent.MillisOf(t0.Add(30*24*time.Hour)).Time().Unix(), l.TTL)
+	}
+}
+
+func TestListUserRequestsPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := newIngest(t, asyncevent.Options{})
+	q := &sendQueue{}
+	var want []string
+	for i := range 25 {
+		ev := fmt.Sprintf("ev-%02d", i)
+		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: ev, EventType: asyncevent.FirstCome, CapacityTotal: 1})
+		require.NoError(t, err)
+		p, err := c.Submit(ctx, q, ev, "frank")
+		require.NoError(t, err)
+		want = append([]string{p.RequestID}, want...) // newest first
+		clock.Advance(time.Millisecond)
+		_, err = c.Submit(ctx, q, ev, "grace")
+		require.NoError(t, err)
+	}
+	first, err := c.ListUserRequests(ctx, "frank", asyncevent.PageOptions{})
+	require.NoError(t, err)
+	require.Len(t, first.Requests, 20)
+	require.NotEmpty(t, first.NextCursor)
+	second, err := c.ListUserRequests(ctx, "frank", asyncevent.PageOptions{Cursor: first.NextCursor})
+	require.NoError(t, err)
+	require.Len(t, second.Requests, 5)
+	var got []string
+	for _, r := range append(first.Requests, second.Requests...) {
+		assert.Equal(t, "frank", r.UserID)
+		got = append(got, r.RequestID)
+	}
+	assert.Equal(t, want, got)
+
+	// A cursor of frank's listing is refused for grace, and garbage is refused.
+	for _, cursor := range []string{first.NextCursor, "!!!", "e30", strings.Repeat("A", 5000)} {
+		_, err = c.ListUserRequests(ctx, "grace", asyncevent.PageOptions{Cursor: cursor})
+		assert.ErrorIs(t, err, asyncevent.ErrInvalidCursor, cursor)
+	}
+}
+
+func TestEventConfigIsCachedDuringASpike(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{Clock: clock.Now})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+
+	before := counter.Snapshot()
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			_, err := c.Participate(ctx, "ev", fmt.Sprintf("u%d", i))
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	d := counter.Snapshot().Sub(before)
+	assert.Equal(t, 1, d.Calls["GetItem"], "one CONFIG read for 100 concurrent clicks")
+	assert.Equal(t, 100, d.Calls["TransactWriteItems"])
+
+	clock.Advance(asyncevent.DefaultEventCacheTTL)
+	_, err = c.Participate(ctx, "ev", "late")
+	require.NoError(t, err)
+	assert.Equal(t, 2, counter.Snapshot().Sub(before).Calls["GetItem"], "read again after the TTL")
+}

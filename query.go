@@ -1,0 +1,153 @@
+package asyncevent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The page sizes of "my participations" (seed 003: limit 20).
+const (
+	DefaultUserPageLimit = 20
+	MaxUserPageLimit     = 100
+)
+
+// PageOptions asks for one page of a listing.
+type PageOptions struct {
+	// Limit is the most requests to return. Default (0): the listing's default.
+	Limit int
+	// Cursor continues a listing where the previous page ended; empty starts it.
+	Cursor string
+}
+
+// RequestPage is one page of requests.
+type RequestPage struct {
+	Requests []Request
+	// NextCursor continues the listing; empty when there is nothing more.
+	NextCursor string
+}
+
+// ListUserRequests lists a user's requests, newest first: seed 003's "my
+// participations" row, Query GSI1 with GSI1PK = USER#<userId>, ScanIndexForward =
+// false, Limit 20 by default (at most 100). A request appears once its order time is
+// known (queued, or failed to enqueue). The cursor is opaque; one handed out for
+// another user's listing is ErrInvalidCursor.
+func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageOptions) (*RequestPage, error) {
+	user, err := NewUserPartition(userID)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(page.Limit, DefaultUserPageLimit, MaxUserPageLimit)
+	if err != nil {
+		return nil, err
+	}
+	start, err := decodeCursor(page.Cursor, attrGSI1PK, attrGSI1SK, user.String())
+	if err != nil {
+		return nil, err
+	}
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrGSI1PK).Equal(expression.Value(user.String()))).Build()
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(c.opts.TableName),
+		IndexName:                 aws.String(IndexUser),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit)),
+		ExclusiveStartKey:         start,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list requests of user %s: %w", userID, err)
+	}
+	var items []requestItem
+	if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+		return nil, fmt.Errorf("list requests of user %s: %w", userID, err)
+	}
+	result := &RequestPage{Requests: make([]Request, 0, len(items))}
+	for _, it := range items {
+		result.Requests = append(result.Requests, it.Request)
+	}
+	if result.NextCursor, err = encodeCursor(out.LastEvaluatedKey); err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// pageLimit applies a listing's default and maximum to a requested limit.
+func pageLimit(limit, def, max int) (int, error) {
+	switch {
+	case limit == 0:
+		return def, nil
+	case limit < 0 || limit > max:
+		return 0, fmt.Errorf("%w: limit %d, want 1 to %d", ErrInvalidOptions, limit, max)
+	}
+	return limit, nil
+}
+
+// A cursor is the base64url JSON of a Query's LastEvaluatedKey on an index: the
+// table key and the index key of the last request returned, all strings.
+
+func encodeCursor(last map[string]types.AttributeValue) (string, error) {
+	if len(last) == 0 {
+		return "", nil
+	}
+	var plain map[string]string
+	if err := attributevalue.UnmarshalMap(last, &plain); err != nil {
+		return "", fmt.Errorf("cursor: %w", err)
+	}
+	b, err := json.Marshal(plain)
+	if err != nil {
+		return "", fmt.Errorf("cursor: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// maxCursorLength bounds the cursor text accepted, far above what encodeCursor writes.
+const maxCursorLength = 2048
+
+// decodeCursor reads a cursor for a Query on the index whose keys are pkAttr/skAttr
+// in the partition partition. It accepts only what encodeCursor could have written
+// for that partition: a request's table key, and a queue key for the same request.
+func decodeCursor(cursor, pkAttr, skAttr, partition string) (map[string]types.AttributeValue, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	bad := func(reason string) error { return fmt.Errorf("%w: %s", ErrInvalidCursor, reason) }
+	if len(cursor) > maxCursorLength {
+		return nil, bad("too long")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return nil, bad("not base64url")
+	}
+	var plain map[string]string
+	if err := json.Unmarshal(raw, &plain); err != nil {
+		return nil, bad("not a key")
+	}
+	if len(plain) != 4 {
+		return nil, bad("not a key of this listing")
+	}
+	if plain[pkAttr] != partition {
+		return nil, bad("it belongs to another listing")
+	}
+	req, err := ParseRequestKey(Key{PK: plain[attrPK], SK: plain[attrSK]})
+	if err != nil {
+		return nil, bad("not a request key")
+	}
+	order, err := ParseQueueKey(plain[skAttr])
+	if err != nil || order.RequestID() != req.RequestID() {
+		return nil, bad("not a queue key of the request")
+	}
+	return attributevalue.MarshalMap(plain)
+}

@@ -1,0 +1,139 @@
+package asyncevent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Queue carries one message per request from ingest to the workers, with
+// at-least-once delivery. SQSQueue is the real one; MemoryQueue serves examples and
+// unit tests.
+type Queue interface {
+	// Send puts one message on the queue. It returns only once the queue has it.
+	Send(ctx context.Context, m OutgoingMessage) error
+
+	// Receive waits up to wait for at most max messages and hides each one it returns
+	// from other receivers for visibility. It returns an empty slice, not an error,
+	// when nothing came in time.
+	Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error)
+
+	// Delete removes delivered messages by their receipts, once their work is done.
+	Delete(ctx context.Context, receipts ...string) error
+
+	// ChangeVisibility hides a delivered message for timeout from now: longer while its
+	// work goes on, or zero to make it visible again at once.
+	ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error
+}
+
+// OutgoingMessage is a message to send.
+type OutgoingMessage struct {
+	Body []byte
+	// GroupID and DeduplicationID are used by FIFO queues (MessageGroupId and
+	// MessageDeduplicationId) and ignored by standard ones. Ingest sets them to the
+	// eventId and the requestId.
+	GroupID         string
+	DeduplicationID string
+}
+
+// Delivery is one receipt of a message. The same message can be delivered more than
+// once; each delivery has its own receipt.
+type Delivery struct {
+	MessageID    string
+	Receipt      string
+	Body         []byte
+	ReceiveCount int       // 1 on the first delivery
+	SentAt       time.Time // when the queue accepted the message (SQS SentTimestamp)
+}
+
+// MessageVersion is the version of the message body this library writes.
+const MessageVersion = 1
+
+// ErrMalformedMessage reports a message body that does not decode into a valid
+// Message: not JSON, an unknown version, a missing or invalid field.
+var ErrMalformedMessage = errors.New("asyncevent: malformed message")
+
+// Message is the body of the message ingest sends for a request, encoded as JSON:
+//
+//	{"v":1,"requestId":"…","eventId":"…","userId":"…","eventType":"FIRST_COME","requestedAt":1795421039191}
+type Message struct {
+	V           int         `json:"v"`
+	RequestID   string      `json:"requestId"`
+	EventID     string      `json:"eventId"`
+	UserID      string      `json:"userId"`
+	EventType   EventType   `json:"eventType"`
+	RequestedAt EpochMillis `json:"requestedAt"`
+}
+
+// messageOf returns the message of a request.
+func messageOf(r *Request) Message {
+	return Message{
+		V: MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
+		EventType: r.EventType, RequestedAt: r.RequestedAt,
+	}
+}
+
+// EncodeMessage returns the JSON body of m, after checking it as DecodeMessage would.
+func EncodeMessage(m Message) ([]byte, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// DecodeMessage reads a message body. Anything but a valid version-1 message is an
+// ErrMalformedMessage error; when the body names a valid requestId, the returned
+// Message carries it even with the error, so the request can be marked FAILED_SERDE.
+func DecodeMessage(body []byte) (Message, error) {
+	var m Message
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		var partial struct {
+			RequestID string `json:"requestId"`
+		}
+		_ = json.Unmarshal(body, &partial)
+		if ValidateID("requestId", partial.RequestID) == nil {
+			m = Message{RequestID: partial.RequestID}
+		} else {
+			m = Message{}
+		}
+		return m, fmt.Errorf("%w: %w", ErrMalformedMessage, err)
+	}
+	if dec.More() {
+		return m, fmt.Errorf("%w: data after the JSON object", ErrMalformedMessage)
+	}
+	if err := m.validate(); err != nil {
+		if ValidateID("requestId", m.RequestID) != nil {
+			m = Message{}
+		}
+		return m, err
+	}
+	return m, nil
+}
+
+func (m Message) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrMalformedMessage, fmt.Sprintf(format, args...))
+	}
+	if m.V != MessageVersion {
+		return bad("version %d, want %d", m.V, MessageVersion)
+	}
+	for _, id := range []struct{ field, value string }{
+		{"requestId", m.RequestID}, {"eventId", m.EventID}, {"userId", m.UserID},
+	} {
+		if err := ValidateID(id.field, id.value); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if !m.EventType.Valid() {
+		return bad("eventType %q", string(m.EventType))
+	}
+	if _, err := formatMillis(m.RequestedAt); err != nil || m.RequestedAt == 0 {
+		return bad("requestedAt %d", int64(m.RequestedAt))
+	}
+	return nil
+}
