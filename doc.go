@@ -49,28 +49,32 @@
 // # Access patterns
 //
 // Each row of the design's access-pattern table is one method of [Client]; its doc
-// comment names the row, the operation, the key and the condition. The rows whose
-// method is not listed yet are being built.
+// comment names the row, the operation, the key and the condition. Rows without a
+// method are being built.
 //
-//	row                          operation                  key / condition
-//	participate                  PutItem (conditional)      IDEMP#<eventId>#<userId> / LOCK, attribute_not_exists
-//	participate (duplicate)      GetItem                    IDEMP#<eventId>#<userId> / LOCK
-//	create request               PutItem                    REQ#<requestId> / META, status RECEIVED
-//	mark queued                  UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED
-//	get request                  GetItem                    REQ#<requestId> / META
-//	my participations            Query GSI1                 USER#<userId>, newest first, limit 20
+//	row                          operation                  key / condition                                     method
+//	participate                  PutItem (conditional)      IDEMP#<eventId>#<userId> / LOCK, attribute_not_exists  Participate
+//	participate (duplicate)      GetItem                    IDEMP#<eventId>#<userId> / LOCK                     LookupParticipation
+//	create request               PutItem                    REQ#<requestId> / META, status RECEIVED             Participate
+//	mark queued                  UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkQueued
+//	get request                  GetItem                    REQ#<requestId> / META                              GetRequest
+//	my participations            Query GSI1                 USER#<userId>, newest first, limit 20               ListUserRequests
 //	start processing             UpdateItem (conditional)   REQ#<requestId> / META, status = QUEUED
 //	first-come capacity          UpdateItem (conditional)   EVENT#<eventId> / CAPACITY, capacityRemaining > 0
 //	first-come success           UpdateItem                 REQ#<requestId> / META, SUCCEEDED
 //	first-come capacity rejected UpdateItem                 REQ#<requestId> / META, REJECTED
 //	lottery result               UpdateItem                 REQ#<requestId> / META, SUCCEEDED or REJECTED
-//	enqueue failure              UpdateItem                 REQ#<requestId> / META, FAILED_FINAL
+//	enqueue failure              UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkEnqueueFailed
 //	final failure                UpdateItem                 REQ#<requestId> / META, FAILED_FINAL
-//	status log                   PutItem                    REQ#<requestId> / LOG#<occurredAt>#…
+//	status log                   PutItem                    REQ#<requestId> / LOG#<occurredAt>#<suffix>         Options.StatusLog
 //	event requests               Query GSI2                 EVENT#<eventId>, either order
 //	event requests, latest N     Query GSI2                 EVENT#<eventId>, newest first, limit N
-//	get request (admin)          GetItem                    REQ#<requestId> / META
-//	status logs                  Query                      REQ#<requestId>, begins_with(SK, "LOG#")
+//	get request (admin)          GetItem                    REQ#<requestId> / META                              GetRequest
+//	status logs                  Query                      REQ#<requestId>, begins_with(SK, "LOG#")            ListStatusLogs
+//
+// Participate writes the lock and the request in one TransactWriteItems, so neither
+// exists without the other. [Client.Submit] is the whole ingest of a click:
+// Participate, send the message, MarkQueued (or MarkEnqueueFailed).
 //
 // # Invariants
 //
