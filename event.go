@@ -214,9 +214,7 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 // openEvent returns the config of an event that takes participations now, from the
 // client's cache when it is fresh.
 func (c *Client) openEvent(ctx context.Context, eventID string) (*EventConfig, error) {
-	cfg, err := c.events.get(ctx, eventID, func(ctx context.Context) (*EventConfig, error) {
-		return c.GetEvent(ctx, eventID)
-	})
+	cfg, err := c.cachedEvent(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +222,13 @@ func (c *Client) openEvent(ctx context.Context, eventID string) (*EventConfig, e
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// cachedEvent returns an event's config from the client's cache when it is fresh.
+func (c *Client) cachedEvent(ctx context.Context, eventID string) (*EventConfig, error) {
+	return c.events.get(ctx, eventID, func(ctx context.Context) (*EventConfig, error) {
+		return c.GetEvent(ctx, eventID)
+	})
 }
 
 // eventCache keeps event configs for a short time so that a spike does not read CONFIG

@@ -1,6 +1,7 @@
 package asyncevent
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -49,4 +50,64 @@ func newSeed() ([]byte, error) {
 func seedCommitment(seed []byte) string {
 	sum := sha256.Sum256(seed)
 	return hex.EncodeToString(sum[:])
+}
+
+// lotteryEntry processes a LOTTERY message: the entry is queued (the worker fills
+// queuedAt from the send time if ingest has not yet), checked by the service's
+// handler, and kept QUEUED with uiPhase COLLECTING for the draw; an entry queued after
+// the cutoff ends REJECTED_CLOSED.
+func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) result {
+	queuedAt := p.sentAt(d)
+	t, err := p.c.MarkQueued(ctx, m, queuedAt)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	if !t.Applied {
+		switch cur := t.Current; {
+		case cur.Status.IsTerminal():
+			return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
+		case cur.Status != StatusQueued:
+			return p.notStarted(m, cur)
+		default:
+			queuedAt = cur.QueuedAt
+		}
+	}
+	if err := p.handle(ctx, m); err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	event, err := p.c.cachedEvent(ctx, m.EventID)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	if queuedAt <= event.LotteryCutoffAt {
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
+	}
+	t, err = p.c.closeEntry(ctx, m)
+	switch {
+	case err != nil:
+		return p.failed(ctx, m, d, nil, err)
+	case !t.Applied && !t.Current.Status.IsTerminal():
+		return p.notStarted(m, t.Current)
+	case !t.Applied:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedClosed}}
+}
+
+// closeEntry ends a lottery entry queued after the cutoff: UpdateItem PK
+// REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
+// REJECTED_CLOSED, finishedAt; condition status = QUEUED.
+func (c *Client) closeEntry(ctx context.Context, m Message) (Transition, error) {
+	key, err := NewRequestKey(m.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, transition{
+		key: key, from: []Status{StatusQueued}, to: StatusRejected,
+		update: finish(UIRejected, ResultRejectedClosed, c.now()), note: "queued after the cutoff",
+	})
+	if err != nil {
+		return t, fmt.Errorf("close entry %s: %w", m.RequestID, err)
+	}
+	return t, nil
 }

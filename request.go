@@ -230,9 +230,10 @@ type Transition struct {
 // the same transaction.
 type transition struct {
 	key    RequestKey
-	from   []Status // the condition: status is one of these
+	from   []Status // the condition: status is one of these,
+	orCond *expression.ConditionBuilder // or this holds,
+	cond   *expression.ConditionBuilder // and this holds too
 	to     Status
-	cond   *expression.ConditionBuilder // more conditions, ANDed with the status one
 	update expression.UpdateBuilder     // status = to is added
 	extra  []types.TransactWriteItem    // written in the same transaction
 	note   string                       // the status log's message
@@ -254,6 +255,9 @@ const attrStatus = "status"
 // and t.extra.
 func (c *Client) apply(ctx context.Context, t transition) (Transition, error) {
 	cond := statusIn(t.from)
+	if t.orCond != nil {
+		cond = cond.Or(*t.orCond)
+	}
 	if t.cond != nil {
 		cond = cond.And(*t.cond)
 	}
@@ -268,8 +272,8 @@ func (c *Client) apply(ctx context.Context, t transition) (Transition, error) {
 	key := avKey(t.key.Key())
 	items := t.extra
 	if c.opts.StatusLog {
-		var from Status
-		if len(t.from) == 1 {
+		var from Status // unknown when the condition allows several
+		if len(t.from) == 1 && t.orCond == nil {
 			from = t.from[0]
 		}
 		put, err := c.statusLogPut(t.key.RequestID(), from, t.to, t.note)

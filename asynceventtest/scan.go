@@ -5,8 +5,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent"
 )
 
 // ScanTable returns every item of a table of the test binary's DynamoDB Local, for
@@ -24,4 +27,14 @@ func ScanTable(t testing.TB, table string) []map[string]types.AttributeValue {
 		items = append(items, page.Items...)
 	}
 	return items
+}
+
+// UnmarshalRequest reads a Request from a raw item, as ScanTable returns them.
+func UnmarshalRequest(t testing.TB, item map[string]types.AttributeValue) asyncevent.Request {
+	t.Helper()
+	var r asyncevent.Request
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+		t.Fatalf("asynceventtest: %v", err)
+	}
+	return r
 }

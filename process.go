@@ -1,0 +1,733 @@
+package asyncevent
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// Handler is the service's own step for a request, run by the worker once it holds the
+// request's lease and before the outcome is decided (for FIRST_COME, before a seat is
+// spent; for LOTTERY, before the entry is accepted): an eligibility check, say. Return
+// nil to go on; an error wrapped with Permanent to end the request FAILED_FINAL
+// (FAILED_VALIDATION) at once; any other error to try again later (FAILED_WORKER once
+// the message has used up its receives). A panic ends the request FAILED_FINAL
+// (FAILED_WORKER); the worker goes on.
+type Handler interface {
+	Handle(ctx context.Context, m Message) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, m Message) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, m Message) error { return f(ctx, m) }
+
+// Permanent marks err as not worth retrying: the worker ends the request FAILED_FINAL
+// with failureClass NON_RETRYABLE.
+func Permanent(err error) error { return &permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// ProcessOptions configures how messages are processed, by a Processor or a Worker. The
+// zero value is valid.
+type ProcessOptions struct {
+	// Handler is the service's own step for each request. Default: none.
+	Handler Handler
+
+	// WorkerID names this process in the leases it takes. Default: host name, process
+	// ID and a random suffix.
+	WorkerID string
+
+	// LeaseDuration is how long a request stays PROCESSING under this worker's lease
+	// before another delivery may take it over. Default: 30 seconds.
+	LeaseDuration time.Duration
+
+	// MaxReceives is the queue's receive limit before it dead-letters a message (SQS
+	// redrive maxReceiveCount; MemoryQueueOptions.MaxReceives). On the last receive a
+	// retryable failure ends the request FAILED_FINAL before the queue moves the
+	// message. Default: 5.
+	MaxReceives int
+
+	// Backoff returns how long a message that failed retryably stays hidden before its
+	// next delivery. Default: 1s doubled per receive, at most 2 minutes, with jitter.
+	Backoff func(receiveCount int) time.Duration
+
+	// OnOutcome, if set, is called after each message with what became of it, for
+	// metrics. It must not block.
+	OnOutcome func(Outcome)
+
+	// Logger receives the processing logs. Default: the client's logger.
+	Logger *slog.Logger
+}
+
+// The defaults of ProcessOptions.
+const (
+	DefaultLeaseDuration = 30 * time.Second
+	DefaultMaxReceives   = 5
+)
+
+func (o *ProcessOptions) setDefaults(c *Client) {
+	if o.WorkerID == "" {
+		host, _ := os.Hostname()
+		o.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(3))
+	}
+	o.LeaseDuration = orDefault(o.LeaseDuration, DefaultLeaseDuration)
+	if o.MaxReceives <= 0 {
+		o.MaxReceives = DefaultMaxReceives
+	}
+	if o.Backoff == nil {
+		o.Backoff = defaultBackoff
+	}
+	if o.Logger == nil {
+		o.Logger = c.opts.Logger
+	}
+}
+
+func defaultBackoff(receiveCount int) time.Duration {
+	d := time.Second << min(max(receiveCount-1, 0), 7)
+	d = min(d, 2*time.Minute)
+	return d/2 + mrand.N(d/2+1)
+}
+
+// OutcomeKind says what became of a message.
+type OutcomeKind string
+
+// The outcomes of a message.
+const (
+	OutcomeSucceeded   OutcomeKind = "SUCCEEDED"    // the request won; message deleted
+	OutcomeRejected    OutcomeKind = "REJECTED"     // the request lost; message deleted
+	OutcomeCollected   OutcomeKind = "COLLECTED"    // a lottery entry is in; message deleted
+	OutcomeFailed      OutcomeKind = "FAILED_FINAL" // the request failed for good
+	OutcomeDuplicate   OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
+	OutcomeRetry       OutcomeKind = "RETRY"        // a retryable failure; message back later
+	OutcomeLeaseHeld   OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
+	OutcomeLostLease   OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
+	OutcomeMalformed   OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
+	OutcomeDeadLetter  OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message left for the dead-letter queue
+	OutcomeNotFound    OutcomeKind = "NOT_FOUND"    // no such request; message deleted
+	outcomeUnavailable OutcomeKind = ""
+)
+
+// Outcome reports what became of one message, for ProcessOptions.OnOutcome.
+type Outcome struct {
+	Kind         OutcomeKind
+	MessageID    string
+	RequestID    string
+	EventID      string
+	ResultCode   ResultCode // for a final request
+	ReceiveCount int
+	Duration     time.Duration
+	Err          error // the failure, for RETRY, FAILED_FINAL, MALFORMED, DEAD_LETTER
+}
+
+// action is what the queue should do with a message after processing.
+type action int
+
+const (
+	actDelete action = iota // done: delete it
+	actRetry                // leave it, visible again after delay
+	actLeave                // leave it as it is
+)
+
+type result struct {
+	action  action
+	delay   time.Duration
+	outcome Outcome
+}
+
+// Processor runs the worker's part of the access patterns on messages, one message at
+// a time, without owning a queue: Worker uses it in its loop, and an AWS Lambda SQS
+// handler can call ProcessMessages directly. It is safe for concurrent use.
+type Processor struct {
+	c    *Client
+	opts ProcessOptions
+
+	mu      sync.Mutex
+	soldOut map[string]bool // FIRST_COME events seen with capacityRemaining = 0
+}
+
+// NewProcessor returns a Processor of c's table.
+func NewProcessor(c *Client, opts ProcessOptions) *Processor {
+	opts.setDefaults(c)
+	return &Processor{c: c, opts: opts, soldOut: map[string]bool{}}
+}
+
+// ProcessMessages processes a batch of deliveries, one goroutine each, and returns
+// the IDs of the messages that must come back (the rest are done and may be deleted):
+// the shape of an AWS Lambda SQS handler's partial batch response.
+func (p *Processor) ProcessMessages(ctx context.Context, ds []Delivery) (failedIDs []string) {
+	results := make([]result, len(ds))
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		wg.Go(func() { results[i] = p.process(ctx, d, nil) })
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.action != actDelete {
+			failedIDs = append(failedIDs, ds[i].MessageID)
+		}
+	}
+	return failedIDs
+}
+
+// lease is this delivery's claim on a request.
+type lease struct {
+	owner     string
+	expiresAt EpochMillis
+}
+
+// extender keeps a delivery alive while its work goes on: the Worker extends the
+// message's visibility; nil for callers without a queue.
+type extender func(ctx context.Context) error
+
+// process runs one delivery to its outcome. It never panics.
+func (p *Processor) process(ctx context.Context, d Delivery, extend extender) (res result) {
+	began := time.Now()
+	var m Message
+	defer func() {
+		if v := recover(); v != nil {
+			err := fmt.Errorf("panic: %v", v)
+			p.opts.Logger.ErrorContext(ctx, "panic while processing a message", slog.String("requestId", m.RequestID), slog.Any("panic", v))
+			res = p.failFinal(ctx, m, d, nil, NonRetryable, ResultFailedWorker, "PANIC", err)
+		}
+		res.outcome.MessageID, res.outcome.RequestID, res.outcome.EventID = d.MessageID, m.RequestID, m.EventID
+		res.outcome.ReceiveCount, res.outcome.Duration = d.ReceiveCount, time.Since(began)
+		p.report(ctx, res.outcome)
+	}()
+
+	m, err := DecodeMessage(d.Body)
+	if err != nil {
+		return p.malformed(ctx, m, d, err)
+	}
+	switch m.EventType {
+	case FirstCome:
+		return p.firstCome(ctx, m, d, extend)
+	case Lottery:
+		return p.lotteryEntry(ctx, m, d)
+	}
+	return p.malformed(ctx, m, d, fmt.Errorf("%w: eventType %q", ErrMalformedMessage, m.EventType))
+}
+
+func (p *Processor) report(ctx context.Context, o Outcome) {
+	log := p.opts.Logger.With(slog.String("requestId", o.RequestID), slog.String("eventId", o.EventID),
+		slog.String("outcome", string(o.Kind)), slog.Int("receiveCount", o.ReceiveCount))
+	if o.Err != nil {
+		log.WarnContext(ctx, "message processed", slog.Any("error", o.Err))
+	} else {
+		log.DebugContext(ctx, "message processed")
+	}
+	if p.opts.OnOutcome != nil {
+		p.opts.OnOutcome(o)
+	}
+}
+
+// sentAt is the message's enqueue time: the fairness time a request gets when the
+// worker reaches it before ingest's MarkQueued (the QUEUED race).
+func (p *Processor) sentAt(d Delivery) EpochMillis {
+	if d.SentAt.IsZero() {
+		return p.c.now()
+	}
+	return MillisOf(d.SentAt)
+}
+
+// firstCome processes a FIRST_COME message: start, the service's handler, then the
+// capacity decision.
+func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, extend extender) result {
+	l := lease{owner: p.opts.WorkerID + "/" + randomHex(4)}
+	t, err := p.c.startProcessing(ctx, m, p.sentAt(d), &l, p.opts.LeaseDuration)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	if !t.Applied {
+		return p.notStarted(m, t.Current)
+	}
+	if extend != nil {
+		stop := p.heartbeat(ctx, m, &l, extend)
+		defer stop()
+	}
+	if err := p.handle(ctx, m); err != nil {
+		return p.failed(ctx, m, d, &l, err)
+	}
+	if p.isSoldOut(m.EventID) {
+		return p.reject(ctx, m, d, &l, ResultRejectedCapacity)
+	}
+	won, err := p.c.claimSeat(ctx, m, l)
+	switch {
+	case errors.Is(err, errSoldOut):
+		p.markSoldOut(m.EventID)
+		return p.reject(ctx, m, d, &l, ResultRejectedCapacity)
+	case errors.Is(err, errLostLease):
+		return p.lostLease(ctx, m, d, l)
+	case err != nil:
+		return p.failed(ctx, m, d, &l, err)
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: won}}
+}
+
+// handle runs the service's handler, if any.
+func (p *Processor) handle(ctx context.Context, m Message) error {
+	if p.opts.Handler == nil {
+		return nil
+	}
+	return p.opts.Handler.Handle(ctx, m)
+}
+
+// notStarted turns a start that lost its condition into a result.
+func (p *Processor) notStarted(m Message, cur *Request) result {
+	now := p.c.now()
+	switch {
+	case cur.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
+	case cur.Status == StatusProcessing && cur.LeaseExpiresAt > now:
+		// Another delivery of the same request is at work: come back after its lease.
+		wait := cur.LeaseExpiresAt.Time().Sub(now.Time()) + time.Second
+		return result{action: actRetry, delay: wait, outcome: Outcome{Kind: OutcomeLeaseHeld}}
+	}
+	// The request moved between our read and write (a lease just expired, a lottery
+	// entry): try again shortly.
+	return result{action: actRetry, delay: time.Second, outcome: Outcome{Kind: OutcomeRetry,
+		Err: fmt.Errorf("request %s is %s: not startable", m.RequestID, cur.Status)}}
+}
+
+// lostLease: another delivery took the request over after our lease expired. Unless
+// the request is final under our own lease (a response lost after it was applied),
+// the message is left to the delivery that holds it.
+func (p *Processor) lostLease(ctx context.Context, m Message, d Delivery, l lease) result {
+	cur, err := p.c.getRequest(ctx, m.RequestID, true)
+	if err == nil && cur.Status.IsTerminal() && cur.LeaseOwner == l.owner {
+		kind := OutcomeRejected
+		if cur.Status == StatusSucceeded {
+			kind = OutcomeSucceeded
+		}
+		return result{action: actDelete, outcome: Outcome{Kind: kind, ResultCode: cur.ResultCode}}
+	}
+	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
+}
+
+// reject ends a request REJECTED with code, under our lease.
+func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease, code ResultCode) result {
+	t, err := p.c.finishRejected(ctx, m, l.owner, code)
+	switch {
+	case err != nil:
+		return p.failed(ctx, m, d, l, err)
+	case !t.Applied && t.Current.IsTerminalUnder(l.owner):
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: t.Current.ResultCode}}
+	case !t.Applied:
+		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: code}}
+}
+
+// failed handles an error of the processing: retry later, or end the request
+// FAILED_FINAL when the error is not worth retrying or the message is on its last
+// receive.
+func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease, err error) result {
+	class, code, errorCode := classify(err)
+	if class == NonRetryable {
+		return p.failFinal(ctx, m, d, l, class, code, errorCode, err)
+	}
+	if d.ReceiveCount >= p.opts.MaxReceives {
+		res := p.failFinal(ctx, m, d, l, class, code, errorCode, fmt.Errorf("after %d receives: %w", d.ReceiveCount, err))
+		if res.outcome.Kind == OutcomeFailed {
+			// Final now; the queue moves the message to its dead-letter queue.
+			res.action, res.outcome.Kind = actLeave, OutcomeDeadLetter
+		}
+		return res
+	}
+	if l != nil {
+		// Let the next delivery take over at once instead of waiting out our lease.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		defer cancel()
+		if rerr := p.c.releaseLease(bctx, m.RequestID, l.owner); rerr != nil {
+			p.opts.Logger.WarnContext(ctx, "releasing a lease failed; it will expire", slog.String("requestId", m.RequestID), slog.Any("error", rerr))
+		}
+	}
+	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}
+}
+
+// failFinal ends a request FAILED_FINAL. The write runs even if ctx has ended.
+func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lease, class FailureClass, code ResultCode, errorCode string, cause error) result {
+	if ValidateID("requestId", m.RequestID) != nil {
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: cause}}
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	var owner string
+	if l != nil {
+		owner = l.owner
+	}
+	t, err := p.c.finishFailed(bctx, m, p.sentAt(d), owner, code, class, errorCode, cause)
+	switch {
+	case err != nil:
+		// Could not record it: let the message come back and try again.
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: errors.Join(cause, err)}}
+	case !t.Applied && t.Current.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	case !t.Applied:
+		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: cause}}
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeFailed, ResultCode: code, Err: cause}}
+}
+
+// malformed handles a body that does not decode: the request, if the body names one,
+// ends FAILED_SERDE; the message is left for the queue to dead-letter.
+func (p *Processor) malformed(ctx context.Context, m Message, d Delivery, err error) result {
+	if ValidateID("requestId", m.RequestID) == nil {
+		res := p.failFinal(ctx, m, d, nil, NonRetryable, ResultFailedSerde, "SERDE_ERROR", err)
+		if res.outcome.Kind == OutcomeRetry {
+			return res
+		}
+	}
+	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: err}}
+}
+
+// heartbeat extends the message's visibility and the request's lease every half lease
+// while the work goes on. The returned function stops it.
+func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend extender) (stop func()) {
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(p.opts.LeaseDuration / 2)
+		defer tick.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-tick.C:
+				if err := extend(hctx); err != nil {
+					p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+				}
+				if err := p.c.extendLease(hctx, m.RequestID, l.owner, p.opts.LeaseDuration); err != nil {
+					p.opts.Logger.WarnContext(ctx, "extending the lease failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (p *Processor) isSoldOut(eventID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.soldOut[eventID]
+}
+
+func (p *Processor) markSoldOut(eventID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.soldOut[eventID] = true
+}
+
+// classify sorts an error into retryable or not, with the result and error codes a
+// FAILED_FINAL request gets for it.
+func classify(err error) (FailureClass, ResultCode, string) {
+	var perm *permanentError
+	var apiErr smithy.APIError
+	switch {
+	case errors.As(err, &perm), errors.Is(err, ErrInvalidID), errors.Is(err, ErrEventNotFound), errors.Is(err, errNoCapacity):
+		return NonRetryable, ResultFailedValidation, "VALIDATION_FAILED"
+	case errors.Is(err, ErrMalformedMessage):
+		return NonRetryable, ResultFailedSerde, "SERDE_ERROR"
+	case errors.As(err, &apiErr):
+		switch apiErr.ErrorCode() {
+		case "ValidationException", "SerializationException":
+			return NonRetryable, ResultFailedWorker, apiErr.ErrorCode()
+		}
+		return Retryable, ResultFailedWorker, apiErr.ErrorCode()
+	}
+	return Retryable, ResultFailedWorker, "WORKER_ERROR"
+}
+
+// IsTerminalUnder reports whether r is final and was finalised under the lease owner.
+func (r *Request) IsTerminalUnder(owner string) bool {
+	return r != nil && r.Status.IsTerminal() && r.LeaseOwner == owner
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b)
+}
+
+// Errors of the worker's writes that the processing branches on.
+var (
+	errSoldOut    = errors.New("sold out")
+	errLostLease  = errors.New("lost lease")
+	errNoCapacity = errors.New("event has no capacity item: not a FIRST_COME event of this table")
+)
+
+// leaseHeldBy is the condition status = PROCESSING AND leaseOwner = owner.
+func leaseHeldBy(owner string) expression.ConditionBuilder {
+	return expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).
+		And(expression.Name("leaseOwner").Equal(expression.Value(owner)))
+}
+
+// startProcessing is seed 003's "start processing" row: UpdateItem PK REQ#<requestId>,
+// SK META, SET status = PROCESSING, startedAt, leaseOwner, leaseExpiresAt, and — for
+// the QUEUED race — queuedAt and the index keys from the message's send time if they
+// are not set yet; condition: status is RECEIVED or QUEUED, or PROCESSING under a
+// lease that has expired (a takeover). It fills l.expiresAt.
+func (c *Client) startProcessing(ctx context.Context, m Message, sentAt EpochMillis, l *lease, d time.Duration) (Transition, error) {
+	key, err := NewRequestKey(m.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, sentAt)
+	if err != nil {
+		return Transition{}, err
+	}
+	now := c.now()
+	l.expiresAt = MillisOf(now.Time().Add(d))
+	expired := expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).
+		And(expression.Name("leaseExpiresAt").LessThanEqual(expression.Value(now)))
+	update := backfillQueued(expression.UpdateBuilder{}, sentAt, index).
+		Set(expression.Name("startedAt"), expression.Value(now)).
+		Set(expression.Name("leaseOwner"), expression.Value(l.owner)).
+		Set(expression.Name("leaseExpiresAt"), expression.Value(l.expiresAt))
+	t, err := c.apply(ctx, transition{
+		key: key, from: []Status{StatusReceived, StatusQueued}, orCond: &expired, to: StatusProcessing,
+		update: update, note: "started by " + l.owner,
+	})
+	if err != nil {
+		return t, fmt.Errorf("start %s: %w", m.RequestID, err)
+	}
+	return t, nil
+}
+
+// backfillQueued sets queuedAt and the index keys where they are missing.
+func backfillQueued(u expression.UpdateBuilder, queuedAt EpochMillis, k IndexKeys) expression.UpdateBuilder {
+	set := func(u expression.UpdateBuilder, name string, v any) expression.UpdateBuilder {
+		return u.Set(expression.Name(name), expression.IfNotExists(expression.Name(name), expression.Value(v)))
+	}
+	u = set(u, "queuedAt", queuedAt)
+	u = set(u, attrGSI1PK, k.GSI1PK)
+	u = set(u, attrGSI1SK, k.GSI1SK)
+	u = set(u, attrGSI2PK, k.GSI2PK)
+	return set(u, attrGSI2SK, k.GSI2SK)
+}
+
+// claimSeatAttempts bounds the retries of a seat claim that lost a transaction
+// conflict on the hot CAPACITY item.
+const claimSeatAttempts = 8
+
+// claimSeat is seed 003's "first-come capacity" and "first-come success" rows in one
+// TransactWriteItems: UpdateItem PK EVENT#<eventId>, SK CAPACITY, SET
+// capacityRemaining = capacityRemaining - 1, condition capacityRemaining > 0; and
+// UpdateItem PK REQ#<requestId>, SK META, SET status = SUCCEEDED, uiResult SUCCESS,
+// resultCode SUCCESS, finishedAt, condition status = PROCESSING AND leaseOwner = l;
+// with the status log entry. The ClientRequestToken is derived from the request and
+// the lease, so the SDK's retry of a call whose response was lost is not applied
+// twice. errSoldOut: capacityRemaining was 0; errLostLease: the request is not ours.
+func (c *Client) claimSeat(ctx context.Context, m Message, l lease) (ResultCode, error) {
+	capKey, err := NewEventKey(m.EventID, EventItemCapacity)
+	if err != nil {
+		return "", err
+	}
+	reqKey, err := NewRequestKey(m.RequestID)
+	if err != nil {
+		return "", err
+	}
+	for attempt := range claimSeatAttempts {
+		now := c.now()
+		capExpr, err := expression.NewBuilder().
+			WithCondition(expression.Name("capacityRemaining").GreaterThan(expression.Value(0))).
+			WithUpdate(expression.Set(expression.Name("capacityRemaining"), expression.Name("capacityRemaining").Minus(expression.Value(1))).
+				Set(expression.Name("updatedAt"), expression.Value(now))).
+			Build()
+		if err != nil {
+			return "", err
+		}
+		reqExpr, err := expression.NewBuilder().
+			WithCondition(leaseHeldBy(l.owner)).
+			WithUpdate(finish(UISuccess, ResultSuccess, now).Set(expression.Name(attrStatus), expression.Value(StatusSucceeded))).
+			Build()
+		if err != nil {
+			return "", err
+		}
+		items := []types.TransactWriteItem{
+			{Update: &types.Update{
+				TableName: aws.String(c.opts.TableName), Key: avKey(capKey.Key()),
+				ConditionExpression: capExpr.Condition(), UpdateExpression: capExpr.Update(),
+				ExpressionAttributeNames: capExpr.Names(), ExpressionAttributeValues: capExpr.Values(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Update: &types.Update{
+				TableName: aws.String(c.opts.TableName), Key: avKey(reqKey.Key()),
+				ConditionExpression: reqExpr.Condition(), UpdateExpression: reqExpr.Update(),
+				ExpressionAttributeNames: reqExpr.Names(), ExpressionAttributeValues: reqExpr.Values(),
+			}},
+		}
+		if c.opts.StatusLog {
+			put, err := c.statusLogPut(m.RequestID, StatusProcessing, StatusSucceeded, "won a seat")
+			if err != nil {
+				return "", err
+			}
+			items = append(items, types.TransactWriteItem{Put: put})
+		}
+		_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems:      items,
+			ClientRequestToken: aws.String(requestToken(m.RequestID, l.owner, attempt)),
+		})
+		reasons := cancellationReasons(err)
+		switch {
+		case err == nil:
+			return ResultSuccess, nil
+		case conditionFailed(reasons, 1):
+			return "", errLostLease
+		case conditionFailed(reasons, 0) && reasons[0].Item == nil:
+			return "", errNoCapacity
+		case conditionFailed(reasons, 0):
+			return "", errSoldOut
+		case reasons != nil && hasConflict(reasons):
+			if err := sleep(ctx, conflictBackoff(attempt)); err != nil {
+				return "", err
+			}
+			continue
+		}
+		return "", fmt.Errorf("claim seat %s: %w", m.RequestID, err)
+	}
+	return "", fmt.Errorf("claim seat %s: %d transaction conflicts in a row", m.RequestID, claimSeatAttempts)
+}
+
+// finish is the update of a final result; the status is set by the caller.
+func finish(ui UIResult, code ResultCode, now EpochMillis) expression.UpdateBuilder {
+	return expression.Set(expression.Name("uiResult"), expression.Value(ui)).
+		Set(expression.Name("resultCode"), expression.Value(code)).
+		Set(expression.Name("finishedAt"), expression.Value(now))
+}
+
+// requestToken derives a ClientRequestToken (at most 36 characters) from a request,
+// a lease and an attempt.
+func requestToken(requestID, owner string, attempt int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", requestID, owner, attempt))
+	return hex.EncodeToString(sum[:18])
+}
+
+func hasConflict(reasons []types.CancellationReason) bool {
+	for _, r := range reasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
+}
+
+func conflictBackoff(attempt int) time.Duration {
+	d := 5 * time.Millisecond << min(attempt, 6)
+	return d/2 + mrand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// finishRejected is seed 003's "first-come capacity rejected" row: UpdateItem PK
+// REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
+// (REJECTED_CAPACITY), finishedAt; condition status = PROCESSING AND leaseOwner = owner.
+func (c *Client) finishRejected(ctx context.Context, m Message, owner string, code ResultCode) (Transition, error) {
+	key, err := NewRequestKey(m.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	held := leaseHeldBy(owner)
+	now := c.now()
+	t, err := c.apply(ctx, transition{
+		key: key, from: []Status{StatusProcessing}, cond: &held, to: StatusRejected,
+		update: finish(UIRejected, code, now), note: string(code),
+	})
+	if err != nil {
+		return t, fmt.Errorf("reject %s: %w", m.RequestID, err)
+	}
+	return t, nil
+}
+
+// finishFailed is seed 003's "final failure" row: UpdateItem PK REQ#<requestId>, SK
+// META, SET status = FAILED_FINAL, uiResult FAILED, resultCode, failureClass,
+// errorCode, errorMessage (at most 256 characters), finishedAt, and queuedAt and the
+// index keys from the message's send time where missing; condition: the request is
+// not final, and not PROCESSING under a live lease of another owner.
+func (c *Client) finishFailed(ctx context.Context, m Message, sentAt EpochMillis, owner string, code ResultCode, class FailureClass, errorCode string, cause error) (Transition, error) {
+	key, err := NewRequestKey(m.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	now := c.now()
+	update := failure(expression.UpdateBuilder{}, now, code, class, errorCode, errorText(cause))
+	if index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, sentAt); err == nil {
+		update = backfillQueued(update, sentAt, index)
+	}
+	// Not PROCESSING under another owner's live lease.
+	free := expression.Name(attrStatus).NotEqual(expression.Value(StatusProcessing)).
+		Or(expression.Name("leaseOwner").Equal(expression.Value(owner))).
+		Or(expression.Name("leaseExpiresAt").LessThanEqual(expression.Value(now)))
+	t, err := c.apply(ctx, transition{
+		key: key, from: []Status{StatusReceived, StatusQueued, StatusProcessing}, cond: &free, to: StatusFailedFinal,
+		update: update, note: errorCode,
+	})
+	if err != nil {
+		return t, fmt.Errorf("fail %s: %w", m.RequestID, err)
+	}
+	return t, nil
+}
+
+// releaseLease ends our lease at once so that the next delivery takes the request over
+// without waiting: UpdateItem SET leaseExpiresAt = now; condition status = PROCESSING
+// AND leaseOwner = owner. A lost condition is fine.
+func (c *Client) releaseLease(ctx context.Context, requestID, owner string) error {
+	return c.setLeaseExpiry(ctx, requestID, owner, c.now())
+}
+
+// extendLease moves our lease's expiry to now + d, under the same condition.
+func (c *Client) extendLease(ctx context.Context, requestID, owner string, d time.Duration) error {
+	return c.setLeaseExpiry(ctx, requestID, owner, MillisOf(c.opts.Clock().Add(d)))
+}
+
+func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at EpochMillis) error {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return err
+	}
+	expr, err := expression.NewBuilder().
+		WithCondition(leaseHeldBy(owner)).
+		WithUpdate(expression.Set(expression.Name("leaseExpiresAt"), expression.Value(at))).
+		Build()
+	if err != nil {
+		return err
+	}
+	_, err = c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(c.opts.TableName), Key: avKey(key.Key()),
+		ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return err
+}
