@@ -22,3 +22,4 @@ unit:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzKeyBuilders$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzKeyParsers$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=$(FUZZTIME) .

@@ -121,7 +121,7 @@ const (
 	OutcomeLeaseHeld   OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
 	OutcomeLostLease   OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
 	OutcomeMalformed   OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
-	OutcomeDeadLetter  OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message left for the dead-letter queue
+	OutcomeDeadLetter  OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message released to the dead-letter queue
 	OutcomeNotFound    OutcomeKind = "NOT_FOUND"    // no such request; message deleted
 	outcomeUnavailable OutcomeKind = ""
 )
@@ -144,7 +144,7 @@ type action int
 const (
 	actDelete action = iota // done: delete it
 	actRetry                // leave it, visible again after delay
-	actLeave                // leave it as it is
+	actLeave                // leave it as it is (another delivery has it)
 )
 
 type result struct {
@@ -192,6 +192,7 @@ func (p *Processor) ProcessMessages(ctx context.Context, ds []Delivery) (failedI
 type lease struct {
 	owner     string
 	expiresAt EpochMillis
+	held      bool // the start took the request under this lease
 }
 
 // extender keeps a delivery alive while its work goes on: the Worker extends the
@@ -202,11 +203,16 @@ type extender func(ctx context.Context) error
 func (p *Processor) process(ctx context.Context, d Delivery, extend extender) (res result) {
 	began := time.Now()
 	var m Message
+	l := &lease{owner: p.opts.WorkerID + "/" + randomHex(4)}
 	defer func() {
 		if v := recover(); v != nil {
 			err := fmt.Errorf("panic: %v", v)
 			p.opts.Logger.ErrorContext(ctx, "panic while processing a message", slog.String("requestId", m.RequestID), slog.Any("panic", v))
-			res = p.failFinal(ctx, m, d, nil, NonRetryable, ResultFailedWorker, "PANIC", err)
+			held := l
+			if !l.held {
+				held = nil
+			}
+			res = p.failFinal(ctx, m, d, held, NonRetryable, ResultFailedWorker, "PANIC", err)
 		}
 		res.outcome.MessageID, res.outcome.RequestID, res.outcome.EventID = d.MessageID, m.RequestID, m.EventID
 		res.outcome.ReceiveCount, res.outcome.Duration = d.ReceiveCount, time.Since(began)
@@ -219,7 +225,7 @@ func (p *Processor) process(ctx context.Context, d Delivery, extend extender) (r
 	}
 	switch m.EventType {
 	case FirstCome:
-		return p.firstCome(ctx, m, d, extend)
+		return p.firstCome(ctx, m, d, l, extend)
 	case Lottery:
 		return p.lotteryEntry(ctx, m, d)
 	}
@@ -250,34 +256,34 @@ func (p *Processor) sentAt(d Delivery) EpochMillis {
 
 // firstCome processes a FIRST_COME message: start, the service's handler, then the
 // capacity decision.
-func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, extend extender) result {
-	l := lease{owner: p.opts.WorkerID + "/" + randomHex(4)}
-	t, err := p.c.startProcessing(ctx, m, p.sentAt(d), &l, p.opts.LeaseDuration)
+func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend extender) result {
+	t, err := p.c.startProcessing(ctx, m, p.sentAt(d), l, p.opts.LeaseDuration)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
 	if !t.Applied {
 		return p.notStarted(m, t.Current)
 	}
+	l.held = true
 	if extend != nil {
-		stop := p.heartbeat(ctx, m, &l, extend)
+		stop := p.heartbeat(ctx, m, l, extend)
 		defer stop()
 	}
 	if err := p.handle(ctx, m); err != nil {
-		return p.failed(ctx, m, d, &l, err)
+		return p.failed(ctx, m, d, l, err)
 	}
 	if p.isSoldOut(m.EventID) {
-		return p.reject(ctx, m, d, &l, ResultRejectedCapacity)
+		return p.reject(ctx, m, d, l, ResultRejectedCapacity)
 	}
-	won, err := p.c.claimSeat(ctx, m, l)
+	won, err := p.c.claimSeat(ctx, m, *l)
 	switch {
 	case errors.Is(err, errSoldOut):
 		p.markSoldOut(m.EventID)
-		return p.reject(ctx, m, d, &l, ResultRejectedCapacity)
+		return p.reject(ctx, m, d, l, ResultRejectedCapacity)
 	case errors.Is(err, errLostLease):
-		return p.lostLease(ctx, m, d, l)
+		return p.lostLease(ctx, m, d, *l)
 	case err != nil:
-		return p.failed(ctx, m, d, &l, err)
+		return p.failed(ctx, m, d, l, err)
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: won}}
 }
@@ -347,8 +353,9 @@ func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease,
 	if d.ReceiveCount >= p.opts.MaxReceives {
 		res := p.failFinal(ctx, m, d, l, class, code, errorCode, fmt.Errorf("after %d receives: %w", d.ReceiveCount, err))
 		if res.outcome.Kind == OutcomeFailed {
-			// Final now; the queue moves the message to its dead-letter queue.
-			res.action, res.outcome.Kind = actLeave, OutcomeDeadLetter
+			// Final now. Visible again at once, the message has used up its receives,
+			// so the queue moves it to its dead-letter queue.
+			res.action, res.delay, res.outcome.Kind = actRetry, 0, OutcomeDeadLetter
 		}
 		return res
 	}

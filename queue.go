@@ -92,16 +92,7 @@ func DecodeMessage(body []byte) (Message, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		var partial struct {
-			RequestID string `json:"requestId"`
-		}
-		_ = json.Unmarshal(body, &partial)
-		if ValidateID("requestId", partial.RequestID) == nil {
-			m = Message{RequestID: partial.RequestID}
-		} else {
-			m = Message{}
-		}
-		return m, fmt.Errorf("%w: %w", ErrMalformedMessage, err)
+		return Message{RequestID: salvageRequestID(body)}, fmt.Errorf("%w: %w", ErrMalformedMessage, err)
 	}
 	if dec.More() {
 		return m, fmt.Errorf("%w: data after the JSON object", ErrMalformedMessage)
@@ -113,6 +104,34 @@ func DecodeMessage(body []byte) (Message, error) {
 		return m, err
 	}
 	return m, nil
+}
+
+// salvageRequestID reads the top-level "requestId" of a body that does not decode
+// whole (cut short, a field of the wrong type), or returns "" when it names no valid
+// one before the damage.
+func salvageRequestID(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key == "requestId" {
+			v, err := dec.Token()
+			if id, ok := v.(string); ok && err == nil && ValidateID("requestId", id) == nil {
+				return id
+			}
+			return ""
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 func (m Message) validate() error {
