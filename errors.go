@@ -58,6 +58,25 @@ var (
 	// again.
 	ErrEnqueueFailed = errors.New("asyncevent: enqueue failed")
 
+	// ErrSoldOut reports that a FIRST_COME event has no seat left: ClaimSeat found
+	// capacityRemaining = 0 and wrote nothing.
+	ErrSoldOut = errors.New("asyncevent: sold out")
+
+	// ErrLeaseLost reports a worker write refused because the request is no longer
+	// PROCESSING under the caller's lease: another delivery took it over, or it is final.
+	ErrLeaseLost = errors.New("asyncevent: lease lost")
+
+	// ErrNoCapacity reports a FIRST_COME message whose event has no CAPACITY item.
+	ErrNoCapacity = errors.New("asyncevent: event has no capacity item")
+
+	// ErrStaleReceipt reports a receipt that no longer holds its message in
+	// flight: the message was deleted, delivered again (each delivery has a new
+	// receipt), moved to the dead letters, or its visibility timeout ran out.
+	// ChangeVisibility returns it, from both MemoryQueue and SQSQueue; a worker
+	// that gets it while extending a lease has lost the message to another
+	// delivery.
+	ErrStaleReceipt = errors.New("asyncevent: stale receipt")
+
 	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
 	// The error is a *TableMismatchError listing every difference.
 	ErrTableMismatch = errors.New("asyncevent: table does not match the design")

@@ -82,7 +82,7 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) res
 	if queuedAt <= event.LotteryCutoffAt {
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
 	}
-	t, err = p.c.closeEntry(ctx, m)
+	t, err = p.c.MarkClosed(ctx, m)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err)
@@ -94,10 +94,11 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) res
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedClosed}}
 }
 
-// closeEntry ends a lottery entry queued after the cutoff: UpdateItem PK
-// REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
-// REJECTED_CLOSED, finishedAt; condition status = QUEUED.
-func (c *Client) closeEntry(ctx context.Context, m Message) (Transition, error) {
+// MarkClosed ends a lottery entry queued after the cutoff, a case of seed 003's
+// "lottery result" row: UpdateItem PK REQ#<requestId>, SK META, SET status = REJECTED,
+// uiResult REJECTED, resultCode REJECTED_CLOSED, finishedAt; condition status =
+// QUEUED. A lost condition is not an error: the Transition holds the request as it is.
+func (c *Client) MarkClosed(ctx context.Context, m Message) (Transition, error) {
 	key, err := NewRequestKey(m.RequestID)
 	if err != nil {
 		return Transition{}, err

@@ -3,7 +3,6 @@ package asyncevent
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,10 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -190,9 +185,8 @@ func (p *Processor) ProcessMessages(ctx context.Context, ds []Delivery) (failedI
 
 // lease is this delivery's claim on a request.
 type lease struct {
-	owner     string
-	expiresAt EpochMillis
-	held      bool // the start took the request under this lease
+	owner string
+	held  bool // the start took the request under this lease
 }
 
 // extender keeps a delivery alive while its work goes on: the Worker extends the
@@ -257,7 +251,7 @@ func (p *Processor) sentAt(d Delivery) EpochMillis {
 // firstCome processes a FIRST_COME message: start, the service's handler, then the
 // capacity decision.
 func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend extender) result {
-	t, err := p.c.startProcessing(ctx, m, p.sentAt(d), l, p.opts.LeaseDuration)
+	t, err := p.c.StartProcessing(ctx, m, p.sentAt(d), l.owner, p.opts.LeaseDuration)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
@@ -273,19 +267,19 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 		return p.failed(ctx, m, d, l, err)
 	}
 	if p.isSoldOut(m.EventID) {
-		return p.reject(ctx, m, d, l, ResultRejectedCapacity)
+		return p.reject(ctx, m, d, l)
 	}
-	won, err := p.c.claimSeat(ctx, m, *l)
+	err = p.c.ClaimSeat(ctx, m, l.owner)
 	switch {
-	case errors.Is(err, errSoldOut):
+	case errors.Is(err, ErrSoldOut):
 		p.markSoldOut(m.EventID)
-		return p.reject(ctx, m, d, l, ResultRejectedCapacity)
-	case errors.Is(err, errLostLease):
+		return p.reject(ctx, m, d, l)
+	case errors.Is(err, ErrLeaseLost):
 		return p.lostLease(ctx, m, d, *l)
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
 	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: won}}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
 }
 
 // handle runs the service's handler, if any.
@@ -328,9 +322,9 @@ func (p *Processor) lostLease(ctx context.Context, m Message, d Delivery, l leas
 	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
 }
 
-// reject ends a request REJECTED with code, under our lease.
-func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease, code ResultCode) result {
-	t, err := p.c.finishRejected(ctx, m, l.owner, code)
+// reject ends a request REJECTED_CAPACITY, under our lease.
+func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease) result {
+	t, err := p.c.MarkCapacityRejected(ctx, m, l.owner)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
@@ -339,7 +333,7 @@ func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease,
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
 	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: code}}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}
 }
 
 // failed handles an error of the processing: retry later, or end the request
@@ -381,7 +375,7 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 	if l != nil {
 		owner = l.owner
 	}
-	t, err := p.c.finishFailed(bctx, m, p.sentAt(d), owner, code, class, errorCode, cause)
+	t, err := p.c.MarkFailed(bctx, m, Failure{LeaseOwner: owner, SentAt: p.sentAt(d), Class: class, Code: code, ErrorCode: errorCode, Cause: cause})
 	switch {
 	case err != nil:
 		// Could not record it: let the message come back and try again.
@@ -450,7 +444,7 @@ func classify(err error) (FailureClass, ResultCode, string) {
 	var perm *permanentError
 	var apiErr smithy.APIError
 	switch {
-	case errors.As(err, &perm), errors.Is(err, ErrInvalidID), errors.Is(err, ErrEventNotFound), errors.Is(err, errNoCapacity):
+	case errors.As(err, &perm), errors.Is(err, ErrInvalidID), errors.Is(err, ErrEventNotFound), errors.Is(err, ErrNoCapacity):
 		return NonRetryable, ResultFailedValidation, "VALIDATION_FAILED"
 	case errors.Is(err, ErrMalformedMessage):
 		return NonRetryable, ResultFailedSerde, "SERDE_ERROR"
@@ -473,268 +467,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read does not fail
 	return hex.EncodeToString(b)
-}
-
-// Errors of the worker's writes that the processing branches on.
-var (
-	errSoldOut    = errors.New("sold out")
-	errLostLease  = errors.New("lost lease")
-	errNoCapacity = errors.New("event has no capacity item: not a FIRST_COME event of this table")
-)
-
-// leaseHeldBy is the condition status = PROCESSING AND leaseOwner = owner.
-func leaseHeldBy(owner string) expression.ConditionBuilder {
-	return expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).
-		And(expression.Name("leaseOwner").Equal(expression.Value(owner)))
-}
-
-// startProcessing is seed 003's "start processing" row: UpdateItem PK REQ#<requestId>,
-// SK META, SET status = PROCESSING, startedAt, leaseOwner, leaseExpiresAt, and — for
-// the QUEUED race — queuedAt and the index keys from the message's send time if they
-// are not set yet; condition: status is RECEIVED or QUEUED, or PROCESSING under a
-// lease that has expired (a takeover). It fills l.expiresAt.
-func (c *Client) startProcessing(ctx context.Context, m Message, sentAt EpochMillis, l *lease, d time.Duration) (Transition, error) {
-	key, err := NewRequestKey(m.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
-	index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, sentAt)
-	if err != nil {
-		return Transition{}, err
-	}
-	now := c.now()
-	l.expiresAt = MillisOf(now.Time().Add(d))
-	expired := expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).
-		And(expression.Name("leaseExpiresAt").LessThanEqual(expression.Value(now)))
-	update := backfillQueued(expression.UpdateBuilder{}, sentAt, index).
-		Set(expression.Name("startedAt"), expression.Value(now)).
-		Set(expression.Name("leaseOwner"), expression.Value(l.owner)).
-		Set(expression.Name("leaseExpiresAt"), expression.Value(l.expiresAt))
-	t, err := c.apply(ctx, transition{
-		key: key, from: []Status{StatusReceived, StatusQueued}, orCond: &expired, to: StatusProcessing,
-		update: update, note: "started by " + l.owner,
-	})
-	if err != nil {
-		return t, fmt.Errorf("start %s: %w", m.RequestID, err)
-	}
-	return t, nil
-}
-
-// backfillQueued sets queuedAt and the index keys where they are missing.
-func backfillQueued(u expression.UpdateBuilder, queuedAt EpochMillis, k IndexKeys) expression.UpdateBuilder {
-	set := func(u expression.UpdateBuilder, name string, v any) expression.UpdateBuilder {
-		return u.Set(expression.Name(name), expression.IfNotExists(expression.Name(name), expression.Value(v)))
-	}
-	u = set(u, "queuedAt", queuedAt)
-	u = set(u, attrGSI1PK, k.GSI1PK)
-	u = set(u, attrGSI1SK, k.GSI1SK)
-	u = set(u, attrGSI2PK, k.GSI2PK)
-	return set(u, attrGSI2SK, k.GSI2SK)
-}
-
-// claimSeatAttempts bounds the retries of a seat claim that lost a transaction
-// conflict on the hot CAPACITY item.
-const claimSeatAttempts = 8
-
-// claimSeat is seed 003's "first-come capacity" and "first-come success" rows in one
-// TransactWriteItems: UpdateItem PK EVENT#<eventId>, SK CAPACITY, SET
-// capacityRemaining = capacityRemaining - 1, condition capacityRemaining > 0; and
-// UpdateItem PK REQ#<requestId>, SK META, SET status = SUCCEEDED, uiResult SUCCESS,
-// resultCode SUCCESS, finishedAt, condition status = PROCESSING AND leaseOwner = l;
-// with the status log entry. The ClientRequestToken is derived from the request and
-// the lease, so the SDK's retry of a call whose response was lost is not applied
-// twice. errSoldOut: capacityRemaining was 0; errLostLease: the request is not ours.
-func (c *Client) claimSeat(ctx context.Context, m Message, l lease) (ResultCode, error) {
-	capKey, err := NewEventKey(m.EventID, EventItemCapacity)
-	if err != nil {
-		return "", err
-	}
-	reqKey, err := NewRequestKey(m.RequestID)
-	if err != nil {
-		return "", err
-	}
-	for attempt := range claimSeatAttempts {
-		now := c.now()
-		capExpr, err := expression.NewBuilder().
-			WithCondition(expression.Name("capacityRemaining").GreaterThan(expression.Value(0))).
-			WithUpdate(expression.Set(expression.Name("capacityRemaining"), expression.Name("capacityRemaining").Minus(expression.Value(1))).
-				Set(expression.Name("updatedAt"), expression.Value(now))).
-			Build()
-		if err != nil {
-			return "", err
-		}
-		reqExpr, err := expression.NewBuilder().
-			WithCondition(leaseHeldBy(l.owner)).
-			WithUpdate(finish(UISuccess, ResultSuccess, now).Set(expression.Name(attrStatus), expression.Value(StatusSucceeded))).
-			Build()
-		if err != nil {
-			return "", err
-		}
-		items := []types.TransactWriteItem{
-			{Update: &types.Update{
-				TableName: aws.String(c.opts.TableName), Key: avKey(capKey.Key()),
-				ConditionExpression: capExpr.Condition(), UpdateExpression: capExpr.Update(),
-				ExpressionAttributeNames: capExpr.Names(), ExpressionAttributeValues: capExpr.Values(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
-			{Update: &types.Update{
-				TableName: aws.String(c.opts.TableName), Key: avKey(reqKey.Key()),
-				ConditionExpression: reqExpr.Condition(), UpdateExpression: reqExpr.Update(),
-				ExpressionAttributeNames: reqExpr.Names(), ExpressionAttributeValues: reqExpr.Values(),
-			}},
-		}
-		if c.opts.StatusLog {
-			put, err := c.statusLogPut(m.RequestID, StatusProcessing, StatusSucceeded, "won a seat")
-			if err != nil {
-				return "", err
-			}
-			items = append(items, types.TransactWriteItem{Put: put})
-		}
-		_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-			TransactItems:      items,
-			ClientRequestToken: aws.String(requestToken(m.RequestID, l.owner, attempt)),
-		})
-		reasons := cancellationReasons(err)
-		switch {
-		case err == nil:
-			return ResultSuccess, nil
-		case conditionFailed(reasons, 1):
-			return "", errLostLease
-		case conditionFailed(reasons, 0) && reasons[0].Item == nil:
-			return "", errNoCapacity
-		case conditionFailed(reasons, 0):
-			return "", errSoldOut
-		case reasons != nil && hasConflict(reasons):
-			if err := sleep(ctx, conflictBackoff(attempt)); err != nil {
-				return "", err
-			}
-			continue
-		}
-		return "", fmt.Errorf("claim seat %s: %w", m.RequestID, err)
-	}
-	return "", fmt.Errorf("claim seat %s: %d transaction conflicts in a row", m.RequestID, claimSeatAttempts)
-}
-
-// finish is the update of a final result; the status is set by the caller.
-func finish(ui UIResult, code ResultCode, now EpochMillis) expression.UpdateBuilder {
-	return expression.Set(expression.Name("uiResult"), expression.Value(ui)).
-		Set(expression.Name("resultCode"), expression.Value(code)).
-		Set(expression.Name("finishedAt"), expression.Value(now))
-}
-
-// requestToken derives a ClientRequestToken (at most 36 characters) from a request,
-// a lease and an attempt.
-func requestToken(requestID, owner string, attempt int) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", requestID, owner, attempt))
-	return hex.EncodeToString(sum[:18])
-}
-
-func hasConflict(reasons []types.CancellationReason) bool {
-	for _, r := range reasons {
-		if aws.ToString(r.Code) == "TransactionConflict" {
-			return true
-		}
-	}
-	return false
-}
-
-func conflictBackoff(attempt int) time.Duration {
-	d := 5 * time.Millisecond << min(attempt, 6)
-	return d/2 + mrand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// finishRejected is seed 003's "first-come capacity rejected" row: UpdateItem PK
-// REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
-// (REJECTED_CAPACITY), finishedAt; condition status = PROCESSING AND leaseOwner = owner.
-func (c *Client) finishRejected(ctx context.Context, m Message, owner string, code ResultCode) (Transition, error) {
-	key, err := NewRequestKey(m.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
-	held := leaseHeldBy(owner)
-	now := c.now()
-	t, err := c.apply(ctx, transition{
-		key: key, from: []Status{StatusProcessing}, cond: &held, to: StatusRejected,
-		update: finish(UIRejected, code, now), note: string(code),
-	})
-	if err != nil {
-		return t, fmt.Errorf("reject %s: %w", m.RequestID, err)
-	}
-	return t, nil
-}
-
-// finishFailed is seed 003's "final failure" row: UpdateItem PK REQ#<requestId>, SK
-// META, SET status = FAILED_FINAL, uiResult FAILED, resultCode, failureClass,
-// errorCode, errorMessage (at most 256 characters), finishedAt, and queuedAt and the
-// index keys from the message's send time where missing; condition: the request is
-// not final, and not PROCESSING under a live lease of another owner.
-func (c *Client) finishFailed(ctx context.Context, m Message, sentAt EpochMillis, owner string, code ResultCode, class FailureClass, errorCode string, cause error) (Transition, error) {
-	key, err := NewRequestKey(m.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
-	now := c.now()
-	update := failure(expression.UpdateBuilder{}, now, code, class, errorCode, errorText(cause))
-	if index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, sentAt); err == nil {
-		update = backfillQueued(update, sentAt, index)
-	}
-	// Not PROCESSING under another owner's live lease.
-	free := expression.Name(attrStatus).NotEqual(expression.Value(StatusProcessing)).
-		Or(expression.Name("leaseOwner").Equal(expression.Value(owner))).
-		Or(expression.Name("leaseExpiresAt").LessThanEqual(expression.Value(now)))
-	t, err := c.apply(ctx, transition{
-		key: key, from: []Status{StatusReceived, StatusQueued, StatusProcessing}, cond: &free, to: StatusFailedFinal,
-		update: update, note: errorCode,
-	})
-	if err != nil {
-		return t, fmt.Errorf("fail %s: %w", m.RequestID, err)
-	}
-	return t, nil
-}
-
-// releaseLease ends our lease at once so that the next delivery takes the request over
-// without waiting: UpdateItem SET leaseExpiresAt = now; condition status = PROCESSING
-// AND leaseOwner = owner. A lost condition is fine.
-func (c *Client) releaseLease(ctx context.Context, requestID, owner string) error {
-	return c.setLeaseExpiry(ctx, requestID, owner, c.now())
-}
-
-// extendLease moves our lease's expiry to now + d, under the same condition.
-func (c *Client) extendLease(ctx context.Context, requestID, owner string, d time.Duration) error {
-	return c.setLeaseExpiry(ctx, requestID, owner, MillisOf(c.opts.Clock().Add(d)))
-}
-
-func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at EpochMillis) error {
-	key, err := NewRequestKey(requestID)
-	if err != nil {
-		return err
-	}
-	expr, err := expression.NewBuilder().
-		WithCondition(leaseHeldBy(owner)).
-		WithUpdate(expression.Set(expression.Name("leaseExpiresAt"), expression.Value(at))).
-		Build()
-	if err != nil {
-		return err
-	}
-	_, err = c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(c.opts.TableName), Key: avKey(key.Key()),
-		ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return nil
-	}
-	return err
 }

@@ -17,15 +17,16 @@ type Queue interface {
 	Send(ctx context.Context, m OutgoingMessage) error
 
 	// Receive waits up to wait for at most max messages and hides each one it returns
-	// from other receivers for visibility. It returns an empty slice, not an error,
-	// when nothing came in time.
+	// from other receivers for visibility (zero: the queue's default). It returns an
+	// empty slice, not an error, when nothing came in time.
 	Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error)
 
 	// Delete removes delivered messages by their receipts, once their work is done.
 	Delete(ctx context.Context, receipts ...string) error
 
 	// ChangeVisibility hides a delivered message for timeout from now: longer while its
-	// work goes on, or zero to make it visible again at once.
+	// work goes on, or zero to make it visible again at once. A receipt that no longer
+	// holds its message in flight is ErrStaleReceipt.
 	ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error
 }
 

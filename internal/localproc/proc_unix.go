@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package ddblocal
+package localproc
 
 import (
 	"context"
@@ -11,19 +11,21 @@ import (
 	"time"
 )
 
-// jarSupported: the jar path needs sh, process groups and flock.
-const jarSupported = true
+// Supported tells whether Start can run servers here: it needs sh, process
+// groups and flock.
+const Supported = true
 
-// sysProcAttr puts sh, java and the watchdog in a new process group, so Stop
-// can kill all of them at once, and so a Ctrl-C meant for the Go program
-// reaches java only through the watchdog (the Go program dies, the lifeline
-// closes) rather than racing it.
+// sysProcAttr puts sh, the server and the watchdog in a new process group,
+// so Stop can kill all of them at once, and so a Ctrl-C meant for the Go
+// program reaches the server only through the watchdog (the Go program
+// dies, the lifeline closes) rather than racing it.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killGroup SIGKILLs the process group led by pid. In-memory DynamoDB Local
-// has nothing to flush, so there is no point in a gentler signal.
+// killGroup SIGKILLs the process group led by pid. The servers run here keep
+// their data in memory and have nothing to flush, so there is no point in a
+// gentler signal.
 func killGroup(pid int) error {
 	return syscall.Kill(-pid, syscall.SIGKILL)
 }
@@ -51,7 +53,7 @@ func lockFile(ctx context.Context, path string, logf func(string, ...any)) (unlo
 			return nil, false, fmt.Errorf("lock %s: %w", path, err)
 		}
 		if !logged {
-			logf("ddblocal: waiting for another process installing into %s", path)
+			logf("waiting for another process installing into %s", path)
 			logged = true
 		}
 		select {

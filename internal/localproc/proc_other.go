@@ -1,6 +1,6 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
 
-package ddblocal
+package localproc
 
 import (
 	"context"
@@ -8,16 +8,16 @@ import (
 	"syscall"
 )
 
-// jarSupported: elsewhere (Windows, Plan 9, ...) the watchdog script has no
-// sh to run in; use DYNAMODB_ENDPOINT or Docker there.
-const jarSupported = false
+// Supported: elsewhere (Windows, Plan 9, ...) the watchdog script has no sh
+// to run in; use the services' endpoint variables or Docker there.
+const Supported = false
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 func killGroup(int) error { return errors.ErrUnsupported }
 
-// lockFile does not lock here; install's atomic rename still keeps the cache
-// consistent, at the cost of parallel downloads.
+// lockFile does not lock here; Install's atomic rename still keeps the
+// cache consistent, at the cost of parallel downloads.
 func lockFile(context.Context, string, func(string, ...any)) (func(), bool, error) {
 	return func() {}, false, nil
 }

@@ -1,0 +1,556 @@
+package asyncevent
+
+import (
+	"container/heap"
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Limits that MemoryQueue shares with SQS, so that what works on it works on
+// SQS too.
+const (
+	queueMaxReceive        = 10               // messages per Receive
+	queueMaxWait           = 20 * time.Second // long-poll wait per Receive
+	queueMaxVisibility     = 12 * time.Hour   // visibility timeout
+	queueMaxMessageSize    = 1 << 20          // bytes of body
+	queueMaxIDLength       = 128              // GroupID and DeduplicationID
+	queueDedupWindow       = 5 * time.Minute  // FIFO deduplication interval
+	queueDefaultVisibility = 30 * time.Second // an SQS queue's default VisibilityTimeout
+)
+
+// noDeadline is what MemoryQueue.nextDeadline returns when no message is in
+// flight.
+const noDeadline = time.Duration(-1)
+
+// MemoryQueueOptions configures a MemoryQueue. The zero value is a standard
+// queue without dead-letter redrive.
+type MemoryQueueOptions struct {
+	// FIFO makes the queue behave as an SQS FIFO queue: Send requires a
+	// GroupID and a DeduplicationID, a second Send with the same
+	// DeduplicationID within five minutes is accepted and dropped, the
+	// messages of one group are delivered in the order they were sent, and
+	// a group has at most one message in flight, so its next message is
+	// delivered only once that one is deleted (or comes back, and then it
+	// is delivered again first). A Receive takes at most one message per
+	// group, as fauxqs does (SQS may return several of one group, in
+	// order, and holds the group until all are deleted). Default: false, a
+	// standard queue, which ignores GroupID and DeduplicationID.
+	FIFO bool
+
+	// MaxReceives is the maxReceiveCount of an SQS redrive policy: a
+	// message that has been received MaxReceives times and is visible
+	// again moves to the dead letters (DeadLetters) when a Receive would
+	// deliver it once more, instead of being delivered. Default: 0, no
+	// dead letters: a message is delivered again for as long as it is not
+	// deleted.
+	MaxReceives int
+
+	// VisibilityTimeout is used by Receive calls whose visibility is zero,
+	// as SQS uses the queue's VisibilityTimeout attribute (the SDK cannot
+	// send a zero). Default: 30s, SQS's default.
+	VisibilityTimeout time.Duration
+
+	// Clock tells the time: SentAt, visibility timeouts and the
+	// deduplication interval follow it. Default: time.Now. Long polls and
+	// the wake-up at a visibility timeout use real timers, so with a clock
+	// that moves only when told a Receive that waits does not notice a
+	// message whose visibility timeout ran out by a clock change; receive
+	// with wait 0 after moving such a clock.
+	Clock func() time.Time
+}
+
+// MemoryQueue is a Queue in memory that behaves as SQS does, for examples
+// and unit tests: at-least-once delivery, visibility timeouts, receive
+// counts, long polling, dead-letter redrive (MaxReceives) and, as an option,
+// FIFO order with deduplication. It shares SQS's limits: at most 10
+// messages per Receive, a wait of at most 20s, a visibility timeout of at
+// most 12h, a non-empty body of at most 1 MiB of the characters SQS
+// accepts. Unlike SQS it does not round durations to whole seconds, and a
+// standard queue delivers in the order messages became visible.
+//
+// A receipt is valid only for its message's latest delivery. Delete with a
+// receipt that is no longer the latest (the message was delivered again)
+// leaves the message alone and returns nil, as SQS promises for DeleteMessage
+// ("the request succeeds, but the message might not be deleted"); MemoryQueue
+// always takes the safe side of that "might", so a redelivered message is
+// never deleted by its earlier handler. The latest receipt stays valid after
+// the visibility timeout ran out, until the next delivery, as on SQS.
+// ChangeVisibility needs the message in flight under that receipt and
+// returns ErrStaleReceipt otherwise.
+//
+// A MemoryQueue is safe for concurrent use. Make one with NewMemoryQueue.
+type MemoryQueue struct {
+	fifo        bool
+	maxReceives int
+	visibility  time.Duration
+	clock       func() time.Time
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced when waiting receivers should look again
+	ready    list.List     // standard: visible messages, in the order they became visible
+	groups   map[string]*memoryGroup
+	order    list.List // FIFO: *memoryGroup with messages, in the order they are served
+	inFlight memoryHeap
+	receipts map[string]*memoryMessage // latest receipt of each message that has one
+	stored   int                       // messages neither deleted nor dead
+	dead     []Delivery
+	dedup    map[string]time.Time // FIFO: DeduplicationID → end of its interval
+	dedupIDs []string             // the keys of dedup, oldest first
+}
+
+// memoryMessage is one message of a MemoryQueue.
+type memoryMessage struct {
+	id           string
+	body         []byte
+	group        *memoryGroup // FIFO only
+	sentAt       time.Time
+	receiveCount int
+	receipt      string // latest receipt; "" before the first delivery
+	inFlight     bool
+	visibleAt    time.Time     // while inFlight
+	heapIndex    int           // in MemoryQueue.inFlight, while inFlight
+	elem         *list.Element // in ready (standard, while visible) or in group.messages (FIFO)
+}
+
+// memoryGroup is a FIFO message group. Only its first message can be in
+// flight.
+type memoryGroup struct {
+	id       string
+	messages list.List // *memoryMessage, in send order
+	inFlight bool
+	elem     *list.Element // in MemoryQueue.order
+}
+
+// NewMemoryQueue returns an empty MemoryQueue.
+func NewMemoryQueue(opts MemoryQueueOptions) *MemoryQueue {
+	q := &MemoryQueue{
+		fifo:        opts.FIFO,
+		maxReceives: max(opts.MaxReceives, 0),
+		visibility:  opts.VisibilityTimeout,
+		clock:       opts.Clock,
+		changed:     make(chan struct{}),
+		groups:      map[string]*memoryGroup{},
+		receipts:    map[string]*memoryMessage{},
+		dedup:       map[string]time.Time{},
+	}
+	if q.visibility <= 0 {
+		q.visibility = queueDefaultVisibility
+	}
+	if q.clock == nil {
+		q.clock = time.Now
+	}
+	return q
+}
+
+// Send implements Queue. It checks m as SQS would: a body of 1 byte to
+// 1 MiB of valid characters, and on a FIFO queue a GroupID and a
+// DeduplicationID of 1 to 128 characters.
+func (q *MemoryQueue) Send(ctx context.Context, m OutgoingMessage) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory queue send: %w", err)
+	}
+	if err := checkBody(m.Body); err != nil {
+		return fmt.Errorf("memory queue send: %w", err)
+	}
+	if q.fifo {
+		for _, id := range []struct{ name, value string }{{"GroupID", m.GroupID}, {"DeduplicationID", m.DeduplicationID}} {
+			if id.value == "" || len(id.value) > queueMaxIDLength {
+				return fmt.Errorf("memory queue send: a FIFO queue needs a %s of 1 to %d characters, got %q", id.name, queueMaxIDLength, id.value)
+			}
+		}
+	}
+	msg := &memoryMessage{id: uuid.NewString(), body: append([]byte(nil), m.Body...)}
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.clock()
+	msg.sentAt = time.UnixMilli(now.UnixMilli()) // SQS's SentTimestamp is in milliseconds
+	if q.fifo {
+		if q.duplicate(m.DeduplicationID, now) {
+			return nil
+		}
+		g := q.groups[m.GroupID]
+		if g == nil {
+			g = &memoryGroup{id: m.GroupID}
+			g.elem = q.order.PushBack(g)
+			q.groups[m.GroupID] = g
+		}
+		msg.group = g
+		msg.elem = g.messages.PushBack(msg)
+	} else {
+		msg.elem = q.ready.PushBack(msg)
+	}
+	q.stored++
+	q.broadcast()
+	return nil
+}
+
+// duplicate tells whether id was sent within the deduplication interval
+// before now, and records it if not.
+func (q *MemoryQueue) duplicate(id string, now time.Time) bool {
+	for len(q.dedupIDs) > 0 && !q.dedup[q.dedupIDs[0]].After(now) {
+		delete(q.dedup, q.dedupIDs[0])
+		q.dedupIDs = q.dedupIDs[1:]
+	}
+	if end, ok := q.dedup[id]; ok && end.After(now) {
+		return true
+	}
+	if _, ok := q.dedup[id]; !ok {
+		q.dedupIDs = append(q.dedupIDs, id)
+	}
+	q.dedup[id] = now.Add(queueDedupWindow)
+	return false
+}
+
+// checkBody checks a body as SQS does: 1 byte to 1 MiB of the characters
+// #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF.
+func checkBody(b []byte) error {
+	if len(b) == 0 || len(b) > queueMaxMessageSize {
+		return fmt.Errorf("body of %d bytes: SQS takes 1 to %d", len(b), queueMaxMessageSize)
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		ok := r == '\t' || r == '\n' || r == '\r' ||
+			(r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
+		if !ok || (r == utf8.RuneError && size == 1) {
+			return fmt.Errorf("body has a character SQS refuses at byte %d", i)
+		}
+		i += size
+	}
+	return nil
+}
+
+// checkReceive checks Receive's arguments as SQS would.
+func checkReceive(max int, wait, visibility time.Duration) error {
+	switch {
+	case max < 1:
+		return fmt.Errorf("max %d, want at least 1", max)
+	case wait < 0:
+		return fmt.Errorf("negative wait %s", wait)
+	case visibility < 0 || visibility > queueMaxVisibility:
+		return fmt.Errorf("visibility %s, want 0 to %s", visibility, queueMaxVisibility)
+	}
+	return nil
+}
+
+// checkReceipts refuses empty receipts, which SQS would refuse.
+func checkReceipts(receipts ...string) error {
+	for _, r := range receipts {
+		if r == "" {
+			return errors.New("empty receipt")
+		}
+	}
+	return nil
+}
+
+// checkChangeVisibility checks ChangeVisibility's arguments as SQS would.
+func checkChangeVisibility(receipt string, timeout time.Duration) error {
+	if timeout < 0 || timeout > queueMaxVisibility {
+		return fmt.Errorf("timeout %s, want 0 to %s", timeout, queueMaxVisibility)
+	}
+	return checkReceipts(receipt)
+}
+
+// Receive implements Queue. It returns at once when messages are visible;
+// otherwise it waits, without polling, until one becomes visible (sent,
+// back from a visibility timeout, released by ChangeVisibility, or next in
+// a FIFO group), wait passes or ctx ends. As on SQS, max is capped at 10 and
+// wait at 20s, and a zero visibility means MemoryQueueOptions.VisibilityTimeout.
+func (q *MemoryQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error) {
+	if err := checkReceive(max, wait, visibility); err != nil {
+		return nil, fmt.Errorf("memory queue receive: %w", err)
+	}
+	max = min(max, queueMaxReceive)
+	wait = min(wait, queueMaxWait)
+	if visibility == 0 {
+		visibility = q.visibility
+	}
+	var waitEnd <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		waitEnd = t.C
+	}
+	for last := wait == 0; ; {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("memory queue receive: %w", err)
+		}
+		q.mu.Lock()
+		now := q.clock()
+		q.expire(now)
+		got := q.take(max, visibility, now)
+		changed := q.changed
+		next := q.nextDeadline(now)
+		q.mu.Unlock()
+		if len(got) > 0 || last {
+			return got, nil
+		}
+		var expiry <-chan time.Time
+		var timer *time.Timer
+		if next != noDeadline {
+			timer = time.NewTimer(next)
+			expiry = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-waitEnd:
+			last = true
+		case <-changed:
+		case <-expiry:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// Delete implements Queue. A receipt that is not its message's latest, or
+// whose message is gone, is skipped without an error, as SQS does (see
+// MemoryQueue); an empty one is an error.
+func (q *MemoryQueue) Delete(ctx context.Context, receipts ...string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory queue delete: %w", err)
+	}
+	if err := checkReceipts(receipts...); err != nil {
+		return fmt.Errorf("memory queue delete: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range receipts {
+		if msg := q.receipts[r]; msg != nil {
+			q.remove(msg)
+		}
+	}
+	return nil
+}
+
+// ChangeVisibility implements Queue. The message must be in flight under
+// receipt, else the error is ErrStaleReceipt; an empty receipt is another
+// error. A zero timeout makes it visible at once; timeout may be at most
+// 12h.
+func (q *MemoryQueue) ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory queue change visibility: %w", err)
+	}
+	if err := checkChangeVisibility(receipt, timeout); err != nil {
+		return fmt.Errorf("memory queue change visibility: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.clock()
+	q.expire(now)
+	msg := q.receipts[receipt]
+	if msg == nil || !msg.inFlight {
+		return fmt.Errorf("memory queue change visibility: %w", ErrStaleReceipt)
+	}
+	if timeout == 0 {
+		heap.Remove(&q.inFlight, msg.heapIndex)
+		q.makeVisible(msg)
+		return nil
+	}
+	msg.visibleAt = now.Add(timeout)
+	heap.Fix(&q.inFlight, msg.heapIndex)
+	if msg.heapIndex == 0 {
+		q.broadcast() // waiting receivers must wake up earlier
+	}
+	return nil
+}
+
+// MemoryQueueLen counts the messages of a MemoryQueue by state.
+type MemoryQueueLen struct {
+	Visible  int // waiting to be received (in a FIFO queue, also those behind a message in flight)
+	InFlight int // received and neither deleted nor visible again
+	Dead     int // moved to the dead letters after MaxReceives receives
+}
+
+// Len counts the messages by state, as of now.
+func (q *MemoryQueue) Len() MemoryQueueLen {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.expire(q.clock())
+	return MemoryQueueLen{Visible: q.stored - q.inFlight.Len(), InFlight: q.inFlight.Len(), Dead: len(q.dead)}
+}
+
+// DeadLetters returns the messages that were moved to the dead letters, in
+// the order they moved, each with the ReceiveCount it had then and no
+// Receipt: they are only there to be looked at, as on a dead-letter queue
+// that nobody consumes.
+func (q *MemoryQueue) DeadLetters() []Delivery {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]Delivery, len(q.dead))
+	for i, d := range q.dead {
+		d.Body = append([]byte(nil), d.Body...)
+		out[i] = d
+	}
+	return out
+}
+
+// broadcast wakes every waiting Receive. q.mu must be held.
+func (q *MemoryQueue) broadcast() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+// expire makes visible again the messages whose visibility timeout ran out
+// by now.
+func (q *MemoryQueue) expire(now time.Time) {
+	for q.inFlight.Len() > 0 && !q.inFlight[0].visibleAt.After(now) {
+		q.makeVisible(heap.Pop(&q.inFlight).(*memoryMessage))
+	}
+}
+
+// nextDeadline returns how long until the first visibility timeout runs
+// out, or noDeadline when no message is in flight.
+func (q *MemoryQueue) nextDeadline(now time.Time) time.Duration {
+	if q.inFlight.Len() == 0 {
+		return noDeadline
+	}
+	return max(q.inFlight[0].visibleAt.Sub(now), time.Millisecond)
+}
+
+// makeVisible puts a message that has left q.inFlight back among the
+// visible: at the end of a standard queue, at the head of its FIFO group
+// (where it has stayed).
+func (q *MemoryQueue) makeVisible(msg *memoryMessage) {
+	msg.inFlight = false
+	if msg.group != nil {
+		msg.group.inFlight = false
+	} else {
+		msg.elem = q.ready.PushBack(msg)
+	}
+	q.broadcast()
+}
+
+// take delivers up to max visible messages, moving those that have used up
+// their receives to the dead letters on the way.
+func (q *MemoryQueue) take(max int, visibility time.Duration, now time.Time) []Delivery {
+	var got []Delivery
+	if !q.fifo {
+		for len(got) < max && q.ready.Len() > 0 {
+			msg := q.ready.Remove(q.ready.Front()).(*memoryMessage)
+			msg.elem = nil
+			if q.exhausted(msg) {
+				q.bury(msg)
+				continue
+			}
+			got = append(got, q.deliver(msg, visibility, now))
+		}
+		return got
+	}
+	var served []*memoryGroup
+	for e := q.order.Front(); e != nil && len(got) < max; {
+		g, next := e.Value.(*memoryGroup), e.Next()
+		for !g.inFlight && g.messages.Len() > 0 {
+			msg := g.messages.Front().Value.(*memoryMessage)
+			if q.exhausted(msg) {
+				q.dropFromGroup(msg)
+				q.bury(msg)
+				continue
+			}
+			got = append(got, q.deliver(msg, visibility, now))
+			g.inFlight = true
+			served = append(served, g)
+		}
+		if g.messages.Len() == 0 {
+			q.order.Remove(g.elem)
+			delete(q.groups, g.id)
+		}
+		e = next
+	}
+	// Round robin: the groups just served wait behind the others.
+	for _, g := range served {
+		q.order.MoveToBack(g.elem)
+	}
+	return got
+}
+
+// exhausted tells whether msg has been received MaxReceives times.
+func (q *MemoryQueue) exhausted(msg *memoryMessage) bool {
+	return q.maxReceives > 0 && msg.receiveCount >= q.maxReceives
+}
+
+// deliver hands out msg under a new receipt and hides it for visibility.
+func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now time.Time) Delivery {
+	delete(q.receipts, msg.receipt)
+	msg.receipt = uuid.NewString()
+	q.receipts[msg.receipt] = msg
+	msg.receiveCount++
+	msg.inFlight = true
+	msg.visibleAt = now.Add(visibility)
+	heap.Push(&q.inFlight, msg)
+	if msg.heapIndex == 0 {
+		q.broadcast() // waiting receivers must wake up at this new first deadline
+	}
+	return Delivery{
+		MessageID: msg.id, Receipt: msg.receipt, Body: append([]byte(nil), msg.body...),
+		ReceiveCount: msg.receiveCount, SentAt: msg.sentAt,
+	}
+}
+
+// bury moves a message that is out of every list to the dead letters.
+func (q *MemoryQueue) bury(msg *memoryMessage) {
+	delete(q.receipts, msg.receipt)
+	q.stored--
+	q.dead = append(q.dead, Delivery{MessageID: msg.id, Body: msg.body, ReceiveCount: msg.receiveCount, SentAt: msg.sentAt})
+}
+
+// remove deletes msg, in flight or visible.
+func (q *MemoryQueue) remove(msg *memoryMessage) {
+	delete(q.receipts, msg.receipt)
+	if msg.inFlight {
+		heap.Remove(&q.inFlight, msg.heapIndex)
+	}
+	if msg.group != nil {
+		q.dropFromGroup(msg)
+		if g := msg.group; g.messages.Len() == 0 {
+			q.order.Remove(g.elem)
+			delete(q.groups, g.id)
+		} else {
+			q.broadcast() // the group's next message is free to go
+		}
+	} else if msg.elem != nil {
+		q.ready.Remove(msg.elem)
+	}
+	q.stored--
+}
+
+// dropFromGroup takes msg, its group's first message, out of the group and
+// frees the group.
+func (q *MemoryQueue) dropFromGroup(msg *memoryMessage) {
+	msg.group.messages.Remove(msg.elem)
+	msg.group.inFlight = false
+}
+
+// memoryHeap orders messages in flight by the end of their visibility
+// timeout (container/heap).
+type memoryHeap []*memoryMessage
+
+func (h memoryHeap) Len() int           { return len(h) }
+func (h memoryHeap) Less(i, j int) bool { return h[i].visibleAt.Before(h[j].visibleAt) }
+func (h memoryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex, h[j].heapIndex = i, j
+}
+
+func (h *memoryHeap) Push(x any) {
+	msg := x.(*memoryMessage)
+	msg.heapIndex = len(*h)
+	*h = append(*h, msg)
+}
+
+func (h *memoryHeap) Pop() any {
+	old := *h
+	msg := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	msg.heapIndex = -1
+	return msg
+}

@@ -1,0 +1,589 @@
+package asyncevent_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// queueKind is what a conformance case needs of a fresh queue.
+type queueKind struct {
+	FIFO        bool
+	MaxReceives int // 0: no dead letters
+}
+
+// queueUnderTest is a fresh queue and a way to read its dead letters.
+type queueUnderTest struct {
+	asyncevent.Queue
+	// deadLetters returns what redrive has moved to the dead letters.
+	deadLetters func(t *testing.T) []asyncevent.Delivery
+}
+
+// queueConformance runs the behaviour every Queue must share, so that
+// MemoryQueue stays faithful to SQSQueue on a real SQS implementation.
+// Durations are whole seconds, SQS's unit.
+func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) queueUnderTest) {
+	ctx := context.Background()
+	const long = time.Minute // a visibility that outlasts every test
+
+	t.Run("RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{})
+		before := time.Now()
+		for i := range 3 {
+			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m" + strconv.Itoa(i))}))
+		}
+		after := time.Now()
+		got := receiveUntil(t, q, 3, long)
+		assert.ElementsMatch(t, []string{"m0", "m1", "m2"}, bodies(got))
+		ids := map[string]bool{}
+		for _, d := range got {
+			assert.NotEmpty(t, d.Receipt)
+			assert.Equal(t, 1, d.ReceiveCount)
+			assert.WithinRange(t, d.SentAt, before.Add(-time.Second), after.Add(time.Second))
+			ids[d.MessageID] = true
+		}
+		assert.Len(t, ids, 3, "message IDs must differ")
+		require.NoError(t, q.Delete(ctx, receipts(got)...))
+		requireEmpty(t, q)
+	})
+
+	t.Run("RedeliveryAndStaleReceipts", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{})
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("again")}))
+		first := receiveUntil(t, q, 1, time.Second)[0]
+		second := receiveUntil(t, q, 1, long)[0] // after the visibility timeout
+		assert.Equal(t, first.MessageID, second.MessageID)
+		assert.Equal(t, first.SentAt, second.SentAt)
+		assert.NotEqual(t, first.Receipt, second.Receipt)
+		assert.Equal(t, 2, second.ReceiveCount)
+
+		// The first receipt is stale: it changes and deletes nothing.
+		require.ErrorIs(t, q.ChangeVisibility(ctx, first.Receipt, 0), asyncevent.ErrStaleReceipt)
+		require.NoError(t, q.Delete(ctx, first.Receipt))
+
+		// ChangeVisibility(0) makes it visible at once.
+		require.NoError(t, q.ChangeVisibility(ctx, second.Receipt, 0))
+		third := receiveUntil(t, q, 1, long)[0]
+		assert.Equal(t, first.MessageID, third.MessageID)
+		assert.Equal(t, 3, third.ReceiveCount)
+		require.ErrorIs(t, q.ChangeVisibility(ctx, second.Receipt, time.Minute), asyncevent.ErrStaleReceipt)
+		require.NoError(t, q.Delete(ctx, first.Receipt, second.Receipt))
+		require.NoError(t, q.ChangeVisibility(ctx, third.Receipt, long), "the latest receipt holds it")
+
+		require.NoError(t, q.Delete(ctx, third.Receipt))
+		requireEmpty(t, q)
+		require.ErrorIs(t, q.ChangeVisibility(ctx, third.Receipt, long), asyncevent.ErrStaleReceipt)
+	})
+
+	t.Run("ChangeVisibilityExtends", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{})
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("slow work")}))
+		d := receiveUntil(t, q, 1, time.Second)[0]
+		require.NoError(t, q.ChangeVisibility(ctx, d.Receipt, long))
+		got, err := q.Receive(ctx, 1, 2*time.Second, long) // the first second would have passed
+		require.NoError(t, err)
+		assert.Empty(t, got)
+		require.NoError(t, q.Delete(ctx, d.Receipt))
+	})
+
+	t.Run("LongPollWakesOnSend", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{})
+		const wait = 20 * time.Second
+		type result struct {
+			got     []asyncevent.Delivery
+			err     error
+			elapsed time.Duration
+		}
+		done := make(chan result, 1)
+		began := time.Now()
+		go func() {
+			got, err := q.Receive(ctx, 10, wait, long)
+			done <- result{got, err, time.Since(began)}
+		}()
+		time.Sleep(300 * time.Millisecond) // let the receive start waiting; it finds the message either way
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("wake up")}))
+		r := <-done
+		require.NoError(t, r.err)
+		require.Len(t, r.got, 1)
+		assert.Less(t, r.elapsed, wait/2, "the receive must return when the message comes, not when its wait ends")
+	})
+
+	t.Run("EmptyAndCanceled", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{})
+		got, err := q.Receive(ctx, 10, time.Second, long)
+		require.NoError(t, err, "nothing in time is not an error")
+		assert.Empty(t, got)
+
+		cctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(200*time.Millisecond, cancel)
+		_, err = q.Receive(cctx, 10, 20*time.Second, long)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+
+	t.Run("BadArguments", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{})
+		_, err := q.Receive(ctx, 0, 0, long)
+		assert.Error(t, err, "max 0")
+		_, err = q.Receive(ctx, 1, -time.Second, long)
+		assert.Error(t, err, "negative wait")
+		_, err = q.Receive(ctx, 1, 0, 13*time.Hour)
+		assert.Error(t, err, "visibility over 12h")
+		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{}), "empty body")
+		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("a\x00b")}), "a character SQS refuses")
+		assert.Error(t, q.Delete(ctx, ""), "empty receipt")
+		assert.Error(t, q.ChangeVisibility(ctx, "", time.Second), "empty receipt")
+		assert.Error(t, q.ChangeVisibility(ctx, "r", -time.Second), "negative timeout")
+		assert.NoError(t, q.Delete(ctx), "no receipts")
+	})
+
+	t.Run("BatchDelete", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{})
+		const n = 25
+		for i := range n {
+			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m" + strconv.Itoa(i))}))
+		}
+		got := receiveUntil(t, q, n, long)
+		require.Len(t, got, n)
+		require.NoError(t, q.Delete(ctx, receipts(got)...))
+		requireEmpty(t, q)
+	})
+
+	t.Run("DeadLetters", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{MaxReceives: 2})
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("poison")}))
+		first := receiveUntil(t, q, 1, time.Second)[0]
+		second := receiveUntil(t, q, 1, time.Second)[0]
+		assert.Equal(t, 2, second.ReceiveCount)
+		// The third receive finds it exhausted and moves it instead.
+		got, err := q.Receive(ctx, 10, 3*time.Second, long)
+		require.NoError(t, err)
+		assert.Empty(t, got)
+		dead := q.deadLetters(t)
+		require.Len(t, dead, 1)
+		assert.Equal(t, first.MessageID, dead[0].MessageID)
+		assert.Equal(t, "poison", string(dead[0].Body))
+		require.ErrorIs(t, q.ChangeVisibility(ctx, second.Receipt, long), asyncevent.ErrStaleReceipt)
+	})
+
+	t.Run("FIFO", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, queueKind{FIFO: true})
+		send := func(group, dedup, body string) {
+			t.Helper()
+			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: group, DeduplicationID: dedup}))
+		}
+		send("a", "a1", "a1")
+		send("b", "b1", "b1")
+		send("a", "a2", "a2")
+		send("a", "a2", "a2 again") // same DeduplicationID: accepted, dropped
+		send("b", "b2", "b2")
+		send("a", "a3", "a3")
+		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("x"), GroupID: "a"}), "no DeduplicationID")
+		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("x"), DeduplicationID: "x"}), "no GroupID")
+
+		// A group's next message waits until the one in flight is deleted.
+		first, err := q.Receive(ctx, 10, time.Second, long)
+		require.NoError(t, err)
+		require.NotEmpty(t, first)
+		more, err := q.Receive(ctx, 10, time.Second, long)
+		require.NoError(t, err)
+		assert.Empty(t, more, "both groups are held by messages in flight")
+
+		order := bodies(first)
+		require.NoError(t, q.Delete(ctx, receipts(first)...))
+		for len(order) < 5 {
+			got := receiveUntil(t, q, 1, long)
+			order = append(order, bodies(got)...)
+			require.NoError(t, q.Delete(ctx, receipts(got)...))
+		}
+		var a, b []string
+		for _, body := range order {
+			if strings.HasPrefix(body, "a") {
+				a = append(a, body)
+			} else {
+				b = append(b, body)
+			}
+		}
+		assert.Equal(t, []string{"a1", "a2", "a3"}, a)
+		assert.Equal(t, []string{"b1", "b2"}, b)
+		requireEmpty(t, q)
+	})
+}
+
+// receiveUntil receives with visibility until it has n messages (SQS may
+// hand them out over several calls), failing after half a minute.
+func receiveUntil(t *testing.T, q asyncevent.Queue, n int, visibility time.Duration) []asyncevent.Delivery {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []asyncevent.Delivery
+	for len(got) < n {
+		ds, err := q.Receive(ctx, n-len(got), 5*time.Second, visibility)
+		require.NoError(t, err, "after %d of %d messages", len(got), n)
+		require.LessOrEqual(t, len(ds), 10, "a receive returns at most 10 messages")
+		got = append(got, ds...)
+	}
+	return got
+}
+
+// requireEmpty fails unless a receive finds nothing.
+func requireEmpty(t *testing.T, q asyncevent.Queue) {
+	t.Helper()
+	got, err := q.Receive(context.Background(), 10, time.Second, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, bodies(got))
+}
+
+func bodies(ds []asyncevent.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = string(d.Body)
+	}
+	return out
+}
+
+func receipts(ds []asyncevent.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Receipt
+	}
+	return out
+}
+
+func TestMemoryQueueConformance(t *testing.T) {
+	queueConformance(t, func(t *testing.T, k queueKind) queueUnderTest {
+		q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: k.FIFO, MaxReceives: k.MaxReceives})
+		return queueUnderTest{Queue: q, deadLetters: func(*testing.T) []asyncevent.Delivery { return q.DeadLetters() }}
+	})
+}
+
+// TestMemoryQueueFollowsItsClock drives visibility timeouts, receive counts,
+// redrive and the deduplication interval with a clock that moves only when
+// told.
+func TestMemoryQueueFollowsItsClock(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 23, 12, 0, 0, 123_456_789, time.UTC)
+	clock := asynceventtest.NewClock(start)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 3, Clock: clock.Now})
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m")}))
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1}, q.Len())
+
+	d1 := receiveNow(t, q, 10*time.Second)
+	assert.Equal(t, 1, d1.ReceiveCount)
+	assert.True(t, d1.SentAt.Equal(start.Truncate(time.Millisecond)), "SentAt %s is the send time in milliseconds", d1.SentAt)
+	assert.Equal(t, asyncevent.MemoryQueueLen{InFlight: 1}, q.Len())
+	clock.Advance(10*time.Second - time.Nanosecond)
+	assert.Empty(t, receive(t, q, 0, time.Minute), "still hidden")
+	clock.Advance(time.Nanosecond)
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1}, q.Len())
+
+	d2 := receiveNow(t, q, time.Second)
+	assert.Equal(t, d1.MessageID, d2.MessageID)
+	assert.Equal(t, 2, d2.ReceiveCount)
+	assert.Equal(t, d1.SentAt, d2.SentAt)
+	clock.Advance(time.Second)
+	assert.Equal(t, 3, receiveNow(t, q, time.Second).ReceiveCount)
+	clock.Advance(time.Second)
+	assert.Empty(t, receive(t, q, 0, time.Second), "received MaxReceives times: dead")
+	assert.Equal(t, asyncevent.MemoryQueueLen{Dead: 1}, q.Len())
+}
+
+// receive calls Receive with wait and returns what came.
+func receive(t *testing.T, q asyncevent.Queue, wait, visibility time.Duration) []asyncevent.Delivery {
+	t.Helper()
+	got, err := q.Receive(context.Background(), 10, wait, visibility)
+	require.NoError(t, err)
+	return got
+}
+
+// receiveNow receives the one message that must be visible now.
+func receiveNow(t *testing.T, q asyncevent.Queue, visibility time.Duration) asyncevent.Delivery {
+	t.Helper()
+	got := receive(t, q, 0, visibility)
+	require.Len(t, got, 1)
+	return got[0]
+}
+
+// TestMemoryQueueConcurrentProducersAndConsumers runs 50 producers and 50
+// consumers at once: every message must be delivered exactly once while
+// the visibility timeout outlasts the test, and each FIFO group in order.
+func TestMemoryQueueConcurrentProducersAndConsumers(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			t.Parallel()
+			const producers, consumers, perProducer = 50, 50, 40
+			const total = producers * perProducer
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: fifo})
+
+			var wg sync.WaitGroup
+			for p := range producers {
+				wg.Go(func() {
+					for i := range perProducer {
+						body := fmt.Sprintf("p%d-%d", p, i)
+						if err := q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "p" + strconv.Itoa(p), DeduplicationID: body}); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			var mu sync.Mutex
+			seen := map[string]int{}
+			next := make([]int, producers) // FIFO: the index each group must deliver next
+			var received atomic.Int64
+			for range consumers {
+				wg.Go(func() {
+					for received.Load() < total && ctx.Err() == nil {
+						got, err := q.Receive(ctx, 1+rand.IntN(10), 50*time.Millisecond, time.Hour)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						for _, d := range got {
+							seen[string(d.Body)]++
+							var p, i int
+							_, _ = fmt.Sscanf(string(d.Body), "p%d-%d", &p, &i)
+							if fifo && i != next[p] {
+								t.Errorf("group p%d delivered %d, want %d", p, i, next[p])
+							}
+							next[p] = i + 1
+						}
+						mu.Unlock()
+						received.Add(int64(len(got)))
+						if err := q.Delete(ctx, receipts(got)...); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			require.NoError(t, ctx.Err())
+			require.Len(t, seen, total)
+			for body, n := range seen {
+				if n != 1 {
+					t.Errorf("%s delivered %d times", body, n)
+				}
+			}
+			assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+		})
+	}
+}
+
+// TestMemoryQueueConcurrentRedelivery has consumers that drop a third of
+// what they receive (short visibility, no delete) while others change
+// visibilities: every message must still be deleted in the end, and the
+// books must balance.
+func TestMemoryQueueConcurrentRedelivery(t *testing.T) {
+	const n, consumers = 500, 20
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	for i := range n {
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strconv.Itoa(i))}))
+	}
+	var mu sync.Mutex
+	done := map[string]bool{}
+	var wg sync.WaitGroup
+	for range consumers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				mu.Lock()
+				finished := len(done) == n
+				mu.Unlock()
+				if finished {
+					return
+				}
+				got, err := q.Receive(ctx, 10, 20*time.Millisecond, 20*time.Millisecond)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, d := range got {
+					switch rand.IntN(3) {
+					case 0: // dropped: comes back after 20ms
+					case 1:
+						err := q.ChangeVisibility(ctx, d.Receipt, 0)
+						if err != nil && !assert.ErrorIs(t, err, asyncevent.ErrStaleReceipt) {
+							return
+						}
+					default:
+						if err := q.ChangeVisibility(ctx, d.Receipt, time.Hour); err != nil {
+							assert.ErrorIs(t, err, asyncevent.ErrStaleReceipt) // lost to a timeout already
+							continue
+						}
+						if !assert.NoError(t, q.Delete(ctx, d.Receipt)) {
+							return
+						}
+						mu.Lock()
+						done[string(d.Body)] = true
+						mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, ctx.Err())
+	assert.Len(t, done, n)
+	assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+}
+
+// TestMemoryQueueLongPollWakesOnTimeout checks that a waiting Receive gets a
+// message when its visibility timeout runs out, by a timer and not by
+// polling, and when ChangeVisibility releases it.
+func TestMemoryQueueLongPollWakesOnTimeout(t *testing.T) {
+	ctx := context.Background()
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m")}))
+	d := receiveNow(t, q, 50*time.Millisecond)
+	began := time.Now()
+	got := receive(t, q, 20*time.Second, time.Hour)
+	require.Len(t, got, 1)
+	assert.Equal(t, d.MessageID, got[0].MessageID)
+	assert.Less(t, time.Since(began), 10*time.Second)
+
+	released := make(chan []asyncevent.Delivery, 1)
+	go func() {
+		got, err := q.Receive(ctx, 10, 20*time.Second, time.Hour)
+		assert.NoError(t, err)
+		released <- got
+	}()
+	time.Sleep(100 * time.Millisecond) // let it wait; it finds the message either way
+	require.NoError(t, q.ChangeVisibility(ctx, got[0].Receipt, 0))
+	again := <-released
+	require.Len(t, again, 1)
+	assert.Equal(t, 3, again[0].ReceiveCount)
+}
+
+// TestMemoryQueueDeadLettersAndLen follows a FIFO group through redrive: the
+// exhausted message moves to the dead letters and frees its group.
+func TestMemoryQueueDeadLettersAndLen(t *testing.T) {
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true, MaxReceives: 1, Clock: clock.Now})
+	for _, body := range []string{"poison", "next"} {
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "g", DeduplicationID: body}))
+	}
+	d := receiveNow(t, q, time.Second)
+	assert.Equal(t, "poison", string(d.Body))
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1, InFlight: 1}, q.Len())
+	assert.Empty(t, receive(t, q, 0, time.Second), "the group is held")
+	clock.Advance(time.Second)
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 2}, q.Len(), "it moves when a receive would deliver it")
+
+	next := receiveNow(t, q, time.Second)
+	assert.Equal(t, "next", string(next.Body))
+	assert.Equal(t, asyncevent.MemoryQueueLen{InFlight: 1, Dead: 1}, q.Len())
+	dead := q.DeadLetters()
+	require.Len(t, dead, 1)
+	assert.Equal(t, asyncevent.Delivery{MessageID: d.MessageID, Body: []byte("poison"), ReceiveCount: 1, SentAt: d.SentAt}, dead[0])
+	require.NoError(t, q.Delete(ctx, d.Receipt), "a dead letter's old receipt deletes nothing")
+	assert.Len(t, q.DeadLetters(), 1)
+}
+
+// TestMemoryQueueDeduplicationInterval checks that a DeduplicationID is
+// remembered for five minutes from its first send, even after the message
+// was deleted.
+func TestMemoryQueueDeduplicationInterval(t *testing.T) {
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true, Clock: clock.Now})
+	send := func(body string) {
+		t.Helper()
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "g", DeduplicationID: "same"}))
+	}
+	send("first")
+	require.NoError(t, q.Delete(ctx, receiveNow(t, q, time.Minute).Receipt))
+	clock.Advance(5*time.Minute - time.Millisecond)
+	send("dropped")
+	assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+	clock.Advance(time.Millisecond)
+	send("kept")
+	assert.Equal(t, "kept", string(receiveNow(t, q, time.Minute).Body))
+}
+
+// TestMemoryQueueLatestReceiptOutlivesTimeout checks the SQS rule that the
+// latest receipt deletes even after the visibility timeout ran out, as long
+// as no other delivery came, while it no longer changes the visibility.
+func TestMemoryQueueLatestReceiptOutlivesTimeout(t *testing.T) {
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{Clock: clock.Now})
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m")}))
+	d := receiveNow(t, q, time.Second)
+	clock.Advance(time.Second)
+	require.ErrorIs(t, q.ChangeVisibility(ctx, d.Receipt, time.Minute), asyncevent.ErrStaleReceipt)
+	require.NoError(t, q.Delete(ctx, d.Receipt))
+	assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+}
+
+// TestMemoryQueueLimits checks the SQS limits MemoryQueue shares: 10
+// messages per receive, 1 MiB bodies, and a zero visibility meaning the
+// queue's default.
+func TestMemoryQueueLimits(t *testing.T) {
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{VisibilityTimeout: 5 * time.Second, Clock: clock.Now})
+	for i := range 12 {
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strconv.Itoa(i))}))
+	}
+	got := receive(t, q, 0, 0)
+	assert.Len(t, got, 10)
+	assert.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, bodies(got), "a standard queue serves in order")
+	clock.Advance(5*time.Second - time.Millisecond)
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 2, InFlight: 10}, q.Len())
+	clock.Advance(time.Millisecond)
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 12}, q.Len(), "zero visibility is the queue's 5s")
+
+	assert.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strings.Repeat("x", 1<<20))}))
+	assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strings.Repeat("x", 1<<20+1))}))
+	assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte{0xff}}), "not UTF-8")
+	assert.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("tab\t, emoji 🎟")}))
+
+	// A stale receipt in a batch does not stop the others.
+	got = receive(t, q, 0, time.Minute)
+	require.NoError(t, q.Delete(ctx, slices.Concat([]string{"no-such-receipt"}, receipts(got))...))
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 4}, q.Len())
+}
+
+// ExampleMemoryQueue shows a delivery's life: received, hidden, deleted.
+func ExampleMemoryQueue() {
+	ctx := context.Background()
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	_ = q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`{"v":1}`)})
+
+	got, _ := q.Receive(ctx, 10, time.Second, 30*time.Second)
+	fmt.Printf("%s received %d time(s)\n", got[0].Body, got[0].ReceiveCount)
+	fmt.Printf("%+v\n", q.Len())
+
+	_ = q.Delete(ctx, got[0].Receipt)
+	fmt.Printf("%+v\n", q.Len())
+	// Output:
+	// {"v":1} received 1 time(s)
+	// {Visible:0 InFlight:1 Dead:0}
+	// {Visible:0 InFlight:0 Dead:0}
+}

@@ -1,0 +1,507 @@
+package asyncevent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// twiceQueue sends every message twice: a duplicate send, as SQS's at-least-once
+// delivery may produce.
+type twiceQueue struct{ asyncevent.Queue }
+
+func (q twiceQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+	if err := q.Queue.Send(ctx, m); err != nil {
+		return err
+	}
+	return q.Queue.Send(ctx, m)
+}
+
+// fastRetry makes retried messages come back quickly in tests.
+func fastRetry(int) time.Duration { return 20 * time.Millisecond }
+
+// requestsOf returns every request of an event, read through GSI2 by the test kit.
+func requestsOf(t *testing.T, c *asyncevent.Client, eventID string) []asyncevent.Request {
+	t.Helper()
+	var out []asyncevent.Request
+	for _, raw := range items(t, c)[asyncevent.EntityRequest] {
+		r := asynceventtest.UnmarshalRequest(t, raw)
+		if r.EventID == eventID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func countBy[T comparable](rs []asyncevent.Request, key func(asyncevent.Request) T) map[T]int {
+	m := map[T]int{}
+	for _, r := range rs {
+		m[key(r)]++
+	}
+	return m
+}
+
+func TestExactlyNWinnersUnderDuplicateDelivery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+
+	const users = 1000
+	var wg sync.WaitGroup
+	for i := range users {
+		wg.Go(func() {
+			_, err := c.Submit(ctx, twiceQueue{q}, "sale", fmt.Sprintf("user-%04d", i))
+			assert.NoError(t, err)
+		})
+		if i%50 == 49 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+	require.Equal(t, 2*users, q.Len().Visible)
+
+	var outcomes sync.Map
+	var workers []*asyncevent.Worker
+	for range 8 {
+		w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{
+			Concurrency: 4, WaitTime: 50 * time.Millisecond,
+			ProcessOptions: asyncevent.ProcessOptions{Backoff: fastRetry, OnOutcome: func(o asyncevent.Outcome) {
+				n, _ := outcomes.LoadOrStore(o.Kind, new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		workers = append(workers, w)
+	}
+	eventually(t, "queue drained", func() bool { l := q.Len(); return l.Visible+l.InFlight == 0 })
+	for _, w := range workers {
+		require.NoError(t, w.Stop(ctx))
+	}
+
+	rs := requestsOf(t, c, "sale")
+	require.Len(t, rs, users)
+	byStatus := countBy(rs, func(r asyncevent.Request) asyncevent.Status { return r.Status })
+	assert.Equal(t, map[asyncevent.Status]int{asyncevent.StatusSucceeded: 100, asyncevent.StatusRejected: 900}, byStatus)
+	byCode := countBy(rs, func(r asyncevent.Request) asyncevent.ResultCode { return r.ResultCode })
+	assert.Equal(t, 900, byCode[asyncevent.ResultRejectedCapacity])
+	capacity, err := c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Zero(t, capacity.CapacityRemaining)
+	for _, r := range rs {
+		assert.NotZero(t, r.StartedAt)
+		assert.GreaterOrEqual(t, r.FinishedAt, r.StartedAt)
+		assert.Equal(t, asyncevent.UIResultOf(r.Status), r.UIResult)
+	}
+	dups, _ := outcomes.Load(asyncevent.OutcomeDuplicate)
+	leaseHeld, _ := outcomes.Load(asyncevent.OutcomeLeaseHeld)
+	var seen int64
+	for _, n := range []any{dups, leaseHeld} {
+		if n != nil {
+			seen += n.(*atomic.Int64).Load()
+		}
+	}
+	assert.GreaterOrEqual(t, seen, int64(users), "every second copy was recognised")
+}
+
+func TestWorkerWinsTheQueuedRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	require.NoError(t, err)
+
+	// Ingest wrote the request and sent the message, but had not yet written QUEUED
+	// when the worker got the message.
+	p, err := c.Participate(ctx, "sale", "ann")
+	require.NoError(t, err)
+	sentAt := t0.Add(40 * time.Millisecond)
+	body, err := asyncevent.EncodeMessage(asyncevent.Message{V: 1, RequestID: p.RequestID, EventID: "sale", UserID: "ann",
+		EventType: asyncevent.FirstCome, RequestedAt: p.Request.RequestedAt})
+	require.NoError(t, err)
+	clock.Advance(time.Second)
+	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	failed := proc.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: "m1", Body: body, ReceiveCount: 1, SentAt: sentAt}})
+	assert.Empty(t, failed)
+
+	r, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
+	assert.Equal(t, asyncevent.MillisOf(sentAt), r.QueuedAt, "queuedAt is the send time")
+	page, err := c.ListUserRequests(ctx, "ann", asyncevent.PageOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Requests, 1, "the index keys were backfilled")
+
+	// Ingest's late MarkQueued changes nothing.
+	m, err := asyncevent.DecodeMessage(body)
+	require.NoError(t, err)
+	tr, err := c.MarkQueued(ctx, m, asyncevent.MillisOf(clock.Now()))
+	require.NoError(t, err)
+	assert.False(t, tr.Applied)
+	again, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, r, again)
+}
+
+// submitted makes a FIRST_COME event with capacity n, submits users, and returns the
+// deliveries of their messages.
+func submitted(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) (*asyncevent.MemoryQueue, []asyncevent.Delivery) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	for _, u := range users {
+		_, err := c.Submit(ctx, q, "sale", u)
+		require.NoError(t, err)
+	}
+	ds, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, len(users))
+	return q, ds
+}
+
+func TestCancelledWorkerIsTakenOverWithoutSpendingTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
+	_, ds := submitted(t, c, 5, "ann")
+
+	// Worker A is cancelled between its start and its final write.
+	ctxA, cancelA := context.WithCancel(ctx)
+	a := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "A", Handler: asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
+		cancelA()
+		return ctx.Err()
+	})})
+	assert.Len(t, a.ProcessMessages(ctxA, ds), 1, "A did not finish it")
+	m, err := asyncevent.DecodeMessage(ds[0].Body)
+	require.NoError(t, err)
+	r, err := c.GetRequest(ctx, m.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusProcessing, r.Status)
+
+	// B takes it over (A released its lease on the way out) and finishes it.
+	ds[0].ReceiveCount = 2
+	b := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B"})
+	assert.Empty(t, b.ProcessMessages(ctx, ds))
+	r, err = c.GetRequest(ctx, m.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
+	assert.Contains(t, r.LeaseOwner, "B/")
+	capacity, err := c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), capacity.CapacityRemaining)
+
+	// A redelivery afterwards is a duplicate and spends nothing.
+	ds[0].ReceiveCount = 3
+	assert.Empty(t, a.ProcessMessages(ctx, ds))
+	capacity, err = c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), capacity.CapacityRemaining)
+
+	logs, err := c.ListStatusLogs(ctx, m.RequestID)
+	require.NoError(t, err)
+	var path []asyncevent.Status
+	for _, l := range logs {
+		path = append(path, l.ToStatus)
+	}
+	assert.Equal(t, []asyncevent.Status{asyncevent.StatusReceived, asyncevent.StatusQueued, asyncevent.StatusProcessing,
+		asyncevent.StatusProcessing, asyncevent.StatusSucceeded}, path)
+}
+
+// faultDB fails every call once dead is set: a process that died.
+type faultDB struct {
+	asyncevent.DynamoDB
+	dead atomic.Bool
+	// loseNextTransaction applies the next TransactWriteItems and then reports a
+	// failure, as when the response is lost on the way back.
+	loseNextTransaction atomic.Bool
+}
+
+var errDead = errors.New("connection reset by peer")
+
+func (f *faultDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if f.dead.Load() {
+		return nil, errDead
+	}
+	return f.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+func (f *faultDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if f.dead.Load() {
+		return nil, errDead
+	}
+	out, err := f.DynamoDB.TransactWriteItems(ctx, in, o...)
+	if err == nil && f.loseNextTransaction.CompareAndSwap(true, false) {
+		return nil, errDead
+	}
+	return out, err
+}
+
+func TestCrashedWorkersLeaseExpiresAndIsTakenOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, ds := submitted(t, c, 5, "ann")
+
+	// A starts the request, then its process dies: nothing more reaches the table.
+	fault := &faultDB{DynamoDB: asynceventtest.DynamoDB(t)}
+	cA, err := asyncevent.New(fault, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	a := asyncevent.NewProcessor(cA, asyncevent.ProcessOptions{WorkerID: "A", LeaseDuration: 30 * time.Second,
+		Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { fault.dead.Store(true); return errDead })})
+	assert.Len(t, a.ProcessMessages(ctx, ds), 1)
+
+	// B finds A's live lease and leaves the message for later.
+	b := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B"})
+	var kinds []asyncevent.OutcomeKind
+	b2 := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B", OnOutcome: func(o asyncevent.Outcome) { kinds = append(kinds, o.Kind) }})
+	ds[0].ReceiveCount = 2
+	assert.Len(t, b2.ProcessMessages(ctx, ds), 1)
+	assert.Equal(t, []asyncevent.OutcomeKind{asyncevent.OutcomeLeaseHeld}, kinds)
+
+	// Once the lease has expired, B takes over and finishes.
+	clock.Advance(31 * time.Second)
+	ds[0].ReceiveCount = 3
+	assert.Empty(t, b.ProcessMessages(ctx, ds))
+	capacity, err := c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), capacity.CapacityRemaining)
+}
+
+func TestLostTransactionResponseDoesNotSpendTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fault := &faultDB{DynamoDB: asynceventtest.DynamoDB(t)}
+	c := asynceventtest.NewTableOn(t, fault, asyncevent.Options{})
+	_, ds := submitted(t, c, 5, "ann")
+
+	fault.loseNextTransaction.Store(true)
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Backoff: fastRetry})
+	p.ProcessMessages(ctx, ds) // the seat is taken, but the worker hears of a failure
+	for i := 2; i <= 3; i++ {  // redeliveries
+		ds[0].ReceiveCount = i
+		assert.Empty(t, p.ProcessMessages(ctx, ds))
+	}
+	m, _ := asyncevent.DecodeMessage(ds[0].Body)
+	r, err := c.GetRequest(ctx, m.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
+	capacity, err := c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), capacity.CapacityRemaining, "one seat, not two")
+}
+
+// runWorker starts a worker on q and stops it when the test ends.
+func runWorker(t *testing.T, c *asyncevent.Client, q asyncevent.Queue, opts asyncevent.WorkerOptions) *asyncevent.Worker {
+	t.Helper()
+	if opts.WaitTime == 0 {
+		opts.WaitTime = 50 * time.Millisecond
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = fastRetry
+	}
+	w, err := asyncevent.NewWorker(c, q, opts)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, w.Stop(ctx))
+	})
+	return w
+}
+
+func TestPoisonMessagesAndFailingHandlersEndInTheDeadLetters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 3})
+
+	// A poison message naming a real request, one naming nothing, a user whose
+	// handler always fails, a user whose handler panics, and a healthy user.
+	poisoned, err := c.Participate(ctx, "sale", "poisoned")
+	require.NoError(t, err)
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`{"v":1,"requestId":"` + poisoned.RequestID + `","eventId":`)}))
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`not json at all`)}))
+	ids := map[string]string{}
+	for _, u := range []string{"failing", "panicking", "healthy"} {
+		p, err := c.Submit(ctx, q, "sale", u)
+		require.NoError(t, err)
+		ids[u] = p.RequestID
+	}
+	handler := asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+		switch m.UserID {
+		case "failing":
+			return errors.New("downstream is down")
+		case "panicking":
+			panic("handler bug")
+		}
+		return nil
+	})
+	runWorker(t, c, q, asyncevent.WorkerOptions{ProcessOptions: asyncevent.ProcessOptions{Handler: handler, MaxReceives: 3}})
+	eventually(t, "the queue is empty", func() bool { l := q.Len(); return l.Visible+l.InFlight == 0 })
+
+	assert.Len(t, q.DeadLetters(), 3, "the two poison messages and the failing one")
+	get := func(id string) *asyncevent.Request {
+		r, err := c.GetRequest(ctx, id)
+		require.NoError(t, err)
+		return r
+	}
+	r := get(poisoned.RequestID)
+	assert.Equal(t, asyncevent.StatusFailedFinal, r.Status)
+	assert.Equal(t, asyncevent.ResultFailedSerde, r.ResultCode)
+	assert.Equal(t, asyncevent.NonRetryable, r.FailureClass)
+
+	r = get(ids["failing"])
+	assert.Equal(t, asyncevent.StatusFailedFinal, r.Status)
+	assert.Equal(t, asyncevent.ResultFailedWorker, r.ResultCode)
+	assert.Equal(t, asyncevent.Retryable, r.FailureClass)
+	assert.Contains(t, r.ErrorMessage, "after 3 receives: downstream is down")
+
+	r = get(ids["panicking"])
+	assert.Equal(t, asyncevent.StatusFailedFinal, r.Status)
+	assert.Equal(t, asyncevent.ResultFailedWorker, r.ResultCode)
+	assert.Equal(t, "PANIC", r.ErrorCode)
+	assert.Contains(t, r.ErrorMessage, "handler bug")
+
+	assert.Equal(t, asyncevent.StatusSucceeded, get(ids["healthy"]).Status, "the worker kept serving")
+}
+
+func TestPermanentHandlerErrorFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	_, ds := submitted(t, c, 1, "bot")
+	calls := 0
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		calls++
+		return asyncevent.Permanent(errors.New("user is not eligible: " + strings.Repeat("reason ", 100)))
+	})})
+	assert.Empty(t, p.ProcessMessages(ctx, ds), "done: the message can go")
+	m, _ := asyncevent.DecodeMessage(ds[0].Body)
+	r, err := c.GetRequest(ctx, m.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusFailedFinal, r.Status)
+	assert.Equal(t, asyncevent.ResultFailedValidation, r.ResultCode)
+	assert.Equal(t, asyncevent.NonRetryable, r.FailureClass)
+	assert.LessOrEqual(t, len([]rune(r.ErrorMessage)), asyncevent.MaxErrorMessageLength)
+	capacity, err := c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), capacity.CapacityRemaining, "no seat spent on a refused user")
+	assert.Equal(t, 1, calls)
+}
+
+func TestGracefulStopFinishesWorkInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	for i := range 12 {
+		_, err := c.Submit(ctx, q, "sale", fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
+	}
+	var started atomic.Int64
+	slow := asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
+		started.Add(1)
+		return sleepCtx(ctx, 300*time.Millisecond)
+	})
+	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 4, WaitTime: 50 * time.Millisecond,
+		ProcessOptions: asyncevent.ProcessOptions{Handler: slow}})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	eventually(t, "work in flight", func() bool { return started.Load() >= 4 })
+	require.NoError(t, w.Stop(ctx))
+	<-w.Done()
+
+	finished := 0
+	for _, r := range requestsOf(t, c, "sale") {
+		switch r.Status {
+		case asyncevent.StatusSucceeded:
+			finished++
+		case asyncevent.StatusQueued:
+		default:
+			t.Errorf("request %s left %s", r.RequestID, r.Status)
+		}
+	}
+	assert.Equal(t, int(started.Load()), finished, "every message started was finished")
+	assert.Equal(t, 12-finished, q.Len().Visible, "the rest wait on the queue")
+	assert.Zero(t, q.Len().InFlight)
+}
+
+func TestStopDeadlineReleasesWorkInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	q, ds := submitted(t, c, 5, "ann", "bob")
+	for _, d := range ds { // submitted received them; make them visible again
+		require.NoError(t, q.ChangeVisibility(ctx, d.Receipt, 0))
+	}
+	var started atomic.Int64
+	stuck := asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
+		started.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond,
+		ProcessOptions: asyncevent.ProcessOptions{Handler: stuck, Backoff: func(int) time.Duration { return 0 }}})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	eventually(t, "both in flight", func() bool { return started.Load() == 2 })
+	stopCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, w.Stop(stopCtx), context.DeadlineExceeded)
+
+	// Released: visible again at once, and no longer under a live lease.
+	assert.Equal(t, 2, q.Len().Visible)
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	ds, err = q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	assert.Empty(t, p.ProcessMessages(ctx, ds))
+	capacity, err := c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), capacity.CapacityRemaining)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
