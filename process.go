@@ -190,11 +190,14 @@ type lease struct {
 }
 
 // extender keeps a delivery alive while its work goes on: the Worker extends the
-// message's visibility; nil for callers without a queue.
-type extender func(ctx context.Context) error
+// message's visibility by its visibility timeout; nil for callers without a queue.
+type extender struct {
+	visibility time.Duration
+	extend     func(ctx context.Context) error
+}
 
 // process runs one delivery to its outcome. It never panics.
-func (p *Processor) process(ctx context.Context, d Delivery, extend extender) (res result) {
+func (p *Processor) process(ctx context.Context, d Delivery, extend *extender) (res result) {
 	began := time.Now()
 	var m Message
 	l := &lease{owner: p.opts.WorkerID + "/" + randomHex(4)}
@@ -250,7 +253,7 @@ func (p *Processor) sentAt(d Delivery) EpochMillis {
 
 // firstCome processes a FIRST_COME message: start, the service's handler, then the
 // capacity decision.
-func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend extender) result {
+func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
 	t, err := p.c.StartProcessing(ctx, m, p.sentAt(d), l.owner, p.opts.LeaseDuration)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
@@ -400,21 +403,21 @@ func (p *Processor) malformed(ctx context.Context, m Message, d Delivery, err er
 	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: err}}
 }
 
-// heartbeat extends the message's visibility and the request's lease every half lease
-// while the work goes on. The returned function stops it.
-func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend extender) (stop func()) {
+// heartbeat extends the message's visibility and the request's lease every half of
+// the shorter of the two while the work goes on. The returned function stops it.
+func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *extender) (stop func()) {
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(p.opts.LeaseDuration / 2)
+		tick := time.NewTicker(min(p.opts.LeaseDuration, extend.visibility) / 2)
 		defer tick.Stop()
 		for {
 			select {
 			case <-hctx.Done():
 				return
 			case <-tick.C:
-				if err := extend(hctx); err != nil {
+				if err := extend.extend(hctx); err != nil {
 					p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
 				}
 				if err := p.c.extendLease(hctx, m.RequestID, l.owner, p.opts.LeaseDuration); err != nil {

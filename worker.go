@@ -203,9 +203,9 @@ func (w *Worker) receive(fetchCtx, workCtx context.Context) {
 
 // handle processes one delivery and does what its result asks of the queue.
 func (w *Worker) handle(ctx context.Context, d Delivery) {
-	extend := func(ctx context.Context) error {
+	extend := &extender{visibility: w.opts.VisibilityTimeout, extend: func(ctx context.Context) error {
 		return w.q.ChangeVisibility(ctx, d.Receipt, w.opts.VisibilityTimeout)
-	}
+	}}
 	res := w.p.process(ctx, d, extend)
 	switch res.action {
 	case actDelete:

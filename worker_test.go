@@ -505,3 +505,27 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+func TestHeartbeatKeepsALongMessageToItsWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	q, ds := submitted(t, c, 1, "ann")
+	require.NoError(t, q.ChangeVisibility(ctx, ds[0].Receipt, 0))
+
+	var calls atomic.Int64
+	slow := asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
+		calls.Add(1)
+		return sleepCtx(ctx, 2500*time.Millisecond) // five visibility timeouts
+	})
+	opts := asyncevent.WorkerOptions{VisibilityTimeout: 500 * time.Millisecond,
+		ProcessOptions: asyncevent.ProcessOptions{Handler: slow, LeaseDuration: 500 * time.Millisecond}}
+	runWorker(t, c, q, opts)
+	runWorker(t, c, q, opts) // a second worker, polling the whole time
+	eventually(t, "done", func() bool { l := q.Len(); return l.Visible+l.InFlight == 0 })
+	assert.Equal(t, int64(1), calls.Load(), "no other delivery while the first was alive")
+	m, _ := asyncevent.DecodeMessage(ds[0].Body)
+	r, err := c.GetRequest(ctx, m.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
+}

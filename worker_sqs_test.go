@@ -1,0 +1,87 @@
+package asyncevent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// queueDepth is the number of messages on an SQS queue, visible or in flight.
+func queueDepth(t *testing.T, q *asyncevent.SQSQueue) int {
+	t.Helper()
+	out, err := asynceventtest.SQS(t).GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.URL()),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	require.NoError(t, err)
+	n := 0
+	for _, v := range out.Attributes {
+		k, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		n += k
+	}
+	return n
+}
+
+// TestWorkerOnSQS runs ingest and workers on SQS (fauxqs), standard and FIFO: exactly
+// N winners, and poison or always-failing messages end FAILED_FINAL and in the
+// dead-letter queue by the queue's own redrive, while the worker serves the rest.
+func TestWorkerOnSQS(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%t", fifo), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			c := asynceventtest.NewTable(t)
+			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+			require.NoError(t, err)
+			q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: fifo, MaxReceives: 2, VisibilityTimeout: 30 * time.Second})
+
+			for i := range 30 {
+				_, err := c.Submit(ctx, q, "sale", fmt.Sprintf("u%02d", i))
+				require.NoError(t, err)
+			}
+			failing, err := c.Submit(ctx, q, "sale", "failing")
+			require.NoError(t, err)
+			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`{"v":1,`), GroupID: "sale", DeduplicationID: "poison"}))
+
+			handler := asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+				if m.UserID == "failing" {
+					return errors.New("downstream is down")
+				}
+				return nil
+			})
+			runWorker(t, c, q, asyncevent.WorkerOptions{WaitTime: time.Second, Concurrency: 4,
+				ProcessOptions: asyncevent.ProcessOptions{Handler: handler, MaxReceives: 2, Backoff: func(int) time.Duration { return 0 }}})
+			dlq := asynceventtest.DeadLetterQueue(t, q)
+			eventually(t, "main queue empty, two dead letters", func() bool {
+				return queueDepth(t, q) == 0 && queueDepth(t, dlq) == 2
+			})
+
+			rs := requestsOf(t, c, "sale")
+			byStatus := countBy(rs, func(r asyncevent.Request) asyncevent.Status { return r.Status })
+			assert.Equal(t, map[asyncevent.Status]int{
+				asyncevent.StatusSucceeded: 10, asyncevent.StatusRejected: 20, asyncevent.StatusFailedFinal: 1,
+			}, byStatus)
+			r, err := c.GetRequest(ctx, failing.RequestID)
+			require.NoError(t, err)
+			assert.Equal(t, asyncevent.ResultFailedWorker, r.ResultCode)
+			assert.Contains(t, r.ErrorMessage, "after 2 receives")
+		})
+	}
+}
