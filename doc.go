@@ -59,13 +59,13 @@
 //	mark queued                  UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkQueued
 //	get request                  GetItem                    REQ#<requestId> / META                              GetRequest
 //	my participations            Query GSI1                 USER#<userId>, newest first, limit 20               ListUserRequests
-//	start processing             UpdateItem (conditional)   REQ#<requestId> / META, status = QUEUED
-//	first-come capacity          UpdateItem (conditional)   EVENT#<eventId> / CAPACITY, capacityRemaining > 0
-//	first-come success           UpdateItem                 REQ#<requestId> / META, SUCCEEDED
-//	first-come capacity rejected UpdateItem                 REQ#<requestId> / META, REJECTED
-//	lottery result               UpdateItem                 REQ#<requestId> / META, SUCCEEDED or REJECTED
+//	start processing             UpdateItem (conditional)   REQ#<requestId> / META, RECEIVED, QUEUED or lease expired  StartProcessing
+//	first-come capacity          UpdateItem (conditional)   EVENT#<eventId> / CAPACITY, capacityRemaining > 0  ClaimSeat
+//	first-come success           UpdateItem (conditional)   REQ#<requestId> / META, PROCESSING under my lease  ClaimSeat
+//	first-come capacity rejected UpdateItem (conditional)   REQ#<requestId> / META, PROCESSING under my lease  MarkCapacityRejected
+//	lottery result               UpdateItem (conditional)   REQ#<requestId> / META, status = QUEUED           MarkClosed (after the cutoff)
 //	enqueue failure              UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkEnqueueFailed
-//	final failure                UpdateItem                 REQ#<requestId> / META, FAILED_FINAL
+//	final failure                UpdateItem (conditional)   REQ#<requestId> / META, not final, lease free      MarkFailed
 //	status log                   PutItem                    REQ#<requestId> / LOG#<occurredAt>#<suffix>         Options.StatusLog
 //	event requests               Query GSI2                 EVENT#<eventId>, either order
 //	event requests, latest N     Query GSI2                 EVENT#<eventId>, newest first, limit N
@@ -73,7 +73,8 @@
 //	status logs                  Query                      REQ#<requestId>, begins_with(SK, "LOG#")            ListStatusLogs
 //
 // Participate writes the lock and the request in one TransactWriteItems, so neither
-// exists without the other. [Client.Submit] is the whole ingest of a click:
+// exists without the other; ClaimSeat spends a seat and writes SUCCEEDED in one
+// TransactWriteItems, so no seat is spent without a winner. [Client.Submit] is the whole ingest of a click:
 // Participate, send the message, MarkQueued (or MarkEnqueueFailed).
 //
 // # Invariants
@@ -87,6 +88,14 @@
 //  6. Every status write is conditional; a lost condition is an outcome, not an error.
 //  7. GSI keys only on Request items.
 //  8. Fairness is queuedAt, and the library reports how far processing order strayed.
+//
+// # Worker
+//
+// A [Worker] long-polls a [Queue] ([SQSQueue], or [MemoryQueue] for examples and
+// tests), processes messages with bounded concurrency, extends a message's visibility
+// and the request's lease while its work goes on, deletes finished messages in
+// batches, and leaves retryable failures for redelivery with backoff. The same
+// processing serves an AWS Lambda SQS handler through [Processor.ProcessMessages].
 //
 // # Testing
 //
