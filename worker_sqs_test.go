@@ -47,9 +47,7 @@ func TestWorkerOnSQS(t *testing.T) {
 		t.Run(fmt.Sprintf("fifo=%t", fifo), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			c := asynceventtest.NewTable(t)
-			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 10})
-			require.NoError(t, err)
+			c := newSale(t, 10)
 			q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: fifo, MaxReceives: 2, VisibilityTimeout: 30 * time.Second})
 
 			for i := range 30 {

@@ -65,12 +65,19 @@ func countBy[T comparable](rs []asyncevent.Request, key func(asyncevent.Request)
 	return m
 }
 
+// newSale returns a client on a fresh table with a FIRST_COME event "sale".
+func newSale(t *testing.T, capacity int64) *asyncevent.Client {
+	t.Helper()
+	c := asynceventtest.NewTable(t)
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	require.NoError(t, err)
+	return c
+}
+
 func TestExactlyNWinnersUnderDuplicateDelivery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
-	require.NoError(t, err)
+	c := newSale(t, 100)
 	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
 
 	const users = 1000
@@ -345,9 +352,7 @@ func runWorker(t *testing.T, c *asyncevent.Client, q asyncevent.Queue, opts asyn
 func TestPoisonMessagesAndFailingHandlersEndInTheDeadLetters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 10})
-	require.NoError(t, err)
+	c := newSale(t, 10)
 	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 3})
 
 	// A poison message naming a real request, one naming nothing, a user whose
@@ -427,9 +432,7 @@ func TestPermanentHandlerErrorFailsAtOnce(t *testing.T) {
 func TestGracefulStopFinishesWorkInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
-	require.NoError(t, err)
+	c := newSale(t, 100)
 	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
 	for i := range 12 {
 		_, err := c.Submit(ctx, q, "sale", fmt.Sprintf("u%d", i))
