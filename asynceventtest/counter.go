@@ -8,13 +8,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/asyncevent/asyncevent"
 )
 
-// Counter wraps a DynamoDB client and counts what goes through it: round trips per
-// operation, and the read and write capacity units the table reports (it asks every
-// data call for ReturnConsumedCapacity TOTAL). It is safe for concurrent use.
+// Counter wraps a DynamoDB client and counts what goes through it: calls per
+// operation, HTTP round trips (counted by a middleware in the SDK's stack after its
+// retry step, so the SDK's own retries count too), and the read and write capacity
+// units the table reports (it asks every data call for ReturnConsumedCapacity TOTAL).
+// It is safe for concurrent use.
 type Counter struct {
 	db asyncevent.DynamoDB
 
@@ -24,23 +27,18 @@ type Counter struct {
 
 // Counts is a snapshot of a Counter.
 type Counts struct {
-	Calls map[string]int // by operation name: "TransactWriteItems", "GetItem", …
-	RCU   float64
-	WCU   float64
+	Calls    map[string]int // by operation name: "TransactWriteItems", "GetItem", …
+	Attempts int            // HTTP round trips, retries included
+	RCU      float64
+	WCU      float64
 }
 
-// RoundTrips is the number of calls of every operation together.
-func (c Counts) RoundTrips() int {
-	n := 0
-	for _, v := range c.Calls {
-		n += v
-	}
-	return n
-}
+// RoundTrips is the number of HTTP round trips, the SDK's retries included.
+func (c Counts) RoundTrips() int { return c.Attempts }
 
 // Sub returns the counts between an earlier snapshot and c.
 func (c Counts) Sub(earlier Counts) Counts {
-	d := Counts{Calls: map[string]int{}, RCU: c.RCU - earlier.RCU, WCU: c.WCU - earlier.WCU}
+	d := Counts{Calls: map[string]int{}, Attempts: c.Attempts - earlier.Attempts, RCU: c.RCU - earlier.RCU, WCU: c.WCU - earlier.WCU}
 	for op, n := range c.Calls {
 		if n -= earlier.Calls[op]; n != 0 {
 			d.Calls[op] = n
@@ -81,6 +79,19 @@ func (c *Counter) record(op string, consumed ...types.ConsumedCapacity) {
 	}
 }
 
+// countAttempts adds a middleware that counts each HTTP attempt of a call.
+func (c *Counter) countAttempts(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("asynceventtest.countAttempts",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				c.mu.Lock()
+				c.counts.Attempts++
+				c.mu.Unlock()
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	})
+}
+
 func one(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
 	if cc == nil {
 		return nil
@@ -91,7 +102,7 @@ func one(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
 // GetItem implements asyncevent.DynamoDB.
 func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := c.db.GetItem(ctx, in, optFns...)
+	out, err := c.db.GetItem(ctx, in, append(optFns, c.countAttempts)...)
 	if out != nil {
 		c.record("GetItem", one(out.ConsumedCapacity)...)
 	} else {
@@ -103,7 +114,7 @@ func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns
 // PutItem implements asyncevent.DynamoDB.
 func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := c.db.PutItem(ctx, in, optFns...)
+	out, err := c.db.PutItem(ctx, in, append(optFns, c.countAttempts)...)
 	if out != nil {
 		c.record("PutItem", one(out.ConsumedCapacity)...)
 	} else {
@@ -115,7 +126,7 @@ func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns
 // UpdateItem implements asyncevent.DynamoDB.
 func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := c.db.UpdateItem(ctx, in, optFns...)
+	out, err := c.db.UpdateItem(ctx, in, append(optFns, c.countAttempts)...)
 	if out != nil {
 		c.record("UpdateItem", one(out.ConsumedCapacity)...)
 	} else {
@@ -127,7 +138,7 @@ func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 // Query implements asyncevent.DynamoDB.
 func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := c.db.Query(ctx, in, optFns...)
+	out, err := c.db.Query(ctx, in, append(optFns, c.countAttempts)...)
 	if out != nil {
 		c.record("Query", one(out.ConsumedCapacity)...)
 	} else {
@@ -139,7 +150,7 @@ func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...
 // TransactWriteItems implements asyncevent.DynamoDB.
 func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := c.db.TransactWriteItems(ctx, in, optFns...)
+	out, err := c.db.TransactWriteItems(ctx, in, append(optFns, c.countAttempts)...)
 	if out != nil {
 		c.record("TransactWriteItems", out.ConsumedCapacity...)
 	} else {
@@ -151,23 +162,23 @@ func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 // CreateTable implements asyncevent.DynamoDB.
 func (c *Counter) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
 	c.record("CreateTable")
-	return c.db.CreateTable(ctx, in, optFns...)
+	return c.db.CreateTable(ctx, in, append(optFns, c.countAttempts)...)
 }
 
 // DescribeTable implements asyncevent.DynamoDB.
 func (c *Counter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	c.record("DescribeTable")
-	return c.db.DescribeTable(ctx, in, optFns...)
+	return c.db.DescribeTable(ctx, in, append(optFns, c.countAttempts)...)
 }
 
 // DescribeTimeToLive implements asyncevent.DynamoDB.
 func (c *Counter) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
 	c.record("DescribeTimeToLive")
-	return c.db.DescribeTimeToLive(ctx, in, optFns...)
+	return c.db.DescribeTimeToLive(ctx, in, append(optFns, c.countAttempts)...)
 }
 
 // UpdateTimeToLive implements asyncevent.DynamoDB.
 func (c *Counter) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
 	c.record("UpdateTimeToLive")
-	return c.db.UpdateTimeToLive(ctx, in, optFns...)
+	return c.db.UpdateTimeToLive(ctx, in, append(optFns, c.countAttempts)...)
 }
