@@ -79,12 +79,22 @@ type Options struct {
 	// known to be sent) before a duplicate click sends its message again.
 	// Default: 30 seconds.
 	RedriveAfter time.Duration
+
+	// DrawSettleWindow is how long after a lottery's cutoff Draw waits, so that
+	// enqueues and entries in flight at the cutoff land first. Default: 30 seconds.
+	DrawSettleWindow time.Duration
+
+	// DrawConcurrency is how many entries Draw finalises at once. Default: 16.
+	DrawConcurrency int
 }
 
 // The defaults of the Options fields that are not TTLs.
 const (
 	DefaultEventCacheTTL = 5 * time.Second
 	DefaultRedriveAfter  = 30 * time.Second
+
+	DefaultDrawSettleWindow = 30 * time.Second
+	DefaultDrawConcurrency  = 16
 )
 
 // Client runs the access patterns of seed 003 on one table. It is safe for concurrent
@@ -124,6 +134,10 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	opts.StatusLogTTL = orDefault(opts.StatusLogTTL, DefaultStatusLogTTL)
 	opts.EventCacheTTL = orDefault(opts.EventCacheTTL, DefaultEventCacheTTL)
 	opts.RedriveAfter = orDefault(opts.RedriveAfter, DefaultRedriveAfter)
+	opts.DrawSettleWindow = orDefault(opts.DrawSettleWindow, DefaultDrawSettleWindow)
+	if opts.DrawConcurrency <= 0 {
+		opts.DrawConcurrency = DefaultDrawConcurrency
+	}
 	return &Client{db: db, opts: opts, events: newEventCache(opts.EventCacheTTL, opts.Clock)}, nil
 }
 

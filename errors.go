@@ -77,6 +77,18 @@ var (
 	// delivery.
 	ErrStaleReceipt = errors.New("asyncevent: stale receipt")
 
+	// ErrNotLottery reports a draw asked of an event that is not a LOTTERY.
+	ErrNotLottery = errors.New("asyncevent: not a lottery event")
+
+	// ErrDrawTooEarly reports a draw before the lottery's cutoff plus
+	// Options.DrawSettleWindow: nothing is written.
+	ErrDrawTooEarly = errors.New("asyncevent: too early to draw")
+
+	// ErrDrawMismatch reports a draw that cannot resume because the entries on the
+	// table are no longer the ones it froze (count or hash differ), or an entry holds a
+	// result other than the draw's.
+	ErrDrawMismatch = errors.New("asyncevent: entries differ from the draw's")
+
 	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
 	// The error is a *TableMismatchError listing every difference.
 	ErrTableMismatch = errors.New("asyncevent: table does not match the design")

@@ -35,6 +35,10 @@ type EventConfig struct {
 	AnnouncedAt     EpochMillis `dynamodbav:"announcedAt,omitempty"`
 	SeedCommitment  string      `dynamodbav:"seedCommitment,omitempty"`
 
+	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
+	// while it finalises the entries, ANNOUNCED once every entry has its result.
+	Phase UIPhase `dynamodbav:"phase,omitempty"`
+
 	CreatedAt EpochMillis `dynamodbav:"createdAt"`
 }
 
@@ -130,7 +134,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 		return nil, err
 	}
 	now := c.now()
-	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment = EntityConfig, now, 0, ""
+	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.Phase = EntityConfig, now, 0, "", ""
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var second any
@@ -146,7 +150,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 		if err != nil {
 			return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 		}
-		cfg.SeedCommitment = seedCommitment(seed)
+		cfg.SeedCommitment, cfg.Phase = seedCommitment(seed), PhaseCollecting
 		key, _ := NewEventKey(cfg.EventID, EventItemDraw)
 		second = drawItem{Key: key.Key(), DrawRecord: DrawRecord{
 			EntityType: EntityDraw, EventID: cfg.EventID, Phase: PhaseCollecting,

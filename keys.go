@@ -422,6 +422,17 @@ func ParseQueueKey(s string) (QueueKey, error) {
 	return QueueKey{queuedAt: at, requestID: parts[3]}, nil
 }
 
+// queuedBefore returns the sort-key bound below which lie exactly the queue keys of
+// requests queued before at: QAT#<13-digit at>. (A key of a request queued at `at`
+// has the bound as a proper prefix and so sorts after it.)
+func queuedBefore(at EpochMillis) (string, error) {
+	s, err := formatMillis(at)
+	if err != nil {
+		return "", err
+	}
+	return prefixQueued + sep + s, nil
+}
+
 // splitKey splits key text into exactly n parts, checks that the first is prefix and
 // that every other part is a valid ID (timestamps pass the same check, and their
 // callers check them further).

@@ -55,7 +55,8 @@ func seedCommitment(seed []byte) string {
 // lotteryEntry processes a LOTTERY message: the entry is queued (the worker fills
 // queuedAt from the send time if ingest has not yet), checked by the service's
 // handler, and kept QUEUED with uiPhase COLLECTING for the draw; an entry queued after
-// the cutoff ends REJECTED_CLOSED.
+// the cutoff, or reaching the table after the draw froze its entries, ends
+// REJECTED_CLOSED.
 func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) result {
 	queuedAt := p.sentAt(d)
 	t, err := p.c.MarkQueued(ctx, m, queuedAt)
@@ -79,7 +80,17 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) res
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
-	if queuedAt <= event.LotteryCutoffAt {
+	inTime := queuedAt <= event.LotteryCutoffAt
+	if inTime && p.c.now() > event.LotteryCutoffAt {
+		// Past the cutoff the draw may have frozen its entries already: an entry that
+		// reaches the table after that is too late for it.
+		record, err := p.c.getDraw(ctx, m.EventID)
+		if err != nil {
+			return p.failed(ctx, m, d, nil, err)
+		}
+		inTime = record.Phase == PhaseCollecting
+	}
+	if inTime {
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
 	}
 	t, err = p.c.MarkClosed(ctx, m)

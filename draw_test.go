@@ -1,0 +1,328 @@
+package asyncevent_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+var cutoff = t0.Add(time.Hour)
+
+// newLottery makes a LOTTERY event "lotto" with k winners and a cutoff an hour after
+// t0, and submits users entries (at t0, on a stopped clock).
+func newLottery(t *testing.T, db asyncevent.DynamoDB, opts asyncevent.Options, k int64, users int) (*asyncevent.Client, *asynceventtest.Clock, *asyncevent.EventConfig) {
+	t.Helper()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	opts.Clock = clock.Now
+	c := asynceventtest.NewTableOn(t, db, opts)
+	cfg, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery,
+		WinnerCount: k, LotteryCutoffAt: asyncevent.MillisOf(cutoff)})
+	require.NoError(t, err)
+	q := &sendQueue{}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := range work {
+				_, err := c.Submit(ctx, q, "lotto", fmt.Sprintf("user-%05d", i))
+				assert.NoError(t, err)
+			}
+		})
+	}
+	for i := range users {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return c, clock, cfg
+}
+
+// recomputeWinners draws outside the library: SHA-256(seed ‖ requestId), the k
+// smallest win.
+func recomputeWinners(t *testing.T, seedHex string, ids []string, k int) []string {
+	t.Helper()
+	seed, err := hex.DecodeString(seedHex)
+	require.NoError(t, err)
+	type scored struct {
+		id    string
+		score [32]byte
+	}
+	var all []scored
+	for _, id := range ids {
+		all = append(all, scored{id, sha256.Sum256(append(append([]byte{}, seed...), id...))})
+	}
+	sort.Slice(all, func(i, j int) bool { return bytes.Compare(all[i].score[:], all[j].score[:]) < 0 })
+	var winners []string
+	for i := 0; i < k && i < len(all); i++ {
+		winners = append(winners, all[i].id)
+	}
+	return winners
+}
+
+func TestDrawFiveThousandEntries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	began := time.Now()
+	c, clock, cfg := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 50, 5000)
+	t.Logf("5,000 entries submitted in %s", time.Since(began))
+
+	_, err := c.Draw(ctx, "lotto")
+	assert.ErrorIs(t, err, asyncevent.ErrDrawTooEarly)
+	sealed, err := c.GetDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Empty(t, sealed.Seed, "the seed stays sealed until the draw")
+	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow - time.Millisecond)
+	_, err = c.Draw(ctx, "lotto")
+	assert.ErrorIs(t, err, asyncevent.ErrDrawTooEarly)
+
+	clock.Advance(time.Millisecond)
+	began = time.Now()
+	res, err := c.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	t.Logf("drawn in %s", time.Since(began))
+	assert.Len(t, res.Winners, 50)
+	assert.Equal(t, int64(5000), res.Record.EntryCount)
+	assert.Equal(t, asyncevent.PhaseAnnounced, res.Record.Phase)
+
+	// Independently: the seed matches the commitment published at creation, and the
+	// winners are the 50 smallest SHA-256(seed ‖ requestId) of the entries.
+	seed, err := hex.DecodeString(res.Record.Seed)
+	require.NoError(t, err)
+	sum := sha256.Sum256(seed)
+	assert.Equal(t, cfg.SeedCommitment, hex.EncodeToString(sum[:]))
+	rs := requestsOf(t, c, "lotto")
+	require.Len(t, rs, 5000)
+	var ids, won []string
+	for _, r := range rs {
+		ids = append(ids, r.RequestID)
+		assert.Equal(t, asyncevent.PhaseAnnounced, r.UIPhase)
+		assert.Equal(t, asyncevent.MillisOf(clock.Now()), r.AnnouncedAt)
+		assert.Equal(t, asyncevent.UIResultOf(r.Status), r.UIResult)
+		switch r.ResultCode {
+		case asyncevent.ResultSuccess:
+			won = append(won, r.RequestID)
+		default:
+			assert.Equal(t, asyncevent.ResultLotteryLose, r.ResultCode)
+			assert.Equal(t, asyncevent.StatusRejected, r.Status)
+		}
+	}
+	want := recomputeWinners(t, res.Record.Seed, ids, 50)
+	assert.ElementsMatch(t, want, won)
+	assert.Equal(t, want, res.Winners, "best score first")
+
+	v, err := c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+	assert.Equal(t, 5000, v.EntryCount)
+
+	event, err := c.GetEvent(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.PhaseAnnounced, event.Phase)
+	assert.Equal(t, asyncevent.MillisOf(clock.Now()), event.AnnouncedAt)
+
+	again, err := c.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Equal(t, res, again, "a finished draw returns its stored result")
+}
+
+func TestDrawResumesAfterAStopHalfWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{StatusLog: true}, 20, 200)
+	clock.Advance(2 * time.Hour)
+
+	// Half of the finalisations (transactions, with the status log), then the
+	// process dies.
+	half := &halfway{DynamoDB: asynceventtest.DynamoDB(t), left: 100}
+	broken, err := asyncevent.New(half, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now, StatusLog: true, DrawConcurrency: 4})
+	require.NoError(t, err)
+	_, err = broken.Draw(ctx, "lotto")
+	require.Error(t, err)
+	event, err := c.GetEvent(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.PhaseDrawing, event.Phase)
+	byStatus := countBy(requestsOf(t, c, "lotto"), func(r asyncevent.Request) asyncevent.Status { return r.Status })
+	assert.Equal(t, 100, byStatus[asyncevent.StatusQueued], "half are still waiting")
+	record, err := c.GetDraw(ctx, "lotto")
+	require.NoError(t, err)
+	require.NotEmpty(t, record.Seed, "revealed at the freeze")
+
+	// Run again: the same entries, the same winners, the rest finalised.
+	res, err := c.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	rs := requestsOf(t, c, "lotto")
+	var ids, won []string
+	for _, r := range rs {
+		ids = append(ids, r.RequestID)
+		require.True(t, r.Status.IsTerminal(), r.Status)
+		if r.Status == asyncevent.StatusSucceeded {
+			won = append(won, r.RequestID)
+		}
+		logs, err := c.ListStatusLogs(ctx, r.RequestID)
+		require.NoError(t, err)
+		finals := 0
+		for _, l := range logs {
+			if l.ToStatus.IsTerminal() {
+				finals++
+			}
+		}
+		assert.Equal(t, 1, finals, "entry %s finalised once", r.RequestID)
+	}
+	assert.ElementsMatch(t, recomputeWinners(t, record.Seed, ids, 20), won)
+	assert.ElementsMatch(t, res.Winners, won)
+	v, err := c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+}
+
+// halfway lets `left` request finalisations through (transactions, with the status
+// log) and fails the rest, and everything after.
+type halfway struct {
+	asyncevent.DynamoDB
+	mu   sync.Mutex
+	left int
+}
+
+func (h *halfway) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if isRequestUpdate(in) {
+		h.mu.Lock()
+		h.left--
+		dead := h.left < 0
+		h.mu.Unlock()
+		if dead {
+			return nil, errDead
+		}
+	}
+	return h.DynamoDB.TransactWriteItems(ctx, in, o...)
+}
+
+func isRequestUpdate(in *dynamodb.TransactWriteItemsInput) bool {
+	if u := in.TransactItems[0].Update; u != nil {
+		pk := u.Key["PK"].(*types.AttributeValueMemberS).Value
+		return len(pk) > 4 && pk[:4] == "REQ#"
+	}
+	return false
+}
+
+func TestEntriesAfterTheCutoffAreClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 2, 5)
+
+	// Two users click just before the cutoff; the message of one is sent only after
+	// it (queuedAt = its send time), the other's reaches the worker after the draw.
+	clock.Advance(time.Hour)
+	lateSend, err := c.Participate(ctx, "lotto", "late-send")
+	require.NoError(t, err)
+	lateWorker, err := c.Participate(ctx, "lotto", "late-worker")
+	require.NoError(t, err)
+	_, err = c.Participate(ctx, "lotto", "too-late")
+	require.NoError(t, err, "the cutoff itself is still in")
+	clock.Advance(time.Millisecond)
+	_, err = c.Submit(ctx, &sendQueue{}, "lotto", "after-cutoff")
+	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
+
+	deliver := func(p asyncevent.Participation, sentAt time.Time) {
+		t.Helper()
+		body, err := asyncevent.EncodeMessage(asyncevent.Message{V: 1, RequestID: p.RequestID, EventID: "lotto",
+			UserID: p.Request.UserID, EventType: asyncevent.Lottery, RequestedAt: p.Request.RequestedAt})
+		require.NoError(t, err)
+		proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+		assert.Empty(t, proc.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: "m", Body: body, ReceiveCount: 1, SentAt: sentAt}}))
+	}
+	deliver(lateSend, cutoff.Add(2*time.Millisecond))
+	r, err := c.GetRequest(ctx, lateSend.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusRejected, r.Status)
+	assert.Equal(t, asyncevent.ResultRejectedClosed, r.ResultCode)
+
+	clock.Advance(time.Hour)
+	res, err := c.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), res.Record.EntryCount, "only the five queued in time")
+
+	deliver(lateWorker, cutoff) // sent in time, but reaches the table after the freeze
+	r, err = c.GetRequest(ctx, lateWorker.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.ResultRejectedClosed, r.ResultCode)
+
+	for _, r := range requestsOf(t, c, "lotto") {
+		if r.UserID == "late-send" || r.UserID == "late-worker" {
+			assert.NotContains(t, res.Winners, r.RequestID)
+		}
+	}
+	v, err := c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+}
+
+func TestVerifyDrawReportsTampering(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 30)
+	_, err := c.VerifyDraw(ctx, "lotto")
+	assert.ErrorIs(t, err, asyncevent.ErrDrawTooEarly)
+	clock.Advance(2 * time.Hour)
+	res, err := c.Draw(ctx, "lotto")
+	require.NoError(t, err)
+
+	var loser, winner string
+	for _, r := range requestsOf(t, c, "lotto") {
+		if r.Status == asyncevent.StatusRejected && loser == "" {
+			loser = r.RequestID
+		}
+	}
+	winner = res.Winners[0]
+	db := asynceventtest.DynamoDB(t)
+	key := func(id string) map[string]types.AttributeValue {
+		k, err := asyncevent.NewRequestKey(id)
+		require.NoError(t, err)
+		av, err := attributevalue.MarshalMap(k.Key())
+		require.NoError(t, err)
+		return av
+	}
+
+	// A loser turned into a winner.
+	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(c.TableName()), Key: key(loser),
+		UpdateExpression:         aws.String("SET #s = :s, resultCode = :c"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":s": &types.AttributeValueMemberS{Value: "SUCCEEDED"}, ":c": &types.AttributeValueMemberS{Value: "SUCCESS"}}})
+	require.NoError(t, err)
+	v, err := c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.False(t, v.OK())
+	assert.Contains(t, v.String(), "entry "+loser+" lost but is SUCCEEDED")
+
+	// A winner deleted.
+	_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(c.TableName()), Key: key(winner)})
+	require.NoError(t, err)
+	v, err = c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Contains(t, v.String(), "29 entries on the table, the draw froze 30")
+	assert.Contains(t, v.String(), "the entries hash to")
+
+	_, err = c.Draw(ctx, "lotto")
+	assert.ErrorIs(t, err, asyncevent.ErrDrawMismatch, "a draw does not vouch for entries it cannot reproduce")
+	fc := newSale(t, 1)
+	_, err = fc.Draw(ctx, "sale")
+	assert.True(t, errors.Is(err, asyncevent.ErrNotLottery))
+}
