@@ -63,7 +63,7 @@
 //	first-come capacity          UpdateItem (conditional)   EVENT#<eventId> / CAPACITY, capacityRemaining > 0  ClaimSeat
 //	first-come success           UpdateItem (conditional)   REQ#<requestId> / META, PROCESSING under my lease  ClaimSeat
 //	first-come capacity rejected UpdateItem (conditional)   REQ#<requestId> / META, PROCESSING under my lease  MarkCapacityRejected
-//	lottery result               UpdateItem (conditional)   REQ#<requestId> / META, status = QUEUED           MarkClosed (after the cutoff)
+//	lottery result               UpdateItem (conditional)   REQ#<requestId> / META, status = QUEUED           Draw, MarkClosed (after the cutoff)
 //	enqueue failure              UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkEnqueueFailed
 //	final failure                UpdateItem (conditional)   REQ#<requestId> / META, not final, lease free      MarkFailed
 //	status log                   PutItem                    REQ#<requestId> / LOG#<occurredAt>#<suffix>         Options.StatusLog
@@ -88,6 +88,16 @@
 //  6. Every status write is conditional; a lost condition is an outcome, not an error.
 //  7. GSI keys only on Request items.
 //  8. Fairness is queuedAt, and the library reports how far processing order strayed.
+//
+// # Lottery
+//
+// Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed. After
+// the cutoff (and Options.DrawSettleWindow), [Client.Draw] freezes the entries — the
+// requests queued by the cutoff — recording their count and [EntriesHash], reveals
+// the seed, and the K entries with the smallest [DrawScore], SHA-256(seed ‖
+// requestId), win. Each entry is finalised under a condition, so a draw stopped
+// half-way can run again and comes to the same winners. [Client.VerifyDraw]
+// recomputes the commitment, the entries and every result from the table.
 //
 // # Worker
 //

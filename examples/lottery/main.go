@@ -1,0 +1,136 @@
+// Command lottery runs a LOTTERY event end to end on an embedded DynamoDB Local:
+// users enter, workers collect the entries, the cutoff passes, the draw picks the
+// winners, and the draw is verified as anyone holding the revealed seed could.
+//
+//	go run ./examples/lottery -entries 2000 -winners 20
+//
+// The event's hour of entry time passes at once: the example's clock jumps over it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/ddblocal"
+)
+
+func main() {
+	entries := flag.Int("entries", 1000, "how many users enter")
+	winners := flag.Int64("winners", 10, "how many win")
+	endpoint := flag.String("dynamodb-endpoint", os.Getenv("DYNAMODB_ENDPOINT"), "DynamoDB endpoint (env DYNAMODB_ENDPOINT); empty: start an embedded DynamoDB Local")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if *endpoint == "" {
+		inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: log.Printf})
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer inst.Stop()
+		*endpoint = inst.Endpoint
+	}
+	if err := run(ctx, os.Stdout, *endpoint, *entries, *winners); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// skipClock is the real clock plus an offset that can jump forward.
+type skipClock struct{ offset atomic.Int64 }
+
+func (c *skipClock) now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *skipClock) skip(d time.Duration) { c.offset.Add(int64(d)) }
+
+func run(ctx context.Context, out io.Writer, endpoint string, entries int, winners int64) error {
+	db, err := ddblocal.NewClient(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	clock := &skipClock{}
+	client, err := asyncevent.New(db, asyncevent.Options{
+		TableName: fmt.Sprintf("lottery-example-%d", time.Now().UnixNano()),
+		Clock:     clock.now,
+	})
+	if err != nil {
+		return err
+	}
+	if err := client.CreateTable(ctx); err != nil {
+		return err
+	}
+	cutoff := clock.now().Add(time.Hour)
+	event, err := client.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: "spring-lottery", EventType: asyncevent.Lottery, Name: "Spring lottery",
+		WinnerCount: winners, LotteryCutoffAt: asyncevent.MillisOf(cutoff),
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "event %s: %d winners, entries until %s\n", event.EventID, winners, cutoff.Format(time.RFC3339))
+	fmt.Fprintf(out, "published seed commitment: %s\n", event.SeedCommitment)
+
+	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 100 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	if err := worker.Start(ctx); err != nil {
+		return err
+	}
+	users := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for i := range users {
+				if _, err := client.Submit(ctx, queue, event.EventID, fmt.Sprintf("user-%05d", i)); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	for i := range entries {
+		users <- i
+	}
+	close(users)
+	wg.Wait()
+	for l := queue.Len(); l.Visible+l.InFlight > 0; l = queue.Len() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := worker.Stop(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d entries collected (%d refused)\n", entries-int(failed.Load()), failed.Load())
+
+	clock.skip(time.Hour + asyncevent.DefaultDrawSettleWindow)
+	res, err := client.Draw(ctx, event.EventID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "drawn from %d entries (entries hash %s)\n", res.Record.EntryCount, res.Record.EntriesHash)
+	fmt.Fprintf(out, "revealed seed: %s\n", res.Record.Seed)
+	for i, id := range res.Winners {
+		r, err := client.GetRequest(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  winner %2d: %s (request %s, %s)\n", i+1, r.UserID, id, r.Status)
+	}
+	v, err := client.VerifyDraw(ctx, event.EventID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, v)
+	if !v.OK() {
+		return fmt.Errorf("verification failed")
+	}
+	return nil
+}
