@@ -409,6 +409,12 @@ func TestCreateEvent(t *testing.T) {
 	lot, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 100, LotteryCutoffAt: cutoff})
 	require.NoError(t, err)
 	assert.Regexp(t, `^[0-9a-f]{64}$`, lot.SeedCommitment)
+	assert.Equal(t, asyncevent.PhaseCollecting, lot.Phase)
+	draw, err := c.GetDraw(ctx, "lot")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.PhaseCollecting, draw.Phase)
+	assert.Empty(t, draw.Seed, "sealed")
+	assert.Equal(t, lot.SeedCommitment, draw.SeedCommitment)
 	_, err = c.GetCapacity(ctx, "lot")
 	assert.ErrorIs(t, err, asyncevent.ErrNotFound, "a LOTTERY event has no capacity item")
 
