@@ -67,8 +67,9 @@
 //	enqueue failure              UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkEnqueueFailed
 //	final failure                UpdateItem (conditional)   REQ#<requestId> / META, not final, lease free      MarkFailed
 //	status log                   PutItem                    REQ#<requestId> / LOG#<occurredAt>#<suffix>         Options.StatusLog
-//	event requests               Query GSI2                 EVENT#<eventId>, either order
-//	event requests, latest N     Query GSI2                 EVENT#<eventId>, newest first, limit N
+//	event requests               Query GSI2                 EVENT#<eventId>, either order, status filter    ListEventRequests
+//	event requests, latest N     Query GSI2                 EVENT#<eventId>, newest first, limit N          ListEventRequests
+//	event statistics             Query GSI2 (projected)     EVENT#<eventId>, every request once             EventStats
 //	get request (admin)          GetItem                    REQ#<requestId> / META                              GetRequest
 //	status logs                  Query                      REQ#<requestId>, begins_with(SK, "LOG#")            ListStatusLogs
 //

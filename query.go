@@ -113,6 +113,16 @@ func encodeCursor(last map[string]types.AttributeValue) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// indexCursor keeps of an item the keys of a Query on an index: the table key and the
+// index key.
+func indexCursor(item map[string]types.AttributeValue, pkAttr, skAttr string) map[string]types.AttributeValue {
+	key := map[string]types.AttributeValue{}
+	for _, a := range []string{attrPK, attrSK, pkAttr, skAttr} {
+		key[a] = item[a]
+	}
+	return key
+}
+
 // maxCursorLength bounds the cursor text accepted, far above what encodeCursor writes.
 const maxCursorLength = 2048
 
@@ -150,4 +160,131 @@ func decodeCursor(cursor, pkAttr, skAttr, partition string) (map[string]types.At
 		return nil, bad("not a queue key of the request")
 	}
 	return attributevalue.MarshalMap(plain)
+}
+
+// The page sizes of an event's request list.
+const (
+	DefaultEventPageLimit = 50
+	MaxEventPageLimit     = 500
+)
+
+// Order is the order of a listing in queue order (queuedAt).
+type Order string
+
+// The orders.
+const (
+	Ascending  Order = "asc"  // oldest first: the order the queue saw
+	Descending Order = "desc" // newest first: seed 003's "latest N"
+)
+
+// EventListOptions asks for one page of an event's requests.
+type EventListOptions struct {
+	// Order is the queue order: Ascending (default) or Descending.
+	Order Order
+	// Limit is the most requests to return. Default: 50; at most 500.
+	Limit int
+	// Cursor continues a listing where the previous page ended; empty starts it.
+	Cursor string
+	// Status keeps only the requests in this status (filtered by the library while it
+	// pages, seed 003 §3.3). Default: all.
+	Status Status
+	// MaxRead bounds the requests read to fill one page, so a filter that matches
+	// little does not read the whole event in one call: the page may then hold fewer
+	// than Limit requests, with a NextCursor to go on. Default: 10 × Limit.
+	MaxRead int
+}
+
+// ListEventRequests lists an event's requests in queue order: seed 003's "event
+// requests" and "event requests, latest N" rows, Query GSI2 with GSI2PK =
+// EVENT#<eventId>, ScanIndexForward = true (Ascending) or false (Descending), Limit 50
+// by default (at most 500). A status filter is applied by the library on each page
+// read, reading at most MaxRead requests per call. The cursor is opaque; one handed
+// out for another event's listing is ErrInvalidCursor.
+func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts EventListOptions) (*RequestPage, error) {
+	part, err := NewEventPartition(eventID)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(opts.Limit, DefaultEventPageLimit, MaxEventPageLimit)
+	if err != nil {
+		return nil, err
+	}
+	forward := true
+	switch opts.Order {
+	case "", Ascending:
+	case Descending:
+		forward = false
+	default:
+		return nil, fmt.Errorf("%w: order %q, want asc or desc", ErrInvalidOptions, string(opts.Order))
+	}
+	if opts.Status != "" && !opts.Status.Valid() {
+		return nil, fmt.Errorf("%w: status %q", ErrInvalidOptions, string(opts.Status))
+	}
+	budget := opts.MaxRead
+	switch {
+	case budget == 0:
+		budget = 10 * limit
+	case budget < limit:
+		return nil, fmt.Errorf("%w: maxRead %d is below the limit %d", ErrInvalidOptions, budget, limit)
+	}
+	if opts.Status == "" {
+		budget = limit
+	}
+	start, err := decodeCursor(opts.Cursor, attrGSI2PK, attrGSI2SK, part.String())
+	if err != nil {
+		return nil, err
+	}
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))).Build()
+	if err != nil {
+		return nil, err
+	}
+	page := &RequestPage{Requests: []Request{}}
+	var last map[string]types.AttributeValue // the last request examined
+	for read := 0; read < budget && len(page.Requests) < limit; {
+		out, err := c.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(c.opts.TableName),
+			IndexName:                 aws.String(IndexEvent),
+			KeyConditionExpression:    expr.KeyCondition(),
+			ExpressionAttributeNames:  expr.Names(),
+			ExpressionAttributeValues: expr.Values(),
+			ScanIndexForward:          aws.Bool(forward),
+			Limit:                     aws.Int32(int32(budget - read)),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
+		}
+		stoppedInside := false
+		for i, av := range out.Items {
+			var item requestItem
+			if err := attributevalue.UnmarshalMap(av, &item); err != nil {
+				return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
+			}
+			read++
+			last = av
+			if opts.Status == "" || item.Status == opts.Status {
+				page.Requests = append(page.Requests, item.Request)
+			}
+			if len(page.Requests) == limit || read == budget {
+				stoppedInside = i < len(out.Items)-1
+				break
+			}
+		}
+		if stoppedInside {
+			break
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return page, nil // the event has no more requests
+		}
+		start = out.LastEvaluatedKey
+	}
+	if last == nil {
+		return page, nil
+	}
+	// Continue after the last request examined.
+	if page.NextCursor, err = encodeCursor(indexCursor(last, attrGSI2PK, attrGSI2SK)); err != nil {
+		return nil, err
+	}
+	return page, nil
 }

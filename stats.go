@@ -1,0 +1,173 @@
+package asyncevent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// EventStats sums up an event's requests for the operator's screen.
+type EventStats struct {
+	EventID   string
+	EventType EventType
+	Requests  int // the requests on GSI2: queued, or failed at enqueue
+
+	ByStatus     map[Status]int
+	ByResultCode map[ResultCode]int
+
+	// FIRST_COME: the capacity item's figures.
+	CapacityTotal     int64
+	CapacityRemaining int64
+
+	// QueueWait is startedAt − queuedAt of the requests that started;
+	// Processing is finishedAt − startedAt of those that finished after starting.
+	QueueWait  Durations
+	Processing Durations
+
+	// Fairness compares processing order with queue order (FIRST_COME).
+	Fairness Fairness
+}
+
+// Durations summarises a set of durations.
+type Durations struct {
+	Count         int
+	P50, P95, Max time.Duration
+}
+
+// Fairness reports how far a FIRST_COME event's outcomes strayed from queue order.
+type Fairness struct {
+	// Inversions counts the requests rejected for capacity while a request queued
+	// later won a seat.
+	Inversions int
+	// MaxGap is the largest such distance in queue time: the last winner's queuedAt
+	// minus the inverted loser's queuedAt.
+	MaxGap time.Duration
+}
+
+// statsRow is what EventStats reads of a request.
+type statsRow struct {
+	Status     Status      `dynamodbav:"status"`
+	ResultCode ResultCode  `dynamodbav:"resultCode"`
+	QueuedAt   EpochMillis `dynamodbav:"queuedAt"`
+	StartedAt  EpochMillis `dynamodbav:"startedAt"`
+	FinishedAt EpochMillis `dynamodbav:"finishedAt"`
+}
+
+// EventStats computes an event's statistics from its requests: seed 003's "event
+// requests" row with the server-side counting it asks for, Query GSI2 GSI2PK =
+// EVENT#<eventId> in queue order, all pages, projecting only the status, result code
+// and times; for a FIRST_COME event also GetItem of its CAPACITY item. Its cost grows
+// with the event: it reads every request once (about 0.5 RCU per 4 KB of projected
+// data, eventually consistent), so call it for a screen, not per click. An unknown
+// event is ErrEventNotFound.
+func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, error) {
+	cfg, err := c.GetEvent(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	st := &EventStats{EventID: eventID, EventType: cfg.EventType, ByStatus: map[Status]int{}, ByResultCode: map[ResultCode]int{}}
+	if cfg.EventType == FirstCome {
+		capacity, err := c.GetCapacity(ctx, eventID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		if capacity != nil {
+			st.CapacityTotal, st.CapacityRemaining = capacity.CapacityTotal, capacity.CapacityRemaining
+		}
+	}
+	rows, err := c.statsRows(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	st.Requests = len(rows)
+	var waits, runs []time.Duration
+	for _, r := range rows {
+		st.ByStatus[r.Status]++
+		if r.ResultCode != "" {
+			st.ByResultCode[r.ResultCode]++
+		}
+		if r.StartedAt != 0 && r.QueuedAt != 0 {
+			waits = append(waits, r.StartedAt.Time().Sub(r.QueuedAt.Time()))
+		}
+		if r.FinishedAt != 0 && r.StartedAt != 0 {
+			runs = append(runs, r.FinishedAt.Time().Sub(r.StartedAt.Time()))
+		}
+	}
+	st.QueueWait, st.Processing = summarise(waits), summarise(runs)
+	if cfg.EventType == FirstCome {
+		st.Fairness = fairness(rows)
+	}
+	return st, nil
+}
+
+// statsRows reads an event's requests from GSI2, oldest first.
+func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
+	part, err := NewEventPartition(eventID)
+	if err != nil {
+		return nil, err
+	}
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))).
+		WithProjection(expression.NamesList(expression.Name(attrStatus), expression.Name("resultCode"),
+			expression.Name("queuedAt"), expression.Name("startedAt"), expression.Name("finishedAt"))).
+		Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(c.opts.TableName),
+		IndexName:                 aws.String(IndexEvent),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ProjectionExpression:      expr.Projection(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
+	var rows []statsRow
+	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("stats of %s: %w", eventID, err)
+		}
+		var rs []statsRow
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rs); err != nil {
+			return nil, fmt.Errorf("stats of %s: %w", eventID, err)
+		}
+		rows = append(rows, rs...)
+	}
+	return rows, nil
+}
+
+// fairness counts the capacity losers that were queued before some winner. rows are
+// in queue order.
+func fairness(rows []statsRow) Fairness {
+	var f Fairness
+	var lastWin EpochMillis // the latest queuedAt of a winner queued after the current row
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := rows[i]
+		switch {
+		case r.Status == StatusSucceeded:
+			lastWin = max(lastWin, r.QueuedAt)
+		case r.ResultCode == ResultRejectedCapacity && lastWin > r.QueuedAt:
+			f.Inversions++
+			f.MaxGap = max(f.MaxGap, lastWin.Time().Sub(r.QueuedAt.Time()))
+		}
+	}
+	return f
+}
+
+// summarise returns the count, median, 95th percentile (nearest rank) and maximum.
+func summarise(ds []time.Duration) Durations {
+	if len(ds) == 0 {
+		return Durations{}
+	}
+	slices.Sort(ds)
+	rank := func(p int) time.Duration { return ds[(len(ds)*p+99)/100-1] }
+	return Durations{Count: len(ds), P50: rank(50), P95: rank(95), Max: ds[len(ds)-1]}
+}
