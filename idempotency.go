@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // IdempotencyLock is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
@@ -44,9 +46,9 @@ type Participation struct {
 	Request *Request
 }
 
-// participateAttempts bounds the retries of Participate when a duplicate's lock
-// vanishes between the failed condition and the lookup (its request's enqueue failed
-// and released it).
+// participateAttempts bounds the attempts of Participate whose writes did not land:
+// a duplicate's lock that vanished before it could be read (its request's enqueue
+// failed and released it), a conflict with a concurrent click, a lost call.
 const participateAttempts = 3
 
 // Participate accepts one user into one event: seed 003's "participate" row, the
@@ -63,6 +65,10 @@ const participateAttempts = 3
 // ErrEventNotFound, one outside its window ErrEventNotOpen or ErrEventClosed, a bad
 // ID ErrInvalidID; in each case nothing is written.
 //
+// A call whose answer is lost is settled within the call: the transaction carries a
+// ClientRequestToken (the SDK's retry of it returns success), and a lock found holding
+// the requestId this call tried to write is recognised as its own, not a duplicate.
+//
 // Participate does not send the request's message; Submit does the whole ingest.
 func (c *Client) Participate(ctx context.Context, eventID, userID string) (Participation, error) {
 	lock, err := NewLockKey(eventID, userID)
@@ -75,15 +81,17 @@ func (c *Client) Participate(ctx context.Context, eventID, userID string) (Parti
 	}
 	for range participateAttempts {
 		p, err := c.participate(ctx, event, lock)
-		if !errors.Is(err, errLockVanished) {
+		if !errors.Is(err, errRetryParticipate) {
 			return p, err
 		}
 	}
 	return Participation{}, fmt.Errorf("participate %s/%s: the lock kept changing under the call", eventID, userID)
 }
 
-// errLockVanished: a duplicate's lock was released before it could be read.
-var errLockVanished = errors.New("lock vanished")
+// errRetryParticipate: the attempt wrote nothing and may be tried again (a duplicate's
+// lock released before it could be read, a conflict with a concurrent click, a write
+// that did not land).
+var errRetryParticipate = errors.New("retry participate")
 
 func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockKey) (Participation, error) {
 	requestID := c.opts.NewRequestID()
@@ -123,29 +131,70 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 		}
 		items = append(items, types.TransactWriteItem{Put: logPut})
 	}
-	_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	// The token makes the SDK's retry of a call whose response was lost return
+	// success instead of failing on the lock it wrote itself.
+	_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems:      items,
+		ClientRequestToken: aws.String(requestToken(requestID, "participate", 0)),
+	})
+	mine := Participation{RequestID: requestID, ParticipatedAt: now, Request: &req}
 	reasons := cancellationReasons(err)
 	switch {
 	case err == nil:
-		return Participation{RequestID: requestID, ParticipatedAt: now, Request: &req}, nil
+		return mine, nil
 	case conditionFailed(reasons, 0):
+		var first Participation
 		if old := reasons[0].Item; old != nil {
-			var first lockItem
-			if err := attributevalue.UnmarshalMap(old, &first); err != nil {
+			var item lockItem
+			if err := attributevalue.UnmarshalMap(old, &item); err != nil {
 				return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
 			}
-			return Participation{RequestID: first.RequestID, Duplicate: true, ParticipatedAt: first.CreatedAt}, nil
+			first = Participation{RequestID: item.RequestID, Duplicate: true, ParticipatedAt: item.CreatedAt}
+		} else {
+			// Without the old item (a store that does not return it), ask for it.
+			p, err := c.LookupParticipation(ctx, event.EventID, lock.UserID())
+			if errors.Is(err, ErrNotFound) {
+				return Participation{}, errRetryParticipate
+			}
+			if err != nil {
+				return Participation{}, err
+			}
+			first = p
 		}
-		// Without the old item (a store that does not return it), ask for it.
-		p, err := c.LookupParticipation(ctx, event.EventID, lock.UserID())
-		if errors.Is(err, ErrNotFound) {
-			return Participation{}, errLockVanished
+		if first.RequestID == requestID {
+			return mine, nil // our own write, met again by a retried call
 		}
-		return p, err
+		return first, nil
 	case conditionFailed(reasons, 1):
 		return Participation{}, fmt.Errorf("participate %s: request ID %s is taken: Options.NewRequestID must return unique IDs", lock.IdempotencyKey(), requestID)
+	case reasons != nil && hasConflict(reasons):
+		return Participation{}, errRetryParticipate // a concurrent click of the same user
+	case reasons == nil && !isInvalid(err):
+		// No answer: the write may or may not have landed. The lock tells.
+		p, lerr := c.LookupParticipation(ctx, event.EventID, lock.UserID())
+		switch {
+		case lerr == nil && p.RequestID == requestID:
+			return mine, nil
+		case lerr == nil:
+			return p, nil
+		case errors.Is(lerr, ErrNotFound):
+			return Participation{}, errRetryParticipate
+		}
 	}
 	return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
+}
+
+// isInvalid reports an error that says the call itself was wrong (it was refused
+// before anything was written), as opposed to one that leaves its effect unknown.
+func isInvalid(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "ValidationException", "SerializationException", "ResourceNotFoundException", "AccessDeniedException":
+			return true
+		}
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // LookupParticipation finds the request of an (event, user) pair: seed 003's

@@ -523,3 +523,23 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, counter.Snapshot().Sub(before).Calls["GetItem"], "read again after the TTL")
 }
+
+func TestLostParticipateResponseIsStillOurs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fault := &faultDB{DynamoDB: asynceventtest.DynamoDB(t)}
+	c := asynceventtest.NewTableOn(t, fault, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	require.NoError(t, err)
+	q := &sendQueue{}
+
+	fault.loseNextTransaction.Store(true) // the lock and request land; the answer is lost
+	p, err := c.Submit(ctx, q, "ev", "ann")
+	require.NoError(t, err)
+	assert.False(t, p.Duplicate, "the call recognises its own write")
+	require.Len(t, q.messages(t), 1, "and sends its message")
+	r, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusQueued, r.Status)
+	assert.Len(t, items(t, c)[asyncevent.EntityRequest], 1)
+}
