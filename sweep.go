@@ -1,0 +1,149 @@
+package asyncevent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// SweepOptions configures Sweep. The zero value is valid.
+type SweepOptions struct {
+	// StuckAfter is how long a request may sit QUEUED, or PROCESSING past its lease,
+	// before the sweeper sends its message again. Default: 5 minutes.
+	StuckAfter time.Duration
+
+	// RatePerSecond bounds the messages sent per second. Default: 50.
+	RatePerSecond float64
+}
+
+// The defaults of SweepOptions.
+const (
+	DefaultSweepStuckAfter = 5 * time.Minute
+	DefaultSweepRate       = 50
+)
+
+// SweepReport is what Sweep did.
+type SweepReport struct {
+	Examined int               // requests read
+	Resent   map[Status]int    // messages sent again, by the status the request had
+	Skipped  int               // requests in flight or done
+	Failed   map[string]string // request ID → why its message could not be sent
+}
+
+// sweepRow is what Sweep reads of a request.
+type sweepRow struct {
+	RequestID      string      `dynamodbav:"requestId"`
+	UserID         string      `dynamodbav:"userId"`
+	EventType      EventType   `dynamodbav:"eventType"`
+	Status         Status      `dynamodbav:"status"`
+	RequestedAt    EpochMillis `dynamodbav:"requestedAt"`
+	QueuedAt       EpochMillis `dynamodbav:"queuedAt"`
+	LeaseExpiresAt EpochMillis `dynamodbav:"leaseExpiresAt"`
+}
+
+// Sweep re-drives an event's requests whose message seems lost: it walks the event on
+// GSI2 (Query GSI2PK = EVENT#<eventId>, all pages, projecting the fields it needs) and
+// sends the message again, at most opts.RatePerSecond a second, for each FIRST_COME
+// request QUEUED for longer than opts.StuckAfter, and each request PROCESSING whose
+// lease expired more than opts.StuckAfter ago (a worker died and its message went to
+// the dead-letter queue). A LOTTERY entry waiting QUEUED for its draw is not stuck.
+// Sending again is always safe: the worker's start is conditional, so a request that
+// was only slow is not processed twice; several sweepers may run at once. Requests
+// still RECEIVED are not on GSI2; the user's next click sends them again
+// (Options.RedriveAfter).
+func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepOptions) (*SweepReport, error) {
+	part, err := NewEventPartition(eventID)
+	if err != nil {
+		return nil, err
+	}
+	if opts.StuckAfter <= 0 {
+		opts.StuckAfter = DefaultSweepStuckAfter
+	}
+	if opts.RatePerSecond <= 0 {
+		opts.RatePerSecond = DefaultSweepRate
+	}
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))).
+		WithProjection(expression.NamesList(expression.Name("requestId"), expression.Name("userId"),
+			expression.Name("eventType"), expression.Name(attrStatus), expression.Name("requestedAt"),
+			expression.Name("queuedAt"), expression.Name("leaseExpiresAt"))).
+		Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(c.opts.TableName),
+		IndexName:                 aws.String(IndexEvent),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ProjectionExpression:      expr.Projection(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
+	report := &SweepReport{Resent: map[Status]int{}, Failed: map[string]string{}}
+	pace := time.NewTicker(time.Duration(float64(time.Second) / opts.RatePerSecond))
+	defer pace.Stop()
+	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return report, fmt.Errorf("sweep %s: %w", eventID, err)
+		}
+		var rows []sweepRow
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rows); err != nil {
+			return report, fmt.Errorf("sweep %s: %w", eventID, err)
+		}
+		for _, r := range rows {
+			report.Examined++
+			if !c.stuck(r, opts.StuckAfter) {
+				report.Skipped++
+				continue
+			}
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+				return report, ctx.Err()
+			}
+			if err := c.resend(ctx, q, eventID, r); err != nil {
+				report.Failed[r.RequestID] = err.Error()
+				continue
+			}
+			report.Resent[r.Status]++
+			c.opts.Logger.InfoContext(ctx, "sweeper sent a stuck request again",
+				slog.String("requestId", r.RequestID), slog.String("eventId", eventID), slog.String("status", string(r.Status)))
+		}
+	}
+	return report, nil
+}
+
+// stuck reports whether a request's message seems lost.
+func (c *Client) stuck(r sweepRow, after time.Duration) bool {
+	limit := MillisOf(c.opts.Clock().Add(-after))
+	switch r.Status {
+	case StatusQueued:
+		return r.EventType == FirstCome && r.QueuedAt != 0 && r.QueuedAt < limit
+	case StatusProcessing:
+		return r.LeaseExpiresAt < limit
+	}
+	return false
+}
+
+// resend sends a request's message again. On a FIFO queue the deduplication ID
+// differs from the first send's, or the queue would drop it.
+func (c *Client) resend(ctx context.Context, q Queue, eventID string, r sweepRow) error {
+	body, err := EncodeMessage(Message{
+		V: MessageVersion, RequestID: r.RequestID, EventID: eventID, UserID: r.UserID,
+		EventType: r.EventType, RequestedAt: r.RequestedAt,
+	})
+	if err != nil {
+		return err
+	}
+	return q.Send(ctx, OutgoingMessage{
+		Body: body, GroupID: eventID,
+		DeduplicationID: requestToken(r.RequestID, "sweep", int(c.now())),
+	})
+}
