@@ -1,7 +1,8 @@
 // Package metered counts what goes through a DynamoDB client: calls per
-// operation, HTTP round trips and consumed capacity. The test kit
-// (asynceventtest.Counter) and the operator CLI's demo and bench use it; it
-// does not import testing, so programs can link it.
+// operation, HTTP round trips, consumed capacity, and write requests per kind of
+// item. The test kit (asynceventtest.Counter is an alias of Counter) and the
+// operator CLI's demo and bench use it; it does not import testing, so programs
+// can link it.
 package metered
 
 import (
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
@@ -19,9 +21,9 @@ import (
 
 // Counter wraps a DynamoDB client and counts what goes through it: calls per
 // operation, HTTP round trips (counted by a middleware in the SDK's stack after its
-// retry step, so the SDK's own retries count too), and the read and write capacity
-// units the table reports (it asks every data call for ReturnConsumedCapacity TOTAL).
-// It is safe for concurrent use.
+// retry step, so the SDK's own retries count too), the read and write capacity
+// units the table reports (it asks every data call for ReturnConsumedCapacity TOTAL),
+// and the write requests per kind of item. It is safe for concurrent use.
 type Counter struct {
 	db asyncevent.DynamoDB
 
@@ -35,52 +37,178 @@ type Counts struct {
 	Attempts int            // HTTP round trips, retries included
 	RCU      float64
 	WCU      float64
+
+	// Writes counts the write requests by the kind of item they name (a Put, an
+	// Update or a Delete, alone or inside a transaction), whether or not their
+	// condition held: a failed conditional write costs capacity too. Keys that no
+	// builder of asyncevent could have produced count under "OTHER".
+	Writes map[asyncevent.EntityType]int
 }
+
+// OtherItems is the kind under which Counts.Writes counts items whose key is none of
+// the library's.
+const OtherItems asyncevent.EntityType = "OTHER"
 
 // RoundTrips is the number of HTTP round trips, the SDK's retries included.
 func (c Counts) RoundTrips() int { return c.Attempts }
 
 // Sub returns the counts between an earlier snapshot and c.
 func (c Counts) Sub(earlier Counts) Counts {
-	d := Counts{Calls: map[string]int{}, Attempts: c.Attempts - earlier.Attempts, RCU: c.RCU - earlier.RCU, WCU: c.WCU - earlier.WCU}
+	d := Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{},
+		Attempts: c.Attempts - earlier.Attempts, RCU: c.RCU - earlier.RCU, WCU: c.WCU - earlier.WCU}
 	for op, n := range c.Calls {
 		if n -= earlier.Calls[op]; n != 0 {
 			d.Calls[op] = n
 		}
 	}
+	for kind, n := range c.Writes {
+		if n -= earlier.Writes[kind]; n != 0 {
+			d.Writes[kind] = n
+		}
+	}
 	return d
+}
+
+// Add returns the sum of c and o.
+func (c Counts) Add(o Counts) Counts {
+	s := Counts{Calls: maps.Clone(c.Calls), Writes: maps.Clone(c.Writes),
+		Attempts: c.Attempts + o.Attempts, RCU: c.RCU + o.RCU, WCU: c.WCU + o.WCU}
+	if s.Calls == nil {
+		s.Calls = map[string]int{}
+	}
+	if s.Writes == nil {
+		s.Writes = map[asyncevent.EntityType]int{}
+	}
+	for op, n := range o.Calls {
+		s.Calls[op] += n
+	}
+	for kind, n := range o.Writes {
+		s.Writes[kind] += n
+	}
+	return s
+}
+
+// DataCalls is the number of calls other than the table's set-up (CreateTable,
+// DescribeTable, DescribeTimeToLive, UpdateTimeToLive).
+func (c Counts) DataCalls() int {
+	n := 0
+	for op, k := range c.Calls {
+		switch op {
+		case "CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive":
+		default:
+			n += k
+		}
+	}
+	return n
 }
 
 // NewCounter returns a Counter around db.
 func NewCounter(db asyncevent.DynamoDB) *Counter {
-	return &Counter{db: db, counts: Counts{Calls: map[string]int{}}}
+	return &Counter{db: db, counts: newCounts()}
+}
+
+func newCounts() Counts {
+	return Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{}}
 }
 
 // Snapshot returns the counts so far.
 func (c *Counter) Snapshot() Counts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.counts
-	s.Calls = maps.Clone(c.counts.Calls)
+	return c.counts.clone()
+}
+
+func (c Counts) clone() Counts {
+	s := c
+	s.Calls = maps.Clone(c.Calls)
+	s.Writes = maps.Clone(c.Writes)
 	return s
 }
 
-func (c *Counter) record(op string, consumed ...types.ConsumedCapacity) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.counts.Calls[op]++
-	for _, cc := range consumed {
-		c.counts.RCU += aws.ToFloat64(cc.ReadCapacityUnits)
-		c.counts.WCU += aws.ToFloat64(cc.WriteCapacityUnits)
+// tally collects the counts of the calls made under one context (see Track).
+type tally struct {
+	mu     sync.Mutex
+	counts Counts
+}
+
+type tallyKey struct{}
+
+// Track returns a context under which every call made through a Counter is also
+// counted apart, and a function that returns those counts. It attributes calls to one
+// piece of work (one Submit, say) while other work runs through the same Counter.
+func Track(ctx context.Context) (context.Context, func() Counts) {
+	t := &tally{counts: newCounts()}
+	return context.WithValue(ctx, tallyKey{}, t), func() Counts {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.counts.clone()
+	}
+}
+
+// call is what one call contributes to the counts.
+type call struct {
+	op       string
+	writes   []map[string]types.AttributeValue // the keys (or items) written
+	consumed []types.ConsumedCapacity
+}
+
+func (cs *Counts) add(k call) {
+	cs.Calls[k.op]++
+	for _, key := range k.writes {
+		cs.Writes[kindOf(key)]++
+	}
+	for _, cc := range k.consumed {
+		cs.RCU += aws.ToFloat64(cc.ReadCapacityUnits)
+		cs.WCU += aws.ToFloat64(cc.WriteCapacityUnits)
 		if cc.ReadCapacityUnits == nil && cc.WriteCapacityUnits == nil {
 			// Stores that report only a total: count it on the side the call is on.
-			if op == "GetItem" || op == "Query" {
-				c.counts.RCU += aws.ToFloat64(cc.CapacityUnits)
+			if k.op == "GetItem" || k.op == "Query" {
+				cs.RCU += aws.ToFloat64(cc.CapacityUnits)
 			} else {
-				c.counts.WCU += aws.ToFloat64(cc.CapacityUnits)
+				cs.WCU += aws.ToFloat64(cc.CapacityUnits)
 			}
 		}
 	}
+}
+
+func (c *Counter) record(ctx context.Context, k call) {
+	c.mu.Lock()
+	c.counts.add(k)
+	c.mu.Unlock()
+	if t, ok := ctx.Value(tallyKey{}).(*tally); ok {
+		t.mu.Lock()
+		t.counts.add(k)
+		t.mu.Unlock()
+	}
+}
+
+// kindOf names the kind of item a key (or a whole item) belongs to, by parsing its
+// PK and SK with the library's key parsers.
+func kindOf(item map[string]types.AttributeValue) asyncevent.EntityType {
+	var key asyncevent.Key
+	if err := attributevalue.UnmarshalMap(item, &key); err != nil {
+		return OtherItems
+	}
+	if _, err := asyncevent.ParseRequestKey(key); err == nil {
+		return asyncevent.EntityRequest
+	}
+	if _, err := asyncevent.ParseLockKey(key); err == nil {
+		return asyncevent.EntityIdempotency
+	}
+	if k, err := asyncevent.ParseEventKey(key); err == nil {
+		switch k.Item() {
+		case asyncevent.EventItemCapacity:
+			return asyncevent.EntityCapacity
+		case asyncevent.EventItemDraw:
+			return asyncevent.EntityDraw
+		default:
+			return asyncevent.EntityConfig
+		}
+	}
+	if _, err := asyncevent.ParseStatusLogKey(key); err == nil {
+		return asyncevent.EntityStatusLog
+	}
+	return OtherItems
 }
 
 // countAttempts adds a middleware that counts each HTTP attempt of a call.
@@ -91,6 +219,11 @@ func (c *Counter) countAttempts(o *dynamodb.Options) {
 				c.mu.Lock()
 				c.counts.Attempts++
 				c.mu.Unlock()
+				if t, ok := ctx.Value(tallyKey{}).(*tally); ok {
+					t.mu.Lock()
+					t.counts.Attempts++
+					t.mu.Unlock()
+				}
 				return next.HandleFinalize(ctx, in)
 			}), middleware.After)
 	})
@@ -107,11 +240,11 @@ func one(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
 func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	out, err := c.db.GetItem(ctx, in, append(optFns, c.countAttempts)...)
+	k := call{op: "GetItem"}
 	if out != nil {
-		c.record("GetItem", one(out.ConsumedCapacity)...)
-	} else {
-		c.record("GetItem")
+		k.consumed = one(out.ConsumedCapacity)
 	}
+	c.record(ctx, k)
 	return out, err
 }
 
@@ -119,11 +252,11 @@ func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns
 func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	out, err := c.db.PutItem(ctx, in, append(optFns, c.countAttempts)...)
+	k := call{op: "PutItem", writes: []map[string]types.AttributeValue{in.Item}}
 	if out != nil {
-		c.record("PutItem", one(out.ConsumedCapacity)...)
-	} else {
-		c.record("PutItem")
+		k.consumed = one(out.ConsumedCapacity)
 	}
+	c.record(ctx, k)
 	return out, err
 }
 
@@ -131,11 +264,11 @@ func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns
 func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	out, err := c.db.UpdateItem(ctx, in, append(optFns, c.countAttempts)...)
+	k := call{op: "UpdateItem", writes: []map[string]types.AttributeValue{in.Key}}
 	if out != nil {
-		c.record("UpdateItem", one(out.ConsumedCapacity)...)
-	} else {
-		c.record("UpdateItem")
+		k.consumed = one(out.ConsumedCapacity)
 	}
+	c.record(ctx, k)
 	return out, err
 }
 
@@ -143,11 +276,11 @@ func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	out, err := c.db.Query(ctx, in, append(optFns, c.countAttempts)...)
+	k := call{op: "Query"}
 	if out != nil {
-		c.record("Query", one(out.ConsumedCapacity)...)
-	} else {
-		c.record("Query")
+		k.consumed = one(out.ConsumedCapacity)
 	}
+	c.record(ctx, k)
 	return out, err
 }
 
@@ -155,34 +288,44 @@ func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...
 func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	out, err := c.db.TransactWriteItems(ctx, in, append(optFns, c.countAttempts)...)
-	if out != nil {
-		c.record("TransactWriteItems", out.ConsumedCapacity...)
-	} else {
-		c.record("TransactWriteItems")
+	k := call{op: "TransactWriteItems"}
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			k.writes = append(k.writes, it.Put.Item)
+		case it.Update != nil:
+			k.writes = append(k.writes, it.Update.Key)
+		case it.Delete != nil:
+			k.writes = append(k.writes, it.Delete.Key)
+		}
 	}
+	if out != nil {
+		k.consumed = out.ConsumedCapacity
+	}
+	c.record(ctx, k)
 	return out, err
 }
 
 // CreateTable implements asyncevent.DynamoDB.
 func (c *Counter) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	c.record("CreateTable")
+	c.record(ctx, call{op: "CreateTable"})
 	return c.db.CreateTable(ctx, in, append(optFns, c.countAttempts)...)
 }
 
 // DescribeTable implements asyncevent.DynamoDB.
 func (c *Counter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	c.record("DescribeTable")
+	c.record(ctx, call{op: "DescribeTable"})
 	return c.db.DescribeTable(ctx, in, append(optFns, c.countAttempts)...)
 }
 
 // DescribeTimeToLive implements asyncevent.DynamoDB.
 func (c *Counter) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
-	c.record("DescribeTimeToLive")
+	c.record(ctx, call{op: "DescribeTimeToLive"})
 	return c.db.DescribeTimeToLive(ctx, in, append(optFns, c.countAttempts)...)
 }
 
 // UpdateTimeToLive implements asyncevent.DynamoDB.
 func (c *Counter) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	c.record("UpdateTimeToLive")
+	c.record(ctx, call{op: "UpdateTimeToLive"})
 	return c.db.UpdateTimeToLive(ctx, in, append(optFns, c.countAttempts)...)
 }

@@ -1,0 +1,557 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/metered"
+)
+
+// Config configures Run. Only DB and Table are required.
+type Config struct {
+	// DB is the DynamoDB client both sides use, each through its own metered.Counter.
+	DB asyncevent.DynamoDB
+	// Table is the table, made by the library's CreateTable; Run creates it if needed.
+	Table string
+
+	// Rounds is how many times each flow runs on each side. Default: 3.
+	Rounds int
+	// N is how many operations each flow runs per round and side. Default: 1000.
+	N int
+	// Clients is how many ingest calls run at once. Default: 16.
+	Clients int
+	// Workers is how many messages are processed at once. Default: 8.
+	Workers int
+	// Warmup is how many operations of each flow run before the first round, on
+	// both sides, unmeasured, so that neither side pays for a cold DynamoDB Local.
+	// Default: N/5; negative: none.
+	Warmup int
+
+	// RunID prefixes the event IDs, so that runs on one table do not meet.
+	// Default: the start time.
+	RunID string
+	// Progress, if set, is told what runs next.
+	Progress func(format string, args ...any)
+}
+
+// The defaults of Config.
+const (
+	DefaultRounds  = 3
+	DefaultN       = 1000
+	DefaultClients = 16
+	DefaultWorkers = 8
+)
+
+// The flows, in the order Run measures them.
+const (
+	FlowIngestNew     = "ingest, new participation"
+	FlowIngestDup     = "ingest, duplicate click"
+	FlowWorkerWin     = "worker, first-come winner"
+	FlowWorkerSoldOut = "worker, after sold out"
+)
+
+// Report is what Run measured.
+type Report struct {
+	Rounds  int    `json:"rounds"`
+	N       int    `json:"n"`
+	Clients int    `json:"clients"`
+	Workers int    `json:"workers"`
+	Flows   []Flow `json:"flows"`
+}
+
+// Flow is one flow measured on both sides.
+type Flow struct {
+	Name     string `json:"name"`
+	Library  Side   `json:"library"`
+	Baseline Side   `json:"baseline"`
+	// Ratio is the median over the rounds of library ops/s ÷ baseline ops/s, each
+	// round's two runs having been measured one after the other.
+	Ratio float64 `json:"ratio"`
+}
+
+// Side is a flow's figures on one side.
+type Side struct {
+	OpsPerSec []float64 `json:"opsPerSec"` // per round
+	Median    float64   `json:"medianOpsPerSec"`
+	Ops       int       `json:"ops"`
+	PerOp     Costs     `json:"perOp"`
+}
+
+// Costs are the mean costs of one operation of a flow, over all rounds.
+type Costs struct {
+	DynamoDBCalls  float64            `json:"dynamodbCalls"`
+	RoundTrips     float64            `json:"roundTrips"` // HTTP round trips to DynamoDB, SDK retries included
+	QueueSends     float64            `json:"queueSends"`
+	WCU            float64            `json:"wcu"`
+	RCU            float64            `json:"rcu"`
+	CapacityWrites float64            `json:"capacityWrites"` // write requests on the CAPACITY item
+	Calls          map[string]float64 `json:"calls"`
+}
+
+func (c *Config) setDefaults() {
+	if c.Rounds <= 0 {
+		c.Rounds = DefaultRounds
+	}
+	if c.N <= 0 {
+		c.N = DefaultN
+	}
+	if c.Clients <= 0 {
+		c.Clients = DefaultClients
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Warmup == 0 {
+		c.Warmup = c.N / 5
+	}
+	if c.RunID == "" {
+		c.RunID = fmt.Sprintf("bench%d", time.Now().UnixMilli())
+	}
+	if c.Progress == nil {
+		c.Progress = func(string, ...any) {}
+	}
+}
+
+// side is one of the two implementations under test.
+type side struct {
+	name    string // "lib" or "raw"
+	counter *metered.Counter
+	client  *asyncevent.Client // the library, on counter (the baseline uses it only to create events)
+	raw     *Baseline
+	results map[string]*measured
+}
+
+type measured struct {
+	opsPerSec []float64
+	ops       int
+	counts    metered.Counts
+	sends     int64
+}
+
+// countingQueue counts the sends through a queue.
+type countingQueue struct {
+	*asyncevent.MemoryQueue
+	sends atomic.Int64
+}
+
+func (q *countingQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+	q.sends.Add(1)
+	return q.MemoryQueue.Send(ctx, m)
+}
+
+func newQueue() *countingQueue {
+	return &countingQueue{MemoryQueue: asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})}
+}
+
+// Run measures the flows on both sides, interleaved: in each round every flow runs on
+// the library and on the baseline one after the other (which goes first alternates by
+// round), with N operations each. A round is, per side: a FIRST_COME event with
+// capacity N; N new participations from Clients concurrent callers; N repeat clicks of
+// the same users; the N messages processed by Workers concurrent workers (all win, and
+// the event is sold out); then N more users, whose messages are processed by a worker
+// that has already seen the event sold out (one message first, unmeasured).
+//
+// The library's winners are processed by an asyncevent.Worker; its sold-out messages by
+// an asyncevent.Processor driven like the baseline's loop, since only a processor that
+// has seen the event sold out skips the CAPACITY item and a Worker cannot be paused to
+// refill its queue.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.setDefaults()
+	lib, raw := &side{name: "lib"}, &side{name: "raw"}
+	for _, sd := range []*side{lib, raw} {
+		sd.counter = metered.NewCounter(cfg.DB)
+		c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table})
+		if err != nil {
+			return nil, err
+		}
+		sd.client = c
+		sd.raw = &Baseline{DB: sd.counter, Table: cfg.Table}
+		sd.results = map[string]*measured{}
+	}
+	if err := lib.client.CreateTable(ctx); err != nil {
+		return nil, err
+	}
+
+	if cfg.Warmup > 0 {
+		cfg.Progress("warm-up: %d operations per flow on each side", cfg.Warmup)
+		for _, sd := range []*side{lib, raw} {
+			if err := runRound(ctx, cfg, sd, "warmup", cfg.Warmup); err != nil {
+				return nil, fmt.Errorf("warm-up: %w", err)
+			}
+		}
+	}
+	for r := range cfg.Rounds {
+		order := []*side{lib, raw}
+		if r%2 == 1 {
+			order = []*side{raw, lib}
+		}
+		cfg.Progress("round %d of %d: %s first, %d operations per flow", r+1, cfg.Rounds, order[0].name, cfg.N)
+		if err := runRoundPair(ctx, cfg, order, fmt.Sprintf("r%d", r+1)); err != nil {
+			return nil, fmt.Errorf("round %d: %w", r+1, err)
+		}
+	}
+	return report(cfg, lib, raw), nil
+}
+
+// runRoundPair runs one round on both sides, flow by flow.
+func runRoundPair(ctx context.Context, cfg Config, order []*side, round string) error {
+	states := map[*side]*roundState{}
+	for _, sd := range order {
+		st, err := newRoundState(ctx, cfg, sd, round, cfg.N)
+		if err != nil {
+			return err
+		}
+		states[sd] = st
+	}
+	for _, step := range steps {
+		for _, sd := range order {
+			if err := step(ctx, cfg, sd, states[sd], true); err != nil {
+				return fmt.Errorf("%s: %w", sd.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// runRound runs one round of n operations per flow on one side, unrecorded.
+func runRound(ctx context.Context, cfg Config, sd *side, round string, n int) error {
+	st, err := newRoundState(ctx, cfg, sd, round, n)
+	if err != nil {
+		return err
+	}
+	for _, step := range steps {
+		if err := step(ctx, cfg, sd, st, false); err != nil {
+			return fmt.Errorf("%s: %w", sd.name, err)
+		}
+	}
+	return nil
+}
+
+// roundState is one side's round: its event and queues.
+type roundState struct {
+	n       int
+	eventID string
+	winners *countingQueue // messages of the first n users
+	losers  *countingQueue // messages of the n users after the sold-out
+	proc    *asyncevent.Processor
+}
+
+func newRoundState(ctx context.Context, cfg Config, sd *side, round string, n int) (*roundState, error) {
+	st := &roundState{n: n, eventID: fmt.Sprintf("%s-%s-%s", cfg.RunID, round, sd.name), winners: newQueue(), losers: newQueue()}
+	_, err := sd.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: st.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(n)})
+	return st, err
+}
+
+type step func(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error
+
+var steps = []step{ingestNew, ingestDup, workerWin, workerSoldOut}
+
+// measure runs f, which does ops operations, and records its throughput and costs
+// under flow.
+func measure(sd *side, flow string, q *countingQueue, ops int, record bool, f func() error) error {
+	before := sd.counter.Snapshot()
+	var sendsBefore int64
+	if q != nil {
+		sendsBefore = q.sends.Load()
+	}
+	start := time.Now()
+	if err := f(); err != nil {
+		return fmt.Errorf("%s: %w", flow, err)
+	}
+	elapsed := time.Since(start)
+	if !record {
+		return nil
+	}
+	m := sd.results[flow]
+	if m == nil {
+		m = &measured{counts: metered.Counts{}}
+		sd.results[flow] = m
+	}
+	m.opsPerSec = append(m.opsPerSec, float64(ops)/elapsed.Seconds())
+	m.ops += ops
+	m.counts = m.counts.Add(sd.counter.Snapshot().Sub(before))
+	if q != nil {
+		m.sends += q.sends.Load() - sendsBefore
+	}
+	return nil
+}
+
+// submitAll runs submit for users first..first+n-1 from cfg.Clients goroutines.
+func submitAll(ctx context.Context, cfg Config, n, first int, submit func(ctx context.Context, userID string) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range cfg.Clients {
+		wg.Go(func() {
+			for i := range work {
+				if err := submit(ctx, fmt.Sprintf("u%06d", i)); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := first; i < first+n; i++ {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// submitter returns the side's ingest of one click into q; wantDup says what the
+// click must turn out to be.
+func submitter(sd *side, st *roundState, q asyncevent.Queue, wantDup bool) func(context.Context, string) error {
+	return func(ctx context.Context, userID string) error {
+		var dup bool
+		if sd.name == "lib" {
+			p, err := sd.client.Submit(ctx, q, st.eventID, userID)
+			if err != nil {
+				return err
+			}
+			dup = p.Duplicate
+		} else {
+			_, d, err := sd.raw.Submit(ctx, q, st.eventID, userID)
+			if err != nil {
+				return err
+			}
+			dup = d
+		}
+		if dup != wantDup {
+			return fmt.Errorf("click of %s: duplicate = %t, want %t", userID, dup, wantDup)
+		}
+		return nil
+	}
+}
+
+func ingestNew(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
+	return measure(sd, FlowIngestNew, st.winners, st.n, record, func() error {
+		return submitAll(ctx, cfg, st.n, 0, submitter(sd, st, st.winners, false))
+	})
+}
+
+func ingestDup(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
+	return measure(sd, FlowIngestDup, st.winners, st.n, record, func() error {
+		return submitAll(ctx, cfg, st.n, 0, submitter(sd, st, st.winners, true))
+	})
+}
+
+// outcomes counts the messages processed and the winners among them.
+type outcomes struct{ done, won atomic.Int64 }
+
+func workerWin(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
+	var out outcomes
+	err := measure(sd, FlowWorkerWin, nil, st.n, record, func() error {
+		if sd.name == "raw" {
+			return drain(ctx, st.winners.MemoryQueue, cfg.Workers, rawHandler(sd, &out))
+		}
+		w, err := asyncevent.NewWorker(sd.client, st.winners, asyncevent.WorkerOptions{
+			Concurrency: cfg.Workers, WaitTime: 50 * time.Millisecond,
+			ProcessOptions: asyncevent.ProcessOptions{OnOutcome: libOutcome(&out)},
+		})
+		if err != nil {
+			return err
+		}
+		if err := w.Start(ctx); err != nil {
+			return err
+		}
+		werr := waitEmpty(ctx, st.winners.MemoryQueue)
+		return errors.Join(werr, w.Stop(ctx))
+	})
+	if err != nil {
+		return err
+	}
+	if got := out.won.Load(); got != int64(st.n) {
+		return fmt.Errorf("%s: %d winners of %d messages, want all", FlowWorkerWin, got, st.n)
+	}
+	return nil
+}
+
+func workerSoldOut(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
+	// Users n..2n-1 join after the event sold out: unmeasured ingest.
+	if err := submitAll(ctx, cfg, st.n, st.n, submitter(sd, st, st.losers, false)); err != nil {
+		return err
+	}
+	var out outcomes
+	var handle func(context.Context, asyncevent.Delivery) error
+	if sd.name == "raw" {
+		handle = rawHandler(sd, &out)
+	} else {
+		p := asyncevent.NewProcessor(sd.client, asyncevent.ProcessOptions{OnOutcome: libOutcome(&out)})
+		handle = func(ctx context.Context, d asyncevent.Delivery) error {
+			if failed := p.ProcessMessages(ctx, []asyncevent.Delivery{d}); len(failed) > 0 {
+				return fmt.Errorf("message %s failed", d.MessageID)
+			}
+			return nil
+		}
+	}
+	// One message first, unmeasured: the library's processor learns that the event is
+	// sold out (the baseline has nothing to learn).
+	if err := drainN(ctx, st.losers.MemoryQueue, 1, handle); err != nil {
+		return err
+	}
+	if err := measure(sd, FlowWorkerSoldOut, nil, st.n-1, record, func() error {
+		return drain(ctx, st.losers.MemoryQueue, cfg.Workers, handle)
+	}); err != nil {
+		return err
+	}
+	if got := out.won.Load(); got != 0 {
+		return fmt.Errorf("%s: %d winners after the sell-out", FlowWorkerSoldOut, got)
+	}
+	if got := out.done.Load(); got != int64(st.n) {
+		return fmt.Errorf("%s: %d of %d messages processed", FlowWorkerSoldOut, got, st.n)
+	}
+	return nil
+}
+
+func libOutcome(out *outcomes) func(asyncevent.Outcome) {
+	return func(o asyncevent.Outcome) {
+		out.done.Add(1)
+		if o.Kind == asyncevent.OutcomeSucceeded {
+			out.won.Add(1)
+		}
+	}
+}
+
+func rawHandler(sd *side, out *outcomes) func(context.Context, asyncevent.Delivery) error {
+	return func(ctx context.Context, d asyncevent.Delivery) error {
+		outcome, err := sd.raw.Process(ctx, d.Body)
+		if err != nil {
+			return err
+		}
+		out.done.Add(1)
+		if outcome == RawWon {
+			out.won.Add(1)
+		}
+		return nil
+	}
+}
+
+// drain processes a queue that receives no more messages until it is empty, with
+// workers goroutines that each receive one message, handle it and delete it.
+func drain(ctx context.Context, q *asyncevent.MemoryQueue, workers int, handle func(context.Context, asyncevent.Delivery) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				ds, err := q.Receive(ctx, 1, 10*time.Millisecond, time.Minute)
+				if err != nil {
+					cancel(err)
+					return
+				}
+				if len(ds) == 0 {
+					if l := q.Len(); l.Visible+l.InFlight == 0 {
+						return
+					}
+					continue
+				}
+				if err := handle(ctx, ds[0]); err != nil {
+					cancel(err)
+					return
+				}
+				if err := q.Delete(ctx, ds[0].Receipt); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// drainN handles and deletes n messages, one at a time.
+func drainN(ctx context.Context, q *asyncevent.MemoryQueue, n int, handle func(context.Context, asyncevent.Delivery) error) error {
+	for range n {
+		ds, err := q.Receive(ctx, 1, time.Second, time.Minute)
+		if err != nil {
+			return err
+		}
+		if len(ds) == 0 {
+			return errors.New("queue is empty")
+		}
+		if err := handle(ctx, ds[0]); err != nil {
+			return err
+		}
+		if err := q.Delete(ctx, ds[0].Receipt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitEmpty returns once q holds no message, visible or in flight.
+func waitEmpty(ctx context.Context, q *asyncevent.MemoryQueue) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if l := q.Len(); l.Visible+l.InFlight == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func report(cfg Config, lib, raw *side) *Report {
+	r := &Report{Rounds: cfg.Rounds, N: cfg.N, Clients: cfg.Clients, Workers: cfg.Workers}
+	for _, name := range []string{FlowIngestNew, FlowIngestDup, FlowWorkerWin, FlowWorkerSoldOut} {
+		l, b := lib.results[name], raw.results[name]
+		if l == nil || b == nil {
+			continue
+		}
+		f := Flow{Name: name, Library: sideOf(l), Baseline: sideOf(b)}
+		var ratios []float64
+		for i := range min(len(l.opsPerSec), len(b.opsPerSec)) {
+			ratios = append(ratios, l.opsPerSec[i]/b.opsPerSec[i])
+		}
+		f.Ratio = median(ratios)
+		r.Flows = append(r.Flows, f)
+	}
+	return r
+}
+
+func sideOf(m *measured) Side {
+	ops := float64(m.ops)
+	c := Costs{
+		DynamoDBCalls:  float64(m.counts.DataCalls()) / ops,
+		RoundTrips:     float64(m.counts.RoundTrips()) / ops,
+		QueueSends:     float64(m.sends) / ops,
+		WCU:            m.counts.WCU / ops,
+		RCU:            m.counts.RCU / ops,
+		CapacityWrites: float64(m.counts.Writes[asyncevent.EntityCapacity]) / ops,
+		Calls:          map[string]float64{},
+	}
+	for op, k := range m.counts.Calls {
+		c.Calls[op] = float64(k) / ops
+	}
+	return Side{OpsPerSec: m.opsPerSec, Median: median(m.opsPerSec), Ops: m.ops, PerOp: c}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

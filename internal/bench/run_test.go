@@ -1,0 +1,56 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/internal/bench"
+)
+
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
+func TestRunMeasuresBothSides(t *testing.T) {
+	t.Parallel()
+	table := asynceventtest.UniqueTableName(t)
+	t.Cleanup(func() { asynceventtest.DeleteTable(t, table) })
+	r, err := bench.Run(context.Background(), bench.Config{
+		DB: asynceventtest.DynamoDB(t), Table: table, Rounds: 2, N: 20, Clients: 4, Workers: 3,
+	})
+	require.NoError(t, err)
+	require.Len(t, r.Flows, 4)
+	byName := map[string]bench.Flow{}
+	for _, f := range r.Flows {
+		byName[f.Name] = f
+		assert.Len(t, f.Library.OpsPerSec, 2, f.Name)
+		assert.Len(t, f.Baseline.OpsPerSec, 2, f.Name)
+		assert.Positive(t, f.Ratio, f.Name)
+	}
+
+	in := byName[bench.FlowIngestNew]
+	assert.Equal(t, 1.0, in.Library.PerOp.Calls["TransactWriteItems"])
+	assert.Equal(t, 1.0, in.Library.PerOp.Calls["UpdateItem"])
+	// Plus one GetItem of the event's config per event (2 rounds × 20 clicks): cached.
+	assert.InDelta(t, 2.05, in.Library.PerOp.DynamoDBCalls, 1e-9)
+	assert.Equal(t, 1.0, in.Library.PerOp.QueueSends)
+	assert.Equal(t, 3.0, in.Baseline.PerOp.DynamoDBCalls, "PutItem lock + PutItem request + UpdateItem")
+	assert.Equal(t, 1.0, in.Baseline.PerOp.QueueSends)
+
+	dup := byName[bench.FlowIngestDup]
+	assert.Equal(t, 1.0, dup.Library.PerOp.DynamoDBCalls)
+	assert.Equal(t, 0.0, dup.Library.PerOp.QueueSends)
+	assert.Equal(t, 2.0, dup.Baseline.PerOp.DynamoDBCalls)
+
+	win := byName[bench.FlowWorkerWin]
+	assert.Equal(t, 2.0, win.Library.PerOp.DynamoDBCalls)
+	assert.Equal(t, 1.0, win.Library.PerOp.CapacityWrites)
+	assert.Equal(t, 3.0, win.Baseline.PerOp.DynamoDBCalls)
+
+	sold := byName[bench.FlowWorkerSoldOut]
+	assert.Equal(t, 2.0, sold.Library.PerOp.DynamoDBCalls)
+	assert.Equal(t, 0.0, sold.Library.PerOp.CapacityWrites)
+	assert.Equal(t, 1.0, sold.Baseline.PerOp.CapacityWrites)
+}

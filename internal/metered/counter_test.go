@@ -1,0 +1,73 @@
+package metered_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/internal/metered"
+)
+
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
+func TestCounterCountsCallsWritesAndCapacity(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := metered.NewCounter(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+
+	before := counter.Snapshot()
+	p, err := c.Participate(ctx, "ev", "u1")
+	require.NoError(t, err)
+	d := counter.Snapshot().Sub(before)
+	assert.Equal(t, 1, d.Calls["TransactWriteItems"])
+	assert.Equal(t, 1, d.Writes[asyncevent.EntityIdempotency])
+	assert.Equal(t, 1, d.Writes[asyncevent.EntityRequest])
+	assert.GreaterOrEqual(t, d.RoundTrips(), 1)
+	assert.Positive(t, d.WCU)
+	assert.Equal(t, d.Calls["TransactWriteItems"]+d.Calls["GetItem"], d.DataCalls())
+
+	_, err = c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, 1, counter.Snapshot().Sub(before).Calls["GetItem"]-d.Calls["GetItem"])
+}
+
+func TestTrackAttributesCallsToAContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := metered.NewCounter(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	_, err = c.Participate(ctx, "ev", "warm") // reads the event config into the cache
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	tallies := make([]metered.Counts, 8)
+	for i := range tallies {
+		wg.Go(func() {
+			tctx, done := metered.Track(ctx)
+			_, err := c.Participate(tctx, "ev", "warm") // a duplicate: one call
+			assert.NoError(t, err)
+			tallies[i] = done()
+		})
+	}
+	wg.Wait()
+	for _, tl := range tallies {
+		assert.Equal(t, map[string]int{"TransactWriteItems": 1}, tl.Calls)
+		assert.Equal(t, 1, tl.RoundTrips())
+	}
+	sum := metered.Counts{}
+	for _, tl := range tallies {
+		sum = sum.Add(tl)
+	}
+	assert.Equal(t, 8, sum.Calls["TransactWriteItems"])
+	assert.Equal(t, 8, sum.Writes[asyncevent.EntityIdempotency])
+}
