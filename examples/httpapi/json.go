@@ -1,0 +1,399 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// Timestamp is a time on the wire: an RFC 3339 string, read with any offset and
+// fraction ("2026-05-01T09:00:00+09:00"), written in UTC with milliseconds
+// ("2026-05-01T00:00:00.000Z"). The table keeps epoch milliseconds, so anything
+// finer is cut off. Numbers are refused: one format, no guessing of units.
+type Timestamp asyncevent.EpochMillis
+
+// timestampLayout writes a Timestamp.
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// timestampError is a value that is not an RFC 3339 string.
+type timestampError struct{ detail string }
+
+func (e *timestampError) Error() string { return e.detail }
+
+// UnmarshalJSON reads an RFC 3339 string.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // as encoding/json does for a value it cannot set to nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &timestampError{fmt.Sprintf("a time must be an RFC 3339 string such as %q, not %s", "2026-05-01T09:00:00Z", truncate(string(b), 40))}
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return &timestampError{fmt.Sprintf("%q is not an RFC 3339 time", truncate(s, 40))}
+	}
+	*t = Timestamp(asyncevent.MillisOf(v))
+	return nil
+}
+
+// MarshalJSON writes the time in UTC with milliseconds.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	return json.Marshal(asyncevent.EpochMillis(t).Time().Format(timestampLayout))
+}
+
+// IsZero reports an unset time (omitzero leaves it out).
+func (t Timestamp) IsZero() bool { return t == 0 }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// decodeJSON reads r's body, one JSON object of at most limit bytes, into dst.
+// A field dst does not have is an error, as is anything after the value.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return newHTTPError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "the body must be application/json")
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	var tooLarge *http.MaxBytesError
+	err := dec.Decode(dst)
+	if err == nil {
+		// Exactly one value: a second one, or garbage after the first, is refused.
+		_, err = dec.Token()
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.As(err, &tooLarge):
+			return err // 413
+		}
+		return newHTTPError(http.StatusBadRequest, CodeMalformedJSON, "the body must hold one JSON object and nothing after it")
+	}
+	var (
+		syntaxErr *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+		timeErr   *timestampError
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return err // 413
+	case errors.Is(err, io.EOF):
+		return newHTTPError(http.StatusBadRequest, CodeMalformedJSON, "the body is empty; it must be a JSON object")
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return newHTTPError(http.StatusBadRequest, CodeMalformedJSON, "the body is not valid JSON: "+err.Error())
+	case errors.As(err, &timeErr):
+		return newHTTPError(http.StatusBadRequest, CodeInvalidBody, timeErr.detail)
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return newHTTPError(http.StatusBadRequest, CodeInvalidBody, "the body must be a JSON object")
+		}
+		return newHTTPError(http.StatusBadRequest, CodeInvalidBody, fmt.Sprintf("field %q must be a JSON %s", field, jsonKind(typeErr.Type.Kind().String())))
+	default:
+		// With DisallowUnknownFields, what is left is an unknown field: encoding/json
+		// has no type for that error, its text names the field.
+		return newHTTPError(http.StatusBadRequest, CodeUnknownField, err.Error())
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	}
+	return "object"
+}
+
+// writeJSON sends v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil { // only the views of this file are written, and they marshal
+		p, _, _ := problemFor(err)
+		writeProblem(w, p)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// The JSON views of the library's types. Times are Timestamps, durations
+// milliseconds.
+
+// createEventBody is the body of POST /admin/events.
+type createEventBody struct {
+	EventID         string               `json:"eventId"`
+	EventType       asyncevent.EventType `json:"eventType"`
+	Name            string               `json:"name"`
+	StartsAt        Timestamp            `json:"startsAt"`
+	EndsAt          Timestamp            `json:"endsAt"`
+	CapacityTotal   int64                `json:"capacityTotal"`
+	WinnerCount     int64                `json:"winnerCount"`
+	LotteryCutoffAt Timestamp            `json:"lotteryCutoffAt"`
+	AnnounceAt      Timestamp            `json:"announceAt"`
+}
+
+func (b createEventBody) config() asyncevent.EventConfig {
+	return asyncevent.EventConfig{
+		EventID:         b.EventID,
+		EventType:       b.EventType,
+		Name:            b.Name,
+		StartsAt:        asyncevent.EpochMillis(b.StartsAt),
+		EndsAt:          asyncevent.EpochMillis(b.EndsAt),
+		CapacityTotal:   b.CapacityTotal,
+		WinnerCount:     b.WinnerCount,
+		LotteryCutoffAt: asyncevent.EpochMillis(b.LotteryCutoffAt),
+		AnnounceAt:      asyncevent.EpochMillis(b.AnnounceAt),
+	}
+}
+
+// EventView is an event as the admin routes show it.
+type EventView struct {
+	EventID         string               `json:"eventId"`
+	EventType       asyncevent.EventType `json:"eventType"`
+	Name            string               `json:"name,omitempty"`
+	StartsAt        Timestamp            `json:"startsAt,omitzero"`
+	EndsAt          Timestamp            `json:"endsAt,omitzero"`
+	CapacityTotal   int64                `json:"capacityTotal,omitempty"`
+	WinnerCount     int64                `json:"winnerCount,omitempty"`
+	LotteryCutoffAt Timestamp            `json:"lotteryCutoffAt,omitzero"`
+	AnnounceAt      Timestamp            `json:"announceAt,omitzero"`
+	AnnouncedAt     Timestamp            `json:"announcedAt,omitzero"`
+	SeedCommitment  string               `json:"seedCommitment,omitempty"`
+	Phase           asyncevent.UIPhase   `json:"phase,omitempty"`
+	CreatedAt       Timestamp            `json:"createdAt"`
+
+	// FIRST_COME: the capacity item, read with the event. LOTTERY: the draw record
+	// (its seed appears once the draw has started).
+	Capacity *CapacityView `json:"capacity,omitempty"`
+	Draw     *DrawView     `json:"draw,omitempty"`
+}
+
+func newEventView(e *asyncevent.EventConfig) EventView {
+	return EventView{
+		EventID:         e.EventID,
+		EventType:       e.EventType,
+		Name:            e.Name,
+		StartsAt:        Timestamp(e.StartsAt),
+		EndsAt:          Timestamp(e.EndsAt),
+		CapacityTotal:   e.CapacityTotal,
+		WinnerCount:     e.WinnerCount,
+		LotteryCutoffAt: Timestamp(e.LotteryCutoffAt),
+		AnnounceAt:      Timestamp(e.AnnounceAt),
+		AnnouncedAt:     Timestamp(e.AnnouncedAt),
+		SeedCommitment:  e.SeedCommitment,
+		Phase:           e.Phase,
+		CreatedAt:       Timestamp(e.CreatedAt),
+	}
+}
+
+// CapacityView is a FIRST_COME event's capacity.
+type CapacityView struct {
+	Total     int64     `json:"total"`
+	Remaining int64     `json:"remaining"`
+	UpdatedAt Timestamp `json:"updatedAt,omitzero"`
+}
+
+// DrawView is a LOTTERY event's draw record, and after a draw its winners.
+type DrawView struct {
+	EventID        string             `json:"eventId"`
+	Phase          asyncevent.UIPhase `json:"phase"`
+	WinnerCount    int64              `json:"winnerCount"`
+	SeedCommitment string             `json:"seedCommitment"`
+	Seed           string             `json:"seed,omitempty"`
+	EntryCount     int64              `json:"entryCount"`
+	EntriesHash    string             `json:"entriesHash,omitempty"`
+	DrawnAt        Timestamp          `json:"drawnAt,omitzero"`
+	AnnouncedAt    Timestamp          `json:"announcedAt,omitzero"`
+	Winners        []string           `json:"winners,omitempty"`
+}
+
+func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
+	return &DrawView{
+		EventID:        d.EventID,
+		Phase:          d.Phase,
+		WinnerCount:    d.WinnerCount,
+		SeedCommitment: d.SeedCommitment,
+		Seed:           d.Seed,
+		EntryCount:     d.EntryCount,
+		EntriesHash:    d.EntriesHash,
+		DrawnAt:        Timestamp(d.DrawnAt),
+		AnnouncedAt:    Timestamp(d.AnnouncedAt),
+		Winners:        winners,
+	}
+}
+
+// VerificationView is the result of GET /admin/events/{eventId}/draw/verify.
+type VerificationView struct {
+	EventID    string   `json:"eventId"`
+	OK         bool     `json:"ok"`
+	EntryCount int      `json:"entryCount"`
+	Winners    []string `json:"winners"`
+	Problems   []string `json:"problems"`
+}
+
+// ParticipationView is the answer to POST /events/{eventId}/participations.
+type ParticipationView struct {
+	RequestID string              `json:"requestId"`
+	EventID   string              `json:"eventId"`
+	Status    asyncevent.Status   `json:"status"`
+	UIResult  asyncevent.UIResult `json:"uiResult"`
+	Duplicate bool                `json:"duplicate"`
+}
+
+// RequestView is a request. The user routes show a user's own request without the
+// operator's fields (failure details, lease); the admin routes show everything.
+type RequestView struct {
+	RequestID       string                `json:"requestId"`
+	EventID         string                `json:"eventId"`
+	UserID          string                `json:"userId"`
+	EventType       asyncevent.EventType  `json:"eventType"`
+	Status          asyncevent.Status     `json:"status"`
+	UIResult        asyncevent.UIResult   `json:"uiResult"`
+	ResultCode      asyncevent.ResultCode `json:"resultCode,omitempty"`
+	UIPhase         asyncevent.UIPhase    `json:"uiPhase,omitempty"`
+	LotteryCutoffAt Timestamp             `json:"lotteryCutoffAt,omitzero"`
+	AnnouncedAt     Timestamp             `json:"announcedAt,omitzero"`
+	RequestedAt     Timestamp             `json:"requestedAt"`
+	QueuedAt        Timestamp             `json:"queuedAt,omitzero"`
+	StartedAt       Timestamp             `json:"startedAt,omitzero"`
+	FinishedAt      Timestamp             `json:"finishedAt,omitzero"`
+
+	// Admin only.
+	FailureClass   asyncevent.FailureClass `json:"failureClass,omitempty"`
+	ErrorCode      string                  `json:"errorCode,omitempty"`
+	ErrorMessage   string                  `json:"errorMessage,omitempty"`
+	IdempotencyKey string                  `json:"idempotencyKey,omitempty"`
+	LeaseOwner     string                  `json:"leaseOwner,omitempty"`
+	LeaseExpiresAt Timestamp               `json:"leaseExpiresAt,omitzero"`
+}
+
+func newRequestView(r *asyncevent.Request, admin bool) RequestView {
+	v := RequestView{
+		RequestID:       r.RequestID,
+		EventID:         r.EventID,
+		UserID:          r.UserID,
+		EventType:       r.EventType,
+		Status:          r.Status,
+		UIResult:        r.UIResult,
+		ResultCode:      r.ResultCode,
+		UIPhase:         r.UIPhase,
+		LotteryCutoffAt: Timestamp(r.LotteryCutoffAt),
+		AnnouncedAt:     Timestamp(r.AnnouncedAt),
+		RequestedAt:     Timestamp(r.RequestedAt),
+		QueuedAt:        Timestamp(r.QueuedAt),
+		StartedAt:       Timestamp(r.StartedAt),
+		FinishedAt:      Timestamp(r.FinishedAt),
+	}
+	if admin {
+		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
+		v.IdempotencyKey, v.LeaseOwner, v.LeaseExpiresAt = r.IdempotencyKey, r.LeaseOwner, Timestamp(r.LeaseExpiresAt)
+	}
+	return v
+}
+
+// PageView is one page of requests; NextCursor, when present, continues it.
+type PageView struct {
+	Requests   []RequestView `json:"requests"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+func newPageView(p *asyncevent.RequestPage, admin bool) PageView {
+	v := PageView{Requests: make([]RequestView, 0, len(p.Requests)), NextCursor: p.NextCursor}
+	for i := range p.Requests {
+		v.Requests = append(v.Requests, newRequestView(&p.Requests[i], admin))
+	}
+	return v
+}
+
+// StatusLogView is one transition of a request.
+type StatusLogView struct {
+	FromStatus asyncevent.Status `json:"fromStatus,omitempty"`
+	ToStatus   asyncevent.Status `json:"toStatus"`
+	OccurredAt Timestamp         `json:"occurredAt"`
+	Message    string            `json:"message,omitempty"`
+}
+
+// StatusLogsView is a request's status log, oldest first.
+type StatusLogsView struct {
+	RequestID string          `json:"requestId"`
+	Logs      []StatusLogView `json:"logs"`
+}
+
+// DurationsView summarises durations, in milliseconds.
+type DurationsView struct {
+	Count int     `json:"count"`
+	P50Ms float64 `json:"p50Ms"`
+	P95Ms float64 `json:"p95Ms"`
+	MaxMs float64 `json:"maxMs"`
+}
+
+func newDurationsView(d asyncevent.Durations) DurationsView {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return DurationsView{Count: d.Count, P50Ms: ms(d.P50), P95Ms: ms(d.P95), MaxMs: ms(d.Max)}
+}
+
+// StatsView is GET /admin/events/{eventId}/stats.
+type StatsView struct {
+	EventID      string                        `json:"eventId"`
+	EventType    asyncevent.EventType          `json:"eventType"`
+	Requests     int                           `json:"requests"`
+	ByStatus     map[asyncevent.Status]int     `json:"byStatus"`
+	ByResultCode map[asyncevent.ResultCode]int `json:"byResultCode"`
+
+	// FIRST_COME only.
+	CapacityTotal     *int64 `json:"capacityTotal,omitempty"`
+	CapacityRemaining *int64 `json:"capacityRemaining,omitempty"`
+
+	QueueWait  DurationsView `json:"queueWait"`
+	Processing DurationsView `json:"processing"`
+	Fairness   struct {
+		Inversions int     `json:"inversions"`
+		MaxGapMs   float64 `json:"maxGapMs"`
+	} `json:"fairness"`
+}
+
+func newStatsView(s *asyncevent.EventStats) StatsView {
+	v := StatsView{
+		EventID:      s.EventID,
+		EventType:    s.EventType,
+		Requests:     s.Requests,
+		ByStatus:     s.ByStatus,
+		ByResultCode: s.ByResultCode,
+		QueueWait:    newDurationsView(s.QueueWait),
+		Processing:   newDurationsView(s.Processing),
+	}
+	if s.EventType == asyncevent.FirstCome {
+		v.CapacityTotal, v.CapacityRemaining = &s.CapacityTotal, &s.CapacityRemaining
+	}
+	if v.ByStatus == nil {
+		v.ByStatus = map[asyncevent.Status]int{}
+	}
+	if v.ByResultCode == nil {
+		v.ByResultCode = map[asyncevent.ResultCode]int{}
+	}
+	v.Fairness.Inversions = s.Fairness.Inversions
+	v.Fairness.MaxGapMs = float64(s.Fairness.MaxGap) / float64(time.Millisecond)
+	return v
+}

@@ -1,0 +1,404 @@
+// Command httpapi is an HTTP service on asyncevent: users take part in events and
+// follow their requests; admins create events, watch them, and draw lotteries.
+// It shows how a team wires the library into net/http: a Server with its routes
+// (server.go), bearer-token authentication (auth.go), RFC 9457 problem details
+// (problem.go), in-process workers, and a graceful shutdown.
+//
+// # Run it on an embedded DynamoDB Local with an in-memory queue
+//
+// With Java 17+ and npm (or a Docker engine), nothing else is needed: the embedded
+// DynamoDB Local is started as the tests start it, the table is created, and two
+// in-process workers take the requests off an in-memory queue. -dev makes up a JWT
+// secret and prints an admin and a user token to stderr:
+//
+//	go run ./examples/httpapi -dev
+//
+// # Run it on DynamoDB Local and fauxqs (an SQS emulator)
+//
+//	java -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -port 8000 &
+//	npx fauxqs@1.9.2 &     # listens on :4566
+//	aws --endpoint-url http://localhost:4566 --region us-east-1 sqs create-queue --queue-name participations
+//	export ASYNCEVENT_JWT_SECRET=$(openssl rand -hex 32)
+//	go run ./examples/httpapi -dynamodb-endpoint http://localhost:8000 -create-table \
+//	    -sqs-endpoint http://localhost:4566 \
+//	    -queue-url http://localhost:4566/000000000000/participations -workers 4 -dev
+//
+// Without an endpoint and with -embedded=false it uses AWS itself, with the default
+// credential chain (environment, ~/.aws, instance role); the table must exist (or
+// pass -create-table). -workers 0 runs ingest only, for a fleet whose workers run
+// elsewhere (another process, or a Lambda on the queue).
+//
+// # Flags
+//
+//	flag                env                     default            meaning
+//	-addr               ASYNCEVENT_ADDR         :8080              listen address
+//	-table              ASYNCEVENT_TABLE        AsyncEventTable    DynamoDB table
+//	-dynamodb-endpoint  DYNAMODB_ENDPOINT                          DynamoDB (Local) endpoint; dummy credentials
+//	-embedded                                   true without an endpoint  start a DynamoDB Local in-process
+//	-create-table                               false (true with -embedded)  create the table (idempotent); else check it
+//	-queue-url          ASYNCEVENT_QUEUE_URL                       SQS queue; empty: an in-memory queue
+//	-sqs-endpoint       SQS_ENDPOINT                               SQS endpoint (fauxqs); dummy credentials
+//	-workers                                    2                  in-process workers; 0: ingest only
+//	-jwt-secret         ASYNCEVENT_JWT_SECRET                      HS256 key, at least 32 bytes; required unless -dev
+//	-dev                                        false              make up a secret if none, print sample tokens
+//	-status-log                                 true               write the StatusLog of every transition
+//	-request-timeout                            10s                per-request deadline (503 timeout)
+//	-shutdown-timeout                           30s                drain HTTP, then stop the workers, within this
+//	-log-format                                 text               access log format: text or json
+//
+// # A session
+//
+// Times are RFC 3339 strings, in and out. -dev prints export lines for the tokens:
+//
+//	export ADMIN_TOKEN=… USER_TOKEN=…
+//	curl -s -X POST localhost:8080/admin/events -H "Authorization: Bearer $ADMIN_TOKEN" \
+//	    -H 'Content-Type: application/json' \
+//	    -d '{"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","capacityTotal":100,"endsAt":"2030-01-01T00:00:00Z"}'
+//	curl -si -X POST localhost:8080/events/spring-sale/participations -H "Authorization: Bearer $USER_TOKEN"
+//	    # 202 {"requestId":"0197…","eventId":"spring-sale","status":"QUEUED","uiResult":"PENDING","duplicate":false}
+//	    # again: 200, the same requestId, "duplicate":true
+//	curl -s localhost:8080/requests/0197… -H "Authorization: Bearer $USER_TOKEN"
+//	curl -s 'localhost:8080/me/participations?limit=20' -H "Authorization: Bearer $USER_TOKEN"
+//	curl -s localhost:8080/admin/events/spring-sale -H "Authorization: Bearer $ADMIN_TOKEN"
+//	curl -s 'localhost:8080/admin/events/spring-sale/requests?order=desc&status=SUCCEEDED&limit=50' -H "Authorization: Bearer $ADMIN_TOKEN"
+//	curl -s localhost:8080/admin/events/spring-sale/stats -H "Authorization: Bearer $ADMIN_TOKEN"
+//	curl -s localhost:8080/admin/requests/0197…/logs -H "Authorization: Bearer $ADMIN_TOKEN"
+//
+// A LOTTERY event takes winnerCount and lotteryCutoffAt instead of capacityTotal;
+// after the cutoff (plus the library's settle window) POST
+// /admin/events/{eventId}/draw draws it and GET /admin/events/{eventId}/draw/verify
+// re-checks it. Errors are application/problem+json with a stable "code".
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/ddblocal"
+	"github.com/asyncevent/asyncevent/internal/sqslocal"
+)
+
+func main() {
+	cfg, err := parseConfig(os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "httpapi:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "httpapi:", err)
+		os.Exit(1)
+	}
+}
+
+// config is what the flags say.
+type config struct {
+	addr             string
+	table            string
+	dynamoEndpoint   string
+	embedded         bool
+	createTable      bool
+	queueURL         string
+	sqsEndpoint      string
+	workers          int
+	jwtSecret        []byte
+	dev              bool
+	statusLog        bool
+	requestTimeout   time.Duration
+	shutdownTimeout  time.Duration
+	logJSON          bool
+	generatedSecret  bool // -dev made the secret up
+	workerWait       time.Duration
+	workerVisibility time.Duration
+}
+
+// parseConfig reads the flags, with getenv for their environment fallbacks.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	envOr := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	var (
+		c         config
+		secret    string
+		logFormat string
+	)
+	fs := flag.NewFlagSet("httpapi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", envOr("ASYNCEVENT_ADDR", ":8080"), "listen address (env ASYNCEVENT_ADDR)")
+	fs.StringVar(&c.table, "table", envOr("ASYNCEVENT_TABLE", asyncevent.DefaultTableName), "DynamoDB table (env ASYNCEVENT_TABLE)")
+	fs.StringVar(&c.dynamoEndpoint, "dynamodb-endpoint", getenv("DYNAMODB_ENDPOINT"), "DynamoDB (Local) endpoint, used with dummy credentials (env DYNAMODB_ENDPOINT)")
+	fs.BoolVar(&c.embedded, "embedded", false, "start an embedded DynamoDB Local (default: true when no endpoint is given)")
+	fs.BoolVar(&c.createTable, "create-table", false, "create the table if missing (always with -embedded); otherwise check it")
+	fs.StringVar(&c.queueURL, "queue-url", getenv("ASYNCEVENT_QUEUE_URL"), "SQS queue URL (env ASYNCEVENT_QUEUE_URL); empty: an in-memory queue")
+	fs.StringVar(&c.sqsEndpoint, "sqs-endpoint", getenv("SQS_ENDPOINT"), "SQS endpoint such as fauxqs, used with dummy credentials (env SQS_ENDPOINT)")
+	fs.IntVar(&c.workers, "workers", 2, "in-process workers; 0: ingest only")
+	fs.StringVar(&secret, "jwt-secret", getenv("ASYNCEVENT_JWT_SECRET"), "HS256 secret of the bearer tokens, at least 32 bytes (env ASYNCEVENT_JWT_SECRET)")
+	fs.BoolVar(&c.dev, "dev", false, "development: make up a JWT secret if none is given and print an admin and a user token")
+	fs.BoolVar(&c.statusLog, "status-log", true, "write a StatusLog item for every transition (GET /admin/requests/{id}/logs)")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", DefaultRequestTimeout, "deadline of each request")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown may take: drain HTTP, then stop the workers")
+	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case !set["embedded"]:
+		c.embedded = c.dynamoEndpoint == ""
+	case c.embedded && c.dynamoEndpoint != "":
+		return c, errors.New("-embedded and -dynamodb-endpoint exclude each other")
+	}
+	if c.embedded {
+		c.createTable = true // an embedded DynamoDB Local starts empty
+	}
+	switch logFormat {
+	case "text", "json":
+		c.logJSON = logFormat == "json"
+	default:
+		return c, fmt.Errorf("-log-format %q: want text or json", logFormat)
+	}
+	if c.workers < 0 {
+		return c, fmt.Errorf("-workers %d: want 0 or more", c.workers)
+	}
+	if c.requestTimeout <= 0 || c.shutdownTimeout <= 0 {
+		return c, errors.New("-request-timeout and -shutdown-timeout must be positive")
+	}
+	switch {
+	case secret == "" && c.dev:
+		b := make([]byte, MinSecretBytes)
+		_, _ = rand.Read(b) // never fails (crypto/rand)
+		secret, c.generatedSecret = hex.EncodeToString(b), true
+	case secret == "":
+		return c, errors.New("a JWT secret is required: -jwt-secret or ASYNCEVENT_JWT_SECRET (or -dev to make one up)")
+	case len(secret) < MinSecretBytes:
+		return c, fmt.Errorf("the JWT secret has %d bytes; HS256 wants at least %d", len(secret), MinSecretBytes)
+	}
+	c.jwtSecret = []byte(secret)
+	return c, nil
+}
+
+// run serves until ctx ends, then drains HTTP and stops the workers. ready, if
+// set, is told the listening address.
+func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)) error {
+	var handler, libHandler slog.Handler
+	if cfg.logJSON {
+		handler = slog.NewJSONHandler(stderr, nil)
+		libHandler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+	} else {
+		handler = slog.NewTextHandler(stderr, nil)
+		libHandler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+	}
+	logger := slog.New(handler)
+
+	// Set-up is bounded by ctx: a signal during it ends it.
+	db, stopDB, err := dynamoClient(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer stopDB()
+	client, err := asyncevent.New(db, asyncevent.Options{TableName: cfg.table, StatusLog: cfg.statusLog, Logger: slog.New(libHandler)})
+	if err != nil {
+		return err
+	}
+	if cfg.createTable {
+		err = client.CreateTable(ctx)
+	} else {
+		err = client.CheckTable(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("table %s: %w", cfg.table, err)
+	}
+	queue, err := newQueue(ctx, cfg)
+	if err != nil {
+		return err
+	}
+
+	// The workers run under a context of their own: a signal drains HTTP first, and
+	// only then are the workers stopped, so the last accepted requests get processed.
+	workers := make([]*asyncevent.Worker, 0, cfg.workers)
+	stopWorkers := func(ctx context.Context) error {
+		var errs []error
+		for _, w := range workers {
+			errs = append(errs, w.Stop(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	for range cfg.workers {
+		w, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{
+			ProcessOptions:    asyncevent.ProcessOptions{Logger: slog.New(libHandler)},
+			WaitTime:          cfg.workerWait,
+			VisibilityTimeout: cfg.workerVisibility,
+		})
+		if err == nil {
+			err = w.Start(context.WithoutCancel(ctx))
+		}
+		if err != nil {
+			_ = stopWorkers(context.Background())
+			return fmt.Errorf("worker: %w", err)
+		}
+		workers = append(workers, w)
+	}
+
+	srv := NewServer(ServerOptions{
+		Client:         client,
+		Queue:          queue,
+		JWTSecret:      cfg.jwtSecret,
+		Logger:         logger,
+		RequestTimeout: cfg.requestTimeout,
+	})
+	httpServer := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      cfg.requestTimeout + 5*time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(handler, slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		_ = stopWorkers(context.Background())
+		return err
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "table", cfg.table, "queue", queueName(cfg), "workers", cfg.workers)
+	if cfg.dev {
+		printDevTokens(stderr, cfg)
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down: draining HTTP, then stopping the workers")
+	case serveErr = <-served:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	errs := []error{httpServer.Shutdown(shutdownCtx), stopWorkers(shutdownCtx)}
+	if !errors.Is(serveErr, http.ErrServerClosed) {
+		errs = append(errs, serveErr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// dynamoClient returns the DynamoDB client the flags ask for, and a function that
+// stops the embedded DynamoDB Local, if one was started.
+func dynamoClient(ctx context.Context, cfg config, logger *slog.Logger) (*dynamodb.Client, func(), error) {
+	endpoint := cfg.dynamoEndpoint
+	stop := func() {}
+	switch {
+	case cfg.embedded:
+		inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: func(format string, args ...any) {
+			logger.Info(fmt.Sprintf(format, args...))
+		}})
+		if err != nil {
+			return nil, nil, err
+		}
+		stop = func() { _ = inst.Stop() }
+		endpoint = inst.Endpoint
+	case endpoint == "":
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("aws config: %w", err)
+		}
+		return dynamodb.NewFromConfig(awsCfg), stop, nil
+	}
+	db, err := ddblocal.NewClient(ctx, endpoint)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return db, stop, nil
+}
+
+// newQueue returns the SQS queue the flags name, or an in-memory queue.
+func newQueue(ctx context.Context, cfg config) (asyncevent.Queue, error) {
+	if cfg.queueURL == "" {
+		return asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: asyncevent.DefaultMaxReceives}), nil
+	}
+	var client *sqs.Client
+	if cfg.sqsEndpoint != "" {
+		c, err := sqslocal.NewClient(ctx, cfg.sqsEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		client = c
+	} else {
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("aws config: %w", err)
+		}
+		client = sqs.NewFromConfig(awsCfg)
+	}
+	return asyncevent.NewSQSQueue(client, cfg.queueURL)
+}
+
+func queueName(cfg config) string {
+	if cfg.queueURL == "" {
+		return "memory"
+	}
+	return cfg.queueURL
+}
+
+// printDevTokens prints a day's admin and user token, ready to paste into a shell.
+func printDevTokens(w io.Writer, cfg config) {
+	exp := time.Now().Add(24 * time.Hour)
+	admin, err1 := MintToken(cfg.jwtSecret, "admin-1", RoleAdmin, exp)
+	user, err2 := MintToken(cfg.jwtSecret, "user-1", RoleUser, exp)
+	if err := errors.Join(err1, err2); err != nil {
+		fmt.Fprintln(w, "dev: cannot mint tokens:", err)
+		return
+	}
+	if cfg.generatedSecret {
+		fmt.Fprintln(w, "dev: made up a JWT secret; these tokens die with this process")
+	}
+	fmt.Fprintf(w, "dev: tokens valid until %s:\nexport ADMIN_TOKEN=%s\nexport USER_TOKEN=%s\n",
+		exp.UTC().Format(time.RFC3339), admin, user)
+	fmt.Fprintf(w, "dev: curl -s -X POST localhost%s/events/spring-sale/participations -H \"Authorization: Bearer $USER_TOKEN\"\n", portOf(cfg.addr))
+}
+
+func portOf(addr string) string {
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		if _, err := strconv.Atoi(port); err == nil {
+			return ":" + port
+		}
+	}
+	return ":8080"
+}

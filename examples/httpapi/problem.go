@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// Problem is an RFC 9457 problem details object, sent as application/problem+json.
+// Type is always about:blank, so Title is the HTTP status text; Code is the stable,
+// machine-readable name of the problem that clients branch on (the Code* constants).
+// Instance names this occurrence (urn:uuid:…), the same ID the access log carries,
+// so an operator can find the log line of a 500 whose detail says nothing.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Code     string `json:"code"`
+}
+
+// ProblemContentType is the media type of a Problem.
+const ProblemContentType = "application/problem+json"
+
+// The stable problem codes. Clients may rely on them; the detail text is for humans
+// and may change.
+const (
+	CodeUnauthorized         = "unauthorized"           // 401: no, malformed, forged or expired token
+	CodeForbidden            = "forbidden"              // 403: a valid token without the role the route needs
+	CodeRouteNotFound        = "route_not_found"        // 404: no such route
+	CodeMethodNotAllowed     = "method_not_allowed"     // 405: the route exists for other methods (see Allow)
+	CodeInvalidID            = "invalid_id"             // 400: an ID that cannot be used in a key (asyncevent.ErrInvalidID)
+	CodeInvalidParameter     = "invalid_parameter"      // 400: a bad query parameter (asyncevent.ErrInvalidOptions)
+	CodeInvalidEvent         = "invalid_event"          // 400: event settings CreateEvent refuses (asyncevent.ErrInvalidEvent)
+	CodeInvalidCursor        = "invalid_cursor"         // 400: a cursor not handed out for this listing (asyncevent.ErrInvalidCursor)
+	CodeMalformedJSON        = "malformed_json"         // 400: the body is not one JSON value
+	CodeInvalidBody          = "invalid_body"           // 400: the body is JSON of the wrong shape (a field of the wrong type, a bad time)
+	CodeUnknownField         = "unknown_field"          // 400: the body has a field the route does not know
+	CodeBodyTooLarge         = "body_too_large"         // 413: the body is over ServerOptions.MaxBodyBytes
+	CodeUnsupportedMediaType = "unsupported_media_type" // 415: a body that is not application/json
+	CodeEventNotFound        = "event_not_found"        // 404: asyncevent.ErrEventNotFound
+	CodeRequestNotFound      = "request_not_found"      // 404: no such request, or not the caller's
+	CodeNotFound             = "not_found"              // 404: another item asked for by key (asyncevent.ErrNotFound)
+	CodeEventExists          = "event_exists"           // 409: asyncevent.ErrEventExists
+	CodeEventNotOpen         = "event_not_open"         // 409: asyncevent.ErrEventNotOpen
+	CodeEventClosed          = "event_closed"           // 409: asyncevent.ErrEventClosed
+	CodeDrawTooEarly         = "draw_too_early"         // 409: asyncevent.ErrDrawTooEarly
+	CodeNotLottery           = "not_lottery"            // 409: asyncevent.ErrNotLottery
+	CodeDrawMismatch         = "draw_mismatch"          // 409: asyncevent.ErrDrawMismatch
+	CodeEnqueueFailed        = "enqueue_failed"         // 503: asyncevent.ErrEnqueueFailed; the user may try again
+	CodeIngestDisabled       = "ingest_disabled"        // 503: the server has no queue
+	CodeTimeout              = "timeout"                // 503: the request ran out of ServerOptions.RequestTimeout
+	CodeInternal             = "internal"               // 500: anything else; the detail says nothing
+)
+
+// httpError is an error that already knows its problem: the server's own refusals
+// (authentication, body decoding, query parameters).
+type httpError struct {
+	status int
+	code   string
+	detail string
+	header http.Header // extra response headers, e.g. WWW-Authenticate
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+func newHTTPError(status int, code, detail string) *httpError {
+	return &httpError{status: status, code: code, detail: detail}
+}
+
+// problemFor maps an error to its problem. Library errors are matched with errors.Is;
+// a 4xx detail is the error's text (it describes the caller's input), a 5xx detail is
+// fixed so that nothing of the infrastructure leaks. internal reports whether the
+// error is unexpected and must be logged in full.
+func problemFor(err error) (p Problem, header http.Header, internal bool) {
+	var he *httpError
+	var tooLarge *http.MaxBytesError
+	status, code, detail := 0, "", err.Error()
+	switch {
+	case errors.As(err, &he):
+		status, code, detail, header = he.status, he.code, he.detail, he.header
+	case errors.As(err, &tooLarge):
+		status, code, detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is over "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes"
+	case errors.Is(err, asyncevent.ErrInvalidID):
+		status, code = http.StatusBadRequest, CodeInvalidID
+	case errors.Is(err, asyncevent.ErrInvalidOptions):
+		status, code = http.StatusBadRequest, CodeInvalidParameter
+	case errors.Is(err, asyncevent.ErrInvalidEvent), errors.Is(err, asyncevent.ErrInvalidTime):
+		status, code = http.StatusBadRequest, CodeInvalidEvent
+	case errors.Is(err, asyncevent.ErrInvalidCursor):
+		status, code = http.StatusBadRequest, CodeInvalidCursor
+	case errors.Is(err, asyncevent.ErrEventNotFound):
+		status, code = http.StatusNotFound, CodeEventNotFound
+	case errors.Is(err, asyncevent.ErrNotFound):
+		status, code = http.StatusNotFound, CodeNotFound
+	case errors.Is(err, asyncevent.ErrEventExists):
+		status, code = http.StatusConflict, CodeEventExists
+	case errors.Is(err, asyncevent.ErrEventNotOpen):
+		status, code = http.StatusConflict, CodeEventNotOpen
+	case errors.Is(err, asyncevent.ErrEventClosed):
+		status, code = http.StatusConflict, CodeEventClosed
+	case errors.Is(err, asyncevent.ErrDrawTooEarly):
+		status, code = http.StatusConflict, CodeDrawTooEarly
+	case errors.Is(err, asyncevent.ErrNotLottery):
+		// The request is well formed; the event is of the wrong kind for it.
+		status, code = http.StatusConflict, CodeNotLottery
+	case errors.Is(err, asyncevent.ErrDrawMismatch):
+		status, code = http.StatusConflict, CodeDrawMismatch
+	case errors.Is(err, asyncevent.ErrEnqueueFailed):
+		// The request ended FAILED_FINAL and its lock is released: a retry makes a
+		// fresh request. The cause (the queue's error) stays in the log.
+		status, code, detail = http.StatusServiceUnavailable, CodeEnqueueFailed, "the request could not be queued; try again"
+		header = http.Header{"Retry-After": {"1"}}
+		internal = true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		status, code, detail = http.StatusServiceUnavailable, CodeTimeout, "the request took too long; try again"
+		header = http.Header{"Retry-After": {"1"}}
+	default:
+		status, code, detail = http.StatusInternalServerError, CodeInternal, "internal error"
+		internal = true
+	}
+	return Problem{
+		Type:   "about:blank",
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Code:   code,
+	}, header, internal
+}
+
+// WriteError answers r with the problem of err and logs err when it is unexpected.
+// Handlers mounted with Server.Mount may use it to answer as the API does.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	p, header, internal := problemFor(err)
+	info := infoFrom(r.Context())
+	if info != nil {
+		p.Instance = info.instance
+	}
+	if internal {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("instance", p.Instance), slog.Int("status", p.Status), slog.Any("error", err))
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	writeProblem(w, p)
+}
+
+// writeProblem sends p as the whole response.
+func writeProblem(w http.ResponseWriter, p Problem) {
+	body, _ := json.Marshal(p) // a Problem always marshals
+	h := w.Header()
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
+}

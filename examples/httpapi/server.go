@@ -1,0 +1,592 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// ServerOptions configures a Server. Client and a JWTSecret of at least
+// MinSecretBytes bytes are required; every other field has a default.
+type ServerOptions struct {
+	// Client runs the access patterns. Required.
+	Client *asyncevent.Client
+
+	// Queue is where participations are sent (Client.Submit). Nil: the server takes
+	// no participations (503 ingest_disabled), e.g. an admin-only deployment.
+	Queue asyncevent.Queue
+
+	// JWTSecret is the HS256 key that every bearer token must be signed with.
+	// Required, at least MinSecretBytes bytes.
+	JWTSecret []byte
+
+	// Logger receives the access log (one line per request) and the errors behind
+	// 5xx answers. Default: discard.
+	Logger *slog.Logger
+
+	// Clock tells the time for token expiry. Default: time.Now.
+	Clock func() time.Time
+
+	// TokenLeeway is the clock skew allowed on a token's exp, nbf and iat.
+	// Default: DefaultTokenLeeway (10 seconds).
+	TokenLeeway time.Duration
+
+	// RequestTimeout bounds each request's work (its context). A request that runs
+	// out answers 503 timeout. Default: DefaultRequestTimeout (10 seconds).
+	RequestTimeout time.Duration
+
+	// MaxBodyBytes bounds a request body; a larger one answers 413.
+	// Default: DefaultMaxBodyBytes (64 KiB).
+	MaxBodyBytes int64
+}
+
+// The defaults of ServerOptions.
+const (
+	DefaultRequestTimeout = 10 * time.Second
+	DefaultMaxBodyBytes   = 64 << 10
+)
+
+// Server is the HTTP API over an asyncevent.Client: user participation and reads,
+// and the admin routes. It is an http.Handler factory, not a listener: serve
+// Handler with an http.Server of your own (main does). Mount adds routes, e.g. an
+// admin web UI, behind the same authentication, timeout and access log.
+type Server struct {
+	client  *asyncevent.Client
+	queue   asyncevent.Queue
+	auth    *authenticator
+	logger  *slog.Logger
+	timeout time.Duration
+	maxBody int64
+	mux     *http.ServeMux
+	handler http.Handler
+}
+
+// NewServer returns a Server with its routes registered. It panics when Client is
+// nil or JWTSecret is shorter than MinSecretBytes: both are wiring mistakes that no
+// request could recover from.
+func NewServer(opts ServerOptions) *Server {
+	if opts.Client == nil {
+		panic("httpapi: NewServer: ServerOptions.Client is nil")
+	}
+	if len(opts.JWTSecret) < MinSecretBytes {
+		panic(fmt.Sprintf("httpapi: NewServer: ServerOptions.JWTSecret has %d bytes, want at least %d", len(opts.JWTSecret), MinSecretBytes))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.TokenLeeway <= 0 {
+		opts.TokenLeeway = DefaultTokenLeeway
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{
+		client:  opts.Client,
+		queue:   opts.Queue,
+		auth:    newAuthenticator(append([]byte(nil), opts.JWTSecret...), opts.TokenLeeway, opts.Clock),
+		logger:  opts.Logger,
+		timeout: opts.RequestTimeout,
+		maxBody: opts.MaxBodyBytes,
+		mux:     http.NewServeMux(),
+	}
+	s.handler = s.observe(http.HandlerFunc(s.dispatch))
+
+	s.route("GET /healthz", Public, s.healthz)
+
+	s.route("POST /events/{eventId}/participations", UserOnly, s.participate)
+	s.route("GET /requests/{requestId}", UserOnly, s.getOwnRequest)
+	s.route("GET /me/participations", UserOnly, s.listOwnRequests)
+
+	s.route("POST /admin/events", AdminOnly, s.createEvent)
+	s.route("GET /admin/events/{eventId}", AdminOnly, s.getEvent)
+	s.route("GET /admin/events/{eventId}/requests", AdminOnly, s.listEventRequests)
+	s.route("GET /admin/events/{eventId}/stats", AdminOnly, s.eventStats)
+	s.route("POST /admin/events/{eventId}/draw", AdminOnly, s.draw)
+	s.route("GET /admin/events/{eventId}/draw/verify", AdminOnly, s.verifyDraw)
+	s.route("GET /admin/requests/{requestId}", AdminOnly, s.getRequest)
+	s.route("GET /admin/requests/{requestId}/logs", AdminOnly, s.statusLogs)
+	return s
+}
+
+// Handler returns the server's handler: every route, with the access log, panic
+// recovery and problem details for unknown routes.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Mount registers h under pattern (http.ServeMux syntax, e.g. "GET /admin/ui/"),
+// behind the same per-request timeout and access log as the API's routes, and
+// behind authentication unless access is Public; h reads the caller with
+// PrincipalFrom. Mount may be called while the server is serving.
+func (s *Server) Mount(pattern string, access Access, h http.Handler) {
+	s.route(pattern, access, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
+		h.ServeHTTP(w, r)
+		return nil
+	})
+}
+
+// apiFunc is a route's handler: it answers, or returns the error to answer with.
+type apiFunc func(w http.ResponseWriter, r *http.Request, p Principal) error
+
+// route registers f under pattern with its authentication and timeout.
+func (s *Server) route(pattern string, access Access, f apiFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		if info != nil {
+			info.pattern = pattern
+		}
+		var p Principal
+		if access != Public {
+			var err error
+			p, err = s.auth.authenticate(r, access)
+			if info != nil {
+				info.userID = p.UserID
+			}
+			if err != nil {
+				s.WriteError(w, r, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		if err := f(w, r, p); err != nil {
+			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				err = errors.Join(err, ctx.Err())
+			}
+			s.WriteError(w, r, err)
+		}
+	})
+}
+
+// dispatch serves the mux, answering with problem details where it would answer a
+// plain-text 404 or 405.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// No route matched: the mux's own handler would write 404, or 405 with Allow.
+	hc := &headerCapture{header: http.Header{}}
+	s.mux.ServeHTTP(hc, r)
+	if hc.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", hc.header.Get("Allow"))
+		s.WriteError(w, r, newHTTPError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here"))
+		return
+	}
+	s.WriteError(w, r, newHTTPError(http.StatusNotFound, CodeRouteNotFound, "no route for "+r.Method+" "+r.URL.EscapedPath()))
+}
+
+// headerCapture keeps the status and headers of a response and drops its body.
+type headerCapture struct {
+	header http.Header
+	status int
+}
+
+func (c *headerCapture) Header() http.Header         { return c.header }
+func (c *headerCapture) Write(b []byte) (int, error) { return len(b), nil }
+func (c *headerCapture) WriteHeader(status int)      { c.status = status }
+
+// pathID returns the path value name, which must pass asyncevent.ValidateID: an ID
+// with '#' (sent as %23), too long or unprintable is refused before any I/O.
+func pathID(r *http.Request, name string) (string, error) {
+	id := r.PathValue(name)
+	if err := asyncevent.ValidateID(name, id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// query parses r's query string; a malformed one (a bad %-escape, say) is refused
+// rather than read in part.
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "the query string is malformed")
+	}
+	return q, nil
+}
+
+// queryInt reads an optional integer query parameter; absent is 0.
+func queryInt(q url.Values, name string) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, newHTTPError(http.StatusBadRequest, CodeInvalidParameter, fmt.Sprintf("%s must be an integer, not %q", name, truncate(v, 40)))
+	}
+	return n, nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ Principal) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// participate is POST /events/{eventId}/participations: the whole ingest of a click
+// for the token's user. 202 with the new request, 200 with the first request of a
+// repeat (duplicate: true); Location names the request to poll.
+func (s *Server) participate(w http.ResponseWriter, r *http.Request, p Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	if s.queue == nil {
+		return newHTTPError(http.StatusServiceUnavailable, CodeIngestDisabled, "this server takes no participations")
+	}
+	part, err := s.client.Submit(r.Context(), s.queue, eventID, p.UserID)
+	if err != nil {
+		return err
+	}
+	status := asyncevent.StatusQueued
+	switch {
+	case part.Request != nil:
+		status = part.Request.Status
+	case part.Duplicate:
+		// The duplicate answer names the first request but not its status: read it.
+		// The read is eventually consistent; a request too fresh to be seen exists all
+		// the same (its lock does) and is at least RECEIVED.
+		req, err := s.client.GetRequest(r.Context(), part.RequestID)
+		switch {
+		case errors.Is(err, asyncevent.ErrNotFound):
+			status = asyncevent.StatusReceived
+		case err != nil:
+			return err
+		default:
+			status = req.Status
+		}
+	}
+	code := http.StatusAccepted
+	if part.Duplicate {
+		code = http.StatusOK
+	}
+	w.Header().Set("Location", "/requests/"+url.PathEscape(part.RequestID))
+	writeJSON(w, code, ParticipationView{
+		RequestID: part.RequestID,
+		EventID:   eventID,
+		Status:    status,
+		UIResult:  asyncevent.UIResultOf(status),
+		Duplicate: part.Duplicate,
+	})
+	return nil
+}
+
+// requestNotFound is the one answer for a request that does not exist and for one
+// that is not the caller's, so that the user routes never tell them apart.
+func requestNotFound(requestID string) error {
+	return newHTTPError(http.StatusNotFound, CodeRequestNotFound, "request "+requestID+" not found")
+}
+
+// getOwnRequest is GET /requests/{requestId}: the caller's own request; another
+// user's is 404, exactly as a missing one.
+func (s *Server) getOwnRequest(w http.ResponseWriter, r *http.Request, p Principal) error {
+	requestID, err := pathID(r, "requestId")
+	if err != nil {
+		return err
+	}
+	req, err := s.client.GetRequest(r.Context(), requestID)
+	switch {
+	case errors.Is(err, asyncevent.ErrNotFound):
+		return requestNotFound(requestID)
+	case err != nil:
+		return err
+	case req.UserID != p.UserID:
+		return requestNotFound(requestID)
+	}
+	writeJSON(w, http.StatusOK, newRequestView(req, false))
+	return nil
+}
+
+// listOwnRequests is GET /me/participations?limit=&cursor=: the caller's requests,
+// newest first. A cursor from another user's listing is 400 invalid_cursor.
+func (s *Server) listOwnRequests(w http.ResponseWriter, r *http.Request, p Principal) error {
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(q, "limit")
+	if err != nil {
+		return err
+	}
+	page, err := s.client.ListUserRequests(r.Context(), p.UserID, asyncevent.PageOptions{Limit: limit, Cursor: q.Get("cursor")})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newPageView(page, false))
+	return nil
+}
+
+// createEvent is POST /admin/events: 201 with the stored event.
+func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	var body createEventBody
+	if err := decodeJSON(w, r, s.maxBody, &body); err != nil {
+		return err
+	}
+	e, err := s.client.CreateEvent(r.Context(), body.config())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/admin/events/"+url.PathEscape(e.EventID))
+	writeJSON(w, http.StatusCreated, newEventView(e))
+	return nil
+}
+
+// getEvent is GET /admin/events/{eventId}: the config, with the capacity of a
+// FIRST_COME event or the draw record of a LOTTERY.
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	e, err := s.client.GetEvent(r.Context(), eventID)
+	if err != nil {
+		return err
+	}
+	v := newEventView(e)
+	switch e.EventType {
+	case asyncevent.FirstCome:
+		c, err := s.client.GetCapacity(r.Context(), eventID)
+		if err != nil {
+			return fmt.Errorf("capacity of %s: %w", eventID, err)
+		}
+		v.Capacity = &CapacityView{Total: c.CapacityTotal, Remaining: c.CapacityRemaining, UpdatedAt: Timestamp(c.UpdatedAt)}
+	case asyncevent.Lottery:
+		d, err := s.client.GetDraw(r.Context(), eventID)
+		if err != nil {
+			return fmt.Errorf("draw of %s: %w", eventID, err)
+		}
+		v.Draw = newDrawView(d, nil)
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// listEventRequests is GET /admin/events/{eventId}/requests?order=&status=&limit=&cursor=.
+func (s *Server) listEventRequests(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(q, "limit")
+	if err != nil {
+		return err
+	}
+	opts := asyncevent.EventListOptions{
+		Order:  asyncevent.Order(q.Get("order")),
+		Status: asyncevent.Status(q.Get("status")),
+		Limit:  limit,
+		Cursor: q.Get("cursor"),
+	}
+	if opts.Order == "" {
+		opts.Order = asyncevent.Ascending
+	}
+	// An unknown event would list as empty; say 404 instead. Only the first page
+	// pays for the check: a cursor was handed out for an event that exists.
+	if opts.Cursor == "" {
+		if _, err := s.client.GetEvent(r.Context(), eventID); err != nil {
+			return err
+		}
+	}
+	page, err := s.client.ListEventRequests(r.Context(), eventID, opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newPageView(page, true))
+	return nil
+}
+
+// eventStats is GET /admin/events/{eventId}/stats.
+func (s *Server) eventStats(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	st, err := s.client.EventStats(r.Context(), eventID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newStatsView(st))
+	return nil
+}
+
+// draw is POST /admin/events/{eventId}/draw: runs (or resumes, or repeats) the draw
+// and answers with the revealed record and the winners.
+func (s *Server) draw(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	res, err := s.client.Draw(r.Context(), eventID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newDrawView(&res.Record, res.Winners))
+	return nil
+}
+
+// verifyDraw is GET /admin/events/{eventId}/draw/verify: 200 whether or not the draw
+// checks out; ok and problems say which.
+func (s *Server) verifyDraw(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	v, err := s.client.VerifyDraw(r.Context(), eventID)
+	if err != nil {
+		return err
+	}
+	view := VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems}
+	if view.Winners == nil {
+		view.Winners = []string{}
+	}
+	if view.Problems == nil {
+		view.Problems = []string{}
+	}
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
+// getRequest is GET /admin/requests/{requestId}: any request, with the operator's
+// fields.
+func (s *Server) getRequest(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	requestID, err := pathID(r, "requestId")
+	if err != nil {
+		return err
+	}
+	req, err := s.client.GetRequest(r.Context(), requestID)
+	if errors.Is(err, asyncevent.ErrNotFound) {
+		return requestNotFound(requestID)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newRequestView(req, true))
+	return nil
+}
+
+// statusLogs is GET /admin/requests/{requestId}/logs: the request's transitions,
+// oldest first (empty when the client runs without Options.StatusLog).
+func (s *Server) statusLogs(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	requestID, err := pathID(r, "requestId")
+	if err != nil {
+		return err
+	}
+	if _, err := s.client.GetRequest(r.Context(), requestID); errors.Is(err, asyncevent.ErrNotFound) {
+		return requestNotFound(requestID)
+	} else if err != nil {
+		return err
+	}
+	logs, err := s.client.ListStatusLogs(r.Context(), requestID)
+	if err != nil {
+		return err
+	}
+	v := StatusLogsView{RequestID: requestID, Logs: make([]StatusLogView, 0, len(logs))}
+	for _, l := range logs {
+		v.Logs = append(v.Logs, StatusLogView{FromStatus: l.FromStatus, ToStatus: l.ToStatus, OccurredAt: Timestamp(l.OccurredAt), Message: l.Message})
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// requestInfo is what the access log learns about a request while it runs.
+type requestInfo struct {
+	instance string // urn:uuid:…, also the problem's instance
+	pattern  string // the route's pattern; empty when none matched
+	userID   string // the token's sub, once authenticated
+}
+
+type infoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(infoKey{}).(*requestInfo)
+	return info
+}
+
+// statusRecorder remembers the status and size of a response.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	if s.status == 0 {
+		s.status = status
+	}
+	s.ResponseWriter.WriteHeader(status)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// observe writes one access log line per request (method, route pattern, status,
+// duration, userId) and turns a panic into a 500.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{instance: "urn:uuid:" + uuid.NewString()}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.logger.LogAttrs(r.Context(), slog.LevelError, "panic", slog.String("instance", info.instance), slog.Any("panic", v))
+				if rec.status == 0 {
+					s.WriteError(rec, r, fmt.Errorf("panic: %v", v))
+				}
+			}
+			if rec.status == 0 {
+				rec.status = http.StatusOK // nothing written: net/http sends 200
+			}
+			level := slog.LevelInfo
+			if rec.status >= 500 {
+				level = slog.LevelWarn
+			}
+			pattern := info.pattern
+			if pattern == "" {
+				pattern = "-"
+			}
+			s.logger.LogAttrs(r.Context(), level, "http",
+				slog.String("method", r.Method),
+				slog.String("pattern", pattern),
+				slog.Int("status", rec.status),
+				slog.Duration("duration", time.Since(start)),
+				slog.String("userId", info.userID),
+				slog.Int64("bytes", rec.bytes),
+				slog.String("instance", info.instance),
+			)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
