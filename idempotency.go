@@ -180,9 +180,21 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 		case errors.Is(lerr, ErrNotFound):
 			return Participation{}, errRetryParticipate
 		}
+		return Participation{}, &uncertainError{request: &req, err: fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)}
 	}
 	return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
 }
+
+// uncertainError is a Participate whose write may or may not have landed: its answer
+// was lost and the lock could not be read either. Submit sends the request's message
+// all the same, so that a request that did land is not left RECEIVED without one.
+type uncertainError struct {
+	request *Request
+	err     error
+}
+
+func (e *uncertainError) Error() string { return e.err.Error() }
+func (e *uncertainError) Unwrap() error { return e.err }
 
 // isInvalid reports an error that says the call itself was wrong (it was refused
 // before anything was written), as opposed to one that leaves its effect unknown.

@@ -2,6 +2,7 @@ package asyncevent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -31,6 +32,10 @@ const bookkeepingTimeout = 10 * time.Second
 // The Participation's Request, when set, is the request as Submit left it.
 func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
 	p, err := c.Participate(ctx, eventID, userID)
+	var uncertain *uncertainError
+	if errors.As(err, &uncertain) {
+		return c.enqueueUncertain(ctx, q, uncertain)
+	}
 	if err != nil {
 		return p, err
 	}
@@ -52,6 +57,20 @@ func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (P
 		p.Request, err = c.enqueue(ctx, q, r)
 	}
 	return p, err
+}
+
+// enqueueUncertain sends the message of a request whose write may not have landed: a
+// message without its request is dropped by the worker (NOT_FOUND), while a request
+// that did land is not left RECEIVED without a message. The participation stands only
+// if the request is then found.
+func (c *Client) enqueueUncertain(ctx context.Context, q Queue, u *uncertainError) (Participation, error) {
+	r, err := c.enqueue(ctx, q, u.request)
+	if err != nil || r == u.request {
+		// Not found, or not known: the caller learns that the participation failed;
+		// if it did land, the message on its way finishes it.
+		return Participation{}, u.err
+	}
+	return Participation{RequestID: r.RequestID, ParticipatedAt: u.request.RequestedAt, Request: r}, nil
 }
 
 // enqueue sends the message of a RECEIVED request and records the outcome. It returns

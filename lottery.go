@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 )
 
@@ -60,6 +61,9 @@ func seedCommitment(seed []byte) string {
 func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) result {
 	queuedAt := p.sentAt(d)
 	t, err := p.c.MarkQueued(ctx, m, queuedAt)
+	if errors.Is(err, ErrNotFound) {
+		return notFound()
+	}
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}

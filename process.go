@@ -255,6 +255,9 @@ func (p *Processor) sentAt(d Delivery) EpochMillis {
 // capacity decision.
 func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
 	t, err := p.c.StartProcessing(ctx, m, p.sentAt(d), l.owner, p.opts.LeaseDuration)
+	if errors.Is(err, ErrNotFound) {
+		return notFound()
+	}
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
@@ -283,6 +286,12 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 		return p.failed(ctx, m, d, l, err)
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+}
+
+// notFound: the message names no request (its ingest could not tell whether the
+// request was written, sent the message anyway, and the write had not landed).
+func notFound() result {
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeNotFound}}
 }
 
 // handle runs the service's handler, if any.

@@ -532,3 +532,17 @@ func TestHeartbeatKeepsALongMessageToItsWorker(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
 }
+
+func TestMessageWithoutRequestIsDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newSale(t, 1)
+	body, err := asyncevent.EncodeMessage(asyncevent.Message{V: 1, RequestID: "never-written", EventID: "sale",
+		UserID: "ghost", EventType: asyncevent.FirstCome, RequestedAt: 1})
+	require.NoError(t, err)
+	var kinds []asyncevent.OutcomeKind
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) { kinds = append(kinds, o.Kind) }})
+	assert.Empty(t, p.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: "m", Body: body, ReceiveCount: 1}}))
+	assert.Equal(t, []asyncevent.OutcomeKind{asyncevent.OutcomeNotFound}, kinds)
+	assert.Empty(t, items(t, c)[asyncevent.EntityRequest], "nothing written for it")
+}

@@ -1,0 +1,254 @@
+package asynceventtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// CheckOptions tunes CheckEvent.
+type CheckOptions struct {
+	// Users are the users who took part; each must have at most one live request
+	// (one not ended by a failed enqueue, which releases the lock).
+	Users []string
+	// Unsettled allows requests that are not final yet (a LOTTERY before its draw
+	// may keep QUEUED entries either way).
+	Unsettled bool
+}
+
+// CheckReport sums up the event CheckEvent checked.
+type CheckReport struct {
+	Requests   int
+	ByStatus   map[asyncevent.Status]int
+	ByCode     map[asyncevent.ResultCode]int
+	Locks      int
+	Violations []string
+}
+
+// CheckEvent reads the whole table (a Scan: the test kit may, the library never does)
+// and checks the design's invariants for one event, reporting each violation with
+// t.Errorf:
+//
+//   - FIRST_COME: capacityRemaining + SUCCEEDED = capacityTotal, and exactly
+//     min(capacity, contenders) SUCCEEDED, contenders being the requests that won or
+//     lost for capacity; no request lost for capacity while a seat was left.
+//   - LOTTERY, once announced: exactly min(K, entries) SUCCEEDED, and VerifyDraw clean.
+//   - No request left non-final (unless opts.Unsettled; QUEUED lottery entries before
+//     the draw are fine).
+//   - Every lock names an existing request of its (event, user), and every live
+//     request has its lock: no orphan lock, no request without one.
+//   - At most one live request per (event, user).
+//   - GSI attributes only on Request items, and every request past RECEIVED carries
+//     the index keys of its order time.
+//   - Every status log, if there is one, is a legal path of the lifecycle ending in
+//     the request's status.
+func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOptions) CheckReport {
+	t.Helper()
+	ctx := context.Background()
+	rep := CheckReport{ByStatus: map[asyncevent.Status]int{}, ByCode: map[asyncevent.ResultCode]int{}}
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		rep.Violations = append(rep.Violations, msg)
+		t.Errorf("CheckEvent %s: %s", eventID, msg)
+	}
+	cfg, err := c.GetEvent(ctx, eventID)
+	if err != nil {
+		t.Fatalf("CheckEvent %s: %v", eventID, err)
+	}
+
+	type reqItem struct {
+		asyncevent.Request
+		asyncevent.IndexKeys
+	}
+	requests := map[string]reqItem{}
+	locks := map[string]asyncevent.IdempotencyLock{} // by user
+	logs := map[string][]asyncevent.StatusLog{}
+	var capacity *asyncevent.EventCapacity
+	for _, raw := range ScanTable(t, c.TableName()) {
+		var head struct {
+			PK, SK     string
+			EntityType asyncevent.EntityType `dynamodbav:"entityType"`
+			EventID    string                `dynamodbav:"eventId"`
+		}
+		if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
+			fail("an item does not decode: %v", err)
+			continue
+		}
+		if head.EntityType != asyncevent.EntityRequest {
+			for name := range raw {
+				if strings.HasPrefix(name, "GSI") {
+					fail("%s item %s/%s carries %s", head.EntityType, head.PK, head.SK, name)
+				}
+			}
+		}
+		switch head.EntityType {
+		case asyncevent.EntityRequest:
+			var r reqItem
+			mustDecode(t, raw, &r)
+			if r.EventID == eventID {
+				requests[r.RequestID] = r
+			}
+		case asyncevent.EntityIdempotency:
+			var l asyncevent.IdempotencyLock
+			mustDecode(t, raw, &l)
+			if l.EventID == eventID {
+				locks[l.UserID] = l
+			}
+		case asyncevent.EntityCapacity:
+			if head.EventID == eventID {
+				capacity = new(asyncevent.EventCapacity)
+				mustDecode(t, raw, capacity)
+			}
+		case asyncevent.EntityStatusLog:
+			var l asyncevent.StatusLog
+			mustDecode(t, raw, &l)
+			logs[l.RequestID] = append(logs[l.RequestID], l)
+		}
+	}
+
+	live := map[string][]string{} // user → live request IDs
+	for id, r := range requests {
+		rep.Requests++
+		rep.ByStatus[r.Status]++
+		if r.ResultCode != "" {
+			rep.ByCode[r.ResultCode]++
+		}
+		if r.ResultCode != asyncevent.ResultFailedIngestEnqueue {
+			live[r.UserID] = append(live[r.UserID], id)
+		}
+		waiting := r.Status == asyncevent.StatusQueued && cfg.EventType == asyncevent.Lottery && cfg.Phase != asyncevent.PhaseAnnounced
+		if !r.Status.IsTerminal() && !opts.Unsettled && !waiting {
+			fail("request %s of %s is left %s", id, r.UserID, r.Status)
+		}
+		if r.Status != asyncevent.StatusReceived {
+			orderAt := r.QueuedAt
+			if orderAt == 0 {
+				orderAt = r.RequestedAt
+			}
+			want, err := asyncevent.NewIndexKeys(eventID, r.UserID, id, orderAt)
+			if err != nil || want != r.IndexKeys {
+				fail("request %s (%s) has index keys %+v, want %+v", id, r.Status, r.IndexKeys, want)
+			}
+		}
+		checkLog(fail, id, r.Status, logs[id])
+	}
+	for user, ids := range live {
+		if len(ids) > 1 {
+			fail("user %s has %d live requests: %v", user, len(ids), ids)
+		}
+		l, ok := locks[user]
+		switch {
+		case !ok:
+			fail("live request %s of %s has no lock", ids[0], user)
+		case !containsID(ids, l.RequestID):
+			fail("the lock of %s names %s, its live request is %v", user, l.RequestID, ids)
+		}
+	}
+	for user, l := range locks {
+		rep.Locks++
+		r, ok := requests[l.RequestID]
+		if !ok || r.UserID != user {
+			fail("orphan lock: %s/%s names request %s, which does not exist", eventID, user, l.RequestID)
+		}
+	}
+	for _, u := range opts.Users {
+		if len(live[u]) > 1 {
+			fail("user %s has more than one request", u)
+		}
+	}
+
+	won := rep.ByStatus[asyncevent.StatusSucceeded]
+	switch cfg.EventType {
+	case asyncevent.FirstCome:
+		if capacity == nil {
+			fail("no CAPACITY item")
+			break
+		}
+		contenders := won + rep.ByCode[asyncevent.ResultRejectedCapacity]
+		if capacity.CapacityRemaining+int64(won) != capacity.CapacityTotal {
+			fail("capacityRemaining %d + %d SUCCEEDED != capacityTotal %d", capacity.CapacityRemaining, won, capacity.CapacityTotal)
+		}
+		if want := min(int(capacity.CapacityTotal), contenders); won != want {
+			fail("%d SUCCEEDED, want min(capacity %d, contenders %d) = %d", won, capacity.CapacityTotal, contenders, want)
+		}
+	case asyncevent.Lottery:
+		if cfg.Phase != asyncevent.PhaseAnnounced {
+			break
+		}
+		entries := won + rep.ByCode[asyncevent.ResultLotteryLose]
+		if want := min(int(cfg.WinnerCount), entries); won != want {
+			fail("%d SUCCEEDED, want min(K %d, entries %d) = %d", won, cfg.WinnerCount, entries, want)
+		}
+		v, err := c.VerifyDraw(ctx, eventID)
+		if err != nil {
+			fail("VerifyDraw: %v", err)
+		} else if !v.OK() {
+			fail("VerifyDraw: %s", v)
+		}
+	}
+	return rep
+}
+
+func mustDecode(t testing.TB, raw map[string]types.AttributeValue, out any) {
+	t.Helper()
+	if err := attributevalue.UnmarshalMap(raw, out); err != nil {
+		t.Fatalf("CheckEvent: %v", err)
+	}
+}
+
+func containsID(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLog checks that a request's status log is a legal path ending in its status.
+// The entries' times come from the clocks of different processes (ingest, workers),
+// and a worker's write may be applied after an ingest write it was built before, so
+// the order of the entries is not trusted: the check is that some order of them is a
+// legal path from RECEIVED to the request's status.
+func checkLog(fail func(string, ...any), id string, status asyncevent.Status, logs []asyncevent.StatusLog) {
+	if len(logs) == 0 {
+		return
+	}
+	left := map[asyncevent.Status]int{}
+	for _, l := range logs {
+		left[l.ToStatus]++
+	}
+	if !legalPath("", left, len(logs), status) {
+		var got []string
+		for _, l := range logs {
+			got = append(got, string(l.ToStatus))
+		}
+		fail("request %s (%s): no order of its status log %v is a legal path", id, status, got)
+	}
+}
+
+// legalPath reports whether the statuses left, taken in some order after prev, make
+// a legal path that ends in last.
+func legalPath(prev asyncevent.Status, left map[asyncevent.Status]int, n int, last asyncevent.Status) bool {
+	if n == 0 {
+		return prev == last
+	}
+	for to, k := range left {
+		if k == 0 || !(prev == "" && to == asyncevent.StatusReceived || prev != "" && asyncevent.CanTransition(prev, to)) {
+			continue
+		}
+		left[to]--
+		ok := legalPath(to, left, n-1, last)
+		left[to]++
+		if ok {
+			return true
+		}
+	}
+	return false
+}

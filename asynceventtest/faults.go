@@ -1,0 +1,356 @@
+package asynceventtest
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// FaultPlan says which calls a FaultyDynamoDB disturbs, and how. Rates are fractions
+// of the matching calls; a call gets at most one fault. The same seed gives the same
+// faults for the same sequence of calls.
+type FaultPlan struct {
+	Seed int64
+
+	// FailRate: the call is refused before it is sent (a connection error); nothing
+	// is applied.
+	FailRate float64
+	// LoseRate: the call is applied, then its response is lost (a connection reset):
+	// the dangerous case, where the caller cannot tell.
+	LoseRate float64
+	// ThrottleRate: the call is refused with ProvisionedThroughputExceededException;
+	// nothing is applied.
+	ThrottleRate float64
+	// Latency adds up to this much delay to each matching call.
+	Latency time.Duration
+
+	// Operations limits the faults to these operations ("TransactWriteItems", …).
+	// Default: the data operations GetItem, PutItem, UpdateItem, Query and
+	// TransactWriteItems.
+	Operations []string
+	// KeyPrefix limits the faults to calls on an item whose PK starts with it
+	// ("REQ#", "EVENT#", "IDEMP#"); Query calls never match a prefix. Default: all.
+	KeyPrefix string
+}
+
+// FaultCounts counts the faults a FaultyDynamoDB injected.
+type FaultCounts struct {
+	Failed, Lost, Throttled, Dead int
+}
+
+// FaultyDynamoDB wraps a DynamoDB client and injects faults by a seeded plan, for
+// tests of code built on asyncevent. Kill makes every later call fail, as for a
+// process that died. It is safe for concurrent use.
+type FaultyDynamoDB struct {
+	db   asyncevent.DynamoDB
+	plan FaultPlan
+	ops  []string
+	dead atomic.Bool
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	counts FaultCounts
+}
+
+// NewFaultyDynamoDB returns a FaultyDynamoDB around db.
+func NewFaultyDynamoDB(db asyncevent.DynamoDB, plan FaultPlan) *FaultyDynamoDB {
+	ops := plan.Operations
+	if len(ops) == 0 {
+		ops = []string{"GetItem", "PutItem", "UpdateItem", "Query", "TransactWriteItems"}
+	}
+	return &FaultyDynamoDB{db: db, plan: plan, ops: ops, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0x5eed))}
+}
+
+// Kill makes every later call fail before it is sent.
+func (f *FaultyDynamoDB) Kill() { f.dead.Store(true) }
+
+// Revive undoes Kill.
+func (f *FaultyDynamoDB) Revive() { f.dead.Store(false) }
+
+// Counts returns the faults injected so far.
+func (f *FaultyDynamoDB) Counts() FaultCounts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts
+}
+
+type fault int
+
+const (
+	noFault fault = iota
+	failFault
+	loseFault
+	throttleFault
+)
+
+// decide picks the fault of one call, and its delay.
+func (f *FaultyDynamoDB) decide(op, pk string) (fault, time.Duration) {
+	if f.dead.Load() {
+		f.mu.Lock()
+		f.counts.Dead++
+		f.mu.Unlock()
+		return failFault, 0
+	}
+	if !slices.Contains(f.ops, op) || (f.plan.KeyPrefix != "" && !strings.HasPrefix(pk, f.plan.KeyPrefix)) {
+		return noFault, 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var delay time.Duration
+	if f.plan.Latency > 0 {
+		delay = time.Duration(f.rng.Int64N(int64(f.plan.Latency)))
+	}
+	r := f.rng.Float64()
+	switch {
+	case r < f.plan.FailRate:
+		f.counts.Failed++
+		return failFault, delay
+	case r < f.plan.FailRate+f.plan.ThrottleRate:
+		f.counts.Throttled++
+		return throttleFault, delay
+	case r < f.plan.FailRate+f.plan.ThrottleRate+f.plan.LoseRate:
+		f.counts.Lost++
+		return loseFault, delay
+	}
+	return noFault, delay
+}
+
+// injected is the error of an injected fault, shaped as the SDK's errors are.
+func injected(op string, kind fault) error {
+	var err error
+	switch kind {
+	case failFault:
+		err = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (injected)")}
+	case throttleFault:
+		err = &types.ProvisionedThroughputExceededException{Message: ptr("throughput exceeded (injected)")}
+	case loseFault:
+		err = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer (injected after the call was applied)")}
+	}
+	return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: op, Err: err}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// call runs one call under the plan.
+func call[O any](ctx context.Context, f *FaultyDynamoDB, op, pk string, do func() (*O, error)) (*O, error) {
+	kind, delay := f.decide(op, pk)
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+	switch kind {
+	case failFault, throttleFault:
+		return nil, injected(op, kind)
+	case loseFault:
+		if _, err := do(); err != nil {
+			return nil, err
+		}
+		return nil, injected(op, kind)
+	}
+	return do()
+}
+
+func pkOf(item map[string]types.AttributeValue) string {
+	if s, ok := item["PK"].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// GetItem implements asyncevent.DynamoDB.
+func (f *FaultyDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return call(ctx, f, "GetItem", pkOf(in.Key), func() (*dynamodb.GetItemOutput, error) { return f.db.GetItem(ctx, in, o...) })
+}
+
+// PutItem implements asyncevent.DynamoDB.
+func (f *FaultyDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return call(ctx, f, "PutItem", pkOf(in.Item), func() (*dynamodb.PutItemOutput, error) { return f.db.PutItem(ctx, in, o...) })
+}
+
+// UpdateItem implements asyncevent.DynamoDB.
+func (f *FaultyDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return call(ctx, f, "UpdateItem", pkOf(in.Key), func() (*dynamodb.UpdateItemOutput, error) { return f.db.UpdateItem(ctx, in, o...) })
+}
+
+// Query implements asyncevent.DynamoDB.
+func (f *FaultyDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	pk := ""
+	if f.plan.KeyPrefix != "" {
+		pk = "\x00" // a Query matches no key prefix
+	}
+	return call(ctx, f, "Query", pk, func() (*dynamodb.QueryOutput, error) { return f.db.Query(ctx, in, o...) })
+}
+
+// TransactWriteItems implements asyncevent.DynamoDB. With a KeyPrefix, a transaction
+// matches when any of its items does.
+func (f *FaultyDynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	pk := ""
+	for _, it := range in.TransactItems {
+		var key map[string]types.AttributeValue
+		switch {
+		case it.Put != nil:
+			key = it.Put.Item
+		case it.Update != nil:
+			key = it.Update.Key
+		case it.Delete != nil:
+			key = it.Delete.Key
+		case it.ConditionCheck != nil:
+			key = it.ConditionCheck.Key
+		}
+		if p := pkOf(key); pk == "" || strings.HasPrefix(p, f.plan.KeyPrefix) {
+			pk = p
+		}
+	}
+	return call(ctx, f, "TransactWriteItems", pk, func() (*dynamodb.TransactWriteItemsOutput, error) { return f.db.TransactWriteItems(ctx, in, o...) })
+}
+
+// CreateTable implements asyncevent.DynamoDB, without faults.
+func (f *FaultyDynamoDB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	return f.db.CreateTable(ctx, in, o...)
+}
+
+// DescribeTable implements asyncevent.DynamoDB, without faults.
+func (f *FaultyDynamoDB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return f.db.DescribeTable(ctx, in, o...)
+}
+
+// DescribeTimeToLive implements asyncevent.DynamoDB, without faults.
+func (f *FaultyDynamoDB) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	return f.db.DescribeTimeToLive(ctx, in, o...)
+}
+
+// UpdateTimeToLive implements asyncevent.DynamoDB, without faults.
+func (f *FaultyDynamoDB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	return f.db.UpdateTimeToLive(ctx, in, o...)
+}
+
+// QueueFaultPlan says how a ChaosQueue disturbs a queue. The same seed gives the same
+// disturbances for the same sequence of calls.
+type QueueFaultPlan struct {
+	Seed int64
+	// MaxCopies sends each message up to this many extra times (a random number from
+	// 0 to MaxCopies), as at-least-once delivery may.
+	MaxCopies int
+	// DropDeleteRate is the fraction of deleted messages that are silently not
+	// deleted, so they come back.
+	DropDeleteRate float64
+	// ExtraVisibility hides received and released messages up to this much longer.
+	ExtraVisibility time.Duration
+	// Shuffle returns each receive batch in random order.
+	Shuffle bool
+}
+
+// ChaosQueue wraps a queue and disturbs it by a seeded plan: duplicate sends, dropped
+// deletes, delayed visibility, reordered batches. Kill makes every later call fail,
+// as for a worker process that died. It is safe for concurrent use.
+type ChaosQueue struct {
+	q    asyncevent.Queue
+	plan QueueFaultPlan
+	dead atomic.Bool
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+// NewChaosQueue returns a ChaosQueue around q.
+func NewChaosQueue(q asyncevent.Queue, plan QueueFaultPlan) *ChaosQueue {
+	return &ChaosQueue{q: q, plan: plan, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0xc4a05))}
+}
+
+// Kill makes every later call fail.
+func (c *ChaosQueue) Kill() { c.dead.Store(true) }
+
+var errQueueDead = errors.New("queue connection refused (injected)")
+
+func (c *ChaosQueue) intN(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rng.IntN(n + 1)
+}
+
+func (c *ChaosQueue) chance(p float64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rng.Float64() < p
+}
+
+func (c *ChaosQueue) extra() time.Duration {
+	if c.plan.ExtraVisibility <= 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Duration(c.rng.Int64N(int64(c.plan.ExtraVisibility)))
+}
+
+// Send implements asyncevent.Queue.
+func (c *ChaosQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+	if c.dead.Load() {
+		return errQueueDead
+	}
+	for range 1 + c.intN(c.plan.MaxCopies) {
+		if err := c.q.Send(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Receive implements asyncevent.Queue.
+func (c *ChaosQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]asyncevent.Delivery, error) {
+	if c.dead.Load() {
+		return nil, errQueueDead
+	}
+	ds, err := c.q.Receive(ctx, max, wait, visibility+c.extra())
+	if c.plan.Shuffle && len(ds) > 1 {
+		c.mu.Lock()
+		c.rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
+		c.mu.Unlock()
+	}
+	return ds, err
+}
+
+// Delete implements asyncevent.Queue.
+func (c *ChaosQueue) Delete(ctx context.Context, receipts ...string) error {
+	if c.dead.Load() {
+		return errQueueDead
+	}
+	var kept []string
+	for _, r := range receipts {
+		if !c.chance(c.plan.DropDeleteRate) {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return c.q.Delete(ctx, kept...)
+}
+
+// ChangeVisibility implements asyncevent.Queue.
+func (c *ChaosQueue) ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error {
+	if c.dead.Load() {
+		return errQueueDead
+	}
+	return c.q.ChangeVisibility(ctx, receipt, timeout+c.extra())
+}

@@ -1,0 +1,318 @@
+// Package reliability holds the chaos suite: ingest and workers of asyncevent run
+// under injected DynamoDB faults, duplicated and reordered deliveries, dropped deletes
+// and killed workers, and the invariants of the design are checked afterwards.
+//
+// Replay a run with CHAOS_SEED=<seed>; scale it with CHAOS_USERS=<n>.
+package reliability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
+// chaosConfig is one run's scenario.
+type chaosConfig struct {
+	seed      int64
+	users     int
+	workers   int
+	dupClicks float64 // share of users who click again
+	faultRate float64 // share of DynamoDB calls disturbed, half of them lost responses
+	maxCopies int     // extra deliveries of each message
+}
+
+func envInt(name string, def int64) int64 {
+	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func newConfig(t *testing.T, users int) chaosConfig {
+	seed := envInt("CHAOS_SEED", time.Now().UnixNano()%1_000_000)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replay this run with: CHAOS_SEED=%d CHAOS_USERS=%d go test -race -run '%s' ./reliability", seed, users, t.Name())
+		}
+	})
+	t.Logf("chaos seed %d, %d users", seed, users)
+	return chaosConfig{seed: seed, users: users, workers: 8, dupClicks: 0.2, faultRate: 0.1, maxCopies: 2}
+}
+
+// skipClock is the real clock plus an offset that can jump forward (over a lottery's
+// hour of entries).
+type skipClock struct{ offset atomic.Int64 }
+
+func (c *skipClock) Now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *skipClock) Skip(d time.Duration) { c.offset.Add(int64(d)) }
+
+// world is the system under test: a table, a queue, and worker processes that die.
+type world struct {
+	t      *testing.T
+	cfg    chaosConfig
+	opts   asyncevent.Options
+	table  string
+	queue  *asyncevent.MemoryQueue
+	clean  *asyncevent.Client // a client without faults, for checks and the sweeper
+	ingest *asyncevent.Client // ingest under faults
+	faults *asynceventtest.FaultyDynamoDB
+	users  []string
+
+	mu      sync.Mutex
+	procs   []*process
+	nextID  int
+	kills   int
+	faulted atomic.Int64
+}
+
+// process is one worker process: its own faulty DynamoDB client and queue view.
+type process struct {
+	db     *asynceventtest.FaultyDynamoDB
+	q      *asynceventtest.ChaosQueue
+	worker *asyncevent.Worker
+}
+
+func newWorld(t *testing.T, cfg chaosConfig, clock func() time.Time) *world {
+	w := &world{t: t, cfg: cfg, queue: asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 12})}
+	w.opts = asyncevent.Options{StatusLog: true, RedriveAfter: 300 * time.Millisecond, Clock: clock}
+	w.faults = asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), w.plan(cfg.seed))
+	w.ingest = asynceventtest.NewTableOn(t, w.faults, w.opts)
+	w.table = w.ingest.TableName()
+	opts := w.opts
+	opts.TableName = w.table
+	var err error
+	w.clean, err = asyncevent.New(asynceventtest.DynamoDB(t), opts)
+	require.NoError(t, err)
+	for i := range cfg.users {
+		w.users = append(w.users, fmt.Sprintf("user-%05d", i))
+	}
+	return w
+}
+
+func (w *world) plan(seed int64) asynceventtest.FaultPlan {
+	return asynceventtest.FaultPlan{Seed: seed, FailRate: w.cfg.faultRate / 2, LoseRate: w.cfg.faultRate / 2}
+}
+
+// startWorker starts one more worker process.
+func (w *world) startWorker() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.nextID++
+	db := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(w.t), w.plan(w.cfg.seed+int64(w.nextID)*7919))
+	q := asynceventtest.NewChaosQueue(w.queue, asynceventtest.QueueFaultPlan{
+		Seed: w.cfg.seed + int64(w.nextID), DropDeleteRate: 0.05, ExtraVisibility: 100 * time.Millisecond, Shuffle: true,
+	})
+	opts := w.opts
+	opts.TableName = w.table
+	c, err := asyncevent.New(db, opts)
+	require.NoError(w.t, err)
+	worker, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{
+		Concurrency: 4, WaitTime: 100 * time.Millisecond, VisibilityTimeout: 2 * time.Second,
+		ProcessOptions: asyncevent.ProcessOptions{
+			WorkerID: fmt.Sprintf("w%d", w.nextID), LeaseDuration: 2 * time.Second, MaxReceives: 12,
+			Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond },
+		},
+	})
+	require.NoError(w.t, err)
+	require.NoError(w.t, worker.Start(context.Background()))
+	w.procs = append(w.procs, &process{db: db, q: q, worker: worker})
+}
+
+// killOne kills a random worker process mid-work: its DynamoDB and queue calls fail
+// from now on, so it can neither finish nor release what it holds, and it is
+// replaced.
+func (w *world) killOne(rng *rand.Rand) {
+	w.mu.Lock()
+	i := rng.IntN(len(w.procs))
+	p := w.procs[i]
+	w.procs = append(w.procs[:i], w.procs[i+1:]...)
+	w.kills++
+	w.mu.Unlock()
+	p.db.Kill()
+	p.q.Kill()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: the work in flight is abandoned
+	_ = p.worker.Stop(ctx)
+	w.faulted.Add(int64(p.db.Counts().Failed + p.db.Counts().Lost))
+	w.startWorker()
+}
+
+func (w *world) stopWorkers() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.procs {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		require.NoError(w.t, p.worker.Stop(ctx))
+		cancel()
+		c := p.db.Counts()
+		w.faulted.Add(int64(c.Failed + c.Lost))
+	}
+	w.procs = nil
+}
+
+// click submits a user until the library answers without error, as a user who sees
+// an error clicks again.
+func (w *world) click(ctx context.Context, eventID, user string) error {
+	var err error
+	for attempt := range 12 {
+		if _, err = w.ingest.Submit(ctx, w.queue, eventID, user); err == nil {
+			return nil
+		}
+		if errors.Is(err, asyncevent.ErrEventClosed) {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	return err
+}
+
+// ingestAll has 16 clients submit every user, a share of them twice, while worker
+// processes run and get killed.
+func (w *world) ingestAll(eventID string, rng *rand.Rand) {
+	ctx := context.Background()
+	for range w.cfg.workers {
+		w.startWorker()
+	}
+	clicks := make(chan string)
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for u := range clicks {
+				if err := w.click(ctx, eventID, u); err != nil {
+					failures.Add(1)
+					w.t.Logf("%s gave up: %v", u, err)
+				}
+			}
+		})
+	}
+	stopKills := make(chan struct{})
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		krng := rand.New(rand.NewPCG(uint64(w.cfg.seed), 3))
+		for {
+			select {
+			case <-stopKills:
+				return
+			case <-time.After(time.Duration(500+krng.IntN(1000)) * time.Millisecond):
+				w.killOne(krng)
+			}
+		}
+	}()
+	for _, u := range w.users {
+		clicks <- u
+		if rng.Float64() < w.cfg.dupClicks {
+			clicks <- u
+		}
+	}
+	close(clicks)
+	wg.Wait()
+	require.Zero(w.t, failures.Load(), "users who could not participate after 12 clicks")
+	w.drain()
+	close(stopKills)
+	<-killed
+}
+
+// drain waits until the queue is empty.
+func (w *world) drain() {
+	deadline := time.Now().Add(3 * time.Minute)
+	for l := w.queue.Len(); l.Visible+l.InFlight > 0; l = w.queue.Len() {
+		require.True(w.t, time.Now().Before(deadline), "queue not drained: %+v", l)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// settle runs the sweeper until no FIRST_COME request is left in flight.
+func (w *world) settle(eventID string) {
+	ctx := context.Background()
+	for round := 0; ; round++ {
+		require.Less(w.t, round, 20, "requests still in flight after 20 sweeps")
+		time.Sleep(2500 * time.Millisecond) // leases and visibility run out
+		report, err := w.clean.Sweep(ctx, w.queue, eventID, asyncevent.SweepOptions{StuckAfter: 2 * time.Second, RatePerSecond: 1000})
+		require.NoError(w.t, err)
+		resent := 0
+		for _, n := range report.Resent {
+			resent += n
+		}
+		w.t.Logf("sweep %d: examined %d, resent %v", round, report.Examined, report.Resent)
+		if resent == 0 {
+			return
+		}
+		w.drain()
+	}
+}
+
+func TestChaosFirstCome(t *testing.T) {
+	t.Parallel()
+	cfg := newConfig(t, int(envInt("CHAOS_USERS", 2000)))
+	w := newWorld(t, cfg, time.Now)
+	const capacity = 300
+	_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
+		EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	require.NoError(t, err)
+
+	began := time.Now()
+	w.ingestAll("chaos-sale", rand.New(rand.NewPCG(uint64(cfg.seed), 1)))
+	w.startWorker() // one healthy worker for what the sweeper finds
+	w.settle("chaos-sale")
+	w.stopWorkers()
+
+	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-sale", asynceventtest.CheckOptions{Users: w.users})
+	t.Logf("%d requests in %s: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v",
+		rep.Requests, time.Since(began).Round(time.Second), rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts())
+	require.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
+}
+
+func TestChaosLottery(t *testing.T) {
+	t.Parallel()
+	cfg := newConfig(t, int(envInt("CHAOS_USERS", 2000)))
+	clock := &skipClock{}
+	w := newWorld(t, cfg, clock.Now)
+	const winners = 100
+	ctx := context.Background()
+	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: "chaos-lottery", EventType: asyncevent.Lottery, WinnerCount: winners,
+		LotteryCutoffAt: asyncevent.MillisOf(clock.Now().Add(time.Hour))})
+	require.NoError(t, err)
+
+	w.ingestAll("chaos-lottery", rand.New(rand.NewPCG(uint64(cfg.seed), 2)))
+	w.stopWorkers()
+	clock.Skip(time.Hour + asyncevent.DefaultDrawSettleWindow)
+
+	// The draw itself runs under faults, and is run again until it finishes.
+	var res *asyncevent.DrawResult
+	for attempt := 0; ; attempt++ {
+		require.Less(t, attempt, 30, "the draw did not finish")
+		if res, err = w.ingest.Draw(ctx, "chaos-lottery"); err == nil {
+			break
+		}
+		t.Logf("draw attempt %d: %v", attempt, firstLine(err))
+	}
+	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-lottery", asynceventtest.CheckOptions{Users: w.users})
+	t.Logf("%d requests: %v %v; %d worker kills", rep.Requests, rep.ByStatus, rep.ByCode, w.kills)
+	require.Len(t, res.Winners, winners)
+	require.Equal(t, winners, rep.ByStatus[asyncevent.StatusSucceeded])
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
