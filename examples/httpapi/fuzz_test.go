@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// FuzzCreateEventBody sends arbitrary bodies to POST /admin/events on a real table:
+// whatever comes in, the answer is 201 with an event or a 4xx problem with a code,
+// never a 5xx and never a panic.
+func FuzzCreateEventBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","capacityTotal":100,"startsAt":"2026-05-01T09:00:00+09:00","endsAt":"2026-05-02T00:00:00Z"}`,
+		`{"eventId":"spring-lottery","eventType":"LOTTERY","winnerCount":10,"lotteryCutoffAt":"2026-05-01T12:00:00.5Z","announceAt":"2026-05-01T13:00:00Z"}`,
+		`{"eventId":"a#b","eventType":"FIRST_COME","capacityTotal":1}`,
+		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":1,"endsAt":1795421039191}`,
+		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":9223372036854775807}`,
+		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":1,"extra":true}`,
+		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":1,"startsAt":"0000-01-01T00:00:00Z"}`,
+		`{"eventId":"x","name":"\u0000\ud800","eventType":"FIRST_COME","capacityTotal":1}`,
+		`null`,
+		`[]`,
+		`{"eventId":`,
+		`{} {}`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	client := asynceventtest.NewTable(f)
+	h := NewServer(ServerOptions{Client: client, JWTSecret: testSecret}).Handler()
+	admin, err := MintToken(testSecret, "admin-1", RoleAdmin, time.Now().Add(24*time.Hour))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest("POST", "/admin/events", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+
+		switch status := rec.Code; {
+		case status == http.StatusCreated:
+			var e EventView
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.EventID == "" {
+				t.Fatalf("201 without an event: %v: %s", err, rec.Body)
+			}
+		case status >= 400 && status < 500:
+			var p Problem
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Code == "" || p.Status != status {
+				t.Fatalf("%d without a problem: %v: %s", status, err, rec.Body)
+			}
+			if rec.Header().Get("Content-Type") != ProblemContentType {
+				t.Fatalf("%d with Content-Type %q", status, rec.Header().Get("Content-Type"))
+			}
+		default:
+			t.Fatalf("body %q: status %d: %s", body, status, rec.Body)
+		}
+	})
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// TestEndToEndOverSQS runs the command's own wiring (run) on a real socket, with
+// in-process workers on a local SQS (fauxqs): 500 users take part over HTTP at once
+// in a FIRST_COME event of capacity 50, and exactly 50 win.
+func TestEndToEndOverSQS(t *testing.T) {
+	t.Parallel()
+	const users, capacity = 500, 50
+	queue := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{MaxReceives: 5})
+	table := asynceventtest.UniqueTableName(t)
+	t.Cleanup(func() { asynceventtest.DeleteTable(t, table) })
+
+	cfg, err := parseConfig([]string{
+		"-addr", "127.0.0.1:0",
+		"-table", table,
+		"-dynamodb-endpoint", asynceventtest.Endpoint(t),
+		"-create-table",
+		"-queue-url", queue.URL(),
+		"-sqs-endpoint", asynceventtest.SQSEndpoint(t),
+		"-workers", "4",
+		"-request-timeout", "60s",
+		"-log-format", "json",
+	}, func(name string) string {
+		if name == "ASYNCEVENT_JWT_SECRET" {
+			return string(testSecret)
+		}
+		return ""
+	}, io.Discard)
+	require.NoError(t, err)
+	require.False(t, cfg.embedded)
+	cfg.workerWait = time.Second // a short long-poll, so the workers stop quickly
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan net.Addr, 1)
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, logs, func(a net.Addr) { addrs <- a }) }()
+	var base string
+	select {
+	case a := <-addrs:
+		base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("run ended before listening: %v\n%s", err, logs)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the server did not start")
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: users}, Timeout: 2 * time.Minute}
+	admin := token(t, "admin-1", RoleAdmin)
+
+	r := doURL(t, hc, base, "GET", "/healthz", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	r = doURL(t, hc, base, "POST", "/admin/events", admin, map[string]any{"eventId": "rush", "eventType": "FIRST_COME", "capacityTotal": capacity})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+
+	var wg sync.WaitGroup
+	statuses := make([]int, users)
+	start := make(chan struct{})
+	for i := range users {
+		tok := token(t, fmt.Sprintf("user-%03d", i), RoleUser)
+		wg.Go(func() {
+			<-start
+			statuses[i] = doURL(t, hc, base, "POST", "/events/rush/participations", tok, nil).status
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, s := range statuses {
+		require.Equal(t, http.StatusAccepted, s, "user %d", i)
+	}
+
+	var stats StatsView
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		r = doURL(t, hc, base, "GET", "/admin/events/rush/stats", admin, nil)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		stats = decode[StatsView](t, r)
+		terminal := stats.ByStatus[asyncevent.StatusSucceeded] + stats.ByStatus[asyncevent.StatusRejected] + stats.ByStatus[asyncevent.StatusFailedFinal]
+		if terminal == users {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not all terminal: %+v", stats.ByStatus)
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.Equal(t, users, stats.Requests)
+	assert.Equal(t, map[asyncevent.Status]int{asyncevent.StatusSucceeded: capacity, asyncevent.StatusRejected: users - capacity}, stats.ByStatus)
+	require.NotNil(t, stats.CapacityRemaining)
+	assert.EqualValues(t, 0, *stats.CapacityRemaining)
+	t.Logf("queue wait p50 %.0fms p95 %.0fms; processing p50 %.0fms; fairness inversions %d",
+		stats.QueueWait.P50Ms, stats.QueueWait.P95Ms, stats.Processing.P50Ms, stats.Fairness.Inversions)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("run did not stop")
+	}
+	out := logs.String()
+	assert.Contains(t, out, `"msg":"shutting down: draining HTTP, then stopping the workers"`)
+	assert.Contains(t, out, `"msg":"stopped"`)
+	assert.Contains(t, out, `"pattern":"POST /events/{eventId}/participations"`)
+}
+
+// TestRunWithMemoryQueue runs the command with an in-memory queue and -dev: the
+// printed tokens work, a participation is processed by the in-process worker, and
+// the command stops cleanly.
+func TestRunWithMemoryQueue(t *testing.T) {
+	t.Parallel()
+	table := asynceventtest.UniqueTableName(t)
+	t.Cleanup(func() { asynceventtest.DeleteTable(t, table) })
+	cfg, err := parseConfig([]string{
+		"-addr", "127.0.0.1:0", "-table", table, "-dynamodb-endpoint", asynceventtest.Endpoint(t),
+		"-create-table", "-workers", "1", "-dev", "-status-log=false",
+	}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	require.True(t, cfg.generatedSecret)
+	cfg.workerWait = 100 * time.Millisecond
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrs := make(chan net.Addr, 1)
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, logs, func(a net.Addr) { addrs <- a }) }()
+	var base string
+	select {
+	case a := <-addrs:
+		base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("run ended before listening: %v\n%s", err, logs)
+	}
+
+	// -dev printed tokens signed with the secret it made up.
+	adminTok, userTok := exported(t, logs.String(), "ADMIN_TOKEN"), exported(t, logs.String(), "USER_TOKEN")
+	r := doURL(t, http.DefaultClient, base, "POST", "/admin/events", adminTok, map[string]any{"eventId": "sale", "eventType": "FIRST_COME", "capacityTotal": 1})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	r = doURL(t, http.DefaultClient, base, "POST", "/events/sale/participations", userTok, nil)
+	require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
+	id := decode[ParticipationView](t, r).RequestID
+
+	require.Eventually(t, func() bool {
+		r := doURL(t, http.DefaultClient, base, "GET", "/requests/"+id, userTok, nil)
+		return r.status == http.StatusOK && decode[RequestView](t, r).Status == asyncevent.StatusSucceeded
+	}, time.Minute, 50*time.Millisecond)
+	r = doURL(t, http.DefaultClient, base, "GET", "/admin/requests/"+id+"/logs", adminTok, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Empty(t, decode[StatusLogsView](t, r).Logs, "-status-log=false")
+
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// exported finds "export NAME=value" in out.
+func exported(t *testing.T, out, name string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "export "+name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("no export %s in:\n%s", name, out)
+	return ""
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	secret := strings.Repeat("s", 32)
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+	_, err := parseConfig(nil, noEnv, io.Discard)
+	assert.ErrorContains(t, err, "JWT secret is required", "no secret, no start")
+
+	_, err = parseConfig([]string{"-jwt-secret", "short"}, noEnv, io.Discard)
+	assert.ErrorContains(t, err, "at least 32")
+
+	c, err := parseConfig([]string{"-dev"}, noEnv, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, c.generatedSecret)
+	assert.Len(t, c.jwtSecret, 64)
+	assert.True(t, c.embedded, "no endpoint: embedded")
+	assert.True(t, c.createTable, "embedded: the table is made")
+	assert.Equal(t, ":8080", c.addr)
+	assert.Equal(t, asyncevent.DefaultTableName, c.table)
+	assert.Equal(t, 2, c.workers)
+	assert.True(t, c.statusLog)
+
+	c, err = parseConfig(nil, env(map[string]string{
+		"ASYNCEVENT_JWT_SECRET": secret, "DYNAMODB_ENDPOINT": "http://localhost:8000",
+		"ASYNCEVENT_TABLE": "T", "SQS_ENDPOINT": "http://localhost:4566",
+		"ASYNCEVENT_QUEUE_URL": "http://localhost:4566/000000000000/q", "ASYNCEVENT_ADDR": ":9999",
+	}), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, config{
+		addr: ":9999", table: "T", dynamoEndpoint: "http://localhost:8000", queueURL: "http://localhost:4566/000000000000/q",
+		sqsEndpoint: "http://localhost:4566", workers: 2, jwtSecret: []byte(secret), statusLog: true,
+		requestTimeout: DefaultRequestTimeout, shutdownTimeout: 30 * time.Second,
+	}, c, "from the environment; an endpoint means not embedded")
+
+	c, err = parseConfig([]string{"-jwt-secret", secret, "-embedded=false", "-workers", "0", "-table", "U"}, env(map[string]string{"ASYNCEVENT_TABLE": "T"}), io.Discard)
+	require.NoError(t, err)
+	assert.False(t, c.embedded, "AWS itself")
+	assert.False(t, c.createTable)
+	assert.Equal(t, "U", c.table, "a flag beats the environment")
+	assert.Zero(t, c.workers)
+
+	for _, args := range [][]string{
+		{"-jwt-secret", secret, "-embedded", "-dynamodb-endpoint", "http://x"},
+		{"-jwt-secret", secret, "-workers", "-1"},
+		{"-jwt-secret", secret, "-log-format", "xml"},
+		{"-jwt-secret", secret, "-request-timeout", "0s"},
+		{"-jwt-secret", secret, "extra"},
+		{"-no-such-flag"},
+	} {
+		_, err := parseConfig(args, noEnv, io.Discard)
+		assert.Error(t, err, "%q", args)
+	}
+}
