@@ -5,7 +5,7 @@
 GO       ?= go
 FUZZTIME ?= 10s
 
-.PHONY: demo test vet unit fuzz
+.PHONY: demo test vet unit fuzz chaos
 
 demo:
 	$(GO) run ./examples/quickstart
@@ -23,3 +23,14 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzKeyBuilders$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzKeyParsers$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCursor$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzCreateEventBody$$' -fuzztime=$(FUZZTIME) ./examples/httpapi
+
+# The chaos suite at full scale over many seeds (make test runs it once, smaller):
+# CHAOS_USERS users per event, seeds 1..CHAOS_RUNS.
+CHAOS_USERS ?= 5000
+CHAOS_RUNS  ?= 20
+chaos:
+	for seed in $$(seq 1 $(CHAOS_RUNS)); do \
+		CHAOS_SEED=$$seed CHAOS_USERS=$(CHAOS_USERS) $(GO) test -race -count=1 ./reliability || exit 1; \
+	done
