@@ -101,6 +101,14 @@ func (e *env) do(method, path, tok string, body any) response {
 
 func doURL(t testing.TB, hc *http.Client, base, method, path, tok string, body any) response {
 	t.Helper()
+	r, err := tryURL(hc, base, method, path, tok, body)
+	require.NoError(t, err)
+	return r
+}
+
+// tryURL is doURL for goroutines other than the test's, which must not call
+// t.FailNow.
+func tryURL(hc *http.Client, base, method, path, tok string, body any) (response, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -110,11 +118,15 @@ func doURL(t testing.TB, hc *http.Client, base, method, path, tok string, body a
 		rd = bytes.NewReader(b)
 	default:
 		buf, err := json.Marshal(b)
-		require.NoError(t, err)
+		if err != nil {
+			return response{}, err
+		}
 		rd = bytes.NewReader(buf)
 	}
 	req, err := http.NewRequestWithContext(context.Background(), method, base+path, rd)
-	require.NoError(t, err)
+	if err != nil {
+		return response{}, err
+	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -122,11 +134,15 @@ func doURL(t testing.TB, hc *http.Client, base, method, path, tok string, body a
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := hc.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return response{}, err
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 // createFirstCome creates a FIRST_COME event through the admin route.

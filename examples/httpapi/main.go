@@ -15,36 +15,47 @@
 //
 // # Run it on DynamoDB Local and fauxqs (an SQS emulator)
 //
-//	java -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -port 8000 &
-//	npx fauxqs@1.9.2 &     # listens on :4566
-//	aws --endpoint-url http://localhost:4566 --region us-east-1 sqs create-queue --queue-name participations
+// DynamoDB Local from Amazon's jar (or docker run -p 8000:8000 amazon/dynamodb-local),
+// fauxqs from npm (Node.js 20+; it listens on :4566, FAUXQS_PORT to change), a queue
+// made with one call of the SQS JSON protocol (or the aws CLI's sqs create-queue):
+//
+//	java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -port 8000 &
+//	npx fauxqs@1.9.2 &
+//	curl -s localhost:4566/ -H 'X-Amz-Target: AmazonSQS.CreateQueue' \
+//	    -H 'Content-Type: application/x-amz-json-1.0' -d '{"QueueName":"participations"}'
+//	    # {"QueueUrl":"http://sqs.us-east-1.localhost:4566/000000000000/participations"}
 //	export ASYNCEVENT_JWT_SECRET=$(openssl rand -hex 32)
 //	go run ./examples/httpapi -dynamodb-endpoint http://localhost:8000 -create-table \
 //	    -sqs-endpoint http://localhost:4566 \
-//	    -queue-url http://localhost:4566/000000000000/participations -workers 4 -dev
+//	    -queue-url http://sqs.us-east-1.localhost:4566/000000000000/participations \
+//	    -workers 4 -dev
 //
-// Without an endpoint and with -embedded=false it uses AWS itself, with the default
-// credential chain (environment, ~/.aws, instance role); the table must exist (or
-// pass -create-table). -workers 0 runs ingest only, for a fleet whose workers run
-// elsewhere (another process, or a Lambda on the queue).
+// With a secret of its own, -dev only prints the sample tokens. Without an endpoint
+// and with -embedded=false the command uses AWS itself, with the default credential
+// chain (environment, ~/.aws, instance role); the table must exist (or pass
+// -create-table). -workers 0 runs ingest only, for a fleet whose workers run
+// elsewhere (another process, or a Lambda on the queue). SIGINT or SIGTERM drains
+// the HTTP requests in flight, then stops the workers (Worker.Stop), within
+// -shutdown-timeout.
 //
 // # Flags
 //
-//	flag                env                     default            meaning
-//	-addr               ASYNCEVENT_ADDR         :8080              listen address
-//	-table              ASYNCEVENT_TABLE        AsyncEventTable    DynamoDB table
-//	-dynamodb-endpoint  DYNAMODB_ENDPOINT                          DynamoDB (Local) endpoint; dummy credentials
-//	-embedded                                   true without an endpoint  start a DynamoDB Local in-process
-//	-create-table                               false (true with -embedded)  create the table (idempotent); else check it
-//	-queue-url          ASYNCEVENT_QUEUE_URL                       SQS queue; empty: an in-memory queue
-//	-sqs-endpoint       SQS_ENDPOINT                               SQS endpoint (fauxqs); dummy credentials
-//	-workers                                    2                  in-process workers; 0: ingest only
-//	-jwt-secret         ASYNCEVENT_JWT_SECRET                      HS256 key, at least 32 bytes; required unless -dev
-//	-dev                                        false              make up a secret if none, print sample tokens
-//	-status-log                                 true               write the StatusLog of every transition
-//	-request-timeout                            10s                per-request deadline (503 timeout)
-//	-shutdown-timeout                           30s                drain HTTP, then stop the workers, within this
-//	-log-format                                 text               access log format: text or json
+// Each flag with an environment variable falls back to it.
+//
+//	-addr               ASYNCEVENT_ADDR        listen address (:8080)
+//	-table              ASYNCEVENT_TABLE       DynamoDB table (AsyncEventTable)
+//	-dynamodb-endpoint  DYNAMODB_ENDPOINT      DynamoDB Local endpoint, with dummy credentials
+//	-embedded                                  start a DynamoDB Local in-process (default: true when no endpoint)
+//	-create-table                              create the table, idempotently (always with -embedded); else check it
+//	-queue-url          ASYNCEVENT_QUEUE_URL   SQS queue URL; empty: an in-memory queue (asyncevent.MemoryQueue)
+//	-sqs-endpoint       SQS_ENDPOINT           SQS endpoint such as fauxqs, with dummy credentials; empty: AWS
+//	-workers                                   in-process workers (2); 0: ingest only
+//	-jwt-secret         ASYNCEVENT_JWT_SECRET  HS256 secret of the bearer tokens, at least 32 bytes; required unless -dev
+//	-dev                                       make up a secret if none is given; print an admin and a user token
+//	-status-log                                write the StatusLog of every transition (true)
+//	-request-timeout                           deadline of each request (10s); past it: 503 timeout
+//	-shutdown-timeout                          drain HTTP, then stop the workers, within this (30s)
+//	-log-format                                text or json (text)
 //
 // # A session
 //
@@ -54,15 +65,23 @@
 //	curl -s -X POST localhost:8080/admin/events -H "Authorization: Bearer $ADMIN_TOKEN" \
 //	    -H 'Content-Type: application/json' \
 //	    -d '{"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","capacityTotal":100,"endsAt":"2030-01-01T00:00:00Z"}'
+//	    # 201 {"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","endsAt":"2030-01-01T00:00:00.000Z","capacityTotal":100,"createdAt":"…"}
 //	curl -si -X POST localhost:8080/events/spring-sale/participations -H "Authorization: Bearer $USER_TOKEN"
-//	    # 202 {"requestId":"0197…","eventId":"spring-sale","status":"QUEUED","uiResult":"PENDING","duplicate":false}
-//	    # again: 200, the same requestId, "duplicate":true
-//	curl -s localhost:8080/requests/0197… -H "Authorization: Bearer $USER_TOKEN"
+//	    # 202, Location: /requests/01a2…
+//	    # {"requestId":"01a2…","eventId":"spring-sale","status":"QUEUED","uiResult":"PENDING","duplicate":false}
+//	    # the same again: 200, the same requestId, "duplicate":true (and the status by then)
+//	REQ=01a2…   # the requestId
+//	curl -s localhost:8080/requests/$REQ -H "Authorization: Bearer $USER_TOKEN"
 //	curl -s 'localhost:8080/me/participations?limit=20' -H "Authorization: Bearer $USER_TOKEN"
+//	    # {"requests":[…],"nextCursor":"…"}: pass nextCursor back as &cursor= for the next page
 //	curl -s localhost:8080/admin/events/spring-sale -H "Authorization: Bearer $ADMIN_TOKEN"
+//	    # the event with "capacity":{"total":100,"remaining":99,"updatedAt":"…"}
 //	curl -s 'localhost:8080/admin/events/spring-sale/requests?order=desc&status=SUCCEEDED&limit=50' -H "Authorization: Bearer $ADMIN_TOKEN"
 //	curl -s localhost:8080/admin/events/spring-sale/stats -H "Authorization: Bearer $ADMIN_TOKEN"
-//	curl -s localhost:8080/admin/requests/0197…/logs -H "Authorization: Bearer $ADMIN_TOKEN"
+//	    # {"requests":1,"byStatus":{"SUCCEEDED":1},"byResultCode":{"SUCCESS":1},"capacityTotal":100,"capacityRemaining":99,…}
+//	curl -s localhost:8080/admin/requests/$REQ/logs -H "Authorization: Bearer $ADMIN_TOKEN"
+//	curl -s localhost:8080/admin/events/spring-sale -H "Authorization: Bearer $USER_TOKEN"
+//	    # 403 {"type":"about:blank","title":"Forbidden","status":403,"detail":"this route needs the admin role","instance":"urn:uuid:…","code":"forbidden"}
 //
 // A LOTTERY event takes winnerCount and lotteryCutoffAt instead of capacityTotal;
 // after the cutoff (plus the library's settle window) POST

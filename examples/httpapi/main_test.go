@@ -72,19 +72,21 @@ func TestEndToEndOverSQS(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 
 	var wg sync.WaitGroup
-	statuses := make([]int, users)
+	answers := make([]response, users)
+	errs := make([]error, users)
 	start := make(chan struct{})
 	for i := range users {
 		tok := token(t, fmt.Sprintf("user-%03d", i), RoleUser)
 		wg.Go(func() {
 			<-start
-			statuses[i] = doURL(t, hc, base, "POST", "/events/rush/participations", tok, nil).status
+			answers[i], errs[i] = tryURL(hc, base, "POST", "/events/rush/participations", tok, nil)
 		})
 	}
 	close(start)
 	wg.Wait()
-	for i, s := range statuses {
-		require.Equal(t, http.StatusAccepted, s, "user %d", i)
+	for i := range users {
+		require.NoError(t, errs[i], "user %d", i)
+		require.Equal(t, http.StatusAccepted, answers[i].status, "user %d: %s", i, answers[i].body)
 	}
 
 	var stats StatsView
