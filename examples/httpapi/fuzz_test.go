@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,12 @@ func FuzzCreateEventBody(f *testing.F) {
 		``,
 	} {
 		f.Add([]byte(seed))
+	}
+	// Fuzz workers are processes of their own, started with this process's
+	// environment once f.Fuzz runs: point them at this process's DynamoDB Local (the
+	// kit honours DYNAMODB_ENDPOINT) rather than have each start one.
+	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
+		f.Setenv("DYNAMODB_ENDPOINT", asynceventtest.Endpoint(f))
 	}
 	client := asynceventtest.NewTable(f)
 	h := NewServer(ServerOptions{Client: client, JWTSecret: testSecret}).Handler()
