@@ -17,7 +17,12 @@ import (
 
 // StatusLog is an optional StatusLog item (PK REQ#<requestId>, SK
 // LOG#<occurredAt>#<suffix>): one transition of a request, for the operator's
-// timeline. It never carries GSI attributes.
+// timeline, written in the same transaction as the transition. It never carries GSI
+// attributes. FromStatus is empty where the transition's condition allows several
+// statuses (a worker's start: RECEIVED, QUEUED or an expired PROCESSING). OccurredAt
+// comes from the writer's clock when it builds the write, so between processes
+// (ingest and a worker racing for the same request) the entries' order is only
+// approximate; the set of entries is exact.
 type StatusLog struct {
 	EntityType EntityType  `dynamodbav:"entityType"` // STATUS_LOG
 	RequestID  string      `dynamodbav:"requestId"`
