@@ -20,9 +20,9 @@ type Config struct {
 	// Table is the table, made by the library's CreateTable; Run creates it if needed.
 	Table string
 
-	// Rounds is how many times each flow runs on each side. Default: 3.
+	// Rounds is how many times each flow runs on each side. Default: 5.
 	Rounds int
-	// N is how many operations each flow runs per round and side. Default: 1000.
+	// N is how many operations each flow runs per round and side. Default: 500.
 	N int
 	// Clients is how many ingest calls run at once. Default: 16.
 	Clients int
@@ -42,8 +42,8 @@ type Config struct {
 
 // The defaults of Config.
 const (
-	DefaultRounds  = 3
-	DefaultN       = 1000
+	DefaultRounds  = 5
+	DefaultN       = 500
 	DefaultClients = 16
 	DefaultWorkers = 8
 )

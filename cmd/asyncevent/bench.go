@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/asyncevent/asyncevent/internal/bench"
+)
+
+type benchOptions struct {
+	rounds, n, clients, workers, warmup int
+}
+
+func benchCmd() *command {
+	var o benchOptions
+	return &command{
+		name: "bench",
+		summary: "measure the library's first-come ingest and worker against the same flows written on the raw SDK, " +
+			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes",
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every flow on both sides")
+			fs.IntVar(&o.n, "n", bench.DefaultN, "operations per flow, side and round")
+			fs.IntVar(&o.clients, "clients", bench.DefaultClients, "concurrent ingest callers")
+			fs.IntVar(&o.workers, "workers", bench.DefaultWorkers, "messages processed at once")
+			fs.IntVar(&o.warmup, "warmup", 0, "unmeasured operations per flow and side before the first round (default n/5; -1: none)")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := wantArgs(args, 0, ""); err != nil {
+				return err
+			}
+			if o.rounds < 1 || o.n < 2 || o.clients < 1 || o.workers < 1 {
+				return usagef("-rounds, -clients and -workers must be at least 1, -n at least 2")
+			}
+			stopLocal, err := e.startLocal(ctx)
+			if err != nil {
+				return err
+			}
+			defer stopLocal()
+			db, err := e.dynamoDB(ctx)
+			if err != nil {
+				return err
+			}
+			started := time.Now()
+			rep, err := bench.Run(ctx, bench.Config{
+				DB: db, Table: e.table, Rounds: o.rounds, N: o.n, Clients: o.clients, Workers: o.workers, Warmup: o.warmup,
+				Progress: func(format string, args ...any) {
+					fmt.Fprintf(e.stderr, "bench: "+format+"\n", args...)
+				},
+			})
+			if err != nil {
+				return err
+			}
+			out := benchOutput{
+				Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
+				DynamoDB: e.endpoint, DynamoDBSource: e.localSource, Queue: "in-memory queue",
+				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: acceptance(rep),
+			}
+			if e.json {
+				return e.printJSON(out)
+			}
+			return out.writeText(e.stdout)
+		},
+	}
+}
+
+// benchOutput is what bench prints.
+type benchOutput struct {
+	Date           time.Time     `json:"date"`
+	Machine        string        `json:"machine"`
+	Command        string        `json:"command"`
+	DynamoDB       string        `json:"dynamodb"`
+	DynamoDBSource string        `json:"dynamodbSource,omitempty"`
+	Queue          string        `json:"queue"`
+	Seconds        float64       `json:"seconds"`
+	Report         *bench.Report `json:"report"`
+	Acceptance     []check       `json:"acceptance"`
+}
+
+// check is one of the issue's acceptance figures.
+type check struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Shown string  `json:"shown"`
+	OK    bool    `json:"ok"`
+}
+
+func flowOf(r *bench.Report, name string) (bench.Flow, bool) {
+	for _, f := range r.Flows {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return bench.Flow{}, false
+}
+
+// acceptance evaluates the issue's figures on a report.
+func acceptance(r *bench.Report) []check {
+	var cs []check
+	ratio := func(name, flow string) {
+		if f, ok := flowOf(r, flow); ok {
+			cs = append(cs, check{Name: name, Value: f.Ratio, Shown: fmt.Sprintf("%.2f×", f.Ratio), OK: f.Ratio >= 0.95})
+		}
+	}
+	ratio("ingest throughput ≥ 0.95× baseline (new participations)", bench.FlowIngestNew)
+	ratio("worker throughput ≥ 0.95× baseline (winners)", bench.FlowWorkerWin)
+	ratio("worker throughput ≥ 0.95× baseline (after sold out)", bench.FlowWorkerSoldOut)
+	if f, ok := flowOf(r, bench.FlowIngestNew); ok {
+		// The event's CONFIG is read once per event per Options.EventCacheTTL (5s), not
+		// per click: shown apart, amortised over the clicks.
+		p := f.Library.PerOp
+		perClick := p.RoundTrips - p.Calls["GetItem"]
+		cs = append(cs, check{Name: "round trips per new participation ≤ 2 DynamoDB + 1 SQS send", Value: perClick,
+			Shown: fmt.Sprintf("%.2f + %.2f send (+ %.3f cached CONFIG reads)", perClick, p.QueueSends, p.Calls["GetItem"]),
+			OK:    perClick <= 2.0 && p.QueueSends <= 1})
+	}
+	if f, ok := flowOf(r, bench.FlowWorkerWin); ok {
+		p := f.Library.PerOp
+		cs = append(cs, check{Name: "DynamoDB round trips per first-come message, happy path ≤ 2", Value: p.RoundTrips,
+			Shown: fmt.Sprintf("%.3f", p.RoundTrips), OK: p.RoundTrips <= 2.0})
+	}
+	if f, ok := flowOf(r, bench.FlowWorkerSoldOut); ok {
+		p := f.Library.PerOp
+		cs = append(cs, check{Name: "CAPACITY writes per message once the worker knows it is sold out = 0", Value: p.CapacityWrites,
+			Shown: fmt.Sprintf("%.3f", p.CapacityWrites), OK: p.CapacityWrites == 0})
+	}
+	return cs
+}
+
+func (o benchOutput) writeText(w io.Writer) error {
+	r := o.Report
+	src := o.DynamoDB
+	if o.DynamoDBSource != "" {
+		src = fmt.Sprintf("DynamoDB Local (%s) at %s", o.DynamoDBSource, o.DynamoDB)
+	}
+	fmt.Fprintf(w, "asyncevent bench · %s · %s\n", o.Date.Format("2006-01-02 15:04 MST"), o.Machine)
+	fmt.Fprintf(w, "%s · %s · %d rounds × %s operations per flow and side, interleaved · %d ingest clients · %d workers · %s\n\n",
+		src, o.Queue, r.Rounds, formatInt(r.N), r.Clients, r.Workers, formatSeconds(o.Seconds))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "throughput, ops/s (median of rounds)\tlibrary\tbaseline\tlibrary/baseline\t\n")
+	for _, f := range r.Flows {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.2f×\t\n", f.Name, f.Library.Median, f.Baseline.Median, f.Ratio)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "per operation: library | baseline\tDynamoDB calls\tround trips\tqueue sends\tWCU\tCAPACITY writes\t\n")
+	pair := func(a, b float64, prec int) string {
+		return fmt.Sprintf("%.*f | %.*f", prec, a, prec, b)
+	}
+	for _, f := range r.Flows {
+		l, b := f.Library.PerOp, f.Baseline.PerOp
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", f.Name, pair(l.DynamoDBCalls, b.DynamoDBCalls, 2), pair(l.RoundTrips, b.RoundTrips, 2),
+			pair(l.QueueSends, b.QueueSends, 2), pair(l.WCU, b.WCU, 1), pair(l.CapacityWrites, b.CapacityWrites, 2))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nacceptance (issue 9):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range o.Acceptance {
+		verdict := "ok"
+		if !c.OK {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Shown, verdict)
+	}
+	return tw.Flush()
+}
+
+// machine describes the machine for the report: OS, architecture, CPUs and, where
+// /proc/cpuinfo tells it, the CPU model.
+func machine() string {
+	s := fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return s + ", " + runtime.Version()
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return s + " (" + strings.TrimSpace(v) + "), " + runtime.Version()
+		}
+	}
+	return s + ", " + runtime.Version()
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// Environment variables that give the global flags their defaults.
+const (
+	envTable       = "ASYNCEVENT_TABLE"
+	envRegion      = "AWS_REGION"
+	envEndpoint    = "DYNAMODB_ENDPOINT"
+	envSQSEndpoint = "SQS_ENDPOINT"
+)
+
+// globals are the flags every command takes, before or after its name.
+type globals struct {
+	table    string
+	region   string
+	endpoint string
+	json     bool
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.table, "table", g.table, "DynamoDB table `name` (env "+envTable+")")
+	fs.StringVar(&g.region, "region", g.region, "AWS `region` (env "+envRegion+"; default: the AWS config's, us-east-1 with -endpoint)")
+	fs.StringVar(&g.endpoint, "endpoint", g.endpoint, "DynamoDB endpoint `URL`, e.g. a DynamoDB Local (env "+envEndpoint+"); empty: AWS")
+	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of tables, for scripts")
+}
+
+// env is what a command runs with.
+type env struct {
+	globals
+	stdout, stderr io.Writer
+	cmd            *command // the command running
+	localSource    string   // how startLocal got the DynamoDB Local: container, jar; "" if not started here
+}
+
+// command is one subcommand: "stats", or a group's "table create".
+type command struct {
+	name    string // as typed: "table create"
+	args    string // the positional arguments, for the usage line
+	summary string
+	flags   func(fs *flag.FlagSet) // the command's own flags; nil: none
+	run     func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
+}
+
+// commands returns every command, in the order help lists them.
+func commands() []*command {
+	cmds := []*command{
+		tableCreateCmd(), tableCheckCmd(),
+		eventCreateCmd(), eventGetCmd(),
+		requestGetCmd(), requestsListCmd(), logsCmd(),
+		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(),
+		demoCmd(), benchCmd(),
+	}
+	return cmds
+}
+
+// usageError is a mistake in the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// run is the CLI: it parses args (without the program name), runs the command and
+// returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, globals: globals{
+		table:    envOr(envTable, asyncevent.DefaultTableName),
+		region:   os.Getenv(envRegion),
+		endpoint: os.Getenv(envEndpoint),
+	}}
+	top := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
+	top.SetOutput(io.Discard)
+	e.register(top)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "asyncevent: %v\n", err)
+		fmt.Fprintln(stderr, "Run 'asyncevent help' for usage.")
+		return exitUsage
+	}
+	rest := top.Args()
+	if len(rest) == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	if rest[0] == "help" {
+		if len(rest) > 1 {
+			if cmd, _ := lookup(rest[1:]); cmd != nil {
+				printCommandUsage(stdout, cmd)
+				return exitOK
+			}
+		}
+		printUsage(stdout)
+		return exitOK
+	}
+
+	cmd, n := lookup(rest)
+	if cmd == nil {
+		fmt.Fprintf(stderr, "asyncevent: unknown command %q\n", strings.Join(rest[:min(n+1, len(rest))], " "))
+		fmt.Fprintln(stderr, "Run 'asyncevent help' for usage.")
+		return exitUsage
+	}
+	e.cmd = cmd
+	fs := flag.NewFlagSet("asyncevent "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	e.register(fs)
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	pos, err := parseInterleaved(fs, rest[n:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printCommandUsage(stdout, cmd)
+			return exitOK
+		}
+		return usageFailure(stderr, cmd, err)
+	}
+	err = cmd.run(ctx, e, fs, pos)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return usageFailure(stderr, cmd, err)
+	default:
+		fmt.Fprintf(stderr, "asyncevent %s: %v\n", cmd.name, err)
+		return exitFailure
+	}
+}
+
+func usageFailure(stderr io.Writer, cmd *command, err error) int {
+	fmt.Fprintf(stderr, "asyncevent %s: %v\n", cmd.name, err)
+	fmt.Fprintf(stderr, "usage: asyncevent %s\nRun 'asyncevent help %s' for its flags.\n", cmdLine(cmd), cmd.name)
+	return exitUsage
+}
+
+// lookup finds the command named by the first one or two words of args and returns
+// how many words its name took. For an unknown name it returns nil and the number of
+// words that matched a group.
+func lookup(args []string) (*command, int) {
+	cmds := commands()
+	if len(args) >= 2 {
+		for _, c := range cmds {
+			if c.name == args[0]+" "+args[1] {
+				return c, 2
+			}
+		}
+	}
+	for _, c := range cmds {
+		if c.name == args[0] {
+			return c, 1
+		}
+	}
+	for _, c := range cmds {
+		if strings.HasPrefix(c.name, args[0]+" ") {
+			return nil, 1 // a group with a missing or unknown subcommand
+		}
+	}
+	return nil, 0
+}
+
+// parseInterleaved parses flags that may come before, between or after the positional
+// arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse stops at the first positional argument, or after "--".
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(args []string, n int, what string) error {
+	switch {
+	case len(args) < n:
+		return usagef("missing %s", what)
+	case len(args) > n:
+		return usagef("unexpected argument %q", args[n])
+	}
+	return nil
+}
+
+func cmdLine(c *command) string {
+	s := c.name + " [flags]"
+	if c.args != "" {
+		s += " " + c.args
+	}
+	return s
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `asyncevent is the operator CLI of the asyncevent library: one DynamoDB table
+for first-come and lottery participation events, with a queue between ingest and
+workers.
+
+Usage:
+  asyncevent [global flags] <command> [flags] [arguments]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-44s %s\n", cmdLine(c), c.summary)
+	}
+	fmt.Fprint(w, `
+Global flags (before or after the command):
+`)
+	fs := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
+	var g globals
+	g.register(fs)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, `
+Without -endpoint the CLI talks to AWS with the default credential chain. With
+-endpoint it uses the static dummy credentials of DynamoDB Local (the tables the
+test kit and the demo make). demo and bench without -endpoint start an embedded
+DynamoDB Local (Docker, or Java and npm) and stop it on exit.
+
+Exit codes: 0 success, 1 failure (including a check or verification that fails),
+2 usage error. Run 'asyncevent help <command>' for a command's flags.
+`)
+}
+
+func printCommandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "usage: asyncevent %s\n\n%s\n", cmdLine(c), c.summary)
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if len(names) > 0 {
+		sort.Strings(names)
+		fmt.Fprintln(w, "\nFlags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	fmt.Fprintln(w, "\nGlobal flags: -table, -region, -endpoint, -json (see 'asyncevent help').")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
+// cli runs the CLI with args and returns what it printed and its exit code.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// fixture is a fresh table on the test DynamoDB Local and the global flags that name
+// it.
+type fixture struct {
+	table  string
+	global []string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	name := asynceventtest.UniqueTableName(t)
+	t.Cleanup(func() { asynceventtest.DeleteTable(t, name) })
+	return &fixture{table: name, global: []string{"-endpoint", asynceventtest.Endpoint(t), "-table", name}}
+}
+
+// run runs the CLI on the fixture's table.
+func (f *fixture) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return cli(t, append(append([]string{}, f.global...), args...)...)
+}
+
+// ok runs the CLI and requires exit code 0.
+func (f *fixture) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := f.run(t, args...)
+	require.Equal(t, 0, code, "asyncevent %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
+	return out
+}
+
+// json runs the CLI with -json, requires exit code 0 and decodes stdout into v.
+func (f *fixture) json(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := f.ok(t, append([]string{"-json"}, args...)...)
+	require.NoError(t, json.Unmarshal([]byte(out), v), out)
+}
+
+// client is a library client on the fixture's table, with opts.
+func (f *fixture) client(t *testing.T, opts asyncevent.Options) *asyncevent.Client {
+	t.Helper()
+	opts.TableName = f.table
+	c, err := asyncevent.New(asynceventtest.DynamoDB(t), opts)
+	require.NoError(t, err)
+	return c
+}
+
+// pastClock is a clock hours behind, so that a lottery's cutoff lies in the real past
+// once its entries are in.
+func pastClock(d time.Duration) func() time.Time {
+	return func() time.Time { return time.Now().Add(-d) }
+}
+
+func TestTableCreateAndCheck(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+
+	out := f.ok(t, "table", "create")
+	assert.Contains(t, out, "table "+f.table+" is ready")
+	var created tableJSON
+	f.json(t, &created, "table", "create") // idempotent
+	assert.Equal(t, tableJSON{Table: f.table, OK: true}, created)
+
+	out = f.ok(t, "table", "check")
+	assert.Contains(t, out, "matches the design")
+	var checked tableJSON
+	f.json(t, &checked, "table", "check")
+	assert.True(t, checked.OK)
+
+	// A table that does not exist: exit 1, and the JSON says why.
+	out, _, code := cli(t, "-endpoint", asynceventtest.Endpoint(t), "-table", f.table+"-missing", "-json", "table", "check")
+	assert.Equal(t, exitFailure, code)
+	var missing tableJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &missing))
+	assert.False(t, missing.OK)
+	assert.Equal(t, []string{"table not found"}, missing.Problems)
+}
+
+func TestEventCreateAndGet(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+
+	var fc eventJSON
+	f.json(t, &fc, "event", "create", "-type", "first-come", "-capacity", "3", "-name", "Spring sale", "spring")
+	assert.Equal(t, "spring", fc.Config["eventId"])
+	assert.Equal(t, "FIRST_COME", fc.Config["eventType"])
+	assert.Equal(t, 3.0, fc.Config["capacityTotal"])
+
+	var got eventJSON
+	f.json(t, &got, "event", "get", "spring")
+	assert.Equal(t, "Spring sale", got.Config["name"])
+	assert.Equal(t, 3.0, got.Capacity["capacityRemaining"])
+	assert.Nil(t, got.Draw)
+	out := f.ok(t, "event", "get", "spring")
+	assert.Contains(t, out, "CAPACITY")
+	assert.Contains(t, out, "capacityRemaining")
+
+	// Flags after the event ID work as well as before it.
+	var lot eventJSON
+	f.json(t, &lot, "event", "create", "draw-1", "-type", "LOTTERY", "-winners", "2", "-cutoff", "+1h")
+	assert.Equal(t, "LOTTERY", lot.Config["eventType"])
+	assert.Equal(t, "COLLECTING", lot.Config["phase"])
+	f.json(t, &got, "event", "get", "draw-1")
+	assert.Equal(t, lot.Config["seedCommitment"], got.Draw["seedCommitment"])
+	assert.NotContains(t, got.Draw, "seed", "the seed stays sealed until the draw")
+
+	// An event the library refuses is a usage error; a taken ID or an unknown event a failure.
+	_, errOut, code := f.run(t, "event", "create", "-capacity", "0", "bad")
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Contains(t, errOut, "capacityTotal")
+	_, errOut, code = f.run(t, "event", "create", "-capacity", "5", "spring")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "already exists")
+	_, errOut, code = f.run(t, "event", "get", "nope")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "event not found")
+	_, _, code = f.run(t, "event", "create", "-type", "raffle", "x")
+	assert.Equal(t, exitUsage, code)
+	_, _, code = f.run(t, "event", "create", "-cutoff", "tomorrow", "x")
+	assert.Equal(t, exitUsage, code)
+}
+
+// playFirstCome runs n users through a FIRST_COME event of the given capacity, with
+// the status log on, and returns the request IDs in click order.
+func playFirstCome(t *testing.T, f *fixture, eventID string, capacity, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	c := f.client(t, asyncevent.Options{StatusLog: true})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity)})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	var ids []string
+	for i := range n {
+		p, err := c.Submit(ctx, q, eventID, fmt.Sprintf("user-%d", i))
+		require.NoError(t, err)
+		ids = append(ids, p.RequestID)
+		time.Sleep(2 * time.Millisecond) // distinct queuedAt, so queue order is click order
+	}
+	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	for {
+		ds, err := q.Receive(ctx, 1, 0, time.Minute)
+		require.NoError(t, err)
+		if len(ds) == 0 {
+			break
+		}
+		require.Empty(t, proc.ProcessMessages(ctx, ds))
+		require.NoError(t, q.Delete(ctx, ds[0].Receipt))
+	}
+	return ids
+}
+
+func TestRequestGetListAndLogs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	ids := playFirstCome(t, f, "ev", 2, 5)
+
+	var req map[string]any
+	f.json(t, &req, "request", "get", ids[0])
+	assert.Equal(t, ids[0], req["requestId"])
+	assert.Equal(t, "SUCCEEDED", req["status"])
+	assert.Equal(t, "user-0", req["userId"])
+	assert.Contains(t, f.ok(t, "request", "get", ids[0]), "SUCCEEDED")
+	_, errOut, code := f.run(t, "request", "get", "no-such-request")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "not found")
+
+	// Two pages of an event's list, oldest first.
+	var p1, p2 pageJSON
+	f.json(t, &p1, "requests", "list", "ev", "-limit", "3")
+	require.Len(t, p1.Requests, 3)
+	require.NotEmpty(t, p1.NextCursor)
+	f.json(t, &p2, "requests", "list", "ev", "-limit", "3", "-cursor", p1.NextCursor)
+	var listed []string
+	for _, r := range append(p1.Requests, p2.Requests...) {
+		listed = append(listed, r["requestId"].(string))
+	}
+	assert.Equal(t, ids, listed)
+
+	var latest pageJSON
+	f.json(t, &latest, "requests", "list", "ev", "-order", "desc", "-limit", "1")
+	assert.Equal(t, ids[4], latest.Requests[0]["requestId"])
+
+	var won pageJSON
+	f.json(t, &won, "requests", "list", "ev", "-status", "succeeded")
+	assert.Len(t, won.Requests, 2)
+	out := f.ok(t, "requests", "list", "ev", "-status", "REJECTED")
+	assert.Contains(t, out, "REJECTED_CAPACITY")
+	assert.Contains(t, out, "3 requests")
+
+	var mine pageJSON
+	f.json(t, &mine, "requests", "list", "-user", "user-3")
+	require.Len(t, mine.Requests, 1)
+	assert.Equal(t, ids[3], mine.Requests[0]["requestId"])
+
+	_, _, code = f.run(t, "requests", "list", "ev", "-order", "sideways")
+	assert.Equal(t, exitUsage, code)
+	_, _, code = f.run(t, "requests", "list", "ev", "-cursor", "garbage")
+	assert.Equal(t, exitUsage, code)
+	_, _, code = f.run(t, "requests", "list", "-user", "user-3", "-status", "QUEUED")
+	assert.Equal(t, exitUsage, code)
+
+	// The status log of a winner: RECEIVED, QUEUED, PROCESSING, SUCCEEDED.
+	var logs []map[string]any
+	f.json(t, &logs, "logs", ids[0])
+	var to []string
+	for _, l := range logs {
+		to = append(to, l["toStatus"].(string))
+	}
+	assert.Equal(t, []string{"RECEIVED", "QUEUED", "PROCESSING", "SUCCEEDED"}, to)
+	assert.Contains(t, f.ok(t, "logs", ids[0]), "PROCESSING")
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	playFirstCome(t, f, "ev", 2, 5)
+
+	var st statsJSON
+	f.json(t, &st, "stats", "ev")
+	assert.Equal(t, "ev", st.EventID)
+	assert.Equal(t, "FIRST_COME", st.EventType)
+	assert.Equal(t, 5, st.Requests)
+	assert.Equal(t, map[string]int{"SUCCEEDED": 2, "REJECTED": 3}, st.ByStatus)
+	assert.Equal(t, map[string]int{"SUCCESS": 2, "REJECTED_CAPACITY": 3}, st.ByResultCode)
+	assert.Equal(t, int64(2), st.CapacityTotal)
+	assert.Equal(t, int64(0), st.CapacityRemaining)
+	assert.Equal(t, 5, st.QueueWait.Count)
+	assert.Equal(t, 0, st.Fairness.Inversions)
+
+	out := f.ok(t, "stats", "ev")
+	assert.Contains(t, out, "SUCCEEDED 2")
+	assert.Contains(t, out, "2 total, 0 remaining")
+	_, _, code := f.run(t, "stats", "nope")
+	assert.Equal(t, exitFailure, code)
+}
+
+func TestDrawAndVerify(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+
+	// Entries made two hours ago for a cutoff one hour ago, so that the CLI, on the
+	// real clock, may draw at once.
+	c := f.client(t, asyncevent.Options{Clock: pastClock(2 * time.Hour)})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery,
+		WinnerCount: 3, LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(-time.Hour))})
+	require.NoError(t, err)
+
+	// Before the draw, verify has nothing to check.
+	_, errOut, code := f.run(t, "verify", "lot")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "too early")
+
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	for i := range 10 {
+		_, err := c.Submit(ctx, q, "lot", fmt.Sprintf("entrant-%d", i))
+		require.NoError(t, err)
+	}
+	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	ds, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 10)
+	require.Empty(t, proc.ProcessMessages(ctx, ds))
+
+	var drawn drawJSON
+	f.json(t, &drawn, "draw", "lot")
+	assert.Len(t, drawn.Winners, 3)
+	assert.Equal(t, 10.0, drawn.Draw["entryCount"])
+	assert.Equal(t, "ANNOUNCED", drawn.Draw["phase"])
+	assert.NotEmpty(t, drawn.Draw["seed"])
+
+	// The draw is idempotent: the same winners again.
+	var again drawJSON
+	f.json(t, &again, "draw", "lot")
+	assert.Equal(t, drawn.Winners, again.Winners)
+	out := f.ok(t, "draw", "lot")
+	assert.Contains(t, out, drawn.Winners[0])
+
+	var v verifyJSON
+	f.json(t, &v, "verify", "lot")
+	assert.True(t, v.OK)
+	assert.Equal(t, 10, v.EntryCount)
+	assert.ElementsMatch(t, drawn.Winners, v.Winners)
+	assert.Empty(t, v.Problems)
+	assert.Contains(t, f.ok(t, "verify", "lot"), "verified")
+
+	// A first-come event cannot be drawn.
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	require.NoError(t, err)
+	_, errOut, code = f.run(t, "draw", "fc")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "not a lottery")
+}
+
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+
+	// A request queued an hour ago whose message was lost (the in-memory queue is
+	// dropped), and one queued now.
+	old := f.client(t, asyncevent.Options{Clock: pastClock(time.Hour)})
+	_, err := old.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	lost, err := old.Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "ev", "user-lost")
+	require.NoError(t, err)
+	_, err = f.client(t, asyncevent.Options{}).Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "ev", "user-fresh")
+	require.NoError(t, err)
+
+	q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{})
+	sqsFlags := []string{"-queue-url", q.URL(), "-sqs-endpoint", asynceventtest.SQSEndpoint(t)}
+	var rep sweepJSON
+	f.json(t, &rep, append([]string{"sweep", "ev", "-stuck-after", "10m", "-rate", "1000"}, sqsFlags...)...)
+	assert.Equal(t, 2, rep.Examined)
+	assert.Equal(t, map[string]int{"QUEUED": 1}, rep.Resent)
+	assert.Equal(t, 1, rep.Skipped)
+	assert.Empty(t, rep.Failed)
+
+	ds, err := q.Receive(ctx, 10, time.Second, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	m, err := asyncevent.DecodeMessage(ds[0].Body)
+	require.NoError(t, err)
+	assert.Equal(t, lost.RequestID, m.RequestID)
+
+	out := f.ok(t, append([]string{"sweep", "ev", "-stuck-after", "10m", "-rate", "1000"}, sqsFlags...)...)
+	assert.Contains(t, out, "QUEUED 1")
+
+	_, _, code := f.run(t, "sweep", "ev")
+	assert.Equal(t, exitUsage, code, "-queue-url is required")
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // in stdout or stderr
+	}{
+		{nil, exitUsage, "Commands:"},
+		{[]string{"help"}, exitOK, "requests list"},
+		{[]string{"-h"}, exitOK, "Global flags"},
+		{[]string{"help", "requests", "list"}, exitOK, "-status"},
+		{[]string{"stats", "-h"}, exitOK, "usage: asyncevent stats"},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"table"}, exitUsage, `unknown command "table"`},
+		{[]string{"table", "drop"}, exitUsage, `unknown command "table drop"`},
+		{[]string{"-endpoint", "http://127.0.0.1:1", "stats"}, exitUsage, "missing EVENT_ID"},
+		{[]string{"-endpoint", "http://127.0.0.1:1", "stats", "a", "b"}, exitUsage, `unexpected argument "b"`},
+		{[]string{"stats", "-nope", "x"}, exitUsage, "flag provided but not defined: -nope"},
+		{[]string{"-bogus"}, exitUsage, "flag provided but not defined"},
+		{[]string{"demo", "-capacity", "0"}, exitUsage, "-capacity must be at least 1"},
+		{[]string{"demo", "-repeat", "1.5"}, exitUsage, "-repeat"},
+		{[]string{"bench", "-n", "1"}, exitUsage, "-n at least 2"},
+	} {
+		out, errOut, code := cli(t, tc.args...)
+		assert.Equal(t, tc.code, code, "asyncevent %v\n%s%s", tc.args, out, errOut)
+		assert.Contains(t, out+errOut, tc.want, "asyncevent %v", tc.args)
+	}
+}
+
+func TestFailureWhenDynamoDBIsUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"-endpoint", "http://127.0.0.1:1", "-table", "t", "stats", "ev"}, &out, &errb)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errb.String(), "asyncevent stats:")
+}

@@ -1,0 +1,599 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/metered"
+)
+
+// demoOptions are the demo's flags. The defaults are the issue's scenario.
+type demoOptions struct {
+	capacity       int
+	submits        int
+	clients        int
+	repeat         float64
+	workers        int
+	lotteryEntries int
+	lotteryWinners int
+	skipLottery    bool
+	report         string
+	seed           uint64
+	sqs            sqsFlags
+}
+
+// The default scenario.
+const (
+	defaultDemoCapacity = 1000
+	defaultDemoSubmits  = 20000
+	defaultDemoClients  = 16
+	defaultDemoRepeat   = 0.2
+	defaultDemoWorkers  = 8
+	defaultDemoEntries  = 5000
+	defaultDemoWinners  = 100
+)
+
+// stallTimeout ends a phase that makes no progress at all for this long.
+const stallTimeout = 2 * time.Minute
+
+func demoCmd() *command {
+	var o demoOptions
+	o.sqs.endpoint = envOr(envSQSEndpoint, "")
+	return &command{
+		name: "demo",
+		summary: "the traffic-spike demo: a first-come event hit by concurrent clicks and repeat clicks, " +
+			"then a lottery drawn and verified; prints a report (and -report FILE.html)",
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&o.capacity, "capacity", defaultDemoCapacity, "first-come capacity `N` (the winners)")
+			fs.IntVar(&o.submits, "submits", defaultDemoSubmits, "first-come clicks, repeat clicks included")
+			fs.IntVar(&o.clients, "clients", defaultDemoClients, "concurrent clients clicking")
+			fs.Float64Var(&o.repeat, "repeat", defaultDemoRepeat, "`fraction` of the clicks that are repeat clicks by a user who clicked already")
+			fs.IntVar(&o.workers, "workers", defaultDemoWorkers, "workers, each processing one message at a time")
+			fs.IntVar(&o.lotteryEntries, "lottery-entries", defaultDemoEntries, "users entering the lottery")
+			fs.IntVar(&o.lotteryWinners, "lottery-winners", defaultDemoWinners, "lottery winners `K`")
+			fs.BoolVar(&o.skipLottery, "skip-lottery", false, "run the first-come event only")
+			fs.StringVar(&o.report, "report", "", "also write a self-contained HTML report to this `file`")
+			fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order (default: random)")
+			o.sqs.register(fs, false)
+		},
+		run: runDemo(&o),
+	}
+}
+
+func (o *demoOptions) check() error {
+	switch {
+	case o.capacity < 1:
+		return usagef("-capacity must be at least 1")
+	case o.submits < 1:
+		return usagef("-submits must be at least 1")
+	case o.clients < 1 || o.workers < 1:
+		return usagef("-clients and -workers must be at least 1")
+	case o.repeat < 0 || o.repeat >= 1:
+		return usagef("-repeat must be in [0, 1)")
+	case !o.skipLottery && (o.lotteryEntries < 1 || o.lotteryWinners < 1):
+		return usagef("-lottery-entries and -lottery-winners must be at least 1 (or -skip-lottery)")
+	}
+	return nil
+}
+
+func runDemo(o *demoOptions) func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+	return func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+		if err := wantArgs(args, 0, ""); err != nil {
+			return err
+		}
+		if err := o.check(); err != nil {
+			return err
+		}
+		stopLocal, err := e.startLocal(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopLocal()
+		d, err := newDemo(ctx, e, o)
+		if err != nil {
+			return err
+		}
+		defer d.close()
+		rep, err := d.run(ctx)
+		if err != nil {
+			return err
+		}
+		if o.report != "" {
+			if err := writeHTMLReport(o.report, rep); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "HTML report written to %s\n", o.report)
+		}
+		if e.json {
+			err = e.printJSON(rep)
+		} else {
+			err = rep.writeText(e.stdout)
+		}
+		if err != nil {
+			return err
+		}
+		return rep.failure()
+	}
+}
+
+// skipClock is the real clock plus an offset that can jump forward, so that a
+// lottery's hour of entry time passes at once.
+type skipClock struct{ offset atomic.Int64 }
+
+func (c *skipClock) now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *skipClock) skip(d time.Duration) { c.offset.Add(int64(d)) }
+
+// countingQueue counts the sends through a queue.
+type countingQueue struct {
+	asyncevent.Queue
+	sends atomic.Int64
+}
+
+func (q *countingQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+	q.sends.Add(1)
+	return q.Queue.Send(ctx, m)
+}
+
+// demo is one run of the scenario.
+type demo struct {
+	e     *env
+	o     *demoOptions
+	clock *skipClock
+	runID string
+
+	admin   *asyncevent.Client // unmetered: set-up, statistics, draw
+	ingest  *asyncevent.Client // through ingestMeter
+	workers *asyncevent.Client // through workerMeter
+
+	ingestMeter, workerMeter *metered.Counter
+
+	queue     *countingQueue
+	queueDesc string
+	cleanup   []func()
+}
+
+func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
+	db, err := e.dynamoDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := &demo{e: e, o: o, clock: &skipClock{}, runID: time.Now().UTC().Format("20060102-150405")}
+	opts := asyncevent.Options{TableName: e.table, Clock: d.clock.now}
+	d.ingestMeter, d.workerMeter = metered.NewCounter(db), metered.NewCounter(db)
+	if d.admin, err = asyncevent.New(db, opts); err != nil {
+		return nil, err
+	}
+	if d.ingest, err = asyncevent.New(d.ingestMeter, opts); err != nil {
+		return nil, err
+	}
+	if d.workers, err = asyncevent.New(d.workerMeter, opts); err != nil {
+		return nil, err
+	}
+	if err := d.admin.CreateTable(ctx); err != nil {
+		return nil, err
+	}
+	q, desc, err := d.openQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.queue, d.queueDesc = &countingQueue{Queue: q}, desc
+	return d, nil
+}
+
+func (d *demo) close() {
+	for _, f := range slices.Backward(d.cleanup) {
+		f()
+	}
+}
+
+// openQueue returns the demo's queue: in memory, the SQS queue of -queue-url, or a
+// new queue on -sqs-endpoint (deleted at the end).
+func (d *demo) openQueue(ctx context.Context) (asyncevent.Queue, string, error) {
+	s := d.o.sqs
+	if s.queueURL == "" && s.endpoint == "" {
+		return asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "in-memory queue", nil
+	}
+	sc, err := s.sqsClient(ctx, d.e.region)
+	if err != nil {
+		return nil, "", err
+	}
+	url := s.queueURL
+	if url == "" {
+		out, err := sc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("asyncevent-demo-" + d.runID)})
+		if err != nil {
+			return nil, "", fmt.Errorf("create a demo queue on %s: %w", s.endpoint, err)
+		}
+		url = aws.ToString(out.QueueUrl)
+		d.cleanup = append(d.cleanup, func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_, _ = sc.DeleteQueue(dctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		})
+	}
+	q, err := asyncevent.NewSQSQueue(sc, url)
+	if err != nil {
+		return nil, "", usagef("%v", err)
+	}
+	return q, "SQS queue " + url, nil
+}
+
+// tracker follows the messages of one event through the workers.
+type tracker struct {
+	start time.Time
+
+	mu         sync.Mutex
+	final      map[string]bool // requests that reached a final outcome
+	kinds      map[asyncevent.OutcomeKind]int
+	wins       []time.Duration // since start
+	rejections []time.Duration
+	lastFinal  time.Time
+
+	finals, won atomic.Int64
+}
+
+func newTracker(start time.Time) *tracker {
+	return &tracker{start: start, final: map[string]bool{}, kinds: map[asyncevent.OutcomeKind]int{}}
+}
+
+func (t *tracker) onOutcome(o asyncevent.Outcome) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.kinds[o.Kind]++
+	switch o.Kind {
+	case asyncevent.OutcomeSucceeded, asyncevent.OutcomeRejected, asyncevent.OutcomeCollected,
+		asyncevent.OutcomeFailed, asyncevent.OutcomeDeadLetter, asyncevent.OutcomeNotFound:
+	default:
+		return
+	}
+	if t.final[o.RequestID] {
+		return
+	}
+	t.final[o.RequestID] = true
+	t.lastFinal = now
+	t.finals.Add(1)
+	switch o.Kind {
+	case asyncevent.OutcomeSucceeded:
+		t.won.Add(1)
+		t.wins = append(t.wins, now.Sub(t.start))
+	case asyncevent.OutcomeRejected:
+		t.rejections = append(t.rejections, now.Sub(t.start))
+	}
+}
+
+func (t *tracker) messages() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, k := range t.kinds {
+		n += k
+	}
+	return n
+}
+
+// startWorkers starts the demo's workers on the queue; the returned function stops
+// them gracefully.
+func (d *demo) startWorkers(ctx context.Context, t *tracker) (stop func() error, err error) {
+	var ws []*asyncevent.Worker
+	stopAll := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		var errs []error
+		for _, w := range ws {
+			errs = append(errs, w.Stop(sctx))
+		}
+		return errors.Join(errs...)
+	}
+	for i := range d.o.workers {
+		w, err := asyncevent.NewWorker(d.workers, d.queue, asyncevent.WorkerOptions{
+			Concurrency: 1, WaitTime: time.Second,
+			ProcessOptions: asyncevent.ProcessOptions{
+				WorkerID:  fmt.Sprintf("demo-worker-%d", i+1),
+				OnOutcome: t.onOutcome,
+			},
+		})
+		if err == nil {
+			err = w.Start(ctx)
+		}
+		if err != nil {
+			return nil, errors.Join(err, stopAll())
+		}
+		ws = append(ws, w)
+	}
+	return stopAll, nil
+}
+
+// clicks is what the ingest of one event saw.
+type clicks struct {
+	mu                sync.Mutex
+	newLat, dupLat    []time.Duration
+	arrivals          []time.Duration // since start, of the new participations
+	newCost, dupCost  metered.Counts
+	errs              int
+	firstErr          error
+	submitted, newOne atomic.Int64
+}
+
+func newClicks() *clicks { return &clicks{newCost: metered.Counts{}, dupCost: metered.Counts{}} }
+
+// submitAll clicks for users[i] from d.o.clients goroutines, in order, recording into c.
+func (d *demo) submitAll(ctx context.Context, c *clicks, eventID string, users []string, start time.Time) {
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range d.o.clients {
+		wg.Go(func() {
+			for user := range work {
+				tctx, tally := metered.Track(ctx)
+				t0 := time.Now()
+				p, err := d.ingest.Submit(tctx, d.queue, eventID, user)
+				lat := time.Since(t0)
+				cost := tally()
+				c.submitted.Add(1)
+				c.mu.Lock()
+				switch {
+				case err != nil:
+					c.errs++
+					if c.firstErr == nil {
+						c.firstErr = fmt.Errorf("click of %s: %w", user, err)
+					}
+				case p.Duplicate:
+					c.dupLat = append(c.dupLat, lat)
+					c.dupCost = c.dupCost.Add(cost)
+				default:
+					c.newOne.Add(1)
+					c.newLat = append(c.newLat, lat)
+					c.newCost = c.newCost.Add(cost)
+					c.arrivals = append(c.arrivals, time.Since(start))
+				}
+				c.mu.Unlock()
+			}
+		})
+	}
+	for _, u := range users {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- u
+	}
+	close(work)
+	wg.Wait()
+}
+
+// waitFinal waits until want requests have reached a final outcome, failing when
+// nothing moves for stallTimeout.
+func waitFinal(ctx context.Context, t *tracker, want int) error {
+	last, lastMove := int64(-1), time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := t.finals.Load()
+		if n >= int64(want) {
+			return nil
+		}
+		if n != last {
+			last, lastMove = n, time.Now()
+		} else if time.Since(lastMove) > stallTimeout {
+			return fmt.Errorf("stalled: %d of %d requests final after %s without progress", n, want, stallTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// schedule returns the users of the first-come clicks in click order: submits clicks,
+// of which round(submits × repeat) repeat a user who clicks more than once, shuffled.
+func (o *demoOptions) schedule() (users []string, distinct int) {
+	repeats := int(float64(o.submits)*o.repeat + 0.5)
+	distinct = o.submits - repeats
+	seed := o.seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	users = make([]string, 0, o.submits)
+	for i := range distinct {
+		users = append(users, fmt.Sprintf("user-%06d", i))
+	}
+	for range repeats {
+		users = append(users, users[rng.IntN(distinct)])
+	}
+	rng.Shuffle(len(users), func(i, j int) { users[i], users[j] = users[j], users[i] })
+	return users, distinct
+}
+
+// run runs the scenario and returns its report.
+func (d *demo) run(ctx context.Context) (*demoReport, error) {
+	began := time.Now()
+	rep := &demoReport{
+		StartedAt: began.UTC(), Table: d.e.table, DynamoDB: d.e.endpoint, Queue: d.queueDesc,
+		DynamoDBSource: d.e.localSource,
+	}
+	if rep.DynamoDB == "" {
+		rep.DynamoDB = "AWS"
+	}
+	fc, err := d.firstCome(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.FirstCome = fc
+	if !d.o.skipLottery {
+		lot, err := d.lottery(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Lottery = lot
+	}
+	rep.Total = time.Since(began)
+	rep.TotalSeconds = rep.Total.Seconds()
+	return rep, nil
+}
+
+func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
+	o := d.o
+	eventID := "demo-first-come-" + d.runID
+	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: eventID, EventType: asyncevent.FirstCome, Name: "Demo: the first " + formatInt(o.capacity) + " win",
+		CapacityTotal: int64(o.capacity),
+	}); err != nil {
+		return nil, err
+	}
+	users, distinct := o.schedule()
+	fmt.Fprintf(d.e.stderr, "first-come %s: capacity %s, %s clicks (%s users, %s repeat clicks) from %d clients, %d workers, %s\n",
+		eventID, formatInt(o.capacity), formatInt(o.submits), formatInt(distinct), formatInt(o.submits-distinct), o.clients, o.workers, d.queueDesc)
+
+	start := time.Now()
+	t := newTracker(start)
+	workerBefore, sendsBefore := d.workerMeter.Snapshot(), d.queue.sends.Load()
+	stopWorkers, err := d.startWorkers(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	c := newClicks()
+	var ingestDone atomic.Bool
+	stopProgress := startProgress(d.e.stderr, func() status {
+		submitted, final, expected := int(c.submitted.Load()), int(t.finals.Load()), distinct
+		if ingestDone.Load() {
+			expected = int(c.newOne.Load())
+		}
+		total := o.submits + expected
+		return status{label: "first-come", fraction: float64(submitted+final) / float64(max(total, 1)),
+			detail: fmt.Sprintf("clicks %s/%s · final %s/%s · winners %s", formatInt(submitted), formatInt(o.submits),
+				formatInt(final), formatInt(expected), formatInt(int(t.won.Load())))}
+	})
+	d.submitAll(ctx, c, eventID, users, start)
+	ingestTime := time.Since(start)
+	ingestDone.Store(true)
+	werr := waitFinal(ctx, t, int(c.newOne.Load()))
+	stopProgress()
+	serr := stopWorkers()
+	if err := errors.Join(werr, serr); err != nil {
+		return nil, err
+	}
+	if c.errs > 0 && c.newOne.Load() == 0 {
+		return nil, c.firstErr
+	}
+	t.mu.Lock()
+	endToEnd := t.lastFinal.Sub(start)
+	t.mu.Unlock()
+	workerCost := d.workerMeter.Snapshot().Sub(workerBefore)
+	sends := d.queue.sends.Load() - sendsBefore
+
+	st, err := d.admin.EventStats(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	newN, dupN := int(c.newOne.Load()), len(c.dupLat)
+	all := append(slices.Clone(c.newLat), c.dupLat...)
+	r := &firstComeReport{
+		EventID: eventID, Capacity: o.capacity, Clicks: o.submits, Clients: o.clients, Workers: o.workers,
+		ScheduledRepeats:  o.submits - distinct,
+		NewParticipations: newN, DuplicatesBlocked: dupN, IngestErrors: c.errs,
+		Winners: st.ByStatus[asyncevent.StatusSucceeded], ExpectedWinners: min(o.capacity, newN),
+		CapacityRemaining: st.CapacityRemaining,
+		Stats:             statsOf(st), fairness: st.Fairness, queueWait: st.QueueWait, processing: st.Processing,
+		Latency: latencyOf(all), NewLatency: latencyOf(c.newLat), DupLatency: latencyOf(c.dupLat),
+		IngestSeconds: ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
+		PerParticipation: costOf(c.newCost, newN, int(sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),
+		Messages: t.messages(), Outcomes: map[string]int{},
+		CapacityWrites: workerCost.Writes[asyncevent.EntityCapacity],
+	}
+	if c.firstErr != nil {
+		r.FirstIngestError = c.firstErr.Error()
+	}
+	r.PerMessage = costOf(workerCost, r.Messages, 0)
+	t.mu.Lock()
+	for k, n := range t.kinds {
+		r.Outcomes[string(k)] = n
+	}
+	r.chart = newChart(c.arrivals, t.wins, t.rejections, endToEnd)
+	t.mu.Unlock()
+	return r, nil
+}
+
+func (d *demo) lottery(ctx context.Context) (*lotteryReport, error) {
+	o := d.o
+	eventID := "demo-lottery-" + d.runID
+	cutoff := d.clock.now().Add(time.Hour)
+	cfg, err := d.admin.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: eventID, EventType: asyncevent.Lottery, Name: fmt.Sprintf("Demo: %d winners drawn", o.lotteryWinners),
+		WinnerCount: int64(o.lotteryWinners), LotteryCutoffAt: asyncevent.MillisOf(cutoff),
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(d.e.stderr, "lottery %s: %s entries, %s winners, entries until %s (the clock skips the hour)\n",
+		eventID, formatInt(o.lotteryEntries), formatInt(o.lotteryWinners), cutoff.UTC().Format(time.RFC3339))
+	users := make([]string, o.lotteryEntries)
+	for i := range users {
+		users[i] = fmt.Sprintf("entrant-%06d", i)
+	}
+
+	start := time.Now()
+	t := newTracker(start)
+	stopWorkers, err := d.startWorkers(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	c := newClicks()
+	stopProgress := startProgress(d.e.stderr, func() status {
+		submitted := int(c.submitted.Load())
+		final := int(t.finals.Load())
+		return status{label: "lottery", fraction: float64(submitted+final) / float64(2*o.lotteryEntries),
+			detail: fmt.Sprintf("entries %s/%s · collected %s", formatInt(submitted), formatInt(o.lotteryEntries), formatInt(final))}
+	})
+	d.submitAll(ctx, c, eventID, users, start)
+	werr := waitFinal(ctx, t, int(c.newOne.Load()))
+	stopProgress()
+	if err := errors.Join(werr, stopWorkers()); err != nil {
+		return nil, err
+	}
+	collect := time.Since(start)
+
+	d.clock.skip(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
+	drawStart := time.Now()
+	stopProgress = startProgress(d.e.stderr, func() status {
+		return status{label: "draw", fraction: -1, detail: "freezing the entries, revealing the seed, finalising each entry…"}
+	})
+	res, err := d.admin.Draw(ctx, eventID)
+	stopProgress()
+	if err != nil {
+		return nil, err
+	}
+	drawTime := time.Since(drawStart)
+	v, err := d.admin.VerifyDraw(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.admin.EventStats(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	r := &lotteryReport{
+		EventID: eventID, Entrants: o.lotteryEntries, WinnerCount: o.lotteryWinners,
+		Entered: int(c.newOne.Load()), IngestErrors: c.errs, Collected: int(t.finals.Load()),
+		EntryCount: int(res.Record.EntryCount), EntriesHash: res.Record.EntriesHash,
+		Seed: res.Record.Seed, SeedCommitment: cfg.SeedCommitment,
+		Winners: len(res.Winners), Stats: statsOf(st),
+		CollectSeconds: collect.Seconds(), DrawSeconds: drawTime.Seconds(),
+		Verified: v.OK(), Verification: v.String(), Problems: append([]string{}, v.Problems...),
+		Latency: latencyOf(c.newLat),
+	}
+	if c.firstErr != nil {
+		r.FirstIngestError = c.firstErr.Error()
+	}
+	return r, nil
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// chart is the first-come event over time: the cumulative new participations
+// (arrivals) and rejections on the left axis, the cumulative wins on the right axis
+// (they stop at the capacity), drawn as an inline SVG.
+type chart struct {
+	Width, Height          int
+	Left, Right, Top, Base int // the plot area
+	Series                 []series
+	XTicks, YTicks, WTicks []tick
+	SoldOut                *tick // where the last seat went, if any
+}
+
+type series struct {
+	Name, Class string
+	Points      string // SVG polyline points
+	Total       int
+}
+
+type tick struct {
+	X, Y  int // of the label
+	Grid  int // y of the grid line (y ticks)
+	Label string
+}
+
+const chartBuckets = 80
+
+// newChart plots the cumulative counts of the three kinds of moments (durations since
+// the first click) over [0, end].
+func newChart(arrivals, wins, rejections []time.Duration, end time.Duration) *chart {
+	c := &chart{Width: 760, Height: 320, Left: 64, Right: 700, Top: 16, Base: 280}
+	var lastWin time.Duration
+	for _, ds := range [][]time.Duration{arrivals, wins, rejections} {
+		for _, d := range ds {
+			end = max(end, d)
+		}
+	}
+	for _, d := range wins {
+		lastWin = max(lastWin, d)
+	}
+	if end <= 0 {
+		end = time.Second
+	}
+	maxY, maxW := max(len(arrivals), len(rejections), 1), max(len(wins), 1)
+	x := func(d time.Duration) int {
+		return c.Left + int(float64(c.Right-c.Left)*float64(d)/float64(end))
+	}
+	scale := func(top int) func(int) int {
+		return func(n int) int { return c.Base - int(float64(c.Base-c.Top)*float64(n)/float64(top)) }
+	}
+	y, yw := scale(maxY), scale(maxW)
+	for _, s := range []struct {
+		name, class string
+		ds          []time.Duration
+		y           func(int) int
+	}{
+		{"new participations (left axis)", "arrivals", arrivals, y},
+		{"rejections (left axis)", "rejections", rejections, y},
+		{"wins (right axis)", "wins", wins, yw},
+	} {
+		counts := make([]int, chartBuckets)
+		for _, d := range s.ds {
+			b := int(float64(chartBuckets) * float64(d) / float64(end))
+			counts[min(max(b, 0), chartBuckets-1)]++
+		}
+		var pts strings.Builder
+		sum := 0
+		fmt.Fprintf(&pts, "%d,%d", c.Left, c.Base)
+		for b, n := range counts {
+			sum += n
+			at := time.Duration(float64(end) * float64(b+1) / chartBuckets)
+			fmt.Fprintf(&pts, " %d,%d", x(at), s.y(sum))
+		}
+		c.Series = append(c.Series, series{Name: s.name, Class: s.class, Points: pts.String(), Total: len(s.ds)})
+	}
+	for i := 0; i <= 5; i++ {
+		at := time.Duration(float64(end) * float64(i) / 5)
+		c.XTicks = append(c.XTicks, tick{X: x(at), Y: c.Base + 18, Label: formatDuration(at.Round(100 * time.Millisecond))})
+		n := maxY * i / 5
+		c.YTicks = append(c.YTicks, tick{X: c.Left - 8, Y: y(n) + 4, Grid: y(n), Label: formatInt(n)})
+		w := maxW * i / 5
+		c.WTicks = append(c.WTicks, tick{X: c.Right + 8, Y: yw(w) + 4, Label: formatInt(w)})
+	}
+	if len(wins) > 0 {
+		c.SoldOut = &tick{X: x(lastWin), Y: c.Top + 12, Label: "last seat at " + formatDuration(lastWin.Round(10*time.Millisecond))}
+	}
+	return c
+}
+
+// row is one line of a figures table in the HTML report.
+type row struct{ Label, Value string }
+
+type htmlData struct {
+	R       *demoReport
+	Chart   *chart
+	FC      []row
+	Lottery []row
+	Verdict string
+	OK      bool
+}
+
+func writeHTMLReport(path string, r *demoReport) error {
+	var buf bytes.Buffer
+	if err := renderHTML(&buf, r); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+func renderHTML(buf *bytes.Buffer, r *demoReport) error {
+	d := htmlData{R: r, OK: r.failure() == nil}
+	d.Verdict = "every promise held"
+	if err := r.failure(); err != nil {
+		d.Verdict = err.Error()
+	}
+	if fc := r.FirstCome; fc != nil {
+		d.Chart = fc.chart
+		d.FC = []row{
+			{"capacity", formatInt(fc.Capacity)},
+			{"clicks", fmt.Sprintf("%s from %d clients (%s repeat clicks)", formatInt(fc.Clicks), fc.Clients, formatInt(fc.ScheduledRepeats))},
+			{"new participations", formatInt(fc.NewParticipations)},
+			{"duplicates blocked", formatInt(fc.DuplicatesBlocked)},
+			{"winners", fmt.Sprintf("%s (want %s)", formatInt(fc.Winners), formatInt(fc.ExpectedWinners))},
+			{"requests by status", formatCounts(fc.Stats.ByStatus)},
+			{"result codes", formatCounts(fc.Stats.ByResultCode)},
+			{"ingest latency", fmt.Sprintf("%s (new %s; duplicate %s)", fc.Latency, fc.NewLatency, fc.DupLatency)},
+			{"queue wait", formatDurations(fc.queueWait)},
+			{"end to end", formatSeconds(fc.EndToEndSeconds)},
+			{"per new participation", fc.PerParticipation.String()},
+			{"per duplicate click", fc.PerDuplicate.String()},
+			{"per message", fc.PerMessage.String()},
+			{"CAPACITY writes", fmt.Sprintf("%s (%s seats)", formatInt(fc.CapacityWrites), formatInt(fc.Winners))},
+			{"fairness", formatFairness(fc.fairness)},
+		}
+	}
+	if l := r.Lottery; l != nil {
+		d.Lottery = []row{
+			{"entrants", formatInt(l.Entrants)},
+			{"entries collected", formatInt(l.Collected)},
+			{"winners", fmt.Sprintf("%s of %s", formatInt(l.Winners), formatInt(l.WinnerCount))},
+			{"requests by status", formatCounts(l.Stats.ByStatus)},
+			{"seed commitment", l.SeedCommitment},
+			{"revealed seed", l.Seed},
+			{"entries hash", l.EntriesHash},
+			{"collect / draw", formatSeconds(l.CollectSeconds) + " / " + formatSeconds(l.DrawSeconds)},
+			{"verification", l.Verification},
+		}
+	}
+	return htmlReport.Execute(buf, d)
+}
+
+var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
+	"itoa": strconv.Itoa,
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>asyncevent demo report</title>
+<style>
+body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 820px; color: #1d232a; }
+h1 { font-size: 1.5rem; margin-bottom: 0.2rem; }
+.meta { color: #5b6570; margin-top: 0; }
+.verdict { padding: 0.6rem 0.9rem; border-radius: 6px; font-weight: 600; }
+.ok { background: #e3f5e8; color: #17613a; }
+.bad { background: #fbe4e4; color: #8a1c1c; }
+table { border-collapse: collapse; width: 100%; margin: 0.5rem 0 1.5rem; }
+td { padding: 0.3rem 0.6rem; border-bottom: 1px solid #e4e7eb; vertical-align: top; }
+td:first-child { color: #5b6570; white-space: nowrap; width: 12rem; }
+td.mono { font-family: ui-monospace, monospace; word-break: break-all; }
+svg { background: #fafbfc; border: 1px solid #e4e7eb; border-radius: 6px; }
+svg text { font: 11px system-ui, sans-serif; fill: #5b6570; }
+.axis { stroke: #9aa4ae; stroke-width: 1; }
+.grid { stroke: #e4e7eb; stroke-width: 1; }
+polyline { fill: none; stroke-width: 2.2; }
+.soldout { stroke: #1f9d55; stroke-width: 1; stroke-dasharray: 4 3; }
+svg text.wtick { fill: #1f9d55; }
+.arrivals { stroke: #2f6fdb; } .wins { stroke: #1f9d55; } .rejections { stroke: #d9822b; }
+.swatch { display: inline-block; width: 0.9rem; height: 0.25rem; margin-right: 0.35rem; vertical-align: middle; }
+.swatch.arrivals { background: #2f6fdb; } .swatch.wins { background: #1f9d55; } .swatch.rejections { background: #d9822b; }
+.legend span { margin-right: 1.2rem; }
+</style>
+</head>
+<body>
+<h1>asyncevent demo</h1>
+<p class="meta">{{.R.StartedAt.Format "2006-01-02 15:04 MST"}} · table {{.R.Table}} · DynamoDB {{.R.DynamoDB}}{{if .R.DynamoDBSource}} ({{.R.DynamoDBSource}}){{end}} · {{.R.Queue}}</p>
+<p class="verdict {{if .OK}}ok{{else}}bad{{end}}">{{.Verdict}}</p>
+{{with .R.FirstCome}}
+<h2>First come: {{.EventID}}</h2>
+{{end}}
+{{with .Chart}}
+<svg width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="arrivals, wins and rejections over time">
+{{range .YTicks}}<line class="grid" x1="{{$.Chart.Left}}" x2="{{$.Chart.Right}}" y1="{{.Grid}}" y2="{{.Grid}}"></line><text x="{{.X}}" y="{{.Y}}" text-anchor="end">{{.Label}}</text>
+{{end}}{{range .WTicks}}<text class="wtick" x="{{.X}}" y="{{.Y}}" text-anchor="start">{{.Label}}</text>
+{{end}}{{range .XTicks}}<text x="{{.X}}" y="{{.Y}}" text-anchor="middle">{{.Label}}</text>
+{{end}}<line class="axis" x1="{{.Left}}" x2="{{.Right}}" y1="{{.Base}}" y2="{{.Base}}"></line>
+<line class="axis" x1="{{.Left}}" x2="{{.Left}}" y1="{{.Top}}" y2="{{.Base}}"></line>
+{{with .SoldOut}}<line class="soldout" x1="{{.X}}" x2="{{.X}}" y1="{{$.Chart.Top}}" y2="{{$.Chart.Base}}"></line><text x="{{.X}}" y="{{.Y}}" dx="4">{{.Label}}</text>
+{{end}}{{range .Series}}<polyline class="{{.Class}}" points="{{.Points}}"></polyline>
+{{end}}<text x="{{.Right}}" y="{{.Height}}" text-anchor="end" dy="-4">time since the first click</text>
+</svg>
+<p class="legend">{{range .Series}}<span><i class="swatch {{.Class}}"></i>{{.Name}}: {{itoa .Total}}</span>{{end}}</p>
+{{end}}
+{{if .FC}}<table>{{range .FC}}<tr><td>{{.Label}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+{{with .R.Lottery}}<h2>Lottery: {{.EventID}}</h2>{{end}}
+{{if .Lottery}}<table>{{range .Lottery}}<tr><td>{{.Label}}</td><td class="mono">{{.Value}}</td></tr>{{end}}</table>{{end}}
+<p class="meta">Total {{printf "%.1f" .R.TotalSeconds}} s. Written by <code>asyncevent demo</code>; this file has no external assets.</p>
+</body>
+</html>
+`))

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/metered"
+)
+
+// demoReport is what the demo found, printed as text, JSON (-json) or HTML (-report).
+type demoReport struct {
+	StartedAt      time.Time        `json:"startedAt"`
+	Table          string           `json:"table"`
+	DynamoDB       string           `json:"dynamodb"`
+	DynamoDBSource string           `json:"dynamodbSource,omitempty"` // how the embedded DynamoDB Local was started
+	Queue          string           `json:"queue"`
+	FirstCome      *firstComeReport `json:"firstCome"`
+	Lottery        *lotteryReport   `json:"lottery,omitempty"`
+	Total          time.Duration    `json:"-"`
+	TotalSeconds   float64          `json:"totalSeconds"`
+}
+
+type firstComeReport struct {
+	EventID          string `json:"eventId"`
+	Capacity         int    `json:"capacity"`
+	Clicks           int    `json:"clicks"`
+	Clients          int    `json:"clients"`
+	Workers          int    `json:"workers"`
+	ScheduledRepeats int    `json:"scheduledRepeats"` // clicks of a user who clicks more than once, after the first
+
+	NewParticipations int    `json:"newParticipations"`
+	DuplicatesBlocked int    `json:"duplicatesBlocked"`
+	IngestErrors      int    `json:"ingestErrors"`
+	FirstIngestError  string `json:"firstIngestError,omitempty"`
+
+	Winners           int       `json:"winners"`
+	ExpectedWinners   int       `json:"expectedWinners"` // min(capacity, new participations)
+	CapacityRemaining int64     `json:"capacityRemaining"`
+	Stats             statsJSON `json:"stats"`
+
+	Latency    latencyJSON `json:"ingestLatency"` // every click, as the client saw it
+	NewLatency latencyJSON `json:"newParticipationLatency"`
+	DupLatency latencyJSON `json:"duplicateLatency"`
+
+	IngestSeconds   float64 `json:"ingestSeconds"`   // first click to last click answered
+	EndToEndSeconds float64 `json:"endToEndSeconds"` // first click to last request final
+
+	PerParticipation costJSON       `json:"perParticipation"`
+	PerDuplicate     costJSON       `json:"perDuplicate"`
+	PerMessage       costJSON       `json:"perMessage"`
+	Messages         int            `json:"messages"` // deliveries the workers processed
+	Outcomes         map[string]int `json:"outcomes"`
+	CapacityWrites   int            `json:"capacityWrites"` // write requests on the CAPACITY item, failed conditions included
+
+	fairness   asyncevent.Fairness
+	queueWait  asyncevent.Durations
+	processing asyncevent.Durations
+	chart      *chart
+}
+
+type lotteryReport struct {
+	EventID          string      `json:"eventId"`
+	Entrants         int         `json:"entrants"`
+	WinnerCount      int         `json:"winnerCount"`
+	Entered          int         `json:"entered"`
+	IngestErrors     int         `json:"ingestErrors"`
+	FirstIngestError string      `json:"firstIngestError,omitempty"`
+	Collected        int         `json:"collected"`
+	EntryCount       int         `json:"entryCount"`
+	EntriesHash      string      `json:"entriesHash"`
+	Seed             string      `json:"seed"`
+	SeedCommitment   string      `json:"seedCommitment"`
+	Winners          int         `json:"winners"`
+	Stats            statsJSON   `json:"stats"`
+	Latency          latencyJSON `json:"ingestLatency"`
+	CollectSeconds   float64     `json:"collectSeconds"`
+	DrawSeconds      float64     `json:"drawSeconds"`
+	Verified         bool        `json:"verified"`
+	Verification     string      `json:"verification"`
+	Problems         []string    `json:"problems"`
+}
+
+type latencyJSON struct {
+	Count int     `json:"count"`
+	P50Ms float64 `json:"p50Ms"`
+	P99Ms float64 `json:"p99Ms"`
+	MaxMs float64 `json:"maxMs"`
+}
+
+// latencyOf is the median, the 99th percentile (nearest rank) and the maximum.
+func latencyOf(ds []time.Duration) latencyJSON {
+	if len(ds) == 0 {
+		return latencyJSON{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := func(p int) time.Duration { return s[(len(s)*p+99)/100-1] }
+	return latencyJSON{Count: len(s), P50Ms: ms(rank(50)), P99Ms: ms(rank(99)), MaxMs: ms(s[len(s)-1])}
+}
+
+func (l latencyJSON) String() string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s · p99 %s", formatMs(l.P50Ms), formatMs(l.P99Ms))
+}
+
+func formatMs(v float64) string {
+	return formatDuration(time.Duration(v * float64(time.Millisecond)))
+}
+
+// costJSON is the mean cost of one operation.
+type costJSON struct {
+	Count      int                `json:"count"`
+	Calls      float64            `json:"dynamodbCalls"`
+	RoundTrips float64            `json:"roundTrips"`
+	WCU        float64            `json:"wcu"`
+	RCU        float64            `json:"rcu"`
+	QueueSends float64            `json:"queueSends"`
+	ByCall     map[string]float64 `json:"byCall"`
+}
+
+func costOf(c metered.Counts, n, sends int) costJSON {
+	out := costJSON{Count: n, ByCall: map[string]float64{}}
+	if n == 0 {
+		return out
+	}
+	f := float64(n)
+	out.Calls, out.RoundTrips = float64(c.DataCalls())/f, float64(c.RoundTrips())/f
+	out.WCU, out.RCU, out.QueueSends = c.WCU/f, c.RCU/f, float64(sends)/f
+	for op, k := range c.Calls {
+		out.ByCall[op] = float64(k) / f
+	}
+	return out
+}
+
+func (c costJSON) String() string {
+	if c.Count == 0 {
+		return "-"
+	}
+	ops := make([]string, 0, len(c.ByCall))
+	for _, op := range slices.Sorted(maps.Keys(c.ByCall)) {
+		ops = append(ops, fmt.Sprintf("%s %.2f", op, c.ByCall[op]))
+	}
+	s := fmt.Sprintf("%.2f calls (%s) · %.2f round trips · %.1f WCU", c.Calls, strings.Join(ops, " + "), c.RoundTrips, c.WCU)
+	if c.RCU > 0 {
+		s += fmt.Sprintf(" · %.2f RCU", c.RCU)
+	}
+	if c.QueueSends > 0 {
+		s += fmt.Sprintf(" + %.2f queue sends", c.QueueSends)
+	}
+	return s
+}
+
+// failure says why the demo did not show what it promises, or nil.
+func (r *demoReport) failure() error {
+	var errs []error
+	if fc := r.FirstCome; fc != nil {
+		if fc.Winners != fc.ExpectedWinners {
+			errs = append(errs, fmt.Errorf("first-come: %d winners, want %d", fc.Winners, fc.ExpectedWinners))
+		}
+		if fc.IngestErrors > 0 {
+			errs = append(errs, fmt.Errorf("first-come: %d clicks failed, the first: %s", fc.IngestErrors, fc.FirstIngestError))
+		}
+	}
+	if l := r.Lottery; l != nil {
+		if !l.Verified {
+			errs = append(errs, fmt.Errorf("lottery: %s", l.Verification))
+		}
+		if want := min(l.WinnerCount, l.EntryCount); l.Winners != want {
+			errs = append(errs, fmt.Errorf("lottery: %d winners, want %d", l.Winners, want))
+		}
+		if l.IngestErrors > 0 {
+			errs = append(errs, fmt.Errorf("lottery: %d entries failed, the first: %s", l.IngestErrors, l.FirstIngestError))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeText prints the final report.
+func (r *demoReport) writeText(w io.Writer) error {
+	fmt.Fprintf(w, "asyncevent demo · %s · table %s · DynamoDB %s", r.StartedAt.Format("2006-01-02 15:04 MST"), r.Table, r.DynamoDB)
+	if r.DynamoDBSource != "" {
+		fmt.Fprintf(w, " (embedded, %s)", r.DynamoDBSource)
+	}
+	fmt.Fprintf(w, " · %s\n\n", r.Queue)
+	if fc := r.FirstCome; fc != nil {
+		fmt.Fprintf(w, "FIRST_COME %s: capacity %s\n", fc.EventID, formatInt(fc.Capacity))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		verdict := "= capacity"
+		if fc.ExpectedWinners < fc.Capacity {
+			verdict = "= every participant, fewer than the capacity"
+		}
+		if fc.Winners != fc.ExpectedWinners {
+			verdict = fmt.Sprintf("WRONG: want %s", formatInt(fc.ExpectedWinners))
+		}
+		fmt.Fprintf(tw, "  clicks\t%s from %d clients, %s of them repeat clicks by the same user\n", formatInt(fc.Clicks), fc.Clients, formatInt(fc.ScheduledRepeats))
+		fmt.Fprintf(tw, "  new participations\t%s\n", formatInt(fc.NewParticipations))
+		fmt.Fprintf(tw, "  duplicates blocked\t%s (answered with the user's first requestId)\n", formatInt(fc.DuplicatesBlocked))
+		if fc.IngestErrors > 0 {
+			fmt.Fprintf(tw, "  failed clicks\t%s (first: %s)\n", formatInt(fc.IngestErrors), fc.FirstIngestError)
+		}
+		fmt.Fprintf(tw, "  winners\t%s %s (capacityRemaining %s)\n", formatInt(fc.Winners), verdict, formatInt(int(fc.CapacityRemaining)))
+		fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(fc.Stats.ByStatus))
+		fmt.Fprintf(tw, "  result codes\t%s\n", formatCounts(fc.Stats.ByResultCode))
+		fmt.Fprintf(tw, "  ingest latency\t%s (new %s; duplicate %s)\n", fc.Latency, fc.NewLatency, fc.DupLatency)
+		fmt.Fprintf(tw, "  queue wait\t%s\n", formatDurations(fc.queueWait))
+		fmt.Fprintf(tw, "  processing\t%s\n", formatDurations(fc.processing))
+		fmt.Fprintf(tw, "  end to end\t%s from the first click to the last result (clicks answered in %s)\n",
+			formatSeconds(fc.EndToEndSeconds), formatSeconds(fc.IngestSeconds))
+		fmt.Fprintf(tw, "  per new participation\t%s\n", fc.PerParticipation)
+		fmt.Fprintf(tw, "  per duplicate click\t%s\n", fc.PerDuplicate)
+		fmt.Fprintf(tw, "  per message\t%s (%s messages, %d workers)\n", fc.PerMessage, formatInt(fc.Messages), fc.Workers)
+		fmt.Fprintf(tw, "  CAPACITY writes\t%s: %s seats + %s tries by workers that had not yet seen the sell-out\n",
+			formatInt(fc.CapacityWrites), formatInt(fc.Winners), formatInt(fc.CapacityWrites-fc.Winners))
+		fmt.Fprintf(tw, "  fairness\t%s\n", formatFairness(fc.fairness))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if l := r.Lottery; l != nil {
+		verdict := "OK"
+		if !l.Verified {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(w, "\nLOTTERY %s: %s winners among %s entrants\n", l.EventID, formatInt(l.WinnerCount), formatInt(l.Entrants))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "  entries\t%s entered, %s collected by the workers in %s (ingest latency %s)\n",
+			formatInt(l.Entered), formatInt(l.Collected), formatSeconds(l.CollectSeconds), l.Latency)
+		fmt.Fprintf(tw, "  draw\t%s entries frozen, %s winners in %s\n", formatInt(l.EntryCount), formatInt(l.Winners), formatSeconds(l.DrawSeconds))
+		fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(l.Stats.ByStatus))
+		fmt.Fprintf(tw, "  seed commitment\t%s (published at creation)\n", l.SeedCommitment)
+		fmt.Fprintf(tw, "  revealed seed\t%s\n", l.Seed)
+		fmt.Fprintf(tw, "  entries hash\t%s\n", l.EntriesHash)
+		fmt.Fprintf(tw, "  verification\t%s: %s\n", verdict, l.Verification)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\ntotal %s\n", formatSeconds(r.TotalSeconds))
+	return err
+}
+
+func formatSeconds(s float64) string {
+	return formatDuration(time.Duration(s * float64(time.Second)))
+}

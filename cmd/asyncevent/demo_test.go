@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/internal/bench"
+)
+
+func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	report := filepath.Join(t.TempDir(), "demo.html")
+	out, errOut, code := f.run(t, "demo", "-capacity", "20", "-submits", "200", "-clients", "6", "-workers", "3",
+		"-lottery-entries", "100", "-lottery-winners", "5", "-report", report, "-seed", "7")
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+20 = capacity \(capacityRemaining 0\)$`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  new participations\s+160$`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  duplicates blocked\s+40 `), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  requests by status\s+REJECTED 140 · SUCCEEDED 20$`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  verification\s+OK: draw of demo-lottery-\S+ verified: 100 entries, 5 winners$`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+2\.\d\d calls \(GetItem 0\.\d\d \+ TransactWriteItems 1\.00 \+ UpdateItem 1\.00\)`), out)
+	assert.Contains(t, out, "fairness")
+
+	// Progress on stderr, as plain lines: stderr is not a terminal here.
+	assert.Contains(t, errOut, "first-come [")
+	assert.NotContains(t, errOut, "\r")
+
+	html, err := os.ReadFile(report)
+	require.NoError(t, err)
+	page := string(html)
+	assert.Contains(t, page, "<svg")
+	assert.Equal(t, 3, strings.Count(page, "<polyline"), "arrivals, wins, rejections")
+	assert.Contains(t, page, "every promise held")
+	assert.NotRegexp(t, `(?i)(src|href)\s*=`, page, "self-contained: no external assets")
+}
+
+func TestDemoJSON(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var rep demoReport
+	f.json(t, &rep, "demo", "-capacity", "5", "-submits", "60", "-clients", "4", "-workers", "2",
+		"-lottery-entries", "30", "-lottery-winners", "3")
+	fc := rep.FirstCome
+	require.NotNil(t, fc)
+	assert.Equal(t, 5, fc.Winners)
+	assert.Equal(t, 5, fc.ExpectedWinners)
+	assert.Equal(t, 48, fc.NewParticipations)
+	assert.Equal(t, 12, fc.DuplicatesBlocked)
+	assert.Equal(t, 0, fc.IngestErrors)
+	assert.Equal(t, map[string]int{"SUCCEEDED": 5, "REJECTED": 43}, fc.Stats.ByStatus)
+	assert.Equal(t, 1.0, fc.PerParticipation.ByCall["TransactWriteItems"])
+	assert.Equal(t, 1.0, fc.PerParticipation.ByCall["UpdateItem"])
+	assert.Equal(t, 1.0, fc.PerParticipation.QueueSends)
+	assert.Equal(t, 1.0, fc.PerDuplicate.ByCall["TransactWriteItems"])
+	assert.GreaterOrEqual(t, fc.CapacityWrites, 5)
+	assert.Equal(t, 48, fc.Messages)
+
+	l := rep.Lottery
+	require.NotNil(t, l)
+	assert.True(t, l.Verified, l.Verification)
+	assert.Equal(t, 3, l.Winners)
+	assert.Equal(t, 30, l.EntryCount)
+	assert.Equal(t, map[string]int{"SUCCEEDED": 3, "REJECTED": 27}, l.Stats.ByStatus)
+	assert.NotEmpty(t, l.Seed)
+}
+
+func TestDemoWithFewerUsersThanSeats(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	out := f.ok(t, "demo", "-capacity", "50", "-submits", "20", "-clients", "3", "-workers", "2", "-skip-lottery")
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+16 = every participant, fewer than the capacity`), out)
+	assert.NotContains(t, out, "LOTTERY")
+}
+
+func TestDemoOnSQS(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	out := f.ok(t, "demo", "-capacity", "5", "-submits", "40", "-clients", "4", "-workers", "2", "-skip-lottery",
+		"-sqs-endpoint", asynceventtest.SQSEndpoint(t))
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+5 = capacity`), out)
+	assert.Contains(t, out, "SQS queue http")
+}
+
+func TestBench(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var rep benchOutput
+	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1")
+	require.NotNil(t, rep.Report)
+	require.Len(t, rep.Report.Flows, 4)
+	assert.Equal(t, bench.FlowIngestNew, rep.Report.Flows[0].Name)
+	for _, fl := range rep.Report.Flows {
+		assert.Positive(t, fl.Library.Median, fl.Name)
+		assert.Positive(t, fl.Baseline.Median, fl.Name)
+		assert.Positive(t, fl.Ratio, fl.Name)
+	}
+	require.Len(t, rep.Acceptance, 6)
+	byName := map[string]check{}
+	for _, c := range rep.Acceptance {
+		byName[c.Name] = c
+	}
+	assert.True(t, byName["round trips per new participation ≤ 2 DynamoDB + 1 SQS send"].OK)
+	assert.True(t, byName["DynamoDB round trips per first-come message, happy path ≤ 2"].OK)
+	assert.True(t, byName["CAPACITY writes per message once the worker knows it is sold out = 0"].OK)
+	assert.NotEmpty(t, rep.Machine)
+
+	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
+	assert.Contains(t, out, "library/baseline")
+	assert.Contains(t, out, "acceptance (issue 9):")
+	var decoded map[string]any
+	assert.Error(t, json.Unmarshal([]byte(out), &decoded), "human output by default")
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// timeFlag is a point in time on the command line: RFC 3339, epoch milliseconds, or a
+// duration from now with a leading '+' ("+90m").
+type timeFlag struct {
+	at  asyncevent.EpochMillis
+	now func() time.Time
+}
+
+func (t *timeFlag) String() string {
+	if t == nil || t.at == 0 {
+		return ""
+	}
+	return formatMillis(t.at)
+}
+
+func (t *timeFlag) Set(s string) error {
+	at, err := parseTime(s, t.now())
+	if err != nil {
+		return err
+	}
+	t.at = at
+	return nil
+}
+
+func parseTime(s string, now time.Time) (asyncevent.EpochMillis, error) {
+	if d, ok := strings.CutPrefix(s, "+"); ok {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			return 0, fmt.Errorf("%q: a duration from now such as +90m: %w", s, err)
+		}
+		return asyncevent.MillisOf(now.Add(dur)), nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return asyncevent.EpochMillis(n), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want RFC 3339 (2026-05-01T12:00:00Z), epoch milliseconds, or +duration", s)
+	}
+	return asyncevent.MillisOf(t), nil
+}
+
+// parseEventType accepts FIRST_COME / LOTTERY in any case, with '-' for '_'.
+func parseEventType(s string) (asyncevent.EventType, error) {
+	t := asyncevent.EventType(strings.ToUpper(strings.ReplaceAll(s, "-", "_")))
+	if !t.Valid() {
+		return "", usagef("-type %q: want first-come or lottery", s)
+	}
+	return t, nil
+}
+
+func eventCreateCmd() *command {
+	var (
+		typ                         string
+		name                        string
+		capacity, winners           int64
+		starts, ends, cutoff, annAt timeFlag
+	)
+	for _, t := range []*timeFlag{&starts, &ends, &cutoff, &annAt} {
+		t.now = time.Now
+	}
+	return &command{
+		name:    "event create",
+		args:    "EVENT_ID",
+		summary: "create a FIRST_COME event (-capacity N) or a LOTTERY event (-winners K -cutoff TIME)",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&typ, "type", "first-come", "event `type`: first-come or lottery")
+			fs.StringVar(&name, "name", "", "display `name`")
+			fs.Int64Var(&capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
+			fs.Int64Var(&winners, "winners", 0, "LOTTERY: the number of winners `K`")
+			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now)")
+			fs.Var(&starts, "starts", "open from this `time` (default: now)")
+			fs.Var(&ends, "ends", "closed after this `time` (default: never)")
+			fs.Var(&annAt, "announce", "LOTTERY: planned announcement `time`")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+				return err
+			}
+			et, err := parseEventType(typ)
+			if err != nil {
+				return err
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			cfg, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+				EventID: args[0], EventType: et, Name: name,
+				StartsAt: starts.at, EndsAt: ends.at,
+				CapacityTotal: capacity, WinnerCount: winners,
+				LotteryCutoffAt: cutoff.at, AnnounceAt: annAt.at,
+			})
+			if errors.Is(err, asyncevent.ErrInvalidEvent) || errors.Is(err, asyncevent.ErrInvalidID) {
+				return usagef("%v", err)
+			}
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(eventJSON{Config: itemJSON(cfg)})
+			}
+			fmt.Fprintf(e.stdout, "event %s created\n", cfg.EventID)
+			return printItem(e.stdout, cfg)
+		},
+	}
+}
+
+// eventJSON is an event's items for scripts.
+type eventJSON struct {
+	Config   map[string]any `json:"config"`
+	Capacity map[string]any `json:"capacity,omitempty"`
+	Draw     map[string]any `json:"draw,omitempty"`
+}
+
+func eventGetCmd() *command {
+	return &command{
+		name:    "event get",
+		args:    "EVENT_ID",
+		summary: "show an event: its CONFIG item and its CAPACITY (first-come) or DRAW (lottery) item",
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+				return err
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			cfg, err := c.GetEvent(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			out := eventJSON{Config: itemJSON(cfg)}
+			var second any
+			switch cfg.EventType {
+			case asyncevent.FirstCome:
+				capacity, err := c.GetCapacity(ctx, cfg.EventID)
+				if err != nil && !errors.Is(err, asyncevent.ErrNotFound) {
+					return err
+				}
+				if capacity != nil {
+					out.Capacity, second = itemJSON(capacity), capacity
+				}
+			case asyncevent.Lottery:
+				draw, err := c.GetDraw(ctx, cfg.EventID)
+				if err != nil && !errors.Is(err, asyncevent.ErrNotLottery) {
+					return err
+				}
+				if draw != nil {
+					out.Draw, second = itemJSON(draw), draw
+				}
+			}
+			if e.json {
+				return e.printJSON(out)
+			}
+			fmt.Fprintln(e.stdout, "CONFIG")
+			if err := printItem(e.stdout, cfg); err != nil {
+				return err
+			}
+			if second != nil {
+				fmt.Fprintf(e.stdout, "\n%s\n", map[asyncevent.EventType]string{asyncevent.FirstCome: "CAPACITY", asyncevent.Lottery: "DRAW"}[cfg.EventType])
+				return printItem(e.stdout, second)
+			}
+			return nil
+		},
+	}
+}

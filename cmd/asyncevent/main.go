@@ -1,0 +1,24 @@
+// Command asyncevent is the operator CLI of the asyncevent library: it creates and
+// checks the table, creates and reads events, reads requests, lists and status logs,
+// computes an event's statistics, runs and verifies a lottery draw, re-drives stuck
+// requests, and runs the spike demo and the benchmark against a raw-SDK baseline.
+//
+//	asyncevent [global flags] <command> [flags] [arguments]
+//
+// Run "asyncevent help" for the commands and flags. Exit codes: 0 success, 1 failure,
+// 2 usage error.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

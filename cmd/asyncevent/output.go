@@ -1,0 +1,178 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// printJSON writes v as indented JSON, one document per command.
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// newTable returns a tabwriter for a human table on w; Flush it.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// field is one attribute of an item, named as on the table.
+type field struct {
+	name  string
+	value any
+}
+
+// fieldsOf lists the non-zero attributes of one of the library's item structs
+// (Request, EventConfig, …) in the struct's order, named by their dynamodbav tags,
+// so that the CLI shows the names the table stores.
+func fieldsOf(v any) []field {
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	var fs []field
+	for i := range rv.NumField() {
+		sf := rv.Type().Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("dynamodbav"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		fv := rv.Field(i)
+		if fv.IsZero() {
+			continue
+		}
+		fs = append(fs, field{name: name, value: fv.Interface()})
+	}
+	return fs
+}
+
+// itemJSON is an item as a JSON object keyed by its attribute names; times stay epoch
+// milliseconds (and ttl epoch seconds), as stored.
+func itemJSON(v any) map[string]any {
+	m := map[string]any{}
+	for _, f := range fieldsOf(v) {
+		m[f.name] = f.value
+	}
+	return m
+}
+
+// printItem prints an item as a two-column table: attribute and value, times also in
+// RFC 3339.
+func printItem(w io.Writer, v any) error {
+	tw := newTable(w)
+	for _, f := range fieldsOf(v) {
+		fmt.Fprintf(tw, "%s\t%s\n", f.name, formatValue(f.name, f.value))
+	}
+	return tw.Flush()
+}
+
+func formatValue(name string, v any) string {
+	switch x := v.(type) {
+	case asyncevent.EpochMillis:
+		return fmt.Sprintf("%s (%d)", formatMillis(x), int64(x))
+	case int64:
+		if name == "ttl" {
+			return fmt.Sprintf("%s (%d)", time.Unix(x, 0).UTC().Format(time.RFC3339), x)
+		}
+		return strconv.FormatInt(x, 10)
+	}
+	return fmt.Sprint(v)
+}
+
+// formatMillis is an epoch-millisecond time in RFC 3339 with milliseconds, UTC; "-"
+// for zero.
+func formatMillis(m asyncevent.EpochMillis) string {
+	if m == 0 {
+		return "-"
+	}
+	return m.Time().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// formatDuration rounds a duration for a human: 3 significant digits.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(100 * time.Microsecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// formatInt writes n with thousands separators: 20,000.
+func formatInt(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// formatCounts writes a count per key, biggest first: "SUCCEEDED 1,000 · REJECTED 15,000".
+func formatCounts[K ~string](m map[K]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %s", k, formatInt(m[k]))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// durationsJSON is asyncevent.Durations for scripts, in milliseconds.
+type durationsJSON struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50Ms"`
+	P95   float64 `json:"p95Ms"`
+	Max   float64 `json:"maxMs"`
+}
+
+func durationsOf(d asyncevent.Durations) durationsJSON {
+	return durationsJSON{Count: d.Count, P50: ms(d.P50), P95: ms(d.P95), Max: ms(d.Max)}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func formatDurations(d asyncevent.Durations) string {
+	if d.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("p50 %s · p95 %s · max %s (%s requests)", formatDuration(d.P50), formatDuration(d.P95), formatDuration(d.Max), formatInt(d.Count))
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// statsJSON is asyncevent.EventStats for scripts.
+type statsJSON struct {
+	EventID           string         `json:"eventId"`
+	EventType         string         `json:"eventType"`
+	Requests          int            `json:"requests"`
+	ByStatus          map[string]int `json:"byStatus"`
+	ByResultCode      map[string]int `json:"byResultCode"`
+	CapacityTotal     int64          `json:"capacityTotal,omitempty"`
+	CapacityRemaining int64          `json:"capacityRemaining"`
+	QueueWait         durationsJSON  `json:"queueWait"`
+	Processing        durationsJSON  `json:"processing"`
+	Fairness          fairnessJSON   `json:"fairness"`
+}
+
+type fairnessJSON struct {
+	Inversions int     `json:"inversions"`
+	MaxGapMs   float64 `json:"maxGapMs"`
+}
+
+func statsOf(st *asyncevent.EventStats) statsJSON {
+	out := statsJSON{
+		EventID: st.EventID, EventType: string(st.EventType), Requests: st.Requests,
+		ByStatus: map[string]int{}, ByResultCode: map[string]int{},
+		CapacityTotal: st.CapacityTotal, CapacityRemaining: st.CapacityRemaining,
+		QueueWait: durationsOf(st.QueueWait), Processing: durationsOf(st.Processing),
+		Fairness: fairnessJSON{Inversions: st.Fairness.Inversions, MaxGapMs: ms(st.Fairness.MaxGap)},
+	}
+	for s, n := range st.ByStatus {
+		out.ByStatus[string(s)] = n
+	}
+	for r, n := range st.ByResultCode {
+		out.ByResultCode[string(r)] = n
+	}
+	return out
+}
+
+// formatFairness is the fairness line of a FIRST_COME event.
+func formatFairness(f asyncevent.Fairness) string {
+	if f.Inversions == 0 {
+		return "0 inversions: no request lost its seat to one queued after it"
+	}
+	return fmt.Sprintf("%s inversions: requests rejected while one queued up to %s later won a seat", formatInt(f.Inversions), formatDuration(f.MaxGap))
+}
+
+func statsCmd() *command {
+	return &command{
+		name:    "stats",
+		args:    "EVENT_ID",
+		summary: "an event's statistics: requests by status and result, capacity, queue wait, fairness (Query GSI2)",
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+				return err
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			st, err := c.EventStats(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(statsOf(st))
+			}
+			tw := newTable(e.stdout)
+			fmt.Fprintf(tw, "event\t%s (%s)\n", st.EventID, st.EventType)
+			fmt.Fprintf(tw, "requests\t%s\n", formatInt(st.Requests))
+			fmt.Fprintf(tw, "by status\t%s\n", formatCounts(st.ByStatus))
+			fmt.Fprintf(tw, "by result\t%s\n", formatCounts(st.ByResultCode))
+			if st.EventType == asyncevent.FirstCome {
+				fmt.Fprintf(tw, "capacity\t%s total, %s remaining\n", formatInt(int(st.CapacityTotal)), formatInt(int(st.CapacityRemaining)))
+			}
+			fmt.Fprintf(tw, "queue wait\t%s\n", formatDurations(st.QueueWait))
+			fmt.Fprintf(tw, "processing\t%s\n", formatDurations(st.Processing))
+			if st.EventType == asyncevent.FirstCome {
+				fmt.Fprintf(tw, "fairness\t%s\n", formatFairness(st.Fairness))
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// sweepJSON is asyncevent.SweepReport for scripts.
+type sweepJSON struct {
+	EventID  string            `json:"eventId"`
+	Examined int               `json:"examined"`
+	Resent   map[string]int    `json:"resent"`
+	Skipped  int               `json:"skipped"`
+	Failed   map[string]string `json:"failed"`
+}
+
+func sweepCmd() *command {
+	var (
+		q          sqsFlags
+		stuckAfter time.Duration
+		rate       float64
+	)
+	q.endpoint = envOr(envSQSEndpoint, "")
+	return &command{
+		name:    "sweep",
+		args:    "EVENT_ID",
+		summary: "send again the messages of an event's requests stuck QUEUED or PROCESSING past their lease",
+		flags: func(fs *flag.FlagSet) {
+			q.register(fs, true)
+			fs.DurationVar(&stuckAfter, "stuck-after", asyncevent.DefaultSweepStuckAfter, "how long a request may sit QUEUED, or PROCESSING past its lease, before it counts as stuck")
+			fs.Float64Var(&rate, "rate", asyncevent.DefaultSweepRate, "at most this many messages sent per second")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+				return err
+			}
+			if q.queueURL == "" {
+				return usagef("-queue-url is required: the queue the workers read")
+			}
+			if stuckAfter <= 0 || rate <= 0 {
+				return usagef("-stuck-after and -rate must be positive")
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			sc, err := q.sqsClient(ctx, e.region)
+			if err != nil {
+				return err
+			}
+			queue, err := asyncevent.NewSQSQueue(sc, q.queueURL)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			rep, err := c.Sweep(ctx, queue, args[0], asyncevent.SweepOptions{StuckAfter: stuckAfter, RatePerSecond: rate})
+			if rep == nil {
+				return err
+			}
+			out := sweepJSON{EventID: args[0], Examined: rep.Examined, Resent: map[string]int{}, Skipped: rep.Skipped, Failed: map[string]string{}}
+			for s, n := range rep.Resent {
+				out.Resent[string(s)] = n
+			}
+			maps.Copy(out.Failed, rep.Failed)
+			var perr error
+			if e.json {
+				perr = e.printJSON(out)
+			} else {
+				tw := newTable(e.stdout)
+				fmt.Fprintf(tw, "event\t%s\n", args[0])
+				fmt.Fprintf(tw, "examined\t%s requests\n", formatInt(rep.Examined))
+				fmt.Fprintf(tw, "sent again\t%s\n", formatCounts(rep.Resent))
+				fmt.Fprintf(tw, "skipped\t%s (in flight or done)\n", formatInt(rep.Skipped))
+				fmt.Fprintf(tw, "failed\t%s\n", formatInt(len(rep.Failed)))
+				for _, id := range slices.Sorted(maps.Keys(rep.Failed)) {
+					fmt.Fprintf(tw, "\t%s: %s\n", id, rep.Failed[id])
+				}
+				perr = tw.Flush()
+			}
+			switch {
+			case err != nil:
+				return err
+			case perr != nil:
+				return perr
+			case len(rep.Failed) > 0:
+				return fmt.Errorf("%d messages could not be sent", len(rep.Failed))
+			}
+			return nil
+		},
+	}
+}
