@@ -5,10 +5,15 @@
 GO       ?= go
 FUZZTIME ?= 10s
 
-.PHONY: demo test vet unit fuzz chaos
+.PHONY: demo bench test vet unit fuzz chaos
 
+# The spike demo (a first-come event, then a lottery) and the benchmark against a
+# raw-SDK baseline, on an embedded DynamoDB Local; flags: ARGS="-submits 5000".
 demo:
-	$(GO) run ./examples/quickstart
+	$(GO) run ./cmd/asyncevent demo $(ARGS)
+
+bench:
+	$(GO) run ./cmd/asyncevent bench $(ARGS)
 
 test: vet unit fuzz
 
