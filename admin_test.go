@@ -155,3 +155,40 @@ func TestEventStats(t *testing.T) {
 	_, err = c.EventStats(ctx, "nope")
 	assert.ErrorIs(t, err, asyncevent.ErrEventNotFound)
 }
+
+// TestStrictModeKeepsQueueOrder: with a FIFO queue and one message group per event
+// (the strict mode), the winners are exactly the first N in queue order: no
+// inversions, however many workers.
+func TestStrictModeKeepsQueueOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := newIngest(t, asyncevent.Options{}) // capacity 10
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true})
+	var ids []string
+	for i := range 40 {
+		p, err := c.Submit(ctx, q, "ev", fmt.Sprintf("u%02d", i))
+		require.NoError(t, err)
+		ids = append(ids, p.RequestID)
+		clock.Advance(time.Millisecond)
+	}
+	for range 4 {
+		w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 4, WaitTime: 20 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() { assert.NoError(t, w.Stop(ctx)) })
+	}
+	deadline := time.Now().Add(time.Minute)
+	for l := q.Len(); l.Visible+l.InFlight > 0; l = q.Len() {
+		require.True(t, time.Now().Before(deadline))
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, err := c.EventStats(ctx, "ev")
+	require.NoError(t, err)
+	assert.Equal(t, 10, st.ByStatus[asyncevent.StatusSucceeded])
+	assert.Zero(t, st.Fairness.Inversions)
+	for i, id := range ids {
+		r, err := c.GetRequest(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, i < 10, r.Status == asyncevent.StatusSucceeded, "request %d", i)
+	}
+}
