@@ -82,6 +82,13 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// LocalDynamoDB returns a raw client of the test binary's DynamoDB Local, for code
+// that has no testing.TB at hand (Example functions).
+func LocalDynamoDB() (*dynamodb.Client, error) {
+	_, client, err := start()
+	return client, err
+}
+
 // DynamoDB returns a raw client of the test binary's DynamoDB Local, for inspecting
 // tables and for wrapping in fault injectors. It fails the test when no DynamoDB
 // Local can be had.
