@@ -397,7 +397,7 @@ func waitFinal(ctx context.Context, t *tracker, want int) error {
 // schedule returns the users of the first-come clicks in click order: submits clicks,
 // of which round(submits × repeat) repeat a user who clicks more than once, shuffled.
 func (o *demoOptions) schedule() (users []string, distinct int) {
-	repeats := int(float64(o.submits)*o.repeat + 0.5)
+	repeats := min(int(float64(o.submits)*o.repeat+0.5), o.submits-1) // someone clicks first
 	distinct = o.submits - repeats
 	seed := o.seed
 	if seed == 0 {

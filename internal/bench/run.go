@@ -9,6 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
@@ -54,6 +59,13 @@ const (
 	FlowIngestDup     = "ingest, duplicate click"
 	FlowWorkerWin     = "worker, first-come winner"
 	FlowWorkerSoldOut = "worker, after sold out"
+
+	// FlowStoreTransaction calibrates the store, not the library: one
+	// TransactWriteItems of two Puts (the "library" side) against two PutItem calls
+	// of the same items (the "baseline" side), at the ingest's concurrency. The
+	// library writes a new participation, and a first-come seat, in one transaction;
+	// this row shows what a transaction costs on the DynamoDB under test.
+	FlowStoreTransaction = "store: 1 transaction of 2 Puts vs 2 PutItems"
 )
 
 // Report is what Run measured.
@@ -63,6 +75,8 @@ type Report struct {
 	Clients int    `json:"clients"`
 	Workers int    `json:"workers"`
 	Flows   []Flow `json:"flows"`
+	// Store is the calibration row FlowStoreTransaction.
+	Store *Flow `json:"store,omitempty"`
 }
 
 // Flow is one flow measured on both sides.
@@ -155,7 +169,8 @@ func newQueue() *countingQueue {
 // capacity N; N new participations from Clients concurrent callers; N repeat clicks of
 // the same users; the N messages processed by Workers concurrent workers (all win, and
 // the event is sold out); then N more users, whose messages are processed by a worker
-// that has already seen the event sold out (one message first, unmeasured).
+// that has already seen the event sold out (one message first, unmeasured); last, the
+// store calibration FlowStoreTransaction (Report.Store).
 //
 // The library's winners are processed by an asyncevent.Worker; its sold-out messages by
 // an asyncevent.Processor driven like the baseline's loop, since only a processor that
@@ -250,7 +265,7 @@ func newRoundState(ctx context.Context, cfg Config, sd *side, round string, n in
 
 type step func(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error
 
-var steps = []step{ingestNew, ingestDup, workerWin, workerSoldOut}
+var steps = []step{ingestNew, ingestDup, workerWin, workerSoldOut, storeTransaction}
 
 // measure runs f, which does ops operations, and records its throughput and costs
 // under flow.
@@ -511,7 +526,7 @@ func waitEmpty(ctx context.Context, q *asyncevent.MemoryQueue) error {
 
 func report(cfg Config, lib, raw *side) *Report {
 	r := &Report{Rounds: cfg.Rounds, N: cfg.N, Clients: cfg.Clients, Workers: cfg.Workers}
-	for _, name := range []string{FlowIngestNew, FlowIngestDup, FlowWorkerWin, FlowWorkerSoldOut} {
+	for _, name := range []string{FlowIngestNew, FlowIngestDup, FlowWorkerWin, FlowWorkerSoldOut, FlowStoreTransaction} {
 		l, b := lib.results[name], raw.results[name]
 		if l == nil || b == nil {
 			continue
@@ -522,9 +537,50 @@ func report(cfg Config, lib, raw *side) *Report {
 			ratios = append(ratios, l.opsPerSec[i]/b.opsPerSec[i])
 		}
 		f.Ratio = median(ratios)
+		if name == FlowStoreTransaction {
+			r.Store = &f
+			continue
+		}
 		r.Flows = append(r.Flows, f)
 	}
 	return r
+}
+
+// storeTransaction measures FlowStoreTransaction: on the library side one
+// TransactWriteItems of two Puts per operation, on the baseline side the same two
+// items with two PutItem calls; items of about the size of a lock and a request.
+func storeTransaction(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
+	item := func(kind string, i int) map[string]types.AttributeValue {
+		pk := fmt.Sprintf("CALIBRATE#%s#%s#%06d", st.eventID, kind, i)
+		return map[string]types.AttributeValue{
+			"PK": s(pk), "SK": s(kind), "entityType": s("CALIBRATION"), "eventId": s(st.eventID),
+			"userId": s(fmt.Sprintf("u%06d", i)), "requestId": s(uuid.Must(uuid.NewV7()).String()),
+			"status": s(string(asyncevent.StatusReceived)), "uiResult": s(string(asyncevent.UIPending)),
+			"requestedAt": n(time.Now().UnixMilli()), "idempotencyKey": s(pk), "ttl": n(time.Now().Add(time.Hour).Unix()),
+		}
+	}
+	table := aws.String(cfg.Table)
+	return measure(sd, FlowStoreTransaction, nil, st.n, record, func() error {
+		return submitAll(ctx, cfg, st.n, 0, func(ctx context.Context, user string) error {
+			var i int
+			if _, err := fmt.Sscanf(user, "u%d", &i); err != nil {
+				return err
+			}
+			lock, req := item("LOCK", i), item("META", i)
+			if sd.name == "lib" {
+				_, err := sd.counter.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+					{Put: &types.Put{TableName: table, Item: lock, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+					{Put: &types.Put{TableName: table, Item: req, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+				}})
+				return err
+			}
+			if _, err := sd.counter.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: lock, ConditionExpression: aws.String("attribute_not_exists(PK)")}); err != nil {
+				return err
+			}
+			_, err := sd.counter.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: req, ConditionExpression: aws.String("attribute_not_exists(PK)")})
+			return err
+		})
+	})
 }
 
 func sideOf(m *measured) Side {

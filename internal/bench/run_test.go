@@ -22,6 +22,9 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Len(t, r.Flows, 4)
+	require.NotNil(t, r.Store)
+	assert.Equal(t, 1.0, r.Store.Library.PerOp.Calls["TransactWriteItems"])
+	assert.Equal(t, 2.0, r.Store.Baseline.PerOp.Calls["PutItem"])
 	byName := map[string]bench.Flow{}
 	for _, f := range r.Flows {
 		byName[f.Name] = f
