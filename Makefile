@@ -8,7 +8,8 @@ FUZZTIME ?= 10s
 .PHONY: demo bench test vet unit fuzz chaos
 
 # The spike demo (a first-come event, then a lottery) and the benchmark against a
-# raw-SDK baseline, on an embedded DynamoDB Local; flags: ARGS="-submits 5000".
+# raw-SDK baseline, on an embedded DynamoDB Local. Flags go in ARGS, e.g. the issue's
+# full scenario: make demo ARGS="-submits 20000 -lottery-entries 5000".
 demo:
 	$(GO) run ./cmd/asyncevent demo $(ARGS)
 

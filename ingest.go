@@ -28,6 +28,10 @@ const bookkeepingTimeout = 10 * time.Second
 //     again.
 //   - MarkQueued losing its condition means a worker already started the request:
 //     not an error.
+//   - A Participate whose outcome is unknown (its answer lost, its lock unreadable)
+//     still sends its message, so a request that did land is not left RECEIVED; the
+//     participation stands if MarkQueued then finds the request, else the error is
+//     returned (and the worker drops the message of a request that does not exist).
 //
 // The Participation's Request, when set, is the request as Submit left it.
 func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {

@@ -49,7 +49,11 @@ func formatFairness(f asyncevent.Fairness) string {
 	if f.Inversions == 0 {
 		return "0 inversions: no request lost its seat to one queued after it"
 	}
-	return fmt.Sprintf("%s inversions: requests rejected while one queued up to %s later won a seat", formatInt(f.Inversions), formatDuration(f.MaxGap))
+	what := "inversions: requests"
+	if f.Inversions == 1 {
+		what = "inversion: a request"
+	}
+	return fmt.Sprintf("%s %s rejected while one queued up to %s later won a seat", formatInt(f.Inversions), what, formatDuration(f.MaxGap))
 }
 
 func statsCmd() *command {
