@@ -87,6 +87,13 @@
 // after the cutoff (plus the library's settle window) POST
 // /admin/events/{eventId}/draw draws it and GET /admin/events/{eventId}/draw/verify
 // re-checks it. Errors are application/problem+json with a stable "code".
+//
+// # Admin web UI
+//
+// Operators get server-rendered pages at /admin/ui/ (see ui.go): sign in with an
+// admin token (exchanged for an HttpOnly, SameSite=Strict session cookie), open an
+// event by its ID for its stats, an outcome chart along queue order and the request
+// table, open a request for its latencies and status log, run and verify a draw.
 package main
 
 import (
@@ -294,6 +301,7 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 		Logger:         logger,
 		RequestTimeout: cfg.requestTimeout,
 	})
+	srv.MountAdminUI(AdminUIOptions{})
 	httpServer := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// eventView is the event page.
+type eventView struct {
+	Event      *asyncevent.EventConfig
+	Stats      *asyncevent.EventStats
+	Cards      []card
+	ByStatus   []countRow
+	ByResult   []countRow
+	Chart      chartView
+	Table      tableView
+	Lottery    *lotteryView // LOTTERY only
+	FirstCome  bool
+	DrawError  string // a refused draw, shown above the draw section
+	DrawStatus int
+}
+
+// card is one figure of the stats row.
+type card struct {
+	ID    string // the element's id, for tests and links
+	Label string
+	Value string
+	Note  string
+	Tone  string // "good", "bad", "warn" or ""
+}
+
+// countRow is one line of a breakdown (by status, by result code).
+type countRow struct {
+	Label string
+	Count int
+	Pct   string
+	Class string
+}
+
+// tableView is the request table: one page of ListEventRequests.
+type tableView struct {
+	Rows          []rowView
+	Order         asyncevent.Order
+	Status        asyncevent.Status
+	Limit         int
+	Pos           int // the position of the first row in this listing, 1-based
+	End           int // the position of the last row
+	StatusOptions []option
+	Lottery       bool
+	AscURL        string
+	DescURL       string
+	FirstURL      string
+	NextURL       string // empty on the last page
+	FirstPage     bool
+}
+
+type option struct {
+	Value    string
+	Label    string
+	Selected bool
+}
+
+type rowView struct {
+	Pos int
+	R   asyncevent.Request
+}
+
+// lotteryView is a LOTTERY event's draw section.
+type lotteryView struct {
+	Draw         *asyncevent.DrawRecord
+	CanDraw      bool
+	DrawLabel    string
+	Verification *asyncevent.Verification
+	VerifyError  string
+	Winners      []string // the first winners, for links
+	MoreWinners  int
+}
+
+// maxWinnersShown bounds the winners listed on the event page.
+const maxWinnersShown = 20
+
+// event is GET /admin/ui/events/{eventId}?order=&status=&limit=&cursor=&pos=.
+func (u *adminUI) event(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	return u.renderEvent(w, r, sess, eventID, q, http.StatusOK, "")
+}
+
+// renderEvent reads everything the event page shows and renders it with status;
+// drawError, if set, is a refused draw.
+func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSession, eventID string, q url.Values, status int, drawError string) error {
+	ctx := r.Context()
+	limit, err := queryInt(q, "limit")
+	if err != nil {
+		return err
+	}
+	if limit == 0 {
+		limit = defaultPageSize
+	}
+	pos, err := queryInt(q, "pos")
+	if err != nil {
+		return err
+	}
+	pos = max(pos, 1)
+	opts := asyncevent.EventListOptions{
+		Order:  asyncevent.Order(q.Get("order")),
+		Status: asyncevent.Status(q.Get("status")),
+		Limit:  limit,
+		Cursor: q.Get("cursor"),
+	}
+	if opts.Order == "" {
+		opts.Order = asyncevent.Ascending
+	}
+	if opts.Order != asyncevent.Ascending && opts.Order != asyncevent.Descending {
+		return newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "order must be asc or desc")
+	}
+	if opts.Status != "" && !opts.Status.Valid() {
+		return newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "status "+strconv.Quote(truncate(string(opts.Status), 40))+" is not a request status")
+	}
+
+	ev, err := u.client.GetEvent(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	stats, err := u.client.EventStats(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	list, err := u.client.ListEventRequests(ctx, eventID, opts)
+	if err != nil {
+		return err
+	}
+	chart, err := u.outcomeChart(ctx, ev, stats)
+	if err != nil {
+		return err
+	}
+
+	v := eventView{
+		Event:      ev,
+		Stats:      stats,
+		Chart:      chart,
+		FirstCome:  ev.EventType == asyncevent.FirstCome,
+		DrawError:  drawError,
+		DrawStatus: status,
+	}
+	if ev.EventType == asyncevent.Lottery {
+		lv, err := u.lottery(r, ev)
+		if err != nil {
+			return err
+		}
+		v.Lottery = lv
+	}
+	v.Cards = eventCards(ev, stats, v.Lottery)
+	v.ByStatus, v.ByResult = breakdowns(stats)
+	v.Table = tableOf(ev, stats, list, opts, pos)
+	title := ev.EventID
+	if ev.Name != "" {
+		title = ev.Name
+	}
+	u.render(w, r, status, "event", page{Title: title, Session: sess, Data: v})
+	return nil
+}
+
+// lottery reads the draw record and, once the draw has started, verifies it.
+func (u *adminUI) lottery(r *http.Request, ev *asyncevent.EventConfig) (*lotteryView, error) {
+	d, err := u.client.GetDraw(r.Context(), ev.EventID)
+	if err != nil {
+		return nil, err
+	}
+	lv := &lotteryView{Draw: d}
+	switch d.Phase {
+	case asyncevent.PhaseCollecting, "":
+		lv.CanDraw, lv.DrawLabel = true, "Run the draw"
+		return lv, nil
+	case asyncevent.PhaseDrawing:
+		lv.CanDraw, lv.DrawLabel = true, "Resume the draw"
+	}
+	ver, err := u.client.VerifyDraw(r.Context(), ev.EventID)
+	if err != nil {
+		p, _, internal := problemFor(err)
+		if internal {
+			return nil, err
+		}
+		lv.VerifyError = p.Detail
+		return lv, nil
+	}
+	lv.Verification = ver
+	lv.Winners = ver.Winners
+	if len(lv.Winners) > maxWinnersShown {
+		lv.Winners, lv.MoreWinners = lv.Winners[:maxWinnersShown], len(ver.Winners)-maxWinnersShown
+	}
+	return lv, nil
+}
+
+// eventCards are the stats row.
+func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotteryView) []card {
+	inFlight := s.ByStatus[asyncevent.StatusReceived] + s.ByStatus[asyncevent.StatusQueued] + s.ByStatus[asyncevent.StatusProcessing]
+	n := strconv.Itoa
+	cards := []card{
+		{ID: "stat-requests", Label: "Requests", Value: n(s.Requests), Note: "in queue order (GSI2)"},
+		{ID: "stat-succeeded", Label: "Succeeded", Value: n(s.ByStatus[asyncevent.StatusSucceeded]), Tone: "good"},
+		{ID: "stat-rejected", Label: "Rejected", Value: n(s.ByStatus[asyncevent.StatusRejected]), Tone: "warn"},
+		{ID: "stat-failed", Label: "Failed", Value: n(s.ByStatus[asyncevent.StatusFailedFinal]), Tone: "bad"},
+		{ID: "stat-inflight", Label: "Waiting", Value: n(inFlight), Note: "received, queued or processing"},
+	}
+	for i := 1; i < 4; i++ {
+		if s.Requests > 0 {
+			cards[i].Note = pctOf(cards[i].Value, s.Requests) + " of requests"
+		}
+	}
+	switch ev.EventType {
+	case asyncevent.FirstCome:
+		c := card{ID: "stat-capacity", Label: "Capacity left", Value: n(int(s.CapacityRemaining)) + " / " + n(int(s.CapacityTotal))}
+		if s.CapacityTotal > 0 {
+			c.Note = strconv.FormatFloat(100*float64(s.CapacityTotal-s.CapacityRemaining)/float64(s.CapacityTotal), 'f', 0, 64) + "% of the seats taken"
+		}
+		if s.CapacityRemaining == 0 {
+			c.Tone = "warn"
+		}
+		cards = append(cards, c)
+	case asyncevent.Lottery:
+		c := card{ID: "stat-winners", Label: "Winners", Value: n(int(ev.WinnerCount)), Note: "to draw; phase " + string(ev.Phase)}
+		if lv != nil && lv.Draw.DrawnAt != 0 {
+			c.Note = "drawn among " + n(int(lv.Draw.EntryCount)) + " entries"
+		}
+		cards = append(cards, c)
+	}
+	cards = append(cards,
+		durationCard("stat-queue-wait", "Queue wait p50 / p95", s.QueueWait, "queuedAt → startedAt"),
+		durationCard("stat-processing", "Processing p50 / p95", s.Processing, "startedAt → finishedAt"),
+	)
+	if ev.EventType == asyncevent.FirstCome {
+		c := card{ID: "stat-inversions", Label: "Fairness inversions", Value: n(s.Fairness.Inversions), Tone: "good",
+			Note: "no loser was queued before a winner"}
+		if s.Fairness.Inversions > 0 {
+			c.Tone, c.Note = "warn", "max gap "+fmtDuration(s.Fairness.MaxGap)+" in queue time"
+		}
+		cards = append(cards, c)
+	}
+	return cards
+}
+
+func durationCard(id, label string, d asyncevent.Durations, span string) card {
+	if d.Count == 0 {
+		return card{ID: id, Label: label, Value: "—", Note: span + ": none yet"}
+	}
+	return card{ID: id, Label: label, Value: fmtDuration(d.P50) + " / " + fmtDuration(d.P95),
+		Note: span + ", max " + fmtDuration(d.Max) + ", n=" + strconv.Itoa(d.Count)}
+}
+
+func pctOf(count string, total int) string {
+	c, _ := strconv.Atoi(count)
+	return strconv.FormatFloat(100*float64(c)/float64(total), 'f', 0, 64) + "%"
+}
+
+// statusOrder and resultOrder fix the order of the breakdowns.
+var (
+	statusOrder = []asyncevent.Status{
+		asyncevent.StatusReceived, asyncevent.StatusQueued, asyncevent.StatusProcessing,
+		asyncevent.StatusSucceeded, asyncevent.StatusRejected, asyncevent.StatusFailedFinal,
+	}
+	resultOrder = []asyncevent.ResultCode{
+		asyncevent.ResultSuccess, asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose,
+		asyncevent.ResultRejectedClosed, asyncevent.ResultRejectedDuplicate, asyncevent.ResultFailedIngestEnqueue,
+		asyncevent.ResultFailedWorker, asyncevent.ResultFailedValidation, asyncevent.ResultFailedSerde,
+	}
+)
+
+func breakdowns(s *asyncevent.EventStats) (byStatus, byResult []countRow) {
+	p := func(n int) string {
+		if s.Requests == 0 {
+			return "0"
+		}
+		return strconv.FormatFloat(100*float64(n)/float64(s.Requests), 'f', 1, 64)
+	}
+	for _, st := range statusOrder {
+		if c := s.ByStatus[st]; c > 0 {
+			byStatus = append(byStatus, countRow{Label: string(st), Count: c, Pct: p(c), Class: outcomeOf(st, "")})
+		}
+	}
+	seen := map[asyncevent.ResultCode]bool{}
+	add := func(rc asyncevent.ResultCode) {
+		if c := s.ByResultCode[rc]; c > 0 && !seen[rc] {
+			seen[rc] = true
+			byResult = append(byResult, countRow{Label: string(rc), Count: c, Pct: p(c), Class: outcomeOfResult(rc)})
+		}
+	}
+	for _, rc := range resultOrder {
+		add(rc)
+	}
+	for rc := range s.ByResultCode { // codes this page does not know yet, at the end
+		add(rc)
+	}
+	return byStatus, byResult
+}
+
+// tableOf builds the request table of one page.
+func tableOf(ev *asyncevent.EventConfig, s *asyncevent.EventStats, list *asyncevent.RequestPage, opts asyncevent.EventListOptions, pos int) tableView {
+	t := tableView{
+		Order:     opts.Order,
+		Status:    opts.Status,
+		Limit:     opts.Limit,
+		Pos:       pos,
+		Lottery:   ev.EventType == asyncevent.Lottery,
+		FirstPage: opts.Cursor == "",
+	}
+	for i := range list.Requests {
+		t.Rows = append(t.Rows, rowView{Pos: pos + i, R: list.Requests[i]})
+	}
+	t.End = pos + len(list.Requests) - 1
+	t.StatusOptions = append(t.StatusOptions, option{Value: "", Label: "all statuses (" + strconv.Itoa(s.Requests) + ")", Selected: opts.Status == ""})
+	for _, st := range statusOrder {
+		t.StatusOptions = append(t.StatusOptions, option{
+			Value:    string(st),
+			Label:    string(st) + " (" + strconv.Itoa(s.ByStatus[st]) + ")",
+			Selected: opts.Status == st,
+		})
+	}
+	base := func(order asyncevent.Order) url.Values {
+		v := url.Values{}
+		if order != asyncevent.Ascending {
+			v.Set("order", string(order))
+		}
+		if opts.Status != "" {
+			v.Set("status", string(opts.Status))
+		}
+		if opts.Limit != defaultPageSize {
+			v.Set("limit", strconv.Itoa(opts.Limit))
+		}
+		return v
+	}
+	withQuery := func(v url.Values) string {
+		if len(v) == 0 {
+			return eventURL(ev.EventID)
+		}
+		return eventURL(ev.EventID) + "?" + v.Encode()
+	}
+	t.AscURL = withQuery(base(asyncevent.Ascending))
+	t.DescURL = withQuery(base(asyncevent.Descending))
+	t.FirstURL = withQuery(base(opts.Order))
+	if list.NextCursor != "" {
+		v := base(opts.Order)
+		v.Set("cursor", list.NextCursor)
+		v.Set("pos", strconv.Itoa(pos+len(list.Requests)))
+		t.NextURL = withQuery(v)
+	}
+	return t
+}
+
+// requestPageView is the request page.
+type requestPageView struct {
+	R           *asyncevent.Request
+	Event       *asyncevent.EventConfig // nil if it cannot be read
+	Steps       []stepView
+	Logs        []logRow
+	LogsEnabled bool
+	Lease       string
+}
+
+// stepView is one step of a request's life, with the time it took to get there
+// from the step before.
+type stepView struct {
+	Label string
+	At    asyncevent.EpochMillis
+	Gap   string // from the previous step: "12 ms"; "" for the first
+	Span  string // what the gap is: "ingest", "queue wait", "processing"
+}
+
+type logRow struct {
+	L     asyncevent.StatusLog
+	Since string // from the previous entry
+}
+
+// request is GET /admin/ui/requests/{requestId}.
+func (u *adminUI) request(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
+	requestID, err := pathID(r, "requestId")
+	if err != nil {
+		return err
+	}
+	req, err := u.client.GetRequest(r.Context(), requestID)
+	if errors.Is(err, asyncevent.ErrNotFound) {
+		return requestNotFound(requestID)
+	}
+	if err != nil {
+		return err
+	}
+	logs, err := u.client.ListStatusLogs(r.Context(), requestID)
+	if err != nil {
+		return err
+	}
+	v := requestPageView{R: req, LogsEnabled: len(logs) > 0}
+	if ev, err := u.client.GetEvent(r.Context(), req.EventID); err == nil {
+		v.Event = ev
+	} else if !errors.Is(err, asyncevent.ErrEventNotFound) && !errors.Is(err, asyncevent.ErrNotFound) {
+		return err
+	}
+	v.Steps = []stepView{
+		{Label: "requested", At: req.RequestedAt},
+		{Label: "queued", At: req.QueuedAt, Span: "ingest"},
+		{Label: "started", At: req.StartedAt, Span: "queue wait"},
+		{Label: "finished", At: req.FinishedAt, Span: "processing"},
+	}
+	if req.EventType == asyncevent.Lottery && req.StartedAt == 0 && req.FinishedAt != 0 {
+		// A lottery entry is finalised by the draw, not by a worker's start.
+		v.Steps[3].Span = "until the draw"
+	}
+	prev := asyncevent.EpochMillis(0)
+	for i := range v.Steps {
+		if i > 0 && v.Steps[i].At != 0 && prev != 0 {
+			v.Steps[i].Gap = between(prev, v.Steps[i].At)
+		}
+		if v.Steps[i].At != 0 {
+			prev = v.Steps[i].At
+		}
+	}
+	for i, l := range logs {
+		row := logRow{L: l}
+		if i > 0 {
+			row.Since = "+" + between(logs[i-1].OccurredAt, l.OccurredAt)
+		}
+		v.Logs = append(v.Logs, row)
+	}
+	if req.LeaseOwner != "" {
+		v.Lease = req.LeaseOwner + " until " + fmtTime(req.LeaseExpiresAt)
+		if req.LeaseExpiresAt != 0 && req.LeaseExpiresAt.Time().Before(time.Now()) {
+			v.Lease += " (expired)"
+		}
+	}
+	u.render(w, r, http.StatusOK, "request", page{Title: "Request " + req.RequestID, Session: sess, Data: v})
+	return nil
+}
