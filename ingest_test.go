@@ -543,3 +543,35 @@ func TestLostParticipateResponseIsStillOurs(t *testing.T) {
 	assert.Equal(t, asyncevent.StatusQueued, r.Status)
 	assert.Len(t, items(t, c)[asyncevent.EntityRequest], 1)
 }
+
+func TestItemLifetimes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, LockTTL: 48 * time.Hour})
+	end := t0.Add(24 * time.Hour)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1, EndsAt: asyncevent.MillisOf(end)})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "open", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	require.NoError(t, err)
+	p, err := c.Submit(ctx, &sendQueue{}, "ev", "ann")
+	require.NoError(t, err)
+	_, err = c.Submit(ctx, &sendQueue{}, "open", "ann")
+	require.NoError(t, err)
+
+	assert.Equal(t, t0.Add(90*24*time.Hour).Unix(), p.Request.TTL, "requests: 90 days")
+	for _, raw := range items(t, c)[asyncevent.EntityIdempotency] {
+		var l asyncevent.IdempotencyLock
+		require.NoError(t, attributevalue.UnmarshalMap(raw, &l))
+		switch l.EventID {
+		case "ev":
+			assert.Equal(t, end.Add(48*time.Hour).Unix(), l.TTL, "locks: the event's end plus LockTTL")
+		case "open":
+			assert.Zero(t, l.TTL, "an event without an end keeps its locks")
+		}
+	}
+	for _, raw := range items(t, c)[asyncevent.EntityConfig] {
+		_, has := raw["ttl"]
+		assert.False(t, has, "event configs are kept")
+	}
+}
