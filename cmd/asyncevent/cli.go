@@ -239,7 +239,7 @@ Commands:
 Global flags (before or after the command):
 `)
 	fs := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
-	var g globals
+	g := globals{table: asyncevent.DefaultTableName}
 	g.register(fs)
 	fs.SetOutput(w)
 	fs.PrintDefaults()

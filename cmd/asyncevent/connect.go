@@ -88,8 +88,9 @@ type sqsFlags struct {
 }
 
 func (s *sqsFlags) register(fs *flag.FlagSet, required bool) {
-	what := "SQS queue `URL`"
+	what := "SQS queue `URL` the workers read (required)"
 	if !required {
+		what = "SQS queue `URL`"
 		what += " (default: an in-memory queue; with -sqs-endpoint alone, a new queue there)"
 	}
 	fs.StringVar(&s.queueURL, "queue-url", "", what)

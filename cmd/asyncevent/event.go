@@ -82,7 +82,7 @@ func eventCreateCmd() *command {
 			fs.Int64Var(&capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
 			fs.Int64Var(&winners, "winners", 0, "LOTTERY: the number of winners `K`")
 			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now)")
-			fs.Var(&starts, "starts", "open from this `time` (default: now)")
+			fs.Var(&starts, "starts", "open from this `time` (default: open at once)")
 			fs.Var(&ends, "ends", "closed after this `time` (default: never)")
 			fs.Var(&annAt, "announce", "LOTTERY: planned announcement `time`")
 		},
