@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -160,7 +159,7 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 }
 
 var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
-	"itoa": strconv.Itoa,
+	"formatInt": formatInt,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -208,7 +207,7 @@ svg text.wtick { fill: #1f9d55; }
 {{end}}{{range .Series}}<polyline class="{{.Class}}" points="{{.Points}}"></polyline>
 {{end}}<text x="{{.Right}}" y="{{.Height}}" text-anchor="end" dy="-4">time since the first click</text>
 </svg>
-<p class="legend">{{range .Series}}<span><i class="swatch {{.Class}}"></i>{{.Name}}: {{itoa .Total}}</span>{{end}}</p>
+<p class="legend">{{range .Series}}<span><i class="swatch {{.Class}}"></i>{{.Name}}: {{formatInt .Total}}</span>{{end}}</p>
 {{end}}
 {{if .FC}}<table>{{range .FC}}<tr><td>{{.Label}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
 {{with .R.Lottery}}<h2>Lottery: {{.EventID}}</h2>{{end}}
