@@ -14,7 +14,8 @@ import (
 type eventView struct {
 	Event      *asyncevent.EventConfig
 	Stats      *asyncevent.EventStats
-	Cards      []card
+	Cards      []card // counts
+	Timing     []card // latencies and fairness
 	ByStatus   []countRow
 	ByResult   []countRow
 	Chart      chartView
@@ -25,13 +26,16 @@ type eventView struct {
 	DrawStatus int
 }
 
-// card is one figure of the stats row.
+// card is one figure of the stats rows.
 type card struct {
-	ID    string // the element's id, for tests and links
-	Label string
-	Value string
-	Note  string
-	Tone  string // "good", "bad", "warn" or ""
+	ID     string // the element's id, for tests and links
+	Label  string
+	Value  string
+	Unit   string // a small word after Value ("p50")
+	Value2 string // a second figure, after Value ("p95 …")
+	Unit2  string
+	Note   string
+	Tone   string // "good", "bad", "warn" or ""
 }
 
 // countRow is one line of a breakdown (by status, by result code).
@@ -161,7 +165,7 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 		}
 		v.Lottery = lv
 	}
-	v.Cards = eventCards(ev, stats, v.Lottery)
+	v.Cards, v.Timing = eventCards(ev, stats, v.Lottery)
 	v.ByStatus, v.ByResult = breakdowns(stats)
 	v.Table = tableOf(ev, stats, list, opts, pos)
 	title := ev.EventID
@@ -203,8 +207,8 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.EventConfig) (*lottery
 	return lv, nil
 }
 
-// eventCards are the stats row.
-func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotteryView) []card {
+// eventCards are the stats rows: the counts, then the latencies and fairness.
+func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotteryView) (counts, timing []card) {
 	inFlight := s.ByStatus[asyncevent.StatusReceived] + s.ByStatus[asyncevent.StatusQueued] + s.ByStatus[asyncevent.StatusProcessing]
 	n := strconv.Itoa
 	cards := []card{
@@ -236,27 +240,27 @@ func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotter
 		}
 		cards = append(cards, c)
 	}
-	cards = append(cards,
-		durationCard("stat-queue-wait", "Queue wait p50 / p95", s.QueueWait, "queuedAt → startedAt"),
-		durationCard("stat-processing", "Processing p50 / p95", s.Processing, "startedAt → finishedAt"),
-	)
+	timing = []card{
+		durationCard("stat-queue-wait", "Queue wait", s.QueueWait, "queuedAt → startedAt"),
+		durationCard("stat-processing", "Processing", s.Processing, "startedAt → finishedAt"),
+	}
 	if ev.EventType == asyncevent.FirstCome {
 		c := card{ID: "stat-inversions", Label: "Fairness inversions", Value: n(s.Fairness.Inversions), Tone: "good",
-			Note: "no loser was queued before a winner"}
+			Note: "no request lost its seat to one queued after it"}
 		if s.Fairness.Inversions > 0 {
-			c.Tone, c.Note = "warn", "max gap "+fmtDuration(s.Fairness.MaxGap)+" in queue time"
+			c.Tone, c.Note = "warn", "rejected while a later request won; max gap "+fmtDuration(s.Fairness.MaxGap)+" in queue time"
 		}
-		cards = append(cards, c)
+		timing = append(timing, c)
 	}
-	return cards
+	return cards, timing
 }
 
 func durationCard(id, label string, d asyncevent.Durations, span string) card {
 	if d.Count == 0 {
 		return card{ID: id, Label: label, Value: "—", Note: span + ": none yet"}
 	}
-	return card{ID: id, Label: label, Value: fmtDuration(d.P50) + " / " + fmtDuration(d.P95),
-		Note: span + ", max " + fmtDuration(d.Max) + ", n=" + strconv.Itoa(d.Count)}
+	return card{ID: id, Label: label, Value: fmtDuration(d.P50), Unit: "p50", Value2: fmtDuration(d.P95), Unit2: "p95",
+		Note: span + "; max " + fmtDuration(d.Max) + " over " + strconv.Itoa(d.Count) + " requests"}
 }
 
 func pctOf(count string, total int) string {
