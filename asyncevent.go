@@ -86,6 +86,12 @@ type Options struct {
 
 	// DrawConcurrency is how many entries Draw finalises at once. Default: 16.
 	DrawConcurrency int
+
+	// DuplicateCacheSize bounds the (event, user) pairs whose request this client has
+	// seen queued, so that Submit answers a repeat click of the same user on this
+	// client without a call. A queued request's lock is never released, so the answer
+	// cannot go stale. Default: 100,000 (a few MB). Negative: no cache.
+	DuplicateCacheSize int
 }
 
 // The defaults of the Options fields that are not TTLs.
@@ -95,6 +101,8 @@ const (
 
 	DefaultDrawSettleWindow = 30 * time.Second
 	DefaultDrawConcurrency  = 16
+
+	DefaultDuplicateCacheSize = 100_000
 )
 
 // Client runs the access patterns of seed 003 on one table. It is safe for concurrent
@@ -103,6 +111,7 @@ type Client struct {
 	db     DynamoDB
 	opts   Options
 	events *eventCache
+	queued *queuedCache
 }
 
 // tableNamePattern is DynamoDB's rule for table names.
@@ -138,7 +147,14 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	if opts.DrawConcurrency <= 0 {
 		opts.DrawConcurrency = DefaultDrawConcurrency
 	}
-	return &Client{db: db, opts: opts, events: newEventCache(opts.EventCacheTTL, opts.Clock)}, nil
+	if opts.DuplicateCacheSize == 0 {
+		opts.DuplicateCacheSize = DefaultDuplicateCacheSize
+	}
+	return &Client{
+		db: db, opts: opts,
+		events: newEventCache(opts.EventCacheTTL, opts.Clock),
+		queued: newQueuedCache(opts.DuplicateCacheSize),
+	}, nil
 }
 
 // TableName returns the table the client works on.

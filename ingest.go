@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -35,6 +36,9 @@ const bookkeepingTimeout = 10 * time.Second
 //
 // The Participation's Request, when set, is the request as Submit left it.
 func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
+	if p, ok := c.knownDuplicate(ctx, eventID, userID); ok {
+		return p, nil
+	}
 	p, err := c.Participate(ctx, eventID, userID)
 	var uncertain *uncertainError
 	if errors.As(err, &uncertain) {
@@ -45,6 +49,7 @@ func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (P
 	}
 	if !p.Duplicate {
 		p.Request, err = c.enqueue(ctx, q, p.Request)
+		c.rememberQueued(p)
 		return p, err
 	}
 	if c.opts.Clock().Sub(p.ParticipatedAt.Time()) < c.opts.RedriveAfter {
@@ -60,7 +65,76 @@ func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (P
 			slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
 		p.Request, err = c.enqueue(ctx, q, r)
 	}
+	c.rememberQueued(p)
 	return p, err
+}
+
+// knownDuplicate answers a repeat click from the client's cache of queued requests:
+// no call, once the event is known to be open.
+func (c *Client) knownDuplicate(ctx context.Context, eventID, userID string) (Participation, bool) {
+	lock, err := NewLockKey(eventID, userID)
+	if err != nil {
+		return Participation{}, false
+	}
+	p, ok := c.queued.get(lock.IdempotencyKey())
+	if !ok {
+		return Participation{}, false
+	}
+	if _, err := c.openEvent(ctx, eventID); err != nil {
+		return Participation{}, false // let Participate give the error
+	}
+	return p, true
+}
+
+// rememberQueued caches a participation whose request is past RECEIVED: its lock
+// stays for good, so later clicks are duplicates of it.
+func (c *Client) rememberQueued(p Participation) {
+	if r := p.Request; r != nil && r.Status != StatusReceived && r.ResultCode != ResultFailedIngestEnqueue {
+		c.queued.put(r.IdempotencyKey, Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
+	}
+}
+
+// queuedCache is a bounded map from a lock's key to the participation it holds,
+// dropping the oldest entry when full. It is safe for concurrent use.
+type queuedCache struct {
+	mu    sync.Mutex
+	m     map[string]Participation
+	order []string // ring of keys, oldest at next
+	next  int
+	size  int
+}
+
+func newQueuedCache(size int) *queuedCache {
+	return &queuedCache{m: map[string]Participation{}, size: size}
+}
+
+func (qc *queuedCache) get(key string) (Participation, bool) {
+	if qc.size <= 0 {
+		return Participation{}, false
+	}
+	qc.mu.Lock()
+	defer qc.mu.Unlock()
+	p, ok := qc.m[key]
+	return p, ok
+}
+
+func (qc *queuedCache) put(key string, p Participation) {
+	if qc.size <= 0 {
+		return
+	}
+	qc.mu.Lock()
+	defer qc.mu.Unlock()
+	if _, ok := qc.m[key]; ok {
+		return
+	}
+	if len(qc.order) < qc.size {
+		qc.order = append(qc.order, key)
+	} else {
+		delete(qc.m, qc.order[qc.next])
+		qc.order[qc.next] = key
+		qc.next = (qc.next + 1) % qc.size
+	}
+	qc.m[key] = p
 }
 
 // enqueueUncertain sends the message of a request whose write may not have landed: a

@@ -575,3 +575,35 @@ func TestItemLifetimes(t *testing.T) {
 		assert.False(t, has, "event configs are kept")
 	}
 }
+
+func TestRepeatClicksOnTheSameClientCostNoCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{DuplicateCacheSize: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	q := &sendQueue{}
+	first, err := c.Submit(ctx, q, "ev", "ann")
+	require.NoError(t, err)
+
+	before := counter.Snapshot()
+	again, err := c.Submit(ctx, q, "ev", "ann")
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, first.RequestID, again.RequestID)
+	assert.Zero(t, counter.Snapshot().Sub(before).RoundTrips(), "answered from the client's cache")
+
+	// The cache is bounded: after two more users, ann's entry is gone and her next
+	// click asks the table (one cancelled transaction), with the same answer.
+	for _, u := range []string{"bob", "cid"} {
+		_, err := c.Submit(ctx, q, "ev", u)
+		require.NoError(t, err)
+	}
+	before = counter.Snapshot()
+	again, err = c.Submit(ctx, q, "ev", "ann")
+	require.NoError(t, err)
+	assert.Equal(t, first.RequestID, again.RequestID)
+	assert.Equal(t, 1, counter.Snapshot().Sub(before).RoundTrips())
+	assert.Len(t, q.messages(t), 3)
+}
