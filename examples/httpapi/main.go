@@ -419,6 +419,7 @@ func printDevTokens(w io.Writer, cfg config) {
 	fmt.Fprintf(w, "dev: tokens valid until %s:\nexport ADMIN_TOKEN=%s\nexport USER_TOKEN=%s\n",
 		exp.UTC().Format(time.RFC3339), admin, user)
 	fmt.Fprintf(w, "dev: curl -s -X POST localhost%s/events/spring-sale/participations -H \"Authorization: Bearer $USER_TOKEN\"\n", portOf(cfg.addr))
+	fmt.Fprintf(w, "dev: admin web UI at http://localhost%s/admin/ui/ (sign in with $ADMIN_TOKEN)\n", portOf(cfg.addr))
 }
 
 func portOf(addr string) string {

@@ -35,7 +35,7 @@ var outcomes = []struct{ class, label string }{
 }
 
 // outcomeOf is the chart class of a request status.
-func outcomeOf(s asyncevent.Status, _ asyncevent.ResultCode) string {
+func outcomeOf(s asyncevent.Status) string {
 	switch s {
 	case asyncevent.StatusSucceeded:
 		return "success"
@@ -118,7 +118,7 @@ func (u *adminUI) outcomeChart(ctx context.Context, ev *asyncevent.EventConfig, 
 			return chartView{}, err
 		}
 		for i := range page.Requests {
-			classes = append(classes, outcomeOf(page.Requests[i].Status, page.Requests[i].ResultCode))
+			classes = append(classes, outcomeOf(page.Requests[i].Status))
 		}
 		cursor = page.NextCursor
 		if cursor == "" {

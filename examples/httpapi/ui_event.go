@@ -290,7 +290,7 @@ func breakdowns(s *asyncevent.EventStats) (byStatus, byResult []countRow) {
 	}
 	for _, st := range statusOrder {
 		if c := s.ByStatus[st]; c > 0 {
-			byStatus = append(byStatus, countRow{Label: string(st), Count: c, Pct: p(c), Class: outcomeOf(st, "")})
+			byStatus = append(byStatus, countRow{Label: string(st), Count: c, Pct: p(c), Class: outcomeOf(st)})
 		}
 	}
 	seen := map[asyncevent.ResultCode]bool{}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -687,4 +688,33 @@ type atomicDuration struct{ ns atomic.Int64 }
 func (a *atomicDuration) add(d time.Duration) { a.ns.Add(int64(d)) }
 func (a *atomicDuration) clock() func() time.Time {
 	return func() time.Time { return time.Now().Add(time.Duration(a.ns.Load())) }
+}
+
+func TestLayoutChart(t *testing.T) {
+	t.Parallel()
+	assert.Empty(t, layoutChart(nil, 0).Columns, "no requests, no columns")
+
+	classes := make([]string, 1000)
+	for i := range classes {
+		classes[i] = "rejected"
+		if i < 300 || i%7 == 0 {
+			classes[i] = "success"
+		}
+	}
+	c := layoutChart(classes, 1000)
+	require.Len(t, c.Columns, maxColumns, "past maxColumns a column stacks several requests")
+	assert.Contains(t, c.PerColumn, "about 4 consecutive requests")
+	assert.Equal(t, "#1–#4: 4 succeeded", c.Columns[0].Title)
+	for i, col := range c.Columns {
+		total := 0.0
+		for _, seg := range col.Segs {
+			h, err := strconv.ParseFloat(seg.H, 64)
+			require.NoError(t, err)
+			total += h
+		}
+		assert.InDelta(t, chartBars, total, 0.2, "column %d fills the bar height", i)
+	}
+	assert.Equal(t, []legendItem{{Class: "success", Label: "succeeded", Count: 300 + 100}, {Class: "rejected", Label: "rejected", Count: 600}},
+		c.Legend, "the first 300, then every 7th")
+	assert.Equal(t, "#1000", c.Ticks[len(c.Ticks)-1].Label)
 }
