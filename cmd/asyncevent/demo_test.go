@@ -61,7 +61,9 @@ func TestDemoJSON(t *testing.T) {
 	assert.Equal(t, 1.0, fc.PerParticipation.ByCall["TransactWriteItems"])
 	assert.Equal(t, 1.0, fc.PerParticipation.ByCall["UpdateItem"])
 	assert.Equal(t, 1.0, fc.PerParticipation.QueueSends)
-	assert.Equal(t, 1.0, fc.PerDuplicate.ByCall["TransactWriteItems"])
+	// A repeat click is answered from the ingest client's cache once the first is
+	// queued, else by one cancelled transaction.
+	assert.LessOrEqual(t, fc.PerDuplicate.ByCall["TransactWriteItems"], 1.0)
 	assert.GreaterOrEqual(t, fc.CapacityWrites, 5)
 	assert.Equal(t, 48, fc.Messages)
 
@@ -97,7 +99,7 @@ func TestBench(t *testing.T) {
 	var rep benchOutput
 	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1")
 	require.NotNil(t, rep.Report)
-	require.Len(t, rep.Report.Flows, 4)
+	require.Len(t, rep.Report.Flows, 5)
 	assert.Equal(t, bench.FlowIngestNew, rep.Report.Flows[0].Name)
 	for _, fl := range rep.Report.Flows {
 		assert.Positive(t, fl.Library.Median, fl.Name)

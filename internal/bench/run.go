@@ -55,8 +55,11 @@ const (
 
 // The flows, in the order Run measures them.
 const (
-	FlowIngestNew     = "ingest, new participation"
-	FlowIngestDup     = "ingest, duplicate click"
+	FlowIngestNew = "ingest, new participation"
+	FlowIngestDup = "ingest, duplicate click"
+	// FlowIngestRepeat is a repeat click on the ingest node that took the first one:
+	// the library answers it from that client's cache of queued requests.
+	FlowIngestRepeat  = "ingest, repeat click, same node"
 	FlowWorkerWin     = "worker, first-come winner"
 	FlowWorkerSoldOut = "worker, after sold out"
 
@@ -137,6 +140,7 @@ type side struct {
 	name    string // "lib" or "raw"
 	counter *metered.Counter
 	client  *asyncevent.Client // the library, on counter (the baseline uses it only to create events)
+	other   *asyncevent.Client // another ingest node of the library: no cache of this node's clicks
 	raw     *Baseline
 	results map[string]*measured
 }
@@ -186,6 +190,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		sd.client = c
+		if sd.other, err = asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table, DuplicateCacheSize: -1}); err != nil {
+			return nil, err
+		}
 		sd.raw = &Baseline{DB: sd.counter, Table: cfg.Table}
 		sd.results = map[string]*measured{}
 	}
@@ -265,7 +272,7 @@ func newRoundState(ctx context.Context, cfg Config, sd *side, round string, n in
 
 type step func(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error
 
-var steps = []step{ingestNew, ingestDup, workerWin, workerSoldOut, storeTransaction}
+var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerSoldOut, storeTransaction}
 
 // measure runs f, which does ops operations, and records its throughput and costs
 // under flow.
@@ -327,11 +334,11 @@ feed:
 
 // submitter returns the side's ingest of one click into q; wantDup says what the
 // click must turn out to be.
-func submitter(sd *side, st *roundState, q asyncevent.Queue, wantDup bool) func(context.Context, string) error {
+func submitter(sd *side, st *roundState, q asyncevent.Queue, wantDup bool, client *asyncevent.Client) func(context.Context, string) error {
 	return func(ctx context.Context, userID string) error {
 		var dup bool
 		if sd.name == "lib" {
-			p, err := sd.client.Submit(ctx, q, st.eventID, userID)
+			p, err := client.Submit(ctx, q, st.eventID, userID)
 			if err != nil {
 				return err
 			}
@@ -352,13 +359,19 @@ func submitter(sd *side, st *roundState, q asyncevent.Queue, wantDup bool) func(
 
 func ingestNew(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
 	return measure(sd, FlowIngestNew, st.winners, st.n, record, func() error {
-		return submitAll(ctx, cfg, st.n, 0, submitter(sd, st, st.winners, false))
+		return submitAll(ctx, cfg, st.n, 0, submitter(sd, st, st.winners, false, sd.client))
 	})
 }
 
 func ingestDup(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
 	return measure(sd, FlowIngestDup, st.winners, st.n, record, func() error {
-		return submitAll(ctx, cfg, st.n, 0, submitter(sd, st, st.winners, true))
+		return submitAll(ctx, cfg, st.n, 0, submitter(sd, st, st.winners, true, sd.other))
+	})
+}
+
+func ingestRepeat(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
+	return measure(sd, FlowIngestRepeat, st.winners, st.n, record, func() error {
+		return submitAll(ctx, cfg, st.n, 0, submitter(sd, st, st.winners, true, sd.client))
 	})
 }
 
@@ -395,7 +408,7 @@ func workerWin(ctx context.Context, cfg Config, sd *side, st *roundState, record
 
 func workerSoldOut(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
 	// Users n..2n-1 join after the event sold out: unmeasured ingest.
-	if err := submitAll(ctx, cfg, st.n, st.n, submitter(sd, st, st.losers, false)); err != nil {
+	if err := submitAll(ctx, cfg, st.n, st.n, submitter(sd, st, st.losers, false, sd.client)); err != nil {
 		return err
 	}
 	var out outcomes
@@ -526,7 +539,7 @@ func waitEmpty(ctx context.Context, q *asyncevent.MemoryQueue) error {
 
 func report(cfg Config, lib, raw *side) *Report {
 	r := &Report{Rounds: cfg.Rounds, N: cfg.N, Clients: cfg.Clients, Workers: cfg.Workers}
-	for _, name := range []string{FlowIngestNew, FlowIngestDup, FlowWorkerWin, FlowWorkerSoldOut, FlowStoreTransaction} {
+	for _, name := range []string{FlowIngestNew, FlowIngestDup, FlowIngestRepeat, FlowWorkerWin, FlowWorkerSoldOut, FlowStoreTransaction} {
 		l, b := lib.results[name], raw.results[name]
 		if l == nil || b == nil {
 			continue

@@ -21,7 +21,7 @@ func TestRunMeasuresBothSides(t *testing.T) {
 		DB: asynceventtest.DynamoDB(t), Table: table, Rounds: 2, N: 20, Clients: 4, Workers: 3,
 	})
 	require.NoError(t, err)
-	require.Len(t, r.Flows, 4)
+	require.Len(t, r.Flows, 5)
 	require.NotNil(t, r.Store)
 	assert.Equal(t, 1.0, r.Store.Library.PerOp.Calls["TransactWriteItems"])
 	assert.Equal(t, 2.0, r.Store.Baseline.PerOp.Calls["PutItem"])
@@ -43,9 +43,15 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	assert.Equal(t, 1.0, in.Baseline.PerOp.QueueSends)
 
 	dup := byName[bench.FlowIngestDup]
-	assert.Equal(t, 1.0, dup.Library.PerOp.DynamoDBCalls)
+	// Another node: one cancelled transaction, plus that node's own cached CONFIG
+	// read per event.
+	assert.InDelta(t, 1.05, dup.Library.PerOp.DynamoDBCalls, 1e-9)
 	assert.Equal(t, 0.0, dup.Library.PerOp.QueueSends)
 	assert.Equal(t, 2.0, dup.Baseline.PerOp.DynamoDBCalls)
+
+	repeat := byName[bench.FlowIngestRepeat]
+	assert.Equal(t, 0.0, repeat.Library.PerOp.DynamoDBCalls, "the same node: from its cache")
+	assert.Equal(t, 2.0, repeat.Baseline.PerOp.DynamoDBCalls)
 
 	win := byName[bench.FlowWorkerWin]
 	assert.Equal(t, 2.0, win.Library.PerOp.DynamoDBCalls)
