@@ -5,7 +5,7 @@
 GO       ?= go
 FUZZTIME ?= 10s
 
-.PHONY: demo bench test vet unit fuzz chaos
+.PHONY: demo bench test vet unit fuzz chaos chromium screenshot
 
 # The spike demo (a first-come event, then a lottery) and the benchmark against a
 # raw-SDK baseline, on an embedded DynamoDB Local. Flags go in ARGS, e.g. the issue's
@@ -21,8 +21,16 @@ test: vet unit fuzz
 vet:
 	$(GO) vet ./...
 
-unit:
+unit: chromium
 	$(GO) test -race -count=1 ./...
+
+# The admin UI's browser test needs Chromium; this installs Debian's when missing.
+chromium:
+	bash scripts/ensure-chromium.sh
+
+# Regenerates docs/admin-event.png from the browser test.
+screenshot: chromium
+	UPDATE_SCREENSHOT=1 $(GO) test -race -count=1 -run '^TestAdminUIInBrowser$$' ./examples/httpapi
 
 # Each fuzz target runs briefly on top of its seed corpus in testdata/fuzz.
 fuzz:
