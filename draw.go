@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -246,10 +245,6 @@ func (c *Client) drawEntries(ctx context.Context, cfg *EventConfig) ([]drawEntry
 // queueOrder reads an event's requests from GSI2 in queue order, with just the fields
 // of a drawEntry: those queued before `at` when before is true, the others otherwise.
 func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis, before bool) ([]drawEntry, error) {
-	part, err := NewEventPartition(eventID)
-	if err != nil {
-		return nil, err
-	}
 	bound, err := queuedBefore(at)
 	if err != nil {
 		return nil, err
@@ -258,35 +253,7 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	if !before {
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
-	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String())).And(sk)).
-		WithProjection(expression.NamesList(expression.Name("requestId"), expression.Name(attrStatus),
-			expression.Name("resultCode"), expression.Name("queuedAt"))).
-		Build()
-	if err != nil {
-		return nil, err
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(c.opts.TableName),
-		IndexName:                 aws.String(IndexEvent),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ProjectionExpression:      expr.Projection(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	}
-	var out []drawEntry
-	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read the requests of %s: %w", eventID, err)
-		}
-		var es []drawEntry
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &es); err != nil {
-			return nil, fmt.Errorf("read the requests of %s: %w", eventID, err)
-		}
-		out = append(out, es...)
-	}
-	return out, nil
+	return allEventRows[drawEntry](ctx, c, eventID, &sk, "requestId", attrStatus, "resultCode", "queuedAt")
 }
 
 // freezeDraw moves the draw from COLLECTING to DRAWING with its entries' count and

@@ -288,3 +288,57 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	}
 	return page, nil
 }
+
+// eachEventPage reads an event's requests from GSI2 in queue order (Query GSI2PK =
+// EVENT#<eventId>, and sk when given), all pages, projecting only names, and hands
+// each page to fn as rows of T.
+func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *expression.KeyConditionBuilder, names []string, fn func([]T) error) error {
+	part, err := NewEventPartition(eventID)
+	if err != nil {
+		return err
+	}
+	key := expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))
+	if sk != nil {
+		key = key.And(*sk)
+	}
+	projection := expression.NamesList(expression.Name(names[0]))
+	for _, n := range names[1:] {
+		projection = projection.AddNames(expression.Name(n))
+	}
+	expr, err := expression.NewBuilder().WithKeyCondition(key).WithProjection(projection).Build()
+	if err != nil {
+		return err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(c.opts.TableName),
+		IndexName:                 aws.String(IndexEvent),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ProjectionExpression:      expr.Projection(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
+	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("read the requests of %s: %w", eventID, err)
+		}
+		var rows []T
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rows); err != nil {
+			return fmt.Errorf("read the requests of %s: %w", eventID, err)
+		}
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allEventRows is eachEventPage collecting every row.
+func allEventRows[T any](ctx context.Context, c *Client, eventID string, sk *expression.KeyConditionBuilder, names ...string) ([]T, error) {
+	var all []T
+	err := eachEventPage(ctx, c, eventID, sk, names, func(rows []T) error {
+		all = append(all, rows...)
+		return nil
+	})
+	return all, err
+}

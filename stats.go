@@ -3,14 +3,8 @@ package asyncevent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // EventStats sums up an event's requests for the operator's screen.
@@ -109,39 +103,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 
 // statsRows reads an event's requests from GSI2, oldest first.
 func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
-	part, err := NewEventPartition(eventID)
-	if err != nil {
-		return nil, err
-	}
-	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))).
-		WithProjection(expression.NamesList(expression.Name(attrStatus), expression.Name("resultCode"),
-			expression.Name("queuedAt"), expression.Name("startedAt"), expression.Name("finishedAt"))).
-		Build()
-	if err != nil {
-		return nil, err
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(c.opts.TableName),
-		IndexName:                 aws.String(IndexEvent),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ProjectionExpression:      expr.Projection(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	}
-	var rows []statsRow
-	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("stats of %s: %w", eventID, err)
-		}
-		var rs []statsRow
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rs); err != nil {
-			return nil, fmt.Errorf("stats of %s: %w", eventID, err)
-		}
-		rows = append(rows, rs...)
-	}
-	return rows, nil
+	return allEventRows[statsRow](ctx, c, eventID, nil, attrStatus, "resultCode", "queuedAt", "startedAt", "finishedAt")
 }
 
 // fairness counts the capacity losers that were queued before some winner. rows are

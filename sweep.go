@@ -5,11 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // SweepOptions configures Sweep. The zero value is valid.
@@ -58,8 +53,7 @@ type sweepRow struct {
 // still RECEIVED are not on GSI2; the user's next click sends them again
 // (Options.RedriveAfter).
 func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepOptions) (*SweepReport, error) {
-	part, err := NewEventPartition(eventID)
-	if err != nil {
+	if _, err := NewEventPartition(eventID); err != nil {
 		return nil, err
 	}
 	if opts.StuckAfter <= 0 {
@@ -68,54 +62,34 @@ func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepO
 	if opts.RatePerSecond <= 0 {
 		opts.RatePerSecond = DefaultSweepRate
 	}
-	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))).
-		WithProjection(expression.NamesList(expression.Name("requestId"), expression.Name("userId"),
-			expression.Name("eventType"), expression.Name(attrStatus), expression.Name("requestedAt"),
-			expression.Name("queuedAt"), expression.Name("leaseExpiresAt"))).
-		Build()
-	if err != nil {
-		return nil, err
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(c.opts.TableName),
-		IndexName:                 aws.String(IndexEvent),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ProjectionExpression:      expr.Projection(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	}
 	report := &SweepReport{Resent: map[Status]int{}, Failed: map[string]string{}}
 	pace := time.NewTicker(time.Duration(float64(time.Second) / opts.RatePerSecond))
 	defer pace.Stop()
-	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return report, fmt.Errorf("sweep %s: %w", eventID, err)
-		}
-		var rows []sweepRow
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rows); err != nil {
-			return report, fmt.Errorf("sweep %s: %w", eventID, err)
-		}
-		for _, r := range rows {
-			report.Examined++
-			if !c.stuck(r, opts.StuckAfter) {
-				report.Skipped++
-				continue
+	err := eachEventPage(ctx, c, eventID, nil, []string{"requestId", "userId", "eventType", attrStatus, "requestedAt", "queuedAt", "leaseExpiresAt"},
+		func(rows []sweepRow) error {
+			for _, r := range rows {
+				report.Examined++
+				if !c.stuck(r, opts.StuckAfter) {
+					report.Skipped++
+					continue
+				}
+				select {
+				case <-pace.C:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				if err := c.resend(ctx, q, eventID, r); err != nil {
+					report.Failed[r.RequestID] = err.Error()
+					continue
+				}
+				report.Resent[r.Status]++
+				c.opts.Logger.InfoContext(ctx, "sweeper sent a stuck request again",
+					slog.String("requestId", r.RequestID), slog.String("eventId", eventID), slog.String("status", string(r.Status)))
 			}
-			select {
-			case <-pace.C:
-			case <-ctx.Done():
-				return report, ctx.Err()
-			}
-			if err := c.resend(ctx, q, eventID, r); err != nil {
-				report.Failed[r.RequestID] = err.Error()
-				continue
-			}
-			report.Resent[r.Status]++
-			c.opts.Logger.InfoContext(ctx, "sweeper sent a stuck request again",
-				slog.String("requestId", r.RequestID), slog.String("eventId", eventID), slog.String("status", string(r.Status)))
-		}
+			return nil
+		})
+	if err != nil {
+		return report, fmt.Errorf("sweep %s: %w", eventID, err)
 	}
 	return report, nil
 }
