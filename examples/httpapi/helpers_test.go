@@ -39,7 +39,9 @@ type envOption func(*asyncevent.Options, *ServerOptions)
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	var co asyncevent.Options
-	so := ServerOptions{JWTSecret: testSecret}
+	// A loaded CI machine's DynamoDB Local can take seconds per call: the API's
+	// 10-second default would turn slowness into 503s that the tests do not test.
+	so := ServerOptions{JWTSecret: testSecret, RequestTimeout: 2 * time.Minute}
 	for _, o := range opts {
 		o(&co, &so)
 	}

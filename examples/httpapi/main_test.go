@@ -46,7 +46,8 @@ func TestEndToEndOverSQS(t *testing.T) {
 	}, io.Discard)
 	require.NoError(t, err)
 	require.False(t, cfg.embedded)
-	cfg.workerWait = time.Second // a short long-poll, so the workers stop quickly
+	cfg.workerWait = time.Second         // a short long-poll, so the workers stop quickly
+	cfg.requestTimeout = 2 * time.Minute // a loaded CI machine's DynamoDB Local is slow
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -136,6 +137,7 @@ func TestRunWithMemoryQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cfg.generatedSecret)
 	cfg.workerWait = 100 * time.Millisecond
+	cfg.requestTimeout = 2 * time.Minute
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
