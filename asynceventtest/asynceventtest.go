@@ -108,6 +108,28 @@ func Endpoint(t testing.TB) string {
 	return local.instance.Endpoint
 }
 
+// OwnDynamoDB starts a DynamoDB Local for t alone and returns a raw client of it; it
+// stops when t ends. DynamoDB Local applies one write at a time, so a heavy test (a
+// load or chaos run) on the test binary's shared instance queues behind every other
+// test's writes, and theirs behind its; on an instance of its own it runs beside them,
+// on another core. Each costs about two seconds to start and half a gigabyte of heap.
+// When DYNAMODB_ENDPOINT is set it is a client of that endpoint, as DynamoDB(t) is.
+func OwnDynamoDB(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("asynceventtest: no DynamoDB Local: %v", err)
+	}
+	t.Cleanup(func() { _ = inst.Stop() })
+	client, err := ddblocal.NewClient(ctx, inst.Endpoint)
+	if err != nil {
+		t.Fatalf("asynceventtest: %v", err)
+	}
+	return client
+}
+
 // NewTable returns a Client with default options on a fresh table, created with
 // Client.CreateTable under a name unique to the test and deleted when the test ends.
 // Tests that use it can run in parallel.
@@ -124,11 +146,13 @@ func NewTableWith(t testing.TB, opts asyncevent.Options) *asyncevent.Client {
 }
 
 // NewTableOn is NewTableWith on a client of the caller's, typically one that wraps
-// DynamoDB(t) to inject faults. The table is created and deleted through the raw
-// client, so faults injected by db do not disturb the set-up.
+// DynamoDB(t) or OwnDynamoDB(t) to inject faults. The table is created and deleted
+// through the raw client under db (found through Unwrap methods, as FaultyDynamoDB and
+// Counter have; DynamoDB(t) when db unwraps to none), so faults injected by db do not
+// disturb the set-up.
 func NewTableOn(t testing.TB, db asyncevent.DynamoDB, opts asyncevent.Options) *asyncevent.Client {
 	t.Helper()
-	raw := DynamoDB(t)
+	raw := rawClient(t, db)
 	if opts.TableName == "" {
 		opts.TableName = UniqueTableName(t)
 	}
@@ -141,6 +165,7 @@ func NewTableOn(t testing.TB, db asyncevent.DynamoDB, opts asyncevent.Options) *
 	if err := setup.CreateTable(ctx); err != nil {
 		t.Fatalf("asynceventtest: create table %s: %v", opts.TableName, err)
 	}
+	tables.Store(opts.TableName, raw)
 	t.Cleanup(func() { DeleteTable(t, opts.TableName) })
 	client, err := asyncevent.New(db, opts)
 	if err != nil {
@@ -149,13 +174,43 @@ func NewTableOn(t testing.TB, db asyncevent.DynamoDB, opts asyncevent.Options) *
 	return client
 }
 
-// DeleteTable deletes a table of the test binary's DynamoDB Local; a table that is
+// tables maps the name of every table NewTableOn made to the raw client of the
+// DynamoDB Local that holds it, so ScanTable and DeleteTable find tables on an
+// OwnDynamoDB too.
+var tables sync.Map // string → *dynamodb.Client
+
+// tableClient returns the raw client of the DynamoDB Local that holds table.
+func tableClient(t testing.TB, table string) *dynamodb.Client {
+	t.Helper()
+	if raw, ok := tables.Load(table); ok {
+		return raw.(*dynamodb.Client)
+	}
+	return DynamoDB(t)
+}
+
+// rawClient unwraps db down to a *dynamodb.Client.
+func rawClient(t testing.TB, db asyncevent.DynamoDB) *dynamodb.Client {
+	t.Helper()
+	for {
+		switch d := db.(type) {
+		case *dynamodb.Client:
+			return d
+		case interface{ Unwrap() asyncevent.DynamoDB }:
+			db = d.Unwrap()
+		default:
+			return DynamoDB(t)
+		}
+	}
+}
+
+// DeleteTable deletes a table of a DynamoDB Local of the kit's; a table that is
 // already gone is fine.
 func DeleteTable(t testing.TB, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := DynamoDB(t).DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	_, err := tableClient(t, name).DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	tables.Delete(name)
 	var notFound *types.ResourceNotFoundException
 	if err != nil && !errors.As(err, &notFound) {
 		t.Errorf("asynceventtest: delete table %s: %v", name, err)

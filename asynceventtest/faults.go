@@ -73,6 +73,9 @@ func NewFaultyDynamoDB(db asyncevent.DynamoDB, plan FaultPlan) *FaultyDynamoDB {
 	return &FaultyDynamoDB{db: db, plan: plan, ops: ops, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0x5eed))}
 }
 
+// Unwrap returns the client f wraps.
+func (f *FaultyDynamoDB) Unwrap() asyncevent.DynamoDB { return f.db }
+
 // Kill makes every later call fail before it is sent.
 func (f *FaultyDynamoDB) Kill() { f.dead.Store(true) }
 

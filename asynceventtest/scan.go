@@ -12,14 +12,15 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// ScanTable returns every item of a table of the test binary's DynamoDB Local, for
+// ScanTable returns every item of a table made by the kit (on the test binary's
+// DynamoDB Local or an OwnDynamoDB), or else of the test binary's DynamoDB Local, for
 // checks that must see everything (orphans, stray index keys). Only the test kit
 // scans; the library never does.
 func ScanTable(t testing.TB, table string) []map[string]types.AttributeValue {
 	t.Helper()
 	var items []map[string]types.AttributeValue
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
-	for pages := dynamodb.NewScanPaginator(DynamoDB(t), in); pages.HasMorePages(); {
+	for pages := dynamodb.NewScanPaginator(tableClient(t, table), in); pages.HasMorePages(); {
 		page, err := pages.NextPage(context.Background())
 		if err != nil {
 			t.Fatalf("asynceventtest: scan %s: %v", table, err)

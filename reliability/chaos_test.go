@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
@@ -66,6 +67,7 @@ type world struct {
 	cfg    chaosConfig
 	opts   asyncevent.Options
 	table  string
+	db     *dynamodb.Client // the run's own DynamoDB Local
 	queue  *asyncevent.MemoryQueue
 	clean  *asyncevent.Client // a client without faults, for checks and the sweeper
 	ingest *asyncevent.Client // ingest under faults
@@ -89,13 +91,15 @@ type process struct {
 func newWorld(t *testing.T, cfg chaosConfig, clock func() time.Time) *world {
 	w := &world{t: t, cfg: cfg, queue: asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 12})}
 	w.opts = asyncevent.Options{StatusLog: true, RedriveAfter: 300 * time.Millisecond, Clock: clock}
-	w.faults = asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), w.plan(cfg.seed))
+	// A DynamoDB Local of the run's own: its writes do not queue behind other tests'.
+	w.db = asynceventtest.OwnDynamoDB(t)
+	w.faults = asynceventtest.NewFaultyDynamoDB(w.db, w.plan(cfg.seed))
 	w.ingest = asynceventtest.NewTableOn(t, w.faults, w.opts)
 	w.table = w.ingest.TableName()
 	opts := w.opts
 	opts.TableName = w.table
 	var err error
-	w.clean, err = asyncevent.New(asynceventtest.DynamoDB(t), opts)
+	w.clean, err = asyncevent.New(w.db, opts)
 	require.NoError(t, err)
 	for i := range cfg.users {
 		w.users = append(w.users, fmt.Sprintf("user-%05d", i))
@@ -112,7 +116,7 @@ func (w *world) startWorker() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.nextID++
-	db := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(w.t), w.plan(w.cfg.seed+int64(w.nextID)*7919))
+	db := asynceventtest.NewFaultyDynamoDB(w.db, w.plan(w.cfg.seed+int64(w.nextID)*7919))
 	q := asynceventtest.NewChaosQueue(w.queue, asynceventtest.QueueFaultPlan{
 		Seed: w.cfg.seed + int64(w.nextID), DropDeleteRate: 0.05, ExtraVisibility: 100 * time.Millisecond, Shuffle: true,
 	})
@@ -259,28 +263,31 @@ func (w *world) settle(eventID string) {
 
 func TestChaosFirstCome(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(t, int(envInt("CHAOS_USERS", 2000)))
+	cfg := newConfig(t, int(envInt("CHAOS_USERS", 5000)))
 	w := newWorld(t, cfg, time.Now)
 	const capacity = 300
 	_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
 		EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 
-	began := time.Now()
+	lap := phases(t)
 	w.ingestAll("chaos-sale", rand.New(rand.NewPCG(uint64(cfg.seed), 1)))
+	lap("ingest and workers")
 	w.startWorker() // one healthy worker for what the sweeper finds
 	w.settle("chaos-sale")
 	w.stopWorkers()
+	lap("sweeps")
 
 	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-sale", asynceventtest.CheckOptions{Users: w.users})
-	t.Logf("%d requests in %s: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v",
-		rep.Requests, time.Since(began).Round(time.Second), rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts())
+	lap("check")
+	t.Logf("%d requests: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v",
+		rep.Requests, rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts())
 	require.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
 }
 
 func TestChaosLottery(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(t, int(envInt("CHAOS_USERS", 2000)))
+	cfg := newConfig(t, int(envInt("CHAOS_USERS", 5000)))
 	clock := &skipClock{}
 	w := newWorld(t, cfg, clock.Now)
 	const winners = 100
@@ -290,8 +297,10 @@ func TestChaosLottery(t *testing.T) {
 		LotteryCutoffAt: asyncevent.MillisOf(clock.Now().Add(time.Hour))})
 	require.NoError(t, err)
 
+	lap := phases(t)
 	w.ingestAll("chaos-lottery", rand.New(rand.NewPCG(uint64(cfg.seed), 2)))
 	w.stopWorkers()
+	lap("ingest and workers")
 	clock.Skip(time.Hour + asyncevent.DefaultDrawSettleWindow)
 
 	// The draw itself runs under faults, and is run again until it finishes.
@@ -303,10 +312,21 @@ func TestChaosLottery(t *testing.T) {
 		}
 		t.Logf("draw attempt %d: %v", attempt, firstLine(err))
 	}
+	lap("draw")
 	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-lottery", asynceventtest.CheckOptions{Users: w.users})
+	lap("check")
 	t.Logf("%d requests: %v %v; %d worker kills", rep.Requests, rep.ByStatus, rep.ByCode, w.kills)
 	require.Len(t, res.Winners, winners)
 	require.Equal(t, winners, rep.ByStatus[asyncevent.StatusSucceeded])
+}
+
+// phases returns a function that logs how long the phase just ended took.
+func phases(t *testing.T) func(phase string) {
+	last := time.Now()
+	return func(phase string) {
+		t.Logf("%s: %s", phase, time.Since(last).Round(100*time.Millisecond))
+		last = time.Now()
+	}
 }
 
 func firstLine(err error) string {

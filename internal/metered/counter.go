@@ -111,6 +111,9 @@ func newCounts() Counts {
 	return Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{}}
 }
 
+// Unwrap returns the client c wraps.
+func (c *Counter) Unwrap() asyncevent.DynamoDB { return c.db }
+
 // Snapshot returns the counts so far.
 func (c *Counter) Snapshot() Counts {
 	c.mu.Lock()
