@@ -276,3 +276,18 @@ func envOr(name, def string) string {
 	}
 	return def
 }
+
+// withID is the run of a subcommand that takes one ID (named what in usage errors)
+// and a connected client.
+func withID(what string, run func(ctx context.Context, e *env, c *asyncevent.Client, id string) error) func(context.Context, *env, *flag.FlagSet, []string) error {
+	return func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+		if err := wantArgs(args, 1, what); err != nil {
+			return err
+		}
+		c, err := e.client(ctx)
+		if err != nil {
+			return err
+		}
+		return run(ctx, e, c, args[0])
+	}
+}

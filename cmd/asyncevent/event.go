@@ -131,15 +131,8 @@ func eventGetCmd() *command {
 		name:    "event get",
 		args:    "EVENT_ID",
 		summary: "show an event: its CONFIG item and its CAPACITY (first-come) or DRAW (lottery) item",
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
-				return err
-			}
-			c, err := e.client(ctx)
-			if err != nil {
-				return err
-			}
-			cfg, err := c.GetEvent(ctx, args[0])
+		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+			cfg, err := c.GetEvent(ctx, eventID)
 			if err != nil {
 				return err
 			}
@@ -175,6 +168,6 @@ func eventGetCmd() *command {
 				return printItem(e.stdout, second)
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+
+	"github.com/asyncevent/asyncevent"
 )
 
 // drawJSON is a draw's result for scripts.
@@ -21,15 +23,8 @@ func drawCmd() *command {
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&quiet, "quiet", false, "print the summary without the winners' request IDs")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
-				return err
-			}
-			c, err := e.client(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := c.Draw(ctx, args[0])
+		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+			res, err := c.Draw(ctx, eventID)
 			if err != nil {
 				return err
 			}
@@ -55,7 +50,7 @@ func drawCmd() *command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -73,15 +68,8 @@ func verifyCmd() *command {
 		name:    "verify",
 		args:    "EVENT_ID",
 		summary: "re-check a drawn lottery from the table: seed against commitment, entries, every result (exit 1 if it fails)",
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
-				return err
-			}
-			c, err := e.client(ctx)
-			if err != nil {
-				return err
-			}
-			v, err := c.VerifyDraw(ctx, args[0])
+		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+			v, err := c.VerifyDraw(ctx, eventID)
 			if err != nil {
 				return err
 			}
@@ -98,6 +86,6 @@ func verifyCmd() *command {
 				return fmt.Errorf("verification of %s failed: %d problems", v.EventID, len(v.Problems))
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -15,15 +15,8 @@ func requestGetCmd() *command {
 		name:    "request get",
 		args:    "REQUEST_ID",
 		summary: "show one request (GetItem REQ#<requestId> / META)",
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "REQUEST_ID"); err != nil {
-				return err
-			}
-			c, err := e.client(ctx)
-			if err != nil {
-				return err
-			}
-			r, err := c.GetRequest(ctx, args[0])
+		run: withID("REQUEST_ID", func(ctx context.Context, e *env, c *asyncevent.Client, requestID string) error {
+			r, err := c.GetRequest(ctx, requestID)
 			if err != nil {
 				return err
 			}
@@ -31,7 +24,7 @@ func requestGetCmd() *command {
 				return e.printJSON(itemJSON(r))
 			}
 			return printItem(e.stdout, r)
-		},
+		}),
 	}
 }
 
@@ -147,15 +140,8 @@ func logsCmd() *command {
 		name:    "logs",
 		args:    "REQUEST_ID",
 		summary: "show a request's status log, oldest first (needs Options.StatusLog on the writers)",
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "REQUEST_ID"); err != nil {
-				return err
-			}
-			c, err := e.client(ctx)
-			if err != nil {
-				return err
-			}
-			logs, err := c.ListStatusLogs(ctx, args[0])
+		run: withID("REQUEST_ID", func(ctx context.Context, e *env, c *asyncevent.Client, requestID string) error {
+			logs, err := c.ListStatusLogs(ctx, requestID)
 			if err != nil {
 				return err
 			}
@@ -167,7 +153,7 @@ func logsCmd() *command {
 				return e.printJSON(out)
 			}
 			if len(logs) == 0 {
-				_, err := fmt.Fprintf(e.stdout, "no status log for %s (the status log is written only by clients with Options.StatusLog)\n", args[0])
+				_, err := fmt.Fprintf(e.stdout, "no status log for %s (the status log is written only by clients with Options.StatusLog)\n", requestID)
 				return err
 			}
 			tw := newTable(e.stdout)
@@ -176,6 +162,6 @@ func logsCmd() *command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatMillis(l.OccurredAt), orDash(string(l.FromStatus)), l.ToStatus, l.Message)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/asyncevent/asyncevent"
@@ -61,15 +60,8 @@ func statsCmd() *command {
 		name:    "stats",
 		args:    "EVENT_ID",
 		summary: "an event's statistics: requests by status and result, capacity, queue wait, fairness (Query GSI2)",
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
-				return err
-			}
-			c, err := e.client(ctx)
-			if err != nil {
-				return err
-			}
-			st, err := c.EventStats(ctx, args[0])
+		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+			st, err := c.EventStats(ctx, eventID)
 			if err != nil {
 				return err
 			}
@@ -90,6 +82,6 @@ func statsCmd() *command {
 				fmt.Fprintf(tw, "fairness\t%s\n", formatFairness(st.Fairness))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 }
