@@ -2,6 +2,8 @@ package asyncevent_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
 func TestSweepRedrivesStuckRequests(t *testing.T) {
@@ -75,4 +78,64 @@ func TestSweepRedrivesStuckRequests(t *testing.T) {
 
 	_, err = c.Sweep(ctx, q, "bad#id", opts)
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidID)
+}
+
+// Sweepers in several processes at once, and workers taking their messages while
+// they run, only make duplicate messages: each stuck request is processed once and
+// the event's invariants hold.
+func TestConcurrentSweepersOnlyMakeDuplicates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := newIngest(t, asyncevent.Options{}) // FIRST_COME "ev", capacity 10
+	lost := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	var users []string
+	for i := range 30 {
+		users = append(users, fmt.Sprintf("u%02d", i))
+		_, err := c.Submit(ctx, lost, "ev", users[i])
+		require.NoError(t, err)
+	}
+	clock.Advance(6 * time.Minute)
+
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	var sweepers, workers sync.WaitGroup
+	resent := make([]int, 4)
+	for i := range resent {
+		sweepers.Go(func() {
+			report, err := c.Sweep(ctx, q, "ev", asyncevent.SweepOptions{RatePerSecond: 1000})
+			assert.NoError(t, err)
+			resent[i] = report.Resent[asyncevent.StatusQueued]
+		})
+	}
+	done := make(chan struct{})
+	for range 3 {
+		workers.Go(func() {
+			for {
+				// A copy whose request another worker holds comes back after
+				// the visibility timeout.
+				ds, err := q.Receive(ctx, 5, 20*time.Millisecond, 50*time.Millisecond)
+				assert.NoError(t, err)
+				for i, d := range ds {
+					if len(p.ProcessMessages(ctx, ds[i:i+1])) == 0 {
+						assert.NoError(t, q.Delete(ctx, d.Receipt))
+					}
+				}
+				select {
+				case <-done:
+					if l := q.Len(); l.Visible+l.InFlight == 0 {
+						return
+					}
+				default:
+				}
+			}
+		})
+	}
+	sweepers.Wait()
+	close(done)
+	workers.Wait()
+
+	assert.GreaterOrEqual(t, resent[0]+resent[1]+resent[2]+resent[3], 30, "each sweeper sends what is still QUEUED when it reads it")
+	rep := asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Users: users})
+	assert.Equal(t, 10, rep.ByStatus[asyncevent.StatusSucceeded])
+	assert.Equal(t, 20, rep.ByStatus[asyncevent.StatusRejected])
 }
