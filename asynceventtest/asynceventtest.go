@@ -12,7 +12,8 @@
 //     on a free port. It stops when the test binary ends.
 //
 // When none of them can be had, tests fail with a message that says what to install;
-// they never pass by skipping.
+// they never pass by skipping. A heavy test can have a DynamoDB Local of its own
+// (OwnDynamoDB), found or started the same way.
 package asynceventtest
 
 import (
