@@ -40,11 +40,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCursor$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzCreateEventBody$$' -fuzztime=$(FUZZTIME) ./examples/httpapi
 
-# The chaos suite at full scale over many seeds (make test runs it once, smaller):
-# CHAOS_USERS users per event, seeds 1..CHAOS_RUNS.
+# The chaos suite over many seeds (make test runs it once, with a random seed):
+# CHAOS_USERS users per event, seeds 1..CHAOS_RUNS, stopping at the first failure.
 CHAOS_USERS ?= 5000
 CHAOS_RUNS  ?= 20
 chaos:
 	for seed in $$(seq 1 $(CHAOS_RUNS)); do \
+		echo "chaos seed $$seed, $(CHAOS_USERS) users"; \
 		CHAOS_SEED=$$seed CHAOS_USERS=$(CHAOS_USERS) $(GO) test -race -count=1 ./reliability || exit 1; \
 	done
