@@ -356,8 +356,19 @@ func TestSweep(t *testing.T) {
 	out := f.ok(t, append([]string{"sweep", "ev", "-stuck-after", "10m", "-rate", "1000"}, sqsFlags...)...)
 	assert.Contains(t, out, "QUEUED 1")
 
-	_, _, code := f.run(t, "sweep", "ev")
+	// Periodically, until interrupted: a clean stop after the rounds so far.
+	every, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(every, append(append([]string{}, f.global...),
+		append([]string{"sweep", "ev", "-every", "200ms", "-stuck-after", "10m", "-rate", "1000"}, sqsFlags...)...), &stdout, &stderr)
+	assert.Equal(t, 0, code, stderr.String())
+	assert.GreaterOrEqual(t, strings.Count(stdout.String(), "examined"), 2, stdout.String())
+
+	_, _, code = f.run(t, "sweep", "ev")
 	assert.Equal(t, exitUsage, code, "-queue-url is required")
+	_, _, code = f.run(t, append([]string{"sweep", "ev", "-every", "-1s"}, sqsFlags...)...)
+	assert.Equal(t, exitUsage, code, "-every must not be negative")
 }
 
 func TestUsage(t *testing.T) {

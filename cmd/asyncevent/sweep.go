@@ -25,16 +25,18 @@ func sweepCmd() *command {
 		q          sqsFlags
 		stuckAfter time.Duration
 		rate       float64
+		every      time.Duration
 	)
 	q.endpoint = envOr(envSQSEndpoint, "")
 	return &command{
 		name:    "sweep",
 		args:    "EVENT_ID",
-		summary: "send again the messages of an event's requests stuck QUEUED or PROCESSING past their lease",
+		summary: "send again the messages of an event's requests stuck QUEUED or PROCESSING past their lease (once, or -every DURATION)",
 		flags: func(fs *flag.FlagSet) {
 			q.register(fs, true)
 			fs.DurationVar(&stuckAfter, "stuck-after", asyncevent.DefaultSweepStuckAfter, "how long a request may sit QUEUED, or PROCESSING past its lease, before it counts as stuck")
 			fs.Float64Var(&rate, "rate", asyncevent.DefaultSweepRate, "at most this many messages sent per second")
+			fs.DurationVar(&every, "every", 0, "sweep again every DURATION until interrupted, reporting each round (a failed round does not stop it); 0 sweeps once")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
@@ -43,8 +45,8 @@ func sweepCmd() *command {
 			if q.queueURL == "" {
 				return usagef("-queue-url is required: the queue the workers read")
 			}
-			if stuckAfter <= 0 || rate <= 0 {
-				return usagef("-stuck-after and -rate must be positive")
+			if stuckAfter <= 0 || rate <= 0 || every < 0 {
+				return usagef("-stuck-after and -rate must be positive, -every not negative")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
@@ -58,39 +60,60 @@ func sweepCmd() *command {
 			if err != nil {
 				return usagef("%v", err)
 			}
-			rep, err := c.Sweep(ctx, queue, args[0], asyncevent.SweepOptions{StuckAfter: stuckAfter, RatePerSecond: rate})
-			if rep == nil {
-				return err
+			opts := asyncevent.SweepOptions{StuckAfter: stuckAfter, RatePerSecond: rate}
+			if every == 0 {
+				return sweepOnce(ctx, e, c, queue, args[0], opts)
 			}
-			out := sweepJSON{EventID: args[0], Examined: rep.Examined, Resent: map[string]int{}, Skipped: rep.Skipped, Failed: map[string]string{}}
-			for s, n := range rep.Resent {
-				out.Resent[string(s)] = n
-			}
-			maps.Copy(out.Failed, rep.Failed)
-			var perr error
-			if e.json {
-				perr = e.printJSON(out)
-			} else {
-				tw := newTable(e.stdout)
-				fmt.Fprintf(tw, "event\t%s\n", args[0])
-				fmt.Fprintf(tw, "examined\t%s requests\n", formatInt(rep.Examined))
-				fmt.Fprintf(tw, "sent again\t%s\n", formatCounts(rep.Resent))
-				fmt.Fprintf(tw, "skipped\t%s (in flight or done)\n", formatInt(rep.Skipped))
-				fmt.Fprintf(tw, "failed\t%s\n", formatInt(len(rep.Failed)))
-				for _, id := range slices.Sorted(maps.Keys(rep.Failed)) {
-					fmt.Fprintf(tw, "\t%s: %s\n", id, rep.Failed[id])
+			// Several sweepers may run at once, so a periodic one needs no lock.
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				if err := sweepOnce(ctx, e, c, queue, args[0], opts); err != nil && ctx.Err() == nil {
+					fmt.Fprintf(e.stderr, "asyncevent: sweep: %v\n", err)
 				}
-				perr = tw.Flush()
+				select {
+				case <-ctx.Done():
+					return nil // interrupted: a clean stop
+				case <-tick.C:
+				}
 			}
-			switch {
-			case err != nil:
-				return err
-			case perr != nil:
-				return perr
-			case len(rep.Failed) > 0:
-				return fmt.Errorf("%d messages could not be sent", len(rep.Failed))
-			}
-			return nil
 		},
 	}
+}
+
+// sweepOnce runs one sweep of eventID and prints its report.
+func sweepOnce(ctx context.Context, e *env, c *asyncevent.Client, queue asyncevent.Queue, eventID string, opts asyncevent.SweepOptions) error {
+	rep, err := c.Sweep(ctx, queue, eventID, opts)
+	if rep == nil {
+		return err
+	}
+	out := sweepJSON{EventID: eventID, Examined: rep.Examined, Resent: map[string]int{}, Skipped: rep.Skipped, Failed: map[string]string{}}
+	for s, n := range rep.Resent {
+		out.Resent[string(s)] = n
+	}
+	maps.Copy(out.Failed, rep.Failed)
+	var perr error
+	if e.json {
+		perr = e.printJSON(out)
+	} else {
+		tw := newTable(e.stdout)
+		fmt.Fprintf(tw, "event\t%s\n", eventID)
+		fmt.Fprintf(tw, "examined\t%s requests\n", formatInt(rep.Examined))
+		fmt.Fprintf(tw, "sent again\t%s\n", formatCounts(rep.Resent))
+		fmt.Fprintf(tw, "skipped\t%s (in flight or done)\n", formatInt(rep.Skipped))
+		fmt.Fprintf(tw, "failed\t%s\n", formatInt(len(rep.Failed)))
+		for _, id := range slices.Sorted(maps.Keys(rep.Failed)) {
+			fmt.Fprintf(tw, "\t%s: %s\n", id, rep.Failed[id])
+		}
+		perr = tw.Flush()
+	}
+	switch {
+	case err != nil:
+		return err
+	case perr != nil:
+		return perr
+	case len(rep.Failed) > 0:
+		return fmt.Errorf("%d messages could not be sent", len(rep.Failed))
+	}
+	return nil
 }
