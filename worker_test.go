@@ -546,3 +546,40 @@ func TestMessageWithoutRequestIsDropped(t *testing.T) {
 	assert.Equal(t, []asyncevent.OutcomeKind{asyncevent.OutcomeNotFound}, kinds)
 	assert.Empty(t, items(t, c)[asyncevent.EntityRequest], "nothing written for it")
 }
+
+// A worker whose lease expired and was taken over writes nothing more: its seat claim
+// and its rejection both find the lease lost, and only the new owner finishes.
+func TestTakenOverLeaseWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, ds := submitted(t, c, 5, "ann")
+	m, err := asyncevent.DecodeMessage(ds[0].Body)
+	require.NoError(t, err)
+	sentAt := asyncevent.MillisOf(clock.Now())
+
+	tr, err := c.StartProcessing(ctx, m, sentAt, "A", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, tr.Applied)
+	clock.Advance(31 * time.Second) // A stalls past its lease
+	tr, err = c.StartProcessing(ctx, m, sentAt, "B", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, tr.Applied, "B takes the expired lease over")
+
+	assert.ErrorIs(t, c.ClaimSeat(ctx, m, "A"), asyncevent.ErrLeaseLost)
+	tr, err = c.MarkCapacityRejected(ctx, m, "A")
+	require.NoError(t, err)
+	assert.False(t, tr.Applied, "A's rejection is a lost condition")
+	r, err := c.GetRequest(ctx, m.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusProcessing, r.Status, "still B's")
+	capacity, err := c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), capacity.CapacityRemaining, "A spent nothing")
+
+	require.NoError(t, c.ClaimSeat(ctx, m, "B"))
+	capacity, err = c.GetCapacity(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), capacity.CapacityRemaining)
+}
