@@ -28,7 +28,9 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  duplicates blocked\s+40 `), out)
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  requests by status\s+REJECTED 140 · SUCCEEDED 20$`), out)
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  verification\s+OK: draw of demo-lottery-\S+ verified: 100 entries, 5 winners$`), out)
-	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+2\.\d\d calls \(GetItem 0\.\d\d \+ TransactWriteItems 1\.00 \+ UpdateItem 1\.00\)`), out)
+	// The event's CONFIG is read once per client and cache period, so its GetItem
+	// share may round to nothing and is then not printed.
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+2\.\d\d calls \((GetItem 0\.\d\d \+ )?TransactWriteItems 1\.00 \+ UpdateItem 1\.00\)`), out)
 	assert.Contains(t, out, "fairness")
 
 	// Progress on stderr, as plain lines: stderr is not a terminal here.
