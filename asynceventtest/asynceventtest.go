@@ -49,24 +49,27 @@ var local struct {
 
 func start() (*ddblocal.Instance, *dynamodb.Client, error) {
 	local.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		inst, err := ddblocal.Start(ctx, ddblocal.Options{
-			Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "asynceventtest: "+format+"\n", args...) },
+		local.instance, local.client, local.err = launch(func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "asynceventtest: "+format+"\n", args...)
 		})
-		if err != nil {
-			local.err = err
-			return
-		}
-		client, err := ddblocal.NewClient(ctx, inst.Endpoint)
-		if err != nil {
-			_ = inst.Stop()
-			local.err = err
-			return
-		}
-		local.instance, local.client = inst, client
 	})
 	return local.instance, local.client, local.err
+}
+
+// launch finds or starts a DynamoDB Local and returns it with a raw client of it.
+func launch(logf func(string, ...any)) (*ddblocal.Instance, *dynamodb.Client, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: logf})
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := ddblocal.NewClient(ctx, inst.Endpoint)
+	if err != nil {
+		_ = inst.Stop()
+		return nil, nil, err
+	}
+	return inst, client, nil
 }
 
 // Main runs a test binary's tests and then stops the DynamoDB Local and the local
@@ -117,17 +120,11 @@ func Endpoint(t testing.TB) string {
 // When DYNAMODB_ENDPOINT is set it is a client of that endpoint, as DynamoDB(t) is.
 func OwnDynamoDB(t testing.TB) *dynamodb.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: t.Logf})
+	inst, client, err := launch(t.Logf)
 	if err != nil {
 		t.Fatalf("asynceventtest: no DynamoDB Local: %v", err)
 	}
 	t.Cleanup(func() { _ = inst.Stop() })
-	client, err := ddblocal.NewClient(ctx, inst.Endpoint)
-	if err != nil {
-		t.Fatalf("asynceventtest: %v", err)
-	}
 	return client
 }
 
