@@ -14,6 +14,12 @@
 // When none of them can be had, tests fail with a message that says what to install;
 // they never pass by skipping. A heavy test can have a DynamoDB Local of its own
 // (OwnDynamoDB), found or started the same way.
+//
+// For tests under faults, FaultyDynamoDB injects a seeded FaultPlan at the
+// asyncevent.DynamoDB interface, where the caller sees each fault at once;
+// NewFaultyClient injects the same plans beneath the SDK, where its retries see them
+// first. ChaosQueue disturbs a queue, and CheckEvent checks an event's invariants
+// afterwards.
 package asynceventtest
 
 import (

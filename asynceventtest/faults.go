@@ -54,23 +54,14 @@ type FaultCounts struct {
 // tests of code built on asyncevent. Kill makes every later call fail, as for a
 // process that died. It is safe for concurrent use.
 type FaultyDynamoDB struct {
-	db   asyncevent.DynamoDB
-	plan FaultPlan
-	ops  []string
-	dead atomic.Bool
-
-	mu     sync.Mutex
-	rng    *rand.Rand
-	counts FaultCounts
+	db     asyncevent.DynamoDB
+	faults *planner
+	dead   atomic.Bool
 }
 
 // NewFaultyDynamoDB returns a FaultyDynamoDB around db.
 func NewFaultyDynamoDB(db asyncevent.DynamoDB, plan FaultPlan) *FaultyDynamoDB {
-	ops := plan.Operations
-	if len(ops) == 0 {
-		ops = []string{"GetItem", "PutItem", "UpdateItem", "Query", "TransactWriteItems"}
-	}
-	return &FaultyDynamoDB{db: db, plan: plan, ops: ops, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0x5eed))}
+	return &FaultyDynamoDB{db: db, faults: newPlanner(plan)}
 }
 
 // Unwrap returns the client f wraps.
@@ -83,11 +74,7 @@ func (f *FaultyDynamoDB) Kill() { f.dead.Store(true) }
 func (f *FaultyDynamoDB) Revive() { f.dead.Store(false) }
 
 // Counts returns the faults injected so far.
-func (f *FaultyDynamoDB) Counts() FaultCounts {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.counts
-}
+func (f *FaultyDynamoDB) Counts() FaultCounts { return f.faults.Counts() }
 
 type fault int
 
@@ -98,36 +85,89 @@ const (
 	throttleFault
 )
 
-// decide picks the fault of one call, and its delay.
-func (f *FaultyDynamoDB) decide(op, pk string) (fault, time.Duration) {
-	if f.dead.Load() {
-		f.mu.Lock()
-		f.counts.Dead++
-		f.mu.Unlock()
-		return failFault, 0
+// planner draws the faults of a FaultPlan, for FaultyDynamoDB and FaultyHTTPClient.
+type planner struct {
+	plan FaultPlan
+	ops  []string
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	counts FaultCounts
+}
+
+func newPlanner(plan FaultPlan) *planner {
+	ops := plan.Operations
+	if len(ops) == 0 {
+		ops = []string{"GetItem", "PutItem", "UpdateItem", "Query", "TransactWriteItems"}
 	}
-	if !slices.Contains(f.ops, op) || (f.plan.KeyPrefix != "" && !strings.HasPrefix(pk, f.plan.KeyPrefix)) {
+	return &planner{plan: plan, ops: ops, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0x5eed))}
+}
+
+func (p *planner) Counts() FaultCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts
+}
+
+// decide picks the fault of one call of op on the items with the partition keys pks
+// (none for a Query), and its delay. With a KeyPrefix, a call matches when any of its
+// items does.
+func (p *planner) decide(op string, pks ...string) (fault, time.Duration) {
+	if !slices.Contains(p.ops, op) || !p.matches(pks) {
 		return noFault, 0
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var delay time.Duration
-	if f.plan.Latency > 0 {
-		delay = time.Duration(f.rng.Int64N(int64(f.plan.Latency)))
+	if p.plan.Latency > 0 {
+		delay = time.Duration(p.rng.Int64N(int64(p.plan.Latency)))
 	}
-	r := f.rng.Float64()
+	r := p.rng.Float64()
 	switch {
-	case r < f.plan.FailRate:
-		f.counts.Failed++
+	case r < p.plan.FailRate:
+		p.counts.Failed++
 		return failFault, delay
-	case r < f.plan.FailRate+f.plan.ThrottleRate:
-		f.counts.Throttled++
+	case r < p.plan.FailRate+p.plan.ThrottleRate:
+		p.counts.Throttled++
 		return throttleFault, delay
-	case r < f.plan.FailRate+f.plan.ThrottleRate+f.plan.LoseRate:
-		f.counts.Lost++
+	case r < p.plan.FailRate+p.plan.ThrottleRate+p.plan.LoseRate:
+		p.counts.Lost++
 		return loseFault, delay
 	}
 	return noFault, delay
+}
+
+func (p *planner) matches(pks []string) bool {
+	if p.plan.KeyPrefix == "" {
+		return true
+	}
+	return slices.ContainsFunc(pks, func(pk string) bool { return strings.HasPrefix(pk, p.plan.KeyPrefix) })
+}
+
+// decide picks the fault of one call, and its delay.
+func (f *FaultyDynamoDB) decide(op string, pks ...string) (fault, time.Duration) {
+	if f.dead.Load() {
+		f.faults.mu.Lock()
+		f.faults.counts.Dead++
+		f.faults.mu.Unlock()
+		return failFault, 0
+	}
+	return f.faults.decide(op, pks...)
+}
+
+// wait sleeps for an injected delay.
+func wait(ctx context.Context, delay time.Duration) error {
+	if delay <= 0 {
+		return nil
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // injected is the error of an injected fault, shaped as the SDK's errors are.
@@ -147,16 +187,10 @@ func injected(op string, kind fault) error {
 func ptr[T any](v T) *T { return &v }
 
 // call runs one call under the plan.
-func call[O any](ctx context.Context, f *FaultyDynamoDB, op, pk string, do func() (*O, error)) (*O, error) {
-	kind, delay := f.decide(op, pk)
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
+func call[O any](ctx context.Context, f *FaultyDynamoDB, op string, pks []string, do func() (*O, error)) (*O, error) {
+	kind, delay := f.decide(op, pks...)
+	if err := wait(ctx, delay); err != nil {
+		return nil, err
 	}
 	switch kind {
 	case failFault, throttleFault:
@@ -170,11 +204,11 @@ func call[O any](ctx context.Context, f *FaultyDynamoDB, op, pk string, do func(
 	return do()
 }
 
-func pkOf(item map[string]types.AttributeValue) string {
+func pkOf(item map[string]types.AttributeValue) []string {
 	if s, ok := item["PK"].(*types.AttributeValueMemberS); ok {
-		return s.Value
+		return []string{s.Value}
 	}
-	return ""
+	return nil
 }
 
 // GetItem implements asyncevent.DynamoDB.
@@ -194,34 +228,26 @@ func (f *FaultyDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 
 // Query implements asyncevent.DynamoDB.
 func (f *FaultyDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	pk := ""
-	if f.plan.KeyPrefix != "" {
-		pk = "\x00" // a Query matches no key prefix
-	}
-	return call(ctx, f, "Query", pk, func() (*dynamodb.QueryOutput, error) { return f.db.Query(ctx, in, o...) })
+	return call(ctx, f, "Query", nil, func() (*dynamodb.QueryOutput, error) { return f.db.Query(ctx, in, o...) })
 }
 
 // TransactWriteItems implements asyncevent.DynamoDB. With a KeyPrefix, a transaction
 // matches when any of its items does.
 func (f *FaultyDynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	pk := ""
+	var pks []string
 	for _, it := range in.TransactItems {
-		var key map[string]types.AttributeValue
 		switch {
 		case it.Put != nil:
-			key = it.Put.Item
+			pks = append(pks, pkOf(it.Put.Item)...)
 		case it.Update != nil:
-			key = it.Update.Key
+			pks = append(pks, pkOf(it.Update.Key)...)
 		case it.Delete != nil:
-			key = it.Delete.Key
+			pks = append(pks, pkOf(it.Delete.Key)...)
 		case it.ConditionCheck != nil:
-			key = it.ConditionCheck.Key
-		}
-		if p := pkOf(key); pk == "" || strings.HasPrefix(p, f.plan.KeyPrefix) {
-			pk = p
+			pks = append(pks, pkOf(it.ConditionCheck.Key)...)
 		}
 	}
-	return call(ctx, f, "TransactWriteItems", pk, func() (*dynamodb.TransactWriteItemsOutput, error) { return f.db.TransactWriteItems(ctx, in, o...) })
+	return call(ctx, f, "TransactWriteItems", pks, func() (*dynamodb.TransactWriteItemsOutput, error) { return f.db.TransactWriteItems(ctx, in, o...) })
 }
 
 // CreateTable implements asyncevent.DynamoDB, without faults.
