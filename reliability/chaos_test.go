@@ -33,6 +33,7 @@ type chaosConfig struct {
 	workers   int
 	dupClicks float64 // share of users who click again
 	faultRate float64 // share of DynamoDB calls disturbed, half of them lost responses
+	wireRate  float64 // share disturbed beneath the SDK, which retries them: refused, lost, throttled
 	maxCopies int     // extra deliveries of each message
 }
 
@@ -51,7 +52,7 @@ func newConfig(t *testing.T, users int) chaosConfig {
 		}
 	})
 	t.Logf("chaos seed %d, %d users", seed, users)
-	return chaosConfig{seed: seed, users: users, workers: 8, dupClicks: 0.2, faultRate: 0.1, maxCopies: 2}
+	return chaosConfig{seed: seed, users: users, workers: 8, dupClicks: 0.2, faultRate: 0.1, wireRate: 0.06, maxCopies: 2}
 }
 
 // skipClock is the real clock plus an offset that can jump forward (over a lottery's
@@ -69,9 +70,10 @@ type world struct {
 	table  string
 	db     *dynamodb.Client // the run's own DynamoDB Local
 	queue  *asyncevent.MemoryQueue
-	clean  *asyncevent.Client // a client without faults, for checks and the sweeper
-	ingest *asyncevent.Client // ingest under faults
-	faults *asynceventtest.FaultyDynamoDB
+	clean  *asyncevent.Client               // a client without faults, for checks and the sweeper
+	ingest *asyncevent.Client               // ingest under faults
+	faults *asynceventtest.FaultyDynamoDB   // ingest's, above the SDK
+	wired  *asynceventtest.FaultyHTTPClient // ingest's, beneath the SDK
 	users  []string
 
 	mu      sync.Mutex
@@ -84,8 +86,15 @@ type world struct {
 // process is one worker process: its own faulty DynamoDB client and queue view.
 type process struct {
 	db     *asynceventtest.FaultyDynamoDB
+	wire   *asynceventtest.FaultyHTTPClient
 	q      *asynceventtest.ChaosQueue
 	worker *asyncevent.Worker
+}
+
+// faults counts the faults injected into p's DynamoDB calls, above and beneath the SDK.
+func (p *process) faults() int64 {
+	above, beneath := p.db.Counts(), p.wire.Counts()
+	return int64(above.Failed + above.Lost + beneath.Failed + beneath.Lost + beneath.Throttled)
 }
 
 func newWorld(t *testing.T, cfg chaosConfig, clock func() time.Time) *world {
@@ -93,7 +102,9 @@ func newWorld(t *testing.T, cfg chaosConfig, clock func() time.Time) *world {
 	w.opts = asyncevent.Options{StatusLog: true, RedriveAfter: 300 * time.Millisecond, Clock: clock}
 	// A DynamoDB Local of the run's own: its writes do not queue behind other tests'.
 	w.db = asynceventtest.OwnDynamoDB(t)
-	w.faults = asynceventtest.NewFaultyDynamoDB(w.db, w.plan(cfg.seed))
+	var wire *dynamodb.Client
+	wire, w.wired = w.wire(cfg.seed)
+	w.faults = asynceventtest.NewFaultyDynamoDB(wire, w.plan(cfg.seed))
 	w.ingest = asynceventtest.NewTableOn(t, w.faults, w.opts)
 	w.table = w.ingest.TableName()
 	opts := w.opts
@@ -111,12 +122,21 @@ func (w *world) plan(seed int64) asynceventtest.FaultPlan {
 	return asynceventtest.FaultPlan{Seed: seed, FailRate: w.cfg.faultRate / 2, LoseRate: w.cfg.faultRate / 2}
 }
 
+// wire is a client of the run's DynamoDB Local with faults beneath the SDK: its
+// retries meet them first, and only what three attempts cannot mend reaches the
+// library (through the faults of plan, above).
+func (w *world) wire(seed int64) (*dynamodb.Client, *asynceventtest.FaultyHTTPClient) {
+	r := w.cfg.wireRate / 3
+	return asynceventtest.NewFaultyClient(w.db, asynceventtest.FaultPlan{Seed: ^seed, FailRate: r, LoseRate: r, ThrottleRate: r})
+}
+
 // startWorker starts one more worker process.
 func (w *world) startWorker() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.nextID++
-	db := asynceventtest.NewFaultyDynamoDB(w.db, w.plan(w.cfg.seed+int64(w.nextID)*7919))
+	wire, wireFaults := w.wire(w.cfg.seed + int64(w.nextID)*7919)
+	db := asynceventtest.NewFaultyDynamoDB(wire, w.plan(w.cfg.seed+int64(w.nextID)*7919))
 	q := asynceventtest.NewChaosQueue(w.queue, asynceventtest.QueueFaultPlan{
 		Seed: w.cfg.seed + int64(w.nextID), DropDeleteRate: 0.05, ExtraVisibility: 100 * time.Millisecond, Shuffle: true,
 	})
@@ -133,7 +153,7 @@ func (w *world) startWorker() {
 	})
 	require.NoError(w.t, err)
 	require.NoError(w.t, worker.Start(context.Background()))
-	w.procs = append(w.procs, &process{db: db, q: q, worker: worker})
+	w.procs = append(w.procs, &process{db: db, wire: wireFaults, q: q, worker: worker})
 }
 
 // killOne kills a random worker process mid-work: its DynamoDB and queue calls fail
@@ -151,7 +171,7 @@ func (w *world) killOne(rng *rand.Rand) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace: the work in flight is abandoned
 	_ = p.worker.Stop(ctx)
-	w.faulted.Add(int64(p.db.Counts().Failed + p.db.Counts().Lost))
+	w.faulted.Add(p.faults())
 	w.startWorker()
 }
 
@@ -162,8 +182,7 @@ func (w *world) stopWorkers() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		require.NoError(w.t, p.worker.Stop(ctx))
 		cancel()
-		c := p.db.Counts()
-		w.faulted.Add(int64(c.Failed + c.Lost))
+		w.faulted.Add(p.faults())
 	}
 	w.procs = nil
 }
@@ -280,8 +299,8 @@ func TestChaosFirstCome(t *testing.T) {
 
 	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-sale", asynceventtest.CheckOptions{Users: w.users})
 	lap("check")
-	t.Logf("%d requests: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v",
-		rep.Requests, rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts())
+	t.Logf("%d requests: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v above the SDK, %+v beneath",
+		rep.Requests, rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts(), w.wired.Counts())
 	require.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
 }
 
