@@ -83,7 +83,8 @@ const claimSeatAttempts = 8
 // leaseOwner = leaseOwner; with the status log entry. A seat is therefore spent only
 // together with a SUCCEEDED request. The ClientRequestToken is derived from the
 // request, the lease and the attempt, so the SDK's retry of a call whose response was
-// lost is not applied twice; transaction conflicts on the hot CAPACITY item are
+// lost returns success rather than ErrLeaseLost (the conditions alone already keep it
+// from being applied twice); transaction conflicts on the hot CAPACITY item are
 // retried with backoff. ErrSoldOut: capacityRemaining was 0 (nothing written);
 // ErrLeaseLost: the request is not PROCESSING under this lease (nothing written);
 // ErrNoCapacity: the event has no CAPACITY item.
