@@ -68,7 +68,10 @@ type Options struct {
 	StatusLogTTL time.Duration
 
 	// StatusLog turns on the optional StatusLog: every status transition then also
-	// writes a LOG# item, in the same transaction as the transition. Default: off.
+	// writes a LOG# item, in the same transaction as the transition, naming the status
+	// left and the status entered. A transition allowed from several statuses
+	// (StartProcessing, MarkFailed) then tries them one at a time, and costs a second
+	// call when the request is not in the likeliest. Default: off.
 	StatusLog bool
 
 	// EventCacheTTL is how long ingest trusts an event config it has read, so a spike

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -230,8 +231,9 @@ type Transition struct {
 // the same transaction.
 type transition struct {
 	key    RequestKey
-	from   []Status                     // the condition: status is one of these,
-	orCond *expression.ConditionBuilder // or this holds,
+	from   []Status                     // the condition: status is one of these (the likeliest first),
+	orIn   Status                       // or it is orIn
+	orCond *expression.ConditionBuilder // and this holds,
 	cond   *expression.ConditionBuilder // and this holds too
 	to     Status
 	update expression.UpdateBuilder  // status = to is added
@@ -239,13 +241,40 @@ type transition struct {
 	note   string                    // the status log's message
 }
 
-// statusIn is the condition status = from[0] OR status = from[1] ….
-func statusIn(from []Status) expression.ConditionBuilder {
-	cond := expression.Name(attrStatus).Equal(expression.Value(from[0]))
-	for _, s := range from[1:] {
-		cond = cond.Or(expression.Name(attrStatus).Equal(expression.Value(s)))
+// condition is t's whole condition, from any of its statuses.
+func (t transition) condition() expression.ConditionBuilder {
+	cond := statusIs(t.from[0])
+	for _, s := range t.from[1:] {
+		cond = cond.Or(statusIs(s))
+	}
+	if t.orCond != nil {
+		cond = cond.Or(statusIs(t.orIn).And(*t.orCond))
+	}
+	return t.and(cond)
+}
+
+// conditionFrom is t's condition from the status from alone.
+func (t transition) conditionFrom(from Status) expression.ConditionBuilder {
+	if slices.Contains(t.from, from) {
+		return t.and(statusIs(from))
+	}
+	return t.and(statusIs(from).And(*t.orCond))
+}
+
+func (t transition) and(cond expression.ConditionBuilder) expression.ConditionBuilder {
+	if t.cond != nil {
+		return cond.And(*t.cond)
 	}
 	return cond
+}
+
+// allows reports whether t may start from status s, its other conditions aside.
+func (t transition) allows(s Status) bool {
+	return slices.Contains(t.from, s) || t.orCond != nil && s == t.orIn
+}
+
+func statusIs(s Status) expression.ConditionBuilder {
+	return expression.Name(attrStatus).Equal(expression.Value(s))
 }
 
 const attrStatus = "status"
@@ -253,17 +282,37 @@ const attrStatus = "status"
 // apply runs a transition: one UpdateItem when nothing else is written with it, else
 // one TransactWriteItems holding the update, the status log entry (Options.StatusLog)
 // and t.extra.
+//
+// The status log names the status a request left, and one write cannot both allow
+// several and say which it met. So with Options.StatusLog a transition allowed from
+// several statuses is tried from one at a time: the likeliest (t.from[0]) first, then
+// the one a failed condition found, when t allows it too. A request met in a less
+// likely status costs a second call.
 func (c *Client) apply(ctx context.Context, t transition) (Transition, error) {
-	cond := statusIn(t.from)
-	if t.orCond != nil {
-		cond = cond.Or(*t.orCond)
+	// Once: Set adds to the builder's shared operation list, so a second call would
+	// write status twice.
+	t.update = t.update.Set(expression.Name(attrStatus), expression.Value(t.to))
+	if !c.opts.StatusLog {
+		return c.applyIf(ctx, t, t.condition(), "")
 	}
-	if t.cond != nil {
-		cond = cond.And(*t.cond)
+	if len(t.from) == 1 && t.orCond == nil {
+		return c.applyIf(ctx, t, t.condition(), t.from[0])
 	}
+	from := t.from[0]
+	for attempt := 0; ; attempt++ {
+		res, err := c.applyIf(ctx, t, t.conditionFrom(from), from)
+		if err != nil || res.Applied || res.Current.Status == from || !t.allows(res.Current.Status) || attempt == len(t.from) {
+			return res, err // applied, or the condition lost for good (or the status kept moving)
+		}
+		from = res.Current.Status
+	}
+}
+
+// applyIf writes t under cond; from is the status the status log names as left.
+func (c *Client) applyIf(ctx context.Context, t transition, cond expression.ConditionBuilder, from Status) (Transition, error) {
 	expr, err := expression.NewBuilder().
 		WithCondition(cond).
-		WithUpdate(t.update.Set(expression.Name(attrStatus), expression.Value(t.to))).
+		WithUpdate(t.update).
 		Build()
 	if err != nil {
 		return Transition{}, err
@@ -272,10 +321,6 @@ func (c *Client) apply(ctx context.Context, t transition) (Transition, error) {
 	key := avKey(t.key.Key())
 	items := t.extra
 	if c.opts.StatusLog {
-		var from Status // unknown when the condition allows several
-		if len(t.from) == 1 && t.orCond == nil {
-			from = t.from[0]
-		}
 		put, err := c.statusLogPut(t.key.RequestID(), from, t.to, t.note)
 		if err != nil {
 			return Transition{}, err

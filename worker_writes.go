@@ -32,7 +32,9 @@ func leaseHeldBy(owner string) expression.ConditionBuilder {
 // error: the Transition is not applied and holds the request as it is (final: a
 // duplicate delivery; PROCESSING: another delivery holds a live lease). Each delivery
 // should use its own leaseOwner, so that two deliveries of one message never both
-// hold the request.
+// hold the request. With Options.StatusLog the condition is tried one status at a
+// time, QUEUED first, so that the log names the status left: a request met RECEIVED
+// or PROCESSING costs a second call.
 func (c *Client) StartProcessing(ctx context.Context, m Message, sentAt EpochMillis, leaseOwner string, leaseFor time.Duration) (Transition, error) {
 	key, err := NewRequestKey(m.RequestID)
 	if err != nil {
@@ -43,14 +45,13 @@ func (c *Client) StartProcessing(ctx context.Context, m Message, sentAt EpochMil
 		return Transition{}, err
 	}
 	now := c.now()
-	expired := expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).
-		And(expression.Name("leaseExpiresAt").LessThanEqual(expression.Value(now)))
+	expired := expression.Name("leaseExpiresAt").LessThanEqual(expression.Value(now))
 	update := backfillQueued(expression.UpdateBuilder{}, sentAt, index).
 		Set(expression.Name("startedAt"), expression.Value(now)).
 		Set(expression.Name("leaseOwner"), expression.Value(leaseOwner)).
 		Set(expression.Name("leaseExpiresAt"), expression.Value(MillisOf(now.Time().Add(leaseFor))))
 	t, err := c.apply(ctx, transition{
-		key: key, from: []Status{StatusReceived, StatusQueued}, orCond: &expired, to: StatusProcessing,
+		key: key, from: []Status{StatusQueued, StatusReceived}, orIn: StatusProcessing, orCond: &expired, to: StatusProcessing,
 		update: update, note: "started by " + leaseOwner,
 	})
 	if err != nil {
@@ -238,7 +239,9 @@ type Failure struct {
 // index keys from f.SentAt where missing; condition: status is RECEIVED, QUEUED or
 // PROCESSING, and not PROCESSING under another owner's live lease (status <>
 // PROCESSING OR leaseOwner = f.LeaseOwner OR leaseExpiresAt ≤ now). A lost condition
-// is not an error: the Transition holds the request as it is.
+// is not an error: the Transition holds the request as it is. With Options.StatusLog
+// the status is tried one at a time, PROCESSING first, so that the log names the
+// status left: a request met QUEUED or RECEIVED costs a second call.
 func (c *Client) MarkFailed(ctx context.Context, m Message, f Failure) (Transition, error) {
 	key, err := NewRequestKey(m.RequestID)
 	if err != nil {
@@ -255,7 +258,7 @@ func (c *Client) MarkFailed(ctx context.Context, m Message, f Failure) (Transiti
 		Or(expression.Name("leaseOwner").Equal(expression.Value(f.LeaseOwner))).
 		Or(expression.Name("leaseExpiresAt").LessThanEqual(expression.Value(now)))
 	t, err := c.apply(ctx, transition{
-		key: key, from: []Status{StatusReceived, StatusQueued, StatusProcessing}, cond: &free, to: StatusFailedFinal,
+		key: key, from: []Status{StatusProcessing, StatusQueued, StatusReceived}, cond: &free, to: StatusFailedFinal,
 		update: update, note: f.ErrorCode,
 	})
 	if err != nil {

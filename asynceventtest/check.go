@@ -47,7 +47,8 @@ type CheckReport struct {
 //   - GSI attributes only on Request items, and every request past RECEIVED carries
 //     the index keys of its order time.
 //   - Every status log, if there is one, is a legal path of the lifecycle ending in
-//     the request's status.
+//     the request's status: its entries' steps (fromStatus → toStatus) chain from
+//     RECEIVED to it, each used once.
 func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOptions) CheckReport {
 	t.Helper()
 	ctx := context.Background()
@@ -214,38 +215,42 @@ func containsID(ids []string, id string) bool {
 // checkLog checks that a request's status log is a legal path ending in its status.
 // The entries' times come from the clocks of different processes (ingest, workers),
 // and a worker's write may be applied after an ingest write it was built before, so
-// the order of the entries is not trusted: the check is that some order of them is a
-// legal path from RECEIVED to the request's status.
+// the order of the entries is not trusted: the check is that the entries, each a step
+// from one status to another, chain in some order from nothing through RECEIVED to
+// the request's status, every step legal and every entry used once.
 func checkLog(fail func(string, ...any), id string, status asyncevent.Status, logs []asyncevent.StatusLog) {
 	if len(logs) == 0 {
 		return
 	}
-	left := map[asyncevent.Status]int{}
+	left := map[step]int{}
 	for _, l := range logs {
-		left[l.ToStatus]++
+		left[step{l.FromStatus, l.ToStatus}]++
 	}
 	if !legalPath("", left, len(logs), status) {
 		var got []string
 		for _, l := range logs {
-			got = append(got, string(l.ToStatus))
+			got = append(got, fmt.Sprintf("%s→%s", l.FromStatus, l.ToStatus))
 		}
 		fail("request %s (%s): no order of its status log %v is a legal path", id, status, got)
 	}
 }
 
-// legalPath reports whether the statuses left, taken in some order after prev, make
-// a legal path that ends in last.
-func legalPath(prev asyncevent.Status, left map[asyncevent.Status]int, n int, last asyncevent.Status) bool {
+// step is one status log entry's transition.
+type step struct{ from, to asyncevent.Status }
+
+// legalPath reports whether the steps left, taken in some order after prev, make a
+// legal path that ends in last.
+func legalPath(prev asyncevent.Status, left map[step]int, n int, last asyncevent.Status) bool {
 	if n == 0 {
 		return prev == last
 	}
-	for to, k := range left {
-		if k == 0 || !(prev == "" && to == asyncevent.StatusReceived || prev != "" && asyncevent.CanTransition(prev, to)) {
+	for s, k := range left {
+		if k == 0 || s.from != prev || !(prev == "" && s.to == asyncevent.StatusReceived || prev != "" && asyncevent.CanTransition(prev, s.to)) {
 			continue
 		}
-		left[to]--
-		ok := legalPath(to, left, n-1, last)
-		left[to]++
+		left[s]--
+		ok := legalPath(s.to, left, n-1, last)
+		left[s]++
 		if ok {
 			return true
 		}

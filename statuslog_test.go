@@ -1,0 +1,106 @@
+package asyncevent_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// With the status log on, every entry names the status the request left, also for
+// the transitions allowed from several (StartProcessing, MarkFailed): the likeliest
+// costs one call, another one two.
+func TestStatusLogNamesTheStatusLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{Clock: clock.Now, StatusLog: true})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	sentAt := asyncevent.MillisOf(clock.Now())
+	message := func(requestID, user string) asyncevent.Message {
+		return asyncevent.Message{RequestID: requestID, EventID: "sale", UserID: user, EventType: asyncevent.FirstCome}
+	}
+	calls := func(do func() (asyncevent.Transition, error)) (asyncevent.Transition, int) {
+		t.Helper()
+		before := counter.Snapshot().Calls["TransactWriteItems"]
+		tr, err := do()
+		require.NoError(t, err)
+		return tr, counter.Snapshot().Calls["TransactWriteItems"] - before
+	}
+	steps := func(requestID string) [][2]asyncevent.Status {
+		t.Helper()
+		logs, err := c.ListStatusLogs(ctx, requestID)
+		require.NoError(t, err)
+		var out [][2]asyncevent.Status
+		for _, l := range logs {
+			out = append(out, [2]asyncevent.Status{l.FromStatus, l.ToStatus})
+		}
+		return out
+	}
+
+	// ann: QUEUED → PROCESSING (A), taken over after A's lease (B), failed by B.
+	queued, err := c.Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "ann")
+	require.NoError(t, err)
+	ann := message(queued.RequestID, "ann")
+	tr, n := calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "A", time.Minute) })
+	assert.True(t, tr.Applied)
+	assert.Equal(t, 1, n, "QUEUED, the likeliest, in one call")
+	clock.Advance(time.Millisecond)
+	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "C", time.Minute) })
+	assert.False(t, tr.Applied, "A's lease is live")
+	assert.Equal(t, 2, n)
+	clock.Advance(2 * time.Minute)
+	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "B", time.Minute) })
+	assert.True(t, tr.Applied, "B takes A's expired lease over")
+	assert.Equal(t, 2, n)
+	clock.Advance(time.Millisecond)
+	tr, n = calls(func() (asyncevent.Transition, error) {
+		return c.MarkFailed(ctx, ann, asyncevent.Failure{LeaseOwner: "B", Code: asyncevent.ResultFailedWorker, Cause: errors.New("boom")})
+	})
+	assert.True(t, tr.Applied)
+	assert.Equal(t, 1, n, "PROCESSING, the likeliest, in one call")
+	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "D", time.Minute) })
+	assert.False(t, tr.Applied, "a duplicate delivery of a final request")
+	assert.Equal(t, 1, n, "a final status is not tried again")
+	assert.Equal(t, [][2]asyncevent.Status{
+		{"", asyncevent.StatusReceived}, {asyncevent.StatusReceived, asyncevent.StatusQueued},
+		{asyncevent.StatusQueued, asyncevent.StatusProcessing}, {asyncevent.StatusProcessing, asyncevent.StatusProcessing},
+		{asyncevent.StatusProcessing, asyncevent.StatusFailedFinal},
+	}, steps(ann.RequestID))
+
+	// bob: the QUEUED race, RECEIVED → PROCESSING. cat: QUEUED → FAILED_FINAL.
+	received, err := c.Participate(ctx, "sale", "bob")
+	require.NoError(t, err)
+	bob := message(received.RequestID, "bob")
+	clock.Advance(time.Millisecond)
+	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, bob, sentAt, "A", time.Minute) })
+	assert.True(t, tr.Applied)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, [][2]asyncevent.Status{
+		{"", asyncevent.StatusReceived}, {asyncevent.StatusReceived, asyncevent.StatusProcessing},
+	}, steps(bob.RequestID))
+
+	queued, err = c.Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "cat")
+	require.NoError(t, err)
+	cat := message(queued.RequestID, "cat")
+	clock.Advance(time.Millisecond)
+	tr, n = calls(func() (asyncevent.Transition, error) {
+		return c.MarkFailed(ctx, cat, asyncevent.Failure{Code: asyncevent.ResultFailedSerde, Cause: errors.New("unreadable")})
+	})
+	assert.True(t, tr.Applied)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, [][2]asyncevent.Status{
+		{"", asyncevent.StatusReceived}, {asyncevent.StatusReceived, asyncevent.StatusQueued},
+		{asyncevent.StatusQueued, asyncevent.StatusFailedFinal},
+	}, steps(cat.RequestID))
+
+	asynceventtest.CheckEvent(t, c, "sale", asynceventtest.CheckOptions{Users: []string{"ann", "bob", "cat"}, Unsettled: true})
+}
