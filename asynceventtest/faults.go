@@ -18,9 +18,9 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// FaultPlan says which calls a FaultyDynamoDB disturbs, and how. Rates are fractions
-// of the matching calls; a call gets at most one fault. The same seed gives the same
-// faults for the same sequence of calls.
+// FaultPlan says which calls a FaultyDynamoDB or a FaultyHTTPClient disturbs, and
+// how. Rates are fractions of the matching calls; a call gets at most one fault. The
+// same seed gives the same faults for the same sequence of calls.
 type FaultPlan struct {
 	Seed int64
 
@@ -45,7 +45,8 @@ type FaultPlan struct {
 	KeyPrefix string
 }
 
-// FaultCounts counts the faults a FaultyDynamoDB injected.
+// FaultCounts counts the faults a FaultyDynamoDB or a FaultyHTTPClient injected; Dead
+// counts the calls a killed FaultyDynamoDB refused.
 type FaultCounts struct {
 	Failed, Lost, Throttled, Dead int
 }
