@@ -183,6 +183,9 @@ type Request struct {
 	Status     Status     `dynamodbav:"status"`
 
 	// LOTTERY only: the phase for the screen, the cutoff and the announcement time.
+	// A request goes from COLLECTING straight to ANNOUNCED when the draw finalises
+	// it (one write per entry); DRAWING is the event's phase (EventConfig.Phase) while
+	// the draw runs, so a screen that shows it reads the event too.
 	UIPhase         UIPhase     `dynamodbav:"uiPhase,omitempty"`
 	LotteryCutoffAt EpochMillis `dynamodbav:"lotteryCutoffAt,omitempty"`
 	AnnouncedAt     EpochMillis `dynamodbav:"announcedAt,omitempty"`
