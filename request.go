@@ -298,9 +298,6 @@ func (c *Client) apply(ctx context.Context, t transition) (Transition, error) {
 	if !c.opts.StatusLog {
 		return c.applyIf(ctx, t, t.condition(), "")
 	}
-	if len(t.from) == 1 && t.orCond == nil {
-		return c.applyIf(ctx, t, t.condition(), t.from[0])
-	}
 	from := t.from[0]
 	for attempt := 0; ; attempt++ {
 		res, err := c.applyIf(ctx, t, t.conditionFrom(from), from)

@@ -104,6 +104,12 @@ func newPlanner(plan FaultPlan) *planner {
 	return &planner{plan: plan, ops: ops, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0x5eed))}
 }
 
+func (p *planner) countDead() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counts.Dead++
+}
+
 func (p *planner) Counts() FaultCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -148,9 +154,7 @@ func (p *planner) matches(pks []string) bool {
 // decide picks the fault of one call, and its delay.
 func (f *FaultyDynamoDB) decide(op string, pks ...string) (fault, time.Duration) {
 	if f.dead.Load() {
-		f.faults.mu.Lock()
-		f.faults.counts.Dead++
-		f.faults.mu.Unlock()
+		f.faults.countDead()
 		return failFault, 0
 	}
 	return f.faults.decide(op, pks...)
