@@ -35,29 +35,35 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 			"Submit":              func() error { _, err := c.Submit(ctx, q, "ev", bad); return err },
 			"LookupParticipation": func() error { _, err := c.LookupParticipation(ctx, "ev", bad); return err },
 			"GetRequest":          func() error { _, err := c.GetRequest(ctx, bad); return err },
-			"MarkQueued":          func() error { _, err := c.MarkQueued(ctx, msg, 1); return err },
-			"MarkQueued(event)":   func() error { _, err := c.MarkQueued(ctx, badEvent, 1); return err },
-			"MarkEnqueueFailed":   func() error { _, err := c.MarkEnqueueFailed(ctx, msg, errors.New("x")); return err },
+			"MarkQueued":          func() error { _, err := c.MarkQueued(ctx, msg.Ref(), 1); return err },
+			"MarkQueued(event)":   func() error { _, err := c.MarkQueued(ctx, badEvent.Ref(), 1); return err },
+			"MarkEnqueueFailed":   func() error { _, err := c.MarkEnqueueFailed(ctx, msg.Ref(), 1, errors.New("x")); return err },
 			"ListUserRequests":    func() error { _, err := c.ListUserRequests(ctx, bad, asyncevent.PageOptions{}); return err },
 			"ListStatusLogs":      func() error { _, err := c.ListStatusLogs(ctx, bad); return err },
 			"CreateEvent": func() error {
 				_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: bad, EventType: asyncevent.FirstCome, CapacityTotal: 1})
 				return err
 			},
-			"GetEvent":             func() error { _, err := c.GetEvent(ctx, bad); return err },
-			"GetCapacity":          func() error { _, err := c.GetCapacity(ctx, bad); return err },
-			"GetDraw":              func() error { _, err := c.GetDraw(ctx, bad); return err },
-			"Draw":                 func() error { _, err := c.Draw(ctx, bad); return err },
-			"VerifyDraw":           func() error { _, err := c.VerifyDraw(ctx, bad); return err },
-			"ListEventRequests":    func() error { _, err := c.ListEventRequests(ctx, bad, asyncevent.EventListOptions{}); return err },
-			"EventStats":           func() error { _, err := c.EventStats(ctx, bad); return err },
-			"Sweep":                func() error { _, err := c.Sweep(ctx, q, bad, asyncevent.SweepOptions{}); return err },
-			"StartProcessing":      func() error { _, err := c.StartProcessing(ctx, msg, 1, "w", time.Second); return err },
-			"ClaimSeat":            func() error { return c.ClaimSeat(ctx, msg, "w") },
-			"ClaimSeat(event)":     func() error { return c.ClaimSeat(ctx, badEvent, "w") },
-			"MarkCapacityRejected": func() error { _, err := c.MarkCapacityRejected(ctx, msg, "w"); return err },
-			"MarkFailed":           func() error { _, err := c.MarkFailed(ctx, msg, asyncevent.Failure{}); return err },
-			"MarkClosed":           func() error { _, err := c.MarkClosed(ctx, msg); return err },
+			"GetEvent":          func() error { _, err := c.GetEvent(ctx, bad); return err },
+			"GetCapacity":       func() error { _, err := c.GetCapacity(ctx, bad); return err },
+			"GetDraw":           func() error { _, err := c.GetDraw(ctx, bad); return err },
+			"Draw":              func() error { _, err := c.Draw(ctx, bad); return err },
+			"VerifyDraw":        func() error { _, err := c.VerifyDraw(ctx, bad); return err },
+			"ListEventRequests": func() error { _, err := c.ListEventRequests(ctx, bad, asyncevent.EventListOptions{}); return err },
+			"EventStats":        func() error { _, err := c.EventStats(ctx, bad); return err },
+			"Sweep":             func() error { _, err := c.Sweep(ctx, q, bad, asyncevent.SweepOptions{}); return err },
+			"StartProcessing": func() error {
+				_, err := c.StartProcessing(ctx, msg.Ref(), 1, asyncevent.Lease{Owner: "w", Duration: time.Second})
+				return err
+			},
+			"ClaimSeat":        func() error { _, err := c.ClaimSeat(ctx, msg.Ref(), asyncevent.Lease{Owner: "w"}); return err },
+			"ClaimSeat(event)": func() error { _, err := c.ClaimSeat(ctx, badEvent.Ref(), asyncevent.Lease{Owner: "w"}); return err },
+			"MarkCapacityRejected": func() error {
+				_, err := c.MarkCapacityRejected(ctx, msg.Ref(), asyncevent.Lease{Owner: "w"})
+				return err
+			},
+			"MarkFailed": func() error { _, err := c.MarkFailed(ctx, msg.Ref(), asyncevent.Failure{}); return err },
+			"MarkClosed": func() error { _, err := c.MarkClosed(ctx, msg.RequestID); return err },
 		}
 		for name, call := range calls {
 			err := call()

@@ -11,8 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The small pieces every access pattern shares: marshalling, reading one item,
-// conditional puts and reading why a transaction was cancelled.
+// The SDK inputs. Every conditional write and every Query of the library gets its
+// input here, from a key and a built expression; nothing else fills an expression
+// into an SDK input.
 
 // avKey returns a table key as attribute values.
 func avKey(k Key) map[string]types.AttributeValue {
@@ -38,29 +39,88 @@ func (c *Client) getItem(ctx context.Context, key Key, consistent bool, out any)
 	return true, attributevalue.UnmarshalMap(res.Item, out)
 }
 
-// notExists is the condition of every first write of an item:
-// attribute_not_exists(PK) AND attribute_not_exists(SK).
-var notExists = expression.AttributeNotExists(expression.Name(attrPK)).
-	And(expression.AttributeNotExists(expression.Name(attrSK)))
+// expressionFields points at the four expression fields that every conditional SDK
+// input has. The inputs share no type, so the one function that fills them (into)
+// takes their addresses.
+type expressionFields struct {
+	condition, update **string
+	names             *map[string]string
+	values            *map[string]types.AttributeValue
+}
 
-// putIfAbsent returns a transaction Put of item under the condition notExists. On a
-// failed condition the cancellation reason carries the existing item (ALL_OLD).
-func (c *Client) putIfAbsent(item any) (*types.Put, error) {
-	av, err := attributevalue.MarshalMap(item)
-	if err != nil {
-		return nil, err
+// into fills a row's built expression, with a call's values, into an input.
+func (b built) into(f expressionFields, values map[string]types.AttributeValue) {
+	*f.condition, *f.names, *f.values = b.condition, b.names, values
+	if f.update != nil {
+		*f.update = b.update
 	}
-	expr, err := expression.NewBuilder().WithCondition(notExists).Build()
+}
+
+// input returns the write as an item of a transaction; start picks the row's
+// condition leaving that status alone ("" for all its statuses). A failed condition
+// returns the item as it was (ALL_OLD).
+func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
+	b := w.row.variant(start)
+	values, err := b.fill(w.row.name, w.args)
 	if err != nil {
-		return nil, err
+		return types.TransactWriteItem{}, err
 	}
-	return &types.Put{
-		TableName:                           aws.String(c.opts.TableName),
-		Item:                                av,
-		ConditionExpression:                 expr.Condition(),
-		ExpressionAttributeNames:            expr.Names(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, nil
+	table := aws.String(c.opts.TableName)
+	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
+	switch w.row.op {
+	case opPut:
+		item, err := attributevalue.MarshalMap(w.item)
+		if err != nil {
+			return types.TransactWriteItem{}, err
+		}
+		p := &types.Put{TableName: table, Item: item, ReturnValuesOnConditionCheckFailure: allOld}
+		b.into(expressionFields{&p.ConditionExpression, nil, &p.ExpressionAttributeNames, &p.ExpressionAttributeValues}, values)
+		return types.TransactWriteItem{Put: p}, nil
+	case opDelete:
+		d := &types.Delete{TableName: table, Key: avKey(w.key), ReturnValuesOnConditionCheckFailure: allOld}
+		b.into(expressionFields{&d.ConditionExpression, nil, &d.ExpressionAttributeNames, &d.ExpressionAttributeValues}, values)
+		return types.TransactWriteItem{Delete: d}, nil
+	}
+	u := &types.Update{TableName: table, Key: avKey(w.key), ReturnValuesOnConditionCheckFailure: allOld}
+	b.into(expressionFields{&u.ConditionExpression, &u.UpdateExpression, &u.ExpressionAttributeNames, &u.ExpressionAttributeValues}, values)
+	return types.TransactWriteItem{Update: u}, nil
+}
+
+// single sends one write on its own, UpdateItem or PutItem, the item as it was
+// returned on a failed condition. (A delete goes only in a transaction.)
+func (c *Client) single(ctx context.Context, item types.TransactWriteItem) error {
+	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
+	switch {
+	case item.Put != nil:
+		p := item.Put
+		in := &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item, ReturnValuesOnConditionCheckFailure: allOld}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues
+		_, err := c.db.PutItem(ctx, in)
+		return err
+	case item.Update != nil:
+		u := item.Update
+		in := &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ReturnValuesOnConditionCheckFailure: allOld}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues
+		_, err := c.db.UpdateItem(ctx, in)
+		return err
+	}
+	return errors.New("asyncevent: a delete is written only inside a transaction")
+}
+
+// query returns the input of a Query of the table (index "") or of an index, from a
+// built key condition (and projection, if the expression has one).
+func (c *Client) query(index string, expr expression.Expression) *dynamodb.QueryInput {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(c.opts.TableName),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ProjectionExpression:      expr.Projection(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
+	if index != "" {
+		in.IndexName = aws.String(index)
+	}
+	return in
 }
 
 // cancellationReasons returns the per-item reasons of a cancelled transaction, or nil
@@ -77,4 +137,15 @@ func cancellationReasons(err error) []types.CancellationReason {
 // condition.
 func conditionFailed(reasons []types.CancellationReason, i int) bool {
 	return i < len(reasons) && aws.ToString(reasons[i].Code) == "ConditionalCheckFailed"
+}
+
+// hasConflict reports whether a transaction was cancelled because another
+// transaction or write touched one of its items at the same time.
+func hasConflict(reasons []types.CancellationReason) bool {
+	for _, r := range reasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
 }

@@ -29,7 +29,7 @@
 //	EventConfig      EVENT#<eventId>             CONFIG                       NewEventKey
 //	EventCapacity    EVENT#<eventId>             CAPACITY                     NewEventKey
 //	Draw record      EVENT#<eventId>             DRAW                         NewEventKey
-//	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    NewStatusLogKey
+//	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    newStatusLogKey
 //
 // Only Request items carry index keys ([IndexKeys]), written once when the request's
 // order time is known and never changed:
@@ -48,30 +48,101 @@
 //
 // # Access patterns
 //
-// Each row of the design's access-pattern table is one method of [Client]; its doc
-// comment names the row, the operation, the key and the condition. Rows without a
-// method are being built.
+// Each row of the access-pattern table is one method of [Client] (the worker's lease
+// heartbeat is [Processor]'s), and its doc comment names the row, the operation, the
+// key and the condition. The writes are declared once, beside the items they write,
+// and one engine applies them; the tables below are read off those declarations (a
+// test fails when they disagree). In a condition or update, a word after a colon is
+// a value of the call (:now is the client's clock), and other values are the
+// constants written.
 //
-//	row                          operation                  key / condition                                     method
-//	participate                  PutItem (conditional)      IDEMP#<eventId>#<userId> / LOCK, attribute_not_exists  Participate
-//	participate (duplicate)      GetItem                    IDEMP#<eventId>#<userId> / LOCK                     LookupParticipation
-//	create request               PutItem                    REQ#<requestId> / META, status RECEIVED             Participate
-//	mark queued                  UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkQueued
-//	get request                  GetItem                    REQ#<requestId> / META                              GetRequest
-//	my participations            Query GSI1                 USER#<userId>, newest first, limit 20               ListUserRequests
-//	start processing             UpdateItem (conditional)   REQ#<requestId> / META, RECEIVED, QUEUED or lease expired  StartProcessing
-//	first-come capacity          UpdateItem (conditional)   EVENT#<eventId> / CAPACITY, capacityRemaining > 0  ClaimSeat
-//	first-come success           UpdateItem (conditional)   REQ#<requestId> / META, PROCESSING under my lease  ClaimSeat
-//	first-come capacity rejected UpdateItem (conditional)   REQ#<requestId> / META, PROCESSING under my lease  MarkCapacityRejected
-//	lottery result               UpdateItem (conditional)   REQ#<requestId> / META, status = QUEUED           Draw, MarkClosed (after the cutoff)
-//	enqueue failure              UpdateItem (conditional)   REQ#<requestId> / META, status = RECEIVED           MarkEnqueueFailed
-//	final failure                UpdateItem (conditional)   REQ#<requestId> / META, not final, lease free      MarkFailed
-//	status log                   PutItem                    REQ#<requestId> / LOG#<occurredAt>#<suffix>         Options.StatusLog
-//	event requests               Query GSI2                 EVENT#<eventId>, either order, status filter    ListEventRequests
-//	event requests, latest N     Query GSI2                 EVENT#<eventId>, newest first, limit N          ListEventRequests
-//	event statistics             Query GSI2 (projected)     EVENT#<eventId>, every request once             EventStats
-//	get request (admin)          GetItem                    REQ#<requestId> / META                              GetRequest
-//	status logs                  Query                      REQ#<requestId>, begins_with(SK, "LOG#")            ListStatusLogs
+//		WRITES
+//	row                            method                     operation   key
+//	participate                    Participate                PutItem     IDEMP#<eventId>#<userId> / LOCK
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	create request                 Participate                PutItem     REQ#<requestId> / META
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	mark queued                    MarkQueued                 UpdateItem  REQ#<requestId> / META
+//	    if   status = RECEIVED
+//	    set  SET status = QUEUED, queuedAt = :queuedAt, GSI1PK = :GSI1PK, GSI1SK = :GSI1SK,
+//	         GSI2PK = :GSI2PK, GSI2SK = :GSI2SK
+//	enqueue failure                MarkEnqueueFailed          UpdateItem  REQ#<requestId> / META
+//	    if   status = RECEIVED
+//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = FAILED_INGEST_ENQUEUE,
+//	         failureClass = RETRYABLE, errorCode = FAILED_INGEST_ENQUEUE,
+//	         errorMessage = :errorMessage, finishedAt = :now, GSI1PK = :GSI1PK,
+//	         GSI1SK = :GSI1SK, GSI2PK = :GSI2PK, GSI2SK = :GSI2SK
+//	release lock                   MarkEnqueueFailed          DeleteItem  IDEMP#<eventId>#<userId> / LOCK
+//	    if   requestId = :requestId
+//	start processing               StartProcessing            UpdateItem  REQ#<requestId> / META
+//	    if   ((status = QUEUED) OR (status = RECEIVED))
+//	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
+//	    set  SET status = PROCESSING, queuedAt = if_not_exists(queuedAt, :queuedAt),
+//	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
+//	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK),
+//	         startedAt = :now, leaseOwner = :leaseOwner, leaseExpiresAt = :leaseExpiresAt
+//	lease heartbeat                Processor.ProcessMessages  UpdateItem  REQ#<requestId> / META
+//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    set  SET leaseExpiresAt = :leaseExpiresAt
+//	first-come capacity            ClaimSeat                  UpdateItem  EVENT#<eventId> / CAPACITY
+//	    if   capacityRemaining > 0
+//	    set  SET capacityRemaining = capacityRemaining - 1, updatedAt = :now
+//	first-come success             ClaimSeat                  UpdateItem  REQ#<requestId> / META
+//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
+//	first-come capacity rejected   MarkCapacityRejected       UpdateItem  REQ#<requestId> / META
+//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	         finishedAt = :now
+//	lottery result (win)           Draw                       UpdateItem  REQ#<requestId> / META
+//	    if   status = QUEUED
+//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,
+//	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
+//	lottery result (lose)          Draw                       UpdateItem  REQ#<requestId> / META
+//	    if   status = QUEUED
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_LOTTERY_LOSE,
+//	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
+//	lottery result (closed)        MarkClosed                 UpdateItem  REQ#<requestId> / META
+//	    if   status = QUEUED
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CLOSED,
+//	         finishedAt = :now
+//	final failure                  MarkFailed                 UpdateItem  REQ#<requestId> / META
+//	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
+//	         AND (((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now))
+//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
+//	         failureClass = :failureClass, errorCode = :errorCode,
+//	         errorMessage = :errorMessage, finishedAt = :now,
+//	         queuedAt = if_not_exists(queuedAt, :queuedAt),
+//	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
+//	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK)
+//	status log                     Options.StatusLog          PutItem     REQ#<requestId> / LOG#<occurredAt>#<suffix>
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	create event                   CreateEvent                PutItem     EVENT#<eventId> / CONFIG, and CAPACITY or DRAW
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	draw: freeze the entries       Draw                       UpdateItem  EVENT#<eventId> / DRAW
+//	    if   phase = COLLECTING
+//	    set  SET phase = DRAWING, entryCount = :entryCount, entriesHash = :entriesHash,
+//	         drawnAt = :now
+//	event: drawing                 Draw                       UpdateItem  EVENT#<eventId> / CONFIG
+//	    if   attribute_exists (PK)
+//	    set  SET phase = DRAWING
+//	draw: announce                 Draw                       UpdateItem  EVENT#<eventId> / DRAW
+//	    if   phase = DRAWING
+//	    set  SET phase = ANNOUNCED, announcedAt = :now
+//	event: announced               Draw                       UpdateItem  EVENT#<eventId> / CONFIG
+//	    if   attribute_exists (PK)
+//	    set  SET phase = ANNOUNCED, announcedAt = :now
+//		READS
+//	row                            method                     operation   key
+//	get request                    GetRequest                 GetItem     REQ#<requestId> / META
+//	participate (duplicate)        LookupParticipation        GetItem     IDEMP#<eventId>#<userId> / LOCK
+//	my participations              ListUserRequests           Query GSI1  USER#<userId>, newest first, limit 20
+//	event requests                 ListEventRequests          Query GSI2  EVENT#<eventId>, either order, status filter
+//	event statistics               EventStats                 Query GSI2  EVENT#<eventId>, every request once
+//	status logs                    ListStatusLogs             Query       REQ#<requestId>, begins_with(SK, "LOG#")
+//	get event                      GetEvent                   GetItem     EVENT#<eventId> / CONFIG
+//	get capacity                   GetCapacity                GetItem     EVENT#<eventId> / CAPACITY
+//	get draw                       GetDraw                    GetItem     EVENT#<eventId> / DRAW
 //
 // Participate writes the lock and the request in one TransactWriteItems, so neither
 // exists without the other; ClaimSeat spends a seat and writes SUCCEEDED in one

@@ -3,12 +3,10 @@ package asyncevent
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // EventConfig is the EventConfig item of an event (PK EVENT#<eventId>, SK CONFIG):
@@ -46,6 +44,9 @@ type configItem struct {
 	Key
 	EventConfig
 }
+
+// createEventRow writes each item of a new event, together in one transaction.
+var createEventRow = row{name: "create event", method: "CreateEvent", item: EntityConfig, op: opPut, cond: &notExists}
 
 // closesAt returns when ingest stops accepting participations: endsAt, and for a
 // LOTTERY the cutoff if that is earlier; 0 when the event never closes.
@@ -121,7 +122,7 @@ func (e *EventConfig) validate() error {
 // maxNameLength bounds an event's display name.
 const maxNameLength = 256
 
-// CreateEvent stores a new event: seed 001's EventConfig (PK EVENT#<eventId>, SK
+// CreateEvent stores a new event, the "create event" row: its EventConfig (PK EVENT#<eventId>, SK
 // CONFIG) and, in the same TransactWriteItems, a FIRST_COME event's EventCapacity (SK
 // CAPACITY, capacityRemaining = capacityTotal) or a LOTTERY event's sealed Draw record
 // (SK DRAW, holding a fresh secret seed whose SHA-256 becomes the config's
@@ -157,19 +158,11 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 			WinnerCount: cfg.WinnerCount, SeedCommitment: cfg.SeedCommitment, Seed: hex.EncodeToString(seed),
 		}}
 	}
-	var items []types.TransactWriteItem
-	for _, item := range []any{configItem{Key: configKey.Key(), EventConfig: cfg}, second} {
-		put, err := c.putIfAbsent(item)
-		if err != nil {
-			return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
-		}
-		items = append(items, types.TransactWriteItem{Put: put})
-	}
-	_, err := c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if reasons := cancellationReasons(err); reasons != nil {
-		if conditionFailed(reasons, 0) || conditionFailed(reasons, 1) {
-			return nil, fmt.Errorf("%w: %s", ErrEventExists, cfg.EventID)
-		}
+	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), EventConfig: cfg}}, {row: &createEventRow, item: second}}
+	err := c.do(ctx, txOptions{}, ws)
+	var lost *conditionLost
+	if errors.As(err, &lost) {
+		return nil, fmt.Errorf("%w: %s", ErrEventExists, cfg.EventID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
@@ -194,25 +187,6 @@ func (c *Client) GetEvent(ctx context.Context, eventID string) (*EventConfig, er
 		return nil, fmt.Errorf("%w: %s", ErrEventNotFound, eventID)
 	}
 	return &item.EventConfig, nil
-}
-
-// GetCapacity reads a FIRST_COME event's EventCapacity: GetItem PK EVENT#<eventId>,
-// SK CAPACITY, a strongly consistent read. An event without one (unknown, or a
-// LOTTERY) is ErrNotFound.
-func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacity, error) {
-	key, err := NewEventKey(eventID, EventItemCapacity)
-	if err != nil {
-		return nil, err
-	}
-	var item capacityItem
-	found, err := c.getItem(ctx, key.Key(), true, &item)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("get capacity %s: %w", eventID, err)
-	case !found:
-		return nil, fmt.Errorf("%w: capacity of %s", ErrNotFound, eventID)
-	}
-	return &item.EventCapacity, nil
 }
 
 // openEvent returns the config of an event that takes participations now, from the

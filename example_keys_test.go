@@ -49,29 +49,6 @@ func ExampleNewEventKey() {
 	// EVENT#spring-sale DRAW
 }
 
-func ExampleNewStatusLogKey() {
-	at := asyncevent.MillisOf(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	k, err := asyncevent.NewStatusLogKey("req-1", at, "01")
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(k.Key().PK, k.Key().SK)
-	// Output: REQ#req-1 LOG#1795435200000#01
-}
-
-func ExampleNewQueueKey() {
-	// Zero padding to 13 digits keeps string order equal to time order.
-	early, _ := asyncevent.NewQueueKey(999, "req-a")
-	late, _ := asyncevent.NewQueueKey(1000, "req-b")
-	fmt.Println(early)
-	fmt.Println(late)
-	fmt.Println(early.String() < late.String())
-	// Output:
-	// QAT#0000000000999#REQ#req-a
-	// QAT#0000000001000#REQ#req-b
-	// true
-}
-
 func ExampleNewIndexKeys() {
 	at := asyncevent.MillisOf(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	k, err := asyncevent.NewIndexKeys("spring-sale", "user-7", "req-1", at)
@@ -85,16 +62,22 @@ func ExampleNewIndexKeys() {
 	// EVENT#spring-sale QAT#1795435200000#REQ#req-1
 }
 
-func ExampleParseQueueKey() {
-	k, err := asyncevent.ParseQueueKey("QAT#1795435200000#REQ#req-1")
-	if err != nil {
-		panic(err)
+func ExampleKey_Entity() {
+	for _, k := range []asyncevent.Key{
+		{PK: "REQ#req-1", SK: "META"},
+		{PK: "IDEMP#spring-sale#user-7", SK: "LOCK"},
+		{PK: "EVENT#spring-sale", SK: "CAPACITY"},
+		{PK: "REQ#req-1", SK: "LOG#1795435200000#01"},
+	} {
+		kind, err := k.Entity()
+		fmt.Println(kind, err)
 	}
-	fmt.Println(k.RequestID(), k.QueuedAt().Time().Format(time.RFC3339))
-
-	_, err = asyncevent.ParseQueueKey("QAT#1795435200000#ST#QUEUED#REQ#req-1")
+	_, err := asyncevent.Key{PK: "REQ#req-1", SK: "QAT#1795435200000"}.Entity()
 	fmt.Println(errors.Is(err, asyncevent.ErrMalformedKey))
 	// Output:
-	// req-1 2026-11-23T12:00:00Z
+	// REQUEST <nil>
+	// IDEMPOTENCY <nil>
+	// CAPACITY <nil>
+	// STATUS_LOG <nil>
 	// true
 }

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/smithy-go"
 )
 
@@ -31,6 +29,16 @@ type lockItem struct {
 	IdempotencyLock
 }
 
+// The lock's rows.
+var (
+	participateRow = row{name: "participate", method: "Participate", item: EntityIdempotency, op: opPut, cond: &notExists}
+
+	lockNamesRequest = expression.Name(attrRequestID).Equal(expression.Value(pRequestID))
+	releaseLockRow   = row{
+		name: "release lock", method: "MarkEnqueueFailed", item: EntityIdempotency, op: opDelete, cond: &lockNamesRequest,
+	}
+)
+
 // Participation is the answer to a participation: the request that stands for the
 // (event, user) pair.
 type Participation struct {
@@ -51,7 +59,7 @@ type Participation struct {
 // failed and released it), a conflict with a concurrent click, a lost call.
 const participateAttempts = 3
 
-// Participate accepts one user into one event: seed 003's "participate" row, the
+// Participate accepts one user into one event: the "participate" row, the
 // conditional PutItem of the IdempotencyLock (PK IDEMP#<eventId>#<userId>, SK LOCK,
 // condition attribute_not_exists(PK) AND attribute_not_exists(SK)), together with the
 // "create request" row, the PutItem of the Request (PK REQ#<requestId>, SK META,
@@ -112,41 +120,32 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 	if end := event.closesAt(); end != 0 {
 		lockTTL = expiry(end, c.opts.LockTTL)
 	}
-	lockPut, err := c.putIfAbsent(lockItem{Key: lock.Key(), IdempotencyLock: IdempotencyLock{
+	lockWrite := write{row: &participateRow, item: lockItem{Key: lock.Key(), IdempotencyLock: IdempotencyLock{
 		EntityType: EntityIdempotency, EventID: event.EventID, UserID: lock.UserID(),
 		RequestID: requestID, CreatedAt: now, TTL: lockTTL,
-	}})
-	if err != nil {
-		return Participation{}, err
-	}
-	reqPut, err := c.putIfAbsent(requestItem{Key: reqKey.Key(), Request: req})
-	if err != nil {
-		return Participation{}, err
-	}
-	items := []types.TransactWriteItem{{Put: lockPut}, {Put: reqPut}}
+	}}}
+	ws := []write{lockWrite, {row: &createRequestRow, item: requestItem{Key: reqKey.Key(), Request: req}}}
 	if c.opts.StatusLog {
-		logPut, err := c.statusLogPut(requestID, "", StatusReceived, "participated")
+		entry, err := c.statusLogEntry(requestID, "", StatusReceived, "participated")
 		if err != nil {
 			return Participation{}, err
 		}
-		items = append(items, types.TransactWriteItem{Put: logPut})
+		ws = append(ws, entry)
 	}
 	// The token makes the SDK's retry of a call whose response was lost return
 	// success instead of failing on the lock it wrote itself.
-	_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems:      items,
-		ClientRequestToken: aws.String(requestToken(requestID, "participate", 0)),
-	})
+	err = c.do(ctx, txOptions{token: func(attempt int) string { return requestToken(requestID, "participate", attempt) }}, ws)
 	mine := Participation{RequestID: requestID, ParticipatedAt: now, Request: &req}
-	reasons := cancellationReasons(err)
+	var lost *conditionLost
+	isLost := errors.As(err, &lost)
 	switch {
 	case err == nil:
 		return mine, nil
-	case conditionFailed(reasons, 0):
+	case isLost && lost.index == 0:
 		var first Participation
-		if old := reasons[0].Item; old != nil {
+		if lost.old != nil {
 			var item lockItem
-			if err := attributevalue.UnmarshalMap(old, &item); err != nil {
+			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
 				return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
 			}
 			first = Participation{RequestID: item.RequestID, Duplicate: true, ParticipatedAt: item.CreatedAt}
@@ -165,11 +164,9 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 			return mine, nil // our own write, met again by a retried call
 		}
 		return first, nil
-	case conditionFailed(reasons, 1):
+	case isLost && lost.index == 1:
 		return Participation{}, fmt.Errorf("participate %s: request ID %s is taken: Options.NewRequestID must return unique IDs", lock.IdempotencyKey(), requestID)
-	case reasons != nil && hasConflict(reasons):
-		return Participation{}, errRetryParticipate // a concurrent click of the same user
-	case reasons == nil && !isInvalid(err):
+	case cancellationReasons(err) == nil && !isInvalid(err):
 		// No answer: the write may or may not have landed. The lock tells.
 		p, lerr := c.LookupParticipation(ctx, event.EventID, lock.UserID())
 		switch {
@@ -209,8 +206,8 @@ func isInvalid(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// LookupParticipation finds the request of an (event, user) pair: seed 003's
-// "participate (duplicate click)" row, GetItem PK IDEMP#<eventId>#<userId>, SK LOCK, a
+// LookupParticipation finds the request of an (event, user) pair: the
+// "participate (duplicate)" row, GetItem PK IDEMP#<eventId>#<userId>, SK LOCK, a
 // strongly consistent read; it returns the first requestId with Duplicate set. A pair
 // that has not participated (or whose request's enqueue failed, which releases the
 // lock) is ErrNotFound.

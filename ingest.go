@@ -166,7 +166,7 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 	defer cancel()
 	log := c.opts.Logger.With(slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
 	if sendErr != nil {
-		t, err := c.MarkEnqueueFailed(ctx, m, sendErr)
+		t, err := c.MarkEnqueueFailed(ctx, r.Ref(), r.RequestedAt, sendErr)
 		switch {
 		case err != nil:
 			// The request stays RECEIVED; a later click or the sweeper sends it again.
@@ -181,7 +181,7 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 		failed.Status, failed.UIResult, failed.ResultCode = StatusFailedFinal, UIFailed, ResultFailedIngestEnqueue
 		return &failed, fmt.Errorf("%w: %s: %w", ErrEnqueueFailed, r.RequestID, sendErr)
 	}
-	t, err := c.MarkQueued(ctx, m, queuedAt)
+	t, err := c.MarkQueued(ctx, r.Ref(), queuedAt)
 	switch {
 	case err != nil:
 		// The message is on the queue; the worker accepts RECEIVED and backfills

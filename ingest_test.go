@@ -296,7 +296,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 	setStatus(t, c.TableName(), p.RequestID, asyncevent.StatusProcessing)
 	before := asynceventtest.ScanTable(t, c.TableName())
 
-	tr, err := c.MarkQueued(ctx, m, p.Request.RequestedAt+5)
+	tr, err := c.MarkQueued(ctx, m.Ref(), p.Request.RequestedAt+5)
 	require.NoError(t, err)
 	assert.False(t, tr.Applied)
 	require.NotNil(t, tr.Current)
@@ -305,7 +305,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 
 	// And on a request that does not exist: ErrNotFound, nothing written.
 	m.RequestID = "no-such-request"
-	_, err = c.MarkQueued(ctx, m, 1)
+	_, err = c.MarkQueued(ctx, m.Ref(), 1)
 	assert.ErrorIs(t, err, asyncevent.ErrNotFound)
 	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()))
 }

@@ -111,10 +111,40 @@ func parseMillis(s string) (EpochMillis, bool) {
 	return EpochMillis(n), err == nil
 }
 
+// The key attributes of the table and its indexes, as Key and IndexKeys spell them.
+const (
+	attrPK     = "PK"
+	attrSK     = "SK"
+	attrGSI1PK = "GSI1PK"
+	attrGSI1SK = "GSI1SK"
+	attrGSI2PK = "GSI2PK"
+	attrGSI2SK = "GSI2SK"
+)
+
 // Key is the primary key of one item of the table.
 type Key struct {
 	PK string `dynamodbav:"PK"`
 	SK string `dynamodbav:"SK"`
+}
+
+// Entity reports which kind of item a table key belongs to, or an ErrMalformedKey
+// error for key text that no key builder of this package could have produced.
+func (k Key) Entity() (EntityType, error) {
+	if _, err := parseRequestKey(k); err == nil {
+		return EntityRequest, nil
+	}
+	if _, err := parseLockKey(k); err == nil {
+		return EntityIdempotency, nil
+	}
+	if e, err := parseEventKey(k); err == nil {
+		return map[EventItem]EntityType{
+			EventItemConfig: EntityConfig, EventItemCapacity: EntityCapacity, EventItemDraw: EntityDraw,
+		}[e.item], nil
+	}
+	if _, err := parseStatusLogKey(k); err == nil {
+		return EntityStatusLog, nil
+	}
+	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
 
 // RequestKey is the key of a Request item: PK REQ#<requestId>, SK META.
@@ -134,8 +164,8 @@ func (k RequestKey) RequestID() string { return k.requestID }
 // Key returns the table key: PK REQ#<requestId>, SK META.
 func (k RequestKey) Key() Key { return Key{PK: requestPK(k.requestID), SK: skRequest} }
 
-// ParseRequestKey reads a key that NewRequestKey could have produced.
-func ParseRequestKey(key Key) (RequestKey, error) {
+// parseRequestKey reads a key that NewRequestKey could have produced.
+func parseRequestKey(key Key) (RequestKey, error) {
 	id, err := parseRequestPK(key.PK)
 	if err != nil {
 		return RequestKey{}, err
@@ -185,8 +215,8 @@ func (k LockKey) Key() Key {
 // its lock (seed 001: idempotencyKey = IDEMP#<eventId>#<userId>).
 func (k LockKey) IdempotencyKey() string { return k.Key().PK }
 
-// ParseLockKey reads a key that NewLockKey could have produced.
-func ParseLockKey(key Key) (LockKey, error) {
+// parseLockKey reads a key that NewLockKey could have produced.
+func parseLockKey(key Key) (LockKey, error) {
 	parts, err := splitKey("lock PK", key.PK, prefixLock, 3)
 	if err != nil {
 		return LockKey{}, err
@@ -239,8 +269,8 @@ func (k EventKey) Item() EventItem { return k.item }
 // Key returns the table key: PK EVENT#<eventId>, SK the item.
 func (k EventKey) Key() Key { return Key{PK: eventPK(k.eventID), SK: string(k.item)} }
 
-// ParseEventKey reads a key that NewEventKey could have produced.
-func ParseEventKey(key Key) (EventKey, error) {
+// parseEventKey reads a key that NewEventKey could have produced.
+func parseEventKey(key Key) (EventKey, error) {
 	id, err := parseEventPK(key.PK)
 	if err != nil {
 		return EventKey{}, err
@@ -262,164 +292,143 @@ func parseEventPK(pk string) (string, error) {
 	return parts[1], nil
 }
 
-// StatusLogKey is the key of a StatusLog item: PK REQ#<requestId>, SK
+// statusLogKey is the key of a StatusLog item: PK REQ#<requestId>, SK
 // LOG#<occurredAt>#<suffix>. The suffix keeps two transitions of the same millisecond
 // apart; it follows the rules of ValidateID.
-type StatusLogKey struct {
+type statusLogKey struct {
 	requestID  string
 	occurredAt EpochMillis
 	suffix     string
 }
 
-// NewStatusLogKey returns the key of the log entry of requestID at occurredAt.
-func NewStatusLogKey(requestID string, occurredAt EpochMillis, suffix string) (StatusLogKey, error) {
+// newStatusLogKey returns the key of the log entry of requestID at occurredAt.
+func newStatusLogKey(requestID string, occurredAt EpochMillis, suffix string) (statusLogKey, error) {
 	if err := ValidateID("requestId", requestID); err != nil {
-		return StatusLogKey{}, err
+		return statusLogKey{}, err
 	}
 	if err := ValidateID("suffix", suffix); err != nil {
-		return StatusLogKey{}, err
+		return statusLogKey{}, err
 	}
 	if _, err := formatMillis(occurredAt); err != nil {
-		return StatusLogKey{}, fmt.Errorf("occurredAt: %w", err)
+		return statusLogKey{}, fmt.Errorf("occurredAt: %w", err)
 	}
-	return StatusLogKey{requestID: requestID, occurredAt: occurredAt, suffix: suffix}, nil
+	return statusLogKey{requestID: requestID, occurredAt: occurredAt, suffix: suffix}, nil
 }
 
-// RequestID returns the ID of the request the entry belongs to.
-func (k StatusLogKey) RequestID() string { return k.requestID }
-
-// OccurredAt returns when the transition happened.
-func (k StatusLogKey) OccurredAt() EpochMillis { return k.occurredAt }
-
-// Suffix returns the entry's unique suffix.
-func (k StatusLogKey) Suffix() string { return k.suffix }
-
-// Key returns the table key: PK REQ#<requestId>, SK LOG#<13-digit occurredAt>#<suffix>.
-func (k StatusLogKey) Key() Key {
-	at, _ := formatMillis(k.occurredAt) // checked by NewStatusLogKey
+// key returns the table key: PK REQ#<requestId>, SK LOG#<13-digit occurredAt>#<suffix>.
+func (k statusLogKey) key() Key {
+	at, _ := formatMillis(k.occurredAt) // checked by newStatusLogKey
 	return Key{PK: requestPK(k.requestID), SK: prefixLog + sep + at + sep + k.suffix}
 }
 
-// StatusLogPrefix is the sort key prefix shared by all log entries of a request, for
+// statusLogPrefix is the sort key prefix shared by all log entries of a request, for
 // the Query begins_with(SK, "LOG#") of seed 003's status-log row.
-const StatusLogPrefix = prefixLog + sep
+const statusLogPrefix = prefixLog + sep
 
-// ParseStatusLogKey reads a key that NewStatusLogKey could have produced.
-func ParseStatusLogKey(key Key) (StatusLogKey, error) {
+// parseStatusLogKey reads a key that newStatusLogKey could have produced.
+func parseStatusLogKey(key Key) (statusLogKey, error) {
 	id, err := parseRequestPK(key.PK)
 	if err != nil {
-		return StatusLogKey{}, err
+		return statusLogKey{}, err
 	}
 	parts, err := splitKey("status log SK", key.SK, prefixLog, 3)
 	if err != nil {
-		return StatusLogKey{}, err
+		return statusLogKey{}, err
 	}
 	at, ok := parseMillis(parts[1])
 	if !ok {
-		return StatusLogKey{}, malformed("status log SK", key.SK, "occurredAt is not 13 digits")
+		return statusLogKey{}, malformed("status log SK", key.SK, "occurredAt is not 13 digits")
 	}
-	return StatusLogKey{requestID: id, occurredAt: at, suffix: parts[2]}, nil
+	return statusLogKey{requestID: id, occurredAt: at, suffix: parts[2]}, nil
 }
 
-// UserPartition is the GSI1 partition key of a user's requests: USER#<userId>.
-type UserPartition struct{ userID string }
+// userPartition is the GSI1 partition key of a user's requests: USER#<userId>.
+type userPartition struct{ userID string }
 
-// NewUserPartition returns the GSI1 partition of userID, or an ErrInvalidID error.
-func NewUserPartition(userID string) (UserPartition, error) {
+// newUserPartition returns the GSI1 partition of userID, or an ErrInvalidID error.
+func newUserPartition(userID string) (userPartition, error) {
 	if err := ValidateID("userId", userID); err != nil {
-		return UserPartition{}, err
+		return userPartition{}, err
 	}
-	return UserPartition{userID: userID}, nil
+	return userPartition{userID: userID}, nil
 }
 
-// UserID returns the user's ID.
-func (p UserPartition) UserID() string { return p.userID }
+// text returns the key text USER#<userId>.
+func (p userPartition) text() string { return prefixUser + sep + p.userID }
 
-// String returns the key text USER#<userId>.
-func (p UserPartition) String() string { return prefixUser + sep + p.userID }
-
-// ParseUserPartition reads text that NewUserPartition could have produced.
-func ParseUserPartition(s string) (UserPartition, error) {
+// parseUserPartition reads text that newUserPartition could have produced.
+func parseUserPartition(s string) (userPartition, error) {
 	parts, err := splitKey("user partition", s, prefixUser, 2)
 	if err != nil {
-		return UserPartition{}, err
+		return userPartition{}, err
 	}
-	return UserPartition{userID: parts[1]}, nil
+	return userPartition{userID: parts[1]}, nil
 }
 
-// EventPartition is the GSI2 partition key of an event's requests: EVENT#<eventId>,
+// eventPartition is the GSI2 partition key of an event's requests: EVENT#<eventId>,
 // the same text as the PK of the event's own items (which carry no GSI attributes and
 // so never appear on GSI2).
-type EventPartition struct{ eventID string }
+type eventPartition struct{ eventID string }
 
-// NewEventPartition returns the GSI2 partition of eventID, or an ErrInvalidID error.
-func NewEventPartition(eventID string) (EventPartition, error) {
+// newEventPartition returns the GSI2 partition of eventID, or an ErrInvalidID error.
+func newEventPartition(eventID string) (eventPartition, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return EventPartition{}, err
+		return eventPartition{}, err
 	}
-	return EventPartition{eventID: eventID}, nil
+	return eventPartition{eventID: eventID}, nil
 }
 
-// EventID returns the event's ID.
-func (p EventPartition) EventID() string { return p.eventID }
+// text returns the key text EVENT#<eventId>.
+func (p eventPartition) text() string { return eventPK(p.eventID) }
 
-// String returns the key text EVENT#<eventId>.
-func (p EventPartition) String() string { return eventPK(p.eventID) }
-
-// ParseEventPartition reads text that NewEventPartition could have produced.
-func ParseEventPartition(s string) (EventPartition, error) {
+// parseEventPartition reads text that newEventPartition could have produced.
+func parseEventPartition(s string) (eventPartition, error) {
 	id, err := parseEventPK(s)
 	if err != nil {
-		return EventPartition{}, err
+		return eventPartition{}, err
 	}
-	return EventPartition{eventID: id}, nil
+	return eventPartition{eventID: id}, nil
 }
 
-// QueueKey is the sort key of a request on GSI1 and GSI2:
+// queueKey is the sort key of a request on GSI1 and GSI2:
 // QAT#<13-digit queuedAt>#REQ#<requestId>. It is written once, when the order time is
 // known, and never changed (seed 003 §3.1), so string order is queue order.
-type QueueKey struct {
+type queueKey struct {
 	queuedAt  EpochMillis
 	requestID string
 }
 
-// NewQueueKey returns the queue-order sort key of requestID queued at queuedAt.
-func NewQueueKey(queuedAt EpochMillis, requestID string) (QueueKey, error) {
+// newQueueKey returns the queue-order sort key of requestID queued at queuedAt.
+func newQueueKey(queuedAt EpochMillis, requestID string) (queueKey, error) {
 	if err := ValidateID("requestId", requestID); err != nil {
-		return QueueKey{}, err
+		return queueKey{}, err
 	}
 	if _, err := formatMillis(queuedAt); err != nil {
-		return QueueKey{}, fmt.Errorf("queuedAt: %w", err)
+		return queueKey{}, fmt.Errorf("queuedAt: %w", err)
 	}
-	return QueueKey{queuedAt: queuedAt, requestID: requestID}, nil
+	return queueKey{queuedAt: queuedAt, requestID: requestID}, nil
 }
 
-// QueuedAt returns the request's order time.
-func (k QueueKey) QueuedAt() EpochMillis { return k.queuedAt }
-
-// RequestID returns the request's ID.
-func (k QueueKey) RequestID() string { return k.requestID }
-
-// String returns the key text QAT#<13-digit queuedAt>#REQ#<requestId>.
-func (k QueueKey) String() string {
-	at, _ := formatMillis(k.queuedAt) // checked by NewQueueKey
+// text returns the key text QAT#<13-digit queuedAt>#REQ#<requestId>.
+func (k queueKey) text() string {
+	at, _ := formatMillis(k.queuedAt) // checked by newQueueKey
 	return prefixQueued + sep + at + sep + requestPK(k.requestID)
 }
 
-// ParseQueueKey reads text that NewQueueKey could have produced.
-func ParseQueueKey(s string) (QueueKey, error) {
+// parseQueueKey reads text that newQueueKey could have produced.
+func parseQueueKey(s string) (queueKey, error) {
 	parts, err := splitKey("queue key", s, prefixQueued, 4)
 	if err != nil {
-		return QueueKey{}, err
+		return queueKey{}, err
 	}
 	at, ok := parseMillis(parts[1])
 	if !ok {
-		return QueueKey{}, malformed("queue key", s, "queuedAt is not 13 digits")
+		return queueKey{}, malformed("queue key", s, "queuedAt is not 13 digits")
 	}
 	if parts[2] != prefixRequest {
-		return QueueKey{}, malformed("queue key", s, "want REQ before the request ID")
+		return queueKey{}, malformed("queue key", s, "want REQ before the request ID")
 	}
-	return QueueKey{queuedAt: at, requestID: parts[3]}, nil
+	return queueKey{queuedAt: at, requestID: parts[3]}, nil
 }
 
 // queuedBefore returns the sort-key bound below which lie exactly the queue keys of
@@ -466,20 +475,20 @@ type IndexKeys struct {
 // NewIndexKeys returns the index keys of a request ordered at orderAt: its queuedAt,
 // or its requestedAt when the enqueue failed and it never had a queuedAt.
 func NewIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
-	user, err := NewUserPartition(userID)
+	user, err := newUserPartition(userID)
 	if err != nil {
 		return IndexKeys{}, err
 	}
-	event, err := NewEventPartition(eventID)
+	event, err := newEventPartition(eventID)
 	if err != nil {
 		return IndexKeys{}, err
 	}
-	order, err := NewQueueKey(orderAt, requestID)
+	order, err := newQueueKey(orderAt, requestID)
 	if err != nil {
 		return IndexKeys{}, err
 	}
 	return IndexKeys{
-		GSI1PK: user.String(), GSI1SK: order.String(),
-		GSI2PK: event.String(), GSI2SK: order.String(),
+		GSI1PK: user.text(), GSI1SK: order.text(),
+		GSI2PK: event.text(), GSI2SK: order.text(),
 	}, nil
 }

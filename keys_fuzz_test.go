@@ -13,45 +13,45 @@ func FuzzKeyBuilders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, eventID, userID, requestID string, ms int64) {
 		at := EpochMillis(ms)
 		if k, err := NewRequestKey(requestID); err == nil {
-			got, err := ParseRequestKey(k.Key())
+			got, err := parseRequestKey(k.Key())
 			if err != nil || got.RequestID() != requestID {
 				t.Fatalf("request key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
 		if k, err := NewLockKey(eventID, userID); err == nil {
-			got, err := ParseLockKey(k.Key())
-			if err != nil || got.EventID() != eventID || got.UserID() != userID {
+			got, err := parseLockKey(k.Key())
+			if err != nil || got.EventID() != eventID || got.userID != userID {
 				t.Fatalf("lock key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
 		if k, err := NewEventKey(eventID, EventItemCapacity); err == nil {
-			got, err := ParseEventKey(k.Key())
+			got, err := parseEventKey(k.Key())
 			if err != nil || got.EventID() != eventID || got.Item() != EventItemCapacity {
 				t.Fatalf("event key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
-		if k, err := NewStatusLogKey(requestID, at, userID); err == nil {
-			got, err := ParseStatusLogKey(k.Key())
+		if k, err := newStatusLogKey(requestID, at, userID); err == nil {
+			got, err := parseStatusLogKey(k.key())
 			if err != nil || got != k {
-				t.Fatalf("status log key %v parses to %v, %v", k.Key(), got, err)
+				t.Fatalf("status log key %v parses to %v, %v", k.key(), got, err)
 			}
 		}
-		if p, err := NewUserPartition(userID); err == nil {
-			got, err := ParseUserPartition(p.String())
-			if err != nil || got.UserID() != userID {
+		if p, err := newUserPartition(userID); err == nil {
+			got, err := parseUserPartition(p.text())
+			if err != nil || got.userID != userID {
 				t.Fatalf("user partition %s parses to %v, %v", p, got, err)
 			}
 		}
-		if p, err := NewEventPartition(eventID); err == nil {
-			got, err := ParseEventPartition(p.String())
-			if err != nil || got.EventID() != eventID {
+		if p, err := newEventPartition(eventID); err == nil {
+			got, err := parseEventPartition(p.text())
+			if err != nil || got.eventID != eventID {
 				t.Fatalf("event partition %s parses to %v, %v", p, got, err)
 			}
 		}
-		if k, err := NewQueueKey(at, requestID); err == nil {
-			got, err := ParseQueueKey(k.String())
-			if err != nil || got.RequestID() != requestID || got.QueuedAt() != at {
-				t.Fatalf("queue key %s parses to %v, %v", k, got, err)
+		if k, err := newQueueKey(at, requestID); err == nil {
+			got, err := parseQueueKey(k.text())
+			if err != nil || got.requestID != requestID || got.queuedAt != at {
+				t.Fatalf("queue key %v parses to %v, %v", k, got, err)
 			}
 		}
 	})
@@ -70,26 +70,26 @@ func FuzzKeyParsers(f *testing.F) {
 	f.Add("REQ#", "LOG#+732000000000#s")
 	f.Fuzz(func(t *testing.T, pk, sk string) {
 		key := Key{PK: pk, SK: sk}
-		if k, err := ParseRequestKey(key); err == nil && k.Key() != key {
+		if k, err := parseRequestKey(key); err == nil && k.Key() != key {
 			t.Fatalf("request key %v rebuilt as %v", key, k.Key())
 		}
-		if k, err := ParseLockKey(key); err == nil && k.Key() != key {
+		if k, err := parseLockKey(key); err == nil && k.Key() != key {
 			t.Fatalf("lock key %v rebuilt as %v", key, k.Key())
 		}
-		if k, err := ParseEventKey(key); err == nil && k.Key() != key {
+		if k, err := parseEventKey(key); err == nil && k.Key() != key {
 			t.Fatalf("event key %v rebuilt as %v", key, k.Key())
 		}
-		if k, err := ParseStatusLogKey(key); err == nil && k.Key() != key {
-			t.Fatalf("status log key %v rebuilt as %v", key, k.Key())
+		if k, err := parseStatusLogKey(key); err == nil && k.key() != key {
+			t.Fatalf("status log key %v rebuilt as %v", key, k.key())
 		}
-		if p, err := ParseUserPartition(pk); err == nil && p.String() != pk {
+		if p, err := parseUserPartition(pk); err == nil && p.text() != pk {
 			t.Fatalf("user partition %q rebuilt as %q", pk, p)
 		}
-		if p, err := ParseEventPartition(pk); err == nil && p.String() != pk {
+		if p, err := parseEventPartition(pk); err == nil && p.text() != pk {
 			t.Fatalf("event partition %q rebuilt as %q", pk, p)
 		}
-		if k, err := ParseQueueKey(sk); err == nil && k.String() != sk {
-			t.Fatalf("queue key %q rebuilt as %q", sk, k)
+		if k, err := parseQueueKey(sk); err == nil && k.text() != sk {
+			t.Fatalf("queue key %v rebuilt as %v", sk, k)
 		}
 	})
 }

@@ -75,7 +75,7 @@ func TestKeysRoundTrip(t *testing.T) {
 	rk, err := NewRequestKey(req)
 	require.NoError(t, err)
 	assert.Equal(t, Key{PK: "REQ#" + req, SK: "META"}, rk.Key())
-	gotR, err := ParseRequestKey(rk.Key())
+	gotR, err := parseRequestKey(rk.Key())
 	require.NoError(t, err)
 	assert.Equal(t, rk, gotR)
 
@@ -83,7 +83,7 @@ func TestKeysRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Key{PK: "IDEMP#spring-sale#user-7", SK: "LOCK"}, lk.Key())
 	assert.Equal(t, "IDEMP#spring-sale#user-7", lk.IdempotencyKey())
-	gotL, err := ParseLockKey(lk.Key())
+	gotL, err := parseLockKey(lk.Key())
 	require.NoError(t, err)
 	assert.Equal(t, lk, gotL)
 
@@ -91,45 +91,45 @@ func TestKeysRoundTrip(t *testing.T) {
 		ek, err := NewEventKey(ev, item)
 		require.NoError(t, err)
 		assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: string(item)}, ek.Key())
-		gotE, err := ParseEventKey(ek.Key())
+		gotE, err := parseEventKey(ek.Key())
 		require.NoError(t, err)
 		assert.Equal(t, ek, gotE)
 	}
 
-	sk, err := NewStatusLogKey(req, at, "x1")
+	sk, err := newStatusLogKey(req, at, "x1")
 	require.NoError(t, err)
-	assert.Equal(t, Key{PK: "REQ#" + req, SK: "LOG#1732000000123#x1"}, sk.Key())
-	assert.True(t, strings.HasPrefix(sk.Key().SK, StatusLogPrefix))
-	gotS, err := ParseStatusLogKey(sk.Key())
+	assert.Equal(t, Key{PK: "REQ#" + req, SK: "LOG#1732000000123#x1"}, sk.key())
+	assert.True(t, strings.HasPrefix(sk.key().SK, statusLogPrefix))
+	gotS, err := parseStatusLogKey(sk.key())
 	require.NoError(t, err)
 	assert.Equal(t, sk, gotS)
 
-	up, err := NewUserPartition(user)
+	up, err := newUserPartition(user)
 	require.NoError(t, err)
-	assert.Equal(t, "USER#user-7", up.String())
-	gotU, err := ParseUserPartition(up.String())
+	assert.Equal(t, "USER#user-7", up.text())
+	gotU, err := parseUserPartition(up.text())
 	require.NoError(t, err)
 	assert.Equal(t, up, gotU)
 
-	ep, err := NewEventPartition(ev)
+	ep, err := newEventPartition(ev)
 	require.NoError(t, err)
-	assert.Equal(t, "EVENT#spring-sale", ep.String())
-	gotEP, err := ParseEventPartition(ep.String())
+	assert.Equal(t, "EVENT#spring-sale", ep.text())
+	gotEP, err := parseEventPartition(ep.text())
 	require.NoError(t, err)
 	assert.Equal(t, ep, gotEP)
 
-	qk, err := NewQueueKey(at, req)
+	qk, err := newQueueKey(at, req)
 	require.NoError(t, err)
-	assert.Equal(t, "QAT#1732000000123#REQ#"+req, qk.String())
-	gotQ, err := ParseQueueKey(qk.String())
+	assert.Equal(t, "QAT#1732000000123#REQ#"+req, qk.text())
+	gotQ, err := parseQueueKey(qk.text())
 	require.NoError(t, err)
 	assert.Equal(t, qk, gotQ)
 
 	ik, err := NewIndexKeys(ev, user, req, at)
 	require.NoError(t, err)
 	assert.Equal(t, IndexKeys{
-		GSI1PK: "USER#user-7", GSI1SK: qk.String(),
-		GSI2PK: "EVENT#spring-sale", GSI2SK: qk.String(),
+		GSI1PK: "USER#user-7", GSI1SK: qk.text(),
+		GSI2PK: "EVENT#spring-sale", GSI2SK: qk.text(),
 	}, ik)
 }
 
@@ -139,28 +139,28 @@ func TestParsersRejectWhatBuildersCannotProduce(t *testing.T) {
 		name  string
 		parse func() error
 	}{
-		{"request wrong prefix", func() error { _, err := ParseRequestKey(Key{"REQUEST#r1", "META"}); return err }},
-		{"request wrong sk", func() error { _, err := ParseRequestKey(Key{"REQ#r1", "LOCK"}); return err }},
-		{"request empty id", func() error { _, err := ParseRequestKey(Key{"REQ#", "META"}); return err }},
-		{"request extra part", func() error { _, err := ParseRequestKey(Key{"REQ#a#b", "META"}); return err }},
-		{"request lowercase", func() error { _, err := ParseRequestKey(Key{"req#r1", "META"}); return err }},
-		{"lock missing user", func() error { _, err := ParseLockKey(Key{"IDEMP#e", "LOCK"}); return err }},
-		{"lock empty user", func() error { _, err := ParseLockKey(Key{"IDEMP#e#", "LOCK"}); return err }},
-		{"lock wrong sk", func() error { _, err := ParseLockKey(Key{"IDEMP#e#u", "META"}); return err }},
-		{"event unknown item", func() error { _, err := ParseEventKey(Key{"EVENT#e", "META"}); return err }},
-		{"event space in id", func() error { _, err := ParseEventKey(Key{"EVENT#e 1", "CONFIG"}); return err }},
-		{"log short time", func() error { _, err := ParseStatusLogKey(Key{"REQ#r1", "LOG#123#s"}); return err }},
-		{"log signed time", func() error { _, err := ParseStatusLogKey(Key{"REQ#r1", "LOG#+000000000123#s"}); return err }},
-		{"log no suffix", func() error { _, err := ParseStatusLogKey(Key{"REQ#r1", "LOG#0000000000123"}); return err }},
-		{"queue 14 digits", func() error { _, err := ParseQueueKey("QAT#00000000001234#REQ#" + id); return err }},
-		{"queue non digits", func() error { _, err := ParseQueueKey("QAT#000000000012a#REQ#" + id); return err }},
-		{"queue wrong tag", func() error { _, err := ParseQueueKey("QAT#0000000000123#RQ#" + id); return err }},
+		{"request wrong prefix", func() error { _, err := parseRequestKey(Key{"REQUEST#r1", "META"}); return err }},
+		{"request wrong sk", func() error { _, err := parseRequestKey(Key{"REQ#r1", "LOCK"}); return err }},
+		{"request empty id", func() error { _, err := parseRequestKey(Key{"REQ#", "META"}); return err }},
+		{"request extra part", func() error { _, err := parseRequestKey(Key{"REQ#a#b", "META"}); return err }},
+		{"request lowercase", func() error { _, err := parseRequestKey(Key{"req#r1", "META"}); return err }},
+		{"lock missing user", func() error { _, err := parseLockKey(Key{"IDEMP#e", "LOCK"}); return err }},
+		{"lock empty user", func() error { _, err := parseLockKey(Key{"IDEMP#e#", "LOCK"}); return err }},
+		{"lock wrong sk", func() error { _, err := parseLockKey(Key{"IDEMP#e#u", "META"}); return err }},
+		{"event unknown item", func() error { _, err := parseEventKey(Key{"EVENT#e", "META"}); return err }},
+		{"event space in id", func() error { _, err := parseEventKey(Key{"EVENT#e 1", "CONFIG"}); return err }},
+		{"log short time", func() error { _, err := parseStatusLogKey(Key{"REQ#r1", "LOG#123#s"}); return err }},
+		{"log signed time", func() error { _, err := parseStatusLogKey(Key{"REQ#r1", "LOG#+000000000123#s"}); return err }},
+		{"log no suffix", func() error { _, err := parseStatusLogKey(Key{"REQ#r1", "LOG#0000000000123"}); return err }},
+		{"queue 14 digits", func() error { _, err := parseQueueKey("QAT#00000000001234#REQ#" + id); return err }},
+		{"queue non digits", func() error { _, err := parseQueueKey("QAT#000000000012a#REQ#" + id); return err }},
+		{"queue wrong tag", func() error { _, err := parseQueueKey("QAT#0000000000123#RQ#" + id); return err }},
 		{"queue status inside (seed 001 §3 form)", func() error {
-			_, err := ParseQueueKey("QAT#0000000000123#ST#QUEUED#REQ#" + id)
+			_, err := parseQueueKey("QAT#0000000000123#ST#QUEUED#REQ#" + id)
 			return err
 		}},
-		{"user invalid utf8", func() error { _, err := ParseUserPartition("USER#\xff"); return err }},
-		{"event partition of lock", func() error { _, err := ParseEventPartition("IDEMP#e#u"); return err }},
+		{"user invalid utf8", func() error { _, err := parseUserPartition("USER#\xff"); return err }},
+		{"event partition of lock", func() error { _, err := parseEventPartition("IDEMP#e#u"); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,18 +172,18 @@ func TestParsersRejectWhatBuildersCannotProduce(t *testing.T) {
 }
 
 func TestTimesOutsideThirteenDigitsAreRefused(t *testing.T) {
-	_, err := NewQueueKey(-1, "r")
+	_, err := newQueueKey(-1, "r")
 	assert.ErrorIs(t, err, ErrInvalidTime)
-	_, err = NewQueueKey(10_000_000_000_000, "r")
+	_, err = newQueueKey(10_000_000_000_000, "r")
 	assert.ErrorIs(t, err, ErrInvalidTime)
-	_, err = NewStatusLogKey("r", -5, "s")
+	_, err = newStatusLogKey("r", -5, "s")
 	assert.ErrorIs(t, err, ErrInvalidTime)
-	k, err := NewQueueKey(0, "r")
+	k, err := newQueueKey(0, "r")
 	require.NoError(t, err)
-	assert.Equal(t, "QAT#0000000000000#REQ#r", k.String())
-	k, err = NewQueueKey(maxMillis, "r")
+	assert.Equal(t, "QAT#0000000000000#REQ#r", k.text())
+	k, err = newQueueKey(maxMillis, "r")
 	require.NoError(t, err)
-	assert.Equal(t, "QAT#9999999999999#REQ#r", k.String())
+	assert.Equal(t, "QAT#9999999999999#REQ#r", k.text())
 }
 
 // TestQueueKeyOrderIsTimeOrder crosses digit boundaries (999 → 1000 ms, 12 → 13
@@ -197,18 +197,18 @@ func TestQueueKeyOrderIsTimeOrder(t *testing.T) {
 	}
 	var keys []string
 	for i := len(times) - 1; i >= 0; i-- { // build in reverse so sorting must work
-		k, err := NewQueueKey(times[i], "req")
+		k, err := newQueueKey(times[i], "req")
 		require.NoError(t, err)
-		keys = append(keys, k.String())
-		lk, err := NewStatusLogKey("req", times[i], "s")
+		keys = append(keys, k.text())
+		lk, err := newStatusLogKey("req", times[i], "s")
 		require.NoError(t, err)
-		assert.Len(t, lk.Key().SK, len("LOG#")+millisDigits+len("#s"))
+		assert.Len(t, lk.key().SK, len("LOG#")+millisDigits+len("#s"))
 	}
 	sort.Strings(keys)
 	for i, s := range keys {
-		k, err := ParseQueueKey(s)
+		k, err := parseQueueKey(s)
 		require.NoError(t, err)
-		assert.Equal(t, times[i], k.QueuedAt(), "position %d", i)
+		assert.Equal(t, times[i], k.queuedAt, "position %d", i)
 	}
 }
 

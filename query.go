@@ -34,13 +34,13 @@ type RequestPage struct {
 	NextCursor string
 }
 
-// ListUserRequests lists a user's requests, newest first: seed 003's "my
-// participations" row, Query GSI1 with GSI1PK = USER#<userId>, ScanIndexForward =
+// ListUserRequests lists a user's requests, newest first: the "my participations"
+// row, Query GSI1 with GSI1PK = USER#<userId>, ScanIndexForward =
 // false, Limit 20 by default (at most 100). A request appears once its order time is
 // known (queued, or failed to enqueue). The cursor is opaque; one handed out for
 // another user's listing is ErrInvalidCursor.
 func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageOptions) (*RequestPage, error) {
-	user, err := NewUserPartition(userID)
+	user, err := newUserPartition(userID)
 	if err != nil {
 		return nil, err
 	}
@@ -48,25 +48,18 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 	if err != nil {
 		return nil, err
 	}
-	start, err := decodeCursor(page.Cursor, attrGSI1PK, attrGSI1SK, user.String())
+	start, err := decodeCursor(page.Cursor, attrGSI1PK, attrGSI1SK, user.text())
 	if err != nil {
 		return nil, err
 	}
 	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI1PK).Equal(expression.Value(user.String()))).Build()
+		WithKeyCondition(expression.Key(attrGSI1PK).Equal(expression.Value(user.text()))).Build()
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(c.opts.TableName),
-		IndexName:                 aws.String(IndexUser),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(limit)),
-		ExclusiveStartKey:         start,
-	})
+	in := c.query(IndexUser, expr)
+	in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(false), aws.Int32(int32(limit)), start
+	out, err := c.db.Query(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("list requests of user %s: %w", userID, err)
 	}
@@ -151,12 +144,12 @@ func decodeCursor(cursor, pkAttr, skAttr, partition string) (map[string]types.At
 	if plain[pkAttr] != partition {
 		return nil, bad("it belongs to another listing")
 	}
-	req, err := ParseRequestKey(Key{PK: plain[attrPK], SK: plain[attrSK]})
+	req, err := parseRequestKey(Key{PK: plain[attrPK], SK: plain[attrSK]})
 	if err != nil {
 		return nil, bad("not a request key")
 	}
-	order, err := ParseQueueKey(plain[skAttr])
-	if err != nil || order.RequestID() != req.RequestID() {
+	order, err := parseQueueKey(plain[skAttr])
+	if err != nil || order.requestID != req.RequestID() {
 		return nil, bad("not a queue key of the request")
 	}
 	return attributevalue.MarshalMap(plain)
@@ -201,7 +194,7 @@ type EventListOptions struct {
 // read, reading at most MaxRead requests per call. The cursor is opaque; one handed
 // out for another event's listing is ErrInvalidCursor.
 func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts EventListOptions) (*RequestPage, error) {
-	part, err := NewEventPartition(eventID)
+	part, err := newEventPartition(eventID)
 	if err != nil {
 		return nil, err
 	}
@@ -230,28 +223,21 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	if opts.Status == "" {
 		budget = limit
 	}
-	start, err := decodeCursor(opts.Cursor, attrGSI2PK, attrGSI2SK, part.String())
+	start, err := decodeCursor(opts.Cursor, attrGSI2PK, attrGSI2SK, part.text())
 	if err != nil {
 		return nil, err
 	}
 	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))).Build()
+		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.text()))).Build()
 	if err != nil {
 		return nil, err
 	}
 	page := &RequestPage{Requests: []Request{}}
 	var last map[string]types.AttributeValue // the last request examined
 	for read := 0; read < budget && len(page.Requests) < limit; {
-		out, err := c.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(c.opts.TableName),
-			IndexName:                 aws.String(IndexEvent),
-			KeyConditionExpression:    expr.KeyCondition(),
-			ExpressionAttributeNames:  expr.Names(),
-			ExpressionAttributeValues: expr.Values(),
-			ScanIndexForward:          aws.Bool(forward),
-			Limit:                     aws.Int32(int32(budget - read)),
-			ExclusiveStartKey:         start,
-		})
+		in := c.query(IndexEvent, expr)
+		in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(forward), aws.Int32(int32(budget-read)), start
+		out, err := c.db.Query(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
 		}
@@ -293,11 +279,11 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 // EVENT#<eventId>, and sk when given), all pages, projecting only names, and hands
 // each page to fn as rows of T.
 func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *expression.KeyConditionBuilder, names []string, fn func([]T) error) error {
-	part, err := NewEventPartition(eventID)
+	part, err := newEventPartition(eventID)
 	if err != nil {
 		return err
 	}
-	key := expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))
+	key := expression.Key(attrGSI2PK).Equal(expression.Value(part.text()))
 	if sk != nil {
 		key = key.And(*sk)
 	}
@@ -309,15 +295,7 @@ func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *ex
 	if err != nil {
 		return err
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(c.opts.TableName),
-		IndexName:                 aws.String(IndexEvent),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ProjectionExpression:      expr.Projection(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	}
-	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
+	for pages := dynamodb.NewQueryPaginator(c.db, c.query(IndexEvent, expr)); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("read the requests of %s: %w", eventID, err)

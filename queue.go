@@ -69,6 +69,11 @@ type Message struct {
 	RequestedAt EpochMillis `json:"requestedAt"`
 }
 
+// Ref returns the reference of the message's request.
+func (m Message) Ref() RequestRef {
+	return RequestRef{RequestID: m.RequestID, EventID: m.EventID, UserID: m.UserID}
+}
+
 // messageOf returns the message of a request.
 func messageOf(r *Request) Message {
 	return Message{

@@ -4,172 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// EventType is the kind of an event (seed 001: eventType).
-type EventType string
-
-// The event types.
-const (
-	// FirstCome events have a capacity N: the first N requests in processing order win.
-	FirstCome EventType = "FIRST_COME"
-	// Lottery events draw K winners among the entries queued before the cutoff.
-	Lottery EventType = "LOTTERY"
-)
-
-// Valid reports whether t is one of the event types.
-func (t EventType) Valid() bool { return t == FirstCome || t == Lottery }
-
-// EntityType tells which kind of item a row of the table is; every item carries it.
-type EntityType string
-
-// The entity types of the table's items.
-const (
-	EntityRequest     EntityType = "REQUEST"
-	EntityIdempotency EntityType = "IDEMPOTENCY"
-	EntityCapacity    EntityType = "CAPACITY"
-	EntityStatusLog   EntityType = "STATUS_LOG"
-	EntityConfig      EntityType = "CONFIG"
-	EntityDraw        EntityType = "DRAW"
-)
-
-// Status is the backend state of a request (seed 001: status). A request moves
-// RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED | FAILED_FINAL; every write of
-// it is conditional on the current status, and a terminal status never changes again.
-type Status string
-
-// The request statuses.
-const (
-	StatusReceived    Status = "RECEIVED"     // written at ingest with the lock
-	StatusQueued      Status = "QUEUED"       // the message is on the queue; queuedAt fixed
-	StatusProcessing  Status = "PROCESSING"   // a worker holds the lease
-	StatusSucceeded   Status = "SUCCEEDED"    // won: first-come seat or lottery win
-	StatusRejected    Status = "REJECTED"     // lost: capacity, lottery, closed, duplicate
-	StatusFailedFinal Status = "FAILED_FINAL" // will not be retried
-)
-
-// Valid reports whether s is one of the statuses.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusReceived, StatusQueued, StatusProcessing, StatusSucceeded, StatusRejected, StatusFailedFinal:
-		return true
-	}
-	return false
-}
-
-// rank orders statuses along the lifecycle.
-func (s Status) rank() int {
-	switch s {
-	case StatusReceived:
-		return 0
-	case StatusQueued:
-		return 1
-	case StatusProcessing:
-		return 2
-	}
-	return 3
-}
-
-// IsTerminal reports whether s is final: SUCCEEDED, REJECTED or FAILED_FINAL.
-func (s Status) IsTerminal() bool {
-	return s == StatusSucceeded || s == StatusRejected || s == StatusFailedFinal
-}
-
-// CanTransition reports whether the lifecycle allows a request in status from to be
-// written with status to. Besides the forward path it allows PROCESSING → PROCESSING
-// (a later delivery takes over an expired lease), RECEIVED → PROCESSING (the worker
-// got the message before ingest wrote QUEUED), a lottery entry's QUEUED → SUCCEEDED or
-// REJECTED at the draw, and a failure from any non-terminal status.
-func CanTransition(from, to Status) bool {
-	if !from.Valid() || !to.Valid() || from.IsTerminal() {
-		return false
-	}
-	switch to {
-	case StatusReceived:
-		return false
-	case StatusQueued:
-		return from == StatusReceived
-	case StatusProcessing:
-		return true
-	case StatusSucceeded, StatusRejected:
-		return from == StatusProcessing || from == StatusQueued
-	case StatusFailedFinal:
-		return true
-	}
-	return false
-}
-
-// UIResult is the coarse result for the front end (seed 001: uiResult).
-type UIResult string
-
-// The UI results.
-const (
-	UIPending  UIResult = "PENDING"
-	UISuccess  UIResult = "SUCCESS"
-	UIRejected UIResult = "REJECTED"
-	UIFailed   UIResult = "FAILED"
-)
-
-// UIResultOf returns the UI result that goes with a status.
-func UIResultOf(s Status) UIResult {
-	switch s {
-	case StatusSucceeded:
-		return UISuccess
-	case StatusRejected:
-		return UIRejected
-	case StatusFailedFinal:
-		return UIFailed
-	}
-	return UIPending
-}
-
-// ResultCode is the detailed outcome of a request, for operators and analysis
-// (seed 001: resultCode). A lottery win is ResultSuccess, a loss ResultLotteryLose.
-type ResultCode string
-
-// The result codes.
-const (
-	ResultSuccess             ResultCode = "SUCCESS"
-	ResultRejectedCapacity    ResultCode = "REJECTED_CAPACITY"
-	ResultRejectedDuplicate   ResultCode = "REJECTED_DUPLICATE"
-	ResultLotteryLose         ResultCode = "REJECTED_LOTTERY_LOSE"
-	ResultRejectedClosed      ResultCode = "REJECTED_CLOSED"
-	ResultFailedIngestEnqueue ResultCode = "FAILED_INGEST_ENQUEUE"
-	ResultFailedWorker        ResultCode = "FAILED_WORKER"
-	ResultFailedValidation    ResultCode = "FAILED_VALIDATION"
-	ResultFailedSerde         ResultCode = "FAILED_SERDE"
-)
-
-// UIPhase is the front-end phase of a LOTTERY request (seed 001: uiPhase). It is text
-// for the screen, not a backend status.
-type UIPhase string
-
-// The lottery phases.
-const (
-	PhaseCollecting UIPhase = "COLLECTING"
-	PhaseDrawing    UIPhase = "DRAWING"
-	PhaseAnnounced  UIPhase = "ANNOUNCED"
-)
-
-// FailureClass tells whether a failure was worth retrying (seed 001: failureClass).
-type FailureClass string
-
-// The failure classes.
-const (
-	Retryable    FailureClass = "RETRYABLE"
-	NonRetryable FailureClass = "NON_RETRYABLE"
-)
-
-// MaxErrorMessageLength is the longest errorMessage, in characters, that a request
-// stores: a hint for operators, not a stack trace (seed 001).
-const MaxErrorMessageLength = 256
 
 // Request is the Request item (PK REQ#<requestId>, SK META): one participation of a
 // user in an event, tracked from ingest to its final result. Times are epoch
@@ -214,6 +52,30 @@ type Request struct {
 	TTL int64 `dynamodbav:"ttl,omitempty"`
 }
 
+// The attribute names of a Request item that its rows and readers name; a test holds
+// them to the dynamodbav tags above.
+const (
+	attrRequestID      = "requestId"
+	attrEventID        = "eventId"
+	attrUserID         = "userId"
+	attrEventType      = "eventType"
+	attrStatus         = "status"
+	attrUIPhase        = "uiPhase"
+	attrAnnouncedAt    = "announcedAt"
+	attrUIResult       = "uiResult"
+	attrResultCode     = "resultCode"
+	attrRequestedAt    = "requestedAt"
+	attrQueuedAt       = "queuedAt"
+	attrStartedAt      = "startedAt"
+	attrFinishedAt     = "finishedAt"
+	attrFailureClass   = "failureClass"
+	attrErrorCode      = "errorCode"
+	attrErrorMessage   = "errorMessage"
+	attrLeaseOwner     = "leaseOwner"
+	attrLeaseExpiresAt = "leaseExpiresAt"
+	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
+)
+
 // requestItem is a Request as stored: its table key, its index keys once the order
 // time is known, and its fields.
 type requestItem struct {
@@ -222,166 +84,137 @@ type requestItem struct {
 	Request
 }
 
-// Transition reports a conditional status write. A lost condition is an outcome,
-// not an error: Applied is false and Current holds the request as the condition found
-// it, read from the same call (ReturnValuesOnConditionCheckFailure ALL_OLD).
-type Transition struct {
-	Applied bool
-	Current *Request // set when !Applied
+// RequestRef names a request by the IDs its keys are built from: the request's own
+// key, its lock's, and its index keys.
+type RequestRef struct {
+	RequestID string
+	EventID   string
+	UserID    string
 }
 
-// transition is one conditional status write of a request, with the items written in
-// the same transaction.
-type transition struct {
-	key    RequestKey
-	from   []Status                     // the condition: status is one of these (the likeliest first),
-	orIn   Status                       // or it is orIn
-	orCond *expression.ConditionBuilder // and this holds,
-	cond   *expression.ConditionBuilder // and this holds too
-	to     Status
-	update expression.UpdateBuilder  // status = to is added
-	extra  []types.TransactWriteItem // written in the same transaction
-	note   string                    // the status log's message
+// Ref returns the reference of the request.
+func (r *Request) Ref() RequestRef {
+	return RequestRef{RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID}
 }
 
-// condition is t's whole condition, from any of its statuses.
-func (t transition) condition() expression.ConditionBuilder {
-	cond := statusIs(t.from[0])
-	for _, s := range t.from[1:] {
-		cond = cond.Or(statusIs(s))
+// Lease is a worker's hold on a PROCESSING request: Owner names the delivery that
+// holds it (each delivery should have its own, so that two deliveries of one message
+// never both hold the request), and each write that takes or extends it makes it last
+// Duration.
+type Lease struct {
+	Owner    string
+	Duration time.Duration
+}
+
+// The params of the request's rows: the values each call fills in.
+const (
+	pNow            param = "now"
+	pQueuedAt       param = "queuedAt"
+	pGSI1PK         param = "GSI1PK"
+	pGSI1SK         param = "GSI1SK"
+	pGSI2PK         param = "GSI2PK"
+	pGSI2SK         param = "GSI2SK"
+	pLeaseOwner     param = "leaseOwner"
+	pLeaseExpiresAt param = "leaseExpiresAt"
+	pResultCode     param = "resultCode"
+	pFailureClass   param = "failureClass"
+	pErrorCode      param = "errorCode"
+	pErrorMessage   param = "errorMessage"
+	pRequestID      param = "requestId"
+)
+
+// notExists is the condition of every first write of an item:
+// attribute_not_exists(PK) AND attribute_not_exists(SK).
+var notExists = expression.AttributeNotExists(expression.Name(attrPK)).
+	And(expression.AttributeNotExists(expression.Name(attrSK)))
+
+// leaseHeld: the request is held under the caller's lease (with status = PROCESSING).
+var leaseHeld = expression.Name(attrLeaseOwner).Equal(expression.Value(pLeaseOwner))
+
+// leaseExpired: the lease of a PROCESSING request has run out.
+var leaseExpired = expression.Name(attrLeaseExpiresAt).LessThanEqual(expression.Value(pNow))
+
+// leaseFree: no other worker holds the request under a live lease.
+var leaseFree = expression.Name(attrStatus).NotEqual(expression.Value(StatusProcessing)).
+	Or(leaseHeld).Or(leaseExpired)
+
+// heldUnderLease: status = PROCESSING AND leaseOwner = :leaseOwner.
+var heldUnderLease = expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).And(leaseHeld)
+
+// indexSets sets the index keys from their params, once (setTo), or where they are
+// missing (setIfMissing, for the QUEUED race).
+func indexSets(how func(attr string, p param) set) []set {
+	return []set{how(attrGSI1PK, pGSI1PK), how(attrGSI1SK, pGSI1SK), how(attrGSI2PK, pGSI2PK), how(attrGSI2SK, pGSI2SK)}
+}
+
+func setParam(attr string, p param) set { return setTo(attr, p) }
+
+// finalSets are the sets of a final result.
+func finalSets(ui UIResult, code ResultCode) []set {
+	return []set{setTo(attrUIResult, ui), setTo(attrResultCode, code), setTo(attrFinishedAt, pNow)}
+}
+
+// The request's rows.
+var (
+	createRequestRow = row{
+		name: "create request", method: "Participate", item: EntityRequest, op: opPut, cond: &notExists,
 	}
-	if t.orCond != nil {
-		cond = cond.Or(statusIs(t.orIn).And(*t.orCond))
+	markQueuedRow = row{
+		name: "mark queued", method: "MarkQueued", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusReceived}}, to: StatusQueued,
+		sets: append([]set{setTo(attrQueuedAt, pQueuedAt)}, indexSets(setParam)...),
 	}
-	return t.and(cond)
-}
-
-// conditionFrom is t's condition from the status from alone.
-func (t transition) conditionFrom(from Status) expression.ConditionBuilder {
-	if slices.Contains(t.from, from) {
-		return t.and(statusIs(from))
+	enqueueFailedRow = row{
+		name: "enqueue failure", method: "MarkEnqueueFailed", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusReceived}}, to: StatusFailedFinal,
+		sets: append([]set{
+			setTo(attrUIResult, UIFailed), setTo(attrResultCode, ResultFailedIngestEnqueue),
+			setTo(attrFailureClass, Retryable), setTo(attrErrorCode, string(ResultFailedIngestEnqueue)),
+			setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
+		}, indexSets(setParam)...),
 	}
-	return t.and(statusIs(from).And(*t.orCond))
-}
-
-func (t transition) and(cond expression.ConditionBuilder) expression.ConditionBuilder {
-	if t.cond != nil {
-		return cond.And(*t.cond)
+	startProcessingRow = row{
+		name: "start processing", method: "StartProcessing", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &leaseExpired}},
+		to:   StatusProcessing,
+		sets: append(append([]set{setIfMissing(attrQueuedAt, pQueuedAt)}, indexSets(setIfMissing)...),
+			setTo(attrStartedAt, pNow), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)),
 	}
-	return cond
-}
-
-// allows reports whether t may start from status s, its other conditions aside.
-func (t transition) allows(s Status) bool {
-	return slices.Contains(t.from, s) || t.orCond != nil && s == t.orIn
-}
-
-func statusIs(s Status) expression.ConditionBuilder {
-	return expression.Name(attrStatus).Equal(expression.Value(s))
-}
-
-const attrStatus = "status"
-
-// apply runs a transition: one UpdateItem when nothing else is written with it, else
-// one TransactWriteItems holding the update, the status log entry (Options.StatusLog)
-// and t.extra.
-//
-// The status log names the status a request left, and one write cannot both allow
-// several and say which it met. So with Options.StatusLog a transition allowed from
-// several statuses is tried from one at a time: the likeliest (t.from[0]) first, then
-// the one a failed condition found, when t allows it too. A request met in a less
-// likely status costs a second call.
-func (c *Client) apply(ctx context.Context, t transition) (Transition, error) {
-	// Once: Set adds to the builder's shared operation list, so a second call would
-	// write status twice.
-	t.update = t.update.Set(expression.Name(attrStatus), expression.Value(t.to))
-	if !c.opts.StatusLog {
-		return c.applyIf(ctx, t, t.condition(), "")
+	extendLeaseRow = row{
+		name: "lease heartbeat", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate, cond: &heldUnderLease,
+		sets: []set{setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 	}
-	from := t.from[0]
-	for attempt := 0; ; attempt++ {
-		res, err := c.applyIf(ctx, t, t.conditionFrom(from), from)
-		if err != nil || res.Applied || res.Current.Status == from || !t.allows(res.Current.Status) || attempt == len(t.from) {
-			return res, err // applied, or the condition lost for good (or the status kept moving)
-		}
-		from = res.Current.Status
+	capacityRejectedRow = row{
+		name: "first-come capacity rejected", method: "MarkCapacityRejected", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultRejectedCapacity),
 	}
-}
+	finalFailureRow = row{
+		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: &leaseFree,
+		to: StatusFailedFinal,
+		sets: append([]set{
+			setTo(attrUIResult, UIFailed), setTo(attrResultCode, pResultCode), setTo(attrFailureClass, pFailureClass),
+			setTo(attrErrorCode, pErrorCode), setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
+			setIfMissing(attrQueuedAt, pQueuedAt),
+		}, indexSets(setIfMissing)...),
+	}
+)
 
-// applyIf writes t under cond; from is the status the status log names as left.
-func (c *Client) applyIf(ctx context.Context, t transition, cond expression.ConditionBuilder, from Status) (Transition, error) {
-	expr, err := expression.NewBuilder().
-		WithCondition(cond).
-		WithUpdate(t.update).
-		Build()
+// indexArgs adds the index keys of a request ordered at orderAt to a call's args.
+func indexArgs(a args, ref RequestRef, orderAt EpochMillis) (args, error) {
+	index, err := NewIndexKeys(ref.EventID, ref.UserID, ref.RequestID, orderAt)
 	if err != nil {
-		return Transition{}, err
+		return nil, err
 	}
-	table := aws.String(c.opts.TableName)
-	key := avKey(t.key.Key())
-	items := t.extra
-	if c.opts.StatusLog {
-		put, err := c.statusLogPut(t.key.RequestID(), from, t.to, t.note)
-		if err != nil {
-			return Transition{}, err
-		}
-		items = append([]types.TransactWriteItem{{Put: put}}, items...)
-	}
-	if len(items) == 0 {
-		_, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: table, Key: key,
-			ConditionExpression:                 expr.Condition(),
-			UpdateExpression:                    expr.Update(),
-			ExpressionAttributeNames:            expr.Names(),
-			ExpressionAttributeValues:           expr.Values(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return lostCondition(t.key, ccf.Item)
-		}
-		if err != nil {
-			return Transition{}, err
-		}
-		return Transition{Applied: true}, nil
-	}
-	update := types.TransactWriteItem{Update: &types.Update{
-		TableName: table, Key: key,
-		ConditionExpression:                 expr.Condition(),
-		UpdateExpression:                    expr.Update(),
-		ExpressionAttributeNames:            expr.Names(),
-		ExpressionAttributeValues:           expr.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}}
-	_, err = c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: append([]types.TransactWriteItem{update}, items...),
-	})
-	if reasons := cancellationReasons(err); conditionFailed(reasons, 0) {
-		return lostCondition(t.key, reasons[0].Item)
-	}
-	if err != nil {
-		return Transition{}, err
-	}
-	return Transition{Applied: true}, nil
+	a[pGSI1PK], a[pGSI1SK], a[pGSI2PK], a[pGSI2SK] = index.GSI1PK, index.GSI1SK, index.GSI2PK, index.GSI2SK
+	return a, nil
 }
 
-// lostCondition reads the request a failed condition returned; none means there is no
-// such request.
-func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transition, error) {
-	if old == nil {
-		return Transition{}, fmt.Errorf("%w: request %s", ErrNotFound, key.RequestID())
-	}
-	var item requestItem
-	if err := attributevalue.UnmarshalMap(old, &item); err != nil {
-		return Transition{}, err
-	}
-	return Transition{Current: &item.Request}, nil
-}
-
-// GetRequest reads one request: seed 003's "request detail" row (user) and "requestId
-// search" row (admin), GetItem PK REQ#<requestId>, SK META, eventually consistent (a
-// screen that polls may see a status a moment late). An unknown request is
-// ErrNotFound; who may see which request is the caller's decision.
+// GetRequest reads one request: the "get request" row of users and admins, GetItem
+// PK REQ#<requestId>, SK META, eventually consistent (a screen that polls may see a
+// status a moment late). An unknown request is ErrNotFound; who may see which
+// request is the caller's decision.
 func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, error) {
 	return c.getRequest(ctx, requestID, false)
 }
@@ -402,100 +235,188 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 	return &item.Request, nil
 }
 
-// MarkQueued records that a request's message is on the queue: seed 003's "queuing
-// succeeded" row, UpdateItem PK REQ#<requestId>, SK META, SET status = QUEUED,
-// queuedAt, and the index keys GSI1PK/GSI1SK/GSI2PK/GSI2SK from queuedAt (written
-// once, never changed); condition: status = RECEIVED. When the condition fails the
-// worker got there first (it backfills queuedAt from the message's send time): the
-// Transition is not applied, nothing changes, and there is no error. A request that
-// does not exist is ErrNotFound.
-func (c *Client) MarkQueued(ctx context.Context, m Message, queuedAt EpochMillis) (Transition, error) {
-	key, err := NewRequestKey(m.RequestID)
+// MarkQueued records that a request's message is on the queue: the "mark queued"
+// row, UpdateItem PK REQ#<requestId>, SK META, SET status = QUEUED, queuedAt, and the
+// index keys GSI1PK/GSI1SK/GSI2PK/GSI2SK from queuedAt (written once, never
+// changed); condition: status = RECEIVED. When the condition fails the worker got
+// there first (it backfills queuedAt from the message's send time): the Transition is
+// not applied, nothing changes, and there is no error. A request that does not exist
+// is ErrNotFound.
+func (c *Client) MarkQueued(ctx context.Context, ref RequestRef, queuedAt EpochMillis) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, queuedAt)
+	a, err := indexArgs(args{pQueuedAt: queuedAt}, ref, queuedAt)
 	if err != nil {
 		return Transition{}, err
 	}
-	t, err := c.apply(ctx, transition{
-		key: key, from: []Status{StatusReceived}, to: StatusQueued,
-		update: setIndexKeys(expression.Set(expression.Name("queuedAt"), expression.Value(queuedAt)), index),
-		note:   "message sent",
-	})
+	t, err := c.apply(ctx, key, write{row: &markQueuedRow, args: a, note: "message sent"}, txOptions{})
 	if err != nil {
-		return t, fmt.Errorf("mark queued %s: %w", m.RequestID, err)
+		return t, fmt.Errorf("mark queued %s: %w", ref.RequestID, err)
 	}
 	return t, nil
 }
 
-// MarkEnqueueFailed ends a request whose message could not be sent: seed 003's
-// "queuing failed" row, UpdateItem PK REQ#<requestId>, SK META, SET status =
-// FAILED_FINAL, uiResult FAILED, resultCode and errorCode FAILED_INGEST_ENQUEUE,
-// failureClass RETRYABLE, errorMessage (cause, at most 256 characters), finishedAt,
-// and the index keys from requestedAt (it has no queuedAt), so it still shows in the
-// lists; condition: status = RECEIVED. In the same TransactWriteItems it deletes the
-// user's IdempotencyLock (condition: the lock names this request), so the user's next
-// click makes a fresh request while this one stays on record. When the status
-// condition fails the message got through after all (the worker has the request):
-// the Transition is not applied and nothing changes.
-func (c *Client) MarkEnqueueFailed(ctx context.Context, m Message, cause error) (Transition, error) {
-	key, err := NewRequestKey(m.RequestID)
+// MarkEnqueueFailed ends a request whose message could not be sent: the "enqueue
+// failure" row, UpdateItem PK REQ#<requestId>, SK META, SET status = FAILED_FINAL,
+// uiResult FAILED, resultCode and errorCode FAILED_INGEST_ENQUEUE, failureClass
+// RETRYABLE, errorMessage (cause, at most 256 characters), finishedAt, and the index
+// keys from requestedAt (it has no queuedAt), so it still shows in the lists;
+// condition: status = RECEIVED. In the same TransactWriteItems the "release lock"
+// row deletes the user's IdempotencyLock (condition: the lock names this request),
+// so the user's next click makes a fresh request while this one stays on record.
+// When the status condition fails the message got through after all (the worker has
+// the request): the Transition is not applied and nothing changes.
+func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, requestedAt EpochMillis, cause error) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	lock, err := NewLockKey(m.EventID, m.UserID)
+	lock, err := NewLockKey(ref.EventID, ref.UserID)
 	if err != nil {
 		return Transition{}, err
 	}
-	index, err := NewIndexKeys(m.EventID, m.UserID, m.RequestID, m.RequestedAt)
+	a, err := indexArgs(args{pNow: c.now(), pErrorMessage: errorText(cause)}, ref, requestedAt)
 	if err != nil {
 		return Transition{}, err
 	}
-	lockNamesRequest, err := expression.NewBuilder().
-		WithCondition(expression.Name("requestId").Equal(expression.Value(m.RequestID))).Build()
+	release := write{row: &releaseLockRow, key: lock.Key(), args: args{pRequestID: ref.RequestID}}
+	t, err := c.apply(ctx, key, write{row: &enqueueFailedRow, args: a, note: "enqueue failed"}, txOptions{}, release)
 	if err != nil {
-		return Transition{}, err
-	}
-	release := types.TransactWriteItem{Delete: &types.Delete{
-		TableName:                 aws.String(c.opts.TableName),
-		Key:                       avKey(lock.Key()),
-		ConditionExpression:       lockNamesRequest.Condition(),
-		ExpressionAttributeNames:  lockNamesRequest.Names(),
-		ExpressionAttributeValues: lockNamesRequest.Values(),
-	}}
-	update := failure(expression.UpdateBuilder{}, c.now(), ResultFailedIngestEnqueue, Retryable,
-		string(ResultFailedIngestEnqueue), errorText(cause))
-	t, err := c.apply(ctx, transition{
-		key: key, from: []Status{StatusReceived}, to: StatusFailedFinal,
-		update: setIndexKeys(update, index),
-		extra:  []types.TransactWriteItem{release},
-		note:   "enqueue failed",
-	})
-	if err != nil {
-		return t, fmt.Errorf("mark enqueue failed %s: %w", m.RequestID, err)
+		return t, fmt.Errorf("mark enqueue failed %s: %w", ref.RequestID, err)
 	}
 	return t, nil
 }
 
-// failure adds the fields of a FAILED_FINAL request to an update.
-func failure(u expression.UpdateBuilder, now EpochMillis, code ResultCode, class FailureClass, errorCode, message string) expression.UpdateBuilder {
-	return u.
-		Set(expression.Name("uiResult"), expression.Value(UIFailed)).
-		Set(expression.Name("resultCode"), expression.Value(code)).
-		Set(expression.Name("failureClass"), expression.Value(class)).
-		Set(expression.Name("errorCode"), expression.Value(errorCode)).
-		Set(expression.Name("errorMessage"), expression.Value(message)).
-		Set(expression.Name("finishedAt"), expression.Value(now))
+// StartProcessing is the "start processing" row: UpdateItem PK REQ#<requestId>, SK
+// META, SET status = PROCESSING, startedAt, leaseOwner and leaseExpiresAt = now +
+// lease.Duration, and (for the QUEUED race) queuedAt and the index keys from sentAt,
+// the message's send time, where they are not set yet; condition: status = QUEUED OR
+// status = RECEIVED OR (status = PROCESSING AND leaseExpiresAt ≤ now), the last being
+// a takeover of an expired lease. A lost condition is not an error: the Transition is
+// not applied and holds the request as it is (final: a duplicate delivery;
+// PROCESSING: another delivery holds a live lease). With Options.StatusLog the
+// condition is tried one status at a time, QUEUED first, so that the log names the
+// status left: a request met RECEIVED or PROCESSING costs a second call.
+func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, sentAt EpochMillis, lease Lease) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	now := c.now()
+	a, err := indexArgs(args{
+		pNow: now, pQueuedAt: sentAt, pLeaseOwner: lease.Owner,
+		pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration)),
+	}, ref, sentAt)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, key, write{row: &startProcessingRow, args: a, note: "started by " + lease.Owner}, txOptions{})
+	if err != nil {
+		return t, fmt.Errorf("start %s: %w", ref.RequestID, err)
+	}
+	return t, nil
 }
 
-// setIndexKeys adds the index keys to an update.
-func setIndexKeys(u expression.UpdateBuilder, k IndexKeys) expression.UpdateBuilder {
-	return u.
-		Set(expression.Name(attrGSI1PK), expression.Value(k.GSI1PK)).
-		Set(expression.Name(attrGSI1SK), expression.Value(k.GSI1SK)).
-		Set(expression.Name(attrGSI2PK), expression.Value(k.GSI2PK)).
-		Set(expression.Name(attrGSI2SK), expression.Value(k.GSI2SK))
+// MarkCapacityRejected is the "first-come capacity rejected" row: UpdateItem PK
+// REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
+// REJECTED_CAPACITY, finishedAt; condition status = PROCESSING AND leaseOwner =
+// lease.Owner. A lost condition is not an error: the Transition holds the request as
+// it is.
+func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, key, write{
+		row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity),
+	}, txOptions{})
+	if err != nil {
+		return t, fmt.Errorf("reject %s: %w", ref.RequestID, err)
+	}
+	return t, nil
+}
+
+// Failure describes why a request ends FAILED_FINAL, for MarkFailed.
+type Failure struct {
+	// Lease is the caller's lease, if it holds the request; the zero Lease otherwise.
+	Lease Lease
+	// SentAt is the message's send time: the queuedAt (and index keys) of a request
+	// that never got one. Default: now.
+	SentAt    EpochMillis
+	Class     FailureClass
+	Code      ResultCode // FAILED_WORKER, FAILED_VALIDATION, FAILED_SERDE, …
+	ErrorCode string     // a short code for operators: VALIDATION_FAILED, SERDE_ERROR, …
+	Cause     error      // stored as errorMessage, cut to 256 characters
+}
+
+// MarkFailed is the "final failure" row: UpdateItem PK REQ#<requestId>, SK META, SET
+// status = FAILED_FINAL, uiResult FAILED, resultCode, failureClass, errorCode,
+// errorMessage (at most 256 characters), finishedAt, and queuedAt and the index keys
+// from f.SentAt where missing; condition: status is PROCESSING, QUEUED or RECEIVED,
+// and not PROCESSING under another owner's live lease (status <> PROCESSING OR
+// leaseOwner = f.Lease.Owner OR leaseExpiresAt ≤ now). A lost condition is not an
+// error: the Transition holds the request as it is. A ref with only the request's ID
+// (a malformed message's) costs a read of the request for its event and user. With Options.StatusLog the status
+// is tried one at a time, PROCESSING first, so that the log names the status left: a
+// request met QUEUED or RECEIVED costs a second call.
+func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	if ValidateID("eventId", ref.EventID) != nil || ValidateID("userId", ref.UserID) != nil {
+		// A message that names its request but not validly its event and user (a
+		// malformed one): the request itself does.
+		r, err := c.getRequest(ctx, ref.RequestID, true)
+		if err != nil {
+			return Transition{}, fmt.Errorf("fail %s: %w", ref.RequestID, err)
+		}
+		ref = r.Ref()
+	}
+	now := c.now()
+	if f.SentAt == 0 {
+		f.SentAt = now
+	}
+	a, err := indexArgs(args{
+		pNow: now, pLeaseOwner: f.Lease.Owner, pQueuedAt: f.SentAt,
+		pResultCode: f.Code, pFailureClass: f.Class, pErrorCode: f.ErrorCode, pErrorMessage: errorText(f.Cause),
+	}, ref, f.SentAt)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, key, write{row: &finalFailureRow, args: a, note: f.ErrorCode}, txOptions{})
+	if err != nil {
+		return t, fmt.Errorf("fail %s: %w", ref.RequestID, err)
+	}
+	return t, nil
+}
+
+// releaseLease ends our lease at once so that the next delivery takes the request over
+// without waiting.
+func (c *Client) releaseLease(ctx context.Context, requestID, owner string) error {
+	return c.setLeaseExpiry(ctx, requestID, owner, c.now())
+}
+
+// extendLease moves our lease's expiry to now + d.
+func (c *Client) extendLease(ctx context.Context, requestID, owner string, d time.Duration) error {
+	return c.setLeaseExpiry(ctx, requestID, owner, MillisOf(c.opts.Clock().Add(d)))
+}
+
+// setLeaseExpiry moves the expiry of our lease to at: the "lease heartbeat" row,
+// UpdateItem SET leaseExpiresAt; condition status = PROCESSING AND leaseOwner =
+// owner. A lost condition is fine: the lease is gone either way.
+func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at EpochMillis) error {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return err
+	}
+	_, err = c.apply(ctx, key, write{row: &extendLeaseRow, args: args{pLeaseOwner: owner, pLeaseExpiresAt: at}}, txOptions{})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // errorText returns err's message cut to MaxErrorMessageLength characters.

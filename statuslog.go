@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // StatusLog is an optional StatusLog item (PK REQ#<requestId>, SK
@@ -40,27 +39,30 @@ type statusLogItem struct {
 	StatusLog
 }
 
-// statusLogPut returns the Put of the log entry of one transition of requestID, for
-// the transaction that makes the transition. The entry's suffix is random, so two
+// statusLogRow writes a log entry, in the transaction of its transition.
+var statusLogRow = row{name: "status log", method: "Options.StatusLog", item: EntityStatusLog, op: opPut, cond: &notExists}
+
+// statusLogEntry returns the write of the log entry of one transition of requestID,
+// for the transaction that makes the transition. The entry's suffix is random, so two
 // transitions of the same millisecond both stay.
-func (c *Client) statusLogPut(requestID string, from, to Status, message string) (*types.Put, error) {
+func (c *Client) statusLogEntry(requestID string, from, to Status, message string) (write, error) {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
+		return write{}, err
 	}
 	now := c.now()
-	key, err := NewStatusLogKey(requestID, now, string(to)+"-"+hex.EncodeToString(b[:]))
+	key, err := newStatusLogKey(requestID, now, string(to)+"-"+hex.EncodeToString(b[:]))
 	if err != nil {
-		return nil, err
+		return write{}, err
 	}
-	return c.putIfAbsent(statusLogItem{Key: key.Key(), StatusLog: StatusLog{
+	return write{row: &statusLogRow, item: statusLogItem{Key: key.key(), StatusLog: StatusLog{
 		EntityType: EntityStatusLog, RequestID: requestID, FromStatus: from, ToStatus: to,
 		OccurredAt: now, Message: message, TTL: expiry(now, c.opts.StatusLogTTL),
-	}})
+	}}}, nil
 }
 
-// ListStatusLogs returns a request's status log, oldest first: seed 003's "status
-// log" row, Query PK = REQ#<requestId> AND begins_with(SK, "LOG#"), all pages. It is
+// ListStatusLogs returns a request's status log, oldest first: the "status logs"
+// row, Query PK = REQ#<requestId> AND begins_with(SK, "LOG#"), all pages. It is
 // empty when Options.StatusLog was off while the request ran.
 func (c *Client) ListStatusLogs(ctx context.Context, requestID string) ([]StatusLog, error) {
 	key, err := NewRequestKey(requestID)
@@ -68,18 +70,13 @@ func (c *Client) ListStatusLogs(ctx context.Context, requestID string) ([]Status
 		return nil, err
 	}
 	cond := expression.Key(attrPK).Equal(expression.Value(key.Key().PK)).
-		And(expression.Key(attrSK).BeginsWith(StatusLogPrefix))
+		And(expression.Key(attrSK).BeginsWith(statusLogPrefix))
 	expr, err := expression.NewBuilder().WithKeyCondition(cond).Build()
 	if err != nil {
 		return nil, err
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(c.opts.TableName),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := c.query("", expr)
+	in.ConsistentRead = aws.Bool(true)
 	var logs []StatusLog
 	for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)

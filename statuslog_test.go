@@ -50,24 +50,32 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	queued, err := c.Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "ann")
 	require.NoError(t, err)
 	ann := message(queued.RequestID, "ann")
-	tr, n := calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "A", time.Minute) })
+	tr, n := calls(func() (asyncevent.Transition, error) {
+		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "A", Duration: time.Minute})
+	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 1, n, "QUEUED, the likeliest, in one call")
 	clock.Advance(time.Millisecond)
-	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "C", time.Minute) })
+	tr, n = calls(func() (asyncevent.Transition, error) {
+		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "C", Duration: time.Minute})
+	})
 	assert.False(t, tr.Applied, "A's lease is live")
 	assert.Equal(t, 2, n)
 	clock.Advance(2 * time.Minute)
-	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "B", time.Minute) })
+	tr, n = calls(func() (asyncevent.Transition, error) {
+		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "B", Duration: time.Minute})
+	})
 	assert.True(t, tr.Applied, "B takes A's expired lease over")
 	assert.Equal(t, 2, n)
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.MarkFailed(ctx, ann, asyncevent.Failure{LeaseOwner: "B", Code: asyncevent.ResultFailedWorker, Cause: errors.New("boom")})
+		return c.MarkFailed(ctx, ann.Ref(), asyncevent.Failure{Lease: asyncevent.Lease{Owner: "B"}, Code: asyncevent.ResultFailedWorker, Cause: errors.New("boom")})
 	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 1, n, "PROCESSING, the likeliest, in one call")
-	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, ann, sentAt, "D", time.Minute) })
+	tr, n = calls(func() (asyncevent.Transition, error) {
+		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "D", Duration: time.Minute})
+	})
 	assert.False(t, tr.Applied, "a duplicate delivery of a final request")
 	assert.Equal(t, 1, n, "a final status is not tried again")
 	assert.Equal(t, [][2]asyncevent.Status{
@@ -81,7 +89,9 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	require.NoError(t, err)
 	bob := message(received.RequestID, "bob")
 	clock.Advance(time.Millisecond)
-	tr, n = calls(func() (asyncevent.Transition, error) { return c.StartProcessing(ctx, bob, sentAt, "A", time.Minute) })
+	tr, n = calls(func() (asyncevent.Transition, error) {
+		return c.StartProcessing(ctx, bob.Ref(), sentAt, asyncevent.Lease{Owner: "A", Duration: time.Minute})
+	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 2, n)
 	assert.Equal(t, [][2]asyncevent.Status{
@@ -93,7 +103,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	cat := message(queued.RequestID, "cat")
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.MarkFailed(ctx, cat, asyncevent.Failure{Code: asyncevent.ResultFailedSerde, Cause: errors.New("unreadable")})
+		return c.MarkFailed(ctx, cat.Ref(), asyncevent.Failure{Code: asyncevent.ResultFailedSerde, Cause: errors.New("unreadable")})
 	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 2, n)

@@ -53,7 +53,7 @@ type sweepRow struct {
 // still RECEIVED are not on GSI2; the user's next click sends them again
 // (Options.RedriveAfter).
 func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepOptions) (*SweepReport, error) {
-	if _, err := NewEventPartition(eventID); err != nil {
+	if _, err := newEventPartition(eventID); err != nil {
 		return nil, err
 	}
 	if opts.StuckAfter <= 0 {

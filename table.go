@@ -11,16 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The table's key attributes and indexes (seed 001 §1, §7).
+// The table's indexes.
 const (
-	attrPK     = "PK"
-	attrSK     = "SK"
-	attrGSI1PK = "GSI1PK"
-	attrGSI1SK = "GSI1SK"
-	attrGSI2PK = "GSI2PK"
-	attrGSI2SK = "GSI2SK"
-	attrTTL    = "ttl"
-
 	// IndexUser is GSI1: a user's requests in queue order ("my participations").
 	IndexUser = "GSI1"
 	// IndexEvent is GSI2: an event's requests in queue order (the admin list).

@@ -70,10 +70,6 @@ func run(ctx context.Context, table, endpoint string) error {
 	if err != nil {
 		return err
 	}
-	logKey, err := asyncevent.NewStatusLogKey(requestID, queuedAt, "01")
-	if err != nil {
-		return err
-	}
 	index, err := asyncevent.NewIndexKeys(eventID, userID, requestID, queuedAt)
 	if err != nil {
 		return err
@@ -84,7 +80,6 @@ func run(ctx context.Context, table, endpoint string) error {
 	row("Request", req.Key().PK, req.Key().SK)
 	row("IdempotencyLock", lock.Key().PK, lock.Key().SK)
 	row("EventCapacity", capacity.Key().PK, capacity.Key().SK)
-	row("StatusLog", logKey.Key().PK, logKey.Key().SK)
 	row("GSI1 (user)", index.GSI1PK, index.GSI1SK)
 	row("GSI2 (event)", index.GSI2PK, index.GSI2SK)
 

@@ -57,7 +57,7 @@ func BenchmarkParseLockKey(b *testing.B) {
 	key := k.Key()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := asyncevent.ParseLockKey(key); err != nil {
+		if _, err := key.Entity(); err != nil {
 			b.Fatal(err)
 		}
 	}

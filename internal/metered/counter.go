@@ -186,30 +186,14 @@ func (c *Counter) record(ctx context.Context, k call) {
 }
 
 // kindOf names the kind of item a key (or a whole item) belongs to, by parsing its
-// PK and SK with the library's key parsers.
+// PK and SK with the library's key parsers (Key.Entity).
 func kindOf(item map[string]types.AttributeValue) asyncevent.EntityType {
 	var key asyncevent.Key
 	if err := attributevalue.UnmarshalMap(item, &key); err != nil {
 		return OtherItems
 	}
-	if _, err := asyncevent.ParseRequestKey(key); err == nil {
-		return asyncevent.EntityRequest
-	}
-	if _, err := asyncevent.ParseLockKey(key); err == nil {
-		return asyncevent.EntityIdempotency
-	}
-	if k, err := asyncevent.ParseEventKey(key); err == nil {
-		switch k.Item() {
-		case asyncevent.EventItemCapacity:
-			return asyncevent.EntityCapacity
-		case asyncevent.EventItemDraw:
-			return asyncevent.EntityDraw
-		default:
-			return asyncevent.EntityConfig
-		}
-	}
-	if _, err := asyncevent.ParseStatusLogKey(key); err == nil {
-		return asyncevent.EntityStatusLog
+	if kind, err := key.Entity(); err == nil {
+		return kind
 	}
 	return OtherItems
 }

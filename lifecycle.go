@@ -1,0 +1,139 @@
+package asyncevent
+
+// The vocabulary of a request's lifecycle: event types, statuses, results, phases.
+// The writes that move a request from one status to the next are rows, declared
+// beside the items they write (rows.go); CanTransition reads them.
+
+// EventType is the kind of an event (stored as eventType).
+type EventType string
+
+// The event types.
+const (
+	// FirstCome events have a capacity N: the first N requests in processing order win.
+	FirstCome EventType = "FIRST_COME"
+	// Lottery events draw K winners among the entries queued before the cutoff.
+	Lottery EventType = "LOTTERY"
+)
+
+// Valid reports whether t is one of the event types.
+func (t EventType) Valid() bool { return t == FirstCome || t == Lottery }
+
+// EntityType tells which kind of item a row of the table is; every item carries it.
+type EntityType string
+
+// The entity types of the table's items.
+const (
+	EntityRequest     EntityType = "REQUEST"
+	EntityIdempotency EntityType = "IDEMPOTENCY"
+	EntityCapacity    EntityType = "CAPACITY"
+	EntityStatusLog   EntityType = "STATUS_LOG"
+	EntityConfig      EntityType = "CONFIG"
+	EntityDraw        EntityType = "DRAW"
+)
+
+// Status is the backend state of a request (stored as status). A request moves
+// RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED | FAILED_FINAL; every write of
+// it is conditional on the current status, and a terminal status never changes again.
+type Status string
+
+// The request statuses.
+const (
+	StatusReceived    Status = "RECEIVED"     // written at ingest with the lock
+	StatusQueued      Status = "QUEUED"       // the message is on the queue; queuedAt fixed
+	StatusProcessing  Status = "PROCESSING"   // a worker holds the lease
+	StatusSucceeded   Status = "SUCCEEDED"    // won: first-come seat or lottery win
+	StatusRejected    Status = "REJECTED"     // lost: capacity, lottery, closed, duplicate
+	StatusFailedFinal Status = "FAILED_FINAL" // will not be retried
+)
+
+// Valid reports whether s is one of the statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusReceived, StatusQueued, StatusProcessing, StatusSucceeded, StatusRejected, StatusFailedFinal:
+		return true
+	}
+	return false
+}
+
+// rank orders statuses along the lifecycle.
+func (s Status) rank() int {
+	switch s {
+	case StatusReceived:
+		return 0
+	case StatusQueued:
+		return 1
+	case StatusProcessing:
+		return 2
+	}
+	return 3
+}
+
+// IsTerminal reports whether s is final: SUCCEEDED, REJECTED or FAILED_FINAL.
+func (s Status) IsTerminal() bool {
+	return s == StatusSucceeded || s == StatusRejected || s == StatusFailedFinal
+}
+
+// UIResult is the coarse result for the front end (stored as uiResult).
+type UIResult string
+
+// The UI results.
+const (
+	UIPending  UIResult = "PENDING"
+	UISuccess  UIResult = "SUCCESS"
+	UIRejected UIResult = "REJECTED"
+	UIFailed   UIResult = "FAILED"
+)
+
+// UIResultOf returns the UI result that goes with a status.
+func UIResultOf(s Status) UIResult {
+	switch s {
+	case StatusSucceeded:
+		return UISuccess
+	case StatusRejected:
+		return UIRejected
+	case StatusFailedFinal:
+		return UIFailed
+	}
+	return UIPending
+}
+
+// ResultCode is the detailed outcome of a request, for operators and analysis
+// (stored as resultCode). A lottery win is ResultSuccess, a loss ResultLotteryLose.
+type ResultCode string
+
+// The result codes.
+const (
+	ResultSuccess             ResultCode = "SUCCESS"
+	ResultRejectedCapacity    ResultCode = "REJECTED_CAPACITY"
+	ResultRejectedDuplicate   ResultCode = "REJECTED_DUPLICATE"
+	ResultLotteryLose         ResultCode = "REJECTED_LOTTERY_LOSE"
+	ResultRejectedClosed      ResultCode = "REJECTED_CLOSED"
+	ResultFailedIngestEnqueue ResultCode = "FAILED_INGEST_ENQUEUE"
+	ResultFailedWorker        ResultCode = "FAILED_WORKER"
+	ResultFailedValidation    ResultCode = "FAILED_VALIDATION"
+	ResultFailedSerde         ResultCode = "FAILED_SERDE"
+)
+
+// UIPhase is the front-end phase of a LOTTERY request (stored as uiPhase). It is text
+// for the screen, not a backend status.
+type UIPhase string
+
+// The lottery phases.
+const (
+	PhaseCollecting UIPhase = "COLLECTING"
+	PhaseDrawing    UIPhase = "DRAWING"
+	PhaseAnnounced  UIPhase = "ANNOUNCED"
+)
+
+// FailureClass tells whether a failure was worth retrying (stored as failureClass).
+type FailureClass string
+
+// The failure classes.
+const (
+	Retryable    FailureClass = "RETRYABLE"
+	NonRetryable FailureClass = "NON_RETRYABLE"
+)
+
+// MaxErrorMessageLength is the longest errorMessage, in characters, that a request
+// stores: a hint for operators, not a stack trace.
+const MaxErrorMessageLength = 256

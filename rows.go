@@ -1,0 +1,428 @@
+package asyncevent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The rows of the access-pattern table, and the one engine that writes them.
+//
+// Every conditional write of the library is a row, declared once beside its item: its
+// name in the access-pattern table (doc.go), the method that makes it, the item it
+// writes, and for a status write the statuses it leaves, the guard, the status it
+// enters and what it sets. CanTransition and the table in doc.go are read off these
+// declarations (a test holds doc.go to them), and apply is the only code that turns
+// a row into a DynamoDB call: a conditional UpdateItem, PutItem or DeleteItem, or a
+// TransactWriteItems when a status-log entry or another item goes with it.
+//
+// A row's expressions are built once, with params standing in for the values that
+// change from call to call; a call fills its params in.
+
+// op is the DynamoDB operation of a row.
+type op string
+
+const (
+	opUpdate op = "UpdateItem"
+	opPut    op = "PutItem"
+	opDelete op = "DeleteItem"
+)
+
+// row is one conditional write of the access-pattern table.
+type row struct {
+	name   string     // as in the access-pattern table of doc.go
+	method string     // the Client method that makes the write
+	item   EntityType // the item it writes
+	op     op
+
+	// A status write leaves one of from (the likeliest first) for to. A row that
+	// writes no status has no from, and cond is its whole condition.
+	from  []leave
+	to    Status
+	guard *expression.ConditionBuilder // holds too, whatever the status left
+	cond  *expression.ConditionBuilder // the condition of a row that writes no status
+
+	sets []set // the update's SET actions besides status, in order
+
+	once    sync.Once
+	all     built            // the condition allowing every status of from
+	byStart map[Status]built // the condition of each status of from alone (Options.StatusLog)
+}
+
+// leave is a status a row may leave, with what must hold besides when it does.
+type leave struct {
+	status Status
+	when   *expression.ConditionBuilder
+}
+
+// set is one SET action of an update.
+type set struct {
+	attr  string
+	value expression.OperandBuilder
+}
+
+// setTo sets attr to v: a constant, or a param filled in by each call.
+func setTo(attr string, v any) set { return set{attr, expression.Value(v)} }
+
+// setIfMissing sets attr to p's value where the item has no attr yet.
+func setIfMissing(attr string, p param) set {
+	return set{attr, expression.IfNotExists(expression.Name(attr), expression.Value(p))}
+}
+
+// param stands for a value that a row's expression takes at each call.
+type param string
+
+// paramMark begins the text a param marshals to in a built expression, which no
+// stored value begins with.
+const paramMark = "\x00param:"
+
+// MarshalDynamoDBAttributeValue writes the placeholder that fill replaces.
+func (p param) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	return &types.AttributeValueMemberS{Value: paramMark + string(p)}, nil
+}
+
+// args are the values of a row's params for one call.
+type args map[param]any
+
+// built is a row's expression, built once; fill completes it for a call.
+type built struct {
+	condition *string
+	update    *string
+	names     map[string]string
+	values    map[string]types.AttributeValue // the constants
+	params    map[string]param                // value placeholder → the param it stands for
+}
+
+func (r *row) build() {
+	r.once.Do(func() {
+		r.all = r.mustBuild(r.condition(r.from))
+		if len(r.from) > 1 {
+			r.byStart = map[Status]built{}
+			for _, l := range r.from {
+				r.byStart[l.status] = r.mustBuild(r.condition([]leave{l}))
+			}
+		}
+	})
+}
+
+// condition is the row's condition when the request may be in any of from.
+func (r *row) condition(from []leave) *expression.ConditionBuilder {
+	if len(from) == 0 {
+		return r.cond
+	}
+	var cond expression.ConditionBuilder
+	for i, l := range from {
+		c := expression.Name(attrStatus).Equal(expression.Value(l.status))
+		if l.when != nil {
+			c = c.And(*l.when)
+		}
+		if i == 0 {
+			cond = c
+		} else {
+			cond = cond.Or(c)
+		}
+	}
+	if r.guard != nil {
+		cond = cond.And(*r.guard)
+	}
+	return &cond
+}
+
+// mustBuild builds the row's expression under cond. A row that does not build is a
+// mistake in its declaration, found by the first test that writes it.
+func (r *row) mustBuild(cond *expression.ConditionBuilder) built {
+	b := expression.NewBuilder()
+	if cond != nil {
+		b = b.WithCondition(*cond)
+	}
+	sets := r.sets
+	if r.to != "" {
+		sets = append([]set{setTo(attrStatus, r.to)}, sets...)
+	}
+	if len(sets) > 0 {
+		u := expression.Set(expression.Name(sets[0].attr), sets[0].value)
+		for _, s := range sets[1:] {
+			u = u.Set(expression.Name(s.attr), s.value)
+		}
+		b = b.WithUpdate(u)
+	}
+	expr, err := b.Build()
+	if err != nil {
+		panic(fmt.Sprintf("asyncevent: row %q does not build: %v", r.name, err))
+	}
+	out := built{condition: expr.Condition(), update: expr.Update(), names: expr.Names(), params: map[string]param{}}
+	if r.op == opUpdate && out.update == nil {
+		panic(fmt.Sprintf("asyncevent: row %q updates nothing", r.name))
+	}
+	out.values = map[string]types.AttributeValue{}
+	for k, v := range expr.Values() {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.HasPrefix(s.Value, paramMark) {
+			out.params[k] = param(strings.TrimPrefix(s.Value, paramMark))
+			continue
+		}
+		out.values[k] = v
+	}
+	return out
+}
+
+// variant is the row's built expression leaving start, or leaving any status of
+// from when start is "".
+func (r *row) variant(start Status) built {
+	r.build()
+	if b, ok := r.byStart[start]; ok {
+		return b
+	}
+	return r.all
+}
+
+// fill returns the expression's values for a call: its constants and the call's
+// params.
+func (b built) fill(name string, a args) (map[string]types.AttributeValue, error) {
+	if len(b.values)+len(b.params) == 0 {
+		return nil, nil
+	}
+	values := maps.Clone(b.values)
+	for placeholder, p := range b.params {
+		v, ok := a[p]
+		if !ok {
+			return nil, fmt.Errorf("asyncevent: row %q: no value for %s", name, p)
+		}
+		av, err := attributevalue.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("asyncevent: row %q: %s: %w", name, p, err)
+		}
+		values[placeholder] = av
+	}
+	return values, nil
+}
+
+// leaves reports whether r may start from status s.
+func (r *row) leaves(s Status) bool {
+	return slices.ContainsFunc(r.from, func(l leave) bool { return l.status == s })
+}
+
+// A write is one row applied to one item.
+type write struct {
+	row  *row
+	key  Key
+	item any // opPut: the item
+	args args
+	note string // the status log's message; default the row's name
+	// lost turns this write's failed condition, inside a transaction with others, into
+	// the call's outcome; nil makes it an error.
+	lost func(old map[string]types.AttributeValue) (Transition, error)
+}
+
+// conditionLost reports that write index of a call failed its condition; old is the
+// item as the condition found it, nil when there was none.
+type conditionLost struct {
+	row   *row
+	index int
+	old   map[string]types.AttributeValue
+}
+
+func (e *conditionLost) Error() string {
+	return fmt.Sprintf("asyncevent: the condition of %q failed", e.row.name)
+}
+
+// txAttempts bounds the attempts of a transaction that lost a TransactionConflict
+// (another transaction or write touched one of its items at the same time).
+const txAttempts = 8
+
+// txOptions are the options of a transaction.
+type txOptions struct {
+	// token derives the ClientRequestToken of an attempt, so that the SDK's retry of
+	// a call whose answer was lost returns success rather than failing on the call's
+	// own first write. nil lets the SDK pick a random one.
+	token func(attempt int) string
+}
+
+// do makes the writes: one conditional UpdateItem, PutItem or DeleteItem, or one
+// TransactWriteItems of them all, retried with backoff on TransactionConflict. A
+// failed condition is a *conditionLost naming the write.
+func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Status) error {
+	items := make([]types.TransactWriteItem, len(ws))
+	for i, w := range ws {
+		start := Status("")
+		if i < len(starts) {
+			start = starts[i]
+		}
+		item, err := c.input(w, start)
+		if err != nil {
+			return err
+		}
+		items[i] = item
+	}
+	if len(items) == 1 {
+		err := c.single(ctx, items[0])
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return &conditionLost{row: ws[0].row, old: ccf.Item}
+		}
+		return err
+	}
+	for attempt := range txAttempts {
+		in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+		if tx.token != nil {
+			in.ClientRequestToken = aws.String(tx.token(attempt))
+		}
+		_, err := c.db.TransactWriteItems(ctx, in)
+		reasons := cancellationReasons(err)
+		for i := range ws {
+			if conditionFailed(reasons, i) {
+				return &conditionLost{row: ws[i].row, index: i, old: reasons[i].Item}
+			}
+		}
+		if !hasConflict(reasons) {
+			return err
+		}
+		if err := sleep(ctx, conflictBackoff(attempt)); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %d transaction conflicts in a row", ws[0].row.name, txAttempts)
+}
+
+// Transition reports a conditional write of a request. A lost condition is an
+// outcome, not an error: Applied is false and Current holds the request as the
+// condition found it, read from the same call (ReturnValuesOnConditionCheckFailure
+// ALL_OLD).
+type Transition struct {
+	Applied bool
+	// Current is the request as the failed condition found it; nil when the
+	// request's own condition held and another item's failed (SoldOut).
+	Current *Request
+	// SoldOut is ClaimSeat's: the request was PROCESSING under the lease, but no seat
+	// was left. Nothing was written.
+	SoldOut bool
+}
+
+// apply writes a request row and what goes with it: the status-log entry
+// (Options.StatusLog) and extra, in one TransactWriteItems, or a single UpdateItem
+// when there is nothing else.
+//
+// The status log names the status a request left, and one write cannot both allow
+// several and say which it met. So with Options.StatusLog a row allowed from several
+// statuses is tried from one at a time: the likeliest first, then the one a failed
+// condition found, when the row leaves it too. A request met in a less likely status
+// costs a second call.
+func (c *Client) apply(ctx context.Context, key RequestKey, w write, tx txOptions, extra ...write) (Transition, error) {
+	w.key = key.Key()
+	if !c.opts.StatusLog || w.row.to == "" {
+		return c.applyFrom(ctx, key, "", w, tx, extra)
+	}
+	start := w.row.from[0].status
+	for attempt := 0; ; attempt++ {
+		t, err := c.applyFrom(ctx, key, start, w, tx, extra)
+		if err != nil || t.Applied || t.Current == nil || t.Current.Status == start || !w.row.leaves(t.Current.Status) || attempt == len(w.row.from) {
+			return t, err // applied, or the condition lost for good (or the status kept moving)
+		}
+		start = t.Current.Status
+	}
+}
+
+// applyFrom writes w leaving start ("" for any of its statuses).
+func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w write, tx txOptions, extra []write) (Transition, error) {
+	ws := []write{w}
+	starts := []Status{start}
+	if c.opts.StatusLog && w.row.to != "" {
+		note := w.note
+		if note == "" {
+			note = w.row.name
+		}
+		entry, err := c.statusLogEntry(key.RequestID(), start, w.row.to, note)
+		if err != nil {
+			return Transition{}, err
+		}
+		ws = append(ws, entry)
+	}
+	ws = append(ws, extra...)
+	err := c.do(ctx, tx, ws, starts...)
+	var lost *conditionLost
+	switch {
+	case err == nil:
+		return Transition{Applied: true}, nil
+	case !errors.As(err, &lost):
+		return Transition{}, err
+	case lost.index == 0:
+		return lostCondition(key, lost.old)
+	case ws[lost.index].lost != nil:
+		return ws[lost.index].lost(lost.old)
+	}
+	return Transition{}, err
+}
+
+// lostCondition reads the request a failed condition returned; none means there is no
+// such request.
+func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transition, error) {
+	if old == nil {
+		return Transition{}, fmt.Errorf("%w: request %s", ErrNotFound, key.RequestID())
+	}
+	var item requestItem
+	if err := attributevalue.UnmarshalMap(old, &item); err != nil {
+		return Transition{}, err
+	}
+	return Transition{Current: &item.Request}, nil
+}
+
+// rows lists every row, in the order of the access-pattern table.
+func rows() []*row {
+	return []*row{
+		&participateRow, &createRequestRow, &markQueuedRow, &enqueueFailedRow, &releaseLockRow,
+		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &capacityRejectedRow,
+		&lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow,
+		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawAnnounceRow, &eventAnnouncedRow,
+	}
+}
+
+// CanTransition reports whether a row of the access-pattern table writes status to
+// on a request in status from: the forward path, PROCESSING → PROCESSING (a later
+// delivery takes over an expired lease), RECEIVED → PROCESSING (the worker got the
+// message before ingest wrote QUEUED), a lottery entry's QUEUED → SUCCEEDED or
+// REJECTED at the draw, and a failure from any status that is not final.
+func CanTransition(from, to Status) bool {
+	for _, r := range rows() {
+		if r.to == to && r.leaves(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// placeholder matches the name and value placeholders of a built expression.
+var placeholder = regexp.MustCompile(`[#:][0-9]+`)
+
+// describe writes a built expression back in the words of the access-pattern table:
+// attribute names for their placeholders, constants as they are, and params as
+// :name.
+func (b built) describe(text *string) string {
+	if text == nil {
+		return ""
+	}
+	return strings.TrimSpace(placeholder.ReplaceAllStringFunc(*text, func(ph string) string {
+		if n, ok := b.names[ph]; ok {
+			return n
+		}
+		if p, ok := b.params[ph]; ok {
+			return ":" + string(p)
+		}
+		switch v := b.values[ph].(type) {
+		case *types.AttributeValueMemberS:
+			return v.Value
+		case *types.AttributeValueMemberN:
+			return v.Value
+		}
+		return ph
+	}))
+}

@@ -1,0 +1,313 @@
+package asyncevent
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The access-pattern table of doc.go is the team's reference; these tests hold it to
+// the code. Its writes are read off the row declarations (the condition and update
+// each row builds), its reads are listed here, and every row names an existing
+// method. UPDATE_DOC=1 rewrites the table from the declarations.
+
+// docRow is one row of the access-pattern table.
+type docRow struct {
+	name, method, operation, key string
+	condition, update            string // writes only
+}
+
+// readRows are the table's reads: GetItem and Query, no condition.
+var readRows = []docRow{
+	{name: "get request", method: "GetRequest", operation: "GetItem", key: "REQ#<requestId> / META"},
+	{name: "participate (duplicate)", method: "LookupParticipation", operation: "GetItem", key: "IDEMP#<eventId>#<userId> / LOCK"},
+	{name: "my participations", method: "ListUserRequests", operation: "Query GSI1", key: "USER#<userId>, newest first, limit 20"},
+	{name: "event requests", method: "ListEventRequests", operation: "Query GSI2", key: "EVENT#<eventId>, either order, status filter"},
+	{name: "event statistics", method: "EventStats", operation: "Query GSI2", key: "EVENT#<eventId>, every request once"},
+	{name: "status logs", method: "ListStatusLogs", operation: "Query", key: `REQ#<requestId>, begins_with(SK, "LOG#")`},
+	{name: "get event", method: "GetEvent", operation: "GetItem", key: "EVENT#<eventId> / CONFIG"},
+	{name: "get capacity", method: "GetCapacity", operation: "GetItem", key: "EVENT#<eventId> / CAPACITY"},
+	{name: "get draw", method: "GetDraw", operation: "GetItem", key: "EVENT#<eventId> / DRAW"},
+}
+
+// keyOf is the key a row writes, as the table states it.
+func keyOf(r *row) string {
+	if r == &createEventRow {
+		return "EVENT#<eventId> / CONFIG, and CAPACITY or DRAW"
+	}
+	return map[EntityType]string{
+		EntityRequest:     "REQ#<requestId> / META",
+		EntityIdempotency: "IDEMP#<eventId>#<userId> / LOCK",
+		EntityCapacity:    "EVENT#<eventId> / CAPACITY",
+		EntityConfig:      "EVENT#<eventId> / CONFIG",
+		EntityDraw:        "EVENT#<eventId> / DRAW",
+		EntityStatusLog:   "REQ#<requestId> / LOG#<occurredAt>#<suffix>",
+	}[r.item]
+}
+
+// writeRows reads the table's writes off the row declarations.
+func writeRows() []docRow {
+	var out []docRow
+	for _, r := range rows() {
+		b := r.variant("")
+		out = append(out, docRow{
+			name: r.name, method: r.method, operation: string(r.op), key: keyOf(r),
+			condition: b.describe(b.condition), update: b.describe(b.update),
+		})
+	}
+	return out
+}
+
+const (
+	docBegin = "//\t\tWRITES"
+	docWidth = 92 // wrap if and set lines here
+)
+
+// renderTable writes the two tables of doc.go's access-pattern section.
+func renderTable() string {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, "//\t"+format+"\n", args...) }
+	head := func(title string) {
+		line("\t%s", title)
+		line("%-30s %-26s %-11s %s", "row", "method", "operation", "key")
+	}
+	wrap := func(label, text string) {
+		if text == "" {
+			return
+		}
+		prefix := fmt.Sprintf("    %-4s ", label)
+		cur := prefix
+		for i, part := range splitTopLevel(text) {
+			if i > 0 && len(cur)+len(part) > docWidth {
+				line("%s", strings.TrimRight(cur, " "))
+				cur = strings.Repeat(" ", len(prefix)) + strings.TrimLeft(part, " ")
+				continue
+			}
+			cur += part
+		}
+		line("%s", cur)
+	}
+	head("WRITES")
+	for _, r := range writeRows() {
+		line("%-30s %-26s %-11s %s", r.name, r.method, r.operation, r.key)
+		wrap("if", r.condition)
+		wrap("set", r.update)
+	}
+	head("READS")
+	for _, r := range readRows {
+		line("%-30s %-26s %-11s %s", r.name, r.method, r.operation, r.key)
+	}
+	return b.String()
+}
+
+// splitTopLevel cuts an expression where a table line may wrap: after a comma, and
+// before AND or OR, outside parentheses.
+func splitTopLevel(text string) []string {
+	var parts []string
+	depth, from := 0, 0
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		}
+		if depth != 0 {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(text[i:], ", "):
+			parts, from = append(parts, text[from:i+2]), i+2
+		case strings.HasPrefix(text[i:], " AND "), strings.HasPrefix(text[i:], " OR "):
+			parts, from = append(parts, text[from:i]), i
+		}
+	}
+	return append(parts, text[from:])
+}
+
+// docTableSpan returns where the tables sit in doc.go's text.
+func docTableSpan(t *testing.T, doc string) (int, int) {
+	start := strings.Index(doc, docBegin)
+	require.GreaterOrEqual(t, start, 0, "doc.go has no access-pattern table (a line %q)", docBegin)
+	end := strings.Index(doc[start:], "\n//\n")
+	require.Greater(t, end, 0, "the access-pattern table of doc.go ends with an empty comment line")
+	return start, start + end + 1
+}
+
+var docRowLine = regexp.MustCompile(`^//\t(\S.*?)\s{2,}(\S+)\s+(UpdateItem|PutItem|DeleteItem|GetItem|Query(?: GSI[12])?)\s+(.+)$`)
+
+// parseTable reads the rows of doc.go's tables back.
+func parseTable(text string) []docRow {
+	var out []docRow
+	var last *string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		body := strings.TrimPrefix(l, "//\t")
+		switch {
+		case strings.HasPrefix(body, "    if "):
+			out[len(out)-1].condition = strings.TrimSpace(body[len("    if "):])
+			last = &out[len(out)-1].condition
+		case strings.HasPrefix(body, "    set "):
+			out[len(out)-1].update = strings.TrimSpace(body[len("    set "):])
+			last = &out[len(out)-1].update
+		case strings.HasPrefix(body, "         "):
+			*last += " " + strings.TrimSpace(body)
+		default:
+			m := docRowLine.FindStringSubmatch(l)
+			if m == nil || m[1] == "row" {
+				continue
+			}
+			out = append(out, docRow{name: strings.TrimSpace(m[1]), method: m[2], operation: m[3], key: m[4]})
+			last = nil
+		}
+	}
+	return out
+}
+
+func TestAccessPatternTable(t *testing.T) {
+	raw, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	doc := string(raw)
+	start, end := docTableSpan(t, doc)
+	want := renderTable()
+	if os.Getenv("UPDATE_DOC") != "" {
+		require.NoError(t, os.WriteFile("doc.go", []byte(doc[:start]+want+doc[end:]), 0o644))
+		return
+	}
+
+	stated := parseTable(doc[start:end])
+	declared := append(writeRows(), readRows...)
+	byName := map[string]docRow{}
+	for _, r := range stated {
+		byName[r.name] = r
+	}
+	for _, r := range declared {
+		got, ok := byName[r.name]
+		if !assert.True(t, ok, "row %q is declared but missing from doc.go's table", r.name) {
+			continue
+		}
+		assert.Equal(t, r, got, "row %q: doc.go states one thing, the code builds another (UPDATE_DOC=1 go test -run TestAccessPatternTable rewrites the table)", r.name)
+	}
+	assert.Len(t, stated, len(declared), "doc.go's table has rows the code does not declare")
+	if !t.Failed() {
+		assert.True(t, want == doc[start:end], "doc.go's table is laid out differently from what the declarations give (UPDATE_DOC=1 rewrites it)")
+	}
+
+	for _, r := range stated {
+		assert.True(t, hasMethod(r.method), "row %q names %s, which the package does not have", r.name, r.method)
+	}
+}
+
+// hasMethod reports whether name is a method of Client, or Type.Member of a type
+// users see (Processor.ProcessMessages, Options.StatusLog).
+func hasMethod(name string) bool {
+	types := map[string]reflect.Type{
+		"Client": reflect.TypeFor[*Client](), "Processor": reflect.TypeFor[*Processor](), "Options": reflect.TypeFor[Options](),
+	}
+	typ, member := "Client", name
+	if before, after, ok := strings.Cut(name, "."); ok {
+		typ, member = before, after
+	}
+	t, ok := types[typ]
+	if !ok {
+		return false
+	}
+	if _, ok := t.MethodByName(member); ok {
+		return true
+	}
+	if t.Kind() == reflect.Struct {
+		_, ok := t.FieldByName(member)
+		return ok
+	}
+	return false
+}
+
+// TestRowsFillEveryParam: each row's params are the ones its method fills in; a
+// call that leaves one out is an error, not a malformed write.
+func TestRowsFillEveryParam(t *testing.T) {
+	for _, r := range rows() {
+		b := r.variant("")
+		_, err := b.fill(r.name, args{})
+		if len(b.params) == 0 {
+			assert.NoError(t, err, r.name)
+			continue
+		}
+		assert.ErrorContains(t, err, "no value for", r.name)
+	}
+}
+
+// TestCanTransitionReadsTheRows: CanTransition is exactly the status writes declared.
+func TestCanTransitionReadsTheRows(t *testing.T) {
+	statuses := []Status{StatusReceived, StatusQueued, StatusProcessing, StatusSucceeded, StatusRejected, StatusFailedFinal}
+	for _, from := range statuses {
+		for _, to := range statuses {
+			declared := slices.ContainsFunc(rows(), func(r *row) bool { return r.to == to && r.leaves(from) })
+			assert.Equal(t, declared, CanTransition(from, to), "%s → %s", from, to)
+		}
+	}
+}
+
+// TestAttributeNamesMatchTags: every attr constant names an attribute of an item,
+// as its struct's dynamodbav tag spells it, and sits in the file of an item that has
+// it.
+func TestAttributeNamesMatchTags(t *testing.T) {
+	items := []any{Request{}, IdempotencyLock{}, EventCapacity{}, EventConfig{}, DrawRecord{}, StatusLog{}, Key{}, IndexKeys{}}
+	tags := map[string][]string{} // attribute → the item types that have it
+	for _, it := range items {
+		typ := reflect.TypeOf(it)
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("dynamodbav"), ",")
+			tags[name] = append(tags[name], typ.Name())
+		}
+	}
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	require.NoError(t, err)
+	found := 0
+	for _, f := range pkgs["asyncevent"].Files {
+		declared := map[string]bool{} // the types declared in this file
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				declared[ts.Name.Name] = true
+			}
+			return true
+		})
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, id := range vs.Names {
+					if !strings.HasPrefix(id.Name, "attr") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					value, _ := strconv.Unquote(lit.Value)
+					found++
+					owners := tags[value]
+					if !assert.NotEmpty(t, owners, "%s = %q is no item's attribute", id.Name, value) {
+						continue
+					}
+					assert.True(t, slices.ContainsFunc(owners, func(o string) bool { return declared[o] }),
+						"%s = %q sits in %s, away from its item (%v)", id.Name, value, fset.File(f.Pos()).Name(), owners)
+				}
+			}
+		}
+	}
+	assert.Greater(t, found, 20, "the attr constants were found")
+}
