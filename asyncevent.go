@@ -28,14 +28,14 @@ type DynamoDB interface {
 
 var _ DynamoDB = (*dynamodb.Client)(nil)
 
-// DefaultTableName is the table name of the seeds, used when Options.TableName is empty.
+// DefaultTableName is the table name of the design, used when Options.TableName is empty.
 const DefaultTableName = "AsyncEventTable"
 
-// The default item lifetimes of seed 001 §6.
+// The default item lifetimes.
 const (
 	DefaultRequestTTL   = 90 * 24 * time.Hour
-	DefaultLockTTL      = 7 * 24 * time.Hour
-	DefaultStatusLogTTL = 30 * 24 * time.Hour
+	defaultLockTTL      = 7 * 24 * time.Hour
+	defaultStatusLogTTL = 30 * 24 * time.Hour
 )
 
 // Options configures a Client. The zero value is valid: every field has a default.
@@ -99,16 +99,16 @@ type Options struct {
 
 // The defaults of the Options fields that are not TTLs.
 const (
-	DefaultEventCacheTTL = 5 * time.Second
-	DefaultRedriveAfter  = 30 * time.Second
+	defaultEventCacheTTL = 5 * time.Second
+	defaultRedriveAfter  = 30 * time.Second
 
 	DefaultDrawSettleWindow = 30 * time.Second
-	DefaultDrawConcurrency  = 16
+	defaultDrawConcurrency  = 16
 
-	DefaultDuplicateCacheSize = 100_000
+	defaultDuplicateCacheSize = 100_000
 )
 
-// Client runs the access patterns of seed 003 on one table. It is safe for concurrent
+// Client runs the access patterns of the design (see the package doc) on one table. It is safe for concurrent
 // use.
 type Client struct {
 	db     DynamoDB
@@ -142,16 +142,16 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.RequestTTL = orDefault(opts.RequestTTL, DefaultRequestTTL)
-	opts.LockTTL = orDefault(opts.LockTTL, DefaultLockTTL)
-	opts.StatusLogTTL = orDefault(opts.StatusLogTTL, DefaultStatusLogTTL)
-	opts.EventCacheTTL = orDefault(opts.EventCacheTTL, DefaultEventCacheTTL)
-	opts.RedriveAfter = orDefault(opts.RedriveAfter, DefaultRedriveAfter)
+	opts.LockTTL = orDefault(opts.LockTTL, defaultLockTTL)
+	opts.StatusLogTTL = orDefault(opts.StatusLogTTL, defaultStatusLogTTL)
+	opts.EventCacheTTL = orDefault(opts.EventCacheTTL, defaultEventCacheTTL)
+	opts.RedriveAfter = orDefault(opts.RedriveAfter, defaultRedriveAfter)
 	opts.DrawSettleWindow = orDefault(opts.DrawSettleWindow, DefaultDrawSettleWindow)
 	if opts.DrawConcurrency <= 0 {
-		opts.DrawConcurrency = DefaultDrawConcurrency
+		opts.DrawConcurrency = defaultDrawConcurrency
 	}
 	if opts.DuplicateCacheSize == 0 {
-		opts.DuplicateCacheSize = DefaultDuplicateCacheSize
+		opts.DuplicateCacheSize = defaultDuplicateCacheSize
 	}
 	return &Client{
 		db: db, opts: opts,

@@ -146,8 +146,11 @@
 //
 // Participate writes the lock and the request in one TransactWriteItems, so neither
 // exists without the other; ClaimSeat spends a seat and writes SUCCEEDED in one
-// TransactWriteItems, so no seat is spent without a winner. [Client.Submit] is the whole ingest of a click:
-// Participate, send the message, MarkQueued (or MarkEnqueueFailed).
+// TransactWriteItems, so no seat is spent without a winner. [Client.Submit] is the
+// whole ingest of a click: Participate, send the message, MarkQueued (or
+// MarkEnqueueFailed). Row methods take the request as a [RequestRef] and a worker's
+// hold as a [Lease]. A lost condition is an outcome, not an error: every row returns
+// a [Transition] that is not Applied and holds the request as the condition found it.
 //
 // # Invariants
 //

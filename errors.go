@@ -58,14 +58,6 @@ var (
 	// again.
 	ErrEnqueueFailed = errors.New("asyncevent: enqueue failed")
 
-	// ErrSoldOut reports that a FIRST_COME event has no seat left: ClaimSeat found
-	// capacityRemaining = 0 and wrote nothing.
-	ErrSoldOut = errors.New("asyncevent: sold out")
-
-	// ErrLeaseLost reports a worker write refused because the request is no longer
-	// PROCESSING under the caller's lease: another delivery took it over, or it is final.
-	ErrLeaseLost = errors.New("asyncevent: lease lost")
-
 	// ErrNoCapacity reports a FIRST_COME message whose event has no CAPACITY item.
 	ErrNoCapacity = errors.New("asyncevent: event has no capacity item")
 

@@ -518,7 +518,7 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	assert.Equal(t, 1, d.Calls["GetItem"], "one CONFIG read for 100 concurrent clicks")
 	assert.Equal(t, 100, d.Calls["TransactWriteItems"])
 
-	clock.Advance(asyncevent.DefaultEventCacheTTL)
+	clock.Advance(5 * time.Second)
 	_, err = c.Participate(ctx, "ev", "late")
 	require.NoError(t, err)
 	assert.Equal(t, 2, counter.Snapshot().Sub(before).Calls["GetItem"], "read again after the TTL")

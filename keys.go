@@ -79,7 +79,7 @@ func idProblem(id string) string {
 }
 
 // EpochMillis is a timestamp in milliseconds since the Unix epoch, the form every time
-// of the table is stored in (seed 001: epochMillis).
+// of the table is stored in (stored as a number).
 type EpochMillis int64
 
 // MillisOf returns t as EpochMillis.
@@ -212,7 +212,7 @@ func (k LockKey) Key() Key {
 }
 
 // IdempotencyKey returns the text stored in a Request's idempotencyKey field, the PK of
-// its lock (seed 001: idempotencyKey = IDEMP#<eventId>#<userId>).
+// its lock (IDEMP#<eventId>#<userId>).
 func (k LockKey) IdempotencyKey() string { return k.Key().PK }
 
 // parseLockKey reads a key that NewLockKey could have produced.
@@ -322,7 +322,7 @@ func (k statusLogKey) key() Key {
 }
 
 // statusLogPrefix is the sort key prefix shared by all log entries of a request, for
-// the Query begins_with(SK, "LOG#") of seed 003's status-log row.
+// the Query begins_with(SK, "LOG#") of the "status logs" row.
 const statusLogPrefix = prefixLog + sep
 
 // parseStatusLogKey reads a key that newStatusLogKey could have produced.
@@ -392,7 +392,7 @@ func parseEventPartition(s string) (eventPartition, error) {
 
 // queueKey is the sort key of a request on GSI1 and GSI2:
 // QAT#<13-digit queuedAt>#REQ#<requestId>. It is written once, when the order time is
-// known, and never changed (seed 003 §3.1), so string order is queue order.
+// known, and never changed, so string order is queue order.
 type queueKey struct {
 	queuedAt  EpochMillis
 	requestID string
@@ -462,7 +462,7 @@ func splitKey(kind, text, prefix string, n int) ([]string, error) {
 }
 
 // IndexKeys are the GSI attributes of a Request item, and only of a Request item
-// (seed 003 rule 5): GSI1 lists a user's requests, GSI2 an event's, both in queue
+// (no other item is on an index): GSI1 lists a user's requests, GSI2 an event's, both in queue
 // order. They are written once, when the request's order time is known, and never
 // changed.
 type IndexKeys struct {

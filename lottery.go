@@ -279,7 +279,7 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 	return &item.DrawRecord, nil
 }
 
-// Draw runs the draw of a LOTTERY event, seed 003's "lottery result" row for every
+// Draw runs the draw of a LOTTERY event, the "lottery result (win)" and "(lose)" rows for every
 // entry. It is allowed once the cutoff plus Options.DrawSettleWindow has passed
 // (ErrDrawTooEarly before). It
 //

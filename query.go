@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The page sizes of "my participations" (seed 003: limit 20).
+// The page sizes of "my participations".
 const (
-	DefaultUserPageLimit = 20
-	MaxUserPageLimit     = 100
+	defaultUserPageLimit = 20
+	maxUserPageLimit     = 100
 )
 
 // PageOptions asks for one page of a listing.
@@ -44,7 +44,7 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 	if err != nil {
 		return nil, err
 	}
-	limit, err := pageLimit(page.Limit, DefaultUserPageLimit, MaxUserPageLimit)
+	limit, err := pageLimit(page.Limit, defaultUserPageLimit, maxUserPageLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -157,8 +157,8 @@ func decodeCursor(cursor, pkAttr, skAttr, partition string) (map[string]types.At
 
 // The page sizes of an event's request list.
 const (
-	DefaultEventPageLimit = 50
-	MaxEventPageLimit     = 500
+	defaultEventPageLimit = 50
+	maxEventPageLimit     = 500
 )
 
 // Order is the order of a listing in queue order (queuedAt).
@@ -167,7 +167,7 @@ type Order string
 // The orders.
 const (
 	Ascending  Order = "asc"  // oldest first: the order the queue saw
-	Descending Order = "desc" // newest first: seed 003's "latest N"
+	Descending Order = "desc" // newest first: the "latest N" listing
 )
 
 // EventListOptions asks for one page of an event's requests.
@@ -179,7 +179,7 @@ type EventListOptions struct {
 	// Cursor continues a listing where the previous page ended; empty starts it.
 	Cursor string
 	// Status keeps only the requests in this status (filtered by the library while it
-	// pages, seed 003 §3.3). Default: all.
+	// pages). Default: all.
 	Status Status
 	// MaxRead bounds the requests read to fill one page, so a filter that matches
 	// little does not read the whole event in one call: the page may then hold fewer
@@ -187,7 +187,7 @@ type EventListOptions struct {
 	MaxRead int
 }
 
-// ListEventRequests lists an event's requests in queue order: seed 003's "event
+// ListEventRequests lists an event's requests in queue order: the "event
 // requests" and "event requests, latest N" rows, Query GSI2 with GSI2PK =
 // EVENT#<eventId>, ScanIndexForward = true (Ascending) or false (Descending), Limit 50
 // by default (at most 500). A status filter is applied by the library on each page
@@ -198,7 +198,7 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	if err != nil {
 		return nil, err
 	}
-	limit, err := pageLimit(opts.Limit, DefaultEventPageLimit, MaxEventPageLimit)
+	limit, err := pageLimit(opts.Limit, defaultEventPageLimit, maxEventPageLimit)
 	if err != nil {
 		return nil, err
 	}

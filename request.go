@@ -56,7 +56,6 @@ type Request struct {
 // them to the dynamodbav tags above.
 const (
 	attrRequestID      = "requestId"
-	attrEventID        = "eventId"
 	attrUserID         = "userId"
 	attrEventType      = "eventType"
 	attrStatus         = "status"

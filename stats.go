@@ -54,7 +54,7 @@ type statsRow struct {
 	FinishedAt EpochMillis `dynamodbav:"finishedAt"`
 }
 
-// EventStats computes an event's statistics from its requests: seed 003's "event
+// EventStats computes an event's statistics from its requests: the "event
 // requests" row with the server-side counting it asks for, Query GSI2 GSI2PK =
 // EVENT#<eventId> in queue order, all pages, projecting only the status, result code
 // and times; for a FIRST_COME event also GetItem of its CAPACITY item. Its cost grows
@@ -103,7 +103,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 
 // statsRows reads an event's requests from GSI2, oldest first.
 func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
-	return allEventRows[statsRow](ctx, c, eventID, nil, attrStatus, "resultCode", "queuedAt", "startedAt", "finishedAt")
+	return allEventRows[statsRow](ctx, c, eventID, nil, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt)
 }
 
 // fairness counts the capacity losers that were queued before some winner. rows are

@@ -65,7 +65,7 @@ func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepO
 	report := &SweepReport{Resent: map[Status]int{}, Failed: map[string]string{}}
 	pace := time.NewTicker(time.Duration(float64(time.Second) / opts.RatePerSecond))
 	defer pace.Stop()
-	err := eachEventPage(ctx, c, eventID, nil, []string{"requestId", "userId", "eventType", attrStatus, "requestedAt", "queuedAt", "leaseExpiresAt"},
+	err := eachEventPage(ctx, c, eventID, nil, []string{attrRequestID, attrUserID, attrEventType, attrStatus, attrRequestedAt, attrQueuedAt, attrLeaseExpiresAt},
 		func(rows []sweepRow) error {
 			for _, r := range rows {
 				report.Examined++

@@ -40,7 +40,7 @@ func (k keySchema) elements() []types.KeySchemaElement {
 	}
 }
 
-// createTableInput is seed 001 §7's create-table command: PK/SK strings, GSI1 and
+// createTableInput is the design's create-table command: PK/SK strings, GSI1 and
 // GSI2 with projection ALL, PAY_PER_REQUEST.
 func createTableInput(name string) *dynamodb.CreateTableInput {
 	var defs []types.AttributeDefinition
@@ -64,7 +64,7 @@ func createTableInput(name string) *dynamodb.CreateTableInput {
 	}
 }
 
-// CreateTable makes the table of seed 001 §7 (PK/SK, GSI1 on GSI1PK/GSI1SK, GSI2 on
+// CreateTable makes the table of the design (PK/SK, GSI1 on GSI1PK/GSI1SK, GSI2 on
 // GSI2PK/GSI2SK, both projection ALL, PAY_PER_REQUEST), waits until it is ACTIVE and
 // enables TTL on the ttl attribute. It is idempotent: a table that already exists is
 // fine when CheckTable accepts it, and its TTL is enabled if it was not.
@@ -121,7 +121,7 @@ func (c *Client) enableTTL(ctx context.Context) error {
 // GSI2PK/GSI2SK, each projecting ALL. It returns ErrTableNotFound for a missing table
 // and a *TableMismatchError naming every difference otherwise. Billing mode, TTL and
 // extra indexes are not checked: the library works with provisioned capacity, without
-// TTL and beside other indexes. A table made by seed 001 §7's command passes.
+// TTL and beside other indexes. A table made by the design's AWS CLI create-table command passes (docs/design.md).
 func (c *Client) CheckTable(ctx context.Context) error {
 	name := c.opts.TableName
 	out, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})

@@ -79,7 +79,7 @@ type ProcessOptions struct {
 
 // The defaults of ProcessOptions.
 const (
-	DefaultLeaseDuration = 30 * time.Second
+	defaultLeaseDuration = 30 * time.Second
 	DefaultMaxReceives   = 5
 )
 
@@ -88,7 +88,7 @@ func (o *ProcessOptions) setDefaults(c *Client) {
 		host, _ := os.Hostname()
 		o.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(3))
 	}
-	o.LeaseDuration = orDefault(o.LeaseDuration, DefaultLeaseDuration)
+	o.LeaseDuration = orDefault(o.LeaseDuration, defaultLeaseDuration)
 	if o.MaxReceives <= 0 {
 		o.MaxReceives = DefaultMaxReceives
 	}
@@ -562,10 +562,10 @@ type WorkerOptions struct {
 
 // The defaults of WorkerOptions.
 const (
-	DefaultConcurrency       = 8
-	DefaultBatchSize         = 10
-	DefaultWaitTime          = 20 * time.Second
-	DefaultVisibilityTimeout = 60 * time.Second
+	defaultConcurrency       = 8
+	defaultBatchSize         = 10
+	defaultWaitTime          = 20 * time.Second
+	defaultVisibilityTimeout = 60 * time.Second
 )
 
 // deleteBatchDelay is how long a finished message's delete waits for others to share
@@ -600,13 +600,13 @@ func NewWorker(c *Client, q Queue, opts WorkerOptions) (*Worker, error) {
 		return nil, fmt.Errorf("%w: NewWorker needs a client and a queue", ErrInvalidOptions)
 	}
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
+		opts.Concurrency = defaultConcurrency
 	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = DefaultBatchSize
+		opts.BatchSize = defaultBatchSize
 	}
-	opts.WaitTime = orDefault(opts.WaitTime, DefaultWaitTime)
-	opts.VisibilityTimeout = orDefault(opts.VisibilityTimeout, DefaultVisibilityTimeout)
+	opts.WaitTime = orDefault(opts.WaitTime, defaultWaitTime)
+	opts.VisibilityTimeout = orDefault(opts.VisibilityTimeout, defaultVisibilityTimeout)
 	p := NewProcessor(c, opts.ProcessOptions)
 	opts.ProcessOptions = p.opts
 	return &Worker{
