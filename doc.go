@@ -29,7 +29,7 @@
 //	EventConfig      EVENT#<eventId>             CONFIG                       NewEventKey
 //	EventCapacity    EVENT#<eventId>             CAPACITY                     NewEventKey
 //	Draw record      EVENT#<eventId>             DRAW                         NewEventKey
-//	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    newStatusLogKey
+//	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    (the library's own)
 //
 // Only Request items carry index keys ([IndexKeys]), written once when the request's
 // order time is known and never changed:
@@ -94,6 +94,12 @@
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
 //	         finishedAt = :now
+//	first-come sold out            RejectSoldOut              UpdateItem  REQ#<requestId> / META
+//	    if   (status = QUEUED) OR (status = RECEIVED)
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	         finishedAt = :now, queuedAt = if_not_exists(queuedAt, :queuedAt),
+//	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
+//	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK)
 //	lottery result (win)           Draw                       UpdateItem  REQ#<requestId> / META
 //	    if   status = QUEUED
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,

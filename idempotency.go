@@ -126,7 +126,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 	}}}
 	ws := []write{lockWrite, {row: &createRequestRow, item: requestItem{Key: reqKey.Key(), Request: req}}}
 	if c.opts.StatusLog {
-		entry, err := c.statusLogEntry(requestID, "", StatusReceived, "participated")
+		entry, err := c.statusLogEntry(requestID, "", StatusReceived, "participated", now)
 		if err != nil {
 			return Participation{}, err
 		}

@@ -17,7 +17,7 @@ const bookkeepingTimeout = 10 * time.Second
 // Submit is the whole ingest of one click: Participate (lock and request, one
 // transaction), send the request's message to q (FIFO queues: group = eventId,
 // deduplication = requestId), then MarkQueued with queuedAt = the time the send
-// returned. Each step keeps the design's promises:
+// began. Each step keeps the design's promises:
 //
 //   - A duplicate writes and sends nothing and returns the first requestId. If that
 //     request still sits in RECEIVED after Options.RedriveAfter (a crash between its
@@ -159,8 +159,11 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 	if err != nil {
 		return r, fmt.Errorf("enqueue %s: %w", r.RequestID, err)
 	}
-	sendErr := q.Send(ctx, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
+	// queuedAt is taken before the send, so that it is never later than the queue's
+	// own send time, nor than the start of a worker that receives the message: the
+	// request's times, and its status log, follow the lifecycle.
 	queuedAt := c.now()
+	sendErr := q.Send(ctx, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()

@@ -160,7 +160,7 @@ var (
 	}
 	markQueuedRow = row{
 		name: "mark queued", method: "MarkQueued", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusReceived}}, to: StatusQueued,
+		from: []leave{{status: StatusReceived}}, to: StatusQueued, loggedAt: pQueuedAt,
 		sets: append([]set{setTo(attrQueuedAt, pQueuedAt)}, indexSets(setParam)...),
 	}
 	enqueueFailedRow = row{
@@ -187,6 +187,12 @@ var (
 		name: "first-come capacity rejected", method: "MarkCapacityRejected", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedCapacity),
+	}
+	soldOutRow = row{
+		name: "first-come sold out", method: "RejectSoldOut", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
+		sets: append(append(finalSets(UIRejected, ResultRejectedCapacity), setIfMissing(attrQueuedAt, pQueuedAt)),
+			indexSets(setIfMissing)...),
 	}
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
@@ -333,6 +339,32 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 	}, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("reject %s: %w", ref.RequestID, err)
+	}
+	return t, nil
+}
+
+// RejectSoldOut ends a first-come request of an event known to be sold out, in one
+// write: the "first-come sold out" row, UpdateItem PK REQ#<requestId>, SK META, SET
+// status = REJECTED, uiResult REJECTED, resultCode REJECTED_CAPACITY, finishedAt, and
+// (for the QUEUED race) queuedAt and the index keys from sentAt where they are not
+// set yet; condition: status = QUEUED OR status = RECEIVED. No PROCESSING write, no
+// lease, no handler: the losers are most of a spike. Call it only once a seat claim
+// of the event has found no seat left (capacity never grows back). A lost condition
+// is not an error: the Transition holds the request as it is (PROCESSING under a
+// lease, or final). With Options.StatusLog the condition is tried QUEUED first, so
+// that the log names the status left.
+func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef, sentAt EpochMillis) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	a, err := indexArgs(args{pNow: c.now(), pQueuedAt: sentAt}, ref, sentAt)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, key, write{row: &soldOutRow, args: a, note: "sold out"}, txOptions{})
+	if err != nil {
+		return t, fmt.Errorf("reject sold out %s: %w", ref.RequestID, err)
 	}
 	return t, nil
 }

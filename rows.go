@@ -55,6 +55,10 @@ type row struct {
 
 	sets []set // the update's SET actions besides status, in order
 
+	// loggedAt is the param holding the transition's own time, which its status-log
+	// entry records. Default: pNow.
+	loggedAt param
+
 	once    sync.Once
 	all     built            // the condition allowing every status of from
 	byStart map[Status]built // the condition of each status of from alone (Options.StatusLog)
@@ -207,6 +211,14 @@ func (b built) fill(name string, a args) (map[string]types.AttributeValue, error
 	return values, nil
 }
 
+// logTime is the param of the time the row's status-log entry records.
+func (r *row) logTime() param {
+	if r.loggedAt == "" {
+		return pNow
+	}
+	return r.loggedAt
+}
+
 // leaves reports whether r may start from status s.
 func (r *row) leaves(s Status) bool {
 	return slices.ContainsFunc(r.from, func(l leave) bool { return l.status == s })
@@ -341,7 +353,11 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 		if note == "" {
 			note = w.row.name
 		}
-		entry, err := c.statusLogEntry(key.RequestID(), start, w.row.to, note)
+		at, ok := w.args[w.row.logTime()].(EpochMillis)
+		if !ok {
+			return Transition{}, fmt.Errorf("asyncevent: row %q: no %s for its status log", w.row.name, w.row.logTime())
+		}
+		entry, err := c.statusLogEntry(key.RequestID(), start, w.row.to, note, at)
 		if err != nil {
 			return Transition{}, err
 		}
@@ -380,7 +396,7 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 func rows() []*row {
 	return []*row{
 		&participateRow, &createRequestRow, &markQueuedRow, &enqueueFailedRow, &releaseLockRow,
-		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &capacityRejectedRow,
+		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &capacityRejectedRow, &soldOutRow,
 		&lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow,
 		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawAnnounceRow, &eventAnnouncedRow,
 	}

@@ -17,11 +17,12 @@ import (
 // StatusLog is an optional StatusLog item (PK REQ#<requestId>, SK
 // LOG#<occurredAt>#<suffix>): one transition of a request, for the operator's
 // timeline, written in the same transaction as the transition. It never carries GSI
-// attributes. FromStatus is empty where the transition's condition allows several
-// statuses (a worker's start: RECEIVED, QUEUED or an expired PROCESSING). OccurredAt
-// comes from the writer's clock when it builds the write, so between processes
-// (ingest and a worker racing for the same request) the entries' order is only
-// approximate; the set of entries is exact.
+// attributes. FromStatus is the status the request left (empty for the first entry).
+// OccurredAt is the transition's own time, the value written on the request:
+// requestedAt, queuedAt, startedAt or finishedAt. Ingest takes queuedAt before it
+// sends, so a worker's start, which follows the message's receipt, is never earlier
+// on the same clock; the log reads in lifecycle order wherever the processes' clocks
+// agree.
 type StatusLog struct {
 	EntityType EntityType  `dynamodbav:"entityType"` // STATUS_LOG
 	RequestID  string      `dynamodbav:"requestId"`
@@ -45,25 +46,25 @@ var statusLogRow = row{name: "status log", method: "Options.StatusLog", item: En
 // statusLogEntry returns the write of the log entry of one transition of requestID,
 // for the transaction that makes the transition. The entry's suffix is random, so two
 // transitions of the same millisecond both stay.
-func (c *Client) statusLogEntry(requestID string, from, to Status, message string) (write, error) {
+func (c *Client) statusLogEntry(requestID string, from, to Status, message string, at EpochMillis) (write, error) {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return write{}, err
 	}
-	now := c.now()
-	key, err := newStatusLogKey(requestID, now, string(to)+"-"+hex.EncodeToString(b[:]))
+	key, err := newStatusLogKey(requestID, at, string(to)+"-"+hex.EncodeToString(b[:]))
 	if err != nil {
 		return write{}, err
 	}
 	return write{row: &statusLogRow, item: statusLogItem{Key: key.key(), StatusLog: StatusLog{
 		EntityType: EntityStatusLog, RequestID: requestID, FromStatus: from, ToStatus: to,
-		OccurredAt: now, Message: message, TTL: expiry(now, c.opts.StatusLogTTL),
+		OccurredAt: at, Message: message, TTL: expiry(at, c.opts.StatusLogTTL),
 	}}}, nil
 }
 
-// ListStatusLogs returns a request's status log, oldest first: the "status logs"
-// row, Query PK = REQ#<requestId> AND begins_with(SK, "LOG#"), all pages. It is
-// empty when Options.StatusLog was off while the request ran.
+// ListStatusLogs returns a request's status log, oldest first and entries of the same
+// millisecond in lifecycle order: the "status logs" row, Query PK = REQ#<requestId>
+// AND begins_with(SK, "LOG#"), all pages. It is empty when Options.StatusLog was off
+// while the request ran.
 func (c *Client) ListStatusLogs(ctx context.Context, requestID string) ([]StatusLog, error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {

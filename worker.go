@@ -256,8 +256,23 @@ func (p *Processor) sentAt(d Delivery) EpochMillis {
 }
 
 // firstCome processes a FIRST_COME message: start, the service's handler, then the
-// capacity decision.
+// capacity decision; once the event is known to be sold out, one write rejects it.
 func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
+	if p.isSoldOut(m.EventID) {
+		t, err := p.c.RejectSoldOut(ctx, m.Ref(), p.sentAt(d))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return notFound()
+		case err != nil:
+			return p.failed(ctx, m, d, nil, err)
+		case t.Applied:
+			return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}
+		case t.Current.Status.IsTerminal():
+			return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+		}
+		// PROCESSING: another delivery holds it, or held it and died; the start
+		// below sorts out which.
+	}
 	t, err := p.c.StartProcessing(ctx, m.Ref(), p.sentAt(d), l.Lease)
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
@@ -416,15 +431,20 @@ func (p *Processor) malformed(ctx context.Context, m Message, d Delivery, err er
 	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: err}}
 }
 
-// heartbeat extends the message's visibility and the request's lease every half of
-// the shorter of the two while the work goes on. The returned function stops it.
+// heartbeat keeps a long message alive while its work goes on: every half of the
+// shorter of the lease and the visibility timeout it extends the message's
+// visibility, and the request's lease once half the lease has passed since it was
+// last written. Most messages finish before the first tick and write no heartbeat;
+// each lease write also rewrites the request's entries on both indexes. The returned
+// function stops it.
 func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *extender) (stop func()) {
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(min(p.opts.LeaseDuration, extend.visibility) / 2)
+		tick := time.NewTicker(min(l.Duration, extend.visibility) / 2)
 		defer tick.Stop()
+		leaseWritten := time.Now()
 		for {
 			select {
 			case <-hctx.Done():
@@ -433,9 +453,14 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 				if err := extend.extend(hctx); err != nil {
 					p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
 				}
+				if time.Since(leaseWritten) < l.Duration/2 {
+					continue
+				}
 				if err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration); err != nil {
 					p.opts.Logger.WarnContext(ctx, "extending the lease failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+					continue
 				}
+				leaseWritten = time.Now()
 			}
 		}
 	}()
