@@ -177,11 +177,7 @@ func TestStrictModeKeepsQueueOrder(t *testing.T) {
 		require.NoError(t, w.Start(ctx))
 		t.Cleanup(func() { assert.NoError(t, w.Stop(ctx)) })
 	}
-	deadline := time.Now().Add(time.Minute)
-	for l := q.Len(); l.Visible+l.InFlight > 0; l = q.Len() {
-		require.True(t, time.Now().Before(deadline))
-		time.Sleep(20 * time.Millisecond)
-	}
+	asynceventtest.WaitDrained(t, q, time.Minute)
 	st, err := c.EventStats(ctx, "ev")
 	require.NoError(t, err)
 	assert.Equal(t, 10, st.ByStatus[asyncevent.StatusSucceeded])

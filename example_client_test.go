@@ -80,8 +80,8 @@ func ExampleWorker() {
 	if err := worker.Start(ctx); err != nil {
 		panic(err)
 	}
-	for queue.Len().Visible+queue.Len().InFlight > 0 {
-		time.Sleep(10 * time.Millisecond)
+	if err := queue.WaitIdle(ctx); err != nil {
+		panic(err)
 	}
 	if err := worker.Stop(ctx); err != nil {
 		panic(err)

@@ -94,6 +94,7 @@ type MemoryQueue struct {
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced when waiting receivers should look again
+	drained  chan struct{} // closed while stored is 0; replaced by the Send that ends that
 	ready    list.List     // standard: visible messages, in the order they became visible
 	groups   map[string]*memoryGroup
 	order    list.List // FIFO: *memoryGroup with messages, in the order they are served
@@ -136,6 +137,7 @@ func NewMemoryQueue(opts MemoryQueueOptions) *MemoryQueue {
 		visibility:  opts.VisibilityTimeout,
 		clock:       opts.Clock,
 		changed:     make(chan struct{}),
+		drained:     make(chan struct{}),
 		groups:      map[string]*memoryGroup{},
 		receipts:    map[string]*memoryMessage{},
 		dedup:       map[string]time.Time{},
@@ -146,6 +148,7 @@ func NewMemoryQueue(opts MemoryQueueOptions) *MemoryQueue {
 	if q.clock == nil {
 		q.clock = time.Now
 	}
+	close(q.drained) // an empty queue is drained
 	return q
 }
 
@@ -186,6 +189,9 @@ func (q *MemoryQueue) Send(ctx context.Context, m OutgoingMessage) error {
 		msg.elem = g.messages.PushBack(msg)
 	} else {
 		msg.elem = q.ready.PushBack(msg)
+	}
+	if q.stored == 0 {
+		q.drained = make(chan struct{})
 	}
 	q.stored++
 	q.broadcast()
@@ -378,6 +384,34 @@ func (q *MemoryQueue) Len() MemoryQueueLen {
 	return MemoryQueueLen{Visible: q.stored - q.inFlight.Len(), InFlight: q.inFlight.Len(), Dead: len(q.dead)}
 }
 
+// WaitIdle waits until the queue holds no message, visible or in flight, and
+// returns nil; it returns ctx's error if ctx ends first. Every message that is
+// neither deleted nor dead keeps the queue busy: one hidden by a visibility
+// timeout (a retry's backoff, a ChangeVisibility) as much as one being
+// worked on, and one that has used up its MaxReceives until a Receive moves
+// it to the dead letters. Dead letters do not count. An idle queue returns
+// nil at once, even when ctx has ended.
+//
+// It waits without polling, woken by the Delete or the move to the dead
+// letters that takes the last message. nil means the queue was idle at some
+// moment after the call; a Send may have added a message since.
+func (q *MemoryQueue) WaitIdle(ctx context.Context) error {
+	q.mu.Lock()
+	drained := q.drained
+	q.mu.Unlock()
+	select {
+	case <-drained:
+		return nil
+	default:
+	}
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("memory queue wait idle: %w", ctx.Err())
+	}
+}
+
 // DeadLetters returns the messages that were moved to the dead letters, in
 // the order they moved, each with the ReceiveCount it had then and no
 // Receipt: they are only there to be looked at, as on a dead-letter queue
@@ -498,7 +532,7 @@ func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now 
 // bury moves a message that is out of every list to the dead letters.
 func (q *MemoryQueue) bury(msg *memoryMessage) {
 	delete(q.receipts, msg.receipt)
-	q.stored--
+	q.unstore()
 	q.dead = append(q.dead, Delivery{MessageID: msg.id, Body: msg.body, ReceiveCount: msg.receiveCount, SentAt: msg.sentAt})
 }
 
@@ -519,7 +553,16 @@ func (q *MemoryQueue) remove(msg *memoryMessage) {
 	} else if msg.elem != nil {
 		q.ready.Remove(msg.elem)
 	}
+	q.unstore()
+}
+
+// unstore counts out a message that was deleted or moved to the dead letters,
+// and wakes WaitIdle when it was the last.
+func (q *MemoryQueue) unstore() {
 	q.stored--
+	if q.stored == 0 {
+		close(q.drained)
+	}
 }
 
 // dropFromGroup takes msg, its group's first message, out of the group and

@@ -587,3 +587,128 @@ func ExampleMemoryQueue() {
 	// {Visible:0 InFlight:1 Dead:0}
 	// {Visible:0 InFlight:0 Dead:0}
 }
+
+// TestMemoryQueueWaitIdle follows a message through the states WaitIdle
+// tells apart: visible, in flight, hidden by a visibility change, exhausted
+// but not yet moved, and dead.
+func TestMemoryQueueWaitIdle(t *testing.T) {
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 2, Clock: clock.Now})
+	busy := func(msg string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		assert.ErrorIs(t, q.WaitIdle(wctx), context.DeadlineExceeded, msg)
+	}
+	require.NoError(t, q.WaitIdle(ctx), "a new queue is idle")
+
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("kept")}))
+	busy("visible")
+	kept := receiveNow(t, q, time.Minute)
+	busy("in flight")
+	require.NoError(t, q.ChangeVisibility(ctx, kept.Receipt, time.Hour))
+	busy("hidden")
+	require.NoError(t, q.Delete(ctx, kept.Receipt))
+	require.NoError(t, q.WaitIdle(ctx), "deleted")
+
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("poison")}))
+	receiveNow(t, q, time.Second)
+	clock.Advance(time.Second)
+	receiveNow(t, q, time.Second)
+	clock.Advance(time.Second)
+	busy("received MaxReceives times, but still visible")
+	assert.Empty(t, receive(t, q, 0, time.Second))
+	assert.Equal(t, asyncevent.MemoryQueueLen{Dead: 1}, q.Len())
+	require.NoError(t, q.WaitIdle(ctx), "dead letters do not count")
+
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.NoError(t, q.WaitIdle(canceled), "idle wins over an ended context")
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("late")}))
+	assert.ErrorIs(t, q.WaitIdle(canceled), context.Canceled)
+}
+
+// TestMemoryQueueWaitIdleWakesWaiters has waiters blocked in WaitIdle while
+// producers send and consumers receive, release and delete, on a standard and
+// a FIFO queue: once the producers are done, every waiter returns nil and the
+// queue is empty, and a waiter whose context is canceled returns at once.
+func TestMemoryQueueWaitIdleWakesWaiters(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			t.Parallel()
+			const producers, consumers, perProducer, waiters = 10, 10, 50, 20
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: fifo})
+			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("first"), GroupID: "first", DeduplicationID: "first"}))
+
+			// Waiters started now may return at any idle moment; those started
+			// after the producers return only once all is deleted.
+			var early sync.WaitGroup
+			for range waiters {
+				early.Go(func() { assert.NoError(t, q.WaitIdle(ctx)) })
+			}
+			canceled := make(chan error, 1)
+			cctx, cancelWaiter := context.WithCancel(ctx)
+			go func() { canceled <- q.WaitIdle(cctx) }()
+
+			var producing, consuming sync.WaitGroup
+			for p := range producers {
+				producing.Go(func() {
+					for i := range perProducer {
+						body := fmt.Sprintf("p%d-%d", p, i)
+						if err := q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "p" + strconv.Itoa(p), DeduplicationID: body}); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			stop := make(chan struct{})
+			for range consumers {
+				consuming.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						got, err := q.Receive(ctx, 1+rand.IntN(10), 10*time.Millisecond, time.Minute)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						for _, d := range got {
+							if rand.IntN(4) == 0 { // back for another delivery
+								assert.NoError(t, q.ChangeVisibility(ctx, d.Receipt, 0))
+								continue
+							}
+							assert.NoError(t, q.Delete(ctx, d.Receipt))
+						}
+					}
+				})
+			}
+			cancelWaiter()
+			err := <-canceled
+			if err != nil {
+				assert.ErrorIs(t, err, context.Canceled)
+			}
+
+			producing.Wait()
+			var late sync.WaitGroup
+			for range waiters {
+				late.Go(func() {
+					if assert.NoError(t, q.WaitIdle(ctx)) {
+						assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+					}
+				})
+			}
+			late.Wait()
+			early.Wait()
+			close(stop)
+			consuming.Wait()
+			assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+		})
+	}
+}

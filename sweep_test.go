@@ -122,17 +122,17 @@ func TestConcurrentSweepersOnlyMakeDuplicates(t *testing.T) {
 				}
 				select {
 				case <-done:
-					if l := q.Len(); l.Visible+l.InFlight == 0 {
-						return
-					}
+					return
 				default:
 				}
 			}
 		})
 	}
+	stopWorkers := sync.OnceFunc(func() { close(done); workers.Wait() })
+	defer stopWorkers() // also when WaitDrained fails the test
 	sweepers.Wait()
-	close(done)
-	workers.Wait()
+	asynceventtest.WaitDrained(t, q, time.Minute)
+	stopWorkers()
 
 	assert.GreaterOrEqual(t, resent[0]+resent[1]+resent[2]+resent[3], 30, "each sweeper sends what is still QUEUED when it reads it")
 	rep := asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Users: users})

@@ -87,13 +87,7 @@ func BenchmarkWorkers(b *testing.B) {
 			w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: n, WaitTime: 10 * time.Millisecond})
 			require.NoError(b, err)
 			require.NoError(b, w.Start(ctx))
-			for {
-				l := q.Len()
-				if l.Visible+l.InFlight == 0 {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			asynceventtest.WaitDrained(b, q, 10*time.Minute)
 			elapsed := time.Since(start)
 			b.StopTimer()
 			require.NoError(b, w.Stop(ctx))

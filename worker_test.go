@@ -108,7 +108,7 @@ func TestExactlyNWinnersUnderDuplicateDelivery(t *testing.T) {
 		require.NoError(t, w.Start(ctx))
 		workers = append(workers, w)
 	}
-	eventually(t, "queue drained", func() bool { l := q.Len(); return l.Visible+l.InFlight == 0 })
+	asynceventtest.WaitDrained(t, q, time.Minute)
 	for _, w := range workers {
 		require.NoError(t, w.Stop(ctx))
 	}
@@ -291,11 +291,10 @@ func TestCrashedWorkersLeaseExpiresAndIsTakenOver(t *testing.T) {
 
 	// B finds A's live lease and leaves the message for later.
 	b := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B"})
-	var kinds []asyncevent.OutcomeKind
-	b2 := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B", OnOutcome: func(o asyncevent.Outcome) { kinds = append(kinds, o.Kind) }})
 	ds[0].ReceiveCount = 2
-	assert.Len(t, b2.ProcessMessages(ctx, ds), 1)
-	assert.Equal(t, []asyncevent.OutcomeKind{asyncevent.OutcomeLeaseHeld}, kinds)
+	res := asynceventtest.WorkDelivery(ctx, t, c, ds[0], asyncevent.ProcessOptions{WorkerID: "B"})
+	assert.True(t, res.Redeliver)
+	assert.Equal(t, asyncevent.OutcomeLeaseHeld, res.Kind)
 
 	// Once the lease has expired, B takes over and finishes.
 	clock.Advance(31 * time.Second)
@@ -377,7 +376,7 @@ func TestPoisonMessagesAndFailingHandlersEndInTheDeadLetters(t *testing.T) {
 		return nil
 	})
 	runWorker(t, c, q, asyncevent.WorkerOptions{ProcessOptions: asyncevent.ProcessOptions{Handler: handler, MaxReceives: 3}})
-	eventually(t, "the queue is empty", func() bool { l := q.Len(); return l.Visible+l.InFlight == 0 })
+	asynceventtest.WaitDrained(t, q, time.Minute)
 
 	assert.Len(t, q.DeadLetters(), 3, "the two poison messages and the failing one")
 	get := func(id string) *asyncevent.Request {
@@ -525,7 +524,7 @@ func TestHeartbeatKeepsALongMessageToItsWorker(t *testing.T) {
 		ProcessOptions: asyncevent.ProcessOptions{Handler: slow, LeaseDuration: 500 * time.Millisecond}}
 	runWorker(t, c, q, opts)
 	runWorker(t, c, q, opts) // a second worker, polling the whole time
-	eventually(t, "done", func() bool { l := q.Len(); return l.Visible+l.InFlight == 0 })
+	asynceventtest.WaitDrained(t, q, time.Minute)
 	assert.Equal(t, int64(1), calls.Load(), "no other delivery while the first was alive")
 	m, _ := asyncevent.DecodeMessage(ds[0].Body)
 	r, err := c.GetRequest(ctx, m.RequestID)
@@ -537,13 +536,10 @@ func TestMessageWithoutRequestIsDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newSale(t, 1)
-	body, err := asyncevent.EncodeMessage(asyncevent.Message{V: 1, RequestID: "never-written", EventID: "sale",
-		UserID: "ghost", EventType: asyncevent.FirstCome, RequestedAt: 1})
-	require.NoError(t, err)
-	var kinds []asyncevent.OutcomeKind
-	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) { kinds = append(kinds, o.Kind) }})
-	assert.Empty(t, p.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: "m", Body: body, ReceiveCount: 1}}))
-	assert.Equal(t, []asyncevent.OutcomeKind{asyncevent.OutcomeNotFound}, kinds)
+	res := asynceventtest.Work(ctx, t, c, asyncevent.Message{V: 1, RequestID: "never-written", EventID: "sale",
+		UserID: "ghost", EventType: asyncevent.FirstCome, RequestedAt: 1}, asyncevent.ProcessOptions{})
+	assert.False(t, res.Redeliver)
+	assert.Equal(t, asyncevent.OutcomeNotFound, res.Kind)
 	assert.Empty(t, items(t, c)[asyncevent.EntityRequest], "nothing written for it")
 }
 

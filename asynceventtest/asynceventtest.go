@@ -20,6 +20,9 @@
 // NewFaultyClient injects the same plans beneath the SDK, where its retries see them
 // first. ChaosQueue disturbs a queue, and CheckEvent checks an event's invariants
 // afterwards.
+//
+// WaitDrained waits for workers to empty an asyncevent.MemoryQueue, and Work runs one
+// message through an asyncevent.Processor and returns its outcome.
 package asynceventtest
 
 import (

@@ -246,18 +246,9 @@ func (w *world) ingestAll(eventID string, rng *rand.Rand) {
 	close(clicks)
 	wg.Wait()
 	require.Zero(w.t, failures.Load(), "users who could not participate after 12 clicks")
-	w.drain()
+	asynceventtest.WaitDrained(w.t, w.queue, 3*time.Minute)
 	close(stopKills)
 	<-killed
-}
-
-// drain waits until the queue is empty.
-func (w *world) drain() {
-	deadline := time.Now().Add(3 * time.Minute)
-	for l := w.queue.Len(); l.Visible+l.InFlight > 0; l = w.queue.Len() {
-		require.True(w.t, time.Now().Before(deadline), "queue not drained: %+v", l)
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // settle runs the sweeper until no FIRST_COME request is left in flight.
@@ -276,7 +267,7 @@ func (w *world) settle(eventID string) {
 		if resent == 0 {
 			return
 		}
-		w.drain()
+		asynceventtest.WaitDrained(w.t, w.queue, 3*time.Minute)
 	}
 }
 

@@ -102,8 +102,8 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 	}
 	close(users)
 	wg.Wait()
-	for l := queue.Len(); l.Visible+l.InFlight > 0; l = queue.Len() {
-		time.Sleep(50 * time.Millisecond)
+	if err := queue.WaitIdle(ctx); err != nil {
+		return err
 	}
 	if err := worker.Stop(ctx); err != nil {
 		return err

@@ -1,0 +1,62 @@
+package asynceventtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// WorkResult is what became of a message that Work processed.
+type WorkResult struct {
+	// Outcome is the one ProcessOptions.OnOutcome was given.
+	asyncevent.Outcome
+
+	// Redeliver tells that the Processor wants the message back (ProcessMessages
+	// returned its ID): a retry, a lease held by another worker, a body left for the
+	// dead-letter queue. false: the message is done and a queue would delete it.
+	Redeliver bool
+}
+
+// Work processes m as one delivery through asyncevent.NewProcessor(c, opts), the way
+// a worker that received it would, and returns its outcome. The delivery is a first
+// receive under a made-up message ID and receipt, sent now by c's clock (a zero
+// SentAt, which the Processor takes for c's clock). An OnOutcome in opts is called as
+// well. Work fails the test when m does not encode.
+func Work(ctx context.Context, t testing.TB, c *asyncevent.Client, m asyncevent.Message, opts asyncevent.ProcessOptions) WorkResult {
+	t.Helper()
+	body, err := asyncevent.EncodeMessage(m)
+	if err != nil {
+		t.Fatalf("asynceventtest: work: %v", err)
+	}
+	return WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: body}, opts)
+}
+
+// WorkDelivery is Work on a delivery of the caller's: a later receive, a given send
+// time, a body that does not decode. An empty MessageID or Receipt is made up, and a
+// zero ReceiveCount is 1.
+func WorkDelivery(ctx context.Context, t testing.TB, c *asyncevent.Client, d asyncevent.Delivery, opts asyncevent.ProcessOptions) WorkResult {
+	t.Helper()
+	if d.MessageID == "" {
+		d.MessageID = uuid.NewString()
+	}
+	if d.Receipt == "" {
+		d.Receipt = "receipt-" + uuid.NewString()
+	}
+	d.ReceiveCount = max(d.ReceiveCount, 1)
+	var outcome *asyncevent.Outcome
+	callerHook := opts.OnOutcome
+	opts.OnOutcome = func(o asyncevent.Outcome) {
+		if callerHook != nil {
+			callerHook(o)
+		}
+		outcome = &o
+	}
+	failed := asyncevent.NewProcessor(c, opts).ProcessMessages(ctx, []asyncevent.Delivery{d})
+	if outcome == nil {
+		t.Fatalf("asynceventtest: work: message %s ended without an outcome", d.MessageID)
+	}
+	return WorkResult{Outcome: *outcome, Redeliver: len(failed) > 0}
+}
