@@ -3,6 +3,8 @@ package asyncevent_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,4 +115,80 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	}, steps(cat.RequestID))
 
 	asynceventtest.CheckEvent(t, c, "sale", asynceventtest.CheckOptions{Users: []string{"ann", "bob", "cat"}, Unsettled: true})
+}
+
+// Each entry of the status log carries its transition's own time, and ingest takes
+// queuedAt before it sends, so across ingest and several workers racing on 2,000
+// requests every log lists oldest first in lifecycle order: each entry leaves the
+// status the one before it entered, no later than it.
+func TestStatusLogReadsInLifecycleOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{StatusLog: true})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 500})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	var workers []*asyncevent.Worker
+	for range 4 {
+		w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 4, WaitTime: 20 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		workers = append(workers, w)
+	}
+	const users = 2000
+	ids := make([]string, users)
+	var wg sync.WaitGroup
+	clicks := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range clicks {
+				p, err := c.Submit(ctx, q, "sale", fmt.Sprintf("user-%04d", i))
+				if assert.NoError(t, err) {
+					ids[i] = p.RequestID
+				}
+			}
+		})
+	}
+	for i := range users {
+		clicks <- i
+	}
+	close(clicks)
+	wg.Wait()
+	asynceventtest.WaitDrained(t, q, 5*time.Minute)
+	for _, w := range workers {
+		require.NoError(t, w.Stop(ctx))
+	}
+
+	logs := make([][]asyncevent.StatusLog, users)
+	read := make(chan int)
+	var rg sync.WaitGroup
+	for range 8 {
+		rg.Go(func() {
+			for i := range read {
+				l, err := c.ListStatusLogs(ctx, ids[i])
+				assert.NoError(t, err)
+				logs[i] = l
+			}
+		})
+	}
+	for i := range users {
+		read <- i
+	}
+	close(read)
+	rg.Wait()
+	disordered := 0
+	for i, l := range logs {
+		ok := len(l) >= 2 && l[0].FromStatus == "" && l[0].ToStatus == asyncevent.StatusReceived && l[len(l)-1].ToStatus.IsTerminal()
+		for j := 1; ok && j < len(l); j++ {
+			ok = l[j].FromStatus == l[j-1].ToStatus && l[j].OccurredAt >= l[j-1].OccurredAt
+		}
+		if !ok {
+			disordered++
+			if disordered <= 5 {
+				t.Errorf("the log of %s is out of lifecycle order: %+v", ids[i], l)
+			}
+		}
+	}
+	assert.Zero(t, disordered, "logs out of lifecycle order among %d", users)
+	asynceventtest.CheckEvent(t, c, "sale", asynceventtest.CheckOptions{})
 }

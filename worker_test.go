@@ -123,8 +123,11 @@ func TestExactlyNWinnersUnderDuplicateDelivery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, capacity.CapacityRemaining)
 	for _, r := range rs {
-		assert.NotZero(t, r.StartedAt)
+		if r.Status == asyncevent.StatusSucceeded {
+			assert.NotZero(t, r.StartedAt, "a winner was started")
+		} // a loser met once the event was known sold out never was (one write)
 		assert.GreaterOrEqual(t, r.FinishedAt, r.StartedAt)
+		assert.GreaterOrEqual(t, r.FinishedAt, r.QueuedAt)
 		assert.Equal(t, asyncevent.UIResultOf(r.Status), r.UIResult)
 	}
 	dups, _ := outcomes.Load(asyncevent.OutcomeDuplicate)
@@ -585,4 +588,43 @@ func TestTakenOverLeaseWritesNothing(t *testing.T) {
 	capacity, err = c.GetCapacity(ctx, "sale")
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), capacity.CapacityRemaining)
+}
+
+// Once a worker has seen the event sold out, each further loser is one conditional
+// write: no start, no lease, no handler, no transaction.
+func TestSoldOutLoserIsOneWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+	_, ds := submitted(t, c, 1, "ann", "bob", "cat", "dan")
+	var handled atomic.Int64
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		handled.Add(1)
+		return nil
+	})})
+	require.Empty(t, p.ProcessMessages(ctx, ds[:1]), "ann wins the one seat")
+	require.Empty(t, p.ProcessMessages(ctx, ds[1:2]), "bob finds it sold out")
+	require.Equal(t, int64(2), handled.Load())
+
+	before := counter.Snapshot()
+	require.Empty(t, p.ProcessMessages(ctx, ds[2:]))
+	d := counter.Snapshot().Sub(before)
+	assert.Equal(t, map[string]int{"UpdateItem": 2}, d.Calls, "cat and dan: one write each")
+	assert.Equal(t, int64(2), handled.Load(), "no handler for a known loser")
+
+	for _, delivery := range ds[2:] {
+		m, err := asyncevent.DecodeMessage(delivery.Body)
+		require.NoError(t, err)
+		r, err := c.GetRequest(ctx, m.RequestID)
+		require.NoError(t, err)
+		assert.Equal(t, asyncevent.StatusRejected, r.Status)
+		assert.Equal(t, asyncevent.ResultRejectedCapacity, r.ResultCode)
+		assert.Empty(t, r.LeaseOwner, "never held under a lease")
+		assert.NotZero(t, r.QueuedAt)
+	}
+	// A duplicate delivery of a loser is a lost condition, not a second write.
+	res := asynceventtest.WorkDelivery(ctx, t, c, ds[2], asyncevent.ProcessOptions{})
+	assert.Equal(t, asyncevent.OutcomeDuplicate, res.Kind)
+	asynceventtest.CheckEvent(t, c, "sale", asynceventtest.CheckOptions{})
 }
