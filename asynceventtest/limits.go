@@ -107,7 +107,9 @@ type LimitCounts struct {
 // UpdateExpression SETs on GSI1PK and GSI2PK, and the items that reads return; a
 // write of an item the client never saw is charged on the table only.
 type LimitedHTTPClient struct {
-	next   interface{ Do(*http.Request) (*http.Response, error) }
+	next interface {
+		Do(*http.Request) (*http.Response, error)
+	}
 	limits Limits
 	now    func() time.Time
 

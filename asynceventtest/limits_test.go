@@ -116,7 +116,9 @@ func updateInput(u *types.Update) *dynamodb.UpdateItemInput {
 
 // gate holds the first call sent while it is armed until release is closed.
 type gate struct {
-	next             interface{ Do(*http.Request) (*http.Response, error) }
+	next interface {
+		Do(*http.Request) (*http.Response, error)
+	}
 	armed            atomic.Bool
 	entered, release chan struct{}
 }
