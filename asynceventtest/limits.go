@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -107,9 +108,7 @@ type LimitCounts struct {
 // UpdateExpression SETs on GSI1PK and GSI2PK, and the items that reads return; a
 // write of an item the client never saw is charged on the table only.
 type LimitedHTTPClient struct {
-	next interface {
-		Do(*http.Request) (*http.Response, error)
-	}
+	next   aws.HTTPClient
 	limits Limits
 	now    func() time.Time
 
