@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -13,10 +14,12 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent/internal/bench"
+	"github.com/asyncevent/asyncevent/internal/metered"
 )
 
 type benchOptions struct {
 	rounds, n, clients, workers, warmup int
+	heatParticipations, heatWinners     int
 }
 
 func benchCmd() *command {
@@ -31,6 +34,8 @@ func benchCmd() *command {
 			fs.IntVar(&o.clients, "clients", bench.DefaultClients, "concurrent ingest callers")
 			fs.IntVar(&o.workers, "workers", bench.DefaultWorkers, "messages processed at once")
 			fs.IntVar(&o.warmup, "warmup", 0, "unmeasured operations per flow and side before the first round (default n/5; -1: none)")
+			fs.IntVar(&o.heatParticipations, "heat-participations", 0, "participations in the heat run of each layout (default 2n; -1: no heat run)")
+			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default half the participations)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 0, ""); err != nil {
@@ -58,10 +63,26 @@ func benchCmd() *command {
 			if err != nil {
 				return err
 			}
+			var heat []bench.LayoutHeat
+			if o.heatParticipations >= 0 {
+				for _, l := range []bench.Layout{bench.DefaultLayout} {
+					h, err := bench.MeasureHeat(ctx, bench.HeatConfig{
+						DB: db, Table: e.table, Layout: l, Participations: cmp.Or(o.heatParticipations, 2*o.n), Winners: o.heatWinners,
+						Clients: o.clients, Workers: o.workers,
+						Progress: func(format string, args ...any) {
+							fmt.Fprintf(e.stderr, "bench: "+format+"\n", args...)
+						},
+					})
+					if err != nil {
+						return err
+					}
+					heat = append(heat, *h)
+				}
+			}
 			out := benchOutput{
 				Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
 				DynamoDB: e.endpoint, DynamoDBSource: e.localSource, Queue: "in-memory queue",
-				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: acceptance(rep),
+				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: acceptance(rep), Heat: heat,
 			}
 			if e.json {
 				return e.printJSON(out)
@@ -82,6 +103,9 @@ type benchOutput struct {
 	Seconds        float64       `json:"seconds"`
 	Report         *bench.Report `json:"report"`
 	Acceptance     []check       `json:"acceptance"`
+	// Heat is the heat of each event layout measured: its hottest partition key and
+	// the ceilings that key puts on one event on DynamoDB.
+	Heat []bench.LayoutHeat `json:"heat"`
 }
 
 // check is one of the issue's acceptance figures.
@@ -180,7 +204,43 @@ func (o benchOutput) writeText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Shown, verdict)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, h := range o.Heat {
+		if err := writeHeat(w, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeHeat prints the heat of one layout: the hottest key of the table and of each
+// GSI, and the ceilings on DynamoDB.
+func writeHeat(w io.Writer, h bench.LayoutHeat) error {
+	c := h.Ceiling
+	fmt.Fprintf(w, "\nheat, layout %s (index shards %d, capacity shards %d): one event, %s participations, %s winners, "+
+		"on DynamoDB's %s WCU/s per partition key (table and each GSI apart)\n",
+		h.Layout, h.IndexShards, h.CapacityShards, formatInt(h.Participations), formatInt(h.Winners), formatInt(metered.KeyWCULimit))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  hottest key\t\tWCU/participation\tpeak WCU/s here\tpeak RCU/s here\n")
+	for _, index := range append([]string{metered.TableIndex}, metered.Indexes()...) {
+		k, ok := c.Hottest[index]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%.2f\t%.0f\t%.0f\n", index, k.Key, c.PerParticipation(k), k.PeakWCU, k.PeakRCU)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  ceiling: about %s participations/s per event (%s at %.2f WCU per participation)",
+		formatInt(int(h.CeilingParticipationsPerSec)), h.HottestKey, h.HottestWCUPerParticipation)
+	if c.WCUPerWinner > 0 {
+		fmt.Fprintf(w, ", %s winners/s (%s at %.2f WCU per winner)", formatInt(int(h.CeilingWinnersPerSec)), c.CapacityKey, c.WCUPerWinner)
+	}
+	fmt.Fprintln(w)
+	return nil
 }
 
 // machine describes the machine for the report: OS, architecture, CPUs and, where

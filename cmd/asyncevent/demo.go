@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
 
@@ -137,17 +138,6 @@ type skipClock struct{ offset atomic.Int64 }
 func (c *skipClock) now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *skipClock) skip(d time.Duration) { c.offset.Add(int64(d)) }
 
-// countingQueue counts the sends through a queue.
-type countingQueue struct {
-	asyncevent.Queue
-	sends atomic.Int64
-}
-
-func (q *countingQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
-	q.sends.Add(1)
-	return q.Queue.Send(ctx, m)
-}
-
 // demo is one run of the scenario.
 type demo struct {
 	e     *env
@@ -160,8 +150,9 @@ type demo struct {
 	workers *asyncevent.Client // through workerMeter
 
 	ingestMeter, workerMeter *metered.Counter
+	heat                     *metered.Heat // under both meters
 
-	queue     *countingQueue
+	queue     *bench.CountingQueue
 	queueDesc string
 	cleanup   []func()
 }
@@ -173,7 +164,8 @@ func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
 	}
 	d := &demo{e: e, o: o, clock: &skipClock{}, runID: time.Now().UTC().Format("20060102-150405")}
 	opts := asyncevent.Options{TableName: e.table, Clock: d.clock.now}
-	d.ingestMeter, d.workerMeter = metered.NewCounter(db), metered.NewCounter(db)
+	d.heat = metered.NewHeat(db)
+	d.ingestMeter, d.workerMeter = metered.NewCounter(d.heat), metered.NewCounter(d.heat)
 	if d.admin, err = asyncevent.New(db, opts); err != nil {
 		return nil, err
 	}
@@ -190,7 +182,7 @@ func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.queue, d.queueDesc = &countingQueue{Queue: q}, desc
+	d.queue, d.queueDesc = bench.NewCountingQueue(q), desc
 	return d, nil
 }
 
@@ -460,7 +452,8 @@ func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 
 	start := time.Now()
 	t := newTracker(start)
-	workerBefore, sendsBefore := d.workerMeter.Snapshot(), d.queue.sends.Load()
+	d.heat.Reset()
+	workerBefore, sendsBefore := d.workerMeter.Snapshot(), d.queue.Sends()
 	stopWorkers, err := d.startWorkers(ctx, t)
 	if err != nil {
 		return nil, err
@@ -493,7 +486,7 @@ func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 	endToEnd := t.lastFinal.Sub(start)
 	t.mu.Unlock()
 	workerCost := d.workerMeter.Snapshot().Sub(workerBefore)
-	sends := d.queue.sends.Load() - sendsBefore
+	sends := d.queue.Sends() - sendsBefore
 
 	st, err := d.admin.EventStats(ctx, eventID)
 	if err != nil {
@@ -514,6 +507,7 @@ func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 		Messages: t.messages(), Outcomes: map[string]int{},
 		CapacityWrites: workerCost.Writes[asyncevent.EntityCapacity],
 	}
+	r.Heat = bench.LayoutHeatOf(bench.DefaultLayout, metered.CeilingOf(d.heat.Keys(), newN, r.Winners))
 	if c.firstErr != nil {
 		r.FirstIngestError = c.firstErr.Error()
 	}

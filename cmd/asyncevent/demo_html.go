@@ -106,6 +106,8 @@ type htmlData struct {
 	Lottery []row
 	Verdict string
 	OK      bool
+	// Ceiling is the sentence that says where DynamoDB would throttle the event.
+	Ceiling string
 }
 
 func writeHTMLReport(path string, r *demoReport) error {
@@ -140,7 +142,9 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 			{"per message", fc.PerMessage.String()},
 			{"CAPACITY writes", fmt.Sprintf("%s (%s seats)", formatInt(fc.CapacityWrites), formatInt(fc.Winners))},
 			{"fairness", formatFairness(fc.fairness)},
+			{"hottest keys", formatHottest(fc.Heat)},
 		}
+		d.Ceiling = "On DynamoDB " + ceilingSentence(fc.Heat) + "."
 	}
 	if l := r.Lottery; l != nil {
 		d.Lottery = []row{
@@ -187,6 +191,7 @@ svg text.wtick { fill: #1f9d55; }
 .swatch { display: inline-block; width: 0.9rem; height: 0.25rem; margin-right: 0.35rem; vertical-align: middle; }
 .swatch.arrivals { background: #2f6fdb; } .swatch.wins { background: #1f9d55; } .swatch.rejections { background: #d9822b; }
 .legend span { margin-right: 1.2rem; }
+.ceiling { padding: 0.6rem 0.9rem; border-radius: 6px; background: #fff4e0; color: #7a4a00; }
 </style>
 </head>
 <body>
@@ -209,6 +214,7 @@ svg text.wtick { fill: #1f9d55; }
 </svg>
 <p class="legend">{{range .Series}}<span><i class="swatch {{.Class}}"></i>{{.Name}}: {{formatInt .Total}}</span>{{end}}</p>
 {{end}}
+{{with .Ceiling}}<p class="ceiling">{{.}}</p>{{end}}
 {{if .FC}}<table>{{range .FC}}<tr><td>{{.Label}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
 {{with .R.Lottery}}<h2>Lottery: {{.EventID}}</h2>{{end}}
 {{if .Lottery}}<table>{{range .Lottery}}<tr><td>{{.Label}}</td><td class="mono">{{.Value}}</td></tr>{{end}}</table>{{end}}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
 
@@ -58,6 +60,9 @@ type firstComeReport struct {
 	Messages         int            `json:"messages"` // deliveries the workers processed
 	Outcomes         map[string]int `json:"outcomes"`
 	CapacityWrites   int            `json:"capacityWrites"` // write requests on the CAPACITY item, failed conditions included
+	// Heat is the event's hottest partition key and the ceilings it puts on the event
+	// on DynamoDB, as bench reports them.
+	Heat bench.LayoutHeat `json:"heat"`
 
 	fairness   asyncevent.Fairness
 	queueWait  asyncevent.Durations
@@ -221,6 +226,8 @@ func (r *demoReport) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "  CAPACITY writes\t%s: %s seats + %s tries by workers that had not yet seen the sell-out\n",
 			formatInt(fc.CapacityWrites), formatInt(fc.Winners), formatInt(fc.CapacityWrites-fc.Winners))
 		fmt.Fprintf(tw, "  fairness\t%s\n", formatFairness(fc.fairness))
+		fmt.Fprintf(tw, "  hottest keys\t%s\n", formatHottest(fc.Heat))
+		fmt.Fprintf(tw, "  on DynamoDB\t%s\n", ceilingSentence(fc.Heat))
 		if err := tw.Flush(); err != nil {
 			return err
 		}
@@ -250,4 +257,43 @@ func (r *demoReport) writeText(w io.Writer) error {
 
 func formatSeconds(s float64) string {
 	return formatDuration(time.Duration(s * float64(time.Second)))
+}
+
+// formatHottest lists the hottest key of the table and of each GSI with its WCU per
+// new participation and its peak WCU in one second of the run.
+func formatHottest(h bench.LayoutHeat) string {
+	c := h.Ceiling
+	var parts []string
+	for _, index := range append([]string{metered.TableIndex}, metered.Indexes()...) {
+		if k, ok := c.Hottest[index]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s %.2f WCU/participation (peak %.0f WCU/s)", index, k.Key, c.PerParticipation(k), k.PeakWCU))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// ceilingSentence says in one sentence what the heat means on DynamoDB.
+func ceilingSentence(h bench.LayoutHeat) string {
+	if h.CeilingParticipationsPerSec == 0 {
+		return "no write was measured"
+	}
+	s := fmt.Sprintf("this event would throttle above about %s clicks/s: each new participation writes %.1f units to one partition key (%s), and DynamoDB gives one key %s a second",
+		formatInt(roughly(h.CeilingParticipationsPerSec)), h.HottestWCUPerParticipation, h.HottestKey, formatInt(metered.KeyWCULimit))
+	if h.CeilingWinnersPerSec > 0 {
+		s += fmt.Sprintf("; its seats could go at most about %s winners/s (%.1f units per winner on %s)",
+			formatInt(roughly(h.CeilingWinnersPerSec)), h.Ceiling.WCUPerWinner, h.Ceiling.CapacityKey)
+	}
+	return s
+}
+
+// roughly rounds a rate to two significant digits: an estimate, not a measurement.
+func roughly(v float64) int {
+	if v < 100 {
+		return int(math.Round(v))
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v))-1)
+	return int(math.Round(v/p) * p)
 }

@@ -43,6 +43,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Contains(t, page, "<svg")
 	assert.Equal(t, 3, strings.Count(page, "<polyline"), "arrivals, wins, rejections")
 	assert.Contains(t, page, "every promise held")
+	assert.Regexp(t, `On DynamoDB this event would throttle above about [\d,]+ clicks/s: each new participation writes [\d.]+ units to one partition key \(GSI2:EVENT#demo-first-come-\S+\)`, page)
 	assert.NotRegexp(t, `(?i)(src|href)\s*=`, page, "self-contained: no external assets")
 }
 
@@ -68,6 +69,11 @@ func TestDemoJSON(t *testing.T) {
 	assert.LessOrEqual(t, fc.PerDuplicate.ByCall["TransactWriteItems"], 1.0)
 	assert.GreaterOrEqual(t, fc.CapacityWrites, 5)
 	assert.Equal(t, 48, fc.Messages)
+	assert.Equal(t, "GSI2:EVENT#"+fc.EventID, fc.Heat.HottestKey)
+	assert.Equal(t, 48, fc.Heat.Participations)
+	assert.Equal(t, 5, fc.Heat.Winners)
+	assert.InDelta(t, 1000/fc.Heat.HottestWCUPerParticipation, fc.Heat.CeilingParticipationsPerSec, 1e-6)
+	assert.Positive(t, fc.Heat.CeilingWinnersPerSec)
 
 	l := rep.Lottery
 	require.NotNil(t, l)
@@ -117,10 +123,19 @@ func TestBench(t *testing.T) {
 	assert.True(t, byName["DynamoDB round trips per first-come message, happy path ≤ 2"].OK)
 	assert.True(t, byName["CAPACITY writes per message once the worker knows it is sold out = 0"].OK)
 	assert.NotEmpty(t, rep.Machine)
+	require.Len(t, rep.Heat, 1)
+	h := rep.Heat[0]
+	assert.Equal(t, "default", h.Layout)
+	assert.Equal(t, 24, h.Participations, "2n")
+	assert.Equal(t, 12, h.Winners)
+	assert.Regexp(t, `^GSI2:EVENT#\S+-heat-default$`, h.HottestKey)
+	assert.InDelta(t, 3, h.HottestWCUPerParticipation, 1)
+	assert.InDelta(t, 500, h.CeilingWinnersPerSec, 200)
 
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
 	assert.Contains(t, out, "library/baseline")
 	assert.Contains(t, out, "acceptance (issue 9):")
+	assert.Regexp(t, `(?m)^  ceiling: about [\d,]+ participations/s per event \(GSI2:EVENT#`, out)
 	var decoded map[string]any
 	assert.Error(t, json.Unmarshal([]byte(out), &decoded), "human output by default")
 }

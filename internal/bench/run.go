@@ -152,21 +152,6 @@ type measured struct {
 	sends     int64
 }
 
-// countingQueue counts the sends through a queue.
-type countingQueue struct {
-	*asyncevent.MemoryQueue
-	sends atomic.Int64
-}
-
-func (q *countingQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
-	q.sends.Add(1)
-	return q.MemoryQueue.Send(ctx, m)
-}
-
-func newQueue() *countingQueue {
-	return &countingQueue{MemoryQueue: asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})}
-}
-
 // Run measures the flows on both sides, interleaved: in each round every flow runs on
 // the library and on the baseline one after the other (which goes first alternates by
 // round), with N operations each. A round is, per side: a FIRST_COME event with
@@ -259,8 +244,8 @@ func runRound(ctx context.Context, cfg Config, sd *side, round string, n int) er
 type roundState struct {
 	n       int
 	eventID string
-	winners *countingQueue // messages of the first n users
-	losers  *countingQueue // messages of the n users after the sold-out
+	winners *CountingQueue // messages of the first n users
+	losers  *CountingQueue // messages of the n users after the sold-out
 	proc    *asyncevent.Processor
 }
 
@@ -276,11 +261,11 @@ var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerSoldOut,
 
 // measure runs f, which does ops operations, and records its throughput and costs
 // under flow.
-func measure(sd *side, flow string, q *countingQueue, ops int, record bool, f func() error) error {
+func measure(sd *side, flow string, q *CountingQueue, ops int, record bool, f func() error) error {
 	before := sd.counter.Snapshot()
 	var sendsBefore int64
 	if q != nil {
-		sendsBefore = q.sends.Load()
+		sendsBefore = q.Sends()
 	}
 	start := time.Now()
 	if err := f(); err != nil {
@@ -299,7 +284,7 @@ func measure(sd *side, flow string, q *countingQueue, ops int, record bool, f fu
 	m.ops += ops
 	m.counts = m.counts.Add(sd.counter.Snapshot().Sub(before))
 	if q != nil {
-		m.sends += q.sends.Load() - sendsBefore
+		m.sends += q.Sends() - sendsBefore
 	}
 	return nil
 }
@@ -382,7 +367,7 @@ func workerWin(ctx context.Context, cfg Config, sd *side, st *roundState, record
 	var out outcomes
 	err := measure(sd, FlowWorkerWin, nil, st.n, record, func() error {
 		if sd.name == "raw" {
-			return drain(ctx, st.winners.MemoryQueue, cfg.Workers, rawHandler(sd, &out))
+			return drain(ctx, memory(st.winners), cfg.Workers, rawHandler(sd, &out))
 		}
 		w, err := asyncevent.NewWorker(sd.client, st.winners, asyncevent.WorkerOptions{
 			Concurrency: cfg.Workers, WaitTime: 50 * time.Millisecond,
@@ -394,7 +379,7 @@ func workerWin(ctx context.Context, cfg Config, sd *side, st *roundState, record
 		if err := w.Start(ctx); err != nil {
 			return err
 		}
-		werr := waitEmpty(ctx, st.winners.MemoryQueue)
+		werr := waitEmpty(ctx, memory(st.winners))
 		return errors.Join(werr, w.Stop(ctx))
 	})
 	if err != nil {
@@ -426,11 +411,11 @@ func workerSoldOut(ctx context.Context, cfg Config, sd *side, st *roundState, re
 	}
 	// One message first, unmeasured: the library's processor learns that the event is
 	// sold out (the baseline has nothing to learn).
-	if err := drainN(ctx, st.losers.MemoryQueue, 1, handle); err != nil {
+	if err := drainN(ctx, memory(st.losers), 1, handle); err != nil {
 		return err
 	}
 	if err := measure(sd, FlowWorkerSoldOut, nil, st.n-1, record, func() error {
-		return drain(ctx, st.losers.MemoryQueue, cfg.Workers, handle)
+		return drain(ctx, memory(st.losers), cfg.Workers, handle)
 	}); err != nil {
 		return err
 	}

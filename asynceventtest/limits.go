@@ -1,0 +1,724 @@
+package asynceventtest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/asyncevent/asyncevent/internal/metered"
+)
+
+// Limits are DynamoDB's limits on one partition key, as a LimitedHTTPClient enforces
+// them. The zero value is DynamoDB's own.
+type Limits struct {
+	// WCU is the write capacity units per second one partition key takes, on the
+	// table and on each GSI apart. Default: 1,000, DynamoDB's. Scale it down (to 20,
+	// say) and a DynamoDB Local at a few hundred calls a second shows what DynamoDB
+	// does at tens of thousands.
+	WCU float64
+	// RCU is the read capacity units per second one partition key takes, on the
+	// table and on each GSI apart. Default: 3 × WCU (3,000 with the default WCU).
+	RCU float64
+	// Burst is how many seconds of units a key's bucket holds when it has been idle.
+	// Default: 1.
+	Burst time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.WCU <= 0 {
+		l.WCU = metered.KeyWCULimit
+	}
+	if l.RCU <= 0 {
+		l.RCU = 3 * l.WCU
+	}
+	if l.Burst <= 0 {
+		l.Burst = time.Second
+	}
+	return l
+}
+
+// LimitCounts counts what a LimitedHTTPClient refused.
+type LimitCounts struct {
+	// Throttled counts the calls refused for a partition key over its limit: a
+	// ProvisionedThroughputExceededException, or a transaction cancelled with a
+	// ThrottlingError. The SDK retries the first kind; each attempt counts.
+	Throttled int
+	// IndexThrottled counts those of them refused because of a GSI key: a base-table
+	// write throttled by GSI back-pressure, or a Query of a hot index key.
+	IndexThrottled int
+	// Conflicts counts the transactions cancelled with TransactionConflict, and the
+	// single writes refused with TransactionConflictException, because another
+	// transaction or write on the same item was under way.
+	Conflicts int
+	// Reasons counts the throttling reasons given, by reason
+	// ("IndexWriteKeyRangeThroughputExceeded", …).
+	Reasons map[string]int
+}
+
+// LimitedHTTPClient enforces DynamoDB's per-partition-key limits on the HTTP calls of
+// a DynamoDB client, beneath the SDK (so the SDK's retryer sees its answers, as it
+// sees DynamoDB's), for a table made by asyncevent's CreateTable. DynamoDB Local
+// enforces none of them. Make one with NewLimitedClient. It is safe for concurrent use.
+//
+// Each partition key has a token bucket of WCU and one of RCU on the table (the
+// item's PK) and on each GSI (its GSI1PK, GSI2PK), refilled at Limits.WCU and
+// Limits.RCU per second and holding Limits.Burst of them. A write is refused when
+// any bucket it would draw from is short: the item's PK on the table, and its key on
+// every GSI it is on (projection ALL: every write of an item on an index writes the
+// index too), which is DynamoDB's GSI back-pressure. It answers as DynamoDB does:
+//
+//   - a single-item write or read: ProvisionedThroughputExceededException with
+//     ThrottlingReasons such as TableWriteKeyRangeThroughputExceeded or
+//     IndexWriteKeyRangeThroughputExceeded, the resource being the table's or the
+//     index's ARN (the SDK retries it);
+//   - a transaction: TransactionCanceledException, the item over its limit with
+//     reason code ThrottlingError (its message names the global secondary indexes
+//     when a GSI key is the cause), the others None (the SDK does not retry it);
+//   - a transaction that overlaps in time with another transaction or a write on one
+//     of its items (from the moment it is sent until its answer): a
+//     TransactionCanceledException with reason TransactionConflict on that item;
+//     a single write on an item under a transaction: TransactionConflictException.
+//
+// Units are estimated before the call is sent, since a throttle is decided then:
+// a write costs 1 WCU per KB of the item (a Put's own item; for an Update or a
+// Delete the item's size as last seen, at least 1 KB), twice in a transaction, on
+// the table key and on each of the item's GSI keys; a write that then fails its
+// condition gets its GSI units back (nothing reached the index). A read costs what
+// it returned: 1 RCU per 4 KB for a strongly consistent read, half for an eventually
+// consistent one, drawn after the answer (a read is let through while its key's
+// bucket holds any units). DynamoDB Local's ConsumedCapacity is not used.
+//
+// An item's GSI keys are learned from what goes by: Put items, the values an
+// UpdateExpression SETs on GSI1PK and GSI2PK, and the items that reads return; a
+// write of an item the client never saw is charged on the table only.
+type LimitedHTTPClient struct {
+	next   aws.HTTPClient
+	limits Limits
+	now    func() time.Time
+
+	mu      sync.Mutex
+	buckets map[bucketID]*bucket
+	items   map[itemKey]*itemInfo
+	inTx    map[itemKey]int // transactions under way, per item
+	writes  map[itemKey]int // single writes under way, per item
+	counts  LimitCounts
+}
+
+type bucketID struct {
+	index, key string // index: metered.TableIndex or a GSI name
+	write      bool
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+type itemKey struct{ pk, sk string }
+
+type itemInfo struct {
+	index map[string]string // GSI name → partition key
+	size  int               // bytes, as last seen
+}
+
+// NewLimitedClient returns a copy of db whose HTTP calls go through a
+// LimitedHTTPClient with limits, and that LimitedHTTPClient. The copy's retryer is
+// the SDK's standard one (three attempts) without its client-side retry quota, which
+// a spike's throttles would drain, and with a backoff of milliseconds instead of
+// seconds, as NewFaultyClient's. optFns then change the copy's options further.
+func NewLimitedClient(db *dynamodb.Client, limits Limits, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, *LimitedHTTPClient) {
+	l := &LimitedHTTPClient{
+		limits: limits.withDefaults(), now: time.Now,
+		buckets: map[bucketID]*bucket{}, items: map[itemKey]*itemInfo{},
+		inTx: map[itemKey]int{}, writes: map[itemKey]int{}, counts: LimitCounts{Reasons: map[string]int{}},
+	}
+	client := dynamodb.New(db.Options(), func(o *dynamodb.Options) {
+		l.next = o.HTTPClient
+		o.HTTPClient = l
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.RateLimiter = ratelimit.None
+			so.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
+				d := 5 * time.Millisecond << min(attempt, 4)
+				return d/2 + rand.N(d/2), nil
+			})
+		})
+		for _, fn := range optFns {
+			fn(o)
+		}
+	})
+	return client, l
+}
+
+// Counts returns what l refused so far.
+func (l *LimitedHTTPClient) Counts() LimitCounts {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.counts
+	c.Reasons = maps.Clone(l.counts.Reasons)
+	return c
+}
+
+// ddbCall is the part of a DynamoDB JSON request the limits need.
+type ddbCall struct {
+	TableName                 string
+	Key, Item                 jsonAttrs
+	UpdateExpression          string
+	ExpressionAttributeNames  map[string]string
+	ExpressionAttributeValues jsonAttrs
+	ConsistentRead            bool
+	IndexName                 string
+	KeyConditionExpression    string
+	TransactItems             []struct{ Put, Update, Delete, ConditionCheck *ddbCall }
+}
+
+// table returns the table a call names: its own, or its first transaction item's.
+func (c *ddbCall) table() string {
+	for _, it := range c.TransactItems {
+		for _, a := range []*ddbCall{it.Put, it.Update, it.Delete, it.ConditionCheck} {
+			if a != nil && a.TableName != "" {
+				return a.TableName
+			}
+		}
+	}
+	return c.TableName
+}
+
+// jsonAttrs is an item, a key or the values of an expression in DynamoDB's JSON.
+type jsonAttrs map[string]json.RawMessage
+
+func (a jsonAttrs) str(name string) (string, bool) {
+	var v struct{ S *string }
+	if raw, ok := a[name]; !ok || json.Unmarshal(raw, &v) != nil || v.S == nil {
+		return "", false
+	}
+	return *v.S, true
+}
+
+func (a jsonAttrs) key() (itemKey, bool) {
+	pk, ok1 := a.str("PK")
+	sk, ok2 := a.str("SK")
+	return itemKey{pk, sk}, ok1 && ok2
+}
+
+// indexKeys returns the GSI keys an item carries.
+func (a jsonAttrs) indexKeys() map[string]string {
+	out := map[string]string{}
+	for _, index := range metered.Indexes() {
+		attr, _ := metered.IndexPartitionKey(index)
+		if v, ok := a.str(attr); ok {
+			out[index] = v
+		}
+	}
+	return out
+}
+
+// size estimates an item's size as DynamoDB counts it: names plus values.
+func (a jsonAttrs) size() int {
+	n := 0
+	for name, raw := range a {
+		n += len(name) + valueSize(raw)
+	}
+	return n
+}
+
+func valueSize(raw json.RawMessage) int {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(raw, &v) != nil {
+		return len(raw)
+	}
+	n := 0
+	for typ, inner := range v {
+		switch typ {
+		case "S", "N":
+			var s string
+			_ = json.Unmarshal(inner, &s)
+			n += len(s)
+		case "B":
+			var s string
+			_ = json.Unmarshal(inner, &s)
+			b, _ := base64.StdEncoding.DecodeString(s)
+			n += len(b)
+		case "BOOL", "NULL":
+			n++
+		case "M":
+			var m jsonAttrs
+			_ = json.Unmarshal(inner, &m)
+			n += 3 + m.size()
+		case "L":
+			var l []json.RawMessage
+			_ = json.Unmarshal(inner, &l)
+			n += 3
+			for _, e := range l {
+				n += 1 + valueSize(e)
+			}
+		default: // SS, NS, BS
+			var l []string
+			_ = json.Unmarshal(inner, &l)
+			for _, e := range l {
+				n += len(e)
+			}
+		}
+	}
+	return n
+}
+
+// charge is the units one call draws from one bucket.
+type charge struct {
+	id    bucketID
+	units float64
+}
+
+// itemWrite is one item a write call writes.
+type itemWrite struct {
+	item    itemKey
+	ok      bool // the call names the item's PK and SK
+	index   map[string]string
+	size    int
+	charges []charge
+	set     map[string]string // index keys the write sets
+	put     bool
+	check   bool // a ConditionCheck: writes nothing
+	del     bool
+}
+
+// planWrite works out the item and the units of one write. l.mu is held.
+func (l *LimitedHTTPClient) planWrite(c *ddbCall, put, check, transaction bool) itemWrite {
+	w := itemWrite{put: put, check: check}
+	attrs := c.Key
+	if put {
+		attrs = c.Item
+	}
+	w.item, w.ok = attrs.key()
+	info := l.items[w.item]
+	switch {
+	case put:
+		w.index, w.size = c.Item.indexKeys(), c.Item.size()
+	default:
+		w.index = map[string]string{}
+		if info != nil {
+			maps.Copy(w.index, info.index)
+			w.size = info.size
+		}
+		w.set = metered.IndexKeysSet(c.UpdateExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues.str)
+		maps.Copy(w.index, w.set)
+	}
+	units := math.Max(1, math.Ceil(float64(w.size)/1024))
+	if transaction {
+		units *= 2
+	}
+	if !w.ok {
+		return w
+	}
+	w.charges = append(w.charges, charge{bucketID{metered.TableIndex, w.item.pk, true}, units})
+	if check {
+		return w
+	}
+	for _, index := range metered.Indexes() {
+		if k := w.index[index]; k != "" {
+			w.charges = append(w.charges, charge{bucketID{index, k, true}, units})
+		}
+	}
+	return w
+}
+
+// short returns the charges whose buckets cannot take them now. l.mu is held.
+func (l *LimitedHTTPClient) short(now time.Time, charges []charge) []charge {
+	var out []charge
+	for _, c := range charges {
+		b := l.bucket(now, c.id)
+		if b.tokens < math.Min(c.units, l.capacity(c.id)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (l *LimitedHTTPClient) rate(id bucketID) float64 {
+	if id.write {
+		return l.limits.WCU
+	}
+	return l.limits.RCU
+}
+
+func (l *LimitedHTTPClient) capacity(id bucketID) float64 {
+	return l.rate(id) * l.limits.Burst.Seconds()
+}
+
+// bucket returns a bucket refilled up to now. l.mu is held.
+func (l *LimitedHTTPClient) bucket(now time.Time, id bucketID) *bucket {
+	b := l.buckets[id]
+	if b == nil {
+		b = &bucket{tokens: l.capacity(id), at: now}
+		l.buckets[id] = b
+		return b
+	}
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = math.Min(l.capacity(id), b.tokens+d.Seconds()*l.rate(id))
+		b.at = now
+	}
+	return b
+}
+
+// draw takes the charges from their buckets (which may go below zero, a debt the
+// refill pays first). l.mu is held.
+func (l *LimitedHTTPClient) draw(now time.Time, charges []charge, sign float64) {
+	for _, c := range charges {
+		l.bucket(now, c.id).tokens -= sign * c.units
+	}
+}
+
+// gsiCharges are the charges of ws on the indexes.
+func gsiCharges(ws []itemWrite) []charge {
+	var out []charge
+	for _, w := range ws {
+		for _, c := range w.charges {
+			if c.id.index != metered.TableIndex {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// learn records what a write or a read showed of an item. l.mu is held.
+func (l *LimitedHTTPClient) learn(k itemKey, index map[string]string, size int) {
+	info := l.items[k]
+	if info == nil {
+		info = &itemInfo{index: map[string]string{}}
+		l.items[k] = info
+	}
+	maps.Copy(info.index, index)
+	if size > 0 {
+		info.size = size
+	}
+}
+
+// Do implements aws.HTTPClient.
+func (l *LimitedHTTPClient) Do(req *http.Request) (*http.Response, error) {
+	_, op, _ := strings.Cut(req.Header.Get("X-Amz-Target"), ".")
+	if req.Body == nil {
+		return l.next.Do(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("asynceventtest: read the body of %s: %w", op, err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var c ddbCall
+	if json.Unmarshal(body, &c) != nil {
+		return l.next.Do(req)
+	}
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem":
+		return l.write(req, op, &c)
+	case "TransactWriteItems":
+		return l.transact(req, &c)
+	case "GetItem", "Query":
+		return l.read(req, op, &c)
+	}
+	return l.next.Do(req)
+}
+
+// write runs a single-item write under the limits.
+func (l *LimitedHTTPClient) write(req *http.Request, op string, c *ddbCall) (*http.Response, error) {
+	now := l.now()
+	l.mu.Lock()
+	w := l.planWrite(c, op == "PutItem", false, false)
+	if w.ok && l.inTx[w.item] > 0 {
+		l.counts.Conflicts++
+		l.mu.Unlock()
+		return errorResponse(req, "TransactionConflictException", map[string]any{"message": "Transaction is ongoing for the item"}), nil
+	}
+	if short := l.short(now, w.charges); len(short) > 0 {
+		reasons := l.throttled(short, true, c.TableName)
+		l.mu.Unlock()
+		return errorResponse(req, "ProvisionedThroughputExceededException", map[string]any{
+			"message": throttleMessage(short), "ThrottlingReasons": reasons,
+		}), nil
+	}
+	l.draw(now, w.charges, 1)
+	if w.ok {
+		l.writes[w.item]++
+	}
+	l.mu.Unlock()
+
+	resp, err := l.next.Do(req)
+	refused := refusedByCondition(resp)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.ok {
+		l.writes[w.item]--
+		if l.writes[w.item] == 0 {
+			delete(l.writes, w.item)
+		}
+	}
+	switch {
+	case err != nil:
+	case refused:
+		l.draw(l.now(), gsiCharges([]itemWrite{w}), -1)
+	case resp.StatusCode == http.StatusOK && w.ok:
+		switch op {
+		case "PutItem":
+			l.items[w.item] = &itemInfo{index: w.index, size: w.size}
+		case "UpdateItem":
+			l.learn(w.item, w.set, 0)
+		case "DeleteItem":
+			delete(l.items, w.item)
+		}
+	}
+	return resp, err
+}
+
+// transact runs a TransactWriteItems under the limits.
+func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Response, error) {
+	now := l.now()
+	l.mu.Lock()
+	ws := make([]itemWrite, len(c.TransactItems))
+	for i, it := range c.TransactItems {
+		switch {
+		case it.Put != nil:
+			ws[i] = l.planWrite(it.Put, true, false, true)
+		case it.Update != nil:
+			ws[i] = l.planWrite(it.Update, false, false, true)
+		case it.Delete != nil:
+			ws[i] = l.planWrite(it.Delete, false, false, true)
+			ws[i].del = true
+		case it.ConditionCheck != nil:
+			ws[i] = l.planWrite(it.ConditionCheck, false, true, true)
+		}
+	}
+	conflict := false
+	reasons := make([]map[string]any, len(ws))
+	for i, w := range ws {
+		reasons[i] = map[string]any{"Code": "None"}
+		if w.ok && (l.inTx[w.item] > 0 || l.writes[w.item] > 0) {
+			reasons[i] = map[string]any{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item."}
+			conflict = true
+		}
+	}
+	if conflict {
+		l.counts.Conflicts++
+		l.mu.Unlock()
+		return cancelled(req, reasons), nil
+	}
+	var allShort []charge
+	for i, w := range ws {
+		if short := l.short(now, w.charges); len(short) > 0 {
+			reasons[i] = map[string]any{"Code": "ThrottlingError", "Message": throttleMessage(short)}
+			allShort = append(allShort, short...)
+		}
+	}
+	if len(allShort) > 0 {
+		l.throttled(allShort, true, c.table())
+		l.mu.Unlock()
+		return cancelled(req, reasons), nil
+	}
+	for _, w := range ws {
+		l.draw(now, w.charges, 1)
+		if w.ok {
+			l.inTx[w.item]++
+		}
+	}
+	l.mu.Unlock()
+
+	resp, err := l.next.Do(req)
+	refused := refusedByCondition(resp)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range ws {
+		if !w.ok {
+			continue
+		}
+		if l.inTx[w.item]--; l.inTx[w.item] == 0 {
+			delete(l.inTx, w.item)
+		}
+		switch {
+		case err != nil, w.check:
+		case refused:
+			l.draw(l.now(), gsiCharges([]itemWrite{w}), -1)
+		case resp.StatusCode == http.StatusOK:
+			switch {
+			case w.put:
+				l.items[w.item] = &itemInfo{index: w.index, size: w.size}
+			case w.del:
+				delete(l.items, w.item)
+			default:
+				l.learn(w.item, w.set, 0)
+			}
+		}
+	}
+	return resp, err
+}
+
+// read runs a GetItem or a Query under the limits; its units are drawn once its
+// answer shows what it read.
+func (l *LimitedHTTPClient) read(req *http.Request, op string, c *ddbCall) (*http.Response, error) {
+	var id bucketID
+	switch op {
+	case "GetItem":
+		k, ok := c.Key.key()
+		if !ok {
+			return l.next.Do(req)
+		}
+		id = bucketID{metered.TableIndex, k.pk, false}
+	case "Query":
+		index, key, ok := metered.QueryPartition(c.IndexName, c.KeyConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues.str)
+		if !ok {
+			return l.next.Do(req)
+		}
+		id = bucketID{index, key, false}
+	}
+	l.mu.Lock()
+	if b := l.bucket(l.now(), id); b.tokens <= 0 {
+		short := []charge{{id, 0.5}}
+		reasons := l.throttled(short, true, c.TableName)
+		l.mu.Unlock()
+		return errorResponse(req, "ProvisionedThroughputExceededException", map[string]any{
+			"message": throttleMessage(short), "ThrottlingReasons": reasons,
+		}), nil
+	}
+	l.mu.Unlock()
+
+	resp, err := l.next.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, rerr := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if rerr != nil {
+		return resp, nil
+	}
+	var out struct {
+		Item  jsonAttrs
+		Items []jsonAttrs
+	}
+	_ = json.Unmarshal(body, &out)
+	if out.Item != nil {
+		out.Items = append(out.Items, out.Item)
+	}
+	size := 0
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, it := range out.Items {
+		s := it.size()
+		size += s
+		if k, ok := it.key(); ok {
+			l.learn(k, it.indexKeys(), s)
+		}
+	}
+	units := math.Max(1, math.Ceil(float64(size)/4096))
+	if !c.ConsistentRead {
+		units /= 2
+	}
+	l.draw(l.now(), []charge{{id, units}}, 1)
+	return resp, nil
+}
+
+// throttled counts a refusal for the short charges (count: as one more throttled
+// call) and returns its ThrottlingReasons. l.mu is held.
+func (l *LimitedHTTPClient) throttled(short []charge, count bool, table string) []map[string]string {
+	var reasons []map[string]string
+	onIndex := false
+	for _, c := range short {
+		resource, arn := "Table", "arn:aws:dynamodb:local:000000000000:table/"+table
+		if c.id.index != metered.TableIndex {
+			resource, arn = "Index", arn+"/index/"+c.id.index
+			onIndex = true
+		}
+		op := "Read"
+		if c.id.write {
+			op = "Write"
+		}
+		reason := resource + op + "KeyRangeThroughputExceeded"
+		l.counts.Reasons[reason]++
+		reasons = append(reasons, map[string]string{"reason": reason, "resource": arn})
+	}
+	if count {
+		l.counts.Throttled++
+		if onIndex {
+			l.counts.IndexThrottled++
+		}
+	}
+	return reasons
+}
+
+// throttleMessage is DynamoDB's message for a throttle of an on-demand table or index.
+func throttleMessage(short []charge) string {
+	for _, c := range short {
+		if c.id.index != metered.TableIndex {
+			return "Throughput exceeds the current capacity for one or more global secondary indexes. " +
+				"DynamoDB is automatically scaling your index so please try again shortly. (simulated: partition key " +
+				c.id.index + " " + c.id.key + ")"
+		}
+	}
+	return "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table " +
+		"or index so please try again shortly. If exceptions persist, check if you have a hot key. (simulated: partition key " +
+		short[0].id.key + ")"
+}
+
+// cancelled is DynamoDB's answer to a transaction it cancelled for reasons.
+func cancelled(req *http.Request, reasons []map[string]any) *http.Response {
+	codes := make([]string, len(reasons))
+	for i, r := range reasons {
+		codes[i] = r["Code"].(string)
+	}
+	return errorResponse(req, "TransactionCanceledException", map[string]any{
+		"Message":             "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]",
+		"CancellationReasons": reasons,
+	})
+}
+
+// errorResponse is a DynamoDB error answer of type typ with the fields of fields.
+func errorResponse(req *http.Request, typ string, fields map[string]any) *http.Response {
+	m := map[string]any{"__type": "com.amazonaws.dynamodb.v20120810#" + typ}
+	maps.Copy(m, fields)
+	body, _ := json.Marshal(m)
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
+	h.Set("X-Amzn-Requestid", "simulated-limit")
+	return &http.Response{
+		Status: "400 Bad Request", StatusCode: http.StatusBadRequest,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		Request: req,
+	}
+}
+
+// refusedByCondition reports whether resp is a write refused by its condition: a
+// ConditionalCheckFailedException or a TransactionCanceledException. It leaves the
+// body in place.
+func refusedByCondition(resp *http.Response) bool {
+	if resp == nil || resp.StatusCode != http.StatusBadRequest || resp.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var e struct {
+		Type string `json:"__type"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return strings.HasSuffix(e.Type, "ConditionalCheckFailedException") || strings.HasSuffix(e.Type, "TransactionCanceledException")
+}

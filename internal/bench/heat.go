@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/metered"
+)
+
+// Layout is how an event lays out its keys: how many GSI2 partitions its requests
+// spread over (index shards) and how many items its capacity is split into
+// (capacity shards). Only DefaultLayout exists in the library today; the fields are
+// there so that sharded layouts can be measured the same way once events can be
+// created with them.
+type Layout struct {
+	Name           string
+	IndexShards    int
+	CapacityShards int
+}
+
+// DefaultLayout is the seed's keys: GSI2PK EVENT#<eventId>, one CAPACITY item.
+var DefaultLayout = Layout{Name: "default", IndexShards: 1, CapacityShards: 1}
+
+// HeatConfig configures MeasureHeat. Only DB and Table are required.
+type HeatConfig struct {
+	DB    asyncevent.DynamoDB
+	Table string // made by the library's CreateTable; created if needed
+
+	// Layout is the event's layout. Default: DefaultLayout.
+	Layout Layout
+	// Participations is how many users take part, each once. Default: 2 × DefaultN.
+	Participations int
+	// Winners is the event's capacity. Default: Participations / 2.
+	Winners int
+	// Clients is how many ingest calls run at once. Default: DefaultClients.
+	Clients int
+	// Workers is how many messages are processed at once, while the ingest goes on.
+	// Default: DefaultWorkers.
+	Workers int
+
+	// RunID prefixes the event ID. Default: the start time.
+	RunID string
+	// Progress, if set, is told what runs next.
+	Progress func(format string, args ...any)
+}
+
+func (c *HeatConfig) setDefaults() {
+	if c.Layout == (Layout{}) {
+		c.Layout = DefaultLayout
+	}
+	if c.Participations <= 0 {
+		c.Participations = 2 * DefaultN
+	}
+	if c.Winners <= 0 {
+		c.Winners = max(c.Participations/2, 1)
+	}
+	if c.Clients <= 0 {
+		c.Clients = DefaultClients
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.RunID == "" {
+		c.RunID = fmt.Sprintf("bench%d", time.Now().UnixMilli())
+	}
+	if c.Progress == nil {
+		c.Progress = func(string, ...any) {}
+	}
+}
+
+// LayoutHeat is the heat of one layout: one object of `bench -json`'s heat array.
+type LayoutHeat struct {
+	Layout         string `json:"layout"`
+	IndexShards    int    `json:"index_shards"`
+	CapacityShards int    `json:"capacity_shards"`
+	Participations int    `json:"participations"`
+	Winners        int    `json:"winners"`
+	// HottestKey is the partition key with the most WCU per participation, as
+	// "<index>:<key>" ("GSI2:EVENT#…", "table:EVENT#…").
+	HottestKey                 string  `json:"hottest_key"`
+	HottestWCUPerParticipation float64 `json:"hottest_wcu_per_participation"`
+	// CeilingParticipationsPerSec is metered.KeyWCULimit ÷
+	// HottestWCUPerParticipation: above it DynamoDB throttles the hottest key.
+	CeilingParticipationsPerSec float64 `json:"ceiling_participations_per_s"`
+	// CeilingWinnersPerSec is metered.KeyWCULimit ÷ the WCU per winner on the
+	// hottest capacity key.
+	CeilingWinnersPerSec float64 `json:"ceiling_winners_per_s"`
+
+	// Ceiling has the details: the hottest key of the table and of each GSI, the
+	// capacity key.
+	Ceiling metered.Ceiling `json:"-"`
+	// EventID is the event measured.
+	EventID string `json:"-"`
+}
+
+// LayoutHeatOf makes the LayoutHeat of a layout from its Ceiling.
+func LayoutHeatOf(l Layout, c metered.Ceiling) LayoutHeat {
+	return LayoutHeat{
+		Layout: l.Name, IndexShards: l.IndexShards, CapacityShards: l.CapacityShards,
+		Participations: c.Participations, Winners: c.Winners,
+		HottestKey: c.HottestKey.String(), HottestWCUPerParticipation: c.WCUPerParticipation,
+		CeilingParticipationsPerSec: c.ParticipationsPerSec, CeilingWinnersPerSec: c.WinnersPerSec,
+		Ceiling: c,
+	}
+}
+
+// MeasureHeat runs one FIRST_COME event of cfg.Layout as a spike (Participations users
+// click once each from Clients callers while Workers process the messages) through a
+// metered.Heat, and reports its hottest partition keys and the ceilings they put on
+// the event on DynamoDB. The event is created through an unmetered client, so only
+// the spike's own calls count.
+func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
+	cfg.setDefaults()
+	if cfg.Layout.IndexShards != 1 || cfg.Layout.CapacityShards != 1 {
+		return nil, fmt.Errorf("layout %q: index shards %d, capacity shards %d: the library creates only unsharded events yet",
+			cfg.Layout.Name, cfg.Layout.IndexShards, cfg.Layout.CapacityShards)
+	}
+	admin, err := asyncevent.New(cfg.DB, asyncevent.Options{TableName: cfg.Table})
+	if err != nil {
+		return nil, err
+	}
+	heat := metered.NewHeat(cfg.DB)
+	client, err := asyncevent.New(heat, asyncevent.Options{TableName: cfg.Table})
+	if err != nil {
+		return nil, err
+	}
+	if err := admin.CreateTable(ctx); err != nil {
+		return nil, err
+	}
+	eventID := fmt.Sprintf("%s-heat-%s", cfg.RunID, cfg.Layout.Name)
+	if _, err := admin.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(cfg.Winners)}); err != nil {
+		return nil, err
+	}
+	cfg.Progress("heat, layout %s: %d participations for %d seats, %d clients, %d workers", cfg.Layout.Name, cfg.Participations, cfg.Winners, cfg.Clients, cfg.Workers)
+
+	q := newQueue()
+	var out outcomes
+	w, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{
+		Concurrency: cfg.Workers, WaitTime: 50 * time.Millisecond,
+		ProcessOptions: asyncevent.ProcessOptions{OnOutcome: libOutcome(&out)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(ctx); err != nil {
+		return nil, err
+	}
+	ingest := submitAll(ctx, Config{Clients: cfg.Clients}, cfg.Participations, 0, func(ctx context.Context, userID string) error {
+		p, err := client.Submit(ctx, q, eventID, userID)
+		if err == nil && p.Duplicate {
+			err = fmt.Errorf("click of %s: a duplicate", userID)
+		}
+		return err
+	})
+	var drained error
+	if ingest == nil {
+		drained = waitEmpty(ctx, memory(q))
+	}
+	if err := errors.Join(ingest, drained, w.Stop(ctx)); err != nil {
+		return nil, fmt.Errorf("heat, layout %s: %w", cfg.Layout.Name, err)
+	}
+	st, err := admin.EventStats(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	winners := st.ByStatus[asyncevent.StatusSucceeded]
+	if winners != cfg.Winners {
+		return nil, fmt.Errorf("heat, layout %s: %d winners, want %d", cfg.Layout.Name, winners, cfg.Winners)
+	}
+	h := LayoutHeatOf(cfg.Layout, metered.CeilingOf(heat.Keys(), cfg.Participations, winners))
+	h.EventID = eventID
+	return &h, nil
+}

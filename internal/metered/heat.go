@@ -1,0 +1,598 @@
+package metered
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// DynamoDB's limits on one partition key, on the table and on each GSI apart.
+const (
+	KeyWCULimit = 1000 // write capacity units per second
+	KeyRCULimit = 3000 // read capacity units per second
+)
+
+// TableIndex names the base table where an index name is expected: KeyHeat.Index of
+// a table key.
+const TableIndex = "table"
+
+// The partition key attribute of the table and of each GSI (seed 001 §7).
+const (
+	attrPK = "PK"
+	attrSK = "SK"
+)
+
+// indexPK maps each GSI of the library's table to its partition key attribute.
+var indexPK = map[string]string{asyncevent.IndexUser: "GSI1PK", asyncevent.IndexEvent: "GSI2PK"}
+
+// UnknownKey is the key under which Heat counts index units of items whose index
+// keys it has not seen (written before the Heat was there, say).
+const UnknownKey = "?"
+
+// KeyHeat is what one partition key took: on the table (Index TableIndex) or on a GSI.
+type KeyHeat struct {
+	Index string `json:"index"` // TableIndex, "GSI1" or "GSI2"
+	Key   string `json:"key"`   // the partition key value: PK, GSI1PK or GSI2PK
+
+	WCU float64 `json:"wcu"`
+	RCU float64 `json:"rcu"`
+	// PeakWCU and PeakRCU are the most units the key took within one second of the
+	// wall clock (whole seconds, by the time each call returned): the figure to hold
+	// against KeyWCULimit and KeyRCULimit.
+	PeakWCU float64 `json:"peakWcu"`
+	PeakRCU float64 `json:"peakRcu"`
+
+	Writes int `json:"writes"` // write requests (transaction items included) that landed on the key
+	Reads  int `json:"reads"`
+	// CapacityWrites counts the writes on an EventCapacity item under this key.
+	CapacityWrites int `json:"capacityWrites,omitempty"`
+
+	sec        int64 // the second secWCU and secRCU are of
+	secW, secR float64
+}
+
+// String is the key as the bench shows it: "GSI2:EVENT#spring-sale".
+func (k KeyHeat) String() string { return k.Index + ":" + k.Key }
+
+// Heat wraps a DynamoDB client and attributes the capacity each call consumes to the
+// partition keys it lands on: the item's own PK on the table, its GSI1PK and GSI2PK
+// on the indexes. It asks every data call for ReturnConsumedCapacity INDEXES, which
+// DynamoDB (and DynamoDB Local) answer with the units of the table and of each GSI
+// apart, and splits them:
+//
+//   - the table's units go to the PK of the call's item, or evenly to the items of a
+//     transaction (DynamoDB bills each item by its size; the library's items are all
+//     under 1 KB, so an even split is exact for them);
+//   - a GSI's units go to the item's key on that GSI, evenly among the transaction's
+//     items that have one. Heat learns an item's index keys from what goes by: the
+//     Put items, the values an UpdateExpression SETs on GSI1PK and GSI2PK, and the items
+//     that reads return; it keeps them per item (PK and SK) for the later writes that
+//     do not name them. Units on a GSI for an item it never saw count under UnknownKey;
+//   - a Query's units go to the partition key of its key condition on the table or
+//     the index it reads.
+//
+// A write refused by its condition (a ConditionalCheckFailedException, or a cancelled
+// transaction) returns no ConsumedCapacity, yet DynamoDB bills it: Heat charges it
+// 1 WCU per item on the table (2 in a transaction), as for an item under 1 KB; a
+// failed condition writes nothing to the indexes. Calls that fail otherwise (throttled,
+// refused before they reached the table) cost nothing.
+//
+// It is safe for concurrent use. Stack it under a Counter or over it: both ask for
+// INDEXES, which reports the same totals as TOTAL.
+type Heat struct {
+	db  asyncevent.DynamoDB
+	now func() time.Time
+
+	mu    sync.Mutex
+	keys  map[heatID]*KeyHeat
+	items map[itemID]map[string]string // index keys learned per item: GSI name → partition key
+}
+
+type heatID struct{ index, key string }
+
+type itemID struct{ pk, sk string }
+
+// NewHeat returns a Heat around db.
+func NewHeat(db asyncevent.DynamoDB) *Heat {
+	return &Heat{db: db, now: time.Now, keys: map[heatID]*KeyHeat{}, items: map[itemID]map[string]string{}}
+}
+
+// Unwrap returns the client h wraps.
+func (h *Heat) Unwrap() asyncevent.DynamoDB { return h.db }
+
+// Keys returns every key that took units so far, the most WCU first (then the most
+// RCU, then by name).
+func (h *Heat) Keys() []KeyHeat {
+	h.mu.Lock()
+	out := make([]KeyHeat, 0, len(h.keys))
+	for _, k := range h.keys {
+		out = append(out, *k)
+	}
+	h.mu.Unlock()
+	slices.SortFunc(out, func(a, b KeyHeat) int {
+		return cmp.Or(cmp.Compare(b.WCU, a.WCU), cmp.Compare(b.RCU, a.RCU), cmp.Compare(a.Index, b.Index), cmp.Compare(a.Key, b.Key))
+	})
+	for i := range out {
+		out[i].sec, out[i].secW, out[i].secR = 0, 0, 0
+	}
+	return out
+}
+
+// Reset forgets the units counted so far (not the index keys learned).
+func (h *Heat) Reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.keys = map[heatID]*KeyHeat{}
+}
+
+// landing is one item of a call: where its units go.
+type landing struct {
+	item     itemID
+	index    map[string]string // GSI name → partition key, as far as known
+	capacity bool              // an EventCapacity item
+}
+
+// charge books the units of one call.
+func (h *Heat) charge(write bool, items []landing, consumed []types.ConsumedCapacity) {
+	now := h.now().Unix()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, it := range items {
+		h.count(TableIndex, it.item.pk, now, write, it.capacity)
+	}
+	for _, cc := range consumed {
+		var gsiTotal float64
+		for name, c := range cc.GlobalSecondaryIndexes {
+			u := aws.ToFloat64(c.CapacityUnits)
+			gsiTotal += u
+			var holders []string
+			for _, it := range items {
+				if k := it.index[name]; k != "" {
+					holders = append(holders, k)
+				}
+			}
+			if len(holders) == 0 {
+				holders = []string{UnknownKey}
+			}
+			for _, k := range holders {
+				h.add(name, k, now, write, u/float64(len(holders)))
+			}
+		}
+		tableUnits := aws.ToFloat64(cc.CapacityUnits) - gsiTotal
+		if cc.Table != nil {
+			tableUnits = aws.ToFloat64(cc.Table.CapacityUnits)
+		}
+		var onTable []landing
+		for _, it := range items {
+			if it.item.pk != "" {
+				onTable = append(onTable, it)
+			}
+		}
+		for _, it := range onTable {
+			h.add(TableIndex, it.item.pk, now, write, tableUnits/float64(len(onTable)))
+		}
+	}
+}
+
+// key returns the entry of a key, made on first use. h.mu is held.
+func (h *Heat) key(index, key string) *KeyHeat {
+	id := heatID{index, key}
+	k := h.keys[id]
+	if k == nil {
+		k = &KeyHeat{Index: index, Key: key}
+		h.keys[id] = k
+	}
+	return k
+}
+
+// count counts one request on a key. h.mu is held.
+func (h *Heat) count(index, key string, now int64, write, capacity bool) {
+	if key == "" {
+		return
+	}
+	k := h.key(index, key)
+	if write {
+		k.Writes++
+		if capacity {
+			k.CapacityWrites++
+		}
+	} else {
+		k.Reads++
+	}
+}
+
+// add books units on a key. h.mu is held.
+func (h *Heat) add(index, key string, now int64, write bool, units float64) {
+	if units == 0 {
+		return
+	}
+	k := h.key(index, key)
+	if now > k.sec {
+		k.sec, k.secW, k.secR = now, 0, 0
+	}
+	if write {
+		k.WCU += units
+		k.secW += units
+		k.PeakWCU = max(k.PeakWCU, k.secW)
+	} else {
+		k.RCU += units
+		k.secR += units
+		k.PeakRCU = max(k.PeakRCU, k.secR)
+	}
+}
+
+// learn records the index keys of an item that a write or a read showed in full.
+func (h *Heat) learn(item map[string]types.AttributeValue) {
+	id, ok := itemOf(item)
+	if !ok {
+		return
+	}
+	keys := map[string]string{}
+	for name, attr := range indexPK {
+		if s, ok := item[attr].(*types.AttributeValueMemberS); ok {
+			keys[name] = s.Value
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(keys) == 0 {
+		delete(h.items, id)
+		return
+	}
+	h.items[id] = keys
+}
+
+// landingOf returns where a write or read of the item with key lands; set, if not
+// nil, are index keys the call itself writes (from an UpdateExpression), which it
+// also learns.
+func (h *Heat) landingOf(key map[string]types.AttributeValue, set map[string]string) landing {
+	id, _ := itemOf(key)
+	l := landing{item: id, capacity: kindOf(key) == asyncevent.EntityCapacity}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	known := h.items[id]
+	if len(set) > 0 {
+		merged := map[string]string{}
+		for n, k := range known {
+			merged[n] = k
+		}
+		for n, k := range set {
+			merged[n] = k
+		}
+		h.items[id] = merged
+		known = merged
+	}
+	l.index = known
+	return l
+}
+
+func itemOf(item map[string]types.AttributeValue) (itemID, bool) {
+	pk, ok1 := item[attrPK].(*types.AttributeValueMemberS)
+	sk, ok2 := item[attrSK].(*types.AttributeValueMemberS)
+	if !ok1 || !ok2 {
+		return itemID{}, false
+	}
+	return itemID{pk.Value, sk.Value}, true
+}
+
+// setClause matches one assignment of a SET clause: `#name = :value` or
+// `#name = if_not_exists(#name, :value)`, with or without the #.
+var setClause = regexp.MustCompile(`(#?[A-Za-z0-9_]+)\s*=\s*(?:if_not_exists\(\s*#?[A-Za-z0-9_]+\s*,\s*)?(:[A-Za-z0-9_]+)`)
+
+// IndexKeysSet returns the GSI partition keys (GSI name → value) that an
+// UpdateExpression sets, given its ExpressionAttributeNames and a lookup of its
+// string values. It reads the SET assignments only; other clauses cannot set a key.
+func IndexKeysSet(update string, names map[string]string, value func(placeholder string) (string, bool)) map[string]string {
+	if update == "" {
+		return nil
+	}
+	var out map[string]string
+	for _, m := range setClause.FindAllStringSubmatch(update, -1) {
+		attr := m[1]
+		if n, ok := names[attr]; ok {
+			attr = n
+		}
+		for name, pkAttr := range indexPK {
+			if attr != pkAttr {
+				continue
+			}
+			if v, ok := value(m[2]); ok {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[name] = v
+			}
+		}
+	}
+	return out
+}
+
+// keyCondition matches the equality of a key condition: `#name = :value`.
+var keyCondition = regexp.MustCompile(`(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)`)
+
+// QueryPartition returns the partition key a Query reads and the index it reads it
+// on (TableIndex for the table): the value its KeyConditionExpression sets the
+// partition key attribute equal to.
+func QueryPartition(index, keyCond string, names map[string]string, value func(placeholder string) (string, bool)) (string, string, bool) {
+	attr := attrPK
+	if index == "" {
+		index = TableIndex
+	} else if a, ok := indexPK[index]; ok {
+		attr = a
+	} else {
+		return "", "", false
+	}
+	for _, m := range keyCondition.FindAllStringSubmatch(keyCond, -1) {
+		n := m[1]
+		if v, ok := names[n]; ok {
+			n = v
+		}
+		if n == attr {
+			if v, ok := value(m[2]); ok {
+				return index, v, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// IndexPartitionKey returns the partition key attribute of a GSI of the library's
+// table ("GSI2" → "GSI2PK").
+func IndexPartitionKey(index string) (string, bool) {
+	a, ok := indexPK[index]
+	return a, ok
+}
+
+// Indexes are the GSI names of the library's table, in order.
+func Indexes() []string { return []string{asyncevent.IndexUser, asyncevent.IndexEvent} }
+
+func stringValue(values map[string]types.AttributeValue) func(string) (string, bool) {
+	return func(p string) (string, bool) {
+		s, ok := values[p].(*types.AttributeValueMemberS)
+		if !ok {
+			return "", false
+		}
+		return s.Value, true
+	}
+}
+
+// refused reports whether err is a write refused by its condition, which DynamoDB
+// bills although it answers without ConsumedCapacity.
+func refused(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return true
+	}
+	var tc *types.TransactionCanceledException
+	if errors.As(err, &tc) {
+		for _, r := range tc.CancellationReasons {
+			if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refusedCost is what DynamoDB bills a write refused by its condition: 1 WCU per item
+// under 1 KB, 2 in a transaction, on the table only.
+func refusedCost(items int, transaction bool) []types.ConsumedCapacity {
+	per := 1.0
+	if transaction {
+		per = 2
+	}
+	u := per * float64(items)
+	return []types.ConsumedCapacity{{CapacityUnits: &u, Table: &types.Capacity{CapacityUnits: &u}}}
+}
+
+// GetItem implements asyncevent.DynamoDB.
+func (h *Heat) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := h.db.GetItem(ctx, in, optFns...)
+	if out != nil {
+		if out.Item != nil {
+			h.learn(out.Item)
+		}
+		h.charge(false, []landing{h.landingOf(in.Key, nil)}, one(out.ConsumedCapacity))
+	}
+	return out, err
+}
+
+// PutItem implements asyncevent.DynamoDB.
+func (h *Heat) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := h.db.PutItem(ctx, in, optFns...)
+	switch {
+	case out != nil:
+		h.learn(in.Item)
+		h.charge(true, []landing{h.landingOf(in.Item, nil)}, one(out.ConsumedCapacity))
+	case refused(err):
+		h.charge(true, []landing{{item: mustItem(in.Item)}}, refusedCost(1, false))
+	}
+	return out, err
+}
+
+func mustItem(key map[string]types.AttributeValue) itemID {
+	id, _ := itemOf(key)
+	return id
+}
+
+// UpdateItem implements asyncevent.DynamoDB.
+func (h *Heat) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := h.db.UpdateItem(ctx, in, optFns...)
+	switch {
+	case out != nil:
+		set := IndexKeysSet(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, stringValue(in.ExpressionAttributeValues))
+		h.charge(true, []landing{h.landingOf(in.Key, set)}, one(out.ConsumedCapacity))
+	case refused(err):
+		h.charge(true, []landing{{item: mustItem(in.Key), capacity: kindOf(in.Key) == asyncevent.EntityCapacity}}, refusedCost(1, false))
+	}
+	return out, err
+}
+
+// Query implements asyncevent.DynamoDB.
+func (h *Heat) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := h.db.Query(ctx, in, optFns...)
+	if out == nil {
+		return out, err
+	}
+	for _, it := range out.Items {
+		h.learn(it)
+	}
+	index, key, ok := QueryPartition(aws.ToString(in.IndexName), aws.ToString(in.KeyConditionExpression),
+		in.ExpressionAttributeNames, stringValue(in.ExpressionAttributeValues))
+	if !ok {
+		index, key = TableIndex, UnknownKey
+	}
+	now := h.now().Unix()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.count(index, key, now, false, false)
+	if cc := out.ConsumedCapacity; cc != nil {
+		h.add(index, key, now, false, aws.ToFloat64(cc.CapacityUnits))
+	}
+	return out, err
+}
+
+// TransactWriteItems implements asyncevent.DynamoDB.
+func (h *Heat) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := h.db.TransactWriteItems(ctx, in, optFns...)
+	if out == nil && !refused(err) {
+		return out, err
+	}
+	var items []landing
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			if out != nil {
+				h.learn(it.Put.Item)
+			}
+			items = append(items, h.landingOf(it.Put.Item, nil))
+		case it.Update != nil:
+			var set map[string]string
+			if out != nil {
+				set = IndexKeysSet(aws.ToString(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames, stringValue(it.Update.ExpressionAttributeValues))
+			}
+			items = append(items, h.landingOf(it.Update.Key, set))
+		case it.Delete != nil:
+			items = append(items, h.landingOf(it.Delete.Key, nil))
+		case it.ConditionCheck != nil:
+			l := h.landingOf(it.ConditionCheck.Key, nil)
+			l.index = nil // a check writes nothing to the indexes
+			items = append(items, l)
+		}
+	}
+	if out == nil {
+		h.charge(true, items, refusedCost(len(items), true))
+		return out, err
+	}
+	h.charge(true, items, out.ConsumedCapacity)
+	for _, it := range in.TransactItems {
+		if it.Delete != nil {
+			h.forget(it.Delete.Key)
+		}
+	}
+	return out, err
+}
+
+func (h *Heat) forget(key map[string]types.AttributeValue) {
+	if id, ok := itemOf(key); ok {
+		h.mu.Lock()
+		delete(h.items, id)
+		h.mu.Unlock()
+	}
+}
+
+// CreateTable implements asyncevent.DynamoDB.
+func (h *Heat) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	return h.db.CreateTable(ctx, in, optFns...)
+}
+
+// DescribeTable implements asyncevent.DynamoDB.
+func (h *Heat) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return h.db.DescribeTable(ctx, in, optFns...)
+}
+
+// DescribeTimeToLive implements asyncevent.DynamoDB.
+func (h *Heat) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	return h.db.DescribeTimeToLive(ctx, in, optFns...)
+}
+
+// UpdateTimeToLive implements asyncevent.DynamoDB.
+func (h *Heat) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	return h.db.UpdateTimeToLive(ctx, in, optFns...)
+}
+
+// Ceiling is what the heat of one event's run means on DynamoDB: its hottest keys and
+// the rates at which they would reach DynamoDB's limit on one partition key.
+type Ceiling struct {
+	Participations int `json:"participations"`
+	Winners        int `json:"winners"`
+
+	// Hottest is the key with the most WCU on the table and on each GSI, by index name
+	// (TableIndex, "GSI1", "GSI2").
+	Hottest map[string]KeyHeat `json:"hottest"`
+	// HottestKey is the one of them with the most WCU.
+	HottestKey KeyHeat `json:"hottestKey"`
+	// WCUPerParticipation is HottestKey's WCU per participation, and
+	// ParticipationsPerSec the rate at which it would take KeyWCULimit.
+	WCUPerParticipation  float64 `json:"wcuPerParticipation"`
+	ParticipationsPerSec float64 `json:"participationsPerSec"`
+
+	// CapacityKey is the table key with the most WCU among those holding an
+	// EventCapacity item; WCUPerWinner its WCU per winner and WinnersPerSec the rate at
+	// which it would take KeyWCULimit. Zero when no capacity item was written.
+	CapacityKey   KeyHeat `json:"capacityKey"`
+	WCUPerWinner  float64 `json:"wcuPerWinner"`
+	WinnersPerSec float64 `json:"winnersPerSec"`
+}
+
+// CeilingOf works out the Ceiling of keys (a Heat's Keys) for a run of participations
+// new participations of which winners won. Keys under UnknownKey are left out.
+func CeilingOf(keys []KeyHeat, participations, winners int) Ceiling {
+	c := Ceiling{Participations: participations, Winners: winners, Hottest: map[string]KeyHeat{}}
+	for _, k := range keys {
+		if k.Key == UnknownKey || k.WCU == 0 {
+			continue
+		}
+		if h, ok := c.Hottest[k.Index]; !ok || k.WCU > h.WCU {
+			c.Hottest[k.Index] = k
+		}
+		if k.WCU > c.HottestKey.WCU {
+			c.HottestKey = k
+		}
+		if k.Index == TableIndex && k.CapacityWrites > 0 && k.WCU > c.CapacityKey.WCU {
+			c.CapacityKey = k
+		}
+	}
+	if participations > 0 && c.HottestKey.WCU > 0 {
+		c.WCUPerParticipation = c.HottestKey.WCU / float64(participations)
+		c.ParticipationsPerSec = KeyWCULimit / c.WCUPerParticipation
+	}
+	if winners > 0 && c.CapacityKey.WCU > 0 {
+		c.WCUPerWinner = c.CapacityKey.WCU / float64(winners)
+		c.WinnersPerSec = KeyWCULimit / c.WCUPerWinner
+	}
+	return c
+}
+
+// PerParticipation is k's WCU per participation of c's run.
+func (c Ceiling) PerParticipation(k KeyHeat) float64 {
+	if c.Participations == 0 {
+		return 0
+	}
+	return k.WCU / float64(c.Participations)
+}
