@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go"
 )
 
 // Sentinel errors. Test them with errors.Is; the typed errors below match them.
@@ -84,6 +87,14 @@ var (
 	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
 	// The error is a *TableMismatchError listing every difference.
 	ErrTableMismatch = errors.New("asyncevent: table does not match the design")
+
+	// ErrThrottled reports a call DynamoDB refused for throughput after the SDK's and
+	// the library's own retries: a partition key over its share (a hot event's index
+	// key, its CAPACITY item), an index's back-pressure on the base-table write, the
+	// account's request limit, or transactions that kept conflicting on one item.
+	// Nothing half-written is left behind; the caller may try again later (an HTTP
+	// service answers 503 with Retry-After).
+	ErrThrottled = errors.New("asyncevent: throttled")
 )
 
 // InvalidIDError is the error for an ID that cannot be used inside a key. It matches
@@ -114,6 +125,44 @@ func (e *TableMismatchError) Error() string {
 
 // Is reports whether target is ErrTableMismatch.
 func (e *TableMismatchError) Is(target error) bool { return target == ErrTableMismatch }
+
+// throttleCodes are DynamoDB's answers for a refused throughput.
+var throttleCodes = map[string]bool{
+	"ProvisionedThroughputExceededException": true, "ThrottlingException": true,
+	"RequestLimitExceeded": true, "TransactionConflictException": true,
+}
+
+// isThrottle reports whether err is DynamoDB refusing throughput: a throttling error,
+// or a cancelled transaction whose reasons are throttling or conflicts only.
+func isThrottle(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && throttleCodes[apiErr.ErrorCode()] {
+		return true
+	}
+	reasons := cancellationReasons(err)
+	if len(reasons) == 0 {
+		return false
+	}
+	throttled := false
+	for _, r := range reasons {
+		switch aws.ToString(r.Code) {
+		case "ThrottlingError", "TransactionConflict", "ProvisionedThroughputExceeded":
+			throttled = true
+		case "", "None":
+		default:
+			return false
+		}
+	}
+	return throttled
+}
+
+// throttled wraps err with ErrThrottled when it is DynamoDB refusing throughput.
+func throttled(err error) error {
+	if err != nil && !errors.Is(err, ErrThrottled) && isThrottle(err) {
+		return fmt.Errorf("%w: %w", ErrThrottled, err)
+	}
+	return err
+}
 
 // malformed returns an ErrMalformedKey error naming the key text and the reason.
 func malformed(kind, text, reason string) error {
