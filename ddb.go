@@ -76,6 +76,10 @@ func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
 		p := &types.Put{TableName: table, Item: item, ReturnValuesOnConditionCheckFailure: allOld}
 		b.into(expressionFields{&p.ConditionExpression, nil, &p.ExpressionAttributeNames, &p.ExpressionAttributeValues}, values)
 		return types.TransactWriteItem{Put: p}, nil
+	case opCheck:
+		cc := &types.ConditionCheck{TableName: table, Key: avKey(w.key), ReturnValuesOnConditionCheckFailure: allOld}
+		b.into(expressionFields{&cc.ConditionExpression, nil, &cc.ExpressionAttributeNames, &cc.ExpressionAttributeValues}, values)
+		return types.TransactWriteItem{ConditionCheck: cc}, nil
 	case opDelete:
 		d := &types.Delete{TableName: table, Key: avKey(w.key), ReturnValuesOnConditionCheckFailure: allOld}
 		b.into(expressionFields{&d.ConditionExpression, nil, &d.ExpressionAttributeNames, &d.ExpressionAttributeValues}, values)
@@ -86,25 +90,29 @@ func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
 	return types.TransactWriteItem{Update: u}, nil
 }
 
-// single sends one write on its own, UpdateItem or PutItem, the item as it was
-// returned on a failed condition. (A delete goes only in a transaction.)
+// single sends one write on its own, UpdateItem, PutItem or DeleteItem, the item as
+// it was returned on a failed condition.
 func (c *Client) single(ctx context.Context, item types.TransactWriteItem) error {
 	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
+	var err error
 	switch {
 	case item.Put != nil:
 		p := item.Put
 		in := &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item, ReturnValuesOnConditionCheckFailure: allOld}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues
-		_, err := c.db.PutItem(ctx, in)
-		return err
-	case item.Update != nil:
+		_, err = c.db.PutItem(ctx, in)
+	case item.Delete != nil:
+		d := item.Delete
+		in := &dynamodb.DeleteItemInput{TableName: d.TableName, Key: d.Key, ReturnValuesOnConditionCheckFailure: allOld}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues
+		_, err = c.db.DeleteItem(ctx, in)
+	default:
 		u := item.Update
 		in := &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ReturnValuesOnConditionCheckFailure: allOld}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues
-		_, err := c.db.UpdateItem(ctx, in)
-		return err
+		_, err = c.db.UpdateItem(ctx, in)
 	}
-	return errors.New("asyncevent: a delete is written only inside a transaction")
+	return err
 }
 
 // query returns the input of a Query of the table (index "") or of an index, from a

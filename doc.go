@@ -57,62 +57,64 @@
 // constants written.
 //
 //		WRITES
-//	row                            method                     operation   key
-//	participate                    Participate                PutItem     IDEMP#<eventId>#<userId> / LOCK
+//	row                            method                     operation      key
+//	participate                    Participate                PutItem        IDEMP#<eventId>#<userId> / LOCK
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	create request                 Participate                PutItem     REQ#<requestId> / META
+//	create request                 Participate                PutItem        REQ#<requestId> / META
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	mark queued                    MarkQueued                 UpdateItem  REQ#<requestId> / META
+//	release lock                   MarkEnqueueFailed          DeleteItem     IDEMP#<eventId>#<userId> / LOCK
+//	    if   requestId = :requestId
+//	release lock: request absent   Participate                ConditionCheck REQ#<requestId> / META
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	mark queued                    MarkQueued                 UpdateItem     REQ#<requestId> / META
 //	    if   status = RECEIVED
 //	    set  SET status = QUEUED, queuedAt = :queuedAt, GSI1PK = :GSI1PK, GSI1SK = :GSI1SK,
 //	         GSI2PK = :GSI2PK, GSI2SK = :GSI2SK
-//	enqueue failure                MarkEnqueueFailed          UpdateItem  REQ#<requestId> / META
+//	enqueue failure                MarkEnqueueFailed          UpdateItem     REQ#<requestId> / META
 //	    if   status = RECEIVED
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = FAILED_INGEST_ENQUEUE,
 //	         failureClass = RETRYABLE, errorCode = FAILED_INGEST_ENQUEUE,
 //	         errorMessage = :errorMessage, finishedAt = :now, GSI1PK = :GSI1PK,
 //	         GSI1SK = :GSI1SK, GSI2PK = :GSI2PK, GSI2SK = :GSI2SK
-//	release lock                   MarkEnqueueFailed          DeleteItem  IDEMP#<eventId>#<userId> / LOCK
-//	    if   requestId = :requestId
-//	start processing               StartProcessing            UpdateItem  REQ#<requestId> / META
+//	start processing               StartProcessing            UpdateItem     REQ#<requestId> / META
 //	    if   ((status = QUEUED) OR (status = RECEIVED))
 //	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
 //	    set  SET status = PROCESSING, queuedAt = if_not_exists(queuedAt, :queuedAt),
 //	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
 //	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK),
 //	         startedAt = :now, leaseOwner = :leaseOwner, leaseExpiresAt = :leaseExpiresAt
-//	lease heartbeat                Processor.ProcessMessages  UpdateItem  REQ#<requestId> / META
+//	lease heartbeat                Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
-//	first-come capacity            ClaimSeat                  UpdateItem  EVENT#<eventId> / CAPACITY
+//	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   capacityRemaining > 0
 //	    set  SET capacityRemaining = capacityRemaining - 1, updatedAt = :now
-//	first-come success             ClaimSeat                  UpdateItem  REQ#<requestId> / META
+//	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
-//	first-come capacity rejected   MarkCapacityRejected       UpdateItem  REQ#<requestId> / META
+//	first-come capacity rejected   MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
 //	         finishedAt = :now
-//	first-come sold out            RejectSoldOut              UpdateItem  REQ#<requestId> / META
+//	first-come sold out            RejectSoldOut              UpdateItem     REQ#<requestId> / META
 //	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
 //	         finishedAt = :now, queuedAt = if_not_exists(queuedAt, :queuedAt),
 //	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
 //	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK)
-//	lottery result (win)           Draw                       UpdateItem  REQ#<requestId> / META
+//	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
 //	    if   status = QUEUED
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,
 //	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
-//	lottery result (lose)          Draw                       UpdateItem  REQ#<requestId> / META
+//	lottery result (lose)          Draw                       UpdateItem     REQ#<requestId> / META
 //	    if   status = QUEUED
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_LOTTERY_LOSE,
 //	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
-//	lottery result (closed)        MarkClosed                 UpdateItem  REQ#<requestId> / META
+//	lottery result (closed)        MarkClosed                 UpdateItem     REQ#<requestId> / META
 //	    if   status = QUEUED
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CLOSED,
 //	         finishedAt = :now
-//	final failure                  MarkFailed                 UpdateItem  REQ#<requestId> / META
+//	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
 //	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
 //	         AND (((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now))
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
@@ -121,46 +123,51 @@
 //	         queuedAt = if_not_exists(queuedAt, :queuedAt),
 //	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
 //	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK)
-//	status log                     Options.StatusLog          PutItem     REQ#<requestId> / LOG#<occurredAt>#<suffix>
+//	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	create event                   CreateEvent                PutItem     EVENT#<eventId> / CONFIG, and CAPACITY or DRAW
+//	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY or DRAW
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	draw: freeze the entries       Draw                       UpdateItem  EVENT#<eventId> / DRAW
+//	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
 //	    set  SET phase = DRAWING, entryCount = :entryCount, entriesHash = :entriesHash,
 //	         drawnAt = :now
-//	event: drawing                 Draw                       UpdateItem  EVENT#<eventId> / CONFIG
+//	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = DRAWING
-//	draw: announce                 Draw                       UpdateItem  EVENT#<eventId> / DRAW
+//	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = DRAWING
 //	    set  SET phase = ANNOUNCED, announcedAt = :now
-//	event: announced               Draw                       UpdateItem  EVENT#<eventId> / CONFIG
+//	event: announced               Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = ANNOUNCED, announcedAt = :now
 //		READS
-//	row                            method                     operation   key
-//	get request                    GetRequest                 GetItem     REQ#<requestId> / META
-//	participate (duplicate)        LookupParticipation        GetItem     IDEMP#<eventId>#<userId> / LOCK
-//	my participations              ListUserRequests           Query GSI1  USER#<userId>, newest first, limit 20
-//	event requests                 ListEventRequests          Query GSI2  EVENT#<eventId>, either order, status filter
-//	event statistics               EventStats                 Query GSI2  EVENT#<eventId>, every request once
-//	status logs                    ListStatusLogs             Query       REQ#<requestId>, begins_with(SK, "LOG#")
-//	get event                      GetEvent                   GetItem     EVENT#<eventId> / CONFIG
-//	get capacity                   GetCapacity                GetItem     EVENT#<eventId> / CAPACITY
-//	get draw                       GetDraw                    GetItem     EVENT#<eventId> / DRAW
+//	row                            method                     operation      key
+//	get request                    GetRequest                 GetItem        REQ#<requestId> / META
+//	participate (duplicate)        LookupParticipation        GetItem        IDEMP#<eventId>#<userId> / LOCK
+//	my participations              ListUserRequests           Query GSI1     USER#<userId>, newest first, limit 20
+//	event requests                 ListEventRequests          Query GSI2     EVENT#<eventId>, either order, status filter
+//	event statistics               EventStats                 Query GSI2     EVENT#<eventId>, every request once
+//	status logs                    ListStatusLogs             Query          REQ#<requestId>, begins_with(SK, "LOG#")
+//	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG
+//	get capacity                   GetCapacity                GetItem        EVENT#<eventId> / CAPACITY
+//	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
 //
-// Participate writes the lock and the request in one TransactWriteItems, so neither
-// exists without the other; ClaimSeat spends a seat and writes SUCCEEDED in one
-// TransactWriteItems, so no seat is spent without a winner. [Client.Submit] is the
-// whole ingest of a click: Participate, send the message, MarkQueued (or
-// MarkEnqueueFailed). Row methods take the request as a [RequestRef] and a worker's
-// hold as a [Lease]. A lost condition is an outcome, not an error: every row returns
-// a [Transition] that is not Applied and holds the request as the condition found it.
+// Ingest is the design's own writes, no transaction: Participate puts the lock, then
+// the request; a duplicate click is answered by the lock's failed put alone. ClaimSeat
+// spends a seat and writes SUCCEEDED in one TransactWriteItems, so no seat is spent
+// without a winner; a loser of an event known to be sold out is one write
+// (RejectSoldOut). [Client.Submit] is the whole ingest of a click: Participate, send
+// the message, MarkQueued (or MarkEnqueueFailed). Row methods take the request as a
+// [RequestRef] and a worker's hold as a [Lease]. A lost condition is an outcome, not
+// an error: every row returns a [Transition] that is not Applied and holds the
+// request as the condition found it.
 //
 // # Invariants
 //
-//  1. No orphan lock: a lock is never written without its request.
+//  1. No orphan lock that outlives the next click: a lock left without its request
+//     (the ingest died between the two puts) is healed by the user's next click
+//     once Options.RedriveAfter has passed; a request put refused for certain
+//     releases its lock.
 //  2. No lost request: a failed enqueue ends FAILED_FINAL with FAILED_INGEST_ENQUEUE;
 //     a request stuck in RECEIVED is sent again.
 //  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state.

@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 )
 
 // IdempotencyLock is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
 // the guard that gives one (event, user) exactly one request. It is written only
-// when absent, in the same transaction as the request it names.
+// when absent, just before the request it names.
 type IdempotencyLock struct {
 	EntityType EntityType  `dynamodbav:"entityType"` // IDEMPOTENCY
 	EventID    string      `dynamodbav:"eventId"`
@@ -37,6 +39,11 @@ var (
 	releaseLockRow   = row{
 		name: "release lock", method: "MarkEnqueueFailed", item: EntityIdempotency, op: opDelete, cond: &lockNamesRequest,
 	}
+	// requestAbsentRow goes with a release of the lock whose request's put was
+	// refused: the lock goes only if the request is not there after all.
+	requestAbsentRow = row{
+		name: "release lock: request absent", method: "Participate", item: EntityRequest, op: opCheck, cond: &notExists,
+	}
 )
 
 // Participation is the answer to a participation: the request that stands for the
@@ -54,28 +61,34 @@ type Participation struct {
 	Request *Request
 }
 
-// participateAttempts bounds the attempts of Participate whose writes did not land:
-// a duplicate's lock that vanished before it could be read (its request's enqueue
-// failed and released it), a conflict with a concurrent click, a lost call.
+// participateAttempts bounds the attempts of Participate whose lock did not land: a
+// duplicate's lock that vanished before it could be read (its request's enqueue
+// failed and released it), a lost call whose lock is not there.
 const participateAttempts = 3
 
-// Participate accepts one user into one event: the "participate" row, the
-// conditional PutItem of the IdempotencyLock (PK IDEMP#<eventId>#<userId>, SK LOCK,
-// condition attribute_not_exists(PK) AND attribute_not_exists(SK)), together with the
-// "create request" row, the PutItem of the Request (PK REQ#<requestId>, SK META,
-// status RECEIVED, requestedAt = now; condition attribute_not_exists), in one
-// TransactWriteItems, so no request is ever written without its lock and no lock
-// without its request.
+// Participate accepts one user into one event with the design's own two writes, no
+// transaction:
+//
+//  1. the "participate" row: PutItem of the IdempotencyLock, PK
+//     IDEMP#<eventId>#<userId>, SK LOCK, naming a new requestId; condition
+//     attribute_not_exists(PK) AND attribute_not_exists(SK);
+//  2. the "create request" row: PutItem of the Request, PK REQ#<requestId>, SK META,
+//     status RECEIVED, requestedAt = the lock's createdAt; the same condition.
 //
 // When the lock exists the pair has participated already: the result names the first
-// requestId with Duplicate set, read from the failed condition's old item (ALL_OLD),
-// without a second round trip, and nothing is written. An unknown event is
+// requestId with Duplicate set, read from the failed put's old item (ALL_OLD), so a
+// duplicate click costs that one failed put and nothing else. An unknown event is
 // ErrEventNotFound, one outside its window ErrEventNotOpen or ErrEventClosed, a bad
 // ID ErrInvalidID; in each case nothing is written.
 //
-// A call whose answer is lost is settled within the call: the transaction carries a
-// ClientRequestToken (the SDK's retry of it returns success), and a lock found holding
-// the requestId this call tried to write is recognised as its own, not a duplicate.
+// Between the two puts a lock can be left without its request: the process died, or
+// the request's put failed for certain and the lock could not be released (a put that
+// failed for certain releases it: DeleteItem, condition requestId = this request, so
+// the user may click again). Submit heals such a lock on the user's next click once
+// Options.RedriveAfter has passed: it writes the request from the lock and sends it.
+// A put whose answer was lost is settled within the call: a lock or request found
+// holding this call's own requestId is recognised as its own, not a duplicate. A
+// throttled put is an ErrThrottled error.
 //
 // Participate does not send the request's message; Submit does the whole ingest.
 func (c *Client) Participate(ctx context.Context, eventID, userID string) (Participation, error) {
@@ -97,89 +110,131 @@ func (c *Client) Participate(ctx context.Context, eventID, userID string) (Parti
 }
 
 // errRetryParticipate: the attempt wrote nothing and may be tried again (a duplicate's
-// lock released before it could be read, a conflict with a concurrent click, a write
-// that did not land).
+// lock released before it could be read, a lost put whose lock is not there).
 var errRetryParticipate = errors.New("retry participate")
 
 func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockKey) (Participation, error) {
 	requestID := c.opts.NewRequestID()
-	reqKey, err := NewRequestKey(requestID)
-	if err != nil {
+	if err := ValidateID("requestId", requestID); err != nil {
 		return Participation{}, fmt.Errorf("Options.NewRequestID: %w", err)
 	}
 	now := c.now()
-	req := Request{
-		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.UserID(),
-		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
-		RequestedAt: now, IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(now, c.opts.RequestTTL),
-	}
-	if event.EventType == Lottery {
-		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
-	}
 	var lockTTL int64
 	if end := event.closesAt(); end != 0 {
 		lockTTL = expiry(end, c.opts.LockTTL)
 	}
-	lockWrite := write{row: &participateRow, item: lockItem{Key: lock.Key(), IdempotencyLock: IdempotencyLock{
+	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.Key(), IdempotencyLock: IdempotencyLock{
 		EntityType: EntityIdempotency, EventID: event.EventID, UserID: lock.UserID(),
 		RequestID: requestID, CreatedAt: now, TTL: lockTTL,
-	}}}
-	ws := []write{lockWrite, {row: &createRequestRow, item: requestItem{Key: reqKey.Key(), Request: req}}}
+	}}}})
+	var lost *conditionLost
+	switch {
+	case errors.As(err, &lost):
+		first, err := c.firstParticipation(ctx, event, lock, lost.old)
+		if err != nil || first.RequestID != requestID {
+			return first, err
+		}
+		// Our own lock, met again by the SDK's retry of a put whose answer was lost.
+	case err != nil && !isInvalid(err) && !isThrottle(err):
+		// No answer: the lock may or may not have landed. The lock tells.
+		p, lerr := c.LookupParticipation(ctx, event.EventID, lock.UserID())
+		switch {
+		case errors.Is(lerr, ErrNotFound):
+			return Participation{}, errRetryParticipate
+		case lerr != nil:
+			// A lock that did land is healed on the user's next click.
+			return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
+		case p.RequestID != requestID:
+			return p, nil
+		}
+	case err != nil:
+		return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), throttled(err))
+	}
+	r, err := c.createRequest(ctx, event, lock, requestID, now)
+	if err != nil {
+		return Participation{}, err
+	}
+	return Participation{RequestID: requestID, ParticipatedAt: now, Request: r}, nil
+}
+
+// firstParticipation reads the pair's first participation from the lock a failed
+// put returned (old), or from the table when the store returned none.
+func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, lock LockKey, old map[string]types.AttributeValue) (Participation, error) {
+	if old == nil {
+		p, err := c.LookupParticipation(ctx, event.EventID, lock.UserID())
+		if errors.Is(err, ErrNotFound) {
+			return Participation{}, errRetryParticipate
+		}
+		return p, err
+	}
+	var item lockItem
+	if err := attributevalue.UnmarshalMap(old, &item); err != nil {
+		return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
+	}
+	return Participation{RequestID: item.RequestID, Duplicate: true, ParticipatedAt: item.CreatedAt}, nil
+}
+
+// createRequest writes the request a lock names, RECEIVED at requestedAt (the lock's
+// createdAt), with its status-log entry in the same transaction when the log is on.
+// A request already there under this lock (a retried put whose answer was lost, or a
+// concurrent heal) is returned as it is. A refused put releases the lock, so that the
+// user may click again, in one transaction with a check that the request is not there
+// (an earlier attempt of the SDK's retries may have landed); a put whose outcome is
+// unknown is an *uncertainError, so that Submit sends the message all the same.
+func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis) (*Request, error) {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return nil, err
+	}
+	req := Request{
+		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.UserID(),
+		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
+		RequestedAt: requestedAt, IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
+	}
+	if event.EventType == Lottery {
+		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
+	}
+	ws := []write{{row: &createRequestRow, item: requestItem{Key: key.Key(), Request: req}}}
 	if c.opts.StatusLog {
-		entry, err := c.statusLogEntry(requestID, "", StatusReceived, "participated", now)
+		entry, err := c.statusLogEntry(requestID, "", StatusReceived, "participated", requestedAt)
 		if err != nil {
-			return Participation{}, err
+			return nil, err
 		}
 		ws = append(ws, entry)
 	}
-	// The token makes the SDK's retry of a call whose response was lost return
-	// success instead of failing on the lock it wrote itself.
 	err = c.do(ctx, txOptions{token: func(attempt int) string { return requestToken(requestID, "participate", attempt) }}, ws)
-	mine := Participation{RequestID: requestID, ParticipatedAt: now, Request: &req}
 	var lost *conditionLost
-	isLost := errors.As(err, &lost)
 	switch {
 	case err == nil:
-		return mine, nil
-	case isLost && lost.index == 0:
-		var first Participation
-		if lost.old != nil {
-			var item lockItem
-			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
-				return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
-			}
-			first = Participation{RequestID: item.RequestID, Duplicate: true, ParticipatedAt: item.CreatedAt}
-		} else {
-			// Without the old item (a store that does not return it), ask for it.
-			p, err := c.LookupParticipation(ctx, event.EventID, lock.UserID())
-			if errors.Is(err, ErrNotFound) {
-				return Participation{}, errRetryParticipate
-			}
-			if err != nil {
-				return Participation{}, err
-			}
-			first = p
+		return &req, nil
+	case errors.As(err, &lost) && lost.index == 0:
+		var item requestItem
+		if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
+			return nil, err
 		}
-		if first.RequestID == requestID {
-			return mine, nil // our own write, met again by a retried call
+		if item.IdempotencyKey != lock.IdempotencyKey() {
+			return nil, fmt.Errorf("participate %s: request ID %s is taken: Options.NewRequestID must return unique IDs", lock.IdempotencyKey(), requestID)
 		}
-		return first, nil
-	case isLost && lost.index == 1:
-		return Participation{}, fmt.Errorf("participate %s: request ID %s is taken: Options.NewRequestID must return unique IDs", lock.IdempotencyKey(), requestID)
-	case cancellationReasons(err) == nil && !isInvalid(err):
-		// No answer: the write may or may not have landed. The lock tells.
-		p, lerr := c.LookupParticipation(ctx, event.EventID, lock.UserID())
+		return &item.Request, nil
+	case refused(err):
+		// Refused, by the last attempt at least: an earlier attempt of the SDK's
+		// retries may have landed and lost its answer. The lock goes, in one
+		// transaction, only if it still names this request and the request is not
+		// there, so that the user may click again.
+		rerr := c.do(ctx, txOptions{}, []write{
+			{row: &releaseLockRow, key: lock.Key(), args: args{pRequestID: requestID}},
+			{row: &requestAbsentRow, key: key.Key()},
+		})
 		switch {
-		case lerr == nil && p.RequestID == requestID:
-			return mine, nil
-		case lerr == nil:
-			return p, nil
-		case errors.Is(lerr, ErrNotFound):
-			return Participation{}, errRetryParticipate
+		case errors.As(rerr, &lost) && lost.index == 1:
+			return c.getRequest(ctx, requestID, true) // it landed
+		case rerr != nil && !errors.As(rerr, &lost):
+			c.opts.Logger.WarnContext(ctx, "the request's put failed and so did releasing its lock; the next click heals it",
+				slog.String("requestId", requestID), slog.String("eventId", event.EventID), slog.Any("error", rerr))
 		}
-		return Participation{}, &uncertainError{request: &req, err: fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)}
+		return nil, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), throttled(err))
 	}
-	return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
+	return nil, &uncertainError{request: &req, err: fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)}
 }
 
 // uncertainError is a Participate whose write may or may not have landed: its answer
@@ -193,15 +248,24 @@ type uncertainError struct {
 func (e *uncertainError) Error() string { return e.err.Error() }
 func (e *uncertainError) Unwrap() error { return e.err }
 
+// refused reports a call that DynamoDB answered with a refusal, so that nothing of it
+// was applied: the call was wrong, or throttled.
+func refused(err error) bool {
+	var apiErr smithy.APIError
+	return isThrottle(err) || errors.As(err, &apiErr) && invalidCodes[apiErr.ErrorCode()]
+}
+
+// invalidCodes are the answers to a call that was wrong in itself.
+var invalidCodes = map[string]bool{
+	"ValidationException": true, "SerializationException": true, "ResourceNotFoundException": true, "AccessDeniedException": true,
+}
+
 // isInvalid reports an error that says the call itself was wrong (it was refused
 // before anything was written), as opposed to one that leaves its effect unknown.
 func isInvalid(err error) bool {
 	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode() {
-		case "ValidationException", "SerializationException", "ResourceNotFoundException", "AccessDeniedException":
-			return true
-		}
+	if errors.As(err, &apiErr) && invalidCodes[apiErr.ErrorCode()] {
+		return true
 	}
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

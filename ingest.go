@@ -14,25 +14,31 @@ import (
 // either way and the request must say so.
 const bookkeepingTimeout = 10 * time.Second
 
-// Submit is the whole ingest of one click: Participate (lock and request, one
-// transaction), send the request's message to q (FIFO queues: group = eventId,
-// deduplication = requestId), then MarkQueued with queuedAt = the time the send
-// began. Each step keeps the design's promises:
+// Submit is the whole ingest of one click: Participate (the lock, then the request),
+// send the request's message to q (FIFO queues: group = eventId, deduplication =
+// requestId), then MarkQueued with queuedAt = the time the send began. Each step keeps
+// the design's promises:
 //
-//   - A duplicate writes and sends nothing and returns the first requestId. If that
-//     request still sits in RECEIVED after Options.RedriveAfter (a crash between its
-//     write and its send), its message is sent again; a double send is harmless, as
-//     the worker's start is conditional.
+//   - A duplicate writes and sends nothing and returns the first requestId, answered
+//     by the lock's failed put alone. Once Options.RedriveAfter has passed since the
+//     lock was written, it reads the request too: a request still RECEIVED (a crash
+//     between its write and its send) is sent again, and a lock without its request
+//     (a crash between the two puts) gets its request written and sent. A double
+//     send is harmless, as the worker's start is conditional.
 //   - A failed send (after the queue client's own retries) ends the request
 //     FAILED_FINAL with FAILED_INGEST_ENQUEUE and releases the lock
 //     (MarkEnqueueFailed): the error matches ErrEnqueueFailed, and the user may click
 //     again.
 //   - MarkQueued losing its condition means a worker already started the request:
 //     not an error.
-//   - A Participate whose outcome is unknown (its answer lost, its lock unreadable)
-//     still sends its message, so a request that did land is not left RECEIVED; the
-//     participation stands if MarkQueued then finds the request, else the error is
-//     returned (and the worker drops the message of a request that does not exist).
+//   - A request put whose outcome is unknown (its answer lost) still sends its
+//     message, so a request that did land is not left RECEIVED; the participation
+//     stands if MarkQueued then finds the request, else the error is returned (the
+//     worker drops the message of a request that does not exist, and the user's next
+//     click heals the lock).
+//   - DynamoDB refusing throughput is an ErrThrottled error (an HTTP service answers
+//     503 with Retry-After); nothing half-written stays but, at worst, a lock that the
+//     next click heals.
 //
 // The Participation's Request, when set, is the request as Submit left it.
 func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
@@ -56,6 +62,12 @@ func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (P
 		return p, nil
 	}
 	r, err := c.getRequest(ctx, p.RequestID, true)
+	if errors.Is(err, ErrNotFound) {
+		r, err = c.healLock(ctx, eventID, userID, p)
+		if errors.As(err, &uncertain) {
+			return c.enqueueUncertain(ctx, q, uncertain)
+		}
+	}
 	if err != nil {
 		return p, err
 	}
@@ -67,6 +79,24 @@ func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (P
 	}
 	c.rememberQueued(p)
 	return p, err
+}
+
+// healLock writes the request of a lock left without one (its ingest died between
+// the lock and the request, or the request's put failed and the lock could not be
+// released), from the lock's requestId and createdAt. The request is RECEIVED; Submit
+// then sends it.
+func (c *Client) healLock(ctx context.Context, eventID, userID string, p Participation) (*Request, error) {
+	lock, err := NewLockKey(eventID, userID)
+	if err != nil {
+		return nil, err
+	}
+	event, err := c.cachedEvent(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	c.opts.Logger.InfoContext(ctx, "writing the request of a lock left without one",
+		slog.String("requestId", p.RequestID), slog.String("eventId", eventID))
+	return c.createRequest(ctx, event, lock, p.RequestID, p.ParticipatedAt)
 }
 
 // knownDuplicate answers a repeat click from the client's cache of queued requests:

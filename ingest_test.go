@@ -516,7 +516,8 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	wg.Wait()
 	d := counter.Snapshot().Sub(before)
 	assert.Equal(t, 1, d.Calls["GetItem"], "one CONFIG read for 100 concurrent clicks")
-	assert.Equal(t, 100, d.Calls["TransactWriteItems"])
+	assert.Equal(t, 200, d.Calls["PutItem"], "a lock and a request each")
+	assert.Zero(t, d.Calls["TransactWriteItems"])
 
 	clock.Advance(5 * time.Second)
 	_, err = c.Participate(ctx, "ev", "late")
@@ -524,24 +525,140 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	assert.Equal(t, 2, counter.Snapshot().Sub(before).Calls["GetItem"], "read again after the TTL")
 }
 
+// A put whose answer is lost after it was applied is settled within the call: the
+// lock's by reading it back (it names this call's requestId), the request's by
+// sending the message all the same and finding the request when marking it queued.
 func TestLostParticipateResponseIsStillOurs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	fault := &faultDB{DynamoDB: asynceventtest.DynamoDB(t)}
-	c := asynceventtest.NewTableOn(t, fault, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	for _, prefix := range []string{"IDEMP#", "REQ#"} {
+		t.Run(prefix, func(t *testing.T) {
+			t.Parallel()
+			db := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
+				LoseRate: 1, Operations: []string{"PutItem"}, KeyPrefix: prefix,
+			})
+			c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
+			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+			require.NoError(t, err)
+			q := &sendQueue{}
+
+			p, err := c.Submit(ctx, q, "ev", "ann")
+			require.NoError(t, err)
+			assert.Equal(t, 1, db.Counts().Lost)
+			assert.False(t, p.Duplicate, "the call recognises its own write")
+			require.Len(t, q.messages(t), 1, "and sends its message")
+			r, err := c.GetRequest(ctx, p.RequestID)
+			require.NoError(t, err)
+			assert.Equal(t, asyncevent.StatusQueued, r.Status)
+			assert.Len(t, items(t, c)[asyncevent.EntityRequest], 1)
+		})
+	}
+}
+
+// Ingest is the design's own writes: a new participation is the lock's put, the
+// request's put and MarkQueued's update, no transaction; a duplicate click from
+// another ingest node is the lock's failed put alone, answered from its old item
+// (no read, no read units).
+func TestIngestWritesNoTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+	q := &sendQueue{}
+	_, err = c.Submit(ctx, q, "ev", "warm-up") // reads CONFIG into the cache
+	require.NoError(t, err)
+
+	before := counter.Snapshot()
+	first, err := c.Submit(ctx, q, "ev", "ann")
+	require.NoError(t, err)
+	d := counter.Snapshot().Sub(before)
+	assert.Equal(t, map[string]int{"PutItem": 2, "UpdateItem": 1}, d.Calls, "a new participation")
+
+	other, err := asyncevent.New(counter, asyncevent.Options{TableName: c.TableName()})
+	require.NoError(t, err)
+	_, err = other.Submit(ctx, q, "ev", "warm-up") // its own CONFIG read
+	require.NoError(t, err)
+	before = counter.Snapshot()
+	dup, err := other.Submit(ctx, q, "ev", "ann")
+	require.NoError(t, err)
+	d = counter.Snapshot().Sub(before)
+	assert.True(t, dup.Duplicate)
+	assert.Equal(t, first.RequestID, dup.RequestID)
+	assert.Equal(t, map[string]int{"PutItem": 1}, d.Calls, "a duplicate click on another node")
+	assert.Zero(t, d.RCU)
+}
+
+// A lock left without its request (the ingest died between the two puts) heals on
+// the user's next click once RedriveAfter has passed: the request is written from the
+// lock and sent. Before that, a click is answered as the duplicate it is.
+func TestLockWithoutRequestHealsOnTheNextClick(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	opts := asyncevent.Options{Clock: clock.Now, RedriveAfter: time.Minute, StatusLog: true}
+	c := asynceventtest.NewTableWith(t, opts)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+	doomed := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
+		CrashAfterRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "IDEMP#",
+	})
+	opts.TableName = c.TableName()
+	dying, err := asyncevent.New(doomed, opts)
 	require.NoError(t, err)
 	q := &sendQueue{}
 
-	fault.loseNextTransaction.Store(true) // the lock and request land; the answer is lost
+	deadQueue := asynceventtest.NewChaosQueue(asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), asynceventtest.QueueFaultPlan{})
+	deadQueue.Kill() // the process is gone by the time it would send
+	_, err = dying.Submit(ctx, deadQueue, "ev", "ann")
+	require.Error(t, err, "the ingest died after the lock")
+	require.Equal(t, 1, doomed.Counts().Crashed)
+	before := items(t, c)
+	require.Len(t, before[asyncevent.EntityIdempotency], 1)
+	require.Empty(t, before[asyncevent.EntityRequest])
+	report := asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Abandoned: []string{"ann"}})
+	assert.Equal(t, 1, report.Abandoned)
+
+	clock.Advance(30 * time.Second)
 	p, err := c.Submit(ctx, q, "ev", "ann")
 	require.NoError(t, err)
-	assert.False(t, p.Duplicate, "the call recognises its own write")
-	require.Len(t, q.messages(t), 1, "and sends its message")
-	r, err := c.GetRequest(ctx, p.RequestID)
+	assert.True(t, p.Duplicate, "within RedriveAfter the first click may still be writing")
+	assert.Empty(t, items(t, c)[asyncevent.EntityRequest])
+
+	clock.Advance(31 * time.Second)
+	healed, err := c.Submit(ctx, q, "ev", "ann")
+	require.NoError(t, err)
+	assert.Equal(t, p.RequestID, healed.RequestID)
+	r, err := c.GetRequest(ctx, healed.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusQueued, r.Status)
-	assert.Len(t, items(t, c)[asyncevent.EntityRequest], 1)
+	assert.Equal(t, asyncevent.MillisOf(t0), r.RequestedAt, "requested when the lock was written")
+	msgs := q.messages(t)
+	require.Len(t, msgs, 1)
+	assert.Equal(t, healed.RequestID, msgs[0].RequestID)
+	asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Users: []string{"ann"}, Unsettled: true})
+}
+
+// A request put refused for certain (here throttled past the SDK's retries) writes
+// nothing of the request and releases the lock, so the user's next click is a fresh
+// participation; the error matches ErrThrottled.
+func TestRefusedRequestPutReleasesTheLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
+		ThrottleRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "REQ#",
+	})
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+	q := &sendQueue{}
+
+	_, err = c.Submit(ctx, q, "ev", "ann")
+	require.ErrorIs(t, err, asyncevent.ErrThrottled)
+	assert.Empty(t, items(t, c)[asyncevent.EntityIdempotency], "the lock was released")
+	assert.Empty(t, items(t, c)[asyncevent.EntityRequest])
+	assert.Empty(t, q.messages(t))
 }
 
 func TestItemLifetimes(t *testing.T) {

@@ -37,6 +37,7 @@ const (
 	opUpdate op = "UpdateItem"
 	opPut    op = "PutItem"
 	opDelete op = "DeleteItem"
+	opCheck  op = "ConditionCheck" // only inside a transaction
 )
 
 // row is one conditional write of the access-pattern table.
@@ -166,8 +167,8 @@ func (r *row) mustBuild(cond *expression.ConditionBuilder) built {
 		panic(fmt.Sprintf("asyncevent: row %q does not build: %v", r.name, err))
 	}
 	out := built{condition: expr.Condition(), update: expr.Update(), names: expr.Names(), params: map[string]param{}}
-	if r.op == opUpdate && out.update == nil {
-		panic(fmt.Sprintf("asyncevent: row %q updates nothing", r.name))
+	if (r.op == opUpdate) != (out.update != nil) {
+		panic(fmt.Sprintf("asyncevent: row %q: an update row must set something, and only an update row may", r.name))
 	}
 	out.values = map[string]types.AttributeValue{}
 	for k, v := range expr.Values() {
@@ -395,7 +396,7 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 // rows lists every row, in the order of the access-pattern table.
 func rows() []*row {
 	return []*row{
-		&participateRow, &createRequestRow, &markQueuedRow, &enqueueFailedRow, &releaseLockRow,
+		&participateRow, &createRequestRow, &releaseLockRow, &requestAbsentRow, &markQueuedRow, &enqueueFailedRow,
 		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &capacityRejectedRow, &soldOutRow,
 		&lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow,
 		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawAnnounceRow, &eventAnnouncedRow,

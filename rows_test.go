@@ -80,7 +80,7 @@ func renderTable() string {
 	line := func(format string, args ...any) { fmt.Fprintf(&b, "//\t"+format+"\n", args...) }
 	head := func(title string) {
 		line("\t%s", title)
-		line("%-30s %-26s %-11s %s", "row", "method", "operation", "key")
+		line("%-30s %-26s %-14s %s", "row", "method", "operation", "key")
 	}
 	wrap := func(label, text string) {
 		if text == "" {
@@ -100,13 +100,13 @@ func renderTable() string {
 	}
 	head("WRITES")
 	for _, r := range writeRows() {
-		line("%-30s %-26s %-11s %s", r.name, r.method, r.operation, r.key)
+		line("%-30s %-26s %-14s %s", r.name, r.method, r.operation, r.key)
 		wrap("if", r.condition)
 		wrap("set", r.update)
 	}
 	head("READS")
 	for _, r := range readRows {
-		line("%-30s %-26s %-11s %s", r.name, r.method, r.operation, r.key)
+		line("%-30s %-26s %-14s %s", r.name, r.method, r.operation, r.key)
 	}
 	return b.String()
 }
@@ -145,7 +145,7 @@ func docTableSpan(t *testing.T, doc string) (int, int) {
 	return start, start + end + 1
 }
 
-var docRowLine = regexp.MustCompile(`^//\t(\S.*?)\s{2,}(\S+)\s+(UpdateItem|PutItem|DeleteItem|GetItem|Query(?: GSI[12])?)\s+(.+)$`)
+var docRowLine = regexp.MustCompile(`^//\t(\S.*?)\s{2,}(\S+)\s+(UpdateItem|PutItem|DeleteItem|ConditionCheck|GetItem|Query(?: GSI[12])?)\s+(.+)$`)
 
 // parseTable reads the rows of doc.go's tables back.
 func parseTable(text string) []docRow {

@@ -1,6 +1,7 @@
 package asyncevent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -20,8 +21,10 @@ type EventStats struct {
 	CapacityTotal     int64
 	CapacityRemaining int64
 
-	// QueueWait is startedAt − queuedAt of the requests that started;
-	// Processing is finishedAt − startedAt of those that finished after starting.
+	// QueueWait is the time from queuedAt until a worker reached the request: its
+	// startedAt, or for a loser of an event known to be sold out (one write, never
+	// started) its finishedAt. Processing is finishedAt − startedAt of the requests
+	// that finished after starting.
 	QueueWait  Durations
 	Processing Durations
 
@@ -87,8 +90,8 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		if r.ResultCode != "" {
 			st.ByResultCode[r.ResultCode]++
 		}
-		if r.StartedAt != 0 && r.QueuedAt != 0 {
-			waits = append(waits, r.StartedAt.Time().Sub(r.QueuedAt.Time()))
+		if reached := cmp.Or(r.StartedAt, r.FinishedAt); reached != 0 && r.QueuedAt != 0 {
+			waits = append(waits, reached.Time().Sub(r.QueuedAt.Time()))
 		}
 		if r.FinishedAt != 0 && r.StartedAt != 0 {
 			runs = append(runs, r.FinishedAt.Time().Sub(r.StartedAt.Time()))

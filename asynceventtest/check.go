@@ -3,6 +3,7 @@ package asynceventtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,10 @@ type CheckOptions struct {
 	// Unsettled allows requests that are not final yet (a LOTTERY before its draw
 	// may keep QUEUED entries either way).
 	Unsettled bool
+	// Abandoned are the users whose ingest died between their lock and their request
+	// and who never clicked again: each may keep a lock without its request (the
+	// next click would heal it). Every other lock must name its request.
+	Abandoned []string
 }
 
 // CheckReport sums up the event CheckEvent checked.
@@ -28,6 +33,7 @@ type CheckReport struct {
 	ByStatus   map[asyncevent.Status]int
 	ByCode     map[asyncevent.ResultCode]int
 	Locks      int
+	Abandoned  int // locks of CheckOptions.Abandoned users left without their request
 	Violations []string
 }
 
@@ -41,8 +47,9 @@ type CheckReport struct {
 //   - LOTTERY, once announced: exactly min(K, entries) SUCCEEDED, and VerifyDraw clean.
 //   - No request left non-final (unless opts.Unsettled; QUEUED lottery entries before
 //     the draw are fine).
-//   - Every lock names an existing request of its (event, user), and every live
-//     request has its lock: no orphan lock, no request without one.
+//   - Every lock names an existing request of its (event, user), but those of
+//     opts.Abandoned users, and every live request has its lock: no orphan lock, no
+//     request without one.
 //   - At most one live request per (event, user).
 //   - GSI attributes only on Request items, and every request past RECEIVED carries
 //     the index keys of its order time.
@@ -154,7 +161,10 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	for user, l := range locks {
 		rep.Locks++
 		r, ok := requests[l.RequestID]
-		if !ok || r.UserID != user {
+		switch {
+		case !ok && slices.Contains(opts.Abandoned, user):
+			rep.Abandoned++
+		case !ok || r.UserID != user:
 			fail("orphan lock: %s/%s names request %s, which does not exist", eventID, user, l.RequestID)
 		}
 	}

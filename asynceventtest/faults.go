@@ -35,10 +35,14 @@ type FaultPlan struct {
 	ThrottleRate float64
 	// Latency adds up to this much delay to each matching call.
 	Latency time.Duration
+	// CrashAfterRate: a FaultyDynamoDB's process dies right after a matching call was
+	// applied and answered, as Kill makes it: every later call fails. It puts a crash
+	// between two writes of the caller, such as ingest's lock and request.
+	CrashAfterRate float64
 
 	// Operations limits the faults to these operations ("TransactWriteItems", …).
-	// Default: the data operations GetItem, PutItem, UpdateItem, Query and
-	// TransactWriteItems.
+	// Default: the data operations GetItem, PutItem, UpdateItem, DeleteItem, Query
+	// and TransactWriteItems.
 	Operations []string
 	// KeyPrefix limits the faults to calls on an item whose PK starts with it
 	// ("REQ#", "EVENT#", "IDEMP#"); Query calls never match a prefix. Default: all.
@@ -46,9 +50,10 @@ type FaultPlan struct {
 }
 
 // FaultCounts counts the faults a FaultyDynamoDB or a FaultyHTTPClient injected; Dead
-// counts the calls a killed FaultyDynamoDB refused.
+// counts the calls a killed FaultyDynamoDB refused, Crashed the crashes of
+// FaultPlan.CrashAfterRate.
 type FaultCounts struct {
-	Failed, Lost, Throttled, Dead int
+	Failed, Lost, Throttled, Dead, Crashed int
 }
 
 // FaultyDynamoDB wraps a DynamoDB client and injects faults by a seeded plan, for
@@ -99,7 +104,7 @@ type planner struct {
 func newPlanner(plan FaultPlan) *planner {
 	ops := plan.Operations
 	if len(ops) == 0 {
-		ops = []string{"GetItem", "PutItem", "UpdateItem", "Query", "TransactWriteItems"}
+		ops = []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "TransactWriteItems"}
 	}
 	return &planner{plan: plan, ops: ops, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0x5eed))}
 }
@@ -142,6 +147,20 @@ func (p *planner) decide(op string, pks ...string) (fault, time.Duration) {
 		return loseFault, delay
 	}
 	return noFault, delay
+}
+
+// crashesAfter decides whether the process dies after an applied call of op.
+func (p *planner) crashesAfter(op string, pks []string) bool {
+	if p.plan.CrashAfterRate <= 0 || !slices.Contains(p.ops, op) || !p.matches(pks) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rng.Float64() >= p.plan.CrashAfterRate {
+		return false
+	}
+	p.counts.Crashed++
+	return true
 }
 
 func (p *planner) matches(pks []string) bool {
@@ -206,7 +225,11 @@ func call[O any](ctx context.Context, f *FaultyDynamoDB, op string, pks []string
 		}
 		return nil, injected(op, kind)
 	}
-	return do()
+	out, err := do()
+	if err == nil && f.faults.crashesAfter(op, pks) {
+		f.Kill()
+	}
+	return out, err
 }
 
 func pkOf(item map[string]types.AttributeValue) []string {
@@ -229,6 +252,11 @@ func (f *FaultyDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput,
 // UpdateItem implements asyncevent.DynamoDB.
 func (f *FaultyDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return call(ctx, f, "UpdateItem", pkOf(in.Key), func() (*dynamodb.UpdateItemOutput, error) { return f.db.UpdateItem(ctx, in, o...) })
+}
+
+// DeleteItem implements asyncevent.DynamoDB.
+func (f *FaultyDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return call(ctx, f, "DeleteItem", pkOf(in.Key), func() (*dynamodb.DeleteItemOutput, error) { return f.db.DeleteItem(ctx, in, o...) })
 }
 
 // Query implements asyncevent.DynamoDB.

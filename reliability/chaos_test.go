@@ -32,6 +32,7 @@ type chaosConfig struct {
 	users     int
 	workers   int
 	dupClicks float64 // share of users who click again
+	crashes   float64 // share of users whose first click's ingest dies between lock and request; half of them never come back
 	faultRate float64 // share of DynamoDB calls disturbed, half of them lost responses
 	wireRate  float64 // share disturbed beneath the SDK, which retries them: refused, lost, throttled
 	maxCopies int     // extra deliveries of each message
@@ -52,7 +53,7 @@ func newConfig(t *testing.T, users int) chaosConfig {
 		}
 	})
 	t.Logf("chaos seed %d, %d users", seed, users)
-	return chaosConfig{seed: seed, users: users, workers: 8, dupClicks: 0.2, faultRate: 0.1, wireRate: 0.06, maxCopies: 2}
+	return chaosConfig{seed: seed, users: users, workers: 8, dupClicks: 0.2, crashes: 0.01, faultRate: 0.1, wireRate: 0.06, maxCopies: 2}
 }
 
 // skipClock is the real clock plus an offset that can jump forward (over a lottery's
@@ -76,11 +77,12 @@ type world struct {
 	wired  *asynceventtest.FaultyHTTPClient // ingest's, beneath the SDK
 	users  []string
 
-	mu      sync.Mutex
-	procs   []*process
-	nextID  int
-	kills   int
-	faulted atomic.Int64
+	mu        sync.Mutex
+	procs     []*process
+	abandoned []string // users whose ingest died between lock and request, never back
+	nextID    int
+	kills     int
+	faulted   atomic.Int64
 }
 
 // process is one worker process: its own faulty DynamoDB client and queue view.
@@ -188,12 +190,22 @@ func (w *world) stopWorkers() {
 }
 
 // click submits a user until the library answers without error, as a user who sees
-// an error clicks again.
+// an error clicks again; and as a user who polls the answer's request and does not
+// find it (its ingest died, or failed, between the lock and the request), clicks again
+// once Options.RedriveAfter has passed, which heals the lock.
 func (w *world) click(ctx context.Context, eventID, user string) error {
 	var err error
 	for attempt := range 12 {
-		if _, err = w.ingest.Submit(ctx, w.queue, eventID, user); err == nil {
-			return nil
+		var p asyncevent.Participation
+		if p, err = w.ingest.Submit(ctx, w.queue, eventID, user); err == nil {
+			if _, err = w.clean.GetRequest(ctx, p.RequestID); err == nil {
+				return nil
+			}
+			if !errors.Is(err, asyncevent.ErrNotFound) {
+				return err
+			}
+			time.Sleep(w.opts.RedriveAfter)
+			continue
 		}
 		if errors.Is(err, asyncevent.ErrEventClosed) {
 			return err
@@ -203,6 +215,34 @@ func (w *world) click(ctx context.Context, eventID, user string) error {
 	return err
 }
 
+// crashClick is a click whose ingest process dies right after it wrote the user's
+// lock, before the request: the lock is left without its request until the user's
+// next click.
+func (w *world) crashClick(ctx context.Context, eventID, user string) {
+	doomed := asynceventtest.NewFaultyDynamoDB(w.db, asynceventtest.FaultPlan{
+		CrashAfterRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "IDEMP#",
+	})
+	opts := w.opts
+	opts.TableName = w.table
+	c, err := asyncevent.New(doomed, opts)
+	require.NoError(w.t, err)
+	deadQueue := asynceventtest.NewChaosQueue(w.queue, asynceventtest.QueueFaultPlan{})
+	deadQueue.Kill() // the process is gone by the time it would send
+	if _, err := c.Submit(ctx, deadQueue, eventID, user); err == nil {
+		w.t.Errorf("%s: a click whose ingest died after the lock succeeded", user)
+	}
+	require.Equal(w.t, 1, doomed.Counts().Crashed, "%s: the ingest died after the lock", user)
+}
+
+// visit is a user's visit: a click, or a click that dies between the lock and the
+// request, after which the user either clicks again (healing the lock) or is never
+// seen again (abandoned).
+type visit struct {
+	user      string
+	crash     bool
+	abandoned bool
+}
+
 // ingestAll has 16 clients submit every user, a share of them twice, while worker
 // processes run and get killed.
 func (w *world) ingestAll(eventID string, rng *rand.Rand) {
@@ -210,15 +250,24 @@ func (w *world) ingestAll(eventID string, rng *rand.Rand) {
 	for range w.cfg.workers {
 		w.startWorker()
 	}
-	clicks := make(chan string)
+	clicks := make(chan visit)
 	var wg sync.WaitGroup
 	var failures atomic.Int64
 	for range 16 {
 		wg.Go(func() {
-			for u := range clicks {
-				if err := w.click(ctx, eventID, u); err != nil {
+			for v := range clicks {
+				if v.crash {
+					w.crashClick(ctx, eventID, v.user)
+					if v.abandoned {
+						w.mu.Lock()
+						w.abandoned = append(w.abandoned, v.user)
+						w.mu.Unlock()
+						continue
+					}
+				}
+				if err := w.click(ctx, eventID, v.user); err != nil {
 					failures.Add(1)
-					w.t.Logf("%s gave up: %v", u, err)
+					w.t.Logf("%s gave up: %v", v.user, err)
 				}
 			}
 		})
@@ -238,9 +287,13 @@ func (w *world) ingestAll(eventID string, rng *rand.Rand) {
 		}
 	}()
 	for _, u := range w.users {
-		clicks <- u
+		if rng.Float64() < w.cfg.crashes {
+			clicks <- visit{user: u, crash: true, abandoned: rng.IntN(2) == 0}
+			continue
+		}
+		clicks <- visit{user: u}
 		if rng.Float64() < w.cfg.dupClicks {
-			clicks <- u
+			clicks <- visit{user: u}
 		}
 	}
 	close(clicks)
@@ -288,10 +341,10 @@ func TestChaosFirstCome(t *testing.T) {
 	w.stopWorkers()
 	lap("sweeps")
 
-	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-sale", asynceventtest.CheckOptions{Users: w.users})
+	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-sale", asynceventtest.CheckOptions{Users: w.users, Abandoned: w.abandoned})
 	lap("check")
-	t.Logf("%d requests: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v above the SDK, %+v beneath",
-		rep.Requests, rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts(), w.wired.Counts())
+	t.Logf("%d requests: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v above the SDK, %+v beneath; %d abandoned locks",
+		rep.Requests, rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts(), w.wired.Counts(), rep.Abandoned)
 	require.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
 }
 
@@ -323,7 +376,7 @@ func TestChaosLottery(t *testing.T) {
 		t.Logf("draw attempt %d: %v", attempt, firstLine(err))
 	}
 	lap("draw")
-	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-lottery", asynceventtest.CheckOptions{Users: w.users})
+	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-lottery", asynceventtest.CheckOptions{Users: w.users, Abandoned: w.abandoned})
 	lap("check")
 	t.Logf("%d requests: %v %v; %d worker kills", rep.Requests, rep.ByStatus, rep.ByCode, w.kills)
 	require.Len(t, res.Winners, winners)

@@ -260,6 +260,18 @@ func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	return out, err
 }
 
+// DeleteItem implements asyncevent.DynamoDB.
+func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := c.db.DeleteItem(ctx, in, append(optFns, c.countAttempts)...)
+	k := call{op: "DeleteItem", writes: []map[string]types.AttributeValue{in.Key}}
+	if out != nil {
+		k.consumed = one(out.ConsumedCapacity)
+	}
+	c.record(ctx, k)
+	return out, err
+}
+
 // Query implements asyncevent.DynamoDB.
 func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes

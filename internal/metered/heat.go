@@ -441,6 +441,20 @@ func (h *Heat) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt
 	return out, err
 }
 
+// DeleteItem implements asyncevent.DynamoDB. A lock carries no index keys, so a
+// delete lands on the table only.
+func (h *Heat) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	out, err := h.db.DeleteItem(ctx, in, optFns...)
+	switch {
+	case out != nil:
+		h.charge(true, []landing{h.landingOf(in.Key, nil)}, one(out.ConsumedCapacity))
+	case refused(err):
+		h.charge(true, []landing{{item: mustItem(in.Key)}}, refusedCost(1, false))
+	}
+	return out, err
+}
+
 // Query implements asyncevent.DynamoDB.
 func (h *Heat) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
