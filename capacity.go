@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -13,7 +15,8 @@ import (
 )
 
 // EventCapacity is the EventCapacity item of a FIRST_COME event (PK EVENT#<eventId>,
-// SK CAPACITY). capacityRemaining only goes down, by one per winner, under the
+// SK CAPACITY), or one of its C shards (SK CAPACITY#<shard>), whose capacities sum to
+// the event's. capacityRemaining only goes down, by one per winner, under the
 // condition capacityRemaining > 0, so the event has at most capacityTotal winners.
 type EventCapacity struct {
 	EntityType        EntityType  `dynamodbav:"entityType"` // CAPACITY
@@ -21,6 +24,11 @@ type EventCapacity struct {
 	CapacityTotal     int64       `dynamodbav:"capacityTotal"`
 	CapacityRemaining int64       `dynamodbav:"capacityRemaining"`
 	UpdatedAt         EpochMillis `dynamodbav:"updatedAt"`
+
+	// Shards, for an event with capacity shards (EventConfig.CapacityShards > 1), are
+	// its CAPACITY#<shard> items, in shard order; the fields above are then their sum
+	// (UpdatedAt the latest). Not stored.
+	Shards []EventCapacity `dynamodbav:"-"`
 }
 
 // The attribute names of an EventCapacity item that its rows name.
@@ -53,31 +61,83 @@ var (
 )
 
 // GetCapacity reads a FIRST_COME event's EventCapacity: GetItem PK EVENT#<eventId>,
-// SK CAPACITY, a strongly consistent read. An event without one (unknown, or a
-// LOTTERY) is ErrNotFound.
+// SK CAPACITY, a strongly consistent read; for an event with capacity shards, GetItem
+// of each CAPACITY#<shard>, summed, with the shards in Shards. An event without one
+// (unknown, or a LOTTERY) is ErrNotFound.
 func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacity, error) {
-	key, err := NewEventKey(eventID, EventItemCapacity)
+	if err := ValidateID("eventId", eventID); err != nil {
+		return nil, err
+	}
+	shards, err := c.capacityShards(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	var item capacityItem
-	found, err := c.getItem(ctx, key.Key(), true, &item)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("get capacity %s: %w", eventID, err)
-	case !found:
-		return nil, fmt.Errorf("%w: capacity of %s", ErrNotFound, eventID)
+	keys, err := capacityKeys(eventID, shards)
+	if err != nil {
+		return nil, err
 	}
-	return &item.EventCapacity, nil
+	sum := &EventCapacity{EntityType: EntityCapacity, EventID: eventID}
+	for _, key := range keys {
+		var item capacityItem
+		found, err := c.getItem(ctx, key.Key(), true, &item)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("get capacity %s: %w", eventID, err)
+		case !found:
+			return nil, fmt.Errorf("%w: capacity of %s (%s)", ErrNotFound, eventID, key.Key().SK)
+		case len(keys) == 1:
+			return &item.EventCapacity, nil
+		}
+		sum.CapacityTotal += item.CapacityTotal
+		sum.CapacityRemaining += item.CapacityRemaining
+		sum.UpdatedAt = max(sum.UpdatedAt, item.UpdatedAt)
+		sum.Shards = append(sum.Shards, item.EventCapacity)
+	}
+	return sum, nil
+}
+
+// capacityShards returns the capacity shards of an event, from the client's cache; an
+// event without a config has the design's one CAPACITY item.
+func (c *Client) capacityShards(ctx context.Context, eventID string) (int, error) {
+	cfg, err := c.cachedEvent(ctx, eventID)
+	switch {
+	case errors.Is(err, ErrEventNotFound):
+		return 1, nil
+	case err != nil:
+		return 0, err
+	}
+	return max(cfg.CapacityShards, 1), nil
+}
+
+// capacityItems returns the capacity items of a new FIRST_COME event: one CAPACITY
+// item, or C shards holding capacityTotal ÷ C seats each, the first capacityTotal mod
+// C of them one more.
+func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
+	keys, _ := capacityKeys(cfg.EventID, cfg.CapacityShards) // the ID is checked
+	items := make([]capacityItem, len(keys))
+	n := int64(len(keys))
+	for i, key := range keys {
+		seats := cfg.CapacityTotal / n
+		if int64(i) < cfg.CapacityTotal%n {
+			seats++
+		}
+		items[i] = capacityItem{Key: key.Key(), EventCapacity: EventCapacity{
+			EntityType: EntityCapacity, EventID: cfg.EventID,
+			CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now,
+		}}
+	}
+	return items
 }
 
 // ClaimSeat is the "first-come capacity" and "first-come success" rows in one
-// TransactWriteItems: UpdateItem PK EVENT#<eventId>, SK CAPACITY, SET
-// capacityRemaining = capacityRemaining - 1, updatedAt, condition capacityRemaining >
-// 0; and UpdateItem PK REQ#<requestId>, SK META, SET status = SUCCEEDED, uiResult
-// SUCCESS, resultCode SUCCESS, finishedAt, condition status = PROCESSING AND
-// leaseOwner = lease.Owner; with the status log entry. A seat is therefore spent only
-// together with a SUCCEEDED request.
+// TransactWriteItems: UpdateItem PK EVENT#<eventId>, SK CAPACITY (or a CAPACITY#<shard>
+// of an event with capacity shards), SET capacityRemaining = capacityRemaining - 1,
+// updatedAt, condition capacityRemaining > 0; and UpdateItem PK REQ#<requestId>, SK
+// META, SET status = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt,
+// condition status = PROCESSING AND leaseOwner = lease.Owner; with the status log
+// entry. A seat is therefore spent only together with a SUCCEEDED request. With
+// capacity shards it starts at the shard the request ID picks and moves on to the
+// next while a shard is empty: a request is refused only when every shard is.
 //
 // A lost condition is not an error. When the request is not PROCESSING under this
 // lease (another delivery took it over, or it is final) the Transition is not applied
@@ -85,35 +145,117 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 // is set; in both cases nothing was written. An event without a CAPACITY item is
 // ErrNoCapacity.
 //
-// The ClientRequestToken is derived from the request, the lease and the attempt, so
-// the SDK's retry of a call whose response was lost returns success rather than a lost
-// condition (the conditions alone already keep it from being applied twice);
-// transaction conflicts on the hot CAPACITY item are retried with jittered backoff.
+// The ClientRequestToken is derived from the request, the lease, the shard and the
+// attempt, so the SDK's retry of a call whose response was lost returns success
+// rather than a lost condition (the conditions alone already keep it from being
+// applied twice); transaction conflicts on the hot CAPACITY item are retried with
+// jittered backoff.
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
-	capKey, err := NewEventKey(ref.EventID, EventItemCapacity)
-	if err != nil {
-		return Transition{}, err
-	}
+	return c.claimSeat(ctx, ref, lease, nil)
+}
+
+// claimSeat is ClaimSeat skipping the shards empty knows to be empty, and telling it
+// of the ones it finds.
+func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, empty *emptyShards) (Transition, error) {
 	reqKey, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
+	if err := ValidateID("eventId", ref.EventID); err != nil {
+		return Transition{}, err
+	}
+	shards, err := c.capacityShards(ctx, ref.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	keys, err := capacityKeys(ref.EventID, shards)
+	if err != nil {
+		return Transition{}, err
+	}
+	first := 0
+	if len(keys) > 1 {
+		first = shardOf(ref.RequestID, len(keys))
+	}
+	for i := range keys {
+		shard := (first + i) % len(keys)
+		if empty.known(ref.EventID, shard) {
+			continue
+		}
+		t, err := c.claimSeatOn(ctx, reqKey, keys[shard], ref, lease)
+		if err != nil || !t.SoldOut {
+			return t, err
+		}
+		empty.add(ref.EventID, shard, len(keys))
+	}
+	return Transition{SoldOut: true}, nil
+}
+
+// claimSeatOn claims a seat of one capacity item.
+func (c *Client) claimSeatOn(ctx context.Context, reqKey RequestKey, capKey EventKey, ref RequestRef, lease Lease) (Transition, error) {
 	now := c.now()
 	seat := write{row: &claimSeatRow, key: capKey.Key(), args: args{pNow: now},
 		lost: func(old map[string]types.AttributeValue) (Transition, error) {
 			if old == nil {
-				return Transition{}, fmt.Errorf("%w: %s", ErrNoCapacity, ref.EventID)
+				return Transition{}, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, ref.EventID, capKey.Key().SK)
 			}
 			return Transition{SoldOut: true}, nil
 		}}
+	owner := lease.Owner + "\x00" + capKey.Key().SK
 	t, err := c.apply(ctx, reqKey,
 		write{row: &takeSeatRow, args: args{pNow: now, pLeaseOwner: lease.Owner}, note: "won a seat"},
-		txOptions{token: func(attempt int) string { return requestToken(ref.RequestID, lease.Owner, attempt) }},
+		txOptions{token: func(attempt int) string { return requestToken(ref.RequestID, owner, attempt) }},
 		seat)
 	if err != nil {
 		return t, fmt.Errorf("claim seat %s: %w", ref.RequestID, err)
 	}
 	return t, nil
+}
+
+// emptyShards remembers the capacity shards of each event found empty. Capacity never
+// grows back, so a worker skips them, and once every shard of an event is, the event
+// is sold out. A nil *emptyShards remembers nothing. It is safe for concurrent use.
+type emptyShards struct {
+	mu      sync.Mutex
+	byEvent map[string]*eventShards
+}
+
+type eventShards struct {
+	n     int
+	empty map[int]bool
+}
+
+func newEmptyShards() *emptyShards { return &emptyShards{byEvent: map[string]*eventShards{}} }
+
+func (e *emptyShards) known(eventID string, shard int) bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.byEvent[eventID]
+	return s != nil && s.empty[shard]
+}
+
+func (e *emptyShards) add(eventID string, shard, n int) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.byEvent[eventID]
+	if s == nil {
+		s = &eventShards{n: n, empty: map[int]bool{}}
+		e.byEvent[eventID] = s
+	}
+	s.empty[shard] = true
+}
+
+// soldOut reports whether every shard of the event was found empty.
+func (e *emptyShards) soldOut(eventID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.byEvent[eventID]
+	return s != nil && len(s.empty) == s.n
 }
 
 // requestToken derives a ClientRequestToken (at most 36 characters) from a request,

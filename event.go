@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -32,6 +33,18 @@ type EventConfig struct {
 	AnnounceAt      EpochMillis `dynamodbav:"announceAt,omitempty"`
 	AnnouncedAt     EpochMillis `dynamodbav:"announcedAt,omitempty"`
 	SeedCommitment  string      `dynamodbav:"seedCommitment,omitempty"`
+
+	// IndexShards (K) and CapacityShards (C) are the event's layout, fixed when it is
+	// created: with K > 1 its requests' GSI2 partition key is EVENT#<eventId>#<shard>
+	// (shard 0 to K-1, from the request ID) instead of EVENT#<eventId>; with C > 1 a
+	// FIRST_COME event's capacity is held by C items EVENT#<eventId> / CAPACITY#<shard>
+	// whose capacities sum to CapacityTotal, instead of one CAPACITY item. Each
+	// partition key of DynamoDB takes at most 1,000 WCU/s, so sharding is what lets one
+	// event take more than a few hundred clicks a second: ShardsFor picks K and C for a
+	// peak. 0 and 1 both mean the design's single keys. Readers of the event merge the
+	// shards; nothing else changes for them.
+	IndexShards    int `dynamodbav:"indexShards,omitempty"`
+	CapacityShards int `dynamodbav:"capacityShards,omitempty"`
 
 	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
 	// while it finalises the entries, ANNOUNCED once every entry has its result.
@@ -92,6 +105,16 @@ func (e *EventConfig) validate() error {
 	if len(e.Name) > maxNameLength {
 		return bad("name is %d bytes, longer than %d", len(e.Name), maxNameLength)
 	}
+	switch {
+	case e.IndexShards < 0 || e.IndexShards > MaxShards:
+		return bad("indexShards %d, want 0 to %d", e.IndexShards, MaxShards)
+	case e.CapacityShards < 0 || e.CapacityShards > MaxShards:
+		return bad("capacityShards %d, want 0 to %d", e.CapacityShards, MaxShards)
+	case e.CapacityShards > 1 && e.EventType != FirstCome:
+		return bad("capacityShards is for FIRST_COME events")
+	case e.CapacityShards > 1 && int64(e.CapacityShards) > e.CapacityTotal:
+		return bad("capacityShards %d is more than the capacity %d", e.CapacityShards, e.CapacityTotal)
+	}
 	switch e.EventType {
 	case FirstCome:
 		switch {
@@ -122,14 +145,71 @@ func (e *EventConfig) validate() error {
 // maxNameLength bounds an event's display name.
 const maxNameLength = 256
 
-// CreateEvent stores a new event, the "create event" row: its EventConfig (PK EVENT#<eventId>, SK
-// CONFIG) and, in the same TransactWriteItems, a FIRST_COME event's EventCapacity (SK
-// CAPACITY, capacityRemaining = capacityTotal) or a LOTTERY event's sealed Draw record
-// (SK DRAW, holding a fresh secret seed whose SHA-256 becomes the config's
-// seedCommitment). Condition on every item: attribute_not_exists(PK); when it fails
-// the event exists already and the error is ErrEventExists, with nothing changed.
-// Invalid settings are an ErrInvalidEvent or ErrInvalidID error. It returns the stored
-// config.
+// MaxShards bounds an event's index shards and capacity shards.
+const MaxShards = 128
+
+// shardBudget is the share of a partition key's 1,000 WCU/s that ShardsFor lets one
+// shard take at the peak: 80%, for the bursts around it.
+const shardBudget = 0.8 * 1000
+
+// The write units one click and one seat put on the event's hot keys.
+const (
+	// gsi2UnitsPerClick: a request's GSI2 entry is written when it is queued, when it
+	// starts and when it ends (a loser of an event known sold out: queued and ended),
+	// 1 WCU each for an item under 1 KB.
+	gsi2UnitsPerClick = 3
+	// capacityUnitsPerSeat: a seat is an update of a CAPACITY item inside a
+	// transaction, 2 WCU.
+	capacityUnitsPerSeat = 2
+)
+
+// ShardsFor returns the layout (EventConfig.IndexShards and CapacityShards) that
+// keeps each of an event's hot keys under 80% of a partition key's 1,000 WCU/s at a
+// peak of clicksPerSecond new participations and winnersPerSecond seats taken:
+//
+//	IndexShards    = ⌈clicksPerSecond × 3 WCU ÷ 800⌉   (GSI2: queued, started, ended)
+//	CapacityShards = ⌈winnersPerSecond × 2 WCU ÷ 800⌉  (a seat, in a transaction)
+//
+// each at least 1 and at most MaxShards; winnersPerSecond 0 means a quarter of the
+// clicks. A FIRST_COME event cannot have more capacity shards than seats.
+func ShardsFor(clicksPerSecond, winnersPerSecond float64) (indexShards, capacityShards int) {
+	if winnersPerSecond <= 0 {
+		winnersPerSecond = clicksPerSecond / 4
+	}
+	shards := func(units float64) int {
+		return min(max(int(math.Ceil(units/shardBudget)), 1), MaxShards)
+	}
+	return shards(clicksPerSecond * gsi2UnitsPerClick), shards(winnersPerSecond * capacityUnitsPerSeat)
+}
+
+// RequestIndexKeys returns the index keys of a request of this event ordered at
+// orderAt, in the event's layout.
+func (e *EventConfig) RequestIndexKeys(userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
+	return shardedIndexKeys(e.EventID, userID, requestID, orderAt, e.IndexShards)
+}
+
+// indexShards returns the index shards of an event, from the client's cache. An event
+// without a config has the design's single keys.
+func (c *Client) indexShards(ctx context.Context, eventID string) (int, error) {
+	cfg, err := c.cachedEvent(ctx, eventID)
+	switch {
+	case errors.Is(err, ErrEventNotFound):
+		return 1, nil
+	case err != nil:
+		return 0, err
+	}
+	return max(cfg.IndexShards, 1), nil
+}
+
+// CreateEvent stores a new event, the "create event" row, in one TransactWriteItems:
+// its EventConfig (PK EVENT#<eventId>, SK CONFIG) and a FIRST_COME event's
+// EventCapacity (SK CAPACITY, capacityRemaining = capacityTotal; with capacity
+// shards, SK CAPACITY#<shard> for each, their capacities summing to capacityTotal) or
+// a LOTTERY event's sealed Draw record (SK DRAW, holding a fresh secret seed whose
+// SHA-256 becomes the config's seedCommitment). Condition on every item:
+// attribute_not_exists(PK); when it fails the event exists already and the error is
+// ErrEventExists, with nothing changed. Invalid settings are an ErrInvalidEvent or
+// ErrInvalidID error. It returns the stored config.
 func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -138,14 +218,12 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.Phase = EntityConfig, now, 0, "", ""
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
-	var second any
+	var items []any
 	switch cfg.EventType {
 	case FirstCome:
-		key, _ := NewEventKey(cfg.EventID, EventItemCapacity)
-		second = capacityItem{Key: key.Key(), EventCapacity: EventCapacity{
-			EntityType: EntityCapacity, EventID: cfg.EventID,
-			CapacityTotal: cfg.CapacityTotal, CapacityRemaining: cfg.CapacityTotal, UpdatedAt: now,
-		}}
+		for _, item := range capacityItems(cfg, now) {
+			items = append(items, item)
+		}
 	case Lottery:
 		seed, err := newSeed()
 		if err != nil {
@@ -153,12 +231,15 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 		}
 		cfg.SeedCommitment, cfg.Phase = seedCommitment(seed), PhaseCollecting
 		key, _ := NewEventKey(cfg.EventID, EventItemDraw)
-		second = drawItem{Key: key.Key(), DrawRecord: DrawRecord{
+		items = append(items, drawItem{Key: key.Key(), DrawRecord: DrawRecord{
 			EntityType: EntityDraw, EventID: cfg.EventID, Phase: PhaseCollecting,
 			WinnerCount: cfg.WinnerCount, SeedCommitment: cfg.SeedCommitment, Seed: hex.EncodeToString(seed),
-		}}
+		}})
 	}
-	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), EventConfig: cfg}}, {row: &createEventRow, item: second}}
+	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), EventConfig: cfg}}}
+	for _, item := range items {
+		ws = append(ws, write{row: &createEventRow, item: item})
+	}
 	err := c.do(ctx, txOptions{}, ws)
 	var lost *conditionLost
 	if errors.As(err, &lost) {

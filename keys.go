@@ -2,6 +2,7 @@ package asyncevent
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
@@ -242,10 +243,11 @@ func (i EventItem) valid() bool {
 }
 
 // EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
-// or DRAW.
+// or DRAW; or, for an event with capacity shards, CAPACITY#<shard>.
 type EventKey struct {
 	eventID string
 	item    EventItem
+	shard   int // -1: the item itself, not one of its shards
 }
 
 // NewEventKey returns the key of the item of the event eventID, or an ErrInvalidID
@@ -257,7 +259,21 @@ func NewEventKey(eventID string, item EventItem) (EventKey, error) {
 	if !item.valid() {
 		return EventKey{}, fmt.Errorf("%w: unknown event item %q", ErrInvalidOptions, string(item))
 	}
-	return EventKey{eventID: eventID, item: item}, nil
+	return EventKey{eventID: eventID, item: item, shard: -1}, nil
+}
+
+// capacityKeys returns the keys of a FIRST_COME event's capacity: its CAPACITY item,
+// or with shards capacity shards (C > 1) the items CAPACITY#0 to CAPACITY#<C-1>.
+func capacityKeys(eventID string, shards int) ([]EventKey, error) {
+	k, err := NewEventKey(eventID, EventItemCapacity)
+	if err != nil || shards <= 1 {
+		return []EventKey{k}, err
+	}
+	keys := make([]EventKey, shards)
+	for i := range keys {
+		keys[i] = EventKey{eventID: eventID, item: EventItemCapacity, shard: i}
+	}
+	return keys, nil
 }
 
 // EventID returns the event's ID.
@@ -266,8 +282,15 @@ func (k EventKey) EventID() string { return k.eventID }
 // Item returns which item of the event the key names.
 func (k EventKey) Item() EventItem { return k.item }
 
-// Key returns the table key: PK EVENT#<eventId>, SK the item.
-func (k EventKey) Key() Key { return Key{PK: eventPK(k.eventID), SK: string(k.item)} }
+// Key returns the table key: PK EVENT#<eventId>, SK the item (and #<shard> for a
+// capacity shard).
+func (k EventKey) Key() Key {
+	sk := string(k.item)
+	if k.shard >= 0 {
+		sk += sep + strconv.Itoa(k.shard)
+	}
+	return Key{PK: eventPK(k.eventID), SK: sk}
+}
 
 // parseEventKey reads a key that NewEventKey could have produced.
 func parseEventKey(key Key) (EventKey, error) {
@@ -275,11 +298,19 @@ func parseEventKey(key Key) (EventKey, error) {
 	if err != nil {
 		return EventKey{}, err
 	}
-	item := EventItem(key.SK)
-	if !item.valid() {
-		return EventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY or DRAW")
+	item, shardText, sharded := strings.Cut(key.SK, sep)
+	if !EventItem(item).valid() {
+		return EventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY, CAPACITY#<shard> or DRAW")
 	}
-	return EventKey{eventID: id, item: item}, nil
+	k := EventKey{eventID: id, item: EventItem(item), shard: -1}
+	if sharded {
+		shard, err := strconv.Atoi(shardText)
+		if err != nil || k.item != EventItemCapacity || shard < 0 || strconv.Itoa(shard) != shardText {
+			return EventKey{}, malformed("event SK", key.SK, "only CAPACITY has shards, numbered from 0")
+		}
+		k.shard = shard
+	}
+	return k, nil
 }
 
 func eventPK(eventID string) string { return prefixEvent + sep + eventID }
@@ -365,29 +396,79 @@ func parseUserPartition(s string) (userPartition, error) {
 	return userPartition{userID: parts[1]}, nil
 }
 
-// eventPartition is the GSI2 partition key of an event's requests: EVENT#<eventId>,
+// eventPartition is a GSI2 partition key of an event's requests: EVENT#<eventId>,
 // the same text as the PK of the event's own items (which carry no GSI attributes and
-// so never appear on GSI2).
-type eventPartition struct{ eventID string }
+// so never appear on GSI2); or, for an event with index shards (K > 1),
+// EVENT#<eventId>#<shard>, shard 0 to K-1 picked by the request's ID.
+type eventPartition struct {
+	eventID string
+	shard   int // -1: the one partition of an event without index shards
+}
 
-// newEventPartition returns the GSI2 partition of eventID, or an ErrInvalidID error.
+// newEventPartition returns the GSI2 partition of eventID without index shards, or
+// an ErrInvalidID error.
 func newEventPartition(eventID string) (eventPartition, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
 		return eventPartition{}, err
 	}
-	return eventPartition{eventID: eventID}, nil
+	return eventPartition{eventID: eventID, shard: -1}, nil
 }
 
-// text returns the key text EVENT#<eventId>.
-func (p eventPartition) text() string { return eventPK(p.eventID) }
+// eventPartitions returns every GSI2 partition of an event with shards index shards.
+func eventPartitions(eventID string, shards int) ([]eventPartition, error) {
+	p, err := newEventPartition(eventID)
+	if err != nil || shards <= 1 {
+		return []eventPartition{p}, err
+	}
+	parts := make([]eventPartition, shards)
+	for i := range parts {
+		parts[i] = eventPartition{eventID: eventID, shard: i}
+	}
+	return parts, nil
+}
 
-// parseEventPartition reads text that newEventPartition could have produced.
+// requestPartition returns the GSI2 partition of a request of an event with shards
+// index shards: its shard is FNV-1a of the request ID, modulo shards.
+func requestPartition(eventID, requestID string, shards int) (eventPartition, error) {
+	p, err := newEventPartition(eventID)
+	if err != nil || shards <= 1 {
+		return p, err
+	}
+	p.shard = shardOf(requestID, shards)
+	return p, nil
+}
+
+// shardOf spreads request IDs over n shards.
+func shardOf(requestID string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(requestID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// text returns the key text EVENT#<eventId>, or EVENT#<eventId>#<shard>.
+func (p eventPartition) text() string {
+	if p.shard < 0 {
+		return eventPK(p.eventID)
+	}
+	return eventPK(p.eventID) + sep + strconv.Itoa(p.shard)
+}
+
+// parseEventPartition reads text that newEventPartition or eventPartitions could have
+// produced.
 func parseEventPartition(s string) (eventPartition, error) {
-	id, err := parseEventPK(s)
+	if strings.Count(s, sep) == 1 {
+		id, err := parseEventPK(s)
+		return eventPartition{eventID: id, shard: -1}, err
+	}
+	parts, err := splitKey("event partition", s, prefixEvent, 3)
 	if err != nil {
 		return eventPartition{}, err
 	}
-	return eventPartition{eventID: id}, nil
+	shard, err := strconv.Atoi(parts[2])
+	if err != nil || shard < 0 || strconv.Itoa(shard) != parts[2] {
+		return eventPartition{}, malformed("event partition", s, "the shard is not a number")
+	}
+	return eventPartition{eventID: parts[1], shard: shard}, nil
 }
 
 // queueKey is the sort key of a request on GSI1 and GSI2:
@@ -468,18 +549,25 @@ func splitKey(kind, text, prefix string, n int) ([]string, error) {
 type IndexKeys struct {
 	GSI1PK string `dynamodbav:"GSI1PK,omitempty"` // USER#<userId>
 	GSI1SK string `dynamodbav:"GSI1SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
-	GSI2PK string `dynamodbav:"GSI2PK,omitempty"` // EVENT#<eventId>
+	GSI2PK string `dynamodbav:"GSI2PK,omitempty"` // EVENT#<eventId>, or EVENT#<eventId>#<shard>
 	GSI2SK string `dynamodbav:"GSI2SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
 }
 
-// NewIndexKeys returns the index keys of a request ordered at orderAt: its queuedAt,
-// or its requestedAt when the enqueue failed and it never had a queuedAt.
+// NewIndexKeys returns the index keys of a request ordered at orderAt (its queuedAt,
+// or its requestedAt when the enqueue failed and it never had a queuedAt), for an
+// event without index shards; EventConfig.RequestIndexKeys gives those of any event.
 func NewIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
+	return shardedIndexKeys(eventID, userID, requestID, orderAt, 1)
+}
+
+// shardedIndexKeys returns the index keys of a request of an event with shards index
+// shards.
+func shardedIndexKeys(eventID, userID, requestID string, orderAt EpochMillis, shards int) (IndexKeys, error) {
 	user, err := newUserPartition(userID)
 	if err != nil {
 		return IndexKeys{}, err
 	}
-	event, err := newEventPartition(eventID)
+	event, err := requestPartition(eventID, requestID, shards)
 	if err != nil {
 		return IndexKeys{}, err
 	}

@@ -45,7 +45,7 @@ func FuzzKeyBuilders(f *testing.F) {
 		if p, err := newEventPartition(eventID); err == nil {
 			got, err := parseEventPartition(p.text())
 			if err != nil || got.eventID != eventID {
-				t.Fatalf("event partition %s parses to %v, %v", p, got, err)
+				t.Fatalf("event partition %v parses to %v, %v", p, got, err)
 			}
 		}
 		if k, err := newQueueKey(at, requestID); err == nil {
@@ -86,7 +86,7 @@ func FuzzKeyParsers(f *testing.F) {
 			t.Fatalf("user partition %q rebuilt as %q", pk, p)
 		}
 		if p, err := parseEventPartition(pk); err == nil && p.text() != pk {
-			t.Fatalf("event partition %q rebuilt as %q", pk, p)
+			t.Fatalf("event partition %v rebuilt as %v", pk, p)
 		}
 		if k, err := parseQueueKey(sk); err == nil && k.text() != sk {
 			t.Fatalf("queue key %v rebuilt as %v", sk, k)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -190,12 +191,13 @@ type EventListOptions struct {
 // ListEventRequests lists an event's requests in queue order: the "event
 // requests" and "event requests, latest N" rows, Query GSI2 with GSI2PK =
 // EVENT#<eventId>, ScanIndexForward = true (Ascending) or false (Descending), Limit 50
-// by default (at most 500). A status filter is applied by the library on each page
-// read, reading at most MaxRead requests per call. The cursor is opaque; one handed
-// out for another event's listing is ErrInvalidCursor.
+// by default (at most 500). An event with index shards is read from each of its
+// partitions EVENT#<eventId>#<shard> and the shards are merged in queue order
+// (GSI2SK), so the listing is the same as without shards. A status filter is applied
+// by the library on each page read, reading at most MaxRead requests per call. The
+// cursor is opaque; one handed out for another event's listing is ErrInvalidCursor.
 func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts EventListOptions) (*RequestPage, error) {
-	part, err := newEventPartition(eventID)
-	if err != nil {
+	if err := ValidateID("eventId", eventID); err != nil {
 		return nil, err
 	}
 	limit, err := pageLimit(opts.Limit, defaultEventPageLimit, maxEventPageLimit)
@@ -223,89 +225,235 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	if opts.Status == "" {
 		budget = limit
 	}
-	start, err := decodeCursor(opts.Cursor, attrGSI2PK, attrGSI2SK, part.text())
+	shards, err := c.indexShards(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.text()))).Build()
+	parts, err := eventPartitions(eventID, shards)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := decodeEventCursor(opts.Cursor, parts)
 	if err != nil {
 		return nil, err
 	}
 	page := &RequestPage{Requests: []Request{}}
-	var last map[string]types.AttributeValue // the last request examined
-	for read := 0; read < budget && len(page.Requests) < limit; {
-		in := c.query(IndexEvent, expr)
-		in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(forward), aws.Int32(int32(budget-read)), start
-		out, err := c.db.Query(ctx, in)
-		if err != nil {
+	for read := 0; read < budget && len(page.Requests) < limit; read++ {
+		// Every source with nothing in hand reads on, a share of what is left.
+		for _, src := range sources {
+			if len(src.ahead) == 0 && !src.ended {
+				share := max(1, (budget-read+len(sources)-1)/len(sources))
+				if err := c.readAhead(ctx, src, forward, share); err != nil {
+					return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
+				}
+			}
+		}
+		next := nextInOrder(sources, forward)
+		if next == nil {
+			break // every shard is read to its end
+		}
+		av := next.ahead[0]
+		next.ahead, next.last = next.ahead[1:], av
+		var item requestItem
+		if err := attributevalue.UnmarshalMap(av, &item); err != nil {
 			return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
 		}
-		stoppedInside := false
-		for i, av := range out.Items {
-			var item requestItem
-			if err := attributevalue.UnmarshalMap(av, &item); err != nil {
-				return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
-			}
-			read++
-			last = av
-			if opts.Status == "" || item.Status == opts.Status {
-				page.Requests = append(page.Requests, item.Request)
-			}
-			if len(page.Requests) == limit || read == budget {
-				stoppedInside = i < len(out.Items)-1
-				break
-			}
+		if opts.Status == "" || item.Status == opts.Status {
+			page.Requests = append(page.Requests, item.Request)
 		}
-		if stoppedInside {
-			break
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return page, nil // the event has no more requests
-		}
-		start = out.LastEvaluatedKey
 	}
-	if last == nil {
-		return page, nil
-	}
-	// Continue after the last request examined.
-	if page.NextCursor, err = encodeCursor(indexCursor(last, attrGSI2PK, attrGSI2SK)); err != nil {
+	if page.NextCursor, err = encodeEventCursor(sources); err != nil {
 		return nil, err
 	}
 	return page, nil
 }
 
-// eachEventPage reads an event's requests from GSI2 in queue order (Query GSI2PK =
-// EVENT#<eventId>, and sk when given), all pages, projecting only names, and hands
-// each page to fn as rows of T.
-func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *expression.KeyConditionBuilder, names []string, fn func([]T) error) error {
-	part, err := newEventPartition(eventID)
+// shardReader is where a listing stands in one GSI2 partition of an event.
+type shardReader struct {
+	part  eventPartition
+	from  map[string]types.AttributeValue   // the next Query starts after this key (nil: at the start)
+	ahead []map[string]types.AttributeValue // read, not listed yet, in the listing's order
+	ended bool                              // nothing lies beyond ahead
+	last  map[string]types.AttributeValue   // the last request listed from this shard
+	start map[string]types.AttributeValue   // where this call began in this shard
+}
+
+// readAhead reads the next at most n requests of a shard.
+func (c *Client) readAhead(ctx context.Context, src *shardReader, forward bool, n int) error {
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(src.part.text()))).Build()
 	if err != nil {
 		return err
 	}
-	key := expression.Key(attrGSI2PK).Equal(expression.Value(part.text()))
-	if sk != nil {
-		key = key.And(*sk)
+	in := c.query(IndexEvent, expr)
+	in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(forward), aws.Int32(int32(n)), src.from
+	out, err := c.db.Query(ctx, in)
+	if err != nil {
+		return err
+	}
+	src.ahead, src.from, src.ended = out.Items, out.LastEvaluatedKey, len(out.LastEvaluatedKey) == 0
+	return nil
+}
+
+// nextInOrder returns the shard whose next request comes first in the listing's
+// order, or nil when every shard is read to its end.
+func nextInOrder(sources []*shardReader, forward bool) *shardReader {
+	var best *shardReader
+	var bestKey string
+	for _, src := range sources {
+		if len(src.ahead) == 0 {
+			continue
+		}
+		k := stringAttr(src.ahead[0], attrGSI2SK)
+		if best == nil || forward && k < bestKey || !forward && k > bestKey {
+			best, bestKey = src, k
+		}
+	}
+	return best
+}
+
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if s, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// An event listing's cursor: for an event without index shards, the key of the last
+// request listed (as every index cursor); with shards, where the listing stands in
+// each: the key of the last request listed from it, or its end.
+type shardedCursor struct {
+	After map[int]map[string]string `json:"after,omitempty"`
+	Ended []int                     `json:"ended,omitempty"`
+}
+
+// decodeEventCursor reads a listing's cursor into one reader per partition of the
+// event, checking every position against its partition.
+func decodeEventCursor(cursor string, parts []eventPartition) ([]*shardReader, error) {
+	sources := make([]*shardReader, len(parts))
+	for i, p := range parts {
+		sources[i] = &shardReader{part: p}
+	}
+	if cursor == "" {
+		return sources, nil
+	}
+	if len(parts) == 1 {
+		start, err := decodeCursor(cursor, attrGSI2PK, attrGSI2SK, parts[0].text())
+		sources[0].from, sources[0].start = start, start
+		return sources, err
+	}
+	bad := func(reason string) error { return fmt.Errorf("%w: %s", ErrInvalidCursor, reason) }
+	if len(cursor) > maxCursorLength*len(parts) {
+		return nil, bad("too long")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return nil, bad("not base64url")
+	}
+	var sc shardedCursor
+	if err := json.Unmarshal(raw, &sc); err != nil || len(sc.After)+len(sc.Ended) == 0 {
+		return nil, bad("not a cursor of a sharded listing")
+	}
+	for shard, plain := range sc.After {
+		if shard < 0 || shard >= len(parts) {
+			return nil, bad("a shard the event does not have")
+		}
+		b, err := json.Marshal(plain)
+		if err != nil {
+			return nil, bad("not a key")
+		}
+		start, err := decodeCursor(base64.RawURLEncoding.EncodeToString(b), attrGSI2PK, attrGSI2SK, parts[shard].text())
+		if err != nil {
+			return nil, err
+		}
+		sources[shard].from, sources[shard].start = start, start
+	}
+	for _, shard := range sc.Ended {
+		if shard < 0 || shard >= len(parts) || sc.After[shard] != nil {
+			return nil, bad("a shard the event does not have")
+		}
+		sources[shard].ended = true
+	}
+	return sources, nil
+}
+
+// encodeEventCursor writes where the listing stands, or "" when every shard is read to
+// its end.
+func encodeEventCursor(sources []*shardReader) (string, error) {
+	position := func(src *shardReader) map[string]types.AttributeValue {
+		if src.last != nil {
+			return indexCursor(src.last, attrGSI2PK, attrGSI2SK)
+		}
+		return src.start
+	}
+	done := func(src *shardReader) bool { return src.ended && len(src.ahead) == 0 }
+	if !slices.ContainsFunc(sources, func(src *shardReader) bool { return !done(src) }) {
+		return "", nil
+	}
+	if len(sources) == 1 {
+		return encodeCursor(position(sources[0]))
+	}
+	sc := shardedCursor{After: map[int]map[string]string{}}
+	for i, src := range sources {
+		switch pos := position(src); {
+		case done(src):
+			sc.Ended = append(sc.Ended, i)
+		case pos != nil:
+			var plain map[string]string
+			if err := attributevalue.UnmarshalMap(pos, &plain); err != nil {
+				return "", fmt.Errorf("cursor: %w", err)
+			}
+			sc.After[i] = plain
+		}
+	}
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return "", fmt.Errorf("cursor: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// eachEventPage reads an event's requests from GSI2 (Query GSI2PK = EVENT#<eventId>,
+// or each EVENT#<eventId>#<shard> in turn for an event with index shards, and sk when
+// given), all pages, projecting only names, and hands each page to fn as rows of T.
+// Within a shard the rows come in queue order; across shards they do not.
+func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *expression.KeyConditionBuilder, names []string, fn func([]T) error) error {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return err
+	}
+	shards, err := c.indexShards(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	parts, err := eventPartitions(eventID, shards)
+	if err != nil {
+		return err
 	}
 	projection := expression.NamesList(expression.Name(names[0]))
 	for _, n := range names[1:] {
 		projection = projection.AddNames(expression.Name(n))
 	}
-	expr, err := expression.NewBuilder().WithKeyCondition(key).WithProjection(projection).Build()
-	if err != nil {
-		return err
-	}
-	for pages := dynamodb.NewQueryPaginator(c.db, c.query(IndexEvent, expr)); pages.HasMorePages(); {
-		page, err := pages.NextPage(ctx)
+	for _, part := range parts {
+		key := expression.Key(attrGSI2PK).Equal(expression.Value(part.text()))
+		if sk != nil {
+			key = key.And(*sk)
+		}
+		expr, err := expression.NewBuilder().WithKeyCondition(key).WithProjection(projection).Build()
 		if err != nil {
-			return fmt.Errorf("read the requests of %s: %w", eventID, err)
-		}
-		var rows []T
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rows); err != nil {
-			return fmt.Errorf("read the requests of %s: %w", eventID, err)
-		}
-		if err := fn(rows); err != nil {
 			return err
+		}
+		for pages := dynamodb.NewQueryPaginator(c.db, c.query(IndexEvent, expr)); pages.HasMorePages(); {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return fmt.Errorf("read the requests of %s: %w", eventID, err)
+			}
+			var rows []T
+			if err := attributevalue.UnmarshalListOfMaps(page.Items, &rows); err != nil {
+				return fmt.Errorf("read the requests of %s: %w", eventID, err)
+			}
+			if err := fn(rows); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -206,9 +206,17 @@ var (
 	}
 )
 
-// indexArgs adds the index keys of a request ordered at orderAt to a call's args.
-func indexArgs(a args, ref RequestRef, orderAt EpochMillis) (args, error) {
-	index, err := NewIndexKeys(ref.EventID, ref.UserID, ref.RequestID, orderAt)
+// indexArgs adds the index keys of a request ordered at orderAt to a call's args,
+// in its event's layout (the event's config, from the client's cache).
+func (c *Client) indexArgs(ctx context.Context, a args, ref RequestRef, orderAt EpochMillis) (args, error) {
+	if err := ValidateID("eventId", ref.EventID); err != nil {
+		return nil, err
+	}
+	shards, err := c.indexShards(ctx, ref.EventID)
+	if err != nil {
+		return nil, err
+	}
+	index, err := shardedIndexKeys(ref.EventID, ref.UserID, ref.RequestID, orderAt, shards)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +260,7 @@ func (c *Client) MarkQueued(ctx context.Context, ref RequestRef, queuedAt EpochM
 	if err != nil {
 		return Transition{}, err
 	}
-	a, err := indexArgs(args{pQueuedAt: queuedAt}, ref, queuedAt)
+	a, err := c.indexArgs(ctx, args{pQueuedAt: queuedAt}, ref, queuedAt)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -282,7 +290,7 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, requeste
 	if err != nil {
 		return Transition{}, err
 	}
-	a, err := indexArgs(args{pNow: c.now(), pErrorMessage: errorText(cause)}, ref, requestedAt)
+	a, err := c.indexArgs(ctx, args{pNow: c.now(), pErrorMessage: errorText(cause)}, ref, requestedAt)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -310,7 +318,7 @@ func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, sentAt Epo
 		return Transition{}, err
 	}
 	now := c.now()
-	a, err := indexArgs(args{
+	a, err := c.indexArgs(ctx, args{
 		pNow: now, pQueuedAt: sentAt, pLeaseOwner: lease.Owner,
 		pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration)),
 	}, ref, sentAt)
@@ -358,7 +366,7 @@ func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef, sentAt Epoch
 	if err != nil {
 		return Transition{}, err
 	}
-	a, err := indexArgs(args{pNow: c.now(), pQueuedAt: sentAt}, ref, sentAt)
+	a, err := c.indexArgs(ctx, args{pNow: c.now(), pQueuedAt: sentAt}, ref, sentAt)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -410,7 +418,7 @@ func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Tra
 	if f.SentAt == 0 {
 		f.SentAt = now
 	}
-	a, err := indexArgs(args{
+	a, err := c.indexArgs(ctx, args{
 		pNow: now, pLeaseOwner: f.Lease.Owner, pQueuedAt: f.SentAt,
 		pResultCode: f.Code, pFailureClass: f.Class, pErrorCode: f.ErrorCode, pErrorMessage: errorText(f.Cause),
 	}, ref, f.SentAt)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -50,6 +51,7 @@ type Fairness struct {
 
 // statsRow is what EventStats reads of a request.
 type statsRow struct {
+	GSI2SK     string      `dynamodbav:"GSI2SK"` // its place in queue order
 	Status     Status      `dynamodbav:"status"`
 	ResultCode ResultCode  `dynamodbav:"resultCode"`
 	QueuedAt   EpochMillis `dynamodbav:"queuedAt"`
@@ -104,9 +106,11 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 	return st, nil
 }
 
-// statsRows reads an event's requests from GSI2, oldest first.
+// statsRows reads an event's requests from GSI2, in queue order over all its shards.
 func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
-	return allEventRows[statsRow](ctx, c, eventID, nil, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt)
+	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt)
+	slices.SortStableFunc(rows, func(a, b statsRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK) })
+	return rows, err
 }
 
 // fairness counts the capacity losers that were queued before some winner. rows are

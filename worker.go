@@ -159,14 +159,13 @@ type Processor struct {
 	c    *Client
 	opts ProcessOptions
 
-	mu      sync.Mutex
-	soldOut map[string]bool // FIRST_COME events seen with capacityRemaining = 0
+	seats *emptyShards // the capacity shards of FIRST_COME events found empty
 }
 
 // NewProcessor returns a Processor of c's table.
 func NewProcessor(c *Client, opts ProcessOptions) *Processor {
 	opts.setDefaults(c)
-	return &Processor{c: c, opts: opts, soldOut: map[string]bool{}}
+	return &Processor{c: c, opts: opts, seats: newEmptyShards()}
 }
 
 // ProcessMessages processes a batch of deliveries, one goroutine each, and returns
@@ -294,12 +293,11 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if p.isSoldOut(m.EventID) {
 		return p.reject(ctx, m, d, l)
 	}
-	t, err = p.c.ClaimSeat(ctx, m.Ref(), l.Lease)
+	t, err = p.c.claimSeat(ctx, m.Ref(), l.Lease, p.seats)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
 	case t.SoldOut:
-		p.markSoldOut(m.EventID)
 		return p.reject(ctx, m, d, l)
 	case !t.Applied:
 		return p.lostLease(ctx, m, *l)
@@ -467,17 +465,9 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 	return func() { cancel(); <-done }
 }
 
-func (p *Processor) isSoldOut(eventID string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.soldOut[eventID]
-}
-
-func (p *Processor) markSoldOut(eventID string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.soldOut[eventID] = true
-}
+// isSoldOut reports whether this processor found every capacity shard of the event
+// empty.
+func (p *Processor) isSoldOut(eventID string) bool { return p.seats.soldOut(eventID) }
 
 // classify sorts an error into retryable or not, with the result and error codes a
 // FAILED_FINAL request gets for it.

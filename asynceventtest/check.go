@@ -41,7 +41,8 @@ type CheckReport struct {
 // and checks the design's invariants for one event, reporting each violation with
 // t.Errorf:
 //
-//   - FIRST_COME: capacityRemaining + SUCCEEDED = capacityTotal, and exactly
+//   - FIRST_COME: capacityRemaining + SUCCEEDED = capacityTotal (summed over the
+//     capacity shards, one item each, none below zero), and exactly
 //     min(capacity, contenders) SUCCEEDED, contenders being the requests that won or
 //     lost for capacity; no request lost for capacity while a seat was left.
 //   - LOTTERY, once announced: exactly min(K, entries) SUCCEEDED, and VerifyDraw clean.
@@ -110,8 +111,17 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 			}
 		case asyncevent.EntityCapacity:
 			if head.EventID == eventID {
-				capacity = new(asyncevent.EventCapacity)
-				mustDecode(t, raw, capacity)
+				var shard asyncevent.EventCapacity
+				mustDecode(t, raw, &shard)
+				if capacity == nil {
+					capacity = &asyncevent.EventCapacity{}
+				}
+				capacity.CapacityTotal += shard.CapacityTotal
+				capacity.CapacityRemaining += shard.CapacityRemaining
+				capacity.Shards = append(capacity.Shards, shard)
+				if shard.CapacityRemaining < 0 {
+					fail("a capacity item of %s has capacityRemaining %d", eventID, shard.CapacityRemaining)
+				}
 			}
 		case asyncevent.EntityStatusLog:
 			var l asyncevent.StatusLog
@@ -139,7 +149,7 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 			if orderAt == 0 {
 				orderAt = r.RequestedAt
 			}
-			want, err := asyncevent.NewIndexKeys(eventID, r.UserID, id, orderAt)
+			want, err := cfg.RequestIndexKeys(r.UserID, id, orderAt)
 			if err != nil || want != r.IndexKeys {
 				fail("request %s (%s) has index keys %+v, want %+v", id, r.Status, r.IndexKeys, want)
 			}
@@ -180,6 +190,9 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		if capacity == nil {
 			fail("no CAPACITY item")
 			break
+		}
+		if shards := max(cfg.CapacityShards, 1); len(capacity.Shards) != shards {
+			fail("%d capacity items, the event has %d capacity shards", len(capacity.Shards), shards)
 		}
 		contenders := won + rep.ByCode[asyncevent.ResultRejectedCapacity]
 		if capacity.CapacityRemaining+int64(won) != capacity.CapacityTotal {
