@@ -77,7 +77,8 @@ type LimitCounts struct {
 // enforces none of them. Make one with NewLimitedClient. It is safe for concurrent use.
 //
 // Each partition key has a token bucket of WCU and one of RCU on the table (the
-// item's PK) and on each GSI (its GSI1PK, GSI2PK), refilled at Limits.WCU and
+// item's PK, or for a capacity shard its PK and SK: metered.TableKey) and on each GSI
+// (its GSI1PK, GSI2PK), refilled at Limits.WCU and
 // Limits.RCU per second and holding Limits.Burst of them. A write is refused when
 // any bucket it would draw from is short: the item's PK on the table, and its key on
 // every GSI it is on (projection ALL: every write of an item on an index writes the
@@ -325,7 +326,7 @@ func (l *LimitedHTTPClient) planWrite(c *ddbCall, put, check, transaction bool) 
 	if !w.ok {
 		return w
 	}
-	w.charges = append(w.charges, charge{bucketID{metered.TableIndex, w.item.pk, true}, units})
+	w.charges = append(w.charges, charge{bucketID{metered.TableIndex, metered.TableKey(w.item.pk, w.item.sk), true}, units})
 	if check {
 		return w
 	}
@@ -577,7 +578,7 @@ func (l *LimitedHTTPClient) read(req *http.Request, op string, c *ddbCall) (*htt
 		if !ok {
 			return l.next.Do(req)
 		}
-		id = bucketID{metered.TableIndex, k.pk, false}
+		id = bucketID{metered.TableIndex, metered.TableKey(k.pk, k.sk), false}
 	case "Query":
 		index, key, ok := metered.QueryPartition(c.IndexName, c.KeyConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues.str)
 		if !ok {

@@ -20,6 +20,7 @@ import (
 type benchOptions struct {
 	rounds, n, clients, workers, warmup int
 	heatParticipations, heatWinners     int
+	heatPeak                            float64
 }
 
 func benchCmd() *command {
@@ -36,6 +37,7 @@ func benchCmd() *command {
 			fs.IntVar(&o.warmup, "warmup", 0, "unmeasured operations per flow and side before the first round (default n/5; -1: none)")
 			fs.IntVar(&o.heatParticipations, "heat-participations", 0, "participations in the heat run of each layout (default 2n; -1: no heat run)")
 			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default half the participations)")
+			fs.Float64Var(&o.heatPeak, "heat-peak", 20000, "the peak clicks/s whose derived layout (asyncevent.ShardsFor) the heat run measures beside the default one")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 0, ""); err != nil {
@@ -65,7 +67,7 @@ func benchCmd() *command {
 			}
 			var heat []bench.LayoutHeat
 			if o.heatParticipations >= 0 {
-				for _, l := range []bench.Layout{bench.DefaultLayout} {
+				for _, l := range []bench.Layout{bench.DefaultLayout, bench.LayoutFor(o.heatPeak)} {
 					h, err := bench.MeasureHeat(ctx, bench.HeatConfig{
 						DB: db, Table: e.table, Layout: l, Participations: cmp.Or(o.heatParticipations, 2*o.n), Winners: o.heatWinners,
 						Clients: o.clients, Workers: o.workers,

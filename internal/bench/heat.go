@@ -12,17 +12,22 @@ import (
 
 // Layout is how an event lays out its keys: how many GSI2 partitions its requests
 // spread over (index shards) and how many items its capacity is split into
-// (capacity shards). Only DefaultLayout exists in the library today; the fields are
-// there so that sharded layouts can be measured the same way once events can be
-// created with them.
+// (capacity shards): EventConfig.IndexShards and CapacityShards.
 type Layout struct {
 	Name           string
 	IndexShards    int
 	CapacityShards int
 }
 
-// DefaultLayout is the seed's keys: GSI2PK EVENT#<eventId>, one CAPACITY item.
+// DefaultLayout is the design's keys: GSI2PK EVENT#<eventId>, one CAPACITY item.
 var DefaultLayout = Layout{Name: "default", IndexShards: 1, CapacityShards: 1}
+
+// LayoutFor is the layout asyncevent.ShardsFor derives for a peak of clicks per
+// second (a quarter of them winners), named derived-<clicks/s>.
+func LayoutFor(clicksPerSecond float64) Layout {
+	k, c := asyncevent.ShardsFor(clicksPerSecond, 0)
+	return Layout{Name: fmt.Sprintf("derived-%.0f", clicksPerSecond), IndexShards: k, CapacityShards: c}
+}
 
 // HeatConfig configures MeasureHeat. Only DB and Table are required.
 type HeatConfig struct {
@@ -114,10 +119,6 @@ func LayoutHeatOf(l Layout, c metered.Ceiling) LayoutHeat {
 // the spike's own calls count.
 func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 	cfg.setDefaults()
-	if cfg.Layout.IndexShards != 1 || cfg.Layout.CapacityShards != 1 {
-		return nil, fmt.Errorf("layout %q: index shards %d, capacity shards %d: the library creates only unsharded events yet",
-			cfg.Layout.Name, cfg.Layout.IndexShards, cfg.Layout.CapacityShards)
-	}
 	admin, err := asyncevent.New(cfg.DB, asyncevent.Options{TableName: cfg.Table})
 	if err != nil {
 		return nil, err
@@ -131,7 +132,10 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 		return nil, err
 	}
 	eventID := fmt.Sprintf("%s-heat-%s", cfg.RunID, cfg.Layout.Name)
-	if _, err := admin.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(cfg.Winners)}); err != nil {
+	if _, err := admin.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(cfg.Winners),
+		IndexShards: cfg.Layout.IndexShards, CapacityShards: cfg.Layout.CapacityShards,
+	}); err != nil {
 		return nil, err
 	}
 	cfg.Progress("heat, layout %s: %d participations for %d seats, %d clients, %d workers", cfg.Layout.Name, cfg.Participations, cfg.Winners, cfg.Clients, cfg.Workers)

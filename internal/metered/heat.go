@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,6 +103,19 @@ type heatID struct{ index, key string }
 
 type itemID struct{ pk, sk string }
 
+// TableKey is the table partition an item's writes count against: its PK, but for a
+// capacity shard (SK CAPACITY#<shard>) its own PK and SK. DynamoDB splits a hot item
+// collection between its sort keys (split for heat, on a table without local
+// secondary indexes, as this one is), so each capacity shard takes a partition's
+// share of its own; one item never spans partitions. Request items are one to a PK
+// anyway.
+func TableKey(pk, sk string) string {
+	if strings.HasPrefix(sk, "CAPACITY#") {
+		return pk + " " + sk
+	}
+	return pk
+}
+
 // NewHeat returns a Heat around db.
 func NewHeat(db asyncevent.DynamoDB) *Heat {
 	return &Heat{db: db, now: time.Now, keys: map[heatID]*KeyHeat{}, items: map[itemID]map[string]string{}}
@@ -148,7 +162,7 @@ func (h *Heat) charge(write bool, items []landing, consumed []types.ConsumedCapa
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, it := range items {
-		h.count(TableIndex, it.item.pk, now, write, it.capacity)
+		h.count(TableIndex, TableKey(it.item.pk, it.item.sk), now, write, it.capacity)
 	}
 	for _, cc := range consumed {
 		var gsiTotal float64
@@ -179,7 +193,7 @@ func (h *Heat) charge(write bool, items []landing, consumed []types.ConsumedCapa
 			}
 		}
 		for _, it := range onTable {
-			h.add(TableIndex, it.item.pk, now, write, tableUnits/float64(len(onTable)))
+			h.add(TableIndex, TableKey(it.item.pk, it.item.sk), now, write, tableUnits/float64(len(onTable)))
 		}
 	}
 }
