@@ -145,11 +145,16 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 // is set; in both cases nothing was written. An event without a CAPACITY item is
 // ErrNoCapacity.
 //
-// The ClientRequestToken is derived from the request, the lease, the shard and the
-// attempt, so the SDK's retry of a call whose response was lost returns success
-// rather than a lost condition (the conditions alone already keep it from being
-// applied twice); transaction conflicts on the hot CAPACITY item are retried with
-// jittered backoff.
+// A transaction cancelled for throughput alone, TransactionConflict on the hot
+// CAPACITY item (another claim under way on it) or ThrottlingError (the CAPACITY
+// key, or the request's key on an index, over its share), wrote nothing and is sent
+// again as it is, after a jittered backoff, at most 8 attempts in all; when they run
+// out the error matches ErrThrottled, nothing was written, and the caller may claim
+// again later (the Processor leaves the message for redelivery). The
+// ClientRequestToken of each attempt is derived from the request, the lease, the
+// capacity item and the attempt, so the SDK's retry of a call whose response was lost
+// returns success rather than a lost condition (the conditions alone already keep it
+// from being applied twice).
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
 	return c.claimSeat(ctx, ref, lease, nil)
 }
@@ -265,6 +270,10 @@ func requestToken(requestID, owner string, attempt int) string {
 	return hex.EncodeToString(sum[:18])
 }
 
+// conflictBackoff is the wait before sending again a call refused for throughput
+// alone, after attempt (0 first): 5 ms doubled per attempt, at most 320 ms, with
+// jitter (half of it at random) so that the claims refused together do not all come
+// back together.
 func conflictBackoff(attempt int) time.Duration {
 	d := 5 * time.Millisecond << min(attempt, 6)
 	return d/2 + rand.N(d/2+1)

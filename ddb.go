@@ -147,13 +147,21 @@ func conditionFailed(reasons []types.CancellationReason, i int) bool {
 	return i < len(reasons) && aws.ToString(reasons[i].Code) == "ConditionalCheckFailed"
 }
 
-// hasConflict reports whether a transaction was cancelled because another
-// transaction or write touched one of its items at the same time.
-func hasConflict(reasons []types.CancellationReason) bool {
+// refusedForThroughput reports whether a transaction was cancelled for throughput
+// alone: some of its items met another transaction or write under way on them
+// (TransactionConflict) or were over their partition key's share, on the table or an
+// index (ThrottlingError, ProvisionedThroughputExceeded), and no item failed its
+// condition or anything else. Such a transaction wrote nothing.
+func refusedForThroughput(reasons []types.CancellationReason) bool {
+	refused := false
 	for _, r := range reasons {
-		if aws.ToString(r.Code) == "TransactionConflict" {
-			return true
+		switch aws.ToString(r.Code) {
+		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
+			refused = true
+		case "", "None":
+		default:
+			return false
 		}
 	}
-	return false
+	return refused
 }

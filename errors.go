@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
 )
 
@@ -139,21 +138,7 @@ func isThrottle(err error) bool {
 	if errors.As(err, &apiErr) && throttleCodes[apiErr.ErrorCode()] {
 		return true
 	}
-	reasons := cancellationReasons(err)
-	if len(reasons) == 0 {
-		return false
-	}
-	throttled := false
-	for _, r := range reasons {
-		switch aws.ToString(r.Code) {
-		case "ThrottlingError", "TransactionConflict", "ProvisionedThroughputExceeded":
-			throttled = true
-		case "", "None":
-		default:
-			return false
-		}
-	}
-	return throttled
+	return refusedForThroughput(cancellationReasons(err))
 }
 
 // throttled wraps err with ErrThrottled when it is DynamoDB refusing throughput.

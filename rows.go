@@ -249,8 +249,11 @@ func (e *conditionLost) Error() string {
 	return fmt.Sprintf("asyncevent: the condition of %q failed", e.row.name)
 }
 
-// txAttempts bounds the attempts of a transaction that lost a TransactionConflict
-// (another transaction or write touched one of its items at the same time).
+// txAttempts bounds the attempts of a call that DynamoDB refused for throughput alone
+// in a way the SDK does not retry: a transaction cancelled for TransactionConflict
+// (another transaction or write on one of its items under way) or ThrottlingError (an
+// item's partition key, on the table or an index, over its share), a single write
+// refused with TransactionConflictException.
 const txAttempts = 8
 
 // txOptions are the options of a transaction.
@@ -261,9 +264,18 @@ type txOptions struct {
 	token func(attempt int) string
 }
 
-// do makes the writes: one conditional UpdateItem, PutItem or DeleteItem, or one
-// TransactWriteItems of them all, retried with backoff on TransactionConflict. A
-// failed condition is a *conditionLost naming the write.
+// do makes the writes: one conditional UpdateItem or PutItem, or one
+// TransactWriteItems of them all. A failed condition is a *conditionLost naming the
+// write, at once: a lost condition is an outcome, never retried.
+//
+// A call refused for throughput alone wrote nothing, so it is sent again as it is,
+// after a jittered backoff, up to txAttempts times: a transaction cancelled for
+// TransactionConflict or ThrottlingError (attempt k carrying the ClientRequestToken
+// tx.token(k), as the first did), or a single write refused with
+// TransactionConflictException; the SDK retries neither. The SDK's retryer alone
+// retries the refusals it knows (ProvisionedThroughputExceeded, ThrottlingException,
+// RequestLimitExceeded). A refusal for throughput that outlasts these retries matches
+// ErrThrottled, and still wrote nothing.
 func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Status) error {
 	items := make([]types.TransactWriteItem, len(ws))
 	for i, w := range ws {
@@ -277,34 +289,60 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 		}
 		items[i] = item
 	}
-	if len(items) == 1 {
-		err := c.single(ctx, items[0])
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return &conditionLost{row: ws[0].row, old: ccf.Item}
-		}
-		return err
-	}
+	var err error
 	for attempt := range txAttempts {
-		in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-		if tx.token != nil {
-			in.ClientRequestToken = aws.String(tx.token(attempt))
-		}
-		_, err := c.db.TransactWriteItems(ctx, in)
-		reasons := cancellationReasons(err)
-		for i := range ws {
-			if conditionFailed(reasons, i) {
-				return &conditionLost{row: ws[i].row, index: i, old: reasons[i].Item}
+		if attempt > 0 {
+			if err := sleep(ctx, conflictBackoff(attempt-1)); err != nil {
+				return err
 			}
 		}
-		if !hasConflict(reasons) {
-			return err
+		err = c.send(ctx, tx, items, attempt)
+		if lost := lostIn(err, ws); lost != nil {
+			return lost
 		}
-		if err := sleep(ctx, conflictBackoff(attempt)); err != nil {
-			return err
+		if !refusedForThroughputAlone(err) {
+			return throttled(err)
 		}
 	}
-	return fmt.Errorf("%s: %d transaction conflicts in a row", ws[0].row.name, txAttempts)
+	return fmt.Errorf("%s: refused for throughput %d times: %w", ws[0].row.name, txAttempts, throttled(err))
+}
+
+// send makes one attempt of do's call: a single write on its own, several in one
+// TransactWriteItems.
+func (c *Client) send(ctx context.Context, tx txOptions, items []types.TransactWriteItem, attempt int) error {
+	if len(items) == 1 {
+		return c.single(ctx, items[0])
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	if tx.token != nil {
+		in.ClientRequestToken = aws.String(tx.token(attempt))
+	}
+	_, err := c.db.TransactWriteItems(ctx, in)
+	return err
+}
+
+// lostIn returns the write of ws whose condition err reports failed, nil when err is
+// no failed condition.
+func lostIn(err error, ws []write) *conditionLost {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return &conditionLost{row: ws[0].row, old: ccf.Item}
+	}
+	reasons := cancellationReasons(err)
+	for i := range ws {
+		if conditionFailed(reasons, i) {
+			return &conditionLost{row: ws[i].row, index: i, old: reasons[i].Item}
+		}
+	}
+	return nil
+}
+
+// refusedForThroughputAlone reports whether err is a refusal for throughput that the
+// SDK does not retry and that wrote nothing: a transaction cancelled for conflicts or
+// throttling only, or a single write that met a transaction under way on its item.
+func refusedForThroughputAlone(err error) bool {
+	var conflict *types.TransactionConflictException
+	return refusedForThroughput(cancellationReasons(err)) || errors.As(err, &conflict)
 }
 
 // Transition reports a conditional write of a request. A lost condition is an

@@ -63,10 +63,19 @@ type ProcessOptions struct {
 	// redrive maxReceiveCount; MemoryQueueOptions.MaxReceives). On the last receive a
 	// retryable failure ends the request FAILED_FINAL before the queue moves the
 	// message. Default: 5.
+	//
+	// A throttle counts as a retryable failure (OutcomeThrottled): in a spike, a
+	// request whose event's keys stay over their share for all its receives ends
+	// FAILED_FINAL (FAILED_WORKER, errorCode THROTTLED) on its last one, never stuck,
+	// but lost to the user. Set MaxReceives (and the queue's redrive policy with it)
+	// high enough to outlast the spikes the service expects, counting that a throttled
+	// delivery that held the request's lease comes back only after LeaseDuration.
 	MaxReceives int
 
 	// Backoff returns how long a message that failed retryably stays hidden before its
-	// next delivery. Default: 1s doubled per receive, at most 2 minutes, with jitter.
+	// next delivery. A throttled message that held the request's lease stays hidden
+	// at least LeaseDuration (with jitter) besides. Default: 1s doubled per receive,
+	// at most 2 minutes, with jitter.
 	Backoff func(receiveCount int) time.Duration
 
 	// OnOutcome, if set, is called after each message with what became of it, for
@@ -117,6 +126,7 @@ const (
 	OutcomeFailed      OutcomeKind = "FAILED_FINAL" // the request failed for good
 	OutcomeDuplicate   OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
 	OutcomeRetry       OutcomeKind = "RETRY"        // a retryable failure; message back later
+	OutcomeThrottled   OutcomeKind = "THROTTLED"    // DynamoDB refused a call for throughput after every retry (Err matches ErrThrottled); message back later, the lease left to expire
 	OutcomeLeaseHeld   OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
 	OutcomeLostLease   OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
 	OutcomeMalformed   OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
@@ -134,7 +144,7 @@ type Outcome struct {
 	ResultCode   ResultCode // for a final request
 	ReceiveCount int
 	Duration     time.Duration
-	Err          error // the failure, for RETRY, FAILED_FINAL, MALFORMED, DEAD_LETTER
+	Err          error // the failure, for RETRY, THROTTLED, FAILED_FINAL, MALFORMED, DEAD_LETTER
 }
 
 // action is what the queue should do with a message after processing.
@@ -368,7 +378,17 @@ func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease)
 // failed handles an error of the processing: retry later, or end the request
 // FAILED_FINAL when the error is not worth retrying or the message is on its last
 // receive.
+//
+// A call DynamoDB refused for throughput after every retry (ErrThrottled) is
+// OutcomeThrottled, and leaves the lease this delivery holds to expire rather than
+// release it: the release is one more write on the request, whose index key (the
+// event's GSI2 key) is the one over its share. The message then stays hidden until
+// the lease has ended, so that its next delivery takes the request over instead of
+// finding it held, and for a random part of a lease more, so that the messages
+// throttled together do not come back together. Its last receive ends it
+// FAILED_FINAL like any retryable failure.
 func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease, err error) result {
+	err = throttled(err) // a throttled read or handler call too
 	class, code, errorCode := classify(err)
 	if class == NonRetryable {
 		return p.failFinal(ctx, m, d, l, class, code, errorCode, err)
@@ -382,6 +402,13 @@ func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease,
 		}
 		return res
 	}
+	if errors.Is(err, ErrThrottled) {
+		delay := p.opts.Backoff(d.ReceiveCount)
+		if l != nil {
+			delay = max(delay, l.Duration+mrand.N(l.Duration/2+1))
+		}
+		return result{action: actRetry, delay: delay, outcome: Outcome{Kind: OutcomeThrottled, Err: err}}
+	}
 	if l != nil {
 		// Let the next delivery take over at once instead of waiting out our lease.
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
@@ -393,7 +420,10 @@ func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease,
 	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}
 }
 
-// failFinal ends a request FAILED_FINAL. The write runs even if ctx has ended.
+// failFinal ends a request FAILED_FINAL. The write runs even if ctx has ended, and
+// is tried again while DynamoDB refuses it for throughput (it writes the same hot
+// index key as the call that failed), for up to bookkeepingTimeout: on the last
+// receive it is what keeps the request from being left unfinished.
 func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lease, class FailureClass, code ResultCode, errorCode string, cause error) result {
 	if ValidateID("requestId", m.RequestID) != nil {
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: cause}}
@@ -404,17 +434,36 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 	if l != nil {
 		held = l.Lease
 	}
-	t, err := p.c.MarkFailed(bctx, m.Ref(), Failure{Lease: held, SentAt: p.sentAt(d), Class: class, Code: code, ErrorCode: errorCode, Cause: cause})
+	f := Failure{Lease: held, SentAt: p.sentAt(d), Class: class, Code: code, ErrorCode: errorCode, Cause: cause}
+	t, err := p.c.MarkFailed(bctx, m.Ref(), f)
+	for attempt := 0; errors.Is(err, ErrThrottled); attempt++ {
+		if sleep(bctx, finalWriteBackoff(attempt)) != nil {
+			break
+		}
+		t, err = p.c.MarkFailed(bctx, m.Ref(), f)
+	}
 	switch {
 	case err != nil:
 		// Could not record it: let the message come back and try again.
-		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: errors.Join(cause, err)}}
+		kind := OutcomeRetry
+		if errors.Is(err, ErrThrottled) {
+			kind = OutcomeThrottled
+		}
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: kind, Err: errors.Join(cause, err)}}
 	case !t.Applied && t.Current.Status.IsTerminal():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: cause}}
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeFailed, ResultCode: code, Err: cause}}
+}
+
+// finalWriteBackoff is failFinal's wait before writing a throttled final failure
+// again, after attempt (0 first): 100 ms doubled per attempt, at most 1.6 s, with
+// jitter.
+func finalWriteBackoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 4)
+	return d/2 + mrand.N(d/2+1)
 }
 
 // malformed handles a body that does not decode: the request, if the body names one,
@@ -479,6 +528,8 @@ func classify(err error) (FailureClass, ResultCode, string) {
 		return NonRetryable, ResultFailedValidation, "VALIDATION_FAILED"
 	case errors.Is(err, ErrMalformedMessage):
 		return NonRetryable, ResultFailedSerde, "SERDE_ERROR"
+	case errors.Is(err, ErrThrottled), isThrottle(err):
+		return Retryable, ResultFailedWorker, "THROTTLED"
 	case errors.As(err, &apiErr):
 		switch apiErr.ErrorCode() {
 		case "ValidationException", "SerializationException":

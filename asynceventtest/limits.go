@@ -38,6 +38,10 @@ type Limits struct {
 	// Burst is how many seconds of units a key's bucket holds when it has been idle.
 	// Default: 1.
 	Burst time.Duration
+	// Clock tells the time the buckets refill by. Default: time.Now. A Clock's Now
+	// holds them still until the test advances it, so that what is refused does not
+	// depend on speed.
+	Clock func() time.Time
 }
 
 func (l Limits) withDefaults() Limits {
@@ -49,6 +53,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Burst <= 0 {
 		l.Burst = time.Second
+	}
+	if l.Clock == nil {
+		l.Clock = time.Now
 	}
 	return l
 }
@@ -144,8 +151,9 @@ type itemInfo struct {
 // a spike's throttles would drain, and with a backoff of milliseconds instead of
 // seconds, as NewFaultyClient's. optFns then change the copy's options further.
 func NewLimitedClient(db *dynamodb.Client, limits Limits, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, *LimitedHTTPClient) {
+	limits = limits.withDefaults()
 	l := &LimitedHTTPClient{
-		limits: limits.withDefaults(), now: time.Now,
+		limits: limits, now: limits.Clock,
 		buckets: map[bucketID]*bucket{}, items: map[itemKey]*itemInfo{},
 		inTx: map[itemKey]int{}, writes: map[itemKey]int{}, counts: LimitCounts{Reasons: map[string]int{}},
 	}
@@ -173,6 +181,21 @@ func (l *LimitedHTTPClient) Counts() LimitCounts {
 	c := l.counts
 	c.Reasons = maps.Clone(l.counts.Reasons)
 	return c
+}
+
+// Heat spends the write units of partitionKey for d ahead, on the table and on each
+// index, as a burst of other writes on the key would (the other requests of a hot
+// event, say): every write that draws on the key, an item with that PK or an item on
+// an index under that key, is refused until d has passed on Limits.Clock and the
+// bucket has refilled enough to take it. Reads are not held back.
+func (l *LimitedHTTPClient) Heat(partitionKey string, d time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, index := range append([]string{metered.TableIndex}, metered.Indexes()...) {
+		id := bucketID{index, partitionKey, true}
+		l.bucket(now, id).tokens = -d.Seconds() * l.rate(id)
+	}
 }
 
 // ddbCall is the part of a DynamoDB JSON request the limits need.

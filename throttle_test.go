@@ -1,0 +1,405 @@
+package asyncevent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// Throttling: DynamoDB refusing throughput, as asynceventtest.NewLimitedClient
+// answers for it. The limits' clock is the library's, and stands still: a key heated
+// with Heat stays refused until the test advances the clock, so the counts of refused
+// calls do not depend on speed.
+
+// hotKeyTest is a FIRST_COME event "hot" on a table under the limits simulator, and a
+// client beside the limits for reading it back.
+type hotKeyTest struct {
+	c, clean *asyncevent.Client
+	limits   *asynceventtest.LimitedHTTPClient
+	clock    *asynceventtest.Clock
+}
+
+func newHotKeyTest(t *testing.T, capacity int64, opts asyncevent.Options, optFns ...func(*dynamodb.Options)) *hotKeyTest {
+	t.Helper()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	opts.Clock = clock.Now
+	raw := asynceventtest.DynamoDB(t)
+	if len(optFns) > 0 {
+		raw = dynamodb.New(raw.Options(), optFns...)
+	}
+	db, limits := asynceventtest.NewLimitedClient(raw, asynceventtest.Limits{Clock: clock.Now})
+	c := asynceventtest.NewTableOn(t, db, opts)
+	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "hot", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	require.NoError(t, err)
+	return &hotKeyTest{c: c, clean: clean, limits: limits, clock: clock}
+}
+
+// participate makes a request of user and returns its message.
+func (h *hotKeyTest) participate(t *testing.T, user string) asyncevent.Message {
+	t.Helper()
+	p, err := h.c.Participate(context.Background(), "hot", user)
+	require.NoError(t, err)
+	r, err := h.clean.GetRequest(context.Background(), p.RequestID)
+	require.NoError(t, err)
+	return asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID,
+		UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
+}
+
+func (h *hotKeyTest) request(t *testing.T, id string) *asyncevent.Request {
+	t.Helper()
+	r, err := h.clean.GetRequest(context.Background(), id)
+	require.NoError(t, err)
+	return r
+}
+
+func (h *hotKeyTest) seatsLeft(t *testing.T) int64 {
+	t.Helper()
+	capItem, err := h.clean.GetCapacity(context.Background(), "hot")
+	require.NoError(t, err)
+	return capItem.CapacityRemaining
+}
+
+// Every row of a request refused for throughput past the SDK's retries returns an
+// error matching ErrThrottled and writes nothing. A single UpdateItem is left to the
+// SDK's retryer (three attempts); a transaction cancelled for ThrottlingError, which
+// the SDK does not retry, is sent again by the library, eight attempts in all. A lost
+// condition stays an outcome, never ErrThrottled.
+func TestRowsRefusedForThroughputAreErrThrottled(t *testing.T) {
+	t.Parallel()
+	for _, statusLog := range []bool{false, true} {
+		t.Run(fmt.Sprintf("StatusLog=%v", statusLog), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			h := newHotKeyTest(t, 2, asyncevent.Options{StatusLog: statusLog})
+			m := h.participate(t, "ann")
+			now := asyncevent.MillisOf(h.clock.Now())
+			lease := asyncevent.Lease{Owner: "w1", Duration: time.Minute}
+			// Attempts per refused call: a request write is one UpdateItem retried by the
+			// SDK, or with the status log a transaction retried by the library.
+			perWrite := 3
+			if statusLog {
+				perWrite = 8
+			}
+			refused := func(t *testing.T, n int, call func() error) {
+				t.Helper()
+				before := h.limits.Counts().Throttled
+				err := call()
+				require.ErrorIs(t, err, asyncevent.ErrThrottled)
+				assert.Equal(t, n, h.limits.Counts().Throttled-before, "attempts refused: %v", err)
+			}
+
+			// The event's key is hot: the request's writes put it on GSI2 under EVENT#hot.
+			h.limits.Heat("EVENT#hot", time.Hour)
+			refused(t, perWrite, func() error { _, err := h.c.MarkQueued(ctx, m.Ref(), now); return err })
+			refused(t, perWrite, func() error { _, err := h.c.StartProcessing(ctx, m.Ref(), now, lease); return err })
+			refused(t, perWrite, func() error { _, err := h.c.RejectSoldOut(ctx, m.Ref(), now); return err })
+			refused(t, perWrite, func() error {
+				_, err := h.c.MarkFailed(ctx, m.Ref(), asyncevent.Failure{Class: asyncevent.Retryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X"})
+				return err
+			})
+			r := h.request(t, m.RequestID)
+			assert.Equal(t, asyncevent.StatusReceived, r.Status, "nothing written")
+			assert.Zero(t, r.QueuedAt)
+
+			h.clock.Advance(2 * time.Hour)
+			tr, err := h.c.StartProcessing(ctx, m.Ref(), now, lease)
+			require.NoError(t, err)
+			require.True(t, tr.Applied)
+
+			h.limits.Heat("EVENT#hot", time.Hour)
+			refused(t, 8, func() error { _, err := h.c.ClaimSeat(ctx, m.Ref(), lease); return err })
+			refused(t, perWrite, func() error { _, err := h.c.MarkCapacityRejected(ctx, m.Ref(), lease); return err })
+			r = h.request(t, m.RequestID)
+			assert.Equal(t, asyncevent.StatusProcessing, r.Status, "nothing written")
+			assert.Equal(t, int64(2), h.seatsLeft(t), "no seat spent")
+
+			// Cool again: lost conditions are outcomes, not throttles.
+			h.clock.Advance(2 * time.Hour)
+			tr, err = h.c.MarkQueued(ctx, m.Ref(), now)
+			require.NoError(t, err)
+			assert.False(t, tr.Applied)
+			tr, err = h.c.ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "someone else", Duration: time.Minute})
+			require.NoError(t, err)
+			assert.False(t, tr.Applied)
+			tr, err = h.c.ClaimSeat(ctx, m.Ref(), lease)
+			require.NoError(t, err)
+			assert.True(t, tr.Applied)
+			assert.Equal(t, int64(1), h.seatsLeft(t))
+		})
+	}
+}
+
+// gate, beneath the limits, holds the first TransactWriteItems sent while it is
+// armed until release is closed: the limits see that transaction under way on its
+// items all along.
+type gate struct {
+	next             aws.HTTPClient
+	armed            atomic.Bool
+	entered, release chan struct{}
+}
+
+func (g *gate) arm() {
+	g.entered, g.release = make(chan struct{}), make(chan struct{})
+	g.armed.Store(true)
+}
+
+func (g *gate) Do(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") && g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.next.Do(req)
+}
+
+// tokens, above the limits, records the ClientRequestToken of every
+// TransactWriteItems sent, by the request ID the transaction's key names.
+type tokens struct {
+	next aws.HTTPClient
+	mu   sync.Mutex
+	sent map[string][]string
+}
+
+func (k *tokens) Do(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var in struct {
+			ClientRequestToken string
+			TransactItems      []struct {
+				Update struct {
+					Key struct{ PK struct{ S string } }
+				}
+			}
+		}
+		_ = json.Unmarshal(body, &in)
+		k.mu.Lock()
+		for _, it := range in.TransactItems {
+			if id, ok := strings.CutPrefix(it.Update.Key.PK.S, "REQ#"); ok {
+				k.sent[id] = append(k.sent[id], in.ClientRequestToken)
+			}
+		}
+		k.mu.Unlock()
+	}
+	return k.next.Do(req)
+}
+
+func (k *tokens) of(id string) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.sent[id]...)
+}
+
+// ClaimSeat under forced TransactionConflict: while one claim is under way on the
+// CAPACITY item, another is cancelled for TransactionConflict, sent again as it is
+// with jittered backoff, eight attempts in all, each with its own ClientRequestToken
+// and the same tokens when the claim is made again; then it ends ErrThrottled having
+// written nothing. Claims made again until they are decided leave exactly N winners,
+// whatever conflicts and throttles they met on the way.
+func TestClaimSeatUnderTransactionConflictEndsWithExactlyN(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const capacity, users = 3, 12
+	g := &gate{}
+	rec := &tokens{sent: map[string][]string{}}
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	held := dynamodb.New(asynceventtest.DynamoDB(t).Options(), func(o *dynamodb.Options) { g.next = o.HTTPClient; o.HTTPClient = g })
+	// WCU 10, by a clock that moves only when told: the CAPACITY item takes five
+	// claims (2 WCU each in a transaction) and then one per 200 ms the test lets pass,
+	// so the claims meet ThrottlingError as well as conflicts.
+	limited, limits := asynceventtest.NewLimitedClient(held, asynceventtest.Limits{WCU: 10, Clock: clock.Now})
+	db := dynamodb.New(limited.Options(), func(o *dynamodb.Options) { rec.next = o.HTTPClient; o.HTTPClient = rec })
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
+	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	h := &hotKeyTest{c: c, clean: clean, limits: limits, clock: clock}
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "hot", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	require.NoError(t, err)
+
+	names := make([]string, users)
+	ms := make([]asyncevent.Message, users)
+	leases := make([]asyncevent.Lease, users)
+	for i := range users {
+		names[i] = fmt.Sprintf("user-%02d", i)
+		ms[i] = h.participate(t, names[i])
+		leases[i] = asyncevent.Lease{Owner: "worker-" + names[i], Duration: time.Hour}
+		tr, err := c.StartProcessing(ctx, ms[i].Ref(), asyncevent.MillisOf(clock.Now()), leases[i])
+		require.NoError(t, err)
+		require.True(t, tr.Applied)
+		clock.Advance(time.Second) // the set-up is not throttled
+	}
+
+	// The first claim is held under way on CAPACITY.
+	g.arm()
+	var wg sync.WaitGroup
+	var first asyncevent.Transition
+	var firstErr error
+	wg.Go(func() { first, firstErr = c.ClaimSeat(ctx, ms[0].Ref(), leases[0]) })
+	<-g.entered
+	conflictsBefore := limits.Counts().Conflicts
+	_, err = c.ClaimSeat(ctx, ms[1].Ref(), leases[1])
+	require.ErrorIs(t, err, asyncevent.ErrThrottled)
+	var cancelled *types.TransactionCanceledException
+	assert.ErrorAs(t, err, &cancelled, "the last answer is kept")
+	assert.Equal(t, 8, limits.Counts().Conflicts-conflictsBefore, "eight attempts, all conflicting")
+	sent := rec.of(ms[1].RequestID)
+	require.Len(t, sent, 8)
+	distinct := map[string]bool{}
+	for _, tok := range sent {
+		distinct[tok] = true
+	}
+	assert.Len(t, distinct, 8, "a token per attempt")
+	assert.Equal(t, asyncevent.StatusProcessing, h.request(t, ms[1].RequestID).Status, "nothing written")
+	assert.Equal(t, int64(capacity), h.seatsLeft(t), "no seat spent")
+	close(g.release)
+	wg.Wait()
+	require.NoError(t, firstErr)
+	require.True(t, first.Applied)
+
+	// Everyone else claims at once, and claims again while throttled.
+	var won, soldOut, throttledClaims atomic.Int64
+	won.Add(1)
+	for i := 1; i < users; i++ {
+		wg.Go(func() {
+			for attempt := 1; ; attempt++ {
+				tr, err := c.ClaimSeat(ctx, ms[i].Ref(), leases[i])
+				if errors.Is(err, asyncevent.ErrThrottled) && assert.Less(t, attempt, 50, "claim of %s", names[i]) {
+					throttledClaims.Add(1)
+					clock.Advance(100 * time.Millisecond) // time passes, the key cools
+					continue
+				}
+				require.NoError(t, err)
+				switch {
+				case tr.Applied:
+					won.Add(1)
+				case tr.SoldOut:
+					soldOut.Add(1)
+					tr, err = c.MarkCapacityRejected(ctx, ms[i].Ref(), leases[i])
+					require.NoError(t, err)
+					require.True(t, tr.Applied)
+				default:
+					t.Errorf("claim of %s: lost its lease: %+v", names[i], tr.Current)
+				}
+				return
+			}
+		})
+	}
+	wg.Wait()
+	if again := rec.of(ms[1].RequestID); assert.Greater(t, len(again), 8) {
+		assert.Equal(t, sent[0], again[8], "the claim made again: its first attempt carries the first attempt's token")
+	}
+	counts := limits.Counts()
+	t.Logf("%d won, %d sold out, %d claims throttled; limits %+v", won.Load(), soldOut.Load(), throttledClaims.Load(), counts)
+	assert.Equal(t, int64(capacity), won.Load())
+	assert.Equal(t, int64(users-capacity), soldOut.Load())
+	assert.Positive(t, counts.Throttled, "claims met ThrottlingError")
+	rep := asynceventtest.CheckEvent(t, clean, "hot", asynceventtest.CheckOptions{Users: names})
+	assert.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
+	assert.Equal(t, users-capacity, rep.ByStatus[asyncevent.StatusRejected])
+}
+
+// A worker whose seat claim is throttled past every retry leaves the message for
+// redelivery (OutcomeThrottled, the error matching ErrThrottled) and does not write
+// the release of its lease, one more write on the hot key: the request stays
+// PROCESSING under the lease, nothing else was sent. A later delivery, once the lease
+// has ended, takes the request over and finishes it.
+func TestThrottledWorkerLeavesTheMessageAndALaterDeliveryFinishesIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHotKeyTest(t, 1, asyncevent.Options{})
+	m := h.participate(t, "ann")
+	body, err := asyncevent.EncodeMessage(m)
+	require.NoError(t, err)
+	var heated atomic.Bool
+	opts := asyncevent.ProcessOptions{
+		LeaseDuration: 30 * time.Second,
+		// After the start, before the claim, the event's key gets hot.
+		Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+			if heated.CompareAndSwap(false, true) {
+				h.limits.Heat("EVENT#hot", 10*time.Second)
+			}
+			return nil
+		}),
+	}
+
+	before := h.limits.Counts().Throttled
+	started := h.clock.Now()
+	res := asynceventtest.WorkDelivery(ctx, t, h.c, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 1}, opts)
+	assert.Equal(t, asyncevent.OutcomeThrottled, res.Kind)
+	assert.ErrorIs(t, res.Err, asyncevent.ErrThrottled)
+	assert.True(t, res.Redeliver, "the message is left for redelivery")
+	assert.Equal(t, 8, h.limits.Counts().Throttled-before, "the claim's eight attempts, and no release of the lease")
+	r := h.request(t, m.RequestID)
+	assert.Equal(t, asyncevent.StatusProcessing, r.Status)
+	assert.Equal(t, asyncevent.MillisOf(started.Add(30*time.Second)), r.LeaseExpiresAt, "the lease is left to expire")
+	assert.Equal(t, int64(1), h.seatsLeft(t))
+
+	h.clock.Advance(31 * time.Second)
+	res = asynceventtest.WorkDelivery(ctx, t, h.c, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 2}, opts)
+	assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+	assert.False(t, res.Redeliver)
+	asynceventtest.CheckEvent(t, h.clean, "hot", asynceventtest.CheckOptions{Users: []string{"ann"}})
+}
+
+// On its last receive a throttled request still ends FAILED_FINAL (FAILED_WORKER,
+// errorCode THROTTLED) and its message goes to the dead letters: the final write, on
+// the same hot key, is tried again until the key has cooled.
+func TestThrottledOnTheLastReceiveEndsFailedFinal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHotKeyTest(t, 1, asyncevent.Options{})
+	m := h.participate(t, "ann")
+	body, err := asyncevent.EncodeMessage(m)
+	require.NoError(t, err)
+	opts := asyncevent.ProcessOptions{
+		MaxReceives: 3,
+		Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+			h.limits.Heat("EVENT#hot", time.Hour)
+			return nil
+		}),
+	}
+	// The claim's eight attempts and the final write's first three are refused; then
+	// time passes and the key cools.
+	before := h.limits.Counts().Throttled
+	cooled := make(chan struct{})
+	go func() {
+		defer close(cooled)
+		deadline := time.Now().Add(time.Minute)
+		for h.limits.Counts().Throttled-before < 8+3 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		h.clock.Advance(2 * time.Hour)
+	}()
+	res := asynceventtest.WorkDelivery(ctx, t, h.c, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 3}, opts)
+	<-cooled
+	assert.Equal(t, asyncevent.OutcomeDeadLetter, res.Kind, "%v", res.Err)
+	assert.ErrorIs(t, res.Err, asyncevent.ErrThrottled)
+	assert.True(t, res.Redeliver, "released to the dead-letter queue")
+	r := h.request(t, m.RequestID)
+	assert.Equal(t, asyncevent.StatusFailedFinal, r.Status)
+	assert.Equal(t, asyncevent.ResultFailedWorker, r.ResultCode)
+	assert.Equal(t, "THROTTLED", r.ErrorCode)
+	asynceventtest.CheckEvent(t, h.clean, "hot", asynceventtest.CheckOptions{Users: []string{"ann"}})
+}
