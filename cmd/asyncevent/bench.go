@@ -36,7 +36,7 @@ func benchCmd() *command {
 			fs.IntVar(&o.workers, "workers", bench.DefaultWorkers, "messages processed at once")
 			fs.IntVar(&o.warmup, "warmup", 0, "unmeasured operations per flow and side before the first round (default n/5; -1: none)")
 			fs.IntVar(&o.heatParticipations, "heat-participations", 0, "participations in the heat run of each layout (default 2n; -1: no heat run)")
-			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default half the participations)")
+			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default a quarter of the participations)")
 			fs.Float64Var(&o.heatPeak, "heat-peak", 20000, "the peak clicks/s whose derived layout (asyncevent.ShardsFor) the heat run measures beside the default one")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {

@@ -60,7 +60,7 @@ func (c *HeatConfig) setDefaults() {
 		c.Participations = 2 * DefaultN
 	}
 	if c.Winners <= 0 {
-		c.Winners = max(c.Participations/2, 1)
+		c.Winners = max(c.Participations/4, 1)
 	}
 	if c.Clients <= 0 {
 		c.Clients = DefaultClients

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,13 +58,23 @@ type KeyHeat struct {
 	Reads  int `json:"reads"`
 	// CapacityWrites counts the writes on an EventCapacity item under this key.
 	CapacityWrites int `json:"capacityWrites,omitempty"`
+	// Shards, when more than 0, makes this the mean of an event's shards of one key
+	// (its index shards on GSI2, its capacity shards on the table): Key ends in
+	// <shard>, and the figures are per shard (the peaks, the highest shard's).
+	Shards int `json:"shards,omitempty"`
 
 	sec        int64 // the second secWCU and secRCU are of
 	secW, secR float64
 }
 
-// String is the key as the bench shows it: "GSI2:EVENT#spring-sale".
-func (k KeyHeat) String() string { return k.Index + ":" + k.Key }
+// String is the key as the bench shows it: "GSI2:EVENT#spring-sale", or for a mean of
+// shards "GSI2:EVENT#spring-sale#<shard> (mean of 75 shards)".
+func (k KeyHeat) String() string {
+	if k.Shards > 0 {
+		return fmt.Sprintf("%s:%s (mean of %d shards)", k.Index, k.Key, k.Shards)
+	}
+	return k.Index + ":" + k.Key
+}
 
 // Heat wraps a DynamoDB client and attributes the capacity each call consumes to the
 // partition keys it lands on: the item's own PK on the table, its GSI1PK and GSI2PK
@@ -589,10 +600,14 @@ type Ceiling struct {
 }
 
 // CeilingOf works out the Ceiling of keys (a Heat's Keys) for a run of participations
-// new participations of which winners won. Keys under UnknownKey are left out.
+// new participations of which winners won. Keys under UnknownKey are left out. The
+// shards of one key (an event's GSI2 partitions EVENT#<eventId>#<shard>, its
+// CAPACITY#<shard> items) count as their mean: the library spreads requests over them
+// by a hash of the request ID, so at a spike's rate each takes its share within a
+// few per cent, while a short run's sample is lumpier than that.
 func CeilingOf(keys []KeyHeat, participations, winners int) Ceiling {
 	c := Ceiling{Participations: participations, Winners: winners, Hottest: map[string]KeyHeat{}}
-	for _, k := range keys {
+	for _, k := range meanOfShards(keys) {
 		if k.Key == UnknownKey || k.WCU == 0 {
 			continue
 		}
@@ -615,6 +630,40 @@ func CeilingOf(keys []KeyHeat, participations, winners int) Ceiling {
 		c.WinnersPerSec = KeyWCULimit / c.WCUPerWinner
 	}
 	return c
+}
+
+// shardKey matches the keys of a shard: an event's GSI2 partition
+// EVENT#<eventId>#<shard>, a capacity shard's table key "<PK> CAPACITY#<shard>".
+var shardKey = regexp.MustCompile(`^(EVENT#[^#]+#|EVENT#[^#]+ CAPACITY#)[0-9]+$`)
+
+// meanOfShards replaces the shards of each key by one KeyHeat, their mean.
+func meanOfShards(keys []KeyHeat) []KeyHeat {
+	var out []KeyHeat
+	families := map[[2]string][]KeyHeat{}
+	for _, k := range keys {
+		m := shardKey.FindStringSubmatch(k.Key)
+		if m == nil {
+			out = append(out, k)
+			continue
+		}
+		id := [2]string{k.Index, m[1] + "<shard>"}
+		families[id] = append(families[id], k)
+	}
+	for id, shards := range families {
+		mean := KeyHeat{Index: id[0], Key: id[1], Shards: len(shards)}
+		n := float64(len(shards))
+		for _, s := range shards {
+			mean.WCU += s.WCU / n
+			mean.RCU += s.RCU / n
+			mean.PeakWCU, mean.PeakRCU = max(mean.PeakWCU, s.PeakWCU), max(mean.PeakRCU, s.PeakRCU)
+			mean.Writes += s.Writes
+			mean.Reads += s.Reads
+			mean.CapacityWrites += s.CapacityWrites
+		}
+		mean.Writes, mean.Reads, mean.CapacityWrites = mean.Writes/len(shards), mean.Reads/len(shards), mean.CapacityWrites/len(shards)
+		out = append(out, mean)
+	}
+	return out
 }
 
 // PerParticipation is k's WCU per participation of c's run.
