@@ -49,7 +49,7 @@ func newConfig(t *testing.T, users int) chaosConfig {
 	seed := envInt("CHAOS_SEED", time.Now().UnixNano()%1_000_000)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("replay this run with: CHAOS_SEED=%d CHAOS_USERS=%d go test -race -run '%s' ./reliability", seed, users, t.Name())
+			t.Logf("replay this run with: CHAOS_SEED=%d CHAOS_USERS=%d go test -race -run '%s' ./reliability", seed, envInt("CHAOS_USERS", 5000), t.Name())
 		}
 	})
 	t.Logf("chaos seed %d, %d users", seed, users)
@@ -324,28 +324,45 @@ func (w *world) settle(eventID string) {
 	}
 }
 
+// TestChaosFirstCome runs the first-come spike on the design's single keys, and on
+// an event with 8 index shards and 4 capacity shards (half the users).
 func TestChaosFirstCome(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(t, int(envInt("CHAOS_USERS", 5000)))
-	w := newWorld(t, cfg, time.Now)
-	const capacity = 300
-	_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
-		EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
-	require.NoError(t, err)
+	users := int(envInt("CHAOS_USERS", 5000))
+	for _, layout := range []struct {
+		name                string
+		indexShards, shards int
+		users               int
+	}{
+		{"one shard", 1, 1, users},
+		{"K=8 C=4", 8, 4, users / 2},
+	} {
+		t.Run(layout.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := newConfig(t, layout.users)
+			w := newWorld(t, cfg, time.Now)
+			const capacity = 300
+			_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
+				EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity,
+				IndexShards: layout.indexShards, CapacityShards: layout.shards,
+			})
+			require.NoError(t, err)
 
-	lap := phases(t)
-	w.ingestAll("chaos-sale", rand.New(rand.NewPCG(uint64(cfg.seed), 1)))
-	lap("ingest and workers")
-	w.startWorker() // one healthy worker for what the sweeper finds
-	w.settle("chaos-sale")
-	w.stopWorkers()
-	lap("sweeps")
+			lap := phases(t)
+			w.ingestAll("chaos-sale", rand.New(rand.NewPCG(uint64(cfg.seed), 1)))
+			lap("ingest and workers")
+			w.startWorker() // one healthy worker for what the sweeper finds
+			w.settle("chaos-sale")
+			w.stopWorkers()
+			lap("sweeps")
 
-	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-sale", asynceventtest.CheckOptions{Users: w.users, Abandoned: w.abandoned})
-	lap("check")
-	t.Logf("%d requests: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v above the SDK, %+v beneath; %d abandoned locks",
-		rep.Requests, rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts(), w.wired.Counts(), rep.Abandoned)
-	require.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
+			rep := asynceventtest.CheckEvent(t, w.clean, "chaos-sale", asynceventtest.CheckOptions{Users: w.users, Abandoned: w.abandoned})
+			lap("check")
+			t.Logf("%d requests: %v %v; %d worker kills, %d injected faults in workers; ingest faults %+v above the SDK, %+v beneath; %d abandoned locks",
+				rep.Requests, rep.ByStatus, rep.ByCode, w.kills, w.faulted.Load(), w.faults.Counts(), w.wired.Counts(), rep.Abandoned)
+			require.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
+		})
+	}
 }
 
 func TestChaosLottery(t *testing.T) {
