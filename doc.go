@@ -27,7 +27,7 @@
 //	Request          REQ#<requestId>             META                         NewRequestKey
 //	IdempotencyLock  IDEMP#<eventId>#<userId>    LOCK                         NewLockKey
 //	EventConfig      EVENT#<eventId>             CONFIG                       NewEventKey
-//	EventCapacity    EVENT#<eventId>             CAPACITY                     NewEventKey
+//	EventCapacity    EVENT#<eventId>             CAPACITY or CAPACITY#<shard> NewEventKey
 //	Draw record      EVENT#<eventId>             DRAW                         NewEventKey
 //	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    (the library's own)
 //
@@ -36,6 +36,19 @@
 //
 //	GSI1  GSI1PK USER#<userId>    GSI1SK QAT#<queuedAt>#REQ#<requestId>   my participations
 //	GSI2  GSI2PK EVENT#<eventId>  GSI2SK QAT#<queuedAt>#REQ#<requestId>   an event's requests
+//
+// # Spike scale
+//
+// DynamoDB gives one partition key at most 1,000 WCU/s, on the table and on each index
+// apart, so an event on the keys above tops out at a few hundred clicks a second: every
+// request writes its GSI2 entry under EVENT#<eventId> about three times, and every
+// seat is 2 WCU on the CAPACITY item. An event created with a layout spreads both:
+// [EventConfig.IndexShards] K puts its requests under EVENT#<eventId>#<shard> (the
+// shard from the request ID), and [EventConfig.CapacityShards] C splits its capacity
+// over CAPACITY#<shard> items; readers merge the shards, and ClaimSeat moves on while
+// a shard is empty, so exactly N still holds. [ShardsFor] derives K and C from a
+// peak; [Client.PlanSpike] adds the throughput the table and indexes need at it, and
+// [Client.ApplySpikePlan] warms them. K = C = 1 (the default) keeps the keys above.
 //
 // # Lifecycle
 //

@@ -38,6 +38,13 @@ type Limits struct {
 	// Burst is how many seconds of units a key's bucket holds when it has been idle.
 	// Default: 1.
 	Burst time.Duration
+	// MinBucket is the fewest units a key's bucket holds, whatever Burst gives. A
+	// run scaled down N times plays the event N times slower but not each request: a
+	// request still makes its few writes on its own keys (REQ#, USER#) within a
+	// moment, which on DynamoDB never come near a key's limit. A bucket of about a
+	// request's writes (10 units) keeps those keys from throttling while the keys
+	// every request shares still meet the scaled-down rate. Default: none.
+	MinBucket float64
 	// Clock tells the time the buckets refill by. Default: time.Now. A Clock's Now
 	// holds them still until the test advances it, so that what is refused does not
 	// depend on speed.
@@ -381,7 +388,7 @@ func (l *LimitedHTTPClient) rate(id bucketID) float64 {
 }
 
 func (l *LimitedHTTPClient) capacity(id bucketID) float64 {
-	return l.rate(id) * l.limits.Burst.Seconds()
+	return max(l.rate(id)*l.limits.Burst.Seconds(), l.limits.MinBucket)
 }
 
 // bucket returns a bucket refilled up to now. l.mu is held.

@@ -1,0 +1,249 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// TestScale is `make scale`: one event's spike at 20,000 clicks/s on DynamoDB, played
+// on DynamoDB Local 200 times slower with DynamoDB's per-key limits 200 times lower
+// (asynceventtest.NewLimitedClient: 5 WCU/s and 15 RCU/s per partition key, a bucket
+// of one second's units), so that what throttles on DynamoDB throttles here. A
+// FIRST_COME spike of 100 clicks/s for 30 s, capacity 1,000, 20% duplicate clicks, 8
+// workers, on the design's single keys and on the layout ShardsFor derives for the
+// rate; and a LOTTERY of the same size on the derived layout. SCALE=1 runs it
+// (SCALE_RATE lowers the rate and the limits together, SCALE_SECONDS the length).
+func TestScale(t *testing.T) {
+	if os.Getenv("SCALE") == "" {
+		t.Skip("make scale runs this (SCALE=1): about 5 minutes")
+	}
+	rate := envFloat("SCALE_RATE", 100)
+	seconds := envFloat("SCALE_SECONDS", 30)
+	factor := 20000 / rate // DynamoDB's rate over ours
+	// A bucket of one second's units, but at least a request's own writes (MinBucket):
+	// the run is slowed down, each request is not.
+	limits := asynceventtest.Limits{WCU: 1000 / factor, RCU: 3000 / factor, Burst: time.Second, MinBucket: 10}
+	raw := asynceventtest.OwnDynamoDB(t)
+	// Every click may win while seats last: the capacity shards are sized for it.
+	k, c := asyncevent.ShardsFor(rate*factor, rate*factor)
+	k, c = int(envFloat("SCALE_K", float64(k))), int(envFloat("SCALE_C", float64(c))) // to try another layout
+	spike := spikeConfig{rate: rate, seconds: seconds, capacity: 1000, dupShare: 0.2, workers: 8}
+	scale := func(format string, args ...any) { t.Logf("scale: "+format, args...) }
+	scale("%.0f clicks/s for %.0f s (%.0f on DynamoDB), per-key limits %.1f WCU/s and %.1f RCU/s (1/%.0f of DynamoDB's); derived layout K = %d, C = %d",
+		rate, seconds, rate*factor, limits.WCU, limits.RCU, factor, k, c)
+
+	if os.Getenv("SCALE_ONLY") == "derived" {
+		derived := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+		scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
+			derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
+		return
+	}
+	free := runSpike(t, raw, nil, spike, asyncevent.EventConfig{EventID: "free", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+	scale("without limits, derived layout: every request final %.1f s after the first click", free.final.Seconds())
+
+	single := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "single", EventType: asyncevent.FirstCome})
+	scale("single keys under the limits: %d of %d calls throttled (%.1f%%), ingest p99 %s, %s",
+		single.throttled, single.attempts, single.throttledShare()*100, single.p99.Round(time.Millisecond), single.finality())
+
+	derived := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+	scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
+		derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
+	assert.Equal(t, 1000, derived.report.ByStatus[asyncevent.StatusSucceeded], "exactly N winners")
+	assert.True(t, derived.allFinal, "every request final")
+	assert.Less(t, derived.throttledShare(), 0.01, "under 1%% of calls throttled")
+	assert.LessOrEqual(t, derived.final.Seconds(), 1.5*free.final.Seconds(), "final within 1.5× the spike without limits")
+
+	lottery := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
+	scale("LOTTERY, derived layout under the limits: %d entries, %d winners, draw %s, verified: %t",
+		lottery.draw.Record.EntryCount, len(lottery.draw.Winners), lottery.drawTime.Round(time.Millisecond), lottery.verified)
+	assert.True(t, lottery.verified)
+
+	scale("summary: at %.0f clicks/s (%.0f on DynamoDB) single keys throttle %.1f%% of calls and %s; K = %d, C = %d throttle %.2f%%, exactly %d winners, final in %.1f s (%.1f s without limits); the lottery of %d entries draws and verifies",
+		rate, rate*factor, single.throttledShare()*100, single.finality(), k, c, derived.throttledShare()*100,
+		derived.report.ByStatus[asyncevent.StatusSucceeded], derived.final.Seconds(), free.final.Seconds(), lottery.draw.Record.EntryCount)
+}
+
+type spikeConfig struct {
+	rate, seconds float64
+	capacity      int64
+	dupShare      float64
+	workers       int
+}
+
+type spikeResult struct {
+	throttled, attempts int
+	reasons             map[string]int
+	p99                 time.Duration
+	final               time.Duration // from the first click until every request is final
+	allFinal            bool
+	finalRequests       int
+	requests            int
+	report              asynceventtest.CheckReport
+	draw                *asyncevent.DrawResult
+	drawTime            time.Duration
+	verified            bool
+}
+
+func (r spikeResult) throttledShare() float64 {
+	if r.attempts == 0 {
+		return 0
+	}
+	return float64(r.throttled) / float64(r.attempts)
+}
+
+func (r spikeResult) finality() string {
+	if r.allFinal {
+		return fmt.Sprintf("every request final %.1f s after the first click", r.final.Seconds())
+	}
+	return fmt.Sprintf("%d of %d requests final after %.0f s", r.finalRequests, r.requests, r.final.Seconds())
+}
+
+// spikeGrace bounds the wait for the last results once the clicks are over: a layout
+// the limits choke would take far longer.
+const spikeGrace = 60 * time.Second
+
+// runSpike plays a spike on one event of its own table, under limits when given.
+func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits, sc spikeConfig, cfg asyncevent.EventConfig) spikeResult {
+	ctx := context.Background()
+	var res spikeResult
+	db := raw
+	var limited *asynceventtest.LimitedHTTPClient
+	if limits != nil {
+		db, limited = asynceventtest.NewLimitedClient(raw, *limits)
+	}
+	counter := asynceventtest.NewCounter(db)
+	start := time.Now()
+	clicks := int(sc.rate * sc.seconds)
+	opts := asyncevent.Options{DrawSettleWindow: time.Second, RedriveAfter: time.Minute}
+	c := asynceventtest.NewTableOn(t, counter, opts)
+	if cfg.EventType == asyncevent.Lottery {
+		cfg.WinnerCount = 100
+		cfg.LotteryCutoffAt = asyncevent.MillisOf(start.Add(time.Duration(sc.seconds*float64(time.Second)) + 5*time.Second))
+	} else {
+		cfg.CapacityTotal = sc.capacity
+	}
+	admin, err := asyncevent.New(raw, asyncevent.Options{TableName: c.TableName()})
+	require.NoError(t, err)
+	_, err = admin.CreateEvent(ctx, cfg)
+	require.NoError(t, err)
+
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 1000})
+	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{
+		Concurrency: sc.workers, WaitTime: 50 * time.Millisecond, VisibilityTimeout: 10 * time.Second,
+		ProcessOptions: asyncevent.ProcessOptions{
+			MaxReceives: 1000, LeaseDuration: 5 * time.Second,
+			Backoff: func(int) time.Duration { return time.Duration(100+rand.IntN(400)) * time.Millisecond },
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	defer func() { _ = w.Stop(ctx) }()
+
+	// The clicks, paced at the rate: new users, and a share of repeat clicks by users
+	// who came before.
+	rng := rand.New(rand.NewPCG(1, uint64(len(cfg.EventID))))
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		latencies []time.Duration
+		failures  atomic.Int64
+		users     int
+	)
+	sem := make(chan struct{}, 256)
+	first := time.Now()
+	for i := range clicks {
+		time.Sleep(time.Until(first.Add(time.Duration(float64(i) / sc.rate * float64(time.Second)))))
+		user := fmt.Sprintf("user-%05d", users)
+		if users > 0 && rng.Float64() < sc.dupShare {
+			user = fmt.Sprintf("user-%05d", rng.IntN(users))
+		} else {
+			users++
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			began := time.Now()
+			for attempt := range 20 {
+				_, err := c.Submit(ctx, q, cfg.EventID, user)
+				if err == nil {
+					break
+				}
+				if attempt == 19 {
+					failures.Add(1)
+					t.Logf("%s gave up: %v", user, err)
+				}
+				time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond) // as a user clicks again
+			}
+			mu.Lock()
+			latencies = append(latencies, time.Since(began))
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.Zero(t, failures.Load(), "users who could not take part")
+	slices.Sort(latencies)
+	res.p99 = latencies[(len(latencies)*99+99)/100-1]
+
+	waitCtx, cancel := context.WithTimeout(ctx, spikeGrace)
+	defer cancel()
+	drained := q.WaitIdle(waitCtx) == nil
+	res.final = time.Since(first)
+	st, err := admin.EventStats(ctx, cfg.EventID)
+	require.NoError(t, err)
+	res.requests = st.Requests
+	for status, n := range st.ByStatus {
+		if status.IsTerminal() || cfg.EventType == asyncevent.Lottery && status == asyncevent.StatusQueued {
+			res.finalRequests += n
+		}
+	}
+	res.allFinal = drained && res.finalRequests == res.requests
+	if limited != nil {
+		counts := limited.Counts()
+		res.throttled = counts.Throttled + counts.Conflicts
+		res.reasons = counts.Reasons
+		res.reasons["TransactionConflict"] = counts.Conflicts
+	}
+	res.attempts = counter.Snapshot().Attempts
+	if !res.allFinal {
+		return res // a choked layout: its numbers are the result
+	}
+	if cfg.EventType == asyncevent.Lottery {
+		time.Sleep(time.Until(cfg.LotteryCutoffAt.Time().Add(opts.DrawSettleWindow)))
+		began := time.Now()
+		for attempt := 0; ; attempt++ {
+			require.Less(t, attempt, 20, "the draw did not finish")
+			if res.draw, err = c.Draw(ctx, cfg.EventID); err == nil {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		res.drawTime = time.Since(began)
+		v, err := admin.VerifyDraw(ctx, cfg.EventID)
+		require.NoError(t, err)
+		res.verified = v.OK()
+	}
+	res.report = asynceventtest.CheckEvent(t, admin, cfg.EventID, asynceventtest.CheckOptions{})
+	return res
+}
+
+func envFloat(name string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
