@@ -15,7 +15,6 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
-
 )
 
 // containerImage is the DynamoDB Local image. Its tag matches the jar in the
