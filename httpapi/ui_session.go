@@ -32,7 +32,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/asyncevent/asyncevent"
 )
 
