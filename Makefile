@@ -32,7 +32,7 @@ chromium:
 
 # Regenerates docs/admin-event.png from the browser test.
 screenshot: chromium
-	UPDATE_SCREENSHOT=1 $(GO) test -race -count=1 -run '^TestAdminUIInBrowser$$' ./examples/httpapi
+	UPDATE_SCREENSHOT=1 $(GO) test -race -count=1 -run '^TestAdminUIInBrowser$$' ./httpapi
 
 # Each fuzz target runs FUZZTIME executions on top of its seed corpus in testdata/fuzz.
 fuzz:
@@ -40,7 +40,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzKeyParsers$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeCursor$$' -fuzztime=$(FUZZTIME) .
-	$(GO) test -run='^$$' -fuzz='^FuzzCreateEventBody$$' -fuzztime=$(FUZZTIME) ./examples/httpapi
+	$(GO) test -run='^$$' -fuzz='^FuzzCreateEventBody$$' -fuzztime=$(FUZZTIME) ./httpapi
 
 # The chaos suite over many seeds (make test runs it once, with a random seed):
 # CHAOS_USERS users per event, seeds 1..CHAOS_RUNS, stopping at the first failure.

@@ -857,3 +857,33 @@ func (w *Worker) batchDeletes() {
 		}
 	}
 }
+
+// ProcessOne processes one delivery as the Worker does, for a caller that owns the
+// queue itself, such as an AWS Lambda SQS handler (package awslambda). done reports
+// whether the message is finished: delete it (or leave it out of a batch's
+// failures). When it is not, retryAfter is how long it should stay hidden before its
+// next delivery (the backoff, or the wait for another worker's lease; 0: at once),
+// and a negative retryAfter means leave its visibility as it is (another delivery
+// holds the request). The outcome is also passed to ProcessOptions.OnOutcome.
+//
+// While a FIRST_COME request is held, every half of the shorter of the lease and
+// visibility (the lease alone when visibility is 0), keepAlive, if not nil, is
+// called to keep the message hidden for another visibility, and the request's lease
+// is renewed once half of it has passed.
+func (p *Processor) ProcessOne(ctx context.Context, d Delivery, visibility time.Duration, keepAlive func(context.Context) error) (o Outcome, done bool, retryAfter time.Duration) {
+	extend := &extender{visibility: visibility, extend: keepAlive}
+	if visibility <= 0 {
+		extend.visibility = p.opts.LeaseDuration
+	}
+	if keepAlive == nil {
+		extend.extend = func(context.Context) error { return nil }
+	}
+	res := p.process(ctx, d, extend)
+	switch res.action {
+	case actDelete:
+		return res.outcome, true, 0
+	case actRetry:
+		return res.outcome, false, max(res.delay, 0)
+	}
+	return res.outcome, false, -1
+}

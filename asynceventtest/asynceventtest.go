@@ -42,7 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent"
-	"github.com/asyncevent/asyncevent/internal/ddblocal"
+	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
 
 // setupTimeout bounds the first start of DynamoDB Local, which may install it.
@@ -51,12 +51,12 @@ const setupTimeout = 5 * time.Minute
 // local is the test binary's one DynamoDB Local.
 var local struct {
 	once     sync.Once
-	instance *ddblocal.Instance
+	instance *dynamodblocal.Instance
 	client   *dynamodb.Client
 	err      error
 }
 
-func start() (*ddblocal.Instance, *dynamodb.Client, error) {
+func start() (*dynamodblocal.Instance, *dynamodb.Client, error) {
 	local.once.Do(func() {
 		local.instance, local.client, local.err = launch(func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "asynceventtest: "+format+"\n", args...)
@@ -66,19 +66,14 @@ func start() (*ddblocal.Instance, *dynamodb.Client, error) {
 }
 
 // launch finds or starts a DynamoDB Local and returns it with a raw client of it.
-func launch(logf func(string, ...any)) (*ddblocal.Instance, *dynamodb.Client, error) {
+func launch(logf func(string, ...any)) (*dynamodblocal.Instance, *dynamodb.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: logf})
+	inst, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: logf})
 	if err != nil {
 		return nil, nil, err
 	}
-	client, err := ddblocal.NewClient(ctx, inst.Endpoint)
-	if err != nil {
-		_ = inst.Stop()
-		return nil, nil, err
-	}
-	return inst, client, nil
+	return inst, inst.Client, nil
 }
 
 // Main runs a test binary's tests and then stops the DynamoDB Local and the local

@@ -245,9 +245,12 @@ Global flags (before or after the command):
 	fs.PrintDefaults()
 	fmt.Fprint(w, `
 Without -endpoint the CLI talks to AWS with the default credential chain. With
--endpoint it uses the static dummy credentials of DynamoDB Local (the tables the
-test kit and the demo make). demo and bench without -endpoint start an embedded
-DynamoDB Local (Docker, or Java and npm) and stop it on exit.
+-endpoint it uses the static dummy credentials of package dynamodblocal (access
+key ddblocal, region us-east-1), as the test kit and the demo do: a DynamoDB Local
+without -sharedDb keeps tables per access key and region, so 'aws dynamodb
+list-tables' sees them only with AWS_ACCESS_KEY_ID=ddblocal. demo and bench
+without -endpoint start an embedded DynamoDB Local (Docker, or Java and npm) and
+stop it on exit.
 
 Exit codes: 0 success, 1 failure (including a check or verification that fails),
 2 usage error. Run 'asyncevent help <command>' for a command's flags.

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/asyncevent/asyncevent"
-	"github.com/asyncevent/asyncevent/internal/ddblocal"
+	"github.com/asyncevent/asyncevent/dynamodblocal"
 	"github.com/asyncevent/asyncevent/internal/sqslocal"
 )
 
@@ -32,7 +32,7 @@ func httpClient() *awshttp.BuildableClient {
 // DynamoDB Local's dummy credentials, or AWS through the default configuration.
 func (e *env) dynamoDB(ctx context.Context) (*dynamodb.Client, error) {
 	if e.endpoint != "" {
-		return ddblocal.NewClient(ctx, e.endpoint, func(o *dynamodb.Options) {
+		return dynamodblocal.NewClient(e.endpoint, func(o *dynamodb.Options) {
 			if e.region != "" {
 				o.Region = e.region
 			}
@@ -70,7 +70,7 @@ func (e *env) startLocal(ctx context.Context) (stop func(), err error) {
 		return func() {}, nil
 	}
 	fmt.Fprintln(e.stderr, "starting an embedded DynamoDB Local (set -endpoint or "+envEndpoint+" to use a running one)…")
-	inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: func(format string, args ...any) {
+	inst, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
 		fmt.Fprintf(e.stderr, "  "+format+"\n", args...)
 	}})
 	if err != nil {

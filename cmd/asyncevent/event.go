@@ -81,17 +81,20 @@ func eventCreateCmd() *command {
 			fs.StringVar(&name, "name", "", "display `name`")
 			fs.Int64Var(&capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
 			fs.Int64Var(&winners, "winners", 0, "LOTTERY: the number of winners `K`")
-			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now)")
+			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later")
 			fs.Var(&starts, "starts", "open from this `time` (default: open at once)")
 			fs.Var(&ends, "ends", "closed after this `time` (default: never)")
 			fs.Var(&annAt, "announce", "LOTTERY: planned announcement `time`")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
 				return err
 			}
 			et, err := parseEventType(typ)
 			if err != nil {
+				return err
+			}
+			if err := typeFlagsAgree(fs, et); err != nil {
 				return err
 			}
 			c, err := e.client(ctx)
@@ -117,6 +120,31 @@ func eventCreateCmd() *command {
 			return printItem(e.stdout, cfg)
 		},
 	}
+}
+
+// typeFlagsAgree refuses flags of the other event type: -winners, -cutoff and
+// -announce belong to a lottery, -capacity to a first-come event.
+func typeFlagsAgree(fs *flag.FlagSet, et asyncevent.EventType) error {
+	var wrong []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "winners", "cutoff", "announce":
+			if et != asyncevent.Lottery {
+				wrong = append(wrong, "-"+f.Name)
+			}
+		case "capacity":
+			if et != asyncevent.FirstCome {
+				wrong = append(wrong, "-"+f.Name)
+			}
+		}
+	})
+	switch {
+	case len(wrong) == 0:
+		return nil
+	case et == asyncevent.Lottery:
+		return usagef("%s: only for a FIRST_COME event; a lottery takes -winners K -cutoff TIME", strings.Join(wrong, ", "))
+	}
+	return usagef("%s: only for a LOTTERY event; add -type lottery", strings.Join(wrong, ", "))
 }
 
 // eventJSON is an event's items for scripts.

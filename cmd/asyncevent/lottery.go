@@ -2,11 +2,37 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/asyncevent/asyncevent"
 )
+
+// settleWindow is how long after a lottery's cutoff the CLI's client waits before
+// it draws (Options.DrawSettleWindow, left at its default): the time an enqueue
+// still in flight at the cutoff needs to reach the table.
+const settleWindow = asyncevent.DefaultDrawSettleWindow
+
+// drawOpens is when eventID can be drawn, in RFC 3339, with the cutoff it follows.
+func drawOpens(ctx context.Context, c *asyncevent.Client, eventID string) (opens, cutoff string, err error) {
+	cfg, err := c.GetEvent(ctx, eventID)
+	if err != nil {
+		return "", "", err
+	}
+	return formatMillis(asyncevent.MillisOf(cfg.LotteryCutoffAt.Time().Add(settleWindow))), formatMillis(cfg.LotteryCutoffAt), nil
+}
+
+// tooEarly explains an ErrDrawTooEarly of eventID: what the draw waits for, and from
+// when it can run.
+func tooEarly(ctx context.Context, c *asyncevent.Client, eventID, what string) error {
+	opens, cutoff, err := drawOpens(ctx, c, eventID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: entries close at %s and the draw waits %s more for enqueues still in flight; "+
+		"run 'asyncevent draw %s' from %s", what, cutoff, settleWindow, eventID, opens)
+}
 
 // drawJSON is a draw's result for scripts.
 type drawJSON struct {
@@ -19,12 +45,15 @@ func drawCmd() *command {
 	return &command{
 		name:    "draw",
 		args:    "EVENT_ID",
-		summary: "run a LOTTERY event's draw after its cutoff (idempotent and resumable) and print the winners",
+		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight); idempotent, resumable",
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&quiet, "quiet", false, "print the summary without the winners' request IDs")
 		},
 		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
 			res, err := c.Draw(ctx, eventID)
+			if errors.Is(err, asyncevent.ErrDrawTooEarly) {
+				return tooEarly(ctx, c, eventID, "too early to draw "+eventID)
+			}
 			if err != nil {
 				return err
 			}
@@ -70,6 +99,9 @@ func verifyCmd() *command {
 		summary: "re-check a drawn lottery from the table: seed against commitment, entries, every result (exit 1 if it fails)",
 		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
 			v, err := c.VerifyDraw(ctx, eventID)
+			if errors.Is(err, asyncevent.ErrDrawTooEarly) {
+				return tooEarly(ctx, c, eventID, eventID+" has not been drawn yet, so there is nothing to verify")
+			}
 			if err != nil {
 				return err
 			}

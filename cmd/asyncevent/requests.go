@@ -145,6 +145,12 @@ func logsCmd() *command {
 			if err != nil {
 				return err
 			}
+			if len(logs) == 0 {
+				// No log: a request written without Options.StatusLog, or no request.
+				if _, err := c.GetRequest(ctx, requestID); err != nil {
+					return err
+				}
+			}
 			if e.json {
 				out := []map[string]any{}
 				for i := range logs {

@@ -1,8 +1,8 @@
 // Command httpapi is an HTTP service on asyncevent: users take part in events and
 // follow their requests; admins create events, watch them, and draw lotteries.
-// It shows how a team wires the library into net/http: a Server with its routes
-// (server.go), bearer-token authentication (auth.go), RFC 9457 problem details
-// (problem.go), in-process workers, and a graceful shutdown.
+// It shows how a team mounts package httpapi (the routes, bearer-token
+// authentication, RFC 9457 problem details, the admin web UI) on net/http, with
+// in-process workers and a graceful shutdown.
 //
 // # Run it on an embedded DynamoDB Local with an in-memory queue
 //
@@ -30,7 +30,13 @@
 //	    -queue-url http://sqs.us-east-1.localhost:4566/000000000000/participations \
 //	    -workers 4 -dev
 //
-// With a secret of its own, -dev only prints the sample tokens. Without an endpoint
+// With a secret of its own, -dev only prints the sample tokens. More tokens, for
+// other users, come from the token subcommand with the same secret:
+//
+//	ASYNCEVENT_JWT_SECRET=… go run ./examples/httpapi token -user ann
+//	ASYNCEVENT_JWT_SECRET=… go run ./examples/httpapi token -user ops-1 -admin -ttl 1h
+//
+// Without an endpoint
 // and with -embedded=false the command uses AWS itself, with the default credential
 // chain (environment, ~/.aws, instance role); the table must exist (or pass
 // -create-table). -workers 0 runs ingest only, for a fleet whose workers run
@@ -90,7 +96,7 @@
 //
 // # Admin web UI
 //
-// Operators get server-rendered pages at /admin/ui/ (see ui.go): sign in with an
+// Operators get server-rendered pages at /admin/ui/ (httpapi.Server.MountAdminUI): sign in with an
 // admin token (exchanged for an HttpOnly, SameSite=Strict session cookie), open an
 // event by its ID for its stats, an outcome chart along queue order and the request
 // table, open a request for its latencies and status log, run and verify a draw.
@@ -113,16 +119,27 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/asyncevent/asyncevent"
-	"github.com/asyncevent/asyncevent/internal/ddblocal"
-	"github.com/asyncevent/asyncevent/internal/sqslocal"
+	"github.com/asyncevent/asyncevent/dynamodblocal"
+	"github.com/asyncevent/asyncevent/httpapi"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "token" {
+		if err := mintCmd(os.Args[2:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+			if !errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintln(os.Stderr, "httpapi token:", err)
+			}
+			os.Exit(2)
+		}
+		return
+	}
 	cfg, err := parseConfig(os.Args[1:], os.Getenv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
@@ -186,7 +203,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&secret, "jwt-secret", getenv("ASYNCEVENT_JWT_SECRET"), "HS256 secret of the bearer tokens, at least 32 bytes (env ASYNCEVENT_JWT_SECRET)")
 	fs.BoolVar(&c.dev, "dev", false, "development: make up a JWT secret if none is given and print an admin and a user token")
 	fs.BoolVar(&c.statusLog, "status-log", true, "write a StatusLog item for every transition (GET /admin/requests/{id}/logs)")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", DefaultRequestTimeout, "deadline of each request")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "deadline of each request")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: httpapi [flags]       serve the API\n       httpapi token -user ID [-admin] [-ttl D]   mint a bearer token\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown may take: drain HTTP, then stop the workers")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	if err := fs.Parse(args); err != nil {
@@ -220,13 +241,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	switch {
 	case secret == "" && c.dev:
-		b := make([]byte, MinSecretBytes)
+		b := make([]byte, httpapi.MinSecretBytes)
 		_, _ = rand.Read(b) // never fails (crypto/rand)
 		secret, c.generatedSecret = hex.EncodeToString(b), true
 	case secret == "":
 		return c, errors.New("a JWT secret is required: -jwt-secret or ASYNCEVENT_JWT_SECRET (or -dev to make one up)")
-	case len(secret) < MinSecretBytes:
-		return c, fmt.Errorf("the JWT secret has %d bytes; HS256 wants at least %d", len(secret), MinSecretBytes)
+	case len(secret) < httpapi.MinSecretBytes:
+		return c, fmt.Errorf("the JWT secret has %d bytes; HS256 wants at least %d", len(secret), httpapi.MinSecretBytes)
 	}
 	c.jwtSecret = []byte(secret)
 	return c, nil
@@ -259,6 +280,9 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 		err = client.CreateTable(ctx)
 	} else {
 		err = client.CheckTable(ctx)
+	}
+	if errors.Is(err, asyncevent.ErrTableNotFound) {
+		return fmt.Errorf("table %s not found: pass -create-table to create it (or -table to name another)", cfg.table)
 	}
 	if err != nil {
 		return fmt.Errorf("table %s: %w", cfg.table, err)
@@ -294,14 +318,25 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 		workers = append(workers, w)
 	}
 
-	srv := NewServer(ServerOptions{
+	auth, err := httpapi.NewJWTAuthenticator(cfg.jwtSecret, httpapi.JWTOptions{})
+	if err != nil {
+		_ = stopWorkers(context.Background())
+		return err
+	}
+	srv, err := httpapi.NewServer(httpapi.ServerOptions{
 		Client:         client,
 		Queue:          queue,
-		JWTSecret:      cfg.jwtSecret,
+		Authenticator:  auth,
 		Logger:         logger,
 		RequestTimeout: cfg.requestTimeout,
 	})
-	srv.MountAdminUI(AdminUIOptions{})
+	if err == nil {
+		err = srv.MountAdminUI(httpapi.AdminUIOptions{})
+	}
+	if err != nil {
+		_ = stopWorkers(context.Background())
+		return err
+	}
 	httpServer := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -352,7 +387,7 @@ func dynamoClient(ctx context.Context, cfg config, logger *slog.Logger) (*dynamo
 	stop := func() {}
 	switch {
 	case cfg.embedded:
-		inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: func(format string, args ...any) {
+		inst, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
 			logger.Info(fmt.Sprintf(format, args...))
 		}})
 		if err != nil {
@@ -367,7 +402,7 @@ func dynamoClient(ctx context.Context, cfg config, logger *slog.Logger) (*dynamo
 		}
 		return dynamodb.NewFromConfig(awsCfg), stop, nil
 	}
-	db, err := ddblocal.NewClient(ctx, endpoint)
+	db, err := dynamodblocal.NewClient(endpoint)
 	if err != nil {
 		stop()
 		return nil, nil, err
@@ -382,11 +417,12 @@ func newQueue(ctx context.Context, cfg config) (asyncevent.Queue, error) {
 	}
 	var client *sqs.Client
 	if cfg.sqsEndpoint != "" {
-		c, err := sqslocal.NewClient(ctx, cfg.sqsEndpoint)
-		if err != nil {
-			return nil, err
-		}
-		client = c
+		// A local SQS such as fauxqs checks only that some credentials are there.
+		client = sqs.New(sqs.Options{
+			Region:       "us-east-1",
+			Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+			BaseEndpoint: aws.String(cfg.sqsEndpoint),
+		})
 	} else {
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
@@ -407,18 +443,20 @@ func queueName(cfg config) string {
 // printDevTokens prints a day's admin and user token, ready to paste into a shell.
 func printDevTokens(w io.Writer, cfg config) {
 	exp := time.Now().Add(24 * time.Hour)
-	admin, err1 := MintToken(cfg.jwtSecret, "admin-1", RoleAdmin, exp)
-	user, err2 := MintToken(cfg.jwtSecret, "user-1", RoleUser, exp)
+	admin, err1 := httpapi.MintToken(cfg.jwtSecret, "admin-1", httpapi.RoleAdmin, exp)
+	user, err2 := httpapi.MintToken(cfg.jwtSecret, "user-1", httpapi.RoleUser, exp)
 	if err := errors.Join(err1, err2); err != nil {
 		fmt.Fprintln(w, "dev: cannot mint tokens:", err)
 		return
 	}
 	if cfg.generatedSecret {
-		fmt.Fprintln(w, "dev: made up a JWT secret; these tokens die with this process")
+		fmt.Fprintln(w, "dev: made up a JWT secret; tokens signed with it die with this process")
+		fmt.Fprintf(w, "export ASYNCEVENT_JWT_SECRET=%s\n", cfg.jwtSecret)
 	}
 	fmt.Fprintf(w, "dev: tokens valid until %s:\nexport ADMIN_TOKEN=%s\nexport USER_TOKEN=%s\n",
 		exp.UTC().Format(time.RFC3339), admin, user)
 	fmt.Fprintf(w, "dev: curl -s -X POST localhost%s/events/spring-sale/participations -H \"Authorization: Bearer $USER_TOKEN\"\n", portOf(cfg.addr))
+	fmt.Fprintln(w, "dev: a token for another user: go run ./examples/httpapi token -user NAME [-admin] (with ASYNCEVENT_JWT_SECRET as above)")
 	fmt.Fprintf(w, "dev: admin web UI at http://localhost%s/admin/ui/ (sign in with $ADMIN_TOKEN)\n", portOf(cfg.addr))
 }
 
@@ -429,4 +467,40 @@ func portOf(addr string) string {
 		}
 	}
 	return ":8080"
+}
+
+// mintCmd is the token subcommand: it prints a bearer token for a user, signed with
+// the server's secret (-jwt-secret or ASYNCEVENT_JWT_SECRET).
+func mintCmd(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("httpapi token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	user := fs.String("user", "", "the user ID (the token's sub); required")
+	admin := fs.Bool("admin", false, "role admin, for /admin/* and the admin web UI")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid")
+	secret := fs.String("jwt-secret", getenv("ASYNCEVENT_JWT_SECRET"), "HS256 secret of the server (env ASYNCEVENT_JWT_SECRET)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	case *user == "":
+		return errors.New("-user is required")
+	case *ttl <= 0:
+		return fmt.Errorf("-ttl %s: want a positive duration", *ttl)
+	}
+	auth, err := httpapi.NewJWTAuthenticator([]byte(*secret), httpapi.JWTOptions{})
+	if err != nil {
+		return fmt.Errorf("%w (-jwt-secret or ASYNCEVENT_JWT_SECRET: the server's secret)", err)
+	}
+	role := httpapi.RoleUser
+	if *admin {
+		role = httpapi.RoleAdmin
+	}
+	tok, err := auth.Mint(*user, role, time.Now().Add(*ttl))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, tok)
+	return err
 }

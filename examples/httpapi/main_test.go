@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/httpapi"
 )
 
 // TestEndToEndOverSQS runs the command's own wiring (run) on a real socket, with
@@ -65,7 +66,7 @@ func TestEndToEndOverSQS(t *testing.T) {
 		t.Fatal("the server did not start")
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: users}, Timeout: 2 * time.Minute}
-	admin := token(t, "admin-1", RoleAdmin)
+	admin := token(t, "admin-1", httpapi.RoleAdmin)
 
 	r := doURL(t, hc, base, "GET", "/healthz", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -77,7 +78,7 @@ func TestEndToEndOverSQS(t *testing.T) {
 	errs := make([]error, users)
 	start := make(chan struct{})
 	for i := range users {
-		tok := token(t, fmt.Sprintf("user-%03d", i), RoleUser)
+		tok := token(t, fmt.Sprintf("user-%03d", i), httpapi.RoleUser)
 		wg.Go(func() {
 			<-start
 			answers[i], errs[i] = tryURL(hc, base, "POST", "/events/rush/participations", tok, nil)
@@ -90,12 +91,12 @@ func TestEndToEndOverSQS(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, answers[i].status, "user %d: %s", i, answers[i].body)
 	}
 
-	var stats StatsView
+	var stats httpapi.StatsView
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		r = doURL(t, hc, base, "GET", "/admin/events/rush/stats", admin, nil)
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-		stats = decode[StatsView](t, r)
+		stats = decode[httpapi.StatsView](t, r)
 		terminal := stats.ByStatus[asyncevent.StatusSucceeded] + stats.ByStatus[asyncevent.StatusRejected] + stats.ByStatus[asyncevent.StatusFailedFinal]
 		if terminal == users {
 			break
@@ -155,19 +156,22 @@ func TestRunWithMemoryQueue(t *testing.T) {
 
 	// -dev printed tokens signed with the secret it made up.
 	adminTok, userTok := exported(t, logs.String(), "ADMIN_TOKEN"), exported(t, logs.String(), "USER_TOKEN")
+	// ... and how to mint more with it.
+	assert.Equal(t, string(cfg.jwtSecret), exported(t, logs.String(), "ASYNCEVENT_JWT_SECRET"))
+	assert.Contains(t, logs.String(), "go run ./examples/httpapi token -user NAME")
 	r := doURL(t, http.DefaultClient, base, "POST", "/admin/events", adminTok, map[string]any{"eventId": "sale", "eventType": "FIRST_COME", "capacityTotal": 1})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	r = doURL(t, http.DefaultClient, base, "POST", "/events/sale/participations", userTok, nil)
 	require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
-	id := decode[ParticipationView](t, r).RequestID
+	id := decode[httpapi.ParticipationView](t, r).RequestID
 
 	require.Eventually(t, func() bool {
 		r := doURL(t, http.DefaultClient, base, "GET", "/requests/"+id, userTok, nil)
-		return r.status == http.StatusOK && decode[RequestView](t, r).Status == asyncevent.StatusSucceeded
+		return r.status == http.StatusOK && decode[httpapi.RequestView](t, r).Status == asyncevent.StatusSucceeded
 	}, time.Minute, 50*time.Millisecond)
 	r = doURL(t, http.DefaultClient, base, "GET", "/admin/requests/"+id+"/logs", adminTok, nil)
 	require.Equal(t, http.StatusOK, r.status)
-	assert.Empty(t, decode[StatusLogsView](t, r).Logs, "-status-log=false")
+	assert.Empty(t, decode[httpapi.StatusLogsView](t, r).Logs, "-status-log=false")
 
 	cancel()
 	require.NoError(t, <-done)
@@ -217,7 +221,7 @@ func TestParseConfig(t *testing.T) {
 	assert.Equal(t, config{
 		addr: ":9999", table: "T", dynamoEndpoint: "http://localhost:8000", queueURL: "http://localhost:4566/000000000000/q",
 		sqsEndpoint: "http://localhost:4566", workers: 2, jwtSecret: []byte(secret), statusLog: true,
-		requestTimeout: DefaultRequestTimeout, shutdownTimeout: 30 * time.Second,
+		requestTimeout: httpapi.DefaultRequestTimeout, shutdownTimeout: 30 * time.Second,
 	}, c, "from the environment; an endpoint means not embedded")
 
 	c, err = parseConfig([]string{"-jwt-secret", secret, "-embedded=false", "-workers", "0", "-table", "U"}, env(map[string]string{"ASYNCEVENT_TABLE": "T"}), io.Discard)
@@ -238,4 +242,32 @@ func TestParseConfig(t *testing.T) {
 		_, err := parseConfig(args, noEnv, io.Discard)
 		assert.Error(t, err, "%q", args)
 	}
+}
+
+func TestTokenSubcommand(t *testing.T) {
+	t.Parallel()
+	secret := strings.Repeat("s", 32)
+	var out, errOut strings.Builder
+	require.NoError(t, mintCmd([]string{"-user", "ann", "-admin", "-ttl", "1h"}, func(string) string { return secret }, &out, &errOut))
+	auth, err := httpapi.NewJWTAuthenticator([]byte(secret), httpapi.JWTOptions{})
+	require.NoError(t, err)
+	p, err := auth.Authenticate(&http.Request{Header: http.Header{"Authorization": {"Bearer " + strings.TrimSpace(out.String())}}})
+	require.NoError(t, err)
+	assert.Equal(t, "ann", p.UserID)
+	assert.Equal(t, httpapi.RoleAdmin, p.Role)
+
+	noEnv := func(string) string { return "" }
+	assert.ErrorContains(t, mintCmd([]string{"-user", "ann"}, noEnv, io.Discard, io.Discard), "ASYNCEVENT_JWT_SECRET")
+	assert.ErrorContains(t, mintCmd(nil, func(string) string { return secret }, io.Discard, io.Discard), "-user is required")
+}
+
+// A missing table names the flag that creates it.
+func TestMissingTableSaysCreateTable(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig([]string{"-addr", "127.0.0.1:0", "-table", asynceventtest.UniqueTableName(t),
+		"-dynamodb-endpoint", asynceventtest.Endpoint(t), "-jwt-secret", string(testSecret)}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	err = run(context.Background(), cfg, io.Discard, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not found: pass -create-table to create it")
 }

@@ -1,65 +1,55 @@
-// Command lambda is an AWS Lambda function that processes the asyncevent queue: an SQS
-// event source mapping delivers batches, and the function reports the messages that
-// must come back as partial batch failures (enable ReportBatchItemFailures on the
-// mapping). The processing is the same as the long-running Worker's.
+// Command lambda is an AWS Lambda function that processes the asyncevent queue with
+// package awslambda: an SQS event source mapping delivers batches, and the function
+// reports the messages that must come back as partial batch failures (enable
+// ReportBatchItemFailures on the mapping).
 //
-// Environment: ASYNCEVENT_TABLE (default AsyncEventTable); the AWS SDK's usual
-// variables for region and credentials.
+// Environment: ASYNCEVENT_TABLE (default AsyncEventTable); ASYNCEVENT_QUEUE_URL, the
+// mapping's queue, for the worker's backoff and keep-alive through
+// ChangeMessageVisibility (optional); ASYNCEVENT_VISIBILITY_TIMEOUT, that queue's
+// visibility timeout (default 30s); the AWS SDK's usual variables for region and
+// credentials.
 package main
 
 import (
 	"context"
 	"log"
 	"os"
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/awslambda"
 )
 
 func main() {
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	table := os.Getenv("ASYNCEVENT_TABLE")
-	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: table})
+	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: os.Getenv("ASYNCEVENT_TABLE")})
 	if err != nil {
 		log.Fatal(err)
 	}
 	// MaxReceives must equal the queue's redrive policy maxReceiveCount.
-	p := asyncevent.NewProcessor(client, asyncevent.ProcessOptions{MaxReceives: 5})
-	lambda.Start(handler(p))
-}
-
-// handler processes one SQS batch and returns the messages that must be retried.
-func handler(p *asyncevent.Processor) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		ds := make([]asyncevent.Delivery, 0, len(ev.Records))
-		for _, r := range ev.Records {
-			ds = append(ds, delivery(r))
+	opts := awslambda.Options{ProcessOptions: asyncevent.ProcessOptions{MaxReceives: 5}}
+	if url := os.Getenv("ASYNCEVENT_QUEUE_URL"); url != "" {
+		if opts.Queue, err = asyncevent.NewSQSQueue(sqs.NewFromConfig(cfg), url); err != nil {
+			log.Fatal(err)
 		}
-		var resp events.SQSEventResponse
-		for _, id := range p.ProcessMessages(ctx, ds) {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+	}
+	if v := os.Getenv("ASYNCEVENT_VISIBILITY_TIMEOUT"); v != "" {
+		if opts.VisibilityTimeout, err = time.ParseDuration(v); err != nil {
+			log.Fatal(err)
 		}
-		return resp, nil
 	}
-}
-
-// delivery converts a Lambda SQS record.
-func delivery(r events.SQSMessage) asyncevent.Delivery {
-	d := asyncevent.Delivery{MessageID: r.MessageId, Receipt: r.ReceiptHandle, Body: []byte(r.Body), ReceiveCount: 1}
-	if n, err := strconv.Atoi(r.Attributes["ApproximateReceiveCount"]); err == nil {
-		d.ReceiveCount = n
+	h, err := awslambda.New(client, opts)
+	if err != nil {
+		log.Fatal(err)
 	}
-	if ms, err := strconv.ParseInt(r.Attributes["SentTimestamp"], 10, 64); err == nil {
-		d.SentAt = time.UnixMilli(ms)
-	}
-	return d
+	lambda.Start(h.Handle)
 }

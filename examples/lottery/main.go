@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
-	"github.com/asyncevent/asyncevent/internal/ddblocal"
+	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
 
 func main() {
@@ -32,7 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *endpoint == "" {
-		inst, err := ddblocal.Start(ctx, ddblocal.Options{Logf: log.Printf})
+		inst, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: log.Printf})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func (c *skipClock) now() time.Time       { return time.Now().Add(time.Duration(
 func (c *skipClock) skip(d time.Duration) { c.offset.Add(int64(d)) }
 
 func run(ctx context.Context, out io.Writer, endpoint string, entries int, winners int64) error {
-	db, err := ddblocal.NewClient(ctx, endpoint)
+	db, err := dynamodblocal.NewClient(endpoint)
 	if err != nil {
 		return err
 	}
@@ -77,8 +77,25 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 	fmt.Fprintf(out, "event %s: %d winners, entries until %s\n", event.EventID, winners, cutoff.Format(time.RFC3339))
 	fmt.Fprintf(out, "published seed commitment: %s\n", event.SeedCommitment)
 
+	// Progress, at every tenth of the entries: the run takes half a minute or so on
+	// DynamoDB Local.
+	step := max(entries/10, 1)
+	var mu sync.Mutex
+	progress := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format, args...)
+	}
+	var collected atomic.Int64
 	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
-	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 100 * time.Millisecond})
+	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 100 * time.Millisecond,
+		ProcessOptions: asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) {
+			if o.Kind == asyncevent.OutcomeCollected {
+				if n := collected.Add(1); n%int64(step) == 0 {
+					progress("  %d/%d entries collected by the workers\n", n, entries)
+				}
+			}
+		}}})
 	if err != nil {
 		return err
 	}
@@ -87,16 +104,20 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 	}
 	users := make(chan int)
 	var wg sync.WaitGroup
-	var failed atomic.Int64
+	var entered, failed atomic.Int64
 	for range 16 {
 		wg.Go(func() {
 			for i := range users {
 				if _, err := client.Submit(ctx, queue, event.EventID, fmt.Sprintf("user-%05d", i)); err != nil {
 					failed.Add(1)
 				}
+				if n := entered.Add(1); n%int64(step) == 0 {
+					progress("  %d/%d users entered\n", n, entries)
+				}
 			}
 		})
 	}
+	fmt.Fprintf(out, "%d users enter through 16 clients while a worker collects the entries…\n", entries)
 	for i := range entries {
 		users <- i
 	}
@@ -110,6 +131,7 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 	}
 	fmt.Fprintf(out, "%d entries collected (%d refused)\n", entries-int(failed.Load()), failed.Load())
 
+	fmt.Fprintf(out, "the clock jumps past the cutoff and the settle window (%s); drawing…\n", asyncevent.DefaultDrawSettleWindow)
 	clock.skip(time.Hour + asyncevent.DefaultDrawSettleWindow)
 	res, err := client.Draw(ctx, event.EventID)
 	if err != nil {

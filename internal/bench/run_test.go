@@ -34,17 +34,18 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	}
 
 	in := byName[bench.FlowIngestNew]
-	assert.Equal(t, 1.0, in.Library.PerOp.Calls["TransactWriteItems"])
+	assert.Zero(t, in.Library.PerOp.Calls["TransactWriteItems"], "the design's own writes, no transaction")
+	assert.Equal(t, 2.0, in.Library.PerOp.Calls["PutItem"], "the lock, the request")
 	assert.Equal(t, 1.0, in.Library.PerOp.Calls["UpdateItem"])
 	// Plus one GetItem of the event's config per event (2 rounds × 20 clicks): cached.
-	assert.InDelta(t, 2.05, in.Library.PerOp.DynamoDBCalls, 1e-9)
+	assert.InDelta(t, 3.05, in.Library.PerOp.DynamoDBCalls, 1e-9)
 	assert.Equal(t, 1.0, in.Library.PerOp.QueueSends)
 	assert.Equal(t, 3.0, in.Baseline.PerOp.DynamoDBCalls, "PutItem lock + PutItem request + UpdateItem")
 	assert.Equal(t, 1.0, in.Baseline.PerOp.QueueSends)
 
 	dup := byName[bench.FlowIngestDup]
-	// Another node: one cancelled transaction, plus that node's own cached CONFIG
-	// read per event.
+	// Another node: the lock's failed put, plus that node's own cached CONFIG read per
+	// event.
 	assert.InDelta(t, 1.05, dup.Library.PerOp.DynamoDBCalls, 1e-9)
 	assert.Equal(t, 0.0, dup.Library.PerOp.QueueSends)
 	assert.Equal(t, 2.0, dup.Baseline.PerOp.DynamoDBCalls)
@@ -59,7 +60,7 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	assert.Equal(t, 3.0, win.Baseline.PerOp.DynamoDBCalls)
 
 	sold := byName[bench.FlowWorkerSoldOut]
-	assert.Equal(t, 2.0, sold.Library.PerOp.DynamoDBCalls)
+	assert.Equal(t, 1.0, sold.Library.PerOp.DynamoDBCalls, "one conditional write")
 	assert.Equal(t, 0.0, sold.Library.PerOp.CapacityWrites)
 	assert.Equal(t, 1.0, sold.Baseline.PerOp.CapacityWrites)
 }

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// ServerOptions configures a Server. Client and a JWTSecret of at least
-// MinSecretBytes bytes are required; every other field has a default.
+// ServerOptions configures a Server. Client and Authenticator are required; every
+// other field has a default.
 type ServerOptions struct {
 	// Client runs the access patterns. Required.
 	Client *asyncevent.Client
@@ -25,20 +25,13 @@ type ServerOptions struct {
 	// no participations (503 ingest_disabled), e.g. an admin-only deployment.
 	Queue asyncevent.Queue
 
-	// JWTSecret is the HS256 key that every bearer token must be signed with.
-	// Required, at least MinSecretBytes bytes.
-	JWTSecret []byte
+	// Authenticator tells who sent each request that is not to a Public route, e.g.
+	// a JWTAuthenticator. Required.
+	Authenticator Authenticator
 
 	// Logger receives the access log (one line per request) and the errors behind
 	// 5xx answers. Default: discard.
 	Logger *slog.Logger
-
-	// Clock tells the time for token expiry. Default: time.Now.
-	Clock func() time.Time
-
-	// TokenLeeway is the clock skew allowed on a token's exp, nbf and iat.
-	// Default: DefaultTokenLeeway (10 seconds).
-	TokenLeeway time.Duration
 
 	// RequestTimeout bounds each request's work (its context). A request that runs
 	// out answers 503 timeout. Default: DefaultRequestTimeout (10 seconds).
@@ -57,12 +50,13 @@ const (
 
 // Server is the HTTP API over an asyncevent.Client: user participation and reads,
 // and the admin routes. It is an http.Handler factory, not a listener: serve
-// Handler with an http.Server of your own (main does). Mount adds routes, e.g. an
-// admin web UI, behind the same authentication, timeout and access log.
+// Handler with an http.Server of your own, or mount it in a larger mux. Mount adds
+// routes behind the same authentication, timeout and access log; MountAdminUI adds
+// the admin web UI.
 type Server struct {
 	client  *asyncevent.Client
 	queue   asyncevent.Queue
-	auth    *authenticator
+	auth    Authenticator
 	logger  *slog.Logger
 	timeout time.Duration
 	maxBody int64
@@ -70,24 +64,17 @@ type Server struct {
 	handler http.Handler
 }
 
-// NewServer returns a Server with its routes registered. It panics when Client is
-// nil or JWTSecret is shorter than MinSecretBytes: both are wiring mistakes that no
-// request could recover from.
-func NewServer(opts ServerOptions) *Server {
+// NewServer returns a Server with its routes registered, or an error when Client or
+// Authenticator is missing.
+func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Client == nil {
-		panic("httpapi: NewServer: ServerOptions.Client is nil")
+		return nil, errors.New("httpapi: NewServer: ServerOptions.Client is nil")
 	}
-	if len(opts.JWTSecret) < MinSecretBytes {
-		panic(fmt.Sprintf("httpapi: NewServer: ServerOptions.JWTSecret has %d bytes, want at least %d", len(opts.JWTSecret), MinSecretBytes))
+	if opts.Authenticator == nil {
+		return nil, errors.New("httpapi: NewServer: ServerOptions.Authenticator is nil")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	if opts.TokenLeeway <= 0 {
-		opts.TokenLeeway = DefaultTokenLeeway
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
@@ -98,7 +85,7 @@ func NewServer(opts ServerOptions) *Server {
 	s := &Server{
 		client:  opts.Client,
 		queue:   opts.Queue,
-		auth:    newAuthenticator(append([]byte(nil), opts.JWTSecret...), opts.TokenLeeway, opts.Clock),
+		auth:    opts.Authenticator,
 		logger:  opts.Logger,
 		timeout: opts.RequestTimeout,
 		maxBody: opts.MaxBodyBytes,
@@ -120,7 +107,7 @@ func NewServer(opts ServerOptions) *Server {
 	s.route("GET /admin/events/{eventId}/draw/verify", AdminOnly, s.verifyDraw)
 	s.route("GET /admin/requests/{requestId}", AdminOnly, s.getRequest)
 	s.route("GET /admin/requests/{requestId}/logs", AdminOnly, s.statusLogs)
-	return s
+	return s, nil
 }
 
 // Handler returns the server's handler: every route, with the access log, panic
@@ -151,7 +138,7 @@ func (s *Server) route(pattern string, access Access, f apiFunc) {
 		var p Principal
 		if access != Public {
 			var err error
-			p, err = s.auth.authenticate(r, access)
+			p, err = s.authenticate(r, access)
 			if info != nil {
 				info.userID = p.UserID
 			}

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const chromiumPath = "/usr/bin/chromium"
 
 // screenshotPath is the README's screenshot, rewritten by the browser test when
 // UPDATE_SCREENSHOT=1.
-const screenshotPath = "../../docs/admin-event.png"
+const screenshotPath = "../docs/admin-event.png"
 
 // TestAdminUIInBrowser drives the admin UI in a real, headless Chromium: sign in,
 // open a first-come event of 200 requests (half of them processed), page through

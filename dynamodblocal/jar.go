@@ -1,4 +1,4 @@
-package ddblocal
+package dynamodblocal
 
 import (
 	"context"
@@ -66,10 +66,10 @@ func startJar(ctx context.Context, cacheDir string, logf func(string, ...any)) (
 			return strings.Contains(out, "Address already in use") || strings.Contains(out, "BindException")
 		},
 		Attempts: jarPortAttempts,
-		Logf:     localproc.Logf(logf, "ddblocal: "),
+		Logf:     localproc.Logf(logf, "dynamodblocal: "),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return localproc.NewInstance(p.Endpoint, SourceJar, p.Stop), nil
+	return newInstance(p.Endpoint, SourceJar, p.Stop)
 }

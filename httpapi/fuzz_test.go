@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func FuzzCreateEventBody(f *testing.F) {
 		f.Setenv("DYNAMODB_ENDPOINT", asynceventtest.Endpoint(f))
 	}
 	client := asynceventtest.NewTable(f)
-	h := NewServer(ServerOptions{Client: client, JWTSecret: testSecret}).Handler()
+	h := newServer(f, ServerOptions{Client: client}).Handler()
 	admin, err := MintToken(testSecret, "admin-1", RoleAdmin, time.Now().Add(24*time.Hour))
 	if err != nil {
 		f.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 // The admin web UI: server-rendered pages under /admin/ui/ for operators, built
 // from the same access patterns as the admin API (GetItem and Query, never Scan).
@@ -35,6 +35,11 @@ const uiPrefix = "/admin/ui/"
 
 // AdminUIOptions configures the admin web UI. The zero value is valid.
 type AdminUIOptions struct {
+	// SessionSecret signs the session cookies and CSRF tokens: at least
+	// MinSecretBytes bytes, kept secret. Default: derived from the secret of the
+	// server's Authenticator when it is a JWTAuthenticator; required otherwise.
+	SessionSecret []byte
+
 	// SessionTTL bounds a session; a session also ends when the token it was made
 	// from expires. Default: DefaultSessionTTL (8 hours).
 	SessionTTL time.Duration
@@ -44,7 +49,13 @@ type AdminUIOptions struct {
 	// Default: DefaultChartRequests (2000).
 	ChartRequests int
 
-	// Clock tells the time for session expiry. Default: time.Now.
+	// DrawSettleWindow is the Client's Options.DrawSettleWindow: the event page's
+	// draw button is enabled from a lottery's cutoff plus this. Default:
+	// asyncevent.DefaultDrawSettleWindow.
+	DrawSettleWindow time.Duration
+
+	// Clock tells the time for session expiry and for enabling the draw button; it
+	// should agree with the Client's. Default: time.Now.
 	Clock func() time.Time
 }
 
@@ -59,23 +70,28 @@ const defaultPageSize = 50
 
 // adminUI serves the pages.
 type adminUI struct {
-	srv        *Server
-	client     *asyncevent.Client
-	keys       sessionKeys
-	sessionTTL time.Duration
-	chartMax   int
-	now        func() time.Time
-	pages      map[string]*template.Template
-	static     fs.FS
-	assetHash  map[string]string // file name → short content hash, for cache busting
+	srv          *Server
+	client       *asyncevent.Client
+	keys         sessionKeys
+	sessionTTL   time.Duration
+	chartMax     int
+	now          func() time.Time
+	settleWindow time.Duration
+	pages        map[string]*template.Template
+	static       fs.FS
+	assetHash    map[string]string // file name → short content hash, for cache busting
 }
 
-// MountAdminUI adds the admin web UI under /admin/ui/. Its pages authenticate with
-// a session cookie obtained at /admin/ui/login with an admin token, not with a
-// bearer token, so they are mounted as Public routes and check the session
-// themselves (behind the server's timeout and access log all the same).
-func (s *Server) MountAdminUI(opts AdminUIOptions) {
-	u := newAdminUI(s, opts)
+// MountAdminUI adds the admin web UI under /admin/ui/, behind the server's timeout
+// and access log. Its pages authenticate with a session cookie obtained at
+// /admin/ui/login with an admin token (checked by the server's Authenticator), not
+// with a bearer token, so they are mounted as Public routes and check the session
+// themselves. A service that wants the API without the UI does not call it.
+func (s *Server) MountAdminUI(opts AdminUIOptions) error {
+	u, err := newAdminUI(s, opts)
+	if err != nil {
+		return err
+	}
 	s.Mount("GET /admin/ui", Public, http.RedirectHandler(uiPrefix, http.StatusMovedPermanently))
 	s.Mount("GET /admin/ui/{$}", Public, u.authed(u.home))
 	s.Mount("GET /admin/ui/login", Public, u.public(u.loginForm))
@@ -88,9 +104,18 @@ func (s *Server) MountAdminUI(opts AdminUIOptions) {
 	s.Mount("GET /admin/ui/requests/{requestId}", Public, u.authed(u.request))
 	s.Mount("GET /admin/ui/static/{file}", Public, http.HandlerFunc(u.serveStatic))
 	s.Mount("GET /admin/ui/", Public, u.public(u.notFound))
+	return nil
 }
 
-func newAdminUI(s *Server, opts AdminUIOptions) *adminUI {
+func newAdminUI(s *Server, opts AdminUIOptions) (*adminUI, error) {
+	if len(opts.SessionSecret) == 0 {
+		if j, ok := s.auth.(*JWTAuthenticator); ok {
+			opts.SessionSecret = j.secret
+		}
+	}
+	if len(opts.SessionSecret) < MinSecretBytes {
+		return nil, fmt.Errorf("httpapi: MountAdminUI: the session secret has %d bytes, want at least %d", len(opts.SessionSecret), MinSecretBytes)
+	}
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = DefaultSessionTTL
 	}
@@ -100,20 +125,24 @@ func newAdminUI(s *Server, opts AdminUIOptions) *adminUI {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.DrawSettleWindow <= 0 {
+		opts.DrawSettleWindow = asyncevent.DefaultDrawSettleWindow
+	}
 	static, err := fs.Sub(uiFiles, "ui/static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
 	u := &adminUI{
-		srv:        s,
-		client:     s.client,
-		keys:       newSessionKeys(s.auth.secret),
-		sessionTTL: opts.SessionTTL,
-		chartMax:   opts.ChartRequests,
-		now:        opts.Clock,
-		pages:      map[string]*template.Template{},
-		static:     static,
-		assetHash:  map[string]string{},
+		srv:          s,
+		client:       s.client,
+		keys:         newSessionKeys(opts.SessionSecret),
+		sessionTTL:   opts.SessionTTL,
+		chartMax:     opts.ChartRequests,
+		now:          opts.Clock,
+		settleWindow: opts.DrawSettleWindow,
+		pages:        map[string]*template.Template{},
+		static:       static,
+		assetHash:    map[string]string{},
 	}
 	entries, _ := fs.ReadDir(static, ".")
 	for _, e := range entries {
@@ -125,7 +154,7 @@ func newAdminUI(s *Server, opts AdminUIOptions) *adminUI {
 		t := template.New("layout.html").Funcs(u.funcs())
 		u.pages[name] = template.Must(t.ParseFS(uiFiles, "ui/templates/layout.html", "ui/templates/"+name+".html"))
 	}
-	return u
+	return u, nil
 }
 
 // uiSession is the signed-in operator of a request, and the CSRF token of the
@@ -376,7 +405,7 @@ func (u *adminUI) login(w http.ResponseWriter, r *http.Request, _ *uiSession) er
 	}
 	now := u.now()
 	expires := now.Add(u.sessionTTL)
-	if exp.Before(expires) {
+	if !exp.IsZero() && exp.Before(expires) {
 		expires = exp
 	}
 	value := u.keys.seal(session{UserID: p.UserID, Role: RoleAdmin, Expiry: expires.Unix(), Nonce: randomNonce()})
@@ -460,6 +489,7 @@ func (u *adminUI) funcs() template.FuncMap {
 		"eventURL":   eventURL,
 		"requestURL": requestURL,
 		"time":       fmtTime,
+		"rfc3339":    func(m asyncevent.EpochMillis) string { return m.Time().UTC().Format(timestampLayout) },
 		"clock":      fmtClock,
 		"between":    between,
 		"dur":        fmtDuration,

@@ -1,7 +1,10 @@
-package main
+package httpapi
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
 )
 
 // sign signs claims with method and key, for tokens MintToken would never make.
@@ -49,6 +54,9 @@ func TestTokensAreChecked(t *testing.T) {
 		{"alg HS512, same secret", "Bearer " + sign(t, jwt.SigningMethodHS512, testSecret, claimsFor("ann", RoleAdmin, hour)), `Bearer realm="asyncevent", error="invalid_token"`},
 		{"no exp", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, Claims{Role: RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: "ann"}}), `Bearer realm="asyncevent", error="invalid_token"`},
 		{"not yet valid", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, Claims{Role: RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: "ann", ExpiresAt: jwt.NewNumericDate(hour), NotBefore: jwt.NewNumericDate(time.Now().Add(30 * time.Minute))}}), `Bearer realm="asyncevent", error="invalid_token"`},
+		{"iat in the future", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, Claims{Role: RoleAdmin, RegisteredClaims: jwt.RegisteredClaims{Subject: "ann", ExpiresAt: jwt.NewNumericDate(hour), IssuedAt: jwt.NewNumericDate(time.Now().Add(30 * time.Minute))}}), `Bearer realm="asyncevent", error="invalid_token"`},
+		{"exp a numeric string", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, jwt.MapClaims{"sub": "ann", "role": "admin", "exp": strconv.FormatInt(hour.Unix(), 10)}), `Bearer realm="asyncevent", error="invalid_token"`},
+		{"iat a numeric string", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, jwt.MapClaims{"sub": "ann", "role": "admin", "exp": hour.Unix(), "iat": strconv.FormatInt(time.Now().Unix(), 10)}), `Bearer realm="asyncevent", error="invalid_token"`},
 		{"no sub", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, claimsFor("", RoleAdmin, hour)), `Bearer realm="asyncevent", error="invalid_token"`},
 		{"sub with #", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, claimsFor("ann#1", RoleAdmin, hour)), `Bearer realm="asyncevent", error="invalid_token"`},
 		{"sub too long", "Bearer " + sign(t, jwt.SigningMethodHS256, testSecret, claimsFor(strings.Repeat("a", 500), RoleAdmin, hour)), `Bearer realm="asyncevent", error="invalid_token"`},
@@ -136,4 +144,66 @@ func TestMintToken(t *testing.T) {
 	assert.Equal(t, RoleAdmin, c.Role)
 	require.NotNil(t, c.ExpiresAt)
 	require.NotNil(t, c.IssuedAt)
+}
+
+func TestJWTAuthenticatorOptions(t *testing.T) {
+	t.Parallel()
+	_, err := NewJWTAuthenticator([]byte("short"), JWTOptions{})
+	assert.ErrorContains(t, err, "want at least 32")
+	_, err = NewJWTAuthenticator(testSecret, JWTOptions{Leeway: time.Hour})
+	assert.ErrorContains(t, err, "leeway")
+
+	// A numeric exp passes and tells the principal's expiry.
+	a := testAuth(t)
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	tok, err := a.Mint("ann", RoleAdmin, exp)
+	require.NoError(t, err)
+	p, err := a.Authenticate(&http.Request{Header: http.Header{"Authorization": {"Bearer " + tok}}})
+	require.NoError(t, err)
+	assert.Equal(t, Principal{UserID: "ann", Role: RoleAdmin, ExpiresAt: exp}, p)
+	_, err = a.Authenticate(&http.Request{Header: http.Header{}})
+	assert.ErrorIs(t, err, ErrNoCredentials)
+}
+
+// headerAuth trusts an X-User header: a service's own identity layer, for the test.
+type headerAuth struct{}
+
+func (headerAuth) Authenticate(r *http.Request) (Principal, error) {
+	switch u := r.Header.Get("X-User"); u {
+	case "":
+		return Principal{}, ErrNoCredentials
+	case "mallory":
+		return Principal{}, errors.New("revoked: internal detail")
+	case "root":
+		return Principal{UserID: u, Role: RoleAdmin}, nil
+	default:
+		return Principal{UserID: u}, nil
+	}
+}
+
+func TestAnAuthenticatorOfTheService(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(_ *asyncevent.Options, so *ServerOptions) { so.Authenticator = headerAuth{} })
+	_, err := e.client.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	get := func(path, user string) *http.Response {
+		req, err := http.NewRequest("GET", e.ts.URL+path, nil)
+		require.NoError(t, err)
+		if user != "" {
+			req.Header.Set("X-User", user)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	assert.Equal(t, http.StatusUnauthorized, get("/me/participations", "").StatusCode)
+	assert.Equal(t, http.StatusUnauthorized, get("/me/participations", "mallory").StatusCode)
+	assert.Equal(t, http.StatusOK, get("/me/participations", "ann").StatusCode)
+	assert.Equal(t, http.StatusForbidden, get("/admin/events/sale", "ann").StatusCode)
+	assert.Equal(t, http.StatusOK, get("/admin/events/sale", "root").StatusCode)
+
+	// The admin UI needs a session secret when the authenticator has none.
+	assert.ErrorContains(t, e.srv.MountAdminUI(AdminUIOptions{}), "session secret")
+	assert.NoError(t, e.srv.MountAdminUI(AdminUIOptions{SessionSecret: testSecret}))
 }

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/asyncevent/asyncevent"
 )
@@ -54,6 +57,7 @@ const (
 	CodeNotLottery           = "not_lottery"            // 409: asyncevent.ErrNotLottery
 	CodeDrawMismatch         = "draw_mismatch"          // 409: asyncevent.ErrDrawMismatch
 	CodeEnqueueFailed        = "enqueue_failed"         // 503: asyncevent.ErrEnqueueFailed; the user may try again
+	CodeThrottled            = "throttled"              // 503: DynamoDB refused the throughput (asyncevent.ErrThrottled); try again after Retry-After
 	CodeIngestDisabled       = "ingest_disabled"        // 503: the server has no queue
 	CodeTimeout              = "timeout"                // 503: the request ran out of ServerOptions.RequestTimeout
 	CodeInternal             = "internal"               // 500: anything else; the detail says nothing
@@ -74,6 +78,30 @@ func newHTTPError(status int, code, detail string) *httpError {
 	return &httpError{status: status, code: code, detail: detail}
 }
 
+// throttledRetryAfter is the Retry-After of a throttled request, in seconds:
+// DynamoDB's partition limits are per second.
+const throttledRetryAfter = "1"
+
+// goPrefix is the package prefix of the library's error texts.
+const goPrefix = "asyncevent: "
+
+// goTime matches a time in Go's default format (time.Time.String), as some library
+// errors print them: "2026-11-23 19:42:52.123 +0000 UTC".
+var goTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)? [+-]\d{4} [A-Z]+`)
+
+// humanDetail is an error's text for a problem's detail: without the library's
+// package prefixes, and with times in RFC 3339 as the API writes them.
+func humanDetail(err error) string {
+	detail := strings.ReplaceAll(err.Error(), goPrefix, "")
+	return goTime.ReplaceAllStringFunc(detail, func(s string) string {
+		t, err := time.Parse("2006-01-02 15:04:05.999999999 -0700 MST", s)
+		if err != nil {
+			return s
+		}
+		return t.UTC().Format(timestampLayout)
+	})
+}
+
 // problemFor maps an error to its problem. Library errors are matched with errors.Is;
 // a 4xx detail is the error's text (it describes the caller's input), a 5xx detail is
 // fixed so that nothing of the infrastructure leaks. internal reports whether the
@@ -81,7 +109,7 @@ func newHTTPError(status int, code, detail string) *httpError {
 func problemFor(err error) (p Problem, header http.Header, internal bool) {
 	var he *httpError
 	var tooLarge *http.MaxBytesError
-	status, code, detail := 0, "", err.Error()
+	status, code, detail := 0, "", humanDetail(err)
 	switch {
 	case errors.As(err, &he):
 		status, code, detail, header = he.status, he.code, he.detail, he.header
@@ -117,6 +145,12 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 		// fresh request. The cause (the queue's error) stays in the log.
 		status, code, detail = http.StatusServiceUnavailable, CodeEnqueueFailed, "the request could not be queued; try again"
 		header = http.Header{"Retry-After": {"1"}}
+		internal = true
+	case errors.Is(err, asyncevent.ErrThrottled):
+		// Nothing half-written is left behind (the library's promise for
+		// ErrThrottled); the cause, a hot partition key, stays in the log.
+		status, code, detail = http.StatusServiceUnavailable, CodeThrottled, "too many requests for this event right now; try again"
+		header = http.Header{"Retry-After": {throttledRetryAfter}}
 		internal = true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		status, code, detail = http.StatusServiceUnavailable, CodeTimeout, "the request took too long; try again"

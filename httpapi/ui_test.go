@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func withStatusLog(o *asyncevent.Options, _ *ServerOptions) { o.StatusLog = true
 func newUIEnv(t *testing.T, opts ...envOption) *uiEnv {
 	t.Helper()
 	e := newEnv(t, append([]envOption{withStatusLog}, opts...)...)
-	e.srv.MountAdminUI(AdminUIOptions{})
+	require.NoError(t, e.srv.MountAdminUI(AdminUIOptions{}))
 	return &uiEnv{env: e, hc: newBrowserClient(t)}
 }
 
@@ -523,8 +523,9 @@ func TestUIDrawRefusedAndDone(t *testing.T) {
 	var offset atomicDuration
 	u := newUIEnv(t, func(o *asyncevent.Options, _ *ServerOptions) { o.Clock = offset.clock() })
 	ctx := context.Background()
+	cutoff := asyncevent.MillisOf(time.Now().Add(time.Hour))
 	_, err := u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", Name: "Spring lottery", EventType: asyncevent.Lottery,
-		WinnerCount: 2, LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(time.Hour))})
+		WinnerCount: 2, LotteryCutoffAt: cutoff})
 	require.NoError(t, err)
 	for i := range 6 {
 		u.participate("lot", fmt.Sprintf("user-%d", i))
@@ -534,13 +535,20 @@ func TestUIDrawRefusedAndDone(t *testing.T) {
 
 	page := u.get("/admin/ui/events/lot")
 	require.Equal(t, http.StatusOK, page.status)
-	assert.Contains(t, string(page.body), `id="draw-button">Run the draw</button>`)
+	opens := time.UnixMilli(int64(cutoff)).Add(asyncevent.DefaultDrawSettleWindow).UTC().Format(timestampLayout)
+	assert.Contains(t, string(page.body), `id="draw-button" disabled>Run the draw</button>`, "disabled before the cutoff")
+	assert.Contains(t, string(page.body), "available from "+opens)
 	assert.Contains(t, string(page.body), "sealed until the draw")
 	assert.NotContains(t, string(page.body), `id="verification"`)
 
+	// Posted anyway (a page left open): the refusal names the time in RFC 3339, in
+	// the API's words.
 	r := u.post("/admin/ui/events/lot/draw", url.Values{"csrf": {csrf(t, page)}})
 	assert.Equal(t, http.StatusConflict, r.status, "before the cutoff")
 	assert.Contains(t, string(r.body), `id="draw-error"`)
+	assert.Contains(t, string(r.body), "can be drawn from "+opens)
+	assert.NotContains(t, string(r.body), "asyncevent:")
+	assert.NotContains(t, string(r.body), "+0000 UTC")
 
 	offset.add(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
 	r = u.post("/admin/ui/events/lot/draw", url.Values{"csrf": {csrf(t, page)}})

@@ -1,4 +1,4 @@
-package ddblocal
+package dynamodblocal
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ import (
 
 // helperEnv makes the test binary act as a program that starts DynamoDB
 // Local and then dies without Stop (see TestJavaDiesWithParent).
-const helperEnv = "DDBLOCAL_TEST_HELPER"
+const helperEnv = "DYNAMODBLOCAL_TEST_HELPER"
 
 // TestStartDefault runs the real thing with default options: whatever Start
 // finds (on a machine without Docker and DYNAMODB_ENDPOINT: the jar) must
@@ -45,12 +46,12 @@ func TestStartDefault(t *testing.T) {
 		}
 	}()
 
-	client, err := NewClient(ctx, inst.Endpoint)
+	client, err := NewClient(inst.Endpoint)
 	require.NoError(t, err)
 	_, err = client.ListTables(ctx, &dynamodb.ListTablesInput{})
 	require.NoError(t, err)
 
-	table := fmt.Sprintf("ddblocal_test_%d", time.Now().UnixNano())
+	table := fmt.Sprintf("dynamodblocal_test_%d", time.Now().UnixNano())
 	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
@@ -70,6 +71,21 @@ func TestStartDefault(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, &types.AttributeValueMemberS{Value: "a"}, out.Item["pk"])
+
+	// Instance.Client is the same database; another access key is another one
+	// (unless the DynamoDB Local from the environment runs with -sharedDb).
+	tables, err := inst.Client.ListTables(ctx, &dynamodb.ListTablesInput{})
+	require.NoError(t, err)
+	require.Contains(t, tables.TableNames, table)
+	if inst.Source != SourceEnv {
+		other, err := NewClient(inst.Endpoint, func(o *dynamodb.Options) {
+			o.Credentials = credentials.NewStaticCredentialsProvider("otherkey", "otherkey", "")
+		})
+		require.NoError(t, err)
+		tables, err := other.ListTables(ctx, &dynamodb.ListTablesInput{})
+		require.NoError(t, err)
+		require.NotContains(t, tables.TableNames, table, "without -sharedDb tables are per access key")
+	}
 
 	// An error reply must come back as the modelled error, not as a
 	// checksum failure (DynamoDB Local sends no CRC32 on errors).

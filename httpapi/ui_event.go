@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"errors"
@@ -79,6 +79,8 @@ type lotteryView struct {
 	Draw         *asyncevent.DrawRecord
 	CanDraw      bool
 	DrawLabel    string
+	DrawOpensAt  asyncevent.EpochMillis // the cutoff plus the settle window
+	NotYet       bool                   // the draw cannot run before DrawOpensAt
 	Verification *asyncevent.Verification
 	VerifyError  string
 	Winners      []string // the first winners, for links
@@ -182,10 +184,11 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.EventConfig) (*lottery
 	if err != nil {
 		return nil, err
 	}
-	lv := &lotteryView{Draw: d}
+	lv := &lotteryView{Draw: d, DrawOpensAt: asyncevent.MillisOf(ev.LotteryCutoffAt.Time().Add(u.settleWindow))}
 	switch d.Phase {
 	case asyncevent.PhaseCollecting, "":
 		lv.CanDraw, lv.DrawLabel = true, "Run the draw"
+		lv.NotYet = asyncevent.MillisOf(u.now()) < lv.DrawOpensAt
 		return lv, nil
 	case asyncevent.PhaseDrawing:
 		lv.CanDraw, lv.DrawLabel = true, "Resume the draw"

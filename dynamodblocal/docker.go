@@ -1,4 +1,4 @@
-package ddblocal
+package dynamodblocal
 
 import (
 	"bufio"
@@ -15,8 +15,6 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
-
-	"github.com/asyncevent/asyncevent/internal/localproc"
 )
 
 // containerImage is the DynamoDB Local image. Its tag matches the jar in the
@@ -217,14 +215,14 @@ func startContainer(ctx context.Context, logf func(string, ...any)) (*Instance, 
 		_ = testcontainers.TerminateContainer(c)
 		return nil, fmt.Errorf("container endpoint: %w", err)
 	}
-	logf("ddblocal: DynamoDB Local (container) listening on %s", endpoint)
-	return localproc.NewInstance(endpoint, SourceContainer, func() error {
+	logf("dynamodblocal: DynamoDB Local (container) listening on %s", endpoint)
+	return newInstance(endpoint, SourceContainer, func() error {
 		// Not the caller's ctx: Stop has none, and termination must
 		// happen even if the start context is long gone.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		return c.Terminate(ctx)
-	}), nil
+	})
 }
 
 // logfLogger adapts Options.Logf to testcontainers-go's logger, so its chatty

@@ -1,0 +1,174 @@
+// Package awslambda processes the asyncevent queue in an AWS Lambda function: an SQS
+// event source mapping delivers batches, and the handler answers with the records
+// that must come back as partial batch failures (enable ReportBatchItemFailures on
+// the mapping). The processing is the long-running Worker's (asyncevent.Processor).
+//
+//	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: table})
+//	...
+//	queue, err := asyncevent.NewSQSQueue(sqs.NewFromConfig(cfg), queueURL)
+//	...
+//	h, err := awslambda.New(client, awslambda.Options{
+//		ProcessOptions:    asyncevent.ProcessOptions{MaxReceives: 5}, // the redrive policy's maxReceiveCount
+//		Queue:             queue,
+//		VisibilityTimeout: 6 * time.Minute, // the queue's
+//	})
+//	...
+//	lambda.Start(h.Handle)
+//
+// A batch's records run at most Options.Concurrency at a time. With Options.Queue
+// set, a record that failed retryably is hidden for the worker's backoff
+// (ChangeMessageVisibility) before it is reported, instead of coming back after the
+// queue's whole visibility timeout, and a record whose work outlasts half the
+// visibility timeout is kept hidden. Without it, a reported record comes back when
+// its visibility timeout ends. Either way the request's lease is renewed while its
+// record runs, so no other delivery takes over a request that is still at work.
+package awslambda
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// Queue is the part of the event source's queue the handler uses:
+// asyncevent.SQSQueue (ChangeMessageVisibility) and asyncevent.MemoryQueue have it.
+type Queue interface {
+	// ChangeVisibility hides a delivered message for timeout from now (0: visible
+	// at once).
+	ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error
+}
+
+// Options configures a Handler. The zero value is valid.
+type Options struct {
+	// ProcessOptions configures the processing, as for a Worker. MaxReceives must
+	// equal the queue's redrive policy maxReceiveCount. Its Logger also receives
+	// the handler's own warnings (a visibility change that failed); default: the
+	// processing logs go to the client's logger, the handler's are discarded.
+	asyncevent.ProcessOptions
+
+	// Concurrency is how many records of a batch are processed at once. Default: 10.
+	Concurrency int
+
+	// Queue, if set, is the event source's queue: the backoff of a retryable failure
+	// and the keep-alive of a long record go through its ChangeVisibility. Default:
+	// none.
+	Queue Queue
+
+	// VisibilityTimeout is the queue's visibility timeout (at least the function's
+	// timeout, as AWS requires of an event source). With Queue, a record still at work
+	// after half of it is hidden for another VisibilityTimeout. Default: 30 seconds,
+	// SQS's default.
+	VisibilityTimeout time.Duration
+}
+
+// The defaults of Options.
+const (
+	DefaultConcurrency       = 10
+	DefaultVisibilityTimeout = 30 * time.Second
+)
+
+// maxVisibility is SQS's limit on a message's visibility timeout.
+const maxVisibility = 12 * time.Hour
+
+// Handler processes SQS batches of the asyncevent queue. It is safe for concurrent
+// use.
+type Handler struct {
+	p    *asyncevent.Processor
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns a Handler that processes messages on c's table.
+func New(c *asyncevent.Client, opts Options) (*Handler, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: awslambda.New needs a client", asyncevent.ErrInvalidOptions)
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.VisibilityTimeout <= 0 {
+		opts.VisibilityTimeout = DefaultVisibilityTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{p: asyncevent.NewProcessor(c, opts.ProcessOptions), opts: opts, log: log}, nil
+}
+
+// Handle processes one SQS batch and returns the records that must come back. It
+// never returns an error: a record that could not be processed is a batch item
+// failure, and so is every record not yet started when ctx ends (the function's
+// deadline).
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	done := make([]bool, len(ev.Records))
+	slots := make(chan struct{}, h.opts.Concurrency)
+	var wg sync.WaitGroup
+	for i, r := range ev.Records {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			done[i] = h.record(ctx, r)
+		})
+	}
+	wg.Wait()
+	var resp events.SQSEventResponse
+	for i, r := range ev.Records {
+		if !done[i] {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// record processes one record and reports whether it is done.
+func (h *Handler) record(ctx context.Context, r events.SQSMessage) bool {
+	d := Delivery(r)
+	var keepAlive func(context.Context) error
+	visibility := time.Duration(0) // the lease alone paces the heartbeat
+	if h.opts.Queue != nil {
+		visibility = h.opts.VisibilityTimeout
+		keepAlive = func(ctx context.Context) error {
+			return h.opts.Queue.ChangeVisibility(ctx, d.Receipt, min(h.opts.VisibilityTimeout, maxVisibility))
+		}
+	}
+	o, done, retryAfter := h.p.ProcessOne(ctx, d, visibility, keepAlive)
+	if done || h.opts.Queue == nil || retryAfter < 0 {
+		return done
+	}
+	// After a cancelled ctx too: the record comes back after its backoff, not after
+	// the whole visibility timeout.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := h.opts.Queue.ChangeVisibility(bctx, d.Receipt, min(retryAfter, maxVisibility)); err != nil {
+		h.log.WarnContext(ctx, "changing visibility failed", slog.String("requestId", o.RequestID), slog.Any("error", err))
+	}
+	return false
+}
+
+// Delivery converts a Lambda SQS record into the delivery the Processor takes: its
+// ApproximateReceiveCount (1 when missing) and its SentTimestamp, the enqueue time a
+// request gets when the worker reaches it before ingest marks it QUEUED.
+func Delivery(r events.SQSMessage) asyncevent.Delivery {
+	d := asyncevent.Delivery{MessageID: r.MessageId, Receipt: r.ReceiptHandle, Body: []byte(r.Body), ReceiveCount: 1}
+	if n, err := strconv.Atoi(r.Attributes["ApproximateReceiveCount"]); err == nil && n > 0 {
+		d.ReceiveCount = n
+	}
+	if ms, err := strconv.ParseInt(r.Attributes["SentTimestamp"], 10, 64); err == nil {
+		d.SentAt = time.UnixMilli(ms)
+	}
+	return d
+}

@@ -1,0 +1,93 @@
+package asyncevent_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+func TestProcessOneReportsDoneOrTheRetryDelay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	_, ds := submitted(t, c, 1, "ann", "bob")
+
+	busy := errors.New("eligibility service busy")
+	calls := 0
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{
+		Backoff: func(receiveCount int) time.Duration { return time.Duration(receiveCount) * 7 * time.Second },
+		Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+			calls++
+			if calls == 1 {
+				return busy
+			}
+			return nil
+		}),
+	})
+
+	o, done, retryAfter := p.ProcessOne(ctx, ds[0], 0, nil)
+	assert.Equal(t, asyncevent.OutcomeRetry, o.Kind)
+	assert.ErrorIs(t, o.Err, busy)
+	assert.False(t, done)
+	assert.Equal(t, 7*time.Second, retryAfter, "the backoff of the first receive")
+
+	ds[0].ReceiveCount = 2
+	o, done, _ = p.ProcessOne(ctx, ds[0], 0, nil)
+	assert.Equal(t, asyncevent.OutcomeSucceeded, o.Kind)
+	assert.True(t, done)
+	assert.Equal(t, ds[0].MessageID, o.MessageID)
+
+	o, done, retryAfter = p.ProcessOne(ctx, ds[1], 0, nil)
+	assert.Equal(t, asyncevent.OutcomeRejected, o.Kind)
+	assert.Equal(t, asyncevent.ResultRejectedCapacity, o.ResultCode)
+	assert.True(t, done)
+	assert.Zero(t, retryAfter)
+}
+
+// A long handler keeps its message hidden and its lease alive: ProcessOne calls
+// keepAlive and renews the lease while the handler runs.
+func TestProcessOneHeartbeatsWhileTheHandlerRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	_, ds := submitted(t, c, 1, "ann")
+	m, err := asyncevent.DecodeMessage(ds[0].Body)
+	require.NoError(t, err)
+
+	var keptAlive atomic.Int64
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{
+		LeaseDuration: 2 * time.Second,
+		Handler: asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
+			first, err := c.GetRequest(ctx, m.RequestID)
+			if err != nil {
+				return err
+			}
+			deadline := time.Now().Add(time.Minute)
+			for time.Now().Before(deadline) {
+				r, err := c.GetRequest(ctx, m.RequestID)
+				if err != nil {
+					return err
+				}
+				if r.LeaseExpiresAt > first.LeaseExpiresAt && keptAlive.Load() > 0 {
+					return nil
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return asyncevent.Permanent(errors.New("no heartbeat within a minute"))
+		}),
+	})
+	o, done, _ := p.ProcessOne(ctx, ds[0], 2*time.Second, func(context.Context) error {
+		keptAlive.Add(1)
+		return nil
+	})
+	assert.Equal(t, asyncevent.OutcomeSucceeded, o.Kind, "%v", o.Err)
+	assert.True(t, done)
+}
