@@ -65,7 +65,7 @@ func commands() []*command {
 		tableCreateCmd(), tableCheckCmd(),
 		eventCreateCmd(), eventGetCmd(),
 		requestGetCmd(), requestsListCmd(), logsCmd(),
-		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(),
+		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(), planCmd(),
 		demoCmd(), benchCmd(),
 	}
 	return cmds

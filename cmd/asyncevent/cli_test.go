@@ -458,3 +458,23 @@ func TestCLISaysWhatToDoInstead(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, out, "30s after its cutoff")
 }
+
+func TestPlanAndAShardedEvent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	out := f.ok(t, "plan", "-peak", "20000")
+	assert.Contains(t, out, "-index-shards 75 -capacity-shards 13")
+	assert.Contains(t, out, "100000", "the table's WCU/s at the peak")
+	assert.Contains(t, out, "60000", "each index's WCU/s")
+	assert.Contains(t, out, "rerun with -apply", "DynamoDB Local reports no warm throughput")
+
+	out = f.ok(t, "event", "create", "drop", "-capacity", "1000", "-peak", "20000")
+	assert.Contains(t, out, "indexShards")
+	var ev struct {
+		Config map[string]any `json:"config"`
+	}
+	f.json(t, &ev, "event", "get", "drop")
+	assert.EqualValues(t, 75, ev.Config["indexShards"])
+	assert.EqualValues(t, 13, ev.Config["capacityShards"])
+}

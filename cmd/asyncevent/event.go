@@ -67,6 +67,8 @@ func eventCreateCmd() *command {
 		typ                         string
 		name                        string
 		capacity, winners           int64
+		indexShards, capacityShards int
+		peak                        float64
 		starts, ends, cutoff, annAt timeFlag
 	)
 	for _, t := range []*timeFlag{&starts, &ends, &cutoff, &annAt} {
@@ -85,6 +87,9 @@ func eventCreateCmd() *command {
 			fs.Var(&starts, "starts", "open from this `time` (default: open at once)")
 			fs.Var(&ends, "ends", "closed after this `time` (default: never)")
 			fs.Var(&annAt, "announce", "LOTTERY: planned announcement `time`")
+			fs.IntVar(&indexShards, "index-shards", 0, "layout: GSI2 partitions `K` of the event's requests (default 1; see -peak)")
+			fs.IntVar(&capacityShards, "capacity-shards", 0, "layout: FIRST_COME capacity items `C` (default 1; see -peak)")
+			fs.Float64Var(&peak, "peak", 0, "derive -index-shards and -capacity-shards from the expected peak `clicks/s` (asyncevent plan shows them)")
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
@@ -97,6 +102,17 @@ func eventCreateCmd() *command {
 			if err := typeFlagsAgree(fs, et); err != nil {
 				return err
 			}
+			if peak > 0 {
+				if indexShards != 0 || capacityShards != 0 {
+					return usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
+				}
+				indexShards, capacityShards = asyncevent.ShardsFor(peak, 0)
+				if et == asyncevent.Lottery {
+					capacityShards = 0
+				} else {
+					capacityShards = int(min(int64(capacityShards), max(capacity, 1)))
+				}
+			}
 			c, err := e.client(ctx)
 			if err != nil {
 				return err
@@ -106,6 +122,7 @@ func eventCreateCmd() *command {
 				StartsAt: starts.at, EndsAt: ends.at,
 				CapacityTotal: capacity, WinnerCount: winners,
 				LotteryCutoffAt: cutoff.at, AnnounceAt: annAt.at,
+				IndexShards: indexShards, CapacityShards: capacityShards,
 			})
 			if errors.Is(err, asyncevent.ErrInvalidEvent) || errors.Is(err, asyncevent.ErrInvalidID) {
 				return usagef("%v", err)
