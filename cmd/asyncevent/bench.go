@@ -110,7 +110,7 @@ type benchOutput struct {
 	Heat []bench.LayoutHeat `json:"heat"`
 }
 
-// check is one of the issue's acceptance figures.
+// check is one of the acceptance figures the bench is run for.
 type check struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
@@ -127,36 +127,44 @@ func flowOf(r *bench.Report, name string) (bench.Flow, bool) {
 	return bench.Flow{}, false
 }
 
-// acceptance evaluates the issue's figures on a report.
+// acceptance evaluates those figures on a report.
 func acceptance(r *bench.Report) []check {
 	var cs []check
-	ratio := func(name, flow string) {
+	ratio := func(name, flow string, least float64) {
 		if f, ok := flowOf(r, flow); ok {
-			cs = append(cs, check{Name: name, Value: f.Ratio, Shown: fmt.Sprintf("%.2f×", f.Ratio), OK: f.Ratio >= 0.95})
+			cs = append(cs, check{Name: name, Value: f.Ratio, Shown: fmt.Sprintf("%.2f×", f.Ratio), OK: f.Ratio >= least})
 		}
 	}
-	ratio("ingest throughput ≥ 0.95× baseline (new participations)", bench.FlowIngestNew)
-	ratio("worker throughput ≥ 0.95× baseline (winners)", bench.FlowWorkerWin)
-	ratio("worker throughput ≥ 0.95× baseline (after sold out)", bench.FlowWorkerSoldOut)
-	if f, ok := flowOf(r, bench.FlowIngestNew); ok {
-		// The event's CONFIG is read once per event per Options.EventCacheTTL (5s), not
-		// per click: shown apart, amortised over the clicks.
+	// The event's CONFIG is read once per event per Options.EventCacheTTL (5s), not per
+	// click or message: shown apart, amortised over them.
+	calls := func(name, flow string, want float64, extra func(bench.Costs) (string, bool)) {
+		f, ok := flowOf(r, flow)
+		if !ok {
+			return
+		}
 		p := f.Library.PerOp
-		perClick := p.RoundTrips - p.Calls["GetItem"]
-		cs = append(cs, check{Name: "round trips per new participation ≤ 2 DynamoDB + 1 SQS send", Value: perClick,
-			Shown: fmt.Sprintf("%.2f + %.2f send (+ %.3f cached CONFIG reads)", perClick, p.QueueSends, p.Calls["GetItem"]),
-			OK:    perClick <= 2.0 && p.QueueSends <= 1})
+		perOp := p.RoundTrips - p.Calls["GetItem"]
+		shown, ok := fmt.Sprintf("%.2f (+ %.3f cached CONFIG reads)", perOp, p.Calls["GetItem"]), perOp <= want
+		if extra != nil {
+			more, good := extra(p)
+			shown, ok = shown+", "+more, ok && good
+		}
+		cs = append(cs, check{Name: name, Value: perOp, Shown: shown, OK: ok})
 	}
-	if f, ok := flowOf(r, bench.FlowWorkerWin); ok {
-		p := f.Library.PerOp
-		cs = append(cs, check{Name: "DynamoDB round trips per first-come message, happy path ≤ 2", Value: p.RoundTrips,
-			Shown: fmt.Sprintf("%.3f", p.RoundTrips), OK: p.RoundTrips <= 2.0})
-	}
-	if f, ok := flowOf(r, bench.FlowWorkerSoldOut); ok {
-		p := f.Library.PerOp
-		cs = append(cs, check{Name: "CAPACITY writes per message once the worker knows it is sold out = 0", Value: p.CapacityWrites,
-			Shown: fmt.Sprintf("%.3f", p.CapacityWrites), OK: p.CapacityWrites == 0})
-	}
+	ratio("ingest throughput ≥ 0.95× baseline (new participations)", bench.FlowIngestNew, 0.95)
+	ratio("ingest throughput ≥ 1.0× baseline (duplicate clicks)", bench.FlowIngestDup, 1.0)
+	ratio("worker throughput ≥ 1.3× baseline (after sold out)", bench.FlowWorkerSoldOut, 1.3)
+	calls("DynamoDB calls per new participation = 3, no transaction", bench.FlowIngestNew, 3, func(p bench.Costs) (string, bool) {
+		return fmt.Sprintf("%.0f transactions, %.2f sends", p.Calls["TransactWriteItems"], p.QueueSends), p.Calls["TransactWriteItems"] == 0 && p.QueueSends <= 1
+	})
+	calls("DynamoDB calls per duplicate click = 1, no read units", bench.FlowIngestDup, 1, func(p bench.Costs) (string, bool) {
+		rcu := p.RCU - p.Calls["GetItem"] // the cached CONFIG reads, 1 RCU each
+		return fmt.Sprintf("%.3f RCU", rcu), rcu <= 1e-9
+	})
+	calls("DynamoDB calls per first-come winner = 2", bench.FlowWorkerWin, 2, nil)
+	calls("DynamoDB calls per message once the worker knows it is sold out = 1, no CAPACITY write", bench.FlowWorkerSoldOut, 1, func(p bench.Costs) (string, bool) {
+		return fmt.Sprintf("%.3f CAPACITY writes", p.CapacityWrites), p.CapacityWrites == 0
+	})
 	return cs
 }
 
@@ -181,7 +189,7 @@ func (o benchOutput) writeText(w io.Writer) error {
 	if st := r.Store; st != nil {
 		fmt.Fprintf(w, "\nstore calibration, same concurrency: 1 TransactWriteItems of 2 Puts %.1f ops/s, 2 PutItems %.1f ops/s: %.2f×\n",
 			st.Library.Median, st.Baseline.Median, st.Ratio)
-		fmt.Fprintln(w, "  (the library writes a new participation and a first-come seat in one transaction, the baseline with single writes)")
+		fmt.Fprintln(w, "  (the library writes a first-come seat and its winner in one transaction, the baseline with single writes)")
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -197,7 +205,7 @@ func (o benchOutput) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nacceptance (issue 9):")
+	fmt.Fprintln(w, "\nacceptance:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range o.Acceptance {
 		verdict := "ok"

@@ -114,27 +114,32 @@ func TestBench(t *testing.T) {
 		assert.Positive(t, fl.Baseline.Median, fl.Name)
 		assert.Positive(t, fl.Ratio, fl.Name)
 	}
-	require.Len(t, rep.Acceptance, 6)
+	require.Len(t, rep.Acceptance, 7)
 	byName := map[string]check{}
 	for _, c := range rep.Acceptance {
 		byName[c.Name] = c
 	}
-	assert.True(t, byName["round trips per new participation ≤ 2 DynamoDB + 1 SQS send"].OK)
-	assert.True(t, byName["DynamoDB round trips per first-come message, happy path ≤ 2"].OK)
-	assert.True(t, byName["CAPACITY writes per message once the worker knows it is sold out = 0"].OK)
+	assert.True(t, byName["DynamoDB calls per new participation = 3, no transaction"].OK)
+	assert.True(t, byName["DynamoDB calls per duplicate click = 1, no read units"].OK)
+	assert.True(t, byName["DynamoDB calls per first-come winner = 2"].OK)
+	assert.True(t, byName["DynamoDB calls per message once the worker knows it is sold out = 1, no CAPACITY write"].OK)
 	assert.NotEmpty(t, rep.Machine)
-	require.Len(t, rep.Heat, 1)
+	require.Len(t, rep.Heat, 2, "the default layout and the one derived for 20,000 clicks/s")
 	h := rep.Heat[0]
 	assert.Equal(t, "default", h.Layout)
 	assert.Equal(t, 24, h.Participations, "2n")
-	assert.Equal(t, 12, h.Winners)
+	assert.Equal(t, 6, h.Winners, "a quarter")
 	assert.Regexp(t, `^GSI2:EVENT#\S+-heat-default$`, h.HottestKey)
-	assert.InDelta(t, 3, h.HottestWCUPerParticipation, 1)
+	assert.InDelta(t, 2.5, h.HottestWCUPerParticipation, 1)
 	assert.InDelta(t, 500, h.CeilingWinnersPerSec, 200)
+	d := rep.Heat[1]
+	assert.Equal(t, "derived-20000", d.Layout)
+	assert.Equal(t, 75, d.IndexShards)
+	assert.Equal(t, 13, d.CapacityShards)
 
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
 	assert.Contains(t, out, "library/baseline")
-	assert.Contains(t, out, "acceptance (issue 9):")
+	assert.Contains(t, out, "acceptance:")
 	assert.Regexp(t, `(?m)^  ceiling: about [\d,]+ participations/s per event \(GSI2:EVENT#`, out)
 	var decoded map[string]any
 	assert.Error(t, json.Unmarshal([]byte(out), &decoded), "human output by default")

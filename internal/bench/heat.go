@@ -134,7 +134,7 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 	eventID := fmt.Sprintf("%s-heat-%s", cfg.RunID, cfg.Layout.Name)
 	if _, err := admin.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(cfg.Winners),
-		IndexShards: cfg.Layout.IndexShards, CapacityShards: cfg.Layout.CapacityShards,
+		IndexShards: cfg.Layout.IndexShards, CapacityShards: min(cfg.Layout.CapacityShards, cfg.Winners),
 	}); err != nil {
 		return nil, err
 	}
