@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,8 +138,9 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 // META, SET status = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt,
 // condition status = PROCESSING AND leaseOwner = lease.Owner; with the status log
 // entry. A seat is therefore spent only together with a SUCCEEDED request. With
-// capacity shards it starts at the shard the request ID picks and moves on to the
-// next while a shard is empty: a request is refused only when every shard is.
+// capacity shards it starts at the shard the request ID picks and moves on, in an
+// order of the request's own, while a shard is empty: a request is refused only when
+// every shard is.
 //
 // A lost condition is not an error. When the request is not PROCESSING under this
 // lease (another delivery took it over, or it is final) the Transition is not applied
@@ -177,12 +180,7 @@ func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, emp
 	if err != nil {
 		return Transition{}, err
 	}
-	first := 0
-	if len(keys) > 1 {
-		first = shardOf(ref.RequestID, len(keys))
-	}
-	for i := range keys {
-		shard := (first + i) % len(keys)
+	for _, shard := range claimOrder(ref.RequestID, len(keys)) {
 		if empty.known(ref.EventID, shard) {
 			continue
 		}
@@ -193,6 +191,21 @@ func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, emp
 		empty.add(ref.EventID, shard, len(keys))
 	}
 	return Transition{SoldOut: true}, nil
+}
+
+// claimOrder is the order in which a request tries n capacity shards: from the shard
+// its ID picks, then on in an order of its own, so that the claims that find a shard
+// empty spread over the others instead of all falling on its neighbour.
+func claimOrder(requestID string, n int) []int {
+	if n <= 1 {
+		return []int{0}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(requestID))
+	order := rand.New(rand.NewPCG(h.Sum64(), 0)).Perm(n)
+	first := slices.Index(order, shardOf(requestID, n))
+	order[0], order[first] = order[first], order[0]
+	return order
 }
 
 // claimSeatOn claims a seat of one capacity item.

@@ -108,8 +108,8 @@ func (e *EventConfig) validate() error {
 	switch {
 	case e.IndexShards < 0 || e.IndexShards > MaxShards:
 		return bad("indexShards %d, want 0 to %d", e.IndexShards, MaxShards)
-	case e.CapacityShards < 0 || e.CapacityShards > MaxShards:
-		return bad("capacityShards %d, want 0 to %d", e.CapacityShards, MaxShards)
+	case e.CapacityShards < 0 || e.CapacityShards > maxCapacityShards:
+		return bad("capacityShards %d, want 0 to %d", e.CapacityShards, maxCapacityShards)
 	case e.CapacityShards > 1 && e.EventType != FirstCome:
 		return bad("capacityShards is for FIRST_COME events")
 	case e.CapacityShards > 1 && int64(e.CapacityShards) > e.CapacityTotal:
@@ -145,8 +145,13 @@ func (e *EventConfig) validate() error {
 // maxNameLength bounds an event's display name.
 const maxNameLength = 256
 
-// MaxShards bounds an event's index shards and capacity shards.
+// MaxShards bounds an event's index shards and capacity shards. Capacity shards are
+// bounded further by maxCapacityShards.
 const MaxShards = 128
+
+// maxCapacityShards is the most capacity shards an event can have: CreateEvent
+// writes them with the config in one TransactWriteItems of at most 100 items.
+const maxCapacityShards = 99
 
 // shardBudget is the share of a partition key's 1,000 WCU/s that ShardsFor lets one
 // shard take at the peak: 80%, for the bursts around it.
@@ -154,10 +159,10 @@ const shardBudget = 0.8 * 1000
 
 // The write units one click and one seat put on the event's hot keys.
 const (
-	// gsi2UnitsPerClick: a request's GSI2 entry is written when it is queued, when it
-	// starts and when it ends (a loser of an event known sold out: queued and ended),
-	// 1 WCU each for an item under 1 KB.
-	gsi2UnitsPerClick = 3
+	// gsi2UnitsPerClick: while seats last, a request's GSI2 entry is written when it
+	// is queued and when it starts (1 WCU each for an item under 1 KB) and when it
+	// wins, inside the seat's transaction (2 WCU).
+	gsi2UnitsPerClick = 4
 	// capacityUnitsPerSeat: a seat is an update of a CAPACITY item inside a
 	// transaction, 2 WCU.
 	capacityUnitsPerSeat = 2
@@ -167,19 +172,20 @@ const (
 // keeps each of an event's hot keys under 80% of a partition key's 1,000 WCU/s at a
 // peak of clicksPerSecond new participations and winnersPerSecond seats taken:
 //
-//	IndexShards    = ⌈clicksPerSecond × 3 WCU ÷ 800⌉   (GSI2: queued, started, ended)
+//	IndexShards    = ⌈clicksPerSecond × 4 WCU ÷ 800⌉   (GSI2: queued, started, won in a transaction)
 //	CapacityShards = ⌈winnersPerSecond × 2 WCU ÷ 800⌉  (a seat, in a transaction)
 //
-// each at least 1 and at most MaxShards; winnersPerSecond 0 means a quarter of the
-// clicks. A FIRST_COME event cannot have more capacity shards than seats.
+// each at least 1 and at most MaxShards (99 capacity shards); winnersPerSecond 0
+// means a quarter of the clicks. A FIRST_COME event cannot have more capacity shards
+// than seats.
 func ShardsFor(clicksPerSecond, winnersPerSecond float64) (indexShards, capacityShards int) {
 	if winnersPerSecond <= 0 {
 		winnersPerSecond = clicksPerSecond / 4
 	}
-	shards := func(units float64) int {
-		return min(max(int(math.Ceil(units/shardBudget)), 1), MaxShards)
+	shards := func(units float64, most int) int {
+		return min(max(int(math.Ceil(units/shardBudget)), 1), most)
 	}
-	return shards(clicksPerSecond * gsi2UnitsPerClick), shards(winnersPerSecond * capacityUnitsPerSeat)
+	return shards(clicksPerSecond*gsi2UnitsPerClick, MaxShards), shards(winnersPerSecond*capacityUnitsPerSeat, maxCapacityShards)
 }
 
 // RequestIndexKeys returns the index keys of a request of this event ordered at

@@ -28,7 +28,7 @@ func TestPlanSpike(t *testing.T) {
 	c := asynceventtest.NewTable(t)
 	p, err := c.PlanSpike(ctx, 20000)
 	require.NoError(t, err)
-	assert.Equal(t, 75, p.IndexShards)
+	assert.Equal(t, 100, p.IndexShards)
 	assert.Equal(t, 13, p.CapacityShards)
 	assert.Equal(t, asyncevent.Throughput{ReadUnitsPerSecond: 40000, WriteUnitsPerSecond: 100000}, p.Need[""])
 	assert.Equal(t, asyncevent.Throughput{WriteUnitsPerSecond: 60000}, p.Need["GSI1"])

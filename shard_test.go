@@ -18,14 +18,14 @@ import (
 
 func TestShardsFor(t *testing.T) {
 	k, c := asyncevent.ShardsFor(20000, 0)
-	assert.Equal(t, 75, k, "⌈20,000 × 3 WCU ÷ 800⌉")
+	assert.Equal(t, 100, k, "⌈20,000 × 4 WCU ÷ 800⌉")
 	assert.Equal(t, 13, c, "⌈5,000 winners/s × 2 WCU ÷ 800⌉")
 	k, c = asyncevent.ShardsFor(100, 10)
 	assert.Equal(t, 1, k)
 	assert.Equal(t, 1, c)
 	k, c = asyncevent.ShardsFor(1e9, 1e9)
 	assert.Equal(t, asyncevent.MaxShards, k)
-	assert.Equal(t, asyncevent.MaxShards, c)
+	assert.Equal(t, 99, c, "a CreateEvent transaction holds the config and at most 99 capacity shards")
 }
 
 func TestShardedEventSettings(t *testing.T) {

@@ -134,7 +134,7 @@ func TestBench(t *testing.T) {
 	assert.InDelta(t, 500, h.CeilingWinnersPerSec, 200)
 	d := rep.Heat[1]
 	assert.Equal(t, "derived-20000", d.Layout)
-	assert.Equal(t, 75, d.IndexShards)
+	assert.Equal(t, 100, d.IndexShards)
 	assert.Equal(t, 13, d.CapacityShards)
 
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
