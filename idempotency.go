@@ -124,7 +124,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 		lockTTL = expiry(end, c.opts.LockTTL)
 	}
 	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.Key(), IdempotencyLock: IdempotencyLock{
-		EntityType: EntityIdempotency, EventID: event.EventID, UserID: lock.UserID(),
+		EntityType: EntityIdempotency, EventID: event.EventID, UserID: lock.userID,
 		RequestID: requestID, CreatedAt: now, TTL: lockTTL,
 	}}}})
 	var lost *conditionLost
@@ -137,7 +137,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 		// Our own lock, met again by the SDK's retry of a put whose answer was lost.
 	case err != nil && !isInvalid(err) && !isThrottle(err):
 		// No answer: the lock may or may not have landed. The lock tells.
-		p, lerr := c.LookupParticipation(ctx, event.EventID, lock.UserID())
+		p, lerr := c.LookupParticipation(ctx, event.EventID, lock.userID)
 		switch {
 		case errors.Is(lerr, ErrNotFound):
 			return Participation{}, errRetryParticipate
@@ -161,7 +161,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 // put returned (old), or from the table when the store returned none.
 func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, lock LockKey, old map[string]types.AttributeValue) (Participation, error) {
 	if old == nil {
-		p, err := c.LookupParticipation(ctx, event.EventID, lock.UserID())
+		p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
 		if errors.Is(err, ErrNotFound) {
 			return Participation{}, errRetryParticipate
 		}
@@ -187,7 +187,7 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock Loc
 		return nil, err
 	}
 	req := Request{
-		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.UserID(),
+		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
 		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
 		RequestedAt: requestedAt, IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
 	}

@@ -159,9 +159,6 @@ func NewRequestKey(requestID string) (RequestKey, error) {
 	return RequestKey{requestID: requestID}, nil
 }
 
-// RequestID returns the request's ID.
-func (k RequestKey) RequestID() string { return k.requestID }
-
 // Key returns the table key: PK REQ#<requestId>, SK META.
 func (k RequestKey) Key() Key { return Key{PK: requestPK(k.requestID), SK: skRequest} }
 
@@ -200,12 +197,6 @@ func NewLockKey(eventID, userID string) (LockKey, error) {
 	}
 	return LockKey{eventID: eventID, userID: userID}, nil
 }
-
-// EventID returns the event's ID.
-func (k LockKey) EventID() string { return k.eventID }
-
-// UserID returns the user's ID.
-func (k LockKey) UserID() string { return k.userID }
 
 // Key returns the table key: PK IDEMP#<eventId>#<userId>, SK LOCK.
 func (k LockKey) Key() Key {
@@ -275,12 +266,6 @@ func capacityKeys(eventID string, shards int) ([]EventKey, error) {
 	}
 	return keys, nil
 }
-
-// EventID returns the event's ID.
-func (k EventKey) EventID() string { return k.eventID }
-
-// Item returns which item of the event the key names.
-func (k EventKey) Item() EventItem { return k.item }
 
 // Key returns the table key: PK EVENT#<eventId>, SK the item (and #<shard> for a
 // capacity shard).

@@ -14,19 +14,19 @@ func FuzzKeyBuilders(f *testing.F) {
 		at := EpochMillis(ms)
 		if k, err := NewRequestKey(requestID); err == nil {
 			got, err := parseRequestKey(k.Key())
-			if err != nil || got.RequestID() != requestID {
+			if err != nil || got.requestID != requestID {
 				t.Fatalf("request key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
 		if k, err := NewLockKey(eventID, userID); err == nil {
 			got, err := parseLockKey(k.Key())
-			if err != nil || got.EventID() != eventID || got.userID != userID {
+			if err != nil || got.eventID != eventID || got.userID != userID {
 				t.Fatalf("lock key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
 		if k, err := NewEventKey(eventID, EventItemCapacity); err == nil {
 			got, err := parseEventKey(k.Key())
-			if err != nil || got.EventID() != eventID || got.Item() != EventItemCapacity {
+			if err != nil || got.eventID != eventID || got.item != EventItemCapacity {
 				t.Fatalf("event key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}

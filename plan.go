@@ -46,13 +46,14 @@ type SpikePlan struct {
 
 	// Need is the throughput the table ("") and each index ("GSI1", "GSI2") take at
 	// the peak; Warm their warm throughput now (DescribeTable), zero where DynamoDB
-	// reports none (DynamoDB Local).
-	Need, Warm map[string]Throughput
+	// reports none (DynamoDB Local); Short those whose warm throughput is below the
+	// need, with the throughput to raise them to.
+	Need, Warm, Short map[string]Throughput
 }
 
-// Short lists the table and indexes whose warm throughput is below what the peak
+// short lists the table and indexes whose warm throughput is below what the peak
 // needs, with the throughput to raise them to.
-func (p *SpikePlan) Short() map[string]Throughput {
+func (p *SpikePlan) short() map[string]Throughput {
 	short := map[string]Throughput{}
 	for name, need := range p.Need {
 		warm := p.Warm[name]
@@ -97,6 +98,7 @@ func (c *Client) PlanSpike(ctx context.Context, clicksPerSecond float64) (*Spike
 			p.Warm[aws.ToString(gsi.IndexName)] = Throughput{aws.ToInt64(w.ReadUnitsPerSecond), aws.ToInt64(w.WriteUnitsPerSecond)}
 		}
 	}
+	p.Short = p.short()
 	return p, nil
 }
 
@@ -107,11 +109,11 @@ type TableUpdater interface {
 }
 
 // ApplySpikePlan raises the warm throughput of the table and of each index the plan
-// finds short (SpikePlan.Short), in one UpdateTable call. It is a one-way change, and
+// finds short (of its Warm against its Need), in one UpdateTable call. It is a one-way change, and
 // billed: warm throughput cannot be lowered again. It does nothing when nothing is
 // short. (DynamoDB Local ignores warm throughput.)
 func (c *Client) ApplySpikePlan(ctx context.Context, db TableUpdater, p *SpikePlan) error {
-	short := p.Short()
+	short := p.short()
 	if len(short) == 0 {
 		return nil
 	}

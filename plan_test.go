@@ -33,7 +33,7 @@ func TestPlanSpike(t *testing.T) {
 	assert.Equal(t, asyncevent.Throughput{ReadUnitsPerSecond: 40000, WriteUnitsPerSecond: 100000}, p.Need[""])
 	assert.Equal(t, asyncevent.Throughput{WriteUnitsPerSecond: 60000}, p.Need["GSI1"])
 	assert.Equal(t, asyncevent.Throughput{WriteUnitsPerSecond: 60000}, p.Need["GSI2"])
-	require.Len(t, p.Short(), 3, "DynamoDB Local reports no warm throughput")
+	require.Len(t, p.Short, 3, "DynamoDB Local reports no warm throughput")
 
 	rec := &recordingUpdater{}
 	require.NoError(t, c.ApplySpikePlan(ctx, rec, p))

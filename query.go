@@ -150,7 +150,7 @@ func decodeCursor(cursor, pkAttr, skAttr, partition string) (map[string]types.At
 		return nil, bad("not a request key")
 	}
 	order, err := parseQueueKey(plain[skAttr])
-	if err != nil || order.requestID != req.RequestID() {
+	if err != nil || order.requestID != req.requestID {
 		return nil, bad("not a queue key of the request")
 	}
 	return attributevalue.MarshalMap(plain)

@@ -396,7 +396,7 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 		if !ok {
 			return Transition{}, fmt.Errorf("asyncevent: row %q: no %s for its status log", w.row.name, w.row.logTime())
 		}
-		entry, err := c.statusLogEntry(key.RequestID(), start, w.row.to, note, at)
+		entry, err := c.statusLogEntry(key.requestID, start, w.row.to, note, at)
 		if err != nil {
 			return Transition{}, err
 		}
@@ -422,7 +422,7 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 // such request.
 func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transition, error) {
 	if old == nil {
-		return Transition{}, fmt.Errorf("%w: request %s", ErrNotFound, key.RequestID())
+		return Transition{}, fmt.Errorf("%w: request %s", ErrNotFound, key.requestID)
 	}
 	var item requestItem
 	if err := attributevalue.UnmarshalMap(old, &item); err != nil {

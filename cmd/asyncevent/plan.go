@@ -39,7 +39,7 @@ func planCmd() *command {
 			if err != nil {
 				return err
 			}
-			short := p.Short()
+			short := p.Short
 			if e.json {
 				if err := e.printJSON(planJSON{Plan: p, Short: short}); err != nil {
 					return err
