@@ -8,6 +8,10 @@
 // first-come winners, a lottery anyone can re-check, no lost or stuck request, and
 // screens served by GetItem and Query only, never Scan.
 //
+// This documentation is the reference of the access patterns; docs/design.md in the
+// repository adds the table as the AWS CLI makes it, the items' fields, the result
+// codes and the item lifetimes.
+//
 // # Table
 //
 // One table (default name AsyncEventTable): PK and SK strings, GSI1 on GSI1PK/GSI1SK

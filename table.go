@@ -121,8 +121,8 @@ func (c *Client) enableTTL(ctx context.Context) error {
 // GSI2PK/GSI2SK, each projecting ALL. It returns ErrTableNotFound for a missing table
 // and a *TableMismatchError naming every difference otherwise. Billing mode, TTL and
 // extra indexes are not checked: the library works with provisioned capacity, without
-// TTL and beside other indexes. A table made by the design's AWS CLI create-table
-// command passes.
+// TTL and beside other indexes. A table made by the AWS CLI create-table command of
+// docs/design.md passes.
 func (c *Client) CheckTable(ctx context.Context) error {
 	name := c.opts.TableName
 	out, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
