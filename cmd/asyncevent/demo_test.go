@@ -30,7 +30,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  verification\s+OK: draw of demo-lottery-\S+ verified: 100 entries, 5 winners$`), out)
 	// The event's CONFIG is read once per client and cache period, so its GetItem
 	// share may round to nothing and is then not printed.
-	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+2\.\d\d calls \((GetItem 0\.\d\d \+ )?TransactWriteItems 1\.00 \+ UpdateItem 1\.00\)`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+3\.\d\d calls \((GetItem 0\.\d\d \+ )?PutItem 2\.00 \+ UpdateItem 1\.00\)`), out)
 	assert.Contains(t, out, "fairness")
 
 	// Progress on stderr, as plain lines: stderr is not a terminal here.
@@ -61,12 +61,14 @@ func TestDemoJSON(t *testing.T) {
 	assert.Equal(t, 12, fc.DuplicatesBlocked)
 	assert.Equal(t, 0, fc.IngestErrors)
 	assert.Equal(t, map[string]int{"SUCCEEDED": 5, "REJECTED": 43}, fc.Stats.ByStatus)
-	assert.Equal(t, 1.0, fc.PerParticipation.ByCall["TransactWriteItems"])
+	assert.Zero(t, fc.PerParticipation.ByCall["TransactWriteItems"])
+	assert.Equal(t, 2.0, fc.PerParticipation.ByCall["PutItem"])
 	assert.Equal(t, 1.0, fc.PerParticipation.ByCall["UpdateItem"])
 	assert.Equal(t, 1.0, fc.PerParticipation.QueueSends)
 	// A repeat click is answered from the ingest client's cache once the first is
-	// queued, else by one cancelled transaction.
-	assert.LessOrEqual(t, fc.PerDuplicate.ByCall["TransactWriteItems"], 1.0)
+	// queued, else by the lock's one failed put.
+	assert.LessOrEqual(t, fc.PerDuplicate.ByCall["PutItem"], 1.0)
+	assert.Zero(t, fc.PerDuplicate.ByCall["TransactWriteItems"])
 	assert.GreaterOrEqual(t, fc.CapacityWrites, 5)
 	assert.Equal(t, 48, fc.Messages)
 	assert.Equal(t, "GSI2:EVENT#"+fc.EventID, fc.Heat.HottestKey)
