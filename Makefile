@@ -7,7 +7,7 @@ GO       ?= go
 # report a spurious "context deadline exceeded" as the time runs out (go.dev/issue/75804).
 FUZZTIME ?= 50000x
 
-.PHONY: demo bench test vet unit fuzz chaos chromium screenshot scale
+.PHONY: demo bench test vet template unit fuzz chaos chromium screenshot scale
 
 # The spike demo (a first-come event, then a lottery) and the benchmark against a
 # raw-SDK baseline, on an embedded DynamoDB Local. Flags go in ARGS, e.g. the issue's
@@ -18,10 +18,16 @@ demo:
 bench:
 	$(GO) run ./cmd/asyncevent bench $(ARGS)
 
-test: vet unit fuzz
+test: vet template unit fuzz
 
 vet:
 	$(GO) vet ./...
+
+# The deployable template passes cfn-lint (on the machine image; skipped, and said so,
+# where it is missing). Its agreement with the code is tested by go test (deploy_test.go).
+template:
+	@if command -v cfn-lint >/dev/null 2>&1; then cfn-lint deploy/template.yaml && echo "cfn-lint: deploy/template.yaml passes"; \
+	else echo "cfn-lint is not installed: deploy/template.yaml not linted (pip install cfn-lint)"; fi
 
 unit: chromium
 	$(GO) test -race -count=1 -timeout 20m ./...

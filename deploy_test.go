@@ -1,0 +1,193 @@
+package asyncevent
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/asyncevent/asyncevent/dynamodblocal"
+)
+
+// deploy/template.yaml is held to the code: its table is the one CreateTable makes,
+// its policy grants exactly the calls of the library's interfaces, and its queue
+// agrees with the worker's defaults.
+
+// templateNode reads deploy/template.yaml and returns the node at path (mapping keys,
+// or sequence indexes as numbers).
+func templateNode(t *testing.T, path ...string) *yaml.Node {
+	t.Helper()
+	raw, err := os.ReadFile("deploy/template.yaml")
+	require.NoError(t, err)
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	n := doc.Content[0]
+	for _, p := range path {
+		n = child(t, n, p)
+	}
+	return n
+}
+
+func child(t *testing.T, n *yaml.Node, key string) *yaml.Node {
+	t.Helper()
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(key); err == nil && i < len(n.Content) {
+			return n.Content[i]
+		}
+	}
+	t.Fatalf("deploy/template.yaml has no %q at line %d", key, n.Line)
+	return nil
+}
+
+func strings0(n *yaml.Node) []string {
+	var out []string
+	for _, c := range n.Content {
+		out = append(out, c.Value)
+	}
+	return out
+}
+
+// TestTemplateTableIsCreateTables builds the template's table on DynamoDB Local
+// (without its warm throughput, which DynamoDB Local ignores) and checks it as the
+// library checks a table, and key by key against what CreateTable makes.
+func TestTemplateTableIsCreateTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	props := templateNode(t, "Resources", "Table", "Properties")
+	name := "deploy_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingMode(child(t, props, "BillingMode").Value)}
+	for _, a := range child(t, props, "AttributeDefinitions").Content {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{
+			AttributeName: aws.String(child(t, a, "AttributeName").Value), AttributeType: types.ScalarAttributeType(child(t, a, "AttributeType").Value),
+		})
+	}
+	keySchema := func(n *yaml.Node) []types.KeySchemaElement {
+		var ks []types.KeySchemaElement
+		for _, k := range n.Content {
+			ks = append(ks, types.KeySchemaElement{AttributeName: aws.String(child(t, k, "AttributeName").Value), KeyType: types.KeyType(child(t, k, "KeyType").Value)})
+		}
+		return ks
+	}
+	in.KeySchema = keySchema(child(t, props, "KeySchema"))
+	for _, g := range child(t, props, "GlobalSecondaryIndexes").Content {
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(child(t, g, "IndexName").Value),
+			KeySchema:  keySchema(child(t, g, "KeySchema")),
+			Projection: &types.Projection{ProjectionType: types.ProjectionType(child(t, child(t, g, "Projection"), "ProjectionType").Value)},
+		})
+		child(t, g, "WarmThroughput") // a parameter for each index
+	}
+	child(t, props, "WarmThroughput")
+
+	want := createTableInput(name)
+	assert.Equal(t, want.BillingMode, in.BillingMode)
+	assert.ElementsMatch(t, want.AttributeDefinitions, in.AttributeDefinitions)
+	assert.Equal(t, want.KeySchema, in.KeySchema)
+	assert.ElementsMatch(t, want.GlobalSecondaryIndexes, in.GlobalSecondaryIndexes)
+	ttl := child(t, props, "TimeToLiveSpecification")
+	assert.Equal(t, attrTTL, child(t, ttl, "AttributeName").Value)
+	assert.Equal(t, "true", child(t, ttl, "Enabled").Value)
+
+	// An internal test cannot use the test kit (it imports this package): the
+	// launcher finds DYNAMODB_ENDPOINT, or starts a DynamoDB Local of its own.
+	local, err := dynamodblocal.Start(ctx, dynamodblocal.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = local.Stop() })
+	db := local.Client
+	_, err = db.CreateTable(ctx, in)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	c, err := New(db, Options{TableName: name})
+	require.NoError(t, err)
+	require.NoError(t, c.CheckTable(ctx), "the template's table passes CheckTable")
+}
+
+// TestTemplatePolicyGrantsTheLibrarysCalls: the worker's policy allows exactly the
+// data calls of the DynamoDB interface and the calls of SQSClient, as IAM names them.
+// A call added to either interface fails here until the policy grants it.
+func TestTemplatePolicyGrantsTheLibrarysCalls(t *testing.T) {
+	t.Parallel()
+	statements := templateNode(t, "Resources", "Worker", "Properties", "Policies", "0", "Statement")
+	granted := map[string][]string{}
+	for _, s := range statements.Content {
+		granted[child(t, s, "Sid").Value] = strings0(child(t, s, "Action"))
+	}
+
+	// The worker does not make or check the table: the operator does, once.
+	tableManagement := []string{"CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive"}
+	iamOf := map[string][]string{
+		"TransactWriteItems": {"ConditionCheckItem", "DeleteItem", "PutItem", "UpdateItem"},
+		"DeleteMessageBatch": {"DeleteMessage"},
+	}
+	needs := func(prefix string, iface reflect.Type, skip []string) []string {
+		set := map[string]bool{}
+		for i := range iface.NumMethod() {
+			m := iface.Method(i).Name
+			if slices.Contains(skip, m) {
+				continue
+			}
+			actions, ok := iamOf[m]
+			if !ok {
+				actions = []string{m}
+			}
+			for _, a := range actions {
+				set[prefix+a] = true
+			}
+		}
+		var out []string
+		for a := range set {
+			out = append(out, a)
+		}
+		slices.Sort(out)
+		return out
+	}
+	assert.Equal(t, needs("dynamodb:", reflect.TypeFor[DynamoDB](), tableManagement), sorted(granted["AsyncEventTable"]), "DynamoDB actions")
+	assert.Equal(t, needs("sqs:", reflect.TypeFor[SQSClient](), nil), sorted(granted["AsyncEventQueue"]), "SQS actions")
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// TestTemplateQueueAgreesWithTheWorker: the dead-letter queue takes a message after
+// the worker's MaxReceives, and a message stays hidden longer than a lease lasts.
+func TestTemplateQueueAgreesWithTheWorker(t *testing.T) {
+	t.Parallel()
+	queue := templateNode(t, "Resources", "Queue", "Properties")
+	receives, err := strconv.Atoi(child(t, child(t, queue, "RedrivePolicy"), "maxReceiveCount").Value)
+	require.NoError(t, err)
+	assert.Equal(t, DefaultMaxReceives, receives, "maxReceiveCount = ProcessOptions.MaxReceives")
+	visibility, err := strconv.Atoi(child(t, queue, "VisibilityTimeout").Value)
+	require.NoError(t, err)
+	assert.Greater(t, time.Duration(visibility)*time.Second, defaultLeaseDuration, "visibility outlasts the lease")
+
+	fn := templateNode(t, "Resources", "Worker", "Properties")
+	assert.Equal(t, "provided.al2023", child(t, fn, "Runtime").Value)
+	assert.Equal(t, []string{"arm64"}, strings0(child(t, fn, "Architectures")))
+	events := child(t, child(t, child(t, fn, "Events"), "Participations"), "Properties")
+	assert.Equal(t, []string{"ReportBatchItemFailures"}, strings0(child(t, events, "FunctionResponseTypes")))
+	lambdaMain, err := os.ReadFile("examples/lambda/main.go")
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(lambdaMain), "MaxReceives: "+strconv.Itoa(receives)),
+		"examples/lambda sets ProcessOptions.MaxReceives to the queue's maxReceiveCount")
+}
