@@ -114,7 +114,9 @@ func TestTemplateTableIsCreateTables(t *testing.T) {
 	db := local.Client
 	_, err = db.CreateTable(ctx, in)
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
 	c, err := New(db, Options{TableName: name})
 	require.NoError(t, err)
 	require.NoError(t, c.CheckTable(ctx), "the template's table passes CheckTable")
