@@ -39,9 +39,21 @@ type FaultyHTTPClient struct {
 // further.
 func NewFaultyClient(db *dynamodb.Client, plan FaultPlan, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, *FaultyHTTPClient) {
 	faulty := &FaultyHTTPClient{faults: newPlanner(plan)}
-	client := dynamodb.New(db.Options(), func(o *dynamodb.Options) {
-		faulty.next = o.HTTPClient
-		o.HTTPClient = faulty
+	client := clientBeneath(db, func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
+		faulty.next = next
+		return faulty
+	}, optFns...)
+	return client, faulty
+}
+
+// clientBeneath returns a copy of db whose HTTP calls go through the client that
+// install returns, given the copy's own: beneath the SDK, where its retries meet what
+// that client answers. The copy's retryer is the SDK's standard one without its
+// client-side retry quota and with a backoff of milliseconds; optFns then change the
+// copy's options further.
+func clientBeneath(db *dynamodb.Client, install func(next dynamodb.HTTPClient) dynamodb.HTTPClient, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.New(db.Options(), func(o *dynamodb.Options) {
+		o.HTTPClient = install(o.HTTPClient)
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.RateLimiter = ratelimit.None
 			so.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
@@ -53,7 +65,6 @@ func NewFaultyClient(db *dynamodb.Client, plan FaultPlan, optFns ...func(*dynamo
 			fn(o)
 		}
 	})
-	return client, faulty
 }
 
 // Counts returns the faults injected so far.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,8 +16,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/asyncevent/asyncevent/internal/metered"
@@ -164,20 +161,10 @@ func NewLimitedClient(db *dynamodb.Client, limits Limits, optFns ...func(*dynamo
 		buckets: map[bucketID]*bucket{}, items: map[itemKey]*itemInfo{},
 		inTx: map[itemKey]int{}, writes: map[itemKey]int{}, counts: LimitCounts{Reasons: map[string]int{}},
 	}
-	client := dynamodb.New(db.Options(), func(o *dynamodb.Options) {
-		l.next = o.HTTPClient
-		o.HTTPClient = l
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.RateLimiter = ratelimit.None
-			so.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
-				d := 5 * time.Millisecond << min(attempt, 4)
-				return d/2 + rand.N(d/2), nil
-			})
-		})
-		for _, fn := range optFns {
-			fn(o)
-		}
-	})
+	client := clientBeneath(db, func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
+		l.next = next
+		return l
+	}, optFns...)
 	return client, l
 }
 
