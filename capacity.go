@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -159,12 +160,14 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 // returns success rather than a lost condition (the conditions alone already keep it
 // from being applied twice).
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
-	return c.claimSeat(ctx, ref, lease, nil)
+	return c.claimSeat(ctx, ref, lease, nil, nil)
 }
 
-// claimSeat is ClaimSeat skipping the shards empty knows to be empty, and telling it
-// of the ones it finds.
-func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, empty *emptyShards) (Transition, error) {
+// claimSeat is ClaimSeat with what seats knows of the event's shards: it skips the
+// shards found empty, tells seats of the ones it finds, and claims a shard only while
+// no other claim of seats' processor is under way on it. hold, if set, is held during
+// each call.
+func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, seats *seatShards, hold sync.Locker) (Transition, error) {
 	reqKey, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
@@ -180,17 +183,26 @@ func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, emp
 	if err != nil {
 		return Transition{}, err
 	}
-	for _, shard := range claimOrder(ref.RequestID, len(keys)) {
-		if empty.known(ref.EventID, shard) {
-			continue
+	order := claimOrder(ref.RequestID, len(keys))
+	tried := 0
+	for {
+		shard, release, err := seats.take(ctx, ref.EventID, order[tried:], len(keys))
+		if err != nil {
+			return Transition{}, err
 		}
-		t, err := c.claimSeatOn(ctx, reqKey, keys[shard], ref, lease)
+		if shard < 0 {
+			return Transition{SoldOut: true}, nil
+		}
+		t, err := c.claimSeatOn(ctx, reqKey, keys[shard], ref, lease, hold)
+		release()
 		if err != nil || !t.SoldOut {
 			return t, err
 		}
-		empty.add(ref.EventID, shard, len(keys))
+		seats.add(ref.EventID, shard, len(keys))
+		if seats == nil {
+			tried++ // without a memory of empty shards, the order itself says what is left
+		}
 	}
-	return Transition{SoldOut: true}, nil
 }
 
 // claimOrder is the order in which a request tries n capacity shards: from the shard
@@ -209,7 +221,7 @@ func claimOrder(requestID string, n int) []int {
 }
 
 // claimSeatOn claims a seat of one capacity item.
-func (c *Client) claimSeatOn(ctx context.Context, reqKey RequestKey, capKey EventKey, ref RequestRef, lease Lease) (Transition, error) {
+func (c *Client) claimSeatOn(ctx context.Context, reqKey RequestKey, capKey EventKey, ref RequestRef, lease Lease, hold sync.Locker) (Transition, error) {
 	now := c.now()
 	seat := write{row: &claimSeatRow, key: capKey.Key(), args: args{pNow: now},
 		lost: func(old map[string]types.AttributeValue) (Transition, error) {
@@ -221,7 +233,7 @@ func (c *Client) claimSeatOn(ctx context.Context, reqKey RequestKey, capKey Even
 	owner := lease.Owner + "\x00" + capKey.Key().SK
 	t, err := c.apply(ctx, reqKey,
 		write{row: &takeSeatRow, args: args{pNow: now, pLeaseOwner: lease.Owner}, note: "won a seat"},
-		txOptions{token: func(attempt int) string { return requestToken(ref.RequestID, owner, attempt) }},
+		txOptions{token: func(attempt int) string { return requestToken(ref.RequestID, owner, attempt) }, hold: hold},
 		seat)
 	if err != nil {
 		return t, fmt.Errorf("claim seat %s: %w", ref.RequestID, err)
@@ -229,51 +241,101 @@ func (c *Client) claimSeatOn(ctx context.Context, reqKey RequestKey, capKey Even
 	return t, nil
 }
 
-// emptyShards remembers the capacity shards of each event found empty. Capacity never
-// grows back, so a worker skips them, and once every shard of an event is, the event
-// is sold out. A nil *emptyShards remembers nothing. It is safe for concurrent use.
-type emptyShards struct {
+// seatShards is what a Processor knows of the capacity shards of FIRST_COME events:
+// the shards found empty, which it skips (capacity never grows back; once every shard
+// of an event is, the event is sold out), and the shards one of its own claims is
+// under way on. One claim at a time per shard keeps a processor's claims from racing
+// each other into TransactionConflict, and from piling onto a shard that is throttled
+// while one of them backs off to send again: a claim takes the first shard of its
+// order that is free, and waits for the first one when none is. A nil *seatShards
+// knows nothing and holds nothing. It is safe for concurrent use.
+type seatShards struct {
 	mu      sync.Mutex
 	byEvent map[string]*eventShards
 }
 
 type eventShards struct {
-	n     int
 	empty map[int]bool
+	slots []chan struct{} // one per shard, full while a claim is under way on it
 }
 
-func newEmptyShards() *emptyShards { return &emptyShards{byEvent: map[string]*eventShards{}} }
+func newSeatShards() *seatShards { return &seatShards{byEvent: map[string]*eventShards{}} }
 
-func (e *emptyShards) known(eventID string, shard int) bool {
-	if e == nil {
-		return false
+// event returns what s knows of the n shards of eventID. s.mu is held.
+func (s *seatShards) event(eventID string, n int) *eventShards {
+	e := s.byEvent[eventID]
+	if e == nil || len(e.slots) != n {
+		e = &eventShards{empty: map[int]bool{}, slots: make([]chan struct{}, n)}
+		for i := range e.slots {
+			e.slots[i] = make(chan struct{}, 1)
+		}
+		s.byEvent[eventID] = e
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.byEvent[eventID]
-	return s != nil && s.empty[shard]
+	return e
 }
 
-func (e *emptyShards) add(eventID string, shard, n int) {
-	if e == nil {
+// take returns the first shard of order (of an event of n shards) not known empty,
+// once it holds it: a free one at once, else the first, when its claim under way
+// ends. It returns -1 when every shard of order is known empty. release gives the
+// shard back.
+func (s *seatShards) take(ctx context.Context, eventID string, order []int, n int) (shard int, release func(), err error) {
+	if s == nil {
+		if len(order) == 0 {
+			return -1, nil, nil
+		}
+		return order[0], func() {}, nil
+	}
+	for {
+		s.mu.Lock()
+		e := s.event(eventID, n)
+		var open []int
+		for _, shard := range order {
+			if !e.empty[shard] {
+				open = append(open, shard)
+			}
+		}
+		s.mu.Unlock()
+		if len(open) == 0 {
+			return -1, nil, nil
+		}
+		for _, shard := range open {
+			select {
+			case e.slots[shard] <- struct{}{}:
+				return shard, func() { <-e.slots[shard] }, nil
+			default:
+			}
+		}
+		select {
+		case e.slots[open[0]] <- struct{}{}:
+			s.mu.Lock()
+			empty := e.empty[open[0]]
+			s.mu.Unlock()
+			if !empty {
+				return open[0], func() { <-e.slots[open[0]] }, nil
+			}
+			<-e.slots[open[0]] // emptied while this claim waited: look again
+		case <-ctx.Done():
+			return -1, nil, ctx.Err()
+		}
+	}
+}
+
+// add records that the shard of eventID (of n shards) is empty.
+func (s *seatShards) add(eventID string, shard, n int) {
+	if s == nil {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.byEvent[eventID]
-	if s == nil {
-		s = &eventShards{n: n, empty: map[int]bool{}}
-		e.byEvent[eventID] = s
-	}
-	s.empty[shard] = true
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.event(eventID, n).empty[shard] = true
 }
 
 // soldOut reports whether every shard of the event was found empty.
-func (e *emptyShards) soldOut(eventID string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.byEvent[eventID]
-	return s != nil && len(s.empty) == s.n
+func (s *seatShards) soldOut(eventID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.byEvent[eventID]
+	return e != nil && len(e.empty) == len(e.slots)
 }
 
 // requestToken derives a ClientRequestToken (at most 36 characters) from a request,
@@ -283,12 +345,20 @@ func requestToken(requestID, owner string, attempt int) string {
 	return hex.EncodeToString(sum[:18])
 }
 
-// conflictBackoff is the wait before sending again a call refused for throughput
-// alone, after attempt (0 first): 5 ms doubled per attempt, at most 320 ms, with
-// jitter (half of it at random) so that the claims refused together do not all come
-// back together.
-func conflictBackoff(attempt int) time.Duration {
+// refusalBackoff is the wait before sending again, after attempt (0 first), a call
+// refused for throughput alone by err. A conflict ends as soon as the other call on
+// the item does: 5 ms doubled per attempt, at most 320 ms. A throttle ends only once
+// the key's units have refilled, as the SDK's retryer assumes of the throttles it
+// retries: 500 ms doubled per attempt, at most 4 s. Both with jitter (half of it at
+// random), so that the calls refused together do not all come back together.
+func refusalBackoff(err error, attempt int) time.Duration {
 	d := 5 * time.Millisecond << min(attempt, 6)
+	for _, r := range cancellationReasons(err) {
+		if aws.ToString(r.Code) == "ThrottlingError" {
+			d = 500 * time.Millisecond << min(attempt, 3)
+			break
+		}
+	}
 	return d/2 + rand.N(d/2+1)
 }
 

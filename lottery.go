@@ -2,6 +2,7 @@ package asyncevent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -385,6 +386,9 @@ func (c *Client) drawEntries(ctx context.Context, cfg *EventConfig) ([]drawEntry
 
 // queueOrder reads an event's requests from GSI2 in queue order, with just the fields
 // of a drawEntry: those queued before `at` when before is true, the others otherwise.
+// An event's index shards are read one after the other and their rows merged, so that
+// the writes that follow the order spread over the shards instead of falling on one
+// shard's key at a time.
 func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis, before bool) ([]drawEntry, error) {
 	bound, err := queuedBefore(at)
 	if err != nil {
@@ -394,7 +398,11 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	if !before {
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
-	return allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrStatus, attrResultCode, attrQueuedAt)
+	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrStatus, attrResultCode, attrQueuedAt)
+	slices.SortStableFunc(rows, func(a, b drawEntry) int {
+		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
+	})
+	return rows, err
 }
 
 // freezeDraw moves the draw from COLLECTING to DRAWING with its entries' count and

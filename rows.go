@@ -262,6 +262,10 @@ type txOptions struct {
 	// a call whose answer was lost returns success rather than failing on the call's
 	// own first write. nil lets the SDK pick a random one.
 	token func(attempt int) string
+	// hold, if set, is held during each attempt's call, so that another write of the
+	// caller's on one of the items (a lease's heartbeat) never overlaps it and
+	// conflicts with it.
+	hold sync.Locker
 }
 
 // do makes the writes: one conditional UpdateItem or PutItem, or one
@@ -269,7 +273,7 @@ type txOptions struct {
 // write, at once: a lost condition is an outcome, never retried.
 //
 // A call refused for throughput alone wrote nothing, so it is sent again as it is,
-// after a jittered backoff, up to txAttempts times: a transaction cancelled for
+// after a jittered backoff (refusalBackoff), up to txAttempts times: a transaction cancelled for
 // TransactionConflict or ThrottlingError (attempt k carrying the ClientRequestToken
 // tx.token(k), as the first did), or a single write refused with
 // TransactionConflictException; the SDK retries neither. The SDK's retryer alone
@@ -292,11 +296,17 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 	var err error
 	for attempt := range txAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, conflictBackoff(attempt-1)); err != nil {
+			if err := sleep(ctx, refusalBackoff(err, attempt-1)); err != nil {
 				return err
 			}
 		}
+		if tx.hold != nil {
+			tx.hold.Lock()
+		}
 		err = c.send(ctx, tx, items, attempt)
+		if tx.hold != nil {
+			tx.hold.Unlock()
+		}
 		if lost := lostIn(err, ws); lost != nil {
 			return lost
 		}

@@ -169,13 +169,13 @@ type Processor struct {
 	c    *Client
 	opts ProcessOptions
 
-	seats *emptyShards // the capacity shards of FIRST_COME events found empty
+	seats *seatShards // what it knows of the capacity shards of FIRST_COME events
 }
 
 // NewProcessor returns a Processor of c's table.
 func NewProcessor(c *Client, opts ProcessOptions) *Processor {
 	opts.setDefaults(c)
-	return &Processor{c: c, opts: opts, seats: newEmptyShards()}
+	return &Processor{c: c, opts: opts, seats: newSeatShards()}
 }
 
 // ProcessMessages processes a batch of deliveries, one goroutine each, and returns
@@ -200,6 +200,9 @@ func (p *Processor) ProcessMessages(ctx context.Context, ds []Delivery) (failedI
 type lease struct {
 	Lease
 	held bool // the start took the request under this lease
+	// writing is held by the heartbeat's lease write and by each call of the seat's
+	// claim, so that the two never overlap on the request (a TransactionConflict).
+	writing sync.Mutex
 }
 
 // extender keeps a delivery alive while its work goes on: the Worker extends the
@@ -303,14 +306,14 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if p.isSoldOut(m.EventID) {
 		return p.reject(ctx, m, d, l)
 	}
-	t, err = p.c.claimSeat(ctx, m.Ref(), l.Lease, p.seats)
+	t, err = p.c.claimSeat(ctx, m.Ref(), l.Lease, p.seats, &l.writing)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
 	case t.SoldOut:
 		return p.reject(ctx, m, d, l)
 	case !t.Applied:
-		return p.lostLease(ctx, m, *l)
+		return p.lostLease(ctx, m, l.Lease)
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
 }
@@ -349,7 +352,7 @@ func (p *Processor) notStarted(m Message, cur *Request) result {
 // lostLease: another delivery took the request over after our lease expired. Unless
 // the request is final under our own lease (a response lost after it was applied),
 // the message is left to the delivery that holds it.
-func (p *Processor) lostLease(ctx context.Context, m Message, l lease) result {
+func (p *Processor) lostLease(ctx context.Context, m Message, l Lease) result {
 	cur, err := p.c.getRequest(ctx, m.RequestID, true)
 	if err == nil && finalUnder(cur, l.Owner) {
 		kind := OutcomeRejected
@@ -503,7 +506,10 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 				if time.Since(leaseWritten) < l.Duration/2 {
 					continue
 				}
-				if err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration); err != nil {
+				l.writing.Lock()
+				err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
+				l.writing.Unlock()
+				if err != nil {
 					p.opts.Logger.WarnContext(ctx, "extending the lease failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
 					continue
 				}

@@ -80,6 +80,9 @@ type LimitCounts struct {
 	// Reasons counts the throttling reasons given, by reason
 	// ("IndexWriteKeyRangeThroughputExceeded", …).
 	Reasons map[string]int
+	// Keys counts the refusals by the key refused, as "<index>:<key>" (index: "table" or
+	// a GSI name): where a layout runs hot.
+	Keys map[string]int
 }
 
 // LimitedHTTPClient enforces DynamoDB's per-partition-key limits on the HTTP calls of
@@ -159,7 +162,7 @@ func NewLimitedClient(db *dynamodb.Client, limits Limits, optFns ...func(*dynamo
 	l := &LimitedHTTPClient{
 		limits: limits, now: limits.Clock,
 		buckets: map[bucketID]*bucket{}, items: map[itemKey]*itemInfo{},
-		inTx: map[itemKey]int{}, writes: map[itemKey]int{}, counts: LimitCounts{Reasons: map[string]int{}},
+		inTx: map[itemKey]int{}, writes: map[itemKey]int{}, counts: LimitCounts{Reasons: map[string]int{}, Keys: map[string]int{}},
 	}
 	client := clientBeneath(db, func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
 		l.next = next
@@ -174,6 +177,7 @@ func (l *LimitedHTTPClient) Counts() LimitCounts {
 	defer l.mu.Unlock()
 	c := l.counts
 	c.Reasons = maps.Clone(l.counts.Reasons)
+	c.Keys = maps.Clone(l.counts.Keys)
 	return c
 }
 
@@ -461,6 +465,7 @@ func (l *LimitedHTTPClient) write(req *http.Request, op string, c *ddbCall) (*ht
 	w := l.planWrite(c, op == "PutItem", false, false)
 	if w.ok && l.inTx[w.item] > 0 {
 		l.counts.Conflicts++
+		l.counts.Keys["conflict:"+w.item.pk+" "+w.item.sk]++
 		l.mu.Unlock()
 		return errorResponse(req, "TransactionConflictException", map[string]any{"message": "Transaction is ongoing for the item"}), nil
 	}
@@ -529,6 +534,7 @@ func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Respo
 		if w.ok && (l.inTx[w.item] > 0 || l.writes[w.item] > 0) {
 			reasons[i] = map[string]any{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item."}
 			conflict = true
+			l.counts.Keys["conflict:"+w.item.pk+" "+w.item.sk]++
 		}
 	}
 	if conflict {
@@ -667,6 +673,7 @@ func (l *LimitedHTTPClient) throttled(short []charge, count bool, table string) 
 		}
 		reason := resource + op + "KeyRangeThroughputExceeded"
 		l.counts.Reasons[reason]++
+		l.counts.Keys[c.id.index+":"+c.id.key]++
 		reasons = append(reasons, map[string]string{"reason": reason, "resource": arn})
 	}
 	if count {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +30,8 @@ import (
 // FIRST_COME spike of 100 clicks/s for 30 s, capacity 1,000, 20% duplicate clicks, 8
 // workers, on the design's single keys and on the layout ShardsFor derives for the
 // rate; and a LOTTERY of the same size on the derived layout. SCALE=1 runs it
-// (SCALE_RATE lowers the rate and the limits together, SCALE_SECONDS the length).
+// (SCALE_RATE lowers the rate and the limits together, SCALE_SECONDS the length;
+// SCALE_ONLY=derived or lottery runs one spike; SCALE_KEYS=1 logs the refusals by key).
 func TestScale(t *testing.T) {
 	if os.Getenv("SCALE") == "" {
 		t.Skip("make scale runs this (SCALE=1): about 5 minutes")
@@ -47,6 +51,14 @@ func TestScale(t *testing.T) {
 	scale("%.0f clicks/s for %.0f s (%.0f on DynamoDB), per-key limits %.1f WCU/s and %.1f RCU/s (1/%.0f of DynamoDB's); derived layout K = %d, C = %d",
 		rate, seconds, rate*factor, limits.WCU, limits.RCU, factor, k, c)
 
+	if os.Getenv("SCALE_ONLY") == "lottery" {
+		lottery := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
+		if lottery.draw == nil {
+			t.Fatalf("lottery: %s %v", lottery.finality(), lottery.report)
+		}
+		scale("LOTTERY: %d entries, draw %s, verified: %t, draw throttles %d %v", lottery.draw.Record.EntryCount, lottery.drawTime, lottery.verified, lottery.drawThrottled, lottery.drawReasons)
+		return
+	}
 	if os.Getenv("SCALE_ONLY") == "derived" {
 		derived := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 		scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
@@ -97,6 +109,8 @@ type spikeResult struct {
 	draw                *asyncevent.DrawResult
 	drawTime            time.Duration
 	verified            bool
+	drawThrottled       int
+	drawReasons         map[string]int
 }
 
 func (r spikeResult) throttledShare() float64 {
@@ -124,13 +138,13 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 	db := raw
 	var limited *asynceventtest.LimitedHTTPClient
 	if limits != nil {
-		db, limited = asynceventtest.NewLimitedClient(raw, *limits)
+		db, limited = asynceventtest.NewLimitedClient(raw, *limits, refillRetryTiming)
 	}
 	counter := asynceventtest.NewCounter(db)
-	start := time.Now()
 	clicks := int(sc.rate * sc.seconds)
 	opts := asyncevent.Options{DrawSettleWindow: time.Second, RedriveAfter: time.Minute}
 	c := asynceventtest.NewTableOn(t, counter, opts)
+	start := time.Now() // the clicks begin in a moment; the lottery's cutoff is 5 s after the last
 	if cfg.EventType == asyncevent.Lottery {
 		cfg.WinnerCount = 100
 		cfg.LotteryCutoffAt = asyncevent.MillisOf(start.Add(time.Duration(sc.seconds*float64(time.Second)) + 5*time.Second))
@@ -217,9 +231,17 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 		res.throttled = counts.Throttled + counts.Conflicts
 		res.reasons = counts.Reasons
 		res.reasons["TransactionConflict"] = counts.Conflicts
+		if os.Getenv("SCALE_KEYS") != "" {
+			classes := map[string]int{}
+			for k, n := range counts.Keys {
+				classes[regexp.MustCompile(`[0-9a-f-]{8,}|\d+`).ReplaceAllString(k, "N")] += n
+			}
+			t.Logf("refusals by key, numbers folded to N: %v", classes)
+		}
 	}
 	res.attempts = counter.Snapshot().Attempts
 	if !res.allFinal {
+		t.Logf("not final: drained %t, %v", drained, st.ByStatus)
 		return res // a choked layout: its numbers are the result
 	}
 	if cfg.EventType == asyncevent.Lottery {
@@ -233,6 +255,11 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 			time.Sleep(time.Second)
 		}
 		res.drawTime = time.Since(began)
+		if limited != nil {
+			counts := limited.Counts()
+			res.drawThrottled = counts.Throttled + counts.Conflicts - res.throttled
+			res.drawReasons = counts.Reasons
+		}
 		v, err := admin.VerifyDraw(ctx, cfg.EventID)
 		require.NoError(t, err)
 		res.verified = v.OK()
@@ -246,4 +273,22 @@ func envFloat(name string, def float64) float64 {
 		return v
 	}
 	return def
+}
+
+// refillRetryTiming gives the limited client a backoff between attempts long enough
+// for a throttled key to refill one call's units, without the client-side retry quota
+// a spike's throttles would drain. The limits scale a key's units per second down,
+// not a call's units: on DynamoDB a key refills a write's unit in a millisecond, here
+// in 200 ms (at 5 WCU/s). A retry sooner than that (the test kit's default backoff of
+// milliseconds, made for fault tests) would find nothing refilled and count each
+// throttle three times; the SDK's own backoff, up to seconds, would find the key
+// refilled as on DynamoDB but hold the clicks for seconds.
+func refillRetryTiming(o *dynamodb.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.RateLimiter = ratelimit.None
+		so.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
+			d := 250 * time.Millisecond << min(attempt-1, 3)
+			return d/2 + time.Duration(rand.Int64N(int64(d/2))), nil
+		})
+	})
 }
