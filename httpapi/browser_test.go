@@ -121,7 +121,8 @@ func TestAdminUIInBrowser(t *testing.T) {
 
 	// Newest first.
 	b.run(chromedp.Click(chromedp.CSS("#order-desc")))
-	b.waitFor(`location.search === "?order=desc" && document.querySelector("#order-desc.active") !== null`)
+	// The toggle comes before the table: wait for the whole page, not just for it.
+	b.waitFor(`location.search === "?order=desc" && document.querySelector("#order-desc.active") !== null && document.readyState === "complete"`)
 	desc := b.rowIDs()
 	require.Len(t, desc, 50)
 	assert.NotContains(t, page1, desc[0], "the newest request is not among the oldest 50")

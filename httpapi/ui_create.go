@@ -61,29 +61,22 @@ func (c createForm) body() (createEventBody, error) {
 	b := createEventBody{EventID: c.EventID, Name: c.Name, EventType: asyncevent.EventType(c.EventType)}
 	for _, n := range []struct {
 		name, value string
-		dst         *int64
-	}{{"capacityTotal", c.CapacityTotal, &b.CapacityTotal}, {"winnerCount", c.WinnerCount, &b.WinnerCount}} {
+		bits        int // of the body's field, so that nothing wraps around
+		set         func(int64)
+	}{
+		{"capacityTotal", c.CapacityTotal, 64, func(v int64) { b.CapacityTotal = v }},
+		{"winnerCount", c.WinnerCount, 64, func(v int64) { b.WinnerCount = v }},
+		{"indexShards", c.IndexShards, strconv.IntSize, func(v int64) { b.IndexShards = int(v) }},
+		{"capacityShards", c.CapacityShards, strconv.IntSize, func(v int64) { b.CapacityShards = int(v) }},
+	} {
 		if n.value == "" {
 			continue
 		}
-		v, err := strconv.ParseInt(n.value, 10, 64)
+		v, err := strconv.ParseInt(n.value, 10, n.bits)
 		if err != nil {
 			return b, formError(n.name, "a whole number", n.value)
 		}
-		*n.dst = v
-	}
-	for _, n := range []struct {
-		name, value string
-		dst         *int
-	}{{"indexShards", c.IndexShards, &b.IndexShards}, {"capacityShards", c.CapacityShards, &b.CapacityShards}} {
-		if n.value == "" {
-			continue
-		}
-		v, err := strconv.Atoi(n.value)
-		if err != nil {
-			return b, formError(n.name, "a whole number", n.value)
-		}
-		*n.dst = v
+		n.set(v)
 	}
 	if c.PeakClicksPerSecond != "" {
 		v, err := strconv.ParseFloat(c.PeakClicksPerSecond, 64)
