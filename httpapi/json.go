@@ -164,8 +164,9 @@ type createEventBody struct {
 }
 
 // maxPeakClicksPerSecond bounds the peak given to asyncevent.ShardsFor: every peak
-// above about 160,000 clicks/s has the largest layout already, and a peak too large
-// for an int64 of write units would not come out as one.
+// above about 160,000 clicks/s has the largest layout already, and ShardsFor turns a
+// peak whose shard count overflows an int (about 1e18 clicks/s and up) into the
+// smallest layout instead.
 const maxPeakClicksPerSecond = 1e9
 
 // config is the event the body asks for. The layout follows the CLI's rule (event
