@@ -33,7 +33,8 @@ const screenshotPath = "../docs/admin-event.png"
 // TestAdminUIInBrowser drives the admin UI in a real, headless Chromium: sign in,
 // open a first-come event of 200 requests (half of them processed), page through
 // its requests, filter them by status, open a request, run and verify a lottery's
-// draw, sign out. It asserts on the DOM, checks that the browser reported no
+// draw, create a sharded event from the home page's form and read its shards, sign
+// out. It asserts on the DOM, checks that the browser reported no
 // script error and no Content-Security-Policy violation, and saves a screenshot of
 // the event page under the test's temp dir.
 func TestAdminUIInBrowser(t *testing.T) {
@@ -120,7 +121,8 @@ func TestAdminUIInBrowser(t *testing.T) {
 
 	// Newest first.
 	b.run(chromedp.Click(chromedp.CSS("#order-desc")))
-	b.waitFor(`location.search === "?order=desc" && document.querySelector("#order-desc.active") !== null`)
+	// The toggle comes before the table: wait for the whole page, not just for it.
+	b.waitFor(`location.search === "?order=desc" && document.querySelector("#order-desc.active") !== null && document.readyState === "complete"`)
 	desc := b.rowIDs()
 	require.Len(t, desc, 50)
 	assert.NotContains(t, page1, desc[0], "the newest request is not among the oldest 50")
@@ -190,6 +192,39 @@ func TestAdminUIInBrowser(t *testing.T) {
 		require.NoError(t, os.WriteFile(screenshotPath, png, 0o644))
 		t.Logf("wrote %s", screenshotPath)
 	}
+
+	// An event with a layout, from the home page's form: the layout group opens,
+	// the shards are given, and the event page shows them and each shard's seats.
+	b.run(chromedp.Navigate(u.ts.URL + "/admin/ui/"))
+	b.waitFor(`document.querySelector("#create-form") !== null`)
+	assert.False(t, value(b, chromedp.Evaluate[bool](`document.querySelector("#layout-group").open`)), "the layout group starts closed")
+	b.run(
+		chromedp.SetValue(chromedp.CSS("#create-id"), "sharded-sale"),
+		chromedp.SetValue(chromedp.CSS("#create-name"), "Sharded sale"),
+		chromedp.SetValue(chromedp.CSS("#create-capacity"), "30"),
+		chromedp.Click(chromedp.CSS("#layout-group summary")),
+	)
+	b.waitFor(`document.querySelector("#layout-group").open`)
+	b.run(
+		chromedp.SetValue(chromedp.CSS("#create-index-shards"), "4"),
+		chromedp.SetValue(chromedp.CSS("#create-capacity-shards"), "3"),
+	)
+	b.screenshot("admin-create.png")
+	b.run(chromedp.Click(chromedp.CSS("#create-submit")))
+	b.waitFor(`location.pathname === "/admin/ui/events/sharded-sale" && document.querySelector("#event-layout") !== null`)
+	assert.Equal(t, "Sharded sale", b.text("#event-name"))
+	assert.Equal(t, "layout: 4 index shards, 3 capacity shards", b.text("#event-layout"))
+	assert.Equal(t, 3, b.count("#capacity-shards .shard"))
+	assert.Equal(t, 0, b.count("#capacity-shards .shard.warn"))
+	submitAll(t, u.client, u.queue, "sharded-sale", 60)
+	processConcurrently(t, u.client, u.queue, 60)
+	b.run(chromedp.Navigate(u.ts.URL + eventURL("sharded-sale")))
+	b.waitFor(`document.querySelector("#request-table") !== null`)
+	assert.Equal(t, 3, b.count("#capacity-shards .shard.warn"), "every shard sold out")
+	assert.Equal(t, "30", b.text("#stat-succeeded .value"))
+	assert.Equal(t, "0 / 30", b.text("#stat-capacity .value"))
+	assert.Equal(t, 50, b.count("#request-table tbody tr"), "a full page merged from the 4 index shards")
+	b.screenshot("admin-sharded.png")
 
 	// Sign out: the pages send the browser to the login form again.
 	b.run(chromedp.Click(chromedp.CSS("#logout")))

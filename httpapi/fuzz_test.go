@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
 // FuzzCreateEventBody sends arbitrary bodies to POST /admin/events on a real table:
-// whatever comes in, the answer is 201 with an event or a 4xx problem with a code,
-// never a 5xx and never a panic.
+// whatever comes in, the answer is 201 with an event in a layout CreateEvent allows
+// or a 4xx problem with a code, never a 5xx and never a panic.
 func FuzzCreateEventBody(f *testing.F) {
 	for _, seed := range []string{
 		`{"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","capacityTotal":100,"startsAt":"2026-05-01T09:00:00+09:00","endsAt":"2026-05-02T00:00:00Z"}`,
@@ -25,6 +26,12 @@ func FuzzCreateEventBody(f *testing.F) {
 		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":1,"extra":true}`,
 		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":1,"startsAt":"0000-01-01T00:00:00Z"}`,
 		`{"eventId":"x","name":"\u0000\ud800","eventType":"FIRST_COME","capacityTotal":1}`,
+		`{"eventId":"sharded","eventType":"FIRST_COME","capacityTotal":1000,"indexShards":4,"capacityShards":3}`,
+		`{"eventId":"peak","eventType":"FIRST_COME","capacityTotal":1000,"peakClicksPerSecond":20000}`,
+		`{"eventId":"peak-lottery","eventType":"LOTTERY","winnerCount":3,"lotteryCutoffAt":"2030-01-01T00:00:00Z","peakClicksPerSecond":2500.5}`,
+		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":10,"peakClicksPerSecond":100,"indexShards":2}`,
+		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":2,"capacityShards":3}`,
+		`{"eventId":"x","eventType":"FIRST_COME","capacityTotal":10,"indexShards":-1,"capacityShards":9223372036854775807}`,
 		`null`,
 		`[]`,
 		`{"eventId":`,
@@ -57,6 +64,10 @@ func FuzzCreateEventBody(f *testing.F) {
 			var e EventView
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.EventID == "" {
 				t.Fatalf("201 without an event: %v: %s", err, rec.Body)
+			}
+			if e.IndexShards < 1 || e.IndexShards > asyncevent.MaxShards || e.CapacityShards < 0 || e.CapacityShards > asyncevent.MaxShards ||
+				(e.EventType == asyncevent.FirstCome && (e.CapacityShards < 1 || int64(e.CapacityShards) > e.CapacityTotal)) {
+				t.Fatalf("201 with the layout K = %d, C = %d: %s", e.IndexShards, e.CapacityShards, rec.Body)
 			}
 		case status >= 400 && status < 500:
 			var p Problem

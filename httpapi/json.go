@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -152,10 +153,29 @@ type createEventBody struct {
 	WinnerCount     int64                `json:"winnerCount"`
 	LotteryCutoffAt Timestamp            `json:"lotteryCutoffAt"`
 	AnnounceAt      Timestamp            `json:"announceAt"`
+
+	// The event's layout (asyncevent.EventConfig.IndexShards and CapacityShards),
+	// fixed for its life: given as is, or derived from the expected peak of clicks
+	// per second (asyncevent.ShardsFor), not both. All absent: the design's single
+	// keys.
+	IndexShards         int     `json:"indexShards"`
+	CapacityShards      int     `json:"capacityShards"`
+	PeakClicksPerSecond float64 `json:"peakClicksPerSecond"`
 }
 
-func (b createEventBody) config() asyncevent.EventConfig {
-	return asyncevent.EventConfig{
+// maxPeakClicksPerSecond bounds the peak given to asyncevent.ShardsFor: every peak
+// above about 160,000 clicks/s has the largest layout already, and ShardsFor turns a
+// peak whose shard count overflows an int (about 1e18 clicks/s and up) into the
+// smallest layout instead.
+const maxPeakClicksPerSecond = 1e9
+
+// config is the event the body asks for. The layout follows the CLI's rule (event
+// create -peak): a peak derives both shard counts and excludes explicit ones; a
+// LOTTERY gets no capacity shards, a FIRST_COME event no more capacity shards than
+// seats. Shard counts out of range are left to CreateEvent to refuse
+// (asyncevent.ErrInvalidEvent).
+func (b createEventBody) config() (asyncevent.EventConfig, error) {
+	cfg := asyncevent.EventConfig{
 		EventID:         b.EventID,
 		EventType:       b.EventType,
 		Name:            b.Name,
@@ -165,6 +185,26 @@ func (b createEventBody) config() asyncevent.EventConfig {
 		WinnerCount:     b.WinnerCount,
 		LotteryCutoffAt: asyncevent.EpochMillis(b.LotteryCutoffAt),
 		AnnounceAt:      asyncevent.EpochMillis(b.AnnounceAt),
+		IndexShards:     b.IndexShards,
+		CapacityShards:  b.CapacityShards,
+	}
+	switch peak := b.PeakClicksPerSecond; {
+	case peak < 0 || math.IsNaN(peak) || math.IsInf(peak, 0):
+		return cfg, newHTTPError(http.StatusBadRequest, CodeInvalidEvent,
+			fmt.Sprintf("peakClicksPerSecond %v: the expected clicks per second, more than 0 (or absent)", peak))
+	case peak == 0:
+		return cfg, nil
+	case b.IndexShards != 0 || b.CapacityShards != 0:
+		return cfg, newHTTPError(http.StatusBadRequest, CodeInvalidEvent,
+			"peakClicksPerSecond derives indexShards and capacityShards: give the peak or the shards, not both")
+	default:
+		cfg.IndexShards, cfg.CapacityShards = asyncevent.ShardsFor(min(peak, maxPeakClicksPerSecond), 0)
+		if cfg.EventType == asyncevent.Lottery {
+			cfg.CapacityShards = 0
+		} else {
+			cfg.CapacityShards = int(min(int64(cfg.CapacityShards), max(cfg.CapacityTotal, 1)))
+		}
+		return cfg, nil
 	}
 }
 
@@ -184,6 +224,11 @@ type EventView struct {
 	Phase           asyncevent.UIPhase   `json:"phase,omitempty"`
 	CreatedAt       Timestamp            `json:"createdAt"`
 
+	// The event's layout: IndexShards partitions of its requests on GSI2 and, for a
+	// FIRST_COME event, CapacityShards capacity items; 1 is the design's single key.
+	IndexShards    int `json:"indexShards"`
+	CapacityShards int `json:"capacityShards,omitempty"`
+
 	// FIRST_COME: the capacity item, read with the event. LOTTERY: the draw record
 	// (its seed appears once the draw has started).
 	Capacity *CapacityView `json:"capacity,omitempty"`
@@ -191,7 +236,7 @@ type EventView struct {
 }
 
 func newEventView(e *asyncevent.EventConfig) EventView {
-	return EventView{
+	v := EventView{
 		EventID:         e.EventID,
 		EventType:       e.EventType,
 		Name:            e.Name,
@@ -205,14 +250,38 @@ func newEventView(e *asyncevent.EventConfig) EventView {
 		SeedCommitment:  e.SeedCommitment,
 		Phase:           e.Phase,
 		CreatedAt:       Timestamp(e.CreatedAt),
+		IndexShards:     max(e.IndexShards, 1),
 	}
+	if e.EventType == asyncevent.FirstCome {
+		v.CapacityShards = max(e.CapacityShards, 1)
+	}
+	return v
 }
 
-// CapacityView is a FIRST_COME event's capacity.
+// CapacityView is a FIRST_COME event's capacity: with capacity shards, their sum,
+// and each shard in Shards.
 type CapacityView struct {
 	Total     int64     `json:"total"`
 	Remaining int64     `json:"remaining"`
 	UpdatedAt Timestamp `json:"updatedAt,omitzero"`
+
+	Shards []CapacityShardView `json:"shards,omitempty"`
+}
+
+// CapacityShardView is one capacity shard (EVENT#<eventId> / CAPACITY#<shard>).
+type CapacityShardView struct {
+	Shard     int       `json:"shard"`
+	Total     int64     `json:"total"`
+	Remaining int64     `json:"remaining"`
+	UpdatedAt Timestamp `json:"updatedAt,omitzero"`
+}
+
+func newCapacityView(c *asyncevent.EventCapacity) *CapacityView {
+	v := &CapacityView{Total: c.CapacityTotal, Remaining: c.CapacityRemaining, UpdatedAt: Timestamp(c.UpdatedAt)}
+	for i, s := range c.Shards {
+		v.Shards = append(v.Shards, CapacityShardView{Shard: i, Total: s.CapacityTotal, Remaining: s.CapacityRemaining, UpdatedAt: Timestamp(s.UpdatedAt)})
+	}
+	return v
 }
 
 // DrawView is a LOTTERY event's draw record, and after a draw its winners.

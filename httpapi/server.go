@@ -319,13 +319,19 @@ func (s *Server) listOwnRequests(w http.ResponseWriter, r *http.Request, p Princ
 	return nil
 }
 
-// createEvent is POST /admin/events: 201 with the stored event.
+// createEvent is POST /admin/events: 201 with the stored event. The body is
+// createEventBody; a layout that CreateEvent refuses, or a peak given together with
+// shard counts, is 400 invalid_event with nothing stored.
 func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	var body createEventBody
 	if err := decodeJSON(w, r, s.maxBody, &body); err != nil {
 		return err
 	}
-	e, err := s.client.CreateEvent(r.Context(), body.config())
+	cfg, err := body.config()
+	if err != nil {
+		return err
+	}
+	e, err := s.client.CreateEvent(r.Context(), cfg)
 	if err != nil {
 		return err
 	}
@@ -334,8 +340,9 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, _ Principal
 	return nil
 }
 
-// getEvent is GET /admin/events/{eventId}: the config, with the capacity of a
-// FIRST_COME event or the draw record of a LOTTERY.
+// getEvent is GET /admin/events/{eventId}: the config and its layout, with the
+// capacity of a FIRST_COME event (and of each capacity shard) or the draw record of
+// a LOTTERY.
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	eventID, err := pathID(r, "eventId")
 	if err != nil {
@@ -352,7 +359,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, _ Principal) e
 		if err != nil {
 			return fmt.Errorf("capacity of %s: %w", eventID, err)
 		}
-		v.Capacity = &CapacityView{Total: c.CapacityTotal, Remaining: c.CapacityRemaining, UpdatedAt: Timestamp(c.UpdatedAt)}
+		v.Capacity = newCapacityView(c)
 	case asyncevent.Lottery:
 		d, err := s.client.GetDraw(r.Context(), eventID)
 		if err != nil {

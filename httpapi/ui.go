@@ -98,6 +98,7 @@ func (s *Server) MountAdminUI(opts AdminUIOptions) error {
 	s.Mount("POST /admin/ui/login", Public, u.public(u.login))
 	s.Mount("POST /admin/ui/logout", Public, u.authed(u.logout))
 	s.Mount("GET /admin/ui/events", Public, u.authed(u.findEvent))
+	s.Mount("POST /admin/ui/events", Public, u.authed(u.createEvent))
 	s.Mount("GET /admin/ui/events/{eventId}", Public, u.authed(u.event))
 	s.Mount("POST /admin/ui/events/{eventId}/draw", Public, u.authed(u.draw))
 	s.Mount("GET /admin/ui/requests", Public, u.authed(u.findRequest))
@@ -425,10 +426,11 @@ func (u *adminUI) logout(w http.ResponseWriter, r *http.Request, _ *uiSession) e
 	return nil
 }
 
-// home is GET /admin/ui/: the forms that open an event or a request. There is no
-// list of events: that would take a Scan, which the library never does.
+// home is GET /admin/ui/: the forms that open an event or a request, and the form
+// that creates an event. There is no list of events: that would take a Scan, which
+// the library never does.
 func (u *adminUI) home(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
-	u.render(w, r, http.StatusOK, "home", page{Title: "Admin", Session: sess})
+	u.render(w, r, http.StatusOK, "home", page{Title: "Admin", Session: sess, Data: homeView{Create: newCreateForm(nil)}})
 	return nil
 }
 

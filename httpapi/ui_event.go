@@ -24,6 +24,22 @@ type eventView struct {
 	FirstCome  bool
 	DrawError  string // a refused draw, shown above the draw section
 	DrawStatus int
+
+	// The event's layout: IndexShards (K) partitions of its requests on GSI2 and,
+	// FIRST_COME, CapacityShards (C) capacity items, each at least 1; with C > 1,
+	// each shard's seats.
+	IndexShards    int
+	CapacityShards int
+	Shards         []shardView
+}
+
+// shardView is one capacity shard of the event page.
+type shardView struct {
+	Shard     int
+	Remaining int64
+	Total     int64
+	TakenPct  string // of the shard's seats, for its bar
+	Tone      string // "warn" when empty
 }
 
 // card is one figure of the stats rows.
@@ -159,6 +175,18 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 		FirstCome:  ev.EventType == asyncevent.FirstCome,
 		DrawError:  drawError,
 		DrawStatus: status,
+
+		IndexShards: max(ev.IndexShards, 1),
+	}
+	if v.FirstCome {
+		v.CapacityShards = max(ev.CapacityShards, 1)
+	}
+	if v.CapacityShards > 1 {
+		c, err := u.client.GetCapacity(ctx, eventID)
+		if err != nil {
+			return err
+		}
+		v.Shards = shardsOf(c)
 	}
 	if ev.EventType == asyncevent.Lottery {
 		lv, err := u.lottery(r, ev)
@@ -176,6 +204,22 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 	}
 	u.render(w, r, status, "event", page{Title: title, Session: sess, Data: v})
 	return nil
+}
+
+// shardsOf lists the capacity shards of c, in shard order.
+func shardsOf(c *asyncevent.EventCapacity) []shardView {
+	var out []shardView
+	for i, s := range c.Shards {
+		sv := shardView{Shard: i, Remaining: s.CapacityRemaining, Total: s.CapacityTotal, TakenPct: "0"}
+		if s.CapacityTotal > 0 {
+			sv.TakenPct = strconv.FormatFloat(100*float64(s.CapacityTotal-s.CapacityRemaining)/float64(s.CapacityTotal), 'f', 1, 64)
+		}
+		if s.CapacityRemaining == 0 {
+			sv.Tone = "warn"
+		}
+		out = append(out, sv)
+	}
+	return out
 }
 
 // lottery reads the draw record and, once the draw has started, verifies it.

@@ -71,7 +71,8 @@
 //	curl -s -X POST localhost:8080/admin/events -H "Authorization: Bearer $ADMIN_TOKEN" \
 //	    -H 'Content-Type: application/json' \
 //	    -d '{"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","capacityTotal":100,"endsAt":"2030-01-01T00:00:00Z"}'
-//	    # 201 {"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","endsAt":"2030-01-01T00:00:00.000Z","capacityTotal":100,"createdAt":"…"}
+//	    # 201 {"eventId":"spring-sale","eventType":"FIRST_COME","name":"Spring sale","endsAt":"2030-01-01T00:00:00.000Z","capacityTotal":100,"createdAt":"…","indexShards":1,"capacityShards":1}
+//	    # a drop's layout: "peakClicksPerSecond":20000, or "indexShards":K,"capacityShards":C
 //	curl -si -X POST localhost:8080/events/spring-sale/participations -H "Authorization: Bearer $USER_TOKEN"
 //	    # 202, Location: /requests/01a2…
 //	    # {"requestId":"01a2…","eventId":"spring-sale","status":"QUEUED","uiResult":"PENDING","duplicate":false}
@@ -97,8 +98,9 @@
 // # Admin web UI
 //
 // Operators get server-rendered pages at /admin/ui/ (httpapi.Server.MountAdminUI): sign in with an
-// admin token (exchanged for an HttpOnly, SameSite=Strict session cookie), open an
-// event by its ID for its stats, an outcome chart along queue order and the request
+// admin token (exchanged for an HttpOnly, SameSite=Strict session cookie), create an
+// event (its layout too), open an event by its ID for its layout, its stats, an
+// outcome chart along queue order and the request
 // table, open a request for its latencies and status log, run and verify a draw.
 package main
 
