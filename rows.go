@@ -290,13 +290,14 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 		items[i] = item
 	}
 	var err error
+	sendCtx := c.withRows(ctx, ws)
 	for attempt := range txAttempts {
 		if attempt > 0 {
 			if err := sleep(ctx, conflictBackoff(attempt-1)); err != nil {
 				return err
 			}
 		}
-		err = c.send(ctx, tx, items, attempt)
+		err = c.send(sendCtx, tx, items, attempt)
 		if lost := lostIn(err, ws); lost != nil {
 			return lost
 		}
