@@ -42,6 +42,9 @@ const bookkeepingTimeout = 10 * time.Second
 //
 // The Participation's Request, when set, is the request as Submit left it.
 func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
+	if c.opts.Observer == nil {
+		return c.submit(ctx, q, eventID, userID)
+	}
 	return c.observeSubmit(ctx, eventID, userID, func(ctx context.Context) (Participation, error) {
 		return c.submit(ctx, q, eventID, userID)
 	})

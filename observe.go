@@ -143,11 +143,8 @@ func (o observed) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeT
 	return observeCall(ctx, o, "UpdateTimeToLive", o.db.UpdateTimeToLive, in, optFns)
 }
 
-// observeSubmit runs Client.Submit's work through the observer, if any.
+// observeSubmit runs Client.Submit's work through the observer.
 func (c *Client) observeSubmit(ctx context.Context, eventID, userID string, submit func(context.Context) (Participation, error)) (Participation, error) {
-	if c.opts.Observer == nil {
-		return submit(ctx)
-	}
 	var (
 		p      Participation
 		err    error
@@ -184,12 +181,8 @@ func (c *Client) sendMessage(ctx context.Context, q Queue, m OutgoingMessage) er
 	return next(ctx, m)
 }
 
-// observeProcess runs the processing of d through the observer, if any.
+// observeProcess runs the processing of d through the observer.
 func (p *Processor) observeProcess(ctx context.Context, d Delivery, process func(context.Context) result) result {
-	obs := p.c.opts.Observer
-	if obs == nil {
-		return process(ctx)
-	}
 	var (
 		res    result
 		called bool
@@ -201,7 +194,7 @@ func (p *Processor) observeProcess(ctx context.Context, d Delivery, process func
 		}
 		return res.outcome
 	}
-	obs.Process(ctx, d, next)
+	p.c.opts.Observer.Process(ctx, d, next)
 	next(ctx)
 	return res
 }

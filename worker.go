@@ -211,6 +211,9 @@ type extender struct {
 
 // process runs one delivery to its outcome. It never panics.
 func (p *Processor) process(ctx context.Context, d Delivery, extend *extender) result {
+	if p.c.opts.Observer == nil {
+		return p.processDelivery(ctx, d, extend)
+	}
 	return p.observeProcess(ctx, d, func(ctx context.Context) result { return p.processDelivery(ctx, d, extend) })
 }
 

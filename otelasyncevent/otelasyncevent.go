@@ -25,28 +25,36 @@
 //
 // All under the meter "github.com/asyncevent/asyncevent/otelasyncevent":
 //
-//	asyncevent.participations               counter {participation}  Submit's answers: asyncevent.participation.outcome
-//	                                                                  new, duplicate or refused, with asyncevent.participation.refusal
-//	                                                                  for a refusal (event_closed, event_not_open, event_not_found,
-//	                                                                  invalid_id, throttled, enqueue_failed, canceled, error)
-//	asyncevent.submit.duration              histogram s              Submit's latency, by the same outcome
-//	asyncevent.outcomes                     counter {message}        what became of each message processed: asyncevent.outcome
-//	                                                                  (an asyncevent.OutcomeKind) and asyncevent.result_code
-//	asyncevent.process.duration             histogram s              the processing of one message, by asyncevent.outcome
-//	asyncevent.queue.wait.duration          histogram s              from the queue's send time of a message to the start of
-//	                                                                  its first processing (queuedAt → startedAt)
-//	asyncevent.messages.dead_lettered       counter {message}        messages whose request ended FAILED_FINAL on their last
-//	                                                                  receive and that the queue moves to its dead-letter queue
-//	asyncevent.event.seats.remaining        gauge {seat}             a FIRST_COME event's capacityRemaining (WatchSeats)
-//	asyncevent.dynamodb.throttles           counter {call}           DynamoDB calls refused for throughput after the SDK's
-//	                                                                  retries, by db.operation.name, asyncevent.row, error.type
-//	asyncevent.dynamodb.transaction_conflicts counter {call}         calls refused because a transaction was under way on an
-//	                                                                  item (TransactionConflict)
-//	db.client.operation.duration            histogram s              every DynamoDB call, by db.operation.name and error.type
+//   - asyncevent.participations, a counter of {participation}: Submit's answers, by
+//     asyncevent.participation.outcome (new, duplicate or refused) and, for a
+//     refusal, asyncevent.participation.refusal (event_closed, event_not_open,
+//     event_not_found, invalid_id, throttled, enqueue_failed, canceled, error).
+//   - asyncevent.submit.duration, a histogram in s: Submit's latency, by the same
+//     attributes.
+//   - asyncevent.outcomes, a counter of {message}: what became of each message
+//     processed, by asyncevent.outcome (an asyncevent.OutcomeKind) and
+//     asyncevent.result_code.
+//   - asyncevent.process.duration, a histogram in s: the processing of one message,
+//     by asyncevent.outcome.
+//   - asyncevent.queue.wait.duration, a histogram in s: from the queue's send time
+//     of a message to the start of its first processing (queuedAt → startedAt).
+//   - asyncevent.messages.dead_lettered, a counter of {message}: messages whose
+//     request ended FAILED_FINAL on their last receive, which the queue moves to its
+//     dead-letter queue (asyncevent.OutcomeDeadLetter).
+//   - asyncevent.event.seats.remaining, a gauge of {seat}: a FIRST_COME event's
+//     capacityRemaining (see WatchSeats).
+//   - asyncevent.dynamodb.throttles, a counter of {call}: DynamoDB calls refused for
+//     throughput after the SDK's retries (a write that the library sends again
+//     counts at each attempt), by db.operation.name, asyncevent.row and error.type.
+//   - asyncevent.dynamodb.transaction_conflicts, a counter of {call}: calls refused
+//     because a transaction was under way on one of their items, by the same
+//     attributes.
+//   - db.client.operation.duration, a histogram in s: every DynamoDB call, by
+//     db.system.name, db.operation.name and error.type.
 //
-// Every asyncevent metric but the DynamoDB ones carries asyncevent.event.id: one
-// series per event and attribute value. Request and user IDs appear on spans only
-// (asyncevent.request.id; the user ID nowhere).
+// Every asyncevent metric but the DynamoDB ones carries asyncevent.event.id, so there
+// is one series per event and attribute value. Request IDs are on spans only
+// (asyncevent.request.id); user IDs are on none.
 package otelasyncevent
 
 import (
