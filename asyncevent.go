@@ -96,6 +96,11 @@ type Options struct {
 	// client without a call. A queued request's lock is never released, so the answer
 	// cannot go stale. Default: 100,000 (a few MB). Negative: no cache.
 	DuplicateCacheSize int
+
+	// Observer, if set, watches Submit, the messages it sends, every DynamoDB call
+	// and every message processed, for traces and metrics (package otelasyncevent).
+	// Default: none.
+	Observer Observer
 }
 
 // The defaults of the Options fields that are not TTLs.
@@ -153,6 +158,9 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	}
 	if opts.DuplicateCacheSize == 0 {
 		opts.DuplicateCacheSize = defaultDuplicateCacheSize
+	}
+	if opts.Observer != nil {
+		db = observed{db: db, obs: opts.Observer, table: opts.TableName}
 	}
 	return &Client{
 		db: db, opts: opts,

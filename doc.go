@@ -212,6 +212,15 @@
 // batches, and leaves retryable failures for redelivery with backoff. The same
 // processing serves an AWS Lambda SQS handler through [Processor.ProcessMessages].
 //
+// # Observability
+//
+// An [Observer] in [Options.Observer] sees every Submit, every message sent, every
+// DynamoDB call (with the rows it writes) and every message processed, and passes a
+// context of its own to each: package otelasyncevent implements it with OpenTelemetry
+// spans and metrics, carrying the trace context from ingest to the worker in the
+// message's attributes ([OutgoingMessage.Attributes], [Delivery.Attributes]). This
+// package imports no telemetry library.
+//
 // # Testing
 //
 // Package asynceventtest gives tests a Client on a fresh table of a DynamoDB Local

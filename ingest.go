@@ -42,6 +42,15 @@ const bookkeepingTimeout = 10 * time.Second
 //
 // The Participation's Request, when set, is the request as Submit left it.
 func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
+	if c.opts.Observer == nil {
+		return c.submit(ctx, q, eventID, userID)
+	}
+	return c.observeSubmit(ctx, eventID, userID, func(ctx context.Context) (Participation, error) {
+		return c.submit(ctx, q, eventID, userID)
+	})
+}
+
+func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
 	if p, ok := c.knownDuplicate(ctx, eventID, userID); ok {
 		return p, nil
 	}
@@ -193,7 +202,7 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 	// own send time, nor than the start of a worker that receives the message: the
 	// request's times, and its status log, follow the lifecycle.
 	queuedAt := c.now()
-	sendErr := q.Send(ctx, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
+	sendErr := c.sendMessage(ctx, q, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()

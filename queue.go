@@ -38,6 +38,11 @@ type OutgoingMessage struct {
 	// eventId and the requestId.
 	GroupID         string
 	DeduplicationID string
+	// Attributes travel with the message beside its body, as string message
+	// attributes on SQS (which allows at most 10 a message, counted in its size) and
+	// unchanged on a MemoryQueue. Ingest sends none of its own; an Options.Observer
+	// may add some, such as a W3C traceparent. Default: none.
+	Attributes map[string]string
 }
 
 // Delivery is one receipt of a message. The same message can be delivered more than
@@ -48,6 +53,9 @@ type Delivery struct {
 	Body         []byte
 	ReceiveCount int       // 1 on the first delivery
 	SentAt       time.Time // when the queue accepted the message (SQS SentTimestamp)
+	// Attributes are the message's OutgoingMessage.Attributes (SQS: its String
+	// message attributes); nil when it has none.
+	Attributes map[string]string
 }
 
 // MessageVersion is the version of the message body this library writes.

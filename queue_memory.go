@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -110,6 +111,7 @@ type MemoryQueue struct {
 type memoryMessage struct {
 	id           string
 	body         []byte
+	attributes   map[string]string
 	group        *memoryGroup // FIFO only
 	sentAt       time.Time
 	receiveCount int
@@ -154,7 +156,8 @@ func NewMemoryQueue(opts MemoryQueueOptions) *MemoryQueue {
 
 // Send implements Queue. It checks m as SQS would: a body of 1 byte to
 // 1 MiB of valid characters, and on a FIFO queue a GroupID and a
-// DeduplicationID of 1 to 128 characters.
+// DeduplicationID of 1 to 128 characters. The message's Attributes are kept as
+// they are and come back in each Delivery.
 func (q *MemoryQueue) Send(ctx context.Context, m OutgoingMessage) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory queue send: %w", err)
@@ -169,7 +172,7 @@ func (q *MemoryQueue) Send(ctx context.Context, m OutgoingMessage) error {
 			}
 		}
 	}
-	msg := &memoryMessage{id: uuid.NewString(), body: append([]byte(nil), m.Body...)}
+	msg := &memoryMessage{id: uuid.NewString(), body: append([]byte(nil), m.Body...), attributes: maps.Clone(m.Attributes)}
 
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -422,6 +425,7 @@ func (q *MemoryQueue) DeadLetters() []Delivery {
 	out := make([]Delivery, len(q.dead))
 	for i, d := range q.dead {
 		d.Body = append([]byte(nil), d.Body...)
+		d.Attributes = maps.Clone(d.Attributes)
 		out[i] = d
 	}
 	return out
@@ -525,7 +529,7 @@ func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now 
 	}
 	return Delivery{
 		MessageID: msg.id, Receipt: msg.receipt, Body: append([]byte(nil), msg.body...),
-		ReceiveCount: msg.receiveCount, SentAt: msg.sentAt,
+		ReceiveCount: msg.receiveCount, SentAt: msg.sentAt, Attributes: maps.Clone(msg.attributes),
 	}
 }
 
@@ -533,7 +537,7 @@ func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now 
 func (q *MemoryQueue) bury(msg *memoryMessage) {
 	delete(q.receipts, msg.receipt)
 	q.unstore()
-	q.dead = append(q.dead, Delivery{MessageID: msg.id, Body: msg.body, ReceiveCount: msg.receiveCount, SentAt: msg.sentAt})
+	q.dead = append(q.dead, Delivery{MessageID: msg.id, Body: msg.body, ReceiveCount: msg.receiveCount, SentAt: msg.sentAt, Attributes: msg.attributes})
 }
 
 // remove deletes msg, in flight or visible.

@@ -186,6 +186,40 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		require.ErrorIs(t, q.ChangeVisibility(ctx, second.Receipt, long), asyncevent.ErrStaleReceipt)
 	})
 
+	t.Run("Attributes", func(t *testing.T) {
+		t.Parallel()
+		for _, k := range []queueKind{{}, {FIFO: true}} {
+			q := newQueue(t, k)
+			attrs := map[string]string{
+				"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+				"tracestate":  "vendor=a b,other=x",
+			}
+			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("with"), GroupID: "g1", DeduplicationID: "d1", Attributes: attrs}))
+			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("without"), GroupID: "g2", DeduplicationID: "d2"}))
+			attrs["traceparent"] = "changed after the send"
+
+			got := receiveUntil(t, q, 2, time.Second)
+			for _, d := range got {
+				if string(d.Body) == "with" {
+					assert.Equal(t, map[string]string{
+						"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+						"tracestate":  "vendor=a b,other=x",
+					}, d.Attributes, "fifo=%t", k.FIFO)
+					d.Attributes["tracestate"] = "changed by a receiver"
+				} else {
+					assert.Empty(t, d.Attributes, "fifo=%t", k.FIFO)
+				}
+			}
+			again := receiveUntil(t, q, 2, long) // redelivered after the visibility timeout
+			for _, d := range again {
+				if string(d.Body) == "with" {
+					assert.Equal(t, "vendor=a b,other=x", d.Attributes["tracestate"], "a redelivery carries them too (fifo=%t)", k.FIFO)
+				}
+			}
+			require.NoError(t, q.Delete(ctx, receipts(again)...))
+		}
+	})
+
 	t.Run("FIFO", func(t *testing.T) {
 		t.Parallel()
 		q := newQueue(t, queueKind{FIFO: true})

@@ -62,7 +62,8 @@ func (q *SQSQueue) FIFO() bool { return q.fifo }
 
 // Send implements Queue with SendMessage. The body is checked first as
 // SQS would (1 byte to 1 MiB of the characters SQS accepts); on a FIFO
-// queue a missing GroupID or DeduplicationID is an error.
+// queue a missing GroupID or DeduplicationID is an error. Each of the message's
+// Attributes is sent as a message attribute of DataType String.
 func (q *SQSQueue) Send(ctx context.Context, m OutgoingMessage) error {
 	if err := checkBody(m.Body); err != nil {
 		return fmt.Errorf("sqs send: %w", err)
@@ -75,6 +76,12 @@ func (q *SQSQueue) Send(ctx context.Context, m OutgoingMessage) error {
 		in.MessageGroupId = aws.String(m.GroupID)
 		in.MessageDeduplicationId = aws.String(m.DeduplicationID)
 	}
+	if len(m.Attributes) > 0 {
+		in.MessageAttributes = make(map[string]types.MessageAttributeValue, len(m.Attributes))
+		for name, v := range m.Attributes {
+			in.MessageAttributes[name] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+		}
+	}
 	if _, err := q.client.SendMessage(ctx, in); err != nil {
 		return fmt.Errorf("sqs send: %w", err)
 	}
@@ -86,7 +93,9 @@ func (q *SQSQueue) Send(ctx context.Context, m OutgoingMessage) error {
 // limits. A zero visibility leaves the queue's VisibilityTimeout attribute
 // in force (the SDK cannot send a zero). Each Delivery's SentAt and
 // ReceiveCount come from the system attributes SentTimestamp and
-// ApproximateReceiveCount; they are zero should SQS not send them.
+// ApproximateReceiveCount; they are zero should SQS not send them. The receive
+// asks for every message attribute (MessageAttributeNames All); the String and
+// Number ones are the Delivery's Attributes.
 func (q *SQSQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error) {
 	if err := checkReceive(max, wait, visibility); err != nil {
 		return nil, fmt.Errorf("sqs receive: %w", err)
@@ -100,6 +109,7 @@ func (q *SQSQueue) Receive(ctx context.Context, max int, wait, visibility time.D
 			types.MessageSystemAttributeNameSentTimestamp,
 			types.MessageSystemAttributeNameApproximateReceiveCount,
 		},
+		MessageAttributeNames: []string{"All"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqs receive: %w", err)
@@ -117,9 +127,27 @@ func (q *SQSQueue) Receive(ctx context.Context, max int, wait, visibility time.D
 		if n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil {
 			d.ReceiveCount = n
 		}
+		d.Attributes = stringAttributes(m.MessageAttributes)
 		got = append(got, d)
 	}
 	return got, nil
+}
+
+// stringAttributes returns the String and Number message attributes (their data
+// type may carry a custom suffix, as in "String.traceparent"); nil when there are
+// none. Binary ones have no string form and are left out.
+func stringAttributes(in map[string]types.MessageAttributeValue) map[string]string {
+	var out map[string]string
+	for name, v := range in {
+		if v.StringValue == nil || strings.HasPrefix(aws.ToString(v.DataType), "Binary") {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(in))
+		}
+		out[name] = *v.StringValue
+	}
+	return out
 }
 
 // Delete implements Queue with DeleteMessageBatch, ten receipts per call. It

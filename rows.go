@@ -294,6 +294,7 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 		items[i] = item
 	}
 	var err error
+	sendCtx := c.withRows(ctx, ws)
 	for attempt := range txAttempts {
 		if attempt > 0 {
 			if err := sleep(ctx, refusalBackoff(err, attempt-1)); err != nil {
@@ -303,7 +304,7 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 		if tx.hold != nil {
 			tx.hold.Lock()
 		}
-		err = c.send(ctx, tx, items, attempt)
+		err = c.send(sendCtx, tx, items, attempt)
 		if tx.hold != nil {
 			tx.hold.Unlock()
 		}

@@ -116,7 +116,7 @@ func (c *Client) resend(ctx context.Context, q Queue, eventID string, r sweepRow
 	if err != nil {
 		return err
 	}
-	return q.Send(ctx, OutgoingMessage{
+	return c.sendMessage(ctx, q, OutgoingMessage{
 		Body: body, GroupID: eventID,
 		DeduplicationID: requestToken(r.RequestID, "sweep", int(c.now())),
 	})

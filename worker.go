@@ -213,7 +213,14 @@ type extender struct {
 }
 
 // process runs one delivery to its outcome. It never panics.
-func (p *Processor) process(ctx context.Context, d Delivery, extend *extender) (res result) {
+func (p *Processor) process(ctx context.Context, d Delivery, extend *extender) result {
+	if p.c.opts.Observer == nil {
+		return p.processDelivery(ctx, d, extend)
+	}
+	return p.observeProcess(ctx, d, func(ctx context.Context) result { return p.processDelivery(ctx, d, extend) })
+}
+
+func (p *Processor) processDelivery(ctx context.Context, d Delivery, extend *extender) (res result) {
 	began := time.Now()
 	var m Message
 	l := &lease{Lease: Lease{Owner: p.opts.WorkerID + "/" + randomHex(4), Duration: p.opts.LeaseDuration}}

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -161,7 +162,9 @@ func (h *Handler) record(ctx context.Context, r events.SQSMessage) bool {
 
 // Delivery converts a Lambda SQS record into the delivery the Processor takes: its
 // ApproximateReceiveCount (1 when missing) and its SentTimestamp, the enqueue time a
-// request gets when the worker reaches it before ingest marks it QUEUED.
+// request gets when the worker reaches it before ingest marks it QUEUED; and its
+// String and Number message attributes, which carry an asyncevent.Options.Observer's
+// trace context from ingest.
 func Delivery(r events.SQSMessage) asyncevent.Delivery {
 	d := asyncevent.Delivery{MessageID: r.MessageId, Receipt: r.ReceiptHandle, Body: []byte(r.Body), ReceiveCount: 1}
 	if n, err := strconv.Atoi(r.Attributes["ApproximateReceiveCount"]); err == nil && n > 0 {
@@ -169,6 +172,15 @@ func Delivery(r events.SQSMessage) asyncevent.Delivery {
 	}
 	if ms, err := strconv.ParseInt(r.Attributes["SentTimestamp"], 10, 64); err == nil {
 		d.SentAt = time.UnixMilli(ms)
+	}
+	for name, a := range r.MessageAttributes {
+		if a.StringValue == nil || strings.HasPrefix(a.DataType, "Binary") {
+			continue
+		}
+		if d.Attributes == nil {
+			d.Attributes = make(map[string]string, len(r.MessageAttributes))
+		}
+		d.Attributes[name] = *a.StringValue
 	}
 	return d
 }

@@ -195,3 +195,14 @@ func TestDeliveryReadsTheRecordsAttributes(t *testing.T) {
 		SentAt: time.UnixMilli(1795421039191)}, d)
 	assert.Equal(t, 1, awslambda.Delivery(events.SQSMessage{}).ReceiveCount, "1 when the attribute is missing")
 }
+
+func TestDeliveryReadsTheMessageAttributes(t *testing.T) {
+	t.Parallel()
+	traceparent := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	d := awslambda.Delivery(events.SQSMessage{MessageId: "m", Body: "{}", MessageAttributes: map[string]events.SQSMessageAttribute{
+		"traceparent": {DataType: "String", StringValue: &traceparent},
+		"binary":      {DataType: "Binary", BinaryValue: []byte{1}},
+	}})
+	assert.Equal(t, map[string]string{"traceparent": traceparent}, d.Attributes, "String attributes only")
+	assert.Nil(t, awslambda.Delivery(events.SQSMessage{}).Attributes)
+}

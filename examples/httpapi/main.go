@@ -62,6 +62,7 @@
 //	-request-timeout                           deadline of each request (10s); past it: 503 timeout
 //	-shutdown-timeout                          drain HTTP, then stop the workers, within this (30s)
 //	-log-format                                text or json (text)
+//	-otel-stdout                               write OpenTelemetry traces and metrics (package otelasyncevent) to stdout as JSON
 //
 // # A session
 //
@@ -130,6 +131,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 	"github.com/asyncevent/asyncevent/httpapi"
+	"github.com/asyncevent/asyncevent/otelasyncevent"
 )
 
 func main() {
@@ -177,6 +179,8 @@ type config struct {
 	generatedSecret  bool // -dev made the secret up
 	workerWait       time.Duration
 	workerVisibility time.Duration
+	otelStdout       bool
+	telemetryOut     io.Writer // where -otel-stdout writes; nil: os.Stdout
 }
 
 // parseConfig reads the flags, with getenv for their environment fallbacks.
@@ -212,6 +216,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown may take: drain HTTP, then stop the workers")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&c.otelStdout, "otel-stdout", false, "write OpenTelemetry traces and metrics to stdout as JSON (spans as they end, metrics every 30s)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -274,9 +279,33 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 		return err
 	}
 	defer stopDB()
-	client, err := asyncevent.New(db, asyncevent.Options{TableName: cfg.table, StatusLog: cfg.statusLog, Logger: slog.New(libHandler)})
+	opts := asyncevent.Options{TableName: cfg.table, StatusLog: cfg.statusLog, Logger: slog.New(libHandler)}
+	var obs *otelasyncevent.Observer
+	if cfg.otelStdout {
+		out := cfg.telemetryOut
+		if out == nil {
+			out = os.Stdout
+		}
+		var shutdown func(context.Context) error
+		obs, shutdown, err = stdoutTelemetry(out)
+		if err != nil {
+			return err
+		}
+		opts.Observer = obs
+		defer func() { // after the workers have stopped: the last spans and metrics
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := shutdown(ctx); err != nil {
+				logger.Warn("flushing telemetry failed", "error", err)
+			}
+		}()
+	}
+	client, err := asyncevent.New(db, opts)
 	if err != nil {
 		return err
+	}
+	if obs != nil {
+		obs.WatchSeats(client)
 	}
 	if cfg.createTable {
 		err = client.CreateTable(ctx)

@@ -133,10 +133,13 @@ func TestRunWithMemoryQueue(t *testing.T) {
 	t.Cleanup(func() { asynceventtest.DeleteTable(t, table) })
 	cfg, err := parseConfig([]string{
 		"-addr", "127.0.0.1:0", "-table", table, "-dynamodb-endpoint", asynceventtest.Endpoint(t),
-		"-create-table", "-workers", "1", "-dev", "-status-log=false",
+		"-create-table", "-workers", "1", "-dev", "-status-log=false", "-otel-stdout",
 	}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
 	require.True(t, cfg.generatedSecret)
+	require.True(t, cfg.otelStdout)
+	telemetry := &syncBuffer{}
+	cfg.telemetryOut = telemetry
 	cfg.workerWait = 100 * time.Millisecond
 	cfg.requestTimeout = 2 * time.Minute
 
@@ -175,6 +178,11 @@ func TestRunWithMemoryQueue(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+	// -otel-stdout flushed the spans and the metrics when the command stopped.
+	out := telemetry.String()
+	for _, want := range []string{`"Name":"asyncevent.submit"`, `"Name":"asyncevent.process"`, `"Name":"asyncevent.participations"`, `"Name":"asyncevent.outcomes"`, `"Value":"asyncevent-httpapi"`} {
+		assert.Contains(t, out, want)
+	}
 }
 
 // exported finds "export NAME=value" in out.

@@ -1,0 +1,200 @@
+package asyncevent
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Observer watches the library at work, for traces and metrics, without depending on
+// any telemetry library: package otelasyncevent implements it with OpenTelemetry. Set
+// it in Options.Observer; a nil Observer costs nothing.
+//
+// Each method is handed the work as next and must call it once, with ctx or a context
+// derived from it (one carrying a span, say): the calls the work makes receive that
+// context, so a span started for Submit is the parent of the spans of its DynamoDB
+// calls and of its Send. next returns the work's outcome for the observer to record,
+// and the work's outcome stands whatever the observer does; a method that returns
+// without having called next has the work run after it returns, unobserved. The
+// methods are called concurrently.
+type Observer interface {
+	// Submit observes Client.Submit of eventID by userID. next returns the
+	// participation and the error that Submit returns.
+	Submit(ctx context.Context, eventID, userID string, next func(context.Context) (Participation, error))
+
+	// Send observes the sending of one request's message, by Submit or by
+	// Client.Sweep, and may add attributes to it (a trace context, say): next sends
+	// the message it is given, and returns the queue's error.
+	Send(ctx context.Context, m OutgoingMessage, next func(context.Context, OutgoingMessage) error)
+
+	// DynamoDB observes one call of the DynamoDB client; next returns its error, as
+	// the SDK's retryer left it. A write that DynamoDB refused for throughput alone,
+	// which the library sends again, is observed once per attempt.
+	DynamoDB(ctx context.Context, call DynamoDBCall, next func(context.Context) error)
+
+	// Process observes the processing of one delivery by a Processor, a Worker or
+	// the Lambda adapter, from its decoding to its outcome; next returns the
+	// outcome that ProcessOptions.OnOutcome receives too.
+	Process(ctx context.Context, d Delivery, next func(context.Context) Outcome)
+}
+
+// DynamoDBCall describes one call of the DynamoDB client, for Observer.DynamoDB.
+type DynamoDBCall struct {
+	// Operation is the DynamoDB API operation: "PutItem", "UpdateItem",
+	// "DeleteItem", "TransactWriteItems", "GetItem", "Query", or one of the table's
+	// set-up ("CreateTable", "DescribeTable", "DescribeTimeToLive",
+	// "UpdateTimeToLive").
+	Operation string
+
+	// Table is the client's table (Options.TableName).
+	Table string
+
+	// Row names the rows of the access-pattern table (see the package doc) that a
+	// write makes, joined by " + " for a TransactWriteItems in the order of its
+	// items ("first-come success + first-come capacity"); "" for a read or a call
+	// of the table's set-up.
+	Row string
+}
+
+// observed is the Client's DynamoDB client when Options.Observer is set: every call
+// goes through the observer.
+type observed struct {
+	db    DynamoDB
+	obs   Observer
+	table string
+}
+
+// rowsKey is the context key under which the row engine names the rows of the call it
+// makes, for observed.
+type rowsKey struct{}
+
+// withRows returns ctx naming the rows of ws for an observer; ctx itself when there
+// is no observer, at no cost.
+func (c *Client) withRows(ctx context.Context, ws []write) context.Context {
+	if c.opts.Observer == nil {
+		return ctx
+	}
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.row.name
+	}
+	return context.WithValue(ctx, rowsKey{}, strings.Join(names, " + "))
+}
+
+// observeCall makes one call of the SDK through the observer.
+func observeCall[In, Out any](ctx context.Context, o observed, operation string,
+	call func(context.Context, In, ...func(*dynamodb.Options)) (Out, error), in In, optFns []func(*dynamodb.Options)) (Out, error) {
+	row, _ := ctx.Value(rowsKey{}).(string)
+	var (
+		out    Out
+		err    error
+		called bool
+	)
+	next := func(ctx context.Context) error {
+		if !called {
+			called = true
+			out, err = call(ctx, in, optFns...)
+		}
+		return err
+	}
+	o.obs.DynamoDB(ctx, DynamoDBCall{Operation: operation, Table: o.table, Row: row}, next)
+	_ = next(ctx)
+	return out, err
+}
+
+func (o observed) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return observeCall(ctx, o, "GetItem", o.db.GetItem, in, optFns)
+}
+
+func (o observed) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return observeCall(ctx, o, "PutItem", o.db.PutItem, in, optFns)
+}
+
+func (o observed) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return observeCall(ctx, o, "UpdateItem", o.db.UpdateItem, in, optFns)
+}
+
+func (o observed) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return observeCall(ctx, o, "DeleteItem", o.db.DeleteItem, in, optFns)
+}
+
+func (o observed) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return observeCall(ctx, o, "Query", o.db.Query, in, optFns)
+}
+
+func (o observed) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return observeCall(ctx, o, "TransactWriteItems", o.db.TransactWriteItems, in, optFns)
+}
+
+func (o observed) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	return observeCall(ctx, o, "CreateTable", o.db.CreateTable, in, optFns)
+}
+
+func (o observed) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return observeCall(ctx, o, "DescribeTable", o.db.DescribeTable, in, optFns)
+}
+
+func (o observed) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	return observeCall(ctx, o, "DescribeTimeToLive", o.db.DescribeTimeToLive, in, optFns)
+}
+
+func (o observed) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	return observeCall(ctx, o, "UpdateTimeToLive", o.db.UpdateTimeToLive, in, optFns)
+}
+
+// observeSubmit runs Client.Submit's work through the observer.
+func (c *Client) observeSubmit(ctx context.Context, eventID, userID string, submit func(context.Context) (Participation, error)) (Participation, error) {
+	var (
+		p      Participation
+		err    error
+		called bool
+	)
+	next := func(ctx context.Context) (Participation, error) {
+		if !called {
+			called = true
+			p, err = submit(ctx)
+		}
+		return p, err
+	}
+	c.opts.Observer.Submit(ctx, eventID, userID, next)
+	return next(ctx)
+}
+
+// sendMessage sends m on q, through the observer, if any.
+func (c *Client) sendMessage(ctx context.Context, q Queue, m OutgoingMessage) error {
+	if c.opts.Observer == nil {
+		return q.Send(ctx, m)
+	}
+	var (
+		err    error
+		called bool
+	)
+	next := func(ctx context.Context, m OutgoingMessage) error {
+		if !called {
+			called = true
+			err = q.Send(ctx, m)
+		}
+		return err
+	}
+	c.opts.Observer.Send(ctx, m, next)
+	return next(ctx, m)
+}
+
+// observeProcess runs the processing of d through the observer.
+func (p *Processor) observeProcess(ctx context.Context, d Delivery, process func(context.Context) result) result {
+	var (
+		res    result
+		called bool
+	)
+	next := func(ctx context.Context) Outcome {
+		if !called {
+			called = true
+			res = process(ctx)
+		}
+		return res.outcome
+	}
+	p.c.opts.Observer.Process(ctx, d, next)
+	next(ctx)
+	return res
+}
