@@ -183,7 +183,11 @@ func ShardsFor(clicksPerSecond, winnersPerSecond float64) (indexShards, capacity
 		winnersPerSecond = clicksPerSecond / 4
 	}
 	shards := func(units float64, most int) int {
-		return min(max(int(math.Ceil(units/shardBudget)), 1), most)
+		n := math.Ceil(units / shardBudget)
+		if !(n < float64(most)) { // clamped as a float: a huge peak (or NaN) would overflow int
+			return most
+		}
+		return max(int(n), 1)
 	}
 	return shards(clicksPerSecond*gsi2UnitsPerClick, MaxShards), shards(winnersPerSecond*capacityUnitsPerSeat, maxCapacityShards)
 }
