@@ -121,6 +121,7 @@ type Client struct {
 	opts   Options
 	events *eventCache
 	queued *queuedCache
+	turns  *shardTurns // nil with Options.NewRequestID set
 }
 
 // tableNamePattern is DynamoDB's rule for table names.
@@ -141,8 +142,10 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	var turns *shardTurns
 	if opts.NewRequestID == nil {
 		opts.NewRequestID = newUUIDv7
+		turns = &shardTurns{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -166,6 +169,7 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 		db: db, opts: opts,
 		events: newEventCache(opts.EventCacheTTL, opts.Clock),
 		queued: newQueuedCache(opts.DuplicateCacheSize),
+		turns:  turns,
 	}, nil
 }
 

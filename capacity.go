@@ -349,13 +349,13 @@ func requestToken(requestID, owner string, attempt int) string {
 // refused for throughput alone by err. A conflict ends as soon as the other call on
 // the item does: 5 ms doubled per attempt, at most 320 ms. A throttle ends only once
 // the key's units have refilled, as the SDK's retryer assumes of the throttles it
-// retries: 500 ms doubled per attempt, at most 4 s. Both with jitter (half of it at
+// retries: 1 s doubled per attempt, at most 4 s. Both with jitter (half of it at
 // random), so that the calls refused together do not all come back together.
 func refusalBackoff(err error, attempt int) time.Duration {
 	d := 5 * time.Millisecond << min(attempt, 6)
 	for _, r := range cancellationReasons(err) {
 		if aws.ToString(r.Code) == "ThrottlingError" {
-			d = 500 * time.Millisecond << min(attempt, 3)
+			d = time.Second << min(attempt, 2)
 			break
 		}
 	}

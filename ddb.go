@@ -92,7 +92,7 @@ func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
 
 // single sends one write on its own, UpdateItem, PutItem or DeleteItem, the item as
 // it was returned on a failed condition.
-func (c *Client) single(ctx context.Context, item types.TransactWriteItem) error {
+func (c *Client) single(ctx context.Context, item types.TransactWriteItem, optFns ...func(*dynamodb.Options)) error {
 	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
 	var err error
 	switch {
@@ -100,17 +100,17 @@ func (c *Client) single(ctx context.Context, item types.TransactWriteItem) error
 		p := item.Put
 		in := &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item, ReturnValuesOnConditionCheckFailure: allOld}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues
-		_, err = c.db.PutItem(ctx, in)
+		_, err = c.db.PutItem(ctx, in, optFns...)
 	case item.Delete != nil:
 		d := item.Delete
 		in := &dynamodb.DeleteItemInput{TableName: d.TableName, Key: d.Key, ReturnValuesOnConditionCheckFailure: allOld}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues
-		_, err = c.db.DeleteItem(ctx, in)
+		_, err = c.db.DeleteItem(ctx, in, optFns...)
 	default:
 		u := item.Update
 		in := &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ReturnValuesOnConditionCheckFailure: allOld}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues
-		_, err = c.db.UpdateItem(ctx, in)
+		_, err = c.db.UpdateItem(ctx, in, optFns...)
 	}
 	return err
 }

@@ -223,11 +223,13 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 		failed.Status, failed.UIResult, failed.ResultCode = StatusFailedFinal, UIFailed, ResultFailedIngestEnqueue
 		return &failed, fmt.Errorf("%w: %s: %w", ErrEnqueueFailed, r.RequestID, sendErr)
 	}
-	t, err := c.MarkQueued(ctx, r.Ref(), queuedAt)
+	// Sent once, not retried: when DynamoDB refuses it (a throttle, most likely, on
+	// the event's index key in a spike), the message is on the queue already and the
+	// worker accepts RECEIVED, backfilling queuedAt from the message's send time, so a
+	// retry would only spend the key's units and the click's time.
+	t, err := c.markQueued(ctx, r.Ref(), queuedAt, txOptions{once: true})
 	switch {
 	case err != nil:
-		// The message is on the queue; the worker accepts RECEIVED and backfills
-		// queuedAt from the message's send time.
 		log.WarnContext(ctx, "message sent but marking it queued failed", slog.Any("error", err))
 		return r, nil
 	case !t.Applied:

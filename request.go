@@ -256,6 +256,12 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 // not applied, nothing changes, and there is no error. A request that does not exist
 // is ErrNotFound.
 func (c *Client) MarkQueued(ctx context.Context, ref RequestRef, queuedAt EpochMillis) (Transition, error) {
+	return c.markQueued(ctx, ref, queuedAt, txOptions{})
+}
+
+// markQueued is MarkQueued with options: ingest sends it once, as the worker writes
+// what it would have when it is refused.
+func (c *Client) markQueued(ctx context.Context, ref RequestRef, queuedAt EpochMillis, tx txOptions) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
@@ -264,7 +270,7 @@ func (c *Client) MarkQueued(ctx context.Context, ref RequestRef, queuedAt EpochM
 	if err != nil {
 		return Transition{}, err
 	}
-	t, err := c.apply(ctx, key, write{row: &markQueuedRow, args: a, note: "message sent"}, txOptions{})
+	t, err := c.apply(ctx, key, write{row: &markQueuedRow, args: a, note: "message sent"}, tx)
 	if err != nil {
 		return t, fmt.Errorf("mark queued %s: %w", ref.RequestID, err)
 	}

@@ -266,6 +266,9 @@ type txOptions struct {
 	// caller's on one of the items (a lease's heartbeat) never overlaps it and
 	// conflicts with it.
 	hold sync.Locker
+	// once sends the call once: neither the SDK nor do sends it again when it is
+	// refused, for a write that may be left undone (another write does its work).
+	once bool
 }
 
 // do makes the writes: one conditional UpdateItem or PutItem, or one
@@ -311,7 +314,7 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 		if lost := lostIn(err, ws); lost != nil {
 			return lost
 		}
-		if !refusedForThroughputAlone(err) {
+		if !refusedForThroughputAlone(err) || tx.once {
 			return throttled(err)
 		}
 	}
@@ -321,14 +324,18 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 // send makes one attempt of do's call: a single write on its own, several in one
 // TransactWriteItems.
 func (c *Client) send(ctx context.Context, tx txOptions, items []types.TransactWriteItem, attempt int) error {
+	var optFns []func(*dynamodb.Options)
+	if tx.once {
+		optFns = append(optFns, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	}
 	if len(items) == 1 {
-		return c.single(ctx, items[0])
+		return c.single(ctx, items[0], optFns...)
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	if tx.token != nil {
 		in.ClientRequestToken = aws.String(tx.token(attempt))
 	}
-	_, err := c.db.TransactWriteItems(ctx, in)
+	_, err := c.db.TransactWriteItems(ctx, in, optFns...)
 	return err
 }
 

@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -237,6 +238,8 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 				classes[regexp.MustCompile(`[0-9a-f-]{8,}|\d+`).ReplaceAllString(k, "N")] += n
 			}
 			t.Logf("refusals by key, numbers folded to N: %v", classes)
+			keys := slices.SortedFunc(maps.Keys(counts.Keys), func(a, b string) int { return counts.Keys[b] - counts.Keys[a] })
+			t.Logf("the keys refused most: %v", keys[:min(8, len(keys))])
 		}
 	}
 	res.attempts = counter.Snapshot().Attempts
