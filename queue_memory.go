@@ -58,6 +58,13 @@ type MemoryQueueOptions struct {
 	// send a zero). Default: 30s, SQS's default.
 	VisibilityTimeout time.Duration
 
+	// Delay keeps each message of a standard queue from delivery for this long after
+	// it is sent, as SQS's DelaySeconds does; a test sets a few milliseconds to stand
+	// for SQS's own time from send to receive, which a MemoryQueue otherwise does not
+	// take. The message counts as in flight meanwhile. Standard queues only: a FIFO
+	// queue delivers at once whatever Delay says. Default: 0, delivered at once.
+	Delay time.Duration
+
 	// Clock tells the time: SentAt, visibility timeouts and the
 	// deduplication interval follow it. Default: time.Now. Long polls and
 	// the wake-up at a visibility timeout use real timers, so with a clock
@@ -91,6 +98,7 @@ type MemoryQueue struct {
 	fifo        bool
 	maxReceives int
 	visibility  time.Duration
+	delay       time.Duration // standard queues only
 	clock       func() time.Time
 
 	mu       sync.Mutex
@@ -138,6 +146,7 @@ func NewMemoryQueue(opts MemoryQueueOptions) *MemoryQueue {
 		maxReceives: max(opts.MaxReceives, 0),
 		visibility:  opts.VisibilityTimeout,
 		clock:       opts.Clock,
+		delay:       max(opts.Delay, 0),
 		changed:     make(chan struct{}),
 		drained:     make(chan struct{}),
 		groups:      map[string]*memoryGroup{},
@@ -190,6 +199,9 @@ func (q *MemoryQueue) Send(ctx context.Context, m OutgoingMessage) error {
 		}
 		msg.group = g
 		msg.elem = g.messages.PushBack(msg)
+	} else if q.delay > 0 { // in flight, without a receipt, until the delay ends
+		msg.inFlight, msg.visibleAt = true, now.Add(q.delay)
+		heap.Push(&q.inFlight, msg)
 	} else {
 		msg.elem = q.ready.PushBack(msg)
 	}

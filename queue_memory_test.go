@@ -746,3 +746,23 @@ func TestMemoryQueueWaitIdleWakesWaiters(t *testing.T) {
 		})
 	}
 }
+
+func TestMemoryQueueDelayHoldsBackDelivery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{Delay: 50 * time.Millisecond, Clock: clock.Now})
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("one")}))
+	assert.Equal(t, asyncevent.MemoryQueueLen{InFlight: 1}, q.Len(), "delayed: in flight, as SQS counts it out of the visible")
+
+	got, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	assert.Empty(t, got, "not before the delay")
+
+	clock.Advance(50 * time.Millisecond)
+	got, err = q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, 1, got[0].ReceiveCount, "the delay is no delivery")
+	assert.True(t, clock.Now().Add(-50*time.Millisecond).Equal(got[0].SentAt), "sent when Send was called")
+}
