@@ -69,7 +69,6 @@ func TestScale(t *testing.T) {
 	free := runSpike(t, raw, nil, spike, asyncevent.EventConfig{EventID: "free", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("without limits, derived layout: every request final %.1f s after the first click", free.final.Seconds())
 
-
 	derived := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
 		derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
