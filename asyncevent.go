@@ -49,7 +49,10 @@ type Options struct {
 	Clock func() time.Time
 
 	// NewRequestID returns a new request ID, which must pass ValidateID.
-	// Default: a UUIDv7 string, so IDs sort by creation time.
+	// Default: a UUIDv7 string, so IDs sort by creation time; for an event with index
+	// shards, one that falls on the event's next shard in turn (its last random bits
+	// varied until it does), so that a client's requests reach the shards' keys
+	// evenly rather than in random bursts.
 	NewRequestID func() string
 
 	// Logger receives the library's logs, with requestId and eventId attributes.

@@ -35,7 +35,7 @@ import (
 // SCALE_ONLY=derived or lottery runs one spike; SCALE_KEYS=1 logs the refusals by key).
 func TestScale(t *testing.T) {
 	if os.Getenv("SCALE") == "" {
-		t.Skip("make scale runs this (SCALE=1): about 5 minutes")
+		t.Skip("make scale runs this (SCALE=1): about 3½ minutes")
 	}
 	rate := envFloat("SCALE_RATE", 100)
 	seconds := envFloat("SCALE_SECONDS", 30)
