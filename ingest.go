@@ -30,7 +30,9 @@ const bookkeepingTimeout = 10 * time.Second
 //     (MarkEnqueueFailed): the error matches ErrEnqueueFailed, and the user may click
 //     again.
 //   - MarkQueued losing its condition means a worker already started the request:
-//     not an error.
+//     not an error. MarkQueued is sent once, without retries: refused (a throttle,
+//     say), the request stays RECEIVED for the worker, which accepts it and writes
+//     queuedAt from the message's send time; the participation stands.
 //   - A request put whose outcome is unknown (its answer lost) still sends its
 //     message, so a request that did land is not left RECEIVED; the participation
 //     stands if MarkQueued then finds the request, else the error is returned (the
