@@ -160,7 +160,7 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 // returns success rather than a lost condition (the conditions alone already keep it
 // from being applied twice).
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
-	return c.claimSeat(ctx, ref, lease, nil, nil)
+	return c.claimSeat(ctx, ref, lease, newSeatShards(), nil)
 }
 
 // claimSeat is ClaimSeat with what seats knows of the event's shards: it skips the
@@ -184,9 +184,8 @@ func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, sea
 		return Transition{}, err
 	}
 	order := claimOrder(ref.RequestID, len(keys))
-	tried := 0
 	for {
-		shard, release, err := seats.take(ctx, ref.EventID, order[tried:], len(keys))
+		shard, release, err := seats.take(ctx, ref.EventID, order, len(keys))
 		if err != nil {
 			return Transition{}, err
 		}
@@ -199,9 +198,6 @@ func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, sea
 			return t, err
 		}
 		seats.add(ref.EventID, shard, len(keys))
-		if seats == nil {
-			tried++ // without a memory of empty shards, the order itself says what is left
-		}
 	}
 }
 
@@ -247,8 +243,8 @@ func (c *Client) claimSeatOn(ctx context.Context, reqKey RequestKey, capKey Even
 // under way on. One claim at a time per shard keeps a processor's claims from racing
 // each other into TransactionConflict, and from piling onto a shard that is throttled
 // while one of them backs off to send again: a claim takes the first shard of its
-// order that is free, and waits for the first one when none is. A nil *seatShards
-// knows nothing and holds nothing. It is safe for concurrent use.
+// order that is free, and waits for the first one when none is. It is safe for
+// concurrent use.
 type seatShards struct {
 	mu      sync.Mutex
 	byEvent map[string]*eventShards
@@ -279,12 +275,6 @@ func (s *seatShards) event(eventID string, n int) *eventShards {
 // ends. It returns -1 when every shard of order is known empty. release gives the
 // shard back.
 func (s *seatShards) take(ctx context.Context, eventID string, order []int, n int) (shard int, release func(), err error) {
-	if s == nil {
-		if len(order) == 0 {
-			return -1, nil, nil
-		}
-		return order[0], func() {}, nil
-	}
 	for {
 		s.mu.Lock()
 		e := s.event(eventID, n)
@@ -322,9 +312,6 @@ func (s *seatShards) take(ctx context.Context, eventID string, order []int, n in
 
 // add records that the shard of eventID (of n shards) is empty.
 func (s *seatShards) add(eventID string, shard, n int) {
-	if s == nil {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.event(eventID, n).empty[shard] = true

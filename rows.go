@@ -276,10 +276,11 @@ type txOptions struct {
 // write, at once: a lost condition is an outcome, never retried.
 //
 // A call refused for throughput alone wrote nothing, so it is sent again as it is,
-// after a jittered backoff (refusalBackoff), up to txAttempts times: a transaction cancelled for
-// TransactionConflict or ThrottlingError (attempt k carrying the ClientRequestToken
-// tx.token(k), as the first did), or a single write refused with
-// TransactionConflictException; the SDK retries neither. The SDK's retryer alone
+// after a jittered backoff (refusalBackoff), up to txAttempts times: a transaction
+// cancelled for TransactionConflict or ThrottlingError (attempt k carrying the
+// ClientRequestToken tx.token(k), as the first did), or a single write refused with
+// TransactionConflictException; the SDK retries neither. With tx.once, none of this:
+// the call is sent once. The SDK's retryer alone
 // retries the refusals it knows (ProvisionedThroughputExceeded, ThrottlingException,
 // RequestLimitExceeded). A refusal for throughput that outlasts these retries matches
 // ErrThrottled, and still wrote nothing.
