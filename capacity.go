@@ -152,9 +152,10 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 // A transaction cancelled for throughput alone, TransactionConflict on the hot
 // CAPACITY item (another claim under way on it) or ThrottlingError (the CAPACITY
 // key, or the request's key on an index, over its share), wrote nothing and is sent
-// again as it is, after a jittered backoff, at most 8 attempts in all; when they run
-// out the error matches ErrThrottled, nothing was written, and the caller may claim
-// again later (the Processor leaves the message for redelivery). The
+// again as it is, after a jittered backoff (from 5 ms after a conflict, from half a
+// second after a throttle, for the key to refill), at most 8 attempts in all; when
+// they run out the error matches ErrThrottled, nothing was written, and the caller
+// may claim again later (the Processor leaves the message for redelivery). The
 // ClientRequestToken of each attempt is derived from the request, the lease, the
 // capacity item and the attempt, so the SDK's retry of a call whose response was lost
 // returns success rather than a lost condition (the conditions alone already keep it
