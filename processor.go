@@ -1,0 +1,547 @@
+package asyncevent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/smithy-go"
+)
+
+// The worker: the Processor decides what becomes of each message (a first-come
+// request, a lottery entry, a failure), and the Worker is the loop that feeds it from a
+// queue.
+
+// Handler is the service's own step for a request, run by the worker once it holds the
+// request's lease and before the outcome is decided (for FIRST_COME, before a seat is
+// spent; for LOTTERY, before the entry is accepted): an eligibility check, say. Return
+// nil to go on; an error wrapped with Permanent to end the request FAILED_FINAL
+// (FAILED_VALIDATION) at once; any other error to try again later (FAILED_WORKER once
+// the message has used up its receives). A panic ends the request FAILED_FINAL
+// (FAILED_WORKER); the worker goes on.
+type Handler interface {
+	Handle(ctx context.Context, m Message) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, m Message) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, m Message) error { return f(ctx, m) }
+
+// Permanent marks err as not worth retrying: the worker ends the request FAILED_FINAL
+// with failureClass NON_RETRYABLE.
+func Permanent(err error) error { return &permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// ProcessOptions configures how messages are processed, by a Processor or a Worker. The
+// zero value is valid.
+type ProcessOptions struct {
+	// Handler is the service's own step for each request. Default: none.
+	Handler Handler
+
+	// WorkerID names this process in the leases it takes. Default: host name, process
+	// ID and a random suffix.
+	WorkerID string
+
+	// LeaseDuration is how long a request stays PROCESSING under this worker's lease
+	// before another delivery may take it over. Default: 30 seconds.
+	LeaseDuration time.Duration
+
+	// MaxReceives is the queue's receive limit before it dead-letters a message (SQS
+	// redrive maxReceiveCount; MemoryQueueOptions.MaxReceives). On the last receive a
+	// retryable failure ends the request FAILED_FINAL before the queue moves the
+	// message. Default: 5.
+	//
+	// A throttle counts as a retryable failure (OutcomeThrottled): in a spike, a
+	// request whose event's keys stay over their share for all its receives ends
+	// FAILED_FINAL (FAILED_WORKER, errorCode THROTTLED) on its last one, never stuck,
+	// but lost to the user. Set MaxReceives (and the queue's redrive policy with it)
+	// high enough to outlast the spikes the service expects, counting that a throttled
+	// delivery that held the request's lease comes back only after LeaseDuration.
+	MaxReceives int
+
+	// Backoff returns how long a message that failed retryably stays hidden before its
+	// next delivery. A throttled message that held the request's lease stays hidden
+	// at least LeaseDuration (with jitter) besides. Default: 1s doubled per receive,
+	// at most 2 minutes, with jitter.
+	Backoff func(receiveCount int) time.Duration
+
+	// OnOutcome, if set, is called after each message with what became of it, for
+	// metrics. It must not block.
+	OnOutcome func(Outcome)
+
+	// Logger receives the processing logs. Default: the client's logger.
+	Logger *slog.Logger
+}
+
+// The defaults of ProcessOptions.
+const (
+	defaultLeaseDuration = 30 * time.Second
+	DefaultMaxReceives   = 5
+)
+
+func (o *ProcessOptions) setDefaults(c *Client) {
+	if o.WorkerID == "" {
+		host, _ := os.Hostname()
+		o.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(3))
+	}
+	o.LeaseDuration = orDefault(o.LeaseDuration, defaultLeaseDuration)
+	if o.MaxReceives <= 0 {
+		o.MaxReceives = DefaultMaxReceives
+	}
+	if o.Backoff == nil {
+		o.Backoff = defaultBackoff
+	}
+	if o.Logger == nil {
+		o.Logger = c.opts.Logger
+	}
+}
+
+func defaultBackoff(receiveCount int) time.Duration {
+	d := time.Second << min(max(receiveCount-1, 0), 7)
+	d = min(d, 2*time.Minute)
+	return d/2 + mrand.N(d/2+1)
+}
+
+// OutcomeKind says what became of a message.
+type OutcomeKind string
+
+// The outcomes of a message.
+const (
+	OutcomeSucceeded   OutcomeKind = "SUCCEEDED"    // the request won; message deleted
+	OutcomeRejected    OutcomeKind = "REJECTED"     // the request lost; message deleted
+	OutcomeCollected   OutcomeKind = "COLLECTED"    // a lottery entry is in; message deleted
+	OutcomeFailed      OutcomeKind = "FAILED_FINAL" // the request failed for good
+	OutcomeDuplicate   OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
+	OutcomeRetry       OutcomeKind = "RETRY"        // a retryable failure; message back later
+	OutcomeThrottled   OutcomeKind = "THROTTLED"    // DynamoDB refused a call for throughput after every retry (Err matches ErrThrottled); message back later, the lease left to expire
+	OutcomeLeaseHeld   OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
+	OutcomeLostLease   OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
+	OutcomeMalformed   OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
+	OutcomeDeadLetter  OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message released to the dead-letter queue
+	OutcomeNotFound    OutcomeKind = "NOT_FOUND"    // no such request; message deleted
+	outcomeUnavailable OutcomeKind = ""
+)
+
+// Outcome reports what became of one message, for ProcessOptions.OnOutcome.
+type Outcome struct {
+	Kind         OutcomeKind
+	MessageID    string
+	RequestID    string
+	EventID      string
+	ResultCode   ResultCode // for a final request
+	ReceiveCount int
+	Duration     time.Duration
+	Err          error // the failure, for RETRY, THROTTLED, FAILED_FINAL, MALFORMED, DEAD_LETTER
+}
+
+// action is what the queue should do with a message after processing.
+type action int
+
+const (
+	actDelete action = iota // done: delete it
+	actRetry                // leave it, visible again after delay
+	actLeave                // leave it as it is (another delivery has it)
+)
+
+type result struct {
+	action  action
+	delay   time.Duration
+	outcome Outcome
+}
+
+// Processor runs the worker's part of the access patterns on messages, one message at
+// a time, without owning a queue: Worker uses it in its loop, and an AWS Lambda SQS
+// handler can call ProcessMessages directly. It is safe for concurrent use.
+type Processor struct {
+	c    *Client
+	opts ProcessOptions
+
+	seats *seatShards // what it knows of the capacity shards of FIRST_COME events
+}
+
+// NewProcessor returns a Processor of c's table.
+func NewProcessor(c *Client, opts ProcessOptions) *Processor {
+	opts.setDefaults(c)
+	return &Processor{c: c, opts: opts, seats: newSeatShards()}
+}
+
+// lease is this delivery's claim on a request.
+type lease struct {
+	Lease
+	held bool // the start took the request under this lease
+	// writing is held by the heartbeat's lease write and by each call of the seat's
+	// claim, so that the two never overlap on the request (a TransactionConflict).
+	writing sync.Mutex
+}
+
+// extender keeps a delivery alive while its work goes on: the Worker extends the
+// message's visibility by its visibility timeout; nil for callers without a queue.
+type extender struct {
+	visibility time.Duration
+	extend     func(ctx context.Context) error
+}
+
+// process runs one delivery to its outcome. It never panics.
+func (p *Processor) process(ctx context.Context, d Delivery, extend *extender) result {
+	if p.c.opts.Observer == nil {
+		return p.processDelivery(ctx, d, extend)
+	}
+	return p.observeProcess(ctx, d, func(ctx context.Context) result { return p.processDelivery(ctx, d, extend) })
+}
+
+func (p *Processor) processDelivery(ctx context.Context, d Delivery, extend *extender) (res result) {
+	began := time.Now()
+	var m Message
+	l := &lease{Lease: Lease{Owner: p.opts.WorkerID + "/" + randomHex(4), Duration: p.opts.LeaseDuration}}
+	defer func() {
+		if v := recover(); v != nil {
+			err := fmt.Errorf("panic: %v", v)
+			p.opts.Logger.ErrorContext(ctx, "panic while processing a message", slog.String("requestId", m.RequestID), slog.Any("panic", v))
+			held := l
+			if !l.held {
+				held = nil
+			}
+			res = p.failFinal(ctx, m, d, held, NonRetryable, ResultFailedWorker, "PANIC", err)
+		}
+		res.outcome.MessageID, res.outcome.RequestID, res.outcome.EventID = d.MessageID, m.RequestID, m.EventID
+		res.outcome.ReceiveCount, res.outcome.Duration = d.ReceiveCount, time.Since(began)
+		p.report(ctx, res.outcome)
+	}()
+
+	m, err := DecodeMessage(d.Body)
+	if err != nil {
+		return p.malformed(ctx, m, d, err)
+	}
+	switch m.EventType {
+	case FirstCome:
+		return p.firstCome(ctx, m, d, l, extend)
+	case Lottery:
+		return p.lotteryEntry(ctx, m, d)
+	}
+	return p.malformed(ctx, m, d, fmt.Errorf("%w: eventType %q", ErrMalformedMessage, m.EventType))
+}
+
+func (p *Processor) report(ctx context.Context, o Outcome) {
+	log := p.opts.Logger.With(slog.String("requestId", o.RequestID), slog.String("eventId", o.EventID),
+		slog.String("outcome", string(o.Kind)), slog.Int("receiveCount", o.ReceiveCount))
+	if o.Err != nil {
+		log.WarnContext(ctx, "message processed", slog.Any("error", o.Err))
+	} else {
+		log.DebugContext(ctx, "message processed")
+	}
+	if p.opts.OnOutcome != nil {
+		p.opts.OnOutcome(o)
+	}
+}
+
+// sentAt is the message's enqueue time: the fairness time a request gets when the
+// worker reaches it before ingest's MarkQueued (the QUEUED race).
+func (p *Processor) sentAt(d Delivery) EpochMillis {
+	if d.SentAt.IsZero() {
+		return p.c.now()
+	}
+	return MillisOf(d.SentAt)
+}
+
+// firstCome processes a FIRST_COME message: start, the service's handler, then the
+// capacity decision; once the event is known to be sold out, one write rejects it.
+func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
+	if p.isSoldOut(m.EventID) {
+		t, err := p.c.RejectSoldOut(ctx, m.Ref(), p.sentAt(d))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return notFound()
+		case err != nil:
+			return p.failed(ctx, m, d, nil, err)
+		case t.Applied:
+			return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}
+		case t.Current.Status.IsTerminal():
+			return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+		}
+		// PROCESSING: another delivery holds it, or held it and died; the start
+		// below sorts out which.
+	}
+	t, err := p.c.StartProcessing(ctx, m.Ref(), p.sentAt(d), l.Lease)
+	if errors.Is(err, ErrNotFound) {
+		return notFound()
+	}
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	if !t.Applied {
+		return p.notStarted(m, t.Current)
+	}
+	l.held = true
+	if extend != nil {
+		stop := p.heartbeat(ctx, m, l, extend)
+		defer stop()
+	}
+	if err := p.handle(ctx, m); err != nil {
+		return p.failed(ctx, m, d, l, err)
+	}
+	if p.isSoldOut(m.EventID) {
+		return p.reject(ctx, m, d, l)
+	}
+	t, err = p.c.claimSeat(ctx, m.Ref(), l.Lease, p.seats, &l.writing)
+	switch {
+	case err != nil:
+		return p.failed(ctx, m, d, l, err)
+	case t.SoldOut:
+		return p.reject(ctx, m, d, l)
+	case !t.Applied:
+		return p.lostLease(ctx, m, l.Lease)
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+}
+
+// notFound: the message names no request (its ingest could not tell whether the
+// request was written, sent the message anyway, and the write had not landed).
+func notFound() result {
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeNotFound}}
+}
+
+// handle runs the service's handler, if any.
+func (p *Processor) handle(ctx context.Context, m Message) error {
+	if p.opts.Handler == nil {
+		return nil
+	}
+	return p.opts.Handler.Handle(ctx, m)
+}
+
+// notStarted turns a start that lost its condition into a result.
+func (p *Processor) notStarted(m Message, cur *Request) result {
+	now := p.c.now()
+	switch {
+	case cur.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
+	case cur.Status == StatusProcessing && cur.LeaseExpiresAt > now:
+		// Another delivery of the same request is at work: come back after its lease.
+		wait := cur.LeaseExpiresAt.Time().Sub(now.Time()) + time.Second
+		return result{action: actRetry, delay: wait, outcome: Outcome{Kind: OutcomeLeaseHeld}}
+	}
+	// The request moved between our read and write (a lease just expired, a lottery
+	// entry): try again shortly.
+	return result{action: actRetry, delay: time.Second, outcome: Outcome{Kind: OutcomeRetry,
+		Err: fmt.Errorf("request %s is %s: not startable", m.RequestID, cur.Status)}}
+}
+
+// lostLease: another delivery took the request over after our lease expired. Unless
+// the request is final under our own lease (a response lost after it was applied),
+// the message is left to the delivery that holds it.
+func (p *Processor) lostLease(ctx context.Context, m Message, l Lease) result {
+	cur, err := p.c.getRequest(ctx, m.RequestID, true)
+	if err == nil && finalUnder(cur, l.Owner) {
+		kind := OutcomeRejected
+		if cur.Status == StatusSucceeded {
+			kind = OutcomeSucceeded
+		}
+		return result{action: actDelete, outcome: Outcome{Kind: kind, ResultCode: cur.ResultCode}}
+	}
+	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
+}
+
+// reject ends a request REJECTED_CAPACITY, under our lease.
+func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease) result {
+	t, err := p.c.MarkCapacityRejected(ctx, m.Ref(), l.Lease)
+	switch {
+	case err != nil:
+		return p.failed(ctx, m, d, l, err)
+	case !t.Applied && finalUnder(t.Current, l.Owner):
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: t.Current.ResultCode}}
+	case !t.Applied:
+		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}
+}
+
+// failed handles an error of the processing: retry later, or end the request
+// FAILED_FINAL when the error is not worth retrying or the message is on its last
+// receive.
+//
+// A call DynamoDB refused for throughput after every retry (ErrThrottled) is
+// OutcomeThrottled, and leaves the lease this delivery holds to expire rather than
+// release it: the release is one more write on the request, whose index key (the
+// event's GSI2 key) is the one over its share. The message then stays hidden until
+// the lease has ended, so that its next delivery takes the request over instead of
+// finding it held, and for a random part of a lease more, so that the messages
+// throttled together do not come back together. Its last receive ends it
+// FAILED_FINAL like any retryable failure.
+func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease, err error) result {
+	err = throttled(err) // a throttled read or handler call too
+	class, code, errorCode := classify(err)
+	if class == NonRetryable {
+		return p.failFinal(ctx, m, d, l, class, code, errorCode, err)
+	}
+	if d.ReceiveCount >= p.opts.MaxReceives {
+		res := p.failFinal(ctx, m, d, l, class, code, errorCode, fmt.Errorf("after %d receives: %w", d.ReceiveCount, err))
+		if res.outcome.Kind == OutcomeFailed {
+			// Final now. Visible again at once, the message has used up its receives,
+			// so the queue moves it to its dead-letter queue.
+			res.action, res.delay, res.outcome.Kind = actRetry, 0, OutcomeDeadLetter
+		}
+		return res
+	}
+	if errors.Is(err, ErrThrottled) {
+		delay := p.opts.Backoff(d.ReceiveCount)
+		if l != nil {
+			delay = max(delay, l.Duration+mrand.N(l.Duration/2+1))
+		}
+		return result{action: actRetry, delay: delay, outcome: Outcome{Kind: OutcomeThrottled, Err: err}}
+	}
+	if l != nil {
+		// Let the next delivery take over at once instead of waiting out our lease.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		defer cancel()
+		if rerr := p.c.releaseLease(bctx, m.RequestID, l.Owner); rerr != nil {
+			p.opts.Logger.WarnContext(ctx, "releasing a lease failed; it will expire", slog.String("requestId", m.RequestID), slog.Any("error", rerr))
+		}
+	}
+	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}
+}
+
+// failFinal ends a request FAILED_FINAL. The write runs even if ctx has ended, and
+// is tried again while DynamoDB refuses it for throughput (it writes the same hot
+// index key as the call that failed), for up to bookkeepingTimeout: on the last
+// receive it is what keeps the request from being left unfinished.
+func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lease, class FailureClass, code ResultCode, errorCode string, cause error) result {
+	if ValidateID("requestId", m.RequestID) != nil {
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: cause}}
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	var held Lease
+	if l != nil {
+		held = l.Lease
+	}
+	f := Failure{Lease: held, SentAt: p.sentAt(d), Class: class, Code: code, ErrorCode: errorCode, Cause: cause}
+	t, err := p.c.MarkFailed(bctx, m.Ref(), f)
+	for attempt := 0; errors.Is(err, ErrThrottled); attempt++ {
+		if sleep(bctx, finalWriteBackoff(attempt)) != nil {
+			break
+		}
+		t, err = p.c.MarkFailed(bctx, m.Ref(), f)
+	}
+	switch {
+	case err != nil:
+		// Could not record it: let the message come back and try again.
+		kind := OutcomeRetry
+		if errors.Is(err, ErrThrottled) {
+			kind = OutcomeThrottled
+		}
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: kind, Err: errors.Join(cause, err)}}
+	case !t.Applied && t.Current.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	case !t.Applied:
+		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: cause}}
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeFailed, ResultCode: code, Err: cause}}
+}
+
+// finalWriteBackoff is failFinal's wait before writing a throttled final failure
+// again, after attempt (0 first): 100 ms doubled per attempt, at most 1.6 s, with
+// jitter.
+func finalWriteBackoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 4)
+	return d/2 + mrand.N(d/2+1)
+}
+
+// malformed handles a body that does not decode: the request, if the body names one,
+// ends FAILED_SERDE; the message is left for the queue to dead-letter.
+func (p *Processor) malformed(ctx context.Context, m Message, d Delivery, err error) result {
+	if ValidateID("requestId", m.RequestID) == nil {
+		res := p.failFinal(ctx, m, d, nil, NonRetryable, ResultFailedSerde, "SERDE_ERROR", err)
+		if res.outcome.Kind == OutcomeRetry {
+			return res
+		}
+	}
+	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: err}}
+}
+
+// heartbeat keeps a long message alive while its work goes on: every half of the
+// shorter of the lease and the visibility timeout it extends the message's
+// visibility, and the request's lease once half the lease has passed since it was
+// last written. Most messages finish before the first tick and write no heartbeat;
+// each lease write also rewrites the request's entries on both indexes. The returned
+// function stops it.
+func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *extender) (stop func()) {
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(min(l.Duration, extend.visibility) / 2)
+		defer tick.Stop()
+		leaseWritten := time.Now()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-tick.C:
+				if err := extend.extend(hctx); err != nil {
+					p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+				}
+				if time.Since(leaseWritten) < l.Duration/2 {
+					continue
+				}
+				l.writing.Lock()
+				err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
+				l.writing.Unlock()
+				if err != nil {
+					p.opts.Logger.WarnContext(ctx, "extending the lease failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+					continue
+				}
+				leaseWritten = time.Now()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// isSoldOut reports whether this processor found every capacity shard of the event
+// empty.
+func (p *Processor) isSoldOut(eventID string) bool { return p.seats.soldOut(eventID) }
+
+// classify sorts an error into retryable or not, with the result and error codes a
+// FAILED_FINAL request gets for it.
+func classify(err error) (FailureClass, ResultCode, string) {
+	var perm *permanentError
+	var apiErr smithy.APIError
+	switch {
+	case errors.As(err, &perm), errors.Is(err, ErrInvalidID), errors.Is(err, ErrEventNotFound), errors.Is(err, ErrNoCapacity):
+		return NonRetryable, ResultFailedValidation, "VALIDATION_FAILED"
+	case errors.Is(err, ErrMalformedMessage):
+		return NonRetryable, ResultFailedSerde, "SERDE_ERROR"
+	case errors.Is(err, ErrThrottled), isThrottle(err):
+		return Retryable, ResultFailedWorker, "THROTTLED"
+	case errors.As(err, &apiErr):
+		switch apiErr.ErrorCode() {
+		case "ValidationException", "SerializationException":
+			return NonRetryable, ResultFailedWorker, apiErr.ErrorCode()
+		}
+		return Retryable, ResultFailedWorker, apiErr.ErrorCode()
+	}
+	return Retryable, ResultFailedWorker, "WORKER_ERROR"
+}
+
+// finalUnder reports whether r is final and was finalised under the lease owner.
+func finalUnder(r *Request, owner string) bool {
+	return r != nil && r.Status.IsTerminal() && r.LeaseOwner == owner
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b)
+}
