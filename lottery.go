@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 )
@@ -83,12 +84,37 @@ func phaseIs(p UIPhase) *expression.ConditionBuilder {
 // eventExists: the item is there to update.
 var eventExists = expression.AttributeExists(expression.Name(attrPK))
 
+// entriesUnrecorded: the draw is DRAWING and its entries are not recorded yet.
+var entriesUnrecorded = phaseIs(PhaseDrawing).And(expression.AttributeNotExists(expression.Name(attrEntriesHash)))
+
+// attrLotteryCutoffAt is the request's copy of its event's cutoff.
+const attrLotteryCutoffAt = "lotteryCutoffAt"
+
+// queuedAfterCutoff: the request was queued after its lottery's cutoff, so it is no
+// entry of the draw: queuedAt > lotteryCutoffAt.
+var queuedAfterCutoff = expression.Name(attrQueuedAt).GreaterThan(expression.Name(attrLotteryCutoffAt))
+
+// queuedByCutoff: queuedAt ≤ lotteryCutoffAt.
+var queuedByCutoff = expression.Name(attrQueuedAt).LessThanEqual(expression.Name(attrLotteryCutoffAt))
+
+// notAnEntry: the request is no lottery entry queued by its cutoff, which only a
+// failure checked against the draw's phase may end (failEntry).
+var notAnEntry = expression.Name(attrEventType).NotEqual(expression.Value(Lottery)).
+	Or(expression.AttributeNotExists(expression.Name(attrQueuedAt))).Or(queuedAfterCutoff)
+
+// notCollected: no worker has collected the entry yet: attribute_not_exists(startedAt).
+var notCollected = expression.AttributeNotExists(expression.Name(attrStartedAt))
+
 // The draw's rows: the Draw record and the event's config move through the phases
 // together, and each entry gets its result under a condition.
 var (
 	drawFreezeRow = row{
 		name: "draw: freeze the entries", method: "Draw", item: EntityDraw, op: opUpdate, cond: phaseIs(PhaseCollecting),
-		sets: []set{setTo(attrPhase, PhaseDrawing), setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash), setTo(attrDrawnAt, pNow)},
+		sets: []set{setTo(attrPhase, PhaseDrawing), setTo(attrDrawnAt, pNow)},
+	}
+	drawEntriesRow = row{
+		name: "draw: record the entries", method: "Draw", item: EntityDraw, op: opUpdate, cond: &entriesUnrecorded,
+		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash)},
 	}
 	drawAnnounceRow = row{
 		name: "draw: announce", method: "Draw", item: EntityDraw, op: opUpdate, cond: phaseIs(PhaseDrawing),
@@ -104,26 +130,42 @@ var (
 	}
 	lotteryWinRow = row{
 		name: "lottery result (win)", method: "Draw", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusQueued}}, to: StatusSucceeded,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusSucceeded,
 		sets: append(finalSets(UISuccess, ResultSuccess), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
 	}
 	lotteryLoseRow = row{
 		name: "lottery result (lose)", method: "Draw", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusQueued}}, to: StatusRejected,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
 		sets: append(finalSets(UIRejected, ResultLotteryLose), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
 	}
 	lotteryClosedRow = row{
 		name: "lottery result (closed)", method: "MarkClosed", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusQueued}}, to: StatusRejected,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: &queuedAfterCutoff, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedClosed),
+	}
+	lotteryCollectRow = row{
+		name: "lottery entry collected", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: &notCollected, to: StatusQueued,
+		sets: []set{setTo(attrStartedAt, pNow)},
+	}
+	entryFailureRow = row{
+		name: "entry failure", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: &queuedByCutoff, to: StatusFailedFinal,
+		sets: failureSets,
+	}
+	// drawCollectingRow goes with a final failure of an entry queued by the cutoff:
+	// an entry leaves the running only while the draw has not begun.
+	drawCollectingRow = row{
+		name: "entry failure: draw collecting", method: "Processor.ProcessMessages", item: EntityDraw, op: opCheck, cond: phaseIs(PhaseCollecting),
 	}
 )
 
-// MarkClosed ends a lottery entry queued after the cutoff, the "lottery result
+// MarkClosed ends a lottery request queued after the cutoff, the "lottery result
 // (closed)" row: UpdateItem PK REQ#<requestId>, SK META, SET status = REJECTED,
-// uiResult REJECTED, resultCode REJECTED_CLOSED, finishedAt; condition status =
-// QUEUED. A lost condition is not an error: the Transition holds the request as it
-// is.
+// uiResult REJECTED, resultCode REJECTED_CLOSED, finishedAt; condition (status =
+// QUEUED OR status = RECEIVED) AND queuedAt > lotteryCutoffAt, so that no request
+// queued by the cutoff is ever closed as late. A lost condition is not an error: the
+// Transition holds the request as it is.
 func (c *Client) MarkClosed(ctx context.Context, requestID string) (Transition, error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {
@@ -280,30 +322,37 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 	return &item.DrawRecord, nil
 }
 
-// Draw runs the draw of a LOTTERY event, the "lottery result (win)" and "(lose)" rows for every
-// entry. It is allowed once the cutoff plus Options.DrawSettleWindow has passed
-// (ErrDrawTooEarly before). It
+// Draw runs the draw of a LOTTERY event, the "lottery result (win)" and "(lose)" rows
+// for every entry. It is allowed once the cutoff plus Options.DrawSettleWindow has
+// passed (ErrDrawTooEarly before). It
 //
-//  1. reads the entries from GSI2 (Query GSI2PK = EVENT#<eventId>, GSI2SK <
-//     QAT#<cutoff + 1 ms>, in pages, never a Scan): the requests queued by the cutoff
-//     that are QUEUED (or already finalised by this draw);
-//  2. freezes them: a TransactWriteItems that moves the Draw record (PK
-//     EVENT#<eventId>, SK DRAW) and the config from COLLECTING to DRAWING, recording
-//     the entry count, EntriesHash and drawnAt, condition phase = COLLECTING; this
-//     reveals the seed;
-//  3. picks the winners, the K entries with the smallest DrawScore (all of them if
+//  1. freezes the entries: a TransactWriteItems that moves the Draw record (PK
+//     EVENT#<eventId>, SK DRAW) and the config from COLLECTING to DRAWING, drawnAt,
+//     condition phase = COLLECTING. From then on nothing joins or leaves the entries:
+//     no request can land queued by the cutoff (ingest's writes end before the draw
+//     may begin), a worker leaves an entry it meets to the draw, and an entry's final
+//     failure is a transaction with a ConditionCheck that the draw is COLLECTING;
+//  2. reads the entries from GSI2 (Query GSI2PK = EVENT#<eventId>, GSI2SK <
+//     QAT#<cutoff + 1 ms>, each index shard, in pages, never a Scan): the requests
+//     queued by the cutoff that are RECEIVED or QUEUED (or already finalised by this
+//     draw), whether or not a worker has collected them yet;
+//  3. records them: UpdateItem of the Draw record, SET entryCount and EntriesHash,
+//     condition phase = DRAWING AND attribute_not_exists(entriesHash);
+//  4. picks the winners, the K entries with the smallest DrawScore (all of them if
 //     fewer than K);
-//  4. finalises each entry with UpdateItem PK REQ#<requestId>, SK META, SET status =
+//  5. finalises each entry with UpdateItem PK REQ#<requestId>, SK META, SET status =
 //     SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, or status = REJECTED, uiResult
 //     REJECTED, resultCode REJECTED_LOTTERY_LOSE, and uiPhase ANNOUNCED, announcedAt,
-//     finishedAt; condition status = QUEUED (Options.DrawConcurrency at once); requests
-//     queued after the cutoff that are still QUEUED end REJECTED_CLOSED;
-//  5. announces: Draw record and config from DRAWING to ANNOUNCED, announcedAt.
+//     finishedAt; condition status = QUEUED OR status = RECEIVED
+//     (Options.DrawConcurrency at once); requests queued after the cutoff that are
+//     still waiting end REJECTED_CLOSED;
+//  6. announces: Draw record and config from DRAWING to ANNOUNCED, announcedAt.
 //
-// Draw is idempotent and resumable: run again after a crash it finds the same
-// entries (their hash must equal the frozen one, else ErrDrawMismatch), comes to the
-// same winners and finishes the rest; on an announced event it returns the stored
-// result.
+// So the set of entries the draw records is exactly the set it finalises, also when
+// the workers still hold a backlog of the event's messages. Draw is idempotent and
+// resumable: run again after a crash it finds the same entries (their hash must
+// equal the recorded one, else ErrDrawMismatch), comes to the same winners and
+// finishes the rest; on an announced event it returns the stored result.
 func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) {
 	cfg, err := c.GetEvent(ctx, eventID)
 	if err != nil {
@@ -312,12 +361,17 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	if cfg.EventType != Lottery {
 		return nil, fmt.Errorf("%w: %s is %s", ErrNotLottery, eventID, cfg.EventType)
 	}
-	if opens := MillisOf(cfg.LotteryCutoffAt.Time().Add(c.opts.DrawSettleWindow)); c.now() < opens {
+	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
 		return nil, fmt.Errorf("%w: %s can be drawn from %s", ErrDrawTooEarly, eventID, opens.Time())
 	}
 	record, err := c.getDraw(ctx, eventID)
 	if err != nil {
 		return nil, err
+	}
+	if record.Phase == PhaseCollecting {
+		if record, err = c.freezeDraw(ctx, cfg); err != nil {
+			return nil, err
+		}
 	}
 	entries, err := c.drawEntries(ctx, cfg)
 	if err != nil {
@@ -328,8 +382,8 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 		ids[i] = e.RequestID
 	}
 	hash := EntriesHash(ids)
-	if record.Phase == PhaseCollecting {
-		if record, err = c.freezeDraw(ctx, cfg, int64(len(ids)), hash); err != nil {
+	if record.EntriesHash == "" {
+		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash); err != nil {
 			return nil, err
 		}
 	}
@@ -353,6 +407,12 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	return &DrawResult{Record: *record, Winners: winners}, nil
 }
 
+// drawOpensAt is when Draw may begin: the cutoff plus the settle window. Ingest ends
+// its writes of a request queued by the cutoff before then.
+func (e *EventConfig) drawOpensAt(settle time.Duration) EpochMillis {
+	return MillisOf(e.LotteryCutoffAt.Time().Add(settle))
+}
+
 // drawEntry is what the draw reads of a request.
 type drawEntry struct {
 	RequestID  string      `dynamodbav:"requestId"`
@@ -362,9 +422,9 @@ type drawEntry struct {
 }
 
 // isEntry reports whether a request queued by the cutoff takes part in the draw:
-// waiting for it, or finalised by it.
+// waiting for it (collected by a worker or not), or finalised by it.
 func (e drawEntry) isEntry() bool {
-	return e.Status == StatusQueued ||
+	return e.Status == StatusQueued || e.Status == StatusReceived ||
 		e.Status == StatusSucceeded && e.ResultCode == ResultSuccess ||
 		e.Status == StatusRejected && e.ResultCode == ResultLotteryLose
 }
@@ -405,12 +465,23 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	return rows, err
 }
 
-// freezeDraw moves the draw from COLLECTING to DRAWING with its entries' count and
-// hash. When another Draw froze it first, it returns that one's record.
-func (c *Client) freezeDraw(ctx context.Context, cfg *EventConfig, count int64, hash string) (*DrawRecord, error) {
-	a := args{pNow: c.now(), pEntryCount: count, pEntriesHash: hash}
-	if err := c.movePhase(ctx, cfg.EventID, &drawFreezeRow, &eventDrawingRow, a); err != nil {
+// freezeDraw moves the draw from COLLECTING to DRAWING. When another Draw froze it
+// first, it returns that one's record.
+func (c *Client) freezeDraw(ctx context.Context, cfg *EventConfig) (*DrawRecord, error) {
+	if err := c.movePhase(ctx, cfg.EventID, &drawFreezeRow, &eventDrawingRow, args{pNow: c.now()}); err != nil {
 		return nil, err
+	}
+	return c.getDraw(ctx, cfg.EventID)
+}
+
+// recordEntries records the count and hash of the entries a DRAWING draw read. When
+// another Draw recorded them first, it returns that one's record.
+func (c *Client) recordEntries(ctx context.Context, cfg *EventConfig, count int64, hash string) (*DrawRecord, error) {
+	key, _ := NewEventKey(cfg.EventID, EventItemDraw)
+	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{pEntryCount: count, pEntriesHash: hash}}})
+	var lost *conditionLost
+	if err != nil && !errors.As(err, &lost) {
+		return nil, fmt.Errorf("draw %s: %s: %w", cfg.EventID, drawEntriesRow.name, err)
 	}
 	return c.getDraw(ctx, cfg.EventID)
 }
@@ -486,7 +557,7 @@ func (c *Client) finaliseEntries(ctx context.Context, cfg *EventConfig, entries 
 		}
 	}
 	for _, e := range late {
-		if e.Status != StatusQueued {
+		if e.Status != StatusQueued && e.Status != StatusReceived {
 			continue
 		}
 		if !feed(func() error { _, err := c.MarkClosed(ctx, e.RequestID); return err }) {

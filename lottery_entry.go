@@ -3,53 +3,90 @@ package asyncevent
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// lotteryEntry processes a LOTTERY message: the entry is queued (the worker fills
-// queuedAt from the send time if ingest has not yet), checked by the service's
-// handler, and kept QUEUED with uiPhase COLLECTING for the draw; an entry queued after
-// the cutoff, or reaching the table after the draw froze its entries, ends
-// REJECTED_CLOSED.
+// A lottery entry in the worker. The entries of a draw are the requests queued by the
+// cutoff, fixed when their put lands (queuedAt and the index keys are written then), so
+// the worker never decides whether a request is an entry, only what it does before the
+// draw takes over:
+//
+//   - a request queued after the cutoff ends REJECTED_CLOSED (the row's condition
+//     holds queuedAt > lotteryCutoffAt, so an entry cannot be closed as late);
+//   - an entry met while the event is COLLECTING runs the service's handler and is
+//     collected (startedAt written, once: a redelivered collected entry is a
+//     duplicate);
+//   - an entry met once the draw has begun is left to the draw, its message
+//     acknowledged: the draw finalises it like any other, collected or not;
+//   - an entry's final failure (the handler refused it, its receives ran out) is a
+//     transaction with a ConditionCheck that the draw is still COLLECTING; when the
+//     draw has begun the entry is left to it instead.
+
+// lotteryEntry processes a LOTTERY message.
 func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) result {
-	queuedAt := p.sentAt(d)
-	t, err := p.c.MarkQueued(ctx, m.Ref(), queuedAt)
+	r, err := p.c.getRequest(ctx, m.RequestID, true)
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
 	}
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
-	if !t.Applied {
-		switch cur := t.Current; {
-		case cur.Status.IsTerminal():
-			return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
-		case cur.Status != StatusQueued:
-			return p.notStarted(m, cur)
-		default:
-			queuedAt = cur.QueuedAt
-		}
+	switch {
+	case r.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: r.ResultCode}}
+	case r.Status != StatusReceived && r.Status != StatusQueued:
+		return p.notStarted(m, r)
+	case r.QueuedAt > r.LotteryCutoffAt:
+		return p.closeLate(ctx, m, d)
+	case r.StartedAt != 0:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}
+	}
+	if began, err := p.drawBegan(ctx, m.EventID); err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	} else if began {
+		return leftToDraw()
 	}
 	if err := p.handle(ctx, m); err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
-	event, err := p.c.cachedEvent(ctx, m.EventID)
-	if err != nil {
+	t, err := p.c.collectEntry(ctx, m.RequestID)
+	switch {
+	case err != nil:
 		return p.failed(ctx, m, d, nil, err)
+	case !t.Applied && t.Current.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	case !t.Applied && t.Current.StartedAt != 0:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}
+	case !t.Applied:
+		return p.notStarted(m, t.Current)
 	}
-	inTime := queuedAt <= event.LotteryCutoffAt
-	if inTime && p.c.now() > event.LotteryCutoffAt {
-		// Past the cutoff the draw may have frozen its entries already: an entry that
-		// reaches the table after that is too late for it.
-		record, err := p.c.getDraw(ctx, m.EventID)
-		if err != nil {
-			return p.failed(ctx, m, d, nil, err)
-		}
-		inTime = record.Phase == PhaseCollecting
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
+}
+
+func leftToDraw() result {
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}
+}
+
+// drawBegan reports whether the event's draw may have frozen its entries: never
+// before the cutoff plus the settle window; after it, as the client's event cache
+// says. A stale COLLECTING costs nothing but a handler run and a collect write, as
+// neither changes the entries.
+func (p *Processor) drawBegan(ctx context.Context, eventID string) (bool, error) {
+	event, err := p.c.cachedEvent(ctx, eventID)
+	if err != nil {
+		return false, err
 	}
-	if inTime {
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
+	if p.c.now() < event.drawOpensAt(p.c.opts.DrawSettleWindow) {
+		return false, nil
 	}
-	t, err = p.c.MarkClosed(ctx, m.RequestID)
+	return event.Phase != PhaseCollecting, nil
+}
+
+// closeLate ends a request queued after the cutoff REJECTED_CLOSED.
+func (p *Processor) closeLate(ctx context.Context, m Message, d Delivery) result {
+	t, err := p.c.MarkClosed(ctx, m.RequestID)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err)
@@ -59,4 +96,67 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) res
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedClosed}}
+}
+
+// collectEntry is the "lottery entry collected" row: UpdateItem PK REQ#<requestId>,
+// SK META, SET status = QUEUED, startedAt; condition (status = QUEUED OR status =
+// RECEIVED) AND attribute_not_exists(startedAt). A lost condition is not an error.
+func (c *Client) collectEntry(ctx context.Context, requestID string) (Transition, error) {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, key, write{row: &lotteryCollectRow, args: args{pNow: c.now()}, note: "collected for the draw"}, txOptions{})
+	if err != nil {
+		return t, fmt.Errorf("collect entry %s: %w", requestID, err)
+	}
+	return t, nil
+}
+
+// errDrawBegan: an entry's failure found the draw begun; the entry is the draw's.
+var errDrawBegan = errors.New("asyncevent: the draw has begun")
+
+// failEntry ends a lottery entry queued by the cutoff FAILED_FINAL: the "entry
+// failure" row, UpdateItem PK REQ#<requestId>, SK META, as MarkFailed's, condition
+// (status = QUEUED OR status = RECEIVED) AND queuedAt ≤ lotteryCutoffAt, in one
+// TransactWriteItems with a ConditionCheck of the Draw record (PK EVENT#<eventId>, SK
+// DRAW), phase = COLLECTING. When the draw has begun the error is errDrawBegan and
+// nothing is written: an entry leaves the running only before the freeze.
+func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	drawKey, err := NewEventKey(ref.EventID, EventItemDraw)
+	if err != nil {
+		return Transition{}, err
+	}
+	check := write{row: &drawCollectingRow, key: drawKey.Key(), lost: func(map[string]types.AttributeValue) (Transition, error) {
+		return Transition{}, errDrawBegan
+	}}
+	t, err := c.apply(ctx, key, write{row: &entryFailureRow, args: failureArgs(c.now(), f), note: f.ErrorCode}, txOptions{}, check)
+	if err != nil && !errors.Is(err, errDrawBegan) {
+		return t, fmt.Errorf("fail entry %s: %w", ref.RequestID, err)
+	}
+	return t, err
+}
+
+// inTimeEntry reports whether r is a lottery request queued by its cutoff that no
+// draw has finalised: one whose failure only failEntry may write.
+func inTimeEntry(r *Request) bool {
+	return r != nil && r.EventType == Lottery && !r.Status.IsTerminal() && r.QueuedAt <= r.LotteryCutoffAt
+}
+
+// failureSets are the sets of a final failure.
+var failureSets = []set{
+	setTo(attrUIResult, UIFailed), setTo(attrResultCode, pResultCode), setTo(attrFailureClass, pFailureClass),
+	setTo(attrErrorCode, pErrorCode), setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
+}
+
+// failureArgs are the args of a final failure at now.
+func failureArgs(now EpochMillis, f Failure) args {
+	return args{
+		pNow: now, pLeaseOwner: f.Lease.Owner,
+		pResultCode: f.Code, pFailureClass: f.Class, pErrorCode: f.ErrorCode, pErrorMessage: errorText(f.Cause),
+	}
 }

@@ -123,6 +123,7 @@ const (
 	OutcomeSucceeded   OutcomeKind = "SUCCEEDED"    // the request won; message deleted
 	OutcomeRejected    OutcomeKind = "REJECTED"     // the request lost; message deleted
 	OutcomeCollected   OutcomeKind = "COLLECTED"    // a lottery entry is in; message deleted
+	OutcomeLeftToDraw  OutcomeKind = "LEFT_TO_DRAW" // a lottery entry met after its draw began, which finalises it; message deleted
 	OutcomeFailed      OutcomeKind = "FAILED_FINAL" // the request failed for good
 	OutcomeDuplicate   OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
 	OutcomeRetry       OutcomeKind = "RETRY"        // a retryable failure; message back later
@@ -185,6 +186,26 @@ type lease struct {
 	// writing is held by the heartbeat's lease write and by each call of the seat's
 	// claim, so that the two never overlap on the request (a TransactionConflict).
 	writing sync.Mutex
+	ended   bool // set under writing by the write that ends the lease: no heartbeat after it
+}
+
+// end runs write, the call that ends the lease (a release, a final write; nil for
+// none), under the lease's write mutex and marks the lease ended, so that no
+// heartbeat rewrites a lease that write has just released or finalised. l may be nil
+// (a delivery that holds no lease).
+func (l *lease) end(write func()) {
+	if l == nil {
+		if write != nil {
+			write()
+		}
+		return
+	}
+	l.writing.Lock()
+	defer l.writing.Unlock()
+	l.ended = true
+	if write != nil {
+		write()
+	}
 }
 
 // extender keeps a delivery alive while its work goes on: the Worker extends the
@@ -355,7 +376,11 @@ func (p *Processor) lostLease(ctx context.Context, m Message, l Lease) result {
 
 // reject ends a request REJECTED_CAPACITY, under our lease.
 func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease) result {
-	t, err := p.c.MarkCapacityRejected(ctx, m.Ref(), l.Lease)
+	var (
+		t   Transition
+		err error
+	)
+	l.end(func() { t, err = p.c.MarkCapacityRejected(ctx, m.Ref(), l.Lease) })
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
@@ -395,6 +420,7 @@ func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease,
 		return res
 	}
 	if errors.Is(err, ErrThrottled) {
+		l.end(nil)
 		delay := p.opts.Backoff(d.ReceiveCount)
 		if l != nil {
 			delay = max(delay, l.Duration+mrand.N(l.Duration/2+1))
@@ -405,9 +431,11 @@ func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease,
 		// Let the next delivery take over at once instead of waiting out our lease.
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer cancel()
-		if rerr := p.c.releaseLease(bctx, m.RequestID, l.Owner); rerr != nil {
-			p.opts.Logger.WarnContext(ctx, "releasing a lease failed; it will expire", slog.String("requestId", m.RequestID), slog.Any("error", rerr))
-		}
+		l.end(func() {
+			if rerr := p.c.releaseLease(bctx, m.RequestID, l.Owner); rerr != nil {
+				p.opts.Logger.WarnContext(ctx, "releasing a lease failed; it will expire", slog.String("requestId", m.RequestID), slog.Any("error", rerr))
+			}
+		})
 	}
 	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}
 }
@@ -427,12 +455,25 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 		held = l.Lease
 	}
 	f := Failure{Lease: held, SentAt: p.sentAt(d), Class: class, Code: code, ErrorCode: errorCode, Cause: cause}
-	t, err := p.c.MarkFailed(bctx, m.Ref(), f)
-	for attempt := 0; errors.Is(err, ErrThrottled); attempt++ {
-		if sleep(bctx, finalWriteBackoff(attempt)) != nil {
-			break
-		}
+	var (
+		t   Transition
+		err error
+	)
+	l.end(func() {
 		t, err = p.c.MarkFailed(bctx, m.Ref(), f)
+		for attempt := 0; errors.Is(err, ErrThrottled); attempt++ {
+			if sleep(bctx, finalWriteBackoff(attempt)) != nil {
+				break
+			}
+			t, err = p.c.MarkFailed(bctx, m.Ref(), f)
+		}
+	})
+	if err == nil && !t.Applied && inTimeEntry(t.Current) {
+		// An entry of a draw leaves the running only while the draw is COLLECTING.
+		t, err = p.c.failEntry(bctx, t.Current.Ref(), f)
+		if errors.Is(err, errDrawBegan) {
+			return leftToDraw()
+		}
 	}
 	switch {
 	case err != nil:
@@ -496,6 +537,10 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 					continue
 				}
 				l.writing.Lock()
+				if l.ended {
+					l.writing.Unlock()
+					return
+				}
 				err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
 				l.writing.Unlock()
 				if err != nil {

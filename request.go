@@ -137,6 +137,11 @@ var leaseExpired = expression.Name(attrLeaseExpiresAt).LessThanEqual(expression.
 var leaseFree = expression.Name(attrStatus).NotEqual(expression.Value(StatusProcessing)).
 	Or(leaseHeld).Or(leaseExpired)
 
+// failable: a final failure may end the request: no other worker holds it under a
+// live lease, and it is no lottery entry queued by its cutoff (leaseFree AND
+// notAnEntry).
+var failable = leaseFree.And(notAnEntry)
+
 // heldUnderLease: status = PROCESSING AND leaseOwner = :leaseOwner.
 var heldUnderLease = expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).And(leaseHeld)
 
@@ -196,7 +201,7 @@ var (
 	}
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: &leaseFree,
+		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: &failable,
 		to: StatusFailedFinal,
 		sets: append([]set{
 			setTo(attrUIResult, UIFailed), setTo(attrResultCode, pResultCode), setTo(attrFailureClass, pFailureClass),

@@ -455,8 +455,8 @@ func rows() []*row {
 	return []*row{
 		&participateRow, &createRequestRow, &releaseLockRow, &requestAbsentRow, &markQueuedRow, &enqueueFailedRow,
 		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &capacityRejectedRow, &soldOutRow,
-		&lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow,
-		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawAnnounceRow, &eventAnnouncedRow,
+		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow, &drawCollectingRow,
+		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,
 	}
 }
 
