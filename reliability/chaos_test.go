@@ -83,6 +83,7 @@ type world struct {
 	nextID    int
 	kills     int
 	faulted   atomic.Int64
+	handler   asyncevent.Handler // the workers' handler; nil for none
 }
 
 // process is one worker process: its own faulty DynamoDB client and queue view.
@@ -149,7 +150,7 @@ func (w *world) startWorker() {
 	worker, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{
 		Concurrency: 4, WaitTime: 100 * time.Millisecond, VisibilityTimeout: 2 * time.Second,
 		ProcessOptions: asyncevent.ProcessOptions{
-			WorkerID: fmt.Sprintf("w%d", w.nextID), LeaseDuration: 2 * time.Second, MaxReceives: 12,
+			WorkerID: fmt.Sprintf("w%d", w.nextID), LeaseDuration: 2 * time.Second, MaxReceives: 12, Handler: w.handler,
 			Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond },
 		},
 	})
@@ -246,6 +247,13 @@ type visit struct {
 // ingestAll has 16 clients submit every user, a share of them twice, while worker
 // processes run and get killed.
 func (w *world) ingestAll(eventID string, rng *rand.Rand) {
+	w.submitAll(eventID, rng)()
+}
+
+// submitAll is ingestAll up to the last click: it returns with the workers still at
+// the queue and still being killed, and the function it returns is the rest of
+// ingestAll (the queue drained, the kills stopped).
+func (w *world) submitAll(eventID string, rng *rand.Rand) (drain func()) {
 	ctx := context.Background()
 	for range w.cfg.workers {
 		w.startWorker()
@@ -299,9 +307,11 @@ func (w *world) ingestAll(eventID string, rng *rand.Rand) {
 	close(clicks)
 	wg.Wait()
 	require.Zero(w.t, failures.Load(), "users who could not participate after 12 clicks")
-	asynceventtest.WaitDrained(w.t, w.queue, 3*time.Minute)
-	close(stopKills)
-	<-killed
+	return func() {
+		asynceventtest.WaitDrained(w.t, w.queue, 3*time.Minute)
+		close(stopKills)
+		<-killed
+	}
 }
 
 // settle runs the sweeper until no FIRST_COME request is left in flight.
@@ -378,10 +388,18 @@ func TestChaosLottery(t *testing.T) {
 	require.NoError(t, err)
 
 	lap := phases(t)
-	w.ingestAll("chaos-lottery", rand.New(rand.NewPCG(uint64(cfg.seed), 2)))
-	w.stopWorkers()
-	lap("ingest and workers")
+	// The workers take their time over each entry (the service's own step), so that
+	// the draw meets a backlog: it runs while they still work through the queue, and
+	// are killed, under faults.
+	w.handler = asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	drain := w.submitAll("chaos-lottery", rand.New(rand.NewPCG(uint64(cfg.seed), 2)))
+	lap("ingest")
 	clock.Skip(time.Hour + asyncevent.DefaultDrawSettleWindow)
+	backlog := w.queue.Len()
+	t.Logf("the draw begins with the queue holding %+v", backlog)
 
 	// The draw itself runs under faults, and is run again until it finishes.
 	var res *asyncevent.DrawResult
@@ -393,11 +411,21 @@ func TestChaosLottery(t *testing.T) {
 		t.Logf("draw attempt %d: %v", attempt, firstLine(err))
 	}
 	lap("draw")
+	v, err := w.clean.VerifyDraw(ctx, "chaos-lottery")
+	require.NoError(t, err)
+	require.True(t, v.OK(), "%s", v)
+	drain()
+	w.stopWorkers()
+	lap("the workers finish the backlog")
 	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-lottery", asynceventtest.CheckOptions{Users: w.users, Abandoned: w.abandoned})
 	lap("check")
 	t.Logf("%d requests: %v %v; %d worker kills", rep.Requests, rep.ByStatus, rep.ByCode, w.kills)
 	require.Len(t, res.Winners, winners)
 	require.Equal(t, winners, rep.ByStatus[asyncevent.StatusSucceeded])
+	require.Zero(t, rep.ByCode[asyncevent.ResultRejectedClosed], "no entry queued by the cutoff is closed as late")
+	v, err = w.clean.VerifyDraw(ctx, "chaos-lottery")
+	require.NoError(t, err)
+	require.True(t, v.OK(), "after the backlog: %s", v)
 }
 
 // phases returns a function that logs how long the phase just ended took.
