@@ -87,9 +87,6 @@ var eventExists = expression.AttributeExists(expression.Name(attrPK))
 // entriesUnrecorded: the draw is DRAWING and its entries are not recorded yet.
 var entriesUnrecorded = phaseIs(PhaseDrawing).And(expression.AttributeNotExists(expression.Name(attrEntriesHash)))
 
-// attrLotteryCutoffAt is the request's copy of its event's cutoff.
-const attrLotteryCutoffAt = "lotteryCutoffAt"
-
 // queuedAfterCutoff: the request was queued after its lottery's cutoff, so it is no
 // entry of the draw: queuedAt > lotteryCutoffAt.
 var queuedAfterCutoff = expression.Name(attrQueuedAt).GreaterThan(expression.Name(attrLotteryCutoffAt))

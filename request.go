@@ -75,6 +75,9 @@ const (
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
 )
 
+// attrLotteryCutoffAt is a lottery request's copy of its event's cutoff.
+const attrLotteryCutoffAt = "lotteryCutoffAt"
+
 // requestItem is a Request as stored: its table key, its index keys once the order
 // time is known, and its fields.
 type requestItem struct {
