@@ -3,7 +3,7 @@ package asyncevent_test
 import (
 	"context"
 	"errors"
-		"fmt"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"

@@ -153,7 +153,7 @@ var (
 	// drawCollectingRow goes with a final failure of an entry queued by the cutoff:
 	// an entry leaves the running only while the draw has not begun.
 	drawCollectingRow = row{
-		name: "entry failure: draw collecting", method: "Processor.ProcessMessages", item: EntityDraw, op: opCheck, cond: phaseIs(PhaseCollecting),
+		name: "entry failure: draw check", method: "Processor.ProcessMessages", item: EntityDraw, op: opCheck, cond: phaseIs(PhaseCollecting),
 	}
 )
 
