@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -90,4 +91,49 @@ func TestProcessOneHeartbeatsWhileTheHandlerRuns(t *testing.T) {
 	})
 	assert.Equal(t, asyncevent.OutcomeSucceeded, o.Kind, "%v", o.Err)
 	assert.True(t, done)
+}
+
+// A retryable failure releases the lease at once, and the heartbeat of the message,
+// still running while the release is answered (slowly here), never writes the lease
+// again after it: the next delivery can take the request over without waiting.
+func TestReleasedLeaseIsNotRenewedByTheHeartbeat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := &slowAnswers{DynamoDB: asynceventtest.DynamoDB(t)}
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
+	_, ds := submitted(t, c, 10, "u0", "u1", "u2")
+	var handlerDone atomic.Int64
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{
+		LeaseDuration: 200 * time.Millisecond, Backoff: fastRetry,
+		Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+			time.Sleep(250 * time.Millisecond) // past a heartbeat's lease write
+			handlerDone.Store(int64(asyncevent.MillisOf(time.Now())))
+			db.slow.Store(true) // the release's answer takes 250 ms, over two heartbeat ticks
+			return errors.New("busy")
+		}),
+	})
+	for _, d := range ds {
+		db.slow.Store(false)
+		o, done, _ := p.ProcessOne(ctx, d, 0, func(context.Context) error { return nil })
+		require.Equal(t, asyncevent.OutcomeRetry, o.Kind)
+		require.False(t, done)
+		r, err := c.GetRequest(ctx, o.RequestID)
+		require.NoError(t, err)
+		assert.Equal(t, asyncevent.StatusProcessing, r.Status)
+		assert.LessOrEqual(t, r.LeaseExpiresAt, asyncevent.EpochMillis(handlerDone.Load())+100, "the lease stays released")
+	}
+}
+
+// slowAnswers answers each UpdateItem 250 ms after DynamoDB applied it, while slow is set.
+type slowAnswers struct {
+	asyncevent.DynamoDB
+	slow atomic.Bool
+}
+
+func (s *slowAnswers) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := s.DynamoDB.UpdateItem(ctx, in, o...)
+	if s.slow.Load() {
+		time.Sleep(250 * time.Millisecond)
+	}
+	return out, err
 }
