@@ -463,8 +463,9 @@ func rows() []*row {
 // CanTransition reports whether a row of the access-pattern table writes status to
 // on a request in status from: the forward path, PROCESSING → PROCESSING (a later
 // delivery takes over an expired lease), RECEIVED → PROCESSING (the worker got the
-// message before ingest wrote QUEUED), a lottery entry's QUEUED → SUCCEEDED or
-// REJECTED at the draw, and a failure from any status that is not final.
+// message before ingest wrote QUEUED), a lottery entry's QUEUED → QUEUED when a
+// worker collects it, its RECEIVED or QUEUED → SUCCEEDED or REJECTED at the draw,
+// and a failure from any status that is not final.
 func CanTransition(from, to Status) bool {
 	for _, r := range rows() {
 		if r.to == to && r.leaves(from) {
