@@ -12,7 +12,7 @@ import (
 // REJECTED_CLOSED.
 func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) result {
 	queuedAt := p.sentAt(d)
-	t, err := p.c.MarkQueued(ctx, m.Ref(), queuedAt)
+	t, err := p.c.MarkQueued(ctx, m.Ref())
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
 	}
