@@ -35,9 +35,9 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 			"Submit":              func() error { _, err := c.Submit(ctx, q, "ev", bad); return err },
 			"LookupParticipation": func() error { _, err := c.LookupParticipation(ctx, "ev", bad); return err },
 			"GetRequest":          func() error { _, err := c.GetRequest(ctx, bad); return err },
-			"MarkQueued":          func() error { _, err := c.MarkQueued(ctx, msg.Ref(), 1); return err },
-			"MarkQueued(event)":   func() error { _, err := c.MarkQueued(ctx, badEvent.Ref(), 1); return err },
-			"MarkEnqueueFailed":   func() error { _, err := c.MarkEnqueueFailed(ctx, msg.Ref(), 1, errors.New("x")); return err },
+			"MarkQueued":          func() error { _, err := c.MarkQueued(ctx, msg.Ref()); return err },
+			"MarkQueued(event)":   func() error { _, err := c.MarkQueued(ctx, badEvent.Ref()); return err },
+			"MarkEnqueueFailed":   func() error { _, err := c.MarkEnqueueFailed(ctx, msg.Ref(), errors.New("x")); return err },
 			"ListUserRequests":    func() error { _, err := c.ListUserRequests(ctx, bad, asyncevent.PageOptions{}); return err },
 			"ListStatusLogs":      func() error { _, err := c.ListStatusLogs(ctx, bad); return err },
 			"CreateEvent": func() error {
@@ -53,7 +53,7 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 			"EventStats":        func() error { _, err := c.EventStats(ctx, bad); return err },
 			"Sweep":             func() error { _, err := c.Sweep(ctx, q, bad, asyncevent.SweepOptions{}); return err },
 			"StartProcessing": func() error {
-				_, err := c.StartProcessing(ctx, msg.Ref(), 1, asyncevent.Lease{Owner: "w", Duration: time.Second})
+				_, err := c.StartProcessing(ctx, msg.Ref(), asyncevent.Lease{Owner: "w", Duration: time.Second})
 				return err
 			},
 			"ClaimSeat":        func() error { _, err := c.ClaimSeat(ctx, msg.Ref(), asyncevent.Lease{Owner: "w"}); return err },

@@ -35,8 +35,9 @@
 //	Draw record      EVENT#<eventId>             DRAW                         NewEventKey
 //	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    (the library's own)
 //
-// Only Request items carry index keys ([IndexKeys]), written once when the request's
-// order time is known and never changed:
+// Only Request items carry index keys ([IndexKeys]). The request's put writes them,
+// from its queuedAt (taken just before the put: its place in line), and nothing
+// changes them, so a request is on both indexes from the moment it exists:
 //
 //	GSI1  GSI1PK USER#<userId>    GSI1SK QAT#<queuedAt>#REQ#<requestId>   my participations
 //	GSI2  GSI2PK EVENT#<eventId>  GSI2SK QAT#<queuedAt>#REQ#<requestId>   an event's requests
@@ -45,8 +46,8 @@
 //
 // DynamoDB gives one partition key at most 1,000 WCU/s, on the table and on each index
 // apart, so an event on the keys above tops out at a few hundred clicks a second: every
-// request writes its GSI2 entry under EVENT#<eventId> about three times, and every
-// seat is 2 WCU on the CAPACITY item. An event created with a layout spreads both:
+// request writes its GSI2 entry under EVENT#<eventId> about four times (its put,
+// QUEUED, its start, its result), and every seat is 2 WCU on the CAPACITY item. An event created with a layout spreads both:
 // [EventConfig.IndexShards] K puts its requests under EVENT#<eventId>#<shard> (the
 // shard from the request ID), and [EventConfig.CapacityShards] C splits its capacity
 // over CAPACITY#<shard> items; readers merge the shards, and ClaimSeat moves on while
@@ -58,7 +59,8 @@
 //
 // A request moves RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED |
 // FAILED_FINAL. Every write of a status is conditional on the current one, and a
-// terminal status ([Status.IsTerminal]) never changes again. uiResult is the coarse
+// terminal status ([Status.IsTerminal]) never changes again. The request's put
+// fixes its queuedAt and index keys; the status writes that follow change neither. uiResult is the coarse
 // result for the front end (PENDING, SUCCESS, REJECTED, FAILED); resultCode the
 // detailed one (SUCCESS, REJECTED_CAPACITY, REJECTED_LOTTERY_LOSE, …). A lottery
 // request also shows its uiPhase: COLLECTING, DRAWING, ANNOUNCED.
@@ -85,21 +87,17 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	mark queued                    MarkQueued                 UpdateItem     REQ#<requestId> / META
 //	    if   status = RECEIVED
-//	    set  SET status = QUEUED, queuedAt = :queuedAt, GSI1PK = :GSI1PK, GSI1SK = :GSI1SK,
-//	         GSI2PK = :GSI2PK, GSI2SK = :GSI2SK
+//	    set  SET status = QUEUED
 //	enqueue failure                MarkEnqueueFailed          UpdateItem     REQ#<requestId> / META
 //	    if   status = RECEIVED
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = FAILED_INGEST_ENQUEUE,
 //	         failureClass = RETRYABLE, errorCode = FAILED_INGEST_ENQUEUE,
-//	         errorMessage = :errorMessage, finishedAt = :now, GSI1PK = :GSI1PK,
-//	         GSI1SK = :GSI1SK, GSI2PK = :GSI2PK, GSI2SK = :GSI2SK
+//	         errorMessage = :errorMessage, finishedAt = :now
 //	start processing               StartProcessing            UpdateItem     REQ#<requestId> / META
 //	    if   ((status = QUEUED) OR (status = RECEIVED))
 //	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
-//	    set  SET status = PROCESSING, queuedAt = if_not_exists(queuedAt, :queuedAt),
-//	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
-//	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK),
-//	         startedAt = :now, leaseOwner = :leaseOwner, leaseExpiresAt = :leaseExpiresAt
+//	    set  SET status = PROCESSING, startedAt = :now, leaseOwner = :leaseOwner,
+//	         leaseExpiresAt = :leaseExpiresAt
 //	lease heartbeat                Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
@@ -116,53 +114,36 @@
 //	first-come sold out            RejectSoldOut              UpdateItem     REQ#<requestId> / META
 //	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
-//	         finishedAt = :now, queuedAt = if_not_exists(queuedAt, :queuedAt),
-//	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
-//	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK)
-//	lottery entry collected        Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (attribute_not_exists (startedAt))
-//	    set  SET status = QUEUED, startedAt = :now
+//	         finishedAt = :now
 //	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
+//	    if   status = QUEUED
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,
 //	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
 //	lottery result (lose)          Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
+//	    if   status = QUEUED
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_LOTTERY_LOSE,
 //	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
 //	lottery result (closed)        MarkClosed                 UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt > lotteryCutoffAt)
+//	    if   status = QUEUED
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CLOSED,
 //	         finishedAt = :now
 //	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
 //	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
-//	         AND ((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt)))
-//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
-//	         failureClass = :failureClass, errorCode = :errorCode,
-//	         errorMessage = :errorMessage, finishedAt = :now,
-//	         queuedAt = if_not_exists(queuedAt, :queuedAt),
-//	         GSI1PK = if_not_exists(GSI1PK, :GSI1PK), GSI1SK = if_not_exists(GSI1SK, :GSI1SK),
-//	         GSI2PK = if_not_exists(GSI2PK, :GSI2PK), GSI2SK = if_not_exists(GSI2SK, :GSI2SK)
-//	entry failure                  Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt <= lotteryCutoffAt)
+//	         AND (((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now))
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
-//	entry failure: draw check      Processor.ProcessMessages  ConditionCheck EVENT#<eventId> / DRAW
-//	    if   phase = COLLECTING
 //	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY or DRAW
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
-//	    set  SET phase = DRAWING, drawnAt = :now
+//	    set  SET phase = DRAWING, entryCount = :entryCount, entriesHash = :entriesHash,
+//	         drawnAt = :now
 //	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = DRAWING
-//	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
-//	    if   (phase = DRAWING) AND (attribute_not_exists (entriesHash))
-//	    set  SET entryCount = :entryCount, entriesHash = :entriesHash
 //	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = DRAWING
 //	    set  SET phase = ANNOUNCED, announcedAt = :now
@@ -198,8 +179,11 @@
 //     once Options.RedriveAfter has passed; a request put refused for certain
 //     releases its lock.
 //  2. No lost request: a failed enqueue ends FAILED_FINAL with FAILED_INGEST_ENQUEUE;
-//     a request stuck in RECEIVED is sent again.
-//  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state.
+//     a request stuck in RECEIVED is on GSI2 from its put, and is sent again by the
+//     sweeper ([Client.Sweep]) or the user's next click.
+//  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state; the
+//     request's queuedAt and index keys came with its put, so it has nothing to
+//     backfill, and ingest's later QUEUED write loses harmlessly.
 //  4. Exactly N: capacity is spent only together with a SUCCEEDED request.
 //  5. No stuck PROCESSING: a worker holds a lease that expires.
 //  6. Every status write is conditional; a lost condition is an outcome, not an error.

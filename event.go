@@ -159,10 +159,10 @@ const shardBudget = 0.8 * 1000
 
 // The write units one click and one seat put on the event's hot keys.
 const (
-	// gsi2UnitsPerClick: while seats last, a request's GSI2 entry is written when it
-	// is queued and when it starts (1 WCU each for an item under 1 KB) and when it
-	// wins, inside the seat's transaction (2 WCU).
-	gsi2UnitsPerClick = 4
+	// gsi2UnitsPerClick: while seats last, a request's GSI2 entry is written by its
+	// put, when it is queued and when it starts (1 WCU each for an item under 1 KB)
+	// and when it wins, inside the seat's transaction (2 WCU).
+	gsi2UnitsPerClick = 5
 	// capacityUnitsPerSeat: a seat is an update of a CAPACITY item inside a
 	// transaction, 2 WCU.
 	capacityUnitsPerSeat = 2
@@ -172,7 +172,7 @@ const (
 // keeps each of an event's hot keys under 80% of a partition key's 1,000 WCU/s at a
 // peak of clicksPerSecond new participations and winnersPerSecond seats taken:
 //
-//	IndexShards    = ⌈clicksPerSecond × 4 WCU ÷ 800⌉   (GSI2: queued, started, won in a transaction)
+//	IndexShards    = ⌈clicksPerSecond × 5 WCU ÷ 800⌉   (GSI2: put, queued, started, won in a transaction)
 //	CapacityShards = ⌈winnersPerSecond × 2 WCU ÷ 800⌉  (a seat, in a transaction)
 //
 // each at least 1 and at most MaxShards (99 capacity shards); winnersPerSecond 0

@@ -77,7 +77,9 @@ const participateAttempts = 3
 //     IDEMP#<eventId>#<userId>, SK LOCK, naming a new requestId; condition
 //     attribute_not_exists(PK) AND attribute_not_exists(SK);
 //  2. the "create request" row: PutItem of the Request, PK REQ#<requestId>, SK META,
-//     status RECEIVED, requestedAt = the lock's createdAt; the same condition.
+//     status RECEIVED, requestedAt = the lock's createdAt, queuedAt = the time just
+//     before this put, and the index keys GSI1PK/GSI1SK/GSI2PK/GSI2SK from queuedAt
+//     in the event's layout (written once, never changed); the same condition.
 //
 // When the lock exists the pair has participated already: the result names the first
 // requestId with Duplicate set, read from the failed put's old item (ALL_OLD), so a
@@ -189,6 +191,10 @@ func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, loc
 
 // createRequest writes the request a lock names, RECEIVED at requestedAt (the lock's
 // createdAt), with its status-log entry in the same transaction when the log is on.
+// Its place in line is fixed here: queuedAt is the time just before the put (never
+// before requestedAt), and the put writes the index keys from it in the event's
+// layout, so the request is on both indexes (its user's listing, the event's queue
+// order, the sweeper) from the moment it exists; nothing rewrites them.
 // A request already there under this lock (a retried put whose answer was lost, or a
 // concurrent heal) is returned as it is. A refused put releases the lock, so that the
 // user may click again, in one transaction with a check that the request is not there
@@ -199,15 +205,21 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock Loc
 	if err != nil {
 		return nil, err
 	}
+	queuedAt := max(c.now(), requestedAt)
+	index, err := event.RequestIndexKeys(lock.userID, requestID, queuedAt)
+	if err != nil {
+		return nil, err
+	}
 	req := Request{
 		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
 		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
-		RequestedAt: requestedAt, IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
+		RequestedAt: requestedAt, QueuedAt: queuedAt,
+		IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
 	}
 	if event.EventType == Lottery {
 		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
 	}
-	ws := []write{{row: &createRequestRow, item: requestItem{Key: key.Key(), Request: req}}}
+	ws := []write{{row: &createRequestRow, item: requestItem{Key: key.Key(), IndexKeys: index, Request: req}}}
 	if c.opts.StatusLog {
 		entry, err := c.statusLogEntry(requestID, "", StatusReceived, "participated", requestedAt)
 		if err != nil {

@@ -16,7 +16,7 @@ const bookkeepingTimeout = 10 * time.Second
 
 // Submit is the whole ingest of one click: Participate (the lock, then the request),
 // send the request's message to q (FIFO queues: group = eventId, deduplication =
-// requestId), then MarkQueued with queuedAt = the time the send began. Each step keeps
+// requestId), then MarkQueued. Each step keeps
 // the design's promises:
 //
 //   - A duplicate writes and sends nothing and returns the first requestId, answered
@@ -31,8 +31,9 @@ const bookkeepingTimeout = 10 * time.Second
 //     again.
 //   - MarkQueued losing its condition means a worker already started the request:
 //     not an error. MarkQueued is sent once, without retries: refused (a throttle,
-//     say), the request stays RECEIVED for the worker, which accepts it and writes
-//     queuedAt from the message's send time; the participation stands.
+//     say), the request stays RECEIVED for the worker, which starts it as it would a
+//     QUEUED one (its queuedAt and index keys came with its put); the participation
+//     stands.
 //   - A request put whose outcome is unknown (its answer lost) still sends its
 //     message, so a request that did land is not left RECEIVED; the participation
 //     stands if MarkQueued then finds the request, else the error is returned (the
@@ -200,17 +201,13 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 	if err != nil {
 		return r, fmt.Errorf("enqueue %s: %w", r.RequestID, err)
 	}
-	// queuedAt is taken before the send, so that it is never later than the queue's
-	// own send time, nor than the start of a worker that receives the message: the
-	// request's times, and its status log, follow the lifecycle.
-	queuedAt := c.now()
 	sendErr := c.sendMessage(ctx, q, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	log := c.opts.Logger.With(slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
 	if sendErr != nil {
-		t, err := c.MarkEnqueueFailed(ctx, r.Ref(), r.RequestedAt, sendErr)
+		t, err := c.MarkEnqueueFailed(ctx, r.Ref(), sendErr)
 		switch {
 		case err != nil:
 			// The request stays RECEIVED; a later click or the sweeper sends it again.
@@ -227,9 +224,10 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 	}
 	// Sent once, not retried: when DynamoDB refuses it (a throttle, most likely, on
 	// the event's index key in a spike), the message is on the queue already and the
-	// worker accepts RECEIVED, backfilling queuedAt from the message's send time, so a
-	// retry would only spend the key's units and the click's time.
-	t, err := c.markQueued(ctx, r.Ref(), queuedAt, txOptions{once: true})
+	// worker starts a RECEIVED request as a QUEUED one (its queuedAt and index keys
+	// came with its put), so a retry would only spend the key's units and the click's
+	// time.
+	t, err := c.markQueued(ctx, r.Ref(), r.QueuedAt, txOptions{once: true})
 	switch {
 	case err != nil:
 		log.WarnContext(ctx, "message sent but marking it queued failed", slog.Any("error", err))
@@ -238,6 +236,6 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 		return t.Current, nil
 	}
 	queued := *r
-	queued.Status, queued.QueuedAt = StatusQueued, queuedAt
+	queued.Status = StatusQueued
 	return &queued, nil
 }

@@ -223,7 +223,8 @@ func TestRequestStuckInReceivedIsResentAfterTheGracePeriod(t *testing.T) {
 	r, err := c.GetRequest(ctx, first.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusQueued, r.Status)
-	assert.Equal(t, asyncevent.MillisOf(clock.Now()), r.QueuedAt)
+	assert.Equal(t, first.Request.QueuedAt, r.QueuedAt, "its place in line is its put's, not the re-send's")
+	assert.Equal(t, first.ParticipatedAt, r.QueuedAt)
 
 	// Once queued, later duplicates send nothing more.
 	clock.Advance(time.Hour)
@@ -252,11 +253,11 @@ func TestFailedEnqueueEndsTheRequestAndReleasesTheLock(t *testing.T) {
 	assert.Equal(t, "FAILED_INGEST_ENQUEUE", failed.ErrorCode)
 	assert.Equal(t, "sqs: service unavailable", failed.ErrorMessage)
 	assert.Equal(t, asyncevent.MillisOf(clock.Now()), failed.FinishedAt)
-	assert.Zero(t, failed.QueuedAt)
+	assert.Equal(t, p.ParticipatedAt, failed.QueuedAt, "its put's")
 	_, err = c.LookupParticipation(ctx, "ev", "carol")
 	assert.ErrorIs(t, err, asyncevent.ErrNotFound, "the lock is released")
 
-	// Listed by requestedAt although it never had a queuedAt.
+	// Listed: its put wrote its index keys.
 	page, err := c.ListUserRequests(ctx, "carol", asyncevent.PageOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Requests, 1)
@@ -296,7 +297,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 	setStatus(t, c.TableName(), p.RequestID, asyncevent.StatusProcessing)
 	before := asynceventtest.ScanTable(t, c.TableName())
 
-	tr, err := c.MarkQueued(ctx, m.Ref(), p.Request.RequestedAt+5)
+	tr, err := c.MarkQueued(ctx, m.Ref())
 	require.NoError(t, err)
 	assert.False(t, tr.Applied)
 	require.NotNil(t, tr.Current)
@@ -305,7 +306,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 
 	// And on a request that does not exist: ErrNotFound, nothing written.
 	m.RequestID = "no-such-request"
-	_, err = c.MarkQueued(ctx, m.Ref(), 1)
+	_, err = c.MarkQueued(ctx, m.Ref())
 	assert.ErrorIs(t, err, asyncevent.ErrNotFound)
 	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()))
 }

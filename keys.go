@@ -529,8 +529,7 @@ func splitKey(kind, text, prefix string, n int) ([]string, error) {
 
 // IndexKeys are the GSI attributes of a Request item, and only of a Request item
 // (no other item is on an index): GSI1 lists a user's requests, GSI2 an event's, both in queue
-// order. They are written once, when the request's order time is known, and never
-// changed.
+// order. The request's put writes them, from its queuedAt, and nothing changes them.
 type IndexKeys struct {
 	GSI1PK string `dynamodbav:"GSI1PK,omitempty"` // USER#<userId>
 	GSI1SK string `dynamodbav:"GSI1SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
@@ -539,8 +538,7 @@ type IndexKeys struct {
 }
 
 // NewIndexKeys returns the index keys of a request ordered at orderAt (its queuedAt,
-// or its requestedAt when the enqueue failed and it never had a queuedAt), for an
-// event without index shards; EventConfig.RequestIndexKeys gives those of any event.
+// taken just before its put), for an event without index shards; EventConfig.RequestIndexKeys gives those of any event.
 func NewIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
 	return shardedIndexKeys(eventID, userID, requestID, orderAt, 1)
 }

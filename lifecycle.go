@@ -38,8 +38,8 @@ type Status string
 
 // The request statuses.
 const (
-	StatusReceived    Status = "RECEIVED"     // written at ingest with the lock
-	StatusQueued      Status = "QUEUED"       // the message is on the queue; queuedAt fixed
+	StatusReceived    Status = "RECEIVED"     // written at ingest with the lock; queuedAt fixed
+	StatusQueued      Status = "QUEUED"       // the message is on the queue
 	StatusProcessing  Status = "PROCESSING"   // a worker holds the lease
 	StatusSucceeded   Status = "SUCCEEDED"    // won: first-come seat or lottery win
 	StatusRejected    Status = "REJECTED"     // lost: capacity, lottery, closed, duplicate

@@ -20,12 +20,12 @@ import (
 // The units per second one click at the peak puts on the table and on each index, as
 // the heat meter measures them (asyncevent bench, its heat rows): the lock, the
 // request, its queued, started and final writes (a winner's final write and seat in a
-// transaction) on the table; the request's entry written at each of its three
-// statuses on GSI1 and on GSI2; and a few eventually consistent reads of the
+// transaction) on the table; the request's entry written by its put and at each of
+// its three later statuses on GSI1 and on GSI2; and a few eventually consistent reads of the
 // request while the user waits for the result.
 const (
 	tableWCUPerClick = 5
-	indexWCUPerClick = 3
+	indexWCUPerClick = 4
 	tableRCUPerClick = 2
 )
 
@@ -69,7 +69,7 @@ func (p *SpikePlan) short() map[string]Throughput {
 
 // PlanSpike turns the expected peak of clicks per second of one event into its layout
 // (ShardsFor) and the throughput the table, GSI1 and GSI2 each need, per click: 5 WCU
-// and 2 RCU on the table, 3 WCU on each index; and reads the warm throughput they
+// and 2 RCU on the table, 4 WCU on each index; and reads the warm throughput they
 // have now (DescribeTable). It writes nothing.
 func (c *Client) PlanSpike(ctx context.Context, clicksPerSecond float64) (*SpikePlan, error) {
 	if clicksPerSecond <= 0 || math.IsInf(clicksPerSecond, 0) || math.IsNaN(clicksPerSecond) {

@@ -28,11 +28,11 @@ func TestPlanSpike(t *testing.T) {
 	c := asynceventtest.NewTable(t)
 	p, err := c.PlanSpike(ctx, 20000)
 	require.NoError(t, err)
-	assert.Equal(t, 100, p.IndexShards)
+	assert.Equal(t, 125, p.IndexShards)
 	assert.Equal(t, 13, p.CapacityShards)
 	assert.Equal(t, asyncevent.Throughput{ReadUnitsPerSecond: 40000, WriteUnitsPerSecond: 100000}, p.Need[""])
-	assert.Equal(t, asyncevent.Throughput{WriteUnitsPerSecond: 60000}, p.Need["GSI1"])
-	assert.Equal(t, asyncevent.Throughput{WriteUnitsPerSecond: 60000}, p.Need["GSI2"])
+	assert.Equal(t, asyncevent.Throughput{WriteUnitsPerSecond: 80000}, p.Need["GSI1"])
+	assert.Equal(t, asyncevent.Throughput{WriteUnitsPerSecond: 80000}, p.Need["GSI2"])
 	require.Len(t, p.Short, 3, "DynamoDB Local reports no warm throughput")
 
 	rec := &recordingUpdater{}
@@ -44,7 +44,7 @@ func TestPlanSpike(t *testing.T) {
 	assert.Equal(t, int64(40000), aws.ToInt64(in.WarmThroughput.ReadUnitsPerSecond))
 	require.Len(t, in.GlobalSecondaryIndexUpdates, 2)
 	for _, u := range in.GlobalSecondaryIndexUpdates {
-		assert.Equal(t, int64(60000), aws.ToInt64(u.Update.WarmThroughput.WriteUnitsPerSecond), aws.ToString(u.Update.IndexName))
+		assert.Equal(t, int64(80000), aws.ToInt64(u.Update.WarmThroughput.WriteUnitsPerSecond), aws.ToString(u.Update.IndexName))
 	}
 
 	// A table warm enough already is left as it is.

@@ -268,12 +268,6 @@ func (p *Processor) report(ctx context.Context, o Outcome) {
 	}
 }
 
-// sentAt is the message's enqueue time: the fairness time a request gets when the
-// worker reaches it before ingest's MarkQueued (the QUEUED race).
-func (p *Processor) sentAt(d Delivery) EpochMillis {
-	if d.SentAt.IsZero() {
-		return p.c.now()
-	}
 	return MillisOf(d.SentAt)
 }
 
@@ -281,7 +275,7 @@ func (p *Processor) sentAt(d Delivery) EpochMillis {
 // capacity decision; once the event is known to be sold out, one write rejects it.
 func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
 	if p.isSoldOut(m.EventID) {
-		t, err := p.c.RejectSoldOut(ctx, m.Ref(), p.sentAt(d))
+		t, err := p.c.RejectSoldOut(ctx, m.Ref())
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return notFound()
@@ -295,7 +289,7 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 		// PROCESSING: another delivery holds it, or held it and died; the start
 		// below sorts out which.
 	}
-	t, err := p.c.StartProcessing(ctx, m.Ref(), p.sentAt(d), l.Lease)
+	t, err := p.c.StartProcessing(ctx, m.Ref(), l.Lease)
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
 	}
@@ -454,7 +448,7 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 	if l != nil {
 		held = l.Lease
 	}
-	f := Failure{Lease: held, SentAt: p.sentAt(d), Class: class, Code: code, ErrorCode: errorCode, Cause: cause}
+	f := Failure{Lease: held, Class: class, Code: code, ErrorCode: errorCode, Cause: cause}
 	var (
 		t   Transition
 		err error

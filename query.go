@@ -37,8 +37,8 @@ type RequestPage struct {
 
 // ListUserRequests lists a user's requests, newest first: the "my participations"
 // row, Query GSI1 with GSI1PK = USER#<userId>, ScanIndexForward =
-// false, Limit 20 by default (at most 100). A request appears once its order time is
-// known (queued, or failed to enqueue). The cursor is opaque; one handed out for
+// false, Limit 20 by default (at most 100). A request appears from its put, RECEIVED
+// (the put writes its index keys). The cursor is opaque; one handed out for
 // another user's listing is ErrInvalidCursor.
 func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageOptions) (*RequestPage, error) {
 	user, err := newUserPartition(userID)

@@ -78,8 +78,8 @@ const (
 // attrLotteryCutoffAt is a lottery request's copy of its event's cutoff.
 const attrLotteryCutoffAt = "lotteryCutoffAt"
 
-// requestItem is a Request as stored: its table key, its index keys once the order
-// time is known, and its fields.
+// requestItem is a Request as stored: its table key, its index keys (written by its
+// put, from its queuedAt) and its fields.
 type requestItem struct {
 	Key
 	IndexKeys
@@ -112,10 +112,6 @@ type Lease struct {
 const (
 	pNow            param = "now"
 	pQueuedAt       param = "queuedAt"
-	pGSI1PK         param = "GSI1PK"
-	pGSI1SK         param = "GSI1SK"
-	pGSI2PK         param = "GSI2PK"
-	pGSI2SK         param = "GSI2SK"
 	pLeaseOwner     param = "leaseOwner"
 	pLeaseExpiresAt param = "leaseExpiresAt"
 	pResultCode     param = "resultCode"
@@ -148,14 +144,6 @@ var failable = leaseFree.And(notAnEntry)
 // heldUnderLease: status = PROCESSING AND leaseOwner = :leaseOwner.
 var heldUnderLease = expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).And(leaseHeld)
 
-// indexSets sets the index keys from their params, once (setTo), or where they are
-// missing (setIfMissing, for the QUEUED race).
-func indexSets(how func(attr string, p param) set) []set {
-	return []set{how(attrGSI1PK, pGSI1PK), how(attrGSI1SK, pGSI1SK), how(attrGSI2PK, pGSI2PK), how(attrGSI2SK, pGSI2SK)}
-}
-
-func setParam(attr string, p param) set { return setTo(attr, p) }
-
 // finalSets are the sets of a final result.
 func finalSets(ui UIResult, code ResultCode) []set {
 	return []set{setTo(attrUIResult, ui), setTo(attrResultCode, code), setTo(attrFinishedAt, pNow)}
@@ -169,23 +157,21 @@ var (
 	markQueuedRow = row{
 		name: "mark queued", method: "MarkQueued", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusQueued, loggedAt: pQueuedAt,
-		sets: append([]set{setTo(attrQueuedAt, pQueuedAt)}, indexSets(setParam)...),
 	}
 	enqueueFailedRow = row{
 		name: "enqueue failure", method: "MarkEnqueueFailed", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusFailedFinal,
-		sets: append([]set{
+		sets: []set{
 			setTo(attrUIResult, UIFailed), setTo(attrResultCode, ResultFailedIngestEnqueue),
 			setTo(attrFailureClass, Retryable), setTo(attrErrorCode, string(ResultFailedIngestEnqueue)),
 			setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
-		}, indexSets(setParam)...),
+		},
 	}
 	startProcessingRow = row{
 		name: "start processing", method: "StartProcessing", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &leaseExpired}},
 		to:   StatusProcessing,
-		sets: append(append([]set{setIfMissing(attrQueuedAt, pQueuedAt)}, indexSets(setIfMissing)...),
-			setTo(attrStartedAt, pNow), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)),
+		sets: []set{setTo(attrStartedAt, pNow), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 	}
 	extendLeaseRow = row{
 		name: "lease heartbeat", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate, cond: &heldUnderLease,
@@ -199,38 +185,15 @@ var (
 	soldOutRow = row{
 		name: "first-come sold out", method: "RejectSoldOut", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
-		sets: append(append(finalSets(UIRejected, ResultRejectedCapacity), setIfMissing(attrQueuedAt, pQueuedAt)),
-			indexSets(setIfMissing)...),
+		sets: finalSets(UIRejected, ResultRejectedCapacity),
 	}
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: &failable,
 		to: StatusFailedFinal,
-		sets: append([]set{
-			setTo(attrUIResult, UIFailed), setTo(attrResultCode, pResultCode), setTo(attrFailureClass, pFailureClass),
-			setTo(attrErrorCode, pErrorCode), setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
-			setIfMissing(attrQueuedAt, pQueuedAt),
-		}, indexSets(setIfMissing)...),
+		sets: failureSets,
 	}
 )
-
-// indexArgs adds the index keys of a request ordered at orderAt to a call's args,
-// in its event's layout (the event's config, from the client's cache).
-func (c *Client) indexArgs(ctx context.Context, a args, ref RequestRef, orderAt EpochMillis) (args, error) {
-	if err := ValidateID("eventId", ref.EventID); err != nil {
-		return nil, err
-	}
-	shards, err := c.indexShards(ctx, ref.EventID)
-	if err != nil {
-		return nil, err
-	}
-	index, err := shardedIndexKeys(ref.EventID, ref.UserID, ref.RequestID, orderAt, shards)
-	if err != nil {
-		return nil, err
-	}
-	a[pGSI1PK], a[pGSI1SK], a[pGSI2PK], a[pGSI2SK] = index.GSI1PK, index.GSI1SK, index.GSI2PK, index.GSI2SK
-	return a, nil
-}
 
 // GetRequest reads one request: the "get request" row of users and admins, GetItem
 // PK REQ#<requestId>, SK META, eventually consistent (a screen that polls may see a
@@ -257,28 +220,29 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 }
 
 // MarkQueued records that a request's message is on the queue: the "mark queued"
-// row, UpdateItem PK REQ#<requestId>, SK META, SET status = QUEUED, queuedAt, and the
-// index keys GSI1PK/GSI1SK/GSI2PK/GSI2SK from queuedAt (written once, never
-// changed); condition: status = RECEIVED. When the condition fails the worker got
-// there first (it backfills queuedAt from the message's send time): the Transition is
-// not applied, nothing changes, and there is no error. A request that does not exist
-// is ErrNotFound.
-func (c *Client) MarkQueued(ctx context.Context, ref RequestRef, queuedAt EpochMillis) (Transition, error) {
-	return c.markQueued(ctx, ref, queuedAt, txOptions{})
+// row, UpdateItem PK REQ#<requestId>, SK META, SET status = QUEUED; condition: status
+// = RECEIVED. It writes nothing else: the request's put wrote its queuedAt and index
+// keys already. When the condition fails a worker got there first (it starts a
+// request RECEIVED as it would one QUEUED): the Transition is not applied, nothing
+// changes, and there is no error. A request that does not exist is ErrNotFound.
+// With Options.StatusLog its entry records the time of the call.
+func (c *Client) MarkQueued(ctx context.Context, ref RequestRef) (Transition, error) {
+	return c.markQueued(ctx, ref, c.now(), txOptions{})
 }
 
-// markQueued is MarkQueued with options: ingest sends it once, as the worker writes
-// what it would have when it is refused.
-func (c *Client) markQueued(ctx context.Context, ref RequestRef, queuedAt EpochMillis, tx txOptions) (Transition, error) {
+// markQueued is MarkQueued with the time its status-log entry records, and options.
+// Ingest passes the request's queuedAt: it precedes the send, so any worker's start,
+// which may race this write and land after it, is not logged before it. It sends
+// the call once, as a request left RECEIVED is started by the worker all the same.
+func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochMillis, tx txOptions) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	a, err := c.indexArgs(ctx, args{pQueuedAt: queuedAt}, ref, queuedAt)
-	if err != nil {
+	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
-	t, err := c.apply(ctx, key, write{row: &markQueuedRow, args: a, note: "message sent"}, tx)
+	t, err := c.apply(ctx, key, write{row: &markQueuedRow, args: args{pQueuedAt: loggedAt}, note: "message sent"}, tx)
 	if err != nil {
 		return t, fmt.Errorf("mark queued %s: %w", ref.RequestID, err)
 	}
@@ -288,14 +252,13 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, queuedAt EpochM
 // MarkEnqueueFailed ends a request whose message could not be sent: the "enqueue
 // failure" row, UpdateItem PK REQ#<requestId>, SK META, SET status = FAILED_FINAL,
 // uiResult FAILED, resultCode and errorCode FAILED_INGEST_ENQUEUE, failureClass
-// RETRYABLE, errorMessage (cause, at most 256 characters), finishedAt, and the index
-// keys from requestedAt (it has no queuedAt), so it still shows in the lists;
-// condition: status = RECEIVED. In the same TransactWriteItems the "release lock"
+// RETRYABLE, errorMessage (cause, at most 256 characters), finishedAt; condition:
+// status = RECEIVED. (Its put wrote its index keys, so it shows in the lists.) In the same TransactWriteItems the "release lock"
 // row deletes the user's IdempotencyLock (condition: the lock names this request),
 // so the user's next click makes a fresh request while this one stays on record.
 // When the status condition fails the message got through after all (the worker has
 // the request): the Transition is not applied and nothing changes.
-func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, requestedAt EpochMillis, cause error) (Transition, error) {
+func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
@@ -304,10 +267,7 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, requeste
 	if err != nil {
 		return Transition{}, err
 	}
-	a, err := c.indexArgs(ctx, args{pNow: c.now(), pErrorMessage: errorText(cause)}, ref, requestedAt)
-	if err != nil {
-		return Transition{}, err
-	}
+	a := args{pNow: c.now(), pErrorMessage: errorText(cause)}
 	release := write{row: &releaseLockRow, key: lock.Key(), args: args{pRequestID: ref.RequestID}}
 	t, err := c.apply(ctx, key, write{row: &enqueueFailedRow, args: a, note: "enqueue failed"}, txOptions{}, release)
 	if err != nil {
@@ -318,27 +278,24 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, requeste
 
 // StartProcessing is the "start processing" row: UpdateItem PK REQ#<requestId>, SK
 // META, SET status = PROCESSING, startedAt, leaseOwner and leaseExpiresAt = now +
-// lease.Duration, and (for the QUEUED race) queuedAt and the index keys from sentAt,
-// the message's send time, where they are not set yet; condition: status = QUEUED OR
-// status = RECEIVED OR (status = PROCESSING AND leaseExpiresAt ≤ now), the last being
-// a takeover of an expired lease. A lost condition is not an error: the Transition is
+// lease.Duration; condition: status = QUEUED OR status = RECEIVED OR (status =
+// PROCESSING AND leaseExpiresAt ≤ now), the last being a takeover of an expired lease.
+// A request met RECEIVED (its message came before ingest's MarkQueued) has its
+// queuedAt and index keys from its put already. A lost condition is not an error: the Transition is
 // not applied and holds the request as it is (final: a duplicate delivery;
 // PROCESSING: another delivery holds a live lease). With Options.StatusLog the
 // condition is tried one status at a time, QUEUED first, so that the log names the
 // status left: a request met RECEIVED or PROCESSING costs a second call.
-func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, sentAt EpochMillis, lease Lease) (Transition, error) {
+func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	now := c.now()
-	a, err := c.indexArgs(ctx, args{
-		pNow: now, pQueuedAt: sentAt, pLeaseOwner: lease.Owner,
-		pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration)),
-	}, ref, sentAt)
-	if err != nil {
+	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
+	now := c.now()
+	a := args{pNow: now, pLeaseOwner: lease.Owner, pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration))}
 	t, err := c.apply(ctx, key, write{row: &startProcessingRow, args: a, note: "started by " + lease.Owner}, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("start %s: %w", ref.RequestID, err)
@@ -367,23 +324,22 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 
 // RejectSoldOut ends a first-come request of an event known to be sold out, in one
 // write: the "first-come sold out" row, UpdateItem PK REQ#<requestId>, SK META, SET
-// status = REJECTED, uiResult REJECTED, resultCode REJECTED_CAPACITY, finishedAt, and
-// (for the QUEUED race) queuedAt and the index keys from sentAt where they are not
-// set yet; condition: status = QUEUED OR status = RECEIVED. No PROCESSING write, no
+// status = REJECTED, uiResult REJECTED, resultCode REJECTED_CAPACITY, finishedAt;
+// condition: status = QUEUED OR status = RECEIVED. No PROCESSING write, no
 // lease, no handler: the losers are most of a spike. Call it only once a seat claim
 // of the event has found no seat left (capacity never grows back). A lost condition
 // is not an error: the Transition holds the request as it is (PROCESSING under a
 // lease, or final). With Options.StatusLog the condition is tried QUEUED first, so
 // that the log names the status left.
-func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef, sentAt EpochMillis) (Transition, error) {
+func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	a, err := c.indexArgs(ctx, args{pNow: c.now(), pQueuedAt: sentAt}, ref, sentAt)
-	if err != nil {
+	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
+	a := args{pNow: c.now()}
 	t, err := c.apply(ctx, key, write{row: &soldOutRow, args: a, note: "sold out"}, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("reject sold out %s: %w", ref.RequestID, err)
@@ -394,10 +350,7 @@ func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef, sentAt Epoch
 // Failure describes why a request ends FAILED_FINAL, for MarkFailed.
 type Failure struct {
 	// Lease is the caller's lease, if it holds the request; the zero Lease otherwise.
-	Lease Lease
-	// SentAt is the message's send time: the queuedAt (and index keys) of a request
-	// that never got one. Default: now.
-	SentAt    EpochMillis
+	Lease     Lease
 	Class     FailureClass
 	Code      ResultCode // FAILED_WORKER, FAILED_VALIDATION, FAILED_SERDE, …
 	ErrorCode string     // a short code for operators: VALIDATION_FAILED, SERDE_ERROR, …
@@ -406,38 +359,21 @@ type Failure struct {
 
 // MarkFailed is the "final failure" row: UpdateItem PK REQ#<requestId>, SK META, SET
 // status = FAILED_FINAL, uiResult FAILED, resultCode, failureClass, errorCode,
-// errorMessage (at most 256 characters), finishedAt, and queuedAt and the index keys
-// from f.SentAt where missing; condition: status is PROCESSING, QUEUED or RECEIVED,
+// errorMessage (at most 256 characters), finishedAt; condition: status is PROCESSING, QUEUED or RECEIVED,
 // and not PROCESSING under another owner's live lease (status <> PROCESSING OR
 // leaseOwner = f.Lease.Owner OR leaseExpiresAt ≤ now). A lost condition is not an
-// error: the Transition holds the request as it is. A ref with only the request's ID
-// (a malformed message's) costs a read of the request for its event and user. With Options.StatusLog the status
-// is tried one at a time, PROCESSING first, so that the log names the status left: a
+// error: the Transition holds the request as it is. Only ref.RequestID is used, so a
+// malformed message that names its request validly can still end it. With
+// Options.StatusLog the status is tried one at a time, PROCESSING first, so that the log names the status left: a
 // request met QUEUED or RECEIVED costs a second call.
 func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	if ValidateID("eventId", ref.EventID) != nil || ValidateID("userId", ref.UserID) != nil {
-		// A message that names its request but not validly its event and user (a
-		// malformed one): the request itself does.
-		r, err := c.getRequest(ctx, ref.RequestID, true)
-		if err != nil {
-			return Transition{}, fmt.Errorf("fail %s: %w", ref.RequestID, err)
-		}
-		ref = r.Ref()
-	}
-	now := c.now()
-	if f.SentAt == 0 {
-		f.SentAt = now
-	}
-	a, err := c.indexArgs(ctx, args{
-		pNow: now, pLeaseOwner: f.Lease.Owner, pQueuedAt: f.SentAt,
+	a := args{
+		pNow: c.now(), pLeaseOwner: f.Lease.Owner,
 		pResultCode: f.Code, pFailureClass: f.Class, pErrorCode: f.ErrorCode, pErrorMessage: errorText(f.Cause),
-	}, ref, f.SentAt)
-	if err != nil {
-		return Transition{}, err
 	}
 	t, err := c.apply(ctx, key, write{row: &finalFailureRow, args: a, note: f.ErrorCode}, txOptions{})
 	if err != nil {

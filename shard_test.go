@@ -18,7 +18,7 @@ import (
 
 func TestShardsFor(t *testing.T) {
 	k, c := asyncevent.ShardsFor(20000, 0)
-	assert.Equal(t, 100, k, "⌈20,000 × 4 WCU ÷ 800⌉")
+	assert.Equal(t, 125, k, "⌈20,000 × 5 WCU ÷ 800⌉")
 	assert.Equal(t, 13, c, "⌈5,000 winners/s × 2 WCU ÷ 800⌉")
 	k, c = asyncevent.ShardsFor(1e300, 1e300)
 	assert.Equal(t, []int{asyncevent.MaxShards, 99}, []int{k, c}, "a huge peak is clamped, not wrapped around")

@@ -13,7 +13,7 @@ import (
 type EventStats struct {
 	EventID   string
 	EventType EventType
-	Requests  int // the requests on GSI2: queued, or failed at enqueue
+	Requests  int // every request of the event: each is on GSI2 from its put, RECEIVED included
 
 	ByStatus     map[Status]int
 	ByResultCode map[ResultCode]int
@@ -24,7 +24,8 @@ type EventStats struct {
 
 	// QueueWait is the time from queuedAt until a worker reached the request: its
 	// startedAt, or for a loser of an event known to be sold out (one write, never
-	// started) its finishedAt. Processing is finishedAt − startedAt of the requests
+	// started) its finishedAt. A request that ended at ingest (FAILED_INGEST_ENQUEUE)
+	// was never reached and is not counted. Processing is finishedAt − startedAt of the requests
 	// that finished after starting.
 	QueueWait  Durations
 	Processing Durations
@@ -92,7 +93,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		if r.ResultCode != "" {
 			st.ByResultCode[r.ResultCode]++
 		}
-		if reached := cmp.Or(r.StartedAt, r.FinishedAt); reached != 0 && r.QueuedAt != 0 {
+		if reached := cmp.Or(r.StartedAt, r.FinishedAt); reached != 0 && r.QueuedAt != 0 && r.ResultCode != ResultFailedIngestEnqueue {
 			waits = append(waits, reached.Time().Sub(r.QueuedAt.Time()))
 		}
 		if r.FinishedAt != 0 && r.StartedAt != 0 {

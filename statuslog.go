@@ -19,10 +19,11 @@ import (
 // timeline, written in the same transaction as the transition. It never carries GSI
 // attributes. FromStatus is the status the request left (empty for the first entry).
 // OccurredAt is the transition's own time, the value written on the request:
-// requestedAt, queuedAt, startedAt or finishedAt. Ingest takes queuedAt before it
-// sends, so a worker's start, which follows the message's receipt, is never earlier
-// on the same clock; the log reads in lifecycle order wherever the processes' clocks
-// agree.
+// requestedAt, queuedAt, startedAt or finishedAt. QUEUED, written by ingest after
+// the send, records the request's queuedAt (taken before its put, so before the
+// send): a worker's start, which follows the message's receipt and may land just
+// after ingest's QUEUED write, is never logged before it on the same clock; the log
+// reads in lifecycle order wherever the processes' clocks agree.
 type StatusLog struct {
 	EntityType EntityType  `dynamodbav:"entityType"` // STATUS_LOG
 	RequestID  string      `dynamodbav:"requestId"`

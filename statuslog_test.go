@@ -26,7 +26,6 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	sentAt := asyncevent.MillisOf(clock.Now())
 	message := func(requestID, user string) asyncevent.Message {
 		return asyncevent.Message{RequestID: requestID, EventID: "sale", UserID: user, EventType: asyncevent.FirstCome}
 	}
@@ -53,19 +52,19 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	require.NoError(t, err)
 	ann := message(queued.RequestID, "ann")
 	tr, n := calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "A", Duration: time.Minute})
+		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "A", Duration: time.Minute})
 	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 1, n, "QUEUED, the likeliest, in one call")
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "C", Duration: time.Minute})
+		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "C", Duration: time.Minute})
 	})
 	assert.False(t, tr.Applied, "A's lease is live")
 	assert.Equal(t, 2, n)
 	clock.Advance(2 * time.Minute)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "B", Duration: time.Minute})
+		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "B", Duration: time.Minute})
 	})
 	assert.True(t, tr.Applied, "B takes A's expired lease over")
 	assert.Equal(t, 2, n)
@@ -76,7 +75,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 1, n, "PROCESSING, the likeliest, in one call")
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), sentAt, asyncevent.Lease{Owner: "D", Duration: time.Minute})
+		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "D", Duration: time.Minute})
 	})
 	assert.False(t, tr.Applied, "a duplicate delivery of a final request")
 	assert.Equal(t, 1, n, "a final status is not tried again")
@@ -92,7 +91,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	bob := message(received.RequestID, "bob")
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, bob.Ref(), sentAt, asyncevent.Lease{Owner: "A", Duration: time.Minute})
+		return c.StartProcessing(ctx, bob.Ref(), asyncevent.Lease{Owner: "A", Duration: time.Minute})
 	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 2, n)

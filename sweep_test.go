@@ -38,7 +38,7 @@ func TestSweepRedrivesStuckRequests(t *testing.T) {
 	require.Len(t, ds, 5)
 	m, err := asyncevent.DecodeMessage(ds[3].Body)
 	require.NoError(t, err)
-	tr, err := c.StartProcessing(ctx, m.Ref(), asyncevent.MillisOf(clock.Now()), asyncevent.Lease{Owner: "dead-worker", Duration: time.Minute})
+	tr, err := c.StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "dead-worker", Duration: time.Minute})
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
 

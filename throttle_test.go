@@ -92,7 +92,6 @@ func TestRowsRefusedForThroughputAreErrThrottled(t *testing.T) {
 			ctx := context.Background()
 			h := newHotKeyTest(t, 2, asyncevent.Options{StatusLog: statusLog})
 			m := h.participate(t, "ann")
-			now := asyncevent.MillisOf(h.clock.Now())
 			lease := asyncevent.Lease{Owner: "w1", Duration: time.Minute}
 			// Attempts per refused call: a request write is one UpdateItem retried by the
 			// SDK, or with the status log a transaction retried by the library.
@@ -110,19 +109,19 @@ func TestRowsRefusedForThroughputAreErrThrottled(t *testing.T) {
 
 			// The event's key is hot: the request's writes put it on GSI2 under EVENT#hot.
 			h.limits.Heat("EVENT#hot", time.Hour)
-			refused(t, perWrite, func() error { _, err := h.c.MarkQueued(ctx, m.Ref(), now); return err })
-			refused(t, perWrite, func() error { _, err := h.c.StartProcessing(ctx, m.Ref(), now, lease); return err })
-			refused(t, perWrite, func() error { _, err := h.c.RejectSoldOut(ctx, m.Ref(), now); return err })
+			refused(t, perWrite, func() error { _, err := h.c.MarkQueued(ctx, m.Ref()); return err })
+			refused(t, perWrite, func() error { _, err := h.c.StartProcessing(ctx, m.Ref(), lease); return err })
+			refused(t, perWrite, func() error { _, err := h.c.RejectSoldOut(ctx, m.Ref()); return err })
 			refused(t, perWrite, func() error {
 				_, err := h.c.MarkFailed(ctx, m.Ref(), asyncevent.Failure{Class: asyncevent.Retryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X"})
 				return err
 			})
 			r := h.request(t, m.RequestID)
 			assert.Equal(t, asyncevent.StatusReceived, r.Status, "nothing written")
-			assert.Zero(t, r.QueuedAt)
+			assert.Empty(t, r.ResultCode)
 
 			h.clock.Advance(2 * time.Hour)
-			tr, err := h.c.StartProcessing(ctx, m.Ref(), now, lease)
+			tr, err := h.c.StartProcessing(ctx, m.Ref(), lease)
 			require.NoError(t, err)
 			require.True(t, tr.Applied)
 
@@ -135,7 +134,7 @@ func TestRowsRefusedForThroughputAreErrThrottled(t *testing.T) {
 
 			// Cool again: lost conditions are outcomes, not throttles.
 			h.clock.Advance(2 * time.Hour)
-			tr, err = h.c.MarkQueued(ctx, m.Ref(), now)
+			tr, err = h.c.MarkQueued(ctx, m.Ref())
 			require.NoError(t, err)
 			assert.False(t, tr.Applied)
 			tr, err = h.c.ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "someone else", Duration: time.Minute})
@@ -245,7 +244,7 @@ func TestClaimSeatUnderTransactionConflictEndsWithExactlyN(t *testing.T) {
 		names[i] = fmt.Sprintf("user-%02d", i)
 		ms[i] = h.participate(t, names[i])
 		leases[i] = asyncevent.Lease{Owner: "worker-" + names[i], Duration: time.Hour}
-		tr, err := c.StartProcessing(ctx, ms[i].Ref(), asyncevent.MillisOf(clock.Now()), leases[i])
+		tr, err := c.StartProcessing(ctx, ms[i].Ref(), leases[i])
 		require.NoError(t, err)
 		require.True(t, tr.Applied)
 		clock.Advance(time.Second) // the set-up is not throttled

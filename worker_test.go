@@ -165,15 +165,17 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 	r, err := c.GetRequest(ctx, p.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
-	assert.Equal(t, asyncevent.MillisOf(sentAt), r.QueuedAt, "queuedAt is the send time")
+	assert.Equal(t, p.Request.QueuedAt, r.QueuedAt, "queuedAt is the put's, not the send time")
+	assert.Equal(t, asyncevent.MillisOf(t0), r.QueuedAt)
 	page, err := c.ListUserRequests(ctx, "ann", asyncevent.PageOptions{})
 	require.NoError(t, err)
-	require.Len(t, page.Requests, 1, "the index keys were backfilled")
+	require.Len(t, page.Requests, 1, "the put wrote the index keys")
+	assert.Equal(t, r.QueuedAt, page.Requests[0].QueuedAt)
 
 	// Ingest's late MarkQueued changes nothing.
 	m, err := asyncevent.DecodeMessage(body)
 	require.NoError(t, err)
-	tr, err := c.MarkQueued(ctx, m.Ref(), asyncevent.MillisOf(clock.Now()))
+	tr, err := c.MarkQueued(ctx, m.Ref())
 	require.NoError(t, err)
 	assert.False(t, tr.Applied)
 	again, err := c.GetRequest(ctx, p.RequestID)
@@ -556,13 +558,12 @@ func TestTakenOverLeaseWritesNothing(t *testing.T) {
 	_, ds := submitted(t, c, 5, "ann")
 	m, err := asyncevent.DecodeMessage(ds[0].Body)
 	require.NoError(t, err)
-	sentAt := asyncevent.MillisOf(clock.Now())
 
-	tr, err := c.StartProcessing(ctx, m.Ref(), sentAt, asyncevent.Lease{Owner: "A", Duration: 30 * time.Second})
+	tr, err := c.StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "A", Duration: 30 * time.Second})
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
 	clock.Advance(31 * time.Second) // A stalls past its lease
-	tr, err = c.StartProcessing(ctx, m.Ref(), sentAt, asyncevent.Lease{Owner: "B", Duration: 30 * time.Second})
+	tr, err = c.StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "B", Duration: 30 * time.Second})
 	require.NoError(t, err)
 	require.True(t, tr.Applied, "B takes the expired lease over")
 

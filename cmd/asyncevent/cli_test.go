@@ -464,9 +464,9 @@ func TestPlanAndAShardedEvent(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 	out := f.ok(t, "plan", "-peak", "20000")
-	assert.Contains(t, out, "-index-shards 100 -capacity-shards 13")
+	assert.Contains(t, out, "-index-shards 125 -capacity-shards 13")
 	assert.Contains(t, out, "100000", "the table's WCU/s at the peak")
-	assert.Contains(t, out, "60000", "each index's WCU/s")
+	assert.Contains(t, out, "80000", "each index's WCU/s")
 	assert.Contains(t, out, "rerun with -apply", "DynamoDB Local reports no warm throughput")
 
 	out = f.ok(t, "event", "create", "drop", "-capacity", "1000", "-peak", "20000")
@@ -475,6 +475,6 @@ func TestPlanAndAShardedEvent(t *testing.T) {
 		Config map[string]any `json:"config"`
 	}
 	f.json(t, &ev, "event", "get", "drop")
-	assert.EqualValues(t, 100, ev.Config["indexShards"])
+	assert.EqualValues(t, 125, ev.Config["indexShards"])
 	assert.EqualValues(t, 13, ev.Config["capacityShards"])
 }

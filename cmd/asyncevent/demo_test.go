@@ -132,11 +132,11 @@ func TestBench(t *testing.T) {
 	assert.Equal(t, 24, h.Participations, "2n")
 	assert.Equal(t, 6, h.Winners, "a quarter")
 	assert.Regexp(t, `^GSI2:EVENT#\S+-heat-default$`, h.HottestKey)
-	assert.InDelta(t, 2.5, h.HottestWCUPerParticipation, 1)
+	assert.InDelta(t, 3.5, h.HottestWCUPerParticipation, 1)
 	assert.InDelta(t, 500, h.CeilingWinnersPerSec, 200)
 	d := rep.Heat[1]
 	assert.Equal(t, "derived-20000", d.Layout)
-	assert.Equal(t, 100, d.IndexShards)
+	assert.Equal(t, 125, d.IndexShards)
 	assert.Equal(t, 13, d.CapacityShards)
 
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
