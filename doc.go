@@ -115,35 +115,47 @@
 //	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
 //	         finishedAt = :now
+//	lottery entry collected        Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
+//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (attribute_not_exists (startedAt))
+//	    set  SET status = QUEUED, startedAt = :now
 //	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   status = QUEUED
+//	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,
 //	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
 //	lottery result (lose)          Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   status = QUEUED
+//	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_LOTTERY_LOSE,
 //	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
 //	lottery result (closed)        MarkClosed                 UpdateItem     REQ#<requestId> / META
-//	    if   status = QUEUED
+//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt > lotteryCutoffAt)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CLOSED,
 //	         finishedAt = :now
 //	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
 //	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
-//	         AND (((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now))
+//	         AND ((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt)))
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
+//	entry failure                  Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
+//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt <= lotteryCutoffAt)
+//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
+//	         failureClass = :failureClass, errorCode = :errorCode,
+//	         errorMessage = :errorMessage, finishedAt = :now
+//	entry failure: draw check      Processor.ProcessMessages  ConditionCheck EVENT#<eventId> / DRAW
+//	    if   phase = COLLECTING
 //	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY or DRAW
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
-//	    set  SET phase = DRAWING, entryCount = :entryCount, entriesHash = :entriesHash,
-//	         drawnAt = :now
+//	    set  SET phase = DRAWING, drawnAt = :now
 //	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = DRAWING
+//	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
+//	    if   (phase = DRAWING) AND (attribute_not_exists (entriesHash))
+//	    set  SET entryCount = :entryCount, entriesHash = :entriesHash
 //	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = DRAWING
 //	    set  SET phase = ANNOUNCED, announcedAt = :now

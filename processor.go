@@ -268,9 +268,6 @@ func (p *Processor) report(ctx context.Context, o Outcome) {
 	}
 }
 
-	return MillisOf(d.SentAt)
-}
-
 // firstCome processes a FIRST_COME message: start, the service's handler, then the
 // capacity decision; once the event is known to be sold out, one write rejects it.
 func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {

@@ -190,7 +190,7 @@ var (
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: &failable,
-		to: StatusFailedFinal,
+		to:   StatusFailedFinal,
 		sets: failureSets,
 	}
 )
