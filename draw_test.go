@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,53 +223,59 @@ func isRequestUpdate(in *dynamodb.TransactWriteItemsInput) bool {
 	return false
 }
 
-func TestEntriesAfterTheCutoffAreClosed(t *testing.T) {
+// Whether a request is an entry is settled when its put lands: queued by the cutoff
+// (queuedAt, taken just before the put) or not. A request put a millisecond after the
+// cutoff is closed as late when its message comes; one put at the cutoff is an entry
+// however late its message reaches a worker.
+func TestEntriesAreSettledWhenTheyLand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 2, 5)
+	db := asynceventtest.DynamoDB(t)
+	c, clock, _ := newLottery(t, db, asyncevent.Options{}, 2, 5)
 
-	// Two users click just before the cutoff; the message of one is sent only after
-	// it (queuedAt = its send time), the other's reaches the worker after the draw.
 	clock.Advance(time.Hour)
-	lateSend, err := c.Participate(ctx, "lotto", "late-send")
-	require.NoError(t, err)
-	lateWorker, err := c.Participate(ctx, "lotto", "late-worker")
-	require.NoError(t, err)
-	_, err = c.Participate(ctx, "lotto", "too-late")
+	atCutoff, err := c.Participate(ctx, "lotto", "at-cutoff")
 	require.NoError(t, err, "the cutoff itself is still in")
 	clock.Advance(time.Millisecond)
 	_, err = c.Submit(ctx, &sendQueue{}, "lotto", "after-cutoff")
 	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
 
-	deliver := func(p asyncevent.Participation, sentAt time.Time) {
+	// A click accepted a millisecond before the cutoff whose put lands after it: its
+	// ingest's clock moves on by a millisecond at each reading.
+	var tick atomic.Int64
+	tick.Store(int64(asyncevent.MillisOf(cutoff)) - 1)
+	ticking, err := asyncevent.New(db, asyncevent.Options{TableName: c.TableName(), Clock: func() time.Time {
+		return asyncevent.EpochMillis(tick.Add(1) - 1).Time()
+	}})
+	require.NoError(t, err)
+	late, err := ticking.Participate(ctx, "lotto", "late-put")
+	require.NoError(t, err)
+	require.Greater(t, late.Request.QueuedAt, asyncevent.MillisOf(cutoff), "the scenario: queued after the cutoff")
+
+	deliver := func(p asyncevent.Participation) asyncevent.Outcome {
 		t.Helper()
 		body, err := asyncevent.EncodeMessage(asyncevent.Message{V: 1, RequestID: p.RequestID, EventID: "lotto",
 			UserID: p.Request.UserID, EventType: asyncevent.Lottery, RequestedAt: p.Request.RequestedAt})
 		require.NoError(t, err)
-		proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
-		assert.Empty(t, proc.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: "m", Body: body, ReceiveCount: 1, SentAt: sentAt}}))
+		o, done, _ := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}).ProcessOne(ctx, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 1}, 0, nil)
+		assert.True(t, done)
+		return o
 	}
-	deliver(lateSend, cutoff.Add(2*time.Millisecond))
-	r, err := c.GetRequest(ctx, lateSend.RequestID)
-	require.NoError(t, err)
-	assert.Equal(t, asyncevent.StatusRejected, r.Status)
-	assert.Equal(t, asyncevent.ResultRejectedClosed, r.ResultCode)
+	o := deliver(late)
+	assert.Equal(t, asyncevent.OutcomeRejected, o.Kind)
+	assert.Equal(t, asyncevent.ResultRejectedClosed, o.ResultCode)
 
 	clock.Advance(time.Hour)
 	res, err := c.Draw(ctx, "lotto")
 	require.NoError(t, err)
-	assert.Equal(t, int64(5), res.Record.EntryCount, "only the five queued in time")
-
-	deliver(lateWorker, cutoff) // sent in time, but reaches the table after the freeze
-	r, err = c.GetRequest(ctx, lateWorker.RequestID)
+	assert.Equal(t, int64(6), res.Record.EntryCount, "the five and the click at the cutoff, whose message no worker has seen")
+	r, err := c.GetRequest(ctx, atCutoff.RequestID)
 	require.NoError(t, err)
-	assert.Equal(t, asyncevent.ResultRejectedClosed, r.ResultCode)
+	assert.Contains(t, []asyncevent.ResultCode{asyncevent.ResultSuccess, asyncevent.ResultLotteryLose}, r.ResultCode)
+	o = deliver(atCutoff) // its message comes after the draw
+	assert.Equal(t, asyncevent.OutcomeDuplicate, o.Kind)
+	assert.NotContains(t, res.Winners, late.RequestID)
 
-	for _, r := range requestsOf(t, c, "lotto") {
-		if r.UserID == "late-send" || r.UserID == "late-worker" {
-			assert.NotContains(t, res.Winners, r.RequestID)
-		}
-	}
 	v, err := c.VerifyDraw(ctx, "lotto")
 	require.NoError(t, err)
 	assert.True(t, v.OK(), v.String())
