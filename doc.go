@@ -147,7 +147,7 @@
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
 //	    set  SET phase = DRAWING, entryCount = :entryCount, entriesHash = :entriesHash,
-//	         drawnAt = :now
+//	         seed = :seed, drawnAt = :now
 //	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = DRAWING
@@ -196,13 +196,18 @@
 //
 // # Lottery
 //
-// Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed. After
-// the cutoff (and Options.DrawSettleWindow), [Client.Draw] freezes the entries — the
-// requests queued by the cutoff — recording their count and [EntriesHash], reveals
-// the seed, and the K entries with the smallest [DrawScore], SHA-256(seed ‖
-// requestId), win. Each entry is finalised under a condition, so a draw stopped
-// half-way can run again and comes to the same winners. [Client.VerifyDraw]
-// recomputes the commitment, the entries and every result from the table.
+// Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed that
+// [Options.Seeds] gives ([HMACSeeds], or AWS KMS behind a [SeedSource]), so that the
+// table holds nothing the seed follows from; without a source the seed is random and
+// stored on the Draw record, readable by any reader of the table (seedMode UNSEALED,
+// for development). After the cutoff (and Options.DrawSettleWindow), [Client.Draw]
+// freezes the entries — the requests queued by the cutoff — recording their count
+// and [EntriesHash], reveals the seed on the Draw record, and the K entries with the
+// smallest [DrawScore], SHA-256(seed ‖ entries hash ‖ requestId), win: a score
+// depends on the whole entry set, so no one can pick one before the freeze. Each
+// entry is finalised under a condition, so a draw stopped half-way can run again and
+// comes to the same winners. [Client.VerifyDraw] recomputes the commitment, the
+// entries and every result from the table.
 //
 // # Worker
 //
