@@ -64,8 +64,9 @@ func (f SeedSourceFunc) Seed(ctx context.Context, eventID string) ([]byte, error
 // output, so that the secret is no easier to guess than a seed.
 const MinSeedSecretBytes = 32
 
-// seedLabel begins every message HMACSeeds MACs, so that a secret also used for
-// another HMAC cannot give a seed for some other message's output.
+// seedLabel begins every message HMACSeeds MACs, which keeps its seeds apart from any
+// other MAC made with the same secret: no other use of it MACs a message that begins
+// so.
 const seedLabel = "asyncevent/lottery-seed/v1\x00"
 
 // SeedMessage returns the message whose HMAC-SHA256 is eventID's seed under
@@ -100,8 +101,8 @@ const (
 
 	// SeedUnsealed: the development default, without Options.Seeds. The seed is
 	// random and stored on the Draw record from the event's creation, so anyone who
-	// can read the table can compute every entry's score before the draw (though not
-	// the entries hash, which depends on the entries still to come). An event with no
+	// can read the table knows it before the draw; the scores still depend on the
+	// entries hash, fixed only when the draw freezes the entries. An event with no
 	// seed mode stored is unsealed too.
 	SeedUnsealed SeedMode = "UNSEALED"
 )
