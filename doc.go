@@ -155,7 +155,7 @@
 //	    set  SET phase = DRAWING
 //	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   (phase = DRAWING) AND (attribute_not_exists (entriesHash))
-//	    set  SET entryCount = :entryCount, entriesHash = :entriesHash
+//	    set  SET entryCount = :entryCount, entriesHash = :entriesHash, seed = :seed
 //	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = DRAWING
 //	    set  SET phase = ANNOUNCED, announcedAt = :now
@@ -204,13 +204,18 @@
 //
 // # Lottery
 //
-// Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed. After
-// the cutoff (and Options.DrawSettleWindow), [Client.Draw] freezes the entries — the
-// requests queued by the cutoff — recording their count and [EntriesHash], reveals
-// the seed, and the K entries with the smallest [DrawScore], SHA-256(seed ‖
-// requestId), win. Each entry is finalised under a condition, so a draw stopped
-// half-way can run again and comes to the same winners. [Client.VerifyDraw]
-// recomputes the commitment, the entries and every result from the table.
+// Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed that
+// [Options.Seeds] gives ([HMACSeeds], or AWS KMS behind a [SeedSource]), so that the
+// table holds nothing the seed follows from; without a source the seed is random and
+// stored on the Draw record, readable by any reader of the table (seedMode UNSEALED,
+// for development). After the cutoff (and Options.DrawSettleWindow), [Client.Draw]
+// freezes the entries — the requests queued by the cutoff — recording their count
+// and [EntriesHash], reveals the seed on the Draw record, and the K entries with the
+// smallest [DrawScore], SHA-256(seed ‖ entries hash ‖ requestId), win: a score
+// depends on the whole entry set, so no one can pick one before the freeze. Each
+// entry is finalised under a condition, so a draw stopped half-way can run again and
+// comes to the same winners. [Client.VerifyDraw] recomputes the commitment, the
+// entries and every result from the table.
 //
 // # Worker
 //

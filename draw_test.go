@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -56,19 +57,27 @@ func newLottery(t *testing.T, db asyncevent.DynamoDB, opts asyncevent.Options, k
 	return c, clock, cfg
 }
 
-// recomputeWinners draws outside the library: SHA-256(seed ‖ requestId), the k
-// smallest win.
+// recomputeWinners draws outside the library: the entries hash is SHA-256 of the
+// sorted IDs, each followed by a newline; the k smallest SHA-256(seed ‖ entries hash ‖
+// requestId) win.
 func recomputeWinners(t *testing.T, seedHex string, ids []string, k int) []string {
 	t.Helper()
 	seed, err := hex.DecodeString(seedHex)
 	require.NoError(t, err)
+	sorted := append([]string{}, ids...)
+	sort.Strings(sorted)
+	var list []byte
+	for _, id := range sorted {
+		list = append(append(list, id...), '\n')
+	}
+	entriesHash := sha256.Sum256(list)
 	type scored struct {
 		id    string
 		score [32]byte
 	}
 	var all []scored
 	for _, id := range ids {
-		all = append(all, scored{id, sha256.Sum256(append(append([]byte{}, seed...), id...))})
+		all = append(all, scored{id, sha256.Sum256(slices.Concat(seed, entriesHash[:], []byte(id)))})
 	}
 	sort.Slice(all, func(i, j int) bool { return bytes.Compare(all[i].score[:], all[j].score[:]) < 0 })
 	var winners []string
@@ -104,7 +113,8 @@ func TestDrawFiveThousandEntries(t *testing.T) {
 	assert.Equal(t, asyncevent.PhaseAnnounced, res.Record.Phase)
 
 	// Independently: the seed matches the commitment published at creation, and the
-	// winners are the 50 smallest SHA-256(seed ‖ requestId) of the entries.
+	// winners are the 50 smallest SHA-256(seed ‖ entries hash ‖ requestId) of the
+	// entries.
 	seed, err := hex.DecodeString(res.Record.Seed)
 	require.NoError(t, err)
 	sum := sha256.Sum256(seed)

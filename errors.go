@@ -83,6 +83,16 @@ var (
 	// result other than the draw's.
 	ErrDrawMismatch = errors.New("asyncevent: entries differ from the draw's")
 
+	// ErrSeedMismatch reports a draw whose seed does not hash to the commitment the
+	// event published: Options.Seeds is not the source the event was created with
+	// (a wrong secret), or the stored seed was changed. Nothing is written: the draw
+	// is neither frozen nor is any seed revealed.
+	ErrSeedMismatch = errors.New("asyncevent: seed does not match its commitment")
+
+	// ErrNoSeedSource reports a draw of an event whose seed is sealed (created with
+	// Options.Seeds) by a client without Options.Seeds: nothing is written.
+	ErrNoSeedSource = errors.New("asyncevent: no seed source for a sealed seed")
+
 	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
 	// The error is a *TableMismatchError listing every difference.
 	ErrTableMismatch = errors.New("asyncevent: table does not match the design")

@@ -2,7 +2,6 @@ package asyncevent
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -26,13 +25,15 @@ type EventConfig struct {
 	CapacityTotal int64 `dynamodbav:"capacityTotal,omitempty"`
 
 	// LOTTERY: the number of winners K, the entry cutoff, the planned and the actual
-	// announcement, and SHA-256 of the secret draw seed (hex), published before the
-	// draw so that the seed revealed by the draw can be checked against it.
+	// announcement, SHA-256 of the secret draw seed (hex), published before the draw
+	// so that the seed revealed by the draw can be checked against it, and where the
+	// seed is kept until then (SEALED: Options.Seeds; UNSEALED: on the Draw record).
 	WinnerCount     int64       `dynamodbav:"winnerCount,omitempty"`
 	LotteryCutoffAt EpochMillis `dynamodbav:"lotteryCutoffAt,omitempty"`
 	AnnounceAt      EpochMillis `dynamodbav:"announceAt,omitempty"`
 	AnnouncedAt     EpochMillis `dynamodbav:"announcedAt,omitempty"`
 	SeedCommitment  string      `dynamodbav:"seedCommitment,omitempty"`
+	SeedMode        SeedMode    `dynamodbav:"seedMode,omitempty"`
 
 	// IndexShards (K) and CapacityShards (C) are the event's layout, fixed when it is
 	// created: with K > 1 its requests' GSI2 partition key is EVENT#<eventId>#<shard>
@@ -215,17 +216,19 @@ func (c *Client) indexShards(ctx context.Context, eventID string) (int, error) {
 // its EventConfig (PK EVENT#<eventId>, SK CONFIG) and a FIRST_COME event's
 // EventCapacity (SK CAPACITY, capacityRemaining = capacityTotal; with capacity
 // shards, SK CAPACITY#<shard> for each, their capacities summing to capacityTotal) or
-// a LOTTERY event's sealed Draw record (SK DRAW, holding a fresh secret seed whose
-// SHA-256 becomes the config's seedCommitment). Condition on every item:
-// attribute_not_exists(PK); when it fails the event exists already and the error is
-// ErrEventExists, with nothing changed. Invalid settings are an ErrInvalidEvent or
+// a LOTTERY event's Draw record (SK DRAW). A LOTTERY event's seed comes from
+// Options.Seeds, and only its SHA-256 is stored, as seedCommitment on the config and
+// the Draw record (seedMode SEALED); without Options.Seeds it is a random seed stored
+// on the Draw record itself (seedMode UNSEALED, with a warning logged). Condition on
+// every item: attribute_not_exists(PK); when it fails the event exists already and
+// the error is ErrEventExists, with nothing changed. Invalid settings are an ErrInvalidEvent or
 // ErrInvalidID error. It returns the stored config.
 func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	now := c.now()
-	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.Phase = EntityConfig, now, 0, "", ""
+	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = EntityConfig, now, 0, "", "", ""
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var items []any
@@ -235,16 +238,12 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 			items = append(items, item)
 		}
 	case Lottery:
-		seed, err := newSeed()
+		record, err := c.newDrawRecord(ctx, &cfg)
 		if err != nil {
 			return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 		}
-		cfg.SeedCommitment, cfg.Phase = seedCommitment(seed), PhaseCollecting
 		key, _ := NewEventKey(cfg.EventID, EventItemDraw)
-		items = append(items, drawItem{Key: key.Key(), DrawRecord: DrawRecord{
-			EntityType: EntityDraw, EventID: cfg.EventID, Phase: PhaseCollecting,
-			WinnerCount: cfg.WinnerCount, SeedCommitment: cfg.SeedCommitment, Seed: hex.EncodeToString(seed),
-		}})
+		items = append(items, drawItem{Key: key.Key(), DrawRecord: record})
 	}
 	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), EventConfig: cfg}}}
 	for _, item := range items {
@@ -259,6 +258,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 		return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 	}
 	c.events.forget(cfg.EventID)
+	c.warnUnsealed(ctx, &cfg)
 	return &cfg, nil
 }
 

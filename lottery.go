@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,9 +17,9 @@ import (
 )
 
 // DrawRecord is the Draw record of a LOTTERY event (PK EVENT#<eventId>, SK DRAW). It
-// is created with the event, holding the secret seed whose SHA-256 the event's config
-// publishes as seedCommitment; the draw reveals the seed and records the entries it
-// drew from, so anyone can recompute the winners.
+// is created with the event, holding seedCommitment, the SHA-256 of the draw's secret
+// seed, as the event's config does; the draw writes the seed on it and records the
+// entries it drew from, so anyone can recompute the winners.
 type DrawRecord struct {
 	EntityType     EntityType `dynamodbav:"entityType"` // DRAW
 	EventID        string     `dynamodbav:"eventId"`
@@ -28,8 +27,14 @@ type DrawRecord struct {
 	WinnerCount    int64      `dynamodbav:"winnerCount"`
 	SeedCommitment string     `dynamodbav:"seedCommitment"` // hex SHA-256 of the seed
 
-	// Seed is the secret seed, hex. The library reveals it only once the draw starts.
-	Seed string `dynamodbav:"seed"`
+	// SeedMode is where the seed is kept until the draw: SEALED, by Options.Seeds, the
+	// record holding no seed until the draw writes it; UNSEALED (or absent), on this
+	// record from the event's creation, where any reader of the table finds it.
+	SeedMode SeedMode `dynamodbav:"seedMode,omitempty"`
+
+	// Seed is the seed, hex, written by the draw's freeze (an unsealed event's is
+	// stored from its creation). GetDraw leaves it out while the event is COLLECTING.
+	Seed string `dynamodbav:"seed,omitempty"`
 
 	// Set by the draw: how many entries it drew from, SHA-256 (hex) of their sorted
 	// request IDs, and when it ran and was announced.
@@ -44,35 +49,20 @@ type drawItem struct {
 	DrawRecord
 }
 
-// seedBytes is the length of a lottery seed.
-const seedBytes = 32
-
-func newSeed() ([]byte, error) {
-	seed := make([]byte, seedBytes)
-	if _, err := rand.Read(seed); err != nil {
-		return nil, fmt.Errorf("lottery seed: %w", err)
-	}
-	return seed, nil
-}
-
-// seedCommitment is the hex SHA-256 of a seed, published before the draw.
-func seedCommitment(seed []byte) string {
-	sum := sha256.Sum256(seed)
-	return hex.EncodeToString(sum[:])
-}
-
 // The attribute names of the draw's items that its rows name.
 const (
 	attrPhase       = "phase"
 	attrEntryCount  = "entryCount"
 	attrEntriesHash = "entriesHash"
 	attrDrawnAt     = "drawnAt"
+	attrSeed        = "seed"
 )
 
 // The params of the draw's rows.
 const (
 	pEntryCount  param = "entryCount"
 	pEntriesHash param = "entriesHash"
+	pSeed        param = "seed"
 )
 
 // phaseIs: the Draw record is in the phase p.
@@ -111,7 +101,7 @@ var (
 	}
 	drawEntriesRow = row{
 		name: "draw: record the entries", method: "Draw", item: EntityDraw, op: opUpdate, cond: &entriesUnrecorded,
-		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash)},
+		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash), setTo(attrSeed, pSeed)},
 	}
 	drawAnnounceRow = row{
 		name: "draw: announce", method: "Draw", item: EntityDraw, op: opUpdate, cond: phaseIs(PhaseDrawing),
@@ -180,16 +170,25 @@ func (c *Client) MarkClosed(ctx context.Context, requestID string) (Transition, 
 // The event's config publishes seedCommitment = SHA-256(seed) when the event is made.
 // The draw freezes the entries — the requests queued no later than the cutoff that are
 // still in the running — recording their count and EntriesHash, reveals the seed, and
-// gives a win to the K entries with the smallest DrawScore(seed, requestId). Every
-// step is a conditional write, so a draw that stops half-way can run again and comes
-// to the same winners.
+// gives a win to the K entries with the smallest DrawScore(seed, entriesHash,
+// requestId). Every step is a conditional write, so a draw that stops half-way can run
+// again and comes to the same winners.
 
-// DrawScore is an entry's score in a draw: SHA-256 of the seed's bytes followed by the
-// request ID's bytes. The K smallest scores win (compared as bytes; equal scores by
-// request ID).
-func DrawScore(seed []byte, requestID string) [sha256.Size]byte {
+// DrawScore is an entry's score in a draw: SHA-256 of the seed's bytes, the 32 bytes
+// that entriesHash (an EntriesHash, 64 hex digits) encodes, and the request ID's
+// bytes. The entries hash ties every score to the whole frozen entry set: an entry
+// more, less or under another request ID changes every entry's score, so that
+// neither knowing the seed early nor re-rolling a request ID picks a score. The K
+// smallest scores win (compared as bytes; equal scores by request ID). An
+// entriesHash that is not 64 hex digits is hashed as its text, as no draw does.
+func DrawScore(seed []byte, entriesHash string, requestID string) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write(seed)
+	if b, err := hex.DecodeString(entriesHash); err == nil && len(b) == sha256.Size {
+		h.Write(b)
+	} else {
+		h.Write([]byte(entriesHash))
+	}
 	h.Write([]byte(requestID))
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
@@ -210,15 +209,17 @@ func EntriesHash(requestIDs []string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// DrawWinners returns the k request IDs with the smallest DrawScore, smallest first.
+// DrawWinners returns the k request IDs with the smallest DrawScore under the
+// EntriesHash of requestIDs, smallest first: the winners of a draw of these entries.
 // It keeps only k candidates at a time, so memory grows with k, not with the entries.
 func DrawWinners(seed []byte, requestIDs []string, k int) []string {
 	if k <= 0 {
 		return nil
 	}
+	entriesHash := EntriesHash(requestIDs)
 	var kept worstFirst
 	for _, id := range requestIDs {
-		s := scored{score: DrawScore(seed, id), id: id}
+		s := scored{score: DrawScore(seed, entriesHash, id), id: id}
 		if len(kept) < k {
 			kept.push(s)
 		} else if s.less(kept[0]) {
@@ -290,8 +291,10 @@ type DrawResult struct {
 }
 
 // GetDraw reads a LOTTERY event's Draw record: GetItem PK EVENT#<eventId>, SK DRAW, a
-// strongly consistent read. While the event is COLLECTING the seed is sealed: the
-// record comes back without it. An event without one is ErrNotLottery.
+// strongly consistent read. While the event is COLLECTING the record comes back
+// without a seed: a sealed event has none stored yet, and an unsealed one's (its
+// SeedMode says so) is kept out of the library's answers, though not out of the
+// table. An event without one is ErrNotLottery.
 func (c *Client) GetDraw(ctx context.Context, eventID string) (*DrawRecord, error) {
 	r, err := c.getDraw(ctx, eventID)
 	if err != nil {
@@ -333,8 +336,12 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 //     QAT#<cutoff + 1 ms>, each index shard, in pages, never a Scan): the requests
 //     queued by the cutoff that are RECEIVED or QUEUED (or already finalised by this
 //     draw), whether or not a worker has collected them yet;
-//  3. records them: UpdateItem of the Draw record, SET entryCount and EntriesHash,
-//     condition phase = DRAWING AND attribute_not_exists(entriesHash);
+//  3. records them and reveals the seed: UpdateItem of the Draw record, SET
+//     entryCount, EntriesHash and seed, condition phase = DRAWING AND
+//     attribute_not_exists(entriesHash). A sealed seed comes from Options.Seeds
+//     (without it ErrNoSeedSource), and a seed that does not hash to the published
+//     commitment is ErrSeedMismatch; both are found before the freeze, so that a
+//     draw refused for them writes nothing;
 //  4. picks the winners, the K entries with the smallest DrawScore (all of them if
 //     fewer than K);
 //  5. finalises each entry with UpdateItem PK REQ#<requestId>, SK META, SET status =
@@ -365,6 +372,12 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	if err != nil {
 		return nil, err
 	}
+	var seedHex string
+	if record.EntriesHash == "" {
+		if seedHex, err = c.revealSeed(ctx, cfg, record); err != nil {
+			return nil, err
+		}
+	}
 	if record.Phase == PhaseCollecting {
 		if record, err = c.freezeDraw(ctx, cfg); err != nil {
 			return nil, err
@@ -380,7 +393,7 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	}
 	hash := EntriesHash(ids)
 	if record.EntriesHash == "" {
-		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash); err != nil {
+		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash, seedHex); err != nil {
 			return nil, err
 		}
 	}
@@ -471,11 +484,12 @@ func (c *Client) freezeDraw(ctx context.Context, cfg *EventConfig) (*DrawRecord,
 	return c.getDraw(ctx, cfg.EventID)
 }
 
-// recordEntries records the count and hash of the entries a DRAWING draw read. When
-// another Draw recorded them first, it returns that one's record.
-func (c *Client) recordEntries(ctx context.Context, cfg *EventConfig, count int64, hash string) (*DrawRecord, error) {
+// recordEntries records the count and hash of the entries a DRAWING draw read, and
+// reveals the seed. When another Draw recorded them first, it returns that one's
+// record.
+func (c *Client) recordEntries(ctx context.Context, cfg *EventConfig, count int64, hash, seedHex string) (*DrawRecord, error) {
 	key, _ := NewEventKey(cfg.EventID, EventItemDraw)
-	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{pEntryCount: count, pEntriesHash: hash}}})
+	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{pEntryCount: count, pEntriesHash: hash, pSeed: seedHex}}})
 	var lost *conditionLost
 	if err != nil && !errors.As(err, &lost) {
 		return nil, fmt.Errorf("draw %s: %s: %w", cfg.EventID, drawEntriesRow.name, err)
@@ -620,9 +634,10 @@ func (v *Verification) String() string {
 }
 
 // VerifyDraw re-checks a drawn lottery from what is on the table, as anyone holding
-// the revealed seed and the entry list could: the seed against the commitment the
-// config published, the entries read from GSI2 against the count and hash the draw
-// froze, and every entry's result against the winners recomputed from the seed. Each
+// the revealed seed and the entry list could, without a seed source: the seed
+// against the commitment the config published, the entries read from GSI2 against
+// the count and hash the draw froze, and every entry's result against the winners
+// recomputed from the seed and the entries (DrawWinners). Each
 // difference is one of Verification.Problems. A draw that has not started yet is
 // ErrDrawTooEarly.
 func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification, error) {

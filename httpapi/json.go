@@ -221,6 +221,7 @@ type EventView struct {
 	AnnounceAt      Timestamp            `json:"announceAt,omitzero"`
 	AnnouncedAt     Timestamp            `json:"announcedAt,omitzero"`
 	SeedCommitment  string               `json:"seedCommitment,omitempty"`
+	SeedMode        asyncevent.SeedMode  `json:"seedMode,omitempty"` // LOTTERY: SEALED, or UNSEALED (readable from the table before the draw)
 	Phase           asyncevent.UIPhase   `json:"phase,omitempty"`
 	CreatedAt       Timestamp            `json:"createdAt"`
 
@@ -248,6 +249,7 @@ func newEventView(e *asyncevent.EventConfig) EventView {
 		AnnounceAt:      Timestamp(e.AnnounceAt),
 		AnnouncedAt:     Timestamp(e.AnnouncedAt),
 		SeedCommitment:  e.SeedCommitment,
+		SeedMode:        e.SeedMode,
 		Phase:           e.Phase,
 		CreatedAt:       Timestamp(e.CreatedAt),
 		IndexShards:     max(e.IndexShards, 1),
@@ -286,16 +288,17 @@ func newCapacityView(c *asyncevent.EventCapacity) *CapacityView {
 
 // DrawView is a LOTTERY event's draw record, and after a draw its winners.
 type DrawView struct {
-	EventID        string             `json:"eventId"`
-	Phase          asyncevent.UIPhase `json:"phase"`
-	WinnerCount    int64              `json:"winnerCount"`
-	SeedCommitment string             `json:"seedCommitment"`
-	Seed           string             `json:"seed,omitempty"`
-	EntryCount     int64              `json:"entryCount"`
-	EntriesHash    string             `json:"entriesHash,omitempty"`
-	DrawnAt        Timestamp          `json:"drawnAt,omitzero"`
-	AnnouncedAt    Timestamp          `json:"announcedAt,omitzero"`
-	Winners        []string           `json:"winners,omitempty"`
+	EventID        string              `json:"eventId"`
+	Phase          asyncevent.UIPhase  `json:"phase"`
+	WinnerCount    int64               `json:"winnerCount"`
+	SeedCommitment string              `json:"seedCommitment"`
+	SeedMode       asyncevent.SeedMode `json:"seedMode,omitempty"` // SEALED, or UNSEALED (readable from the table before the draw)
+	Seed           string              `json:"seed,omitempty"`
+	EntryCount     int64               `json:"entryCount"`
+	EntriesHash    string              `json:"entriesHash,omitempty"`
+	DrawnAt        Timestamp           `json:"drawnAt,omitzero"`
+	AnnouncedAt    Timestamp           `json:"announcedAt,omitzero"`
+	Winners        []string            `json:"winners,omitempty"`
 }
 
 func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
@@ -304,6 +307,7 @@ func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
 		Phase:          d.Phase,
 		WinnerCount:    d.WinnerCount,
 		SeedCommitment: d.SeedCommitment,
+		SeedMode:       d.SeedMode,
 		Seed:           d.Seed,
 		EntryCount:     d.EntryCount,
 		EntriesHash:    d.EntriesHash,

@@ -56,6 +56,8 @@ const (
 	CodeDrawTooEarly         = "draw_too_early"         // 409: asyncevent.ErrDrawTooEarly
 	CodeNotLottery           = "not_lottery"            // 409: asyncevent.ErrNotLottery
 	CodeDrawMismatch         = "draw_mismatch"          // 409: asyncevent.ErrDrawMismatch
+	CodeSeedMismatch         = "seed_mismatch"          // 409: the server's seed source is not the event's (asyncevent.ErrSeedMismatch); nothing drawn
+	CodeNoSeedSource         = "no_seed_source"         // 409: a sealed event, and the server has no seed source (asyncevent.ErrNoSeedSource); nothing drawn
 	CodeEnqueueFailed        = "enqueue_failed"         // 503: asyncevent.ErrEnqueueFailed; the user may try again
 	CodeThrottled            = "throttled"              // 503: DynamoDB refused the throughput (asyncevent.ErrThrottled); try again after Retry-After
 	CodeIngestDisabled       = "ingest_disabled"        // 503: the server has no queue
@@ -140,6 +142,12 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 		status, code = http.StatusConflict, CodeNotLottery
 	case errors.Is(err, asyncevent.ErrDrawMismatch):
 		status, code = http.StatusConflict, CodeDrawMismatch
+	case errors.Is(err, asyncevent.ErrSeedMismatch):
+		// The event cannot be drawn with this server's secret; the admin who asked
+		// must learn why, and the detail holds hashes only.
+		status, code = http.StatusConflict, CodeSeedMismatch
+	case errors.Is(err, asyncevent.ErrNoSeedSource):
+		status, code = http.StatusConflict, CodeNoSeedSource
 	case errors.Is(err, asyncevent.ErrEnqueueFailed):
 		// The request ended FAILED_FINAL and its lock is released: a retry makes a
 		// fresh request. The cause (the queue's error) stays in the log.

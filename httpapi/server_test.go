@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -359,6 +360,34 @@ func TestEventRequestsPageBothOrders(t *testing.T) {
 	assert.Equal(t, "IDEMP#big#"+page.Requests[0].UserID, page.Requests[0].IdempotencyKey, "the admin view")
 }
 
+// TestSealedLotteryNeedsTheSeedSource: an event made with a seed source shows it is
+// sealed, and a server without the source refuses to draw it, with a code of its own.
+func TestSealedLotteryNeedsTheSeedSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Now())
+	e := newEnv(t, func(o *asyncevent.Options, _ *ServerOptions) { o.Clock = clock.Now })
+	seeds, err := asyncevent.HMACSeeds(bytes.Repeat([]byte{1}, asyncevent.MinSeedSecretBytes))
+	require.NoError(t, err)
+	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: e.client.TableName(), Clock: clock.Now, Seeds: seeds})
+	require.NoError(t, err)
+	_, err = operator.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sealed", EventType: asyncevent.Lottery,
+		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(clock.Now().Add(time.Hour))})
+	require.NoError(t, err)
+
+	r := e.do("GET", "/admin/events/sealed", e.admin(), nil)
+	require.Equal(t, http.StatusOK, r.status)
+	got := decode[EventView](t, r)
+	assert.Equal(t, asyncevent.SeedSealed, got.SeedMode)
+	require.NotNil(t, got.Draw)
+	assert.Equal(t, asyncevent.SeedSealed, got.Draw.SeedMode)
+
+	clock.Advance(2 * time.Hour)
+	r = e.do("POST", "/admin/events/sealed/draw", e.admin(), nil)
+	assert.Equal(t, http.StatusConflict, r.status)
+	assert.Equal(t, CodeNoSeedSource, r.problem(t).Code)
+}
+
 func TestLotteryDrawAndVerify(t *testing.T) {
 	t.Parallel()
 	clock := asynceventtest.NewClock(time.Now())
@@ -374,13 +403,15 @@ func TestLotteryDrawAndVerify(t *testing.T) {
 	event := decode[EventView](t, r)
 	assert.Equal(t, asyncevent.PhaseCollecting, event.Phase)
 	assert.Len(t, event.SeedCommitment, 64)
+	assert.Equal(t, asyncevent.SeedUnsealed, event.SeedMode, "the development default says so")
 	assert.Equal(t, Timestamp(asyncevent.MillisOf(cutoff)), event.LotteryCutoffAt)
 
 	r = e.do("GET", "/admin/events/spring-lottery", admin, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	got := decode[EventView](t, r)
 	require.NotNil(t, got.Draw)
-	assert.Empty(t, got.Draw.Seed, "sealed while collecting")
+	assert.Empty(t, got.Draw.Seed, "left out while collecting")
+	assert.Equal(t, asyncevent.SeedUnsealed, got.Draw.SeedMode)
 	assert.Equal(t, event.SeedCommitment, got.Draw.SeedCommitment)
 	assert.Nil(t, got.Capacity)
 

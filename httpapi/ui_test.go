@@ -538,7 +538,8 @@ func TestUIDrawRefusedAndDone(t *testing.T) {
 	opens := time.UnixMilli(int64(cutoff)).Add(asyncevent.DefaultDrawSettleWindow).UTC().Format(timestampLayout)
 	assert.Contains(t, string(page.body), `id="draw-button" disabled>Run the draw</button>`, "disabled before the cutoff")
 	assert.Contains(t, string(page.body), "available from "+opens)
-	assert.Contains(t, string(page.body), "sealed until the draw")
+	assert.Contains(t, string(page.body), "revealed by the draw")
+	assert.Contains(t, string(page.body), `id="draw-seed-mode"><strong>UNSEALED</strong>`, "the development default says so")
 	assert.NotContains(t, string(page.body), `id="verification"`)
 
 	// Posted anyway (a page left open): the refusal names the time in RFC 3339, in

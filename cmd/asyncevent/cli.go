@@ -25,6 +25,11 @@ const (
 	envRegion      = "AWS_REGION"
 	envEndpoint    = "DYNAMODB_ENDPOINT"
 	envSQSEndpoint = "SQS_ENDPOINT"
+
+	// envDrawSecret holds the secret that seals lottery seeds (asyncevent.HMACSeeds),
+	// in hex. An environment variable rather than a flag, so that it shows in no
+	// process listing or shell history.
+	envDrawSecret = "ASYNCEVENT_DRAW_SECRET"
 )
 
 // globals are the flags every command takes, before or after its name.
@@ -48,6 +53,7 @@ type env struct {
 	stdout, stderr io.Writer
 	cmd            *command // the command running
 	localSource    string   // how startLocal got the DynamoDB Local: container, jar; "" if not started here
+	drawSecret     string   // hex, from ASYNCEVENT_DRAW_SECRET; "" for unsealed seeds
 }
 
 // command is one subcommand: "stats", or a group's "table create".
@@ -83,7 +89,7 @@ func usagef(format string, args ...any) error {
 // run is the CLI: it parses args (without the program name), runs the command and
 // returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, globals: globals{
+	e := &env{stdout: stdout, stderr: stderr, drawSecret: os.Getenv(envDrawSecret), globals: globals{
 		table:    envOr(envTable, asyncevent.DefaultTableName),
 		region:   os.Getenv(envRegion),
 		endpoint: os.Getenv(envEndpoint),
@@ -251,6 +257,12 @@ without -sharedDb keeps tables per access key and region, so 'aws dynamodb
 list-tables' sees them only with AWS_ACCESS_KEY_ID=ddblocal. demo and bench
 without -endpoint start an embedded DynamoDB Local (Docker, or Java and npm) and
 stop it on exit.
+
+Lottery seeds: with `+envDrawSecret+` set (a secret of at least 32 bytes, in hex:
+openssl rand -hex 32), the events the CLI creates get a sealed seed (seedMode
+SEALED), derived from the secret, and their draw needs the same secret. Without it
+the seed is stored on the DRAW item (seedMode UNSEALED): anyone who can read the
+table can read it before the draw, so use that for development only.
 
 Exit codes: 0 success, 1 failure (including a check or verification that fails),
 2 usage error. Run 'asyncevent help <command>' for a command's flags.

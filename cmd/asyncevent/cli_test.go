@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -477,4 +478,55 @@ func TestPlanAndAShardedEvent(t *testing.T) {
 	f.json(t, &ev, "event", "get", "drop")
 	assert.EqualValues(t, 125, ev.Config["indexShards"])
 	assert.EqualValues(t, 13, ev.Config["capacityShards"])
+}
+
+// TestDrawSecretFromTheEnvironment: with ASYNCEVENT_DRAW_SECRET the CLI seals the
+// seeds of the lotteries it makes, and draws a sealed one only with that secret;
+// without it the event is UNSEALED, and the CLI says so. Not parallel: it sets the
+// process's environment.
+func TestDrawSecretFromTheEnvironment(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	secret := bytes.Repeat([]byte{0x5e}, asyncevent.MinSeedSecretBytes)
+
+	t.Setenv(envDrawSecret, "")
+	out, errOut, code := f.run(t, "-json", "event", "create", "open", "-type", "lottery", "-winners", "1", "-cutoff", "+1h")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, `"seedMode": "UNSEALED"`)
+	assert.Contains(t, errOut, "seed UNSEALED")
+	assert.Contains(t, errOut, envDrawSecret)
+
+	t.Setenv(envDrawSecret, hex.EncodeToString(secret))
+	out, errOut, code = f.run(t, "-json", "event", "create", "sealed", "-type", "lottery", "-winners", "1", "-cutoff", "+1h")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, `"seedMode": "SEALED"`)
+	assert.Empty(t, errOut)
+	t.Setenv(envDrawSecret, "abc")
+	_, errOut, code = f.run(t, "event", "get", "sealed")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, envDrawSecret)
+
+	// A sealed lottery whose draw may run now.
+	seeds, err := asyncevent.HMACSeeds(secret)
+	require.NoError(t, err)
+	c := f.client(t, asyncevent.Options{Clock: pastClock(2 * time.Hour), Seeds: seeds})
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery,
+		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(-time.Hour))})
+	require.NoError(t, err)
+
+	t.Setenv(envDrawSecret, "")
+	_, errOut, code = f.run(t, "draw", "lot")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "sealed seed")
+	assert.Contains(t, errOut, envDrawSecret)
+	t.Setenv(envDrawSecret, hex.EncodeToString(bytes.Repeat([]byte{1}, asyncevent.MinSeedSecretBytes)))
+	_, errOut, code = f.run(t, "draw", "lot")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "does not match its commitment")
+
+	t.Setenv(envDrawSecret, hex.EncodeToString(secret))
+	out = f.ok(t, "draw", "lot")
+	assert.Regexp(t, `seed mode +SEALED`, out)
+	assert.Contains(t, f.ok(t, "verify", "lot"), "verified")
 }

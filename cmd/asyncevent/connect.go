@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"net/http"
@@ -59,8 +60,32 @@ func (e *env) client(ctx context.Context) (*asyncevent.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return asyncevent.New(db, asyncevent.Options{TableName: e.table})
+	opts, err := e.options()
+	if err != nil {
+		return nil, err
+	}
+	return asyncevent.New(db, opts)
 }
+
+// options are the library options of the CLI's clients: the table, and lottery seeds
+// sealed by the secret in ASYNCEVENT_DRAW_SECRET when it is set.
+func (e *env) options() (asyncevent.Options, error) {
+	opts := asyncevent.Options{TableName: e.table}
+	if e.drawSecret == "" {
+		return opts, nil
+	}
+	secret, err := hex.DecodeString(e.drawSecret)
+	if err != nil {
+		return opts, usagef("%s: want the secret in hex (openssl rand -hex 32): %v", envDrawSecret, err)
+	}
+	if opts.Seeds, err = asyncevent.HMACSeeds(secret); err != nil {
+		return opts, usagef("%s: %v", envDrawSecret, err)
+	}
+	return opts, nil
+}
+
+// unsealedNote is what the CLI says of a lottery created without a seed source.
+const unsealedNote = "seed UNSEALED: stored on the DRAW item, so anyone who can read the table can read it before the draw; for a real draw set " + envDrawSecret
 
 // startLocal gives demo and bench a DynamoDB Local when no endpoint was given: it
 // starts one (Docker, or the jar with Java and npm) and sets the endpoint. The

@@ -163,7 +163,11 @@ func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
 		return nil, err
 	}
 	d := &demo{e: e, o: o, clock: &skipClock{}, runID: time.Now().UTC().Format("20060102-150405")}
-	opts := asyncevent.Options{TableName: e.table, Clock: d.clock.now}
+	opts, err := e.options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Clock = d.clock.now
 	d.heat = metered.NewHeat(db)
 	d.ingestMeter, d.workerMeter = metered.NewCounter(d.heat), metered.NewCounter(d.heat)
 	if d.admin, err = asyncevent.New(db, opts); err != nil {
@@ -583,7 +587,7 @@ func (d *demo) lottery(ctx context.Context) (*lotteryReport, error) {
 		EventID: eventID, Entrants: o.lotteryEntries, WinnerCount: o.lotteryWinners,
 		Entered: int(c.newOne.Load()), IngestErrors: c.errs, Collected: int(t.finals.Load()),
 		EntryCount: int(res.Record.EntryCount), EntriesHash: res.Record.EntriesHash,
-		Seed: res.Record.Seed, SeedCommitment: cfg.SeedCommitment,
+		Seed: res.Record.Seed, SeedCommitment: cfg.SeedCommitment, SeedMode: res.Record.SeedMode,
 		Winners: len(res.Winners), Stats: statsOf(st),
 		CollectSeconds: collect.Seconds(), DrawSeconds: drawTime.Seconds(),
 		Verified: v.OK(), Verification: v.String(), Problems: append([]string{}, v.Problems...),

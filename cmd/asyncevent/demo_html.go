@@ -154,6 +154,7 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 			{"requests by status", formatCounts(l.Stats.ByStatus)},
 			{"seed commitment", l.SeedCommitment},
 			{"revealed seed", l.Seed},
+			{"seed mode", seedModeText(l.SeedMode)},
 			{"entries hash", l.EntriesHash},
 			{"collect / draw", formatSeconds(l.CollectSeconds) + " / " + formatSeconds(l.DrawSeconds)},
 			{"verification", l.Verification},

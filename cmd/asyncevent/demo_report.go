@@ -71,25 +71,26 @@ type firstComeReport struct {
 }
 
 type lotteryReport struct {
-	EventID          string      `json:"eventId"`
-	Entrants         int         `json:"entrants"`
-	WinnerCount      int         `json:"winnerCount"`
-	Entered          int         `json:"entered"`
-	IngestErrors     int         `json:"ingestErrors"`
-	FirstIngestError string      `json:"firstIngestError,omitempty"`
-	Collected        int         `json:"collected"`
-	EntryCount       int         `json:"entryCount"`
-	EntriesHash      string      `json:"entriesHash"`
-	Seed             string      `json:"seed"`
-	SeedCommitment   string      `json:"seedCommitment"`
-	Winners          int         `json:"winners"`
-	Stats            statsJSON   `json:"stats"`
-	Latency          latencyJSON `json:"ingestLatency"`
-	CollectSeconds   float64     `json:"collectSeconds"`
-	DrawSeconds      float64     `json:"drawSeconds"`
-	Verified         bool        `json:"verified"`
-	Verification     string      `json:"verification"`
-	Problems         []string    `json:"problems"`
+	EventID          string              `json:"eventId"`
+	Entrants         int                 `json:"entrants"`
+	WinnerCount      int                 `json:"winnerCount"`
+	Entered          int                 `json:"entered"`
+	IngestErrors     int                 `json:"ingestErrors"`
+	FirstIngestError string              `json:"firstIngestError,omitempty"`
+	Collected        int                 `json:"collected"`
+	EntryCount       int                 `json:"entryCount"`
+	EntriesHash      string              `json:"entriesHash"`
+	Seed             string              `json:"seed"`
+	SeedCommitment   string              `json:"seedCommitment"`
+	SeedMode         asyncevent.SeedMode `json:"seedMode"`
+	Winners          int                 `json:"winners"`
+	Stats            statsJSON           `json:"stats"`
+	Latency          latencyJSON         `json:"ingestLatency"`
+	CollectSeconds   float64             `json:"collectSeconds"`
+	DrawSeconds      float64             `json:"drawSeconds"`
+	Verified         bool                `json:"verified"`
+	Verification     string              `json:"verification"`
+	Problems         []string            `json:"problems"`
 }
 
 type latencyJSON struct {
@@ -245,6 +246,7 @@ func (r *demoReport) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(l.Stats.ByStatus))
 		fmt.Fprintf(tw, "  seed commitment\t%s (published at creation)\n", l.SeedCommitment)
 		fmt.Fprintf(tw, "  revealed seed\t%s\n", l.Seed)
+		fmt.Fprintf(tw, "  seed mode\t%s\n", seedModeText(l.SeedMode))
 		fmt.Fprintf(tw, "  entries hash\t%s\n", l.EntriesHash)
 		fmt.Fprintf(tw, "  verification\t%s: %s\n", verdict, l.Verification)
 		if err := tw.Flush(); err != nil {

@@ -83,7 +83,8 @@ func eventCreateCmd() *command {
 			fs.StringVar(&name, "name", "", "display `name`")
 			fs.Int64Var(&capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
 			fs.Int64Var(&winners, "winners", 0, "LOTTERY: the number of winners `K`")
-			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later")
+			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later. "+
+				"The seed is sealed by the secret in "+envDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
 			fs.Var(&starts, "starts", "open from this `time` (default: open at once)")
 			fs.Var(&ends, "ends", "closed after this `time` (default: never)")
 			fs.Var(&annAt, "announce", "LOTTERY: planned announcement `time`")
@@ -129,6 +130,9 @@ func eventCreateCmd() *command {
 			}
 			if err != nil {
 				return err
+			}
+			if cfg.SeedMode == asyncevent.SeedUnsealed {
+				fmt.Fprintf(e.stderr, "note: %s\n", unsealedNote)
 			}
 			if e.json {
 				return e.printJSON(eventJSON{Config: itemJSON(cfg)})

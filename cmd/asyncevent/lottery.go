@@ -40,12 +40,20 @@ type drawJSON struct {
 	Winners []string       `json:"winners"`
 }
 
+// seedModeText says what a lottery's seed mode means for its draw.
+func seedModeText(m asyncevent.SeedMode) string {
+	if m == asyncevent.SeedSealed {
+		return "SEALED: the table held only its commitment until the draw"
+	}
+	return "UNSEALED: the seed was on the table from the event's creation (development only)"
+}
+
 func drawCmd() *command {
 	var quiet bool
 	return &command{
 		name:    "draw",
 		args:    "EVENT_ID",
-		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight); idempotent, resumable",
+		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight); idempotent, resumable; a SEALED seed needs " + envDrawSecret,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&quiet, "quiet", false, "print the summary without the winners' request IDs")
 		},
@@ -53,6 +61,9 @@ func drawCmd() *command {
 			res, err := c.Draw(ctx, eventID)
 			if errors.Is(err, asyncevent.ErrDrawTooEarly) {
 				return tooEarly(ctx, c, eventID, "too early to draw "+eventID)
+			}
+			if errors.Is(err, asyncevent.ErrNoSeedSource) || errors.Is(err, asyncevent.ErrSeedMismatch) {
+				return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, envDrawSecret)
 			}
 			if err != nil {
 				return err
@@ -67,6 +78,7 @@ func drawCmd() *command {
 			fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", formatInt(int(rec.EntryCount)), rec.EntriesHash)
 			fmt.Fprintf(tw, "winners\t%s of %s drawn\n", formatInt(len(res.Winners)), formatInt(int(rec.WinnerCount)))
 			fmt.Fprintf(tw, "seed\t%s (commitment %s)\n", rec.Seed, rec.SeedCommitment)
+			fmt.Fprintf(tw, "seed mode\t%s\n", seedModeText(rec.SeedMode))
 			fmt.Fprintf(tw, "drawn at\t%s\n", formatMillis(rec.DrawnAt))
 			fmt.Fprintf(tw, "announced at\t%s\n", formatMillis(rec.AnnouncedAt))
 			if err := tw.Flush(); err != nil {

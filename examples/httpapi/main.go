@@ -63,6 +63,13 @@
 //	-shutdown-timeout                          drain HTTP, then stop the workers, within this (30s)
 //	-log-format                                text or json (text)
 //	-otel-stdout                               write OpenTelemetry traces and metrics (package otelasyncevent) to stdout as JSON
+//	                    ASYNCEVENT_DRAW_SECRET lottery seed secret, hex, at least 32 bytes (environment only)
+//
+// With ASYNCEVENT_DRAW_SECRET set (openssl rand -hex 32), the lotteries this server
+// creates get a sealed seed (asyncevent.HMACSeeds: seedMode SEALED), and only a
+// server with the same secret can draw them. Without it their seeds are UNSEALED:
+// stored on the table from the start, which is for development only; the event and
+// draw views say which.
 //
 // # A session
 //
@@ -171,6 +178,7 @@ type config struct {
 	sqsEndpoint      string
 	workers          int
 	jwtSecret        []byte
+	drawSecret       []byte // from ASYNCEVENT_DRAW_SECRET; nil: unsealed lottery seeds
 	dev              bool
 	statusLog        bool
 	requestTimeout   time.Duration
@@ -213,6 +221,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: httpapi [flags]       serve the API\n       httpapi token -user ID [-admin] [-ttl D]   mint a bearer token\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\nEnvironment:\n  ASYNCEVENT_DRAW_SECRET\n    \tsecret sealing lottery seeds, hex, at least 32 bytes (openssl rand -hex 32);\n"+
+			"    \tunset: UNSEALED seeds, readable from the table before the draw (development only)\n")
 	}
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown may take: drain HTTP, then stop the workers")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
@@ -257,6 +267,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("the JWT secret has %d bytes; HS256 wants at least %d", len(secret), httpapi.MinSecretBytes)
 	}
 	c.jwtSecret = []byte(secret)
+	if hexSecret := getenv("ASYNCEVENT_DRAW_SECRET"); hexSecret != "" {
+		b, err := hex.DecodeString(hexSecret)
+		if err != nil {
+			return c, fmt.Errorf("ASYNCEVENT_DRAW_SECRET: want hex (openssl rand -hex 32): %w", err)
+		}
+		if len(b) < asyncevent.MinSeedSecretBytes {
+			return c, fmt.Errorf("ASYNCEVENT_DRAW_SECRET has %d bytes; want at least %d", len(b), asyncevent.MinSeedSecretBytes)
+		}
+		c.drawSecret = b
+	}
 	return c, nil
 }
 
@@ -280,6 +300,11 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 	}
 	defer stopDB()
 	opts := asyncevent.Options{TableName: cfg.table, StatusLog: cfg.statusLog, Logger: slog.New(libHandler)}
+	if cfg.drawSecret != nil {
+		if opts.Seeds, err = asyncevent.HMACSeeds(cfg.drawSecret); err != nil {
+			return err
+		}
+	}
 	var obs *otelasyncevent.Observer
 	if cfg.otelStdout {
 		out := cfg.telemetryOut

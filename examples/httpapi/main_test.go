@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -231,6 +232,16 @@ func TestParseConfig(t *testing.T) {
 		sqsEndpoint: "http://localhost:4566", workers: 2, jwtSecret: []byte(secret), statusLog: true,
 		requestTimeout: httpapi.DefaultRequestTimeout, shutdownTimeout: 30 * time.Second,
 	}, c, "from the environment; an endpoint means not embedded")
+
+	// The lottery seed secret comes from the environment only, in hex.
+	drawSecret := strings.Repeat("ab", 32)
+	c, err = parseConfig([]string{"-dev"}, env(map[string]string{"ASYNCEVENT_DRAW_SECRET": drawSecret}), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, bytes.Repeat([]byte{0xab}, 32), c.drawSecret)
+	for _, bad := range []string{"not hex", strings.Repeat("ab", 31)} {
+		_, err = parseConfig([]string{"-dev"}, env(map[string]string{"ASYNCEVENT_DRAW_SECRET": bad}), io.Discard)
+		assert.ErrorContains(t, err, "ASYNCEVENT_DRAW_SECRET", bad)
+	}
 
 	c, err = parseConfig([]string{"-jwt-secret", secret, "-embedded=false", "-workers", "0", "-table", "U"}, env(map[string]string{"ASYNCEVENT_TABLE": "T"}), io.Discard)
 	require.NoError(t, err)

@@ -76,6 +76,9 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 	}
 	fmt.Fprintf(out, "event %s: %d winners, entries until %s\n", event.EventID, winners, cutoff.Format(time.RFC3339))
 	fmt.Fprintf(out, "published seed commitment: %s\n", event.SeedCommitment)
+	// Without Options.Seeds the seed is the development default: stored on the
+	// table, where any reader of the table sees it before the draw.
+	fmt.Fprintf(out, "seed mode: %s (set Options.Seeds, e.g. asyncevent.HMACSeeds, for a sealed one)\n", event.SeedMode)
 
 	// Progress, at every tenth of the entries: the run takes half a minute or so on
 	// DynamoDB Local.
