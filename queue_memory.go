@@ -134,8 +134,8 @@ type memoryMessage struct {
 // flight, all handed out by one Receive.
 type memoryGroup struct {
 	id       string
-	messages list.List // *memoryMessage, in send order
-	inFlight int       // messages in flight; the group is held while above 0
+	messages list.List     // *memoryMessage, in send order
+	inFlight int           // messages in flight; the group is held while above 0
 	elem     *list.Element // in MemoryQueue.order
 }
 
