@@ -165,8 +165,8 @@ func (w *Worker) Start(ctx context.Context) error {
 // up on, and they would stay hidden for the visibility timeout. The messages in
 // flight are let finish.
 //
-// So Stop takes at most WaitTime or the longest work in flight, whichever is longer,
-// unless ctx ends first: then the work in flight is cancelled, each such message is
+// So Stop takes about the longer of WaitTime (plus a round trip) and the longest work
+// in flight, unless ctx ends first: then the work in flight is cancelled, each such message is
 // released (its lease ended, the message visible again) for another worker, a
 // receive in flight is cancelled too (what SQS hands to it then stays hidden until
 // its VisibilityTimeout ends), and Stop returns ctx's error after the worker has
