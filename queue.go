@@ -30,6 +30,45 @@ type Queue interface {
 	ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error
 }
 
+// CancelSafeQueue is a Queue whose Receive takes no message that it does not return,
+// even when its ctx ends during a long poll: MemoryQueue is one. A stopping Worker
+// cancels such a receive at once. An SQS long poll is not one: SQS (and fauxqs) may
+// hand messages to a request whose client has gone, and they stay hidden for their
+// visibility timeout under receipts nobody holds; so a stopping Worker lets any other
+// queue's receive run out its wait and releases what it returns.
+type CancelSafeQueue interface {
+	Queue
+	// ReceiveIsCancelSafe reports whether cancelling Receive's ctx can leave no
+	// message hidden.
+	ReceiveIsCancelSafe() bool
+}
+
+// Groups splits a received batch into the runs that keep a FIFO queue's order:
+// the deliveries of one message group, in receive order, form one run; each delivery
+// without a group is a run of its own. It returns indexes into ds, the runs in the
+// order of their first delivery. The Worker, Processor.ProcessMessages and package
+// awslambda process the runs at once and each run's deliveries one after another,
+// and do not start a run's later deliveries once one of them is not done: they come
+// back, behind it, in order.
+func Groups(ds []Delivery) [][]int {
+	var runs [][]int
+	at := map[string]int{} // group → its run in runs
+	for i, d := range ds {
+		if d.GroupID == "" {
+			runs = append(runs, []int{i})
+			continue
+		}
+		r, ok := at[d.GroupID]
+		if !ok {
+			r = len(runs)
+			at[d.GroupID] = r
+			runs = append(runs, nil)
+		}
+		runs[r] = append(runs[r], i)
+	}
+	return runs
+}
+
 // OutgoingMessage is a message to send.
 type OutgoingMessage struct {
 	Body []byte
@@ -53,6 +92,10 @@ type Delivery struct {
 	Body         []byte
 	ReceiveCount int       // 1 on the first delivery
 	SentAt       time.Time // when the queue accepted the message (SQS SentTimestamp)
+	// GroupID is the message group of a FIFO queue's message (SQS MessageGroupId);
+	// empty on a standard queue. Deliveries of one group are processed one after
+	// another, in receive order (see Groups).
+	GroupID string
 	// Attributes are the message's OutgoingMessage.Attributes (SQS: its String
 	// message attributes); nil when it has none.
 	Attributes map[string]string

@@ -35,14 +35,14 @@ const noDeadline = time.Duration(-1)
 type MemoryQueueOptions struct {
 	// FIFO makes the queue behave as an SQS FIFO queue: Send requires a
 	// GroupID and a DeduplicationID, a second Send with the same
-	// DeduplicationID within five minutes is accepted and dropped, the
-	// messages of one group are delivered in the order they were sent, and
-	// a group has at most one message in flight, so its next message is
-	// delivered only once that one is deleted (or comes back, and then it
-	// is delivered again first). A Receive takes at most one message per
-	// group, as fauxqs does (SQS may return several of one group, in
-	// order, and holds the group until all are deleted). Default: false, a
-	// standard queue, which ignores GroupID and DeduplicationID.
+	// DeduplicationID within five minutes is accepted and dropped, and the
+	// messages of one group are delivered in the order they were sent. As on
+	// SQS, a Receive hands out as many of a group's messages as max allows,
+	// in order (then goes on to the next group), and a group with a message
+	// in flight is held: none of its messages is delivered until every one
+	// in flight is deleted or visible again, and then the first of them comes
+	// first. Each Delivery carries its GroupID. Default: false, a standard
+	// queue, which ignores GroupID and DeduplicationID.
 	FIFO bool
 
 	// MaxReceives is the maxReceiveCount of an SQS redrive policy: a
@@ -130,12 +130,12 @@ type memoryMessage struct {
 	elem         *list.Element // in ready (standard, while visible) or in group.messages (FIFO)
 }
 
-// memoryGroup is a FIFO message group. Only its first message can be in
-// flight.
+// memoryGroup is a FIFO message group. Only messages at its front can be in
+// flight, all handed out by one Receive.
 type memoryGroup struct {
 	id       string
-	messages list.List // *memoryMessage, in send order
-	inFlight bool
+	messages list.List     // *memoryMessage, in send order
+	inFlight int           // messages in flight; the group is held while above 0
 	elem     *list.Element // in MemoryQueue.order
 }
 
@@ -332,6 +332,10 @@ func (q *MemoryQueue) Receive(ctx context.Context, max int, wait, visibility tim
 	}
 }
 
+// ReceiveIsCancelSafe implements CancelSafeQueue: it reports true, since a
+// Receive takes messages only when it returns them.
+func (q *MemoryQueue) ReceiveIsCancelSafe() bool { return true }
+
 // Delete implements Queue. A receipt that is not its message's latest, or
 // whose message is gone, is skipped without an error, as SQS does (see
 // MemoryQueue); an empty one is an error.
@@ -472,7 +476,7 @@ func (q *MemoryQueue) nextDeadline(now time.Time) time.Duration {
 func (q *MemoryQueue) makeVisible(msg *memoryMessage) {
 	msg.inFlight = false
 	if msg.group != nil {
-		msg.group.inFlight = false
+		msg.group.inFlight--
 	} else {
 		msg.elem = q.ready.PushBack(msg)
 	}
@@ -498,16 +502,22 @@ func (q *MemoryQueue) take(max int, visibility time.Duration, now time.Time) []D
 	var served []*memoryGroup
 	for e := q.order.Front(); e != nil && len(got) < max; {
 		g, next := e.Value.(*memoryGroup), e.Next()
-		for !g.inFlight && g.messages.Len() > 0 {
-			msg := g.messages.Front().Value.(*memoryMessage)
-			if q.exhausted(msg) {
-				q.dropFromGroup(msg)
-				q.bury(msg)
-				continue
+		if g.inFlight == 0 {
+			// Nothing of the group in flight: every message of it is visible.
+			for m := g.messages.Front(); m != nil && len(got) < max; {
+				msg, after := m.Value.(*memoryMessage), m.Next()
+				if q.exhausted(msg) {
+					q.dropFromGroup(msg)
+					q.bury(msg)
+				} else {
+					got = append(got, q.deliver(msg, visibility, now))
+					g.inFlight++
+				}
+				m = after
 			}
-			got = append(got, q.deliver(msg, visibility, now))
-			g.inFlight = true
-			served = append(served, g)
+			if g.inFlight > 0 {
+				served = append(served, g)
+			}
 		}
 		if g.messages.Len() == 0 {
 			q.order.Remove(g.elem)
@@ -542,6 +552,7 @@ func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now 
 	return Delivery{
 		MessageID: msg.id, Receipt: msg.receipt, Body: append([]byte(nil), msg.body...),
 		ReceiveCount: msg.receiveCount, SentAt: msg.sentAt, Attributes: maps.Clone(msg.attributes),
+		GroupID: msg.groupID(),
 	}
 }
 
@@ -549,15 +560,20 @@ func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now 
 func (q *MemoryQueue) bury(msg *memoryMessage) {
 	delete(q.receipts, msg.receipt)
 	q.unstore()
-	q.dead = append(q.dead, Delivery{MessageID: msg.id, Body: msg.body, ReceiveCount: msg.receiveCount, SentAt: msg.sentAt, Attributes: msg.attributes})
+	q.dead = append(q.dead, Delivery{MessageID: msg.id, Body: msg.body, ReceiveCount: msg.receiveCount, SentAt: msg.sentAt, Attributes: msg.attributes, GroupID: msg.groupID()})
+}
+
+// groupID is the message's FIFO group, or "" on a standard queue.
+func (msg *memoryMessage) groupID() string {
+	if msg.group == nil {
+		return ""
+	}
+	return msg.group.id
 }
 
 // remove deletes msg, in flight or visible.
 func (q *MemoryQueue) remove(msg *memoryMessage) {
 	delete(q.receipts, msg.receipt)
-	if msg.inFlight {
-		heap.Remove(&q.inFlight, msg.heapIndex)
-	}
 	if msg.group != nil {
 		q.dropFromGroup(msg)
 		if g := msg.group; g.messages.Len() == 0 {
@@ -566,8 +582,13 @@ func (q *MemoryQueue) remove(msg *memoryMessage) {
 		} else {
 			q.broadcast() // the group's next message is free to go
 		}
-	} else if msg.elem != nil {
-		q.ready.Remove(msg.elem)
+	} else {
+		if msg.inFlight {
+			heap.Remove(&q.inFlight, msg.heapIndex)
+		}
+		if msg.elem != nil {
+			q.ready.Remove(msg.elem)
+		}
 	}
 	q.unstore()
 }
@@ -581,11 +602,14 @@ func (q *MemoryQueue) unstore() {
 	}
 }
 
-// dropFromGroup takes msg, its group's first message, out of the group and
-// frees the group.
+// dropFromGroup takes msg out of its group (and out of flight).
 func (q *MemoryQueue) dropFromGroup(msg *memoryMessage) {
 	msg.group.messages.Remove(msg.elem)
-	msg.group.inFlight = false
+	if msg.inFlight {
+		heap.Remove(&q.inFlight, msg.heapIndex)
+		msg.inFlight = false
+		msg.group.inFlight--
+	}
 }
 
 // memoryHeap orders messages in flight by the end of their visibility

@@ -244,10 +244,18 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		require.NoError(t, err)
 		assert.Empty(t, more, "both groups are held by messages in flight")
 
+		groupOf := func(ds []asyncevent.Delivery) {
+			t.Helper()
+			for _, d := range ds {
+				assert.Equal(t, string(d.Body[:1]), d.GroupID, "the delivery names its group")
+			}
+		}
+		groupOf(first)
 		order := bodies(first)
 		require.NoError(t, q.Delete(ctx, receipts(first)...))
 		for len(order) < 5 {
 			got := receiveUntil(t, q, 1, long)
+			groupOf(got)
 			order = append(order, bodies(got)...)
 			require.NoError(t, q.Delete(ctx, receipts(got)...))
 		}
@@ -522,7 +530,10 @@ func TestMemoryQueueDeadLettersAndLen(t *testing.T) {
 	for _, body := range []string{"poison", "next"} {
 		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "g", DeduplicationID: body}))
 	}
-	d := receiveNow(t, q, time.Second)
+	first, err := q.Receive(ctx, 1, 0, time.Second)
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	d := first[0]
 	assert.Equal(t, "poison", string(d.Body))
 	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1, InFlight: 1}, q.Len())
 	assert.Empty(t, receive(t, q, 0, time.Second), "the group is held")
@@ -534,7 +545,7 @@ func TestMemoryQueueDeadLettersAndLen(t *testing.T) {
 	assert.Equal(t, asyncevent.MemoryQueueLen{InFlight: 1, Dead: 1}, q.Len())
 	dead := q.DeadLetters()
 	require.Len(t, dead, 1)
-	assert.Equal(t, asyncevent.Delivery{MessageID: d.MessageID, Body: []byte("poison"), ReceiveCount: 1, SentAt: d.SentAt}, dead[0])
+	assert.Equal(t, asyncevent.Delivery{MessageID: d.MessageID, Body: []byte("poison"), ReceiveCount: 1, SentAt: d.SentAt, GroupID: "g"}, dead[0])
 	require.NoError(t, q.Delete(ctx, d.Receipt), "a dead letter's old receipt deletes nothing")
 	assert.Len(t, q.DeadLetters(), 1)
 }
@@ -765,4 +776,45 @@ func TestMemoryQueueDelayHoldsBackDelivery(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, 1, got[0].ReceiveCount, "the delay is no delivery")
 	assert.True(t, clock.Now().Add(-50*time.Millisecond).Equal(got[0].SentAt), "sent when Send was called")
+}
+
+// TestMemoryQueueFIFOHandsOutAGroupInBatches checks the FIFO receive SQS
+// gives: up to max messages of one group, in order, the group held while any
+// of them is in flight, and a message made visible again first in line once
+// the group is free.
+func TestMemoryQueueFIFOHandsOutAGroupInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true})
+	for i := range 12 {
+		body := fmt.Sprintf("a%02d", i)
+		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "a", DeduplicationID: body}))
+	}
+	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("b00"), GroupID: "b", DeduplicationID: "b00"}))
+
+	first, err := q.Receive(ctx, 4, 0, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a00", "a01", "a02", "a03"}, bodies(first), "as many of one group as max allows")
+	for _, d := range first {
+		assert.Equal(t, "a", d.GroupID)
+	}
+	more, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b00"}, bodies(more), "group a is held while its messages are in flight")
+
+	// a00 done, a01 fails and comes back, a02 and a03 given back unstarted.
+	require.NoError(t, q.Delete(ctx, first[0].Receipt))
+	require.NoError(t, q.ChangeVisibility(ctx, first[1].Receipt, 0))
+	require.NoError(t, q.ChangeVisibility(ctx, first[3].Receipt, 0))
+	held, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	assert.Empty(t, held, "a02 is still in flight: the group stays held")
+	require.NoError(t, q.ChangeVisibility(ctx, first[2].Receipt, 0))
+
+	again, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	want := []string{"a01", "a02", "a03", "a04", "a05", "a06", "a07", "a08", "a09", "a10"}
+	assert.Equal(t, want, bodies(again), "the group resumes in send order, up to ten")
+	assert.Equal(t, 2, again[0].ReceiveCount)
+	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1, InFlight: 11}, q.Len())
 }

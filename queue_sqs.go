@@ -91,9 +91,10 @@ func (q *SQSQueue) Send(ctx context.Context, m OutgoingMessage) error {
 // Receive implements Queue with one ReceiveMessage call: max is capped at 10
 // (MaxNumberOfMessages) and wait at 20s (WaitTimeSeconds), both SQS's
 // limits. A zero visibility leaves the queue's VisibilityTimeout attribute
-// in force (the SDK cannot send a zero). Each Delivery's SentAt and
-// ReceiveCount come from the system attributes SentTimestamp and
-// ApproximateReceiveCount; they are zero should SQS not send them. The receive
+// in force (the SDK cannot send a zero). Each Delivery's SentAt, ReceiveCount
+// and GroupID come from the system attributes SentTimestamp,
+// ApproximateReceiveCount and MessageGroupId; they are zero should SQS not send
+// them. The receive
 // asks for every message attribute (MessageAttributeNames All); the String and
 // Number ones are the Delivery's Attributes.
 func (q *SQSQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error) {
@@ -108,6 +109,7 @@ func (q *SQSQueue) Receive(ctx context.Context, max int, wait, visibility time.D
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameSentTimestamp,
 			types.MessageSystemAttributeNameApproximateReceiveCount,
+			types.MessageSystemAttributeNameMessageGroupId,
 		},
 		MessageAttributeNames: []string{"All"},
 	})
@@ -127,6 +129,7 @@ func (q *SQSQueue) Receive(ctx context.Context, max int, wait, visibility time.D
 		if n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil {
 			d.ReceiveCount = n
 		}
+		d.GroupID = m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		d.Attributes = stringAttributes(m.MessageAttributes)
 		got = append(got, d)
 	}

@@ -110,7 +110,7 @@ func TestSQSQueueReceiveRequest(t *testing.T) {
 	ctx := context.Background()
 	c := &recordingSQS{receiveOut: &sqs.ReceiveMessageOutput{Messages: []types.Message{
 		{MessageId: aws.String("id"), ReceiptHandle: aws.String("r"), Body: aws.String("b"), Attributes: map[string]string{
-			"SentTimestamp": "1795421039191", "ApproximateReceiveCount": "3",
+			"SentTimestamp": "1795421039191", "ApproximateReceiveCount": "3", "MessageGroupId": "event-1",
 		}},
 		{MessageId: aws.String("bare"), ReceiptHandle: aws.String("r2"), Body: aws.String("b2")},
 		{MessageId: aws.String("traced"), ReceiptHandle: aws.String("r3"), Body: aws.String("b3"), MessageAttributes: map[string]types.MessageAttributeValue{
@@ -139,11 +139,11 @@ func TestSQSQueueReceiveRequest(t *testing.T) {
 		assert.Equal(t, tc.wantMax, in.MaxNumberOfMessages, "max %d", tc.max)
 		assert.Equal(t, tc.wantWait, in.WaitTimeSeconds, "wait %s", tc.wait)
 		assert.Equal(t, tc.want, in.VisibilityTimeout, "visibility %s", tc.visibility)
-		assert.ElementsMatch(t, []types.MessageSystemAttributeName{"SentTimestamp", "ApproximateReceiveCount"}, in.MessageSystemAttributeNames)
+		assert.ElementsMatch(t, []types.MessageSystemAttributeName{"SentTimestamp", "ApproximateReceiveCount", "MessageGroupId"}, in.MessageSystemAttributeNames)
 		assert.Equal(t, []string{"All"}, in.MessageAttributeNames, "SQS returns message attributes only when asked")
 		assert.Equal(t, testQueueURL, aws.ToString(in.QueueUrl))
 		assert.Equal(t, []asyncevent.Delivery{
-			{MessageID: "id", Receipt: "r", Body: []byte("b"), ReceiveCount: 3, SentAt: time.UnixMilli(1795421039191)},
+			{MessageID: "id", Receipt: "r", Body: []byte("b"), ReceiveCount: 3, SentAt: time.UnixMilli(1795421039191), GroupID: "event-1"},
 			{MessageID: "bare", Receipt: "r2", Body: []byte("b2")},
 			{MessageID: "traced", Receipt: "r3", Body: []byte("b3"), Attributes: map[string]string{
 				"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "n": "7",

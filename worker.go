@@ -9,19 +9,29 @@ import (
 	"time"
 )
 
-// ProcessMessages processes a batch of deliveries, one goroutine each, and returns
-// the IDs of the messages that must come back (the rest are done and may be deleted):
-// the shape of an AWS Lambda SQS handler's partial batch response.
+// ProcessMessages processes a batch of deliveries and returns the IDs of the messages
+// that must come back (the rest are done and may be deleted): the shape of an AWS
+// Lambda SQS handler's partial batch response. The runs of Groups go at once, one
+// goroutine each; a FIFO group's deliveries go one after another in receive order,
+// and once one of them is not done, the group's later ones are not started and are
+// returned with it, so that they come back behind it, in order (what an SQS FIFO
+// queue's Lambda must do to keep the order).
 func (p *Processor) ProcessMessages(ctx context.Context, ds []Delivery) (failedIDs []string) {
-	results := make([]result, len(ds))
+	done := make([]bool, len(ds))
 	var wg sync.WaitGroup
-	for i, d := range ds {
-		wg.Go(func() { results[i] = p.process(ctx, d, nil) })
+	for _, run := range Groups(ds) {
+		wg.Go(func() {
+			for _, i := range run {
+				if done[i] = p.process(ctx, ds[i], nil).action == actDelete; !done[i] {
+					return
+				}
+			}
+		})
 	}
 	wg.Wait()
-	for i, r := range results {
-		if r.action != actDelete {
-			failedIDs = append(failedIDs, ds[i].MessageID)
+	for i, d := range ds {
+		if !done[i] {
+			failedIDs = append(failedIDs, d.MessageID)
 		}
 	}
 	return failedIDs
@@ -31,14 +41,18 @@ func (p *Processor) ProcessMessages(ctx context.Context, ds []Delivery) (failedI
 type WorkerOptions struct {
 	ProcessOptions
 
-	// Concurrency is how many messages are processed at once. Default: 8.
+	// Concurrency is how many received messages the worker holds at once, at work
+	// or waiting behind an earlier message of their FIFO group (which are processed
+	// one after another, in receive order). Default: 8.
 	Concurrency int
 
 	// BatchSize is the most messages one receive asks for (SQS allows 10).
 	// Default: 10.
 	BatchSize int
 
-	// WaitTime is the long-poll wait of a receive. Default: 20 seconds.
+	// WaitTime is the long-poll wait of a receive. It also bounds how long Stop waits
+	// for a receive in flight on a queue that is not a CancelSafeQueue, such as SQS.
+	// Default: 20 seconds.
 	WaitTime time.Duration
 
 	// VisibilityTimeout hides a received message from other receivers while it is
@@ -61,7 +75,10 @@ const deleteBatchDelay = 20 * time.Millisecond
 // Worker long-polls a queue and processes its messages with bounded concurrency:
 // it extends a message's visibility while its work goes on, deletes what is done (in
 // batches), leaves retryable failures for redelivery with backoff, and ends
-// non-retryable ones FAILED_FINAL. Start it once; Stop stops it gracefully.
+// non-retryable ones FAILED_FINAL. The messages of one FIFO group (Delivery.GroupID)
+// are processed one after another in receive order, the others at once; once one of
+// a group is not done, the group's later messages of that receive are made visible
+// again unstarted, behind it. Start it once; Stop stops it gracefully.
 type Worker struct {
 	p    *Processor
 	q    Queue
@@ -69,8 +86,8 @@ type Worker struct {
 
 	mu      sync.Mutex
 	started bool
-	cancel  context.CancelFunc // stops receiving
-	abort   context.CancelFunc // cancels in-flight work
+	stop    context.CancelFunc // stops receiving and starting messages
+	abort   context.CancelFunc // cancels in-flight work, and a receive in flight
 	fetched chan struct{}      // closed when the receive loop has returned
 	done    chan struct{}      // closed when the worker has stopped
 
@@ -116,10 +133,17 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	workCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
-	fetchCtx, cancel := context.WithCancel(ctx)
-	w.cancel, w.abort = cancel, abort
+	stopCtx, stop := context.WithCancel(ctx)
+	w.stop, w.abort = stop, abort
+	// A long poll that is cancelled may still be handed messages that nobody then
+	// holds a receipt of, so it is let run to its end unless the queue says that
+	// cancelling it is safe; an abort ends it either way.
+	receiveCtx := workCtx
+	if cs, ok := w.q.(CancelSafeQueue); ok && cs.ReceiveIsCancelSafe() {
+		receiveCtx = stopCtx
+	}
 	go w.batchDeletes()
-	go w.receive(fetchCtx, workCtx)
+	go w.receive(stopCtx, receiveCtx, workCtx)
 	go func() {
 		<-w.fetched
 		w.inflight.Wait()
@@ -131,10 +155,22 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops receiving, lets the messages in flight finish, and returns once the
-// worker has stopped. When ctx ends first, the work in flight is cancelled: each such
-// message is released (its lease ended, the message visible again) for another
-// worker, and Stop returns ctx's error after the worker has stopped.
+// Stop stops the worker gracefully and returns once it has stopped. From the call on,
+// the worker starts no message: it receives no more, and every message it holds but
+// has not started (one waiting behind an earlier message of its FIFO group, or one
+// that a receive in flight returns) is made visible again at once, for another
+// worker. A receive in flight on a CancelSafeQueue (MemoryQueue) is cancelled; on any
+// other queue, such as SQS, it is let run to its end, at most WaitTime plus the
+// round trip, since SQS may hand messages to a long poll that its client has given
+// up on, and they would stay hidden for the visibility timeout. The messages in
+// flight are let finish.
+//
+// So Stop takes about the longer of WaitTime (plus a round trip) and the longest work
+// in flight, unless ctx ends first: then the work in flight is cancelled, each such message is
+// released (its lease ended, the message visible again) for another worker, a
+// receive in flight is cancelled too (what SQS hands to it then stays hidden until
+// its VisibilityTimeout ends), and Stop returns ctx's error after the worker has
+// stopped. Give ctx more than WaitTime to leave no message hidden.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started {
@@ -144,7 +180,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil
 	}
 	w.mu.Unlock()
-	w.cancel()
+	w.stop()
 	select {
 	case <-w.done:
 		return nil
@@ -159,7 +195,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // Run starts the worker and blocks until ctx ends, then stops it gracefully within
-// grace.
+// grace (see Stop: a grace longer than WaitTime leaves no message hidden).
 func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
@@ -170,15 +206,16 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	return w.Stop(stopCtx)
 }
 
-// receive is the receive loop: it asks for as many messages as there are free slots.
-func (w *Worker) receive(fetchCtx, workCtx context.Context) {
+// receive is the receive loop: it asks for as many messages as there are free slots,
+// one slot for each message held, and ends once stopCtx ends.
+func (w *Worker) receive(stopCtx, receiveCtx, workCtx context.Context) {
 	defer close(w.fetched)
 	log := w.opts.Logger
 	for {
 		// Wait for one free slot, then take what else is free, up to a batch.
 		select {
 		case w.slots <- struct{}{}:
-		case <-fetchCtx.Done():
+		case <-stopCtx.Done():
 			return
 		}
 		n := 1
@@ -191,33 +228,142 @@ func (w *Worker) receive(fetchCtx, workCtx context.Context) {
 				break fill
 			}
 		}
-		ds, err := w.q.Receive(fetchCtx, n, w.opts.WaitTime, w.opts.VisibilityTimeout)
+		ds, err := w.q.Receive(receiveCtx, n, w.opts.WaitTime, w.opts.VisibilityTimeout)
 		for range n - len(ds) {
 			<-w.slots
 		}
+		if stopCtx.Err() != nil {
+			w.giveBack(workCtx, ds)
+			return
+		}
 		if err != nil {
-			if fetchCtx.Err() != nil {
-				return
-			}
-			log.WarnContext(fetchCtx, "receive failed", slog.Any("error", err))
-			if sleep(fetchCtx, time.Second) != nil {
+			log.WarnContext(stopCtx, "receive failed", slog.Any("error", err))
+			if sleep(stopCtx, time.Second) != nil {
 				return
 			}
 			continue
 		}
-		for _, d := range ds {
+		for _, run := range Groups(ds) {
+			held := make([]Delivery, len(run))
+			for i, at := range run {
+				held[i] = ds[at]
+			}
 			w.inflight.Add(1)
 			go func() {
-				defer func() { <-w.slots }()
 				defer w.inflight.Done()
-				w.handle(workCtx, d)
+				w.runInOrder(stopCtx, workCtx, held)
 			}()
 		}
 	}
 }
 
-// handle processes one delivery and does what its result asks of the queue.
-func (w *Worker) handle(ctx context.Context, d Delivery) {
+// runInOrder processes a run of Groups one delivery after another. It starts none
+// once the worker is stopping, nor any after one that is not done: those it gives
+// back. The deliveries that wait are kept hidden meanwhile.
+func (w *Worker) runInOrder(stopCtx, ctx context.Context, ds []Delivery) {
+	var h *hider
+	if len(ds) > 1 {
+		h = w.hide(ctx, ds[1:])
+	}
+	for i, d := range ds {
+		if stopCtx.Err() != nil {
+			h.end()
+			w.giveBack(ctx, ds[i:])
+			return
+		}
+		h.starting(d)
+		done := w.handle(ctx, d)
+		<-w.slots
+		if !done {
+			h.end()
+			w.giveBack(ctx, ds[i+1:])
+			return
+		}
+	}
+	h.end()
+}
+
+// giveBack makes held deliveries that were not started visible again at once, for
+// any worker, and frees their slots. A FIFO queue keeps them in their group's order.
+func (w *Worker) giveBack(ctx context.Context, ds []Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() {
+			defer func() { <-w.slots }()
+			if err := w.q.ChangeVisibility(bctx, d.Receipt, 0); err != nil {
+				w.opts.Logger.WarnContext(ctx, "giving back a message failed", slog.String("messageId", d.MessageID), slog.Any("error", err))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// hider keeps the deliveries of a run hidden for the worker's visibility timeout
+// while they wait behind the run's earlier ones. A nil hider does nothing.
+type hider struct {
+	mu      sync.Mutex
+	waiting []Delivery
+	quit    chan struct{}
+	exited  chan struct{}
+}
+
+// hide starts keeping ds hidden, every half of the visibility timeout.
+func (w *Worker) hide(ctx context.Context, ds []Delivery) *hider {
+	h := &hider{waiting: ds, quit: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(h.exited)
+		tick := time.NewTicker(w.opts.VisibilityTimeout / 2)
+		defer tick.Stop()
+		for {
+			select {
+			case <-h.quit:
+				return
+			case <-tick.C:
+			}
+			h.mu.Lock()
+			for _, d := range h.waiting {
+				bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+				if err := w.q.ChangeVisibility(bctx, d.Receipt, w.opts.VisibilityTimeout); err != nil {
+					w.opts.Logger.WarnContext(ctx, "keeping a waiting message hidden failed", slog.String("messageId", d.MessageID), slog.Any("error", err))
+				}
+				cancel()
+			}
+			h.mu.Unlock()
+		}
+	}()
+	return h
+}
+
+// starting stops keeping d, the first of those waiting, hidden: its work now does.
+func (h *hider) starting(d Delivery) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.waiting) > 0 && h.waiting[0].Receipt == d.Receipt {
+		h.waiting = h.waiting[1:]
+	}
+}
+
+// end stops the hider and returns once it changes no visibility any more, so that
+// a message given back after it stays visible.
+func (h *hider) end() {
+	if h == nil {
+		return
+	}
+	close(h.quit)
+	<-h.exited
+}
+
+// handle processes one delivery, does what its result asks of the queue, and reports
+// whether the message is done.
+func (w *Worker) handle(ctx context.Context, d Delivery) (done bool) {
 	extend := &extender{visibility: w.opts.VisibilityTimeout, extend: func(ctx context.Context) error {
 		return w.q.ChangeVisibility(ctx, d.Receipt, w.opts.VisibilityTimeout)
 	}}
@@ -225,6 +371,7 @@ func (w *Worker) handle(ctx context.Context, d Delivery) {
 	switch res.action {
 	case actDelete:
 		w.deletes <- d.Receipt
+		return true
 	case actRetry:
 		// After a cancelled context too: the message is released for another worker.
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
@@ -233,6 +380,7 @@ func (w *Worker) handle(ctx context.Context, d Delivery) {
 			w.opts.Logger.WarnContext(ctx, "changing visibility failed", slog.String("requestId", res.outcome.RequestID), slog.Any("error", err))
 		}
 	}
+	return false
 }
 
 // maxVisibility is SQS's limit on a message's visibility timeout.

@@ -15,13 +15,22 @@
 //	...
 //	lambda.Start(h.Handle)
 //
-// A batch's records run at most Options.Concurrency at a time. With Options.Queue
-// set, a record that failed retryably is hidden for the worker's backoff
-// (ChangeMessageVisibility) before it is reported, instead of coming back after the
-// queue's whole visibility timeout, and a record whose work outlasts half the
-// visibility timeout is kept hidden. Without it, a reported record comes back when
-// its visibility timeout ends. Either way the request's lease is renewed while its
-// record runs, so no other delivery takes over a request that is still at work.
+// A batch's records run at most Options.Concurrency at a time. The records of one
+// FIFO message group (a FIFO queue's batch may hold several groups) run one after
+// another in batch order, and once one of them is not done, the group's later records
+// are not started and are reported with it, so that they come back behind it, in
+// order. Records are started only until Options.DeadlineMargin before the function's
+// deadline; the rest are reported.
+//
+// With Options.Queue set, a record that failed retryably is hidden for the worker's
+// backoff (ChangeMessageVisibility) before it is reported, instead of coming back
+// after the queue's whole visibility timeout; a record reported without being started
+// is made visible again at once (behind the failed one of its group, which holds the
+// group); and a record whose work outlasts half the visibility timeout is kept
+// hidden. Without it, a reported record comes back when its visibility timeout ends:
+// Lambda itself neither deletes nor releases reported records. Either way the
+// request's lease is renewed while its record runs, so no other delivery takes over
+// a request that is still at work.
 package awslambda
 
 import (
@@ -57,10 +66,15 @@ type Options struct {
 	// Concurrency is how many records of a batch are processed at once. Default: 10.
 	Concurrency int
 
-	// Queue, if set, is the event source's queue: the backoff of a retryable failure
-	// and the keep-alive of a long record go through its ChangeVisibility. Default:
-	// none.
+	// Queue, if set, is the event source's queue: the backoff of a retryable failure,
+	// the release of a record reported without being started, and the keep-alive of a
+	// long record go through its ChangeVisibility. Default: none.
 	Queue Queue
+
+	// DeadlineMargin is how long before the function's deadline (Handle's ctx's) the
+	// handler stops starting records, leaving time to report the rest and, with
+	// Queue, to make them visible again. Default: 1 second.
+	DeadlineMargin time.Duration
 
 	// VisibilityTimeout is the queue's visibility timeout (at least the function's
 	// timeout, as AWS requires of an event source). With Queue, a record still at work
@@ -73,6 +87,7 @@ type Options struct {
 const (
 	DefaultConcurrency       = 10
 	DefaultVisibilityTimeout = 30 * time.Second
+	DefaultDeadlineMargin    = time.Second
 )
 
 // maxVisibility is SQS's limit on a message's visibility timeout.
@@ -97,6 +112,9 @@ func New(c *asyncevent.Client, opts Options) (*Handler, error) {
 	if opts.VisibilityTimeout <= 0 {
 		opts.VisibilityTimeout = DefaultVisibilityTimeout
 	}
+	if opts.DeadlineMargin <= 0 {
+		opts.DeadlineMargin = DefaultDeadlineMargin
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -106,23 +124,49 @@ func New(c *asyncevent.Client, opts Options) (*Handler, error) {
 
 // Handle processes one SQS batch and returns the records that must come back. It
 // never returns an error: a record that could not be processed is a batch item
-// failure, and so is every record not yet started when ctx ends (the function's
-// deadline).
+// failure, and so is every record not started: one behind a record of its FIFO
+// group that is not done, and every record not started by DeadlineMargin before
+// ctx's deadline (the function's). With Options.Queue, those not started are made
+// visible again at once.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	done := make([]bool, len(ev.Records))
+	startCtx := ctx // records are started only while it lasts
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		startCtx, cancel = context.WithDeadline(ctx, deadline.Add(-h.opts.DeadlineMargin))
+		defer cancel()
+	}
+	ds := make([]asyncevent.Delivery, len(ev.Records))
+	for i, r := range ev.Records {
+		ds[i] = Delivery(r)
+	}
+	done := make([]bool, len(ds))
 	slots := make(chan struct{}, h.opts.Concurrency)
 	var wg sync.WaitGroup
-	for i, r := range ev.Records {
+	runs := asyncevent.Groups(ds)
+	for n, run := range runs {
+		// A run holds one slot: its records go one at a time.
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
+		case <-startCtx.Done():
 		}
-		if ctx.Err() != nil {
+		if startCtx.Err() != nil {
+			for _, later := range runs[n:] {
+				h.giveBack(ctx, ds, later)
+			}
 			break
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			done[i] = h.record(ctx, r)
+			for k, i := range run {
+				if startCtx.Err() != nil {
+					h.giveBack(ctx, ds, run[k:])
+					return
+				}
+				if done[i] = h.record(ctx, ds[i]); !done[i] {
+					h.giveBack(ctx, ds, run[k+1:])
+					return
+				}
+			}
 		})
 	}
 	wg.Wait()
@@ -135,9 +179,30 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
+// giveBack makes the records at the indexes visible again at once, with a Queue;
+// they are reported without being started.
+func (h *Handler) giveBack(ctx context.Context, ds []asyncevent.Delivery, indexes []int) {
+	if h.opts.Queue == nil || len(indexes) == 0 {
+		return
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, i := range indexes {
+		wg.Go(func() {
+			if err := h.opts.Queue.ChangeVisibility(bctx, ds[i].Receipt, 0); err != nil {
+				h.log.WarnContext(ctx, "giving back a record failed", slog.String("messageId", ds[i].MessageID), slog.Any("error", err))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// bookkeepingTimeout bounds a visibility change made after the record's work.
+const bookkeepingTimeout = 5 * time.Second
+
 // record processes one record and reports whether it is done.
-func (h *Handler) record(ctx context.Context, r events.SQSMessage) bool {
-	d := Delivery(r)
+func (h *Handler) record(ctx context.Context, d asyncevent.Delivery) bool {
 	var keepAlive func(context.Context) error
 	visibility := time.Duration(0) // the lease alone paces the heartbeat
 	if h.opts.Queue != nil {
@@ -152,7 +217,7 @@ func (h *Handler) record(ctx context.Context, r events.SQSMessage) bool {
 	}
 	// After a cancelled ctx too: the record comes back after its backoff, not after
 	// the whole visibility timeout.
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	if err := h.opts.Queue.ChangeVisibility(bctx, d.Receipt, min(retryAfter, maxVisibility)); err != nil {
 		h.log.WarnContext(ctx, "changing visibility failed", slog.String("requestId", o.RequestID), slog.Any("error", err))
@@ -162,7 +227,8 @@ func (h *Handler) record(ctx context.Context, r events.SQSMessage) bool {
 
 // Delivery converts a Lambda SQS record into the delivery the Processor takes: its
 // ApproximateReceiveCount (1 when missing) and its SentTimestamp, the enqueue time a
-// request gets when the worker reaches it before ingest marks it QUEUED; and its
+// request gets when the worker reaches it before ingest marks it QUEUED; its
+// MessageGroupId (a FIFO queue's), which keeps a group's records in order; and its
 // String and Number message attributes, which carry an asyncevent.Options.Observer's
 // trace context from ingest.
 func Delivery(r events.SQSMessage) asyncevent.Delivery {
@@ -173,6 +239,7 @@ func Delivery(r events.SQSMessage) asyncevent.Delivery {
 	if ms, err := strconv.ParseInt(r.Attributes["SentTimestamp"], 10, 64); err == nil {
 		d.SentAt = time.UnixMilli(ms)
 	}
+	d.GroupID = r.Attributes["MessageGroupId"]
 	for name, a := range r.MessageAttributes {
 		if a.StringValue == nil || strings.HasPrefix(a.DataType, "Binary") {
 			continue

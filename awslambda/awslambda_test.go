@@ -190,9 +190,9 @@ func TestHandleAfterTheDeadlineReportsEveryRecord(t *testing.T) {
 func TestDeliveryReadsTheRecordsAttributes(t *testing.T) {
 	t.Parallel()
 	d := awslambda.Delivery(events.SQSMessage{MessageId: "m", ReceiptHandle: "r", Body: "{}",
-		Attributes: map[string]string{"ApproximateReceiveCount": "3", "SentTimestamp": "1795421039191"}})
+		Attributes: map[string]string{"ApproximateReceiveCount": "3", "SentTimestamp": "1795421039191", "MessageGroupId": "sale"}})
 	assert.Equal(t, asyncevent.Delivery{MessageID: "m", Receipt: "r", Body: []byte("{}"), ReceiveCount: 3,
-		SentAt: time.UnixMilli(1795421039191)}, d)
+		SentAt: time.UnixMilli(1795421039191), GroupID: "sale"}, d)
 	assert.Equal(t, 1, awslambda.Delivery(events.SQSMessage{}).ReceiveCount, "1 when the attribute is missing")
 }
 
@@ -205,4 +205,84 @@ func TestDeliveryReadsTheMessageAttributes(t *testing.T) {
 	}})
 	assert.Equal(t, map[string]string{"traceparent": traceparent}, d.Attributes, "String attributes only")
 	assert.Nil(t, awslambda.Delivery(events.SQSMessage{}).Attributes)
+}
+
+// A FIFO batch: each group's records run one after another in batch order; after a
+// record that is not done, the rest of its group is reported unstarted and made
+// visible again at once, while another group goes on.
+func TestHandleKeepsAFIFOGroupsOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	users := []string{"a0", "a1", "a2", "a3", "b0", "b1"}
+	ev := batch(t, c, 100, users...)
+	for i := range ev.Records {
+		ev.Records[i].Attributes["MessageGroupId"] = "group-" + users[i][:1]
+	}
+	var mu sync.Mutex
+	var ran []string
+	v := &visibilityLog{}
+	h, err := awslambda.New(c, awslambda.Options{
+		Queue: v,
+		ProcessOptions: asyncevent.ProcessOptions{Backoff: func(int) time.Duration { return time.Minute },
+			Handler: asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+				mu.Lock()
+				ran = append(ran, m.UserID)
+				mu.Unlock()
+				if m.UserID == "a1" {
+					return errors.New("downstream is down")
+				}
+				return nil
+			})},
+	})
+	require.NoError(t, err)
+	resp, err := h.Handle(ctx, ev)
+	require.NoError(t, err)
+
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	assert.Equal(t, []string{ev.Records[1].MessageId, ev.Records[2].MessageId, ev.Records[3].MessageId}, failed)
+	var groupA []string
+	for _, u := range ran {
+		if u[0] == 'a' {
+			groupA = append(groupA, u)
+		}
+	}
+	assert.Equal(t, []string{"a0", "a1"}, groupA, "a2 and a3 not started after a1 failed")
+	assert.ElementsMatch(t, []string{"a0", "a1", "b0", "b1"}, ran)
+	assert.Equal(t, []time.Duration{time.Minute}, v.of(ev.Records[1].ReceiptHandle), "the failure waits out its backoff")
+	for _, r := range ev.Records[2:4] {
+		assert.Equal(t, []time.Duration{0}, v.of(r.ReceiptHandle), "an unstarted record is visible again at once")
+	}
+}
+
+// Near the function's deadline no record is started: each is reported and made
+// visible again at once.
+func TestHandleNearTheDeadlineGivesRecordsBack(t *testing.T) {
+	t.Parallel()
+	c := asynceventtest.NewTable(t)
+	ev := batch(t, c, 5, "ann", "bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	v := &visibilityLog{}
+	h, err := awslambda.New(c, awslambda.Options{Queue: v, DeadlineMargin: time.Second})
+	require.NoError(t, err)
+	resp, err := h.Handle(ctx, ev)
+	require.NoError(t, err)
+	assert.Len(t, resp.BatchItemFailures, 2)
+	for _, r := range ev.Records {
+		assert.Equal(t, []time.Duration{0}, v.of(r.ReceiptHandle))
+	}
+	rs, err := c.GetRequest(context.Background(), mustDecode(t, ev.Records[0].Body).RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusQueued, rs.Status, "not started")
+}
+
+func mustDecode(t *testing.T, body string) asyncevent.Message {
+	t.Helper()
+	m, err := asyncevent.DecodeMessage([]byte(body))
+	require.NoError(t, err)
+	return m
 }

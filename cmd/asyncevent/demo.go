@@ -154,7 +154,10 @@ type demo struct {
 
 	queue     *bench.CountingQueue
 	queueDesc string
-	cleanup   []func()
+	// strictOrder is true on a FIFO queue: ingest's one message group per event
+	// makes the workers follow queue order exactly.
+	strictOrder bool
+	cleanup     []func()
 }
 
 func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
@@ -224,6 +227,7 @@ func (d *demo) openQueue(ctx context.Context) (asyncevent.Queue, string, error) 
 	if err != nil {
 		return nil, "", usagef("%v", err)
 	}
+	d.strictOrder = q.FIFO()
 	return q, "SQS queue " + url, nil
 }
 
@@ -505,6 +509,7 @@ func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 		Winners: st.ByStatus[asyncevent.StatusSucceeded], ExpectedWinners: min(o.capacity, newN),
 		CapacityRemaining: st.CapacityRemaining,
 		Stats:             statsOf(st), fairness: st.Fairness, queueWait: st.QueueWait, processing: st.Processing,
+		Inversions: st.Fairness.Inversions, StrictOrder: d.strictOrder,
 		Latency: latencyOf(all), NewLatency: latencyOf(c.newLat), DupLatency: latencyOf(c.dupLat),
 		IngestSeconds: ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
 		PerParticipation: costOf(c.newCost, newN, int(sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),

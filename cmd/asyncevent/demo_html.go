@@ -119,11 +119,7 @@ func writeHTMLReport(path string, r *demoReport) error {
 }
 
 func renderHTML(buf *bytes.Buffer, r *demoReport) error {
-	d := htmlData{R: r, OK: r.failure() == nil}
-	d.Verdict = "every promise held"
-	if err := r.failure(); err != nil {
-		d.Verdict = err.Error()
-	}
+	d := htmlData{R: r, OK: r.failure() == nil, Verdict: r.verdict()}
 	if fc := r.FirstCome; fc != nil {
 		d.Chart = fc.chart
 		d.FC = []row{

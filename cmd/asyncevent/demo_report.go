@@ -42,8 +42,12 @@ type firstComeReport struct {
 	IngestErrors      int    `json:"ingestErrors"`
 	FirstIngestError  string `json:"firstIngestError,omitempty"`
 
-	Winners           int       `json:"winners"`
-	ExpectedWinners   int       `json:"expectedWinners"` // min(capacity, new participations)
+	Winners         int `json:"winners"`
+	ExpectedWinners int `json:"expectedWinners"` // min(capacity, new participations)
+	// Inversions counts the requests rejected while one queued after them won a seat.
+	// A standard queue allows some; strict order (StrictOrder) promises none.
+	Inversions        int       `json:"inversions"`
+	StrictOrder       bool      `json:"strictOrder"` // a FIFO queue: one message group per event
 	CapacityRemaining int64     `json:"capacityRemaining"`
 	Stats             statsJSON `json:"stats"`
 
@@ -175,6 +179,9 @@ func (r *demoReport) failure() error {
 		if fc.IngestErrors > 0 {
 			errs = append(errs, fmt.Errorf("first-come: %d clicks failed, the first: %s", fc.IngestErrors, fc.FirstIngestError))
 		}
+		if fc.StrictOrder && fc.Inversions > 0 {
+			errs = append(errs, fmt.Errorf("first-come: %s of queue order on a FIFO queue, which promises none", inversions(fc.Inversions)))
+		}
 	}
 	if l := r.Lottery; l != nil {
 		if !l.Verified {
@@ -188,6 +195,28 @@ func (r *demoReport) failure() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// verdict is the report's one-line judgement: the broken promises, if any; else what
+// held, with the inversions a standard queue allows named as such, never promised away.
+func (r *demoReport) verdict() string {
+	if err := r.failure(); err != nil {
+		return err.Error()
+	}
+	fc := r.FirstCome
+	if fc == nil || fc.Inversions == 0 {
+		return "every promise held"
+	}
+	return fmt.Sprintf("the promises held; %s of queue order, which a standard queue allows and this report counts (strict order needs a FIFO queue)",
+		inversions(fc.Inversions))
+}
+
+// inversions counts inversions in words.
+func inversions(n int) string {
+	if n == 1 {
+		return "1 inversion"
+	}
+	return formatInt(n) + " inversions"
 }
 
 // writeText prints the final report.
@@ -253,7 +282,7 @@ func (r *demoReport) writeText(w io.Writer) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "\ntotal %s\n", formatSeconds(r.TotalSeconds))
+	_, err := fmt.Fprintf(w, "\nverdict: %s\ntotal %s\n", r.verdict(), formatSeconds(r.TotalSeconds))
 	return err
 }
 

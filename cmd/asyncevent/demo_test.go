@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -32,6 +33,8 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	// share may round to nothing and is then not printed.
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+3\.\d\d calls \((GetItem 0\.\d\d \+ )?PutItem 2\.00 \+ UpdateItem 1\.00\)`), out)
 	assert.Contains(t, out, "fairness")
+	verdict := `(every promise held|the promises held; [\d,]+ inversions? of queue order, which a standard queue allows)`
+	assert.Regexp(t, `(?m)^verdict: `+verdict+`$`, out)
 
 	// Progress on stderr, as plain lines: stderr is not a terminal here.
 	assert.Contains(t, errOut, "first-come [")
@@ -42,9 +45,32 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	page := string(html)
 	assert.Contains(t, page, "<svg")
 	assert.Equal(t, 3, strings.Count(page, "<polyline"), "arrivals, wins, rejections")
-	assert.Contains(t, page, "every promise held")
+	assert.Regexp(t, `<p class="verdict ok">`+verdict+`[^<]*</p>`, page)
 	assert.Regexp(t, `On DynamoDB this event would throttle above about [\d,]+ clicks/s: each new participation writes [\d.]+ units to one partition key \(GSI2:EVENT#demo-first-come-\S+\)`, page)
 	assert.NotRegexp(t, `(?i)(src|href)\s*=`, page, "self-contained: no external assets")
+}
+
+// The verdict holds the report to what the library promises: inversions of queue
+// order are named, never promised away, and fail it only in strict order.
+func TestDemoVerdictNamesInversions(t *testing.T) {
+	t.Parallel()
+	report := func(inversions int, strict bool) *demoReport {
+		return &demoReport{FirstCome: &firstComeReport{Winners: 5, ExpectedWinners: 5, Inversions: inversions, StrictOrder: strict}}
+	}
+	assert.Equal(t, "every promise held", report(0, false).verdict())
+	assert.NoError(t, report(0, true).failure())
+
+	standard := report(3, false)
+	assert.NoError(t, standard.failure(), "a standard queue promises no order")
+	assert.NotContains(t, standard.verdict(), "every promise held")
+	assert.Contains(t, standard.verdict(), "3 inversions of queue order, which a standard queue allows")
+
+	strict := report(1, true)
+	require.Error(t, strict.failure())
+	assert.Contains(t, strict.verdict(), "1 inversion of queue order on a FIFO queue, which promises none")
+	var page bytes.Buffer
+	require.NoError(t, renderHTML(&page, strict))
+	assert.Contains(t, page.String(), `<p class="verdict bad">`)
 }
 
 func TestDemoJSON(t *testing.T) {
