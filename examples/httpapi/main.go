@@ -127,6 +127,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -352,10 +353,14 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 	// only then are the workers stopped, so the last accepted requests get processed.
 	workers := make([]*asyncevent.Worker, 0, cfg.workers)
 	stopWorkers := func(ctx context.Context) error {
-		var errs []error
-		for _, w := range workers {
-			errs = append(errs, w.Stop(ctx))
+		// All at once: on SQS each stop waits out its long poll (up to -worker-wait) so
+		// as to give back what the poll returns.
+		errs := make([]error, len(workers))
+		var wg sync.WaitGroup
+		for i, w := range workers {
+			wg.Go(func() { errs[i] = w.Stop(ctx) })
 		}
+		wg.Wait()
 		return errors.Join(errs...)
 	}
 	for range cfg.workers {
