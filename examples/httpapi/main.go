@@ -126,8 +126,8 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
