@@ -200,7 +200,12 @@
 //  5. No stuck PROCESSING: a worker holds a lease that expires.
 //  6. Every status write is conditional; a lost condition is an outcome, not an error.
 //  7. GSI keys only on Request items.
-//  8. Fairness is queuedAt, and the library reports how far processing order strayed.
+//  8. Fairness is queuedAt, and the library reports how far processing order strayed;
+//     a FIFO queue with one message group per event keeps it exactly.
+//  9. The entries a draw freezes are the entries it finalises, whatever the workers
+//     still hold: none queued by the cutoff is closed as late, a worker leaves one it
+//     meets after the freeze to the draw, and an entry fails only while the draw is
+//     COLLECTING (a ConditionCheck of the Draw record).
 //
 // # Lottery
 //
