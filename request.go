@@ -146,6 +146,9 @@ var (
 	createRequestRow = row{
 		name: "create request", method: "Participate", item: EntityRequest, op: opPut, cond: &notExists,
 	}
+	incompleteRequestRow = row{
+		name: "end incomplete request", method: "Submit", item: EntityRequest, op: opPut, cond: &notExists,
+	}
 	markQueuedRow = row{
 		name: "mark queued", method: "MarkQueued", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusQueued, loggedAt: pQueuedAt,
