@@ -116,7 +116,7 @@
 //	first-come sold out            RejectSoldOut              UpdateItem     REQ#<requestId> / META
 //	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
-//	         finishedAt = :now
+//	         finishedAt = :now, startedAt = :now
 //	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
 //	    if   status = QUEUED
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,
