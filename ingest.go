@@ -213,10 +213,12 @@ func (c *Client) healLock(ctx context.Context, event *EventConfig, lock LockKey,
 	return c.createRequest(ctx, event, lock, p.RequestID, p.ParticipatedAt, fmt.Sprintf("heal@%d", c.now()))
 }
 
-// rememberQueued caches a participation whose request is past RECEIVED: its lock
-// stays for good, so later clicks are duplicates of it.
+// rememberQueued caches a participation whose request is past RECEIVED and whose lock
+// stays for good (all but a failed enqueue's, which releases it), so later clicks are
+// duplicates of it.
 func (c *Client) rememberQueued(p Participation) {
-	if r := p.Request; r != nil && r.Status != StatusReceived && r.ResultCode != ResultFailedIngestEnqueue {
+	lockStays := p.Request != nil && (p.Request.ResultCode != ResultFailedIngestEnqueue || p.Request.ErrorCode == ErrorIngestIncomplete)
+	if r := p.Request; lockStays && r.Status != StatusReceived {
 		c.queued.put(r.IdempotencyKey, Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
 	}
 }
