@@ -81,6 +81,8 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	create request                 Participate                PutItem        REQ#<requestId> / META
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	end incomplete request         Submit                     PutItem        REQ#<requestId> / META
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	release lock                   MarkEnqueueFailed          DeleteItem     IDEMP#<eventId>#<userId> / LOCK
 //	    if   requestId = :requestId
 //	release lock: request absent   Participate                ConditionCheck REQ#<requestId> / META
@@ -114,7 +116,7 @@
 //	first-come sold out            RejectSoldOut              UpdateItem     REQ#<requestId> / META
 //	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
-//	         finishedAt = :now
+//	         finishedAt = :now, startedAt = :now
 //	lottery entry collected        Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
 //	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (attribute_not_exists (startedAt))
 //	    set  SET status = QUEUED, startedAt = :now
@@ -179,17 +181,21 @@
 // spends a seat and writes SUCCEEDED in one TransactWriteItems, so no seat is spent
 // without a winner; a loser of an event known to be sold out is one write
 // (RejectSoldOut). [Client.Submit] is the whole ingest of a click: Participate, send
-// the message, MarkQueued (or MarkEnqueueFailed). Row methods take the request as a
+// the message, MarkQueued (or MarkEnqueueFailed); a lottery's ingest writes nothing
+// after the moment its draw may begin, less a margin. Row methods take the request as a
 // [RequestRef] and a worker's hold as a [Lease]. A lost condition is an outcome, not
 // an error: every row returns a [Transition] that is not Applied and holds the
 // request as the condition found it.
 //
 // # Invariants
 //
-//  1. No orphan lock that outlives the next click: a lock left without its request
-//     (the ingest died between the two puts) is healed by the user's next click
-//     once Options.RedriveAfter has passed; a request put refused for certain
-//     releases its lock.
+//  1. No orphan lock that outlives the next click: once the lock's put has begun,
+//     Submit's writes run to completion under a deadline of their own, whatever the
+//     caller's context does; a lock left without its request all the same (the
+//     ingest died between the two puts) is healed by the user's next click once
+//     Options.RedriveAfter has passed, or, once the event closed, its request is
+//     written FAILED_FINAL (errorCode INGEST_INCOMPLETE); a request put refused for
+//     certain releases its lock.
 //  2. No lost request: a failed enqueue ends FAILED_FINAL with FAILED_INGEST_ENQUEUE;
 //     a request stuck in RECEIVED is on GSI2 from its put, and is sent again by the
 //     sweeper ([Client.Sweep]) or the user's next click.

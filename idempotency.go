@@ -96,6 +96,11 @@ const participateAttempts = 3
 // holding this call's own requestId is recognised as its own, not a duplicate. A
 // throttled put is an ErrThrottled error.
 //
+// Once ctx has let the call begin writing, the two puts run to completion whatever
+// ctx does afterwards (a client that hung up must not leave a lock without its
+// request), under the deadline of ingestDeadline; a ctx that has ended before the
+// lock's put writes nothing.
+//
 // Participate does not send the request's message; Submit does the whole ingest.
 func (c *Client) Participate(ctx context.Context, eventID, userID string) (Participation, error) {
 	lock, err := NewLockKey(eventID, userID)
@@ -106,13 +111,24 @@ func (c *Client) Participate(ctx context.Context, eventID, userID string) (Parti
 	if err != nil {
 		return Participation{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return Participation{}, err
+	}
+	ctx, cancel := c.ingestContext(ctx, event)
+	defer cancel()
+	return c.participateIn(ctx, event, lock)
+}
+
+// participateIn is Participate's writes for an open event, under ctx (an ingest
+// context).
+func (c *Client) participateIn(ctx context.Context, event *EventConfig, lock LockKey) (Participation, error) {
 	for range participateAttempts {
 		p, err := c.participate(ctx, event, lock)
 		if !errors.Is(err, errRetryParticipate) {
 			return p, err
 		}
 	}
-	return Participation{}, fmt.Errorf("participate %s/%s: the lock kept changing under the call", eventID, userID)
+	return Participation{}, fmt.Errorf("participate %s: the lock kept changing under the call", lock.IdempotencyKey())
 }
 
 // errRetryParticipate: the attempt wrote nothing and may be tried again (a duplicate's
@@ -165,7 +181,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 	case err != nil:
 		return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), throttled(err))
 	}
-	r, err := c.createRequest(ctx, event, lock, requestID, now)
+	r, err := c.createRequest(ctx, event, lock, requestID, now, "participate")
 	if err != nil {
 		return Participation{}, err
 	}
@@ -194,32 +210,27 @@ func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, loc
 // Its place in line is fixed here: queuedAt is the time just before the put (never
 // before requestedAt), and the put writes the index keys from it in the event's
 // layout, so the request is on both indexes (its user's listing, the event's queue
-// order, the sweeper) from the moment it exists; nothing rewrites them.
+// order, the sweeper) from the moment it exists; nothing rewrites them. tokenOwner
+// names the writer in the transaction's ClientRequestToken (with the status log):
+// a heal's put differs from the first put's (its queuedAt, its log entry), so it must
+// not reuse that put's token, which DynamoDB would refuse within ten minutes as an
+// IdempotentParameterMismatch.
 // A request already there under this lock (a retried put whose answer was lost, or a
 // concurrent heal) is returned as it is. A refused put releases the lock, so that the
 // user may click again, in one transaction with a check that the request is not there
 // (an earlier attempt of the SDK's retries may have landed); a put whose outcome is
 // unknown is an *uncertainError, so that Submit sends the message all the same.
-func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis) (*Request, error) {
+func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis, tokenOwner string) (*Request, error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return nil, err
 	}
-	queuedAt := max(c.now(), requestedAt)
-	index, err := event.RequestIndexKeys(lock.userID, requestID, queuedAt)
+	item, err := c.newRequest(event, lock, requestID, requestedAt)
 	if err != nil {
 		return nil, err
 	}
-	req := Request{
-		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
-		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
-		RequestedAt: requestedAt, QueuedAt: queuedAt,
-		IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
-	}
-	if event.EventType == Lottery {
-		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
-	}
-	ws := []write{{row: &createRequestRow, item: requestItem{Key: key.Key(), IndexKeys: index, Request: req}}}
+	req := item.Request
+	ws := []write{{row: &createRequestRow, item: item}}
 	if c.opts.StatusLog {
 		entry, err := c.statusLogEntry(requestID, "", StatusReceived, "participated", requestedAt)
 		if err != nil {
@@ -227,7 +238,7 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock Loc
 		}
 		ws = append(ws, entry)
 	}
-	err = c.do(ctx, txOptions{token: func(attempt int) string { return requestToken(requestID, "participate", attempt) }}, ws)
+	err = c.do(ctx, txOptions{token: func(attempt int) string { return requestToken(requestID, tokenOwner, attempt) }}, ws)
 	var lost *conditionLost
 	switch {
 	case err == nil:
@@ -260,6 +271,90 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock Loc
 		return nil, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), throttled(err))
 	}
 	return nil, &uncertainError{request: &req, err: fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)}
+}
+
+// newRequest returns a new RECEIVED request of the pair lock names, as its put writes
+// it: queuedAt is now (never before requestedAt), and its index keys follow from it in
+// the event's layout.
+func (c *Client) newRequest(event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis) (requestItem, error) {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return requestItem{}, err
+	}
+	queuedAt := max(c.now(), requestedAt)
+	index, err := event.RequestIndexKeys(lock.userID, requestID, queuedAt)
+	if err != nil {
+		return requestItem{}, err
+	}
+	req := Request{
+		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
+		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
+		RequestedAt: requestedAt, QueuedAt: queuedAt,
+		IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
+	}
+	if event.EventType == Lottery {
+		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
+	}
+	return requestItem{Key: key.Key(), IndexKeys: index, Request: req}, nil
+}
+
+// ErrorIngestIncomplete is the errorCode of a request written FAILED_FINAL by
+// Submit's heal of a lock left without its request after the event closed
+// (resultCode FAILED_INGEST_ENQUEUE): its ingest stopped between the lock and the
+// request, and it came too late to take part.
+const ErrorIngestIncomplete = "INGEST_INCOMPLETE"
+
+// endIncomplete writes the request of a lock left without one after its event
+// closed, final at once: the "end incomplete request" row, PutItem of the
+// Request, PK REQ#<requestId>, SK META, status FAILED_FINAL, uiResult FAILED,
+// resultCode FAILED_INGEST_ENQUEUE, failureClass NON_RETRYABLE, errorCode
+// INGEST_INCOMPLETE, requestedAt = the lock's createdAt, queuedAt = finishedAt = now
+// (after the close: never an entry of a draw), and its index keys from queuedAt, so
+// that it shows in the lists; condition attribute_not_exists(PK) AND
+// attribute_not_exists(SK); with Options.StatusLog, in one TransactWriteItems with
+// two entries, RECEIVED at requestedAt and FAILED_FINAL at now. The lock stays,
+// naming it: the user's later clicks are its duplicates. A request already there (its first put landed after all) is
+// returned as it is.
+func (c *Client) endIncomplete(ctx context.Context, event *EventConfig, lock LockKey, p Participation) (*Request, error) {
+	item, err := c.newRequest(event, lock, p.RequestID, p.ParticipatedAt)
+	if err != nil {
+		return nil, err
+	}
+	now := item.QueuedAt
+	item.Status, item.UIResult, item.ResultCode = StatusFailedFinal, UIFailed, ResultFailedIngestEnqueue
+	item.FailureClass, item.ErrorCode, item.FinishedAt = NonRetryable, ErrorIngestIncomplete, now
+	item.ErrorMessage = "the click's ingest stopped between its lock and its request, and the event closed before it was completed"
+	ws := []write{{row: &incompleteRequestRow, item: item}}
+	if c.opts.StatusLog {
+		// The click was received when its lock was written; the log says so, then how
+		// it ended, so that it reads as a path of the lifecycle.
+		received, err := c.statusLogEntry(p.RequestID, "", StatusReceived, "participated", p.ParticipatedAt)
+		if err != nil {
+			return nil, err
+		}
+		ended, err := c.statusLogEntry(p.RequestID, StatusReceived, StatusFailedFinal, "ingest incomplete at the close", now)
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, received, ended)
+	}
+	err = c.do(ctx, txOptions{token: func(attempt int) string {
+		return requestToken(p.RequestID, fmt.Sprintf("incomplete@%d", now), attempt)
+	}}, ws)
+	var lost *conditionLost
+	switch {
+	case err == nil:
+		return &item.Request, nil
+	case errors.As(err, &lost) && lost.index == 0:
+		var found requestItem
+		if err := attributevalue.UnmarshalMap(lost.old, &found); err != nil {
+			return nil, err
+		}
+		return &found.Request, nil
+	case err != nil && !refused(err):
+		return nil, &uncertainError{request: &item.Request, err: fmt.Errorf("end incomplete %s: %w", p.RequestID, err)}
+	}
+	return nil, fmt.Errorf("end incomplete %s: %w", p.RequestID, throttled(err))
 }
 
 // uncertainError is a Participate whose write may or may not have landed: its answer

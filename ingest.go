@@ -9,22 +9,63 @@ import (
 	"time"
 )
 
-// bookkeepingTimeout bounds the writes that follow a send. They run even when the
-// caller's context ends (a client that hung up), since the message is on its way
-// either way and the request must say so.
+// bookkeepingTimeout bounds the writes of an ingest once it has begun: they run even
+// when the caller's context ends (a client that hung up), since a lock without its
+// request, or a message on its way without QUEUED, must not be left behind.
 const bookkeepingTimeout = 10 * time.Second
 
-// Submit is the whole ingest of one click: Participate (the lock, then the request),
-// send the request's message to q (FIFO queues: group = eventId, deduplication =
-// requestId), then MarkQueued. Each step keeps
-// the design's promises:
+// ingestDeadline is the latest moment the writes of an ingest of event that begins at
+// now may run (the lock's and the request's puts, the send, MarkQueued, the release
+// of the lock or FAILED_FINAL after a failure): bookkeepingTimeout after now, and for
+// a LOTTERY event never later than the moment Draw may begin (the cutoff plus
+// Options.DrawSettleWindow) less a margin, the smaller of one second and a quarter of
+// the window. So no request of a lottery lands on the table after the draw began
+// reading its entries: a call cut off by the deadline was sent before it, and the
+// margin covers its way to DynamoDB. The lottery's invariant (the entries the draw
+// freezes are the entries it finalises) relies on this rule.
+func (c *Client) ingestDeadline(event *EventConfig, now time.Time) time.Time {
+	deadline := now.Add(bookkeepingTimeout)
+	if event.EventType == Lottery && event.LotteryCutoffAt != 0 {
+		window := c.opts.DrawSettleWindow
+		margin := min(time.Second, window/4)
+		if drawMayBegin := event.LotteryCutoffAt.Time().Add(window - margin); drawMayBegin.Before(deadline) {
+			deadline = drawMayBegin
+		}
+	}
+	return deadline
+}
+
+// ingestContext returns the context of an ingest's writes: ctx's values without its
+// cancellation, ending at ingestDeadline (measured on the library's clock).
+func (c *Client) ingestContext(ctx context.Context, event *EventConfig) (context.Context, context.CancelFunc) {
+	now := c.opts.Clock()
+	return context.WithTimeout(context.WithoutCancel(ctx), c.ingestDeadline(event, now).Sub(now))
+}
+
+// Submit is the whole ingest of one click: Participate (the lock, then the request,
+// which fixes the request's queuedAt and puts it on both indexes), send the request's
+// message to q (FIFO queues: group = eventId, deduplication = requestId), then
+// MarkQueued. Each step keeps the design's promises:
 //
+//   - Once the lock's put has begun, the writes run to completion, or to a clean
+//     release of the lock, whatever ctx does: they run under a context of their own
+//     that ctx cannot cancel, bounded by ingestDeadline (10 s; for a LOTTERY event
+//     never past the moment its draw may begin). A ctx that has ended before the
+//     lock's put writes nothing.
 //   - A duplicate writes and sends nothing and returns the first requestId, answered
 //     by the lock's failed put alone. Once Options.RedriveAfter has passed since the
 //     lock was written, it reads the request too: a request still RECEIVED (a crash
 //     between its write and its send) is sent again, and a lock without its request
-//     (a crash between the two puts) gets its request written and sent. A double
-//     send is harmless, as the worker's start is conditional.
+//     (a crash between the two puts) gets its request written (queuedAt = now) and
+//     sent. A double send is harmless, as the worker's start is conditional.
+//   - A click after the event closed (FIRST_COME past endsAt, LOTTERY past its
+//     cutoff) reads the pair's lock (one strongly consistent GetItem): without one it
+//     is ErrEventClosed, as before; with one it is the duplicate it is, never
+//     ErrEventClosed. Once Options.RedriveAfter has passed, a lock left without its
+//     request gets it written FAILED_FINAL at once (resultCode FAILED_INGEST_ENQUEUE,
+//     errorCode INGEST_INCOMPLETE), so that the user sees a final answer and it is
+//     never an entry of a draw; a request still RECEIVED is sent again (of a LOTTERY
+//     event, the message only: no write past the cutoff, the worker decides).
 //   - A failed send (after the queue client's own retries) ends the request
 //     FAILED_FINAL with FAILED_INGEST_ENQUEUE and releases the lock
 //     (MarkEnqueueFailed): the error matches ErrEnqueueFailed, and the user may click
@@ -43,6 +84,10 @@ const bookkeepingTimeout = 10 * time.Second
 //     503 with Retry-After); nothing half-written stays but, at worst, a lock that the
 //     next click heals.
 //
+// A request left RECEIVED with no message on its way (its ingest died, or its send
+// failed and so did recording it) is on GSI2 from its put: Sweep finds it and sends
+// it again, whether or not the user clicks again.
+//
 // The Participation's Request, when set, is the request as Submit left it.
 func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
 	if c.opts.Observer == nil {
@@ -54,10 +99,29 @@ func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (P
 }
 
 func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
-	if p, ok := c.knownDuplicate(ctx, eventID, userID); ok {
-		return p, nil
+	lock, err := NewLockKey(eventID, userID)
+	if err != nil {
+		return Participation{}, err
 	}
-	p, err := c.Participate(ctx, eventID, userID)
+	if p, ok := c.queued.get(lock.IdempotencyKey()); ok {
+		return p, nil // a repeat click of a request seen queued: its lock stays for good
+	}
+	event, err := c.cachedEvent(ctx, eventID)
+	if err != nil {
+		return Participation{}, err
+	}
+	if err := event.checkOpen(c.now()); err != nil {
+		if errors.Is(err, ErrEventClosed) {
+			return c.submitAfterClose(ctx, q, event, lock, err)
+		}
+		return Participation{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Participation{}, err
+	}
+	ctx, cancel := c.ingestContext(ctx, event)
+	defer cancel()
+	p, err := c.participateIn(ctx, event, lock)
 	var uncertain *uncertainError
 	if errors.As(err, &uncertain) {
 		return c.enqueueUncertain(ctx, q, uncertain)
@@ -66,25 +130,64 @@ func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (P
 		return p, err
 	}
 	if !p.Duplicate {
-		p.Request, err = c.enqueue(ctx, q, p.Request)
+		if p.Request.Status == StatusReceived { // else a heal of another click wrote it first
+			p.Request, err = c.enqueue(ctx, q, p.Request)
+		}
 		c.rememberQueued(p)
 		return p, err
 	}
+	return c.redrive(ctx, q, event, lock, p, false)
+}
+
+// submitAfterClose answers a click on a closed event: the pair's participation if it
+// has one (healed, or ended, as redrive does once the event closed), else closed.
+func (c *Client) submitAfterClose(ctx context.Context, q Queue, event *EventConfig, lock LockKey, closed error) (Participation, error) {
+	p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Participation{}, closed
+	case err != nil:
+		return Participation{}, err
+	}
+	// Not an entry of a draw whatever it writes (see redrive): bookkeepingTimeout alone.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	return c.redrive(ctx, q, event, lock, p, true)
+}
+
+// redrive finishes the ingest of a duplicate's first request, once
+// Options.RedriveAfter has passed since its lock: a lock without its request gets it
+// (RECEIVED and sent while the event is open; FAILED_FINAL once it closed), and a
+// request still RECEIVED is sent again.
+func (c *Client) redrive(ctx context.Context, q Queue, event *EventConfig, lock LockKey, p Participation, closed bool) (Participation, error) {
 	if c.opts.Clock().Sub(p.ParticipatedAt.Time()) < c.opts.RedriveAfter {
 		return p, nil
 	}
 	r, err := c.getRequest(ctx, p.RequestID, true)
 	if errors.Is(err, ErrNotFound) {
-		r, err = c.healLock(ctx, eventID, userID, p)
-		if errors.As(err, &uncertain) {
+		var uncertain *uncertainError
+		switch r, err = c.healLock(ctx, event, lock, p, closed); {
+		case errors.As(err, &uncertain) && !closed:
 			return c.enqueueUncertain(ctx, q, uncertain)
+		case errors.As(err, &uncertain):
+			return p, uncertain.err // the next click reads what landed
 		}
 	}
 	if err != nil {
 		return p, err
 	}
 	p.Request = r
-	if r.Status == StatusReceived {
+	switch {
+	case r.Status != StatusReceived:
+	case closed && event.EventType == Lottery:
+		// Past the cutoff ingest writes nothing of a lottery request: the draw may be
+		// reading its entries. The message alone goes; the worker decides.
+		c.opts.Logger.InfoContext(ctx, "re-sending a lottery request stuck in RECEIVED after the cutoff",
+			slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
+		if err := c.sendRequest(ctx, q, r); err != nil {
+			return p, fmt.Errorf("%w: %s: %w", ErrEnqueueFailed, r.RequestID, err)
+		}
+	default:
 		c.opts.Logger.InfoContext(ctx, "re-sending a request stuck in RECEIVED",
 			slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
 		p.Request, err = c.enqueue(ctx, q, r)
@@ -95,43 +198,27 @@ func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (P
 
 // healLock writes the request of a lock left without one (its ingest died between
 // the lock and the request, or the request's put failed and the lock could not be
-// released), from the lock's requestId and createdAt. The request is RECEIVED; Submit
-// then sends it.
-func (c *Client) healLock(ctx context.Context, eventID, userID string, p Participation) (*Request, error) {
-	lock, err := NewLockKey(eventID, userID)
-	if err != nil {
-		return nil, err
-	}
-	event, err := c.cachedEvent(ctx, eventID)
-	if err != nil {
-		return nil, err
+// released), from the lock's requestId and createdAt, with queuedAt = now. While the
+// event is open the request is RECEIVED and Submit then sends it; once it closed, it
+// is written FAILED_FINAL (endIncomplete). Each heal's put has a ClientRequestToken
+// of its own.
+func (c *Client) healLock(ctx context.Context, event *EventConfig, lock LockKey, p Participation, closed bool) (*Request, error) {
+	if closed {
+		c.opts.Logger.InfoContext(ctx, "ending the request of a lock left without one, after the event closed",
+			slog.String("requestId", p.RequestID), slog.String("eventId", event.EventID))
+		return c.endIncomplete(ctx, event, lock, p)
 	}
 	c.opts.Logger.InfoContext(ctx, "writing the request of a lock left without one",
-		slog.String("requestId", p.RequestID), slog.String("eventId", eventID))
-	return c.createRequest(ctx, event, lock, p.RequestID, p.ParticipatedAt)
+		slog.String("requestId", p.RequestID), slog.String("eventId", event.EventID))
+	return c.createRequest(ctx, event, lock, p.RequestID, p.ParticipatedAt, fmt.Sprintf("heal@%d", c.now()))
 }
 
-// knownDuplicate answers a repeat click from the client's cache of queued requests:
-// no call, once the event is known to be open.
-func (c *Client) knownDuplicate(ctx context.Context, eventID, userID string) (Participation, bool) {
-	lock, err := NewLockKey(eventID, userID)
-	if err != nil {
-		return Participation{}, false
-	}
-	p, ok := c.queued.get(lock.IdempotencyKey())
-	if !ok {
-		return Participation{}, false
-	}
-	if _, err := c.openEvent(ctx, eventID); err != nil {
-		return Participation{}, false // let Participate give the error
-	}
-	return p, true
-}
-
-// rememberQueued caches a participation whose request is past RECEIVED: its lock
-// stays for good, so later clicks are duplicates of it.
+// rememberQueued caches a participation whose request is past RECEIVED and whose lock
+// stays for good (all but a failed enqueue's, which releases it), so later clicks are
+// duplicates of it.
 func (c *Client) rememberQueued(p Participation) {
-	if r := p.Request; r != nil && r.Status != StatusReceived && r.ResultCode != ResultFailedIngestEnqueue {
+	lockStays := p.Request != nil && (p.Request.ResultCode != ResultFailedIngestEnqueue || p.Request.ErrorCode == ErrorIngestIncomplete)
+	if r := p.Request; lockStays && r.Status != StatusReceived {
 		c.queued.put(r.IdempotencyKey, Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
 	}
 }
@@ -193,8 +280,18 @@ func (c *Client) enqueueUncertain(ctx context.Context, q Queue, u *uncertainErro
 	return Participation{RequestID: r.RequestID, ParticipatedAt: u.request.RequestedAt, Request: r}, nil
 }
 
-// enqueue sends the message of a RECEIVED request and records the outcome. It returns
-// the request as it now stands.
+// sendRequest sends the message of a request, and nothing else.
+func (c *Client) sendRequest(ctx context.Context, q Queue, r *Request) error {
+	body, err := EncodeMessage(messageOf(r))
+	if err != nil {
+		return err
+	}
+	return c.sendMessage(ctx, q, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
+}
+
+// enqueue sends the message of a RECEIVED request and records the outcome, under ctx
+// (an ingest context: the caller's end does not cut it short). It returns the request
+// as it now stands.
 func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, error) {
 	m := messageOf(r)
 	body, err := EncodeMessage(m)
@@ -202,9 +299,6 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 		return r, fmt.Errorf("enqueue %s: %w", r.RequestID, err)
 	}
 	sendErr := c.sendMessage(ctx, q, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
-
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
 	log := c.opts.Logger.With(slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
 	if sendErr != nil {
 		t, err := c.MarkEnqueueFailed(ctx, r.Ref(), sendErr)

@@ -154,6 +154,9 @@ var (
 	createRequestRow = row{
 		name: "create request", method: "Participate", item: EntityRequest, op: opPut, cond: &notExists,
 	}
+	incompleteRequestRow = row{
+		name: "end incomplete request", method: "Submit", item: EntityRequest, op: opPut, cond: &notExists,
+	}
 	markQueuedRow = row{
 		name: "mark queued", method: "MarkQueued", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusQueued, loggedAt: pQueuedAt,
@@ -185,7 +188,7 @@ var (
 	soldOutRow = row{
 		name: "first-come sold out", method: "RejectSoldOut", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
-		sets: finalSets(UIRejected, ResultRejectedCapacity),
+		sets: append(finalSets(UIRejected, ResultRejectedCapacity), setTo(attrStartedAt, pNow)),
 	}
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
@@ -324,7 +327,9 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 
 // RejectSoldOut ends a first-come request of an event known to be sold out, in one
 // write: the "first-come sold out" row, UpdateItem PK REQ#<requestId>, SK META, SET
-// status = REJECTED, uiResult REJECTED, resultCode REJECTED_CAPACITY, finishedAt;
+// status = REJECTED, uiResult REJECTED, resultCode REJECTED_CAPACITY, finishedAt and
+// startedAt, both now (the worker reached it and ended it in the same write, so its
+// detail shows queuedAt → startedAt → finishedAt as every finished request's does);
 // condition: status = QUEUED OR status = RECEIVED. No PROCESSING write, no
 // lease, no handler: the losers are most of a spike. Call it only once a seat claim
 // of the event has found no seat left (capacity never grows back). A lost condition

@@ -453,7 +453,7 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 // rows lists every row, in the order of the access-pattern table.
 func rows() []*row {
 	return []*row{
-		&participateRow, &createRequestRow, &releaseLockRow, &requestAbsentRow, &markQueuedRow, &enqueueFailedRow,
+		&participateRow, &createRequestRow, &incompleteRequestRow, &releaseLockRow, &requestAbsentRow, &markQueuedRow, &enqueueFailedRow,
 		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &capacityRejectedRow, &soldOutRow,
 		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow, &drawCollectingRow,
 		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,

@@ -23,10 +23,11 @@ type EventStats struct {
 	CapacityRemaining int64
 
 	// QueueWait is the time from queuedAt until a worker reached the request: its
-	// startedAt, or for a loser of an event known to be sold out (one write, never
-	// started) its finishedAt. A request that ended at ingest (FAILED_INGEST_ENQUEUE)
-	// was never reached and is not counted. Processing is finishedAt − startedAt of the requests
-	// that finished after starting.
+	// startedAt (for a loser of an event known to be sold out, ended in one write,
+	// its finishedAt too). A request that ended at ingest (FAILED_INGEST_ENQUEUE) was
+	// never reached and is not counted. Processing is finishedAt − startedAt of the
+	// requests a worker held under a lease (PROCESSING) before they finished; the
+	// one-write rejections of a sold-out event are not processing.
 	QueueWait  Durations
 	Processing Durations
 
@@ -58,6 +59,7 @@ type statsRow struct {
 	QueuedAt   EpochMillis `dynamodbav:"queuedAt"`
 	StartedAt  EpochMillis `dynamodbav:"startedAt"`
 	FinishedAt EpochMillis `dynamodbav:"finishedAt"`
+	LeaseOwner string      `dynamodbav:"leaseOwner"` // set when a worker held it PROCESSING
 }
 
 // EventStats computes an event's statistics from its requests: the "event
@@ -96,7 +98,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		if reached := cmp.Or(r.StartedAt, r.FinishedAt); reached != 0 && r.QueuedAt != 0 && r.ResultCode != ResultFailedIngestEnqueue {
 			waits = append(waits, reached.Time().Sub(r.QueuedAt.Time()))
 		}
-		if r.FinishedAt != 0 && r.StartedAt != 0 {
+		if r.FinishedAt != 0 && r.StartedAt != 0 && r.LeaseOwner != "" {
 			runs = append(runs, r.FinishedAt.Time().Sub(r.StartedAt.Time()))
 		}
 	}
@@ -109,7 +111,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 
 // statsRows reads an event's requests from GSI2, in queue order over all its shards.
 func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
-	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt)
+	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt, attrLeaseOwner)
 	slices.SortStableFunc(rows, func(a, b statsRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK) })
 	return rows, err
 }

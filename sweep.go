@@ -9,8 +9,9 @@ import (
 
 // SweepOptions configures Sweep. The zero value is valid.
 type SweepOptions struct {
-	// StuckAfter is how long a request may sit QUEUED, or PROCESSING past its lease,
-	// before the sweeper sends its message again. Default: 5 minutes.
+	// StuckAfter is how long a request may sit RECEIVED or QUEUED (since its
+	// queuedAt), or PROCESSING past its lease, before the sweeper sends its message
+	// again. Default: 5 minutes.
 	StuckAfter time.Duration
 
 	// RatePerSecond bounds the messages sent per second. Default: 50.
@@ -43,15 +44,19 @@ type sweepRow struct {
 }
 
 // Sweep re-drives an event's requests whose message seems lost: it walks the event on
-// GSI2 (Query GSI2PK = EVENT#<eventId>, all pages, projecting the fields it needs) and
-// sends the message again, at most opts.RatePerSecond a second, for each FIRST_COME
-// request QUEUED for longer than opts.StuckAfter, and each request PROCESSING whose
-// lease expired more than opts.StuckAfter ago (a worker died and its message went to
-// the dead-letter queue). A LOTTERY entry waiting QUEUED for its draw is not stuck.
-// Sending again is always safe: the worker's start is conditional, so a request that
-// was only slow is not processed twice; several sweepers may run at once. Requests
-// still RECEIVED are not on GSI2; the user's next click sends them again
-// (Options.RedriveAfter).
+// GSI2 (Query GSI2PK = EVENT#<eventId>, or each EVENT#<eventId>#<shard>, all pages,
+// projecting the fields it needs; no Scan) and sends the message again, at most
+// opts.RatePerSecond a second, for each request of either event type still RECEIVED
+// with a queuedAt more than opts.StuckAfter ago (its ingest died between the put and
+// the send, or its send failed and so did recording it: every request is on GSI2 from
+// its put), each FIRST_COME request QUEUED for longer than that, and each request
+// PROCESSING whose lease expired more than opts.StuckAfter ago (a worker died and its
+// message went to the dead-letter queue). A LOTTERY entry waiting QUEUED for its draw
+// is not stuck. Sweep writes nothing: what becomes of a re-sent request, after its
+// event closed too, is the worker's decision. Sending again is always safe: the
+// worker's start is conditional, so a request that was only slow is not processed
+// twice; several sweepers may run at once. A lock left without its request is not on
+// an index; the user's next click heals it (Submit).
 func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepOptions) (*SweepReport, error) {
 	if _, err := newEventPartition(eventID); err != nil {
 		return nil, err
@@ -98,6 +103,8 @@ func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepO
 func (c *Client) stuck(r sweepRow, after time.Duration) bool {
 	limit := MillisOf(c.opts.Clock().Add(-after))
 	switch r.Status {
+	case StatusReceived:
+		return r.QueuedAt != 0 && r.QueuedAt < limit
 	case StatusQueued:
 		return r.EventType == FirstCome && r.QueuedAt != 0 && r.QueuedAt < limit
 	case StatusProcessing:

@@ -139,3 +139,57 @@ func TestConcurrentSweepersOnlyMakeDuplicates(t *testing.T) {
 	assert.Equal(t, 10, rep.ByStatus[asyncevent.StatusSucceeded])
 	assert.Equal(t, 20, rep.ByStatus[asyncevent.StatusRejected])
 }
+
+// A message lost after the event closed is found by Sweep on GSI2, no Scan: a request
+// left RECEIVED (its ingest died between the put and the send) and one QUEUED whose
+// send was dropped are sent again, and the worker ends them.
+func TestSweepFindsLostMessagesAfterTheEventClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1,
+		EndsAt: asyncevent.MillisOf(t0.Add(time.Minute)), IndexShards: 2})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1,
+		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
+	require.NoError(t, err)
+
+	received, err := c.Participate(ctx, "ev", "ann") // died before the send
+	require.NoError(t, err)
+	dropped, err := c.Submit(ctx, &sendQueue{}, "ev", "bob") // the queue lost it
+	require.NoError(t, err)
+	require.Equal(t, asyncevent.StatusQueued, dropped.Request.Status)
+	entry, err := c.Participate(ctx, "lotto", "cat") // died before the send
+	require.NoError(t, err)
+
+	clock.Advance(10 * time.Minute) // both events closed, the requests stuck
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	opts := asyncevent.SweepOptions{StuckAfter: 5 * time.Minute, RatePerSecond: 1000}
+	report, err := c.Sweep(ctx, q, "ev", opts)
+	require.NoError(t, err)
+	assert.Equal(t, map[asyncevent.Status]int{asyncevent.StatusReceived: 1, asyncevent.StatusQueued: 1}, report.Resent)
+	report, err = c.Sweep(ctx, q, "lotto", opts)
+	require.NoError(t, err)
+	assert.Equal(t, map[asyncevent.Status]int{asyncevent.StatusReceived: 1}, report.Resent, "a RECEIVED lottery request is sent again too; the worker decides")
+	ds, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 3)
+	var firstCome []asyncevent.Delivery
+	for _, d := range ds {
+		m, err := asyncevent.DecodeMessage(d.Body)
+		require.NoError(t, err)
+		if m.EventID == "ev" {
+			firstCome = append(firstCome, d)
+		} else {
+			assert.Equal(t, entry.RequestID, m.RequestID)
+		}
+	}
+	assert.Empty(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}).ProcessMessages(ctx, firstCome))
+	for _, id := range []string{received.RequestID, dropped.RequestID} {
+		r, err := c.GetRequest(ctx, id)
+		require.NoError(t, err)
+		assert.True(t, r.Status.IsTerminal(), "%s ends final: %s", id, r.Status)
+	}
+	asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Users: []string{"ann", "bob"}})
+}

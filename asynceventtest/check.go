@@ -52,8 +52,8 @@ type CheckReport struct {
 //     opts.Abandoned users, and every live request has its lock: no orphan lock, no
 //     request without one.
 //   - At most one live request per (event, user).
-//   - GSI attributes only on Request items, and every request past RECEIVED carries
-//     the index keys of its order time.
+//   - GSI attributes only on Request items, and every request carries the index
+//     keys of its queuedAt (its put wrote them).
 //   - Every status log, if there is one, is a legal path of the lifecycle ending in
 //     the request's status: its entries' steps (fromStatus → toStatus) chain from
 //     RECEIVED to it, each used once.
@@ -144,15 +144,8 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		if !r.Status.IsTerminal() && !opts.Unsettled && !waiting {
 			fail("request %s of %s is left %s", id, r.UserID, r.Status)
 		}
-		if r.Status != asyncevent.StatusReceived {
-			orderAt := r.QueuedAt
-			if orderAt == 0 {
-				orderAt = r.RequestedAt
-			}
-			want, err := cfg.RequestIndexKeys(r.UserID, id, orderAt)
-			if err != nil || want != r.IndexKeys {
-				fail("request %s (%s) has index keys %+v, want %+v", id, r.Status, r.IndexKeys, want)
-			}
+		if want, err := cfg.RequestIndexKeys(r.UserID, id, r.QueuedAt); r.QueuedAt == 0 || err != nil || want != r.IndexKeys {
+			fail("request %s (%s) has index keys %+v, want %+v from queuedAt %d", id, r.Status, r.IndexKeys, want, r.QueuedAt)
 		}
 		checkLog(fail, id, r.Status, logs[id])
 	}

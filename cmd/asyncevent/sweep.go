@@ -31,10 +31,10 @@ func sweepCmd() *command {
 	return &command{
 		name:    "sweep",
 		args:    "EVENT_ID",
-		summary: "send again the messages of an event's requests stuck QUEUED or PROCESSING past their lease (once, or -every DURATION)",
+		summary: "send again the messages of an event's requests stuck RECEIVED, QUEUED, or PROCESSING past their lease (once, or -every DURATION)",
 		flags: func(fs *flag.FlagSet) {
 			q.register(fs, true)
-			fs.DurationVar(&stuckAfter, "stuck-after", asyncevent.DefaultSweepStuckAfter, "how long a request may sit QUEUED, or PROCESSING past its lease, before it counts as stuck")
+			fs.DurationVar(&stuckAfter, "stuck-after", asyncevent.DefaultSweepStuckAfter, "how long a request may sit RECEIVED or QUEUED, or PROCESSING past its lease, before it counts as stuck")
 			fs.Float64Var(&rate, "rate", asyncevent.DefaultSweepRate, "at most this many messages sent per second")
 			fs.DurationVar(&every, "every", 0, "sweep again every DURATION until interrupted, reporting each round (a failed round does not stop it); 0 sweeps once")
 		},
