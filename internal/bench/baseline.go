@@ -75,8 +75,10 @@ type rawRequest struct {
 	Status         string `dynamodbav:"status"`
 	UIResult       string `dynamodbav:"uiResult"`
 	RequestedAt    int64  `dynamodbav:"requestedAt"`
+	QueuedAt       int64  `dynamodbav:"queuedAt"`
 	IdempotencyKey string `dynamodbav:"idempotencyKey"`
 	TTL            int64  `dynamodbav:"ttl"`
+	asyncevent.IndexKeys
 }
 
 func (b *Baseline) now() time.Time {
@@ -140,10 +142,17 @@ func (b *Baseline) Submit(ctx context.Context, q asyncevent.Queue, eventID, user
 		return "", false, err
 	}
 
+	// The design's request is on both indexes from its put, its place in line fixed
+	// there, so that a request whose message is lost can be found without a Scan.
+	queuedAt := b.now()
+	idx, err := asyncevent.NewIndexKeys(eventID, userID, requestID, asyncevent.MillisOf(queuedAt))
+	if err != nil {
+		return "", false, err
+	}
 	req, err := attributevalue.MarshalMap(rawRequest{Key: reqKey.Key(), EntityType: "REQUEST", RequestID: requestID,
 		EventID: eventID, UserID: userID, EventType: string(asyncevent.FirstCome), Status: string(asyncevent.StatusReceived),
-		UIResult: string(asyncevent.UIPending), RequestedAt: now.UnixMilli(), IdempotencyKey: lockKey.IdempotencyKey(),
-		TTL: now.Add(asyncevent.DefaultRequestTTL).Unix()})
+		UIResult: string(asyncevent.UIPending), RequestedAt: now.UnixMilli(), QueuedAt: queuedAt.UnixMilli(),
+		IdempotencyKey: lockKey.IdempotencyKey(), TTL: now.Add(asyncevent.DefaultRequestTTL).Unix(), IndexKeys: idx})
 	if err != nil {
 		return "", false, err
 	}
@@ -159,20 +168,14 @@ func (b *Baseline) Submit(ctx context.Context, q asyncevent.Queue, eventID, user
 		return "", false, err
 	}
 
-	queuedAt := b.now()
-	idx, err := asyncevent.NewIndexKeys(eventID, userID, requestID, asyncevent.MillisOf(queuedAt))
-	if err != nil {
-		return "", false, err
-	}
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(b.Table),
 		Key:                      keyOf(reqKey.Key()),
-		UpdateExpression:         aws.String("SET #status = :queued, queuedAt = :at, GSI1PK = :g1pk, GSI1SK = :g1sk, GSI2PK = :g2pk, GSI2SK = :g2sk"),
+		UpdateExpression:         aws.String("SET #status = :queued"),
 		ConditionExpression:      aws.String("#status = :received"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":queued": s(string(asyncevent.StatusQueued)), ":received": s(string(asyncevent.StatusReceived)),
-			":at": n(queuedAt.UnixMilli()), ":g1pk": s(idx.GSI1PK), ":g1sk": s(idx.GSI1SK), ":g2pk": s(idx.GSI2PK), ":g2sk": s(idx.GSI2SK),
 		},
 	})
 	if err != nil && !conditionFailed(err) {
