@@ -16,15 +16,20 @@ const bookkeepingTimeout = 10 * time.Second
 
 // ingestDeadline is the latest moment the writes of an ingest of event that begins at
 // now may run (the lock's and the request's puts, the send, MarkQueued, the release
-// of the lock or FAILED_FINAL after a failure): bookkeepingTimeout after now, and for
-// a LOTTERY event never later than the moment Draw may begin (the cutoff plus
+// of the lock or FAILED_FINAL after a failure): bookkeepingTimeout after now, or the
+// caller's own deadline when that is later (a caller that allows a slow store more
+// time keeps it; one that hung up does not cut the writes short), and for a LOTTERY
+// event never later than the moment Draw may begin (the cutoff plus
 // Options.DrawSettleWindow) less a margin, the smaller of one second and a quarter of
 // the window. So no request of a lottery lands on the table after the draw began
 // reading its entries: a call cut off by the deadline was sent before it, and the
 // margin covers its way to DynamoDB. The lottery's invariant (the entries the draw
 // freezes are the entries it finalises) relies on this rule.
-func (c *Client) ingestDeadline(event *EventConfig, now time.Time) time.Time {
+func (c *Client) ingestDeadline(event *EventConfig, now, callerDeadline time.Time) time.Time {
 	deadline := now.Add(bookkeepingTimeout)
+	if callerDeadline.After(deadline) {
+		deadline = callerDeadline
+	}
 	if event.EventType == Lottery && event.LotteryCutoffAt != 0 {
 		window := c.opts.DrawSettleWindow
 		margin := min(time.Second, window/4)
@@ -36,10 +41,15 @@ func (c *Client) ingestDeadline(event *EventConfig, now time.Time) time.Time {
 }
 
 // ingestContext returns the context of an ingest's writes: ctx's values without its
-// cancellation, ending at ingestDeadline (measured on the library's clock).
+// cancellation, ending at ingestDeadline (measured on the library's clock; ctx's
+// deadline, on the wall clock, is carried over as the time it leaves).
 func (c *Client) ingestContext(ctx context.Context, event *EventConfig) (context.Context, context.CancelFunc) {
 	now := c.opts.Clock()
-	return context.WithTimeout(context.WithoutCancel(ctx), c.ingestDeadline(event, now).Sub(now))
+	var callerDeadline time.Time
+	if d, ok := ctx.Deadline(); ok {
+		callerDeadline = now.Add(time.Until(d))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), c.ingestDeadline(event, now, callerDeadline).Sub(now))
 }
 
 // Submit is the whole ingest of one click: Participate (the lock, then the request,
@@ -49,7 +59,7 @@ func (c *Client) ingestContext(ctx context.Context, event *EventConfig) (context
 //
 //   - Once the lock's put has begun, the writes run to completion, or to a clean
 //     release of the lock, whatever ctx does: they run under a context of their own
-//     that ctx cannot cancel, bounded by ingestDeadline (10 s; for a LOTTERY event
+//     that ctx cannot cancel, bounded by ingestDeadline (10 s, or ctx's deadline if later; for a LOTTERY event
 //     never past the moment its draw may begin). A ctx that has ended before the
 //     lock's put writes nothing.
 //   - A duplicate writes and sends nothing and returns the first requestId, answered
