@@ -143,8 +143,6 @@
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
-//	entry failure: draw check      Processor.ProcessMessages  ConditionCheck EVENT#<eventId> / DRAW
-//	    if   phase = COLLECTING
 //	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY or DRAW

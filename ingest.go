@@ -31,10 +31,8 @@ func (c *Client) ingestDeadline(event *EventConfig, now, callerDeadline time.Tim
 		deadline = callerDeadline
 	}
 	if event.EventType == Lottery && event.LotteryCutoffAt != 0 {
-		window := c.opts.DrawSettleWindow
-		margin := min(time.Second, window/4)
-		if drawMayBegin := event.LotteryCutoffAt.Time().Add(window - margin); drawMayBegin.Before(deadline) {
-			deadline = drawMayBegin
+		if fence := c.entryFence(event); fence.Before(deadline) {
+			deadline = fence
 		}
 	}
 	return deadline

@@ -105,7 +105,7 @@ func TestLotteryIngestStopsBeforeTheDrawMayBegin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
-	const window = 400 * time.Millisecond // the deadline is 300 ms away at the cutoff
+	const window = time.Second // the deadline is 750 ms away at the cutoff
 	// Without the status log the request's put is a PutItem, which afterPut holds back.
 	opts := asyncevent.Options{Clock: clock.Now, DrawSettleWindow: window, RedriveAfter: time.Minute}
 	admin := asynceventtest.NewTableWith(t, opts)

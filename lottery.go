@@ -140,11 +140,6 @@ var (
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: &queuedByCutoff, to: StatusFailedFinal,
 		sets: failureSets,
 	}
-	// drawCollectingRow goes with a final failure of an entry queued by the cutoff:
-	// an entry leaves the running only while the draw has not begun.
-	drawCollectingRow = row{
-		name: "entry failure: draw check", method: "Processor.ProcessMessages", item: EntityDraw, op: opCheck, cond: phaseIs(PhaseCollecting),
-	}
 )
 
 // MarkClosed ends a lottery request queued after the cutoff, the "lottery result
@@ -384,6 +379,9 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 		}
 	}
 	entries, err := c.drawEntries(ctx, cfg)
+	if err == nil && record.EntriesHash == "" {
+		entries, err = c.confirmEntries(ctx, entries)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -423,12 +421,26 @@ func (e *EventConfig) drawOpensAt(settle time.Duration) EpochMillis {
 	return MillisOf(e.LotteryCutoffAt.Time().Add(settle))
 }
 
+// entryFence is the moment after which nothing may write a lottery's entries but its
+// draw: the moment Draw may begin (the cutoff plus Options.DrawSettleWindow) less a
+// margin, the smaller of one second and a quarter of the window, for a call cut off
+// at the fence to reach DynamoDB. Ingest's writes of a request and a worker's failure
+// of an entry end by it, so that the entries a draw reads from GSI2 are all the
+// entries there will be, each with its last status before the draw (Draw confirms the
+// status of those not yet collected with a strongly consistent read). Every process
+// of an event must use the same window.
+func (c *Client) entryFence(e *EventConfig) time.Time {
+	window := c.opts.DrawSettleWindow
+	return e.LotteryCutoffAt.Time().Add(window - min(time.Second, window/4))
+}
+
 // drawEntry is what the draw reads of a request.
 type drawEntry struct {
 	RequestID  string      `dynamodbav:"requestId"`
 	Status     Status      `dynamodbav:"status"`
 	ResultCode ResultCode  `dynamodbav:"resultCode"`
 	QueuedAt   EpochMillis `dynamodbav:"queuedAt"`
+	StartedAt  EpochMillis `dynamodbav:"startedAt"` // a lottery entry's: when a worker collected it
 }
 
 // isEntry reports whether a request queued by the cutoff takes part in the draw:
@@ -454,6 +466,54 @@ func (c *Client) drawEntries(ctx context.Context, cfg *EventConfig) ([]drawEntry
 	return entries, nil
 }
 
+// confirmEntries reads again, strongly consistent, each entry that GSI2 shows not yet
+// collected, and keeps those still entries. GSI2 is read eventually consistent: an
+// entry failed just before the fence may still show there as waiting. A collected
+// entry cannot have failed since (its only writes after the collect are the draw's),
+// so it needs no read.
+func (c *Client) confirmEntries(ctx context.Context, entries []drawEntry) ([]drawEntry, error) {
+	confirmed := make([]drawEntry, len(entries))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	work := make(chan int)
+	for range c.opts.DrawConcurrency {
+		wg.Go(func() {
+			for i := range work {
+				e := entries[i]
+				if e.StartedAt == 0 && !e.Status.IsTerminal() {
+					r, err := c.getRequest(ctx, e.RequestID, true)
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+						continue
+					}
+					e.Status, e.ResultCode, e.StartedAt = r.Status, r.ResultCode, r.StartedAt
+				}
+				confirmed[i] = e
+			}
+		})
+	}
+	for i := range entries {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("draw: confirming the entries: %w", errors.Join(errs...))
+	}
+	kept := confirmed[:0]
+	for _, e := range confirmed {
+		if e.isEntry() {
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
+}
+
 // queueOrder reads an event's requests from GSI2 in queue order, with just the fields
 // of a drawEntry: those queued before `at` when before is true, the others otherwise.
 // An event's index shards are read one after the other and their rows merged, so that
@@ -468,7 +528,7 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	if !before {
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
-	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrStatus, attrResultCode, attrQueuedAt)
+	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt)
 	slices.SortStableFunc(rows, func(a, b drawEntry) int {
 		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
 	})
@@ -686,16 +746,31 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	for _, id := range v.Winners {
 		won[id] = true
 	}
-	for _, id := range ids {
-		e := byID[id]
+	resultProblem := func(id string, status Status) string {
+		waiting := status == StatusQueued || status == StatusReceived
 		switch {
-		case e.Status == StatusQueued && record.Phase == PhaseAnnounced:
-			problem("entry %s has no result", id)
-		case e.Status == StatusQueued:
-		case won[id] && e.Status != StatusSucceeded:
-			problem("entry %s won but is %s", id, e.Status)
-		case !won[id] && e.Status != StatusRejected:
-			problem("entry %s lost but is %s", id, e.Status)
+		case waiting && record.Phase == PhaseAnnounced:
+			return fmt.Sprintf("entry %s has no result", id)
+		case waiting:
+		case won[id] && status != StatusSucceeded:
+			return fmt.Sprintf("entry %s won but is %s", id, status)
+		case !won[id] && status != StatusRejected:
+			return fmt.Sprintf("entry %s lost but is %s", id, status)
+		}
+		return ""
+	}
+	for _, id := range ids {
+		p := resultProblem(id, byID[id].Status)
+		if p == "" {
+			continue
+		}
+		// GSI2 is read eventually consistent: the entry itself has the last word.
+		r, err := c.getRequest(ctx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		if p = resultProblem(id, r.Status); p != "" {
+			problem("%s", p)
 		}
 	}
 	for _, e := range all {

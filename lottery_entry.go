@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"log/slog"
+	"time"
 )
 
 // A lottery entry in the worker. The entries of a draw are the requests queued by the
@@ -20,12 +20,13 @@ import (
 //     duplicate);
 //   - an entry met once the draw has begun is left to the draw, its message
 //     acknowledged: the draw finalises it like any other, collected or not;
-//   - an entry's final failure (the handler refused it, its receives ran out) is a
-//     transaction with a ConditionCheck that the draw is still COLLECTING; when the
-//     draw has begun the entry is left to it instead.
+//   - an entry's final failure (the handler refused it, its receives ran out) is
+//     written only before the entries' fence, the moment the draw may begin less a
+//     margin (entryFence), under that deadline, as ingest's writes are; from then on
+//     the entry is the draw's, whatever the handler says of it.
 
 // lotteryEntry processes a LOTTERY message.
-func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) result {
+func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery, extend *extender) result {
 	r, err := p.c.getRequest(ctx, m.RequestID, true)
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
@@ -48,7 +49,10 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) res
 	} else if began {
 		return leftToDraw()
 	}
-	if err := p.handle(ctx, m); err != nil {
+	stop := p.keepVisible(ctx, m, extend)
+	err = p.handle(ctx, m)
+	stop()
+	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
 	t, err := p.c.collectEntry(ctx, m.RequestID)
@@ -63,6 +67,33 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery) res
 		return p.notStarted(m, t.Current)
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
+}
+
+// keepVisible keeps a lottery entry's message hidden while the service's handler runs
+// on it: every half visibility it extends the message's visibility (an entry holds no
+// lease to renew). The returned function stops it.
+func (p *Processor) keepVisible(ctx context.Context, m Message, extend *extender) (stop func()) {
+	if extend == nil || extend.visibility <= 0 {
+		return func() {}
+	}
+	kctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(extend.visibility / 2)
+		defer tick.Stop()
+		for {
+			select {
+			case <-kctx.Done():
+				return
+			case <-tick.C:
+				if err := extend.extend(kctx); err != nil && kctx.Err() == nil {
+					p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func leftToDraw() result {
@@ -113,32 +144,42 @@ func (c *Client) collectEntry(ctx context.Context, requestID string) (Transition
 	return t, nil
 }
 
-// errDrawBegan: an entry's failure found the draw begun; the entry is the draw's.
-var errDrawBegan = errors.New("asyncevent: the draw has begun")
+// errDrawBegan: an entry's failure came at or past the entries' fence; the entry is
+// the draw's.
+var errDrawBegan = errors.New("asyncevent: the draw may have begun")
 
 // failEntry ends a lottery entry queued by the cutoff FAILED_FINAL: the "entry
 // failure" row, UpdateItem PK REQ#<requestId>, SK META, as MarkFailed's, condition
-// (status = QUEUED OR status = RECEIVED) AND queuedAt ≤ lotteryCutoffAt, in one
-// TransactWriteItems with a ConditionCheck of the Draw record (PK EVENT#<eventId>, SK
-// DRAW), phase = COLLECTING. When the draw has begun the error is errDrawBegan and
-// nothing is written: an entry leaves the running only before the freeze.
+// (status = QUEUED OR status = RECEIVED) AND queuedAt ≤ lotteryCutoffAt. It is sent
+// only before the entries' fence (entryFence: the moment Draw may begin, less a
+// margin) and runs under that deadline, so that it lands before any draw reads the
+// entries; at or past the fence, or cut off by it, the error is errDrawBegan and the
+// entry is the draw's. No item but the request is written: a mass of refusals does not
+// meet on one hot item.
 func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	drawKey, err := NewEventKey(ref.EventID, EventItemDraw)
+	event, err := c.cachedEvent(ctx, ref.EventID)
 	if err != nil {
 		return Transition{}, err
 	}
-	check := write{row: &drawCollectingRow, key: drawKey.Key(), lost: func(map[string]types.AttributeValue) (Transition, error) {
+	now := c.opts.Clock()
+	fence := c.entryFence(event)
+	if !now.Before(fence) {
 		return Transition{}, errDrawBegan
-	}}
-	t, err := c.apply(ctx, key, write{row: &entryFailureRow, args: failureArgs(c.now(), f), note: f.ErrorCode}, txOptions{}, check)
-	if err != nil && !errors.Is(err, errDrawBegan) {
+	}
+	fctx, cancel := context.WithTimeout(ctx, fence.Sub(now))
+	defer cancel()
+	t, err := c.apply(fctx, key, write{row: &entryFailureRow, args: failureArgs(MillisOf(now), f), note: f.ErrorCode}, txOptions{})
+	switch {
+	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
+		return t, errDrawBegan
+	case err != nil:
 		return t, fmt.Errorf("fail entry %s: %w", ref.RequestID, err)
 	}
-	return t, err
+	return t, nil
 }
 
 // inTimeEntry reports whether r is a lottery request queued by its cutoff that no

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -178,4 +181,93 @@ func TestEntriesQueuedByTheCutoffCannotBeClosedOrFailedOutright(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, tr.Applied, "an entry leaves the running only through the draw's check")
 	assert.Equal(t, r.Status, w.request(t, w.messages[0]).Status)
+}
+
+// A lottery entry's handler that runs longer than the message's visibility keeps the
+// message hidden meanwhile, as a first-come request's heartbeat does.
+func TestLongLotteryHandlerKeepsItsMessageHidden(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newEntryWorld(t, 1)
+	p := asyncevent.NewProcessor(w.c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		time.Sleep(350 * time.Millisecond)
+		return nil
+	})})
+	var kept atomic.Int64
+	o, done, _ := p.ProcessOne(ctx, w.messages[0], 200*time.Millisecond, func(context.Context) error {
+		kept.Add(1)
+		return nil
+	})
+	assert.Equal(t, asyncevent.OutcomeCollected, o.Kind)
+	assert.True(t, done)
+	assert.GreaterOrEqual(t, kept.Load(), int64(2), "visibility extended every half visibility while the handler ran")
+}
+
+// Every process of a lottery must agree on the settle window, and a window too short
+// for a write in flight at the fence to land is refused.
+func TestDrawSettleWindowIsValidated(t *testing.T) {
+	t.Parallel()
+	db := asynceventtest.DynamoDB(t)
+	for _, bad := range []time.Duration{-time.Hour, time.Millisecond, 999 * time.Millisecond} {
+		_, err := asyncevent.New(db, asyncevent.Options{DrawSettleWindow: bad})
+		assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "%s", bad)
+	}
+	_, err := asyncevent.New(db, asyncevent.Options{DrawSettleWindow: asyncevent.MinDrawSettleWindow})
+	assert.NoError(t, err)
+}
+
+// laggingGSI2 serves GSI2 Queries, while lagging is set, as an index that has not
+// yet caught up with a failure: a request FAILED_FINAL still shows as QUEUED.
+// DynamoDB propagates to a global secondary index eventually ("usually a fraction of
+// a second", no bound); DynamoDB Local updates its indexes with the write.
+type laggingGSI2 struct {
+	asyncevent.DynamoDB
+	lagging *atomic.Bool
+}
+
+func (l laggingGSI2) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := l.DynamoDB.Query(ctx, in, optFns...)
+	if err != nil || in.IndexName == nil || *in.IndexName != "GSI2" || !l.lagging.Load() {
+		return out, err
+	}
+	for _, item := range out.Items {
+		if st, _ := item["status"].(*types.AttributeValueMemberS); st != nil && st.Value == string(asyncevent.StatusFailedFinal) {
+			item["status"] = &types.AttributeValueMemberS{Value: string(asyncevent.StatusQueued)}
+			delete(item, "resultCode")
+		}
+	}
+	return out, err
+}
+
+// An entry refused just before the entries' fence, which GSI2 still shows waiting
+// when the draw reads it, is not drawn: the draw confirms each entry no worker has
+// collected with a strongly consistent read. Past the fence a refusal leaves the
+// entry to the draw.
+func TestEntryRefusedJustBeforeTheFenceIsNotDrawn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newEntryWorld(t, 3)
+	refuse := asyncevent.NewProcessor(w.c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		return asyncevent.Permanent(errors.New("not eligible"))
+	})})
+	// The fence: the draw's opening (cutoff + 30 s) less a second.
+	w.clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow - 3*time.Second)
+	o, _, _ := refuse.ProcessOne(ctx, w.messages[0], 0, nil)
+	require.Equal(t, asyncevent.OutcomeFailed, o.Kind, "two seconds before the fence: time to land")
+	w.clock.Advance(2 * time.Second)
+	o, _, _ = refuse.ProcessOne(ctx, w.messages[1], 0, nil)
+	require.Equal(t, asyncevent.OutcomeLeftToDraw, o.Kind, "at the fence the entry is the draw's")
+
+	w.clock.Advance(time.Second)
+	var lagging atomic.Bool
+	lagging.Store(true)
+	drawer := w.client(t, laggingGSI2{DynamoDB: w.db, lagging: &lagging}, asyncevent.Options{})
+	res, err := drawer.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), res.Record.EntryCount, "the refused entry is no entry, whatever GSI2 still shows")
+	lagging.Store(false)
+	v, err := w.c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), "%s", v)
+	assert.Equal(t, asyncevent.StatusFailedFinal, w.request(t, w.messages[0]).Status)
 }

@@ -250,7 +250,7 @@ func (p *Processor) processDelivery(ctx context.Context, d Delivery, extend *ext
 	case FirstCome:
 		return p.firstCome(ctx, m, d, l, extend)
 	case Lottery:
-		return p.lotteryEntry(ctx, m, d)
+		return p.lotteryEntry(ctx, m, d, extend)
 	}
 	return p.malformed(ctx, m, d, fmt.Errorf("%w: eventType %q", ErrMalformedMessage, m.EventType))
 }
