@@ -26,6 +26,11 @@ import (
 // (FAILED_VALIDATION) at once; any other error to try again later (FAILED_WORKER once
 // the message has used up its receives). A panic ends the request FAILED_FINAL
 // (FAILED_WORKER); the worker goes on.
+//
+// A LOTTERY entry is the draw's from the entries' fence on (the cutoff plus
+// Options.DrawSettleWindow, less up to a second): an entry met then is not handed to
+// the handler, and a failure the handler asks for then is not written (the outcome is
+// OutcomeLeftToDraw), so the draw decides it like any other entry.
 type Handler interface {
 	Handle(ctx context.Context, m Message) error
 }
