@@ -208,7 +208,7 @@
 //     a FIFO queue with one message group per event keeps it exactly.
 //  9. The entries a draw freezes are the entries it finalises, whatever the workers
 //     still hold: none queued by the cutoff is closed as late, a worker leaves one it
-//     meets after the freeze to the draw, and ingest's writes and an entry's failure
+//     meets from the entries' fence on to the draw, and ingest's writes and an entry's failure
 //     end by the entries' fence (the draw's opening less a margin), so that the draw
 //     reads every entry there will be.
 //

@@ -18,8 +18,9 @@ import (
 //   - an entry met while the event is COLLECTING runs the service's handler and is
 //     collected (startedAt written, once: a redelivered collected entry is a
 //     duplicate);
-//   - an entry met once the draw has begun is left to the draw, its message
-//     acknowledged: the draw finalises it like any other, collected or not;
+//   - an entry met from the entries' fence on (entryFence: the moment the draw may
+//     begin, less a margin) is left to the draw, its message acknowledged: the draw
+//     finalises it like any other, collected or not;
 //   - an entry's final failure (the handler refused it, its receives ran out) is
 //     written only before the entries' fence, the moment the draw may begin less a
 //     margin (entryFence), under that deadline, as ingest's writes are; from then on
@@ -44,9 +45,9 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery, ext
 	case r.StartedAt != 0:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}
 	}
-	if began, err := p.drawBegan(ctx, m.EventID); err != nil {
+	if past, err := p.pastFence(ctx, m.EventID); err != nil {
 		return p.failed(ctx, m, d, nil, err)
-	} else if began {
+	} else if past {
 		return leftToDraw()
 	}
 	stop := p.keepVisible(ctx, m, extend)
@@ -100,19 +101,15 @@ func leftToDraw() result {
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}
 }
 
-// drawBegan reports whether the event's draw may have frozen its entries: never
-// before the cutoff plus the settle window; after it, as the client's event cache
-// says. A stale COLLECTING costs nothing but a handler run and a collect write, as
-// neither changes the entries.
-func (p *Processor) drawBegan(ctx context.Context, eventID string) (bool, error) {
+// pastFence reports whether the event's entries are the draw's alone: from the
+// entries' fence on, a worker neither collects nor fails an entry, so that its handler
+// cannot ask for what would not be written.
+func (p *Processor) pastFence(ctx context.Context, eventID string) (bool, error) {
 	event, err := p.c.cachedEvent(ctx, eventID)
 	if err != nil {
 		return false, err
 	}
-	if p.c.now() < event.drawOpensAt(p.c.opts.DrawSettleWindow) {
-		return false, nil
-	}
-	return event.Phase != PhaseCollecting, nil
+	return !p.c.opts.Clock().Before(p.c.entryFence(event)), nil
 }
 
 // closeLate ends a request queued after the cutoff REJECTED_CLOSED.

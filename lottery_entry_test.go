@@ -87,8 +87,8 @@ func TestCollectedEntryIsADuplicate(t *testing.T) {
 	assert.Equal(t, 1, calls, "the handler ran once")
 }
 
-// Once the draw has begun, a worker leaves an entry to it, collected or not: it
-// neither runs the handler nor fails it, even when its cache of the event is stale.
+// From the entries' fence on, a worker leaves an entry to the draw, collected or not:
+// it neither runs the handler nor fails it, whatever its cache of the event says.
 func TestEntriesMetAfterTheFreezeAreLeftToTheDraw(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -116,14 +116,14 @@ func TestEntriesMetAfterTheFreezeAreLeftToTheDraw(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, asyncevent.PhaseDrawing, record.Phase)
 
-	// The stale worker runs the handler (it believes the draw is COLLECTING), which
-	// refuses the entry; the failure's check of the draw's phase leaves it to the draw.
+	// The worker whose cache still says COLLECTING leaves it to the draw too: the
+	// fence is time, not the cached phase.
 	o, done, _ := staleProc.ProcessOne(ctx, w.messages[1], 0, nil)
 	assert.Equal(t, asyncevent.OutcomeLeftToDraw, o.Kind)
 	assert.True(t, done)
 	assert.Equal(t, asyncevent.StatusQueued, w.request(t, w.messages[1]).Status)
 
-	// A worker that knows the draw began does not even run the handler.
+	// So does a worker that knows the draw began.
 	fresh := asyncevent.NewProcessor(w.client(t, w.db, asyncevent.Options{}), asyncevent.ProcessOptions{Handler: refuse})
 	o, done, _ = fresh.ProcessOne(ctx, w.messages[2], 0, nil)
 	assert.Equal(t, asyncevent.OutcomeLeftToDraw, o.Kind)
