@@ -319,7 +319,7 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 		}
 		opts.Observer = obs
 		defer func() { // after the workers have stopped: the last spans and metrics
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a loaded machine exports slowly
 			defer cancel()
 			if err := shutdown(ctx); err != nil {
 				logger.Warn("flushing telemetry failed", "error", err)

@@ -34,7 +34,9 @@ func stdoutTelemetry(out io.Writer) (*otelasyncevent.Observer, func(context.Cont
 	res := resource.NewSchemaless(semconv.ServiceName("asyncevent-httpapi"))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics, sdkmetric.WithInterval(metricsInterval))), sdkmetric.WithResource(res))
-	shutdown := func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx)) }
+	// Metrics first: their last collection reads the seats left, and a slow export of
+	// the spans must not use up the time it has.
+	shutdown := func(ctx context.Context) error { return errors.Join(mp.Shutdown(ctx), tp.Shutdown(ctx)) }
 	obs, err := otelasyncevent.New(otelasyncevent.Options{TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		_ = shutdown(context.Background())
