@@ -120,7 +120,7 @@ func TestReleasedLeaseIsNotRenewedByTheHeartbeat(t *testing.T) {
 		r, err := c.GetRequest(ctx, o.RequestID)
 		require.NoError(t, err)
 		assert.Equal(t, asyncevent.StatusProcessing, r.Status)
-		assert.LessOrEqual(t, r.LeaseExpiresAt, asyncevent.EpochMillis(handlerDone.Load())+100, "the lease stays released")
+		assert.LessOrEqual(t, r.LeaseExpiresAt, asyncevent.EpochMillis(handlerDone.Load())+150, "the lease stays released (a renewal would set it 200 ms past a tick after the handler)")
 	}
 }
 
