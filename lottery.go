@@ -323,14 +323,16 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 //
 //  1. freezes the entries: a TransactWriteItems that moves the Draw record (PK
 //     EVENT#<eventId>, SK DRAW) and the config from COLLECTING to DRAWING, drawnAt,
-//     condition phase = COLLECTING. From then on nothing joins or leaves the entries:
-//     no request can land queued by the cutoff (ingest's writes end before the draw
-//     may begin), a worker leaves an entry it meets to the draw, and an entry's final
-//     failure is a transaction with a ConditionCheck that the draw is COLLECTING;
+//     condition phase = COLLECTING. Nothing joins or leaves the entries by then:
+//     ingest's writes of a request and a worker's failure of an entry end by the
+//     entries' fence (the moment the draw may begin, less up to a second), and from
+//     it on a worker leaves an entry it meets to the draw;
 //  2. reads the entries from GSI2 (Query GSI2PK = EVENT#<eventId>, GSI2SK <
 //     QAT#<cutoff + 1 ms>, each index shard, in pages, never a Scan): the requests
 //     queued by the cutoff that are RECEIVED or QUEUED (or already finalised by this
-//     draw), whether or not a worker has collected them yet;
+//     draw), whether or not a worker has collected them yet; the status of each one
+//     not collected is confirmed with a strongly consistent GetItem PK
+//     REQ#<requestId>, SK META, as GSI2 is read eventually consistent;
 //  3. records them and reveals the seed: UpdateItem of the Draw record, SET
 //     entryCount, EntriesHash and seed, condition phase = DRAWING AND
 //     attribute_not_exists(entriesHash). A sealed seed comes from Options.Seeds
@@ -697,9 +699,10 @@ func (v *Verification) String() string {
 // the revealed seed and the entry list could, without a seed source: the seed
 // against the commitment the config published, the entries read from GSI2 against
 // the count and hash the draw froze, and every entry's result against the winners
-// recomputed from the seed and the entries (DrawWinners). Each
-// difference is one of Verification.Problems. A draw that has not started yet is
-// ErrDrawTooEarly.
+// recomputed from the seed and the entries (DrawWinners); an entry whose result on
+// GSI2 (read eventually consistent) differs is read again with a strongly consistent
+// GetItem before it is reported. Each difference is one of Verification.Problems. A
+// draw that has not started yet is ErrDrawTooEarly.
 func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification, error) {
 	cfg, err := c.GetEvent(ctx, eventID)
 	if err != nil {

@@ -364,10 +364,13 @@ type Failure struct {
 
 // MarkFailed is the "final failure" row: UpdateItem PK REQ#<requestId>, SK META, SET
 // status = FAILED_FINAL, uiResult FAILED, resultCode, failureClass, errorCode,
-// errorMessage (at most 256 characters), finishedAt; condition: status is PROCESSING, QUEUED or RECEIVED,
-// and not PROCESSING under another owner's live lease (status <> PROCESSING OR
-// leaseOwner = f.Lease.Owner OR leaseExpiresAt ≤ now). A lost condition is not an
-// error: the Transition holds the request as it is. Only ref.RequestID is used, so a
+// errorMessage (at most 256 characters), finishedAt; condition: status is PROCESSING,
+// QUEUED or RECEIVED, not PROCESSING under another owner's live lease (status <>
+// PROCESSING OR leaseOwner = f.Lease.Owner OR leaseExpiresAt ≤ now), and no lottery
+// entry queued by its cutoff (eventType <> LOTTERY OR attribute_not_exists(queuedAt)
+// OR queuedAt > lotteryCutoffAt): an entry is failed only by the worker, before the
+// entries' fence, or decided by the draw. A lost condition is not an error: the
+// Transition holds the request as it is. Only ref.RequestID is used, so a
 // malformed message that names its request validly can still end it. With
 // Options.StatusLog the status is tried one at a time, PROCESSING first, so that the log names the status left: a
 // request met QUEUED or RECEIVED costs a second call.
@@ -376,11 +379,7 @@ func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Tra
 	if err != nil {
 		return Transition{}, err
 	}
-	a := args{
-		pNow: c.now(), pLeaseOwner: f.Lease.Owner,
-		pResultCode: f.Code, pFailureClass: f.Class, pErrorCode: f.ErrorCode, pErrorMessage: errorText(f.Cause),
-	}
-	t, err := c.apply(ctx, key, write{row: &finalFailureRow, args: a, note: f.ErrorCode}, txOptions{})
+	t, err := c.apply(ctx, key, write{row: &finalFailureRow, args: failureArgs(c.now(), f), note: f.ErrorCode}, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("fail %s: %w", ref.RequestID, err)
 	}
