@@ -3,24 +3,29 @@ package asyncevent
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // EventCapacity is the EventCapacity item of a FIRST_COME event (PK EVENT#<eventId>,
-// SK CAPACITY), or one of its C shards (SK CAPACITY#<shard>), whose capacities sum to
-// the event's. capacityRemaining only goes down, by one per winner, under the
-// condition capacityRemaining > 0, so the event has at most capacityTotal winners.
+// SK CAPACITY), or one of its C shards (PK EVENT#<eventId>#CAPACITY#<shard>, SK
+// CAPACITY), whose capacities sum to the event's. capacityRemaining only goes down, by
+// one per winner, under the condition capacityRemaining > 0, so the event has at most
+// capacityTotal winners.
 type EventCapacity struct {
 	EntityType        EntityType  `dynamodbav:"entityType"` // CAPACITY
 	EventID           string      `dynamodbav:"eventId"`
@@ -28,9 +33,16 @@ type EventCapacity struct {
 	CapacityRemaining int64       `dynamodbav:"capacityRemaining"`
 	UpdatedAt         EpochMillis `dynamodbav:"updatedAt"`
 
+	// Holders are the seat tokens of the requests that won a seat on the item, one per
+	// seat spent: the claim that takes a seat adds its request's token in the same
+	// write, so that any later claim of the request here finds its seat instead of
+	// taking another. A token is 8 bytes of SHA-256 of the request ID, base64 (about
+	// 12 bytes a winner on the item). Empty on a sum of shards.
+	Holders []string `dynamodbav:"holders,omitempty,stringset"`
+
 	// Shards, for an event with capacity shards (EventConfig.CapacityShards > 1), are
-	// its CAPACITY#<shard> items, in shard order; the fields above are then their sum
-	// (UpdatedAt the latest). Not stored.
+	// its shard items, in shard order; the fields above are then their sum (UpdatedAt
+	// the latest). Not stored.
 	Shards []EventCapacity `dynamodbav:"-"`
 }
 
@@ -38,6 +50,7 @@ type EventCapacity struct {
 const (
 	attrCapacityRemaining = "capacityRemaining"
 	attrUpdatedAt         = "updatedAt"
+	attrHolders           = "holders"
 )
 
 type capacityItem struct {
@@ -45,23 +58,75 @@ type capacityItem struct {
 	EventCapacity
 }
 
-// The capacity rows: a seat is spent only together with its winner.
+// The params of the capacity rows.
+const (
+	pSeatToken  param = "seatToken"  // a request's seat token, as a string
+	pSeatTokens param = "seatTokens" // the same, as a one-element string set
+	pSeatShard  param = "seatShard"  // a capacity shard
+	pShards     param = "shards"     // capacity shards, as a number set
+)
+
+// The capacity rows. A seat is one conditional write of one capacity item, no
+// transaction: it takes the seat and records the request's token together, so that a
+// seat is never spent without a record of whose it is (docs/design.md, "The seat
+// claim").
 var (
-	seatLeft = expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0))
+	seatLeft  = expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0))
+	notHolder = expression.Not(expression.Contains(expression.Name(attrHolders), paramMark+string(pSeatToken)))
+	seatFree  = seatLeft.And(notHolder)
+
+	configExists = expression.AttributeExists(expression.Name(attrPK))
 
 	claimSeatRow = row{
-		name: "first-come capacity", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: &seatLeft,
+		name: "first-come capacity", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: &seatFree,
 		sets: []set{
 			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))},
 			setTo(attrUpdatedAt, pNow),
 		},
+		adds: []set{addTo(attrHolders, pSeatTokens)},
 	}
 	takeSeatRow = row{
 		name: "first-come success", method: "ClaimSeat", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusSucceeded,
 		sets: finalSets(UISuccess, ResultSuccess),
 	}
+	moveSeatRow = row{
+		name: "first-come seat moved", method: "ClaimSeat", item: EntityRequest, op: opUpdate, cond: &heldUnderLease,
+		sets: []set{setTo(attrSeatShard, pSeatShard)},
+	}
+	shardEmptyRow = row{
+		name: "capacity shard empty", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: &configExists,
+		adds: []set{addTo(attrEmptyShards, pShards)},
+	}
 )
+
+// seatToken is the token a request's seat claim records on its capacity item: 8
+// bytes of SHA-256 of the request ID, base64. Two requests of one shard share a token
+// with a chance of about S²/2⁶⁵ for S seats on the shard (10⁻¹⁴ for 1,000).
+func seatToken(requestID string) string {
+	sum := sha256.Sum256([]byte("seat\x00" + requestID))
+	return base64.RawStdEncoding.EncodeToString(sum[:8])
+}
+
+// numberSet marshals to a DynamoDB number set (NS).
+type numberSet []int
+
+// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
+func (s numberSet) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	ns := &types.AttributeValueMemberNS{}
+	for _, n := range s {
+		ns.Value = append(ns.Value, strconv.Itoa(n))
+	}
+	return ns, nil
+}
+
+// stringSet marshals to a DynamoDB string set (SS).
+type stringSet []string
+
+// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
+func (s stringSet) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	return &types.AttributeValueMemberSS{Value: s}, nil
+}
 
 // GetCapacity reads a FIRST_COME event's EventCapacity: GetItem PK EVENT#<eventId>,
 // SK CAPACITY, a strongly consistent read; for an event with capacity shards, GetItem
@@ -132,73 +197,356 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 	return items
 }
 
-// ClaimSeat is the "first-come capacity" and "first-come success" rows in one
-// TransactWriteItems: UpdateItem PK EVENT#<eventId>, SK CAPACITY (or a CAPACITY#<shard>
-// of an event with capacity shards), SET capacityRemaining = capacityRemaining - 1,
-// updatedAt, condition capacityRemaining > 0; and UpdateItem PK REQ#<requestId>, SK
-// META, SET status = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt,
-// condition status = PROCESSING AND leaseOwner = lease.Owner; with the status log
-// entry. A seat is therefore spent only together with a SUCCEEDED request. With
-// capacity shards it starts at the shard the request ID picks and moves on, in an
-// order of the request's own, while a shard is empty: a request is refused only when
-// every shard is.
-//
-// A lost condition is not an error. When the request is not PROCESSING under this
-// lease (another delivery took it over, or it is final) the Transition is not applied
-// and holds the request as it is; when no seat is left it is not applied and SoldOut
-// is set; in both cases nothing was written. An event without a CAPACITY item is
-// ErrNoCapacity.
-//
-// A transaction cancelled for throughput alone, TransactionConflict on the hot
-// CAPACITY item (another claim under way on it) or ThrottlingError (the CAPACITY
-// key, or the request's key on an index, over its share), wrote nothing and is sent
-// again as it is, after a jittered backoff (from 5 ms after a conflict, from half a
-// second after a throttle, for the key to refill), at most 8 attempts in all; when
-// they run out the error matches ErrThrottled, nothing was written, and the caller
-// may claim again later (the Processor leaves the message for redelivery). The
-// ClientRequestToken of each attempt is derived from the request, the lease, the
-// capacity item and the attempt, so the SDK's retry of a call whose response was lost
-// returns success rather than a lost condition (the conditions alone already keep it
-// from being applied twice).
-func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
-	return c.claimSeat(ctx, ref, lease, newSeatShards(), nil)
+// claimFence is how long after a lease ran out a seat claim it sent may still land:
+// a delivery sends no claim once its lease has run out (by its own clock), so from
+// claimFence after that no claim of it can take a seat any more. It covers the
+// network's delay and the clocks' skew between workers; a write delayed longer than
+// this is the one case the design does not cover (docs/design.md).
+const claimFence = 5 * time.Second
+
+// claimAttempts bounds the sends of a seat claim on one capacity item that DynamoDB
+// refuses for throughput (or answers in a way that leaves unknown whether it was
+// applied) before the claim moves to another shard (or, with none, gives up).
+const claimAttempts = 3
+
+// errLeaseRanOut: the delivery's lease ran out before its seat claim was sent.
+var errLeaseRanOut = errors.New("asyncevent: the lease ran out before the seat claim")
+
+// seatStart is what a delivery's start tells its seat claim.
+type seatStart struct {
+	shard int // the request's seatShard after the start
+	// inherited: an earlier delivery started the request, so it may hold a seat on
+	// shard already, or (its lease run out while it still works) send a claim there
+	// until fenceAt. The claim then tries shard first whatever it knows, and leaves
+	// it for throughput only after fenceAt, once a strongly consistent read shows no
+	// seat of the request on it.
+	inherited bool
+	fenceAt   time.Time
 }
 
-// claimSeat is ClaimSeat with what seats knows of the event's shards: it skips the
-// shards found empty, tells seats of the ones it finds, and claims a shard only while
-// no other claim of seats' processor is under way on it. hold, if set, is held during
-// each call.
-func (c *Client) claimSeat(ctx context.Context, ref RequestRef, lease Lease, seats *seatShards, hold sync.Locker) (Transition, error) {
-	reqKey, err := NewRequestKey(ref.RequestID)
-	if err != nil {
+// seatClaim is one delivery's claim of a seat for its request.
+type seatClaim struct {
+	seatStart
+	ref   RequestRef
+	owner string           // the delivery's lease
+	until func() time.Time // when the delivery's lease runs out: no claim is sent after
+	// end runs the write that ends the lease (the request's SUCCEEDED), so that no
+	// heartbeat rewrites it afterwards; nil runs it as it is.
+	end func(write func())
+
+	// unsureAt is when a claim of this delivery last went unanswered (a timeout, a
+	// server error): it may still land, until claimFence after it.
+	unsureAt time.Time
+	sent     bool // this delivery sent a claim
+}
+
+// The answers of one capacity item to a seat claim.
+type claimResult int
+
+const (
+	claimWon     claimResult = iota // the claim took a seat
+	claimHeld                       // the request holds a seat on the item already
+	claimEmpty                      // no seat is left on the item, none of them the request's
+	claimRefused                    // DynamoDB refused every send for throughput: nothing written
+)
+
+// ClaimSeat is the "first-come capacity" and "first-come success" rows, two single
+// writes and no transaction. First UpdateItem of the request's capacity item (PK
+// EVENT#<eventId>, SK CAPACITY; with capacity shards the shard its seatShard names, PK
+// EVENT#<eventId>#CAPACITY#<seatShard>): SET capacityRemaining = capacityRemaining - 1,
+// updatedAt, ADD holders the request's seat token, condition capacityRemaining > 0 AND
+// NOT contains(holders, token). Then UpdateItem PK REQ#<requestId>, SK META, SET status
+// = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt, condition status =
+// PROCESSING AND leaseOwner = lease.Owner; with the status log entry. The seat and the
+// record of whose it is are one write; a claim that finds the request's token there
+// (its own send applied but unanswered, or an earlier delivery's claim before it
+// died) has its seat already and goes on to SUCCEEDED: a request never takes two.
+//
+// A shard that is empty, or that refuses the claim for throughput three times, is
+// left for the next shard of the request's order that is not known empty: the "first-come
+// seat moved" row, UpdateItem PK REQ#<requestId>, SK META, SET seatShard, condition
+// status = PROCESSING AND leaseOwner = lease.Owner, first, so that every later
+// delivery claims where this one does. A shard found empty is added to the event's
+// emptyShards (the "capacity shard empty" row, UpdateItem PK EVENT#<eventId>, SK
+// CONFIG, ADD emptyShards), for the workers that have not met it. The request is
+// refused (SoldOut) only when every shard is empty, and the error matches
+// ErrThrottled only when every shard that holds seats refused it.
+//
+// ClaimSeat does not know what the request's start found, so it treats the request
+// as one an earlier delivery may still be claiming for: it leaves a shard for
+// throughput only claimFence (5 s) after its call began. Call it after
+// StartProcessing, under the lease it took. A lost condition is not an error: when
+// the request is not PROCESSING under this lease the Transition is not applied and
+// holds the request as it is; when no seat is left SoldOut is set. An event without
+// a CAPACITY item is ErrNoCapacity.
+func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+	if _, err := NewRequestKey(ref.RequestID); err != nil {
 		return Transition{}, err
 	}
 	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
-	shards, err := c.capacityShards(ctx, ref.EventID)
+	req, err := c.getRequest(ctx, ref.RequestID, true)
 	if err != nil {
-		return Transition{}, err
+		return Transition{}, fmt.Errorf("claim seat %s: %w", ref.RequestID, err)
 	}
-	keys, err := capacityKeys(ref.EventID, shards)
-	if err != nil {
-		return Transition{}, err
+	if req.Status != StatusProcessing || req.LeaseOwner != lease.Owner || c.now() >= req.LeaseExpiresAt {
+		return Transition{Current: req}, nil // not held under a live lease of the caller's
 	}
-	order := claimOrder(ref.RequestID, len(keys))
-	for {
-		shard, release, err := seats.take(ctx, ref.EventID, order, len(keys))
+	st := seatStart{inherited: true, fenceAt: c.opts.Clock().Add(claimFence)}
+	if req.SeatShard != nil {
+		st.shard = *req.SeatShard
+	} else {
+		n, err := c.capacityShards(ctx, ref.EventID)
 		if err != nil {
 			return Transition{}, err
 		}
-		if shard < 0 {
+		st.shard = shardOf(ref.RequestID, n)
+	}
+	expires := req.LeaseExpiresAt.Time()
+	return c.claimSeat(ctx, &seatClaim{seatStart: st, ref: ref, owner: lease.Owner, until: func() time.Time { return expires }}, newSeatShards())
+}
+
+// claimSeat claims a seat for sc's request, with what seats knows of the event's
+// shards, and tells seats what it finds.
+func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards) (Transition, error) {
+	reqKey, err := NewRequestKey(sc.ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	n, err := c.capacityShards(ctx, sc.ref.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	keys, err := capacityKeys(sc.ref.EventID, n)
+	if err != nil {
+		return Transition{}, err
+	}
+	if sc.shard < 0 || sc.shard >= n {
+		sc.shard = shardOf(sc.ref.RequestID, n)
+	}
+	order := claimOrder(sc.ref.RequestID, n)
+	left := map[int]bool{} // shards this claim left for throughput
+	for {
+		res := claimEmpty
+		if sc.inherited || !seats.isEmpty(sc.ref.EventID, sc.shard) {
+			res, err = c.claimOn(ctx, keys[sc.shard], sc)
+			if errors.Is(err, errLeaseRanOut) {
+				return Transition{}, nil // not applied: the lease is another delivery's to take
+			}
+			if err != nil {
+				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
+			}
+		}
+		switch res {
+		case claimWon, claimHeld:
+			return c.takeSeat(ctx, reqKey, sc)
+		case claimEmpty:
+			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats)
+		case claimRefused:
+			left[sc.shard] = true
+		}
+		next := seats.next(sc.ref.EventID, order, n, left)
+		if next < 0 && len(left) > 0 {
+			return Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
+		}
+		if next < 0 {
 			return Transition{SoldOut: true}, nil
 		}
-		t, err := c.claimSeatOn(ctx, reqKey, keys[shard], ref, lease, hold)
-		release()
-		if err != nil || !t.SoldOut {
+		if res == claimRefused {
+			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard], sc)
+			if err != nil {
+				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
+			}
+			if held {
+				return c.takeSeat(ctx, reqKey, sc)
+			}
+		}
+		if t, err := c.moveSeat(ctx, reqKey, sc, next); err != nil || !t.Applied {
 			return t, err
 		}
-		seats.add(ref.EventID, shard, len(keys))
+	}
+}
+
+// claimOn sends the claim of a seat on one capacity item, again while DynamoDB
+// refuses it for throughput or leaves unknown whether it applied it, at most
+// claimAttempts times, never after the lease has run out.
+func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (claimResult, error) {
+	token := seatToken(sc.ref.RequestID)
+	w := write{row: &claimSeatRow, key: key.Key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
+	var unsure error
+	refused := false
+	for attempt := range claimAttempts {
+		if attempt > 0 {
+			if err := sleep(ctx, claimBackoff(attempt-1)); err != nil {
+				return 0, err
+			}
+		}
+		until := sc.until()
+		if !c.opts.Clock().Before(until) {
+			return 0, errLeaseRanOut
+		}
+		actx, cancel := context.WithTimeout(ctx, until.Sub(c.opts.Clock()))
+		sc.sent = true
+		err := c.do(actx, txOptions{once: true}, []write{w})
+		cancel()
+		var lost *conditionLost
+		switch {
+		case err == nil:
+			return claimWon, nil
+		case errors.As(err, &lost):
+			var item capacityItem
+			if lost.old == nil {
+				return 0, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, sc.ref.EventID, key.Key().PK)
+			}
+			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
+				return 0, err
+			}
+			if slices.Contains(item.Holders, token) {
+				return claimHeld, nil
+			}
+			return claimEmpty, nil
+		case isThrottle(err):
+			refused = true
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		default:
+			sc.unsureAt, unsure = c.opts.Clock(), err
+		}
+	}
+	if !refused {
+		// Never a definite answer: the next delivery claims on this shard again.
+		return 0, unsure
+	}
+	return claimRefused, nil // an unanswered send among them is left to seatHeldAfterFence
+}
+
+// claimBackoff is the wait before sending a claim on the same shard again, after
+// attempt (0 first): 20 ms doubled per attempt, with jitter. Short: a shard that
+// keeps refusing is left for another.
+func claimBackoff(attempt int) time.Duration {
+	d := 20 * time.Millisecond << min(attempt, 4)
+	return d/2 + rand.N(d/2+1)
+}
+
+// seatHeldAfterFence reports whether the request holds a seat on a capacity item the
+// claim is about to leave for throughput, when a claim of it may still land there:
+// an earlier delivery's (sc.inherited) or one of this delivery's that went
+// unanswered. It waits for the fence, then reads the item strongly consistently
+// (reads draw on units of their own, so a shard refusing writes still answers). With
+// neither, no claim of the request can be under way there and it reports false at
+// once.
+func (c *Client) seatHeldAfterFence(ctx context.Context, key EventKey, sc *seatClaim) (bool, error) {
+	var fence time.Time
+	if sc.inherited {
+		fence = sc.fenceAt
+	}
+	if !sc.unsureAt.IsZero() {
+		fence = later(fence, sc.unsureAt.Add(claimFence))
+	}
+	if fence.IsZero() {
+		return false, nil
+	}
+	if err := sleep(ctx, fence.Sub(c.opts.Clock())); err != nil {
+		return false, err
+	}
+	var item capacityItem
+	found, err := c.getItem(ctx, key.Key(), true, &item)
+	if err != nil || !found {
+		return false, err
+	}
+	return slices.Contains(item.Holders, seatToken(sc.ref.RequestID)), nil
+}
+
+// seatHeld reports whether the request of a claim that is about to end without a
+// seat (a final failure) holds one all the same: sent by this delivery (its
+// SUCCEEDED then failed) or by an earlier one. With no claim of either there is none;
+// else it waits for the fence and reads the request's shard strongly consistently.
+func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
+	if !sc.inherited && !sc.sent {
+		return false, nil
+	}
+	n, err := c.capacityShards(ctx, sc.ref.EventID)
+	if err != nil {
+		return false, err
+	}
+	keys, err := capacityKeys(sc.ref.EventID, n)
+	if err != nil || sc.shard < 0 || sc.shard >= n {
+		return false, err
+	}
+	probe := *sc
+	if !probe.inherited { // read even when no fence is ahead
+		probe.inherited, probe.fenceAt = true, c.opts.Clock()
+	}
+	return c.seatHeldAfterFence(ctx, keys[sc.shard], &probe)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// moveSeat moves the request's claim to another shard, under the lease, before it
+// claims there. From then on no earlier delivery can be claiming on the new shard,
+// and none of this one on the old.
+func (c *Client) moveSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim, shard int) (Transition, error) {
+	t, err := c.apply(ctx, reqKey, write{row: &moveSeatRow, args: args{pLeaseOwner: sc.owner, pSeatShard: shard}}, txOptions{})
+	if err != nil {
+		return t, fmt.Errorf("move the seat claim of %s: %w", sc.ref.RequestID, err)
+	}
+	if t.Applied {
+		sc.shard, sc.inherited, sc.unsureAt = shard, false, time.Time{}
+	}
+	return t, nil
+}
+
+// takeSeat writes SUCCEEDED for a request that holds its seat. A refusal for
+// throughput is sent again for up to bookkeepingTimeout: the seat is spent, and the
+// request must not be left without its result.
+func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim) (Transition, error) {
+	var (
+		t   Transition
+		err error
+	)
+	write := func() {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		defer cancel()
+		w := write{row: &takeSeatRow, args: args{pNow: c.now(), pLeaseOwner: sc.owner}, note: "won a seat"}
+		for attempt := 0; ; attempt++ {
+			t, err = c.apply(bctx, reqKey, w, txOptions{})
+			if !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil {
+				return
+			}
+		}
+	}
+	if sc.end != nil {
+		sc.end(write)
+	} else {
+		write()
+	}
+	if err != nil {
+		return t, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
+	}
+	return t, nil
+}
+
+// shardEmpty records that a shard has no seat left: in seats, and on the event's
+// config for the workers that have not met it; and, at most once a second, reads the
+// shards the others found.
+func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatShards) {
+	if seats.add(eventID, shard, n) {
+		key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
+		w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: numberSet{shard}}}
+		if err := c.do(ctx, txOptions{}, []write{w}); err != nil {
+			c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Int("shard", shard), slog.Any("error", err))
+		}
+	}
+	if seats.refreshDue(eventID, c.opts.Clock()) {
+		if cfg, err := c.GetEvent(ctx, eventID); err == nil {
+			seats.know(eventID, n, cfg.EmptyShards)
+		}
 	}
 }
 
@@ -217,43 +565,19 @@ func claimOrder(requestID string, n int) []int {
 	return order
 }
 
-// claimSeatOn claims a seat of one capacity item.
-func (c *Client) claimSeatOn(ctx context.Context, reqKey RequestKey, capKey EventKey, ref RequestRef, lease Lease, hold sync.Locker) (Transition, error) {
-	now := c.now()
-	seat := write{row: &claimSeatRow, key: capKey.Key(), args: args{pNow: now},
-		lost: func(old map[string]types.AttributeValue) (Transition, error) {
-			if old == nil {
-				return Transition{}, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, ref.EventID, capKey.Key().SK)
-			}
-			return Transition{SoldOut: true}, nil
-		}}
-	owner := lease.Owner + "\x00" + capKey.Key().SK
-	t, err := c.apply(ctx, reqKey,
-		write{row: &takeSeatRow, args: args{pNow: now, pLeaseOwner: lease.Owner}, note: "won a seat"},
-		txOptions{token: func(attempt int) string { return requestToken(ref.RequestID, owner, attempt) }, hold: hold},
-		seat)
-	if err != nil {
-		return t, fmt.Errorf("claim seat %s: %w", ref.RequestID, err)
-	}
-	return t, nil
-}
-
 // seatShards is what a Processor knows of the capacity shards of FIRST_COME events:
-// the shards found empty, which it skips (capacity never grows back; once every shard
-// of an event is, the event is sold out), and the shards one of its own claims is
-// under way on. One claim at a time per shard keeps a processor's claims from racing
-// each other into TransactionConflict, and from piling onto a shard that is throttled
-// while one of them backs off to send again: a claim takes the first shard of its
-// order that is free, and waits for the first one when none is. It is safe for
-// concurrent use.
+// the shards found empty, by its own claims or read off the event's emptyShards
+// (capacity never grows back; once every shard of an event is, the event is sold
+// out). It is safe for concurrent use.
 type seatShards struct {
 	mu      sync.Mutex
 	byEvent map[string]*eventShards
 }
 
 type eventShards struct {
-	empty map[int]bool
-	slots []chan struct{} // one per shard, full while a claim is under way on it
+	n         int
+	empty     map[int]bool
+	refreshed time.Time // when the event's emptyShards was last read
 }
 
 func newSeatShards() *seatShards { return &seatShards{byEvent: map[string]*eventShards{}} }
@@ -261,69 +585,78 @@ func newSeatShards() *seatShards { return &seatShards{byEvent: map[string]*event
 // event returns what s knows of the n shards of eventID. s.mu is held.
 func (s *seatShards) event(eventID string, n int) *eventShards {
 	e := s.byEvent[eventID]
-	if e == nil || len(e.slots) != n {
-		e = &eventShards{empty: map[int]bool{}, slots: make([]chan struct{}, n)}
-		for i := range e.slots {
-			e.slots[i] = make(chan struct{}, 1)
-		}
+	if e == nil || e.n != n {
+		e = &eventShards{n: n, empty: map[int]bool{}}
 		s.byEvent[eventID] = e
 	}
 	return e
 }
 
-// take returns the first shard of order (of an event of n shards) not known empty,
-// once it holds it: a free one at once, else the first, when its claim under way
-// ends. It returns -1 when every shard of order is known empty. release gives the
-// shard back.
-func (s *seatShards) take(ctx context.Context, eventID string, order []int, n int) (shard int, release func(), err error) {
-	for {
-		s.mu.Lock()
-		e := s.event(eventID, n)
-		var open []int
-		for _, shard := range order {
-			if !e.empty[shard] {
-				open = append(open, shard)
-			}
-		}
-		s.mu.Unlock()
-		if len(open) == 0 {
-			return -1, nil, nil
-		}
-		for _, shard := range open {
-			select {
-			case e.slots[shard] <- struct{}{}:
-				return shard, func() { <-e.slots[shard] }, nil
-			default:
-			}
-		}
-		select {
-		case e.slots[open[0]] <- struct{}{}:
-			s.mu.Lock()
-			empty := e.empty[open[0]]
-			s.mu.Unlock()
-			if !empty {
-				return open[0], func() { <-e.slots[open[0]] }, nil
-			}
-			<-e.slots[open[0]] // emptied while this claim waited: look again
-		case <-ctx.Done():
-			return -1, nil, ctx.Err()
+// add records that shard of eventID (of n shards) is empty, and reports whether it
+// was news.
+func (s *seatShards) add(eventID string, shard, n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.event(eventID, n)
+	if e.empty[shard] {
+		return false
+	}
+	e.empty[shard] = true
+	return true
+}
+
+// know records shards of eventID (of n shards) that others found empty.
+func (s *seatShards) know(eventID string, n int, shards []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.event(eventID, n)
+	for _, shard := range shards {
+		if shard >= 0 && shard < n {
+			e.empty[shard] = true
 		}
 	}
 }
 
-// add records that the shard of eventID (of n shards) is empty.
-func (s *seatShards) add(eventID string, shard, n int) {
+// refreshDue reports whether the event's emptyShards was last read a second or more
+// before now, and if so counts it read now.
+func (s *seatShards) refreshDue(eventID string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.event(eventID, n).empty[shard] = true
+	e := s.byEvent[eventID]
+	if e == nil || now.Sub(e.refreshed) < time.Second {
+		return false
+	}
+	e.refreshed = now
+	return true
 }
 
-// soldOut reports whether every shard of the event was found empty.
+func (s *seatShards) isEmpty(eventID string, shard int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.byEvent[eventID]
+	return e != nil && e.empty[shard]
+}
+
+// next returns the first shard of order (of an event of n shards) neither known
+// empty nor in skip; -1 when there is none.
+func (s *seatShards) next(eventID string, order []int, n int, skip map[int]bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.event(eventID, n)
+	for _, shard := range order {
+		if !e.empty[shard] && !skip[shard] {
+			return shard
+		}
+	}
+	return -1
+}
+
+// soldOut reports whether every shard of the event is known empty.
 func (s *seatShards) soldOut(eventID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.byEvent[eventID]
-	return e != nil && len(e.empty) == len(e.slots)
+	return e != nil && len(e.empty) == e.n
 }
 
 // requestToken derives a ClientRequestToken (at most 36 characters) from a request,

@@ -91,8 +91,9 @@ func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
 }
 
 // single sends one write on its own, UpdateItem, PutItem or DeleteItem, the item as
-// it was returned on a failed condition.
-func (c *Client) single(ctx context.Context, item types.TransactWriteItem, optFns ...func(*dynamodb.Options)) error {
+// it was returned on a failed condition. With old set, an UpdateItem returns into it
+// the attributes it changed as they were (UPDATED_OLD).
+func (c *Client) single(ctx context.Context, item types.TransactWriteItem, old *map[string]types.AttributeValue, optFns ...func(*dynamodb.Options)) error {
 	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
 	var err error
 	switch {
@@ -110,7 +111,14 @@ func (c *Client) single(ctx context.Context, item types.TransactWriteItem, optFn
 		u := item.Update
 		in := &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ReturnValuesOnConditionCheckFailure: allOld}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues
-		_, err = c.db.UpdateItem(ctx, in, optFns...)
+		if old != nil {
+			in.ReturnValues = types.ReturnValueUpdatedOld
+		}
+		var out *dynamodb.UpdateItemOutput
+		out, err = c.db.UpdateItem(ctx, in, optFns...)
+		if err == nil && old != nil {
+			*old = out.Attributes
+		}
 	}
 	return err
 }

@@ -99,16 +99,23 @@
 //	    if   ((status = QUEUED) OR (status = RECEIVED))
 //	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
 //	    set  SET status = PROCESSING, startedAt = :now, leaseOwner = :leaseOwner,
-//	         leaseExpiresAt = :leaseExpiresAt
+//	         leaseExpiresAt = :leaseExpiresAt, seatShard = if_not_exists(seatShard, :seatShard)
 //	lease heartbeat                Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
 //	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
-//	    if   capacityRemaining > 0
-//	    set  SET capacityRemaining = capacityRemaining - 1, updatedAt = :now
+//	    if   (capacityRemaining > 0) AND (NOT (contains (holders, :seatToken)))
+//	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
+//	         updatedAt = :now
 //	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
+//	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
+//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    set  SET seatShard = :seatShard
+//	capacity shard empty           ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   attribute_exists (PK)
+//	    set  ADD emptyShards :shards
 //	first-come capacity rejected   MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
@@ -134,7 +141,7 @@
 //	         finishedAt = :now
 //	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
 //	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
-//	         AND ((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt)))
+//	         AND (((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((attribute_not_exists (seatShard)) OR (leaseOwner = :leaseOwner)))
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now

@@ -38,8 +38,9 @@ type EventConfig struct {
 	// IndexShards (K) and CapacityShards (C) are the event's layout, fixed when it is
 	// created: with K > 1 its requests' GSI2 partition key is EVENT#<eventId>#<shard>
 	// (shard 0 to K-1, from the request ID) instead of EVENT#<eventId>; with C > 1 a
-	// FIRST_COME event's capacity is held by C items EVENT#<eventId> / CAPACITY#<shard>
-	// whose capacities sum to CapacityTotal, instead of one CAPACITY item. Each
+	// FIRST_COME event's capacity is held by C items EVENT#<eventId>#CAPACITY#<shard> /
+	// CAPACITY, each on a partition key of its own, whose capacities sum to
+	// CapacityTotal, instead of one CAPACITY item. Each
 	// partition key of DynamoDB takes at most 1,000 WCU/s, so sharding is what lets one
 	// event take more than a few hundred clicks a second: ShardsFor picks K and C for a
 	// peak. 0 and 1 both mean the design's single keys. Readers of the event merge the
@@ -47,12 +48,21 @@ type EventConfig struct {
 	IndexShards    int `dynamodbav:"indexShards,omitempty"`
 	CapacityShards int `dynamodbav:"capacityShards,omitempty"`
 
+	// EmptyShards, of a FIRST_COME event, are the capacity shards a seat claim found
+	// empty (with C = 1, shard 0: the event is sold out), added by the workers as they
+	// find them, so that a worker that has not met them yet skips them, and rejects
+	// every request in one write once all are. CreateEvent ignores it.
+	EmptyShards []int `dynamodbav:"emptyShards,omitempty,numberset"`
+
 	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
 	// while it finalises the entries, ANNOUNCED once every entry has its result.
 	Phase UIPhase `dynamodbav:"phase,omitempty"`
 
 	CreatedAt EpochMillis `dynamodbav:"createdAt"`
 }
+
+// attrEmptyShards names EventConfig.EmptyShards, which the workers add to.
+const attrEmptyShards = "emptyShards"
 
 type configItem struct {
 	Key
@@ -215,7 +225,8 @@ func (c *Client) indexShards(ctx context.Context, eventID string) (int, error) {
 // CreateEvent stores a new event, the "create event" row, in one TransactWriteItems:
 // its EventConfig (PK EVENT#<eventId>, SK CONFIG) and a FIRST_COME event's
 // EventCapacity (SK CAPACITY, capacityRemaining = capacityTotal; with capacity
-// shards, SK CAPACITY#<shard> for each, their capacities summing to capacityTotal) or
+// shards, PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY for each, their capacities
+// summing to capacityTotal) or
 // a LOTTERY event's Draw record (SK DRAW). A LOTTERY event's seed comes from
 // Options.Seeds, and only its SHA-256 is stored, as seedCommitment on the config and
 // the Draw record (seedMode SEALED); without Options.Seeds it is a random seed stored
@@ -229,6 +240,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	}
 	now := c.now()
 	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = EntityConfig, now, 0, "", "", ""
+	cfg.EmptyShards = nil
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var items []any

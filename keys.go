@@ -16,6 +16,7 @@ import (
 //	IdempotencyLock  PK IDEMP#<eventId>#<userId>     SK LOCK
 //	EventConfig      PK EVENT#<eventId>              SK CONFIG
 //	EventCapacity    PK EVENT#<eventId>              SK CAPACITY
+//	  capacity shard PK EVENT#<eventId>#CAPACITY#<n> SK CAPACITY   (C > 1: a partition key each)
 //	Draw record      PK EVENT#<eventId>              SK DRAW
 //	StatusLog        PK REQ#<requestId>              SK LOG#<occurredAt>#<suffix>
 //	GSI1 (Request)   GSI1PK USER#<userId>            GSI1SK QAT#<queuedAt>#REQ#<requestId>
@@ -234,7 +235,10 @@ func (i EventItem) valid() bool {
 }
 
 // EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
-// or DRAW; or, for an event with capacity shards, CAPACITY#<shard>.
+// or DRAW; or, for an event with capacity shards, PK EVENT#<eventId>#CAPACITY#<shard>,
+// SK CAPACITY: each shard on a partition key of its own, since the items of one
+// partition key share one partition until DynamoDB splits it for heat, minutes into
+// the load, while a drop is decided in seconds.
 type EventKey struct {
 	eventID string
 	item    EventItem
@@ -254,7 +258,8 @@ func NewEventKey(eventID string, item EventItem) (EventKey, error) {
 }
 
 // capacityKeys returns the keys of a FIRST_COME event's capacity: its CAPACITY item,
-// or with shards capacity shards (C > 1) the items CAPACITY#0 to CAPACITY#<C-1>.
+// or with shards capacity shards (C > 1) the items of partitions
+// EVENT#<eventId>#CAPACITY#0 to EVENT#<eventId>#CAPACITY#<C-1>.
 func capacityKeys(eventID string, shards int) ([]EventKey, error) {
 	k, err := NewEventKey(eventID, EventItemCapacity)
 	if err != nil || shards <= 1 {
@@ -267,34 +272,39 @@ func capacityKeys(eventID string, shards int) ([]EventKey, error) {
 	return keys, nil
 }
 
-// Key returns the table key: PK EVENT#<eventId>, SK the item (and #<shard> for a
-// capacity shard).
+// Key returns the table key: PK EVENT#<eventId>, SK the item; for a capacity shard
+// PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY.
 func (k EventKey) Key() Key {
-	sk := string(k.item)
+	pk := eventPK(k.eventID)
 	if k.shard >= 0 {
-		sk += sep + strconv.Itoa(k.shard)
+		pk += sep + string(k.item) + sep + strconv.Itoa(k.shard)
 	}
-	return Key{PK: eventPK(k.eventID), SK: sk}
+	return Key{PK: pk, SK: string(k.item)}
 }
 
-// parseEventKey reads a key that NewEventKey could have produced.
+// parseEventKey reads a key that NewEventKey or capacityKeys could have produced.
 func parseEventKey(key Key) (EventKey, error) {
-	id, err := parseEventPK(key.PK)
+	if !EventItem(key.SK).valid() {
+		return EventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY or DRAW")
+	}
+	k := EventKey{item: EventItem(key.SK), shard: -1}
+	if strings.Count(key.PK, sep) == 1 {
+		id, err := parseEventPK(key.PK)
+		if err != nil {
+			return EventKey{}, err
+		}
+		k.eventID = id
+		return k, nil
+	}
+	parts, err := splitKey("capacity shard PK", key.PK, prefixEvent, 4)
 	if err != nil {
 		return EventKey{}, err
 	}
-	item, shardText, sharded := strings.Cut(key.SK, sep)
-	if !EventItem(item).valid() {
-		return EventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY, CAPACITY#<shard> or DRAW")
+	shard, err := strconv.Atoi(parts[3])
+	if err != nil || parts[2] != string(EventItemCapacity) || k.item != EventItemCapacity || shard < 0 || strconv.Itoa(shard) != parts[3] {
+		return EventKey{}, malformed("capacity shard PK", key.PK, "want EVENT#<eventId>#CAPACITY#<shard> with SK CAPACITY, shards numbered from 0")
 	}
-	k := EventKey{eventID: id, item: EventItem(item), shard: -1}
-	if sharded {
-		shard, err := strconv.Atoi(shardText)
-		if err != nil || k.item != EventItemCapacity || shard < 0 || strconv.Itoa(shard) != shardText {
-			return EventKey{}, malformed("event SK", key.SK, "only CAPACITY has shards, numbered from 0")
-		}
-		k.shard = shard
-	}
+	k.eventID, k.shard = parts[1], shard
 	return k, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/smithy-go"
@@ -188,11 +189,19 @@ func NewProcessor(c *Client, opts ProcessOptions) *Processor {
 type lease struct {
 	Lease
 	held bool // the start took the request under this lease
-	// writing is held by the heartbeat's lease write and by each call of the seat's
-	// claim, so that the two never overlap on the request (a TransactionConflict).
+	// writing is held by the heartbeat's lease write and by the write that ends the
+	// lease, so that the two never overlap on the request.
 	writing sync.Mutex
 	ended   bool // set under writing by the write that ends the lease: no heartbeat after it
+	// expires is when the lease runs out as this delivery last wrote it (Unix
+	// nanoseconds): no seat claim is sent after it.
+	expires atomic.Int64
+	// claim is the delivery's seat claim, once it has started a first-come request.
+	claim *seatClaim
 }
+
+// until returns when the lease runs out, as this delivery last wrote it.
+func (l *lease) until() time.Time { return time.Unix(0, l.expires.Load()) }
 
 // end runs write, the call that ends the lease (a release, a final write; nil for
 // none), under the lease's write mutex and marks the lease ended, so that no
@@ -276,7 +285,7 @@ func (p *Processor) report(ctx context.Context, o Outcome) {
 // firstCome processes a FIRST_COME message: start, the service's handler, then the
 // capacity decision; once the event is known to be sold out, one write rejects it.
 func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
-	if p.isSoldOut(m.EventID) {
+	if p.soldOut(ctx, m.EventID) {
 		t, err := p.c.RejectSoldOut(ctx, m.Ref())
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -291,7 +300,16 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 		// PROCESSING: another delivery holds it, or held it and died; the start
 		// below sorts out which.
 	}
-	t, err := p.c.StartProcessing(ctx, m.Ref(), l.Lease)
+	n, err := p.c.capacityShards(ctx, m.EventID)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	first := p.seats.next(m.EventID, claimOrder(m.RequestID, n), n, nil)
+	if first < 0 {
+		first = shardOf(m.RequestID, n)
+	}
+	startedAt := p.c.opts.Clock()
+	t, st, err := p.c.startProcessing(ctx, m.Ref(), l.Lease, first)
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
 	}
@@ -302,6 +320,8 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 		return p.notStarted(m, t.Current)
 	}
 	l.held = true
+	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
+	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end}
 	if extend != nil {
 		stop := p.heartbeat(ctx, m, l, extend)
 		defer stop()
@@ -309,10 +329,10 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if err := p.handle(ctx, m); err != nil {
 		return p.failed(ctx, m, d, l, err)
 	}
-	if p.isSoldOut(m.EventID) {
+	if !st.inherited && p.soldOut(ctx, m.EventID) {
 		return p.reject(ctx, m, d, l)
 	}
-	t, err = p.c.claimSeat(ctx, m.Ref(), l.Lease, p.seats, &l.writing)
+	t, err = p.c.claimSeat(ctx, l.claim, p.seats)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
@@ -449,6 +469,16 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 	var held Lease
 	if l != nil {
 		held = l.Lease
+		if l.claim != nil {
+			// A first-come request ends FAILED_FINAL only when no seat is spent for it.
+			seated, err := p.c.seatHeld(bctx, l.claim)
+			if err != nil {
+				return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: errors.Join(cause, err)}}
+			}
+			if seated {
+				return p.seated(ctx, m, l)
+			}
+		}
 	}
 	f := Failure{Lease: held, Class: class, Code: code, ErrorCode: errorCode, Cause: cause}
 	var (
@@ -485,6 +515,20 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: cause}}
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeFailed, ResultCode: code, Err: cause}}
+}
+
+// seated ends a request that holds its seat SUCCEEDED, under our lease, where a
+// failure would have ended it.
+func (p *Processor) seated(ctx context.Context, m Message, l *lease) result {
+	reqKey, _ := NewRequestKey(m.RequestID) // checked by the start
+	t, err := p.c.takeSeat(ctx, reqKey, l.claim)
+	switch {
+	case err != nil:
+		return result{action: actRetry, delay: p.opts.Backoff(1), outcome: Outcome{Kind: OutcomeRetry, Err: err}}
+	case !t.Applied:
+		return p.lostLease(ctx, m, l.Lease)
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
 }
 
 // finalWriteBackoff is failFinal's wait before writing a throttled final failure
@@ -537,7 +581,11 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 					l.writing.Unlock()
 					return
 				}
+				at := p.c.opts.Clock().Add(l.Duration)
 				err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
+				if err == nil {
+					l.expires.Store(at.UnixNano())
+				}
 				l.writing.Unlock()
 				if err != nil {
 					p.opts.Logger.WarnContext(ctx, "extending the lease failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
@@ -550,9 +598,20 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 	return func() { cancel(); <-done }
 }
 
-// isSoldOut reports whether this processor found every capacity shard of the event
-// empty.
-func (p *Processor) isSoldOut(eventID string) bool { return p.seats.soldOut(eventID) }
+// soldOut reports whether every capacity shard of the event is known empty: found so
+// by this processor, or listed in the event's emptyShards as its cached config shows
+// them (a worker new to the event learns a sell-out from one read of the config).
+func (p *Processor) soldOut(ctx context.Context, eventID string) bool {
+	if p.seats.soldOut(eventID) {
+		return true
+	}
+	cfg, err := p.c.cachedEvent(ctx, eventID)
+	if err != nil || len(cfg.EmptyShards) == 0 {
+		return false
+	}
+	p.seats.know(eventID, max(cfg.CapacityShards, 1), cfg.EmptyShards)
+	return p.seats.soldOut(eventID)
+}
 
 // classify sorts an error into retryable or not, with the result and error codes a
 // FAILED_FINAL request gets for it.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Request is the Request item (PK REQ#<requestId>, SK META): one participation of a
@@ -48,6 +50,12 @@ type Request struct {
 	LeaseOwner     string      `dynamodbav:"leaseOwner,omitempty"`
 	LeaseExpiresAt EpochMillis `dynamodbav:"leaseExpiresAt,omitempty"`
 
+	// SeatShard, for a FIRST_COME request a worker started, is the capacity shard its
+	// seat is claimed on (0 for an event without capacity shards): written by its
+	// first start, moved only under its lease and before a claim elsewhere. On a
+	// SUCCEEDED request it is the shard that holds its seat.
+	SeatShard *int `dynamodbav:"seatShard,omitempty"`
+
 	// TTL is the expiry in epoch seconds (DynamoDB's TTL unit); 0 keeps the item.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
 }
@@ -72,6 +80,7 @@ const (
 	attrErrorMessage   = "errorMessage"
 	attrLeaseOwner     = "leaseOwner"
 	attrLeaseExpiresAt = "leaseExpiresAt"
+	attrSeatShard      = "seatShard"
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
 )
 
@@ -137,9 +146,15 @@ var leaseFree = expression.Name(attrStatus).NotEqual(expression.Value(StatusProc
 	Or(leaseHeld).Or(leaseExpired)
 
 // failable: a final failure may end the request: no other worker holds it under a
-// live lease, and it is no lottery entry queued by its cutoff (leaseFree AND
-// notAnEntry).
-var failable = leaseFree.And(notAnEntry)
+// live lease, it is no lottery entry queued by its cutoff, and it is no first-come
+// request a worker started unless the caller holds its lease (leaseFree AND
+// notAnEntry AND notSeated): only the lease holder can make sure that no seat is
+// spent for it.
+var failable = leaseFree.And(notAnEntry).And(notSeated)
+
+// notSeated: no worker started the request as a first-come one, or the caller holds
+// its lease: attribute_not_exists(seatShard) OR leaseOwner = :leaseOwner.
+var notSeated = expression.AttributeNotExists(expression.Name(attrSeatShard)).Or(leaseHeld)
 
 // heldUnderLease: status = PROCESSING AND leaseOwner = :leaseOwner.
 var heldUnderLease = expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).And(leaseHeld)
@@ -174,7 +189,10 @@ var (
 		name: "start processing", method: "StartProcessing", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &leaseExpired}},
 		to:   StatusProcessing,
-		sets: []set{setTo(attrStartedAt, pNow), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
+		sets: []set{
+			setTo(attrStartedAt, pNow), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt),
+			setIfMissing(attrSeatShard, pSeatShard),
+		},
 	}
 	extendLeaseRow = row{
 		name: "lease heartbeat", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate, cond: &heldUnderLease,
@@ -281,29 +299,88 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause er
 
 // StartProcessing is the "start processing" row: UpdateItem PK REQ#<requestId>, SK
 // META, SET status = PROCESSING, startedAt, leaseOwner and leaseExpiresAt = now +
-// lease.Duration; condition: status = QUEUED OR status = RECEIVED OR (status =
-// PROCESSING AND leaseExpiresAt ≤ now), the last being a takeover of an expired lease.
-// A request met RECEIVED (its message came before ingest's MarkQueued) has its
-// queuedAt and index keys from its put already. A lost condition is not an error: the Transition is
-// not applied and holds the request as it is (final: a duplicate delivery;
-// PROCESSING: another delivery holds a live lease). With Options.StatusLog the
-// condition is tried one status at a time, QUEUED first, so that the log names the
-// status left: a request met RECEIVED or PROCESSING costs a second call.
+// lease.Duration, and seatShard = if_not_exists(seatShard, the first capacity shard of
+// the request's order); condition: status = QUEUED OR status = RECEIVED OR (status =
+// PROCESSING AND leaseExpiresAt ≤ now), the last being a takeover of an expired lease,
+// which keeps the seatShard of the delivery before it. A start whose answer was lost
+// and whose retry meets the request PROCESSING under lease.Owner is applied. A request
+// met RECEIVED (its
+// message came before ingest's MarkQueued) has its queuedAt and index keys from its put
+// already. A lost condition is not an error: the Transition is not applied and holds
+// the request as it is (final: a duplicate delivery; PROCESSING: another delivery holds
+// a live lease). With Options.StatusLog the condition is tried one status at a time,
+// QUEUED first, so that the log names the status left: a request met RECEIVED or
+// PROCESSING costs a second call.
 func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
 	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
-	now := c.now()
-	a := args{pNow: now, pLeaseOwner: lease.Owner, pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration))}
-	t, err := c.apply(ctx, key, write{row: &startProcessingRow, args: a, note: "started by " + lease.Owner}, txOptions{})
+	n, err := c.capacityShards(ctx, ref.EventID)
 	if err != nil {
-		return t, fmt.Errorf("start %s: %w", ref.RequestID, err)
+		return Transition{}, err
 	}
-	return t, nil
+	t, _, err := c.startProcessing(ctx, ref, lease, shardOf(ref.RequestID, n))
+	return t, err
+}
+
+// startProcessing is StartProcessing with the capacity shard to claim a seat on when
+// the request has none yet, and it tells what the start means for the seat claim.
+func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Lease, shard int) (Transition, seatStart, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, seatStart{}, err
+	}
+	if err := ValidateID("eventId", ref.EventID); err != nil {
+		return Transition{}, seatStart{}, err
+	}
+	now := c.now()
+	a := args{pNow: now, pLeaseOwner: lease.Owner, pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration)), pSeatShard: shard}
+	var old map[string]types.AttributeValue
+	t, err := c.apply(ctx, key, write{row: &startProcessingRow, args: a, note: "started by " + lease.Owner}, txOptions{old: &old})
+	if err != nil {
+		return t, seatStart{}, fmt.Errorf("start %s: %w", ref.RequestID, err)
+	}
+	if cur := t.Current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == lease.Owner {
+		// Our own start, whose answer was lost and whose retry met it: started. What it
+		// found is unknown, so the claim is as careful as after a takeover.
+		st := seatStart{shard: shard, inherited: true, fenceAt: c.opts.Clock().Add(claimFence)}
+		if cur.SeatShard != nil {
+			st.shard = *cur.SeatShard
+		}
+		return Transition{Applied: true}, st, nil
+	}
+	if !t.Applied {
+		return t, seatStart{}, nil
+	}
+	var before struct {
+		Status    Status `dynamodbav:"status"`
+		SeatShard *int   `dynamodbav:"seatShard"`
+	}
+	before.Status = t.left
+	if before.Status == "" {
+		if err := attributevalue.UnmarshalMap(old, &before); err != nil {
+			return t, seatStart{}, fmt.Errorf("start %s: %w", ref.RequestID, err)
+		}
+	}
+	st := seatStart{shard: shard}
+	if before.Status != StatusProcessing {
+		return t, st, nil
+	}
+	// A takeover: the delivery before may hold a seat, or still send a claim, on the
+	// shard it named. Its lease ran out by now, so its claims stop landing by now +
+	// claimFence.
+	st.inherited, st.fenceAt = true, c.opts.Clock().Add(claimFence)
+	if before.SeatShard == nil { // a transaction returns nothing (and a takeover from an older version has none): read it
+		req, err := c.getRequest(ctx, ref.RequestID, true)
+		if err != nil {
+			return t, seatStart{}, fmt.Errorf("start %s: %w", ref.RequestID, err)
+		}
+		before.SeatShard = req.SeatShard
+	}
+	if before.SeatShard != nil {
+		st.shard = *before.SeatShard
+	}
+	return t, st, nil
 }
 
 // MarkCapacityRejected is the "first-come capacity rejected" row: UpdateItem PK

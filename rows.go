@@ -55,6 +55,7 @@ type row struct {
 	cond  *expression.ConditionBuilder // the condition of a row that writes no status
 
 	sets []set // the update's SET actions besides status, in order
+	adds []set // the update's ADD actions: an element into a set
 
 	// loggedAt is the param holding the transition's own time, which its status-log
 	// entry records. Default: pNow.
@@ -76,6 +77,9 @@ type set struct {
 	attr  string
 	value expression.OperandBuilder
 }
+
+// addTo adds p's value, a set, to the set attr.
+func addTo(attr string, p param) set { return set{attr, expression.Value(p)} }
 
 // setTo sets attr to v: a constant, or a param filled in by each call.
 func setTo(attr string, v any) set { return set{attr, expression.Value(v)} }
@@ -155,10 +159,13 @@ func (r *row) mustBuild(cond *expression.ConditionBuilder) built {
 	if r.to != "" {
 		sets = append([]set{setTo(attrStatus, r.to)}, sets...)
 	}
-	if len(sets) > 0 {
-		u := expression.Set(expression.Name(sets[0].attr), sets[0].value)
-		for _, s := range sets[1:] {
+	if len(sets)+len(r.adds) > 0 {
+		var u expression.UpdateBuilder
+		for _, s := range sets {
 			u = u.Set(expression.Name(s.attr), s.value)
+		}
+		for _, a := range r.adds {
+			u = u.Add(expression.Name(a.attr), a.value.(expression.ValueBuilder))
 		}
 		b = b.WithUpdate(u)
 	}
@@ -269,6 +276,9 @@ type txOptions struct {
 	// once sends the call once: neither the SDK nor do sends it again when it is
 	// refused, for a write that may be left undone (another write does its work).
 	once bool
+	// old, if set, receives the attributes a single UpdateItem changed, as they were
+	// before it (ReturnValues UPDATED_OLD). A transaction returns none.
+	old *map[string]types.AttributeValue
 }
 
 // do makes the writes: one conditional UpdateItem or PutItem, or one
@@ -330,7 +340,7 @@ func (c *Client) send(ctx context.Context, tx txOptions, items []types.TransactW
 		optFns = append(optFns, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	}
 	if len(items) == 1 {
-		return c.single(ctx, items[0], optFns...)
+		return c.single(ctx, items[0], tx.old, optFns...)
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	if tx.token != nil {
@@ -376,6 +386,10 @@ type Transition struct {
 	// SoldOut is ClaimSeat's: the request was PROCESSING under the lease, but no seat
 	// was left. Nothing was written.
 	SoldOut bool
+
+	// left is the status an applied write left, when the write allowed one status
+	// only (Options.StatusLog tries one at a time); "" when it allowed several.
+	left Status
 }
 
 // apply writes a request row and what goes with it: the status-log entry
@@ -426,7 +440,7 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 	var lost *conditionLost
 	switch {
 	case err == nil:
-		return Transition{Applied: true}, nil
+		return Transition{Applied: true, left: start}, nil
 	case !errors.As(err, &lost):
 		return Transition{}, err
 	case lost.index == 0:
@@ -454,7 +468,7 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 func rows() []*row {
 	return []*row{
 		&participateRow, &createRequestRow, &incompleteRequestRow, &releaseLockRow, &requestAbsentRow, &markQueuedRow, &enqueueFailedRow,
-		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &capacityRejectedRow, &soldOutRow,
+		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &moveSeatRow, &shardEmptyRow, &capacityRejectedRow, &soldOutRow,
 		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow,
 		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,
 	}
@@ -485,7 +499,7 @@ func (b built) describe(text *string) string {
 	if text == nil {
 		return ""
 	}
-	return strings.TrimSpace(placeholder.ReplaceAllStringFunc(*text, func(ph string) string {
+	return strings.TrimSpace(placeholder.ReplaceAllStringFunc(strings.ReplaceAll(*text, "\n", " "), func(ph string) string {
 		if n, ok := b.names[ph]; ok {
 			return n
 		}

@@ -40,15 +40,13 @@ func (r *refusals) Do(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// A transaction whose response is lost after DynamoDB applied it is retried by the
-// SDK; its ClientRequestToken makes the retry succeed instead of failing on the
-// condition its own first attempt broke. The SDK fills in a token where the input has
-// none, unless the client's IdempotencyTokenProvider is nil, as it is here: so only
-// the library's own token, on ClaimSeat's transaction, keeps the retries from showing
-// up as refusals. Ingest writes no transaction; a lost answer of its lock's put is
-// recognised by the requestId the retry meets, so no click comes back a duplicate of
-// itself.
-func TestLostTransactionResponsesAreRetriedByTheirToken(t *testing.T) {
+// Writes whose response is lost after DynamoDB applied them are sent again (by the
+// SDK, or by the seat claim itself); no retry takes a second seat or turns a click
+// into a duplicate of itself. Ingest writes no transaction, and neither does the
+// worker: a lost answer of the lock's put is recognised by the requestId the retry
+// meets, a lost answer of a seat claim by the request's seat token the retry finds
+// on the capacity item.
+func TestLostResponsesTakeNoSecondSeat(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	refused := &refusals{}
@@ -75,13 +73,23 @@ func TestLostTransactionResponsesAreRetriedByTheirToken(t *testing.T) {
 	require.Positive(t, participateLost, "the plan lost some of the lock's and the request's puts")
 	assert.Zero(t, refused.n.Load(), "ingest writes no transaction")
 
-	runWorker(t, c, q, asyncevent.WorkerOptions{})
-	eventually(t, "every seat taken", func() bool { // with the request's SUCCEEDED, in one transaction
+	// The worker's single writes (its start, its seats, SUCCEEDED) lose answers too.
+	workerDB, workerFaults := asynceventtest.NewFaultyClient(wire, asynceventtest.FaultPlan{
+		Seed: 9, LoseRate: 0.3, Operations: []string{"UpdateItem", "TransactWriteItems"},
+	}, func(o *dynamodb.Options) { o.IdempotencyTokenProvider = nil })
+	wc, err := asyncevent.New(workerDB, asyncevent.Options{TableName: c.TableName()})
+	require.NoError(t, err)
+	runWorker(t, wc, q, asyncevent.WorkerOptions{})
+	eventually(t, "every seat taken", func() bool {
 		capacity, err := c.GetCapacity(ctx, "sale")
 		return err == nil && capacity.CapacityRemaining == 100-n
 	})
-	require.Greater(t, faults.Counts().Lost, participateLost, "the plan lost some of ClaimSeat's responses")
-	assert.Zero(t, refused.n.Load(), "ClaimSeat: a retry refused by its own first attempt")
+	eventually(t, "every winner written", func() bool {
+		st, err := c.EventStats(ctx, "sale")
+		return err == nil && st.ByStatus[asyncevent.StatusSucceeded] == n
+	})
+	require.Positive(t, workerFaults.Counts().Lost, "the plan lost some of the worker's responses")
+	assert.Zero(t, refused.n.Load(), "no transaction refused")
 	rep := asynceventtest.CheckEvent(t, c, "sale", asynceventtest.CheckOptions{Users: users})
 	assert.Equal(t, n, rep.ByStatus[asyncevent.StatusSucceeded])
 }

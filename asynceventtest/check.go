@@ -2,8 +2,11 @@ package asynceventtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,7 +47,10 @@ type CheckReport struct {
 //   - FIRST_COME: capacityRemaining + SUCCEEDED = capacityTotal (summed over the
 //     capacity shards, one item each, none below zero), and exactly
 //     min(capacity, contenders) SUCCEEDED, contenders being the requests that won or
-//     lost for capacity; no request lost for capacity while a seat was left.
+//     lost for capacity; no request lost for capacity while a seat was left; and on
+//     each capacity item, one seat token per seat spent, each that of a SUCCEEDED
+//     request whose seatShard is that item's: no seat spent without its winner, none
+//     given twice.
 //   - LOTTERY, once announced: exactly min(K, entries) SUCCEEDED, and VerifyDraw clean.
 //   - No request left non-final (unless opts.Unsettled; QUEUED lottery entries before
 //     the draw are fine).
@@ -79,6 +85,8 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	locks := map[string]asyncevent.IdempotencyLock{} // by user
 	logs := map[string][]asyncevent.StatusLog{}
 	var capacity *asyncevent.EventCapacity
+	holders := map[int][]string{} // capacity shard → the seat tokens on it
+	spent := map[int]int64{}      // capacity shard → the seats taken from it
 	for _, raw := range ScanTable(t, c.TableName()) {
 		var head struct {
 			PK, SK     string
@@ -122,6 +130,12 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 				if shard.CapacityRemaining < 0 {
 					fail("a capacity item of %s has capacityRemaining %d", eventID, shard.CapacityRemaining)
 				}
+				n := capacityShardOf(head.PK)
+				var seats struct {
+					Holders []string `dynamodbav:"holders,stringset"`
+				}
+				mustDecode(t, raw, &seats)
+				holders[n], spent[n] = seats.Holders, shard.CapacityTotal-shard.CapacityRemaining
 			}
 		case asyncevent.EntityStatusLog:
 			var l asyncevent.StatusLog
@@ -194,6 +208,16 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		if want := min(int(capacity.CapacityTotal), contenders); won != want {
 			fail("%d SUCCEEDED, want min(capacity %d, contenders %d) = %d", won, capacity.CapacityTotal, contenders, want)
 		}
+		winners := map[string]int{} // seat token → seatShard (-1: none)
+		for id, r := range requests {
+			if r.Status == asyncevent.StatusSucceeded {
+				winners[seatToken(id)] = -1
+				if r.SeatShard != nil {
+					winners[seatToken(id)] = *r.SeatShard
+				}
+			}
+		}
+		checkSeats(winners, holders, spent, fail)
 	case asyncevent.Lottery:
 		if cfg.Phase != asyncevent.PhaseAnnounced {
 			break
@@ -272,4 +296,51 @@ func legalPath(prev asyncevent.Status, left map[step]int, n int, last asyncevent
 		}
 	}
 	return false
+}
+
+// capacityShardOf is the shard of a capacity item's PK: n of
+// EVENT#<eventId>#CAPACITY#<n>, 0 for the single EVENT#<eventId>.
+func capacityShardOf(pk string) int {
+	parts := strings.Split(pk, "#")
+	if len(parts) != 4 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[3])
+	return n
+}
+
+// seatToken is the library's seat token of a request: 8 bytes of SHA-256 of
+// "seat\x00" and the request ID, base64 (capacity.go).
+func seatToken(requestID string) string {
+	sum := sha256.Sum256([]byte("seat\x00" + requestID))
+	return base64.RawStdEncoding.EncodeToString(sum[:8])
+}
+
+// checkSeats holds the capacity items' seat tokens to the winners: one token per
+// seat spent, each a winner's on the shard its seatShard names, every winner's
+// somewhere.
+func checkSeats(winners map[string]int, holders map[int][]string, spent map[int]int64, fail func(string, ...any)) {
+	seen := map[string]bool{}
+	for shard, tokens := range holders {
+		if int64(len(tokens)) != spent[shard] {
+			fail("capacity shard %d: %d seats spent, %d seat tokens", shard, spent[shard], len(tokens))
+		}
+		for _, tok := range tokens {
+			want, ok := winners[tok]
+			switch {
+			case !ok:
+				fail("capacity shard %d: seat token %s is no SUCCEEDED request's: a seat spent without its winner", shard, tok)
+			case want != shard:
+				fail("capacity shard %d: seat token %s of a winner whose seatShard is %d", shard, tok, want)
+			case seen[tok]:
+				fail("seat token %s on two capacity shards", tok)
+			}
+			seen[tok] = true
+		}
+	}
+	for tok, shard := range winners {
+		if !seen[tok] {
+			fail("a winner (seatShard %d, token %s) holds no seat", shard, tok)
+		}
+	}
 }

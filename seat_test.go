@@ -1,0 +1,191 @@
+package asyncevent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// The seat claim at the edges: a shard refusing every claim, a delivery that died
+// between its seat and its SUCCEEDED, an old delivery still at work after its lease
+// was taken over.
+
+// dropEvent makes a FIRST_COME event of capacity seats over shards capacity shards on
+// h's table, and a request of each user in it; it returns their messages.
+func (h *hotKeyTest) dropEvent(t *testing.T, eventID string, capacity int64, shards int, users []string) []asyncevent.Message {
+	t.Helper()
+	ctx := context.Background()
+	_, err := h.c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
+	require.NoError(t, err)
+	ms := make([]asyncevent.Message, len(users))
+	for i, u := range users {
+		p, err := h.c.Participate(ctx, eventID, u)
+		require.NoError(t, err)
+		r := h.request(t, p.RequestID)
+		ms[i] = asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID,
+			UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
+	}
+	return ms
+}
+
+func users(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("user-%03d", i)
+	}
+	return out
+}
+
+// One capacity shard refuses every write for the whole run; the requests whose claim
+// starts there move on to the others, each in its first delivery: as many winners as
+// the other shards hold seats, no request throttled, none failed.
+func TestAHotShardIsLeftForTheOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHotKeyTest(t, 1, asyncevent.Options{})
+	const shards, perShard = 4, 5
+	names := users((shards - 1) * perShard) // as many as the cool shards hold
+	ms := h.dropEvent(t, "drop", shards*perShard, shards, names)
+	h.limits.Heat("EVENT#drop#CAPACITY#2", time.Hour)
+
+	for _, m := range ms {
+		res := asynceventtest.Work(ctx, t, h.c, m, asyncevent.ProcessOptions{})
+		require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%s: %v", m.RequestID, res.Err)
+		r := h.request(t, m.RequestID)
+		require.NotNil(t, r.SeatShard)
+		assert.NotEqual(t, 2, *r.SeatShard, "no seat from the hot shard")
+	}
+	assert.Positive(t, h.limits.Counts().Throttled, "claims began on the hot shard, and it refused them")
+	capItem, err := h.clean.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	assert.Equal(t, int64(perShard), capItem.Shards[2].CapacityRemaining, "the hot shard keeps its seats")
+	rep := asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names, Unsettled: false})
+	assert.Equal(t, len(names), rep.ByStatus[asyncevent.StatusSucceeded])
+}
+
+// failSucceeded refuses every write of a request's SUCCEEDED, as a worker that dies
+// between its seat and its result leaves it.
+type failSucceeded struct{ asyncevent.DynamoDB }
+
+func (f failSucceeded) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(asyncevent.StatusSucceeded) {
+			return nil, errors.New("the worker died")
+		}
+	}
+	return f.DynamoDB.UpdateItem(ctx, in, optFns...)
+}
+
+// A delivery takes a seat and dies before its SUCCEEDED; the next delivery takes the
+// request over once the lease has run out, finds the seat on the shard the request
+// names, and writes SUCCEEDED: one seat spent, for its winner, whatever shard the new
+// worker would have picked.
+func TestTakeoverFindsTheSeatOfTheDeliveryBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprintf("C=%d", shards), func(t *testing.T) {
+			t.Parallel()
+			h := newHotKeyTest(t, 1, asyncevent.Options{})
+			names := users(3)
+			ms := h.dropEvent(t, "drop", 8, shards, names)
+			dying, err := asyncevent.New(failSucceeded{asynceventtest.DynamoDB(t)}, asyncevent.Options{TableName: h.c.TableName(), Clock: h.clock.Now})
+			require.NoError(t, err)
+			opts := asyncevent.ProcessOptions{LeaseDuration: 30 * time.Second}
+
+			res := asynceventtest.Work(ctx, t, dying, ms[0], opts)
+			require.Equal(t, asyncevent.OutcomeRetry, res.Kind, "%v", res.Err)
+			before := h.request(t, ms[0].RequestID)
+			require.Equal(t, asyncevent.StatusProcessing, before.Status)
+			capItem, err := h.clean.GetCapacity(ctx, "drop")
+			require.NoError(t, err)
+			require.Equal(t, int64(7), capItem.CapacityRemaining, "the seat is spent, its SUCCEEDED not written")
+
+			h.clock.Advance(31 * time.Second)
+			res = asynceventtest.Work(ctx, t, h.c, ms[0], opts)
+			assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+			after := h.request(t, ms[0].RequestID)
+			assert.Equal(t, *before.SeatShard, *after.SeatShard)
+			for _, m := range ms[1:] {
+				res := asynceventtest.Work(ctx, t, h.c, m, opts)
+				assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+			}
+			capItem, err = h.clean.GetCapacity(ctx, "drop")
+			require.NoError(t, err)
+			assert.Equal(t, int64(5), capItem.CapacityRemaining, "three winners, three seats")
+			asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
+		})
+	}
+}
+
+// A delivery whose lease runs out while its handler still works is taken over; the
+// new delivery wins the seat. The old one, when its handler returns, sends no claim
+// (its lease ran out) and leaves the message: one seat spent.
+func TestAnOldDeliveryStillAtWorkTakesNoSecondSeat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHotKeyTest(t, 1, asyncevent.Options{})
+	names := users(1)
+	ms := h.dropEvent(t, "drop", 4, 2, names)
+	var second asynceventtest.WorkResult
+	slow := asyncevent.ProcessOptions{LeaseDuration: 30 * time.Second, Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		h.clock.Advance(31 * time.Second)
+		second = asynceventtest.Work(ctx, t, h.c, ms[0], asyncevent.ProcessOptions{LeaseDuration: 30 * time.Second})
+		return nil
+	})}
+	first := asynceventtest.Work(ctx, t, h.c, ms[0], slow)
+	assert.Equal(t, asyncevent.OutcomeSucceeded, second.Kind, "%v", second.Err)
+	assert.Equal(t, asyncevent.OutcomeLostLease, first.Kind, "%v", first.Err)
+	capItem, err := h.clean.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), capItem.CapacityRemaining, "one seat")
+	asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
+}
+
+// A worker new to a sold-out event learns it from the event's emptyShards: its first
+// loser costs the config's read and the one rejecting write, its others the write
+// alone, whatever the number of shards.
+func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHotKeyTest(t, 1, asyncevent.Options{})
+	const shards = 50
+	names := users(shards + 20)
+	ms := h.dropEvent(t, "drop", shards, shards, names)
+	p := asyncevent.NewProcessor(h.c, asyncevent.ProcessOptions{})
+	for _, m := range ms[:shards+10] { // sells out, and its losers find every shard empty
+		body, err := asyncevent.EncodeMessage(m)
+		require.NoError(t, err)
+		require.Empty(t, p.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: m.RequestID, Body: body, ReceiveCount: 1}}))
+	}
+	ev, err := h.clean.GetEvent(ctx, "drop")
+	require.NoError(t, err)
+	assert.Len(t, ev.EmptyShards, shards)
+
+	counted := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	fresh, err := asyncevent.New(counted, asyncevent.Options{TableName: h.c.TableName(), Clock: h.clock.Now})
+	require.NoError(t, err)
+	for _, m := range ms[shards+10:] {
+		res := asynceventtest.Work(ctx, t, fresh, m, asyncevent.ProcessOptions{})
+		assert.Equal(t, asyncevent.OutcomeRejected, res.Kind, "%v", res.Err)
+	}
+	calls := counted.Snapshot().Calls
+	t.Logf("10 losers on a new worker: %v", calls)
+	total := 0
+	for _, n := range calls {
+		total += n
+	}
+	assert.LessOrEqual(t, total, 10+1, "one write per loser, one read of the config")
+	assert.Zero(t, calls["TransactWriteItems"])
+	asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
+}
