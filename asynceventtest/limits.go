@@ -2,6 +2,7 @@ package asynceventtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -44,8 +45,35 @@ type Limits struct {
 	MinBucket float64
 	// Clock tells the time the buckets refill by. Default: time.Now. A Clock's Now
 	// holds them still until the test advances it, so that what is refused does not
-	// depend on speed.
+	// depend on speed. Transaction holds run on the wall clock whatever Clock says.
 	Clock func() time.Time
+	// TransactionHold is how long a transaction holds its items on DynamoDB, from
+	// the moment it is let through until it is answered: while it does, a single
+	// write on one of them is refused and a transaction naming one is cancelled, so
+	// one item takes at most one transaction per hold. It is scaled as WCU is: the
+	// simulated hold is TransactionHold × 1,000 / WCU, 1,000 being DynamoDB's WCU
+	// (Hold), so that a run N times slower than DynamoDB holds N times longer and
+	// the bound of transactions per second per item scales as the bound of units
+	// does. Default: 25 ms. AWS
+	// publishes no figure for it; 25 ms is a planning figure for a transaction's
+	// latency on DynamoDB (tens of milliseconds), not a measurement. A negative
+	// value turns the hold off: a transaction then holds its items only while
+	// DynamoDB Local runs it, a millisecond or two.
+	TransactionHold time.Duration
+}
+
+// defaultTransactionHold is Limits.TransactionHold's default.
+const defaultTransactionHold = 25 * time.Millisecond
+
+// Hold returns how long a transaction holds its items under l, the defaults
+// applied: TransactionHold × 1,000 / WCU, or zero when TransactionHold is negative.
+// One item takes at most one transaction per Hold.
+func (l Limits) Hold() time.Duration {
+	l = l.withDefaults()
+	if l.TransactionHold < 0 {
+		return 0
+	}
+	return time.Duration(float64(l.TransactionHold) * metered.KeyWCULimit / l.WCU)
 }
 
 func (l Limits) withDefaults() Limits {
@@ -61,6 +89,9 @@ func (l Limits) withDefaults() Limits {
 	if l.Clock == nil {
 		l.Clock = time.Now
 	}
+	if l.TransactionHold == 0 {
+		l.TransactionHold = defaultTransactionHold
+	}
 	return l
 }
 
@@ -75,7 +106,7 @@ type LimitCounts struct {
 	IndexThrottled int
 	// Conflicts counts the transactions cancelled with TransactionConflict, and the
 	// single writes refused with TransactionConflictException, because another
-	// transaction or write on the same item was under way.
+	// transaction held one of their items.
 	Conflicts int
 	// Reasons counts the throttling reasons given, by reason
 	// ("IndexWriteKeyRangeThroughputExceeded", …).
@@ -105,10 +136,17 @@ type LimitCounts struct {
 //   - a transaction: TransactionCanceledException, the item over its limit with
 //     reason code ThrottlingError (its message names the global secondary indexes
 //     when a GSI key is the cause), the others None (the SDK does not retry it);
-//   - a transaction that overlaps in time with another transaction or a write on one
-//     of its items (from the moment it is sent until its answer): a
+//   - a transaction naming an item that another transaction holds: a
 //     TransactionCanceledException with reason TransactionConflict on that item;
-//     a single write on an item under a transaction: TransactionConflictException.
+//     a single write on a held item: TransactionConflictException.
+//
+// A transaction let through holds its items (those it names by PK and SK) until
+// its answer and for at least Limits.Hold on the wall clock, and its caller gets the
+// answer only when the hold ends: on DynamoDB a transaction's latency is the time it
+// holds its items. So one item takes at most one transaction per Hold, the serial
+// bound DynamoDB Local, which commits in a millisecond or two, does not show. Single
+// writes hold nothing: a transaction does not conflict with one under way on its
+// items, and they are limited by units alone.
 //
 // Units are estimated before the call is sent, since a throttle is decided then:
 // a write costs 1 WCU per KB of the item (a Put's own item; for an Update or a
@@ -126,12 +164,12 @@ type LimitedHTTPClient struct {
 	next   aws.HTTPClient
 	limits Limits
 	now    func() time.Time
+	hold   time.Duration // Limits.Hold
 
 	mu      sync.Mutex
 	buckets map[bucketID]*bucket
 	items   map[itemKey]*itemInfo
-	inTx    map[itemKey]int // transactions under way, per item
-	writes  map[itemKey]int // single writes under way, per item
+	inTx    map[itemKey]int // transactions holding the item
 	counts  LimitCounts
 }
 
@@ -160,9 +198,9 @@ type itemInfo struct {
 func NewLimitedClient(db *dynamodb.Client, limits Limits, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, *LimitedHTTPClient) {
 	limits = limits.withDefaults()
 	l := &LimitedHTTPClient{
-		limits: limits, now: limits.Clock,
+		limits: limits, now: limits.Clock, hold: limits.Hold(),
 		buckets: map[bucketID]*bucket{}, items: map[itemKey]*itemInfo{},
-		inTx: map[itemKey]int{}, writes: map[itemKey]int{}, counts: LimitCounts{Reasons: map[string]int{}, Keys: map[string]int{}},
+		inTx: map[itemKey]int{}, counts: LimitCounts{Reasons: map[string]int{}, Keys: map[string]int{}},
 	}
 	client := clientBeneath(db, func(next dynamodb.HTTPClient) dynamodb.HTTPClient {
 		l.next = next
@@ -477,21 +515,12 @@ func (l *LimitedHTTPClient) write(req *http.Request, op string, c *ddbCall) (*ht
 		}), nil
 	}
 	l.draw(now, w.charges, 1)
-	if w.ok {
-		l.writes[w.item]++
-	}
 	l.mu.Unlock()
 
 	resp, err := l.next.Do(req)
 	refused := refusedByCondition(resp)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if w.ok {
-		l.writes[w.item]--
-		if l.writes[w.item] == 0 {
-			delete(l.writes, w.item)
-		}
-	}
 	switch {
 	case err != nil:
 	case refused:
@@ -509,10 +538,34 @@ func (l *LimitedHTTPClient) write(req *http.Request, op string, c *ddbCall) (*ht
 	return resp, err
 }
 
-// transact runs a TransactWriteItems under the limits.
+// transact runs a TransactWriteItems under the limits. One the limits let through
+// holds its items until its answer and until l.hold has passed, and is answered
+// then.
+//
+// A transaction cancelled for a failed condition holds its items as one that
+// commits: DynamoDB prepares a transaction's items, checking their conditions, and
+// releases them when it cancels it, and AWS publishes no figure for how much sooner
+// than a commit that is; one rule for every transaction let through keeps the
+// bound simple. One the limits refuse (TransactionConflict, ThrottlingError) holds
+// nothing: it is refused before it takes any item.
 func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Response, error) {
 	now := l.now()
 	l.mu.Lock()
+	ws := l.planTransaction(c)
+	if refusal := l.admit(req, c, now, ws); refusal != nil {
+		l.mu.Unlock()
+		return refusal, nil
+	}
+	heldUntil := time.Now().Add(l.hold)
+	l.mu.Unlock()
+
+	resp, err := l.next.Do(req)
+	l.settle(ws, resp, err)
+	return l.awaitHold(req.Context(), ws, heldUntil, resp, err)
+}
+
+// planTransaction works out the items and the units of a transaction. l.mu is held.
+func (l *LimitedHTTPClient) planTransaction(c *ddbCall) []itemWrite {
 	ws := make([]itemWrite, len(c.TransactItems))
 	for i, it := range c.TransactItems {
 		switch {
@@ -527,11 +580,26 @@ func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Respo
 			ws[i] = l.planWrite(it.ConditionCheck, false, true, true)
 		}
 	}
+	return ws
+}
+
+// admit returns DynamoDB's refusal of the transaction of ws, or nil when it lets it
+// through, having drawn its units and taken its items. l.mu is held.
+//
+// Only a transaction that holds an item makes a transaction on it conflict, not a
+// single write under way on it. "Transaction conflict handling in DynamoDB"
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-conflict-handling)
+// names a single write conflicting with an ongoing transaction and a transaction
+// with another ongoing transaction, never a transaction with an ongoing single
+// write; the page's isolation levels make a transaction and a single write
+// serializable. The API reference's broader "an ongoing operation is in the process
+// of updating the same item" (TransactWriteItems) is read as that list details it.
+func (l *LimitedHTTPClient) admit(req *http.Request, c *ddbCall, now time.Time, ws []itemWrite) *http.Response {
 	conflict := false
 	reasons := make([]map[string]any, len(ws))
 	for i, w := range ws {
 		reasons[i] = map[string]any{"Code": "None"}
-		if w.ok && (l.inTx[w.item] > 0 || l.writes[w.item] > 0) {
+		if w.ok && l.inTx[w.item] > 0 {
 			reasons[i] = map[string]any{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item."}
 			conflict = true
 			l.counts.Keys["conflict:"+w.item.pk+" "+w.item.sk]++
@@ -539,8 +607,7 @@ func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Respo
 	}
 	if conflict {
 		l.counts.Conflicts++
-		l.mu.Unlock()
-		return cancelled(req, reasons), nil
+		return cancelled(req, reasons)
 	}
 	var allShort []charge
 	for i, w := range ws {
@@ -551,8 +618,7 @@ func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Respo
 	}
 	if len(allShort) > 0 {
 		l.throttled(allShort, true, c.table())
-		l.mu.Unlock()
-		return cancelled(req, reasons), nil
+		return cancelled(req, reasons)
 	}
 	for _, w := range ws {
 		l.draw(now, w.charges, 1)
@@ -560,21 +626,18 @@ func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Respo
 			l.inTx[w.item]++
 		}
 	}
-	l.mu.Unlock()
+	return nil
+}
 
-	resp, err := l.next.Do(req)
+// settle records what the answer to the transaction of ws showed: the GSI units
+// back when it was cancelled, the items it wrote when it committed.
+func (l *LimitedHTTPClient) settle(ws []itemWrite, resp *http.Response, err error) {
 	refused := refusedByCondition(resp)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, w := range ws {
-		if !w.ok {
-			continue
-		}
-		if l.inTx[w.item]--; l.inTx[w.item] == 0 {
-			delete(l.inTx, w.item)
-		}
 		switch {
-		case err != nil, w.check:
+		case !w.ok, err != nil, w.check:
 		case refused:
 			l.draw(l.now(), gsiCharges([]itemWrite{w}), -1)
 		case resp.StatusCode == http.StatusOK:
@@ -588,7 +651,42 @@ func (l *LimitedHTTPClient) transact(req *http.Request, c *ddbCall) (*http.Respo
 			}
 		}
 	}
-	return resp, err
+}
+
+// awaitHold frees the items of ws at heldUntil, on the wall clock, and answers
+// resp and err then. When ctx ends first it answers ctx's error at once, as a
+// client that gives up on DynamoDB sees, and the items stay held until heldUntil
+// all the same: the transaction is DynamoDB's to finish.
+func (l *LimitedHTTPClient) awaitHold(ctx context.Context, ws []itemWrite, heldUntil time.Time, resp *http.Response, err error) (*http.Response, error) {
+	free := func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, w := range ws {
+			if w.ok {
+				if l.inTx[w.item]--; l.inTx[w.item] == 0 {
+					delete(l.inTx, w.item)
+				}
+			}
+		}
+	}
+	wait := time.Until(heldUntil)
+	if wait <= 0 {
+		free()
+		return resp, err
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		free()
+		return resp, err
+	case <-ctx.Done():
+		time.AfterFunc(time.Until(heldUntil), free)
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		return nil, ctx.Err()
+	}
 }
 
 // read runs a GetItem or a Query under the limits; its units are drawn once its
