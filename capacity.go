@@ -238,6 +238,7 @@ type seatClaim struct {
 	// server error): it may still land, until claimFence after it.
 	unsureAt time.Time
 	sent     bool // this delivery sent a claim
+	emptied  bool // this delivery's claim took the shard's last seat
 }
 
 // The answers of one capacity item to a seat claim.
@@ -340,7 +341,15 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 		}
 		switch res {
 		case claimWon, claimHeld:
-			return c.takeSeat(ctx, reqKey, sc)
+			t, err := c.takeSeat(ctx, reqKey, sc)
+			if sc.emptied && n > 1 {
+				// The last seat of a shard: the workers that have not met it learn
+				// from the event that it is empty, so a sell-out costs a worker new
+				// to the event one read rather than a failed write per shard. (With
+				// one shard that failed write is a single one per worker: no record.)
+				c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats)
+			}
+			return t, err
 		case claimEmpty:
 			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats)
 		case claimRefused:
@@ -388,11 +397,18 @@ func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (clai
 		}
 		actx, cancel := context.WithTimeout(ctx, until.Sub(c.opts.Clock()))
 		sc.sent = true
-		err := c.do(actx, txOptions{once: true}, []write{w})
+		var before map[string]types.AttributeValue
+		err := c.do(actx, txOptions{once: true, old: &before}, []write{w})
 		cancel()
 		var lost *conditionLost
 		switch {
 		case err == nil:
+			var was struct {
+				Remaining *int64 `dynamodbav:"capacityRemaining"`
+			}
+			if attributevalue.UnmarshalMap(before, &was) == nil && was.Remaining != nil && *was.Remaining == 1 {
+				sc.emptied = true
+			}
 			return claimWon, nil
 		case errors.As(err, &lost):
 			var item capacityItem

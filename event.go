@@ -131,6 +131,9 @@ func (e *EventConfig) validate() error {
 		switch {
 		case e.CapacityTotal < 1:
 			return bad("a FIRST_COME event needs capacityTotal ≥ 1")
+		case seatsPerShard(e.CapacityTotal, e.CapacityShards) > MaxSeatsPerShard:
+			return bad("%d seats on one capacity shard, more than %d: its record of holders would near DynamoDB's 400 KB item limit; use capacityShards ≥ %d",
+				seatsPerShard(e.CapacityTotal, e.CapacityShards), MaxSeatsPerShard, (e.CapacityTotal+MaxSeatsPerShard-1)/MaxSeatsPerShard)
 		case e.WinnerCount != 0 || e.LotteryCutoffAt != 0 || e.AnnounceAt != 0:
 			return bad("winnerCount, lotteryCutoffAt and announceAt are for LOTTERY events")
 		}
@@ -159,6 +162,20 @@ const maxNameLength = 256
 // MaxShards bounds an event's index shards and capacity shards. Capacity shards are
 // bounded further by maxCapacityShards.
 const MaxShards = 128
+
+// MaxSeatsPerShard bounds the seats of one capacity shard. A shard records a 12-byte
+// seat token per winner (EventCapacity.Holders), so that a request never takes two
+// seats; 25,000 of them are about 300 KB, under DynamoDB's 400 KB item limit. A
+// claim costs a write unit per started KB of the shard item: 1 WCU for about its
+// first 64 winners, 2 up to about 150, and so on, so that keeping a shard's seats
+// near 64 (capacityShards ≥ capacityTotal ÷ 64) keeps every claim at 1 WCU.
+const MaxSeatsPerShard = 25000
+
+// seatsPerShard is the most seats one of an event's capacity shards holds.
+func seatsPerShard(capacity int64, shards int) int64 {
+	n := int64(max(shards, 1))
+	return (capacity + n - 1) / n
+}
 
 // maxCapacityShards is the most capacity shards an event can have: CreateEvent
 // writes them with the config in one TransactWriteItems of at most 100 items.

@@ -40,10 +40,14 @@ func TestShardedEventSettings(t *testing.T) {
 		{EventID: "b", EventType: asyncevent.FirstCome, CapacityTotal: 10, CapacityShards: -1},
 		{EventID: "c", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: 4},
 		{EventID: "d", EventType: asyncevent.Lottery, WinnerCount: 3, LotteryCutoffAt: cutoff, CapacityShards: 2},
+		{EventID: "e", EventType: asyncevent.FirstCome, CapacityTotal: asyncevent.MaxSeatsPerShard + 1},
+		{EventID: "f", EventType: asyncevent.FirstCome, CapacityTotal: 2*asyncevent.MaxSeatsPerShard + 1, CapacityShards: 2},
 	} {
 		_, err := c.CreateEvent(ctx, cfg)
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent, cfg.EventID)
 	}
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "g", EventType: asyncevent.FirstCome, CapacityTotal: 2 * asyncevent.MaxSeatsPerShard, CapacityShards: 2})
+	assert.NoError(t, err, "at the bound")
 }
 
 // An event with index and capacity shards reads as one: its listing merges the

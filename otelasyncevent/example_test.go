@@ -81,7 +81,8 @@ func Example() {
 	//   asyncevent.send
 	//     asyncevent.process [SUCCEEDED]
 	//       UpdateItem AsyncEventTable (start processing)
-	//       TransactWriteItems AsyncEventTable (first-come success + first-come capacity)
+	//       UpdateItem AsyncEventTable (first-come capacity)
+	//       UpdateItem AsyncEventTable (first-come success)
 	//   UpdateItem AsyncEventTable (mark queued)
 	// asyncevent.event.seats.remaining: 0
 	// asyncevent.outcomes: REJECTED/REJECTED_CAPACITY 1, SUCCEEDED/SUCCESS 1

@@ -211,7 +211,8 @@ func TestOneClickIsOneTraceAcrossSQS(t *testing.T) {
 	assert.Equal(t, p.RequestID, attr(process, "asyncevent.request.id"))
 	assert.Equal(t, []string{
 		"UpdateItem " + table + " (start processing)",
-		"TransactWriteItems " + table + " (first-come success + first-come capacity)",
+		"UpdateItem " + table + " (first-come capacity)",
+		"UpdateItem " + table + " (first-come success)",
 	}, children(process))
 
 	for _, s := range trail {
@@ -348,7 +349,7 @@ func TestDeadLetteredCounter(t *testing.T) {
 func TestDynamoDBRefusals(t *testing.T) {
 	t.Parallel()
 	tm := newTelemetry(t)
-	call := asyncevent.DynamoDBCall{Operation: "TransactWriteItems", Table: "T", Row: "first-come success + first-come capacity"}
+	call := asyncevent.DynamoDBCall{Operation: "TransactWriteItems", Table: "T", Row: "lottery result (win) + status log"}
 	cancelled := func(codes ...string) error {
 		reasons := make([]types.CancellationReason, len(codes))
 		for i, c := range codes {

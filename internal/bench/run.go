@@ -62,12 +62,18 @@ const (
 	FlowIngestRepeat  = "ingest, repeat click, same node"
 	FlowWorkerWin     = "worker, first-come winner"
 	FlowWorkerSoldOut = "worker, after sold out"
+	// FlowWorkerSoldOutSharded is a loser of an event of ShardedSeats seats on as many
+	// capacity shards, once every seat is taken, each on a worker new to the event
+	// (on the library side, a Client and Processor of its own per message): what a sell-out
+	// costs whichever worker a loser lands on. The baseline's event has one CAPACITY
+	// item.
+	FlowWorkerSoldOutSharded = "worker, after sold out, 99 capacity shards, new worker each"
 
 	// FlowStoreTransaction calibrates the store, not the library: one
 	// TransactWriteItems of two Puts (the "library" side) against two PutItem calls
-	// of the same items (the "baseline" side), at the ingest's concurrency. The
-	// library writes a new participation, and a first-come seat, in one transaction;
-	// this row shows what a transaction costs on the DynamoDB under test.
+	// of the same items (the "baseline" side), at the ingest's concurrency: what a
+	// transaction costs on the DynamoDB under test. Neither a new participation nor a
+	// first-come seat takes one; the lottery's draw and CreateEvent do.
 	FlowStoreTransaction = "store: 1 transaction of 2 Puts vs 2 PutItems"
 )
 
@@ -251,13 +257,28 @@ type roundState struct {
 
 func newRoundState(ctx context.Context, cfg Config, sd *side, round string, n int) (*roundState, error) {
 	st := &roundState{n: n, eventID: fmt.Sprintf("%s-%s-%s", cfg.RunID, round, sd.name), winners: newQueue(), losers: newQueue()}
-	_, err := sd.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: st.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(n)})
+	ec := asyncevent.EventConfig{EventID: st.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(n)}
+	if sd.name == "lib" {
+		// The library's shard holds a 12-byte token per winner: at most 64 seats a
+		// shard keep each claim at 1 WCU (asyncevent.MaxSeatsPerShard's doc). The
+		// baseline's CAPACITY item holds a count only.
+		ec.CapacityShards = min((n+seatsPerShard-1)/seatsPerShard, ShardedSeats)
+	}
+	_, err := sd.client.CreateEvent(ctx, ec)
 	return st, err
 }
 
+// ShardedSeats is the seats, and the capacity shards, of FlowWorkerSoldOutSharded's
+// event: one seat on each, and the most capacity shards an event takes (CreateEvent
+// writes them with its CONFIG in one transaction of at most 100 items).
+const ShardedSeats = 99
+
+// seatsPerShard is the most seats the library's side puts on one capacity shard.
+const seatsPerShard = 64
+
 type step func(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error
 
-var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerSoldOut, storeTransaction}
+var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerSoldOut, workerSoldOutSharded, storeTransaction}
 
 // measure runs f, which does ops operations, and records its throughput and costs
 // under flow.
@@ -428,6 +449,59 @@ func workerSoldOut(ctx context.Context, cfg Config, sd *side, st *roundState, re
 	return nil
 }
 
+func workerSoldOutSharded(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
+	ev := &roundState{n: ShardedSeats, eventID: st.eventID + "-sharded", winners: newQueue(), losers: newQueue()}
+	ec := asyncevent.EventConfig{EventID: ev.eventID, EventType: asyncevent.FirstCome, CapacityTotal: ShardedSeats}
+	if sd.name == "lib" {
+		ec.CapacityShards = ShardedSeats
+	}
+	if _, err := sd.client.CreateEvent(ctx, ec); err != nil {
+		return err
+	}
+	if err := submitAll(ctx, cfg, ShardedSeats, 0, submitter(sd, ev, ev.winners, false, sd.client)); err != nil {
+		return err
+	}
+	if err := submitAll(ctx, cfg, st.n, ShardedSeats, submitter(sd, ev, ev.losers, false, sd.client)); err != nil {
+		return err
+	}
+	var won, lost outcomes
+	handler := func(out *outcomes, fresh bool) func(context.Context, asyncevent.Delivery) error {
+		if sd.name == "raw" {
+			return rawHandler(sd, out)
+		}
+		p := asyncevent.NewProcessor(sd.client, asyncevent.ProcessOptions{OnOutcome: libOutcome(out)})
+		return func(ctx context.Context, d asyncevent.Delivery) error {
+			p := p
+			if fresh { // a worker node new to the event: no cached CONFIG, no memory of shards
+				c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table})
+				if err != nil {
+					return err
+				}
+				p = asyncevent.NewProcessor(c, asyncevent.ProcessOptions{OnOutcome: libOutcome(out)})
+			}
+			if failed := p.ProcessMessages(ctx, []asyncevent.Delivery{d}); len(failed) > 0 {
+				return fmt.Errorf("message %s failed", d.MessageID)
+			}
+			return nil
+		}
+	}
+	if err := drain(ctx, memory(ev.winners), cfg.Workers, handler(&won, false)); err != nil {
+		return err
+	}
+	if got := won.won.Load(); got != ShardedSeats {
+		return fmt.Errorf("%s: %d winners of %d seats", FlowWorkerSoldOutSharded, got, ShardedSeats)
+	}
+	if err := measure(sd, FlowWorkerSoldOutSharded, nil, st.n, record, func() error {
+		return drain(ctx, memory(ev.losers), cfg.Workers, handler(&lost, true))
+	}); err != nil {
+		return err
+	}
+	if got, done := lost.won.Load(), lost.done.Load(); got != 0 || done != int64(st.n) {
+		return fmt.Errorf("%s: %d winners among %d of %d losers", FlowWorkerSoldOutSharded, got, done, st.n)
+	}
+	return nil
+}
+
 func libOutcome(out *outcomes) func(asyncevent.Outcome) {
 	return func(o asyncevent.Outcome) {
 		out.done.Add(1)
@@ -524,7 +598,7 @@ func waitEmpty(ctx context.Context, q *asyncevent.MemoryQueue) error {
 
 func report(cfg Config, lib, raw *side) *Report {
 	r := &Report{Rounds: cfg.Rounds, N: cfg.N, Clients: cfg.Clients, Workers: cfg.Workers}
-	for _, name := range []string{FlowIngestNew, FlowIngestDup, FlowIngestRepeat, FlowWorkerWin, FlowWorkerSoldOut, FlowStoreTransaction} {
+	for _, name := range []string{FlowIngestNew, FlowIngestDup, FlowIngestRepeat, FlowWorkerWin, FlowWorkerSoldOut, FlowWorkerSoldOutSharded, FlowStoreTransaction} {
 		l, b := lib.results[name], raw.results[name]
 		if l == nil || b == nil {
 			continue

@@ -21,7 +21,7 @@ func TestRunMeasuresBothSides(t *testing.T) {
 		DB: asynceventtest.DynamoDB(t), Table: table, Rounds: 2, N: 20, Clients: 4, Workers: 3,
 	})
 	require.NoError(t, err)
-	require.Len(t, r.Flows, 5)
+	require.Len(t, r.Flows, 6)
 	require.NotNil(t, r.Store)
 	assert.Equal(t, 1.0, r.Store.Library.PerOp.Calls["TransactWriteItems"])
 	assert.Equal(t, 2.0, r.Store.Baseline.PerOp.Calls["PutItem"])
@@ -56,8 +56,9 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	assert.Equal(t, 2.0, repeat.Baseline.PerOp.DynamoDBCalls)
 
 	win := byName[bench.FlowWorkerWin]
-	assert.InDelta(t, 2.0, win.Library.PerOp.DynamoDBCalls-win.Library.PerOp.Calls["GetItem"], 1e-9, "the start and the seat's transaction (and the event's cached CONFIG)")
+	assert.InDelta(t, 3.0, win.Library.PerOp.DynamoDBCalls-win.Library.PerOp.Calls["GetItem"], 0.05, "the start, the seat, SUCCEEDED (and the event's cached CONFIG; the last seat of the event records it empty)")
 	assert.Equal(t, 1.0, win.Library.PerOp.CapacityWrites)
+	assert.LessOrEqual(t, win.Library.PerOp.WCU, 7.0, "at most the raw flow's 7 WCU")
 	assert.Equal(t, 3.0, win.Baseline.PerOp.DynamoDBCalls)
 
 	sold := byName[bench.FlowWorkerSoldOut]
@@ -65,4 +66,10 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	assert.Equal(t, 1.0, sold.Library.PerOp.Calls["UpdateItem"])
 	assert.Equal(t, 0.0, sold.Library.PerOp.CapacityWrites)
 	assert.Equal(t, 1.0, sold.Baseline.PerOp.CapacityWrites)
+
+	sharded := byName[bench.FlowWorkerSoldOutSharded]
+	assert.Equal(t, 1.0, sharded.Library.PerOp.Calls["GetItem"], "each loser on a new worker reads the event's CONFIG")
+	assert.Equal(t, 1.0, sharded.Library.PerOp.Calls["UpdateItem"], "and rejects it: the CONFIG lists every shard empty")
+	assert.Equal(t, 2.0, sharded.Library.PerOp.RoundTrips)
+	assert.Equal(t, 0.0, sharded.Library.PerOp.CapacityWrites)
 }
