@@ -267,9 +267,11 @@ const (
 // left for the next shard of the request's order that is not known empty: the "first-come
 // seat moved" row, UpdateItem PK REQ#<requestId>, SK META, SET seatShard, condition
 // status = PROCESSING AND leaseOwner = lease.Owner, first, so that every later
-// delivery claims where this one does. A shard found empty is added to the event's
-// emptyShards (the "capacity shard empty" row, UpdateItem PK EVENT#<eventId>, SK
-// CONFIG, ADD emptyShards), for the workers that have not met it. The request is
+// delivery claims where this one does. With capacity shards, the claim that takes a
+// shard's last seat (capacityRemaining was 1, ReturnValues UPDATED_OLD) adds it to
+// the event's emptyShards (the "capacity shard empty" row, UpdateItem PK
+// EVENT#<eventId>, SK CONFIG, ADD emptyShards), for the workers that have not met it;
+// with one, the claim that finds it empty does. The request is
 // refused (SoldOut) only when every shard is empty, and the error matches
 // ErrThrottled only when every shard that holds seats refused it.
 //
@@ -347,11 +349,15 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 				// from the event that it is empty, so a sell-out costs a worker new
 				// to the event one read rather than a failed write per shard. (With
 				// one shard that failed write is a single one per worker: no record.)
-				c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats)
+				c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, true)
 			}
 			return t, err
 		case claimEmpty:
-			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats)
+			// With capacity shards the claim that took the shard's last seat
+			// records it: the workers that meet it empty after that do not, or
+			// the CONFIG item would take a write per shard and worker at the
+			// sell-out, all at once.
+			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, n == 1)
 		case claimRefused:
 			left[sc.shard] = true
 		}
@@ -419,6 +425,8 @@ func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (clai
 				return 0, err
 			}
 			if slices.Contains(item.Holders, token) {
+				// The shard's last seat may be this claim's, its answer lost.
+				sc.emptied = sc.emptied || item.CapacityRemaining == 0
 				return claimHeld, nil
 			}
 			return claimEmpty, nil
@@ -548,14 +556,16 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 	return t, nil
 }
 
-// shardEmpty records that a shard has no seat left: in seats, and on the event's
-// config for the workers that have not met it; and, at most once a second, reads the
-// shards the others found.
-func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatShards) {
-	if seats.add(eventID, shard, n) {
+// shardEmpty records that a shard has no seat left: in seats, and when record is
+// set on the event's config for the workers that have not met it; and, at most once
+// a second, reads the shards the others recorded.
+func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatShards, record bool) {
+	if seats.add(eventID, shard, n) && record {
 		key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
 		w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: numberSet{shard}}}
-		if err := c.do(ctx, txOptions{}, []write{w}); err != nil {
+		// Sent once: the record saves other workers a failed claim each, no more, and
+		// the CONFIG item takes C of them at the sell-out, all at once.
+		if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
 			c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Int("shard", shard), slog.Any("error", err))
 		}
 	}

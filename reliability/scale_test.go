@@ -27,12 +27,14 @@ import (
 // TestScale is `make scale`: one event's spike at 20,000 clicks/s on DynamoDB, played
 // on DynamoDB Local 200 times slower with DynamoDB's per-key limits 200 times lower
 // (asynceventtest.NewLimitedClient: 5 WCU/s and 15 RCU/s per partition key, a bucket
-// of one second's units), so that what throttles on DynamoDB throttles here. A
-// FIRST_COME spike of 100 clicks/s for 30 s, capacity 1,000, 20% duplicate clicks, 8
-// workers, on the design's single keys and on the layout ShardsFor derives for the
-// rate; and a LOTTERY of the same size on the derived layout. SCALE=1 runs it
-// (SCALE_RATE lowers the rate and the limits together, SCALE_SECONDS the length;
-// SCALE_ONLY=derived or lottery runs one spike; SCALE_KEYS=1 logs the refusals by key).
+// of one second's units, a transaction holding its items for Limits.Hold: 25 ms × 200),
+// so that what throttles or conflicts on DynamoDB does here. A FIRST_COME spike of
+// 1,050 users for 1,000 seats at 100 clicks/s, 20% of the clicks repeated, 8 workers,
+// on the design's single keys and on the layout ShardsFor derives for the rate; and
+// a LOTTERY of 100 clicks/s for 30 s on the derived layout. SCALE=1 runs it
+// (SCALE_RATE lowers the rate and the limits together, SCALE_USERS the sale's users,
+// SCALE_SECONDS the lottery's length; SCALE_ONLY=derived or lottery runs one spike;
+// SCALE_KEYS=1 logs the refusals by key).
 func TestScale(t *testing.T) {
 	if os.Getenv("SCALE") == "" {
 		t.Skip("make scale runs this (SCALE=1): about 3½ minutes")
@@ -48,9 +50,15 @@ func TestScale(t *testing.T) {
 	k, c := asyncevent.ShardsFor(rate*factor, rate*factor)
 	k, c = int(envFloat("SCALE_K", float64(k))), int(envFloat("SCALE_C", float64(c))) // to try another layout
 	spike := spikeConfig{rate: rate, seconds: seconds, capacity: 1000, dupShare: 0.2, workers: 8}
+	// The first-come spikes: 1,050 users for 1,000 seats, so that a request refused
+	// while seats remain shows as a missing winner; the clicks last as long as their
+	// users take at the rate, a fifth of them clicks again.
+	sale := spike
+	sale.users = int(envFloat("SCALE_USERS", 1050))
+	sale.seconds = float64(sale.users) / (1 - sale.dupShare) / rate
 	scale := func(format string, args ...any) { t.Logf("scale: "+format, args...) }
-	scale("%.0f clicks/s for %.0f s (%.0f on DynamoDB), per-key limits %.1f WCU/s and %.1f RCU/s (1/%.0f of DynamoDB's); derived layout K = %d, C = %d",
-		rate, seconds, rate*factor, limits.WCU, limits.RCU, factor, k, c)
+	scale("%.0f clicks/s (%.0f on DynamoDB): a sale of %d users for %d seats (%.1f s of clicks), a lottery of %.0f s; per-key limits %.1f WCU/s and %.1f RCU/s (1/%.0f of DynamoDB's), a transaction holding its items %s; derived layout K = %d, C = %d",
+		rate, rate*factor, sale.users, sale.capacity, sale.seconds, seconds, limits.WCU, limits.RCU, factor, limits.Hold(), k, c)
 
 	if os.Getenv("SCALE_ONLY") == "lottery" {
 		lottery := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
@@ -61,15 +69,15 @@ func TestScale(t *testing.T) {
 		return
 	}
 	if os.Getenv("SCALE_ONLY") == "derived" {
-		derived := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+		derived := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 		scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
 			derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
 		return
 	}
-	free := runSpike(t, raw, nil, spike, asyncevent.EventConfig{EventID: "free", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+	free := runSpike(t, raw, nil, sale, asyncevent.EventConfig{EventID: "free", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("without limits, derived layout: every request final %.1f s after the first click", free.final.Seconds())
 
-	derived := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+	derived := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
 		derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
 	assert.Equal(t, 1000, derived.report.ByStatus[asyncevent.StatusSucceeded], "exactly N winners")
@@ -84,7 +92,7 @@ func TestScale(t *testing.T) {
 
 	// The single keys last: a choked layout leaves work behind that would slow the
 	// DynamoDB Local the others run on.
-	single := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "single", EventType: asyncevent.FirstCome})
+	single := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "single", EventType: asyncevent.FirstCome})
 	scale("single keys under the limits: %d of %d calls throttled (%.1f%%), ingest p99 %s, %s",
 		single.throttled, single.attempts, single.throttledShare()*100, single.p99.Round(time.Millisecond), single.finality())
 
@@ -98,6 +106,7 @@ type spikeConfig struct {
 	capacity      int64
 	dupShare      float64
 	workers       int
+	users         int // the most users who click; 0: no bound
 }
 
 type spikeResult struct {
@@ -193,7 +202,7 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 	for i := range clicks {
 		time.Sleep(time.Until(first.Add(time.Duration(float64(i) / sc.rate * float64(time.Second)))))
 		user := fmt.Sprintf("user-%05d", users)
-		if users > 0 && rng.Float64() < sc.dupShare {
+		if users > 0 && (rng.Float64() < sc.dupShare || sc.users > 0 && users >= sc.users) {
 			user = fmt.Sprintf("user-%05d", rng.IntN(users))
 		} else {
 			users++
