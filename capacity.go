@@ -349,7 +349,7 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 				// from the event that it is empty, so a sell-out costs a worker new
 				// to the event one read rather than a failed write per shard. (With
 				// one shard that failed write is a single one per worker: no record.)
-				c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, true)
+				c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, recordAlways)
 			}
 			return t, err
 		case claimEmpty:
@@ -357,7 +357,11 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			// records it: the workers that meet it empty after that do not, or
 			// the CONFIG item would take a write per shard and worker at the
 			// sell-out, all at once.
-			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, n == 1)
+			record := recordNever
+			if n == 1 {
+				record = recordIfNew
+			}
+			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, record)
 		case claimRefused:
 			left[sc.shard] = true
 		}
@@ -556,11 +560,20 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 	return t, nil
 }
 
-// shardEmpty records that a shard has no seat left: in seats, and when record is
-// set on the event's config for the workers that have not met it; and, at most once
-// a second, reads the shards the others recorded.
-func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatShards, record bool) {
-	if seats.add(eventID, shard, n) && record {
+// Whether shardEmpty records an empty shard on the event's config.
+type recordEmpty int
+
+const (
+	recordNever  recordEmpty = iota
+	recordIfNew              // when seats did not know it
+	recordAlways             // the claim that emptied it: another claim of the worker may have met it empty first
+)
+
+// shardEmpty records that a shard has no seat left: in seats, and as record says on
+// the event's config for the workers that have not met it; and, at most once a
+// second, reads the shards the others recorded.
+func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatShards, record recordEmpty) {
+	if seats.add(eventID, shard, n) && record == recordIfNew || record == recordAlways {
 		key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
 		w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: numberSet{shard}}}
 		// Sent once: the record saves other workers a failed claim each, no more, and
