@@ -354,10 +354,11 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			return t, err
 		case claimEmpty:
 			// With capacity shards the claim that took the shard's last seat
-			// records it: the workers that meet it empty after that do not, or
-			// the CONFIG item would take a write per shard and worker at the
-			// sell-out, all at once.
-			record := recordNever
+			// records it: the workers that meet it empty after that record it
+			// only when the CONFIG, read at most once a second, still lacks it
+			// (that record lost), or the CONFIG item would take a write per shard
+			// and worker at the sell-out, all at once.
+			record := recordIfUnlisted
 			if n == 1 {
 				record = recordIfNew
 			}
@@ -564,28 +565,52 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 type recordEmpty int
 
 const (
-	recordNever  recordEmpty = iota
-	recordIfNew              // when seats did not know it
-	recordAlways             // the claim that emptied it: another claim of the worker may have met it empty first
+	recordIfUnlisted recordEmpty = iota // when the CONFIG, read at most once a second, lacks it
+	recordIfNew                         // when seats did not know it
+	recordAlways                        // the claim that emptied it: another claim of the worker may have met it empty first
 )
 
 // shardEmpty records that a shard has no seat left: in seats, and as record says on
 // the event's config for the workers that have not met it; and, at most once a
-// second, reads the shards the others recorded.
+// second, reads the shards the others recorded (healEmpty).
 func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatShards, record recordEmpty) {
-	if seats.add(eventID, shard, n) && record == recordIfNew || record == recordAlways {
-		key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
-		w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: numberSet{shard}}}
-		// Sent once: the record saves other workers a failed claim each, no more, and
-		// the CONFIG item takes C of them at the sell-out, all at once.
-		if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
-			c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Int("shard", shard), slog.Any("error", err))
-		}
+	news := seats.add(eventID, shard, n)
+	switch {
+	case record == recordAlways, record == recordIfNew && news:
+		c.recordEmpty(ctx, eventID, []int{shard})
+	case record == recordIfUnlisted && news:
+		seats.unrecorded(eventID, shard)
 	}
-	if seats.refreshDue(eventID, c.opts.Clock()) {
-		if cfg, err := c.GetEvent(ctx, eventID); err == nil {
-			seats.know(eventID, n, cfg.EmptyShards)
-		}
+	c.healEmpty(ctx, eventID, n, seats)
+}
+
+// healEmpty reads the event's emptyShards, at most once a second per Processor, into
+// seats, and records there the shards seats found empty that it still lacks: the
+// record of the claim that emptied one was lost (a crash between the two writes, a
+// throttle), and the workers new to the event would otherwise pay a failed claim on
+// it each, for good.
+func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *seatShards) {
+	if !seats.refreshDue(eventID, c.opts.Clock()) {
+		return
+	}
+	cfg, err := c.GetEvent(ctx, eventID)
+	if err != nil {
+		return
+	}
+	seats.know(eventID, n, cfg.EmptyShards)
+	if missing := seats.takeUnrecorded(eventID, cfg.EmptyShards); len(missing) > 0 {
+		c.recordEmpty(ctx, eventID, missing)
+	}
+}
+
+// recordEmpty adds shards to the event's emptyShards: the "capacity shard empty" row.
+// Sent once: the record saves other workers a failed claim each, no more, and the
+// CONFIG item takes C of them at the sell-out, all at once.
+func (c *Client) recordEmpty(ctx context.Context, eventID string, shards []int) {
+	key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
+	w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: numberSet(shards)}}
+	if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
+		c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Any("shards", shards), slog.Any("error", err))
 	}
 }
 
@@ -614,9 +639,10 @@ type seatShards struct {
 }
 
 type eventShards struct {
-	n         int
-	empty     map[int]bool
-	refreshed time.Time // when the event's emptyShards was last read
+	n          int
+	empty      map[int]bool
+	unrecorded map[int]bool // found empty by a claim, not yet seen on the event's emptyShards
+	refreshed  time.Time    // when the event's emptyShards was last read
 }
 
 func newSeatShards() *seatShards { return &seatShards{byEvent: map[string]*eventShards{}} }
@@ -642,6 +668,46 @@ func (s *seatShards) add(eventID string, shard, n int) bool {
 	}
 	e.empty[shard] = true
 	return true
+}
+
+// unrecorded notes a shard of eventID that a claim found empty, for healEmpty.
+func (s *seatShards) unrecorded(eventID string, shard int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.byEvent[eventID]; e != nil {
+		if e.unrecorded == nil {
+			e.unrecorded = map[int]bool{}
+		}
+		e.unrecorded[shard] = true
+	}
+}
+
+// takeUnrecorded returns the shards noted unrecorded that listed lacks, and forgets
+// them all.
+func (s *seatShards) takeUnrecorded(eventID string, listed []int) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.byEvent[eventID]
+	if e == nil {
+		return nil
+	}
+	var missing []int
+	for shard := range e.unrecorded {
+		if !slices.Contains(listed, shard) {
+			missing = append(missing, shard)
+		}
+	}
+	e.unrecorded = nil
+	slices.Sort(missing)
+	return missing
+}
+
+// hasUnrecorded reports whether a shard of eventID is noted unrecorded.
+func (s *seatShards) hasUnrecorded(eventID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.byEvent[eventID]
+	return e != nil && len(e.unrecorded) > 0
 }
 
 // know records shards of eventID (of n shards) that others found empty.

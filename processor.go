@@ -511,10 +511,53 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: kind, Err: errors.Join(cause, err)}}
 	case !t.Applied && t.Current.Status.IsTerminal():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	case !t.Applied && held.Owner == "" && t.Current.Status == StatusProcessing && t.Current.SeatShard != nil:
+		// A first-come request an earlier delivery started: only a lease holder
+		// may fail it, after a look at its shard.
+		return p.takeOverToFail(ctx, m, d, t.Current, class, code, errorCode, cause)
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: cause}}
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeFailed, ResultCode: code, Err: cause}}
+}
+
+// takeOverToFail takes over a first-come request that an earlier delivery started and
+// left (its lease run out), for a delivery that holds no lease but must end it (its
+// own start failed, on its last receive, or it met a permanent error): the start,
+// under a lease of its own and retried while throttled, then failFinal under that
+// lease, which ends it SUCCEEDED instead when its shard holds its seat. A lease still
+// held by another delivery is left to it.
+func (p *Processor) takeOverToFail(ctx context.Context, m Message, d Delivery, cur *Request, class FailureClass, code ResultCode, errorCode string, cause error) result {
+	leave := func(err error) result {
+		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: errors.Join(cause, err)}}
+	}
+	if cur.LeaseExpiresAt > p.c.now() {
+		return leave(nil) // the delivery that holds it ends it
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	l := &lease{Lease: Lease{Owner: p.opts.WorkerID + "/" + randomHex(4), Duration: p.opts.LeaseDuration}}
+	startedAt := p.c.opts.Clock()
+	t, st, err := p.c.startProcessing(bctx, m.Ref(), l.Lease, *cur.SeatShard)
+	for attempt := 0; errors.Is(throttled(err), ErrThrottled); attempt++ {
+		if sleep(bctx, finalWriteBackoff(attempt)) != nil {
+			break
+		}
+		startedAt = p.c.opts.Clock()
+		t, st, err = p.c.startProcessing(bctx, m.Ref(), l.Lease, *cur.SeatShard)
+	}
+	switch {
+	case err != nil:
+		return leave(err)
+	case !t.Applied && t.Current.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	case !t.Applied:
+		return leave(nil)
+	}
+	l.held = true
+	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
+	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end}
+	return p.failFinal(ctx, m, d, l, class, code, errorCode, cause)
 }
 
 // seated ends a request that holds its seat SUCCEEDED, under our lease, where a
@@ -582,9 +625,17 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 					return
 				}
 				at := p.c.opts.Clock().Add(l.Duration)
-				err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
-				if err == nil {
+				held, err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
+				switch {
+				case err == nil && held:
 					l.expires.Store(at.UnixNano())
+				case err == nil:
+					// Taken over (or final): no claim may be sent under this lease
+					// from now on, whatever the clock says.
+					l.expires.Store(0)
+					l.ended = true
+					l.writing.Unlock()
+					return
 				}
 				l.writing.Unlock()
 				if err != nil {
@@ -603,6 +654,11 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 // them (a worker new to the event learns a sell-out from one read of the config).
 func (p *Processor) soldOut(ctx context.Context, eventID string) bool {
 	if p.seats.soldOut(eventID) {
+		if p.seats.hasUnrecorded(eventID) { // a shard the CONFIG may lack
+			if n, err := p.c.capacityShards(ctx, eventID); err == nil {
+				p.c.healEmpty(ctx, eventID, n, p.seats)
+			}
+		}
 		return true
 	}
 	cfg, err := p.c.cachedEvent(ctx, eventID)

@@ -466,27 +466,30 @@ func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Tra
 // releaseLease ends our lease at once so that the next delivery takes the request over
 // without waiting.
 func (c *Client) releaseLease(ctx context.Context, requestID, owner string) error {
-	return c.setLeaseExpiry(ctx, requestID, owner, c.now())
+	_, err := c.setLeaseExpiry(ctx, requestID, owner, c.now())
+	return err
 }
 
-// extendLease moves our lease's expiry to now + d.
-func (c *Client) extendLease(ctx context.Context, requestID, owner string, d time.Duration) error {
+// extendLease moves our lease's expiry to now + d. held is false when the lease is
+// no longer ours (another delivery took the request over, or it is final): the
+// caller must not act under it any more.
+func (c *Client) extendLease(ctx context.Context, requestID, owner string, d time.Duration) (held bool, err error) {
 	return c.setLeaseExpiry(ctx, requestID, owner, MillisOf(c.opts.Clock().Add(d)))
 }
 
 // setLeaseExpiry moves the expiry of our lease to at: the "lease heartbeat" row,
 // UpdateItem SET leaseExpiresAt; condition status = PROCESSING AND leaseOwner =
-// owner. A lost condition is fine: the lease is gone either way.
-func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at EpochMillis) error {
+// owner. A lost condition is no error: applied reports it, the lease is gone.
+func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at EpochMillis) (applied bool, err error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = c.apply(ctx, key, write{row: &extendLeaseRow, args: args{pLeaseOwner: owner, pLeaseExpiresAt: at}}, txOptions{})
+	t, err := c.apply(ctx, key, write{row: &extendLeaseRow, args: args{pLeaseOwner: owner, pLeaseExpiresAt: at}}, txOptions{})
 	if errors.Is(err, ErrNotFound) {
-		return nil
+		return false, nil
 	}
-	return err
+	return t.Applied, err
 }
 
 // errorText returns err's message cut to MaxErrorMessageLength characters.
