@@ -11,6 +11,8 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -288,6 +290,33 @@ func (a jsonAttrs) indexKeys() map[string]string {
 	return out
 }
 
+// addClause finds an update expression's ADD clause, up to the next clause.
+var addClause = regexp.MustCompile(`(?s)\bADD\b(.*?)(?:\bSET\b|\bREMOVE\b|\bDELETE\b|$)`)
+
+var valuePlaceholder = regexp.MustCompile(`:\w+`)
+
+// addedBytes estimates what an update's ADD clause adds to its item: the elements of
+// the sets it adds (a seat token on a capacity shard, say), each its length; a number
+// added to one adds nothing. SET and REMOVE are not counted: the library's updates
+// change an item's size by its sets alone.
+func (c *ddbCall) addedBytes() int {
+	m := addClause.FindStringSubmatch(c.UpdateExpression)
+	if m == nil {
+		return 0
+	}
+	n := 0
+	for _, placeholder := range valuePlaceholder.FindAllString(m[1], -1) {
+		var v struct{ SS, NS, BS []string }
+		if json.Unmarshal(c.ExpressionAttributeValues[placeholder], &v) != nil {
+			continue
+		}
+		for _, e := range slices.Concat(v.SS, v.NS, v.BS) {
+			n += len(e)
+		}
+	}
+	return n
+}
+
 // size estimates an item's size as DynamoDB counts it: names plus values.
 func (a jsonAttrs) size() int {
 	n := 0
@@ -373,7 +402,7 @@ func (l *LimitedHTTPClient) planWrite(c *ddbCall, put, check, transaction bool) 
 		w.index = map[string]string{}
 		if info != nil {
 			maps.Copy(w.index, info.index)
-			w.size = info.size
+			w.size = info.size + c.addedBytes() // a write costs the larger of the item before and after
 		}
 		w.set = metered.IndexKeysSet(c.UpdateExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues.str)
 		maps.Copy(w.index, w.set)
@@ -530,7 +559,7 @@ func (l *LimitedHTTPClient) write(req *http.Request, op string, c *ddbCall) (*ht
 		case "PutItem":
 			l.items[w.item] = &itemInfo{index: w.index, size: w.size}
 		case "UpdateItem":
-			l.learn(w.item, w.set, 0)
+			l.learn(w.item, w.set, w.size)
 		case "DeleteItem":
 			delete(l.items, w.item)
 		}
@@ -647,7 +676,7 @@ func (l *LimitedHTTPClient) settle(ws []itemWrite, resp *http.Response, err erro
 			case w.del:
 				delete(l.items, w.item)
 			default:
-				l.learn(w.item, w.set, 0)
+				l.learn(w.item, w.set, w.size)
 			}
 		}
 	}
