@@ -310,3 +310,30 @@ func TestSpikeUnderScaledDownLimitsEndsWithExactlyNWinners(t *testing.T) {
 	assert.Positive(t, counts.Reasons["IndexWriteKeyRangeThroughputExceeded"], "GSI back-pressure on the event's GSI2 key")
 	assert.Positive(t, throttledOutcomes.Load(), "worker calls throttled past every retry left their messages")
 }
+
+// An update that adds to a set grows its item, and the simulator charges the grown
+// item: a capacity shard's claims cost 2 WCU once its seat tokens pass 1 KB, as on
+// DynamoDB, which bills a write by the larger of the item before and after it.
+func TestLimitedClientChargesWhatAnUpdateAdds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	table := asynceventtest.NewTable(t).TableName()
+	db, limits := asynceventtest.NewLimitedClient(asynceventtest.DynamoDB(t), asynceventtest.Limits{WCU: 3, Burst: time.Second, Clock: clock.Now},
+		func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	key := map[string]types.AttributeValue{"PK": s("EVENT#e#CAPACITY#0"), "SK": s("CAPACITY")}
+	_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		"PK": key["PK"], "SK": key["SK"], "pad": s(strings.Repeat("x", 950)), // under 1 KB: 1 unit of the 3
+	}})
+	require.NoError(t, err)
+	add := func(token string) error {
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
+			UpdateExpression:          aws.String("ADD holders :t"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberSS{Value: []string{token}}},
+		})
+		return err
+	}
+	require.NoError(t, add(strings.Repeat("a", 100)), "past 1 KB: 2 units, the last 2 of the bucket")
+	assert.Error(t, add(strings.Repeat("b", 10)), "2 units again, and none left: counted at 1 unit it would pass")
+	assert.Equal(t, 1, limits.Counts().Throttled)
+}
