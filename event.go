@@ -165,11 +165,13 @@ const MaxShards = 128
 
 // MaxSeatsPerShard bounds the seats of one capacity shard. A shard records a 12-byte
 // seat token per winner (EventCapacity.Holders), so that a request never takes two
-// seats; 25,000 of them are about 300 KB, under DynamoDB's 400 KB item limit. A
-// claim costs a write unit per started KB of the shard item: 1 WCU for about its
-// first 64 winners, 2 up to about 150, and so on, so that keeping a shard's seats
-// near 64 (capacityShards ≥ capacityTotal ÷ 64) keeps every claim at 1 WCU.
-const MaxSeatsPerShard = 25000
+// seats, and a claim costs a write unit per started KB of the shard item: 1 WCU for
+// about its first 64 winners, 2 up to about 150, and so on, about 12 for the last of
+// 1,000. So a shard of 1,000 seats takes, at DynamoDB's 1,000 WCU/s per partition
+// key, about 80 claims a second at its end; one of 25,000 (DynamoDB's 400 KB item
+// limit) would take 3. ShardsFor counts this cost; an event of more seats than
+// MaxSeatsPerShard × 99 cannot be created.
+const MaxSeatsPerShard = 1000
 
 // seatsPerShard is the most seats one of an event's capacity shards holds.
 func seatsPerShard(capacity int64, shards int) int64 {
