@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 )
@@ -182,45 +181,6 @@ func seatsPerShard(capacity int64, shards int) int64 {
 // maxCapacityShards is the most capacity shards an event can have: CreateEvent
 // writes them with the config in one TransactWriteItems of at most 100 items.
 const maxCapacityShards = 99
-
-// shardBudget is the share of a partition key's 1,000 WCU/s that ShardsFor lets one
-// shard take at the peak: 80%, for the bursts around it.
-const shardBudget = 0.8 * 1000
-
-// The write units one click and one seat put on the event's hot keys.
-const (
-	// gsi2UnitsPerClick: while seats last, a request's GSI2 entry is written by its
-	// put, when it is queued and when it starts (1 WCU each for an item under 1 KB)
-	// and when it wins, inside the seat's transaction (2 WCU).
-	gsi2UnitsPerClick = 5
-	// capacityUnitsPerSeat: a seat is an update of a CAPACITY item inside a
-	// transaction, 2 WCU.
-	capacityUnitsPerSeat = 2
-)
-
-// ShardsFor returns the layout (EventConfig.IndexShards and CapacityShards) that
-// keeps each of an event's hot keys under 80% of a partition key's 1,000 WCU/s at a
-// peak of clicksPerSecond new participations and winnersPerSecond seats taken:
-//
-//	IndexShards    = ⌈clicksPerSecond × 5 WCU ÷ 800⌉   (GSI2: put, queued, started, won in a transaction)
-//	CapacityShards = ⌈winnersPerSecond × 2 WCU ÷ 800⌉  (a seat, in a transaction)
-//
-// each at least 1 and at most MaxShards (99 capacity shards); winnersPerSecond 0
-// means a quarter of the clicks. A FIRST_COME event cannot have more capacity shards
-// than seats.
-func ShardsFor(clicksPerSecond, winnersPerSecond float64) (indexShards, capacityShards int) {
-	if winnersPerSecond <= 0 {
-		winnersPerSecond = clicksPerSecond / 4
-	}
-	shards := func(units float64, most int) int {
-		n := math.Ceil(units / shardBudget)
-		if !(n < float64(most)) { // clamped as a float: a huge peak (or NaN) would overflow int
-			return most
-		}
-		return max(int(n), 1)
-	}
-	return shards(clicksPerSecond*gsi2UnitsPerClick, MaxShards), shards(winnersPerSecond*capacityUnitsPerSeat, maxCapacityShards)
-}
 
 // RequestIndexKeys returns the index keys of a request of this event ordered at
 // orderAt, in the event's layout.

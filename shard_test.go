@@ -16,20 +16,6 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
-func TestShardsFor(t *testing.T) {
-	k, c := asyncevent.ShardsFor(20000, 0)
-	assert.Equal(t, 125, k, "⌈20,000 × 5 WCU ÷ 800⌉")
-	assert.Equal(t, 13, c, "⌈5,000 winners/s × 2 WCU ÷ 800⌉")
-	k, c = asyncevent.ShardsFor(1e300, 1e300)
-	assert.Equal(t, []int{asyncevent.MaxShards, 99}, []int{k, c}, "a huge peak is clamped, not wrapped around")
-	k, c = asyncevent.ShardsFor(100, 10)
-	assert.Equal(t, 1, k)
-	assert.Equal(t, 1, c)
-	k, c = asyncevent.ShardsFor(1e9, 1e9)
-	assert.Equal(t, asyncevent.MaxShards, k)
-	assert.Equal(t, 99, c, "a CreateEvent transaction holds the config and at most 99 capacity shards")
-}
-
 func TestShardedEventSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -41,9 +41,10 @@
 // event; winnerCount, lotteryCutoffAt and announceAt for a LOTTERY. Its layout for a
 // traffic spike (asyncevent.EventConfig.IndexShards and CapacityShards, fixed for the
 // event's life) is optional: indexShards and capacityShards as numbers, or
-// peakClicksPerSecond, the expected peak, from which asyncevent.ShardsFor derives
-// them as the CLI's event create -peak does (no capacity shards for a LOTTERY, no
-// more than the seats for a FIRST_COME event), not both. Absent, the event has the
+// peakClicksPerSecond, the expected peak, from which the library's rule
+// (asyncevent.EventConfig.ShardForPeak) derives them as the CLI's event create -peak
+// does (no capacity shards for a LOTTERY; for a FIRST_COME event no more than its
+// seats and at least one per 128 of them), not both. Absent, the event has the
 // design's single keys. A layout CreateEvent refuses is 400 invalid_event, with
 // nothing stored. The event's views show indexShards and, for a FIRST_COME event,
 // capacityShards (1 for a single key); GET /admin/events/{eventId} lists each

@@ -156,24 +156,22 @@ type createEventBody struct {
 
 	// The event's layout (asyncevent.EventConfig.IndexShards and CapacityShards),
 	// fixed for its life: given as is, or derived from the expected peak of clicks
-	// per second (asyncevent.ShardsFor), not both. All absent: the design's single
+	// per second (asyncevent.EventConfig.ShardForPeak), not both. All absent: the design's single
 	// keys.
 	IndexShards         int     `json:"indexShards"`
 	CapacityShards      int     `json:"capacityShards"`
 	PeakClicksPerSecond float64 `json:"peakClicksPerSecond"`
 }
 
-// maxPeakClicksPerSecond bounds the peak given to asyncevent.ShardsFor: every peak
-// above about 160,000 clicks/s has the largest layout already, and ShardsFor turns a
-// peak whose shard count overflows an int (about 1e18 clicks/s and up) into the
-// smallest layout instead.
+// maxPeakClicksPerSecond bounds the peak given to asyncevent.EventConfig.ShardForPeak:
+// every peak above about 160,000 clicks/s has the largest layout already.
 const maxPeakClicksPerSecond = 1e9
 
-// config is the event the body asks for. The layout follows the CLI's rule (event
-// create -peak): a peak derives both shard counts and excludes explicit ones; a
-// LOTTERY gets no capacity shards, a FIRST_COME event no more capacity shards than
-// seats. Shard counts out of range are left to CreateEvent to refuse
-// (asyncevent.ErrInvalidEvent).
+// config is the event the body asks for. A peak derives both shard counts by the
+// library's rule, as the CLI's event create -peak does (asyncevent.EventConfig.
+// ShardForPeak: no capacity shards for a LOTTERY, for a FIRST_COME event no more than
+// its seats and at least one per 128 of them), and excludes explicit ones. Shard
+// counts out of range are left to CreateEvent to refuse (asyncevent.ErrInvalidEvent).
 func (b createEventBody) config() (asyncevent.EventConfig, error) {
 	cfg := asyncevent.EventConfig{
 		EventID:         b.EventID,
@@ -198,12 +196,7 @@ func (b createEventBody) config() (asyncevent.EventConfig, error) {
 		return cfg, newHTTPError(http.StatusBadRequest, CodeInvalidEvent,
 			"peakClicksPerSecond derives indexShards and capacityShards: give the peak or the shards, not both")
 	default:
-		cfg.IndexShards, cfg.CapacityShards = asyncevent.ShardsFor(min(peak, maxPeakClicksPerSecond), 0)
-		if cfg.EventType == asyncevent.Lottery {
-			cfg.CapacityShards = 0
-		} else {
-			cfg.CapacityShards = int(min(int64(cfg.CapacityShards), max(cfg.CapacityTotal, 1)))
-		}
+		cfg.ShardForPeak(min(peak, maxPeakClicksPerSecond))
 		return cfg, nil
 	}
 }

@@ -120,8 +120,9 @@ func TestShardedEventThroughTheAPI(t *testing.T) {
 }
 
 // TestEventLayoutFromPeak derives the layout from peakClicksPerSecond as the CLI's
-// -peak does: asyncevent.ShardsFor, no more capacity shards than seats, none for a
-// lottery; a default event shows the design's single keys.
+// -peak does: asyncevent.ShardsFor, no more capacity shards than seats and at least
+// one per 128 seats, none for a lottery; a default event shows the design's single
+// keys.
 func TestEventLayoutFromPeak(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -140,6 +141,7 @@ func TestEventLayoutFromPeak(t *testing.T) {
 		{"peak", map[string]any{"eventType": "FIRST_COME", "capacityTotal": 1000, "peakClicksPerSecond": 20000}, k, c, false},
 		{"peak, few seats", map[string]any{"eventType": "FIRST_COME", "capacityTotal": 3, "peakClicksPerSecond": 20000}, k, 3, false},
 		{"peak, small", map[string]any{"eventType": "FIRST_COME", "capacityTotal": 10, "peakClicksPerSecond": 50}, 1, 1, false},
+		{"peak, small, many seats", map[string]any{"eventType": "FIRST_COME", "capacityTotal": 1000, "peakClicksPerSecond": 50}, 1, 8, false},
 		{"peak beyond the largest layout", map[string]any{"eventType": "FIRST_COME", "capacityTotal": 1000, "peakClicksPerSecond": 1e300}, asyncevent.MaxShards, 99, false},
 		{"peak, lottery", map[string]any{"eventType": "LOTTERY", "winnerCount": 5, "lotteryCutoffAt": "2099-01-01T00:00:00Z", "peakClicksPerSecond": 20000}, k, 0, true},
 		{"explicit, lottery", map[string]any{"eventType": "LOTTERY", "winnerCount": 5, "lotteryCutoffAt": "2099-01-01T00:00:00Z", "indexShards": 2}, 2, 0, true},

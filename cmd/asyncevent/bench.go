@@ -260,11 +260,40 @@ func writeHeat(w io.Writer, h bench.LayoutHeat) error {
 	}
 	fmt.Fprintf(w, "  ceiling: about %s participations/s per event (%s at %.2f WCU per participation)",
 		formatInt(int(h.CeilingParticipationsPerSec)), h.HottestKey, h.HottestWCUPerParticipation)
-	if c.WCUPerWinner > 0 {
-		fmt.Fprintf(w, ", %s winners/s (%s at %.2f WCU per winner)", formatInt(int(h.CeilingWinnersPerSec)), c.CapacityKey, c.WCUPerWinner)
+	if c.WCUPerClaim > 0 {
+		fmt.Fprintf(w, ", %s winners/s (%s)", formatInt(int(h.CeilingWinnersPerSec)), claimBounds(c))
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// claimBounds says what bounds the claims of one capacity shard and how many shards
+// there are: "13 capacity shards × 964 claims/s, by their units (1.04 WCU per claim
+// on table:EVENT#…#CAPACITY#<shard> (mean of 13 shards)); no transaction holds them".
+func claimBounds(c metered.Ceiling) string {
+	s := fmt.Sprintf("%s × %s claims/s, ", pluralShards(c.CapacityShards), formatInt(int(c.ClaimsPerSecPerShard)))
+	units := fmt.Sprintf("%.2f WCU per claim on %s", c.WCUPerClaim, c.CapacityKey)
+	switch {
+	case c.WinnersBound == metered.BoundSerial:
+		s += fmt.Sprintf("by one transaction at a time per item (%s ms each; its units would allow %s: %s)",
+			formatFloat(metered.TransactionHold.Seconds()*1000), formatInt(int(c.ClaimsPerSecUnits)), units)
+	case c.ClaimsPerSecSerial > 0:
+		s += fmt.Sprintf("by their units (%s; transactions on it would allow %s)", units, formatInt(int(c.ClaimsPerSecSerial)))
+	default:
+		s += fmt.Sprintf("by their units (%s; no transaction holds a capacity item)", units)
+	}
+	return s
+}
+
+func pluralShards(n int) string {
+	if n == 1 {
+		return "1 capacity item"
+	}
+	return fmt.Sprintf("%d capacity shards", n)
+}
+
+func formatFloat(v float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.1f", v), "0"), ".")
 }
 
 // machine describes the machine for the report: OS, architecture, CPUs and, where

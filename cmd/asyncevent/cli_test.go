@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -465,10 +466,24 @@ func TestPlanAndAShardedEvent(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 	out := f.ok(t, "plan", "-peak", "20000")
-	assert.Contains(t, out, "-index-shards 125 -capacity-shards 13")
-	assert.Contains(t, out, "100000", "the table's WCU/s at the peak")
+	assert.Contains(t, out, "-index-shards 100 -capacity-shards 13", "the library's rule: ⌈20,000 × 4 ÷ 800⌉, ⌈5,000 × 2 ÷ 800⌉")
+	assert.Contains(t, out, "110000", "the table's WCU/s at the peak: 20,000 × 5 + 5,000 × 2")
 	assert.Contains(t, out, "80000", "each index's WCU/s")
 	assert.Contains(t, out, "rerun with -apply", "DynamoDB Local reports no warm throughput")
+	for _, name := range []string{"table " + f.table, "GSI1", "GSI2"} {
+		assert.Regexp(t, `(?m)^on-demand quota: `+regexp.QuoteMeta(name)+` needs [\d,]+ WCU/s .* above AWS's default of 40,000 per table and per index`, out)
+	}
+	assert.Contains(t, out, "drain: 1,200,000 messages, 100 at once, 30ms each: the workers need about 6m0s to drain the queue")
+	out = f.ok(t, "plan", "-peak", "1000", "-concurrency", "50", "-message-time", "20ms", "-duration", "30s")
+	assert.NotContains(t, out, "on-demand quota", "5,500 WCU/s is under the quota")
+	assert.Contains(t, out, "drain: 30,000 messages, 50 at once, 20ms each: the workers need about 12s")
+	var plan struct {
+		Plan asyncevent.SpikePlan `json:"plan"`
+	}
+	f.json(t, &plan, "plan", "-peak", "20000", "-concurrency", "200")
+	assert.Equal(t, 100, plan.Plan.IndexShards)
+	assert.Equal(t, 3*time.Minute, plan.Plan.Drain.Time)
+	assert.Len(t, plan.Plan.OverQuota, 3)
 
 	out = f.ok(t, "event", "create", "drop", "-capacity", "1000", "-peak", "20000")
 	assert.Contains(t, out, "indexShards")
@@ -476,7 +491,7 @@ func TestPlanAndAShardedEvent(t *testing.T) {
 		Config map[string]any `json:"config"`
 	}
 	f.json(t, &ev, "event", "get", "drop")
-	assert.EqualValues(t, 125, ev.Config["indexShards"])
+	assert.EqualValues(t, 100, ev.Config["indexShards"])
 	assert.EqualValues(t, 13, ev.Config["capacityShards"])
 }
 

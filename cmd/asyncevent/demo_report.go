@@ -314,8 +314,17 @@ func ceilingSentence(h bench.LayoutHeat) string {
 	s := fmt.Sprintf("this event would throttle above about %s clicks/s: each new participation writes %.1f units to one partition key (%s), and DynamoDB gives one key %s a second",
 		formatInt(roughly(h.CeilingParticipationsPerSec)), h.HottestWCUPerParticipation, h.HottestKey, formatInt(metered.KeyWCULimit))
 	if h.CeilingWinnersPerSec > 0 {
-		s += fmt.Sprintf("; its seats could go at most about %s winners/s (%.1f units per winner on %s)",
-			formatInt(roughly(h.CeilingWinnersPerSec)), h.Ceiling.WCUPerWinner, h.Ceiling.CapacityKey)
+		c := h.Ceiling
+		s += fmt.Sprintf("; its seats could go at most about %s winners/s: %s × about %s claims/s",
+			formatInt(roughly(h.CeilingWinnersPerSec)), pluralShards(c.CapacityShards), formatInt(roughly(c.ClaimsPerSecPerShard)))
+		switch {
+		case c.WinnersBound == metered.BoundSerial:
+			s += fmt.Sprintf(", one transaction at a time per item (%s ms each)", formatFloat(metered.TransactionHold.Seconds()*1000))
+		case c.ClaimsPerSecSerial > 0:
+			s += fmt.Sprintf(", %.1f units per claim on %s", c.WCUPerClaim, c.CapacityKey)
+		default:
+			s += fmt.Sprintf(", %.1f units per claim on %s (no transaction holds it)", c.WCUPerClaim, c.CapacityKey)
+		}
 	}
 	return s
 }

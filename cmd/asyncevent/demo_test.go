@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
@@ -133,42 +134,55 @@ func TestBench(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var rep benchOutput
-	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1")
+	// 400 participations in each heat run: about 4 for each of the derived layout's
+	// 100 index shards, so that their mean is not one click's.
+	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1", "-heat-participations", "400")
 	require.NotNil(t, rep.Report)
-	require.Len(t, rep.Report.Flows, 5)
+	require.Len(t, rep.Report.Flows, 6, "with the sold-out flow at 99 capacity shards")
 	assert.Equal(t, bench.FlowIngestNew, rep.Report.Flows[0].Name)
 	for _, fl := range rep.Report.Flows {
 		assert.Positive(t, fl.Library.Median, fl.Name)
 		assert.Positive(t, fl.Baseline.Median, fl.Name)
 		assert.Positive(t, fl.Ratio, fl.Name)
 	}
-	require.Len(t, rep.Acceptance, 7)
+	require.Len(t, rep.Acceptance, 9)
 	byName := map[string]check{}
 	for _, c := range rep.Acceptance {
 		byName[c.Name] = c
 	}
 	assert.True(t, byName["DynamoDB calls per new participation = 3, no transaction"].OK)
 	assert.True(t, byName["DynamoDB calls per duplicate click = 1, no read units"].OK)
-	assert.True(t, byName["DynamoDB calls per first-come winner = 2"].OK)
+	assert.Contains(t, byName, "DynamoDB calls per first-come winner ≤ 3 + 5%, WCU ≤ 7 + 5%")
+	assert.Contains(t, byName, "DynamoDB calls per loser at C = 99 once sold out, on a new worker ≤ 2")
 	assert.True(t, byName["DynamoDB calls per message once the worker knows it is sold out = 1, no CAPACITY write"].OK)
 	assert.NotEmpty(t, rep.Machine)
 	require.Len(t, rep.Heat, 2, "the default layout and the one derived for 20,000 clicks/s")
 	h := rep.Heat[0]
 	assert.Equal(t, "default", h.Layout)
-	assert.Equal(t, 24, h.Participations, "2n")
-	assert.Equal(t, 6, h.Winners, "a quarter")
+	assert.Equal(t, 400, h.Participations)
+	assert.Equal(t, 100, h.Winners, "a quarter")
 	assert.Regexp(t, `^GSI2:EVENT#\S+-heat-default$`, h.HottestKey)
-	assert.InDelta(t, 3.5, h.HottestWCUPerParticipation, 1)
-	assert.InDelta(t, 500, h.CeilingWinnersPerSec, 200)
+	// GSI2: the put, QUEUED, PROCESSING and the final status, 1 WCU each (3 for a
+	// loser once the worker knows the event is sold out).
+	assert.InDelta(t, 3.5, h.HottestWCUPerParticipation, 0.5)
+	// One capacity item, 1 WCU a claim and no transaction: its units bound it.
+	assert.Equal(t, "units", h.WinnersBound)
+	assert.Equal(t, h.CapacityClaimsPerSecPerShard, h.CeilingWinnersPerSec)
+	assert.Greater(t, h.CeilingWinnersPerSec, 500.0)
+	assert.LessOrEqual(t, h.CeilingWinnersPerSec, 1000.0)
 	d := rep.Heat[1]
 	assert.Equal(t, "derived-20000", d.Layout)
-	assert.Equal(t, 125, d.IndexShards)
-	assert.Equal(t, 13, d.CapacityShards)
+	k, c := asyncevent.ShardsFor(20000, 0)
+	assert.Equal(t, k, d.IndexShards)
+	assert.Equal(t, c, d.CapacityShards)
+	assert.GreaterOrEqual(t, d.CeilingParticipationsPerSec, 20000.0)
+	assert.GreaterOrEqual(t, d.CeilingWinnersPerSec, 5000.0)
+	assert.Equal(t, "units", d.WinnersBound)
 
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
 	assert.Contains(t, out, "library/baseline")
 	assert.Contains(t, out, "acceptance:")
-	assert.Regexp(t, `(?m)^  ceiling: about [\d,]+ participations/s per event \(GSI2:EVENT#`, out)
+	assert.Regexp(t, `(?m)^  ceiling: about [\d,]+ participations/s per event \(GSI2:EVENT#\S+ at [\d.]+ WCU per participation\), [\d,]+ winners/s \(1 capacity item × [\d,]+ claims/s, by their units \([\d.]+ WCU per claim on table:EVENT#\S+; no transaction holds a capacity item\)\)$`, out)
 	var decoded map[string]any
 	assert.Error(t, json.Unmarshal([]byte(out), &decoded), "human output by default")
 }

@@ -90,7 +90,7 @@ func eventCreateCmd() *command {
 			fs.Var(&annAt, "announce", "LOTTERY: planned announcement `time`")
 			fs.IntVar(&indexShards, "index-shards", 0, "layout: GSI2 partitions `K` of the event's requests (default 1; see -peak)")
 			fs.IntVar(&capacityShards, "capacity-shards", 0, "layout: FIRST_COME capacity items `C` (default 1; see -peak)")
-			fs.Float64Var(&peak, "peak", 0, "derive -index-shards and -capacity-shards from the expected peak `clicks/s` (asyncevent plan shows them)")
+			fs.Float64Var(&peak, "peak", 0, "derive -index-shards and -capacity-shards from the expected peak `clicks/s` by the library's rule (asyncevent plan; a FIRST_COME event also gets at least one capacity shard per 128 seats)")
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
@@ -103,28 +103,24 @@ func eventCreateCmd() *command {
 			if err := typeFlagsAgree(fs, et); err != nil {
 				return err
 			}
-			if peak > 0 {
-				if indexShards != 0 || capacityShards != 0 {
-					return usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
-				}
-				indexShards, capacityShards = asyncevent.ShardsFor(peak, 0)
-				if et == asyncevent.Lottery {
-					capacityShards = 0
-				} else {
-					capacityShards = int(min(int64(capacityShards), max(capacity, 1)))
-				}
-			}
-			c, err := e.client(ctx)
-			if err != nil {
-				return err
-			}
-			cfg, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+			want := asyncevent.EventConfig{
 				EventID: args[0], EventType: et, Name: name,
 				StartsAt: starts.at, EndsAt: ends.at,
 				CapacityTotal: capacity, WinnerCount: winners,
 				LotteryCutoffAt: cutoff.at, AnnounceAt: annAt.at,
 				IndexShards: indexShards, CapacityShards: capacityShards,
-			})
+			}
+			if peak > 0 {
+				if indexShards != 0 || capacityShards != 0 {
+					return usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
+				}
+				want.ShardForPeak(peak)
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			cfg, err := c.CreateEvent(ctx, want)
 			if errors.Is(err, asyncevent.ErrInvalidEvent) || errors.Is(err, asyncevent.ErrInvalidID) {
 				return usagef("%v", err)
 			}

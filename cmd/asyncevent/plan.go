@@ -4,21 +4,33 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"text/tabwriter"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
 )
 
 func planCmd() *command {
 	var (
-		peak  float64
-		apply bool
+		peak        float64
+		apply       bool
+		concurrency int
+		messageTime time.Duration
+		duration    time.Duration
 	)
 	return &command{
 		name: "plan",
-		summary: "turn an event's expected peak of clicks/s into its layout (index and capacity shards) and the write and read " +
-			"units/s the table, GSI1 and GSI2 need, beside their warm throughput; -apply raises what is short",
+		summary: "turn an event's expected peak of clicks/s into its layout (index and capacity shards), the write and read " +
+			"units/s the table, GSI1 and GSI2 need beside their warm throughput and the on-demand quota, and how long the workers " +
+			"take to drain the queue; -apply raises the warm throughput that is short",
 		flags: func(fs *flag.FlagSet) {
 			fs.Float64Var(&peak, "peak", 0, "the expected peak of new participations `per second` (required)")
 			fs.BoolVar(&apply, "apply", false, "raise the table's and indexes' warm throughput to it (UpdateTable: one-way, and billed)")
+			fs.IntVar(&concurrency, "concurrency", asyncevent.DefaultDrainConcurrency, "messages the workers process at once, over all workers, for the drain time")
+			fs.DurationVar(&messageTime, "message-time", asyncevent.DefaultMessageTime, "one message's time in a worker, for the drain time (an assumption: a winner's three writes at about 10 ms each)")
+			fs.DurationVar(&duration, "duration", asyncevent.DefaultSpikeDuration, "how long the peak lasts, for the drain time")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 0, ""); err != nil {
@@ -26,6 +38,9 @@ func planCmd() *command {
 			}
 			if peak <= 0 {
 				return usagef("-peak: the expected clicks per second, more than 0")
+			}
+			if concurrency < 1 || messageTime <= 0 || duration <= 0 {
+				return usagef("-concurrency must be at least 1, -message-time and -duration more than 0")
 			}
 			db, err := e.dynamoDB(ctx)
 			if err != nil {
@@ -39,14 +54,16 @@ func planCmd() *command {
 			if err != nil {
 				return err
 			}
+			p.Drain = asyncevent.DrainFor(int64(math.Ceil(peak*duration.Seconds())), concurrency, messageTime)
 			short := p.Short
 			if e.json {
 				if err := e.printJSON(planJSON{Plan: p, Short: short}); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintf(e.stdout, "peak %.0f clicks/s: event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n\n",
-					peak, p.IndexShards, p.CapacityShards, peak)
+				fmt.Fprintf(e.stdout, "peak %.0f clicks/s, %.0f winners/s (a quarter): event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n",
+					peak, p.WinnersPerSecond, p.IndexShards, p.CapacityShards, peak)
+				fmt.Fprintf(e.stdout, "  rule: index shards ⌈clicks/s × 4 WCU ÷ 800⌉ (GSI2: put, QUEUED, PROCESSING, final), capacity shards ⌈winners/s × 2 WCU ÷ 800⌉ (one claim, up to 128 seats a shard)\n\n")
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 				fmt.Fprintln(tw, "\tneeds WCU/s\tneeds RCU/s\twarm WCU/s\twarm RCU/s\t")
 				for _, name := range []string{"", "GSI1", "GSI2"} {
@@ -65,6 +82,7 @@ func planCmd() *command {
 				} else if !apply {
 					fmt.Fprintln(e.stdout, "\nshort of warm throughput: rerun with -apply to raise it (UpdateTable WarmThroughput: one-way, and billed)")
 				}
+				writeLimits(e.stdout, e.table, p)
 			}
 			if !apply || len(short) == 0 {
 				return nil
@@ -73,6 +91,33 @@ func planCmd() *command {
 			return c.ApplySpikePlan(ctx, db, p)
 		},
 	}
+}
+
+// writeLimits prints what holds the drop beyond warm throughput: the on-demand quota
+// and maxima of the table and its indexes, and the time the workers take to drain
+// the queue.
+func writeLimits(w io.Writer, table string, p *asyncevent.SpikePlan) {
+	label := func(name string) string {
+		if name == "" {
+			return "table " + table
+		}
+		return name
+	}
+	for _, name := range []string{"", "GSI1", "GSI2"} {
+		if need, ok := p.OverQuota[name]; ok {
+			fmt.Fprintf(w, "on-demand quota: %s needs %s WCU/s and %s RCU/s, above AWS's default of %s per table and per index: "+
+				"ask AWS (Service Quotas) to raise the account's quota ahead of the drop\n",
+				label(name), formatInt(int(need.WriteUnitsPerSecond)), formatInt(int(need.ReadUnitsPerSecond)), formatInt(asyncevent.DefaultOnDemandQuota))
+		}
+		if need, ok := p.Capped[name]; ok {
+			m := p.OnDemandMax[name]
+			fmt.Fprintf(w, "on-demand maximum: %s is capped at %s WCU/s and %s RCU/s, under the %s WCU/s and %s RCU/s it needs (UpdateTable OnDemandThroughput)\n",
+				label(name), formatInt(int(m.WriteUnitsPerSecond)), formatInt(int(m.ReadUnitsPerSecond)), formatInt(int(need.WriteUnitsPerSecond)), formatInt(int(need.ReadUnitsPerSecond)))
+		}
+	}
+	d := p.Drain
+	fmt.Fprintf(w, "drain: %s messages, %d at once, %s each: the workers need about %s to drain the queue (users wait up to that for a result)\n",
+		formatInt(int(d.Clicks)), d.Concurrency, formatDuration(d.MessageTime), formatDuration(d.Time))
 }
 
 // planJSON is a spike plan for scripts.

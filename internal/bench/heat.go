@@ -23,7 +23,8 @@ type Layout struct {
 var DefaultLayout = Layout{Name: "default", IndexShards: 1, CapacityShards: 1}
 
 // LayoutFor is the layout asyncevent.ShardsFor derives for a peak of clicks per
-// second (a quarter of them winners), named derived-<clicks/s>.
+// second (a quarter of them winners), named derived-<clicks/s>: the library's one
+// peak-to-layout rule. MeasureHeat gives the event no more capacity shards than seats.
 func LayoutFor(clicksPerSecond float64) Layout {
 	k, c := asyncevent.ShardsFor(clicksPerSecond, 0)
 	return Layout{Name: fmt.Sprintf("derived-%.0f", clicksPerSecond), IndexShards: k, CapacityShards: c}
@@ -90,9 +91,14 @@ type LayoutHeat struct {
 	// CeilingParticipationsPerSec is metered.KeyWCULimit ÷
 	// HottestWCUPerParticipation: above it DynamoDB throttles the hottest key.
 	CeilingParticipationsPerSec float64 `json:"ceiling_participations_per_s"`
-	// CeilingWinnersPerSec is metered.KeyWCULimit ÷ the WCU per winner on the
-	// hottest capacity key.
-	CeilingWinnersPerSec float64 `json:"ceiling_winners_per_s"`
+	// CapacityClaimsPerSecPerShard is the claims a second one capacity shard takes:
+	// the smaller of its units bound (metered.KeyWCULimit ÷ the WCU per claim on the
+	// hottest capacity key) and, when claims touch it inside transactions, its serial
+	// bound (about 1 ÷ metered.TransactionHold). WinnersBound names the smaller:
+	// "units" or "serial". CeilingWinnersPerSec is the event's capacity shards × that.
+	CapacityClaimsPerSecPerShard float64 `json:"capacity_claims_per_s_per_shard"`
+	WinnersBound                 string  `json:"winners_bound"`
+	CeilingWinnersPerSec         float64 `json:"ceiling_winners_per_s"`
 
 	// Ceiling has the details: the hottest key of the table and of each GSI, the
 	// capacity key.
@@ -108,6 +114,7 @@ func LayoutHeatOf(l Layout, c metered.Ceiling) LayoutHeat {
 		Participations: c.Participations, Winners: c.Winners,
 		HottestKey: c.HottestKey.String(), HottestWCUPerParticipation: c.WCUPerParticipation,
 		CeilingParticipationsPerSec: c.ParticipationsPerSec, CeilingWinnersPerSec: c.WinnersPerSec,
+		CapacityClaimsPerSecPerShard: c.ClaimsPerSecPerShard, WinnersBound: c.WinnersBound,
 		Ceiling: c,
 	}
 }
@@ -132,9 +139,10 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 		return nil, err
 	}
 	eventID := fmt.Sprintf("%s-heat-%s", cfg.RunID, cfg.Layout.Name)
+	cfg.Layout.CapacityShards = min(cfg.Layout.CapacityShards, cfg.Winners) // no more shards than seats, as CreateEvent wants
 	if _, err := admin.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(cfg.Winners),
-		IndexShards: cfg.Layout.IndexShards, CapacityShards: min(cfg.Layout.CapacityShards, cfg.Winners),
+		IndexShards: cfg.Layout.IndexShards, CapacityShards: cfg.Layout.CapacityShards,
 	}); err != nil {
 		return nil, err
 	}

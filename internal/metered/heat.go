@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -56,11 +55,16 @@ type KeyHeat struct {
 
 	Writes int `json:"writes"` // write requests (transaction items included) that landed on the key
 	Reads  int `json:"reads"`
-	// CapacityWrites counts the writes on an EventCapacity item under this key.
-	CapacityWrites int `json:"capacityWrites,omitempty"`
+	// CapacityWrites counts the writes on an EventCapacity item under this key;
+	// CapacityTransactions those of them made inside a TransactWriteItems (committed
+	// or cancelled by a condition: either held the item), which bound the key's
+	// claims to one per transaction hold.
+	CapacityWrites       int `json:"capacityWrites,omitempty"`
+	CapacityTransactions int `json:"capacityTransactions,omitempty"`
 	// Shards, when more than 0, makes this the mean of an event's shards of one key
-	// (its index shards on GSI2, its capacity shards on the table): Key ends in
-	// <shard>, and the figures are per shard (the peaks, the highest shard's).
+	// (its index shards EVENT#<eventId>#<shard> on GSI2, its capacity shards
+	// EVENT#<eventId>#CAPACITY#<shard> on the table): Key ends in <shard>, and the
+	// figures are per shard (the peaks, the highest shard's).
 	Shards int `json:"shards,omitempty"`
 
 	sec        int64 // the second secWCU and secRCU are of
@@ -114,18 +118,13 @@ type heatID struct{ index, key string }
 
 type itemID struct{ pk, sk string }
 
-// TableKey is the table partition an item's writes count against: its PK, but for a
-// capacity shard (SK CAPACITY#<shard>) its own PK and SK. DynamoDB splits a hot item
-// collection between its sort keys (split for heat, on a table without local
-// secondary indexes, as this one is), so each capacity shard takes a partition's
-// share of its own; one item never spans partitions. Request items are one to a PK
-// anyway.
-func TableKey(pk, sk string) string {
-	if strings.HasPrefix(sk, "CAPACITY#") {
-		return pk + " " + sk
-	}
-	return pk
-}
+// TableKey is the table partition key an item's writes count against: its PK, whatever
+// its SK. The items of one partition key share one partition until DynamoDB splits
+// it for heat, which takes minutes of sustained load, longer than a drop is decided
+// in; so the library gives each hot item a partition key of its own (a capacity
+// shard is PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY), and the meter books
+// every partition key, never a sort key, as one hot key.
+func TableKey(pk, _ string) string { return pk }
 
 // NewHeat returns a Heat around db.
 func NewHeat(db asyncevent.DynamoDB) *Heat {
@@ -162,9 +161,10 @@ func (h *Heat) Reset() {
 
 // landing is one item of a call: where its units go.
 type landing struct {
-	item     itemID
-	index    map[string]string // GSI name → partition key, as far as known
-	capacity bool              // an EventCapacity item
+	item        itemID
+	index       map[string]string // GSI name → partition key, as far as known
+	capacity    bool              // an EventCapacity item
+	transaction bool              // written inside a TransactWriteItems
 }
 
 // charge books the units of one call.
@@ -173,7 +173,7 @@ func (h *Heat) charge(write bool, items []landing, consumed []types.ConsumedCapa
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, it := range items {
-		h.count(TableIndex, TableKey(it.item.pk, it.item.sk), now, write, it.capacity)
+		h.count(TableIndex, TableKey(it.item.pk, it.item.sk), now, write, it)
 	}
 	for _, cc := range consumed {
 		var gsiTotal float64
@@ -220,16 +220,19 @@ func (h *Heat) key(index, key string) *KeyHeat {
 	return k
 }
 
-// count counts one request on a key. h.mu is held.
-func (h *Heat) count(index, key string, now int64, write, capacity bool) {
+// count counts one request on a key, of the item it lands. h.mu is held.
+func (h *Heat) count(index, key string, now int64, write bool, it landing) {
 	if key == "" {
 		return
 	}
 	k := h.key(index, key)
 	if write {
 		k.Writes++
-		if capacity {
+		if it.capacity {
 			k.CapacityWrites++
+			if it.transaction {
+				k.CapacityTransactions++
+			}
 		}
 	} else {
 		k.Reads++
@@ -498,7 +501,7 @@ func (h *Heat) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...fun
 	now := h.now().Unix()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.count(index, key, now, false, false)
+	h.count(index, key, now, false, landing{})
 	if cc := out.ConsumedCapacity; cc != nil {
 		h.add(index, key, now, false, aws.ToFloat64(cc.CapacityUnits))
 	}
@@ -533,6 +536,9 @@ func (h *Heat) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrit
 			l.index = nil // a check writes nothing to the indexes
 			items = append(items, l)
 		}
+	}
+	for i := range items {
+		items[i].transaction = true
 	}
 	if out == nil {
 		h.charge(true, items, refusedCost(len(items), true))
@@ -575,6 +581,21 @@ func (h *Heat) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLi
 	return h.db.UpdateTimeToLive(ctx, in, optFns...)
 }
 
+// TransactionHold is how long a transaction holds its items on DynamoDB, to plan
+// with: AWS publishes no figure; a transaction takes tens of milliseconds, and
+// DynamoDB refuses every other write or transaction on its items meanwhile
+// (TransactionConflict). asynceventtest.Limits.TransactionHold defaults to it.
+const TransactionHold = 25 * time.Millisecond
+
+// What bounds an event's seat claims, per capacity shard (Ceiling.WinnersBound).
+const (
+	// BoundUnits: the shard's units, KeyWCULimit ÷ its WCU per claim.
+	BoundUnits = "units"
+	// BoundSerial: one transaction at a time on the shard's item, 1 ÷
+	// TransactionHold claims a second when every claim is a transaction.
+	BoundSerial = "serial"
+)
+
 // Ceiling is what the heat of one event's run means on DynamoDB: its hottest keys and
 // the rates at which they would reach DynamoDB's limit on one partition key.
 type Ceiling struct {
@@ -592,20 +613,47 @@ type Ceiling struct {
 	ParticipationsPerSec float64 `json:"participationsPerSec"`
 
 	// CapacityKey is the table key with the most WCU among those holding an
-	// EventCapacity item; WCUPerWinner its WCU per winner and WinnersPerSec the rate at
-	// which it would take KeyWCULimit. Zero when no capacity item was written.
-	CapacityKey   KeyHeat `json:"capacityKey"`
-	WCUPerWinner  float64 `json:"wcuPerWinner"`
+	// EventCapacity item (the mean of the capacity shards, when the event has them),
+	// and CapacityShards how many such keys the event has (1 without shards).
+	// WCUPerWinner is CapacityKey's WCU per winner of the event. Zero when no
+	// capacity item was written.
+	CapacityKey    KeyHeat `json:"capacityKey"`
+	CapacityShards int     `json:"capacityShards,omitempty"`
+	WCUPerWinner   float64 `json:"wcuPerWinner"`
+
+	// WCUPerClaim is what one capacity key took per seat it gave: its WCU over its
+	// share of the winners (winners ÷ CapacityShards), refused claims and whatever
+	// else shares its partition key included. One shard takes at most
+	// ClaimsPerSecUnits = KeyWCULimit ÷ WCUPerClaim claims a second for its units,
+	// and, when claims touch it inside transactions, at most ClaimsPerSecSerial: its
+	// share of the winners ÷ (its transactional writes × TransactionHold), which is
+	// 1 ÷ TransactionHold (40 a second) when every claim is one transaction. With no
+	// transaction on a capacity item there is no serial bound: ClaimsPerSecSerial is
+	// 0 and left out of the JSON. ClaimsPerSecPerShard is the smaller bound, and
+	// WinnersBound names it (BoundUnits or BoundSerial).
+	WCUPerClaim          float64 `json:"wcuPerClaim,omitempty"`
+	ClaimsPerSecUnits    float64 `json:"claimsPerSecUnits,omitempty"`
+	ClaimsPerSecSerial   float64 `json:"claimsPerSecSerial,omitempty"`
+	ClaimsPerSecPerShard float64 `json:"claimsPerSecPerShard,omitempty"`
+	WinnersBound         string  `json:"winnersBound,omitempty"`
+	// WinnersPerSec is the event's winners ceiling: CapacityShards ×
+	// ClaimsPerSecPerShard.
 	WinnersPerSec float64 `json:"winnersPerSec"`
 }
 
 // CeilingOf works out the Ceiling of keys (a Heat's Keys) for a run of participations
-// new participations of which winners won. Keys under UnknownKey are left out. The
-// shards of one key (an event's GSI2 partitions EVENT#<eventId>#<shard>, its
-// CAPACITY#<shard> items) count as their mean: the library spreads requests over them
-// by a hash of the request ID, so at a spike's rate each takes its share within a
-// few per cent, while a short run's sample is lumpier than that.
+// new participations of which winners won, transactions holding their items for
+// TransactionHold. Keys under UnknownKey are left out. The shards of one key (an
+// event's GSI2 partitions EVENT#<eventId>#<shard>, its capacity shards
+// EVENT#<eventId>#CAPACITY#<shard>) count as their mean: the library spreads
+// requests over them by a hash of the request ID, so at a spike's rate each takes
+// its share within a few per cent, while a short run's sample is lumpier than that.
 func CeilingOf(keys []KeyHeat, participations, winners int) Ceiling {
+	return CeilingWithHold(keys, participations, winners, TransactionHold)
+}
+
+// CeilingWithHold is CeilingOf for transactions that hold their items for hold.
+func CeilingWithHold(keys []KeyHeat, participations, winners int, hold time.Duration) Ceiling {
 	c := Ceiling{Participations: participations, Winners: winners, Hottest: map[string]KeyHeat{}}
 	for _, k := range meanOfShards(keys) {
 		if k.Key == UnknownKey || k.WCU == 0 {
@@ -626,15 +674,34 @@ func CeilingOf(keys []KeyHeat, participations, winners int) Ceiling {
 		c.ParticipationsPerSec = KeyWCULimit / c.WCUPerParticipation
 	}
 	if winners > 0 && c.CapacityKey.WCU > 0 {
-		c.WCUPerWinner = c.CapacityKey.WCU / float64(winners)
-		c.WinnersPerSec = KeyWCULimit / c.WCUPerWinner
+		c.claimBounds(hold)
 	}
 	return c
 }
 
+// claimBounds works out the claims a second one capacity shard takes, by its units
+// and by its transactions, and the winners ceiling they put on the event.
+func (c *Ceiling) claimBounds(hold time.Duration) {
+	k := c.CapacityKey
+	c.CapacityShards = max(k.Shards, 1)
+	winnersHere := float64(c.Winners) / float64(c.CapacityShards)
+	c.WCUPerWinner = k.WCU / float64(c.Winners)
+	c.WCUPerClaim = k.WCU / winnersHere
+	c.ClaimsPerSecUnits = KeyWCULimit / c.WCUPerClaim
+	c.ClaimsPerSecPerShard, c.WinnersBound = c.ClaimsPerSecUnits, BoundUnits
+	if k.CapacityTransactions > 0 && hold > 0 {
+		c.ClaimsPerSecSerial = winnersHere / (float64(k.CapacityTransactions) * hold.Seconds())
+		if c.ClaimsPerSecSerial < c.ClaimsPerSecUnits {
+			c.ClaimsPerSecPerShard, c.WinnersBound = c.ClaimsPerSecSerial, BoundSerial
+		}
+	}
+	c.WinnersPerSec = float64(c.CapacityShards) * c.ClaimsPerSecPerShard
+}
+
 // shardKey matches the keys of a shard: an event's GSI2 partition
-// EVENT#<eventId>#<shard>, a capacity shard's table key "<PK> CAPACITY#<shard>".
-var shardKey = regexp.MustCompile(`^(EVENT#[^#]+#|EVENT#[^#]+ CAPACITY#)[0-9]+$`)
+// EVENT#<eventId>#<shard>, a capacity shard's partition key
+// EVENT#<eventId>#CAPACITY#<shard>.
+var shardKey = regexp.MustCompile(`^(EVENT#[^#]+#(?:CAPACITY#)?)[0-9]+$`)
 
 // meanOfShards replaces the shards of each key by one KeyHeat, their mean.
 func meanOfShards(keys []KeyHeat) []KeyHeat {
@@ -659,8 +726,10 @@ func meanOfShards(keys []KeyHeat) []KeyHeat {
 			mean.Writes += s.Writes
 			mean.Reads += s.Reads
 			mean.CapacityWrites += s.CapacityWrites
+			mean.CapacityTransactions += s.CapacityTransactions
 		}
 		mean.Writes, mean.Reads, mean.CapacityWrites = mean.Writes/len(shards), mean.Reads/len(shards), mean.CapacityWrites/len(shards)
+		mean.CapacityTransactions = (mean.CapacityTransactions + len(shards) - 1) / len(shards) // rounded up: a serial bound is not averaged away
 		out = append(out, mean)
 	}
 	return out

@@ -3,8 +3,13 @@ package metered_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,10 +67,19 @@ func TestHeatAttributesUnitsToPartitionKeys(t *testing.T) {
 	assert.Equal(t, "GSI2:EVENT#ev", ceil.HottestKey.String())
 	assert.Equal(t, ev.WCU/users, ceil.WCUPerParticipation)
 	assert.InDelta(t, 1000/ceil.WCUPerParticipation, ceil.ParticipationsPerSec, 1e-9)
-	assert.Equal(t, "table:EVENT#ev", ceil.CapacityKey.String())
+	assert.Equal(t, "table:EVENT#ev", ceil.CapacityKey.String(), "C = 1: the capacity item is EVENT#ev / CAPACITY, beside the CONFIG")
 	assert.GreaterOrEqual(t, ceil.CapacityKey.CapacityWrites, seats)
-	// 2 WCU per seat (a transaction), plus what refused claims cost.
-	assert.GreaterOrEqual(t, ceil.WCUPerWinner, 2.0)
+	assert.Zero(t, ceil.CapacityKey.CapacityTransactions, "a seat claim takes no transaction")
+	// 1 WCU per claim of an item under 1 KB, plus what refused claims and the
+	// CONFIG's writes on the same partition key cost.
+	assert.Equal(t, 1, ceil.CapacityShards)
+	assert.GreaterOrEqual(t, ceil.WCUPerClaim, 1.0)
+	assert.Equal(t, ceil.WCUPerWinner, ceil.WCUPerClaim, "one shard takes every winner")
+	assert.InDelta(t, 1000/ceil.WCUPerClaim, ceil.ClaimsPerSecUnits, 1e-9)
+	assert.Zero(t, ceil.ClaimsPerSecSerial, "no transaction, no serial bound")
+	assert.Equal(t, metered.BoundUnits, ceil.WinnersBound)
+	assert.Equal(t, ceil.ClaimsPerSecUnits, ceil.ClaimsPerSecPerShard)
+	assert.Equal(t, ceil.ClaimsPerSecUnits, ceil.WinnersPerSec)
 	assert.Equal(t, "GSI1", ceil.Hottest["GSI1"].Index)
 	assert.Equal(t, "table", ceil.Hottest[metered.TableIndex].Index)
 }
@@ -81,4 +95,113 @@ func TestIndexKeysSetReadsSetClauses(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "GSI2", idx)
 	assert.Equal(t, "EVENT#e", key)
+}
+
+// TestHeatBooksEachCapacityShardAsItsOwnKey runs a first-come event of 3 capacity
+// shards: each shard is a partition key of its own, EVENT#<eventId>#CAPACITY#<n>,
+// booked apart from the event's CONFIG (EVENT#<eventId>), and the ceiling counts
+// their mean, three times over.
+func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	heat := metered.NewHeat(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, heat, asyncevent.Options{})
+	const users, seats, shards = 12, 6, 3
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: seats, CapacityShards: shards})
+	require.NoError(t, err)
+	heat.Reset()
+
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	for i := range users {
+		_, err := c.Submit(ctx, q, "ev", fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
+	}
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	for range users {
+		ds, err := q.Receive(ctx, 1, time.Second, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, ds, 1)
+		require.Empty(t, p.ProcessMessages(ctx, ds))
+	}
+
+	keys := heat.Keys()
+	byKey := map[string]metered.KeyHeat{}
+	for _, k := range keys {
+		byKey[k.String()] = k
+	}
+	claims := 0
+	for n := range shards {
+		k, ok := byKey["table:EVENT#ev#CAPACITY#"+strconv.Itoa(n)]
+		require.True(t, ok, "shard %d booked as its own key: %+v", n, keys)
+		assert.Positive(t, k.CapacityWrites, "shard %d", n)
+		assert.Zero(t, k.CapacityTransactions, "shard %d", n)
+		claims += k.CapacityWrites
+	}
+	assert.GreaterOrEqual(t, claims, seats)
+	assert.Zero(t, byKey["table:EVENT#ev"].CapacityWrites, "the CONFIG's key holds no capacity")
+
+	ceil := metered.CeilingOf(keys, users, seats)
+	t.Logf("capacity %s: %.2f WCU/claim, %.0f claims/s per shard (%s), %.0f winners/s", ceil.CapacityKey, ceil.WCUPerClaim, ceil.ClaimsPerSecPerShard, ceil.WinnersBound, ceil.WinnersPerSec)
+	assert.Equal(t, "table:EVENT#ev#CAPACITY#<shard> (mean of 3 shards)", ceil.CapacityKey.String())
+	assert.Equal(t, shards, ceil.CapacityShards)
+	assert.GreaterOrEqual(t, ceil.WCUPerClaim, 1.0)
+	assert.Equal(t, metered.BoundUnits, ceil.WinnersBound)
+	assert.Zero(t, ceil.ClaimsPerSecSerial)
+	assert.InDelta(t, shards*1000/ceil.WCUPerClaim, ceil.WinnersPerSec, 1e-9)
+}
+
+// TestHeatFindsTheSerialBound claims seats inside transactions, as the library's
+// first design did: each shard then takes one claim per transaction hold, 40 a
+// second at 25 ms, far under what its units allow.
+func TestHeatFindsTheSerialBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	heat := metered.NewHeat(asynceventtest.DynamoDB(t))
+	c := asynceventtest.NewTableOn(t, heat, asyncevent.Options{})
+	const shards, claimsEach = 2, 5
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	for n := range shards {
+		_, err := heat.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.TableName()), Item: map[string]types.AttributeValue{
+			"PK": s("EVENT#ev#CAPACITY#" + strconv.Itoa(n)), "SK": s("CAPACITY"), "entityType": s("CAPACITY"),
+			"capacityRemaining": &types.AttributeValueMemberN{Value: strconv.Itoa(claimsEach)},
+		}})
+		require.NoError(t, err)
+	}
+	heat.Reset()
+	for n := range shards {
+		for i := range claimsEach {
+			_, err := heat.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{Update: &types.Update{
+					TableName: aws.String(c.TableName()), Key: map[string]types.AttributeValue{"PK": s("EVENT#ev#CAPACITY#" + strconv.Itoa(n)), "SK": s("CAPACITY")},
+					UpdateExpression:          aws.String("SET capacityRemaining = capacityRemaining - :one"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+				}},
+				{Put: &types.Put{TableName: aws.String(c.TableName()), Item: map[string]types.AttributeValue{
+					"PK": s(fmt.Sprintf("REQ#r%d-%d", n, i)), "SK": s("META"), "entityType": s("REQUEST"),
+				}}},
+			}})
+			require.NoError(t, err)
+		}
+	}
+	keys := heat.Keys()
+	for _, k := range keys {
+		if k.CapacityWrites > 0 {
+			assert.Equal(t, claimsEach, k.CapacityTransactions, k.String())
+		}
+	}
+	ceil := metered.CeilingOf(keys, shards*claimsEach, shards*claimsEach)
+	assert.Equal(t, shards, ceil.CapacityShards)
+	// DynamoDB bills 2 WCU per item of a transaction, DynamoDB Local reports 1: the
+	// meter books what the table reports.
+	assert.GreaterOrEqual(t, ceil.WCUPerClaim, 1.0)
+	assert.InDelta(t, 1000/ceil.WCUPerClaim, ceil.ClaimsPerSecUnits, 1e-9)
+	assert.InDelta(t, 40, ceil.ClaimsPerSecSerial, 1e-9, "1 ÷ 25 ms")
+	assert.Equal(t, metered.BoundSerial, ceil.WinnersBound)
+	assert.InDelta(t, 40, ceil.ClaimsPerSecPerShard, 1e-9)
+	assert.InDelta(t, shards*40, ceil.WinnersPerSec, 1e-9)
+
+	slow := metered.CeilingWithHold(keys, shards*claimsEach, shards*claimsEach, 100*time.Microsecond)
+	assert.Equal(t, metered.BoundUnits, slow.WinnersBound, "a 0.1 ms hold allows 10,000 a second, more than the units")
+	assert.InDelta(t, 10000, slow.ClaimsPerSecSerial, 1e-6)
+	assert.InDelta(t, shards*slow.ClaimsPerSecUnits, slow.WinnersPerSec, 1e-9)
 }
