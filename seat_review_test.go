@@ -304,40 +304,46 @@ func (c *consumed) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return out, err
 }
 
-// FINDING 4. A seat claim's cost grows with the seats its shard holds, and nothing
-// in the library's layout rule counts it. ShardsFor (used by PlanSpike, the CLI and
-// the HTTP API) derives C from the peak alone, C = 1 up to 1,600 clicks/s whatever
-// the capacity, and CreateEvent accepts up to MaxSeatsPerShard (25,000) seats on one
-// shard. Each claim is an UpdateItem of the whole item (holders ~12 bytes a winner)
-// billed on its size: ~110 WCU near the end of a 10,000-seat shard, ~300 WCU near
-// 25,000, so the shard's 1,000 WCU/s takes ~9 (or ~3) claims a second, the throttled
-// claims have no other shard to move to, and requests end FAILED_FINAL after
-// MaxReceives while seats remain. docs/design.md says "the layout rule counts it"; it
-// does not (ShardsFor still counts "2 WCU, a seat in a transaction").
-func TestReviewTheLayoutRuleIgnoresTheHoldersCost(t *testing.T) {
+// A seat claim's cost grows with the seats its shard holds (its seat tokens, about 12
+// bytes a winner), so the library's layout counts the seats: CreateEvent refuses more
+// than MaxSeatsPerShard on a shard, and ShardForPeak gives a FIRST_COME event at least
+// one shard per 128 seats, so that the last claim of a full shard costs the 2 WCU the
+// rule counts, not the hundred it would on one shard of 10,000.
+func TestTheLayoutCountsWhatAClaimCosts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const seats = 10000
-	k, cShards := asyncevent.ShardsFor(1000, 0)
-	t.Logf("ShardsFor(1000 clicks/s) = K %d, C %d for %d seats", k, cShards, seats)
 	meter := &consumed{DynamoDB: asynceventtest.DynamoDB(t)}
 	c := asynceventtest.NewTableOn(t, meter, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: seats, IndexShards: k, CapacityShards: cShards})
-	require.NoError(t, err, "CreateEvent accepts the derived layout")
+	k, cShards := asyncevent.ShardsFor(1000, 0)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "one-shard", EventType: asyncevent.FirstCome, CapacityTotal: seats, IndexShards: k, CapacityShards: cShards})
+	require.ErrorIs(t, err, asyncevent.ErrInvalidEvent, "%d seats on %d shards: over MaxSeatsPerShard", seats, cShards)
 
-	// The shard as it is after seats-1 winners: their tokens, one seat left.
-	tokens := make([]string, seats-1)
-	for i := range tokens {
-		tokens[i] = fmt.Sprintf("tok%08d", i) // 11 bytes, as a seat token
-	}
-	raw := asynceventtest.DynamoDB(t)
-	_, err = raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(c.TableName()),
-		Key:                       map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "EVENT#drop"}, "SK": &types.AttributeValueMemberS{Value: "CAPACITY"}},
-		UpdateExpression:          aws.String("SET capacityRemaining = :one ADD holders :t"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":t": &types.AttributeValueMemberSS{Value: tokens}},
-	})
+	cfg := asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: seats}
+	cfg.ShardForPeak(1000)
+	t.Logf("ShardForPeak(1000 clicks/s) = K %d, C %d for %d seats", cfg.IndexShards, cfg.CapacityShards, seats)
+	_, err = c.CreateEvent(ctx, cfg)
 	require.NoError(t, err)
+
+	// Every shard as it is after all but one of its seats went: their tokens.
+	raw := asynceventtest.DynamoDB(t)
+	perShard := (seats + cfg.CapacityShards - 1) / cfg.CapacityShards
+	for shard := range cfg.CapacityShards {
+		tokens := make([]string, perShard-1)
+		for i := range tokens {
+			tokens[i] = fmt.Sprintf("t%03d%07d", shard, i) // 11 bytes, as a seat token
+		}
+		_, err = raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(c.TableName()),
+			Key: map[string]types.AttributeValue{
+				"PK": &types.AttributeValueMemberS{Value: fmt.Sprintf("EVENT#drop#CAPACITY#%d", shard)},
+				"SK": &types.AttributeValueMemberS{Value: "CAPACITY"},
+			},
+			UpdateExpression:          aws.String("SET capacityRemaining = :one ADD holders :t"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":t": &types.AttributeValueMemberSS{Value: tokens}},
+		})
+		require.NoError(t, err)
+	}
 
 	lease := asyncevent.Lease{Owner: "w", Duration: time.Minute}
 	for _, u := range []string{"last-winner", "a-loser"} {
@@ -354,5 +360,5 @@ func TestReviewTheLayoutRuleIgnoresTheHoldersCost(t *testing.T) {
 	defer meter.mu.Unlock()
 	t.Logf("write units of the claims on the shard: %v", meter.last)
 	require.NotEmpty(t, meter.last)
-	assert.LessOrEqual(t, meter.last[0], 2.0, "the last seat of a shard the library's own layout rule derived: %v WCU for one claim", meter.last[0])
+	assert.LessOrEqual(t, meter.last[0], 2.0, "the last seat of a shard of the library's layout: %v WCU for one claim", meter.last[0])
 }
