@@ -47,12 +47,17 @@
 // DynamoDB gives one partition key at most 1,000 WCU/s, on the table and on each index
 // apart, so an event on the keys above tops out at a few hundred clicks a second: every
 // request writes its GSI2 entry under EVENT#<eventId> about four times (its put,
-// QUEUED, its start, its result), and every seat is 2 WCU on the CAPACITY item. An event created with a layout spreads both:
-// [EventConfig.IndexShards] K puts its requests under EVENT#<eventId>#<shard> (the
-// shard from the request ID), and [EventConfig.CapacityShards] C splits its capacity
-// over CAPACITY#<shard> items; readers merge the shards, and ClaimSeat moves on while
-// a shard is empty, so exactly N still holds. [ShardsFor] derives K and C from a
-// peak; [Client.PlanSpike] adds the throughput the table and indexes need at it, and
+// QUEUED, its start, its result), and every seat is one UpdateItem of the CAPACITY
+// item (1 WCU while it is under 1 KB; no transaction). An event created with a layout
+// spreads both: [EventConfig.IndexShards] K puts its requests under
+// EVENT#<eventId>#<shard> (the shard from the request ID), and
+// [EventConfig.CapacityShards] C splits its capacity over items EVENT#<eventId>#CAPACITY#<shard>
+// / CAPACITY, each on a partition key of its own; readers merge the shards, and
+// ClaimSeat moves on from a shard that is empty or refuses it for throughput, so
+// exactly N still holds. [ShardsFor] derives K = ⌈clicks/s × 4 ÷ 800⌉ and C =
+// ⌈winners/s × 2 ÷ 800⌉ from a peak ([EventConfig.ShardForPeak] also counts the
+// seats: at most 128 a shard); [Client.PlanSpike] adds the throughput the table and
+// indexes need at it, the on-demand quota they pass and the queue's drain time, and
 // [Client.ApplySpikePlan] warms them. K = C = 1 (the default) keeps the keys above.
 //
 // # Lifecycle

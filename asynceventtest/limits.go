@@ -124,7 +124,7 @@ type LimitCounts struct {
 // enforces none of them. Make one with NewLimitedClient. It is safe for concurrent use.
 //
 // Each partition key has a token bucket of WCU and one of RCU on the table (the
-// item's PK, or for a capacity shard its PK and SK: metered.TableKey) and on each GSI
+// item's PK, metered.TableKey; a capacity shard has a PK of its own) and on each GSI
 // (its GSI1PK, GSI2PK), refilled at Limits.WCU and
 // Limits.RCU per second and holding Limits.Burst of them. A write is refused when
 // any bucket it would draw from is short: the item's PK on the table, and its key on
@@ -152,7 +152,8 @@ type LimitCounts struct {
 //
 // Units are estimated before the call is sent, since a throttle is decided then:
 // a write costs 1 WCU per KB of the item (a Put's own item; for an Update or a
-// Delete the item's size as last seen, at least 1 KB), twice in a transaction, on
+// Delete the item's size as last seen, grown by the sets an update ADDs, at least
+// 1 KB), twice in a transaction, on
 // the table key and on each of the item's GSI keys; a write that then fails its
 // condition gets its GSI units back (nothing reached the index). A read costs what
 // it returned: 1 RCU per 4 KB for a strongly consistent read, half for an eventually

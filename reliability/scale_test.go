@@ -80,6 +80,7 @@ func TestScale(t *testing.T) {
 	derived := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
 		derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
+	assert.Zero(t, derived.gaveUp, "users who could not take part")
 	assert.Equal(t, 1000, derived.report.ByStatus[asyncevent.StatusSucceeded], "exactly N winners")
 	assert.True(t, derived.allFinal, "every request final")
 	assert.Less(t, derived.throttledShare(), 0.01, "under 1%% of calls throttled")
@@ -89,12 +90,13 @@ func TestScale(t *testing.T) {
 	scale("LOTTERY, derived layout under the limits: %d entries, %d winners, draw %s, verified: %t",
 		lottery.draw.Record.EntryCount, len(lottery.draw.Winners), lottery.drawTime.Round(time.Millisecond), lottery.verified)
 	assert.True(t, lottery.verified)
+	assert.Zero(t, lottery.gaveUp, "users who could not take part")
 
 	// The single keys last: a choked layout leaves work behind that would slow the
 	// DynamoDB Local the others run on.
 	single := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "single", EventType: asyncevent.FirstCome})
-	scale("single keys under the limits: %d of %d calls throttled (%.1f%%), ingest p99 %s, %s",
-		single.throttled, single.attempts, single.throttledShare()*100, single.p99.Round(time.Millisecond), single.finality())
+	scale("single keys under the limits: %d of %d calls throttled (%.1f%%), %d users gave up after 20 clicks, ingest p99 %s, %s",
+		single.throttled, single.attempts, single.throttledShare()*100, single.gaveUp, single.p99.Round(time.Millisecond), single.finality())
 
 	scale("summary: at %.0f clicks/s (%.0f on DynamoDB) single keys throttle %.1f%% of calls and %s; K = %d, C = %d throttle %.2f%%, exactly %d winners, final in %.1f s (%.1f s without limits); the lottery of %d entries draws and verifies",
 		rate, rate*factor, single.throttledShare()*100, single.finality(), k, c, derived.throttledShare()*100,
@@ -115,6 +117,7 @@ type spikeResult struct {
 	p99                 time.Duration
 	final               time.Duration // from the first click until every request is final
 	allFinal            bool
+	gaveUp              int // users whose clicks were all refused
 	finalRequests       int
 	requests            int
 	report              asynceventtest.CheckReport
@@ -217,8 +220,9 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 					break
 				}
 				if attempt == 19 {
-					failures.Add(1)
-					t.Logf("%s gave up: %v", user, err)
+					if failures.Add(1) <= 3 {
+						t.Logf("%s gave up: %v", user, err)
+					}
 				}
 				time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond) // as a user clicks again
 			}
@@ -228,7 +232,7 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 		})
 	}
 	wg.Wait()
-	require.Zero(t, failures.Load(), "users who could not take part")
+	res.gaveUp = int(failures.Load())
 	slices.Sort(latencies)
 	res.p99 = latencies[(len(latencies)*99+99)/100-1]
 
