@@ -130,7 +130,8 @@ func (s stringSet) MarshalDynamoDBAttributeValue() (types.AttributeValue, error)
 
 // GetCapacity reads a FIRST_COME event's EventCapacity: GetItem PK EVENT#<eventId>,
 // SK CAPACITY, a strongly consistent read; for an event with capacity shards, GetItem
-// of each CAPACITY#<shard>, summed, with the shards in Shards. An event without one
+// of each shard (PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY), summed, with the
+// shards in Shards. An event without one
 // (unknown, or a LOTTERY) is ErrNotFound.
 func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacity, error) {
 	if err := ValidateID("eventId", eventID); err != nil {

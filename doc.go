@@ -27,13 +27,14 @@
 // Timestamps are epoch milliseconds ([EpochMillis]); inside sort keys they are
 // zero-padded to 13 digits so that string order is time order.
 //
-//	item             PK                          SK                           builder
-//	Request          REQ#<requestId>             META                         NewRequestKey
-//	IdempotencyLock  IDEMP#<eventId>#<userId>    LOCK                         NewLockKey
-//	EventConfig      EVENT#<eventId>             CONFIG                       NewEventKey
-//	EventCapacity    EVENT#<eventId>             CAPACITY or CAPACITY#<shard> NewEventKey
-//	Draw record      EVENT#<eventId>             DRAW                         NewEventKey
-//	StatusLog        REQ#<requestId>             LOG#<occurredAt>#<suffix>    (the library's own)
+//	item             PK                                   SK                         builder
+//	Request          REQ#<requestId>                      META                       NewRequestKey
+//	IdempotencyLock  IDEMP#<eventId>#<userId>             LOCK                       NewLockKey
+//	EventConfig      EVENT#<eventId>                      CONFIG                     NewEventKey
+//	EventCapacity    EVENT#<eventId>                      CAPACITY                   NewEventKey
+//	  (C > 1 shards) EVENT#<eventId>#CAPACITY#<shard>     CAPACITY                   NewEventKey
+//	Draw record      EVENT#<eventId>                      DRAW                       NewEventKey
+//	StatusLog        REQ#<requestId>                      LOG#<occurredAt>#<suffix>  (the library's own)
 //
 // Only Request items carry index keys ([IndexKeys]). The request's put writes them,
 // from its queuedAt (taken just before the put: its place in line), and nothing

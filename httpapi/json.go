@@ -263,7 +263,7 @@ type CapacityView struct {
 	Shards []CapacityShardView `json:"shards,omitempty"`
 }
 
-// CapacityShardView is one capacity shard (EVENT#<eventId> / CAPACITY#<shard>).
+// CapacityShardView is one capacity shard (EVENT#<eventId>#CAPACITY#<shard> / CAPACITY).
 type CapacityShardView struct {
 	Shard     int       `json:"shard"`
 	Total     int64     `json:"total"`
