@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -105,9 +106,16 @@ func writeLimits(w io.Writer, table string, p *asyncevent.SpikePlan) {
 	}
 	for _, name := range []string{"", "GSI1", "GSI2"} {
 		if need, ok := p.OverQuota[name]; ok {
-			fmt.Fprintf(w, "on-demand quota: %s needs %s WCU/s and %s RCU/s, above AWS's default of %s per table and per index: "+
+			var over []string
+			if need.WriteUnitsPerSecond > p.Quota.WriteUnitsPerSecond {
+				over = append(over, formatInt(int(need.WriteUnitsPerSecond))+" WCU/s")
+			}
+			if need.ReadUnitsPerSecond > p.Quota.ReadUnitsPerSecond {
+				over = append(over, formatInt(int(need.ReadUnitsPerSecond))+" RCU/s")
+			}
+			fmt.Fprintf(w, "on-demand quota: %s needs %s, above AWS's default of %s per table and per index: "+
 				"ask AWS (Service Quotas) to raise the account's quota ahead of the drop\n",
-				label(name), formatInt(int(need.WriteUnitsPerSecond)), formatInt(int(need.ReadUnitsPerSecond)), formatInt(asyncevent.DefaultOnDemandQuota))
+				label(name), strings.Join(over, " and "), formatInt(asyncevent.DefaultOnDemandQuota))
 		}
 		if need, ok := p.Capped[name]; ok {
 			m := p.OnDemandMax[name]
