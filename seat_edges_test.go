@@ -1,7 +1,8 @@
 package asyncevent_test
 
-// Review of issue 24's seat claim: tests that break it. Each one is expected to FAIL
-// on the code under review; its comment names the interleaving.
+// The seat claim at its edges: a heartbeat that finds its lease taken, a last receive
+// without a lease, a lost record of an emptied shard, a shard's growing cost. Each
+// test's comment names the interleaving it holds the claim to.
 
 import (
 	"context"
@@ -59,7 +60,7 @@ type refuseKey struct {
 
 func (r refuseKey) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	if pk, ok := in.Key["PK"].(*types.AttributeValueMemberS); ok && pk.Value == r.pk() {
-		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("refused for the review")}
+		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("refused: the shard is over its share")}
 	}
 	return r.DynamoDB.UpdateItem(ctx, in, optFns...)
 }
@@ -161,7 +162,7 @@ type failStart struct {
 func (f *failStart) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	for _, n := range in.ExpressionAttributeNames {
 		if n == "startedAt" && f.failed.CompareAndSwap(false, true) {
-			return nil, &types.InternalServerError{Message: aws.String("review: start failed")}
+			return nil, &types.InternalServerError{Message: aws.String("start failed")}
 		}
 	}
 	return f.DynamoDB.UpdateItem(ctx, in, optFns...)
@@ -213,7 +214,7 @@ type dropFirstEmptyRecord struct {
 func (d *dropFirstEmptyRecord) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	for _, n := range in.ExpressionAttributeNames {
 		if n == "emptyShards" && d.dropped.CompareAndSwap(false, true) {
-			return nil, errors.New("review: the worker died before recording the empty shard")
+			return nil, errors.New("the worker died before recording the empty shard")
 		}
 	}
 	return d.DynamoDB.UpdateItem(ctx, in, optFns...)
