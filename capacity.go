@@ -40,6 +40,11 @@ type EventCapacity struct {
 	// 12 bytes a winner on the item). Empty on a sum of shards.
 	Holders []string `dynamodbav:"holders,omitempty,stringset"`
 
+	// SoldOut is set on every shard of an event with capacity shards once all of them
+	// are empty, so that a worker new to the event learns the sell-out from the one
+	// shard it reads.
+	SoldOut bool `dynamodbav:"soldOut,omitempty"`
+
 	// Shards, for an event with capacity shards (EventConfig.CapacityShards > 1), are
 	// its shard items, in shard order; the fields above are then their sum (UpdatedAt
 	// the latest). Not stored.
@@ -51,6 +56,7 @@ const (
 	attrCapacityRemaining = "capacityRemaining"
 	attrUpdatedAt         = "updatedAt"
 	attrHolders           = "holders"
+	attrSoldOut           = "soldOut"
 )
 
 type capacityItem struct {
@@ -223,6 +229,20 @@ type seatStart struct {
 	// seat of the request on it.
 	inherited bool
 	fenceAt   time.Time
+	// homeClear: no seat of the request is on its home shard, nor can be (found empty
+	// without its token). Else a delivery without a lease may hold one there, or be
+	// claiming one, so the claim leaves the home shard for throughput only once it is
+	// listed left and the leftFence after that has passed.
+	homeClear bool
+}
+
+// onHome makes a start on the request's home shard careful of the home claims of
+// deliveries without a lease: they may hold a seat there, or send a claim until the
+// shard is listed left (and leftFence after).
+func (st *seatStart) onHome(home int, now time.Time) {
+	if st.shard == home && !st.homeClear && !st.inherited {
+		st.inherited, st.fenceAt = true, now.Add(claimFence)
+	}
 }
 
 // seatClaim is one delivery's claim of a seat for its request.
@@ -240,6 +260,7 @@ type seatClaim struct {
 	unsureAt time.Time
 	sent     bool // this delivery sent a claim
 	emptied  bool // this delivery's claim took the shard's last seat
+	soldOut  bool // the last item that refused the claim empty carries the sold-out mark
 }
 
 // The answers of one capacity item to a seat claim.
@@ -374,6 +395,15 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 		if next < 0 {
 			return Transition{SoldOut: true}, nil
 		}
+		if res == claimRefused && sc.shard == shardOf(sc.ref.RequestID, n) && !sc.homeClear {
+			// Leaving the home shard: from its listing as left, no claim without a
+			// lease is sent there; leftFence after it none can land.
+			leftAt, err := c.recordLeft(ctx, sc.ref.EventID, sc.shard)
+			if err != nil {
+				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
+			}
+			sc.inherited, sc.fenceAt = true, later(sc.fenceAt, leftAt.Time().Add(leftFence))
+		}
 		if res == claimRefused {
 			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard], sc)
 			if err != nil {
@@ -435,6 +465,7 @@ func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (clai
 				sc.emptied = sc.emptied || item.CapacityRemaining == 0
 				return claimHeld, nil
 			}
+			sc.soldOut = item.SoldOut
 			return claimEmpty, nil
 		case isThrottle(err):
 			refused = true
@@ -578,7 +609,7 @@ func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, s
 	news := seats.add(eventID, shard, n)
 	switch {
 	case record == recordAlways, record == recordIfNew && news:
-		c.recordEmpty(ctx, eventID, []int{shard})
+		c.recordEmpty(ctx, eventID, n, []int{shard})
 	case record == recordIfUnlisted && news:
 		seats.unrecorded(eventID, shard)
 	}
@@ -600,18 +631,34 @@ func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *se
 	}
 	seats.know(eventID, n, cfg.EmptyShards)
 	if missing := seats.takeUnrecorded(eventID, cfg.EmptyShards); len(missing) > 0 {
-		c.recordEmpty(ctx, eventID, missing)
+		c.recordEmpty(ctx, eventID, n, missing)
 	}
 }
 
 // recordEmpty adds shards to the event's emptyShards: the "capacity shard empty" row.
 // Sent once: the record saves other workers a failed claim each, no more, and the
 // CONFIG item takes C of them at the sell-out, all at once.
-func (c *Client) recordEmpty(ctx context.Context, eventID string, shards []int) {
+//
+// The record that completes the list (every one of the event's n shards) marks them
+// all sold out (markSoldOut).
+func (c *Client) recordEmpty(ctx context.Context, eventID string, n int, shards []int) {
 	key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
 	w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: numberSet(shards)}}
-	if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
+	var old map[string]types.AttributeValue
+	if err := c.do(ctx, txOptions{once: true, old: &old}, []write{w}); err != nil {
 		c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Any("shards", shards), slog.Any("error", err))
+		return
+	}
+	var was struct {
+		Empty []int `dynamodbav:"emptyShards,numberset"`
+	}
+	_ = attributevalue.UnmarshalMap(old, &was) // none: the first record
+	all := map[int]bool{}
+	for _, s := range append(was.Empty, shards...) {
+		all[s] = true
+	}
+	if n > 1 && len(all) >= n && len(was.Empty) < n {
+		c.markSoldOut(ctx, eventID, n)
 	}
 }
 

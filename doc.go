@@ -116,12 +116,29 @@
 //	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
+//	first-come seat bound          Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	    if   ((status = QUEUED) OR (status = RECEIVED))
+//	         OR ((status = PROCESSING) AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
+//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = SUCCEEDED, uiResult = SUCCESS,
+//	         resultCode = SUCCESS, finishedAt = :now,
+//	         startedAt = if_not_exists(startedAt, :startedAt),
+//	         seatShard = if_not_exists(seatShard, :seatShard)
+//	first-come seat given back     Processor.ProcessOne       UpdateItem     EVENT#<eventId> / CAPACITY
+//	    if   contains (holders, :seatToken)
+//	    set  DELETE holders :seatTokens SET capacityRemaining = capacityRemaining + 1,
+//	         updatedAt = :now
 //	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET seatShard = :seatShard
 //	capacity shard empty           ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  ADD emptyShards :shards
+//	capacity shard left            ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   attribute_exists (PK)
+//	    set  ADD leftShards :left
+//	capacity shard sold out        ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
+//	    if   attribute_exists (PK)
+//	    set  SET soldOut = :0
 //	first-come capacity rejected   MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
@@ -147,7 +164,7 @@
 //	         finishedAt = :now
 //	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
 //	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
-//	         AND (((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((attribute_not_exists (seatShard)) OR (leaseOwner = :leaseOwner)))
+//	         AND (((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((eventType <> FIRST_COME) OR (leaseOwner = :leaseOwner)))
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now

@@ -53,6 +53,14 @@ type EventConfig struct {
 	// every request in one write once all are. CreateEvent ignores it.
 	EmptyShards []int `dynamodbav:"emptyShards,omitempty,numberset"`
 
+	// LeftShards, of a FIRST_COME event, are the capacity shards a seat claim left
+	// because DynamoDB kept refusing it for throughput, each as "<shard>@<epoch
+	// millis>" (the time it was listed; a shard may be listed more than once, the
+	// earliest counts). A worker claims a seat without a lease only on a request's
+	// home shard, and not on a shard listed here (docs/design.md, "The home claim").
+	// CreateEvent ignores it.
+	LeftShards []string `dynamodbav:"leftShards,omitempty,stringset"`
+
 	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
 	// while it finalises the entries, ANNOUNCED once every entry has its result.
 	Phase UIPhase `dynamodbav:"phase,omitempty"`
@@ -60,8 +68,11 @@ type EventConfig struct {
 	CreatedAt EpochMillis `dynamodbav:"createdAt"`
 }
 
-// attrEmptyShards names EventConfig.EmptyShards, which the workers add to.
-const attrEmptyShards = "emptyShards"
+// The attribute names of EventConfig that the workers add to.
+const (
+	attrEmptyShards = "emptyShards"
+	attrLeftShards  = "leftShards"
+)
 
 type configItem struct {
 	Key
@@ -220,6 +231,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	now := c.now()
 	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = EntityConfig, now, 0, "", "", ""
 	cfg.EmptyShards = nil
+	cfg.LeftShards = nil
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var items []any
@@ -306,7 +318,7 @@ type eventEntry struct {
 	loaded   chan struct{} // closed when cfg and err are set
 	cfg      *EventConfig
 	err      error
-	loadedAt time.Time
+	loadedAt time.Time // when the read began
 }
 
 func newEventCache(ttl time.Duration, clock func() time.Time) *eventCache {
@@ -332,8 +344,8 @@ func (ec *eventCache) get(ctx context.Context, eventID string, load func(context
 		e = &eventEntry{loaded: make(chan struct{})}
 		ec.entries[eventID] = e
 		ec.mu.Unlock()
+		e.loadedAt = ec.clock() // when the read began: what it returns is at least that fresh
 		e.cfg, e.err = load(ctx)
-		e.loadedAt = ec.clock()
 		close(e.loaded)
 		if e.err != nil {
 			ec.forgetEntry(eventID, e)
@@ -346,6 +358,23 @@ func (ec *eventCache) get(ctx context.Context, eventID string, load func(context
 		return e.cfg, e.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// peek returns the cached config of an event and when it was read, without reading
+// the table; ok is false when none is cached.
+func (ec *eventCache) peek(eventID string) (cfg *EventConfig, loadedAt time.Time, ok bool) {
+	ec.mu.Lock()
+	e := ec.entries[eventID]
+	ec.mu.Unlock()
+	if e == nil {
+		return nil, time.Time{}, false
+	}
+	select {
+	case <-e.loaded:
+		return e.cfg, e.loadedAt, e.err == nil && e.cfg != nil
+	default:
+		return nil, time.Time{}, false
 	}
 }
 

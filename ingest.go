@@ -290,7 +290,7 @@ func (c *Client) enqueueUncertain(ctx context.Context, q Queue, u *uncertainErro
 
 // sendRequest sends the message of a request, and nothing else.
 func (c *Client) sendRequest(ctx context.Context, q Queue, r *Request) error {
-	body, err := EncodeMessage(messageOf(r))
+	body, err := EncodeMessage(c.messageOf(r))
 	if err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func (c *Client) sendRequest(ctx context.Context, q Queue, r *Request) error {
 // (an ingest context: the caller's end does not cut it short). It returns the request
 // as it now stands.
 func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, error) {
-	m := messageOf(r)
+	m := c.messageOf(r)
 	body, err := EncodeMessage(m)
 	if err != nil {
 		return r, fmt.Errorf("enqueue %s: %w", r.RequestID, err)

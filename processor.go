@@ -282,31 +282,26 @@ func (p *Processor) report(ctx context.Context, o Outcome) {
 	}
 }
 
-// firstCome processes a FIRST_COME message: start, the service's handler, then the
-// capacity decision; once the event is known to be sold out, one write rejects it.
+// firstCome processes a FIRST_COME message. The home claim first (without a
+// Handler): the seat on the request's home shard, then SUCCEEDED, two writes and no
+// lease; once the event is known to be sold out, a look at the home shard and one
+// write reject it. The rest (a Handler, a home shard empty or refusing the claim for
+// throughput, a request an earlier delivery started) goes the leased way: start, the
+// service's handler, then the seat claim.
 func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
-	if p.soldOut(ctx, m.EventID) {
-		t, err := p.c.RejectSoldOut(ctx, m.Ref())
-		switch {
-		case errors.Is(err, ErrNotFound):
-			return notFound()
-		case err != nil:
-			return p.failed(ctx, m, d, nil, err)
-		case t.Applied:
-			return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}
-		case t.Current.Status.IsTerminal():
-			return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
-		}
-		// PROCESSING: another delivery holds it, or held it and died; the start
-		// below sorts out which.
-	}
-	n, err := p.c.capacityShards(ctx, m.EventID)
+	n, err := p.shards(ctx, m)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
-	first := p.seats.next(m.EventID, claimOrder(m.RequestID, n), n, nil)
-	if first < 0 {
-		first = shardOf(m.RequestID, n)
+	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock()}
+	if r, done := p.home(ctx, m, d, n, &h); done {
+		return r
+	}
+	first := h.shard
+	if h.clear {
+		if next := p.seats.next(m.EventID, claimOrder(m.RequestID, n), n, map[int]bool{h.shard: true}); next >= 0 {
+			first = next
+		}
 	}
 	startedAt := p.c.opts.Clock()
 	t, st, err := p.c.startProcessing(ctx, m.Ref(), l.Lease, first)
@@ -319,6 +314,8 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if !t.Applied {
 		return p.notStarted(m, t.Current)
 	}
+	st.homeClear = h.clear
+	st.onHome(h.shard, p.c.opts.Clock())
 	l.held = true
 	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
 	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end}
@@ -342,6 +339,187 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 		return p.lostLease(ctx, m, l.Lease)
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+}
+
+// shards returns the capacity shards of a first-come message's event: from the
+// message, else the event's config.
+func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
+	if m.CapacityShards > 0 {
+		return m.CapacityShards, nil
+	}
+	return p.c.capacityShards(ctx, m.EventID)
+}
+
+// homeState is what a delivery knows of its request's home shard.
+type homeState struct {
+	shard int
+	began  time.Time // when the delivery began
+	looked bool      // the delivery read it
+	clear bool // no seat of the request is on it, nor can be: found empty without its token
+}
+
+// homeTries bounds the reads of the event's config by one home claim whose copy aged
+// before its claim was sent.
+const homeTries = 3
+
+// home runs the part of a first-come message that needs no lease: a look at the home
+// shard when the worker knows it empty, knows the event sold out, or knows nothing of
+// the event yet; then, without a Handler, the home claim. It reports whether it
+// decided the message.
+func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *homeState) (result, bool) {
+	ev := m.EventID
+	if _, _, cached := p.c.events.peek(ev); !cached || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
+		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear {
+			return r, done
+		}
+	}
+	if p.opts.Handler != nil {
+		return result{}, false
+	}
+	for range homeTries {
+		cfg, readAt, err := p.c.freshEvent(ctx, ev)
+		if err != nil {
+			return p.failed(ctx, m, d, nil, err), true
+		}
+		if got := max(cfg.CapacityShards, 1); got != n {
+			return p.malformed(ctx, m, d, fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, n, got)), true
+		}
+		if _, left := cfg.leftAt(h.shard); left {
+			return result{}, false
+		}
+		p.seats.know(ev, n, cfg.EmptyShards)
+		if !h.looked && p.seats.isEmpty(ev, h.shard) {
+			// The config lists the home shard empty (or all): a read, not a failed write.
+			if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear {
+				return r, done
+			}
+		}
+		res, sc, err := p.c.claimHome(ctx, m.Ref(), n, h.shard, readAt.Add(homeFreshness))
+		if errors.Is(err, errLeaseRanOut) {
+			continue // the copy aged before the claim went: read it again
+		}
+		if err != nil {
+			// Unanswered: the claim may have landed, and the next delivery's claim on
+			// the home shard finds it.
+			return p.failed(ctx, m, d, nil, err), true
+		}
+		switch res {
+		case claimWon, claimHeld:
+			r := p.bind(ctx, m, d, n, h.shard, h.began)
+			if sc.emptied && n > 1 && r.outcome.ResultCode == ResultSuccess { // not given back
+				p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
+			}
+			return r, true
+		case claimEmpty:
+			h.clear = true
+			record := recordIfUnlisted
+			if n == 1 {
+				record = recordIfNew
+			}
+			p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, record)
+			if sc.soldOut {
+				p.seats.know(ev, n, allShards(n))
+			}
+			if p.soldOut(ctx, ev) {
+				return p.rejectSoldOut(ctx, m, d)
+			}
+		}
+		return result{}, false // empty, or refused for throughput: the leased claim goes on
+	}
+	return result{}, false
+}
+
+// lookHome reads the request's home shard: its seat there binds it; an empty shard
+// clears it, and rejects it when the event is sold out.
+func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, h *homeState) (result, bool) {
+	item, err := p.c.readShard(ctx, m.EventID, n, h.shard)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err), true
+	}
+	h.looked = true
+	if holds(item, m.RequestID) {
+		return p.bind(ctx, m, d, n, h.shard, h.began), true
+	}
+	if item.CapacityRemaining > 0 {
+		return result{}, false
+	}
+	h.clear = true
+	p.seats.add(m.EventID, h.shard, n)
+	if item.SoldOut || n == 1 {
+		p.seats.know(m.EventID, n, allShards(n))
+	}
+	if p.soldOut(ctx, m.EventID) {
+		return p.rejectSoldOut(ctx, m, d)
+	}
+	return result{}, false
+}
+
+// bind writes SUCCEEDED for a request whose seat is on its home shard. A request
+// that ended meanwhile without that seat gives it back.
+func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n, home int, began time.Time) result {
+	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(began))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return notFound()
+	case err != nil:
+		return p.failed(ctx, m, d, nil, err)
+	case t.Applied:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+	}
+	cur := t.Current
+	if cur.Status == StatusSucceeded && cur.SeatShard != nil && *cur.SeatShard == home {
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
+	}
+	log := p.opts.Logger.With(slog.String("requestId", m.RequestID), slog.String("status", string(cur.Status)),
+		slog.String("resultCode", string(cur.ResultCode)), slog.Int("home", home))
+	if !cur.Status.IsTerminal() {
+		if cur.SeatShard != nil && *cur.SeatShard != home {
+			// A lease that claims elsewhere: what the home claim's rules exclude. The
+			// delivery after it meets the request final, and gives the seat back.
+			log.ErrorContext(ctx, "a request holds a seat on its home shard while a lease claims another")
+		}
+		// A live lease: its holder finds the seat on the home shard and ends the
+		// request; come back after it.
+		wait := max(cur.LeaseExpiresAt.Time().Sub(p.c.now().Time())+time.Second, time.Second)
+		return result{action: actRetry, delay: wait, outcome: Outcome{Kind: OutcomeLeaseHeld}}
+	}
+	if cur.ResultCode == ResultFailedIngestEnqueue {
+		log.WarnContext(ctx, "ingest ended a request whose message got through: its seat goes back")
+	} else {
+		log.ErrorContext(ctx, "a request ended without the seat it holds on its home shard: the seat goes back")
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	if err := p.c.giveBack(bctx, m.Ref(), n, home); err != nil {
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
+}
+
+// rejectSoldOut ends a request of a sold-out event whose home shard holds no seat of
+// it in one write; it reports false when another delivery started the request.
+func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d Delivery) (result, bool) {
+	t, err := p.c.RejectSoldOut(ctx, m.Ref())
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return notFound(), true
+	case err != nil:
+		return p.failed(ctx, m, d, nil, err), true
+	case t.Applied:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}, true
+	case t.Current.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}, true
+	}
+	return result{}, false // PROCESSING: the start sorts out which delivery holds it
+}
+
+// allShards returns 0 … n−1.
+func allShards(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
 }
 
 // notFound: the message names no request (its ingest could not tell whether the
@@ -511,9 +689,10 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: kind, Err: errors.Join(cause, err)}}
 	case !t.Applied && t.Current.Status.IsTerminal():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
-	case !t.Applied && held.Owner == "" && t.Current.Status == StatusProcessing && t.Current.SeatShard != nil:
-		// A first-come request an earlier delivery started: only a lease holder
-		// may fail it, after a look at its shard.
+	case !t.Applied && held.Owner == "" && t.Current.EventType == FirstCome:
+		// A first-come request: it may hold a seat (its home claim, or the claim of
+		// a delivery that started it), so only a lease holder may fail it, after a
+		// look at its shard.
 		return p.takeOverToFail(ctx, m, d, t.Current, class, code, errorCode, cause)
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: cause}}
@@ -521,9 +700,10 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeFailed, ResultCode: code, Err: cause}}
 }
 
-// takeOverToFail takes over a first-come request that an earlier delivery started and
-// left (its lease run out), for a delivery that holds no lease but must end it (its
-// own start failed, on its last receive, or it met a permanent error): the start,
+// takeOverToFail takes over a first-come request that no delivery holds under a live
+// lease (never started, or its lease run out), for a delivery that holds no lease but
+// must end it (its own start or home claim failed, on its last receive, or it met a
+// permanent error): the start,
 // under a lease of its own and retried while throttled, then failFinal under that
 // lease, which ends it SUCCEEDED instead when its shard holds its seat. A lease still
 // held by another delivery is left to it.
@@ -537,14 +717,28 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d Delivery, c
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	l := &lease{Lease: Lease{Owner: p.opts.WorkerID + "/" + randomHex(4), Duration: p.opts.LeaseDuration}}
+	if m.EventID != cur.EventID || m.UserID != cur.UserID {
+		// A malformed message: the request says what it is.
+		m = Message{V: MessageVersion, RequestID: cur.RequestID, EventID: cur.EventID, UserID: cur.UserID,
+			EventType: cur.EventType, RequestedAt: cur.RequestedAt}
+	}
+	n, err := p.shards(bctx, m)
+	if err != nil {
+		return leave(err)
+	}
+	home := shardOf(m.RequestID, n)
+	shard := home
+	if cur.SeatShard != nil {
+		shard = *cur.SeatShard
+	}
 	startedAt := p.c.opts.Clock()
-	t, st, err := p.c.startProcessing(bctx, m.Ref(), l.Lease, *cur.SeatShard)
+	t, st, err := p.c.startProcessing(bctx, m.Ref(), l.Lease, shard)
 	for attempt := 0; errors.Is(throttled(err), ErrThrottled); attempt++ {
 		if sleep(bctx, finalWriteBackoff(attempt)) != nil {
 			break
 		}
 		startedAt = p.c.opts.Clock()
-		t, st, err = p.c.startProcessing(bctx, m.Ref(), l.Lease, *cur.SeatShard)
+		t, st, err = p.c.startProcessing(bctx, m.Ref(), l.Lease, shard)
 	}
 	switch {
 	case err != nil:
@@ -554,6 +748,7 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d Delivery, c
 	case !t.Applied:
 		return leave(nil)
 	}
+	st.onHome(home, p.c.opts.Clock())
 	l.held = true
 	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
 	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end}

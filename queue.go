@@ -110,7 +110,7 @@ var ErrMalformedMessage = errors.New("asyncevent: malformed message")
 
 // Message is the body of the message ingest sends for a request, encoded as JSON:
 //
-//	{"v":1,"requestId":"…","eventId":"…","userId":"…","eventType":"FIRST_COME","requestedAt":1795421039191}
+//	{"v":1,"requestId":"…","eventId":"…","userId":"…","eventType":"FIRST_COME","requestedAt":1795421039191,"capacityShards":8}
 type Message struct {
 	V           int         `json:"v"`
 	RequestID   string      `json:"requestId"`
@@ -118,6 +118,12 @@ type Message struct {
 	UserID      string      `json:"userId"`
 	EventType   EventType   `json:"eventType"`
 	RequestedAt EpochMillis `json:"requestedAt"`
+	// CapacityShards is the FIRST_COME event's number of capacity shards (its
+	// EventConfig.CapacityShards, 1 for the single CAPACITY item), so that a worker new
+	// to the event finds the request's home shard without reading the event's config;
+	// 0 when the sender did not know it (the worker reads the config). It never
+	// differs from the event's: a message that says otherwise is malformed.
+	CapacityShards int `json:"capacityShards,omitempty"`
 }
 
 // Ref returns the reference of the message's request.
@@ -125,12 +131,17 @@ func (m Message) Ref() RequestRef {
 	return RequestRef{RequestID: m.RequestID, EventID: m.EventID, UserID: m.UserID}
 }
 
-// messageOf returns the message of a request.
-func messageOf(r *Request) Message {
-	return Message{
+// messageOf returns the message of a request, with its event's capacity shards when
+// the client's cache of event configs holds the event (ingest's always does).
+func (c *Client) messageOf(r *Request) Message {
+	m := Message{
 		V: MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
 		EventType: r.EventType, RequestedAt: r.RequestedAt,
 	}
+	if cfg, _, ok := c.events.peek(r.EventID); ok && r.EventType == FirstCome && cfg.EventType == FirstCome {
+		m.CapacityShards = max(cfg.CapacityShards, 1)
+	}
+	return m
 }
 
 // EncodeMessage returns the JSON body of m, after checking it as DecodeMessage would.
@@ -210,6 +221,9 @@ func (m Message) validate() error {
 	}
 	if _, err := formatMillis(m.RequestedAt); err != nil || m.RequestedAt == 0 {
 		return bad("requestedAt %d", int64(m.RequestedAt))
+	}
+	if m.CapacityShards < 0 || m.CapacityShards > maxCapacityShards || m.CapacityShards > 0 && m.EventType != FirstCome {
+		return bad("capacityShards %d of a %s event", m.CapacityShards, m.EventType)
 	}
 	return nil
 }

@@ -147,14 +147,15 @@ var leaseFree = expression.Name(attrStatus).NotEqual(expression.Value(StatusProc
 
 // failable: a final failure may end the request: no other worker holds it under a
 // live lease, it is no lottery entry queued by its cutoff, and it is no first-come
-// request a worker started unless the caller holds its lease (leaseFree AND
+// request unless the caller holds its lease (leaseFree AND
 // notAnEntry AND notSeated): only the lease holder can make sure that no seat is
 // spent for it.
 var failable = leaseFree.And(notAnEntry).And(notSeated)
 
-// notSeated: no worker started the request as a first-come one, or the caller holds
-// its lease: attribute_not_exists(seatShard) OR leaseOwner = :leaseOwner.
-var notSeated = expression.AttributeNotExists(expression.Name(attrSeatShard)).Or(leaseHeld)
+// notSeated: the request is no first-come one, or the caller holds its lease (a
+// first-come request may hold a seat from before any write on it, its home claim):
+// eventType <> FIRST_COME OR leaseOwner = :leaseOwner.
+var notSeated = expression.Name(attrEventType).NotEqual(expression.Value(FirstCome)).Or(leaseHeld)
 
 // heldUnderLease: status = PROCESSING AND leaseOwner = :leaseOwner.
 var heldUnderLease = expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).And(leaseHeld)
@@ -446,8 +447,12 @@ type Failure struct {
 // PROCESSING OR leaseOwner = f.Lease.Owner OR leaseExpiresAt ≤ now), and no lottery
 // entry queued by its cutoff (eventType <> LOTTERY OR attribute_not_exists(queuedAt)
 // OR queuedAt > lotteryCutoffAt): an entry is failed only by the worker, before the
-// entries' fence, or decided by the draw. A lost condition is not an error: the
-// Transition holds the request as it is. Only ref.RequestID is used, so a
+// entries' fence, or decided by the draw; and no first-come request unless the caller
+// holds its lease (eventType <> FIRST_COME OR leaseOwner = f.Lease.Owner): a
+// first-come request may hold a seat before any write on it (its home claim), so only
+// a lease holder, after a look at its shards, ends one without a seat. A lost
+// condition is not an error: the Transition holds the request as it is. Only
+// ref.RequestID is used, so a
 // malformed message that names its request validly can still end it. With
 // Options.StatusLog the status is tried one at a time, PROCESSING first, so that the log names the status left: a
 // request met QUEUED or RECEIVED costs a second call.

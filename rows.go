@@ -55,7 +55,9 @@ type row struct {
 	cond  *expression.ConditionBuilder // the condition of a row that writes no status
 
 	sets []set // the update's SET actions besides status, in order
-	adds []set // the update's ADD actions: an element into a set
+	adds    []set // the update's ADD actions: an element into a set
+	deletes []set    // the update's DELETE actions: an element out of a set
+	removes []string // the update's REMOVE actions: attributes it drops
 
 	// loggedAt is the param holding the transition's own time, which its status-log
 	// entry records. Default: pNow.
@@ -159,13 +161,19 @@ func (r *row) mustBuild(cond *expression.ConditionBuilder) built {
 	if r.to != "" {
 		sets = append([]set{setTo(attrStatus, r.to)}, sets...)
 	}
-	if len(sets)+len(r.adds) > 0 {
+	if len(sets)+len(r.adds)+len(r.deletes)+len(r.removes) > 0 {
 		var u expression.UpdateBuilder
 		for _, s := range sets {
 			u = u.Set(expression.Name(s.attr), s.value)
 		}
 		for _, a := range r.adds {
 			u = u.Add(expression.Name(a.attr), a.value.(expression.ValueBuilder))
+		}
+		for _, d := range r.deletes {
+			u = u.Delete(expression.Name(d.attr), d.value.(expression.ValueBuilder))
+		}
+		for _, name := range r.removes {
+			u = u.Remove(expression.Name(name))
 		}
 		b = b.WithUpdate(u)
 	}
@@ -468,7 +476,7 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 func rows() []*row {
 	return []*row{
 		&participateRow, &createRequestRow, &incompleteRequestRow, &releaseLockRow, &requestAbsentRow, &markQueuedRow, &enqueueFailedRow,
-		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &moveSeatRow, &shardEmptyRow, &capacityRejectedRow, &soldOutRow,
+		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &bindSeatRow, &giveBackRow, &moveSeatRow, &shardEmptyRow, &shardLeftRow, &shardSoldOutRow, &capacityRejectedRow, &soldOutRow,
 		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow,
 		&statusLogRow, &createEventRow, &drawFreezeRow, &eventDrawingRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,
 	}

@@ -33,7 +33,7 @@ func (h *hotKeyTest) dropEvent(t *testing.T, eventID string, capacity int64, sha
 		require.NoError(t, err)
 		r := h.request(t, p.RequestID)
 		ms[i] = asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID,
-			UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
+			UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: max(shards, 1)}
 	}
 	return ms
 }
@@ -86,45 +86,63 @@ func (f failSucceeded) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	return f.DynamoDB.UpdateItem(ctx, in, optFns...)
 }
 
-// A delivery takes a seat and dies before its SUCCEEDED; the next delivery takes the
-// request over once the lease has run out, finds the seat on the shard the request
-// names, and writes SUCCEEDED: one seat spent, for its winner, whatever shard the new
-// worker would have picked.
+// A delivery takes a seat and dies before its SUCCEEDED; the next delivery finds the
+// seat and writes SUCCEEDED: one seat spent, for its winner, whatever shard the new
+// worker would have picked. Under a lease (a worker with a Handler) the next delivery
+// takes the request over once the lease has run out and claims on the shard the
+// request names; after a home claim (no Handler) the request is still QUEUED, and the
+// next delivery's claim on the home shard finds the seat.
 func TestTakeoverFindsTheSeatOfTheDeliveryBefore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, shards := range []int{1, 4} {
-		t.Run(fmt.Sprintf("C=%d", shards), func(t *testing.T) {
-			t.Parallel()
-			h := newHotKeyTest(t, 1, asyncevent.Options{})
-			names := users(3)
-			ms := h.dropEvent(t, "drop", 8, shards, names)
-			dying, err := asyncevent.New(failSucceeded{asynceventtest.DynamoDB(t)}, asyncevent.Options{TableName: h.c.TableName(), Clock: h.clock.Now})
-			require.NoError(t, err)
-			opts := asyncevent.ProcessOptions{LeaseDuration: 30 * time.Second}
+	noop := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return nil })
+	for _, tc := range []struct {
+		name    string
+		handler asyncevent.Handler
+		left    asyncevent.Status // what the dying delivery leaves
+	}{{"lease", noop, asyncevent.StatusProcessing}, {"home", nil, asyncevent.StatusQueued}} {
+		for _, shards := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/C=%d", tc.name, shards), func(t *testing.T) {
+				t.Parallel()
+				h := newHotKeyTest(t, 1, asyncevent.Options{})
+				names := users(3)
+				ms := h.dropEvent(t, "drop", 8, shards, names)
+				if tc.left == asyncevent.StatusQueued {
+					for _, m := range ms {
+						_, err := h.c.MarkQueued(ctx, m.Ref())
+						require.NoError(t, err)
+					}
+				}
+				dying, err := asyncevent.New(failSucceeded{asynceventtest.DynamoDB(t)}, asyncevent.Options{TableName: h.c.TableName(), Clock: h.clock.Now})
+				require.NoError(t, err)
+				opts := asyncevent.ProcessOptions{LeaseDuration: 30 * time.Second, Handler: tc.handler}
 
-			res := asynceventtest.Work(ctx, t, dying, ms[0], opts)
-			require.Equal(t, asyncevent.OutcomeRetry, res.Kind, "%v", res.Err)
-			before := h.request(t, ms[0].RequestID)
-			require.Equal(t, asyncevent.StatusProcessing, before.Status)
-			capItem, err := h.clean.GetCapacity(ctx, "drop")
-			require.NoError(t, err)
-			require.Equal(t, int64(7), capItem.CapacityRemaining, "the seat is spent, its SUCCEEDED not written")
+				res := asynceventtest.Work(ctx, t, dying, ms[0], opts)
+				require.Equal(t, asyncevent.OutcomeRetry, res.Kind, "%v", res.Err)
+				before := h.request(t, ms[0].RequestID)
+				require.Equal(t, tc.left, before.Status)
+				capItem, err := h.clean.GetCapacity(ctx, "drop")
+				require.NoError(t, err)
+				require.Equal(t, int64(7), capItem.CapacityRemaining, "the seat is spent, its SUCCEEDED not written")
 
-			h.clock.Advance(31 * time.Second)
-			res = asynceventtest.Work(ctx, t, h.c, ms[0], opts)
-			assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
-			after := h.request(t, ms[0].RequestID)
-			assert.Equal(t, *before.SeatShard, *after.SeatShard)
-			for _, m := range ms[1:] {
-				res := asynceventtest.Work(ctx, t, h.c, m, opts)
+				h.clock.Advance(31 * time.Second)
+				res = asynceventtest.Work(ctx, t, h.c, ms[0], opts)
 				assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
-			}
-			capItem, err = h.clean.GetCapacity(ctx, "drop")
-			require.NoError(t, err)
-			assert.Equal(t, int64(5), capItem.CapacityRemaining, "three winners, three seats")
-			asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
-		})
+				after := h.request(t, ms[0].RequestID)
+				require.NotNil(t, after.SeatShard)
+				if before.SeatShard != nil {
+					assert.Equal(t, *before.SeatShard, *after.SeatShard)
+				}
+				for _, m := range ms[1:] {
+					res := asynceventtest.Work(ctx, t, h.c, m, opts)
+					assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+				}
+				capItem, err = h.clean.GetCapacity(ctx, "drop")
+				require.NoError(t, err)
+				assert.Equal(t, int64(5), capItem.CapacityRemaining, "three winners, three seats")
+				asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
+			})
+		}
 	}
 }
 
@@ -152,9 +170,10 @@ func TestAnOldDeliveryStillAtWorkTakesNoSecondSeat(t *testing.T) {
 	asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
 }
 
-// A worker new to a sold-out event learns it from the event's emptyShards: its first
-// loser costs the config's read and the one rejecting write, its others the write
-// alone, whatever the number of shards.
+// A worker new to a sold-out event learns it from the request's home shard, which
+// carries the sell-out's mark: each loser costs that read (its seat is not there
+// either) and the one rejecting write, whatever the number of shards, and no read of
+// the event's config.
 func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -185,7 +204,7 @@ func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
 	for _, n := range calls {
 		total += n
 	}
-	assert.LessOrEqual(t, total, 10+1, "one write per loser, one read of the config")
+	assert.Equal(t, map[string]int{"GetItem": 10, "UpdateItem": 10}, calls, "a read of the home shard and one write per loser")
 	assert.Zero(t, calls["TransactWriteItems"])
 	asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
 }

@@ -26,8 +26,9 @@ type EventStats struct {
 	// startedAt (for a loser of an event known to be sold out, ended in one write,
 	// its finishedAt too). A request that ended at ingest (FAILED_INGEST_ENQUEUE) was
 	// never reached and is not counted. Processing is finishedAt − startedAt of the
-	// requests a worker held under a lease (PROCESSING) before they finished; the
-	// one-write rejections of a sold-out event are not processing.
+	// requests a worker held under a lease (PROCESSING) before they finished, and of
+	// the first-come winners of a home claim (from the delivery's start to its
+	// SUCCEEDED); the one-write rejections of a sold-out event are not processing.
 	QueueWait  Durations
 	Processing Durations
 
@@ -60,6 +61,7 @@ type statsRow struct {
 	StartedAt  EpochMillis `dynamodbav:"startedAt"`
 	FinishedAt EpochMillis `dynamodbav:"finishedAt"`
 	LeaseOwner string      `dynamodbav:"leaseOwner"` // set when a worker held it PROCESSING
+	SeatShard  *int        `dynamodbav:"seatShard"`  // set when a first-come claim took it on (home claim included)
 }
 
 // EventStats computes an event's statistics from its requests: the "event
@@ -98,7 +100,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		if reached := cmp.Or(r.StartedAt, r.FinishedAt); reached != 0 && r.QueuedAt != 0 && r.ResultCode != ResultFailedIngestEnqueue {
 			waits = append(waits, reached.Time().Sub(r.QueuedAt.Time()))
 		}
-		if r.FinishedAt != 0 && r.StartedAt != 0 && r.LeaseOwner != "" {
+		if r.FinishedAt != 0 && r.StartedAt != 0 && (r.LeaseOwner != "" || r.SeatShard != nil) {
 			runs = append(runs, r.FinishedAt.Time().Sub(r.StartedAt.Time()))
 		}
 	}
@@ -111,7 +113,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 
 // statsRows reads an event's requests from GSI2, in queue order over all its shards.
 func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
-	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt, attrLeaseOwner)
+	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt, attrLeaseOwner, attrSeatShard)
 	slices.SortStableFunc(rows, func(a, b statsRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK) })
 	return rows, err
 }

@@ -116,10 +116,9 @@ func (c *Client) stuck(r sweepRow, after time.Duration) bool {
 // resend sends a request's message again. On a FIFO queue the deduplication ID
 // differs from the first send's, or the queue would drop it.
 func (c *Client) resend(ctx context.Context, q Queue, eventID string, r sweepRow) error {
-	body, err := EncodeMessage(Message{
-		V: MessageVersion, RequestID: r.RequestID, EventID: eventID, UserID: r.UserID,
-		EventType: r.EventType, RequestedAt: r.RequestedAt,
-	})
+	body, err := EncodeMessage(c.messageOf(&Request{
+		RequestID: r.RequestID, EventID: eventID, UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt,
+	}))
 	if err != nil {
 		return err
 	}

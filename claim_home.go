@@ -1,0 +1,266 @@
+package asyncevent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The home claim: a first-come seat in two writes, without a lease.
+//
+// A worker with no Handler sends a first-come request's seat claim to the request's
+// home shard (shardOf its ID) before it writes anything on the request, then binds
+// the request to the seat: SUCCEEDED in one more write. The claim records the
+// request's token with the seat, so any later delivery of the request that claims on
+// the home shard finds its seat instead of taking another, and every decision that
+// ends a request without a seat looks at the home shard first (docs/design.md, "The
+// home claim"). Three rules keep a request to one seat:
+//
+//   - a claim without a lease goes to the home shard only;
+//   - a claim without a lease is sent only while the sender's copy of the event's
+//     config, read less than homeFreshness before, does not list the home shard as
+//     left (EventConfig.LeftShards);
+//   - a request's claim leaves its home shard (seatShard ≠ home, under a lease) only
+//     once no claim without a lease can take a seat there any more: the shard was
+//     seen empty without the request's token (capacity never grows back), or it was
+//     listed left at L and a strongly consistent read after L + homeFreshness +
+//     claimFence shows no token there.
+
+// homeFreshness is how old the copy of an event's config may be (from the moment its
+// read began) when a claim without a lease is sent on its strength.
+const homeFreshness = 5 * time.Second
+
+// leftFence is how long after a shard was listed left a claim without a lease may
+// still land there: sent by homeFreshness after it, landed by claimFence after that.
+const leftFence = homeFreshness + claimFence
+
+// The params of the home claim's rows.
+const (
+	pLeft      param = "left"      // a one-element string set: "<shard>@<epoch millis>"
+	pStartedAt param = "startedAt" // when the delivery that bound a seat began
+)
+
+var (
+	// homeSeat: a PROCESSING request whose lease ran out and named no shard, or its
+	// home: a live lease is its holder's to end, and it finds the seat there.
+	homeSeat = expression.AttributeNotExists(expression.Name(attrSeatShard)).
+			Or(expression.Name(attrSeatShard).Equal(expression.Value(pSeatShard))).
+			And(leaseExpired)
+	capacityExists = expression.AttributeExists(expression.Name(attrPK))
+	holder         = expression.Contains(expression.Name(attrHolders), paramMark+string(pSeatToken))
+
+	bindSeatRow = row{
+		name: "first-come seat bound", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		from: []leave{
+			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &homeSeat},
+		},
+		to: StatusSucceeded,
+		sets: append(finalSets(UISuccess, ResultSuccess),
+			setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),
+		removes: []string{attrLeaseOwner, attrLeaseExpiresAt}, // no lease ended it
+	}
+	giveBackRow = row{
+		name: "first-come seat given back", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: &holder,
+		sets: []set{
+			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Plus(expression.Value(1))},
+			setTo(attrUpdatedAt, pNow),
+		},
+		deletes: []set{addTo(attrHolders, pSeatTokens)},
+	}
+	shardLeftRow = row{
+		name: "capacity shard left", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: &configExists,
+		adds: []set{addTo(attrLeftShards, pLeft)},
+	}
+	shardSoldOutRow = row{
+		name: "capacity shard sold out", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: &capacityExists,
+		sets: []set{setTo(attrSoldOut, true)},
+	}
+)
+
+// leftAt returns when the shard was first listed left, if it is.
+func (e *EventConfig) leftAt(shard int) (EpochMillis, bool) {
+	var first EpochMillis
+	found := false
+	for _, s := range e.LeftShards {
+		n, at, ok := parseLeft(s)
+		if ok && n == shard && (!found || at < first) {
+			first, found = at, true
+		}
+	}
+	return first, found
+}
+
+func parseLeft(s string) (shard int, at EpochMillis, ok bool) {
+	a, b, found := strings.Cut(s, "@")
+	n, err1 := strconv.Atoi(a)
+	ms, err2 := strconv.ParseInt(b, 10, 64)
+	return n, EpochMillis(ms), found && err1 == nil && err2 == nil
+}
+
+// readShard reads one capacity item strongly consistently.
+func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*EventCapacity, error) {
+	keys, err := capacityKeys(eventID, n)
+	if err != nil {
+		return nil, err
+	}
+	if shard < 0 || shard >= len(keys) {
+		return nil, fmt.Errorf("%w: shard %d of %d", ErrMalformedMessage, shard, n)
+	}
+	var item capacityItem
+	found, err := c.getItem(ctx, keys[shard].Key(), true, &item)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read capacity %s: %w", eventID, err)
+	case !found:
+		return nil, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, eventID, keys[shard].Key().PK)
+	}
+	return &item.EventCapacity, nil
+}
+
+// freshEvent returns the event's config from the client's cache when its read began
+// less than homeFreshness ago, else read again, with when that read began.
+func (c *Client) freshEvent(ctx context.Context, eventID string) (*EventConfig, time.Time, error) {
+	if cfg, at, ok := c.events.peek(eventID); ok && c.opts.Clock().Sub(at) < homeFreshness {
+		return cfg, at, nil
+	}
+	c.events.forget(eventID)
+	began := c.opts.Clock()
+	cfg, err := c.cachedEvent(ctx, eventID)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if _, at, ok := c.events.peek(eventID); ok {
+		began = at
+	}
+	return cfg, began, nil
+}
+
+// claimHome sends a claim without a lease on the request's home shard, never after
+// deadline (errLeaseRanOut: the caller's config copy aged; nothing was sent after
+// it).
+func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int, deadline time.Time) (claimResult, *seatClaim, error) {
+	keys, err := capacityKeys(ref.EventID, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	sc := &seatClaim{seatStart: seatStart{shard: home}, ref: ref, until: func() time.Time { return deadline }}
+	res, err := c.claimOn(ctx, keys[home], sc)
+	return res, sc, err
+}
+
+// bindSeat writes SUCCEEDED for a request that holds a seat on its home shard,
+// without a lease: the "first-come seat bound" row, UpdateItem PK REQ#<requestId>, SK
+// META, SET status = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt,
+// startedAt (began, when the delivery began) and seatShard where missing, REMOVE
+// leaseOwner and leaseExpiresAt (a lease that ran out did not end it); condition: status = QUEUED OR status =
+// RECEIVED OR (status = PROCESSING AND (attribute_not_exists(seatShard) OR seatShard
+// = home) AND leaseExpiresAt ≤ now). A refusal for throughput is sent again for up to bookkeepingTimeout: the
+// seat is spent, and the request must not be left without its result.
+func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began EpochMillis) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	w := write{row: &bindSeatRow, args: args{pNow: c.now(), pStartedAt: began, pSeatShard: home}, note: "won a seat"}
+	for attempt := 0; ; attempt++ {
+		t, err := c.apply(bctx, key, w, txOptions{})
+		if !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil {
+			if err != nil {
+				return t, fmt.Errorf("bind the seat of %s: %w", ref.RequestID, err)
+			}
+			return t, nil
+		}
+	}
+}
+
+// recordLeft lists a shard as left on the event's config, the "capacity shard left"
+// row (UpdateItem PK EVENT#<eventId>, SK CONFIG, ADD leftShards "<shard>@<now>"),
+// and returns when it was first listed so: this record's time, or an earlier one's.
+func (c *Client) recordLeft(ctx context.Context, eventID string, shard int) (EpochMillis, error) {
+	key, err := NewEventKey(eventID, EventItemConfig)
+	if err != nil {
+		return 0, err
+	}
+	now := c.now()
+	entry := strconv.Itoa(shard) + "@" + strconv.FormatInt(int64(now), 10)
+	var old map[string]types.AttributeValue
+	w := write{row: &shardLeftRow, key: key.Key(), args: args{pLeft: stringSet{entry}}}
+	if err := c.do(ctx, txOptions{old: &old}, []write{w}); err != nil {
+		return 0, fmt.Errorf("list shard %d of %s left: %w", shard, eventID, err)
+	}
+	c.events.forget(eventID)
+	var was struct {
+		Left []string `dynamodbav:"leftShards,stringset"`
+	}
+	_ = attributevalue.UnmarshalMap(old, &was) // none: this record is the first
+	cfg := EventConfig{LeftShards: append(was.Left, entry)}
+	at, _ := cfg.leftAt(shard)
+	return at, nil
+}
+
+// markSoldOut sets soldOut on every capacity shard of an event whose shards are all
+// empty, the "capacity shard sold out" row (UpdateItem of each shard, SET soldOut =
+// true), so that a worker new to the event that reads a request's home shard learns
+// the sell-out from that read alone. A mark that fails is left: such a worker reads
+// the event's config instead.
+func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
+	keys, err := capacityKeys(eventID, n)
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w := write{row: &shardSoldOutRow, key: k.Key()}
+			if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
+				c.opts.Logger.WarnContext(ctx, "marking a capacity shard sold out failed", slog.String("eventId", eventID), slog.String("pk", k.Key().PK), slog.Any("error", err))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// giveBack returns the seat of a request that ended without it to its home shard:
+// the "first-come seat given back" row, UpdateItem of the shard, SET
+// capacityRemaining = capacityRemaining + 1, updatedAt, DELETE holders the request's
+// token; condition contains(holders, token). It happens only when a home claim lands
+// on a request that ended meanwhile: ingest ended it FAILED_INGEST_ENQUEUE (its send
+// reported a failure, yet the message got through) and released the user's lock.
+func (c *Client) giveBack(ctx context.Context, ref RequestRef, n, home int) error {
+	keys, err := capacityKeys(ref.EventID, n)
+	if err != nil {
+		return err
+	}
+	token := seatToken(ref.RequestID)
+	w := write{row: &giveBackRow, key: keys[home].Key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
+	err = c.do(ctx, txOptions{}, []write{w})
+	var lost *conditionLost
+	if errors.As(err, &lost) {
+		return nil // given back already
+	}
+	if err != nil {
+		return fmt.Errorf("give back the seat of %s: %w", ref.RequestID, err)
+	}
+	return nil
+}
+
+// holds reports whether a capacity item records the request's seat.
+func holds(item *EventCapacity, requestID string) bool {
+	return slices.Contains(item.Holders, seatToken(requestID))
+}
