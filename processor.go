@@ -352,10 +352,10 @@ func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
 
 // homeState is what a delivery knows of its request's home shard.
 type homeState struct {
-	shard int
+	shard  int
 	began  time.Time // when the delivery began
 	looked bool      // the delivery read it
-	clear bool // no seat of the request is on it, nor can be: found empty without its token
+	clear  bool      // no seat of the request is on it, nor can be: found empty without its token
 }
 
 // homeTries bounds the reads of the event's config by one home claim whose copy aged

@@ -54,8 +54,8 @@ type row struct {
 	guard *expression.ConditionBuilder // holds too, whatever the status left
 	cond  *expression.ConditionBuilder // the condition of a row that writes no status
 
-	sets []set // the update's SET actions besides status, in order
-	adds    []set // the update's ADD actions: an element into a set
+	sets    []set    // the update's SET actions besides status, in order
+	adds    []set    // the update's ADD actions: an element into a set
 	deletes []set    // the update's DELETE actions: an element out of a set
 	removes []string // the update's REMOVE actions: attributes it drops
 
