@@ -288,7 +288,16 @@ func TestFirstComeOutcomesStatsAndFilters(t *testing.T) {
 			path = append(path, l.ToStatus)
 			assert.NotZero(t, l.OccurredAt)
 		}
-		assert.Equal(t, []asyncevent.Status{asyncevent.StatusReceived, asyncevent.StatusQueued, asyncevent.StatusProcessing, status}, path)
+		// PROCESSING only for a request whose claim went on under a lease (its home
+		// shard emptied by others before the sell-out); a home claim's winner and a
+		// sold-out loser skip it.
+		require.GreaterOrEqual(t, len(path), 3)
+		assert.Equal(t, []asyncevent.Status{asyncevent.StatusReceived, asyncevent.StatusQueued}, path[:2])
+		assert.Equal(t, status, path[len(path)-1])
+		if len(path) == 4 {
+			assert.Equal(t, asyncevent.StatusProcessing, path[2])
+		}
+		assert.LessOrEqual(t, len(path), 4)
 
 		// The user sees the outcome of the own request.
 		r = e.do("GET", "/requests/"+one.RequestID, token(t, one.UserID, RoleUser), nil)

@@ -80,9 +80,8 @@ func Example() {
 	//   PutItem AsyncEventTable (create request)
 	//   asyncevent.send
 	//     asyncevent.process [SUCCEEDED]
-	//       UpdateItem AsyncEventTable (start processing)
 	//       UpdateItem AsyncEventTable (first-come capacity)
-	//       UpdateItem AsyncEventTable (first-come success)
+	//       UpdateItem AsyncEventTable (first-come seat bound)
 	//   UpdateItem AsyncEventTable (mark queued)
 	// asyncevent.event.seats.remaining: 0
 	// asyncevent.outcomes: REJECTED/REJECTED_CAPACITY 1, SUCCEEDED/SUCCESS 1

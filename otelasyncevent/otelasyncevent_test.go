@@ -210,9 +210,8 @@ func TestOneClickIsOneTraceAcrossSQS(t *testing.T) {
 	assert.Equal(t, "SUCCESS", attr(process, "asyncevent.result_code"))
 	assert.Equal(t, p.RequestID, attr(process, "asyncevent.request.id"))
 	assert.Equal(t, []string{
-		"UpdateItem " + table + " (start processing)",
 		"UpdateItem " + table + " (first-come capacity)",
-		"UpdateItem " + table + " (first-come success)",
+		"UpdateItem " + table + " (first-come seat bound)",
 	}, children(process))
 
 	for _, s := range trail {

@@ -114,6 +114,8 @@ type Costs struct {
 	WCU            float64            `json:"wcu"`
 	RCU            float64            `json:"rcu"`
 	CapacityWrites float64            `json:"capacityWrites"` // write requests on the CAPACITY item
+	CapacityReads  float64            `json:"capacityReads"`  // GetItem calls of a CAPACITY item (a look at a home shard)
+	ConfigReads    float64            `json:"configReads"`    // GetItem calls of the event's CONFIG (cached per client)
 	Calls          map[string]float64 `json:"calls"`
 }
 
@@ -664,6 +666,8 @@ func sideOf(m *measured) Side {
 		WCU:            m.counts.WCU / ops,
 		RCU:            m.counts.RCU / ops,
 		CapacityWrites: float64(m.counts.Writes[asyncevent.EntityCapacity]) / ops,
+		CapacityReads:  float64(m.counts.Reads[asyncevent.EntityCapacity]) / ops,
+		ConfigReads:    float64(m.counts.Reads[asyncevent.EntityConfig]) / ops,
 		Calls:          map[string]float64{},
 	}
 	for op, k := range m.counts.Calls {

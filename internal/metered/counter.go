@@ -44,6 +44,8 @@ type Counts struct {
 	// condition held: a failed conditional write costs capacity too. Keys that no
 	// builder of asyncevent could have produced count under "OTHER".
 	Writes map[asyncevent.EntityType]int
+	// Reads counts the GetItem calls by the kind of item they name.
+	Reads map[asyncevent.EntityType]int
 }
 
 // OtherItems is the kind under which Counts.Writes counts items whose key is none of
@@ -55,7 +57,7 @@ func (c Counts) RoundTrips() int { return c.Attempts }
 
 // Sub returns the counts between an earlier snapshot and c.
 func (c Counts) Sub(earlier Counts) Counts {
-	d := Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{},
+	d := Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{}, Reads: map[asyncevent.EntityType]int{},
 		Attempts: c.Attempts - earlier.Attempts, RCU: c.RCU - earlier.RCU, WCU: c.WCU - earlier.WCU}
 	for op, n := range c.Calls {
 		if n -= earlier.Calls[op]; n != 0 {
@@ -67,18 +69,29 @@ func (c Counts) Sub(earlier Counts) Counts {
 			d.Writes[kind] = n
 		}
 	}
+	for kind, n := range c.Reads {
+		if n -= earlier.Reads[kind]; n != 0 {
+			d.Reads[kind] = n
+		}
+	}
 	return d
 }
 
 // Add returns the sum of c and o.
 func (c Counts) Add(o Counts) Counts {
-	s := Counts{Calls: maps.Clone(c.Calls), Writes: maps.Clone(c.Writes),
+	s := Counts{Calls: maps.Clone(c.Calls), Writes: maps.Clone(c.Writes), Reads: maps.Clone(c.Reads),
 		Attempts: c.Attempts + o.Attempts, RCU: c.RCU + o.RCU, WCU: c.WCU + o.WCU}
 	if s.Calls == nil {
 		s.Calls = map[string]int{}
 	}
 	if s.Writes == nil {
 		s.Writes = map[asyncevent.EntityType]int{}
+	}
+	if s.Reads == nil {
+		s.Reads = map[asyncevent.EntityType]int{}
+	}
+	for kind, n := range o.Reads {
+		s.Reads[kind] += n
 	}
 	for op, n := range o.Calls {
 		s.Calls[op] += n
@@ -109,7 +122,7 @@ func NewCounter(db asyncevent.DynamoDB) *Counter {
 }
 
 func newCounts() Counts {
-	return Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{}}
+	return Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{}, Reads: map[asyncevent.EntityType]int{}}
 }
 
 // Unwrap returns the client c wraps.
@@ -126,6 +139,7 @@ func (c Counts) clone() Counts {
 	s := c
 	s.Calls = maps.Clone(c.Calls)
 	s.Writes = maps.Clone(c.Writes)
+	s.Reads = maps.Clone(c.Reads)
 	return s
 }
 
@@ -153,6 +167,7 @@ func Track(ctx context.Context) (context.Context, func() Counts) {
 type call struct {
 	op       string
 	writes   []map[string]types.AttributeValue // the keys (or items) written
+	read     map[string]types.AttributeValue   // the key a GetItem read
 	consumed []types.ConsumedCapacity
 }
 
@@ -160,6 +175,9 @@ func (cs *Counts) add(k call) {
 	cs.Calls[k.op]++
 	for _, key := range k.writes {
 		cs.Writes[kindOf(key)]++
+	}
+	if k.read != nil {
+		cs.Reads[kindOf(k.read)]++
 	}
 	for _, cc := range k.consumed {
 		cs.RCU += aws.ToFloat64(cc.ReadCapacityUnits)
@@ -228,7 +246,7 @@ func one(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
 func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.db.GetItem(ctx, in, append(optFns, c.countAttempts)...)
-	k := call{op: "GetItem"}
+	k := call{op: "GetItem", read: in.Key}
 	if out != nil {
 		k.consumed = one(out.ConsumedCapacity)
 	}
