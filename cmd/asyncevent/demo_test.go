@@ -152,9 +152,9 @@ func TestBench(t *testing.T) {
 	}
 	assert.True(t, byName["DynamoDB calls per new participation = 3, no transaction"].OK)
 	assert.True(t, byName["DynamoDB calls per duplicate click = 1, no read units"].OK)
-	assert.Contains(t, byName, "DynamoDB calls per first-come winner ≤ 3 + 5%, WCU ≤ 7 + 5%")
+	assert.Contains(t, byName, "DynamoDB calls per first-come winner < 3, WCU ≤ 7 (the raw flow's)")
 	assert.Contains(t, byName, "DynamoDB calls per loser at C = 99 once sold out, on a new worker ≤ 2")
-	assert.True(t, byName["DynamoDB calls per message once the worker knows it is sold out = 1, no CAPACITY write"].OK)
+	assert.True(t, byName["DynamoDB calls per message once the worker knows it is sold out = 2 (a look at the home shard, one write), no CAPACITY write"].OK)
 	assert.NotEmpty(t, rep.Machine)
 	require.Len(t, rep.Heat, 2, "the default layout and the one derived for 20,000 clicks/s")
 	h := rep.Heat[0]
@@ -162,9 +162,9 @@ func TestBench(t *testing.T) {
 	assert.Equal(t, 400, h.Participations)
 	assert.Equal(t, 100, h.Winners, "a quarter")
 	assert.Regexp(t, `^GSI2:EVENT#\S+-heat-default$`, h.HottestKey)
-	// GSI2: the put, QUEUED, PROCESSING and the final status, 1 WCU each (3 for a
-	// loser once the worker knows the event is sold out).
-	assert.InDelta(t, 3.5, h.HottestWCUPerParticipation, 0.5)
+	// GSI2: the put, QUEUED and the final status, 1 WCU each (a claim that goes on
+	// under a lease writes PROCESSING too).
+	assert.InDelta(t, 3.0, h.HottestWCUPerParticipation, 0.25)
 	// One capacity item, 1 WCU a claim and no transaction: its units bound it.
 	assert.Equal(t, "units", h.WinnersBound)
 	assert.Equal(t, h.CapacityClaimsPerSecPerShard, h.CeilingWinnersPerSec)
