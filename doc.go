@@ -205,9 +205,12 @@
 //	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
 //
 // Ingest is the design's own writes, no transaction: Participate puts the lock, then
-// the request; a duplicate click is answered by the lock's failed put alone. ClaimSeat
-// spends a seat and writes SUCCEEDED in one TransactWriteItems, so no seat is spent
-// without a winner; a loser of an event known to be sold out is one write
+// the request; a duplicate click is answered by the lock's failed put alone. A seat is
+// one conditional write that also records whose it is (the request's seat token on
+// the capacity item), then SUCCEEDED: a worker without a Handler claims on the
+// request's home shard and binds the seat ("first-come seat bound"), two writes and
+// no lease; ClaimSeat does the same under a lease (after StartProcessing). A loser of
+// an event known to be sold out is a look at its home shard and one write
 // (RejectSoldOut). [Client.Submit] is the whole ingest of a click: Participate, send
 // the message, MarkQueued (or MarkEnqueueFailed); a lottery's ingest writes nothing
 // after the moment its draw may begin, less a margin. Row methods take the request as a
@@ -230,7 +233,10 @@
 //  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state; the
 //     request's queuedAt and index keys came with its put, so it has nothing to
 //     backfill, and ingest's later QUEUED write loses harmlessly.
-//  4. Exactly N: capacity is spent only together with a SUCCEEDED request.
+//  4. Exactly N: a seat is spent only by the write that records whose it is; a request
+//     claims without a lease only on its home shard, and under a lease only on the
+//     shard its seatShard names; no request ends without a seat before a look at the
+//     shard a claim of it may be on (docs/design.md, "The seat claim").
 //  5. No stuck PROCESSING: a worker holds a lease that expires.
 //  6. Every status write is conditional; a lost condition is an outcome, not an error.
 //  7. GSI keys only on Request items.

@@ -65,13 +65,12 @@ const (
 // peak of clicksPerSecond new participations and winnersPerSecond seats taken:
 //
 //	IndexShards    = ⌈clicksPerSecond × 4 WCU ÷ 800⌉   (GSI2: put, QUEUED, PROCESSING, final status)
-//
-// (4 is a click that a worker with a Handler holds PROCESSING; the home claim of a
-// worker without one, and every loser once the event is sold out, write 3: the put,
-// QUEUED and the result.)
 //	CapacityShards = ⌈winnersPerSecond × 2 WCU ÷ 800⌉  (one UpdateItem of a shard per seat)
 //
-// each at least 1 and at most MaxShards (99 capacity shards); winnersPerSecond 0
+// (4 is a click that a worker with a Handler holds PROCESSING; the home claim of a
+// worker without one, and every loser once the event is sold out, write 3 on GSI2:
+// the put, QUEUED and the result.) Each at least 1 and at most MaxShards (99 capacity
+// shards); winnersPerSecond 0
 // means a quarter of the clicks. 20,000 clicks/s gives 100 index shards and, for
 // 5,000 winners/s, 13 capacity shards. A claim costs 2 WCU only while its shard
 // holds up to about 128 seats: EventConfig.ShardForPeak also counts the seats.

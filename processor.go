@@ -54,7 +54,12 @@ func (e *permanentError) Unwrap() error { return e.err }
 // ProcessOptions configures how messages are processed, by a Processor or a Worker. The
 // zero value is valid.
 type ProcessOptions struct {
-	// Handler is the service's own step for each request. Default: none.
+	// Handler is the service's own step for each request. Default: none. Without one,
+	// a first-come message takes the home claim: its seat on the request's home shard,
+	// then SUCCEEDED, two writes and no lease (docs/design.md, "The home claim"); with
+	// one, the request is held under a lease while the Handler runs. All the workers
+	// of an event should share this setting: a worker without a Handler claims a seat
+	// without running one.
 	Handler Handler
 
 	// WorkerID names this process in the leases it takes. Default: host name, process
