@@ -84,6 +84,7 @@ type world struct {
 	kills     int
 	faulted   atomic.Int64
 	handler   asyncevent.Handler // the workers' handler; nil for none
+	mixed     bool               // every other worker runs a no-op handler: a lease for each of its requests
 }
 
 // process is one worker process: its own faulty DynamoDB client and queue view.
@@ -145,12 +146,16 @@ func (w *world) startWorker() {
 	})
 	opts := w.opts
 	opts.TableName = w.table
+	handler := w.handler
+	if w.mixed && w.nextID%2 == 0 {
+		handler = asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return nil })
+	}
 	c, err := asyncevent.New(db, opts)
 	require.NoError(w.t, err)
 	worker, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{
 		Concurrency: 4, WaitTime: 100 * time.Millisecond, VisibilityTimeout: 2 * time.Second,
 		ProcessOptions: asyncevent.ProcessOptions{
-			WorkerID: fmt.Sprintf("w%d", w.nextID), LeaseDuration: 2 * time.Second, MaxReceives: 12, Handler: w.handler,
+			WorkerID: fmt.Sprintf("w%d", w.nextID), LeaseDuration: 2 * time.Second, MaxReceives: 12, Handler: handler,
 			Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond },
 		},
 	})
@@ -335,7 +340,9 @@ func (w *world) settle(eventID string) {
 }
 
 // TestChaosFirstCome runs the first-come spike on the design's single keys, and on
-// an event with 8 index shards and 4 capacity shards (half the users).
+// an event with 8 index shards and 4 capacity shards (half the users); the workers
+// take the home claim (no handler), or, in the mixed run, every other one holds each
+// request under a lease (a no-op handler), so that both claims meet under faults.
 func TestChaosFirstCome(t *testing.T) {
 	t.Parallel()
 	users := int(envInt("CHAOS_USERS", 5000))
@@ -343,14 +350,17 @@ func TestChaosFirstCome(t *testing.T) {
 		name                string
 		indexShards, shards int
 		users               int
+		mixed               bool
 	}{
-		{"one shard", 1, 1, users},
-		{"K=8 C=4", 8, 4, users / 2},
+		{"one shard", 1, 1, users, false},
+		{"K=8 C=4", 8, 4, users / 2, false},
+		{"K=8 C=4 mixed workers", 8, 4, users / 2, true},
 	} {
 		t.Run(layout.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := newConfig(t, layout.users)
 			w := newWorld(t, cfg, time.Now)
+			w.mixed = layout.mixed
 			const capacity = 300
 			_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
 				EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity,
