@@ -64,7 +64,8 @@
 // # Lifecycle
 //
 // A request moves RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED |
-// FAILED_FINAL. Every write of a status is conditional on the current one, and a
+// FAILED_FINAL; a first-come winner of a home claim, and a loser of a sold-out event,
+// skip PROCESSING. Every write of a status is conditional on the current one, and a
 // terminal status ([Status.IsTerminal]) never changes again. The request's put
 // fixes its queuedAt and index keys; the status writes that follow change neither. uiResult is the coarse
 // result for the front end (PENDING, SUCCESS, REJECTED, FAILED); resultCode the
@@ -74,7 +75,8 @@
 // # Access patterns
 //
 // Each row of the access-pattern table is one method of [Client] (the worker's lease
-// heartbeat is [Processor]'s), and its doc comment names the row, the operation, the
+// heartbeat, the home claim's bind and its seat given back are [Processor]'s), and its
+// doc comment names the row, the operation, the
 // key and the condition. The writes are declared once, beside the items they write,
 // and one engine applies them; the tables below are read off those declarations (a
 // test fails when they disagree). In a condition or update, a word after a colon is

@@ -438,6 +438,18 @@ func (w *Worker) batchDeletes() {
 // visibility (the lease alone when visibility is 0), keepAlive, if not nil, is
 // called to keep the message hidden for another visibility, and the request's lease
 // is renewed once half of it has passed.
+//
+// Without a Handler a FIRST_COME message takes the home claim (docs/design.md, "The
+// home claim"): the "first-come capacity" row on the request's home shard, then the
+// "first-come seat bound" row, UpdateItem PK REQ#<requestId>, SK META, SET status =
+// SUCCEEDED, uiResult and resultCode SUCCESS, finishedAt, startedAt and seatShard
+// where missing, REMOVE leaseOwner and leaseExpiresAt; condition status = QUEUED OR
+// status = RECEIVED OR (status = PROCESSING AND (attribute_not_exists(seatShard) OR
+// seatShard = the home shard) AND leaseExpiresAt ≤ now). A request that ended
+// meanwhile without that seat gives it back: the "first-come seat given back" row,
+// UpdateItem of the home shard, SET capacityRemaining = capacityRemaining + 1,
+// updatedAt, DELETE holders the request's seat token; condition contains(holders, the
+// token).
 func (p *Processor) ProcessOne(ctx context.Context, d Delivery, visibility time.Duration, keepAlive func(context.Context) error) (o Outcome, done bool, retryAfter time.Duration) {
 	extend := &extender{visibility: visibility, extend: keepAlive}
 	if visibility <= 0 {
