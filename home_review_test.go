@@ -347,10 +347,15 @@ func TestAHomeClaimIsNotSentOnAShardLeftBeforeItsCopy(t *testing.T) {
 		return got
 	}
 
+	clock.Advance(6 * time.Second) // the copy ingest's Participate left ages
 	armed.Store(true)
 	aDone := make(chan asyncevent.Outcome, 1)
 	go func() { aDone <- work(ms[0]) }()
-	<-aRead
+	select {
+	case <-aRead:
+	case o := <-aDone:
+		t.Fatalf("A ended without reading the CONFIG: %s %v", o.Kind, o.Err)
+	}
 
 	// Another worker's leased claim lists shard 0 left at L (its recordLeft).
 	left := clock.Now()
