@@ -234,14 +234,22 @@ type seatStart struct {
 	// claiming one, so the claim leaves the home shard for throughput only once it is
 	// listed left and the leftFence after that has passed.
 	homeClear bool
+	// homeLeftAt is when the home shard was listed left (EventConfig.LeftShards), if
+	// the delivery's copy of the config said so: no claim without a lease lands there
+	// from leftFence after it on.
+	homeLeftAt EpochMillis
 }
 
 // onHome makes a start on the request's home shard careful of the home claims of
 // deliveries without a lease: they may hold a seat there, or send a claim until the
 // shard is listed left (and leftFence after).
 func (st *seatStart) onHome(home int, now time.Time) {
-	if st.shard == home && !st.homeClear && !st.inherited {
-		st.inherited, st.fenceAt = true, now.Add(claimFence)
+	if st.shard != home || st.homeClear || st.inherited {
+		return
+	}
+	st.inherited, st.fenceAt = true, now.Add(claimFence)
+	if st.homeLeftAt != 0 {
+		st.fenceAt = st.homeLeftAt.Time().Add(leftFence)
 	}
 }
 
@@ -352,9 +360,13 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 	}
 	order := claimOrder(sc.ref.RequestID, n)
 	left := map[int]bool{} // shards this claim left for throughput
+	home := shardOf(sc.ref.RequestID, n)
 	for {
 		res := claimEmpty
-		if sc.inherited || !seats.isEmpty(sc.ref.EventID, sc.shard) {
+		switch {
+		case sc.shard == home && !sc.homeClear && sc.homeLeftAt != 0:
+			res = claimRefused // listed left: read after the left fence, then move on
+		case sc.inherited || !seats.isEmpty(sc.ref.EventID, sc.shard):
 			res, err = c.claimOn(ctx, keys[sc.shard], sc)
 			if errors.Is(err, errLeaseRanOut) {
 				return Transition{}, nil // not applied: the lease is another delivery's to take
@@ -395,14 +407,12 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 		if next < 0 {
 			return Transition{SoldOut: true}, nil
 		}
-		if res == claimRefused && sc.shard == shardOf(sc.ref.RequestID, n) && !sc.homeClear {
+		if res == claimRefused && sc.shard == home && !sc.homeClear {
 			// Leaving the home shard: from its listing as left, no claim without a
 			// lease is sent there; leftFence after it none can land.
-			leftAt, err := c.recordLeft(ctx, sc.ref.EventID, sc.shard)
-			if err != nil {
+			if err := c.leaveHome(ctx, sc); err != nil {
 				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
 			}
-			sc.inherited, sc.fenceAt = true, later(sc.fenceAt, leftAt.Time().Add(leftFence))
 		}
 		if res == claimRefused {
 			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard], sc)
@@ -539,7 +549,38 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 	if !probe.inherited { // read even when no fence is ahead
 		probe.inherited, probe.fenceAt = true, c.opts.Clock()
 	}
+	if sc.shard == shardOf(sc.ref.RequestID, n) && !sc.homeClear {
+		// The request ends without a seat: as when a claim leaves its home shard, no
+		// claim without a lease may land there after the look.
+		if err := c.leaveHome(ctx, &probe); err != nil {
+			return false, err
+		}
+	}
 	return c.seatHeldAfterFence(ctx, keys[sc.shard], &probe)
+}
+
+// leaveHome makes sure the claim's home shard is listed left (reading the client's
+// copy of the config first: a listing is for good, so one is enough) and sets the
+// claim's fence to leftFence after the listing, from when no claim without a lease can
+// land there.
+func (c *Client) leaveHome(ctx context.Context, sc *seatClaim) error {
+	leftAt := sc.homeLeftAt
+	if leftAt == 0 {
+		cfg, err := c.cachedEvent(ctx, sc.ref.EventID)
+		if err != nil {
+			return err
+		}
+		at, listed := cfg.leftAt(sc.shard)
+		if !listed {
+			if at, err = c.recordLeft(ctx, sc.ref.EventID, sc.shard); err != nil {
+				return err
+			}
+		}
+		leftAt = at
+		sc.homeLeftAt = at
+	}
+	sc.inherited, sc.fenceAt = true, later(sc.fenceAt, leftAt.Time().Add(leftFence))
+	return nil
 }
 
 func later(a, b time.Time) time.Time {
@@ -684,6 +725,7 @@ func claimOrder(requestID string, n int) []int {
 type seatShards struct {
 	mu      sync.Mutex
 	byEvent map[string]*eventShards
+	looked  map[string]bool // the events firstLook was asked about
 }
 
 type eventShards struct {
@@ -802,6 +844,19 @@ func (s *seatShards) next(eventID string, order []int, n int, skip map[int]bool)
 		}
 	}
 	return -1
+}
+
+// firstLook reports whether this is the first time s is asked about eventID: a worker
+// new to the event.
+func (s *seatShards) firstLook(eventID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.looked == nil {
+		s.looked = map[string]bool{}
+	}
+	first := !s.looked[eventID]
+	s.looked[eventID] = true
+	return first
 }
 
 // soldOut reports whether every shard of the event is known empty.

@@ -57,7 +57,10 @@ var (
 			Or(expression.Name(attrSeatShard).Equal(expression.Value(pSeatShard))).
 			And(leaseExpired)
 	capacityExists = expression.AttributeExists(expression.Name(attrPK))
-	holder         = expression.Contains(expression.Name(attrHolders), paramMark+string(pSeatToken))
+	// heldAndLeft: the request's token is on the shard, and the shard has a seat
+	// left. A seat never goes back to an empty shard: "empty" is for good, and every
+	// rule that leaves or rejects on it relies on that.
+	heldAndLeft = expression.Contains(expression.Name(attrHolders), paramMark+string(pSeatToken)).And(seatLeft)
 
 	bindSeatRow = row{
 		name: "first-come seat bound", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
@@ -70,7 +73,7 @@ var (
 		removes: []string{attrLeaseOwner, attrLeaseExpiresAt}, // no lease ended it
 	}
 	giveBackRow = row{
-		name: "first-come seat given back", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: &holder,
+		name: "first-come seat given back", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: &heldAndLeft,
 		sets: []set{
 			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Plus(expression.Value(1))},
 			setTo(attrUpdatedAt, pNow),
@@ -127,22 +130,13 @@ func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*
 	return &item.EventCapacity, nil
 }
 
-// freshEvent returns the event's config from the client's cache when its read began
-// less than homeFreshness ago, else read again, with when that read began.
+// freshEvent returns the event's config from a read that began less than
+// homeFreshness ago (the client's cache, a read under way, or a read of its own), with
+// when that read began: the copy and its time come from one read.
 func (c *Client) freshEvent(ctx context.Context, eventID string) (*EventConfig, time.Time, error) {
-	if cfg, at, ok := c.events.peek(eventID); ok && c.opts.Clock().Sub(at) < homeFreshness {
-		return cfg, at, nil
-	}
-	c.events.forget(eventID)
-	began := c.opts.Clock()
-	cfg, err := c.cachedEvent(ctx, eventID)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	if _, at, ok := c.events.peek(eventID); ok {
-		began = at
-	}
-	return cfg, began, nil
+	return c.events.getAged(ctx, eventID, homeFreshness, func(ctx context.Context) (*EventConfig, error) {
+		return c.GetEvent(ctx, eventID)
+	})
 }
 
 // claimHome sends a claim without a lease on the request's home shard, never after
@@ -239,25 +233,31 @@ func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
 // giveBack returns the seat of a request that ended without it to its home shard:
 // the "first-come seat given back" row, UpdateItem of the shard, SET
 // capacityRemaining = capacityRemaining + 1, updatedAt, DELETE holders the request's
-// token; condition contains(holders, token). It happens only when a home claim lands
-// on a request that ended meanwhile: ingest ended it FAILED_INGEST_ENQUEUE (its send
-// reported a failure, yet the message got through) and released the user's lock.
-func (c *Client) giveBack(ctx context.Context, ref RequestRef, n, home int) error {
+// token; condition contains(holders, token) AND capacityRemaining > 0. It reports
+// whether the seat went back: not when it was given back already, nor when the shard
+// has no seat left (an empty shard stays empty, so that seat is lost to the event;
+// docs/design.md, "The home claim").
+func (c *Client) giveBack(ctx context.Context, ref RequestRef, n, home int) (bool, error) {
 	keys, err := capacityKeys(ref.EventID, n)
 	if err != nil {
-		return err
+		return false, err
 	}
 	token := seatToken(ref.RequestID)
 	w := write{row: &giveBackRow, key: keys[home].Key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
 	err = c.do(ctx, txOptions{}, []write{w})
 	var lost *conditionLost
-	if errors.As(err, &lost) {
-		return nil // given back already
+	switch {
+	case errors.As(err, &lost):
+		var item capacityItem
+		if lost.old != nil && attributevalue.UnmarshalMap(lost.old, &item) == nil && slices.Contains(item.Holders, token) {
+			c.opts.Logger.ErrorContext(ctx, "a seat taken for a request that ended without it cannot go back: its shard is empty; the event sells one seat fewer",
+				slog.String("requestId", ref.RequestID), slog.String("pk", keys[home].Key().PK))
+		}
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("give back the seat of %s: %w", ref.RequestID, err)
 	}
-	if err != nil {
-		return fmt.Errorf("give back the seat of %s: %w", ref.RequestID, err)
-	}
-	return nil
+	return true, nil
 }
 
 // holds reports whether a capacity item records the request's seat.

@@ -326,38 +326,44 @@ func newEventCache(ttl time.Duration, clock func() time.Time) *eventCache {
 }
 
 func (ec *eventCache) get(ctx context.Context, eventID string, load func(context.Context) (*EventConfig, error)) (*EventConfig, error) {
+	cfg, _, err := ec.getAged(ctx, eventID, ec.ttl, load)
+	return cfg, err
+}
+
+// getAged returns the event's config from a read that began less than maxAge ago
+// (and within the cache's TTL), sharing a read under way that began within it, else
+// from a read of its own; and when that read began. Without a cache (TTL ≤ 0) it
+// reads at once.
+func (ec *eventCache) getAged(ctx context.Context, eventID string, maxAge time.Duration, load func(context.Context) (*EventConfig, error)) (*EventConfig, time.Time, error) {
 	if ec.ttl <= 0 {
-		return load(ctx)
+		began := ec.clock()
+		cfg, err := load(ctx)
+		return cfg, began, err
 	}
+	maxAge = min(maxAge, ec.ttl)
 	ec.mu.Lock()
 	e, ok := ec.entries[eventID]
-	if ok {
-		select {
-		case <-e.loaded:
-			if ec.clock().Sub(e.loadedAt) >= ec.ttl {
-				ok = false
-			}
-		default: // a read is under way: share it
-		}
+	if ok && ec.clock().Sub(e.loadedAt) >= maxAge {
+		ok = false // too old, loaded or still under way
 	}
 	if !ok {
-		e = &eventEntry{loaded: make(chan struct{})}
+		// loadedAt is when the read began: what it returns is at least that fresh.
+		e = &eventEntry{loaded: make(chan struct{}), loadedAt: ec.clock()}
 		ec.entries[eventID] = e
 		ec.mu.Unlock()
-		e.loadedAt = ec.clock() // when the read began: what it returns is at least that fresh
 		e.cfg, e.err = load(ctx)
 		close(e.loaded)
 		if e.err != nil {
 			ec.forgetEntry(eventID, e)
 		}
-		return e.cfg, e.err
+		return e.cfg, e.loadedAt, e.err
 	}
 	ec.mu.Unlock()
 	select {
 	case <-e.loaded:
-		return e.cfg, e.err
+		return e.cfg, e.loadedAt, e.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, time.Time{}, ctx.Err()
 	}
 }
 

@@ -319,7 +319,7 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if !t.Applied {
 		return p.notStarted(m, t.Current)
 	}
-	st.homeClear = h.clear
+	st.homeClear, st.homeLeftAt = h.clear, h.leftAt
 	st.onHome(h.shard, p.c.opts.Clock())
 	l.held = true
 	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
@@ -349,18 +349,23 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 // shards returns the capacity shards of a first-come message's event: from the
 // message, else the event's config.
 func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
-	if m.CapacityShards > 0 {
-		return m.CapacityShards, nil
+	if m.CapacityShards <= 0 {
+		return p.c.capacityShards(ctx, m.EventID)
 	}
-	return p.c.capacityShards(ctx, m.EventID)
+	if cfg, _, ok := p.c.events.peek(m.EventID); ok && max(cfg.CapacityShards, 1) != m.CapacityShards {
+		return 0, Permanent(fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, m.CapacityShards, max(cfg.CapacityShards, 1)))
+	}
+	return m.CapacityShards, nil
 }
 
 // homeState is what a delivery knows of its request's home shard.
 type homeState struct {
 	shard  int
-	began  time.Time // when the delivery began
-	looked bool      // the delivery read it
-	clear  bool      // no seat of the request is on it, nor can be: found empty without its token
+	began  time.Time   // when the delivery began
+	looked bool        // the delivery read it
+	leased bool        // the request goes the leased way: a lease holds it elsewhere
+	leftAt EpochMillis // when the config listed it left (0: not listed, or not read)
+	clear  bool        // no seat of the request is on it, nor can be: found empty without its token
 }
 
 // homeTries bounds the reads of the event's config by one home claim whose copy aged
@@ -373,8 +378,8 @@ const homeTries = 3
 // decided the message.
 func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *homeState) (result, bool) {
 	ev := m.EventID
-	if _, _, cached := p.c.events.peek(ev); !cached || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
-		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear {
+	if p.seats.firstLook(ev) || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
+		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
 			return r, done
 		}
 	}
@@ -389,13 +394,14 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 		if got := max(cfg.CapacityShards, 1); got != n {
 			return p.malformed(ctx, m, d, fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, n, got)), true
 		}
-		if _, left := cfg.leftAt(h.shard); left {
+		if at, left := cfg.leftAt(h.shard); left {
+			h.leftAt = at
 			return result{}, false
 		}
 		p.seats.know(ev, n, cfg.EmptyShards)
 		if !h.looked && p.seats.isEmpty(ev, h.shard) {
 			// The config lists the home shard empty (or all): a read, not a failed write.
-			if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear {
+			if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
 				return r, done
 			}
 		}
@@ -410,11 +416,11 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 		}
 		switch res {
 		case claimWon, claimHeld:
-			r := p.bind(ctx, m, d, n, h.shard, h.began)
-			if sc.emptied && n > 1 && r.outcome.ResultCode == ResultSuccess { // not given back
+			r, done, kept := p.bind(ctx, m, d, n, h.shard, h.began)
+			if sc.emptied && n > 1 && kept { // a seat given back leaves it with one
 				p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
 			}
-			return r, true
+			return r, done
 		case claimEmpty:
 			h.clear = true
 			record := recordIfUnlisted
@@ -443,7 +449,9 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 	}
 	h.looked = true
 	if holds(item, m.RequestID) {
-		return p.bind(ctx, m, d, n, h.shard, h.began), true
+		r, done, _ := p.bind(ctx, m, d, n, h.shard, h.began)
+		h.leased = !done
+		return r, done
 	}
 	if item.CapacityRemaining > 0 {
 		return result{}, false
@@ -459,46 +467,49 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 	return result{}, false
 }
 
-// bind writes SUCCEEDED for a request whose seat is on its home shard. A request
-// that ended meanwhile without that seat gives it back.
-func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n, home int, began time.Time) result {
+// bind writes SUCCEEDED for a request whose seat is on its home shard, and reports
+// whether that decided the message and whether the seat stays the request's. A
+// request that ended meanwhile without that seat gives it back, as does one held
+// under a lease that claims on another shard, which then goes the leased way.
+func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n, home int, began time.Time) (r result, done, kept bool) {
 	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(began))
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return notFound()
+		return notFound(), true, false
 	case err != nil:
-		return p.failed(ctx, m, d, nil, err)
+		return p.failed(ctx, m, d, nil, err), true, true
 	case t.Applied:
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}, true, true
 	}
 	cur := t.Current
-	if cur.Status == StatusSucceeded && cur.SeatShard != nil && *cur.SeatShard == home {
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
+	onHome := cur.SeatShard != nil && *cur.SeatShard == home
+	switch {
+	case onHome && cur.Status == StatusSucceeded:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, true
+	case !cur.Status.IsTerminal() && (onHome || cur.SeatShard == nil):
+		// A live lease on the home shard: its holder finds the seat there and ends
+		// the request; come back after it.
+		wait := max(cur.LeaseExpiresAt.Time().Sub(p.c.now().Time())+time.Second, time.Second)
+		return result{action: actRetry, delay: wait, outcome: Outcome{Kind: OutcomeLeaseHeld}}, true, true
 	}
+	// Ended without this seat, or held under a lease that claims on another shard:
+	// the seat goes back.
 	log := p.opts.Logger.With(slog.String("requestId", m.RequestID), slog.String("status", string(cur.Status)),
 		slog.String("resultCode", string(cur.ResultCode)), slog.Int("home", home))
-	if !cur.Status.IsTerminal() {
-		if cur.SeatShard != nil && *cur.SeatShard != home {
-			// A lease that claims elsewhere: what the home claim's rules exclude. The
-			// delivery after it meets the request final, and gives the seat back.
-			log.ErrorContext(ctx, "a request holds a seat on its home shard while a lease claims another")
-		}
-		// A live lease: its holder finds the seat on the home shard and ends the
-		// request; come back after it.
-		wait := max(cur.LeaseExpiresAt.Time().Sub(p.c.now().Time())+time.Second, time.Second)
-		return result{action: actRetry, delay: wait, outcome: Outcome{Kind: OutcomeLeaseHeld}}
-	}
 	if cur.ResultCode == ResultFailedIngestEnqueue {
 		log.WarnContext(ctx, "ingest ended a request whose message got through: its seat goes back")
 	} else {
-		log.ErrorContext(ctx, "a request ended without the seat it holds on its home shard: the seat goes back")
+		log.ErrorContext(ctx, "a request holds a seat on its home shard that is not its own: the seat goes back")
 	}
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
-	if err := p.c.giveBack(bctx, m.Ref(), n, home); err != nil {
-		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}
+	if _, err := p.c.giveBack(bctx, m.Ref(), n, home); err != nil {
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true, true
 	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
+	if cur.Status.IsTerminal() {
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, false
+	}
+	return result{}, false, false // the leased way: the start takes the request over once its lease ran out
 }
 
 // rejectSoldOut ends a request of a sold-out event whose home shard holds no seat of
