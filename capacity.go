@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -45,6 +46,11 @@ type EventCapacity struct {
 	// shard it reads.
 	SoldOut bool `dynamodbav:"soldOut,omitempty"`
 
+	// Void are the seat tokens of requests that end without a seat (a final failure):
+	// written on the request's home shard before the failure, so that no claim of it
+	// takes a seat there afterwards.
+	Void []string `dynamodbav:"void,omitempty,stringset"`
+
 	// Shards, for an event with capacity shards (EventConfig.CapacityShards > 1), are
 	// its shard items, in shard order; the fields above are then their sum (UpdatedAt
 	// the latest). Not stored.
@@ -57,6 +63,7 @@ const (
 	attrUpdatedAt         = "updatedAt"
 	attrHolders           = "holders"
 	attrSoldOut           = "soldOut"
+	attrVoid              = "void"
 )
 
 type capacityItem struct {
@@ -79,7 +86,8 @@ const (
 var (
 	seatLeft  = expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0))
 	notHolder = expression.Not(expression.Contains(expression.Name(attrHolders), paramMark+string(pSeatToken)))
-	seatFree  = seatLeft.And(notHolder)
+	notVoid   = expression.Not(expression.Contains(expression.Name(attrVoid), paramMark+string(pSeatToken)))
+	seatFree  = seatLeft.And(notHolder).And(notVoid)
 
 	configExists = expression.AttributeExists(expression.Name(attrPK))
 
@@ -279,6 +287,7 @@ const (
 	claimHeld                       // the request holds a seat on the item already
 	claimEmpty                      // no seat is left on the item, none of them the request's
 	claimRefused                    // DynamoDB refused every send for throughput: nothing written
+	claimVoid                       // the request's token is void there: it ends without a seat
 )
 
 // ClaimSeat is the "first-come capacity" and "first-come success" rows, two single
@@ -359,7 +368,8 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 		sc.shard = shardOf(sc.ref.RequestID, n)
 	}
 	order := claimOrder(sc.ref.RequestID, n)
-	left := map[int]bool{} // shards this claim left for throughput
+	left := map[int]bool{}   // shards this claim left for throughput
+	voided := map[int]bool{} // shards where the request's token is void
 	home := shardOf(sc.ref.RequestID, n)
 	for {
 		res := claimEmpty
@@ -386,6 +396,11 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 				c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, recordAlways)
 			}
 			return t, err
+		case claimVoid:
+			// A final failure of an earlier delivery voided the request's token here
+			// and died before writing it: no seat of it here, nor ever; try the others.
+			voided[sc.shard] = true
+			sc.homeClear = sc.homeClear || sc.shard == home
 		case claimEmpty:
 			// With capacity shards the claim that took the shard's last seat
 			// records it: the workers that meet it empty after that record it
@@ -400,7 +415,7 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 		case claimRefused:
 			left[sc.shard] = true
 		}
-		next := seats.next(sc.ref.EventID, order, n, left)
+		next := seats.next(sc.ref.EventID, order, n, union(left, voided))
 		if next < 0 && len(left) > 0 {
 			return Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
 		}
@@ -476,6 +491,9 @@ func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (clai
 				return claimHeld, nil
 			}
 			sc.soldOut = item.SoldOut
+			if slices.Contains(item.Void, token) {
+				return claimVoid, nil
+			}
 			return claimEmpty, nil
 		case isThrottle(err):
 			refused = true
@@ -550,13 +568,45 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 		probe.inherited, probe.fenceAt = true, c.opts.Clock()
 	}
 	if sc.shard == shardOf(sc.ref.RequestID, n) && !sc.homeClear {
-		// The request ends without a seat: as when a claim leaves its home shard, no
-		// claim without a lease may land there after the look.
-		if err := c.leaveHome(ctx, &probe); err != nil {
+		// The request ends without a seat: its token is voided on its home shard, in
+		// one conditional write that finds its seat there instead if it has one, so
+		// that no claim of it (without a lease, or an earlier delivery's still under
+		// way) takes a seat there afterwards. No fence to wait.
+		return c.voidHome(ctx, keys[sc.shard], sc.ref.RequestID)
+	}
+	return c.seatHeldAfterFence(ctx, keys[sc.shard], &probe)
+}
+
+// voidHome voids a request's seat token on its home shard, the "first-come seat
+// voided" row (UpdateItem of the shard, ADD void the token; condition
+// attribute_exists(PK) AND NOT contains(holders, token)), and reports whether the
+// request holds a seat there after all (the condition failed on its token). A
+// refusal for throughput is sent again until ctx ends.
+func (c *Client) voidHome(ctx context.Context, key EventKey, requestID string) (bool, error) {
+	token := seatToken(requestID)
+	w := write{row: &voidSeatRow, key: key.Key(), args: args{pSeatToken: token, pSeatTokens: stringSet{token}}}
+	for attempt := 0; ; attempt++ {
+		err := c.do(ctx, txOptions{}, []write{w})
+		var lost *conditionLost
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.As(err, &lost):
+			var item capacityItem
+			if lost.old == nil {
+				return false, fmt.Errorf("%w: %s", ErrNoCapacity, key.Key().PK)
+			}
+			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
+				return false, err
+			}
+			return slices.Contains(item.Holders, token), nil
+		case !errors.Is(throttled(err), ErrThrottled):
+			return false, err
+		}
+		if err := sleep(ctx, finalWriteBackoff(attempt)); err != nil {
 			return false, err
 		}
 	}
-	return c.seatHeldAfterFence(ctx, keys[sc.shard], &probe)
 }
 
 // leaveHome makes sure the claim's home shard is listed left (reading the client's
@@ -581,6 +631,13 @@ func (c *Client) leaveHome(ctx context.Context, sc *seatClaim) error {
 	}
 	sc.inherited, sc.fenceAt = true, later(sc.fenceAt, leftAt.Time().Add(leftFence))
 	return nil
+}
+
+// union returns the shards in a or b.
+func union(a, b map[int]bool) map[int]bool {
+	u := maps.Clone(a)
+	maps.Copy(u, b)
+	return u
 }
 
 func later(a, b time.Time) time.Time {

@@ -57,6 +57,8 @@ var (
 			Or(expression.Name(attrSeatShard).Equal(expression.Value(pSeatShard))).
 			And(leaseExpired)
 	capacityExists = expression.AttributeExists(expression.Name(attrPK))
+	// notHeldHere: the shard exists and records no seat of the request.
+	notHeldHere = capacityExists.And(notHolder)
 	// heldAndLeft: the request's token is on the shard, and the shard has a seat
 	// left. A seat never goes back to an empty shard: "empty" is for good, and every
 	// rule that leaves or rejects on it relies on that.
@@ -79,6 +81,10 @@ var (
 			setTo(attrUpdatedAt, pNow),
 		},
 		deletes: []set{addTo(attrHolders, pSeatTokens)},
+	}
+	voidSeatRow = row{
+		name: "first-come seat voided", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: &notHeldHere,
+		adds: []set{addTo(attrVoid, pSeatTokens)},
 	}
 	shardLeftRow = row{
 		name: "capacity shard left", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: &configExists,

@@ -112,7 +112,8 @@
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
 //	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
-//	    if   (capacityRemaining > 0) AND (NOT (contains (holders, :seatToken)))
+//	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
+//	         AND (NOT (contains (void, :seatToken)))
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
 //	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
@@ -126,9 +127,12 @@
 //	         startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
 //	first-come seat given back     Processor.ProcessOne       UpdateItem     EVENT#<eventId> / CAPACITY
-//	    if   contains (holders, :seatToken)
+//	    if   (contains (holders, :seatToken)) AND (capacityRemaining > 0)
 //	    set  DELETE holders :seatTokens SET capacityRemaining = capacityRemaining + 1,
 //	         updatedAt = :now
+//	first-come seat voided         Processor.ProcessOne       UpdateItem     EVENT#<eventId> / CAPACITY
+//	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
+//	    set  ADD void :seatTokens
 //	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET seatShard = :seatShard

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -421,6 +422,8 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 				p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
 			}
 			return r, done
+		case claimVoid:
+			h.clear = true // a final failure under a lease voided it: no seat of it there
 		case claimEmpty:
 			h.clear = true
 			record := recordIfUnlisted
@@ -452,6 +455,10 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 		r, done, _ := p.bind(ctx, m, d, n, h.shard, h.began)
 		h.leased = !done
 		return r, done
+	}
+	if slices.Contains(item.Void, seatToken(m.RequestID)) {
+		h.clear = true // a final failure under a lease voided it: the leased way sorts it out
+		return result{}, false
 	}
 	if item.CapacityRemaining > 0 {
 		return result{}, false
