@@ -428,3 +428,70 @@ func TestLeavingAShardListedLeftDoesNotGrowTheConfig(t *testing.T) {
 	t.Logf("leftShards after %d leavers of a shard listed left: %v", len(ids), cfg.LeftShards)
 	assert.Len(t, cfg.LeftShards, 1, "a shard listed left once needs no second listing")
 }
+
+// Ingest's send reported a failure, so ingest ended the request FAILED_INGEST_ENQUEUE
+// and released the user's lock; but the message got through, and its home claim won a
+// seat. The bind finds the request final without it, and the seat goes back to the
+// shard (which has seats left): the request stays failed, the seat is anyone's.
+func TestASeatWonAfterAMisreportedEnqueueGoesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4})
+	require.NoError(t, err)
+	p, err := c.Participate(ctx, "drop", "user-g")
+	require.NoError(t, err)
+	r, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
+		EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 1}
+	tr, err := c.MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
+	require.NoError(t, err)
+	require.True(t, tr.Applied)
+
+	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
+	assert.Equal(t, asyncevent.OutcomeDuplicate, res.Kind, "%v", res.Err)
+	capItem, err := c.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, capItem.CapacityRemaining, "the seat went back")
+	assert.NotContains(t, capItem.Holders, tokenOf(r.RequestID))
+	after, err := c.GetRequest(ctx, r.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusFailedFinal, after.Status)
+	assert.Equal(t, asyncevent.ResultFailedIngestEnqueue, after.ResultCode)
+}
+
+// A final failure under a lease voids the request's token on its home shard before it
+// writes FAILED_FINAL; a later delivery of the same message on a worker without a
+// Handler (a duplicate, a redelivery) then claims nothing there: its claim finds the
+// token void, and the request stays failed with no seat spent.
+func TestAFinalFailureVoidsTheHomeToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
+	require.NoError(t, err)
+	p, err := c.Participate(ctx, "drop", "user-f")
+	require.NoError(t, err)
+	r, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
+		EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 2}
+	refuse := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		return asyncevent.Permanent(fmt.Errorf("not eligible"))
+	})
+	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{Handler: refuse})
+	require.Equal(t, asyncevent.OutcomeFailed, res.Kind, "%v", res.Err)
+	home := homeOf(r.RequestID, 2)
+	shard := shardItem(t, c, "drop", home)
+	assert.Contains(t, shard.Void, tokenOf(r.RequestID), "voided on its home shard")
+
+	res = asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
+	assert.Equal(t, asyncevent.OutcomeDuplicate, res.Kind, "%v", res.Err)
+	capItem, err := c.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, capItem.CapacityRemaining, "no seat spent")
+	after, err := c.GetRequest(ctx, r.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusFailedFinal, after.Status)
+}
