@@ -379,7 +379,7 @@ const homeTries = 3
 // decided the message.
 func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *homeState) (result, bool) {
 	ev := m.EventID
-	if p.seats.firstLook(ev) || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
+	if p.newTo(ev) || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
 		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
 			return r, done
 		}
@@ -441,6 +441,17 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 		return result{}, false // empty, or refused for throughput: the leased claim goes on
 	}
 	return result{}, false
+}
+
+// newTo reports whether the processor meets the event for the first time and its
+// client holds no copy of the event's config: a worker new to the event, which learns
+// more from the home shard (its seat, the sell-out's mark) than from the config.
+func (p *Processor) newTo(eventID string) bool {
+	if !p.seats.firstLook(eventID) {
+		return false
+	}
+	_, _, cached := p.c.events.peek(eventID)
+	return !cached
 }
 
 // lookHome reads the request's home shard: its seat there binds it; an empty shard
