@@ -371,11 +371,15 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 	left := map[int]bool{}   // shards this claim left for throughput
 	voided := map[int]bool{} // shards where the request's token is void
 	home := shardOf(sc.ref.RequestID, n)
+	passedHome, homeLast := false, false // the home shard, listed left, passed over; then tried last
 	for {
 		res := claimEmpty
+		passing := false
 		switch {
-		case sc.shard == home && !sc.homeClear && sc.homeLeftAt != 0:
-			res = claimRefused // listed left: read after the left fence, then move on
+		case sc.shard == home && !sc.homeClear && sc.homeLeftAt != 0 && !homeLast:
+			// Listed left: passed over (read after the left fence and left), and
+			// tried last.
+			res, passing, passedHome = claimRefused, true, true
 		case sc.inherited || !seats.isEmpty(sc.ref.EventID, sc.shard):
 			res, err = c.claimOn(ctx, keys[sc.shard], sc)
 			if errors.Is(err, errLeaseRanOut) {
@@ -413,11 +417,34 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			}
 			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, record)
 		case claimRefused:
-			left[sc.shard] = true
+			if !passing {
+				left[sc.shard] = true
+			}
 		}
-		next := seats.next(sc.ref.EventID, order, n, union(left, voided))
+		skip := union(left, voided)
+		if passedHome && !homeLast {
+			skip[home] = true
+		}
+		next := seats.next(sc.ref.EventID, order, n, skip)
+		if next < 0 && passedHome && !homeLast {
+			// Nowhere else to go: the home shard, listed left but never refused to
+			// this claim, is claimed after all (under the lease; its token keeps it
+			// to one seat, and no fence applies to a claim that comes back).
+			homeLast = true
+			if sc.shard != home {
+				if t, err := c.moveSeat(ctx, reqKey, sc, home); err != nil || !t.Applied {
+					return t, err
+				}
+			}
+			continue
+		}
 		if next < 0 && len(left) > 0 {
 			return Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
+		}
+		if next < 0 && len(voided) > 0 {
+			// A final failure of the request began (its token is void on its home
+			// shard) and no other shard has a seat: it ends as that failure would have.
+			return Transition{}, Permanent(fmt.Errorf("claim seat %s: a final failure voided its seat token and no other shard has seats", sc.ref.RequestID))
 		}
 		if next < 0 {
 			return Transition{SoldOut: true}, nil
@@ -568,6 +595,9 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 		probe.inherited, probe.fenceAt = true, c.opts.Clock()
 	}
 	if sc.shard == shardOf(sc.ref.RequestID, n) && !sc.homeClear {
+		if sc.until != nil && !c.opts.Clock().Before(sc.until()) {
+			return false, errLeaseRanOut // the request is another delivery's to end
+		}
 		// The request ends without a seat: its token is voided on its home shard, in
 		// one conditional write that finds its seat there instead if it has one, so
 		// that no claim of it (without a lease, or an earlier delivery's still under

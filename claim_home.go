@@ -205,9 +205,12 @@ func (c *Client) recordLeft(ctx context.Context, eventID string, shard int) (Epo
 		Left []string `dynamodbav:"leftShards,stringset"`
 	}
 	_ = attributevalue.UnmarshalMap(old, &was) // none: this record is the first
-	cfg := EventConfig{LeftShards: append(was.Left, entry)}
-	at, _ := cfg.leftAt(shard)
-	return at, nil
+	if earlier, listed := (&EventConfig{LeftShards: was.Left}).leftAt(shard); listed {
+		return earlier, nil
+	}
+	// This listing counts from when its write was answered: a copy read before that
+	// may lack it, however long the write took.
+	return c.now(), nil
 }
 
 // markSoldOut sets soldOut on every capacity shard of an event whose shards are all

@@ -350,13 +350,17 @@ func (ec *eventCache) getAged(ctx context.Context, eventID string, maxAge time.D
 		// loadedAt is when the read began: what it returns is at least that fresh.
 		e = &eventEntry{loaded: make(chan struct{}), loadedAt: ec.clock()}
 		ec.entries[eventID] = e
-		ec.mu.Unlock()
-		e.cfg, e.err = load(ctx)
-		close(e.loaded)
-		if e.err != nil {
-			ec.forgetEntry(eventID, e)
-		}
-		return e.cfg, e.loadedAt, e.err
+		// Others may share this read: the caller's end does not cut it short, and
+		// the caller waits for it as they do.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		go func() {
+			defer cancel()
+			e.cfg, e.err = load(lctx)
+			close(e.loaded)
+			if e.err != nil {
+				ec.forgetEntry(eventID, e)
+			}
+		}()
 	}
 	ec.mu.Unlock()
 	select {

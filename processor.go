@@ -418,7 +418,7 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 		switch res {
 		case claimWon, claimHeld:
 			r, done, kept := p.bind(ctx, m, d, n, h.shard, h.began)
-			if sc.emptied && n > 1 && kept { // a seat given back leaves it with one
+			if sc.emptied && n > 1 && kept { // a seat that went back leaves it with one
 				p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
 			}
 			return r, done
@@ -521,13 +521,14 @@ func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n, home int
 	}
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
-	if _, err := p.c.giveBack(bctx, m.Ref(), n, home); err != nil {
+	returned, err := p.c.giveBack(bctx, m.Ref(), n, home)
+	if err != nil {
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true, true
 	}
 	if cur.Status.IsTerminal() {
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, false
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, !returned
 	}
-	return result{}, false, false // the leased way: the start takes the request over once its lease ran out
+	return result{}, false, !returned // the leased way: the start takes the request over once its lease ran out
 }
 
 // rejectSoldOut ends a request of a sold-out event whose home shard holds no seat of
@@ -756,6 +757,7 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d Delivery, c
 		m = Message{V: MessageVersion, RequestID: cur.RequestID, EventID: cur.EventID, UserID: cur.UserID,
 			EventType: cur.EventType, RequestedAt: cur.RequestedAt}
 	}
+	m.CapacityShards = 0 // the event's own count, whatever the message said
 	n, err := p.shards(bctx, m)
 	if err != nil {
 		return leave(err)

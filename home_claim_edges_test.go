@@ -1,0 +1,306 @@
+package asyncevent_test
+
+// The home claim's fixes at their edges: a home shard listed left, a void token, a
+// message's shard count, a give-back refused, a shared config read.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+func edgeMsg(t *testing.T, c *asyncevent.Client, id string, n int) asyncevent.Message {
+	t.Helper()
+	r, err := c.GetRequest(context.Background(), id)
+	require.NoError(t, err)
+	return asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
+		EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: n}
+}
+
+func listLeft(t *testing.T, c *asyncevent.Client, shard int, at time.Time) {
+	t.Helper()
+	_, err := asynceventtest.DynamoDB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(c.TableName()),
+		Key:                       map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "EVENT#drop"}, "SK": &types.AttributeValueMemberS{Value: "CONFIG"}},
+		UpdateExpression:          aws.String("ADD leftShards :l"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":l": &types.AttributeValueMemberSS{Value: []string{fmt.Sprintf("%d@%d", shard, at.UnixMilli())}}},
+	})
+	require.NoError(t, err)
+}
+
+// A shard listed left (once, for good) during a throttle burst long ago is healthy
+// again; the other shard sells out. A request homed on the listed shard (which still
+// has seats) passes it over, finds no other shard with seats, and claims it last,
+// under its lease: it wins.
+func TestAListedLeftHomeIsClaimedLast(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	w1, w2 := idWithHome("w1", 2, 1), idWithHome("w2", 2, 1)
+	rID := idWithHome("r", 2, 0)
+	ids := &idQueue{ids: []string{w1, w2, rID}}
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, NewRequestID: ids.next})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
+	require.NoError(t, err)
+	listLeft(t, c, 0, clock.Now()) // a throttle burst on shard 0, long ago
+	clock.Advance(time.Minute)
+	for i, id := range []string{w1, w2} {
+		p, err := c.Participate(ctx, "drop", fmt.Sprintf("user-w%d", i))
+		require.NoError(t, err)
+		require.Equal(t, id, p.RequestID)
+		res := asynceventtest.Work(ctx, t, c, edgeMsg(t, c, id, 2), asyncevent.ProcessOptions{})
+		require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+	}
+	require.Zero(t, shardItem(t, c, "drop", 1).CapacityRemaining)
+	p, err := c.Participate(ctx, "drop", "user-r")
+	require.NoError(t, err)
+	require.Equal(t, rID, p.RequestID)
+	body, err := asyncevent.EncodeMessage(edgeMsg(t, c, rID, 2))
+	require.NoError(t, err)
+	for receive := 1; receive <= asyncevent.DefaultMaxReceives; receive++ {
+		res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: body, ReceiveCount: receive}, asyncevent.ProcessOptions{})
+		t.Logf("R, delivery %d: %s %v", receive, res.Kind, res.Err)
+		if !res.Redeliver {
+			break
+		}
+		clock.Advance(time.Minute)
+	}
+	r, err := c.GetRequest(ctx, rID)
+	require.NoError(t, err)
+	h := shardItem(t, c, "drop", 0)
+	t.Logf("R: %s %s; home remaining=%d", r.Status, r.ResultCode, h.CapacityRemaining)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.Status, "R's home shard has seats: R should win them")
+}
+
+// failDB fails the request's FAILED_FINAL write (the failer dies after its void).
+type failDB struct {
+	asyncevent.DynamoDB
+	on func(in *dynamodb.UpdateItemInput) bool
+}
+
+func (f failDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if f.on(in) {
+		return nil, &types.InternalServerError{Message: aws.String("died")}
+	}
+	return f.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+func (f failDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, it := range in.TransactItems {
+		if it.Update != nil && f.on(&dynamodb.UpdateItemInput{Key: it.Update.Key, UpdateExpression: it.Update.UpdateExpression, ExpressionAttributeValues: it.Update.ExpressionAttributeValues}) {
+			return nil, &types.InternalServerError{Message: aws.String("died")}
+		}
+	}
+	return f.DynamoDB.TransactWriteItems(ctx, in, o...)
+}
+
+func isFailFinal(in *dynamodb.UpdateItemInput) bool {
+	if !strings.HasPrefix(pkOfKey(in.Key), "REQ#") {
+		return false
+	}
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(asyncevent.StatusFailedFinal) {
+			return true
+		}
+	}
+	return false
+}
+
+// A failer under a lease voids the home token, then dies before FAILED_FINAL. The next
+// delivery (no Handler) meets the void; with one shard (or every other shard empty)
+// the request ends FAILED_FINAL, the failure that voided it, not a "sold out" that is
+// not true. Exactly N holds.
+func TestAVoidWhoseFailerDiedEndsInTheFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4})
+	require.NoError(t, err)
+	p, err := c.Participate(ctx, "drop", "user-f")
+	require.NoError(t, err)
+	m := edgeMsg(t, c, p.RequestID, 1)
+	fcl, err := asyncevent.New(failDB{DynamoDB: asynceventtest.DynamoDB(t), on: isFailFinal}, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	refuse := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
+		return asyncevent.Permanent(fmt.Errorf("not eligible"))
+	})
+	res := asynceventtest.Work(ctx, t, fcl, m, asyncevent.ProcessOptions{Handler: refuse})
+	t.Logf("failer: %s %v", res.Kind, res.Err)
+	before, err := c.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	require.Contains(t, before.Void, tokenOf(p.RequestID))
+	r, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	require.Equal(t, asyncevent.StatusProcessing, r.Status)
+
+	clock.Advance(2 * time.Minute) // the failer's lease ran out
+	res = asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: mustEncode(t, m), ReceiveCount: 2}, asyncevent.ProcessOptions{})
+	t.Logf("next delivery: %s %s %v", res.Kind, res.ResultCode, res.Err)
+	r, err = c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	capItem, err := c.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	t.Logf("request %s %s; remaining %d", r.Status, r.ResultCode, capItem.CapacityRemaining)
+	assert.True(t, r.Status.IsTerminal(), "ends")
+	assert.NotEqual(t, asyncevent.ResultRejectedCapacity, r.ResultCode, "REJECTED_CAPACITY (sold out) while %d seats remain", capItem.CapacityRemaining)
+}
+
+func mustEncode(t *testing.T, m asyncevent.Message) []byte {
+	t.Helper()
+	b, err := asyncevent.EncodeMessage(m)
+	require.NoError(t, err)
+	return b
+}
+
+// A message whose capacityShards disagrees with the worker's cached config is
+// malformed (Permanent). failFinal has no lease, so it takes the request over to fail
+// it, with the event's own shard count: the request ends FAILED_FINAL, not left
+// QUEUED.
+func TestAWrongShardCountEndsTheRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
+	require.NoError(t, err)
+	p, err := c.Participate(ctx, "drop", "user-m") // leaves the config in c's cache
+	require.NoError(t, err)
+	m := edgeMsg(t, c, p.RequestID, 3)
+	_, err = c.MarkQueued(ctx, m.Ref())
+	require.NoError(t, err)
+	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
+	t.Logf("delivery: %s %v", res.Kind, res.Err)
+	r, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	t.Logf("request %s %s", r.Status, r.ResultCode)
+	assert.True(t, r.Status.IsTerminal(), "a malformed message ends its request (FAILED_SERDE/VALIDATION), not left QUEUED")
+}
+
+// A lease-less home claim of R won (its answer lost, the delivery died before its
+// bind); later shard 0 (R's home) is listed left. R's next delivery reads the listing
+// and goes the leased way: claimSeat skips the listed-left home, but reads it after
+// the left fence and finds the token: R binds that seat, spending no second one.
+func TestAListedLeftHomeHoldingTheTokenIsReadNotLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	rID := idWithHome("r", 2, 0)
+	ids := &idQueue{ids: []string{rID}}
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, NewRequestID: ids.next})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
+	require.NoError(t, err)
+	p, err := c.Participate(ctx, "drop", "user-r")
+	require.NoError(t, err)
+	require.Equal(t, rID, p.RequestID)
+	_, err = asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(c.TableName()),
+		Key:                       map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "EVENT#drop#CAPACITY#0"}, "SK": &types.AttributeValueMemberS{Value: "CAPACITY"}},
+		UpdateExpression:          aws.String("SET capacityRemaining = capacityRemaining - :one ADD holders :t"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":t": &types.AttributeValueMemberSS{Value: []string{tokenOf(rID)}}},
+	})
+	require.NoError(t, err)
+	clock.Advance(time.Second)
+	listLeft(t, c, 0, clock.Now())
+	clock.Advance(time.Minute)
+	res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: mustEncode(t, edgeMsg(t, c, rID, 2)), ReceiveCount: 2}, asyncevent.ProcessOptions{})
+	t.Logf("R: %s %v", res.Kind, res.Err)
+	r, err := c.GetRequest(ctx, rID)
+	require.NoError(t, err)
+	capItem, err := c.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	t.Logf("R %s seatShard=%v remaining=%d", r.Status, r.SeatShard, capItem.CapacityRemaining)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
+	assert.EqualValues(t, 3, capItem.CapacityRemaining, "one seat")
+}
+
+// G's home claim takes shard 0's last seat (emptied), its bind finds G final
+// (FAILED_INGEST_ENQUEUE) and the give-back is refused (an empty shard stays empty):
+// the seat is lost and shard 0 is empty for good, and home() records it empty on the
+// CONFIG (the seat stays spent).
+func TestAnEmptiedShardIsRecordedWhenItsSeatCannotGoBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gID := idWithHome("g", 2, 0)
+	ids := &idQueue{ids: []string{gID}}
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{NewRequestID: ids.next})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
+	require.NoError(t, err)
+	p, err := c.Participate(ctx, "drop", "user-g")
+	require.NoError(t, err)
+	m := edgeMsg(t, c, p.RequestID, 2)
+	tr, err := c.MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
+	require.NoError(t, err)
+	require.True(t, tr.Applied)
+	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
+	t.Logf("G: %s %v", res.Kind, res.Err)
+	require.Zero(t, shardItem(t, c, "drop", 0).CapacityRemaining)
+	cfg, err := c.GetEvent(ctx, "drop")
+	require.NoError(t, err)
+	assert.Contains(t, cfg.EmptyShards, 0, "shard 0 is empty for good: recorded")
+}
+
+// Two messages of one Client share a read of the CONFIG under way (getAged). The first
+// caller's ctx ends (its invocation's deadline, its shutdown) while the read is under
+// way: the read goes on, and the sharer, whose ctx is live, gets its answer.
+func TestASharedConfigReadSurvivesTheFirstCallersCancel(t *testing.T) {
+	t.Parallel()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	var armed atomic.Bool
+	started, release := make(chan struct{}), make(chan struct{})
+	db := &hookDB{DynamoDB: asynceventtest.DynamoDB(t)}
+	db.get = func(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error, bool) {
+		if sk, ok := in.Key["SK"].(*types.AttributeValueMemberS); ok && sk.Value == "CONFIG" && armed.CompareAndSwap(true, false) {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err(), true
+			}
+		}
+		return nil, nil, false
+	}
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
+	ctx := context.Background()
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 10, CapacityShards: 2})
+	require.NoError(t, err)
+	var ms []asyncevent.Message
+	for _, u := range []string{"user-a", "user-b", "user-c"} {
+		p, err := c.Participate(ctx, "drop", u)
+		require.NoError(t, err)
+		ms = append(ms, edgeMsg(t, c, p.RequestID, 2))
+	}
+	work := func(ctx context.Context, m asyncevent.Message) asyncevent.Outcome {
+		var got asyncevent.Outcome
+		pp := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) { got = o }})
+		pp.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: m.RequestID, Receipt: m.RequestID, Body: mustEncode(t, m), ReceiveCount: 1}})
+		return got
+	}
+	require.Equal(t, asyncevent.OutcomeSucceeded, work(ctx, ms[0]).Kind)
+	clock.Advance(6 * time.Second)
+	armed.Store(true)
+	ctxA, cancelA := context.WithCancel(ctx)
+	aDone := make(chan asyncevent.Outcome, 1)
+	go func() { aDone <- work(ctxA, ms[1]) }()
+	<-started
+	bDone := make(chan asyncevent.Outcome, 1)
+	go func() { bDone <- work(ctx, ms[2]) }()
+	time.Sleep(200 * time.Millisecond) // B is waiting on A's read
+	cancelA()
+	oa := <-aDone
+	close(release) // the read A began, which B shares, is answered after A gave up
+	ob := <-bDone
+	t.Logf("A: %s %v; B: %s %v", oa.Kind, oa.Err, ob.Kind, ob.Err)
+	assert.Equal(t, asyncevent.OutcomeSucceeded, ob.Kind, "B's ctx is live")
+}
