@@ -741,16 +741,19 @@ func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, s
 	case record == recordIfUnlisted && news:
 		seats.unrecorded(eventID, shard)
 	}
-	c.healEmpty(ctx, eventID, n, seats)
+	// A shard newly found empty is checked against the event's list at once (at most
+	// once per shard and worker); else at most once a second.
+	c.healEmpty(ctx, eventID, n, seats, news && record == recordIfUnlisted)
 }
 
-// healEmpty reads the event's emptyShards, at most once a second per Processor, into
+// healEmpty reads the event's emptyShards (at most once a second per Processor, unless
+// now: a shard it found empty is news to it), into
 // seats, and records there the shards seats found empty that it still lacks: the
 // record of the claim that emptied one was lost (a crash between the two writes, a
 // throttle), and the workers new to the event would otherwise pay a failed claim on
 // it each, for good.
-func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *seatShards) {
-	if !seats.refreshDue(eventID, c.opts.Clock()) {
+func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *seatShards, now bool) {
+	if due := seats.refreshDue(eventID, c.opts.Clock()); !due && !now {
 		return
 	}
 	cfg, err := c.GetEvent(ctx, eventID)

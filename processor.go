@@ -475,9 +475,14 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 		return result{}, false
 	}
 	h.clear = true
-	p.seats.add(m.EventID, h.shard, n)
 	if item.SoldOut || n == 1 {
+		p.seats.add(m.EventID, h.shard, n)
 		p.seats.know(m.EventID, n, allShards(n))
+	} else {
+		// Empty without the sell-out's mark: news to this worker is checked against
+		// the event's emptyShards (at most once a second), and recorded there when a
+		// record was lost, which completes the list and marks the sell-out.
+		p.c.shardEmpty(ctx, m.EventID, h.shard, n, p.seats, recordIfUnlisted)
 	}
 	if p.soldOut(ctx, m.EventID) {
 		return p.rejectSoldOut(ctx, m, d)
@@ -887,7 +892,7 @@ func (p *Processor) soldOut(ctx context.Context, eventID string) bool {
 	if p.seats.soldOut(eventID) {
 		if p.seats.hasUnrecorded(eventID) { // a shard the CONFIG may lack
 			if n, err := p.c.capacityShards(ctx, eventID); err == nil {
-				p.c.healEmpty(ctx, eventID, n, p.seats)
+				p.c.healEmpty(ctx, eventID, n, p.seats, false)
 			}
 		}
 		return true
