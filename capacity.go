@@ -725,9 +725,10 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 type recordEmpty int
 
 const (
-	recordIfUnlisted recordEmpty = iota // when the CONFIG, read at most once a second, lacks it
-	recordIfNew                         // when seats did not know it
-	recordAlways                        // the claim that emptied it: another claim of the worker may have met it empty first
+	recordIfUnlisted    recordEmpty = iota // when the CONFIG, read at most once a second, lacks it
+	recordIfNew                            // when seats did not know it
+	recordAlways                           // the claim that emptied it: another claim of the worker may have met it empty first
+	recordIfUnlistedNow                    // as recordIfUnlisted, the list read at once when the shard is news to the worker
 )
 
 // shardEmpty records that a shard has no seat left: in seats, and as record says on
@@ -738,23 +739,21 @@ func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, s
 	switch {
 	case record == recordAlways, record == recordIfNew && news:
 		c.recordEmpty(ctx, eventID, n, []int{shard})
-	case record == recordIfUnlisted && news:
+	case (record == recordIfUnlisted || record == recordIfUnlistedNow) && news:
 		seats.unrecorded(eventID, shard)
 	}
-	// A shard newly found empty is checked against the event's list at once (at most
-	// once per shard and worker); else at most once a second.
-	c.healEmpty(ctx, eventID, n, seats, news && record == recordIfUnlisted)
+	c.healEmpty(ctx, eventID, n, seats, news && record == recordIfUnlistedNow)
 }
 
-// healEmpty reads the event's emptyShards (at most once a second per Processor, unless
-// now: a shard it found empty is news to it), into
+// healEmpty reads the event's emptyShards (at most once a second per Processor, or
+// now: a worker's look found its home shard empty, news to it), into
 // seats, and records there the shards seats found empty that it still lacks: the
 // record of the claim that emptied one was lost (a crash between the two writes, a
 // throttle), and the workers new to the event would otherwise pay a failed claim on
 // it each, for good.
 func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *seatShards, now bool) {
-	if due := seats.refreshDue(eventID, c.opts.Clock()); !due && !now {
-		return
+	if !now && !seats.refreshDue(eventID, c.opts.Clock()) {
+		return // a read at once does not spend the once-a-second one
 	}
 	cfg, err := c.GetEvent(ctx, eventID)
 	if err != nil {

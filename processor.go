@@ -482,7 +482,7 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 		// Empty without the sell-out's mark: news to this worker is checked against
 		// the event's emptyShards (at most once a second), and recorded there when a
 		// record was lost, which completes the list and marks the sell-out.
-		p.c.shardEmpty(ctx, m.EventID, h.shard, n, p.seats, recordIfUnlisted)
+		p.c.shardEmpty(ctx, m.EventID, h.shard, n, p.seats, recordIfUnlistedNow)
 	}
 	if p.soldOut(ctx, m.EventID) {
 		return p.rejectSoldOut(ctx, m, d)
