@@ -24,9 +24,10 @@ import (
 
 // EventCapacity is the EventCapacity item of a FIRST_COME event (PK EVENT#<eventId>,
 // SK CAPACITY), or one of its C shards (PK EVENT#<eventId>#CAPACITY#<shard>, SK
-// CAPACITY), whose capacities sum to the event's. capacityRemaining only goes down, by
-// one per winner, under the condition capacityRemaining > 0, so the event has at most
-// capacityTotal winners.
+// CAPACITY), whose capacities sum to the event's. capacityRemaining goes down by one
+// per seat, under the condition capacityRemaining > 0, so the event has at most
+// capacityTotal winners; it goes up only when a seat taken for a request that ended
+// without it goes back, never from 0 (an empty item stays empty).
 type EventCapacity struct {
 	EntityType        EntityType  `dynamodbav:"entityType"` // CAPACITY
 	EventID           string      `dynamodbav:"eventId"`
@@ -295,7 +296,8 @@ const (
 // EVENT#<eventId>, SK CAPACITY; with capacity shards the shard its seatShard names, PK
 // EVENT#<eventId>#CAPACITY#<seatShard>): SET capacityRemaining = capacityRemaining - 1,
 // updatedAt, ADD holders the request's seat token, condition capacityRemaining > 0 AND
-// NOT contains(holders, token). Then UpdateItem PK REQ#<requestId>, SK META, SET status
+// NOT contains(holders, token) AND NOT contains(void, token). Then UpdateItem PK
+// REQ#<requestId>, SK META, SET status
 // = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt, condition status =
 // PROCESSING AND leaseOwner = lease.Owner; with the status log entry. The seat and the
 // record of whose it is are one write; a claim that finds the request's token there
@@ -310,8 +312,12 @@ const (
 // shard's last seat (capacityRemaining was 1, ReturnValues UPDATED_OLD) adds it to
 // the event's emptyShards (the "capacity shard empty" row, UpdateItem PK
 // EVENT#<eventId>, SK CONFIG, ADD emptyShards), for the workers that have not met it;
-// with one, the claim that finds it empty does. The request is
-// refused (SoldOut) only when every shard is empty, and the error matches
+// with one, the claim that finds it empty does. Leaving the request's home shard for
+// throughput lists it left first (the "capacity shard left" row, UpdateItem PK
+// EVENT#<eventId>, SK CONFIG, ADD leftShards "<shard>@<now>", unless listed already)
+// and waits until 10 s after the listing (leftFence) before a strongly consistent
+// read shows no token there; a home shard listed left is claimed last. The request
+// is refused (SoldOut) only when every shard is empty, and the error matches
 // ErrThrottled only when every shard that holds seats refused it.
 //
 // ClaimSeat does not know what the request's start found, so it treats the request
@@ -700,15 +706,8 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 		err error
 	)
 	write := func() {
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-		defer cancel()
 		w := write{row: &takeSeatRow, args: args{pNow: c.now(), pLeaseOwner: sc.owner}, note: "won a seat"}
-		for attempt := 0; ; attempt++ {
-			t, err = c.apply(bctx, reqKey, w, txOptions{})
-			if !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil {
-				return
-			}
-		}
+		t, err = c.applyWhileThrottled(ctx, reqKey, w)
 	}
 	if sc.end != nil {
 		sc.end(write)
@@ -719,6 +718,20 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 		return t, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
 	}
 	return t, nil
+}
+
+// applyWhileThrottled applies a write that must follow a seat already spent (its
+// SUCCEEDED), sending it again while DynamoDB refuses it for throughput, for up to
+// bookkeepingTimeout whatever ctx does.
+func (c *Client) applyWhileThrottled(ctx context.Context, key RequestKey, w write) (Transition, error) {
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		t, err := c.apply(bctx, key, w, txOptions{})
+		if !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil {
+			return t, err
+		}
+	}
 }
 
 // Whether shardEmpty records an empty shard on the event's config.

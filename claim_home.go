@@ -162,27 +162,22 @@ func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int, dea
 // without a lease: the "first-come seat bound" row, UpdateItem PK REQ#<requestId>, SK
 // META, SET status = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt,
 // startedAt (began, when the delivery began) and seatShard where missing, REMOVE
-// leaseOwner and leaseExpiresAt (a lease that ran out did not end it); condition: status = QUEUED OR status =
-// RECEIVED OR (status = PROCESSING AND (attribute_not_exists(seatShard) OR seatShard
-// = home) AND leaseExpiresAt ≤ now). A refusal for throughput is sent again for up to bookkeepingTimeout: the
-// seat is spent, and the request must not be left without its result.
+// leaseOwner and leaseExpiresAt (a lease that ran out did not end it); condition:
+// status = QUEUED OR status = RECEIVED OR (status = PROCESSING AND
+// (attribute_not_exists(seatShard) OR seatShard = home) AND leaseExpiresAt ≤ now). A
+// refusal for throughput is sent again for up to bookkeepingTimeout: the seat is
+// spent, and the request must not be left without its result.
 func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began EpochMillis) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
 	w := write{row: &bindSeatRow, args: args{pNow: c.now(), pStartedAt: began, pSeatShard: home}, note: "won a seat"}
-	for attempt := 0; ; attempt++ {
-		t, err := c.apply(bctx, key, w, txOptions{})
-		if !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil {
-			if err != nil {
-				return t, fmt.Errorf("bind the seat of %s: %w", ref.RequestID, err)
-			}
-			return t, nil
-		}
+	t, err := c.applyWhileThrottled(ctx, key, w)
+	if err != nil {
+		return t, fmt.Errorf("bind the seat of %s: %w", ref.RequestID, err)
 	}
+	return t, nil
 }
 
 // recordLeft lists a shard as left on the event's config, the "capacity shard left"

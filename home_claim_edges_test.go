@@ -21,14 +21,6 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
-func edgeMsg(t *testing.T, c *asyncevent.Client, id string, n int) asyncevent.Message {
-	t.Helper()
-	r, err := c.GetRequest(context.Background(), id)
-	require.NoError(t, err)
-	return asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
-		EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: n}
-}
-
 func listLeft(t *testing.T, c *asyncevent.Client, shard int, at time.Time) {
 	t.Helper()
 	_, err := asynceventtest.DynamoDB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
@@ -60,14 +52,14 @@ func TestAListedLeftHomeIsClaimedLast(t *testing.T) {
 		p, err := c.Participate(ctx, "drop", fmt.Sprintf("user-w%d", i))
 		require.NoError(t, err)
 		require.Equal(t, id, p.RequestID)
-		res := asynceventtest.Work(ctx, t, c, edgeMsg(t, c, id, 2), asyncevent.ProcessOptions{})
+		res := asynceventtest.Work(ctx, t, c, messageFor(t, c, id, 2), asyncevent.ProcessOptions{})
 		require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
 	}
 	require.Zero(t, shardItem(t, c, "drop", 1).CapacityRemaining)
 	p, err := c.Participate(ctx, "drop", "user-r")
 	require.NoError(t, err)
 	require.Equal(t, rID, p.RequestID)
-	body, err := asyncevent.EncodeMessage(edgeMsg(t, c, rID, 2))
+	body, err := asyncevent.EncodeMessage(messageFor(t, c, rID, 2))
 	require.NoError(t, err)
 	for receive := 1; receive <= asyncevent.DefaultMaxReceives; receive++ {
 		res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: body, ReceiveCount: receive}, asyncevent.ProcessOptions{})
@@ -131,7 +123,7 @@ func TestAVoidWhoseFailerDiedEndsInTheFailure(t *testing.T) {
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-f")
 	require.NoError(t, err)
-	m := edgeMsg(t, c, p.RequestID, 1)
+	m := messageFor(t, c, p.RequestID, 1)
 	fcl, err := asyncevent.New(failDB{DynamoDB: asynceventtest.DynamoDB(t), on: isFailFinal}, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
 	refuse := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
@@ -177,7 +169,7 @@ func TestAWrongShardCountEndsTheRequest(t *testing.T) {
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-m") // leaves the config in c's cache
 	require.NoError(t, err)
-	m := edgeMsg(t, c, p.RequestID, 3)
+	m := messageFor(t, c, p.RequestID, 3)
 	_, err = c.MarkQueued(ctx, m.Ref())
 	require.NoError(t, err)
 	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
@@ -214,7 +206,7 @@ func TestAListedLeftHomeHoldingTheTokenIsReadNotLeft(t *testing.T) {
 	clock.Advance(time.Second)
 	listLeft(t, c, 0, clock.Now())
 	clock.Advance(time.Minute)
-	res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: mustEncode(t, edgeMsg(t, c, rID, 2)), ReceiveCount: 2}, asyncevent.ProcessOptions{})
+	res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: mustEncode(t, messageFor(t, c, rID, 2)), ReceiveCount: 2}, asyncevent.ProcessOptions{})
 	t.Logf("R: %s %v", res.Kind, res.Err)
 	r, err := c.GetRequest(ctx, rID)
 	require.NoError(t, err)
@@ -239,7 +231,7 @@ func TestAnEmptiedShardIsRecordedWhenItsSeatCannotGoBack(t *testing.T) {
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-g")
 	require.NoError(t, err)
-	m := edgeMsg(t, c, p.RequestID, 2)
+	m := messageFor(t, c, p.RequestID, 2)
 	tr, err := c.MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
@@ -279,7 +271,7 @@ func TestASharedConfigReadSurvivesTheFirstCallersCancel(t *testing.T) {
 	for _, u := range []string{"user-a", "user-b", "user-c"} {
 		p, err := c.Participate(ctx, "drop", u)
 		require.NoError(t, err)
-		ms = append(ms, edgeMsg(t, c, p.RequestID, 2))
+		ms = append(ms, messageFor(t, c, p.RequestID, 2))
 	}
 	work := func(ctx context.Context, m asyncevent.Message) asyncevent.Outcome {
 		var got asyncevent.Outcome

@@ -26,6 +26,16 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
+// messageFor is the message ingest sends for a request of an event of n capacity
+// shards.
+func messageFor(t *testing.T, c *asyncevent.Client, requestID string, n int) asyncevent.Message {
+	t.Helper()
+	r, err := c.GetRequest(context.Background(), requestID)
+	require.NoError(t, err)
+	return asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
+		EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: n}
+}
+
 // homeOf is the library's shardOf: FNV-32a of the request ID, mod n.
 func homeOf(id string, n int) int {
 	h := fnv.New32a()
@@ -135,12 +145,7 @@ func TestAGiveBackNeverReopensAnEmptyShard(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, NewRequestID: ids.next})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
-	msg := func(id string) asyncevent.Message {
-		r, err := c.GetRequest(ctx, id)
-		require.NoError(t, err)
-		return asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
-			EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 2}
-	}
+	msg := func(id string) asyncevent.Message { return messageFor(t, c, id, 2) }
 	pg, err := c.Participate(ctx, "drop", "user-g")
 	require.NoError(t, err)
 	require.Equal(t, gID, pg.RequestID)
@@ -237,10 +242,7 @@ func TestConcurrentHomeClaimsShareOneConfigRead(t *testing.T) {
 	for i := range k + 1 {
 		p, err := c.Participate(ctx, "drop", fmt.Sprintf("user-%02d", i))
 		require.NoError(t, err)
-		r, err := c.GetRequest(ctx, p.RequestID)
-		require.NoError(t, err)
-		ms = append(ms, asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
-			EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 4})
+		ms = append(ms, messageFor(t, c, p.RequestID, 4))
 	}
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	work := func(m asyncevent.Message) {
@@ -323,10 +325,7 @@ func TestAHomeClaimIsNotSentOnAShardLeftBeforeItsCopy(t *testing.T) {
 	for _, u := range []string{"user-a", "user-b"} {
 		p, err := c.Participate(ctx, "drop", u)
 		require.NoError(t, err)
-		r, err := c.GetRequest(ctx, p.RequestID)
-		require.NoError(t, err)
-		ms = append(ms, asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
-			EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 2})
+		ms = append(ms, messageFor(t, c, p.RequestID, 2))
 	}
 	require.Equal(t, aID, ms[0].RequestID)
 	// Each message on a Processor of its own, on one Client (one cache of configs):
@@ -416,10 +415,7 @@ func TestLeavingAShardListedLeftDoesNotGrowTheConfig(t *testing.T) {
 		clock.Advance(time.Minute)
 		p, err := c.Participate(ctx, "drop", fmt.Sprintf("user-%d", i))
 		require.NoError(t, err)
-		r, err := c.GetRequest(ctx, p.RequestID)
-		require.NoError(t, err)
-		m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
-			EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 2}
+		m := messageFor(t, c, p.RequestID, 2)
 		res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
 		require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
 	}
@@ -441,10 +437,7 @@ func TestASeatWonAfterAMisreportedEnqueueGoesBack(t *testing.T) {
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-g")
 	require.NoError(t, err)
-	r, err := c.GetRequest(ctx, p.RequestID)
-	require.NoError(t, err)
-	m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
-		EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 1}
+	m := messageFor(t, c, p.RequestID, 1)
 	tr, err := c.MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
@@ -454,8 +447,8 @@ func TestASeatWonAfterAMisreportedEnqueueGoesBack(t *testing.T) {
 	capItem, err := c.GetCapacity(ctx, "drop")
 	require.NoError(t, err)
 	assert.EqualValues(t, 4, capItem.CapacityRemaining, "the seat went back")
-	assert.NotContains(t, capItem.Holders, tokenOf(r.RequestID))
-	after, err := c.GetRequest(ctx, r.RequestID)
+	assert.NotContains(t, capItem.Holders, tokenOf(m.RequestID))
+	after, err := c.GetRequest(ctx, m.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusFailedFinal, after.Status)
 	assert.Equal(t, asyncevent.ResultFailedIngestEnqueue, after.ResultCode)
@@ -473,25 +466,22 @@ func TestAFinalFailureVoidsTheHomeToken(t *testing.T) {
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-f")
 	require.NoError(t, err)
-	r, err := c.GetRequest(ctx, p.RequestID)
-	require.NoError(t, err)
-	m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
-		EventType: r.EventType, RequestedAt: r.RequestedAt, CapacityShards: 2}
+	m := messageFor(t, c, p.RequestID, 2)
 	refuse := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
 		return asyncevent.Permanent(fmt.Errorf("not eligible"))
 	})
 	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{Handler: refuse})
 	require.Equal(t, asyncevent.OutcomeFailed, res.Kind, "%v", res.Err)
-	home := homeOf(r.RequestID, 2)
+	home := homeOf(m.RequestID, 2)
 	shard := shardItem(t, c, "drop", home)
-	assert.Contains(t, shard.Void, tokenOf(r.RequestID), "voided on its home shard")
+	assert.Contains(t, shard.Void, tokenOf(m.RequestID), "voided on its home shard")
 
 	res = asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
 	assert.Equal(t, asyncevent.OutcomeDuplicate, res.Kind, "%v", res.Err)
 	capItem, err := c.GetCapacity(ctx, "drop")
 	require.NoError(t, err)
 	assert.EqualValues(t, 4, capItem.CapacityRemaining, "no seat spent")
-	after, err := c.GetRequest(ctx, r.RequestID)
+	after, err := c.GetRequest(ctx, m.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusFailedFinal, after.Status)
 }

@@ -410,7 +410,9 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 // detail shows queuedAt → startedAt → finishedAt as every finished request's does);
 // condition: status = QUEUED OR status = RECEIVED. No PROCESSING write, no
 // lease, no handler: the losers are most of a spike. Call it only once a seat claim
-// of the event has found no seat left (capacity never grows back). A lost condition
+// of the event has found no seat left (an empty capacity item stays empty) and the
+// request's home shard shows no seat of it (a home claim may hold one before any
+// write on the request). A lost condition
 // is not an error: the Transition holds the request as it is (PROCESSING under a
 // lease, or final). With Options.StatusLog the condition is tried QUEUED first, so
 // that the log names the status left.
