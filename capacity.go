@@ -271,6 +271,9 @@ type seatClaim struct {
 	// end runs the write that ends the lease (the request's SUCCEEDED), so that no
 	// heartbeat rewrites it afterwards; nil runs it as it is.
 	end func(write func())
+	// hold is the event's EventConfig.HoldFor: the seat makes the request HELD for
+	// it, not SUCCEEDED; 0 for an event without holds.
+	hold time.Duration
 
 	// unsureAt is when a claim of this delivery last went unanswered (a timeout, a
 	// server error): it may still land, until claimFence after it.
@@ -352,7 +355,11 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 		st.shard = shardOf(ref.RequestID, n)
 	}
 	expires := req.LeaseExpiresAt.Time()
-	return c.claimSeat(ctx, &seatClaim{seatStart: st, ref: ref, owner: lease.Owner, until: func() time.Time { return expires }}, newSeatShards())
+	hold, err := c.holdFor(ctx, ref.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	return c.claimSeat(ctx, &seatClaim{seatStart: st, ref: ref, owner: lease.Owner, until: func() time.Time { return expires }, hold: hold}, newSeatShards())
 }
 
 // claimSeat claims a seat for sc's request, with what seats knows of the event's
@@ -697,7 +704,8 @@ func (c *Client) moveSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim,
 	return t, nil
 }
 
-// takeSeat writes SUCCEEDED for a request that holds its seat. A refusal for
+// takeSeat writes SUCCEEDED for a request that holds its seat; for an event with
+// holds, its Hold item and then HELD (the "first-come held" row). A refusal for
 // throughput is sent again for up to bookkeepingTimeout: the seat is spent, and the
 // request must not be left without its result.
 func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim) (Transition, error) {
@@ -705,8 +713,19 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 		t   Transition
 		err error
 	)
+	w := write{row: &takeSeatRow, args: args{pNow: c.now(), pLeaseOwner: sc.owner}, note: "won a seat"}
+	if sc.hold > 0 {
+		n, nerr := c.capacityShards(ctx, sc.ref.EventID)
+		if nerr != nil {
+			return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, nerr)
+		}
+		expires := c.holdExpiry(sc.hold)
+		if err := c.recordHold(ctx, sc.ref, n, expires); err != nil {
+			return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
+		}
+		w = write{row: &takeHoldRow, args: args{pNow: c.now(), pLeaseOwner: sc.owner, pHoldExpiresAt: expires}, note: "holds a seat"}
+	}
 	write := func() {
-		w := write{row: &takeSeatRow, args: args{pNow: c.now(), pLeaseOwner: sc.owner}, note: "won a seat"}
 		t, err = c.applyWhileThrottled(ctx, reqKey, w)
 	}
 	if sc.end != nil {

@@ -167,12 +167,23 @@ func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int, dea
 // (attribute_not_exists(seatShard) OR seatShard = home) AND leaseExpiresAt ≤ now). A
 // refusal for throughput is sent again for up to bookkeepingTimeout: the seat is
 // spent, and the request must not be left without its result.
-func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began EpochMillis) (Transition, error) {
+//
+// For an event with holds (hold > 0 of n capacity shards) it writes the hold's Hold
+// item first (the "hold recorded" row), then the "first-come seat held" row: SET
+// status = HELD, uiResult HELD, holdExpiresAt = now + hold, under the same condition.
+func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began EpochMillis, n int, hold time.Duration) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
 	w := write{row: &bindSeatRow, args: args{pNow: c.now(), pStartedAt: began, pSeatShard: home}, note: "won a seat"}
+	if hold > 0 {
+		expires := c.holdExpiry(hold)
+		if err := c.recordHold(ctx, ref, n, expires); err != nil {
+			return Transition{}, fmt.Errorf("bind the seat of %s: %w", ref.RequestID, err)
+		}
+		w = write{row: &bindHoldRow, args: args{pNow: c.now(), pStartedAt: began, pSeatShard: home, pHoldExpiresAt: expires}, note: "holds a seat"}
+	}
 	t, err := c.applyWhileThrottled(ctx, key, w)
 	if err != nil {
 		return t, fmt.Errorf("bind the seat of %s: %w", ref.RequestID, err)

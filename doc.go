@@ -153,6 +153,60 @@
 //	    if   (status = QUEUED) OR (status = RECEIVED)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
 //	         finishedAt = :now, startedAt = :now
+//	hold recorded                  Processor.ProcessOne       PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	first-come seat held           Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	    if   ((status = QUEUED) OR (status = RECEIVED))
+//	         OR ((status = PROCESSING) AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
+//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = HELD, uiResult = HELD,
+//	         holdExpiresAt = :holdExpiresAt, startedAt = if_not_exists(startedAt, :startedAt),
+//	         seatShard = if_not_exists(seatShard, :seatShard)
+//	first-come held                ClaimSeat                  UpdateItem     REQ#<requestId> / META
+//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt
+//	first-come waitlisted          RejectSoldOut              UpdateItem     REQ#<requestId> / META
+//	    if   (status = QUEUED) OR (status = RECEIVED)
+//	    set  SET status = WAITLISTED, uiResult = WAITLISTED, startedAt = :now
+//	first-come waitlisted (lease)  MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
+//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    set  SET status = WAITLISTED, uiResult = WAITLISTED
+//	hold confirmed                 Confirm                    UpdateItem     REQ#<requestId> / META
+//	    if   (status = HELD) AND (holdExpiresAt > :now)
+//	    set  REMOVE holdExpiresAt SET status = SUCCEEDED, uiResult = SUCCESS,
+//	         resultCode = SUCCESS, finishedAt = :now
+//	hold released                  Release                    UpdateItem     REQ#<requestId> / META
+//	    if   (status = HELD) AND (holdExpiresAt = :holdExpiresAt)
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_RELEASED,
+//	         finishedAt = :now
+//	waitlist left                  Release                    UpdateItem     REQ#<requestId> / META
+//	    if   status = WAITLISTED
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_RELEASED,
+//	         finishedAt = :now
+//	hold expired                   SweepHolds                 UpdateItem     REQ#<requestId> / META
+//	    if   (status = HELD) AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_HOLD_EXPIRED,
+//	         finishedAt = :now
+//	seat given to the waitlist     Release                    UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	    set  ADD capacityRemaining 1,
+//	         returned 1 SET entityType = if_not_exists(entityType, :entityType),
+//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
+//	hold cleared                   SweepHolds                 DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
+//	waitlist served                SweepHolds                 UpdateItem     REQ#<requestId> / META
+//	    if   status = WAITLISTED
+//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt
+//	returned seat taken            SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	    if   capacityRemaining > 0
+//	    set  ADD served 1 SET capacityRemaining = capacityRemaining - 1, updatedAt = :now
+//	waitlist closed                SweepHolds                 UpdateItem     REQ#<requestId> / META
+//	    if   status = WAITLISTED
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	         finishedAt = :now
+//	hold sweep lease               SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	    if   ((attribute_not_exists (sweepUntil)) OR (sweepUntil <= :now))
+//	         OR (sweepOwner = :sweepOwner)
+//	    set  SET sweepOwner = :sweepOwner, sweepUntil = :sweepUntil,
+//	         entityType = if_not_exists(entityType, :entityType),
+//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	lottery entry collected        Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
 //	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (attribute_not_exists (startedAt))
 //	    set  SET status = QUEUED, startedAt = :now

@@ -61,6 +61,15 @@ type EventConfig struct {
 	// CreateEvent ignores it.
 	LeftShards []string `dynamodbav:"leftShards,omitempty,stringset"`
 
+	// HoldFor, of a FIRST_COME event, turns on holds: a seat claim makes the request
+	// HELD for HoldFor instead of SUCCEEDED, Confirm (payment made) makes it
+	// SUCCEEDED, and Release or the hold's expiry gives the seat to the earliest
+	// WAITLISTED request, the sold-out event's losers waiting in queue order until it
+	// closes (docs/design.md, "Holds and the waitlist"). Stored in nanoseconds; 0 (the
+	// default) is no holds: a winner is SUCCEEDED at once and a loser REJECTED. From
+	// 10 seconds to 24 hours; fixed when the event is created.
+	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
+
 	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
 	// while it finalises the entries, ANNOUNCED once every entry has its result.
 	Phase UIPhase `dynamodbav:"phase,omitempty"`
@@ -146,6 +155,8 @@ func (e *EventConfig) validate() error {
 				seatsPerShard(e.CapacityTotal, e.CapacityShards), MaxSeatsPerShard, (e.CapacityTotal+MaxSeatsPerShard-1)/MaxSeatsPerShard)
 		case e.WinnerCount != 0 || e.LotteryCutoffAt != 0 || e.AnnounceAt != 0:
 			return bad("winnerCount, lotteryCutoffAt and announceAt are for LOTTERY events")
+		case e.HoldFor != 0 && (e.HoldFor < MinHoldFor || e.HoldFor > MaxHoldFor):
+			return bad("holdFor %s, want 0 (no holds) or %s to %s", e.HoldFor, MinHoldFor, MaxHoldFor)
 		}
 	case Lottery:
 		switch {
@@ -155,6 +166,8 @@ func (e *EventConfig) validate() error {
 			return bad("a LOTTERY event needs lotteryCutoffAt")
 		case e.CapacityTotal != 0:
 			return bad("capacityTotal is for FIRST_COME events")
+		case e.HoldFor != 0:
+			return bad("holdFor is for FIRST_COME events")
 		case e.StartsAt != 0 && e.LotteryCutoffAt <= e.StartsAt:
 			return bad("lotteryCutoffAt must be after startsAt")
 		case e.AnnounceAt != 0 && e.AnnounceAt < e.LotteryCutoffAt:
@@ -165,6 +178,13 @@ func (e *EventConfig) validate() error {
 	}
 	return nil
 }
+
+// The bounds of EventConfig.HoldFor: a hold shorter than MinHoldFor would run out
+// before a user could pay, and one longer than MaxHoldFor is no hold but a sale.
+const (
+	MinHoldFor = 10 * time.Second
+	MaxHoldFor = 24 * time.Hour
+)
 
 // maxNameLength bounds an event's display name.
 const maxNameLength = 256

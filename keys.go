@@ -37,9 +37,12 @@ const (
 	prefixUser    = "USER"
 	prefixQueued  = "QAT"
 	prefixLog     = "LOG"
+	prefixHolds   = "HOLDS"
+	prefixExpiry  = "EXP"
 
 	skRequest = "META"
 	skLock    = "LOCK"
+	skReturns = "RETURNS"
 
 	// millisDigits is the fixed width of a timestamp inside a sort key: 13 digits of
 	// epoch milliseconds cover 1970 to 2286, and zero padding makes string order equal
@@ -145,6 +148,12 @@ func (k Key) Entity() (EntityType, error) {
 	}
 	if _, err := parseStatusLogKey(k); err == nil {
 		return EntityStatusLog, nil
+	}
+	if _, err := parseHoldKey(k); err == nil {
+		return EntityHold, nil
+	}
+	if _, err := parseReturnsKey(k); err == nil {
+		return EntityReturns, nil
 	}
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
@@ -314,6 +323,100 @@ func parseEventPK(pk string) (string, error) {
 	parts, err := splitKey("event PK", pk, prefixEvent, 2)
 	if err != nil {
 		return "", err
+	}
+	return parts[1], nil
+}
+
+// holdKey is the key of a Hold item, the expiry of a held seat for the hold sweep: PK
+// EVENT#<eventId>#HOLDS#<shard> (the request's home shard among the event's capacity
+// shards, so that the holds of a spike spread as its claims do), SK
+// EXP#<13-digit expiresAt>#REQ#<requestId>: a Query of SK ≤ EXP#<now> finds the holds
+// that ran out.
+type holdKey struct {
+	eventID   string
+	shard     int
+	expiresAt EpochMillis
+	requestID string
+}
+
+// newHoldKey returns the key of the hold of requestID, on shard, running out at
+// expiresAt.
+func newHoldKey(eventID string, shard int, expiresAt EpochMillis, requestID string) (holdKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return holdKey{}, err
+	}
+	if err := ValidateID("requestId", requestID); err != nil {
+		return holdKey{}, err
+	}
+	if _, err := formatMillis(expiresAt); err != nil {
+		return holdKey{}, fmt.Errorf("holdExpiresAt: %w", err)
+	}
+	if shard < 0 {
+		return holdKey{}, fmt.Errorf("%w: hold shard %d", ErrInvalidOptions, shard)
+	}
+	return holdKey{eventID: eventID, shard: shard, expiresAt: expiresAt, requestID: requestID}, nil
+}
+
+// holdPartition returns the PK of the holds of eventID on shard: EVENT#<eventId>#HOLDS#<shard>.
+func holdPartition(eventID string, shard int) string {
+	return eventPK(eventID) + sep + prefixHolds + sep + strconv.Itoa(shard)
+}
+
+// expiresBy returns the sort-key bound of the holds running out at or before at:
+// every hold key of such a hold sorts before it.
+func expiresBy(at EpochMillis) (string, error) {
+	s, err := formatMillis(at + 1)
+	if err != nil {
+		return "", err
+	}
+	return prefixExpiry + sep + s, nil
+}
+
+func (k holdKey) key() Key {
+	at, _ := formatMillis(k.expiresAt) // checked by newHoldKey
+	return Key{PK: holdPartition(k.eventID, k.shard), SK: prefixExpiry + sep + at + sep + requestPK(k.requestID)}
+}
+
+// parseHoldKey reads a key that newHoldKey could have produced.
+func parseHoldKey(key Key) (holdKey, error) {
+	pk, err := splitKey("hold PK", key.PK, prefixEvent, 4)
+	if err != nil {
+		return holdKey{}, err
+	}
+	shard, err := strconv.Atoi(pk[3])
+	if err != nil || pk[2] != prefixHolds || shard < 0 || strconv.Itoa(shard) != pk[3] {
+		return holdKey{}, malformed("hold PK", key.PK, "want EVENT#<eventId>#HOLDS#<shard>")
+	}
+	sk, err := splitKey("hold SK", key.SK, prefixExpiry, 4)
+	if err != nil {
+		return holdKey{}, err
+	}
+	at, ok := parseMillis(sk[1])
+	if !ok || sk[2] != prefixRequest {
+		return holdKey{}, malformed("hold SK", key.SK, "want EXP#<13-digit expiresAt>#REQ#<requestId>")
+	}
+	return holdKey{eventID: pk[1], shard: shard, expiresAt: at, requestID: sk[3]}, nil
+}
+
+// returnsKey is the key of an event's Returns item, the seats given back by holds
+// that ended unpaid, for the waitlist: PK EVENT#<eventId>#RETURNS, SK RETURNS, on a
+// partition key of its own (not the event's, which holds the CAPACITY item that a
+// spike writes).
+func returnsKey(eventID string) (Key, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return Key{}, err
+	}
+	return Key{PK: eventPK(eventID) + sep + skReturns, SK: skReturns}, nil
+}
+
+// parseReturnsKey reads a key that returnsKey could have produced.
+func parseReturnsKey(key Key) (string, error) {
+	parts, err := splitKey("returns PK", key.PK, prefixEvent, 3)
+	if err != nil {
+		return "", err
+	}
+	if parts[2] != skReturns || key.SK != skReturns {
+		return "", malformed("returns key", key.PK+" / "+key.SK, "want EVENT#<eventId>#RETURNS / RETURNS")
 	}
 	return parts[1], nil
 }

@@ -29,11 +29,17 @@ const (
 	EntityStatusLog   EntityType = "STATUS_LOG"
 	EntityConfig      EntityType = "CONFIG"
 	EntityDraw        EntityType = "DRAW"
+	EntityHold        EntityType = "HOLD"    // a held seat's expiry, for the hold sweep
+	EntityReturns     EntityType = "RETURNS" // the seats given back, for the waitlist
 )
 
 // Status is the backend state of a request (stored as status). A request moves
 // RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED | FAILED_FINAL; every write of
 // it is conditional on the current status, and a terminal status never changes again.
+// A FIRST_COME event with holds (EventConfig.HoldFor) adds two states that wait for
+// someone else: a winner is HELD until it is confirmed (SUCCEEDED), released or
+// expired (REJECTED), and a loser of a sold-out event is WAITLISTED until a seat given
+// back makes it HELD, or the event closes (REJECTED).
 type Status string
 
 // The request statuses.
@@ -44,12 +50,15 @@ const (
 	StatusSucceeded   Status = "SUCCEEDED"    // won: first-come seat or lottery win
 	StatusRejected    Status = "REJECTED"     // lost: capacity, lottery, closed, duplicate
 	StatusFailedFinal Status = "FAILED_FINAL" // will not be retried
+	StatusHeld        Status = "HELD"         // holds a seat until holdExpiresAt: confirm, release or expiry ends it
+	StatusWaitlisted  Status = "WAITLISTED"   // sold out: waits for a seat given back, until the event closes
 )
 
 // Valid reports whether s is one of the statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusReceived, StatusQueued, StatusProcessing, StatusSucceeded, StatusRejected, StatusFailedFinal:
+	case StatusReceived, StatusQueued, StatusProcessing, StatusSucceeded, StatusRejected, StatusFailedFinal,
+		StatusHeld, StatusWaitlisted:
 		return true
 	}
 	return false
@@ -64,13 +73,23 @@ func (s Status) rank() int {
 		return 1
 	case StatusProcessing:
 		return 2
+	case StatusWaitlisted:
+		return 3
+	case StatusHeld:
+		return 4
 	}
-	return 3
+	return 5
 }
 
 // IsTerminal reports whether s is final: SUCCEEDED, REJECTED or FAILED_FINAL.
 func (s Status) IsTerminal() bool {
 	return s == StatusSucceeded || s == StatusRejected || s == StatusFailedFinal
+}
+
+// decided reports whether the worker is done with a request in status s: it is final,
+// or HELD or WAITLISTED, which only a confirm, a release or the hold sweep moves on.
+func (s Status) decided() bool {
+	return s.IsTerminal() || s == StatusHeld || s == StatusWaitlisted
 }
 
 // UIResult is the coarse result for the front end (stored as uiResult).
@@ -82,6 +101,10 @@ const (
 	UISuccess  UIResult = "SUCCESS"
 	UIRejected UIResult = "REJECTED"
 	UIFailed   UIResult = "FAILED"
+	// With holds (EventConfig.HoldFor): the seat is the user's until holdExpiresAt,
+	// once paid for; and the user waits for a seat given back.
+	UIHeld       UIResult = "HELD"
+	UIWaitlisted UIResult = "WAITLISTED"
 )
 
 // UIResultOf returns the UI result that goes with a status.
@@ -93,6 +116,10 @@ func UIResultOf(s Status) UIResult {
 		return UIRejected
 	case StatusFailedFinal:
 		return UIFailed
+	case StatusHeld:
+		return UIHeld
+	case StatusWaitlisted:
+		return UIWaitlisted
 	}
 	return UIPending
 }
@@ -112,6 +139,10 @@ const (
 	ResultFailedWorker        ResultCode = "FAILED_WORKER"
 	ResultFailedValidation    ResultCode = "FAILED_VALIDATION"
 	ResultFailedSerde         ResultCode = "FAILED_SERDE"
+	// A hold that ended without payment: given up (Release), or run out (the hold
+	// sweep). Its seat went to the waitlist.
+	ResultReleased    ResultCode = "REJECTED_RELEASED"
+	ResultHoldExpired ResultCode = "REJECTED_HOLD_EXPIRED"
 )
 
 // UIPhase is the front-end phase of a LOTTERY request (stored as uiPhase). It is text

@@ -145,6 +145,8 @@ const (
 	OutcomeMalformed   OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
 	OutcomeDeadLetter  OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message released to the dead-letter queue
 	OutcomeNotFound    OutcomeKind = "NOT_FOUND"    // no such request; message deleted
+	OutcomeHeld        OutcomeKind = "HELD"         // the request holds a seat until it is confirmed (holds); message deleted
+	OutcomeWaitlisted  OutcomeKind = "WAITLISTED"   // sold out: the request waits for a seat given back (holds); message deleted
 	outcomeUnavailable OutcomeKind = ""
 )
 
@@ -299,7 +301,11 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
-	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock()}
+	hold, err := p.holdOf(ctx, m)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock(), hold: hold}
 	if r, done := p.home(ctx, m, d, n, &h); done {
 		return r
 	}
@@ -324,7 +330,7 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	st.onHome(h.shard, p.c.opts.Clock())
 	l.held = true
 	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
-	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end}
+	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end, hold: hold}
 	if extend != nil {
 		stop := p.heartbeat(ctx, m, l, extend)
 		defer stop()
@@ -333,18 +339,39 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 		return p.failed(ctx, m, d, l, err)
 	}
 	if !st.inherited && p.soldOut(ctx, m.EventID) {
-		return p.reject(ctx, m, d, l)
+		return p.reject(ctx, m, d, l, hold)
 	}
 	t, err = p.c.claimSeat(ctx, l.claim, p.seats)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
 	case t.SoldOut:
-		return p.reject(ctx, m, d, l)
+		return p.reject(ctx, m, d, l, hold)
 	case !t.Applied:
 		return p.lostLease(ctx, m, l.Lease)
 	}
+	return won(hold)
+}
+
+// won is the result of a request that won its seat: SUCCEEDED, or HELD with holds.
+func won(hold time.Duration) result {
+	if hold > 0 {
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeHeld}}
+	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+}
+
+// holdOf returns the EventConfig.HoldFor of a first-come message's event: from the
+// message when it carries the event's layout, else the event's config.
+func (p *Processor) holdOf(ctx context.Context, m Message) (time.Duration, error) {
+	if m.CapacityShards <= 0 {
+		return p.c.holdFor(ctx, m.EventID)
+	}
+	hold := time.Duration(m.HoldForMillis) * time.Millisecond
+	if cfg, _, ok := p.c.events.peek(m.EventID); ok && cfg.HoldFor.Milliseconds() != m.HoldForMillis {
+		return 0, Permanent(fmt.Errorf("%w: holdForMillis %d, the event holds for %d", ErrMalformedMessage, m.HoldForMillis, cfg.HoldFor.Milliseconds()))
+	}
+	return hold, nil
 }
 
 // shards returns the capacity shards of a first-come message's event: from the
@@ -367,6 +394,7 @@ type homeState struct {
 	leased bool        // the request goes the leased way: a lease holds it elsewhere
 	leftAt EpochMillis // when the config listed it left (0: not listed, or not read)
 	clear  bool        // no seat of the request is on it, nor can be: found empty without its token
+	hold   time.Duration // the event's EventConfig.HoldFor (0: no holds)
 }
 
 // homeTries bounds the reads of the event's config by one home claim whose copy aged
@@ -417,7 +445,7 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 		}
 		switch res {
 		case claimWon, claimHeld:
-			r, done, kept := p.bind(ctx, m, d, n, h.shard, h.began)
+			r, done, kept := p.bind(ctx, m, d, n, h)
 			if sc.emptied && n > 1 && kept { // a seat that went back leaves it with one
 				p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
 			}
@@ -435,7 +463,7 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 				p.seats.know(ev, n, allShards(n))
 			}
 			if p.soldOut(ctx, ev) {
-				return p.rejectSoldOut(ctx, m, d)
+				return p.rejectSoldOut(ctx, m, d, h.hold)
 			}
 		}
 		return result{}, false // empty, or refused for throughput: the leased claim goes on
@@ -463,7 +491,7 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 	}
 	h.looked = true
 	if holds(item, m.RequestID) {
-		r, done, _ := p.bind(ctx, m, d, n, h.shard, h.began)
+		r, done, _ := p.bind(ctx, m, d, n, h)
 		h.leased = !done
 		return r, done
 	}
@@ -485,7 +513,7 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 		p.c.shardEmpty(ctx, m.EventID, h.shard, n, p.seats, recordIfUnlistedNow)
 	}
 	if p.soldOut(ctx, m.EventID) {
-		return p.rejectSoldOut(ctx, m, d)
+		return p.rejectSoldOut(ctx, m, d, h.hold)
 	}
 	return result{}, false
 }
@@ -494,22 +522,23 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 // whether that decided the message and whether the seat stays the request's. A
 // request that ended meanwhile without that seat gives it back, as does one held
 // under a lease that claims on another shard, which then goes the leased way.
-func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n, home int, began time.Time) (r result, done, kept bool) {
-	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(began))
+func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n int, h *homeState) (r result, done, kept bool) {
+	home := h.shard
+	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return notFound(), true, false
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err), true, true
 	case t.Applied:
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}, true, true
+		return won(h.hold), true, true
 	}
 	cur := t.Current
 	onHome := cur.SeatShard != nil && *cur.SeatShard == home
 	switch {
-	case onHome && cur.Status == StatusSucceeded:
+	case onHome && boundToSeat(cur):
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, true
-	case !cur.Status.IsTerminal() && (onHome || cur.SeatShard == nil):
+	case !cur.Status.decided() && (onHome || cur.SeatShard == nil):
 		// A live lease on the home shard: its holder finds the seat there and ends
 		// the request; come back after it.
 		wait := max(cur.LeaseExpiresAt.Time().Sub(p.c.now().Time())+time.Second, time.Second)
@@ -530,24 +559,41 @@ func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n, home int
 	if err != nil {
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true, true
 	}
-	if cur.Status.IsTerminal() {
+	if cur.Status.decided() {
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, !returned
 	}
 	return result{}, false, !returned // the leased way: the start takes the request over once its lease ran out
 }
 
+// boundToSeat reports whether a request was bound to the seat of its seatShard: it
+// won it (SUCCEEDED), holds it (HELD), or held it and gave it to the waitlist
+// (released or expired), which is why the seat is no longer on its shard.
+func boundToSeat(r *Request) bool {
+	switch {
+	case r.Status == StatusSucceeded, r.Status == StatusHeld:
+		return true
+	case r.Status == StatusRejected:
+		return r.ResultCode == ResultReleased || r.ResultCode == ResultHoldExpired
+	}
+	return false
+}
+
 // rejectSoldOut ends a request of a sold-out event whose home shard holds no seat of
-// it in one write; it reports false when another delivery started the request.
-func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d Delivery) (result, bool) {
-	t, err := p.c.RejectSoldOut(ctx, m.Ref())
+// it in one write (WAITLISTED with holds); it reports false when another delivery
+// started the request.
+func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d Delivery, hold time.Duration) (result, bool) {
+	waitlist := p.waitlists(ctx, m.EventID, hold)
+	t, err := p.c.rejectSoldOut(ctx, m.Ref(), waitlist)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return notFound(), true
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err), true
+	case t.Applied && waitlist:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}, true
 	case t.Applied:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}, true
-	case t.Current.Status.IsTerminal():
+	case t.Current.Status.decided():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}, true
 	}
 	return result{}, false // PROCESSING: the start sorts out which delivery holds it
@@ -580,7 +626,7 @@ func (p *Processor) handle(ctx context.Context, m Message) error {
 func (p *Processor) notStarted(m Message, cur *Request) result {
 	now := p.c.now()
 	switch {
-	case cur.Status.IsTerminal():
+	case cur.Status.decided():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}
 	case cur.Status == StatusProcessing && cur.LeaseExpiresAt > now:
 		// Another delivery of the same request is at work: come back after its lease.
@@ -600,30 +646,50 @@ func (p *Processor) lostLease(ctx context.Context, m Message, l Lease) result {
 	cur, err := p.c.getRequest(ctx, m.RequestID, true)
 	if err == nil && finalUnder(cur, l.Owner) {
 		kind := OutcomeRejected
-		if cur.Status == StatusSucceeded {
+		switch cur.Status {
+		case StatusSucceeded:
 			kind = OutcomeSucceeded
+		case StatusHeld:
+			kind = OutcomeHeld
+		case StatusWaitlisted:
+			kind = OutcomeWaitlisted
 		}
 		return result{action: actDelete, outcome: Outcome{Kind: kind, ResultCode: cur.ResultCode}}
 	}
 	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
 }
 
-// reject ends a request REJECTED_CAPACITY, under our lease.
-func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease) result {
+// reject ends a request REJECTED_CAPACITY (WAITLISTED with holds), under our lease.
+func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease, hold time.Duration) result {
 	var (
 		t   Transition
 		err error
 	)
-	l.end(func() { t, err = p.c.MarkCapacityRejected(ctx, m.Ref(), l.Lease) })
+	waitlist := p.waitlists(ctx, m.EventID, hold)
+	l.end(func() { t, err = p.c.markCapacityRejected(ctx, m.Ref(), l.Lease, waitlist) })
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
 	case !t.Applied && finalUnder(t.Current, l.Owner):
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: t.Current.ResultCode}}
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
+	case waitlist:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}
+}
+
+// waitlists reports whether a sold-out event's loser is WAITLISTED rather than
+// REJECTED: the event has holds and, as far as the client's copy of its config
+// shows, has not closed (a waitlisted request of a closed event is ended by the hold
+// sweep).
+func (p *Processor) waitlists(ctx context.Context, eventID string, hold time.Duration) bool {
+	if hold <= 0 {
+		return false
+	}
+	cfg, _, ok := p.c.events.peek(eventID)
+	return !ok || cfg.EndsAt == 0 || p.c.now() <= cfg.EndsAt
 }
 
 // failed handles an error of the processing: retry later, or end the request
@@ -727,7 +793,7 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 			kind = OutcomeThrottled
 		}
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: kind, Err: errors.Join(cause, err)}}
-	case !t.Applied && t.Current.Status.IsTerminal():
+	case !t.Applied && t.Current.Status.decided():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
 	case !t.Applied && held.Owner == "" && t.Current.EventType == FirstCome:
 		// A first-come request: it may hold a seat (its home claim, or the claim of
@@ -784,7 +850,7 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d Delivery, c
 	switch {
 	case err != nil:
 		return leave(err)
-	case !t.Applied && t.Current.Status.IsTerminal():
+	case !t.Applied && t.Current.Status.decided():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
 	case !t.Applied:
 		return leave(nil)
@@ -792,7 +858,11 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d Delivery, c
 	st.onHome(home, p.c.opts.Clock())
 	l.held = true
 	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
-	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end}
+	hold, err := p.c.holdFor(bctx, m.EventID)
+	if err != nil {
+		return leave(err)
+	}
+	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end, hold: hold}
 	return p.failFinal(ctx, m, d, l, class, code, errorCode, cause)
 }
 
@@ -807,7 +877,7 @@ func (p *Processor) seated(ctx context.Context, m Message, l *lease) result {
 	case !t.Applied:
 		return p.lostLease(ctx, m, l.Lease)
 	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+	return won(l.claim.hold)
 }
 
 // finalWriteBackoff is failFinal's wait before writing a throttled final failure
@@ -927,9 +997,10 @@ func classify(err error) (FailureClass, ResultCode, string) {
 	return Retryable, ResultFailedWorker, "WORKER_ERROR"
 }
 
-// finalUnder reports whether r is final and was finalised under the lease owner.
+// finalUnder reports whether r is decided (final, HELD or WAITLISTED) and was
+// decided under the lease owner.
 func finalUnder(r *Request, owner string) bool {
-	return r != nil && r.Status.IsTerminal() && r.LeaseOwner == owner
+	return r != nil && r.Status.decided() && r.LeaseOwner == owner
 }
 
 func randomHex(n int) string {

@@ -56,6 +56,11 @@ type Request struct {
 	// SUCCEEDED request it is the shard that holds its seat.
 	SeatShard *int `dynamodbav:"seatShard,omitempty"`
 
+	// HoldExpiresAt, of a HELD request (an event with holds, EventConfig.HoldFor), is
+	// when its hold runs out: Confirm before it makes it SUCCEEDED; the hold sweep
+	// after it gives its seat to the waitlist. Kept on a released or expired request.
+	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt,omitempty"`
+
 	// TTL is the expiry in epoch seconds (DynamoDB's TTL unit); 0 keeps the item.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
 }
@@ -81,6 +86,7 @@ const (
 	attrLeaseOwner     = "leaseOwner"
 	attrLeaseExpiresAt = "leaseExpiresAt"
 	attrSeatShard      = "seatShard"
+	attrHoldExpiresAt  = "holdExpiresAt"
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
 )
 
@@ -390,13 +396,28 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 // lease.Owner. A lost condition is not an error: the Transition holds the request as
 // it is.
 func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+	if err := ValidateID("eventId", ref.EventID); err != nil {
+		return Transition{}, err
+	}
+	waitlist, err := c.waitlists(ctx, ref.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	return c.markCapacityRejected(ctx, ref, lease, waitlist)
+}
+
+// markCapacityRejected is MarkCapacityRejected, WAITLISTED (the "first-come waitlisted
+// under lease" row) when waitlist is set.
+func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist bool) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	t, err := c.apply(ctx, key, write{
-		row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity),
-	}, txOptions{})
+	w := write{row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity)}
+	if waitlist {
+		w.row, w.note = &waitlistLeasedRow, "waitlisted"
+	}
+	t, err := c.apply(ctx, key, w, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("reject %s: %w", ref.RequestID, err)
 	}
@@ -417,15 +438,28 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 // lease, or final). With Options.StatusLog the condition is tried QUEUED first, so
 // that the log names the status left.
 func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition, error) {
+	if err := ValidateID("eventId", ref.EventID); err != nil {
+		return Transition{}, err
+	}
+	waitlist, err := c.waitlists(ctx, ref.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	return c.rejectSoldOut(ctx, ref, waitlist)
+}
+
+// rejectSoldOut is RejectSoldOut, WAITLISTED (the "first-come waitlisted" row) when
+// waitlist is set.
+func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist bool) (Transition, error) {
 	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	if err := ValidateID("eventId", ref.EventID); err != nil {
-		return Transition{}, err
+	w := write{row: &soldOutRow, args: args{pNow: c.now()}, note: "sold out"}
+	if waitlist {
+		w.row, w.note = &waitlistRow, "waitlisted"
 	}
-	a := args{pNow: c.now()}
-	t, err := c.apply(ctx, key, write{row: &soldOutRow, args: a, note: "sold out"}, txOptions{})
+	t, err := c.apply(ctx, key, w, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("reject sold out %s: %w", ref.RequestID, err)
 	}

@@ -53,6 +53,8 @@ func keyOf(r *row) string {
 		EntityConfig:      "EVENT#<eventId> / CONFIG",
 		EntityDraw:        "EVENT#<eventId> / DRAW",
 		EntityStatusLog:   "REQ#<requestId> / LOG#<occurredAt>#<suffix>",
+		EntityHold:        "EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>",
+		EntityReturns:     "EVENT#<eventId>#RETURNS / RETURNS",
 	}[r.item]
 }
 

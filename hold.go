@@ -1,0 +1,697 @@
+package asyncevent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Holds and the waitlist (EventConfig.HoldFor): a seat held until it is paid for.
+//
+// A seat claim of an event with holds makes its request HELD until holdExpiresAt
+// instead of SUCCEEDED, and records the hold's expiry in a Hold item beforehand, so
+// that the hold sweep finds every hold that ran out with a Query, never a Scan.
+// Confirm makes a HELD request SUCCEEDED; Release, or the sweep once the hold ran
+// out, ends it REJECTED and gives its seat back, in one transaction, onto the event's
+// Returns item, never onto a capacity shard (an empty shard stays empty: the seat
+// claim's rules rely on it). Once the event is sold out its losers are WAITLISTED, in
+// the one write that would have rejected them; the sweep hands each seat on the
+// Returns item to the earliest WAITLISTED request in queue order, in one transaction
+// that takes the seat and makes the request HELD. At every moment the seats left on
+// the shards and on the Returns item, the seats claimed but not yet bound, and the
+// HELD and SUCCEEDED requests add up to the event's capacity (docs/design.md, "Holds
+// and the waitlist").
+
+// Hold is a Hold item: the expiry of a HELD request's hold, for the hold sweep (PK
+// EVENT#<eventId>#HOLDS#<shard>, SK EXP#<expiresAt>#REQ#<requestId>). It is written
+// before the request is HELD, and deleted by the write that ends the hold (a confirm,
+// a release, an expiry), or by the sweep once the request shows it is no longer the
+// request's hold.
+type Hold struct {
+	EntityType EntityType  `dynamodbav:"entityType"` // HOLD
+	EventID    string      `dynamodbav:"eventId"`
+	RequestID  string      `dynamodbav:"requestId"`
+	ExpiresAt  EpochMillis `dynamodbav:"expiresAt"`
+	TTL        int64       `dynamodbav:"ttl,omitempty"`
+}
+
+type holdItem struct {
+	Key
+	Hold
+}
+
+// seatReturns is an event's Returns item (PK EVENT#<eventId>#RETURNS, SK RETURNS):
+// the seats given back by holds that ended unpaid and not yet handed to the waitlist
+// (capacityRemaining), with the counts of seats given back and handed on, and the
+// lease of the worker that sweeps the event's holds. Written first by the first seat
+// given back, or the first sweep lease.
+type seatReturns struct {
+	Key
+	EntityType        EntityType  `dynamodbav:"entityType"` // RETURNS
+	EventID           string      `dynamodbav:"eventId"`
+	CapacityRemaining int64       `dynamodbav:"capacityRemaining"`
+	Returned          int64       `dynamodbav:"returned"`
+	Served            int64       `dynamodbav:"served"`
+	SweepOwner        string      `dynamodbav:"sweepOwner,omitempty"`
+	SweepUntil        EpochMillis `dynamodbav:"sweepUntil,omitempty"`
+	UpdatedAt         EpochMillis `dynamodbav:"updatedAt,omitempty"`
+}
+
+// The attribute names of the Returns item that its rows name.
+const (
+	attrReturned   = "returned"
+	attrServed     = "served"
+	attrSweepOwner = "sweepOwner"
+	attrSweepUntil = "sweepUntil"
+	attrEntityType = "entityType"
+	attrEventID    = "eventId"
+)
+
+// The params of the hold rows.
+const (
+	pHoldExpiresAt param = "holdExpiresAt"
+	pEntityType    param = "entityType"
+	pEventID       param = "eventId"
+	pSweepOwner    param = "sweepOwner"
+	pSweepUntil    param = "sweepUntil"
+)
+
+var (
+	// holdRunning: the hold has not run out (holdExpiresAt > now).
+	holdRunning = expression.Name(attrHoldExpiresAt).GreaterThan(expression.Value(pNow))
+	// thisHold: the request holds the hold the write ends (its Hold item's expiry).
+	thisHold = expression.Name(attrHoldExpiresAt).Equal(expression.Value(pHoldExpiresAt))
+	// thisHoldRanOut: thisHold, and it has run out.
+	thisHoldRanOut = thisHold.And(expression.Name(attrHoldExpiresAt).LessThanEqual(expression.Value(pNow)))
+	// sweepFree: no other sweeper holds the event's sweep lease.
+	sweepFree = expression.AttributeNotExists(expression.Name(attrSweepUntil)).
+			Or(expression.Name(attrSweepUntil).LessThanEqual(expression.Value(pNow))).
+			Or(expression.Name(attrSweepOwner).Equal(expression.Value(pSweepOwner)))
+
+	heldSets = func(extra ...set) []set {
+		return append([]set{setTo(attrUIResult, UIHeld), setTo(attrHoldExpiresAt, pHoldExpiresAt)}, extra...)
+	}
+	// returnsSets name the Returns item on its first write.
+	returnsSets = []set{
+		setIfMissing(attrEntityType, pEntityType), setIfMissing(attrEventID, pEventID), setTo(attrUpdatedAt, pNow),
+	}
+
+	holdRecordRow = row{
+		name: "hold recorded", method: "Processor.ProcessOne", item: EntityHold, op: opPut, cond: &notExists,
+	}
+	holdClearedRow = row{
+		name: "hold cleared", method: "SweepHolds", item: EntityHold, op: opDelete,
+	}
+	bindHoldRow = row{
+		name: "first-come seat held", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		from: []leave{
+			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &homeSeat},
+		},
+		to:      StatusHeld,
+		sets:    heldSets(setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),
+		removes: []string{attrLeaseOwner, attrLeaseExpiresAt},
+	}
+	takeHoldRow = row{
+		name: "first-come held", method: "ClaimSeat", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusHeld,
+		sets: heldSets(),
+	}
+	waitlistRow = row{
+		name: "first-come waitlisted", method: "RejectSoldOut", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusWaitlisted,
+		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow)},
+	}
+	waitlistLeasedRow = row{
+		name: "first-come waitlisted (lease)", method: "MarkCapacityRejected", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusWaitlisted,
+		sets: []set{setTo(attrUIResult, UIWaitlisted)},
+	}
+	confirmRow = row{
+		name: "hold confirmed", method: "Confirm", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusHeld, when: &holdRunning}}, to: StatusSucceeded,
+		sets:    finalSets(UISuccess, ResultSuccess),
+		removes: []string{attrHoldExpiresAt},
+	}
+	releaseRow = row{
+		name: "hold released", method: "Release", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusHeld, when: &thisHold}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultReleased),
+	}
+	waitlistLeftRow = row{
+		name: "waitlist left", method: "Release", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultReleased),
+	}
+	expireRow = row{
+		name: "hold expired", method: "SweepHolds", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusHeld, when: &thisHoldRanOut}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultHoldExpired),
+	}
+	seatReturnedRow = row{
+		name: "seat given to the waitlist", method: "Release", item: EntityReturns, op: opUpdate,
+		sets: returnsSets,
+		adds: []set{{attrCapacityRemaining, expression.Value(1)}, {attrReturned, expression.Value(1)}},
+	}
+	serveRow = row{
+		name: "waitlist served", method: "SweepHolds", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusWaitlisted}}, to: StatusHeld,
+		sets: heldSets(),
+	}
+	returnedSeatTakenRow = row{
+		name: "returned seat taken", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: &seatLeft,
+		sets: []set{
+			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))},
+			setTo(attrUpdatedAt, pNow),
+		},
+		adds: []set{{attrServed, expression.Value(1)}},
+	}
+	waitlistClosedRow = row{
+		name: "waitlist closed", method: "SweepHolds", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultRejectedCapacity),
+	}
+	sweepLeaseRow = row{
+		name: "hold sweep lease", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: &sweepFree,
+		sets: append([]set{setTo(attrSweepOwner, pSweepOwner), setTo(attrSweepUntil, pSweepUntil)}, returnsSets...),
+	}
+)
+
+// holdTTL is how long a Hold item is kept after its hold ran out, should no sweep
+// delete it: DynamoDB's TTL then does, within days.
+const holdTTL = 7 * 24 * time.Hour
+
+// holdWrite returns the put of a Hold item for a request of an event of n capacity
+// shards whose hold runs out at expiresAt. Its partition is the request's home shard's.
+func (c *Client) holdWrite(ref RequestRef, n int, expiresAt EpochMillis) (write, error) {
+	key, err := newHoldKey(ref.EventID, shardOf(ref.RequestID, max(n, 1)), expiresAt, ref.RequestID)
+	if err != nil {
+		return write{}, err
+	}
+	item := holdItem{Key: key.key(), Hold: Hold{
+		EntityType: EntityHold, EventID: ref.EventID, RequestID: ref.RequestID, ExpiresAt: expiresAt,
+		TTL: expiry(expiresAt, holdTTL),
+	}}
+	return write{row: &holdRecordRow, key: item.Key, item: item}, nil
+}
+
+// holdClear returns the delete of the Hold item of a hold.
+func holdClear(ref RequestRef, n int, expiresAt EpochMillis) (write, error) {
+	key, err := newHoldKey(ref.EventID, shardOf(ref.RequestID, max(n, 1)), expiresAt, ref.RequestID)
+	if err != nil {
+		return write{}, err
+	}
+	return write{row: &holdClearedRow, key: key.key()}, nil
+}
+
+// returnSeat returns the write that puts one seat on the event's Returns item.
+func (c *Client) returnSeat(eventID string) (write, error) {
+	key, err := returnsKey(eventID)
+	if err != nil {
+		return write{}, err
+	}
+	return write{row: &seatReturnedRow, key: key, args: args{pNow: c.now(), pEntityType: EntityReturns, pEventID: eventID}}, nil
+}
+
+// recordHold writes the Hold item of a hold about to be taken, the "hold recorded"
+// row (PutItem PK EVENT#<eventId>#HOLDS#<home shard>, SK
+// EXP#<expiresAt>#REQ#<requestId>, condition attribute_not_exists(PK)), sending it
+// again while DynamoDB refuses it for throughput, for up to bookkeepingTimeout: the
+// seat is spent, and the hold must be findable before it is taken. A Hold item
+// already there (the same millisecond) is the same record.
+func (c *Client) recordHold(ctx context.Context, ref RequestRef, n int, expiresAt EpochMillis) error {
+	w, err := c.holdWrite(ref, n, expiresAt)
+	if err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		err := c.do(bctx, txOptions{}, []write{w})
+		var lost *conditionLost
+		switch {
+		case err == nil, errors.As(err, &lost):
+			return nil
+		case !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil:
+			return fmt.Errorf("record the hold of %s: %w", ref.RequestID, err)
+		}
+	}
+}
+
+// holdFor returns an event's EventConfig.HoldFor, from the client's cache; 0 for an
+// event without a config.
+func (c *Client) holdFor(ctx context.Context, eventID string) (time.Duration, error) {
+	cfg, err := c.cachedEvent(ctx, eventID)
+	switch {
+	case errors.Is(err, ErrEventNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return cfg.HoldFor, nil
+}
+
+// waitlists reports whether a sold-out loser of the event is WAITLISTED: the event
+// has holds and has not closed, as the client's copy of its config shows.
+func (c *Client) waitlists(ctx context.Context, eventID string) (bool, error) {
+	cfg, err := c.cachedEvent(ctx, eventID)
+	switch {
+	case errors.Is(err, ErrEventNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return cfg.HoldFor > 0 && (cfg.EndsAt == 0 || c.now() <= cfg.EndsAt), nil
+}
+
+// holdExpiry is when a hold of d taken now runs out.
+func (c *Client) holdExpiry(d time.Duration) EpochMillis {
+	return MillisOf(c.opts.Clock().Add(d))
+}
+
+// Confirm makes a HELD request SUCCEEDED, when the service has its payment: the "hold
+// confirmed" row, UpdateItem PK REQ#<requestId>, SK META, SET status = SUCCEEDED,
+// uiResult SUCCESS, resultCode SUCCESS, finishedAt, REMOVE holdExpiresAt; condition
+// status = HELD AND holdExpiresAt > now. Then it deletes the hold's Hold item (the
+// "hold cleared" row), so the sweep never reads it; a delete that fails is left to
+// the sweep.
+//
+// A confirm and the hold's expiry race on the request's own condition, so exactly
+// one of them applies: a confirm before holdExpiresAt (by the confirming client's
+// clock) wins over any sweep, which expires only holds whose holdExpiresAt has passed
+// by its own. A lost condition is not an error: the Transition is not applied and
+// holds the request as it is: REJECTED with REJECTED_HOLD_EXPIRED or
+// REJECTED_RELEASED when the hold ended first (the payment must then be refunded),
+// SUCCEEDED when it was confirmed already, HELD when its hold ran out and the sweep
+// has not come yet (too late all the same). An unknown request is ErrNotFound.
+func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, error) {
+	key, err := NewRequestKey(requestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	var old map[string]types.AttributeValue
+	t, err := c.apply(ctx, key, write{row: &confirmRow, args: args{pNow: c.now()}, note: "confirmed"}, txOptions{old: &old})
+	if err != nil {
+		return t, fmt.Errorf("confirm %s: %w", requestID, err)
+	}
+	var was struct {
+		HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt"`
+		EventID       string      `dynamodbav:"eventId"`
+	}
+	if !t.Applied || old == nil || attributevalue.UnmarshalMap(old, &was) != nil || was.HoldExpiresAt == 0 {
+		return t, nil // with the status log, a transaction returns nothing: the sweep clears the Hold item
+	}
+	req, err := c.getRequest(ctx, requestID, false)
+	if err != nil {
+		return t, nil
+	}
+	if err := c.clearHold(ctx, req.Ref(), was.HoldExpiresAt); err != nil {
+		c.opts.Logger.WarnContext(ctx, "clearing a confirmed hold failed; the hold sweep clears it", slog.String("requestId", requestID), slog.Any("error", err))
+	}
+	return t, nil
+}
+
+// clearHold deletes a Hold item.
+func (c *Client) clearHold(ctx context.Context, ref RequestRef, expiresAt EpochMillis) error {
+	n, err := c.capacityShards(ctx, ref.EventID)
+	if err != nil {
+		return err
+	}
+	w, err := holdClear(ref, n, expiresAt)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, txOptions{}, []write{w})
+}
+
+// Release gives up a HELD request's seat, or a WAITLISTED request's place: the user
+// gave up, or an admin decided. For a HELD request it is one TransactWriteItems of
+// the "hold released" row (UpdateItem PK REQ#<requestId>, SK META, SET status =
+// REJECTED, uiResult REJECTED, resultCode REJECTED_RELEASED, finishedAt; condition
+// status = HELD AND holdExpiresAt = the hold's), the "seat given to the waitlist" row
+// (UpdateItem PK EVENT#<eventId>#RETURNS, SK RETURNS, ADD capacityRemaining 1,
+// returned 1) and the "hold cleared" row (DeleteItem of its Hold item), after a
+// strongly consistent read of the request; the seat then goes to the earliest
+// WAITLISTED request at the sweep's next pass. For a WAITLISTED request it is the
+// "waitlist left" row (UpdateItem, SET status = REJECTED, resultCode
+// REJECTED_RELEASED; condition status = WAITLISTED). A lost condition is not an
+// error: the Transition is not applied and holds the request as it is (a confirm or
+// the expiry came first; a request in any other status is returned as it is, with
+// nothing written). An unknown request is ErrNotFound.
+func (c *Client) Release(ctx context.Context, requestID string) (Transition, error) {
+	req, err := c.getRequest(ctx, requestID, true)
+	if err != nil {
+		return Transition{}, fmt.Errorf("release %s: %w", requestID, err)
+	}
+	key, _ := NewRequestKey(requestID) // checked by the read
+	var t Transition
+	switch req.Status {
+	case StatusHeld:
+		t, err = c.endHold(ctx, key, req, &releaseRow, "released")
+	case StatusWaitlisted:
+		t, err = c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now()}, note: "left the waitlist"}, txOptions{})
+	default:
+		return Transition{Current: req}, nil
+	}
+	if err != nil {
+		return t, fmt.Errorf("release %s: %w", requestID, err)
+	}
+	return t, nil
+}
+
+// endHold ends a HELD request's hold with row (released or expired) and gives its
+// seat to the waitlist, in one transaction that also deletes its Hold item.
+func (c *Client) endHold(ctx context.Context, key RequestKey, req *Request, r *row, note string) (Transition, error) {
+	n, err := c.capacityShards(ctx, req.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	clear, err := holdClear(req.Ref(), n, req.HoldExpiresAt)
+	if err != nil {
+		return Transition{}, err
+	}
+	back, err := c.returnSeat(req.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	w := write{row: r, args: args{pNow: c.now(), pHoldExpiresAt: req.HoldExpiresAt}, note: note}
+	call := fmt.Sprintf("%s@%d@%d", note, req.HoldExpiresAt, c.now()) // a token of its own per call: its params differ
+	token := func(attempt int) string { return requestToken(req.RequestID, call, attempt) }
+	return c.apply(ctx, key, w, txOptions{token: token}, back, clear)
+}
+
+// HoldSweepOptions configures SweepHolds. The zero value is valid.
+type HoldSweepOptions struct {
+	// MaxWrites bounds the requests one call moves: holds expired, waitlisted requests
+	// served a seat, waitlisted requests closed. Default: 500.
+	MaxWrites int
+
+	// Owner, if set, makes the call take the event's sweep lease first (the "hold
+	// sweep lease" row, on the Returns item) for LeaseFor, and do nothing when another
+	// owner holds it: the workers of an event then sweep it one at a time. Default:
+	// no lease (a sweep run by hand, or by one scheduled function).
+	Owner    string
+	LeaseFor time.Duration // default: 30 seconds
+}
+
+// DefaultHoldSweepWrites is HoldSweepOptions.MaxWrites's default.
+const DefaultHoldSweepWrites = 500
+
+// HoldSweepReport is what one SweepHolds call did.
+type HoldSweepReport struct {
+	Expired int // holds that ran out, their seats given to the waitlist
+	Served  int // waitlisted requests now HELD on a seat given back
+	Closed  int // waitlisted requests ended REJECTED_CAPACITY: the event closed
+	Cleared int // Hold items of holds that had ended otherwise, deleted
+	Waiting int64 // seats given back and not yet handed on (no one waitlisted)
+	More    bool  // MaxWrites was reached: call again
+	Skipped bool  // another owner holds the sweep lease: nothing was done
+}
+
+// SweepHolds runs one pass of an event's hold sweep: the holds that ran out end, their
+// seats go to the waitlist, the seats given back go to the earliest WAITLISTED
+// requests, and once the event has closed its waitlist ends. Expiry is this bounded
+// sweep, not DynamoDB's TTL (which deletes within days): a Worker runs it for the
+// events with holds it meets, and the CLI (`asyncevent holds sweep`) and a scheduled
+// function can run it too; several sweeps at once are safe (every write is
+// conditional), only wasteful.
+//
+//  1. For each of the event's hold partitions (one per capacity shard), Query PK
+//     EVENT#<eventId>#HOLDS#<shard>, SK < EXP#<now + 1 ms>: the holds that ran out.
+//     Each is one TransactWriteItems of the "hold expired" row (condition status =
+//     HELD AND holdExpiresAt = the Hold item's AND holdExpiresAt ≤ now), the "seat
+//     given to the waitlist" row and the "hold cleared" row. A Hold item whose request
+//     holds no such hold (confirmed, released, or held again with a later expiry) is
+//     deleted (the "hold cleared" row); one whose request is not yet HELD (its claim
+//     is being bound) is left for the next pass.
+//  2. Unless the event has closed, a strongly consistent GetItem of the Returns item
+//     (PK EVENT#<eventId>#RETURNS, SK RETURNS); while it holds seats, the event's
+//     WAITLISTED requests are read in queue order (ListEventRequests) and each of the
+//     earliest gets one in a TransactWriteItems of the "returned seat taken" row
+//     (SET capacityRemaining = capacityRemaining − 1, ADD served 1, condition
+//     capacityRemaining > 0), the "waitlist served" row (SET status = HELD, uiResult
+//     HELD, holdExpiresAt = now + HoldFor; condition status = WAITLISTED) and the
+//     "hold recorded" row (its Hold item).
+//  3. Once the event has closed (EventConfig.EndsAt passed), its WAITLISTED requests
+//     end REJECTED_CAPACITY, the "waitlist closed" row (condition status =
+//     WAITLISTED), and a seat given back stays on the Returns item.
+//
+// An event without holds is ErrInvalidOptions; an unknown one ErrEventNotFound.
+func (c *Client) SweepHolds(ctx context.Context, eventID string, opts HoldSweepOptions) (*HoldSweepReport, error) {
+	cfg, err := c.cachedEvent(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.EventType != FirstCome || cfg.HoldFor <= 0 {
+		return nil, fmt.Errorf("%w: event %s has no holds (EventConfig.HoldFor)", ErrInvalidOptions, eventID)
+	}
+	if opts.MaxWrites <= 0 {
+		opts.MaxWrites = DefaultHoldSweepWrites
+	}
+	if opts.Owner != "" {
+		held, err := c.takeSweepLease(ctx, eventID, opts.Owner, orDefault(opts.LeaseFor, defaultSweepLease))
+		if err != nil || !held {
+			return &HoldSweepReport{Skipped: !held}, err
+		}
+	}
+	s := &holdSweep{c: c, cfg: cfg, n: max(cfg.CapacityShards, 1), budget: opts.MaxWrites, report: &HoldSweepReport{}}
+	if err := s.expire(ctx); err != nil {
+		return s.report, err
+	}
+	closed := cfg.EndsAt != 0 && c.now() > cfg.EndsAt
+	if closed {
+		err = s.close(ctx)
+	} else {
+		err = s.serve(ctx)
+	}
+	s.report.More = s.budget <= 0
+	return s.report, err
+}
+
+// defaultSweepLease is HoldSweepOptions.LeaseFor's default.
+const defaultSweepLease = 30 * time.Second
+
+// takeSweepLease takes or renews the event's sweep lease for owner: the "hold sweep
+// lease" row, UpdateItem PK EVENT#<eventId>#RETURNS, SK RETURNS, SET sweepOwner,
+// sweepUntil = now + d; condition attribute_not_exists(sweepUntil) OR sweepUntil ≤
+// now OR sweepOwner = owner. It reports false when another owner holds it.
+func (c *Client) takeSweepLease(ctx context.Context, eventID, owner string, d time.Duration) (bool, error) {
+	key, err := returnsKey(eventID)
+	if err != nil {
+		return false, err
+	}
+	now := c.now()
+	w := write{row: &sweepLeaseRow, key: key, args: args{
+		pNow: now, pSweepOwner: owner, pSweepUntil: MillisOf(now.Time().Add(d)), pEntityType: EntityReturns, pEventID: eventID,
+	}}
+	err = c.do(ctx, txOptions{}, []write{w})
+	var lost *conditionLost
+	switch {
+	case errors.As(err, &lost):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("take the hold sweep lease of %s: %w", eventID, err)
+	}
+	return true, nil
+}
+
+// holdSweep is one pass of SweepHolds.
+type holdSweep struct {
+	c      *Client
+	cfg    *EventConfig
+	n      int
+	budget int
+	report *HoldSweepReport
+}
+
+// expire ends the holds that ran out.
+func (s *holdSweep) expire(ctx context.Context) error {
+	now := s.c.now()
+	bound, err := expiresBy(now)
+	if err != nil {
+		return err
+	}
+	for shard := 0; shard < s.n && s.budget > 0; shard++ {
+		expr, err := expression.NewBuilder().WithKeyCondition(
+			expression.Key(attrPK).Equal(expression.Value(holdPartition(s.cfg.EventID, shard))).
+				And(expression.Key(attrSK).LessThan(expression.Value(bound)))).Build()
+		if err != nil {
+			return err
+		}
+		in := s.c.query("", expr)
+		in.Limit = aws.Int32(int32(min(s.budget, 100)))
+		for s.budget > 0 {
+			out, err := s.c.db.Query(ctx, in)
+			if err != nil {
+				return fmt.Errorf("read the holds of %s: %w", s.cfg.EventID, err)
+			}
+			var holds []holdItem
+			if err := attributevalue.UnmarshalListOfMaps(out.Items, &holds); err != nil {
+				return err
+			}
+			for _, h := range holds {
+				if err := s.expireOne(ctx, h); err != nil {
+					return err
+				}
+			}
+			if len(out.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	return nil
+}
+
+// expireOne ends one hold that ran out, or clears a Hold item that is no longer its
+// request's hold.
+func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
+	key, err := NewRequestKey(h.RequestID)
+	if err != nil {
+		return err
+	}
+	req := &Request{RequestID: h.RequestID, EventID: h.EventID, HoldExpiresAt: h.ExpiresAt}
+	t, err := s.c.endHold(ctx, key, req, &expireRow, "hold expired")
+	switch {
+	case errors.Is(err, ErrNotFound):
+		t, err = Transition{Current: &Request{Status: StatusRejected}}, nil // no request: a stray record
+	case err != nil:
+		return fmt.Errorf("expire the hold of %s: %w", h.RequestID, err)
+	case t.Applied:
+		s.budget--
+		s.report.Expired++
+		return nil
+	}
+	cur := t.Current
+	if !cur.Status.IsTerminal() && !(cur.Status == StatusHeld && cur.HoldExpiresAt != h.ExpiresAt) {
+		return nil // being bound (or HELD on this hold, its clock ahead of ours): next pass
+	}
+	w := write{row: &holdClearedRow, key: h.Key}
+	if err := s.c.do(ctx, txOptions{}, []write{w}); err != nil {
+		return fmt.Errorf("clear the hold of %s: %w", h.RequestID, err)
+	}
+	s.report.Cleared++
+	return nil
+}
+
+// returns reads the event's Returns item strongly consistently; none is zero seats.
+func (s *holdSweep) returns(ctx context.Context) (*seatReturns, error) {
+	key, err := returnsKey(s.cfg.EventID)
+	if err != nil {
+		return nil, err
+	}
+	var r seatReturns
+	if _, err := s.c.getItem(ctx, key, true, &r); err != nil {
+		return nil, fmt.Errorf("read the seats given back of %s: %w", s.cfg.EventID, err)
+	}
+	return &r, nil
+}
+
+// serve hands the seats given back to the earliest waitlisted requests.
+func (s *holdSweep) serve(ctx context.Context) error {
+	r, err := s.returns(ctx)
+	if err != nil {
+		return err
+	}
+	left := r.CapacityRemaining
+	cursor := ""
+	for left > 0 && s.budget > 0 {
+		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{
+			Status: StatusWaitlisted, Limit: int(min(left, maxEventPageLimit)), Cursor: cursor, MaxRead: 5000,
+		})
+		if err != nil {
+			return err
+		}
+		for i := range page.Requests {
+			if left <= 0 || s.budget <= 0 {
+				break
+			}
+			served, gone, err := s.serveOne(ctx, &page.Requests[i])
+			if err != nil {
+				return err
+			}
+			if gone {
+				left = 0
+				break
+			}
+			if served {
+				left--
+				s.budget--
+				s.report.Served++
+			}
+		}
+		if page.NextCursor == "" || left <= 0 {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	s.report.Waiting = max(left, 0)
+	return nil
+}
+
+// serveOne gives one seat from the Returns item to a waitlisted request, and reports
+// whether it did, or whether no seat is left there.
+func (s *holdSweep) serveOne(ctx context.Context, req *Request) (served, gone bool, err error) {
+	key, err := NewRequestKey(req.RequestID)
+	if err != nil {
+		return false, false, err
+	}
+	rk, err := returnsKey(req.EventID)
+	if err != nil {
+		return false, false, err
+	}
+	expires := s.c.holdExpiry(s.cfg.HoldFor)
+	record, err := s.c.holdWrite(req.Ref(), s.n, expires)
+	if err != nil {
+		return false, false, err
+	}
+	take := write{row: &returnedSeatTakenRow, key: rk, args: args{pNow: s.c.now()},
+		lost: func(map[string]types.AttributeValue) (Transition, error) { return Transition{SoldOut: true}, nil }}
+	w := write{row: &serveRow, args: args{pNow: s.c.now(), pHoldExpiresAt: expires}, note: "served from the waitlist"}
+	t, err := s.c.apply(ctx, key, w, txOptions{}, take, record)
+	switch {
+	case err != nil:
+		return false, false, fmt.Errorf("serve %s from the waitlist: %w", req.RequestID, err)
+	case t.SoldOut:
+		return false, true, nil
+	}
+	return t.Applied, false, nil
+}
+
+// close ends the waitlist of an event that closed.
+func (s *holdSweep) close(ctx context.Context) error {
+	cursor := ""
+	for s.budget > 0 {
+		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{
+			Status: StatusWaitlisted, Limit: min(s.budget, maxEventPageLimit), Cursor: cursor, MaxRead: 5000,
+		})
+		if err != nil {
+			return err
+		}
+		for _, req := range page.Requests {
+			key, err := NewRequestKey(req.RequestID)
+			if err != nil {
+				return err
+			}
+			t, err := s.c.apply(ctx, key, write{row: &waitlistClosedRow, args: args{pNow: s.c.now()}, note: "the event closed"}, txOptions{})
+			if err != nil {
+				return fmt.Errorf("close the waitlist of %s: %w", s.cfg.EventID, err)
+			}
+			if t.Applied {
+				s.budget--
+				s.report.Closed++
+			}
+		}
+		if page.NextCursor == "" {
+			return nil
+		}
+		cursor = page.NextCursor
+	}
+	return nil
+}
