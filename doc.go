@@ -193,7 +193,7 @@
 //	hold cleared                   SweepHolds                 DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	waitlist served                SweepHolds                 UpdateItem     REQ#<requestId> / META
 //	    if   status = WAITLISTED
-//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt
+//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt, servedAt = :now
 //	returned seat taken            SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   capacityRemaining > 0
 //	    set  ADD served 1 SET capacityRemaining = capacityRemaining - 1, updatedAt = :now

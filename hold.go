@@ -1,10 +1,10 @@
 package asyncevent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -162,7 +162,7 @@ var (
 	serveRow = row{
 		name: "waitlist served", method: "SweepHolds", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusWaitlisted}}, to: StatusHeld,
-		sets: heldSets(),
+		sets: heldSets(setTo(attrServedAt, pNow)),
 	}
 	returnedSeatTakenRow = row{
 		name: "returned seat taken", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: &seatLeft,
@@ -275,12 +275,12 @@ func (c *Client) holdExpiry(d time.Duration) EpochMillis {
 	return MillisOf(c.opts.Clock().Add(d))
 }
 
-// Confirm makes a HELD request SUCCEEDED, when the service has its payment: the "hold
-// confirmed" row, UpdateItem PK REQ#<requestId>, SK META, SET status = SUCCEEDED,
+// Confirm makes a HELD request SUCCEEDED, when the service has its payment: after a
+// strongly consistent read of the request, one TransactWriteItems of the "hold
+// confirmed" row (UpdateItem PK REQ#<requestId>, SK META, SET status = SUCCEEDED,
 // uiResult SUCCESS, resultCode SUCCESS, finishedAt, REMOVE holdExpiresAt; condition
-// status = HELD AND holdExpiresAt > now. Then it deletes the hold's Hold item (the
-// "hold cleared" row), so the sweep never reads it; a delete that fails is left to
-// the sweep.
+// status = HELD AND holdExpiresAt > now) and the "hold cleared" row (DeleteItem of
+// its Hold item), so the sweep never meets a confirmed hold.
 //
 // A confirm and the hold's expiry race on the request's own condition, so exactly
 // one of them applies: a confirm before holdExpiresAt (by the confirming client's
@@ -289,32 +289,38 @@ func (c *Client) holdExpiry(d time.Duration) EpochMillis {
 // holds the request as it is: REJECTED with REJECTED_HOLD_EXPIRED or
 // REJECTED_RELEASED when the hold ended first (the payment must then be refunded),
 // SUCCEEDED when it was confirmed already, HELD when its hold ran out and the sweep
-// has not come yet (too late all the same). An unknown request is ErrNotFound.
+// has not come yet (too late all the same), or any other status, with nothing
+// written. An unknown request is ErrNotFound.
 func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, error) {
-	key, err := NewRequestKey(requestID)
+	req, err := c.getRequest(ctx, requestID, true)
 	if err != nil {
-		return Transition{}, err
+		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
 	}
-	var old map[string]types.AttributeValue
-	t, err := c.apply(ctx, key, write{row: &confirmRow, args: args{pNow: c.now()}, note: "confirmed"}, txOptions{old: &old})
+	if req.Status != StatusHeld {
+		return Transition{Current: req}, nil
+	}
+	key, _ := NewRequestKey(requestID) // checked by the read
+	n, err := c.capacityShards(ctx, req.EventID)
+	if err != nil {
+		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
+	}
+	clear, err := holdClear(req.Ref(), n, req.HoldExpiresAt)
+	if err != nil {
+		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
+	}
+	t, err := c.apply(ctx, key, write{row: &confirmRow, args: args{pNow: c.now()}, note: "confirmed"}, txOptions{token: c.callToken(requestID, "confirm")}, clear)
 	if err != nil {
 		return t, fmt.Errorf("confirm %s: %w", requestID, err)
 	}
-	var was struct {
-		HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt"`
-		EventID       string      `dynamodbav:"eventId"`
-	}
-	if !t.Applied || old == nil || attributevalue.UnmarshalMap(old, &was) != nil || was.HoldExpiresAt == 0 {
-		return t, nil // with the status log, a transaction returns nothing: the sweep clears the Hold item
-	}
-	req, err := c.getRequest(ctx, requestID, false)
-	if err != nil {
-		return t, nil
-	}
-	if err := c.clearHold(ctx, req.Ref(), was.HoldExpiresAt); err != nil {
-		c.opts.Logger.WarnContext(ctx, "clearing a confirmed hold failed; the hold sweep clears it", slog.String("requestId", requestID), slog.Any("error", err))
-	}
 	return t, nil
+}
+
+// callToken returns the ClientRequestToken of each attempt of one call of a request's
+// transaction, so that the SDK's retry of an attempt whose answer was lost finds it
+// applied; a later call, whose params differ, has tokens of its own.
+func (c *Client) callToken(requestID, what string) func(int) string {
+	call := fmt.Sprintf("%s@%d@%s", what, c.now(), randomHex(4))
+	return func(attempt int) string { return requestToken(requestID, call, attempt) }
 }
 
 // clearHold deletes a Hold item.
@@ -381,9 +387,7 @@ func (c *Client) endHold(ctx context.Context, key RequestKey, req *Request, r *r
 		return Transition{}, err
 	}
 	w := write{row: r, args: args{pNow: c.now(), pHoldExpiresAt: req.HoldExpiresAt}, note: note}
-	call := fmt.Sprintf("%s@%d@%d", note, req.HoldExpiresAt, c.now()) // a token of its own per call: its params differ
-	token := func(attempt int) string { return requestToken(req.RequestID, call, attempt) }
-	return c.apply(ctx, key, w, txOptions{token: token}, back, clear)
+	return c.apply(ctx, key, w, txOptions{token: c.callToken(req.RequestID, note)}, back, clear)
 }
 
 // HoldSweepOptions configures SweepHolds. The zero value is valid.
@@ -405,10 +409,10 @@ const DefaultHoldSweepWrites = 500
 
 // HoldSweepReport is what one SweepHolds call did.
 type HoldSweepReport struct {
-	Expired int // holds that ran out, their seats given to the waitlist
-	Served  int // waitlisted requests now HELD on a seat given back
-	Closed  int // waitlisted requests ended REJECTED_CAPACITY: the event closed
-	Cleared int // Hold items of holds that had ended otherwise, deleted
+	Expired int   // holds that ran out, their seats given to the waitlist
+	Served  int   // waitlisted requests now HELD on a seat given back
+	Closed  int   // waitlisted requests ended REJECTED_CAPACITY: the event closed
+	Cleared int   // Hold items of holds that had ended otherwise, deleted
 	Waiting int64 // seats given back and not yet handed on (no one waitlisted)
 	More    bool  // MaxWrites was reached: call again
 	Skipped bool  // another owner holds the sweep lease: nothing was done
@@ -436,7 +440,7 @@ type HoldSweepReport struct {
 //     earliest gets one in a TransactWriteItems of the "returned seat taken" row
 //     (SET capacityRemaining = capacityRemaining − 1, ADD served 1, condition
 //     capacityRemaining > 0), the "waitlist served" row (SET status = HELD, uiResult
-//     HELD, holdExpiresAt = now + HoldFor; condition status = WAITLISTED) and the
+//     HELD, holdExpiresAt = now + HoldFor, servedAt; condition status = WAITLISTED) and the
 //     "hold recorded" row (its Hold item).
 //  3. Once the event has closed (EventConfig.EndsAt passed), its WAITLISTED requests
 //     end REJECTED_CAPACITY, the "waitlist closed" row (condition status =
@@ -535,10 +539,13 @@ func (s *holdSweep) expire(ctx context.Context) error {
 			if err := attributevalue.UnmarshalListOfMaps(out.Items, &holds); err != nil {
 				return err
 			}
+			var failed error
 			for _, h := range holds {
-				if err := s.expireOne(ctx, h); err != nil {
-					return err
-				}
+				// One hold that cannot be ended now does not hold up the others.
+				failed = cmp.Or(failed, s.expireOne(ctx, h))
+			}
+			if failed != nil {
+				return failed
 			}
 			if len(out.LastEvaluatedKey) == 0 {
 				break

@@ -60,6 +60,9 @@ type Request struct {
 	// when its hold runs out: Confirm before it makes it SUCCEEDED; the hold sweep
 	// after it gives its seat to the waitlist. Kept on a released or expired request.
 	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt,omitempty"`
+	// ServedAt is when a WAITLISTED request got a seat given back (it then holds no
+	// seat token on a capacity shard: its seat came from the event's Returns item).
+	ServedAt EpochMillis `dynamodbav:"servedAt,omitempty"`
 
 	// TTL is the expiry in epoch seconds (DynamoDB's TTL unit); 0 keeps the item.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
@@ -87,6 +90,7 @@ const (
 	attrLeaseExpiresAt = "leaseExpiresAt"
 	attrSeatShard      = "seatShard"
 	attrHoldExpiresAt  = "holdExpiresAt"
+	attrServedAt       = "servedAt"
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
 )
 

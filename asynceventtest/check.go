@@ -77,16 +77,17 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		t.Fatalf("CheckEvent %s: %v", eventID, err)
 	}
 
-	type reqItem struct {
-		asyncevent.Request
-		asyncevent.IndexKeys
-	}
 	requests := map[string]reqItem{}
 	locks := map[string]asyncevent.IdempotencyLock{} // by user
 	logs := map[string][]asyncevent.StatusLog{}
 	var capacity *asyncevent.EventCapacity
 	holders := map[int][]string{} // capacity shard → the seat tokens on it
 	spent := map[int]int64{}      // capacity shard → the seats taken from it
+	var returns struct {          // the seats given back (an event with holds)
+		CapacityRemaining int64 `dynamodbav:"capacityRemaining"`
+		Returned          int64 `dynamodbav:"returned"`
+		Served            int64 `dynamodbav:"served"`
+	}
 	for _, raw := range ScanTable(t, c.TableName()) {
 		var head struct {
 			PK, SK     string
@@ -137,6 +138,10 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 				mustDecode(t, raw, &seats)
 				holders[n], spent[n] = seats.Holders, shard.CapacityTotal-shard.CapacityRemaining
 			}
+		case asyncevent.EntityReturns:
+			if head.EventID == eventID {
+				mustDecode(t, raw, &returns)
+			}
 		case asyncevent.EntityStatusLog:
 			var l asyncevent.StatusLog
 			mustDecode(t, raw, &l)
@@ -155,6 +160,8 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 			live[r.UserID] = append(live[r.UserID], id)
 		}
 		waiting := r.Status == asyncevent.StatusQueued && cfg.EventType == asyncevent.Lottery && cfg.Phase != asyncevent.PhaseAnnounced
+		// A hold and a place on the waitlist wait for a person, not for the library.
+		waiting = waiting || r.Status == asyncevent.StatusHeld || r.Status == asyncevent.StatusWaitlisted
 		if !r.Status.IsTerminal() && !opts.Unsettled && !waiting {
 			fail("request %s of %s is left %s", id, r.UserID, r.Status)
 		}
@@ -201,6 +208,10 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		if shards := max(cfg.CapacityShards, 1); len(capacity.Shards) != shards {
 			fail("%d capacity items, the event has %d capacity shards", len(capacity.Shards), shards)
 		}
+		if cfg.HoldFor > 0 {
+			checkHolds(cfg, capacity, requests, holders, spent, returns.CapacityRemaining, returns.Returned, returns.Served, opts, fail)
+			break
+		}
 		contenders := won + rep.ByCode[asyncevent.ResultRejectedCapacity]
 		if capacity.CapacityRemaining+int64(won) != capacity.CapacityTotal {
 			fail("capacityRemaining %d + %d SUCCEEDED != capacityTotal %d", capacity.CapacityRemaining, won, capacity.CapacityTotal)
@@ -234,6 +245,68 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		}
 	}
 	return rep
+}
+
+// checkHolds checks the seats of an event with holds: the seats left on the shards
+// and on the Returns item and the HELD and SUCCEEDED requests add up to the capacity;
+// the seats given back are the holds released or expired, the seats handed on those
+// of the requests served from the waitlist; each shard's seat tokens are those of
+// the requests that won a seat there (HELD, SUCCEEDED, released or expired, not
+// served from the waitlist); and no request waits on the waitlist while the shards
+// hold seats, nor (settled) while seats given back wait.
+func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity, requests map[string]reqItem, holders map[int][]string, spent map[int]int64,
+	waiting, returned, served int64, opts CheckOptions, fail func(string, ...any)) {
+	var seated, gaveBack, handedOn, waitlisted int64
+	winners := map[string]int{}
+	for id, r := range requests {
+		switch {
+		case r.Status == asyncevent.StatusHeld, r.Status == asyncevent.StatusSucceeded:
+			seated++
+		case r.Status == asyncevent.StatusWaitlisted:
+			waitlisted++
+		}
+		ended := r.Status == asyncevent.StatusRejected && (r.ResultCode == asyncevent.ResultHoldExpired ||
+			r.ResultCode == asyncevent.ResultReleased && r.HoldExpiresAt != 0)
+		if ended {
+			gaveBack++
+		}
+		if r.ServedAt != 0 {
+			handedOn++
+			continue
+		}
+		if r.Status == asyncevent.StatusHeld || r.Status == asyncevent.StatusSucceeded || ended {
+			winners[seatToken(id)] = -1
+			if r.SeatShard != nil {
+				winners[seatToken(id)] = *r.SeatShard
+			}
+		}
+	}
+	if capacity.CapacityRemaining+waiting+seated != capacity.CapacityTotal {
+		fail("holds: %d seats left on the shards + %d given back and waiting + %d HELD or SUCCEEDED != capacity %d",
+			capacity.CapacityRemaining, waiting, seated, capacity.CapacityTotal)
+	}
+	if seated > capacity.CapacityTotal {
+		fail("holds: %d HELD or SUCCEEDED, more than the capacity %d", seated, capacity.CapacityTotal)
+	}
+	if gaveBack != returned {
+		fail("holds: %d holds released or expired, the Returns item counts %d seats given back", gaveBack, returned)
+	}
+	if handedOn != served {
+		fail("holds: %d requests served from the waitlist, the Returns item counts %d", handedOn, served)
+	}
+	if waitlisted > 0 && capacity.CapacityRemaining > 0 {
+		fail("holds: %d WAITLISTED while the shards hold %d seats", waitlisted, capacity.CapacityRemaining)
+	}
+	if waitlisted > 0 && waiting > 0 && !opts.Unsettled {
+		fail("holds: %d WAITLISTED while %d seats given back wait", waitlisted, waiting)
+	}
+	checkSeats(winners, holders, spent, fail)
+}
+
+// reqItem is a Request as the table holds it, with its index keys.
+type reqItem struct {
+	asyncevent.Request
+	asyncevent.IndexKeys
 }
 
 func mustDecode(t testing.TB, raw map[string]types.AttributeValue, out any) {
