@@ -185,6 +185,18 @@ type Processor struct {
 	opts ProcessOptions
 
 	seats *seatShards // what it knows of the capacity shards of FIRST_COME events
+
+	holds sync.Map // event ID → struct{}: the events with holds it has met, for the hold sweep
+}
+
+// holdEvents returns the events with holds the processor has met.
+func (p *Processor) holdEvents() []string {
+	var evs []string
+	p.holds.Range(func(k, _ any) bool {
+		evs = append(evs, k.(string))
+		return true
+	})
+	return evs
 }
 
 // NewProcessor returns a Processor of c's table.
@@ -304,6 +316,9 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	hold, err := p.holdOf(ctx, m)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
+	}
+	if hold > 0 {
+		p.holds.Store(m.EventID, struct{}{})
 	}
 	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock(), hold: hold}
 	if r, done := p.home(ctx, m, d, n, &h); done {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -34,6 +35,25 @@ type EventStats struct {
 
 	// Fairness compares processing order with queue order (FIRST_COME).
 	Fairness Fairness
+
+	// Holds, of a FIRST_COME event with holds (EventConfig.HoldFor), says how its
+	// seats moved; nil for other events.
+	Holds *HoldStats
+}
+
+// HoldStats says how the seats of an event with holds moved: held, confirmed, given
+// back (released or expired), and handed on to the waitlist.
+type HoldStats struct {
+	HoldFor    time.Duration
+	Held       int // HELD now
+	Confirmed  int // SUCCEEDED: paid
+	Released   int // REJECTED_RELEASED: gave up a hold, or left the waitlist
+	Expired    int // REJECTED_HOLD_EXPIRED: the hold ran out
+	Waitlisted int // WAITLISTED now
+	// SeatsReturned counts the seats given back (released or expired holds),
+	// SeatsServed those handed on to the waitlist, SeatsWaiting those not handed on
+	// yet: the Returns item's figures.
+	SeatsReturned, SeatsServed, SeatsWaiting int64
 }
 
 // Durations summarises a set of durations.
@@ -105,10 +125,34 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		}
 	}
 	st.QueueWait, st.Processing = summarise(waits), summarise(runs)
+	if cfg.EventType == FirstCome && cfg.HoldFor > 0 {
+		if st.Holds, err = c.holdStats(ctx, cfg, st); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.EventType == FirstCome {
 		st.Fairness = fairness(rows)
 	}
 	return st, nil
+}
+
+// holdStats reads the Returns item of an event with holds (GetItem PK
+// EVENT#<eventId>#RETURNS, SK RETURNS) and sums up its seats' moves.
+func (c *Client) holdStats(ctx context.Context, cfg *EventConfig, st *EventStats) (*HoldStats, error) {
+	key, err := returnsKey(cfg.EventID)
+	if err != nil {
+		return nil, err
+	}
+	var r seatReturns
+	if _, err := c.getItem(ctx, key, false, &r); err != nil {
+		return nil, fmt.Errorf("stats of %s: %w", cfg.EventID, err)
+	}
+	return &HoldStats{
+		HoldFor: cfg.HoldFor, Held: st.ByStatus[StatusHeld], Confirmed: st.ByStatus[StatusSucceeded],
+		Released: st.ByResultCode[ResultReleased], Expired: st.ByResultCode[ResultHoldExpired],
+		Waitlisted:    st.ByStatus[StatusWaitlisted],
+		SeatsReturned: r.Returned, SeatsServed: r.Served, SeatsWaiting: r.CapacityRemaining,
+	}, nil
 }
 
 // statsRows reads an event's requests from GSI2, in queue order over all its shards.

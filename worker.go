@@ -58,6 +58,14 @@ type WorkerOptions struct {
 	// VisibilityTimeout hides a received message from other receivers while it is
 	// processed; the worker extends it while the work goes on. Default: 60 seconds.
 	VisibilityTimeout time.Duration
+
+	// HoldSweepEvery is how often the worker runs the hold sweep (SweepHolds) of each
+	// event with holds whose messages it has processed, under the event's sweep lease
+	// so that the workers of an event sweep it one at a time: a hold that ran out
+	// ends, and a seat given back goes to the waitlist, within about this long (plus
+	// the lease of a sweeper that died, 10 seconds). Default: 1 second; negative: never
+	// (sweep some other way: the CLI, a scheduled function).
+	HoldSweepEvery time.Duration
 }
 
 // The defaults of WorkerOptions.
@@ -66,6 +74,8 @@ const (
 	defaultBatchSize         = 10
 	defaultWaitTime          = 20 * time.Second
 	defaultVisibilityTimeout = 60 * time.Second
+	defaultHoldSweepEvery    = time.Second
+	holdSweepLease           = 10 * time.Second
 )
 
 // deleteBatchDelay is how long a finished message's delete waits for others to share
@@ -110,6 +120,7 @@ func NewWorker(c *Client, q Queue, opts WorkerOptions) (*Worker, error) {
 	}
 	opts.WaitTime = orDefault(opts.WaitTime, defaultWaitTime)
 	opts.VisibilityTimeout = orDefault(opts.VisibilityTimeout, defaultVisibilityTimeout)
+	opts.HoldSweepEvery = orDefault(opts.HoldSweepEvery, defaultHoldSweepEvery)
 	p := NewProcessor(c, opts.ProcessOptions)
 	opts.ProcessOptions = p.opts
 	return &Worker{
@@ -144,8 +155,11 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	go w.batchDeletes()
 	go w.receive(stopCtx, receiveCtx, workCtx)
+	swept := make(chan struct{})
+	go w.sweepHolds(stopCtx, swept)
 	go func() {
 		<-w.fetched
+		<-swept
 		w.inflight.Wait()
 		close(w.deletes)
 		<-w.deleted
@@ -204,6 +218,34 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	return w.Stop(stopCtx)
+}
+
+// sweepHolds runs the hold sweep of the events with holds the worker has met, every
+// HoldSweepEvery, until ctx ends; then it closes done.
+func (w *Worker) sweepHolds(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	if w.opts.HoldSweepEvery < 0 {
+		return
+	}
+	tick := time.NewTicker(w.opts.HoldSweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, ev := range w.p.holdEvents() {
+			rep, err := w.p.c.SweepHolds(ctx, ev, HoldSweepOptions{Owner: w.opts.WorkerID, LeaseFor: holdSweepLease})
+			switch {
+			case err != nil && ctx.Err() == nil:
+				w.opts.Logger.WarnContext(ctx, "the hold sweep failed; it runs again", slog.String("eventId", ev), slog.Any("error", err))
+			case err == nil && rep.Expired+rep.Served+rep.Closed > 0:
+				w.opts.Logger.InfoContext(ctx, "hold sweep", slog.String("eventId", ev), slog.Int("expired", rep.Expired),
+					slog.Int("served", rep.Served), slog.Int("closed", rep.Closed))
+			}
+		}
+	}
 }
 
 // receive is the receive loop: it asks for as many messages as there are free slots,
