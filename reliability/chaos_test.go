@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -383,6 +384,114 @@ func TestChaosFirstCome(t *testing.T) {
 			require.Equal(t, capacity, rep.ByStatus[asyncevent.StatusSucceeded])
 		})
 	}
+}
+
+// TestChaosHolds runs a sale with holds under the same faults and kills: while the
+// spike is ingested and for a while after, a payer confirms half the holds it meets,
+// releases a quarter and lets a quarter lapse, each call under faults and tried again
+// until it answers; the workers' own hold sweeps (killed mid-sweep with the workers)
+// end the lapsed holds and hand the seats given back to the waitlist. Afterwards the
+// seats add up (CheckEvent), no more than the capacity is ever confirmed, and every
+// seat given back was handed on while anyone waited.
+func TestChaosHolds(t *testing.T) {
+	t.Parallel()
+	cfg := newConfig(t, int(envInt("CHAOS_USERS", 5000))/2)
+	w := newWorld(t, cfg, time.Now)
+	const capacity = 200
+	ctx := context.Background()
+	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
+		EventID: "chaos-holds", EventType: asyncevent.FirstCome, CapacityTotal: capacity,
+		IndexShards: 8, CapacityShards: 4, HoldFor: asyncevent.MinHoldFor,
+	})
+	require.NoError(t, err)
+
+	lap := phases(t)
+	stop := make(chan struct{})
+	paid := make(chan int)
+	go func() { paid <- w.pay(ctx, "chaos-holds", stop) }()
+	w.ingestAll("chaos-holds", rand.New(rand.NewPCG(uint64(cfg.seed), 4)))
+	lap("ingest and workers")
+	w.startWorker()
+	w.settle("chaos-holds")
+	lap("sweeps")
+	// Two more rounds of holds: those met lapse, their seats reach the waitlist.
+	time.Sleep(2*asyncevent.MinHoldFor + 3*time.Second)
+	close(stop)
+	confirmed := <-paid
+	// The last sweeps, without faults, then no more payments: what is left HELD waits.
+	for range 5 {
+		rep, err := w.clean.SweepHolds(ctx, "chaos-holds", asyncevent.HoldSweepOptions{})
+		require.NoError(t, err)
+		if rep.Expired+rep.Served == 0 && !rep.More {
+			break
+		}
+	}
+	w.stopWorkers()
+	lap("holds")
+	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-holds", asynceventtest.CheckOptions{Users: w.users, Abandoned: w.abandoned})
+	st, err := w.clean.EventStats(ctx, "chaos-holds")
+	require.NoError(t, err)
+	t.Logf("%d requests: %v %v; holds %+v; %d worker kills", rep.Requests, rep.ByStatus, rep.ByCode, *st.Holds, w.kills)
+	require.Equal(t, confirmed, rep.ByStatus[asyncevent.StatusSucceeded], "every confirm the payer saw applied, and no other")
+	require.LessOrEqual(t, rep.ByStatus[asyncevent.StatusSucceeded]+rep.ByStatus[asyncevent.StatusHeld], capacity)
+	require.Positive(t, st.Holds.Expired, "some holds lapsed")
+	require.Positive(t, st.Holds.SeatsServed, "seats given back reached the waitlist")
+}
+
+// pay plays the service that takes payments, until stop: every half second it lists
+// the event's HELD requests and decides each new one by its ID: confirm (half), release
+// (a quarter) or nothing (a quarter: the hold lapses). Each call goes through the
+// faulty ingest client and is tried again until it answers. It returns how many
+// confirms applied.
+func (w *world) pay(ctx context.Context, eventID string, stop <-chan struct{}) int {
+	decided := map[string]bool{}
+	confirmed := 0
+	for {
+		select {
+		case <-stop:
+			return confirmed
+		case <-time.After(500 * time.Millisecond):
+		}
+		page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{Status: asyncevent.StatusHeld, Limit: 500, MaxRead: 5000})
+		if err != nil {
+			continue
+		}
+		for _, r := range page.Requests {
+			if decided[r.RequestID] {
+				continue
+			}
+			decided[r.RequestID] = true
+			var call func(context.Context, string) (asyncevent.Transition, error)
+			switch h := fnv32(r.RequestID) % 4; h {
+			case 0, 1:
+				call = w.ingest.Confirm
+			case 2:
+				call = w.ingest.Release
+			default:
+				continue
+			}
+			for attempt := 0; ; attempt++ {
+				require.Less(w.t, attempt, 50, "a payment call that never answered")
+				tr, err := call(ctx, r.RequestID)
+				if err != nil {
+					continue
+				}
+				if tr.Applied && tr.Current == nil && fnv32(r.RequestID)%4 < 2 {
+					confirmed++
+				}
+				if !tr.Applied && tr.Current != nil && tr.Current.Status == asyncevent.StatusSucceeded && fnv32(r.RequestID)%4 < 2 {
+					confirmed++ // its answer was lost, and the retry found it confirmed
+				}
+				break
+			}
+		}
+	}
+}
+
+func fnv32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
 }
 
 func TestChaosLottery(t *testing.T) {
