@@ -72,6 +72,20 @@
 // detailed one (SUCCESS, REJECTED_CAPACITY, REJECTED_LOTTERY_LOSE, …). A lottery
 // request also shows its uiPhase: COLLECTING, DRAWING, ANNOUNCED.
 //
+// # Holds and the waitlist
+//
+// A FIRST_COME event with [EventConfig.HoldFor] sells seats that must be paid for: a
+// winner is HELD (uiResult HELD) until its holdExpiresAt instead of SUCCEEDED, and a
+// loser of the sold-out event WAITLISTED (uiResult WAITLISTED) instead of REJECTED.
+// [Client.Confirm] makes a HELD request SUCCEEDED (payment made); [Client.Release],
+// or the hold sweep once the hold ran out, ends it REJECTED (REJECTED_RELEASED,
+// REJECTED_HOLD_EXPIRED) and gives its seat, in the same transaction, to the event's
+// Returns item, from which [Client.SweepHolds] hands it to the earliest WAITLISTED
+// request in queue order (HELD in turn). At the close the waitlist ends
+// REJECTED_CAPACITY. A [Worker] runs the sweep for the events with holds it meets;
+// SUCCEEDED + HELD never passes the capacity, and a confirm racing the expiry ends
+// the hold once (docs/design.md, "Holds and the waitlist").
+//
 // # Access patterns
 //
 // Each row of the access-pattern table is one method of [Client] (the worker's lease
