@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -140,6 +141,9 @@ type Client struct {
 	events *eventCache
 	queued *queuedCache
 	turns  *shardTurns // nil with Options.NewRequestID set
+	// waitFrom is, by event ID, where the hold sweep's walk of an event's requests
+	// may begin: a listing cursor before which every request is settled for good.
+	waitFrom sync.Map
 }
 
 // tableNamePattern is DynamoDB's rule for table names.

@@ -607,39 +607,93 @@ func (s *holdSweep) serve(ctx context.Context) error {
 		return err
 	}
 	left := r.CapacityRemaining
-	cursor := ""
-	for left > 0 && s.budget > 0 {
-		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{
-			Status: StatusWaitlisted, Limit: int(min(left, maxEventPageLimit)), Cursor: cursor, MaxRead: 5000,
-		})
-		if err != nil {
-			return err
-		}
-		for i := range page.Requests {
-			if left <= 0 || s.budget <= 0 {
-				break
+	if left > 0 {
+		err = s.walk(ctx, func(req *Request) (settled, stop bool, err error) {
+			if req.Status != StatusWaitlisted {
+				return false, false, nil
 			}
-			served, gone, err := s.serveOne(ctx, &page.Requests[i])
-			if err != nil {
-				return err
-			}
-			if gone {
+			served, gone, err := s.serveOne(ctx, req)
+			switch {
+			case err != nil:
+				return false, true, err
+			case gone:
 				left = 0
-				break
-			}
-			if served {
+			case served:
 				left--
 				s.budget--
 				s.report.Served++
 			}
+			return served, left <= 0 || s.budget <= 0, nil
+		})
+	}
+	s.report.Waiting = max(left, 0)
+	return err
+}
+
+// close ends the waitlist of an event that closed.
+func (s *holdSweep) close(ctx context.Context) error {
+	return s.walk(ctx, func(req *Request) (settled, stop bool, err error) {
+		if req.Status != StatusWaitlisted {
+			return false, false, nil
 		}
-		if page.NextCursor == "" || left <= 0 {
-			break
+		key, err := NewRequestKey(req.RequestID)
+		if err != nil {
+			return false, true, err
+		}
+		t, err := s.c.apply(ctx, key, write{row: &waitlistClosedRow, args: args{pNow: s.c.now()}, note: "the event closed"}, txOptions{})
+		if err != nil {
+			return false, true, fmt.Errorf("close the waitlist of %s: %w", s.cfg.EventID, err)
+		}
+		if t.Applied {
+			s.budget--
+			s.report.Closed++
+		}
+		return t.Applied, s.budget <= 0, nil
+	})
+}
+
+// The hold sweep's walk of an event's requests reads pages of walkPage requests, and
+// moves its starting point only past requests queued more than walkSettle ago: a
+// request's put shows on the index a moment after it lands.
+const (
+	walkPage   = 500
+	walkSettle = time.Minute
+)
+
+// walk hands the event's requests to visit in queue order, from where the last walk
+// of this client found every request before settled for good (final or HELD: neither
+// becomes WAITLISTED again), until visit says stop or the requests end. visit reports
+// whether the request it was handed is settled now (it served or closed it). The walk
+// then starts the next time at the first page that held a request not settled, so a
+// pass reads the waitlist's head, not the winners ahead of it.
+func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, stop bool, err error)) error {
+	from, _ := s.c.waitFrom.Load(s.cfg.EventID)
+	cursor, _ := from.(string)
+	frontier, moving := cursor, true
+	recent := MillisOf(s.c.opts.Clock().Add(-walkSettle))
+	defer func() { s.c.waitFrom.Store(s.cfg.EventID, frontier) }()
+	for {
+		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{Limit: walkPage, Cursor: cursor})
+		if err != nil {
+			return err
+		}
+		settled := true
+		for i := range page.Requests {
+			req := &page.Requests[i]
+			done, stop, err := visit(req)
+			settled = settled && (done || req.Status.IsTerminal() || req.Status == StatusHeld) && req.QueuedAt < recent
+			if err != nil || stop {
+				return err
+			}
+		}
+		if moving = moving && settled && page.NextCursor != ""; moving {
+			frontier = page.NextCursor
+		}
+		if page.NextCursor == "" {
+			return nil
 		}
 		cursor = page.NextCursor
 	}
-	s.report.Waiting = max(left, 0)
-	return nil
 }
 
 // serveOne gives one seat from the Returns item to a waitlisted request, and reports
@@ -669,36 +723,4 @@ func (s *holdSweep) serveOne(ctx context.Context, req *Request) (served, gone bo
 		return false, true, nil
 	}
 	return t.Applied, false, nil
-}
-
-// close ends the waitlist of an event that closed.
-func (s *holdSweep) close(ctx context.Context) error {
-	cursor := ""
-	for s.budget > 0 {
-		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{
-			Status: StatusWaitlisted, Limit: min(s.budget, maxEventPageLimit), Cursor: cursor, MaxRead: 5000,
-		})
-		if err != nil {
-			return err
-		}
-		for _, req := range page.Requests {
-			key, err := NewRequestKey(req.RequestID)
-			if err != nil {
-				return err
-			}
-			t, err := s.c.apply(ctx, key, write{row: &waitlistClosedRow, args: args{pNow: s.c.now()}, note: "the event closed"}, txOptions{})
-			if err != nil {
-				return fmt.Errorf("close the waitlist of %s: %w", s.cfg.EventID, err)
-			}
-			if t.Applied {
-				s.budget--
-				s.report.Closed++
-			}
-		}
-		if page.NextCursor == "" {
-			return nil
-		}
-		cursor = page.NextCursor
-	}
-	return nil
 }

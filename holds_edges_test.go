@@ -175,3 +175,38 @@ func TestWorkerSweepsHolds(t *testing.T) {
 	assert.Equal(t, asyncevent.ResultHoldExpired, r.ResultCode)
 	asynceventtest.CheckEvent(t, c, "live", asynceventtest.CheckOptions{})
 }
+
+// The sweep's walk of the waitlist starts, the next time, past the requests it found
+// settled for good (final or HELD, queued over a minute before): a pass reads the
+// waitlist's head, not every winner ahead of it again.
+func TestWaitlistWalkSkipsTheSettled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	holdsEvent(t, c, "long", 505, 1, time.Hour, 0)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	ids := submitAll(t, c, clock, q, "long", 515)
+	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
+	clock.Advance(2 * time.Minute)
+
+	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	sc, err := asyncevent.New(counter, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	pass := func(release string) float64 {
+		tr, err := c.Release(ctx, release)
+		require.NoError(t, err)
+		require.True(t, tr.Applied)
+		before := counter.Snapshot()
+		rep, err := sc.SweepHolds(ctx, "long", asyncevent.HoldSweepOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.Served)
+		return counter.Snapshot().Sub(before).RCU
+	}
+	first := pass(ids[0])
+	second := pass(ids[1])
+	assert.Less(t, second, first/4, "the second pass reads past the 500 settled requests it met (%.1f RCU against %.1f)", second, first)
+	got := byStatus(t, c, ids)
+	assert.Equal(t, ids[505:507], got[asyncevent.StatusHeld][503:], "served in queue order")
+	asynceventtest.CheckEvent(t, c, "long", asynceventtest.CheckOptions{Unsettled: true})
+}
