@@ -607,7 +607,7 @@ func (s *holdSweep) serve(ctx context.Context) error {
 		return err
 	}
 	left := r.CapacityRemaining
-	if left > 0 {
+	if left > 0 && s.budget > 0 {
 		err = s.walk(ctx, func(req *Request) (settled, stop bool, err error) {
 			if req.Status != StatusWaitlisted {
 				return false, false, nil
@@ -632,6 +632,9 @@ func (s *holdSweep) serve(ctx context.Context) error {
 
 // close ends the waitlist of an event that closed.
 func (s *holdSweep) close(ctx context.Context) error {
+	if s.budget <= 0 {
+		return nil
+	}
 	return s.walk(ctx, func(req *Request) (settled, stop bool, err error) {
 		if req.Status != StatusWaitlisted {
 			return false, false, nil
