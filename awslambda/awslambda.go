@@ -31,6 +31,28 @@
 // Lambda itself neither deletes nor releases reported records. Either way the
 // request's lease is renewed while its record runs, so no other delivery takes over
 // a request that is still at work.
+//
+// A Handler does not run the hold sweep of an event with holds
+// (asyncevent.EventConfig.HoldFor), as a long-running Worker does: without a sweep, a
+// hold that ran out is never ended and a seat given back never reaches the waitlist.
+// A HoldSweeper runs it in a second function, invoked by an EventBridge schedule
+// (rate(1 minute): holds then end, and seats given back are handed on, within about
+// a minute):
+//
+//	s, err := awslambda.NewHoldSweeper(client, awslambda.SweepOptions{
+//		Events: []string{"spring-sale"}, // the events with holds
+//	})
+//	...
+//	lambda.Start(s.Handle)
+//
+// Each invocation runs asyncevent.Client.SweepHolds for every event in turn, and
+// again for those it left more to do (HoldSweepOptions.MaxWrites reached), until none
+// has or SweepOptions.DeadlineMargin before the function's deadline; the next
+// invocation goes on. An event whose sweep fails does not stop the others, and the
+// invocation then fails with its error. The function's timeout bounds an invocation,
+// and schedules that overlap are safe: every write of the sweep is conditional, and
+// with SweepOptions.Owner the function and the Workers take the event's sweep lease
+// in turn.
 package awslambda
 
 import (

@@ -226,6 +226,27 @@ func TestAdminUIInBrowser(t *testing.T) {
 	assert.Equal(t, 50, b.count("#request-table tbody tr"), "a full page merged from the 4 index shards")
 	b.screenshot("admin-sharded.png")
 
+	// An event with holds: 12 requests for 5 seats held for 10 minutes, the rest
+	// waitlisted; the holds section counts them and the table filtered by HELD shows
+	// each hold's time left.
+	_, err = u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "held-sale", Name: "Held sale", EventType: asyncevent.FirstCome,
+		CapacityTotal: 5, HoldFor: 10 * time.Minute})
+	require.NoError(t, err)
+	submitAll(t, u.client, u.queue, "held-sale", 12)
+	processConcurrently(t, u.client, u.queue, 12)
+	b.run(chromedp.Navigate(u.ts.URL + eventURL("held-sale")))
+	b.waitFor(`document.querySelector("#seat-chart") !== null && document.readyState === "complete"`)
+	assert.Equal(t, "5", b.text("#stat-held .value"))
+	assert.Equal(t, "7", b.text("#stat-waitlisted .value"))
+	assert.Equal(t, 1, b.count(`#seat-chart rect[data-seats="held"]`))
+	assert.Equal(t, 5, b.count(`#outcome-chart rect.o-held`))
+	assert.Equal(t, 7, b.count(`#outcome-chart rect.o-waitlisted`))
+	b.screenshot("admin-holds.png")
+	b.run(chromedp.SetValue(chromedp.CSS("#status-filter"), "HELD"))
+	b.waitFor(`location.search === "?status=HELD" && document.readyState === "complete"`)
+	assert.Equal(t, 5, b.count(`#request-table tbody tr[data-status="HELD"]`))
+	assert.Contains(t, b.text(`#request-table tbody tr:first-child .hold-left`), " left")
+
 	// Sign out: the pages send the browser to the login form again.
 	b.run(chromedp.Click(chromedp.CSS("#logout")))
 	b.waitFor(`location.pathname === "/admin/ui/login" && document.querySelector("#token") !== null`)

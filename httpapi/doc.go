@@ -1,7 +1,7 @@
 // Package httpapi is an HTTP API over an asyncevent.Client that a service mounts
-// instead of forking: users take part in events and follow their requests; admins
-// create events, page through requests, read statistics and draw lotteries; an
-// optional admin web UI shows the same.
+// instead of forking: users take part in events, follow their requests and give up
+// a held seat; admins create events, page through requests, read statistics, draw
+// lotteries and confirm paid holds; an optional admin web UI shows the same.
 //
 //	auth, err := httpapi.NewJWTAuthenticator(secret, httpapi.JWTOptions{})
 //	...
@@ -18,12 +18,15 @@
 //	POST /events/{eventId}/participations         a user: 202 (new) or 200 (duplicate), the requestId
 //	GET  /requests/{requestId}                    the caller's own request (another's is 404)
 //	GET  /me/participations                       the caller's requests, newest first, cursor paging
+//	POST /requests/{requestId}/confirm            admin (the paying service): a HELD request paid for, SUCCEEDED
+//	POST /requests/{requestId}/release            the request's user or an admin: a HELD or WAITLISTED request given up
 //	POST /admin/events                            create an event, its layout included
 //	GET  /admin/events/{eventId}                  an event and its layout, with its capacity (each shard's too) or draw
 //	GET  /admin/events/{eventId}/requests         in queue order, status filter, cursor paging
 //	GET  /admin/events/{eventId}/stats            statistics
 //	POST /admin/events/{eventId}/draw             a lottery's draw (409 draw_too_early before cutoff + settle window)
 //	GET  /admin/events/{eventId}/draw/verify      re-check a draw
+//	POST /admin/events/{eventId}/holds/sweep      one pass of an event's hold sweep, its report
 //	GET  /admin/requests/{requestId}              any request
 //	GET  /admin/requests/{requestId}/logs         its status log
 //	/admin/ui/...                                 the admin web UI, if mounted
@@ -51,10 +54,54 @@
 // capacity shard's seats under capacity.shards. Every other route reads a sharded
 // event as any other.
 //
+// # Holds and the waitlist
+//
+// A FIRST_COME event created with holdForSeconds (asyncevent.EventConfig.HoldFor,
+// asyncevent.MinHoldFor to MaxHoldFor; absent or 0: no holds; out of range: 400
+// invalid_event) keeps a winner's seat HELD until it is paid for, and makes the
+// losers of the sold-out event WAITLISTED instead of REJECTED. The request views
+// (GET /requests/{requestId}, /me/participations, the admin listings) then show a
+// HELD request's holdExpiresAt and holdSecondsLeft (whole seconds left by
+// ServerOptions.Clock, 0 once it ran out and the hold sweep has not ended it yet),
+// and servedAt on a request that got a seat given back; holdExpiresAt stays on a
+// hold that ended. The event's views show holdForSeconds, and its stats a holds
+// member: held, confirmed, released, expired and waitlisted requests, and the seats
+// given back (seatsReturned), handed on to the waitlist (seatsServed) and not yet
+// handed on (seatsWaiting).
+//
+// POST /requests/{requestId}/confirm is for the service that took the payment, so
+// it needs the admin role (a user's own token cannot confirm): it makes the HELD
+// request SUCCEEDED (asyncevent.Client.Confirm). POST /requests/{requestId}/release
+// is for the request's own user or an admin (another user's request is 404, as for
+// GET): a HELD request's seat goes to the earliest WAITLISTED request, a WAITLISTED
+// request leaves the waitlist; both end REJECTED_RELEASED. Neither takes a body.
+// Applied, they answer 200 with the request, read after the write (eventually
+// consistent: for a moment it may still show HELD or WAITLISTED; the 200 is what
+// says the write applied). When the request was not in a status they act on (a
+// hold that ran out, REJECTED_HOLD_EXPIRED, a release or a confirm that came first,
+// a request that never held a seat), they write nothing and answer 409
+// status_conflict, whose problem carries the request as it is in a request member:
+//
+//	{"type":"about:blank","title":"Conflict","status":409,"code":"status_conflict",
+//	 "detail":"the hold of request … expired at …: too late to confirm",
+//	 "request":{"requestId":"…","status":"REJECTED","resultCode":"REJECTED_HOLD_EXPIRED",…}}
+//
+// A confirm refused for a hold that ended means the payment must be refunded; a
+// confirm repeated after a lost answer is 409 with request.status SUCCEEDED. An
+// unknown request is 404 request_not_found.
+//
+// The workers sweep the holds of the events they process (asyncevent.WorkerOptions.
+// HoldSweepEvery). POST /admin/events/{eventId}/holds/sweep?maxWrites= runs one more
+// pass (asyncevent.Client.SweepHolds): holds that ran out end REJECTED_HOLD_EXPIRED,
+// seats given back go to the earliest WAITLISTED requests, and once the event has
+// ended its waitlist ends. It answers 200 with the pass's report: expired, served,
+// closed, cleared, waiting (seats given back not handed on) and more (maxWrites was
+// reached: run it again). An event without holds is 409 no_holds.
+//
 // # Authentication
 //
 // Every route but /healthz asks the ServerOptions.Authenticator who is calling; the
-// /admin routes need the admin role. JWTAuthenticator, the one provided, verifies
-// HS256 bearer tokens strictly (see its doc); a service with its own identity layer
-// implements Authenticator instead.
+// /admin routes and POST /requests/{requestId}/confirm need the admin role.
+// JWTAuthenticator, the one provided, verifies HS256 bearer tokens strictly (see its
+// doc); a service with its own identity layer implements Authenticator instead.
 package httpapi

@@ -161,6 +161,11 @@ type createEventBody struct {
 	IndexShards         int     `json:"indexShards"`
 	CapacityShards      int     `json:"capacityShards"`
 	PeakClicksPerSecond float64 `json:"peakClicksPerSecond"`
+
+	// HoldForSeconds, of a FIRST_COME event, turns on holds and the waitlist
+	// (asyncevent.EventConfig.HoldFor): 0 or absent is none, else MinHoldFor to
+	// MaxHoldFor in seconds, which CreateEvent checks.
+	HoldForSeconds int64 `json:"holdForSeconds"`
 }
 
 // maxPeakClicksPerSecond bounds the peak given to asyncevent.EventConfig.ShardForPeak:
@@ -186,6 +191,12 @@ func (b createEventBody) config() (asyncevent.EventConfig, error) {
 		IndexShards:     b.IndexShards,
 		CapacityShards:  b.CapacityShards,
 	}
+	if b.HoldForSeconds < 0 || b.HoldForSeconds > math.MaxInt64/int64(time.Second) {
+		// Out of time.Duration's range; CreateEvent checks the range within it.
+		return cfg, newHTTPError(http.StatusBadRequest, CodeInvalidEvent, fmt.Sprintf("holdForSeconds %d: want 0 (no holds) or %d to %d",
+			b.HoldForSeconds, int64(asyncevent.MinHoldFor/time.Second), int64(asyncevent.MaxHoldFor/time.Second)))
+	}
+	cfg.HoldFor = time.Duration(b.HoldForSeconds) * time.Second
 	switch peak := b.PeakClicksPerSecond; {
 	case peak < 0 || math.IsNaN(peak) || math.IsInf(peak, 0):
 		return cfg, newHTTPError(http.StatusBadRequest, CodeInvalidEvent,
@@ -223,6 +234,10 @@ type EventView struct {
 	IndexShards    int `json:"indexShards"`
 	CapacityShards int `json:"capacityShards,omitempty"`
 
+	// HoldForSeconds is how long a FIRST_COME event with holds keeps a seat HELD for
+	// payment; absent without holds.
+	HoldForSeconds int64 `json:"holdForSeconds,omitempty"`
+
 	// FIRST_COME: the capacity item, read with the event. LOTTERY: the draw record
 	// (its seed appears once the draw has started).
 	Capacity *CapacityView `json:"capacity,omitempty"`
@@ -246,6 +261,7 @@ func newEventView(e *asyncevent.EventConfig) EventView {
 		Phase:           e.Phase,
 		CreatedAt:       Timestamp(e.CreatedAt),
 		IndexShards:     max(e.IndexShards, 1),
+		HoldForSeconds:  int64(e.HoldFor / time.Second),
 	}
 	if e.EventType == asyncevent.FirstCome {
 		v.CapacityShards = max(e.CapacityShards, 1)
@@ -346,7 +362,17 @@ type RequestView struct {
 	StartedAt       Timestamp             `json:"startedAt,omitzero"`
 	FinishedAt      Timestamp             `json:"finishedAt,omitzero"`
 
-	// Admin only.
+	// With holds (an event's holdForSeconds): HoldExpiresAt is when the hold runs out,
+	// kept once it ended (released or expired); HoldSecondsLeft, of a HELD request
+	// only, is the time left to confirm it, in whole seconds rounded down by the
+	// server's clock, 0 once it ran out (the hold sweep then ends it); ServedAt is when
+	// a WAITLISTED request got a seat given back.
+	HoldExpiresAt   Timestamp `json:"holdExpiresAt,omitzero"`
+	HoldSecondsLeft *int64    `json:"holdSecondsLeft,omitempty"`
+	ServedAt        Timestamp `json:"servedAt,omitzero"`
+
+	// Admin only. The lease only while the request is PROCESSING: it means nothing
+	// once a worker is done with it.
 	FailureClass   asyncevent.FailureClass `json:"failureClass,omitempty"`
 	ErrorCode      string                  `json:"errorCode,omitempty"`
 	ErrorMessage   string                  `json:"errorMessage,omitempty"`
@@ -355,7 +381,8 @@ type RequestView struct {
 	LeaseExpiresAt Timestamp               `json:"leaseExpiresAt,omitzero"`
 }
 
-func newRequestView(r *asyncevent.Request, admin bool) RequestView {
+// newRequestView is r's view at now; admin adds the operator's fields.
+func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestView {
 	v := RequestView{
 		RequestID:       r.RequestID,
 		EventID:         r.EventID,
@@ -371,12 +398,26 @@ func newRequestView(r *asyncevent.Request, admin bool) RequestView {
 		QueuedAt:        Timestamp(r.QueuedAt),
 		StartedAt:       Timestamp(r.StartedAt),
 		FinishedAt:      Timestamp(r.FinishedAt),
+		HoldExpiresAt:   Timestamp(r.HoldExpiresAt),
+		ServedAt:        Timestamp(r.ServedAt),
+	}
+	if r.Status == asyncevent.StatusHeld {
+		left := int64(holdLeft(r, now) / time.Second)
+		v.HoldSecondsLeft = &left
 	}
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
-		v.IdempotencyKey, v.LeaseOwner, v.LeaseExpiresAt = r.IdempotencyKey, r.LeaseOwner, Timestamp(r.LeaseExpiresAt)
+		v.IdempotencyKey = r.IdempotencyKey
+		if r.Status == asyncevent.StatusProcessing {
+			v.LeaseOwner, v.LeaseExpiresAt = r.LeaseOwner, Timestamp(r.LeaseExpiresAt)
+		}
 	}
 	return v
+}
+
+// holdLeft is the time left at now on the hold of a HELD request; 0 once it ran out.
+func holdLeft(r *asyncevent.Request, now time.Time) time.Duration {
+	return max(r.HoldExpiresAt.Time().Sub(now), 0)
 }
 
 // PageView is one page of requests; NextCursor, when present, continues it.
@@ -385,10 +426,10 @@ type PageView struct {
 	NextCursor string        `json:"nextCursor,omitempty"`
 }
 
-func newPageView(p *asyncevent.RequestPage, admin bool) PageView {
+func newPageView(p *asyncevent.RequestPage, admin bool, now time.Time) PageView {
 	v := PageView{Requests: make([]RequestView, 0, len(p.Requests)), NextCursor: p.NextCursor}
 	for i := range p.Requests {
-		v.Requests = append(v.Requests, newRequestView(&p.Requests[i], admin))
+		v.Requests = append(v.Requests, newRequestView(&p.Requests[i], admin, now))
 	}
 	return v
 }
@@ -438,6 +479,53 @@ type StatsView struct {
 		Inversions int     `json:"inversions"`
 		MaxGapMs   float64 `json:"maxGapMs"`
 	} `json:"fairness"`
+
+	// Holds, of a FIRST_COME event with holds only.
+	Holds *HoldStatsView `json:"holds,omitempty"`
+}
+
+// HoldStatsView is what became of the holds of an event with holds
+// (asyncevent.HoldStats): requests HELD and WAITLISTED now, holds confirmed
+// (SUCCEEDED), released and expired (REJECTED_RELEASED, REJECTED_HOLD_EXPIRED), and
+// the seats given back by released and expired holds, handed on to the waitlist, and
+// given back but not handed on yet.
+type HoldStatsView struct {
+	HoldForSeconds int64 `json:"holdForSeconds"`
+	Held           int   `json:"held"`
+	Confirmed      int   `json:"confirmed"`
+	Released       int   `json:"released"`
+	Expired        int   `json:"expired"`
+	Waitlisted     int   `json:"waitlisted"`
+	SeatsReturned  int64 `json:"seatsReturned"`
+	SeatsServed    int64 `json:"seatsServed"`
+	SeatsWaiting   int64 `json:"seatsWaiting"`
+}
+
+func newHoldStatsView(h *asyncevent.HoldStats) *HoldStatsView {
+	if h == nil {
+		return nil
+	}
+	return &HoldStatsView{
+		HoldForSeconds: int64(h.HoldFor / time.Second),
+		Held:           h.Held, Confirmed: h.Confirmed, Released: h.Released, Expired: h.Expired, Waitlisted: h.Waitlisted,
+		SeatsReturned: h.SeatsReturned, SeatsServed: h.SeatsServed, SeatsWaiting: h.SeatsWaiting,
+	}
+}
+
+// HoldSweepView is the report of one pass of an event's hold sweep
+// (asyncevent.HoldSweepReport).
+type HoldSweepView struct {
+	EventID string `json:"eventId"`
+	Expired int    `json:"expired"` // holds that ran out, their seats given to the waitlist
+	Served  int    `json:"served"`  // waitlisted requests now HELD on a seat given back
+	Closed  int    `json:"closed"`  // waitlisted requests ended REJECTED_CAPACITY: the event closed
+	Cleared int    `json:"cleared"` // records of holds that had ended otherwise, deleted
+	Waiting int64  `json:"waiting"` // seats given back and not handed on (no one waitlisted)
+	More    bool   `json:"more"`    // the pass reached its maxWrites: run it again
+}
+
+func newHoldSweepView(eventID string, r *asyncevent.HoldSweepReport) HoldSweepView {
+	return HoldSweepView{EventID: eventID, Expired: r.Expired, Served: r.Served, Closed: r.Closed, Cleared: r.Cleared, Waiting: r.Waiting, More: r.More}
 }
 
 func newStatsView(s *asyncevent.EventStats) StatsView {
@@ -461,5 +549,6 @@ func newStatsView(s *asyncevent.EventStats) StatsView {
 	}
 	v.Fairness.Inversions = s.Fairness.Inversions
 	v.Fairness.MaxGapMs = float64(s.Fairness.MaxGap) / float64(time.Millisecond)
+	v.Holds = newHoldStatsView(s.Holds)
 	return v
 }

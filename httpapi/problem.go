@@ -26,6 +26,10 @@ type Problem struct {
 	Detail   string `json:"detail,omitempty"`
 	Instance string `json:"instance,omitempty"`
 	Code     string `json:"code"`
+
+	// Request, of a status_conflict, is the request as the refused write found it:
+	// its status and resultCode say why (a hold that ran out, one already ended).
+	Request *RequestView `json:"request,omitempty"`
 }
 
 // ProblemContentType is the media type of a Problem.
@@ -58,6 +62,8 @@ const (
 	CodeDrawMismatch         = "draw_mismatch"          // 409: asyncevent.ErrDrawMismatch
 	CodeSeedMismatch         = "seed_mismatch"          // 409: the server's seed source is not the event's (asyncevent.ErrSeedMismatch); nothing drawn
 	CodeNoSeedSource         = "no_seed_source"         // 409: a sealed event, and the server has no seed source (asyncevent.ErrNoSeedSource); nothing drawn
+	CodeStatusConflict       = "status_conflict"        // 409: a confirm or release found the request in a status it does not act on; nothing written, the problem's request shows it
+	CodeNoHolds              = "no_holds"               // 409: a hold sweep of an event without holds (asyncevent.EventConfig.HoldFor)
 	CodeEnqueueFailed        = "enqueue_failed"         // 503: asyncevent.ErrEnqueueFailed; the user may try again
 	CodeThrottled            = "throttled"              // 503: DynamoDB refused the throughput (asyncevent.ErrThrottled); try again after Retry-After
 	CodeIngestDisabled       = "ingest_disabled"        // 503: the server has no queue
@@ -66,12 +72,13 @@ const (
 )
 
 // httpError is an error that already knows its problem: the server's own refusals
-// (authentication, body decoding, query parameters).
+// (authentication, body decoding, query parameters, a confirm or release refused).
 type httpError struct {
-	status int
-	code   string
-	detail string
-	header http.Header // extra response headers, e.g. WWW-Authenticate
+	status  int
+	code    string
+	detail  string
+	header  http.Header  // extra response headers, e.g. WWW-Authenticate
+	request *RequestView // the problem's request member
 }
 
 func (e *httpError) Error() string { return e.detail }
@@ -111,10 +118,11 @@ func humanDetail(err error) string {
 func problemFor(err error) (p Problem, header http.Header, internal bool) {
 	var he *httpError
 	var tooLarge *http.MaxBytesError
+	var request *RequestView
 	status, code, detail := 0, "", humanDetail(err)
 	switch {
 	case errors.As(err, &he):
-		status, code, detail, header = he.status, he.code, he.detail, he.header
+		status, code, detail, header, request = he.status, he.code, he.detail, he.header, he.request
 	case errors.As(err, &tooLarge):
 		status, code, detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is over "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes"
 	case errors.Is(err, asyncevent.ErrInvalidID):
@@ -168,11 +176,12 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 		internal = true
 	}
 	return Problem{
-		Type:   "about:blank",
-		Title:  http.StatusText(status),
-		Status: status,
-		Detail: detail,
-		Code:   code,
+		Type:    "about:blank",
+		Title:   http.StatusText(status),
+		Status:  status,
+		Detail:  detail,
+		Code:    code,
+		Request: request,
 	}, header, internal
 }
 

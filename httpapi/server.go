@@ -40,6 +40,11 @@ type ServerOptions struct {
 	// MaxBodyBytes bounds a request body; a larger one answers 413.
 	// Default: DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
+
+	// Clock tells the time the answers count from: a HELD request's
+	// holdSecondsLeft. It should agree with the Client's (asyncevent.Options.Clock),
+	// whose writes decide when a hold has run out. Default: time.Now.
+	Clock func() time.Time
 }
 
 // The defaults of ServerOptions.
@@ -60,6 +65,7 @@ type Server struct {
 	logger  *slog.Logger
 	timeout time.Duration
 	maxBody int64
+	now     func() time.Time
 	mux     *http.ServeMux
 	handler http.Handler
 }
@@ -82,6 +88,9 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
 	s := &Server{
 		client:  opts.Client,
 		queue:   opts.Queue,
@@ -89,6 +98,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		logger:  opts.Logger,
 		timeout: opts.RequestTimeout,
 		maxBody: opts.MaxBodyBytes,
+		now:     opts.Clock,
 		mux:     http.NewServeMux(),
 	}
 	s.handler = s.observe(http.HandlerFunc(s.dispatch))
@@ -98,6 +108,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.route("POST /events/{eventId}/participations", UserOnly, s.participate)
 	s.route("GET /requests/{requestId}", UserOnly, s.getOwnRequest)
 	s.route("GET /me/participations", UserOnly, s.listOwnRequests)
+	s.route("POST /requests/{requestId}/confirm", AdminOnly, s.confirm)
+	s.route("POST /requests/{requestId}/release", UserOnly, s.release)
 
 	s.route("POST /admin/events", AdminOnly, s.createEvent)
 	s.route("GET /admin/events/{eventId}", AdminOnly, s.getEvent)
@@ -105,6 +117,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.route("GET /admin/events/{eventId}/stats", AdminOnly, s.eventStats)
 	s.route("POST /admin/events/{eventId}/draw", AdminOnly, s.draw)
 	s.route("GET /admin/events/{eventId}/draw/verify", AdminOnly, s.verifyDraw)
+	s.route("POST /admin/events/{eventId}/holds/sweep", AdminOnly, s.sweepHolds)
 	s.route("GET /admin/requests/{requestId}", AdminOnly, s.getRequest)
 	s.route("GET /admin/requests/{requestId}/logs", AdminOnly, s.statusLogs)
 	return s, nil
@@ -296,7 +309,7 @@ func (s *Server) getOwnRequest(w http.ResponseWriter, r *http.Request, p Princip
 	case req.UserID != p.UserID:
 		return requestNotFound(requestID)
 	}
-	writeJSON(w, http.StatusOK, newRequestView(req, false))
+	writeJSON(w, http.StatusOK, newRequestView(req, false, s.now()))
 	return nil
 }
 
@@ -315,7 +328,7 @@ func (s *Server) listOwnRequests(w http.ResponseWriter, r *http.Request, p Princ
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, newPageView(page, false))
+	writeJSON(w, http.StatusOK, newPageView(page, false, s.now()))
 	return nil
 }
 
@@ -405,7 +418,7 @@ func (s *Server) listEventRequests(w http.ResponseWriter, r *http.Request, _ Pri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, newPageView(page, true))
+	writeJSON(w, http.StatusOK, newPageView(page, true, s.now()))
 	return nil
 }
 
@@ -474,7 +487,7 @@ func (s *Server) getRequest(w http.ResponseWriter, r *http.Request, _ Principal)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, newRequestView(req, true))
+	writeJSON(w, http.StatusOK, newRequestView(req, true, s.now()))
 	return nil
 }
 

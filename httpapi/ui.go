@@ -54,8 +54,9 @@ type AdminUIOptions struct {
 	// asyncevent.DefaultDrawSettleWindow.
 	DrawSettleWindow time.Duration
 
-	// Clock tells the time for session expiry and for enabling the draw button; it
-	// should agree with the Client's. Default: time.Now.
+	// Clock tells the time for session expiry, for enabling the draw button and for
+	// the time left on a hold; it should agree with the Client's. Default: the
+	// server's ServerOptions.Clock.
 	Clock func() time.Time
 }
 
@@ -124,7 +125,7 @@ func newAdminUI(s *Server, opts AdminUIOptions) (*adminUI, error) {
 		opts.ChartRequests = DefaultChartRequests
 	}
 	if opts.Clock == nil {
-		opts.Clock = time.Now
+		opts.Clock = s.now
 	}
 	if opts.DrawSettleWindow <= 0 {
 		opts.DrawSettleWindow = asyncevent.DefaultDrawSettleWindow
@@ -491,7 +492,7 @@ func (u *adminUI) funcs() template.FuncMap {
 		"eventURL":   eventURL,
 		"requestURL": requestURL,
 		"time":       fmtTime,
-		"rfc3339":    func(m asyncevent.EpochMillis) string { return m.Time().UTC().Format(timestampLayout) },
+		"rfc3339":    rfc3339,
 		"clock":      fmtClock,
 		"between":    between,
 		"dur":        fmtDuration,

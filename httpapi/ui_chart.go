@@ -12,7 +12,9 @@ import (
 // ascending), each coloured by its outcome. Up to maxColumns requests each get a
 // column of their own; past that a column stacks the outcomes of a run of
 // consecutive requests. For a FIRST_COME event a marker shows where the capacity
-// runs out: in a perfectly fair run every success is left of it.
+// runs out: in a perfectly fair run every success is left of it. With holds a seat
+// may be HELD, a loser WAITLISTED, and a hold that ended unpaid (released, expired)
+// has a colour of its own: its seat went to the waitlist, right of the marker.
 
 // The chart's geometry, in SVG user units (the SVG scales to the page's width).
 const (
@@ -28,6 +30,10 @@ const (
 // The outcome classes, in stacking order (bottom first), with their legend labels.
 var outcomes = []struct{ class, label string }{
 	{"success", "succeeded"},
+	{"held", "held"},
+	{"waitlisted", "waitlisted"},
+	{"released", "released"},
+	{"expired", "hold expired"},
 	{"rejected", "rejected"},
 	{"failed", "failed"},
 	{"processing", "processing"},
@@ -45,8 +51,21 @@ func outcomeOf(s asyncevent.Status) string {
 		return "failed"
 	case asyncevent.StatusProcessing:
 		return "processing"
+	case asyncevent.StatusHeld:
+		return "held"
+	case asyncevent.StatusWaitlisted:
+		return "waitlisted"
 	}
 	return "waiting"
+}
+
+// outcomeOfRequest is the chart class of a request: its status's, and for a hold
+// that ended unpaid, its result code's.
+func outcomeOfRequest(r *asyncevent.Request) string {
+	if r.Status == asyncevent.StatusRejected && (r.ResultCode == asyncevent.ResultReleased || r.ResultCode == asyncevent.ResultHoldExpired) {
+		return outcomeOfResult(r.ResultCode)
+	}
+	return outcomeOf(r.Status)
 }
 
 // outcomeOfResult is the chart class of a result code.
@@ -54,6 +73,10 @@ func outcomeOfResult(rc asyncevent.ResultCode) string {
 	switch {
 	case rc == asyncevent.ResultSuccess:
 		return "success"
+	case rc == asyncevent.ResultReleased:
+		return "released"
+	case rc == asyncevent.ResultHoldExpired:
+		return "expired"
 	case strings.HasPrefix(string(rc), "REJECTED"):
 		return "rejected"
 	case strings.HasPrefix(string(rc), "FAILED"):
@@ -118,7 +141,7 @@ func (u *adminUI) outcomeChart(ctx context.Context, ev *asyncevent.EventConfig, 
 			return chartView{}, err
 		}
 		for i := range page.Requests {
-			classes = append(classes, outcomeOf(page.Requests[i].Status))
+			classes = append(classes, outcomeOfRequest(&page.Requests[i]))
 		}
 		cursor = page.NextCursor
 		if cursor == "" {

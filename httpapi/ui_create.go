@@ -27,14 +27,16 @@ type createForm struct {
 	AnnounceAt                        string
 	PeakClicksPerSecond               string
 	IndexShards, CapacityShards       string
+	HoldForSeconds                    string
 	LayoutOpen                        bool // a layout field was filled in: show the group open
 	MaxShards                         int  // for the hint
+	MinHoldSeconds, MaxHoldSeconds    int64
 }
 
 // createFormFields are the form's names, which are the JSON body's.
 var createFormFields = []string{
 	"eventId", "name", "eventType", "capacityTotal", "winnerCount", "startsAt", "endsAt", "lotteryCutoffAt",
-	"announceAt", "peakClicksPerSecond", "indexShards", "capacityShards", csrfFieldName,
+	"announceAt", "peakClicksPerSecond", "indexShards", "capacityShards", "holdForSeconds", csrfFieldName,
 }
 
 // newCreateForm is the form with f's values (nil: an empty form).
@@ -45,7 +47,8 @@ func newCreateForm(f url.Values) createForm {
 		CapacityTotal: get("capacityTotal"), WinnerCount: get("winnerCount"),
 		StartsAt: get("startsAt"), EndsAt: get("endsAt"), LotteryCutoffAt: get("lotteryCutoffAt"), AnnounceAt: get("announceAt"),
 		PeakClicksPerSecond: get("peakClicksPerSecond"), IndexShards: get("indexShards"), CapacityShards: get("capacityShards"),
-		MaxShards: asyncevent.MaxShards,
+		HoldForSeconds: get("holdForSeconds"), MaxShards: asyncevent.MaxShards,
+		MinHoldSeconds: int64(asyncevent.MinHoldFor / time.Second), MaxHoldSeconds: int64(asyncevent.MaxHoldFor / time.Second),
 	}
 	if c.EventType == "" {
 		c.EventType = string(asyncevent.FirstCome)
@@ -68,6 +71,7 @@ func (c createForm) body() (createEventBody, error) {
 		{"winnerCount", c.WinnerCount, 64, func(v int64) { b.WinnerCount = v }},
 		{"indexShards", c.IndexShards, strconv.IntSize, func(v int64) { b.IndexShards = int(v) }},
 		{"capacityShards", c.CapacityShards, strconv.IntSize, func(v int64) { b.CapacityShards = int(v) }},
+		{"holdForSeconds", c.HoldForSeconds, 64, func(v int64) { b.HoldForSeconds = v }},
 	} {
 		if n.value == "" {
 			continue

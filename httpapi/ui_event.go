@@ -21,6 +21,7 @@ type eventView struct {
 	Chart      chartView
 	Table      tableView
 	Lottery    *lotteryView // LOTTERY only
+	Holds      *holdsView   // an event with holds only
 	FirstCome  bool
 	DrawError  string // a refused draw, shown above the draw section
 	DrawStatus int
@@ -62,6 +63,23 @@ type countRow struct {
 	Class string
 }
 
+// holdsView is the holds section of an event with holds: what became of its
+// requests' holds, and where its seats are.
+type holdsView struct {
+	HoldFor  string
+	Capacity int64
+	Cards    []card    // requests: held, confirmed, released, expired, waitlisted
+	Seats    []card    // the seats given back: in all, handed on, not yet
+	Bar      []seatSeg // the event's seats, stacked along one bar
+}
+
+// seatSeg is one part of the seats' bar; X and W are percent of the bar.
+type seatSeg struct {
+	Class, Label string
+	Count        int64
+	X, W         string
+}
+
 // tableView is the request table: one page of ListEventRequests.
 type tableView struct {
 	Rows          []rowView
@@ -72,6 +90,7 @@ type tableView struct {
 	End           int // the position of the last row
 	StatusOptions []option
 	Lottery       bool
+	Holds         bool // the event has holds: a column for a HELD request's time left
 	AscURL        string
 	DescURL       string
 	FirstURL      string
@@ -86,8 +105,9 @@ type option struct {
 }
 
 type rowView struct {
-	Pos int
-	R   asyncevent.Request
+	Pos      int
+	R        asyncevent.Request
+	HoldLeft string // of a HELD request: "4m59s left", or "ran out"
 }
 
 // lotteryView is a LOTTERY event's draw section.
@@ -196,8 +216,9 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 		v.Lottery = lv
 	}
 	v.Cards, v.Timing = eventCards(ev, stats, v.Lottery)
+	v.Holds = holdsOf(stats)
 	v.ByStatus, v.ByResult = breakdowns(stats)
-	v.Table = tableOf(ev, stats, list, opts, pos)
+	v.Table = tableOf(ev, stats, list, opts, pos, u.now())
 	title := ev.EventID
 	if ev.Name != "" {
 		title = ev.Name
@@ -302,6 +323,63 @@ func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotter
 	return cards, timing
 }
 
+// holdsOf is the holds section of an event with holds; nil without holds.
+func holdsOf(s *asyncevent.EventStats) *holdsView {
+	h := s.Holds
+	if h == nil {
+		return nil
+	}
+	n := strconv.Itoa
+	n64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	v := &holdsView{
+		HoldFor:  fmtDuration(h.HoldFor),
+		Capacity: s.CapacityTotal,
+		Cards: []card{
+			{ID: "stat-held", Label: "Held", Value: n(h.Held), Note: "a seat each, until paid for or run out"},
+			{ID: "stat-confirmed", Label: "Confirmed", Value: n(h.Confirmed), Tone: "good", Note: "paid: SUCCEEDED"},
+			{ID: "stat-released", Label: "Released", Value: n(h.Released), Tone: "warn", Note: "gave up a hold or the waitlist"},
+			{ID: "stat-expired", Label: "Expired", Value: n(h.Expired), Tone: "warn", Note: "the hold ran out unpaid"},
+			{ID: "stat-waitlisted", Label: "Waitlisted", Value: n(h.Waitlisted), Note: "waiting for a seat given back"},
+		},
+		Seats: []card{
+			{ID: "stat-seats-returned", Label: "Seats given back", Value: n64(h.SeatsReturned), Note: "by released and expired holds"},
+			{ID: "stat-seats-served", Label: "Handed on", Value: n64(h.SeatsServed), Note: "to the earliest waitlisted"},
+			{ID: "stat-seats-waiting", Label: "Not handed on", Value: n64(h.SeatsWaiting), Note: "no one waitlisted, or the sweep is to come"},
+		},
+	}
+	if h.SeatsWaiting > 0 {
+		v.Seats[2].Tone = "warn"
+	}
+	// The seats add up to the capacity (docs/design.md, "Holds and the waitlist"):
+	// the rest is claimed and being bound. The stats are read at different moments,
+	// so a bar whose parts overshoot is scaled to them.
+	parts := []seatSeg{
+		{Class: "success", Label: "confirmed", Count: int64(h.Confirmed)},
+		{Class: "held", Label: "held", Count: int64(h.Held)},
+		{Class: "released", Label: "given back, not handed on", Count: h.SeatsWaiting},
+		{Class: "left", Label: "left on the capacity shards", Count: s.CapacityRemaining},
+	}
+	var sum int64
+	for _, p := range parts {
+		sum += p.Count
+	}
+	if rest := s.CapacityTotal - sum; rest > 0 {
+		parts = append(parts, seatSeg{Class: "processing", Label: "claimed, being bound", Count: rest})
+		sum += rest
+	}
+	x := 0.0
+	for _, p := range parts {
+		if p.Count == 0 || sum == 0 {
+			continue
+		}
+		w := 100 * float64(p.Count) / float64(sum)
+		p.X, p.W = f1(x), f1(w)
+		x += w
+		v.Bar = append(v.Bar, p)
+	}
+	return v
+}
+
 func durationCard(id, label string, d asyncevent.Durations, span string) card {
 	if d.Count == 0 {
 		return card{ID: id, Label: label, Value: "—", Note: span + ": none yet"}
@@ -319,10 +397,12 @@ func pctOf(count string, total int) string {
 var (
 	statusOrder = []asyncevent.Status{
 		asyncevent.StatusReceived, asyncevent.StatusQueued, asyncevent.StatusProcessing,
+		asyncevent.StatusHeld, asyncevent.StatusWaitlisted,
 		asyncevent.StatusSucceeded, asyncevent.StatusRejected, asyncevent.StatusFailedFinal,
 	}
 	resultOrder = []asyncevent.ResultCode{
-		asyncevent.ResultSuccess, asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose,
+		asyncevent.ResultSuccess, asyncevent.ResultReleased, asyncevent.ResultHoldExpired,
+		asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose,
 		asyncevent.ResultRejectedClosed, asyncevent.ResultRejectedDuplicate, asyncevent.ResultFailedIngestEnqueue,
 		asyncevent.ResultFailedWorker, asyncevent.ResultFailedValidation, asyncevent.ResultFailedSerde,
 	}
@@ -356,22 +436,30 @@ func breakdowns(s *asyncevent.EventStats) (byStatus, byResult []countRow) {
 	return byStatus, byResult
 }
 
-// tableOf builds the request table of one page.
-func tableOf(ev *asyncevent.EventConfig, s *asyncevent.EventStats, list *asyncevent.RequestPage, opts asyncevent.EventListOptions, pos int) tableView {
+// tableOf builds the request table of one page at now.
+func tableOf(ev *asyncevent.EventConfig, s *asyncevent.EventStats, list *asyncevent.RequestPage, opts asyncevent.EventListOptions, pos int, now time.Time) tableView {
 	t := tableView{
 		Order:     opts.Order,
 		Status:    opts.Status,
 		Limit:     opts.Limit,
 		Pos:       pos,
 		Lottery:   ev.EventType == asyncevent.Lottery,
+		Holds:     s.Holds != nil,
 		FirstPage: opts.Cursor == "",
 	}
 	for i := range list.Requests {
-		t.Rows = append(t.Rows, rowView{Pos: pos + i, R: list.Requests[i]})
+		row := rowView{Pos: pos + i, R: list.Requests[i]}
+		if row.R.Status == asyncevent.StatusHeld {
+			row.HoldLeft = fmtHoldLeft(&row.R, now)
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	t.End = pos + len(list.Requests) - 1
 	t.StatusOptions = append(t.StatusOptions, option{Value: "", Label: "all statuses (" + strconv.Itoa(s.Requests) + ")", Selected: opts.Status == ""})
 	for _, st := range statusOrder {
+		if (st == asyncevent.StatusHeld || st == asyncevent.StatusWaitlisted) && !t.Holds && s.ByStatus[st] == 0 && opts.Status != st {
+			continue // an event without holds has none
+		}
 		t.StatusOptions = append(t.StatusOptions, option{
 			Value:    string(st),
 			Label:    string(st) + " (" + strconv.Itoa(s.ByStatus[st]) + ")",
@@ -409,6 +497,19 @@ func tableOf(ev *asyncevent.EventConfig, s *asyncevent.EventStats, list *asyncev
 	return t
 }
 
+// fmtHoldLeft is the time left at now on a HELD request's hold: "4m59s left", or
+// "ran out" (the hold sweep is to end it).
+func fmtHoldLeft(r *asyncevent.Request, now time.Time) string {
+	switch left := holdLeft(r, now).Truncate(time.Second); {
+	case left <= 0:
+		return "ran out"
+	case left < time.Minute:
+		return strconv.Itoa(int(left.Seconds())) + " s left"
+	default:
+		return fmtDuration(left) + " left"
+	}
+}
+
 // requestPageView is the request page.
 type requestPageView struct {
 	R           *asyncevent.Request
@@ -417,6 +518,7 @@ type requestPageView struct {
 	Logs        []logRow
 	LogsEnabled bool
 	Lease       string
+	HoldLeft    string // of a HELD request
 }
 
 // stepView is one step of a request's life, with the time it took to get there
@@ -484,9 +586,12 @@ func (u *adminUI) request(w http.ResponseWriter, r *http.Request, sess *uiSessio
 	}
 	if req.LeaseOwner != "" {
 		v.Lease = req.LeaseOwner + " until " + fmtTime(req.LeaseExpiresAt)
-		if req.LeaseExpiresAt != 0 && req.LeaseExpiresAt.Time().Before(time.Now()) {
+		if req.LeaseExpiresAt != 0 && req.LeaseExpiresAt.Time().Before(u.now()) {
 			v.Lease += " (expired)"
 		}
+	}
+	if req.Status == asyncevent.StatusHeld {
+		v.HoldLeft = fmtHoldLeft(req, u.now())
 	}
 	u.render(w, r, http.StatusOK, "request", page{Title: "Request " + req.RequestID, Session: sess, Data: v})
 	return nil
