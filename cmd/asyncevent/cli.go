@@ -70,8 +70,8 @@ func commands() []*command {
 	cmds := []*command{
 		tableCreateCmd(), tableCheckCmd(),
 		eventCreateCmd(), eventGetCmd(),
-		requestGetCmd(), requestsListCmd(), logsCmd(),
-		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(), planCmd(),
+		requestGetCmd(), requestConfirmCmd(), requestReleaseCmd(), requestsListCmd(), logsCmd(),
+		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(), holdsSweepCmd(), planCmd(),
 		demoCmd(), benchCmd(),
 	}
 	return cmds

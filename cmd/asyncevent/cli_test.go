@@ -387,6 +387,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"help"}, exitOK, "requests list"},
 		{[]string{"-h"}, exitOK, "Global flags"},
 		{[]string{"help", "requests", "list"}, exitOK, "-status"},
+		{[]string{"help"}, exitOK, "request confirm [flags] REQUEST_ID"},
+		{[]string{"help"}, exitOK, "holds sweep [flags] EVENT_ID"},
+		{[]string{"help", "holds", "sweep"}, exitOK, "-once"},
+		{[]string{"help", "event", "create"}, exitOK, "-hold-for DURATION"},
+		{[]string{"holds"}, exitUsage, `unknown command "holds"`},
 		{[]string{"stats", "-h"}, exitOK, "usage: asyncevent stats"},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{[]string{"table"}, exitUsage, `unknown command "table"`},
@@ -544,4 +549,207 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 	out = f.ok(t, "draw", "lot")
 	assert.Regexp(t, `seed mode +SEALED`, out)
 	assert.Contains(t, f.ok(t, "verify", "lot"), "verified")
+}
+
+// playHolds creates cfg, an event with holds, with a client on clock (nil: the real
+// one), runs users through it one at a time in click order, and returns their
+// request IDs: the first CapacityTotal HELD, the others WAITLISTED.
+func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.EventConfig, users int) []string {
+	t.Helper()
+	ctx := context.Background()
+	c := f.client(t, asyncevent.Options{Clock: clock})
+	cfg.EventType = asyncevent.FirstCome
+	_, err := c.CreateEvent(ctx, cfg)
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	ids := make([]string, users)
+	for i := range ids {
+		p, err := c.Submit(ctx, q, cfg.EventID, fmt.Sprintf("user-%d", i))
+		require.NoError(t, err)
+		ids[i] = p.RequestID
+		time.Sleep(2 * time.Millisecond) // distinct queuedAt, so queue order is click order
+	}
+	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	for {
+		ds, err := q.Receive(ctx, 1, 0, time.Minute)
+		require.NoError(t, err)
+		if len(ds) == 0 {
+			return ids
+		}
+		require.Empty(t, proc.ProcessMessages(ctx, ds))
+	}
+}
+
+func TestEventCreateWithHolds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+
+	var ev eventJSON
+	f.json(t, &ev, "event", "create", "sale", "-capacity", "3", "-hold-for", "10m")
+	assert.EqualValues(t, 10*time.Minute, ev.Config["holdFor"], "stored as Go stores a time.Duration: nanoseconds")
+	assert.Regexp(t, `holdFor +10m0s`, f.ok(t, "event", "get", "sale"))
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-capacity", "3", "-hold-for", "5s"}, "-hold-for 5s: want 10s to 24h0m0s (or 0: no holds)"},
+		{[]string{"-capacity", "3", "-hold-for", "25h"}, "-hold-for 25h0m0s: want 10s to 24h0m0s"},
+		{[]string{"-capacity", "3", "-hold-for", "-1m"}, "-hold-for -1m0s"},
+		{[]string{"-capacity", "3", "-hold-for", "soon"}, "-hold-for"},
+		{[]string{"-type", "lottery", "-winners", "1", "-cutoff", "+1h", "-hold-for", "10m"}, "-hold-for: only for a FIRST_COME event"},
+	} {
+		_, errOut, code := f.run(t, append([]string{"event", "create", "bad"}, tc.args...)...)
+		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+	_, _, code := f.run(t, "event", "get", "bad")
+	assert.Equal(t, exitFailure, code, "no event was created")
+}
+
+// A sale with holds seen from the CLI: a HELD request with the time left on its hold,
+// a WAITLISTED one; a confirm, a release, a confirm too late and one twice; the
+// release's seat handed on by the hold sweep; the holds in the stats.
+func TestHeldAndWaitlistedRequests(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	ids := playHolds(t, f, nil, asyncevent.EventConfig{EventID: "sale", CapacityTotal: 2, HoldFor: 10 * time.Minute}, 4)
+
+	out := f.ok(t, "request", "get", ids[0])
+	assert.Regexp(t, `^HELD until \S+ \((9m\d\ds|10m0s) left\): 'asyncevent request confirm `+ids[0]+`' once paid`, out)
+	assert.Regexp(t, `holdExpiresAt +\S+ \(\d+\)`, out)
+	assert.Regexp(t, `(?m)^seatShard +0$`, out, "the shard, not a pointer")
+	var held map[string]any
+	f.json(t, &held, "request", "get", ids[0])
+	assert.Equal(t, "HELD", held["status"])
+	assert.Equal(t, "HELD", held["uiResult"])
+	assert.NotZero(t, held["holdExpiresAt"])
+	out = f.ok(t, "request", "get", ids[2])
+	assert.True(t, strings.HasPrefix(out, "WAITLISTED: waits for a seat given back"), out)
+	assert.Contains(t, out, "'asyncevent request release "+ids[2]+"'")
+	assert.NotContains(t, f.ok(t, "stats", "sale"), "HELD until", "only request get says it")
+
+	// The first pays; the second gives up; the fourth leaves the waitlist.
+	out = f.ok(t, "request", "confirm", ids[0])
+	assert.Equal(t, "confirmed: "+ids[0]+" is SUCCEEDED (SUCCESS): the seat is the user's\n", out)
+	var rel transitionJSON
+	f.json(t, &rel, "request", "release", ids[1])
+	assert.Equal(t, transitionJSON{RequestID: ids[1], Action: "release", Applied: true, Status: "REJECTED", ResultCode: "REJECTED_RELEASED"}, rel)
+	assert.Contains(t, f.ok(t, "request", "release", ids[3]), "released: "+ids[3]+" is REJECTED (REJECTED_RELEASED)")
+
+	// Not applied: the outcome on stdout, exit code 1.
+	out, errOut, code := f.run(t, "request", "confirm", ids[1])
+	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, "not applied: the request is REJECTED (REJECTED_RELEASED): its hold ended before the confirm: refund the payment\n", out)
+	assert.Contains(t, errOut, ids[1]+" was not confirmed: it is REJECTED (REJECTED_RELEASED)")
+	out, _, code = f.run(t, "-json", "request", "confirm", ids[0])
+	assert.Equal(t, exitFailure, code)
+	var twice transitionJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &twice), out)
+	assert.False(t, twice.Applied)
+	assert.Equal(t, "SUCCEEDED", twice.Status)
+	assert.Equal(t, "SUCCESS", twice.ResultCode)
+	assert.Equal(t, ids[0], twice.Request["requestId"], "the request as found")
+	out, _, code = f.run(t, "request", "release", ids[0])
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, out, "not applied: the request is SUCCEEDED (SUCCESS): its seat is the user's")
+	out, _, code = f.run(t, "request", "confirm", ids[2])
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, out, "not applied: the request is WAITLISTED: it holds no seat")
+	_, errOut, code = f.run(t, "request", "confirm", "no-such-request")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "not found")
+	_, _, code = f.run(t, "request", "release")
+	assert.Equal(t, exitUsage, code)
+
+	// The seat given back goes to the one still waitlisted.
+	var sw holdSweepJSON
+	f.json(t, &sw, "holds", "sweep", "sale")
+	assert.Equal(t, holdSweepJSON{EventID: "sale", Passes: 1, Served: 1}, sw)
+	assert.Regexp(t, `^HELD until`, f.ok(t, "request", "get", ids[2]))
+
+	var st statsJSON
+	f.json(t, &st, "stats", "sale")
+	require.NotNil(t, st.Holds)
+	assert.Equal(t, holdStatsJSON{HoldForMs: 600000, Held: 1, Confirmed: 1, Released: 2, SeatsReturned: 1, SeatsServed: 1}, *st.Holds)
+	out = f.ok(t, "stats", "sale")
+	assert.Regexp(t, `holds +10m0s each: 1 held, 1 confirmed, 2 released, 0 expired`, out)
+	assert.Regexp(t, `waitlist +0 waiting`, out)
+	assert.Regexp(t, `seats given back +1: 1 handed to the waitlist, 0 not yet`, out)
+
+	// An event without holds has no holds figures.
+	playFirstCome(t, f, "plain", 1, 1)
+	var plain statsJSON
+	f.json(t, &plain, "stats", "plain")
+	assert.Nil(t, plain.Holds)
+	assert.NotContains(t, f.ok(t, "stats", "plain"), "holds")
+}
+
+// Holds that ran out: request get and confirm say so; holds sweep expires them, pass
+// by pass with -max-writes, one pass with -once, and ends the waitlist of an event
+// that closed.
+func TestHoldsSweep(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	// Held an hour ago for ten minutes: every hold ran out 50 minutes ago.
+	ids := playHolds(t, f, pastClock(time.Hour), asyncevent.EventConfig{EventID: "sale", CapacityTotal: 3, HoldFor: 10 * time.Minute}, 6)
+
+	assert.Regexp(t, `^HELD, but its hold ran out at \S+ \(\d+m\d+s ago\): too late to confirm; the next hold sweep ends it REJECTED_HOLD_EXPIRED`,
+		f.ok(t, "request", "get", ids[0]))
+	out, _, code := f.run(t, "request", "confirm", ids[0])
+	assert.Equal(t, exitFailure, code)
+	assert.Regexp(t, `^not applied: the request is HELD: its hold ran out at \S+, too late to confirm: refund the payment`, out)
+
+	// One pass, which ends holds first: two of the three, and says there is more.
+	var sw holdSweepJSON
+	f.json(t, &sw, "holds", "sweep", "sale", "-once", "-max-writes", "2")
+	assert.Equal(t, "sale", sw.EventID)
+	assert.Equal(t, 1, sw.Passes)
+	assert.Equal(t, 2, sw.Expired)
+	assert.True(t, sw.More)
+	out = f.ok(t, "holds", "sweep", "sale", "-once", "-max-writes", "1")
+	assert.Regexp(t, `passes +1\n`, out)
+	assert.Contains(t, out, "the pass reached -max-writes: run it again")
+	// Passes until one leaves nothing more to do.
+	f.json(t, &sw, "holds", "sweep", "sale", "-max-writes", "1")
+	assert.GreaterOrEqual(t, sw.Passes, 2)
+	assert.False(t, sw.More)
+	for _, id := range ids[3:] {
+		assert.Regexp(t, `^HELD until`, f.ok(t, "request", "get", id))
+	}
+	out, _, code = f.run(t, "request", "confirm", ids[0])
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, out, "not applied: the request is REJECTED (REJECTED_HOLD_EXPIRED): its hold ended before the confirm: refund the payment")
+	var st statsJSON
+	f.json(t, &st, "stats", "sale")
+	require.NotNil(t, st.Holds)
+	assert.Equal(t, 3, st.Holds.Expired)
+	assert.Equal(t, 3, st.Holds.Held)
+	assert.Equal(t, int64(3), st.Holds.SeatsServed, "the three seats given back, to the three waitlisted")
+	assert.Zero(t, st.Holds.Waitlisted)
+
+	// An event that closed an hour ago: its hold expires, its waitlist ends.
+	playHolds(t, f, pastClock(2*time.Hour), asyncevent.EventConfig{EventID: "closed", CapacityTotal: 1, HoldFor: 10 * time.Minute,
+		EndsAt: asyncevent.MillisOf(time.Now().Add(-time.Hour))}, 3)
+	out = f.ok(t, "holds", "sweep", "closed")
+	assert.Regexp(t, `closed +2 WAITLISTED requests ended REJECTED_CAPACITY`, out)
+	f.json(t, &sw, "holds", "sweep", "closed")
+	assert.Equal(t, holdSweepJSON{EventID: "closed", Passes: 1}, sw, "nothing left")
+
+	// An event without holds, an unknown one, and mistakes.
+	playFirstCome(t, f, "plain", 1, 1)
+	_, errOut, code := f.run(t, "holds", "sweep", "plain")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "has no holds")
+	assert.Contains(t, errOut, "event create -hold-for")
+	_, errOut, code = f.run(t, "holds", "sweep", "nope")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "not found")
+	_, _, code = f.run(t, "holds", "sweep")
+	assert.Equal(t, exitUsage, code)
+	_, _, code = f.run(t, "holds", "sweep", "sale", "-max-writes", "-1")
+	assert.Equal(t, exitUsage, code)
 }

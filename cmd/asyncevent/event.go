@@ -69,6 +69,7 @@ func eventCreateCmd() *command {
 		capacity, winners           int64
 		indexShards, capacityShards int
 		peak                        float64
+		holdFor                     time.Duration
 		starts, ends, cutoff, annAt timeFlag
 	)
 	for _, t := range []*timeFlag{&starts, &ends, &cutoff, &annAt} {
@@ -77,11 +78,13 @@ func eventCreateCmd() *command {
 	return &command{
 		name:    "event create",
 		args:    "EVENT_ID",
-		summary: "create a FIRST_COME event (-capacity N) or a LOTTERY event (-winners K -cutoff TIME)",
+		summary: "create a FIRST_COME event (-capacity N, with holds: -hold-for DURATION) or a LOTTERY event (-winners K -cutoff TIME)",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&typ, "type", "first-come", "event `type`: first-come or lottery")
 			fs.StringVar(&name, "name", "", "display `name`")
 			fs.Int64Var(&capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
+			fs.DurationVar(&holdFor, "hold-for", 0, "FIRST_COME: hold each seat won for `DURATION` ("+asyncevent.MinHoldFor.String()+" to "+asyncevent.MaxHoldFor.String()+
+				") until 'asyncevent request confirm' (paid); a release or the hold's expiry gives it to the earliest WAITLISTED request. 0: no holds, a seat won is SUCCEEDED")
 			fs.Int64Var(&winners, "winners", 0, "LOTTERY: the number of winners `K`")
 			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later. "+
 				"The seed is sealed by the secret in "+envDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
@@ -103,10 +106,13 @@ func eventCreateCmd() *command {
 			if err := typeFlagsAgree(fs, et); err != nil {
 				return err
 			}
+			if holdFor != 0 && (holdFor < asyncevent.MinHoldFor || holdFor > asyncevent.MaxHoldFor) {
+				return usagef("-hold-for %s: want %s to %s (or 0: no holds)", holdFor, asyncevent.MinHoldFor, asyncevent.MaxHoldFor)
+			}
 			want := asyncevent.EventConfig{
 				EventID: args[0], EventType: et, Name: name,
 				StartsAt: starts.at, EndsAt: ends.at,
-				CapacityTotal: capacity, WinnerCount: winners,
+				CapacityTotal: capacity, WinnerCount: winners, HoldFor: holdFor,
 				LotteryCutoffAt: cutoff.at, AnnounceAt: annAt.at,
 				IndexShards: indexShards, CapacityShards: capacityShards,
 			}
@@ -140,7 +146,7 @@ func eventCreateCmd() *command {
 }
 
 // typeFlagsAgree refuses flags of the other event type: -winners, -cutoff and
-// -announce belong to a lottery, -capacity to a first-come event.
+// -announce belong to a lottery, -capacity and -hold-for to a first-come event.
 func typeFlagsAgree(fs *flag.FlagSet, et asyncevent.EventType) error {
 	var wrong []string
 	fs.Visit(func(f *flag.Flag) {
@@ -149,7 +155,7 @@ func typeFlagsAgree(fs *flag.FlagSet, et asyncevent.EventType) error {
 			if et != asyncevent.Lottery {
 				wrong = append(wrong, "-"+f.Name)
 			}
-		case "capacity":
+		case "capacity", "hold-for":
 			if et != asyncevent.FirstCome {
 				wrong = append(wrong, "-"+f.Name)
 			}

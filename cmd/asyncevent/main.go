@@ -1,7 +1,9 @@
 // Command asyncevent is the operator CLI of the asyncevent library: it creates and
 // checks the table, creates and reads events, reads requests, lists and status logs,
-// computes an event's statistics, runs and verifies a lottery draw, re-drives stuck
-// requests, and runs the spike demo and the benchmark against a raw-SDK baseline.
+// confirms and releases the HELD requests of an event with holds and runs its hold
+// sweep, computes an event's statistics, runs and verifies a lottery draw, re-drives
+// stuck requests, and runs the spike demo and the benchmark against a raw-SDK
+// baseline.
 //
 //	asyncevent [global flags] <command> [flags] [arguments]
 //

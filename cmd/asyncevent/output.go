@@ -80,6 +80,9 @@ func printItem(w io.Writer, v any) error {
 }
 
 func formatValue(name string, v any) string {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		v = rv.Elem().Interface() // seatShard: the shard, not its address
+	}
 	switch x := v.(type) {
 	case asyncevent.EpochMillis:
 		return fmt.Sprintf("%s (%d)", formatMillis(x), int64(x))

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/asyncevent/asyncevent"
 )
@@ -14,7 +15,7 @@ func requestGetCmd() *command {
 	return &command{
 		name:    "request get",
 		args:    "REQUEST_ID",
-		summary: "show one request (GetItem REQ#<requestId> / META)",
+		summary: "show one request (GetItem REQ#<requestId> / META); of a HELD one, the time left on its hold",
 		run: withID("REQUEST_ID", func(ctx context.Context, e *env, c *asyncevent.Client, requestID string) error {
 			r, err := c.GetRequest(ctx, requestID)
 			if err != nil {
@@ -22,6 +23,9 @@ func requestGetCmd() *command {
 			}
 			if e.json {
 				return e.printJSON(itemJSON(r))
+			}
+			if line := holdLine(r, time.Now()); line != "" {
+				fmt.Fprintf(e.stdout, "%s\n\n", line)
 			}
 			return printItem(e.stdout, r)
 		}),
@@ -45,7 +49,7 @@ func requestsListCmd() *command {
 		summary: "list an event's requests in queue order (Query GSI2), or a user's with -user (GSI1)",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&order, "order", "asc", "queue `order`: asc (oldest first) or desc (latest first)")
-			fs.StringVar(&status, "status", "", "only requests in this `status` (RECEIVED, QUEUED, PROCESSING, SUCCEEDED, REJECTED, FAILED_FINAL)")
+			fs.StringVar(&status, "status", "", "only requests in this `status` (RECEIVED, QUEUED, PROCESSING, SUCCEEDED, REJECTED, FAILED_FINAL; with holds HELD, WAITLISTED)")
 			fs.IntVar(&limit, "limit", 0, "at most `N` requests (default 50 for an event, at most 500; 20 for a user, at most 100)")
 			fs.IntVar(&maxRead, "max-read", 0, "with -status: read at most `N` requests to fill the page (default 10 × limit)")
 			fs.StringVar(&cursor, "cursor", "", "continue from the `cursor` a previous page printed")

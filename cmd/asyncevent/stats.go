@@ -19,6 +19,20 @@ type statsJSON struct {
 	QueueWait         durationsJSON  `json:"queueWait"`
 	Processing        durationsJSON  `json:"processing"`
 	Fairness          fairnessJSON   `json:"fairness"`
+	Holds             *holdStatsJSON `json:"holds,omitempty"`
+}
+
+// holdStatsJSON is asyncevent.HoldStats for scripts.
+type holdStatsJSON struct {
+	HoldForMs     int64 `json:"holdForMs"`
+	Held          int   `json:"held"`
+	Confirmed     int   `json:"confirmed"`
+	Released      int   `json:"released"`
+	Expired       int   `json:"expired"`
+	Waitlisted    int   `json:"waitlisted"`
+	SeatsReturned int64 `json:"seatsReturned"`
+	SeatsServed   int64 `json:"seatsServed"`
+	SeatsWaiting  int64 `json:"seatsWaiting"`
 }
 
 type fairnessJSON struct {
@@ -40,6 +54,13 @@ func statsOf(st *asyncevent.EventStats) statsJSON {
 	for r, n := range st.ByResultCode {
 		out.ByResultCode[string(r)] = n
 	}
+	if h := st.Holds; h != nil {
+		out.Holds = &holdStatsJSON{
+			HoldForMs: h.HoldFor.Milliseconds(), Held: h.Held, Confirmed: h.Confirmed, Released: h.Released,
+			Expired: h.Expired, Waitlisted: h.Waitlisted,
+			SeatsReturned: h.SeatsReturned, SeatsServed: h.SeatsServed, SeatsWaiting: h.SeatsWaiting,
+		}
+	}
 	return out
 }
 
@@ -59,7 +80,7 @@ func statsCmd() *command {
 	return &command{
 		name:    "stats",
 		args:    "EVENT_ID",
-		summary: "an event's statistics: requests by status and result, capacity, queue wait, fairness (Query GSI2)",
+		summary: "an event's statistics: requests by status and result, capacity, holds and waitlist, queue wait, fairness (Query GSI2)",
 		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
 			st, err := c.EventStats(ctx, eventID)
 			if err != nil {
@@ -75,6 +96,13 @@ func statsCmd() *command {
 			fmt.Fprintf(tw, "by result\t%s\n", formatCounts(st.ByResultCode))
 			if st.EventType == asyncevent.FirstCome {
 				fmt.Fprintf(tw, "capacity\t%s total, %s remaining\n", formatInt(int(st.CapacityTotal)), formatInt(int(st.CapacityRemaining)))
+			}
+			if h := st.Holds; h != nil {
+				fmt.Fprintf(tw, "holds\t%s each: %s held, %s confirmed, %s released, %s expired\n",
+					h.HoldFor, formatInt(h.Held), formatInt(h.Confirmed), formatInt(h.Released), formatInt(h.Expired))
+				fmt.Fprintf(tw, "waitlist\t%s waiting\n", formatInt(h.Waitlisted))
+				fmt.Fprintf(tw, "seats given back\t%s: %s handed to the waitlist, %s not yet\n",
+					formatInt(int(h.SeatsReturned)), formatInt(int(h.SeatsServed)), formatInt(int(h.SeatsWaiting)))
 			}
 			fmt.Fprintf(tw, "queue wait\t%s\n", formatDurations(st.QueueWait))
 			fmt.Fprintf(tw, "processing\t%s\n", formatDurations(st.Processing))
