@@ -186,8 +186,7 @@
 //	    set  SET status = WAITLISTED, uiResult = WAITLISTED
 //	hold confirmed                 Confirm                    UpdateItem     REQ#<requestId> / META
 //	    if   (status = HELD) AND (holdExpiresAt > :now)
-//	    set  REMOVE holdExpiresAt SET status = SUCCEEDED, uiResult = SUCCESS,
-//	         resultCode = SUCCESS, finishedAt = :now
+//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
 //	hold released                  Release                    UpdateItem     REQ#<requestId> / META
 //	    if   (status = HELD) AND (holdExpiresAt = :holdExpiresAt)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_RELEASED,

@@ -136,8 +136,7 @@ var (
 	confirmRow = row{
 		name: "hold confirmed", method: "Confirm", item: EntityRequest, op: opUpdate,
 		from: []leave{{status: StatusHeld, when: &holdRunning}}, to: StatusSucceeded,
-		sets:    finalSets(UISuccess, ResultSuccess),
-		removes: []string{attrHoldExpiresAt},
+		sets: finalSets(UISuccess, ResultSuccess),
 	}
 	releaseRow = row{
 		name: "hold released", method: "Release", item: EntityRequest, op: opUpdate,
@@ -278,8 +277,8 @@ func (c *Client) holdExpiry(d time.Duration) EpochMillis {
 // Confirm makes a HELD request SUCCEEDED, when the service has its payment: after a
 // strongly consistent read of the request, one TransactWriteItems of the "hold
 // confirmed" row (UpdateItem PK REQ#<requestId>, SK META, SET status = SUCCEEDED,
-// uiResult SUCCESS, resultCode SUCCESS, finishedAt, REMOVE holdExpiresAt; condition
-// status = HELD AND holdExpiresAt > now) and the "hold cleared" row (DeleteItem of
+// uiResult SUCCESS, resultCode SUCCESS, finishedAt; condition status = HELD AND
+// holdExpiresAt > now) and the "hold cleared" row (DeleteItem of
 // its Hold item), so the sweep never meets a confirmed hold.
 //
 // A confirm and the hold's expiry race on the request's own condition, so exactly

@@ -58,7 +58,8 @@ type Request struct {
 
 	// HoldExpiresAt, of a HELD request (an event with holds, EventConfig.HoldFor), is
 	// when its hold runs out: Confirm before it makes it SUCCEEDED; the hold sweep
-	// after it gives its seat to the waitlist. Kept on a released or expired request.
+	// after it gives its seat to the waitlist. Kept once the hold ended (confirmed,
+	// released or expired): the request held a seat.
 	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt,omitempty"`
 	// ServedAt is when a WAITLISTED request got a seat given back (it then holds no
 	// seat token on a capacity shard: its seat came from the event's Returns item).

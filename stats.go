@@ -64,8 +64,8 @@ type Durations struct {
 
 // Fairness reports how far a FIRST_COME event's outcomes strayed from queue order.
 type Fairness struct {
-	// Inversions counts the requests rejected for capacity while a request queued
-	// later won a seat.
+	// Inversions counts the requests rejected for capacity (or, with holds, left
+	// WAITLISTED) while a request queued later won a seat (or held one).
 	Inversions int
 	// MaxGap is the largest such distance in queue time: the last winner's queuedAt
 	// minus the inverted loser's queuedAt.
@@ -82,6 +82,9 @@ type statsRow struct {
 	FinishedAt EpochMillis `dynamodbav:"finishedAt"`
 	LeaseOwner string      `dynamodbav:"leaseOwner"` // set when a worker held it PROCESSING
 	SeatShard  *int        `dynamodbav:"seatShard"`  // set when a first-come claim took it on (home claim included)
+	// HoldExpiresAt is set on a request that held a seat (an event with holds): its
+	// finishedAt is a person's decision (a confirm, a release) or its hold's end.
+	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt"`
 }
 
 // EventStats computes an event's statistics from its requests: the "event
@@ -120,7 +123,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		if reached := cmp.Or(r.StartedAt, r.FinishedAt); reached != 0 && r.QueuedAt != 0 && r.ResultCode != ResultFailedIngestEnqueue {
 			waits = append(waits, reached.Time().Sub(r.QueuedAt.Time()))
 		}
-		if r.FinishedAt != 0 && r.StartedAt != 0 && (r.LeaseOwner != "" || r.SeatShard != nil) {
+		if r.FinishedAt != 0 && r.StartedAt != 0 && (r.LeaseOwner != "" || r.SeatShard != nil) && r.HoldExpiresAt == 0 {
 			runs = append(runs, r.FinishedAt.Time().Sub(r.StartedAt.Time()))
 		}
 	}
@@ -157,22 +160,24 @@ func (c *Client) holdStats(ctx context.Context, cfg *EventConfig, st *EventStats
 
 // statsRows reads an event's requests from GSI2, in queue order over all its shards.
 func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
-	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt, attrLeaseOwner, attrSeatShard)
+	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt, attrLeaseOwner, attrSeatShard, attrHoldExpiresAt)
 	slices.SortStableFunc(rows, func(a, b statsRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK) })
 	return rows, err
 }
 
 // fairness counts the capacity losers that were queued before some winner. rows are
-// in queue order.
+// in queue order. With holds a winner is any request that held a seat (HELD, or
+// with a holdExpiresAt: confirmed, released, expired), and a loser one still
+// WAITLISTED or rejected for capacity.
 func fairness(rows []statsRow) Fairness {
 	var f Fairness
 	var lastWin EpochMillis // the latest queuedAt of a winner queued after the current row
 	for i := len(rows) - 1; i >= 0; i-- {
 		r := rows[i]
 		switch {
-		case r.Status == StatusSucceeded:
+		case r.Status == StatusSucceeded, r.Status == StatusHeld, r.HoldExpiresAt != 0:
 			lastWin = max(lastWin, r.QueuedAt)
-		case r.ResultCode == ResultRejectedCapacity && lastWin > r.QueuedAt:
+		case (r.ResultCode == ResultRejectedCapacity || r.Status == StatusWaitlisted) && lastWin > r.QueuedAt:
 			f.Inversions++
 			f.MaxGap = max(f.MaxGap, lastWin.Time().Sub(r.QueuedAt.Time()))
 		}
