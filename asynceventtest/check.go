@@ -51,6 +51,13 @@ type CheckReport struct {
 //     each capacity item, one seat token per seat spent, each that of a SUCCEEDED
 //     request whose seatShard is that item's: no seat spent without its winner, none
 //     given twice.
+//   - FIRST_COME with holds (EventConfig.HoldFor), instead of the first two: the seats
+//     left on the shards and on the Returns item and the HELD and SUCCEEDED requests
+//     add up to the capacity; the Returns item's counts match the holds released or
+//     expired and the requests served from the waitlist; the shards' seat tokens are
+//     those of the requests that won a seat there; no request is WAITLISTED while a
+//     shard holds a seat, nor (unless opts.Unsettled) while a seat given back waits.
+//     HELD and WAITLISTED requests wait for a person, and count as settled.
 //   - LOTTERY, once announced: exactly min(K, entries) SUCCEEDED, and VerifyDraw clean.
 //   - No request left non-final (unless opts.Unsettled; QUEUED lottery entries before
 //     the draw are fine).
