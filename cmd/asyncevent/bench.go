@@ -28,7 +28,7 @@ func benchCmd() *command {
 	return &command{
 		name: "bench",
 		summary: "measure the library's first-come ingest and worker against the same flows written on the raw SDK, " +
-			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes",
+			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; and the flows of an event with holds",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every flow on both sides")
 			fs.IntVar(&o.n, "n", bench.DefaultN, "operations per flow, side and round")
@@ -180,7 +180,7 @@ func acceptance(r *bench.Report) []check {
 			Shown: fmt.Sprintf("%.2f (%.2f CONFIG reads, %.2f home shard reads, %.3f CAPACITY writes)", p.RoundTrips, p.ConfigReads, p.CapacityReads, p.CapacityWrites), OK: p.RoundTrips <= 2+1e-9,
 		})
 	}
-	return cs
+	return append(cs, holdsAcceptance(r)...)
 }
 
 func (o benchOutput) writeText(w io.Writer) error {
@@ -218,6 +218,9 @@ func (o benchOutput) writeText(w io.Writer) error {
 			pair(l.QueueSends, b.QueueSends, 2), pair(l.WCU, b.WCU, 1), pair(l.CapacityWrites, b.CapacityWrites, 2))
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeHolds(w, r.Holds); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nacceptance:")

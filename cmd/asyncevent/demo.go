@@ -32,6 +32,7 @@ type demoOptions struct {
 	report         string
 	seed           uint64
 	sqs            sqsFlags
+	holds          holdsOptions
 }
 
 // The default scenario: issue 9's, with 12,000 clicks instead of 20,000 and 3,000
@@ -57,7 +58,7 @@ func demoCmd() *command {
 	return &command{
 		name: "demo",
 		summary: "the traffic-spike demo: a first-come event hit by concurrent clicks and repeat clicks, " +
-			"then a lottery drawn and verified; prints a report (and -report FILE.html)",
+			"a sale with holds and a waitlist, then a lottery drawn and verified; prints a report (and -report FILE.html)",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.capacity, "capacity", defaultDemoCapacity, "first-come capacity `N` (the winners)")
 			fs.IntVar(&o.submits, "submits", defaultDemoSubmits, "first-come clicks, repeat clicks included")
@@ -68,7 +69,8 @@ func demoCmd() *command {
 			fs.IntVar(&o.lotteryWinners, "lottery-winners", defaultDemoWinners, "lottery winners `K`")
 			fs.BoolVar(&o.skipLottery, "skip-lottery", false, "run the first-come event only")
 			fs.StringVar(&o.report, "report", "", "also write a self-contained HTML report to this `file`")
-			fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order (default: random)")
+			fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order and of the fates of the holds (default: random)")
+			o.holds.register(fs)
 			o.sqs.register(fs, false)
 		},
 		run: runDemo(&o),
@@ -88,7 +90,7 @@ func (o *demoOptions) check() error {
 	case !o.skipLottery && (o.lotteryEntries < 1 || o.lotteryWinners < 1):
 		return usagef("-lottery-entries and -lottery-winners must be at least 1 (or -skip-lottery)")
 	}
-	return nil
+	return o.holds.check()
 }
 
 func runDemo(o *demoOptions) func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
@@ -234,6 +236,9 @@ func (d *demo) openQueue(ctx context.Context) (asyncevent.Queue, string, error) 
 // tracker follows the messages of one event through the workers.
 type tracker struct {
 	start time.Time
+	// onFinal, if set, is told each request's first final outcome, under the
+	// tracker's lock: it must not block.
+	onFinal func(asyncevent.Outcome)
 
 	mu         sync.Mutex
 	final      map[string]bool // requests that reached a final outcome
@@ -256,7 +261,8 @@ func (t *tracker) onOutcome(o asyncevent.Outcome) {
 	t.kinds[o.Kind]++
 	switch o.Kind {
 	case asyncevent.OutcomeSucceeded, asyncevent.OutcomeRejected, asyncevent.OutcomeCollected,
-		asyncevent.OutcomeFailed, asyncevent.OutcomeDeadLetter, asyncevent.OutcomeNotFound:
+		asyncevent.OutcomeFailed, asyncevent.OutcomeDeadLetter, asyncevent.OutcomeNotFound,
+		asyncevent.OutcomeHeld, asyncevent.OutcomeWaitlisted: // with holds, the workers' part ends there
 	default:
 		return
 	}
@@ -264,6 +270,9 @@ func (t *tracker) onOutcome(o asyncevent.Outcome) {
 		return
 	}
 	t.final[o.RequestID] = true
+	if t.onFinal != nil {
+		t.onFinal(o)
+	}
 	t.lastFinal = now
 	t.finals.Add(1)
 	switch o.Kind {
@@ -400,14 +409,21 @@ func waitFinal(ctx context.Context, t *tracker, want int) error {
 // schedule returns the users of the first-come clicks in click order: submits clicks,
 // of which round(submits × repeat) repeat a user who clicks more than once, shuffled.
 func (o *demoOptions) schedule() (users []string, distinct int) {
-	repeats := min(int(float64(o.submits)*o.repeat+0.5), o.submits-1) // someone clicks first
-	distinct = o.submits - repeats
-	seed := o.seed
+	users, distinct, _ = scheduleClicks(o.submits, o.repeat, o.seed)
+	return users, distinct
+}
+
+// scheduleClicks returns the users of submits clicks in click order, of which
+// round(submits × repeat) repeat a user who clicks more than once, shuffled by an rng
+// of seed (0: a random seed), and that rng.
+func scheduleClicks(submits int, repeat float64, seed uint64) (users []string, distinct int, rng *rand.Rand) {
+	repeats := min(int(float64(submits)*repeat+0.5), submits-1) // someone clicks first
+	distinct = submits - repeats
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	users = make([]string, 0, o.submits)
+	rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	users = make([]string, 0, submits)
 	for i := range distinct {
 		users = append(users, fmt.Sprintf("user-%06d", i))
 	}
@@ -415,7 +431,7 @@ func (o *demoOptions) schedule() (users []string, distinct int) {
 		users = append(users, users[rng.IntN(distinct)])
 	}
 	rng.Shuffle(len(users), func(i, j int) { users[i], users[j] = users[j], users[i] })
-	return users, distinct
+	return users, distinct, rng
 }
 
 // run runs the scenario and returns its report.
@@ -433,6 +449,11 @@ func (d *demo) run(ctx context.Context) (*demoReport, error) {
 		return nil, err
 	}
 	rep.FirstCome = fc
+	if !d.o.holds.skip {
+		if rep.Holds, err = d.holds(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if !d.o.skipLottery {
 		lot, err := d.lottery(ctx)
 		if err != nil {

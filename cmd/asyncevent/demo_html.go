@@ -103,6 +103,7 @@ type htmlData struct {
 	R       *demoReport
 	Chart   *chart
 	FC      []row
+	Holds   []row
 	Lottery []row
 	Verdict string
 	OK      bool
@@ -141,6 +142,9 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 			{"hottest keys", formatHottest(fc.Heat)},
 		}
 		d.Ceiling = "On DynamoDB " + ceilingSentence(fc.Heat) + "."
+	}
+	if h := r.Holds; h != nil {
+		d.Holds = h.rows()
 	}
 	if l := r.Lottery; l != nil {
 		d.Lottery = []row{
@@ -213,6 +217,9 @@ svg text.wtick { fill: #1f9d55; }
 {{end}}
 {{with .Ceiling}}<p class="ceiling">{{.}}</p>{{end}}
 {{if .FC}}<table>{{range .FC}}<tr><td>{{.Label}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+{{with .R.Holds}}<h2>First come with holds: {{.EventID}}</h2>
+<p>Each seat is held {{.HoldForSeconds}} s until it is paid for; the seats given back go to the waitlist, in queue order.</p>{{end}}
+{{if .Holds}}<table>{{range .Holds}}<tr><td>{{.Label}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
 {{with .R.Lottery}}<h2>Lottery: {{.EventID}}</h2>{{end}}
 {{if .Lottery}}<table>{{range .Lottery}}<tr><td>{{.Label}}</td><td class="mono">{{.Value}}</td></tr>{{end}}</table>{{end}}
 <p class="meta">Total {{printf "%.1f" .R.TotalSeconds}} s. Written by <code>asyncevent demo</code>; this file has no external assets.</p>

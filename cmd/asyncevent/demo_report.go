@@ -24,6 +24,7 @@ type demoReport struct {
 	DynamoDBSource string           `json:"dynamodbSource,omitempty"` // how the embedded DynamoDB Local was started
 	Queue          string           `json:"queue"`
 	FirstCome      *firstComeReport `json:"firstCome"`
+	Holds          *holdsReport     `json:"holds,omitempty"` // the sale with holds
 	Lottery        *lotteryReport   `json:"lottery,omitempty"`
 	Total          time.Duration    `json:"-"`
 	TotalSeconds   float64          `json:"totalSeconds"`
@@ -183,6 +184,9 @@ func (r *demoReport) failure() error {
 			errs = append(errs, fmt.Errorf("first-come: %s of queue order on a FIFO queue, which promises none", inversions(fc.Inversions)))
 		}
 	}
+	if h := r.Holds; h != nil {
+		errs = append(errs, h.failures()...)
+	}
 	if l := r.Lottery; l != nil {
 		if !l.Verified {
 			errs = append(errs, fmt.Errorf("lottery: %s", l.Verification))
@@ -259,6 +263,11 @@ func (r *demoReport) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "  hottest keys\t%s\n", formatHottest(fc.Heat))
 		fmt.Fprintf(tw, "  on DynamoDB\t%s\n", ceilingSentence(fc.Heat))
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if h := r.Holds; h != nil {
+		if err := h.writeText(w); err != nil {
 			return err
 		}
 	}

@@ -22,6 +22,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	f := newFixture(t)
 	report := filepath.Join(t.TempDir(), "demo.html")
 	out, errOut, code := f.run(t, "demo", "-capacity", "20", "-submits", "200", "-clients", "6", "-workers", "3",
+		"-holds-capacity", "10", "-holds-submits", "60",
 		"-lottery-entries", "100", "-lottery-winners", "5", "-report", report, "-seed", "7")
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 
@@ -30,6 +31,27 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  duplicates blocked\s+40 `), out)
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  requests by status\s+REJECTED 140 · SUCCEEDED 20$`), out)
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  verification\s+OK: draw of demo-lottery-\S+ verified: 100 entries, 5 winners$`), out)
+
+	// The sale with holds: 48 users for 10 seats; of the spike's 10 holds 6 are paid
+	// for, 2 given up and 2 left to lapse; the 4 seats given back go to the waitlist,
+	// whose 34 others are ended at the close.
+	holds := out[strings.Index(out, "FIRST_COME WITH HOLDS"):]
+	assert.Regexp(t, `^FIRST_COME WITH HOLDS demo-holds-\S+: capacity 10, each seat held 10s until paid for, then a waitlist\n`, holds)
+	for _, line := range []string{
+		`  new participations\s+48 \(12 duplicates blocked\)`,
+		`  held\s+10 = capacity by the spike's claims \(HELD, each with its Hold item\); 38 waitlisted \(WAITLISTED\)`,
+		`  confirmed\s+10: 6 of the spike's holds paid for \+ 4 handed on from the waitlist and paid for`,
+		`  released\s+2 given up \(Release\): the seat to the waitlist at once`,
+		`  expired\s+2 never paid for: the workers' sweep ended them once their 10s ran out`,
+		`  handed on\s+4 of the 4 seats given back \(released or expired\) went to the earliest waitlisted, HELD in turn; 0 waiting for no one`,
+		`  waitlisted at close\s+34 still waiting when the sale closed: the sweep ended 34 REJECTED_CAPACITY`,
+		`  requests by status\s+REJECTED 38 · SUCCEEDED 10`,
+		`  seats\s+ok: confirmed 10 ≤ capacity 10; 10 confirmed \+ 0 held \+ 0 given back, not handed on \+ 0 never claimed = 10`,
+	} {
+		assert.Regexp(t, `(?m)^`+line+`$`, holds)
+	}
+	assert.NotContains(t, holds, "too late")
+	assert.Regexp(t, `(?m)^holds +clicks 60/60 · held 10 · `, errOut, "its progress")
 	// The event's CONFIG is read once per client and cache period, so its GetItem
 	// share may round to nothing and is then not printed.
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+3\.\d\d calls \((GetItem 0\.\d\d \+ )?PutItem 2\.00 \+ UpdateItem 1\.00\)`), out)
@@ -48,6 +70,9 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(page, "<polyline"), "arrivals, wins, rejections")
 	assert.Regexp(t, `<p class="verdict ok">`+verdict+`[^<]*</p>`, page)
 	assert.Regexp(t, `On DynamoDB this event would throttle above about [\d,]+ clicks/s: each new participation writes [\d.]+ units to one partition key \(GSI2:EVENT#demo-first-come-\S+\)`, page)
+	assert.Regexp(t, `<h2>First come with holds: demo-holds-\S+</h2>`, page)
+	assert.Contains(t, page, "<tr><td>seats</td><td>ok: confirmed 10 ≤ capacity 10;")
+	assert.Contains(t, page, "<tr><td>waitlisted at close</td><td>34 still waiting")
 	assert.NotRegexp(t, `(?i)(src|href)\s*=`, page, "self-contained: no external assets")
 }
 
@@ -79,6 +104,7 @@ func TestDemoJSON(t *testing.T) {
 	f := newFixture(t)
 	var rep demoReport
 	f.json(t, &rep, "demo", "-capacity", "5", "-submits", "60", "-clients", "4", "-workers", "2",
+		"-holds-capacity", "4", "-holds-submits", "30", "-holds-pay", "0.5", "-holds-release", "0.25",
 		"-lottery-entries", "30", "-lottery-winners", "3")
 	fc := rep.FirstCome
 	require.NotNil(t, fc)
@@ -104,6 +130,32 @@ func TestDemoJSON(t *testing.T) {
 	assert.InDelta(t, 1000/fc.Heat.HottestWCUPerParticipation, fc.Heat.CeilingParticipationsPerSec, 1e-6)
 	assert.Positive(t, fc.Heat.CeilingWinnersPerSec)
 
+	// 24 users for 4 seats: 2 holds paid for, 1 given up, 1 lapsed; its seat and the
+	// given-up one went to the first 2 of the 20 waitlisted, who paid.
+	h := rep.Holds
+	require.NotNil(t, h)
+	assert.Equal(t, 10.0, h.HoldForSeconds)
+	assert.Equal(t, 24, h.NewParticipations)
+	assert.Equal(t, 4, h.Held)
+	assert.Equal(t, 4, h.ExpectedHeld)
+	assert.Equal(t, 20, h.Waitlisted)
+	assert.Equal(t, 2, h.Paid)
+	assert.Equal(t, 1, h.Released)
+	assert.Equal(t, 1, h.Lapsed)
+	assert.Equal(t, 1, h.Expired, "by the workers' sweep")
+	assert.Equal(t, int64(2), h.SeatsReturned)
+	assert.Equal(t, int64(2), h.SeatsServed)
+	assert.Zero(t, h.SeatsWaiting)
+	assert.Equal(t, 2, h.ServedPaid)
+	assert.Equal(t, 4, h.Confirmed)
+	assert.LessOrEqual(t, h.Confirmed, h.Capacity)
+	assert.Zero(t, h.HeldLeft)
+	assert.Equal(t, 18, h.WaitlistedLeft)
+	assert.Equal(t, 18, h.ClosedWaitlist)
+	assert.Zero(t, h.LateConfirms+h.LateReleases)
+	assert.Equal(t, map[string]int{"SUCCEEDED": 4, "REJECTED": 20}, h.Stats.ByStatus)
+	assert.Equal(t, map[string]int{"SUCCESS": 4, "REJECTED_RELEASED": 1, "REJECTED_HOLD_EXPIRED": 1, "REJECTED_CAPACITY": 18}, h.Stats.ByResultCode)
+
 	l := rep.Lottery
 	require.NotNil(t, l)
 	assert.True(t, l.Verified, l.Verification)
@@ -116,15 +168,16 @@ func TestDemoJSON(t *testing.T) {
 func TestDemoWithFewerUsersThanSeats(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	out := f.ok(t, "demo", "-capacity", "50", "-submits", "20", "-clients", "3", "-workers", "2", "-skip-lottery")
+	out := f.ok(t, "demo", "-capacity", "50", "-submits", "20", "-clients", "3", "-workers", "2", "-skip-lottery", "-skip-holds")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+16 = every participant, fewer than the capacity`), out)
 	assert.NotContains(t, out, "LOTTERY")
+	assert.NotContains(t, out, "HOLDS")
 }
 
 func TestDemoOnSQS(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	out := f.ok(t, "demo", "-capacity", "5", "-submits", "40", "-clients", "4", "-workers", "2", "-skip-lottery",
+	out := f.ok(t, "demo", "-capacity", "5", "-submits", "40", "-clients", "4", "-workers", "2", "-skip-lottery", "-skip-holds",
 		"-sqs-endpoint", asynceventtest.SQSEndpoint(t))
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+5 = capacity`), out)
 	assert.Contains(t, out, "SQS queue http")
@@ -145,7 +198,7 @@ func TestBench(t *testing.T) {
 		assert.Positive(t, fl.Baseline.Median, fl.Name)
 		assert.Positive(t, fl.Ratio, fl.Name)
 	}
-	require.Len(t, rep.Acceptance, 9)
+	require.Len(t, rep.Acceptance, 11, "with the two of an event with holds")
 	byName := map[string]check{}
 	for _, c := range rep.Acceptance {
 		byName[c.Name] = c
@@ -155,6 +208,25 @@ func TestBench(t *testing.T) {
 	assert.Contains(t, byName, "DynamoDB calls per first-come winner < 3, WCU ≤ 7 (the raw flow's)")
 	assert.Contains(t, byName, "DynamoDB calls per loser at C = 99 once sold out, on a new worker ≤ 2")
 	assert.True(t, byName["DynamoDB calls per message once the worker knows it is sold out = 2 (a look at the home shard, one write), no CAPACITY write"].OK)
+	winHolds := byName["DynamoDB calls per first-come winner with holds = a winner's + 1 (the PutItem of its Hold item), the rest < 3"]
+	assert.True(t, winHolds.OK, winHolds.Shown)
+	assert.InDelta(t, 1.0, winHolds.Value, 1e-9, "one capacity shard: the winner's calls exactly, and the Hold item's put")
+	loseHolds := byName["DynamoDB calls per loser with holds once the worker knows it is sold out = 2 (a look at the home shard, one write to WAITLISTED), as without holds"]
+	assert.True(t, loseHolds.OK, loseHolds.Shown)
+
+	// The flows of an event with holds, in -json as report.holds.
+	holds := rep.Report.Holds
+	require.NotNil(t, holds)
+	var names []string
+	for _, fl := range holds.Flows {
+		names = append(names, fl.Name)
+		assert.Positive(t, fl.Library.Median, fl.Name)
+		assert.Positive(t, fl.Library.PerOp.WCU, fl.Name)
+	}
+	assert.Equal(t, []string{bench.FlowHoldsWinner, bench.FlowHoldsLoser, bench.FlowHoldsConfirm, bench.FlowHoldsRelease,
+		bench.FlowHoldsExpire, bench.FlowHoldsServe}, names)
+	assert.Equal(t, 12, holds.Flows[0].Library.Ops)
+	assert.Equal(t, 1.0, holds.Flows[0].WritesPerOp[asyncevent.EntityHold])
 	assert.NotEmpty(t, rep.Machine)
 	require.Len(t, rep.Heat, 2, "the default layout and the one derived for 20,000 clicks/s")
 	h := rep.Heat[0]
@@ -182,7 +254,36 @@ func TestBench(t *testing.T) {
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
 	assert.Contains(t, out, "library/baseline")
 	assert.Contains(t, out, "acceptance:")
+	assert.Contains(t, out, "holds (EventConfig.HoldFor 10s; the library only, the baseline has none), per operation:")
+	assert.Regexp(t, `(?m)^  holds: worker, first-come winner \(HELD, its Hold item\)\s+[\d.]+\s+[\d.]+ \(.*PutItem 1\.00 .*\)\s.* HOLD 1\.00 .*\+1\.00 calls, .* \(worker, first-come winner\)$`, out)
+	assert.Regexp(t, `(?m)^  holds: SweepHolds, per seat handed on to the waitlist\s+[\d.]+\s+[\d.]+ \(.*TransactWriteItems 1\.00.*\)`, out)
 	assert.Regexp(t, `(?m)^  ceiling: about [\d,]+ participations/s per event \(GSI2:EVENT#\S+ at [\d.]+ WCU per participation\), [\d,]+ winners/s \(1 capacity item × [\d,]+ claims/s, by their units \([\d.]+ WCU per claim on table:EVENT#\S+; no transaction holds a capacity item\)\)$`, out)
 	var decoded map[string]any
 	assert.Error(t, json.Unmarshal([]byte(out), &decoded), "human output by default")
+}
+
+// The sale with holds fails the report when more seats were confirmed than there are,
+// or when its seats do not add up to the capacity.
+func TestDemoHoldsVerdict(t *testing.T) {
+	t.Parallel()
+	sale := func(confirmed, held int, waiting, remaining int64) *demoReport {
+		return &demoReport{FirstCome: &firstComeReport{Winners: 5, ExpectedWinners: 5}, Holds: &holdsReport{
+			Capacity: 10, Held: 10, ExpectedHeld: 10, Confirmed: confirmed, HeldLeft: held, SeatsWaiting: waiting, CapacityRemaining: remaining,
+		}}
+	}
+	ok := sale(7, 1, 2, 0)
+	assert.NoError(t, ok.failure())
+	assert.Contains(t, ok.Holds.seatsCheck(), "ok: confirmed 7 ≤ capacity 10; 7 confirmed + 1 held + 2 given back, not handed on + 0 never claimed = 10")
+
+	over := sale(11, 0, 0, 0)
+	require.Error(t, over.failure())
+	assert.Contains(t, over.verdict(), "holds: 11 confirmed, more than the 10 seats")
+	assert.True(t, strings.HasPrefix(over.Holds.seatsCheck(), "WRONG: confirmed 11 ≤ capacity 10"))
+
+	lost := sale(7, 0, 2, 0)
+	assert.ErrorContains(t, lost.failure(), "holds: the seats add up to 9, not the capacity 10")
+	var page bytes.Buffer
+	require.NoError(t, renderHTML(&page, lost))
+	assert.Contains(t, page.String(), `<p class="verdict bad">`)
+	assert.Contains(t, page.String(), "<h2>First come with holds: ")
 }

@@ -2,8 +2,9 @@
 // and worker flows written directly on aws-sdk-go-v2, the way a team would write seed
 // 003's calls without the library. Both run interleaved in one process against the
 // same DynamoDB, each through its own metered client, so that the throughput, the
-// round trips and the capacity they consume can be compared. The operator CLI's bench
-// command prints the Report of Run.
+// round trips and the capacity they consume can be compared. The flows of an event with
+// holds (EventConfig.HoldFor) are measured on the library alone, against its own flows
+// without holds. The operator CLI's bench command prints the Report of Run.
 package bench
 
 import (

@@ -86,6 +86,8 @@ type Report struct {
 	Flows   []Flow `json:"flows"`
 	// Store is the calibration row FlowStoreTransaction.
 	Store *Flow `json:"store,omitempty"`
+	// Holds is the flows of an event with holds, measured on the library only.
+	Holds *Holds `json:"holds,omitempty"`
 }
 
 // Flow is one flow measured on both sides.
@@ -150,7 +152,11 @@ type side struct {
 	client  *asyncevent.Client // the library, on counter (the baseline uses it only to create events)
 	other   *asyncevent.Client // another ingest node of the library: no cache of this node's clicks
 	raw     *Baseline
-	results map[string]*measured
+	// holds is the library's client for the events with holds, on counter, whose
+	// clock (holdsClock) skips past their holds; nil on the baseline's side.
+	holds      *asyncevent.Client
+	holdsClock *holdsClock
+	results    map[string]*measured
 }
 
 type measured struct {
@@ -166,8 +172,10 @@ type measured struct {
 // capacity N; N new participations from Clients concurrent callers; N repeat clicks of
 // the same users; the N messages processed by Workers concurrent workers (all win, and
 // the event is sold out); then N more users, whose messages are processed by a worker
-// that has already seen the event sold out (one message first, unmeasured); last, the
-// store calibration FlowStoreTransaction (Report.Store).
+// that has already seen the event sold out (one message first, unmeasured); on the
+// library only, the same on an event with holds, then its holds confirmed, released
+// and expired and their seats handed on to the waitlist (Report.Holds; workerHolds
+// says how); last, the store calibration FlowStoreTransaction (Report.Store).
 //
 // The library's winners are processed by an asyncevent.Worker; its sold-out messages by
 // an asyncevent.Processor driven like the baseline's loop, since only a processor that
@@ -189,6 +197,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sd.raw = &Baseline{DB: sd.counter, Table: cfg.Table}
 		sd.results = map[string]*measured{}
 	}
+	lib.holdsClock = &holdsClock{}
+	h, err := asyncevent.New(lib.counter, asyncevent.Options{TableName: cfg.Table, Clock: lib.holdsClock.now})
+	if err != nil {
+		return nil, err
+	}
+	lib.holds = h
 	if err := lib.client.CreateTable(ctx); err != nil {
 		return nil, err
 	}
@@ -280,7 +294,7 @@ const seatsPerShard = 64
 
 type step func(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error
 
-var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerSoldOut, workerSoldOutSharded, storeTransaction}
+var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerSoldOut, workerSoldOutSharded, workerHolds, storeTransaction}
 
 // measure runs f, which does ops operations, and records its throughput and costs
 // under flow.
@@ -617,6 +631,7 @@ func report(cfg Config, lib, raw *side) *Report {
 		}
 		r.Flows = append(r.Flows, f)
 	}
+	r.Holds = holdsReport(lib)
 	return r
 }
 

@@ -76,4 +76,6 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	assert.Equal(t, 1.0, sharded.Library.PerOp.Calls["UpdateItem"], "and rejects it")
 	assert.Equal(t, 2.0, sharded.Library.PerOp.RoundTrips)
 	assert.Equal(t, 0.0, sharded.Library.PerOp.CapacityWrites)
+
+	checkHolds(t, r.Holds, 20*2)
 }
