@@ -9,7 +9,7 @@ FUZZTIME ?= 50000x
 
 .PHONY: demo bench test vet template unit fuzz chaos chromium screenshot scale
 
-# The spike demo (a first-come event, then a lottery) and the benchmark against a
+# The spike demo (a first-come event, a sale with holds, then a lottery) and the benchmark against a
 # raw-SDK baseline, on an embedded DynamoDB Local. Flags go in ARGS, e.g. the issue's
 # full scenario: make demo ARGS="-submits 20000 -lottery-entries 5000".
 demo:
