@@ -141,8 +141,8 @@ type Client struct {
 	events *eventCache
 	queued *queuedCache
 	turns  *shardTurns // nil with Options.NewRequestID set
-	// waitFrom is, by event ID, where the hold sweep's walk of an event's requests
-	// may begin: a listing cursor before which every request is settled for good.
+	// waitFrom is, by event ID, the queue key after which the hold sweep's walk of an
+	// event's requests begins: every request up to it is settled for good.
 	waitFrom sync.Map
 }
 

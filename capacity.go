@@ -47,6 +47,11 @@ type EventCapacity struct {
 	// shard it reads.
 	SoldOut bool `dynamodbav:"soldOut,omitempty"`
 
+	// HoldFor is the event's EventConfig.HoldFor (0: no holds), written with the item,
+	// so that a worker that reads only a request's home shard knows whether its seat
+	// is held (HELD) or won, and its loser waitlisted or rejected.
+	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
+
 	// Void are the seat tokens of requests that end without a seat (a final failure):
 	// written on the request's home shard before the failure, so that no claim of it
 	// takes a seat there afterwards.
@@ -207,7 +212,7 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 		}
 		items[i] = capacityItem{Key: key.Key(), EventCapacity: EventCapacity{
 			EntityType: EntityCapacity, EventID: cfg.EventID,
-			CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now,
+			CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now, HoldFor: cfg.HoldFor,
 		}}
 	}
 	return items

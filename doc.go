@@ -248,7 +248,7 @@
 //	         errorMessage = :errorMessage, finishedAt = :now
 //	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY or DRAW
+//	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
@@ -276,6 +276,7 @@
 //	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG
 //	get capacity                   GetCapacity                GetItem        EVENT#<eventId> / CAPACITY
 //	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
+//	hold registry                  HoldEvents                 Query          HOLD_EVENTS, every event with holds
 //
 // Ingest is the design's own writes, no transaction: Participate puts the lock, then
 // the request; a duplicate click is answered by the lock's failed put alone. A seat is

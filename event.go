@@ -157,6 +157,8 @@ func (e *EventConfig) validate() error {
 			return bad("winnerCount, lotteryCutoffAt and announceAt are for LOTTERY events")
 		case e.HoldFor != 0 && (e.HoldFor < MinHoldFor || e.HoldFor > MaxHoldFor):
 			return bad("holdFor %s, want 0 (no holds) or %s to %s", e.HoldFor, MinHoldFor, MaxHoldFor)
+		case e.HoldFor != 0 && e.CapacityShards > maxCapacityShards-1:
+			return bad("capacityShards %d with holds, want at most %d: CreateEvent writes the event's entry in the hold registry in the same transaction", e.CapacityShards, maxCapacityShards-1)
 		}
 	case Lottery:
 		switch {
@@ -236,7 +238,8 @@ func (c *Client) indexShards(ctx context.Context, eventID string) (int, error) {
 // its EventConfig (PK EVENT#<eventId>, SK CONFIG) and a FIRST_COME event's
 // EventCapacity (SK CAPACITY, capacityRemaining = capacityTotal; with capacity
 // shards, PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY for each, their capacities
-// summing to capacityTotal) or
+// summing to capacityTotal; with holds also its entry in the hold registry, PK
+// HOLD_EVENTS, SK EVENT#<eventId>) or
 // a LOTTERY event's Draw record (SK DRAW). A LOTTERY event's seed comes from
 // Options.Seeds, and only its SHA-256 is stored, as seedCommitment on the config and
 // the Draw record (seedMode SEALED); without Options.Seeds it is a random seed stored
@@ -259,6 +262,13 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	case FirstCome:
 		for _, item := range capacityItems(cfg, now) {
 			items = append(items, item)
+		}
+		if cfg.HoldFor > 0 {
+			entry, err := newHoldEventItem(&cfg)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, entry)
 		}
 	case Lottery:
 		record, err := c.newDrawRecord(ctx, &cfg)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -181,6 +182,66 @@ var (
 		sets: append([]set{setTo(attrSweepOwner, pSweepOwner), setTo(attrSweepUntil, pSweepUntil)}, returnsSets...),
 	}
 )
+
+// HoldEvent is an event's entry in the hold registry (PK HOLD_EVENTS, SK
+// EVENT#<eventId>), written by CreateEvent with an event with holds, so that the hold
+// sweep finds every such event without a Scan: a Worker sweeps the events listed
+// here as well as those it meets, and a scheduled sweep can take them all.
+type HoldEvent struct {
+	EntityType EntityType    `dynamodbav:"entityType"` // HOLD_EVENT
+	EventID    string        `dynamodbav:"eventId"`
+	HoldFor    time.Duration `dynamodbav:"holdFor"`
+	EndsAt     EpochMillis   `dynamodbav:"endsAt,omitempty"`
+	CreatedAt  EpochMillis   `dynamodbav:"createdAt"`
+}
+
+type holdEventItem struct {
+	Key
+	HoldEvent
+}
+
+func newHoldEventItem(cfg *EventConfig) (holdEventItem, error) {
+	key, err := holdEventKey(cfg.EventID)
+	if err != nil {
+		return holdEventItem{}, err
+	}
+	return holdEventItem{Key: key, HoldEvent: HoldEvent{
+		EntityType: EntityHoldEvent, EventID: cfg.EventID, HoldFor: cfg.HoldFor, EndsAt: cfg.EndsAt, CreatedAt: cfg.CreatedAt,
+	}}, nil
+}
+
+// holdSweepAfterEnd is how long after an event's end the hold registry still offers
+// it to the sweep: its last holds run out by the end plus HoldFor (a claim of the
+// backlog after the end, plus its hold), and the sweep ends its waitlist.
+const holdSweepAfterEnd = time.Hour
+
+// HoldEvents lists the events with holds that may still need the hold sweep: the
+// "hold registry" row, Query PK HOLD_EVENTS (all pages), keeping those without an
+// end or whose end, plus their HoldFor and an hour, has not passed.
+func (c *Client) HoldEvents(ctx context.Context) ([]HoldEvent, error) {
+	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(pkHoldEvents))).Build()
+	if err != nil {
+		return nil, err
+	}
+	now := c.opts.Clock()
+	var out []HoldEvent
+	for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the hold registry: %w", err)
+		}
+		var items []holdEventItem
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
+			return nil, fmt.Errorf("read the hold registry: %w", err)
+		}
+		for _, it := range items {
+			if it.EndsAt == 0 || now.Before(it.EndsAt.Time().Add(it.HoldFor+holdSweepAfterEnd)) {
+				out = append(out, it.HoldEvent)
+			}
+		}
+	}
+	return out, nil
+}
 
 // holdTTL is how long a Hold item is kept after its hold ran out, should no sweep
 // delete it: DynamoDB's TTL then does, within days.
@@ -528,8 +589,8 @@ func (s *holdSweep) expire(ctx context.Context) error {
 			return err
 		}
 		in := s.c.query("", expr)
-		in.Limit = aws.Int32(int32(min(s.budget, 100)))
 		for s.budget > 0 {
+			in.Limit = aws.Int32(int32(min(s.budget, 100)))
 			out, err := s.c.db.Query(ctx, in)
 			if err != nil {
 				return fmt.Errorf("read the holds of %s: %w", s.cfg.EventID, err)
@@ -540,6 +601,9 @@ func (s *holdSweep) expire(ctx context.Context) error {
 			}
 			var failed error
 			for _, h := range holds {
+				if s.budget <= 0 {
+					break
+				}
 				// One hold that cannot be ended now does not hold up the others.
 				failed = cmp.Or(failed, s.expireOne(ctx, h))
 			}
@@ -662,34 +726,44 @@ const (
 	walkSettle = time.Minute
 )
 
-// walk hands the event's requests to visit in queue order, from where the last walk
-// of this client found every request before settled for good (final or HELD: neither
-// becomes WAITLISTED again), until visit says stop or the requests end. visit reports
-// whether the request it was handed is settled now (it served or closed it). The walk
-// then starts the next time at the first page that held a request not settled, so a
-// pass reads the waitlist's head, not the winners ahead of it.
+// walk hands the event's requests to visit in queue order, from after the last
+// request that this client's walks found settled for good with every request before it
+// (final or HELD: neither becomes WAITLISTED again; and queued over walkSettle
+// before), until visit says stop or the requests end. visit reports whether the
+// request it was handed is settled now (it served or closed it). Every index shard is
+// read afresh from that point each time, so a pass reads the waitlist's head and what
+// came after it, not the winners ahead of it, and a walk of a settled event reads
+// nothing.
 func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, stop bool, err error)) error {
-	from, _ := s.c.waitFrom.Load(s.cfg.EventID)
-	cursor, _ := from.(string)
-	frontier, moving := cursor, true
+	parts, err := eventPartitions(s.cfg.EventID, max(s.cfg.IndexShards, 1))
+	if err != nil {
+		return err
+	}
+	cursor := ""
+	from, known := s.c.waitFrom.Load(s.cfg.EventID)
+	if known {
+		if cursor, err = cursorAfter(parts, from.(queueKey)); err != nil {
+			return err
+		}
+	}
 	recent := MillisOf(s.c.opts.Clock().Add(-walkSettle))
-	defer func() { s.c.waitFrom.Store(s.cfg.EventID, frontier) }()
+	moving := true
 	for {
 		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{Limit: walkPage, Cursor: cursor})
 		if err != nil {
 			return err
 		}
-		settled := true
 		for i := range page.Requests {
 			req := &page.Requests[i]
 			done, stop, err := visit(req)
-			settled = settled && (done || req.Status.IsTerminal() || req.Status == StatusHeld) && req.QueuedAt < recent
+			if moving = moving && (done || req.Status.IsTerminal() || req.Status == StatusHeld) && req.QueuedAt < recent; moving {
+				if k, kerr := newQueueKey(req.QueuedAt, req.RequestID); kerr == nil {
+					s.c.waitFrom.Store(s.cfg.EventID, k)
+				}
+			}
 			if err != nil || stop {
 				return err
 			}
-		}
-		if moving = moving && settled && page.NextCursor != ""; moving {
-			frontier = page.NextCursor
 		}
 		if page.NextCursor == "" {
 			return nil

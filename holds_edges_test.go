@@ -13,12 +13,12 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
-// holdMessage is the message of a request of an event with holds of holdFor.
-func holdMessage(t *testing.T, c *asyncevent.Client, requestID string, n int, holdFor time.Duration) asyncevent.Message {
+// holdMessage is the message of a request of an event with holds of holdFor: the
+// same as without holds (the worker learns the holds from the home shard or the
+// event's config, never from the message).
+func holdMessage(t *testing.T, c *asyncevent.Client, requestID string, n int, _ time.Duration) asyncevent.Message {
 	t.Helper()
-	m := messageFor(t, c, requestID, n)
-	m.HoldForMillis = holdFor.Milliseconds()
-	return m
+	return messageFor(t, c, requestID, n)
 }
 
 // A message delivered again after its request's hold was released (its seat now on

@@ -44,6 +44,10 @@ const (
 	skLock    = "LOCK"
 	skReturns = "RETURNS"
 
+	// pkHoldEvents is the partition of the hold registry: one item per event with
+	// holds, so that the hold sweep finds them without a Scan.
+	pkHoldEvents = "HOLD_EVENTS"
+
 	// millisDigits is the fixed width of a timestamp inside a sort key: 13 digits of
 	// epoch milliseconds cover 1970 to 2286, and zero padding makes string order equal
 	// time order.
@@ -154,6 +158,9 @@ func (k Key) Entity() (EntityType, error) {
 	}
 	if _, err := parseReturnsKey(k); err == nil {
 		return EntityReturns, nil
+	}
+	if _, err := parseHoldEventKey(k); err == nil {
+		return EntityHoldEvent, nil
 	}
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
@@ -407,6 +414,23 @@ func returnsKey(eventID string) (Key, error) {
 		return Key{}, err
 	}
 	return Key{PK: eventPK(eventID) + sep + skReturns, SK: skReturns}, nil
+}
+
+// holdEventKey is the key of an event's entry in the hold registry: PK HOLD_EVENTS,
+// SK EVENT#<eventId>.
+func holdEventKey(eventID string) (Key, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return Key{}, err
+	}
+	return Key{PK: pkHoldEvents, SK: eventPK(eventID)}, nil
+}
+
+// parseHoldEventKey reads a key that holdEventKey could have produced.
+func parseHoldEventKey(key Key) (string, error) {
+	if key.PK != pkHoldEvents {
+		return "", malformed("hold registry PK", key.PK, "want "+pkHoldEvents)
+	}
+	return parseEventPK(key.SK)
 }
 
 // parseReturnsKey reads a key that returnsKey could have produced.

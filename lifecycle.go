@@ -31,6 +31,7 @@ const (
 	EntityDraw        EntityType = "DRAW"
 	EntityHold        EntityType = "HOLD"    // a held seat's expiry, for the hold sweep
 	EntityReturns     EntityType = "RETURNS" // the seats given back, for the waitlist
+	EntityHoldEvent   EntityType = "HOLD_EVENT" // an event with holds, in the hold registry
 )
 
 // Status is the backend state of a request (stored as status). A request moves

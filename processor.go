@@ -313,16 +313,24 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
 	}
-	hold, err := p.holdOf(ctx, m)
-	if err != nil {
-		return p.failed(ctx, m, d, nil, err)
-	}
-	if hold > 0 {
+	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock()}
+	r, done := p.home(ctx, m, d, n, &h)
+	if h.hold > 0 {
 		p.holds.Store(m.EventID, struct{}{})
 	}
-	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock(), hold: hold}
-	if r, done := p.home(ctx, m, d, n, &h); done {
+	if done {
 		return r
+	}
+	// The leased way: the event's holds from its config (the home shard's look, or
+	// the home claim's read, told h already when they ran).
+	hold := h.hold
+	if !h.holdKnown {
+		if hold, err = p.c.holdFor(ctx, m.EventID); err != nil {
+			return p.failed(ctx, m, d, nil, err)
+		}
+		if hold > 0 {
+			p.holds.Store(m.EventID, struct{}{})
+		}
 	}
 	first := h.shard
 	if h.clear {
@@ -376,19 +384,6 @@ func won(hold time.Duration) result {
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
 }
 
-// holdOf returns the EventConfig.HoldFor of a first-come message's event: from the
-// message when it carries the event's layout, else the event's config.
-func (p *Processor) holdOf(ctx context.Context, m Message) (time.Duration, error) {
-	if m.CapacityShards <= 0 {
-		return p.c.holdFor(ctx, m.EventID)
-	}
-	hold := time.Duration(m.HoldForMillis) * time.Millisecond
-	if cfg, _, ok := p.c.events.peek(m.EventID); ok && cfg.HoldFor.Milliseconds() != m.HoldForMillis {
-		return 0, Permanent(fmt.Errorf("%w: holdForMillis %d, the event holds for %d", ErrMalformedMessage, m.HoldForMillis, cfg.HoldFor.Milliseconds()))
-	}
-	return hold, nil
-}
-
 // shards returns the capacity shards of a first-come message's event: from the
 // message, else the event's config.
 func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
@@ -409,7 +404,10 @@ type homeState struct {
 	leased bool        // the request goes the leased way: a lease holds it elsewhere
 	leftAt EpochMillis // when the config listed it left (0: not listed, or not read)
 	clear  bool        // no seat of the request is on it, nor can be: found empty without its token
-	hold   time.Duration // the event's EventConfig.HoldFor (0: no holds)
+	// hold is the event's EventConfig.HoldFor (0: no holds), as the home shard or the
+	// config read for the home claim says, once holdKnown.
+	hold      time.Duration
+	holdKnown bool
 }
 
 // homeTries bounds the reads of the event's config by one home claim whose copy aged
@@ -438,6 +436,7 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 		if got := max(cfg.CapacityShards, 1); got != n {
 			return p.malformed(ctx, m, d, fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, n, got)), true
 		}
+		h.hold, h.holdKnown = cfg.HoldFor, true
 		if at, left := cfg.leftAt(h.shard); left {
 			h.leftAt = at
 			return result{}, false
@@ -505,6 +504,7 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 		return p.failed(ctx, m, d, nil, err), true
 	}
 	h.looked = true
+	h.hold, h.holdKnown = item.HoldFor, true
 	if holds(item, m.RequestID) {
 		r, done, _ := p.bind(ctx, m, d, n, h)
 		h.leased = !done

@@ -377,6 +377,22 @@ func decodeEventCursor(cursor string, parts []eventPartition) ([]*shardReader, e
 	return sources, nil
 }
 
+// cursorAfter returns the cursor of an ascending listing of an event's requests that
+// begins after the request whose queue key is after, in every partition of the event:
+// the requests that follow it in queue order, each shard read afresh.
+func cursorAfter(parts []eventPartition, after queueKey) (string, error) {
+	sources := make([]*shardReader, len(parts))
+	for i, p := range parts {
+		sources[i] = &shardReader{part: p, last: map[string]types.AttributeValue{
+			attrPK:     &types.AttributeValueMemberS{Value: requestPK(after.requestID)},
+			attrSK:     &types.AttributeValueMemberS{Value: skRequest},
+			attrGSI2PK: &types.AttributeValueMemberS{Value: p.text()},
+			attrGSI2SK: &types.AttributeValueMemberS{Value: after.text()},
+		}}
+	}
+	return encodeEventCursor(sources)
+}
+
 // encodeEventCursor writes where the listing stands, or "" when every shard is read to
 // its end.
 func encodeEventCursor(sources []*shardReader) (string, error) {

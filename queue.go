@@ -124,10 +124,6 @@ type Message struct {
 	// 0 when the sender did not know it (the worker reads the config). It never
 	// differs from the event's: a message that says otherwise is malformed.
 	CapacityShards int `json:"capacityShards,omitempty"`
-	// HoldForMillis is the FIRST_COME event's EventConfig.HoldFor in milliseconds, sent
-	// with CapacityShards (0: no holds); a message without CapacityShards says nothing
-	// of holds either (the worker reads the config).
-	HoldForMillis int64 `json:"holdForMillis,omitempty"`
 }
 
 // Ref returns the reference of the message's request.
@@ -144,7 +140,6 @@ func (c *Client) messageOf(r *Request) Message {
 	}
 	if cfg, _, ok := c.events.peek(r.EventID); ok && r.EventType == FirstCome && cfg.EventType == FirstCome {
 		m.CapacityShards = max(cfg.CapacityShards, 1)
-		m.HoldForMillis = cfg.HoldFor.Milliseconds()
 	}
 	return m
 }
@@ -229,9 +224,6 @@ func (m Message) validate() error {
 	}
 	if m.CapacityShards < 0 || m.CapacityShards > maxCapacityShards || m.CapacityShards > 0 && m.EventType != FirstCome {
 		return bad("capacityShards %d of a %s event", m.CapacityShards, m.EventType)
-	}
-	if m.HoldForMillis != 0 && (m.CapacityShards == 0 || m.HoldForMillis < MinHoldFor.Milliseconds() || m.HoldForMillis > MaxHoldFor.Milliseconds()) {
-		return bad("holdForMillis %d (with capacityShards %d)", m.HoldForMillis, m.CapacityShards)
 	}
 	return nil
 }

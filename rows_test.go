@@ -39,12 +39,13 @@ var readRows = []docRow{
 	{name: "get event", method: "GetEvent", operation: "GetItem", key: "EVENT#<eventId> / CONFIG"},
 	{name: "get capacity", method: "GetCapacity", operation: "GetItem", key: "EVENT#<eventId> / CAPACITY"},
 	{name: "get draw", method: "GetDraw", operation: "GetItem", key: "EVENT#<eventId> / DRAW"},
+	{name: "hold registry", method: "HoldEvents", operation: "Query", key: "HOLD_EVENTS, every event with holds"},
 }
 
 // keyOf is the key a row writes, as the table states it.
 func keyOf(r *row) string {
 	if r == &createEventRow {
-		return "EVENT#<eventId> / CONFIG, and CAPACITY or DRAW"
+		return "EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW"
 	}
 	return map[EntityType]string{
 		EntityRequest:     "REQ#<requestId> / META",

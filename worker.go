@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -60,7 +61,8 @@ type WorkerOptions struct {
 	VisibilityTimeout time.Duration
 
 	// HoldSweepEvery is how often the worker runs the hold sweep (SweepHolds) of each
-	// event with holds whose messages it has processed, under the event's sweep lease
+	// event with holds whose messages it has processed, and of each the hold registry
+	// lists (HoldEvents, read every 10 seconds), under the event's sweep lease
 	// so that the workers of an event sweep it one at a time: a hold that ran out
 	// ends, and a seat given back goes to the waitlist, within about this long (plus
 	// the lease of a sweeper that died, 10 seconds). Default: 1 second; negative: never
@@ -76,7 +78,19 @@ const (
 	defaultVisibilityTimeout = 60 * time.Second
 	defaultHoldSweepEvery    = time.Second
 	holdSweepLease           = 10 * time.Second
+	holdRegistryEvery        = 10 * time.Second
 )
+
+// union2 returns the strings of a and b, each once.
+func union2(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // deleteBatchDelay is how long a finished message's delete waits for others to share
 // its DeleteMessageBatch call.
@@ -229,13 +243,25 @@ func (w *Worker) sweepHolds(ctx context.Context, done chan<- struct{}) {
 	}
 	tick := time.NewTicker(w.opts.HoldSweepEvery)
 	defer tick.Stop()
+	var listed []string // the hold registry's events, read every holdRegistryEvery
+	var read time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		for _, ev := range w.p.holdEvents() {
+		if time.Since(read) >= holdRegistryEvery {
+			if evs, err := w.p.c.HoldEvents(ctx); err == nil {
+				listed, read = listed[:0], time.Now()
+				for _, ev := range evs {
+					listed = append(listed, ev.EventID)
+				}
+			} else if ctx.Err() == nil {
+				w.opts.Logger.WarnContext(ctx, "reading the hold registry failed", slog.Any("error", err))
+			}
+		}
+		for _, ev := range union2(w.p.holdEvents(), listed) {
 			rep, err := w.p.c.SweepHolds(ctx, ev, HoldSweepOptions{Owner: w.opts.WorkerID, LeaseFor: holdSweepLease})
 			switch {
 			case err != nil && ctx.Err() == nil:

@@ -12,11 +12,12 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// SweepOptions configures a HoldSweeper. Events is required; the other fields' zero
-// values are valid.
+// SweepOptions configures a HoldSweeper. The zero value is valid.
 type SweepOptions struct {
 	// Events are the IDs of the events with holds (EventConfig.HoldFor) to sweep.
-	// Required. An event without holds, or unknown, fails its sweep at every
+	// Default: every event the hold registry offers at each invocation
+	// (asyncevent.Client.HoldEvents: the events with holds until an hour after their
+	// end and hold). An event without holds, or unknown, fails its sweep at every
 	// invocation, and the invocation reports it.
 	Events []string
 
@@ -41,7 +42,7 @@ type SweepOptions struct {
 // DefaultSweepDeadlineMargin is SweepOptions.DeadlineMargin's default.
 const DefaultSweepDeadlineMargin = 5 * time.Second
 
-// HoldSweeper runs the hold sweep of a list of events with holds, for a function
+// HoldSweeper runs the hold sweep of events with holds, for a function
 // invoked on a schedule: it ends the holds that ran out, hands the seats given back
 // to the waitlist and ends the waitlist of an event that closed. It is safe for
 // concurrent use.
@@ -51,13 +52,12 @@ type HoldSweeper struct {
 	log  *slog.Logger
 }
 
-// NewHoldSweeper returns a HoldSweeper of opts.Events on c's table.
+// NewHoldSweeper returns a HoldSweeper of opts.Events (default: the hold registry's)
+// on c's table.
 func NewHoldSweeper(c *asyncevent.Client, opts SweepOptions) (*HoldSweeper, error) {
 	switch {
 	case c == nil:
 		return nil, fmt.Errorf("%w: awslambda.NewHoldSweeper needs a client", asyncevent.ErrInvalidOptions)
-	case len(opts.Events) == 0:
-		return nil, fmt.Errorf("%w: awslambda.NewHoldSweeper needs the events to sweep (SweepOptions.Events)", asyncevent.ErrInvalidOptions)
 	}
 	for _, id := range opts.Events {
 		if id == "" {
@@ -76,7 +76,7 @@ func NewHoldSweeper(c *asyncevent.Client, opts SweepOptions) (*HoldSweeper, erro
 }
 
 // SweepResult is what one invocation of a HoldSweeper did: one EventSweep per event,
-// in the order of SweepOptions.Events.
+// in the order of SweepOptions.Events (or of the hold registry).
 type SweepResult struct {
 	Events []EventSweep
 }
@@ -107,9 +107,19 @@ func (h *HoldSweeper) Handle(ctx context.Context, _ events.EventBridgeEvent) (Sw
 		startCtx, cancel = context.WithDeadline(ctx, deadline.Add(-h.opts.DeadlineMargin))
 		defer cancel()
 	}
-	res := SweepResult{Events: make([]EventSweep, len(h.opts.Events))}
-	pending := make([]int, len(h.opts.Events)) // the events with more to do, in turn
-	for i, id := range h.opts.Events {
+	ids := h.opts.Events
+	if len(ids) == 0 {
+		listed, err := h.c.HoldEvents(ctx)
+		if err != nil {
+			return SweepResult{}, fmt.Errorf("hold sweep: %w", err)
+		}
+		for _, ev := range listed {
+			ids = append(ids, ev.EventID)
+		}
+	}
+	res := SweepResult{Events: make([]EventSweep, len(ids))}
+	pending := make([]int, len(ids)) // the events with more to do, in turn
+	for i, id := range ids {
 		res.Events[i].EventID = id
 		pending[i] = i
 	}

@@ -159,10 +159,40 @@ func TestNewHoldSweeperRefusesBadOptions(t *testing.T) {
 		opts awslambda.SweepOptions
 	}{
 		{nil, awslambda.SweepOptions{Events: []string{"sale"}}},
-		{c, awslambda.SweepOptions{}},
 		{c, awslambda.SweepOptions{Events: []string{"sale", ""}}},
 	} {
 		_, err := awslambda.NewHoldSweeper(tc.c, tc.opts)
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "%+v", tc.opts)
+	}
+}
+
+// Without Events, an invocation sweeps every event the hold registry offers: each
+// event created with holds, whoever created it, with no list to keep.
+func TestHoldSweeperTakesTheRegistrysEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	a := heldSale(t, c, clock, "reg-a", 1, 2)
+	b := heldSale(t, c, clock, "reg-b", 1, 2)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	require.NoError(t, err)
+	listed, err := c.HoldEvents(ctx)
+	require.NoError(t, err)
+	var ids []string
+	for _, ev := range listed {
+		ids = append(ids, ev.EventID)
+	}
+	assert.ElementsMatch(t, []string{"reg-a", "reg-b"}, ids, "the events with holds, and only those")
+
+	s, err := awslambda.NewHoldSweeper(c, awslambda.SweepOptions{})
+	require.NoError(t, err)
+	clock.Advance(11 * time.Minute)
+	res, err := s.Handle(ctx, scheduled)
+	require.NoError(t, err)
+	require.Len(t, res.Events, 2)
+	for _, ids := range [][]string{a, b} {
+		assert.Equal(t, asyncevent.StatusRejected, statusOf(t, c, ids[0]), "the hold ran out")
+		assert.Equal(t, asyncevent.StatusHeld, statusOf(t, c, ids[1]), "the seat went to the waitlist")
 	}
 }

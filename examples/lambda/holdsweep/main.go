@@ -4,7 +4,8 @@
 // function (examples/lambda) does not sweep, as a long-running Worker does.
 //
 // Environment: ASYNCEVENT_TABLE (default AsyncEventTable); ASYNCEVENT_HOLD_EVENTS,
-// the IDs of the events with holds, comma-separated (required);
+// the IDs of the events to sweep, comma-separated (default: every event the hold
+// registry offers, Client.HoldEvents);
 // ASYNCEVENT_SWEEP_OWNER, to take each event's sweep lease in turn with the Workers
 // (optional); the AWS SDK's usual variables for region and credentials.
 package main
