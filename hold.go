@@ -476,6 +476,8 @@ type HoldSweepReport struct {
 	Waiting int64 // seats given back and not yet handed on (no one waitlisted)
 	More    bool  // MaxWrites was reached: call again
 	Skipped bool  // another owner holds the sweep lease: nothing was done
+
+	leaseUntil EpochMillis // Skipped: when the other owner's lease runs out, as read
 }
 
 // SweepHolds runs one pass of an event's hold sweep: the holds that ran out end, their
@@ -519,9 +521,9 @@ func (c *Client) SweepHolds(ctx context.Context, eventID string, opts HoldSweepO
 		opts.MaxWrites = DefaultHoldSweepWrites
 	}
 	if opts.Owner != "" {
-		held, err := c.takeSweepLease(ctx, eventID, opts.Owner, orDefault(opts.LeaseFor, defaultSweepLease))
+		held, until, err := c.sweepLease(ctx, eventID, opts.Owner, orDefault(opts.LeaseFor, defaultSweepLease))
 		if err != nil || !held {
-			return &HoldSweepReport{Skipped: !held}, err
+			return &HoldSweepReport{Skipped: !held, leaseUntil: until}, err
 		}
 	}
 	s := &holdSweep{c: c, cfg: cfg, n: max(cfg.CapacityShards, 1), budget: opts.MaxWrites, report: &HoldSweepReport{}}
@@ -540,6 +542,31 @@ func (c *Client) SweepHolds(ctx context.Context, eventID string, opts HoldSweepO
 
 // defaultSweepLease is HoldSweepOptions.LeaseFor's default.
 const defaultSweepLease = 30 * time.Second
+
+// sweepLease reports whether owner holds the event's sweep lease for this pass: it
+// reads the Returns item (eventually consistent), skips when another owner's lease is
+// live, goes on without a write while its own has more than half of d left, and
+// takes or renews it otherwise (takeSweepLease). So the workers that do not hold it
+// read once a pass, and the one that does writes once every d/2.
+func (c *Client) sweepLease(ctx context.Context, eventID, owner string, d time.Duration) (held bool, othersUntil EpochMillis, err error) {
+	key, err := returnsKey(eventID)
+	if err != nil {
+		return false, 0, err
+	}
+	var r seatReturns
+	if _, err := c.getItem(ctx, key, false, &r); err != nil {
+		return false, 0, fmt.Errorf("read the hold sweep lease of %s: %w", eventID, err)
+	}
+	now := c.now()
+	switch {
+	case r.SweepOwner != owner && r.SweepUntil > now:
+		return false, r.SweepUntil, nil
+	case r.SweepOwner == owner && r.SweepUntil.Time().Sub(now.Time()) > d/2:
+		return true, 0, nil
+	}
+	held, err = c.takeSweepLease(ctx, eventID, owner, d)
+	return held, 0, err
+}
 
 // takeSweepLease takes or renews the event's sweep lease for owner: the "hold sweep
 // lease" row, UpdateItem PK EVENT#<eventId>#RETURNS, SK RETURNS, SET sweepOwner,

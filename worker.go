@@ -245,6 +245,7 @@ func (w *Worker) sweepHolds(ctx context.Context, done chan<- struct{}) {
 	defer tick.Stop()
 	var listed []string // the hold registry's events, read every holdRegistryEvery
 	var read time.Time
+	othersUntil := map[string]EpochMillis{} // event → when the lease another worker holds on its sweep runs out
 	for {
 		select {
 		case <-ctx.Done():
@@ -262,7 +263,13 @@ func (w *Worker) sweepHolds(ctx context.Context, done chan<- struct{}) {
 			}
 		}
 		for _, ev := range union2(w.p.holdEvents(), listed) {
+			if w.p.c.now() < othersUntil[ev] {
+				continue // another worker sweeps it: look again once its lease has run out
+			}
 			rep, err := w.p.c.SweepHolds(ctx, ev, HoldSweepOptions{Owner: w.opts.WorkerID, LeaseFor: holdSweepLease})
+			if err == nil && rep.Skipped {
+				othersUntil[ev] = rep.leaseUntil
+			}
 			switch {
 			case err != nil && ctx.Err() == nil:
 				w.opts.Logger.WarnContext(ctx, "the hold sweep failed; it runs again", slog.String("eventId", ev), slog.Any("error", err))

@@ -152,6 +152,7 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 	var out outcomes
 	w, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{
 		Concurrency: cfg.Workers, WaitTime: 50 * time.Millisecond,
+		HoldSweepEvery: -1, // no holds here; the table's other events' sweeps are not this flow's
 		ProcessOptions: asyncevent.ProcessOptions{OnOutcome: libOutcome(&out)},
 	})
 	if err != nil {

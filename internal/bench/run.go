@@ -408,6 +408,7 @@ func workerWin(ctx context.Context, cfg Config, sd *side, st *roundState, record
 		}
 		w, err := asyncevent.NewWorker(sd.client, st.winners, asyncevent.WorkerOptions{
 			Concurrency: cfg.Workers, WaitTime: 50 * time.Millisecond,
+			HoldSweepEvery: -1, // no holds here; the table's other events' sweeps are not this flow's
 			ProcessOptions: asyncevent.ProcessOptions{OnOutcome: libOutcome(&out)},
 		})
 		if err != nil {
