@@ -673,6 +673,7 @@ func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
 	if err := s.c.do(ctx, txOptions{}, []write{w}); err != nil {
 		return fmt.Errorf("clear the hold of %s: %w", h.RequestID, err)
 	}
+	s.budget--
 	s.report.Cleared++
 	return nil
 }
@@ -751,7 +752,22 @@ func (s *holdSweep) close(ctx context.Context) error {
 const (
 	walkPage   = 500
 	walkSettle = time.Minute
+	// walkReads bounds the requests one walk reads past its starting point: with a
+	// seat given back and no one waitlisted behind a backlog still QUEUED, a pass
+	// reads this much and no more; the seat waits until the backlog's head settles.
+	walkReads = 4 * walkPage
+	// walkRestart is how long a walk's starting point is kept before a walk reads
+	// the event from its first request again, so that a request that showed on the
+	// index long after its queuedAt (a put delayed past walkSettle) is not passed
+	// over for good.
+	walkRestart = 5 * time.Minute
 )
+
+// walkFrom is where a client's walks of an event begin, and since when.
+type walkFrom struct {
+	after queueKey
+	since time.Time
+}
 
 // walk hands the event's requests to visit in queue order, from after the last
 // request that this client's walks found settled for good with every request before it
@@ -760,32 +776,37 @@ const (
 // request it was handed is settled now (it served or closed it). Every index shard is
 // read afresh from that point each time, so a pass reads the waitlist's head and what
 // came after it, not the winners ahead of it, and a walk of a settled event reads
-// nothing.
+// nothing. A walk reads at most walkReads requests, and every walkRestart the walk
+// begins again at the event's first request.
 func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, stop bool, err error)) error {
 	parts, err := eventPartitions(s.cfg.EventID, max(s.cfg.IndexShards, 1))
 	if err != nil {
 		return err
 	}
 	cursor := ""
-	from, known := s.c.waitFrom.Load(s.cfg.EventID)
-	if known {
-		if cursor, err = cursorAfter(parts, from.(queueKey)); err != nil {
+	now := s.c.opts.Clock()
+	since := now
+	if v, known := s.c.waitFrom.Load(s.cfg.EventID); known && now.Sub(v.(walkFrom).since) < walkRestart {
+		from := v.(walkFrom)
+		since = from.since
+		if cursor, err = cursorAfter(parts, from.after); err != nil {
 			return err
 		}
 	}
-	recent := MillisOf(s.c.opts.Clock().Add(-walkSettle))
+	recent := MillisOf(now.Add(-walkSettle))
 	moving := true
-	for {
+	for read := 0; read < walkReads; {
 		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{Limit: walkPage, Cursor: cursor})
 		if err != nil {
 			return err
 		}
+		read += len(page.Requests)
 		for i := range page.Requests {
 			req := &page.Requests[i]
 			done, stop, err := visit(req)
 			if moving = moving && (done || req.Status.IsTerminal() || req.Status == StatusHeld) && req.QueuedAt < recent; moving {
 				if k, kerr := newQueueKey(req.QueuedAt, req.RequestID); kerr == nil {
-					s.c.waitFrom.Store(s.cfg.EventID, k)
+					s.c.waitFrom.Store(s.cfg.EventID, walkFrom{after: k, since: since})
 				}
 			}
 			if err != nil || stop {
@@ -797,6 +818,7 @@ func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, sto
 		}
 		cursor = page.NextCursor
 	}
+	return nil
 }
 
 // serveOne gives one seat from the Returns item to a waitlisted request, and reports

@@ -29,8 +29,8 @@ const (
 	EntityStatusLog   EntityType = "STATUS_LOG"
 	EntityConfig      EntityType = "CONFIG"
 	EntityDraw        EntityType = "DRAW"
-	EntityHold        EntityType = "HOLD"    // a held seat's expiry, for the hold sweep
-	EntityReturns     EntityType = "RETURNS" // the seats given back, for the waitlist
+	EntityHold        EntityType = "HOLD"       // a held seat's expiry, for the hold sweep
+	EntityReturns     EntityType = "RETURNS"    // the seats given back, for the waitlist
 	EntityHoldEvent   EntityType = "HOLD_EVENT" // an event with holds, in the hold registry
 )
 

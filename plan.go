@@ -110,6 +110,11 @@ func (e *EventConfig) ShardForPeak(clicksPerSecond float64) {
 	seats := max(e.CapacityTotal, 1)
 	bySeats := min((seats+ruleSeatsPerShard-1)/ruleSeatsPerShard, maxCapacityShards)
 	e.CapacityShards = int(min(max(int64(e.CapacityShards), bySeats), seats))
+	if e.HoldFor > 0 {
+		// CreateEvent writes an event with holds' registry entry in the same
+		// transaction as its shards: one shard fewer fits.
+		e.CapacityShards = min(e.CapacityShards, maxCapacityShards-1)
+	}
 }
 
 // DefaultOnDemandQuota is AWS's default on-demand throughput quota of one table, and
