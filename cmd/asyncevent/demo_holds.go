@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
 // holdsOptions are the flags of the demo's sale with holds.
@@ -233,7 +234,7 @@ func (s *holdsSale) heldNow(ctx context.Context) ([]asyncevent.Request, error) {
 // confirm pays for the holds ids, counting the confirms applied in n and the others,
 // too late (a refund), in lateConfirms.
 func (s *holdsSale) confirm(ctx context.Context, ids []string, n *atomic.Int64) error {
-	return forEach(ctx, s.d.o.clients, ids, func(ctx context.Context, id string) error {
+	return bench.EachOf(ctx, s.d.o.clients, ids, func(ctx context.Context, id string) error {
 		t, err := s.d.admin.Confirm(ctx, id)
 		switch {
 		case err != nil:
@@ -249,7 +250,7 @@ func (s *holdsSale) confirm(ctx context.Context, ids []string, n *atomic.Int64) 
 
 // release gives up the holds ids.
 func (s *holdsSale) release(ctx context.Context, ids []string) error {
-	return forEach(ctx, s.d.o.clients, ids, func(ctx context.Context, id string) error {
+	return bench.EachOf(ctx, s.d.o.clients, ids, func(ctx context.Context, id string) error {
 		t, err := s.d.admin.Release(ctx, id)
 		switch {
 		case err != nil:
@@ -261,34 +262,6 @@ func (s *holdsSale) release(ctx context.Context, ids []string) error {
 		}
 		return nil
 	})
-}
-
-// forEach runs call for every id from clients goroutines, stopping at the first error.
-func forEach(ctx context.Context, clients int, ids []string, call func(context.Context, string) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range min(clients, len(ids)) {
-		wg.Go(func() {
-			for id := range work {
-				if err := call(ctx, id); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-feed:
-	for _, id := range ids {
-		select {
-		case work <- id:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	return context.Cause(ctx)
 }
 
 // holds runs the sale with holds: a FIRST_COME event whose winners hold their seat for

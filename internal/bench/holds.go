@@ -254,7 +254,7 @@ func holdDecisions(ctx context.Context, cfg Config, sd *side, hr *holdsRound, re
 		{FlowHoldsRelease, release, sd.holds.Release},
 	} {
 		err := measure(sd, step.flow, nil, len(step.ids), record && len(step.ids) > 0, func() error {
-			return eachOf(ctx, cfg.Clients, step.ids, func(ctx context.Context, id string) error {
+			return EachOf(ctx, cfg.Clients, step.ids, func(ctx context.Context, id string) error {
 				t, err := step.call(ctx, id)
 				if err == nil && !t.Applied {
 					err = fmt.Errorf("%s of %s not applied: %s", step.flow, id, t.Current.Status)
@@ -308,13 +308,14 @@ func holdSweeps(ctx context.Context, _ Config, sd *side, hr *holdsRound, record 
 	return nil
 }
 
-// eachOf runs call for every id from clients goroutines, stopping at the first error.
-func eachOf(ctx context.Context, clients int, ids []string, call func(context.Context, string) error) error {
+// EachOf runs call for every id from clients goroutines (at most one per id),
+// stopping at the first error, which it returns.
+func EachOf(ctx context.Context, clients int, ids []string, call func(context.Context, string) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	work := make(chan string)
 	var wg sync.WaitGroup
-	for range clients {
+	for range min(clients, len(ids)) {
 		wg.Go(func() {
 			for id := range work {
 				if err := call(ctx, id); err != nil {
