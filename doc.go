@@ -250,6 +250,30 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	event closed                   CloseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   (attribute_exists (PK)) AND ((attribute_not_exists (endsAt)) OR (endsAt > :now))
+//	    set  SET endsAt = :now, closedAt = :now
+//	event paused                   PauseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   ((attribute_exists (PK)) AND ((attribute_not_exists (endsAt)) OR (endsAt > :now)))
+//	         AND ((attribute_not_exists (paused)) OR (paused = :1))
+//	    set  SET paused = :2
+//	event resumed                  ResumeEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   (attribute_exists (PK)) AND (paused = :0)
+//	    set  SET paused = :1
+//	event end extended             ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   ((attribute_exists (PK)) AND (endsAt > :lead)) AND (endsAt < :endsAt)
+//	    set  SET endsAt = :endsAt
+//	lottery cutoff extended        ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   ((((attribute_exists (PK)) AND (eventType = LOTTERY)) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
+//	         AND ((attribute_not_exists (endsAt)) OR (endsAt >= :cutoff))
+//	    set  SET lotteryCutoffAt = :cutoff
+//	cutoff extended: draw check    ExtendEvent                ConditionCheck EVENT#<eventId> / DRAW
+//	    if   phase = COLLECTING
+//	audit entry                    CloseEvent                 PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	event listed                   CreateEvent                PutItem        EVENTS / CAT#<createdAt>#EVENT#<eventId>
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
 //	    set  SET phase = DRAWING, drawnAt = :now
@@ -277,6 +301,8 @@
 //	get capacity                   GetCapacity                GetItem        EVENT#<eventId> / CAPACITY
 //	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
 //	hold registry                  HoldEvents                 Query          HOLD_EVENTS, every event with holds
+//	event list                     ListEvents                 Query          EVENTS, newest first, limit 20
+//	audit trail                    ListAudit                  Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
 //
 // Ingest is the design's own writes, no transaction: Participate puts the lock, then
 // the request; a duplicate click is answered by the lock's failed put alone. A seat is

@@ -48,6 +48,10 @@ var (
 	// lottery's cutoff: nothing is written.
 	ErrEventClosed = errors.New("asyncevent: event closed")
 
+	// ErrEventPaused reports a participation while an operator has paused the event's
+	// ingest (PauseEvent): nothing is written.
+	ErrEventPaused = errors.New("asyncevent: event paused")
+
 	// ErrInvalidEvent reports an EventConfig that CreateEvent refuses.
 	ErrInvalidEvent = errors.New("asyncevent: invalid event")
 

@@ -70,6 +70,13 @@ type EventConfig struct {
 	// 10 seconds to 24 hours; fixed when the event is created.
 	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
 
+	// Paused is set while an operator has paused the event's ingest (PauseEvent,
+	// ResumeEvent): a click is refused with ErrEventPaused. ClosedAt is when an
+	// operator closed it (CloseEvent), which set EndsAt to that time too. CreateEvent
+	// ignores both.
+	Paused   bool        `dynamodbav:"paused,omitempty"`
+	ClosedAt EpochMillis `dynamodbav:"closedAt,omitempty"`
+
 	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
 	// while it finalises the entries, ANNOUNCED once every entry has its result.
 	Phase UIPhase `dynamodbav:"phase,omitempty"`
@@ -77,10 +84,14 @@ type EventConfig struct {
 	CreatedAt EpochMillis `dynamodbav:"createdAt"`
 }
 
-// The attribute names of EventConfig that the workers add to.
+// The attribute names of EventConfig that the workers add to, and that the
+// operator's controls write.
 const (
 	attrEmptyShards = "emptyShards"
 	attrLeftShards  = "leftShards"
+	attrEndsAt      = "endsAt"
+	attrPaused      = "paused"
+	attrClosedAt    = "closedAt"
 )
 
 type configItem struct {
@@ -109,6 +120,9 @@ func (e *EventConfig) checkOpen(now EpochMillis) error {
 	}
 	if end := e.closesAt(); end != 0 && now > end {
 		return fmt.Errorf("%w: %s closed at %s", ErrEventClosed, e.EventID, end.Time().Format(time.RFC3339Nano))
+	}
+	if e.Paused {
+		return fmt.Errorf("%w: %s", ErrEventPaused, e.EventID)
 	}
 	return nil
 }
@@ -255,6 +269,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = EntityConfig, now, 0, "", "", ""
 	cfg.EmptyShards = nil
 	cfg.LeftShards = nil
+	cfg.Paused, cfg.ClosedAt = false, 0
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var items []any
@@ -277,6 +292,9 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 		}
 		key, _ := NewEventKey(cfg.EventID, EventItemDraw)
 		items = append(items, drawItem{Key: key.Key(), DrawRecord: record})
+	}
+	if err := c.listEvent(ctx, &cfg); err != nil {
+		return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 	}
 	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), EventConfig: cfg}}}
 	for _, item := range items {

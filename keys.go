@@ -38,6 +38,7 @@ const (
 	prefixQueued  = "QAT"
 	prefixLog     = "LOG"
 	prefixHolds   = "HOLDS"
+	prefixAudit   = "AUDIT"
 	prefixExpiry  = "EXP"
 
 	skRequest = "META"
@@ -47,6 +48,10 @@ const (
 	// pkHoldEvents is the partition of the hold registry: one item per event with
 	// holds, so that the hold sweep finds them without a Scan.
 	pkHoldEvents = "HOLD_EVENTS"
+
+	// pkEvents is the partition of the event list: one entry per event, newest last.
+	pkEvents      = "EVENTS"
+	prefixCreated = "CAT"
 
 	// millisDigits is the fixed width of a timestamp inside a sort key: 13 digits of
 	// epoch milliseconds cover 1970 to 2286, and zero padding makes string order equal
@@ -161,6 +166,12 @@ func (k Key) Entity() (EntityType, error) {
 	}
 	if _, err := parseHoldEventKey(k); err == nil {
 		return EntityHoldEvent, nil
+	}
+	if _, err := parseAuditKey(k); err == nil {
+		return EntityAudit, nil
+	}
+	if _, err := parseEventEntryKey(k); err == nil {
+		return EntityEventEntry, nil
 	}
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
@@ -414,6 +425,88 @@ func returnsKey(eventID string) (Key, error) {
 		return Key{}, err
 	}
 	return Key{PK: eventPK(eventID) + sep + skReturns, SK: skReturns}, nil
+}
+
+// eventEntryKey is the key of an event's entry in the event list: PK EVENTS, SK
+// CAT#<13-digit createdAt>#EVENT#<eventId>, so that a Query lists the events in the
+// order they were made.
+type eventEntryKey struct {
+	createdAt EpochMillis
+	eventID   string
+}
+
+func newEventEntryKey(createdAt EpochMillis, eventID string) (eventEntryKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return eventEntryKey{}, err
+	}
+	if _, err := formatMillis(createdAt); err != nil {
+		return eventEntryKey{}, err
+	}
+	return eventEntryKey{createdAt: createdAt, eventID: eventID}, nil
+}
+
+func (k eventEntryKey) key() Key {
+	at, _ := formatMillis(k.createdAt) // checked by newEventEntryKey
+	return Key{PK: pkEvents, SK: prefixCreated + sep + at + sep + eventPK(k.eventID)}
+}
+
+// parseEventEntryKey reads a key that newEventEntryKey could have produced.
+func parseEventEntryKey(key Key) (eventEntryKey, error) {
+	if key.PK != pkEvents {
+		return eventEntryKey{}, malformed("event list PK", key.PK, "want "+pkEvents)
+	}
+	parts, err := splitKey("event list SK", key.SK, prefixCreated, 4)
+	if err != nil {
+		return eventEntryKey{}, err
+	}
+	at, ok := parseMillis(parts[1])
+	if !ok || parts[2] != prefixEvent {
+		return eventEntryKey{}, malformed("event list SK", key.SK, "want CAT#<13-digit createdAt>#EVENT#<eventId>")
+	}
+	return eventEntryKey{createdAt: at, eventID: parts[3]}, nil
+}
+
+// auditKey is the key of an AuditEntry: PK EVENT#<eventId>, SK
+// AUDIT#<13-digit at>#<suffix>; the suffix keeps two controls of a millisecond apart.
+type auditKey struct {
+	eventID string
+	at      EpochMillis
+	suffix  string
+}
+
+func newAuditKey(eventID string, at EpochMillis, suffix string) (auditKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return auditKey{}, err
+	}
+	if err := ValidateID("suffix", suffix); err != nil {
+		return auditKey{}, err
+	}
+	if _, err := formatMillis(at); err != nil {
+		return auditKey{}, err
+	}
+	return auditKey{eventID: eventID, at: at, suffix: suffix}, nil
+}
+
+func (k auditKey) key() Key {
+	at, _ := formatMillis(k.at) // checked by newAuditKey
+	return Key{PK: eventPK(k.eventID), SK: prefixAudit + sep + at + sep + k.suffix}
+}
+
+// parseAuditKey reads a key that newAuditKey could have produced.
+func parseAuditKey(key Key) (auditKey, error) {
+	id, err := parseEventPK(key.PK)
+	if err != nil {
+		return auditKey{}, err
+	}
+	parts, err := splitKey("audit SK", key.SK, prefixAudit, 3)
+	if err != nil {
+		return auditKey{}, err
+	}
+	at, ok := parseMillis(parts[1])
+	if !ok {
+		return auditKey{}, malformed("audit SK", key.SK, "want AUDIT#<13-digit at>#<suffix>")
+	}
+	return auditKey{eventID: id, at: at, suffix: parts[2]}, nil
 }
 
 // holdEventKey is the key of an event's entry in the hold registry: PK HOLD_EVENTS,

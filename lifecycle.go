@@ -29,9 +29,11 @@ const (
 	EntityStatusLog   EntityType = "STATUS_LOG"
 	EntityConfig      EntityType = "CONFIG"
 	EntityDraw        EntityType = "DRAW"
-	EntityHold        EntityType = "HOLD"       // a held seat's expiry, for the hold sweep
-	EntityReturns     EntityType = "RETURNS"    // the seats given back, for the waitlist
-	EntityHoldEvent   EntityType = "HOLD_EVENT" // an event with holds, in the hold registry
+	EntityHold        EntityType = "HOLD"        // a held seat's expiry, for the hold sweep
+	EntityReturns     EntityType = "RETURNS"     // the seats given back, for the waitlist
+	EntityHoldEvent   EntityType = "HOLD_EVENT"  // an event with holds, in the hold registry
+	EntityAudit       EntityType = "AUDIT"       // an operator's control of an event
+	EntityEventEntry  EntityType = "EVENT_ENTRY" // an event in the event list
 )
 
 // Status is the backend state of a request (stored as status). A request moves

@@ -107,6 +107,24 @@ func encodeCursor(last map[string]types.AttributeValue) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// decodeKeyCursor reads a cursor of a Query on the table itself: a table key (PK and
+// SK, strings, nothing else).
+func decodeKeyCursor(cursor string) (Key, error) {
+	bad := fmt.Errorf("%w: not a cursor of this listing", ErrInvalidCursor)
+	if len(cursor) > maxCursorLength {
+		return Key{}, bad
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return Key{}, bad
+	}
+	var plain map[string]string
+	if err := json.Unmarshal(raw, &plain); err != nil || len(plain) != 2 || plain[attrPK] == "" || plain[attrSK] == "" {
+		return Key{}, bad
+	}
+	return Key{PK: plain[attrPK], SK: plain[attrSK]}, nil
+}
+
 // indexCursor keeps of an item the keys of a Query on an index: the table key and the
 // index key.
 func indexCursor(item map[string]types.AttributeValue, pkAttr, skAttr string) map[string]types.AttributeValue {

@@ -40,6 +40,8 @@ var readRows = []docRow{
 	{name: "get capacity", method: "GetCapacity", operation: "GetItem", key: "EVENT#<eventId> / CAPACITY"},
 	{name: "get draw", method: "GetDraw", operation: "GetItem", key: "EVENT#<eventId> / DRAW"},
 	{name: "hold registry", method: "HoldEvents", operation: "Query", key: "HOLD_EVENTS, every event with holds"},
+	{name: "event list", method: "ListEvents", operation: "Query", key: "EVENTS, newest first, limit 20"},
+	{name: "audit trail", method: "ListAudit", operation: "Query", key: `EVENT#<eventId>, begins_with(SK, "AUDIT#")`},
 }
 
 // keyOf is the key a row writes, as the table states it.
@@ -56,6 +58,8 @@ func keyOf(r *row) string {
 		EntityStatusLog:   "REQ#<requestId> / LOG#<occurredAt>#<suffix>",
 		EntityHold:        "EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>",
 		EntityReturns:     "EVENT#<eventId>#RETURNS / RETURNS",
+		EntityAudit:       "EVENT#<eventId> / AUDIT#<at>#<suffix>",
+		EntityEventEntry:  "EVENTS / CAT#<createdAt>#EVENT#<eventId>",
 	}[r.item]
 }
 
@@ -264,7 +268,7 @@ func TestCanTransitionReadsTheRows(t *testing.T) {
 // as its struct's dynamodbav tag spells it, and sits in the file of an item that has
 // it.
 func TestAttributeNamesMatchTags(t *testing.T) {
-	items := []any{Request{}, IdempotencyLock{}, EventCapacity{}, EventConfig{}, DrawRecord{}, StatusLog{}, Hold{}, seatReturns{}, Key{}, IndexKeys{}}
+	items := []any{Request{}, IdempotencyLock{}, EventCapacity{}, EventConfig{}, DrawRecord{}, StatusLog{}, Hold{}, seatReturns{}, AuditEntry{}, EventEntry{}, Key{}, IndexKeys{}}
 	tags := map[string][]string{} // attribute → the item types that have it
 	for _, it := range items {
 		typ := reflect.TypeOf(it)

@@ -1,0 +1,264 @@
+package asyncevent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+)
+
+// Operator controls: close an event now, pause and resume its ingest, move its end or
+// its lottery's cutoff later. Each is one TransactWriteItems of a conditional update
+// of the event's CONFIG and an AuditEntry saying who did it, so a refused control
+// writes nothing and every applied one is on record. The nodes learn of a change
+// when their copy of the config expires (Options.EventCacheTTL, 5 s by default).
+
+// AuditEntry records an operator's control of an event (PK EVENT#<eventId>, SK
+// AUDIT#<at>#<suffix>), written in the control's own transaction.
+type AuditEntry struct {
+	EntityType EntityType  `dynamodbav:"entityType"` // AUDIT
+	EventID    string      `dynamodbav:"eventId"`
+	At         EpochMillis `dynamodbav:"at"`
+	Actor      string      `dynamodbav:"actor"`  // who: an admin's sub
+	Action     string      `dynamodbav:"action"` // what: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF
+	Detail     string      `dynamodbav:"detail,omitempty"`
+}
+
+type auditItem struct {
+	Key
+	AuditEntry
+}
+
+// The actions of the audit trail.
+const (
+	ActionClose        = "CLOSE"
+	ActionPause        = "PAUSE"
+	ActionResume       = "RESUME"
+	ActionExtendEnd    = "EXTEND_END"
+	ActionExtendCutoff = "EXTEND_CUTOFF"
+)
+
+// The params of the control rows.
+const (
+	pEndsAt = param("endsAt")
+	pCutoff = param("cutoff")
+	pLead   = param("lead") // now + controlLead: a time moved must lie beyond it
+)
+
+// controlLead is how far ahead of now a time must still be for a control to move it:
+// every node's copy of the config (Options.EventCacheTTL, 5 s by default) learns of
+// the move before the old time comes.
+const controlLead = 10 * time.Second
+
+var (
+	notEnded      = expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(expression.Value(pNow)))
+	notPaused     = expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false)))
+	openToClose   = configExists.And(notEnded)
+	openToPause   = configExists.And(notEnded).And(notPaused)
+	pausedNow     = configExists.And(expression.Name(attrPaused).Equal(expression.Value(true)))
+	endMovable    = configExists.And(expression.Name(attrEndsAt).GreaterThan(expression.Value(pLead))).And(expression.Name(attrEndsAt).LessThan(expression.Value(pEndsAt)))
+	cutoffMovable = configExists.And(expression.Name(attrEventType).Equal(expression.Value(Lottery))).
+			And(expression.Name(attrLotteryCutoffAt).GreaterThan(expression.Value(pLead))).
+			And(expression.Name(attrLotteryCutoffAt).LessThan(expression.Value(pCutoff))).
+			And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(expression.Value(pCutoff))))
+	drawNotBegun = phaseIs(PhaseCollecting)
+
+	eventClosedRow = row{
+		name: "event closed", method: "CloseEvent", item: EntityConfig, op: opUpdate, cond: &openToClose,
+		sets: []set{setTo(attrEndsAt, pNow), setTo(attrClosedAt, pNow)},
+	}
+	eventPausedRow = row{
+		name: "event paused", method: "PauseEvent", item: EntityConfig, op: opUpdate, cond: &openToPause,
+		sets: []set{setTo(attrPaused, true)},
+	}
+	eventResumedRow = row{
+		name: "event resumed", method: "ResumeEvent", item: EntityConfig, op: opUpdate, cond: &pausedNow,
+		sets: []set{setTo(attrPaused, false)},
+	}
+	endExtendedRow = row{
+		name: "event end extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: &endMovable,
+		sets: []set{setTo(attrEndsAt, pEndsAt)},
+	}
+	cutoffExtendedRow = row{
+		name: "lottery cutoff extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: &cutoffMovable,
+		sets: []set{setTo(attrLotteryCutoffAt, pCutoff)},
+	}
+	drawNotBegunRow = row{
+		name: "cutoff extended: draw check", method: "ExtendEvent", item: EntityDraw, op: opCheck, cond: drawNotBegun,
+	}
+	auditRow = row{
+		name: "audit entry", method: "CloseEvent", item: EntityAudit, op: opPut, cond: &notExists,
+	}
+)
+
+// EventUpdate is the outcome of an operator's control. A refused control is an
+// outcome, not an error: Applied is false, Event is the event as the refusal found
+// it, and Reason says why in a sentence for the operator.
+type EventUpdate struct {
+	Applied bool
+	Event   *EventConfig
+	Reason  string
+}
+
+// CloseEvent closes an event now: ingest refuses its clicks from then on
+// (ErrEventClosed), on every node once its copy of the config has expired. The "event
+// closed" row, UpdateItem PK EVENT#<eventId>, SK CONFIG, SET endsAt = now, closedAt =
+// now; condition attribute_exists(PK) AND (attribute_not_exists(endsAt) OR endsAt >
+// now); with an audit entry (PK EVENT#<eventId>, SK AUDIT#<now>#<suffix>) naming
+// actor, in one TransactWriteItems. A LOTTERY's cutoff does not move: its entries
+// queued by then are drawn. An event already closed is not applied.
+func (c *Client) CloseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
+	return c.control(ctx, eventID, actor, ActionClose, "", write{row: &eventClosedRow, args: args{pNow: c.now()}})
+}
+
+// PauseEvent stops an event's ingest until ResumeEvent: a click gets ErrEventPaused and
+// writes nothing; the workers go on with what is queued. The "event paused" row,
+// UpdateItem PK EVENT#<eventId>, SK CONFIG, SET paused = true; condition
+// attribute_exists(PK) AND (attribute_not_exists(endsAt) OR endsAt > now) AND
+// (attribute_not_exists(paused) OR paused = false); with its audit entry.
+func (c *Client) PauseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
+	return c.control(ctx, eventID, actor, ActionPause, "", write{row: &eventPausedRow, args: args{pNow: c.now()}})
+}
+
+// ResumeEvent takes a paused event's clicks again: the "event resumed" row, UpdateItem
+// PK EVENT#<eventId>, SK CONFIG, SET paused = false; condition paused = true; with its
+// audit entry.
+func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
+	return c.control(ctx, eventID, actor, ActionResume, "", write{row: &eventResumedRow})
+}
+
+// ExtendEvent moves an event's end later (the "event end extended" row: UpdateItem PK
+// EVENT#<eventId>, SK CONFIG, SET endsAt = to; condition endsAt > now + 10 s AND endsAt
+// < to), or a LOTTERY's entry cutoff later (the "lottery cutoff extended" row: SET
+// lotteryCutoffAt = to; condition eventType = LOTTERY AND lotteryCutoffAt > now + 10 s
+// AND lotteryCutoffAt < to AND (attribute_not_exists(endsAt) OR endsAt ≥ to), with a
+// ConditionCheck of its Draw record, phase = COLLECTING: a cutoff never moves once the
+// draw began), with its audit entry, in one TransactWriteItems. The 10 s ahead are so
+// that every node's copy of the config learns of the move before the old time
+// comes. what is ActionExtendEnd or ActionExtendCutoff.
+func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, to time.Time) (EventUpdate, error) {
+	at := MillisOf(to)
+	if _, err := formatMillis(at); err != nil {
+		return EventUpdate{}, fmt.Errorf("%w: extend %s: %v", ErrInvalidOptions, eventID, err)
+	}
+	lead := MillisOf(c.opts.Clock().Add(controlLead))
+	detail := "to " + to.UTC().Format(time.RFC3339)
+	switch what {
+	case ActionExtendEnd:
+		return c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}})
+	case ActionExtendCutoff:
+		draw, err := NewEventKey(eventID, EventItemDraw)
+		if err != nil {
+			return EventUpdate{}, err
+		}
+		check := write{row: &drawNotBegunRow, key: draw.Key()}
+		return c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check)
+	}
+	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff)
+}
+
+// control applies a control of the event's CONFIG with its audit entry.
+func (c *Client) control(ctx context.Context, eventID, actor, action, detail string, w write, extra ...write) (EventUpdate, error) {
+	key, err := NewEventKey(eventID, EventItemConfig)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	if actor == "" || len(actor) > MaxIDLength {
+		return EventUpdate{}, fmt.Errorf("%w: a control needs its actor (1 to %d bytes)", ErrInvalidOptions, MaxIDLength)
+	}
+	now := c.now()
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	ak, err := newAuditKey(eventID, now, hex.EncodeToString(suffix[:]))
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	entry := write{row: &auditRow, key: ak.key(), item: auditItem{Key: ak.key(), AuditEntry: AuditEntry{
+		EntityType: EntityAudit, EventID: eventID, At: now, Actor: actor, Action: action, Detail: detail,
+	}}}
+	w.key = key.Key()
+	if w.args == nil {
+		w.args = args{}
+	}
+	if _, ok := w.args[pNow]; !ok {
+		w.args[pNow] = now
+	}
+	err = c.do(ctx, txOptions{}, append([]write{w, entry}, extra...))
+	c.events.forget(eventID)
+	var lost *conditionLost
+	switch {
+	case errors.As(err, &lost) && lost.index != 1:
+		cur, rerr := c.GetEvent(ctx, eventID)
+		if rerr != nil {
+			return EventUpdate{}, rerr
+		}
+		return EventUpdate{Event: cur, Reason: refusal(action, cur, c.now())}, nil
+	case err != nil:
+		return EventUpdate{}, fmt.Errorf("%s %s: %w", action, eventID, err)
+	}
+	cur, err := c.GetEvent(ctx, eventID)
+	if err != nil {
+		return EventUpdate{Applied: true}, err
+	}
+	return EventUpdate{Applied: true, Event: cur}, nil
+}
+
+// refusal says why a control found the event in no state to take it.
+func refusal(action string, e *EventConfig, now EpochMillis) string {
+	ended := e.EndsAt != 0 && e.EndsAt <= now
+	switch {
+	case action == ActionClose && ended:
+		return "the event is closed already"
+	case action == ActionPause && ended:
+		return "the event is closed"
+	case action == ActionPause:
+		return "the event is paused already"
+	case action == ActionResume:
+		return "the event is not paused"
+	case action == ActionExtendEnd && e.EndsAt == 0:
+		return "the event has no end to move"
+	case action == ActionExtendEnd:
+		return "the end has passed, is less than 10 s away, or is not before the new one"
+	case action == ActionExtendCutoff && e.EventType != Lottery:
+		return "only a LOTTERY has a cutoff"
+	}
+	return "the cutoff has passed, is less than 10 s away, is not before the new one, lies past the event's end, or the draw began"
+}
+
+// ListAudit returns an event's audit trail, oldest first: the "audit trail" row,
+// Query PK EVENT#<eventId>, begins_with(SK, "AUDIT#"), all pages.
+func (c *Client) ListAudit(ctx context.Context, eventID string) ([]AuditEntry, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return nil, err
+	}
+	expr, err := expression.NewBuilder().WithKeyCondition(
+		expression.Key(attrPK).Equal(expression.Value(eventPK(eventID))).
+			And(expression.Key(attrSK).BeginsWith(prefixAudit + sep))).Build()
+	if err != nil {
+		return nil, err
+	}
+	in := c.query("", expr)
+	var out []AuditEntry
+	for {
+		page, err := c.db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("audit trail of %s: %w", eventID, err)
+		}
+		var items []auditItem
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			out = append(out, it.AuditEntry)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}

@@ -1,0 +1,222 @@
+package asyncevent_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// itemsOf counts the table's items by entity type (a Scan: the test kit may).
+func itemsOf(t *testing.T, c *asyncevent.Client) map[asyncevent.EntityType]int {
+	t.Helper()
+	n := map[asyncevent.EntityType]int{}
+	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
+		var head struct {
+			EntityType asyncevent.EntityType `dynamodbav:"entityType"`
+		}
+		require.NoError(t, attributevalue.UnmarshalMap(raw, &head))
+		n[head.EntityType]++
+	}
+	return n
+}
+
+// Close, pause and resume: each applies once, with its audit entry naming who; a
+// click on a closed or paused event is refused with nothing written; a control the
+// event's state refuses is not applied, writes nothing and says why.
+func TestCloseAndPauseRefuseClicks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ctl", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	_, err = c.Submit(ctx, q, "ctl", "before")
+	require.NoError(t, err)
+
+	up, err := c.PauseEvent(ctx, "ctl", "ops-ann")
+	require.NoError(t, err)
+	require.True(t, up.Applied)
+	assert.Equal(t, asyncevent.StatePaused, up.Event.StateAt(clock.Now()))
+	before := itemsOf(t, c)
+	_, err = c.Submit(ctx, q, "ctl", "paused-click")
+	assert.ErrorIs(t, err, asyncevent.ErrEventPaused)
+	assert.Equal(t, before, itemsOf(t, c), "a click on a paused event writes nothing")
+
+	up, err = c.PauseEvent(ctx, "ctl", "ops-ann")
+	require.NoError(t, err)
+	assert.False(t, up.Applied)
+	assert.Equal(t, "the event is paused already", up.Reason)
+	assert.Equal(t, before, itemsOf(t, c), "a refused control writes nothing, its audit entry included")
+
+	clock.Advance(time.Millisecond) // the trail's order is its entries' times
+	up, err = c.ResumeEvent(ctx, "ctl", "ops-bob")
+	require.NoError(t, err)
+	require.True(t, up.Applied)
+	_, err = c.Submit(ctx, q, "ctl", "resumed-click")
+	require.NoError(t, err)
+
+	clock.Advance(time.Second)
+	up, err = c.CloseEvent(ctx, "ctl", "ops-bob")
+	require.NoError(t, err)
+	require.True(t, up.Applied)
+	assert.Equal(t, asyncevent.MillisOf(clock.Now()), up.Event.ClosedAt)
+	clock.Advance(time.Millisecond)
+	before = itemsOf(t, c)
+	_, err = c.Submit(ctx, q, "ctl", "late-click")
+	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
+	for _, call := range []func(context.Context, string, string) (asyncevent.EventUpdate, error){c.CloseEvent, c.PauseEvent, c.ResumeEvent} {
+		up, err = call(ctx, "ctl", "ops-bob")
+		require.NoError(t, err)
+		assert.False(t, up.Applied)
+		assert.NotEmpty(t, up.Reason)
+	}
+	assert.Equal(t, before, itemsOf(t, c), "refused: nothing written")
+
+	trail, err := c.ListAudit(ctx, "ctl")
+	require.NoError(t, err)
+	var got [][2]string
+	for _, e := range trail {
+		got = append(got, [2]string{e.Action, e.Actor})
+	}
+	assert.Equal(t, [][2]string{{"PAUSE", "ops-ann"}, {"RESUME", "ops-bob"}, {"CLOSE", "ops-bob"}}, got, "who did what, oldest first")
+
+	_, err = c.CloseEvent(ctx, "no-such-event", "ops")
+	assert.Error(t, err)
+	_, err = c.CloseEvent(ctx, "a#b", "ops")
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidID)
+	_, err = c.CloseEvent(ctx, "ctl", "")
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "a control names its actor")
+}
+
+// Extend: the end, and a lottery's cutoff, move later only while more than 10 s
+// remain before them (every node's copy of the config learns of the move in time),
+// never earlier, and a cutoff never past the event's end.
+func TestExtendEndAndCutoff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	end := t0.Add(time.Hour)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 5, EndsAt: asyncevent.MillisOf(end)})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "open", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(end)})
+	require.NoError(t, err)
+
+	up, err := c.ExtendEvent(ctx, "fc", "ops", asyncevent.ActionExtendEnd, end.Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, up.Applied)
+	assert.Equal(t, asyncevent.MillisOf(end.Add(time.Hour)), up.Event.EndsAt)
+	for _, to := range []time.Time{end, end.Add(30 * time.Minute)} {
+		up, err = c.ExtendEvent(ctx, "fc", "ops", asyncevent.ActionExtendEnd, to)
+		require.NoError(t, err)
+		assert.False(t, up.Applied, "never earlier")
+	}
+	up, err = c.ExtendEvent(ctx, "open", "ops", asyncevent.ActionExtendEnd, end)
+	require.NoError(t, err)
+	assert.Equal(t, "the event has no end to move", up.Reason)
+
+	up, err = c.ExtendEvent(ctx, "lot", "ops", asyncevent.ActionExtendCutoff, end.Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, up.Applied)
+	assert.Equal(t, asyncevent.MillisOf(end.Add(time.Minute)), up.Event.LotteryCutoffAt)
+	up, err = c.ExtendEvent(ctx, "fc", "ops", asyncevent.ActionExtendCutoff, end.Add(3*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, "only a LOTTERY has a cutoff", up.Reason)
+
+	clock.Advance(time.Hour + 55*time.Second) // 5 s before the lottery's cutoff
+	up, err = c.ExtendEvent(ctx, "lot", "ops", asyncevent.ActionExtendCutoff, end.Add(time.Hour))
+	require.NoError(t, err)
+	assert.False(t, up.Applied, "less than 10 s before the cutoff: too late to move it")
+	_, err = c.ExtendEvent(ctx, "lot", "ops", "SHORTEN", end)
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
+
+	trail, err := c.ListAudit(ctx, "lot")
+	require.NoError(t, err)
+	require.Len(t, trail, 1)
+	assert.Equal(t, asyncevent.ActionExtendCutoff, trail[0].Action)
+	assert.Contains(t, trail[0].Detail, end.Add(time.Minute).UTC().Format(time.RFC3339))
+}
+
+// Every node learns of a close within its EventCacheTTL: a node that read the config
+// just before the close still takes clicks until its copy expires, and none after.
+func TestCloseReachesEveryNodeWithinTheCacheTTL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	admin := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	node, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: admin.TableName(), Clock: clock.Now, EventCacheTTL: 5 * time.Second})
+	require.NoError(t, err)
+	_, err = admin.CreateEvent(ctx, asyncevent.EventConfig{EventID: "bound", EventType: asyncevent.FirstCome, CapacityTotal: 50})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	_, err = node.Submit(ctx, q, "bound", "warm") // the node's copy of the config
+	require.NoError(t, err)
+	clock.Advance(time.Second)
+	up, err := admin.CloseEvent(ctx, "bound", "ops")
+	require.NoError(t, err)
+	require.True(t, up.Applied)
+
+	clock.Advance(time.Second)
+	_, err = node.Submit(ctx, q, "bound", "within-the-bound")
+	assert.NoError(t, err, "the node's copy is under 5 s old: it does not know yet (the documented bound)")
+	clock.Advance(3*time.Second + time.Millisecond) // the copy is 5 s old
+	_, err = node.Submit(ctx, q, "bound", "after-the-bound")
+	assert.ErrorIs(t, err, asyncevent.ErrEventClosed, "past the TTL every node refuses")
+}
+
+// The event list: newest first, paged with a cursor, each event with its state and
+// seats left; an entry of a CreateEvent that failed (the ID was taken) is passed over
+// and deleted.
+func TestListEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	for _, cfg := range []asyncevent.EventConfig{
+		{EventID: "first", EventType: asyncevent.FirstCome, CapacityTotal: 7, CapacityShards: 3},
+		{EventID: "second", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))},
+		{EventID: "third", EventType: asyncevent.FirstCome, CapacityTotal: 2, StartsAt: asyncevent.MillisOf(t0.Add(time.Hour))},
+	} {
+		_, err := c.CreateEvent(ctx, cfg)
+		require.NoError(t, err)
+		clock.Advance(time.Second)
+	}
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "first", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	require.ErrorIs(t, err, asyncevent.ErrEventExists)
+	_, err = c.PauseEvent(ctx, "first", "ops")
+	require.NoError(t, err)
+
+	page, err := c.ListEvents(ctx, 2, "")
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1, "the failed CreateEvent's entry, the newest, is passed over")
+	assert.Equal(t, "third", page.Events[0].Config.EventID)
+	assert.Equal(t, asyncevent.StateScheduled, page.Events[0].State)
+	require.NotEmpty(t, page.NextCursor)
+	page2, err := c.ListEvents(ctx, 2, page.NextCursor)
+	require.NoError(t, err)
+	require.Len(t, page2.Events, 2)
+	assert.Equal(t, "second", page2.Events[0].Config.EventID)
+	assert.Nil(t, page2.Events[0].SeatsLeft)
+	assert.Equal(t, "first", page2.Events[1].Config.EventID)
+	assert.Equal(t, asyncevent.StatePaused, page2.Events[1].State)
+	require.NotNil(t, page2.Events[1].SeatsLeft)
+	assert.EqualValues(t, 7, *page2.Events[1].SeatsLeft, "summed over its three shards")
+
+	all, err := c.ListEvents(ctx, 0, "")
+	require.NoError(t, err)
+	assert.Len(t, all.Events, 3, "the stray entry is gone")
+	_, err = c.ListEvents(ctx, 2, "bm90LWEtY3Vyc29y")
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidCursor)
+	_, err = c.ListEvents(ctx, 1000, "")
+	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
+}
