@@ -86,6 +86,16 @@
 // SUCCEEDED + HELD never passes the capacity, and a confirm racing the expiry ends
 // the hold once (docs/design.md, "Holds and the waitlist").
 //
+// # Operator controls
+//
+// [Client.CloseEvent], [Client.PauseEvent], [Client.ResumeEvent] and
+// [Client.ExtendEvent] change an event while it runs, each a conditional update of
+// its CONFIG with an [AuditEntry] naming who did it, in one transaction; a control the
+// event's state refuses writes nothing and says why ([EventUpdate]). Ingest learns of
+// a change within [Options.EventCacheTTL]. [Client.ListEvents] lists the events newest
+// first from the event list, an item collection CreateEvent writes, without a Scan;
+// [Client.ListAudit] reads an event's trail.
+//
 // # Access patterns
 //
 // Each row of the access-pattern table is one method of [Client] (the worker's lease
