@@ -84,7 +84,8 @@ const participateAttempts = 3
 // When the lock exists the pair has participated already: the result names the first
 // requestId with Duplicate set, read from the failed put's old item (ALL_OLD), so a
 // duplicate click costs that one failed put and nothing else. An unknown event is
-// ErrEventNotFound, one outside its window ErrEventNotOpen or ErrEventClosed, a bad
+// ErrEventNotFound, one outside its window ErrEventNotOpen or ErrEventClosed, one an
+// operator paused ErrEventPaused, a bad
 // ID ErrInvalidID; in each case nothing is written.
 //
 // Between the two puts a lock can be left without its request: the process died, or

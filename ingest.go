@@ -66,6 +66,8 @@ func (c *Client) ingestContext(ctx context.Context, event *EventConfig) (context
 //     between its write and its send) is sent again, and a lock without its request
 //     (a crash between the two puts) gets its request written (queuedAt = now) and
 //     sent. A double send is harmless, as the worker's start is conditional.
+//   - A click on an event an operator paused (PauseEvent) is ErrEventPaused and
+//     writes nothing, a repeat click of a participation included.
 //   - A click after the event closed (FIRST_COME past endsAt, LOTTERY past its
 //     cutoff) reads the pair's lock (one strongly consistent GetItem): without one it
 //     is ErrEventClosed, as before; with one it is the duplicate it is, never
