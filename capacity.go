@@ -47,6 +47,13 @@ type EventCapacity struct {
 	// shard it reads.
 	SoldOut bool `dynamodbav:"soldOut,omitempty"`
 
+	// PoolVersion is the version of the event's seat pool (its Returns item) this shard
+	// was told of: 0 while no seat was ever added to the pool (AddCapacity after a
+	// sell-out, CancelRequest); each change of the pool's seats by an operator raises
+	// it on every shard, so that a worker that reads a request's home shard, or meets
+	// it empty, learns that the pool may hold seats.
+	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
+
 	// HoldFor is the event's EventConfig.HoldFor (0: no holds), written with the item,
 	// so that a worker that reads only a request's home shard knows whether its seat
 	// is held (HELD) or won, and its loser waitlisted or rejected.
@@ -70,6 +77,8 @@ const (
 	attrHolders           = "holders"
 	attrSoldOut           = "soldOut"
 	attrVoid              = "void"
+	attrPoolVersion       = "poolVersion"
+	attrCapacityTotal     = "capacityTotal"
 )
 
 type capacityItem struct {
@@ -280,6 +289,9 @@ type seatClaim struct {
 	// it, not SUCCEEDED; 0 for an event without holds.
 	hold time.Duration
 
+	// poolVersion is the highest PoolVersion of a capacity item this claim met.
+	poolVersion int64
+
 	// unsureAt is when a claim of this delivery last went unanswered (a timeout, a
 	// server error): it may still land, until claimFence after it.
 	unsureAt time.Time
@@ -382,6 +394,11 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 	if err != nil {
 		return Transition{}, err
 	}
+	if sc.shard == n && sc.inherited {
+		// An earlier delivery claimed on the event's seat pool (every shard was
+		// empty, and stays so): its seat may be there.
+		return c.claimPool(ctx, reqKey, sc, seats, n)
+	}
 	if sc.shard < 0 || sc.shard >= n {
 		sc.shard = shardOf(sc.ref.RequestID, n)
 	}
@@ -399,7 +416,7 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			// tried last.
 			res, passing, passedHome = claimRefused, true, true
 		case sc.inherited || !seats.isEmpty(sc.ref.EventID, sc.shard):
-			res, err = c.claimOn(ctx, keys[sc.shard], sc)
+			res, err = c.claimOn(ctx, keys[sc.shard].Key(), sc)
 			if errors.Is(err, errLeaseRanOut) {
 				return Transition{}, nil // not applied: the lease is another delivery's to take
 			}
@@ -464,6 +481,14 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			// shard) and no other shard has a seat: it ends as that failure would have.
 			return Transition{}, Permanent(fmt.Errorf("claim seat %s: a final failure voided its seat token and no other shard has seats", sc.ref.RequestID))
 		}
+		if next < 0 && seats.poolOpen(sc.ref.EventID, sc.poolVersion) && sc.hold == 0 {
+			// Every shard is empty; the event's pool may hold seats an operator added
+			// or a cancel gave back: the claim moves there, under the lease.
+			if t, err := c.moveSeat(ctx, reqKey, sc, n); err != nil || !t.Applied {
+				return t, err
+			}
+			return c.claimPool(ctx, reqKey, sc, seats, n)
+		}
 		if next < 0 {
 			return Transition{SoldOut: true}, nil
 		}
@@ -475,7 +500,7 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			}
 		}
 		if res == claimRefused {
-			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard], sc)
+			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard].Key(), sc)
 			if err != nil {
 				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
 			}
@@ -492,9 +517,13 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 // claimOn sends the claim of a seat on one capacity item, again while DynamoDB
 // refuses it for throughput or leaves unknown whether it applied it, at most
 // claimAttempts times, never after the lease has run out.
-func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (claimResult, error) {
+func (c *Client) claimOn(ctx context.Context, key Key, sc *seatClaim) (claimResult, error) {
 	token := seatToken(sc.ref.RequestID)
-	w := write{row: &claimSeatRow, key: key.Key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
+	claim := &claimSeatRow
+	if _, err := parseReturnsKey(key); err == nil {
+		claim = &poolClaimRow
+	}
+	w := write{row: claim, key: key, args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
 	var unsure error
 	refused := false
 	for attempt := range claimAttempts {
@@ -525,7 +554,7 @@ func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (clai
 		case errors.As(err, &lost):
 			var item capacityItem
 			if lost.old == nil {
-				return 0, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, sc.ref.EventID, key.Key().PK)
+				return 0, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, sc.ref.EventID, key.PK)
 			}
 			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
 				return 0, err
@@ -536,6 +565,7 @@ func (c *Client) claimOn(ctx context.Context, key EventKey, sc *seatClaim) (clai
 				return claimHeld, nil
 			}
 			sc.soldOut = item.SoldOut
+			sc.poolVersion = max(sc.poolVersion, item.PoolVersion)
 			if slices.Contains(item.Void, token) {
 				return claimVoid, nil
 			}
@@ -570,7 +600,7 @@ func claimBackoff(attempt int) time.Duration {
 // (reads draw on units of their own, so a shard refusing writes still answers). With
 // neither, no claim of the request can be under way there and it reports false at
 // once.
-func (c *Client) seatHeldAfterFence(ctx context.Context, key EventKey, sc *seatClaim) (bool, error) {
+func (c *Client) seatHeldAfterFence(ctx context.Context, key Key, sc *seatClaim) (bool, error) {
 	var fence time.Time
 	if sc.inherited {
 		fence = sc.fenceAt
@@ -585,7 +615,7 @@ func (c *Client) seatHeldAfterFence(ctx context.Context, key EventKey, sc *seatC
 		return false, err
 	}
 	var item capacityItem
-	found, err := c.getItem(ctx, key.Key(), true, &item)
+	found, err := c.getItem(ctx, key, true, &item)
 	if err != nil || !found {
 		return false, err
 	}
@@ -605,12 +635,19 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 		return false, err
 	}
 	keys, err := capacityKeys(sc.ref.EventID, n)
-	if err != nil || sc.shard < 0 || sc.shard >= n {
+	if err != nil || sc.shard < 0 || sc.shard > n {
 		return false, err
 	}
 	probe := *sc
 	if !probe.inherited { // read even when no fence is ahead
 		probe.inherited, probe.fenceAt = true, c.opts.Clock()
+	}
+	if sc.shard == n { // the claim was on the event's pool: its seat token says
+		rk, err := returnsKey(sc.ref.EventID)
+		if err != nil {
+			return false, err
+		}
+		return c.seatHeldAfterFence(ctx, rk, &probe)
 	}
 	if sc.shard == shardOf(sc.ref.RequestID, n) && !sc.homeClear {
 		if sc.until != nil && !c.opts.Clock().Before(sc.until()) {
@@ -622,7 +659,7 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 		// way) takes a seat there afterwards. No fence to wait.
 		return c.voidHome(ctx, keys[sc.shard], sc.ref.RequestID)
 	}
-	return c.seatHeldAfterFence(ctx, keys[sc.shard], &probe)
+	return c.seatHeldAfterFence(ctx, keys[sc.shard].Key(), &probe)
 }
 
 // voidHome voids a request's seat token on its home shard, the "first-come seat
@@ -852,6 +889,7 @@ type seatShards struct {
 	mu      sync.Mutex
 	byEvent map[string]*eventShards
 	looked  map[string]bool // the events firstLook was asked about
+	pools   map[string]*seatPool
 }
 
 type eventShards struct {

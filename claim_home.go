@@ -154,7 +154,7 @@ func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int, dea
 		return 0, nil, err
 	}
 	sc := &seatClaim{seatStart: seatStart{shard: home}, ref: ref, until: func() time.Time { return deadline }}
-	res, err := c.claimOn(ctx, keys[home], sc)
+	res, err := c.claimOn(ctx, keys[home].Key(), sc)
 	return res, sc, err
 }
 

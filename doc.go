@@ -284,6 +284,38 @@
 //	event listed                   CreateEvent                PutItem        EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
+//	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND ((attribute_not_exists (endsAt)) OR (endsAt > :now)))
+//	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
+//	    set  ADD capacityTotal :seats SET poolVersion = :poolVersion
+//	capacity added to a shard      AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
+//	    if   capacityRemaining > 0
+//	    set  ADD capacityRemaining :seats, capacityTotal :seats SET poolVersion = :poolVersion,
+//	         updatedAt = :now
+//	capacity shard: pool version   AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
+//	    if   attribute_exists (PK)
+//	    set  SET poolVersion = :poolVersion
+//	capacity added to the pool     AddCapacity                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	    set  ADD capacityRemaining :seats,
+//	         added :seats SET entityType = if_not_exists(entityType, :entityType),
+//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
+//	pool seat claimed              ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
+//	         AND (NOT (contains (void, :seatToken)))
+//	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
+//	         updatedAt = :now
+//	participation cancelled        CancelRequest              UpdateItem     REQ#<requestId> / META
+//	    if   (status = SUCCEEDED) AND (eventType = FIRST_COME)
+//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CANCELLED,
+//	         finishedAt = :now
+//	seat of a cancel to the pool   CancelRequest              UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	    set  ADD capacityRemaining 1,
+//	         cancelled 1 SET entityType = if_not_exists(entityType, :entityType),
+//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
+//	pool version raised            CancelRequest              UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   (attribute_exists (PK))
+//	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
+//	    set  SET poolVersion = :poolVersion
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
 //	    set  SET phase = DRAWING, drawnAt = :now

@@ -77,6 +77,11 @@ type EventConfig struct {
 	Paused   bool        `dynamodbav:"paused,omitempty"`
 	ClosedAt EpochMillis `dynamodbav:"closedAt,omitempty"`
 
+	// PoolVersion, of a FIRST_COME event, counts the changes an operator made to its
+	// seat pool (AddCapacity once its shards were empty, CancelRequest); every
+	// capacity shard carries it too. CreateEvent ignores it.
+	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
+
 	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
 	// while it finalises the entries, ANNOUNCED once every entry has its result.
 	Phase UIPhase `dynamodbav:"phase,omitempty"`
@@ -269,7 +274,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = EntityConfig, now, 0, "", "", ""
 	cfg.EmptyShards = nil
 	cfg.LeftShards = nil
-	cfg.Paused, cfg.ClosedAt = false, 0
+	cfg.Paused, cfg.ClosedAt, cfg.PoolVersion = false, 0, 0
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var items []any

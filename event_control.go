@@ -41,6 +41,8 @@ const (
 	ActionResume       = "RESUME"
 	ActionExtendEnd    = "EXTEND_END"
 	ActionExtendCutoff = "EXTEND_CUTOFF"
+	ActionAddCapacity  = "ADD_CAPACITY"
+	ActionCancel       = "CANCEL"
 )
 
 // The params of the control rows.
@@ -103,6 +105,8 @@ type EventUpdate struct {
 	Applied bool
 	Event   *EventConfig
 	Reason  string
+
+	lost *row // the write whose condition refused the control
 }
 
 // CloseEvent closes an event now: ingest refuses its clicks from then on
@@ -197,7 +201,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 		if rerr != nil {
 			return EventUpdate{}, rerr
 		}
-		return EventUpdate{Event: cur, Reason: refusal(action, cur, c.now())}, nil
+		return EventUpdate{Event: cur, Reason: refusal(action, cur, c.now()), lost: lost.row}, nil
 	case err != nil:
 		return EventUpdate{}, fmt.Errorf("%s %s: %w", action, eventID, err)
 	}
@@ -226,6 +230,12 @@ func refusal(action string, e *EventConfig, now EpochMillis) string {
 		return "the end has passed, is less than 10 s away, or is not before the new one"
 	case action == ActionExtendCutoff && e.EventType != Lottery:
 		return "only a LOTTERY has a cutoff"
+	case action == ActionAddCapacity && ended:
+		return "the event is closed"
+	case action == ActionAddCapacity:
+		return "another change of the event's seats came first: try again"
+	case action == ActionCancel:
+		return "the request is no longer SUCCEEDED, or another change of the event's seats came first"
 	}
 	return "the cutoff has passed, is less than 10 s away, is not before the new one, lies past the event's end, or the draw began"
 }

@@ -60,6 +60,9 @@ type seatReturns struct {
 	CapacityRemaining int64       `dynamodbav:"capacityRemaining"`
 	Returned          int64       `dynamodbav:"returned"`
 	Served            int64       `dynamodbav:"served"`
+	Added             int64       `dynamodbav:"added,omitempty"`     // seats an operator added to the pool
+	Cancelled         int64       `dynamodbav:"cancelled,omitempty"` // seats of cancelled participations
+	Holders           []string    `dynamodbav:"holders,omitempty,stringset"`
 	SweepOwner        string      `dynamodbav:"sweepOwner,omitempty"`
 	SweepUntil        EpochMillis `dynamodbav:"sweepUntil,omitempty"`
 	UpdatedAt         EpochMillis `dynamodbav:"updatedAt,omitempty"`
@@ -69,6 +72,8 @@ type seatReturns struct {
 const (
 	attrReturned   = "returned"
 	attrServed     = "served"
+	attrAdded      = "added"
+	attrCancelled  = "cancelled"
 	attrSweepOwner = "sweepOwner"
 	attrSweepUntil = "sweepUntil"
 	attrEntityType = "entityType"

@@ -361,7 +361,7 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lea
 	if err := p.handle(ctx, m); err != nil {
 		return p.failed(ctx, m, d, l, err)
 	}
-	if !st.inherited && p.soldOut(ctx, m.EventID) {
+	if !st.inherited && p.soldOut(ctx, m.EventID) && !p.poolOpen(m.EventID, hold) {
 		return p.reject(ctx, m, d, l, hold)
 	}
 	t, err = p.c.claimSeat(ctx, l.claim, p.seats)
@@ -476,7 +476,8 @@ func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *h
 			if sc.soldOut {
 				p.seats.know(ev, n, allShards(n))
 			}
-			if p.soldOut(ctx, ev) {
+			p.seats.learnPool(ev, sc.poolVersion)
+			if p.soldOut(ctx, ev) && !p.poolOpen(ev, h.hold) {
 				return p.rejectSoldOut(ctx, m, d, h.hold)
 			}
 		}
@@ -505,6 +506,7 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 	}
 	h.looked = true
 	h.hold, h.holdKnown = item.HoldFor, true
+	p.seats.learnPool(m.EventID, item.PoolVersion)
 	if holds(item, m.RequestID) {
 		r, done, _ := p.bind(ctx, m, d, n, h)
 		h.leased = !done
@@ -527,10 +529,18 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, 
 		// record was lost, which completes the list and marks the sell-out.
 		p.c.shardEmpty(ctx, m.EventID, h.shard, n, p.seats, recordIfUnlistedNow)
 	}
-	if p.soldOut(ctx, m.EventID) {
+	if p.soldOut(ctx, m.EventID) && !p.poolOpen(m.EventID, h.hold) {
 		return p.rejectSoldOut(ctx, m, d, h.hold)
 	}
-	return result{}, false
+	return result{}, false // the leased way: seats elsewhere, or on the pool
+}
+
+// poolOpen reports whether a request of a sold-out event without holds may still find
+// a seat on the event's pool (seats an operator added, or a cancel gave back), as the
+// capacity items the processor met say: it then goes the leased way, which claims
+// there. An event with holds hands its pool to its waitlist instead.
+func (p *Processor) poolOpen(eventID string, hold time.Duration) bool {
+	return hold == 0 && p.seats.poolOpen(eventID, 0)
 }
 
 // bind writes SUCCEEDED for a request whose seat is on its home shard, and reports
@@ -581,14 +591,14 @@ func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n int, h *h
 }
 
 // boundToSeat reports whether a request was bound to the seat of its seatShard: it
-// won it (SUCCEEDED), holds it (HELD), or held it and gave it to the waitlist
-// (released or expired), which is why the seat is no longer on its shard.
+// won it (SUCCEEDED), holds it (HELD), or held it and gave it to the pool (released,
+// expired, cancelled), which is why the seat is no longer on its shard.
 func boundToSeat(r *Request) bool {
 	switch {
 	case r.Status == StatusSucceeded, r.Status == StatusHeld:
 		return true
 	case r.Status == StatusRejected:
-		return r.ResultCode == ResultReleased || r.ResultCode == ResultHoldExpired
+		return r.ResultCode == ResultReleased || r.ResultCode == ResultHoldExpired || r.ResultCode == ResultCancelled
 	}
 	return false
 }

@@ -90,10 +90,13 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	var capacity *asyncevent.EventCapacity
 	holders := map[int][]string{} // capacity shard → the seat tokens on it
 	spent := map[int]int64{}      // capacity shard → the seats taken from it
-	var returns struct {          // the seats given back (an event with holds)
-		CapacityRemaining int64 `dynamodbav:"capacityRemaining"`
-		Returned          int64 `dynamodbav:"returned"`
-		Served            int64 `dynamodbav:"served"`
+	var returns struct {          // the event's pool: seats given back, added, of cancels
+		CapacityRemaining int64    `dynamodbav:"capacityRemaining"`
+		Returned          int64    `dynamodbav:"returned"`
+		Served            int64    `dynamodbav:"served"`
+		Added             int64    `dynamodbav:"added"`
+		Cancelled         int64    `dynamodbav:"cancelled"`
+		Holders           []string `dynamodbav:"holders,stringset"`
 	}
 	for _, raw := range ScanTable(t, c.TableName()) {
 		var head struct {
@@ -215,20 +218,30 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		if shards := max(cfg.CapacityShards, 1); len(capacity.Shards) != shards {
 			fail("%d capacity items, the event has %d capacity shards", len(capacity.Shards), shards)
 		}
+		if total := capacity.CapacityTotal + returns.Added; total != cfg.CapacityTotal {
+			fail("the shards' capacityTotal %d + %d seats added to the pool != the event's capacityTotal %d", capacity.CapacityTotal, returns.Added, cfg.CapacityTotal)
+		}
 		if cfg.HoldFor > 0 {
-			checkHolds(cfg, capacity, requests, holders, spent, returns.CapacityRemaining, returns.Returned, returns.Served, opts, fail)
+			checkHolds(cfg, capacity, requests, holders, spent, returns.CapacityRemaining, returns.Returned, returns.Served, returns.Added, opts, fail)
 			break
 		}
-		contenders := won + rep.ByCode[asyncevent.ResultRejectedCapacity]
-		if capacity.CapacityRemaining+int64(won) != capacity.CapacityTotal {
-			fail("capacityRemaining %d + %d SUCCEEDED != capacityTotal %d", capacity.CapacityRemaining, won, capacity.CapacityTotal)
+		// The pool (shard C): seats added or given back by a cancel, taken by claims
+		// that record their token there.
+		pool := max(cfg.CapacityShards, 1)
+		if len(returns.Holders) > 0 || returns.Added+returns.Cancelled > 0 {
+			holders[pool], spent[pool] = returns.Holders, returns.Added+returns.Cancelled-returns.CapacityRemaining
 		}
-		if want := min(int(capacity.CapacityTotal), contenders); won != want {
-			fail("%d SUCCEEDED, want min(capacity %d, contenders %d) = %d", won, capacity.CapacityTotal, contenders, want)
+		contenders := won + rep.ByCode[asyncevent.ResultRejectedCapacity]
+		total := capacity.CapacityTotal + returns.Added
+		if capacity.CapacityRemaining+returns.CapacityRemaining+int64(won) != total {
+			fail("capacityRemaining %d + %d on the pool + %d SUCCEEDED != capacityTotal %d (%d added)", capacity.CapacityRemaining, returns.CapacityRemaining, won, total, returns.Added)
+		}
+		if want := min(int(total), contenders); won > want || returns.Added+returns.Cancelled == 0 && won != want {
+			fail("%d SUCCEEDED, want min(capacity %d, contenders %d) = %d", won, total, contenders, want)
 		}
 		winners := map[string]int{} // seat token → seatShard (-1: none)
 		for id, r := range requests {
-			if r.Status == asyncevent.StatusSucceeded {
+			if r.Status == asyncevent.StatusSucceeded || r.ResultCode == asyncevent.ResultCancelled {
 				winners[seatToken(id)] = -1
 				if r.SeatShard != nil {
 					winners[seatToken(id)] = *r.SeatShard
@@ -262,7 +275,7 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 // served from the waitlist); and no request waits on the waitlist while the shards
 // hold seats, nor (settled) while seats given back wait.
 func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity, requests map[string]reqItem, holders map[int][]string, spent map[int]int64,
-	waiting, returned, served int64, opts CheckOptions, fail func(string, ...any)) {
+	waiting, returned, served, added int64, opts CheckOptions, fail func(string, ...any)) {
 	var seated, gaveBack, handedOn, waitlisted int64
 	winners := map[string]int{}
 	for id, r := range requests {
@@ -277,6 +290,7 @@ func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity,
 		if ended {
 			gaveBack++
 		}
+		ended = ended || r.ResultCode == asyncevent.ResultCancelled
 		if r.ServedAt != 0 {
 			handedOn++
 			continue
@@ -288,12 +302,13 @@ func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity,
 			}
 		}
 	}
-	if capacity.CapacityRemaining+waiting+seated != capacity.CapacityTotal {
+	total := capacity.CapacityTotal + added
+	if capacity.CapacityRemaining+waiting+seated != total {
 		fail("holds: %d seats left on the shards + %d given back and waiting + %d HELD or SUCCEEDED != capacity %d",
-			capacity.CapacityRemaining, waiting, seated, capacity.CapacityTotal)
+			capacity.CapacityRemaining, waiting, seated, total)
 	}
-	if seated > capacity.CapacityTotal {
-		fail("holds: %d HELD or SUCCEEDED, more than the capacity %d", seated, capacity.CapacityTotal)
+	if seated > total {
+		fail("holds: %d HELD or SUCCEEDED, more than the capacity %d", seated, total)
 	}
 	if gaveBack != returned {
 		fail("holds: %d holds released or expired, the Returns item counts %d seats given back", gaveBack, returned)

@@ -1,0 +1,338 @@
+package asyncevent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+)
+
+// Seats added while an event runs, and the event's seat pool.
+//
+// A capacity shard that is empty stays empty: every rule of the seat claim relies on
+// it. So seats an operator adds go onto the shards that still hold seats (which may
+// grow: nothing relies on a shard that holds seats staying as it is), and, once every
+// shard is empty, onto the event's seat pool: its Returns item, from which the hold
+// sweep serves an event with holds its waitlist, and from which, for an event without
+// holds, a request that finds every shard empty claims a seat under its lease, as it
+// would on a shard (its seatShard then names the pool: shard C). Each change of the
+// pool's seats raises a version on every shard, so a worker's look at a request's
+// home shard, or a claim that meets one empty, tells it that the pool may hold seats,
+// whatever it remembers of the sell-out (docs/design.md, "Seats added").
+
+// The params of the rows that add seats.
+const (
+	pSeats           param = "seats"
+	pPoolVersion     param = "poolVersion"
+	pPrevPoolVersion param = "prevPoolVersion"
+)
+
+var (
+	addable      = configExists.And(expression.Name(attrEventType).Equal(expression.Value(FirstCome))).And(notEnded)
+	samePool     = expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(expression.Value(pPrevPoolVersion)))
+	configAddCap = addable.And(samePool)
+
+	seatsAddedRow = row{
+		name: "capacity added", method: "AddCapacity", item: EntityConfig, op: opUpdate, cond: &configAddCap,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
+		adds: []set{{attrCapacityTotal, expression.Value(pSeats)}},
+	}
+	shardSeatsAddedRow = row{
+		name: "capacity added to a shard", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: &seatLeft,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion), setTo(attrUpdatedAt, pNow)},
+		adds: []set{{attrCapacityRemaining, expression.Value(pSeats)}, {attrCapacityTotal, expression.Value(pSeats)}},
+	}
+	poolMarkedRow = row{
+		name: "capacity shard: pool version", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: &capacityExists,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
+	}
+	poolSeatsAddedRow = row{
+		name: "capacity added to the pool", method: "AddCapacity", item: EntityReturns, op: opUpdate,
+		sets: returnsSets,
+		adds: []set{{attrCapacityRemaining, expression.Value(pSeats)}, {attrAdded, expression.Value(pSeats)}},
+	}
+	poolClaimRow = row{
+		name: "pool seat claimed", method: "ClaimSeat", item: EntityReturns, op: opUpdate, cond: &seatFree,
+		sets: []set{
+			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))},
+			setTo(attrUpdatedAt, pNow),
+		},
+		adds: []set{addTo(attrHolders, pSeatTokens)},
+	}
+)
+
+// maxAddSeats bounds the seats one AddCapacity adds.
+const maxAddSeats = 1_000_000
+
+// AddCapacity adds seats to a running FIRST_COME event, keeping exactly N: after a
+// strongly consistent read of its config and capacity, one TransactWriteItems of the
+// "capacity added" row (UpdateItem PK EVENT#<eventId>, SK CONFIG, ADD capacityTotal
+// seats, SET poolVersion; condition eventType = FIRST_COME, not ended, and poolVersion
+// as read), the "capacity added to a shard" row for each shard that takes seats
+// (ADD capacityRemaining and capacityTotal; condition capacityRemaining > 0: a shard
+// that is empty stays empty), and, for the seats no shard takes, the "capacity added
+// to the pool" row (UpdateItem PK EVENT#<eventId>#RETURNS, SK RETURNS, ADD
+// capacityRemaining, added) with the "capacity shard: pool version" row on every
+// shard (SET poolVersion), and its audit entry. toShard ≥ 0 puts the seats on that
+// shard (if it holds seats; else on the pool); -1 spreads them over the shards that
+// hold seats, at most MaxSeatsPerShard a shard. A transaction holds 100 items: seats
+// for the pool need the event's C shards in it, so an event of more than 96 shards
+// takes seats on its shards only while they hold some. A shard emptied between the
+// read and the write refuses it, and it is tried again, at most three times. An event
+// in no state to take seats (closed, a LOTTERY, another add at the same moment) is
+// not applied, with the reason.
+func (c *Client) AddCapacity(ctx context.Context, eventID string, seats int64, toShard int, actor string) (EventUpdate, error) {
+	if seats < 1 || seats > maxAddSeats {
+		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, seats, maxAddSeats)
+	}
+	for attempt := 0; ; attempt++ {
+		up, retry, err := c.addCapacity(ctx, eventID, seats, toShard, actor)
+		if !retry || attempt == 2 {
+			return up, err
+		}
+	}
+}
+
+// addCapacity is one attempt of AddCapacity; retry reports a shard emptied meanwhile.
+func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, toShard int, actor string) (up EventUpdate, retry bool, err error) {
+	cfg, err := c.GetEvent(ctx, eventID)
+	if err != nil {
+		return EventUpdate{}, false, err
+	}
+	if cfg.EventType != FirstCome {
+		return EventUpdate{Event: cfg, Reason: "only a FIRST_COME event has seats"}, false, nil
+	}
+	n := max(cfg.CapacityShards, 1)
+	if toShard < -1 || toShard >= n {
+		return EventUpdate{}, false, fmt.Errorf("%w: shard %d of %d", ErrInvalidOptions, toShard, n)
+	}
+	capacity, err := c.GetCapacity(ctx, eventID)
+	if err != nil {
+		return EventUpdate{}, false, err
+	}
+	shards := capacity.Shards
+	if n == 1 {
+		shards = []EventCapacity{*capacity}
+	}
+	keys, err := capacityKeys(eventID, n)
+	if err != nil {
+		return EventUpdate{}, false, err
+	}
+	share := spreadSeats(shards, seats, toShard)
+	pool := seats
+	for _, k := range share {
+		pool -= k
+	}
+	if pool > 0 && n+4 > 100 {
+		return EventUpdate{Event: cfg, Reason: fmt.Sprintf("every shard is full or empty, and an event of %d shards cannot mark them all in one transaction: add seats while its shards hold some", n)}, false, nil
+	}
+	version := cfg.PoolVersion
+	if pool > 0 {
+		version++
+	}
+	now := c.now()
+	w := write{row: &seatsAddedRow, args: args{pSeats: seats, pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion, pNow: now}}
+	var extra []write
+	for i, k := range share {
+		switch {
+		case k > 0:
+			extra = append(extra, write{row: &shardSeatsAddedRow, key: keys[i].Key(), args: args{pSeats: k, pPoolVersion: version, pNow: now}})
+		case pool > 0:
+			extra = append(extra, write{row: &poolMarkedRow, key: keys[i].Key(), args: args{pPoolVersion: version}})
+		}
+	}
+	if pool > 0 {
+		rk, err := returnsKey(eventID)
+		if err != nil {
+			return EventUpdate{}, false, err
+		}
+		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: EntityReturns, pEventID: eventID}})
+	}
+	detail := fmt.Sprintf("%d seats: %d on shards, %d on the pool", seats, seats-pool, pool)
+	up, err = c.control(ctx, eventID, actor, ActionAddCapacity, detail, w, extra...)
+	if err == nil && !up.Applied && up.lost == &shardSeatsAddedRow {
+		return up, true, nil // a shard emptied since the read: read again
+	}
+	return up, false, err
+}
+
+// spreadSeats shares seats over the shards that hold seats (or the one asked for), at
+// most MaxSeatsPerShard a shard, evenly; what none takes is the pool's.
+func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
+	share := make([]int64, len(shards))
+	var open []int
+	for i, s := range shards {
+		if s.CapacityRemaining > 0 && (toShard < 0 || toShard == i) && s.CapacityTotal < MaxSeatsPerShard {
+			open = append(open, i)
+		}
+	}
+	for left := seats; left > 0 && len(open) > 0; {
+		each := max(left/int64(len(open)), 1)
+		var still []int
+		for _, i := range open {
+			k := min(each, left, MaxSeatsPerShard-shards[i].CapacityTotal-share[i])
+			share[i] += k
+			left -= k
+			if shards[i].CapacityTotal+share[i] < MaxSeatsPerShard {
+				still = append(still, i)
+			}
+			if left == 0 {
+				break
+			}
+		}
+		open = still
+	}
+	return share
+}
+
+// claimPool claims a seat on the event's pool under the claim's lease (its seatShard
+// names the pool already), and takes it: SUCCEEDED. A pool found empty is remembered
+// at its version, and the request is sold out.
+func (c *Client) claimPool(ctx context.Context, reqKey RequestKey, sc *seatClaim, seats *seatShards, n int) (Transition, error) {
+	key, err := returnsKey(sc.ref.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	res, err := c.claimOn(ctx, key, sc)
+	sc.emptied = false // the pool's last seat empties no shard
+	switch {
+	case errors.Is(err, errLeaseRanOut):
+		return Transition{}, nil
+	case err != nil:
+		return Transition{}, fmt.Errorf("claim seat %s on the pool: %w", sc.ref.RequestID, err)
+	}
+	switch res {
+	case claimWon, claimHeld:
+		return c.takeSeat(ctx, reqKey, sc)
+	case claimRefused:
+		return Transition{}, fmt.Errorf("claim seat %s on the pool: refused for throughput: %w", sc.ref.RequestID, ErrThrottled)
+	}
+	seats.poolDry(sc.ref.EventID, sc.poolVersion)
+	return Transition{SoldOut: true}, nil
+}
+
+// seatPool is what a Processor knows of an event's seat pool.
+type seatPool struct {
+	version int64 // the highest version met on a capacity item
+	dry     int64 // the version at which a claim found the pool empty
+}
+
+// learnPool records the pool version a capacity item showed.
+func (s *seatShards) learnPool(eventID string, version int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pools == nil {
+		s.pools = map[string]*seatPool{}
+	}
+	p := s.pools[eventID]
+	if p == nil {
+		p = &seatPool{}
+		s.pools[eventID] = p
+	}
+	p.version = max(p.version, version)
+}
+
+// poolOpen reports whether the event's pool may hold seats: a version is known (from
+// the processor's capacity items, or met) that no claim found dry.
+func (s *seatShards) poolOpen(eventID string, met int64) bool {
+	s.learnPool(eventID, met)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pools[eventID]
+	return p.version > 0 && p.dry < p.version
+}
+
+// poolDry records that a claim found the pool empty at version.
+func (s *seatShards) poolDry(eventID string, version int64) {
+	s.learnPool(eventID, version)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pools[eventID]
+	p.dry = max(p.dry, version)
+}
+
+// ResultCancelled is the result code of a FIRST_COME participation an operator
+// cancelled (CancelRequest): its seat went back to the event's pool.
+const ResultCancelled ResultCode = "REJECTED_CANCELLED"
+
+var (
+	cancelRow = row{
+		name: "participation cancelled", method: "CancelRequest", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusSucceeded, when: &firstComeRequest}}, to: StatusRejected,
+		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
+	}
+	firstComeRequest = expression.Name(attrEventType).Equal(expression.Value(FirstCome))
+	poolCancelledRow  = row{
+		name: "seat of a cancel to the pool", method: "CancelRequest", item: EntityReturns, op: opUpdate,
+		sets: returnsSets,
+		adds: []set{{attrCapacityRemaining, expression.Value(1)}, {attrCancelled, expression.Value(1)}},
+	}
+	poolVersionRow = row{
+		name: "pool version raised", method: "CancelRequest", item: EntityConfig, op: opUpdate, cond: &configPoolAsRead,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
+	}
+	configPoolAsRead = configExists.And(samePool)
+)
+
+// CancelRequest cancels a FIRST_COME participation that won its seat (SUCCEEDED): an
+// operator's decision (a refund, a fraud). Its seat goes back to the event's pool, to
+// the waitlist first when the event has holds (the hold sweep hands it on), else to
+// the next request that finds every shard empty. After a strongly consistent read of
+// the request and the event, one TransactWriteItems of the "participation cancelled"
+// row (UpdateItem PK REQ#<requestId>, SK META, SET status = REJECTED, uiResult
+// REJECTED, resultCode REJECTED_CANCELLED, finishedAt; condition status = SUCCEEDED
+// AND eventType = FIRST_COME: the one change of a final status the design allows), the
+// "seat of a cancel to the pool" row (PK EVENT#<eventId>#RETURNS: ADD capacityRemaining
+// 1, cancelled 1), the "pool version raised" row on the CONFIG and the "capacity
+// shard: pool version" row on every shard (so that a worker that remembers the
+// sell-out learns of the seat), and its audit entry. A HELD or WAITLISTED request is
+// Release's; any other is not applied, with the reason.
+func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (EventUpdate, error) {
+	req, err := c.getRequest(ctx, requestID, true)
+	if err != nil {
+		return EventUpdate{}, fmt.Errorf("cancel %s: %w", requestID, err)
+	}
+	cfg, err := c.GetEvent(ctx, req.EventID)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	switch {
+	case req.EventType != FirstCome:
+		return EventUpdate{Event: cfg, Reason: "only a FIRST_COME seat can be cancelled"}, nil
+	case req.Status == StatusHeld || req.Status == StatusWaitlisted:
+		return EventUpdate{Event: cfg, Reason: "the request is " + string(req.Status) + ": Release ends it"}, nil
+	case req.Status != StatusSucceeded:
+		return EventUpdate{Event: cfg, Reason: "the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat"}, nil
+	}
+	n := max(cfg.CapacityShards, 1)
+	if n+5 > 100 {
+		return EventUpdate{Event: cfg, Reason: fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n)}, nil
+	}
+	keys, err := capacityKeys(req.EventID, n)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	rk, err := returnsKey(req.EventID)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	reqKey, _ := NewRequestKey(requestID) // checked by the read
+	version := cfg.PoolVersion + 1
+	now := c.now()
+	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
+	extra := []write{
+		{row: &cancelRow, key: reqKey.Key(), args: args{pNow: now}},
+		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: EntityReturns, pEventID: req.EventID}},
+	}
+	for _, k := range keys {
+		extra = append(extra, write{row: &poolMarkedRow, key: k.Key(), args: args{pPoolVersion: version}})
+	}
+	up, err := c.control(ctx, req.EventID, actor, ActionCancel, "request "+requestID, w, extra...)
+	if err == nil && !up.Applied {
+		if cur, rerr := c.getRequest(ctx, requestID, true); rerr == nil && cur.Status != StatusSucceeded {
+			up.Reason = "the request is " + string(cur.Status) + " now"
+		}
+	}
+	return up, err
+}
