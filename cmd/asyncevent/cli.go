@@ -69,7 +69,8 @@ type command struct {
 func commands() []*command {
 	cmds := []*command{
 		tableCreateCmd(), tableCheckCmd(),
-		eventCreateCmd(), eventGetCmd(),
+		eventCreateCmd(), eventGetCmd(), eventListCmd(),
+		eventCloseCmd(), eventPauseCmd(), eventResumeCmd(), eventExtendCmd(), eventAuditCmd(),
 		requestGetCmd(), requestConfirmCmd(), requestReleaseCmd(), requestsListCmd(), logsCmd(),
 		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(), holdsSweepCmd(), planCmd(),
 		demoCmd(), benchCmd(),
@@ -113,8 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if rest[0] == "help" {
 		if len(rest) > 1 {
-			if cmd, _ := lookup(rest[1:]); cmd != nil {
+			switch cmd, n := lookup(rest[1:]); {
+			case cmd != nil:
 				printCommandUsage(stdout, cmd)
+				return exitOK
+			case n == 1:
+				printGroupUsage(stdout, rest[1])
 				return exitOK
 			}
 		}
@@ -125,7 +130,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd, n := lookup(rest)
 	if cmd == nil {
 		fmt.Fprintf(stderr, "asyncevent: unknown command %q\n", strings.Join(rest[:min(n+1, len(rest))], " "))
-		fmt.Fprintln(stderr, "Run 'asyncevent help' for usage.")
+		if n == 1 {
+			fmt.Fprintf(stderr, "Run 'asyncevent help %s' for its commands.\n", rest[0])
+		} else {
+			fmt.Fprintln(stderr, "Run 'asyncevent help' for usage.")
+		}
 		return exitUsage
 	}
 	e.cmd = cmd
@@ -267,6 +276,17 @@ table can read it before the draw, so use that for development only.
 Exit codes: 0 success, 1 failure (including a check or verification that fails),
 2 usage error. Run 'asyncevent help <command>' for a command's flags.
 `)
+}
+
+// printGroupUsage lists the commands of a group: "event create", "event list"….
+func printGroupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "The %s commands:\n", group)
+	for _, c := range commands() {
+		if strings.HasPrefix(c.name, group+" ") {
+			fmt.Fprintf(w, "  %-44s %s\n", cmdLine(c), c.summary)
+		}
+	}
+	fmt.Fprintf(w, "\nRun 'asyncevent help %s <command>' for a command's flags.\n", group)
 }
 
 func printCommandUsage(w io.Writer, c *command) {

@@ -391,6 +391,15 @@ func TestUsage(t *testing.T) {
 		{[]string{"help"}, exitOK, "holds sweep [flags] EVENT_ID"},
 		{[]string{"help", "holds", "sweep"}, exitOK, "-once"},
 		{[]string{"help", "event", "create"}, exitOK, "-hold-for DURATION"},
+		{[]string{"help", "event"}, exitOK, "event list [flags]"},
+		{[]string{"help", "event"}, exitOK, "event close [flags] EVENT_ID -actor NAME"},
+		{[]string{"help", "event"}, exitOK, "event extend [flags] EVENT_ID -actor NAME (-ends TIME | -cutoff TIME)"},
+		{[]string{"help", "event"}, exitOK, "event audit [flags] EVENT_ID"},
+		{[]string{"help", "event", "pause"}, exitOK, "-actor NAME"},
+		{[]string{"help", "event", "extend"}, exitOK, "-cutoff time"},
+		{[]string{"help", "event", "list"}, exitOK, "-cursor cursor"},
+		{[]string{"help"}, exitOK, "event resume [flags] EVENT_ID -actor NAME"},
+		{[]string{"event"}, exitUsage, "Run 'asyncevent help event' for its commands."},
 		{[]string{"holds"}, exitUsage, `unknown command "holds"`},
 		{[]string{"stats", "-h"}, exitOK, "usage: asyncevent stats"},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
@@ -752,4 +761,256 @@ func TestHoldsSweep(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	_, _, code = f.run(t, "holds", "sweep", "sale", "-max-writes", "-1")
 	assert.Equal(t, exitUsage, code)
+}
+
+// The event list, newest first, a page at a time: type, state, seats left.
+func TestEventList(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	assert.Equal(t, "EVENT ID  TYPE  STATE  SEATS LEFT  CREATED  NAME\n0 events\n", f.ok(t, "event", "list"))
+
+	playFirstCome(t, f, "sold", 2, 3)
+	f.ok(t, "event", "create", "sale", "-capacity", "3", "-name", "Spring sale")
+	f.ok(t, "event", "create", "lot", "-type", "lottery", "-winners", "1", "-cutoff", "+1h")
+	f.ok(t, "event", "create", "later", "-capacity", "1", "-starts", "+1h")
+	f.ok(t, "event", "pause", "sale", "-actor", "alice")
+
+	// Pages of two until the cursor runs out: every event once, newest first. (A full
+	// last page may still hand out a cursor, whose page is empty.)
+	var pages []eventsPageJSON
+	var listed []eventSummaryJSON
+	for cursor := ""; len(pages) == 0 || cursor != ""; {
+		require.Less(t, len(pages), 3, "pages: %+v", pages)
+		var p eventsPageJSON
+		f.json(t, &p, "event", "list", "-limit", "2", "-cursor", cursor)
+		assert.LessOrEqual(t, len(p.Events), 2)
+		pages, listed, cursor = append(pages, p), append(listed, p.Events...), p.NextCursor
+	}
+	assert.Len(t, pages[0].Events, 2)
+	byID := map[string]eventSummaryJSON{}
+	var order []string
+	for i, s := range listed {
+		id := s.Config["eventId"].(string)
+		order = append(order, id)
+		byID[id] = s
+		if i > 0 {
+			assert.LessOrEqual(t, s.Config["createdAt"], listed[i-1].Config["createdAt"], "newest first: %v", order)
+		}
+	}
+	assert.ElementsMatch(t, []string{"sold", "sale", "lot", "later"}, order)
+	assert.Equal(t, "OPEN", byID["sold"].State)
+	require.NotNil(t, byID["sold"].SeatsLeft, "0 seats left is said, not left out")
+	assert.EqualValues(t, 0, *byID["sold"].SeatsLeft)
+	assert.Equal(t, "PAUSED", byID["sale"].State)
+	assert.EqualValues(t, 3, *byID["sale"].SeatsLeft)
+	assert.Equal(t, "Spring sale", byID["sale"].Config["name"])
+	assert.Equal(t, "OPEN", byID["lot"].State)
+	assert.Nil(t, byID["lot"].SeatsLeft, "a lottery has no seats")
+	assert.Equal(t, "LOTTERY", byID["lot"].Config["eventType"])
+	assert.Equal(t, "SCHEDULED", byID["later"].State)
+
+	out := f.ok(t, "event", "list")
+	assert.Regexp(t, `(?m)^EVENT ID +TYPE +STATE +SEATS LEFT +CREATED +NAME$`, out)
+	assert.Regexp(t, `(?m)^sold +FIRST_COME +OPEN +0 of 2 +\S+Z +-$`, out)
+	assert.Regexp(t, `(?m)^sale +FIRST_COME +PAUSED +3 of 3 +\S+Z +Spring sale$`, out)
+	assert.Regexp(t, `(?m)^lot +LOTTERY +OPEN +- +\S+Z +-$`, out)
+	assert.Regexp(t, `(?m)^later +FIRST_COME +SCHEDULED +1 of 1 `, out)
+	assert.True(t, strings.HasSuffix(out, "\n4 events\n"), out)
+	out = f.ok(t, "event", "list", "-limit", "1")
+	assert.Regexp(t, `\n1 events; next page: -cursor \S+\n$`, out)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-cursor", "garbage"}, "-cursor: "},
+		{[]string{"-cursor", pages[0].NextCursor[:len(pages[0].NextCursor)-2]}, "-cursor: "},
+		{[]string{"-limit", "101"}, "-limit: "},
+		{[]string{"-limit", "-1"}, "-limit must not be negative"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		_, errOut, code := f.run(t, append([]string{"event", "list"}, tc.args...)...)
+		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}
+
+// eventState runs event get and returns the event's state and CONFIG item.
+func eventState(t *testing.T, f *fixture, eventID string) (string, map[string]any) {
+	t.Helper()
+	var ev eventJSON
+	f.json(t, &ev, "event", "get", eventID)
+	return ev.State, ev.Config
+}
+
+// auditLen is the number of entries in an event's audit trail.
+func auditLen(t *testing.T, f *fixture, eventID string) int {
+	t.Helper()
+	var trail []map[string]any
+	f.json(t, &trail, "event", "audit", eventID)
+	return len(trail)
+}
+
+// Each control applied, then refused by the state it left: exit 1, the reason on
+// stdout, nothing written; the audit trail of the applied ones.
+func TestEventControls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	f.ok(t, "event", "create", "sale", "-capacity", "3", "-ends", "+1h")
+	assert.Equal(t, "no audit entries for sale: no operator has closed, paused, resumed or extended it\n", f.ok(t, "event", "audit", "sale"))
+	assert.Regexp(t, `^sale is OPEN\n\nCONFIG\n`, f.ok(t, "event", "get", "sale"))
+
+	// refused runs a control that the event's state refuses, and checks that it wrote
+	// nothing.
+	refused := func(reason, notDone string, args ...string) {
+		t.Helper()
+		_, before := eventState(t, f, "sale")
+		entries := auditLen(t, f, "sale")
+		out, errOut, code := f.run(t, args...)
+		assert.Equal(t, exitFailure, code, "%v\n%s%s", args, out, errOut)
+		assert.Equal(t, "not applied: "+reason+"\n", out, "%v", args)
+		assert.Contains(t, errOut, notDone, "%v", args)
+		_, after := eventState(t, f, "sale")
+		assert.Equal(t, before, after, "%v wrote nothing", args)
+		assert.Equal(t, entries, auditLen(t, f, "sale"), "%v added no audit entry", args)
+	}
+
+	out := f.ok(t, "event", "pause", "sale", "-actor", "alice")
+	assert.Equal(t, "paused: sale is PAUSED: ingest refuses its clicks until 'asyncevent event resume'; "+nodesLearn+"\n", out)
+	state, cfg := eventState(t, f, "sale")
+	assert.Equal(t, "PAUSED", state)
+	assert.Equal(t, true, cfg["paused"])
+	_, err := f.client(t, asyncevent.Options{}).Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "user-1")
+	assert.ErrorIs(t, err, asyncevent.ErrEventPaused)
+	refused("the event is paused already", "sale was not paused: it is PAUSED", "event", "pause", "sale", "-actor", "bob")
+
+	var res controlJSON
+	f.json(t, &res, "event", "resume", "sale", "-actor", "bob")
+	assert.Equal(t, "sale", res.EventID)
+	assert.Equal(t, "RESUME", res.Action)
+	assert.True(t, res.Applied)
+	assert.Equal(t, "OPEN", res.State)
+	assert.Empty(t, res.Reason)
+	assert.Equal(t, "sale", res.Config["eventId"])
+	assert.NotContains(t, res.Config, "paused", "false is not stored as a value to show")
+	refused("the event is not paused", "sale was not resumed: it is OPEN", "event", "resume", "sale", "-actor", "bob")
+
+	// Extend: later is applied; sooner, or a cutoff of a first-come event, is refused.
+	_, cfg = eventState(t, f, "sale")
+	end := asyncevent.EpochMillis(int64(cfg["endsAt"].(float64)))
+	newEnd := end.Time().Add(time.Hour)
+	out = f.ok(t, "event", "extend", "sale", "-actor", "alice", "-ends", newEnd.Format(time.RFC3339Nano))
+	assert.Equal(t, "extended: sale ends at "+formatMillis(asyncevent.MillisOf(newEnd))+"; "+nodesLearn+"\n", out)
+	_, cfg = eventState(t, f, "sale")
+	assert.EqualValues(t, asyncevent.MillisOf(newEnd), cfg["endsAt"])
+	refused("the end has passed, is less than 10 s away, or is not before the new one", "sale was not extended: it is OPEN",
+		"event", "extend", "sale", "-actor", "alice", "-ends", "+30m")
+	refused("only a LOTTERY has a cutoff", "sale was not extended", "event", "extend", "sale", "-actor", "alice", "-cutoff", "+3h")
+
+	out = f.ok(t, "event", "close", "sale", "-actor", "carol")
+	assert.Equal(t, "closed: sale is CLOSED: ingest refuses its clicks from now on; "+nodesLearn+"\n", out)
+	state, cfg = eventState(t, f, "sale")
+	assert.Equal(t, "CLOSED", state)
+	assert.Equal(t, cfg["closedAt"], cfg["endsAt"])
+	refused("the event is closed already", "sale was not closed: it is CLOSED", "event", "close", "sale", "-actor", "carol")
+	refused("the event is closed", "sale was not paused: it is CLOSED", "event", "pause", "sale", "-actor", "carol")
+	refused("the event is not paused", "sale was not resumed: it is CLOSED", "event", "resume", "sale", "-actor", "carol")
+	refused("the end has passed, is less than 10 s away, or is not before the new one", "sale was not extended: it is CLOSED",
+		"event", "extend", "sale", "-actor", "carol", "-ends", "+5h")
+
+	// A refusal in JSON: the reason and the event as found.
+	out, _, code := f.run(t, "-json", "event", "close", "sale", "-actor", "carol")
+	assert.Equal(t, exitFailure, code)
+	var no controlJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &no), out)
+	assert.Equal(t, controlJSON{EventID: "sale", Action: "CLOSE", State: "CLOSED", Reason: "the event is closed already", Config: cfg}, no)
+
+	// The trail: when, who, what, oldest first.
+	var trail []map[string]any
+	f.json(t, &trail, "event", "audit", "sale")
+	require.Len(t, trail, 4)
+	var who, what []string
+	for i, a := range trail {
+		who, what = append(who, a["actor"].(string)), append(what, a["action"].(string))
+		assert.Equal(t, "sale", a["eventId"])
+		assert.NotZero(t, a["at"])
+		if i > 0 {
+			assert.GreaterOrEqual(t, a["at"], trail[i-1]["at"])
+		}
+	}
+	assert.Equal(t, []string{"alice", "bob", "alice", "carol"}, who)
+	assert.Equal(t, []string{"PAUSE", "RESUME", "EXTEND_END", "CLOSE"}, what)
+	assert.Equal(t, "to "+newEnd.UTC().Truncate(time.Second).Format(time.RFC3339), trail[2]["detail"])
+	out = f.ok(t, "event", "audit", "sale")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 5, out)
+	assert.Regexp(t, `^AT +ACTOR +ACTION +DETAIL$`, lines[0])
+	assert.Regexp(t, `^\S+Z +alice +PAUSE +-$`, lines[1])
+	assert.Regexp(t, `^\S+Z +bob +RESUME +-$`, lines[2])
+	assert.Regexp(t, `^\S+Z +alice +EXTEND_END +to \S+Z$`, lines[3])
+	assert.Regexp(t, `^\S+Z +carol +CLOSE +-$`, lines[4])
+
+	// A lottery's cutoff moves later, until its end.
+	f.ok(t, "event", "create", "lot", "-type", "lottery", "-winners", "1", "-cutoff", "+1h", "-ends", "+2h")
+	var ext controlJSON
+	f.json(t, &ext, "event", "extend", "lot", "-actor", "alice", "-cutoff", "+90m")
+	assert.True(t, ext.Applied)
+	assert.Equal(t, "EXTEND_CUTOFF", ext.Action)
+	assert.Equal(t, "OPEN", ext.State)
+	cutoff := asyncevent.EpochMillis(int64(ext.Config["lotteryCutoffAt"].(float64)))
+	assert.WithinDuration(t, time.Now().Add(90*time.Minute), cutoff.Time(), time.Minute)
+	assert.Regexp(t, `^extended: lot takes lottery entries until \S+Z; `, f.ok(t, "event", "extend", "lot", "-actor", "alice", "-cutoff", "+100m"))
+	out, _, code = f.run(t, "event", "extend", "lot", "-actor", "alice", "-cutoff", "+3h")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, out, "not applied: the cutoff has passed, is less than 10 s away, is not before the new one, lies past the event's end, or the draw began")
+	assert.Equal(t, 2, auditLen(t, f, "lot"))
+
+	// An unknown event is a failure; so is its audit trail.
+	_, errOut, code := f.run(t, "event", "close", "nope", "-actor", "alice")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "event not found")
+	_, errOut, code = f.run(t, "event", "audit", "nope")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "event not found")
+}
+
+// Mistakes in a control's command line: usage errors that name the flag, and nothing
+// written.
+func TestEventControlUsage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	f.ok(t, "event", "create", "sale", "-capacity", "3", "-ends", "+1h")
+	_, before := eventState(t, f, "sale")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"close", "sale"}, "-actor is required"},
+		{[]string{"pause", "sale", "-actor", ""}, "-actor is required"},
+		{[]string{"resume", "-actor", "alice"}, "missing EVENT_ID"},
+		{[]string{"close", "sale", "other", "-actor", "alice"}, `unexpected argument "other"`},
+		{[]string{"pause", "sale", "-actor", strings.Repeat("a", asyncevent.MaxIDLength+1)}, "actor"},
+		{[]string{"close", "bad id", "-actor", "alice"}, "eventId"},
+		{[]string{"extend", "sale", "-actor", "alice"}, "missing -ends TIME or -cutoff TIME"},
+		{[]string{"extend", "sale", "-ends", "+2h"}, "-actor is required"},
+		{[]string{"extend", "sale", "-actor", "alice", "-ends", "+2h", "-cutoff", "+2h"}, "-ends and -cutoff: give one of them"},
+		{[]string{"extend", "sale", "-actor", "alice", "-ends", "tomorrow"}, `invalid value "tomorrow" for flag -ends`},
+		{[]string{"extend", "sale", "-actor", "alice", "-cutoff", "2026-13-01"}, `invalid value "2026-13-01" for flag -cutoff`},
+		{[]string{"extend", "sale", "-actor", "alice", "-ends", "+2h", "-capacity", "4"}, "flag provided but not defined: -capacity"},
+	} {
+		args := append([]string{"event"}, tc.args...)
+		out, errOut, code := f.run(t, args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+		assert.Empty(t, out, "%v", args)
+		assert.Contains(t, errOut, tc.want, "%v", args)
+		assert.Contains(t, errOut, "usage: asyncevent event "+tc.args[0]+" [flags] EVENT_ID -actor NAME", "%v", args)
+	}
+	_, after := eventState(t, f, "sale")
+	assert.Equal(t, before, after)
+	assert.Zero(t, auditLen(t, f, "sale"))
 }

@@ -172,6 +172,7 @@ func typeFlagsAgree(fs *flag.FlagSet, et asyncevent.EventType) error {
 
 // eventJSON is an event's items for scripts.
 type eventJSON struct {
+	State    string         `json:"state,omitempty"` // event get: what the event is doing now (asyncevent.EventState)
 	Config   map[string]any `json:"config"`
 	Capacity map[string]any `json:"capacity,omitempty"`
 	Draw     map[string]any `json:"draw,omitempty"`
@@ -181,13 +182,14 @@ func eventGetCmd() *command {
 	return &command{
 		name:    "event get",
 		args:    "EVENT_ID",
-		summary: "show an event: its CONFIG item and its CAPACITY (first-come) or DRAW (lottery) item",
+		summary: "show an event: its state, its CONFIG item and its CAPACITY (first-come) or DRAW (lottery) item",
 		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
 			cfg, err := c.GetEvent(ctx, eventID)
 			if err != nil {
 				return err
 			}
-			out := eventJSON{Config: itemJSON(cfg)}
+			state := cfg.StateAt(time.Now())
+			out := eventJSON{State: string(state), Config: itemJSON(cfg)}
 			var second any
 			switch cfg.EventType {
 			case asyncevent.FirstCome:
@@ -210,7 +212,7 @@ func eventGetCmd() *command {
 			if e.json {
 				return e.printJSON(out)
 			}
-			fmt.Fprintln(e.stdout, "CONFIG")
+			fmt.Fprintf(e.stdout, "%s is %s\n\nCONFIG\n", cfg.EventID, state)
 			if err := printItem(e.stdout, cfg); err != nil {
 				return err
 			}
@@ -221,4 +223,85 @@ func eventGetCmd() *command {
 			return nil
 		}),
 	}
+}
+
+// eventsPageJSON is one page of the event list for scripts.
+type eventsPageJSON struct {
+	Events     []eventSummaryJSON `json:"events"`
+	NextCursor string             `json:"nextCursor,omitempty"`
+}
+
+// eventSummaryJSON is one event of the list: its state now, its seats left (a
+// FIRST_COME event's; absent for a lottery) and its CONFIG item.
+type eventSummaryJSON struct {
+	State     string         `json:"state"`
+	SeatsLeft *int64         `json:"seatsLeft,omitempty"`
+	Config    map[string]any `json:"config"`
+}
+
+func eventListCmd() *command {
+	var (
+		limit  int
+		cursor string
+	)
+	return &command{
+		name:    "event list",
+		summary: "list the events, newest first, with their type, state and seats left (Query EVENTS, a page at a time)",
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&limit, "limit", 0, "at most `N` events (default 20, at most 100)")
+			fs.StringVar(&cursor, "cursor", "", "continue from the `cursor` a previous page printed")
+		},
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := wantArgs(args, 0, ""); err != nil {
+				return err
+			}
+			if limit < 0 {
+				return usagef("-limit must not be negative")
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			page, err := c.ListEvents(ctx, limit, cursor)
+			switch {
+			case errors.Is(err, asyncevent.ErrInvalidCursor):
+				return usagef("-cursor: %v", err)
+			case errors.Is(err, asyncevent.ErrInvalidOptions):
+				return usagef("-limit: %v", err)
+			case err != nil:
+				return err
+			}
+			if e.json {
+				out := eventsPageJSON{Events: []eventSummaryJSON{}, NextCursor: page.NextCursor}
+				for i, s := range page.Events {
+					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: itemJSON(&page.Events[i].Config)})
+				}
+				return e.printJSON(out)
+			}
+			tw := newTable(e.stdout)
+			fmt.Fprintln(tw, "EVENT ID\tTYPE\tSTATE\tSEATS LEFT\tCREATED\tNAME")
+			for _, s := range page.Events {
+				cfg := s.Config
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cfg.EventID, cfg.EventType, s.State, seatsLeft(s), formatMillis(cfg.CreatedAt), orDash(cfg.Name))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s events", formatInt(len(page.Events)))
+			if page.NextCursor != "" {
+				fmt.Fprintf(e.stdout, "; next page: -cursor %s", page.NextCursor)
+			}
+			fmt.Fprintln(e.stdout)
+			return nil
+		},
+	}
+}
+
+// seatsLeft is a FIRST_COME event's seats left of its capacity, "2 of 10"; "-" for a
+// lottery.
+func seatsLeft(s asyncevent.EventSummary) string {
+	if s.SeatsLeft == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s of %s", formatInt(int(*s.SeatsLeft)), formatInt(int(s.Config.CapacityTotal)))
 }

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// The operator's controls of an event: close it now, pause and resume its ingest,
+// move its end or its lottery's cutoff later, and the audit trail they leave. Each
+// control names who does it (-actor, required: the audit trail records it, and a
+// default such as $USER would record the shared account a script or a jump host runs
+// as). A control the event's state refuses writes nothing; the CLI prints why and
+// exits 1, as request confirm does, so that a script branches on it.
+
+// nodesLearn is what every applied control says of the nodes that serve the event.
+const nodesLearn = "every node learns of it within its EventCacheTTL (5s by default)"
+
+// controlJSON is the outcome of a control for scripts.
+type controlJSON struct {
+	EventID string         `json:"eventId"`
+	Action  string         `json:"action"` // as in the audit trail: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF
+	Applied bool           `json:"applied"`
+	State   string         `json:"state,omitempty"`  // after the control, or as the refusal found the event
+	Reason  string         `json:"reason,omitempty"` // why it was not applied
+	Config  map[string]any `json:"config,omitempty"` // the event's CONFIG item, after it or as found
+}
+
+// eventControl is close, pause or resume: the library call, and what an applied one
+// prints.
+type eventControl struct {
+	name, done string // "close", "closed"
+	action     string // asyncevent.ActionClose
+	summary    string
+	call       func(c *asyncevent.Client, ctx context.Context, eventID, actor string) (asyncevent.EventUpdate, error)
+	appliedFmt string // the line printed when applied, of the event ID and its state
+}
+
+var (
+	closeControl = eventControl{
+		name: "close", done: "closed", action: asyncevent.ActionClose,
+		summary:    "close an event now: its end becomes now (a lottery takes no more entries; its draw still waits for its cutoff); else not applied, exit 1",
+		call:       (*asyncevent.Client).CloseEvent,
+		appliedFmt: "closed: %s is %s: ingest refuses its clicks from now on",
+	}
+	pauseControl = eventControl{
+		name: "pause", done: "paused", action: asyncevent.ActionPause,
+		summary:    "pause an open event's ingest (its clicks are refused, nothing written; the workers go on with what is queued); else not applied, exit 1",
+		call:       (*asyncevent.Client).PauseEvent,
+		appliedFmt: "paused: %s is %s: ingest refuses its clicks until 'asyncevent event resume'",
+	}
+	resumeControl = eventControl{
+		name: "resume", done: "resumed", action: asyncevent.ActionResume,
+		summary:    "resume a paused event's ingest; else not applied, exit 1",
+		call:       (*asyncevent.Client).ResumeEvent,
+		appliedFmt: "resumed: %s is %s: ingest takes its clicks again",
+	}
+)
+
+func eventCloseCmd() *command  { return closeControl.command() }
+func eventPauseCmd() *command  { return pauseControl.command() }
+func eventResumeCmd() *command { return resumeControl.command() }
+
+// actorFlag registers the -actor flag of a control.
+func actorFlag(fs *flag.FlagSet, actor *string) {
+	fs.StringVar(actor, "actor", "", "who does this: the `NAME` the event's audit trail records (required, no default: your login, or an admin's sub)")
+}
+
+func (ctl eventControl) command() *command {
+	var actor string
+	return &command{
+		name:    "event " + ctl.name,
+		args:    "EVENT_ID -actor NAME",
+		summary: ctl.summary,
+		flags:   func(fs *flag.FlagSet) { actorFlag(fs, &actor) },
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := controlArgs(args, actor); err != nil {
+				return err
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			u, err := ctl.call(c, ctx, args[0], actor)
+			return printControl(e, args[0], ctl.action, ctl.done, u, err, func(state asyncevent.EventState) string {
+				return fmt.Sprintf(ctl.appliedFmt, args[0], state)
+			})
+		},
+	}
+}
+
+// controlArgs checks what every control needs: the event's ID and an actor.
+func controlArgs(args []string, actor string) error {
+	if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+		return err
+	}
+	if actor == "" {
+		return usagef("-actor is required: who does this, for the event's audit trail")
+	}
+	return nil
+}
+
+func eventExtendCmd() *command {
+	var (
+		actor        string
+		ends, cutoff timeFlag
+	)
+	ends.now, cutoff.now = time.Now, time.Now
+	return &command{
+		name: "event extend",
+		args: "EVENT_ID -actor NAME (-ends TIME | -cutoff TIME)",
+		summary: "move an event's end (-ends TIME) or a lottery's entry cutoff (-cutoff TIME) later, while the old one is over 10s away " +
+			"(a cutoff only before the draw began); else not applied, exit 1",
+		flags: func(fs *flag.FlagSet) {
+			actorFlag(fs, &actor)
+			fs.Var(&ends, "ends", "the new end: a `time` (RFC 3339, epoch ms, or +duration from now) after the present end")
+			fs.Var(&cutoff, "cutoff", "LOTTERY: the new entry cutoff: a `time` after the present one and not after the event's end")
+		},
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+			if err := controlArgs(args, actor); err != nil {
+				return err
+			}
+			set := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+			var (
+				what, done string
+				to         time.Time
+			)
+			switch {
+			case set["ends"] && set["cutoff"]:
+				return usagef("-ends and -cutoff: give one of them, one extension at a time")
+			case set["ends"]:
+				what, done, to = asyncevent.ActionExtendEnd, "extended", ends.at.Time()
+			case set["cutoff"]:
+				what, done, to = asyncevent.ActionExtendCutoff, "extended", cutoff.at.Time()
+			default:
+				return usagef("missing -ends TIME or -cutoff TIME: what to move later")
+			}
+			c, err := e.client(ctx)
+			if err != nil {
+				return err
+			}
+			u, err := c.ExtendEvent(ctx, args[0], actor, what, to)
+			return printControl(e, args[0], what, done, u, err, func(asyncevent.EventState) string {
+				if what == asyncevent.ActionExtendCutoff {
+					return fmt.Sprintf("extended: %s takes lottery entries until %s", args[0], formatMillis(u.Event.LotteryCutoffAt))
+				}
+				return fmt.Sprintf("extended: %s ends at %s", args[0], formatMillis(u.Event.EndsAt))
+			})
+		},
+	}
+}
+
+// printControl prints a control's outcome: the line applied gives it, or "not
+// applied" and why, which is an error (exit 1) after the outcome is printed.
+func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate, err error, applied func(asyncevent.EventState) string) error {
+	switch {
+	case errors.Is(err, asyncevent.ErrInvalidOptions) || errors.Is(err, asyncevent.ErrInvalidID):
+		return usagef("%v", err)
+	case err != nil:
+		return err
+	}
+	out := controlJSON{EventID: eventID, Action: action, Applied: u.Applied, Reason: u.Reason}
+	var state asyncevent.EventState
+	if u.Event != nil {
+		now := time.Now()
+		if u.Applied && action == asyncevent.ActionClose {
+			// A close sets the end to its own now: closed from the next millisecond,
+			// whatever this machine's clock says.
+			now = later(now, u.Event.EndsAt.Time().Add(time.Millisecond))
+		}
+		state = u.Event.StateAt(now)
+		out.State, out.Config = string(state), itemJSON(u.Event)
+	}
+	switch {
+	case e.json:
+		err = e.printJSON(out)
+	case u.Applied:
+		_, err = fmt.Fprintf(e.stdout, "%s; %s\n", applied(state), nodesLearn)
+	default:
+		_, err = fmt.Fprintf(e.stdout, "not applied: %s\n", u.Reason)
+	}
+	switch {
+	case err != nil:
+		return err
+	case !u.Applied:
+		return fmt.Errorf("%s was not %s: it is %s", eventID, done, orDash(string(state)))
+	}
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func eventAuditCmd() *command {
+	return &command{
+		name:    "event audit",
+		args:    "EVENT_ID",
+		summary: "show an event's audit trail, oldest first: when, who (-actor) and what each control did",
+		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+			trail, err := c.ListAudit(ctx, eventID)
+			if err != nil {
+				return err
+			}
+			if len(trail) == 0 {
+				// No trail: an event nobody controlled, or no event.
+				if _, err := c.GetEvent(ctx, eventID); err != nil {
+					return err
+				}
+			}
+			if e.json {
+				out := []map[string]any{}
+				for i := range trail {
+					out = append(out, itemJSON(&trail[i]))
+				}
+				return e.printJSON(out)
+			}
+			if len(trail) == 0 {
+				_, err := fmt.Fprintf(e.stdout, "no audit entries for %s: no operator has closed, paused, resumed or extended it\n", eventID)
+				return err
+			}
+			tw := newTable(e.stdout)
+			fmt.Fprintln(tw, "AT\tACTOR\tACTION\tDETAIL")
+			for _, a := range trail {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatMillis(a.At), a.Actor, a.Action, orDash(a.Detail))
+			}
+			return tw.Flush()
+		}),
+	}
+}
