@@ -1,7 +1,8 @@
 // Package httpapi is an HTTP API over an asyncevent.Client that a service mounts
 // instead of forking: users take part in events, follow their requests and give up
-// a held seat; admins create events, page through requests, read statistics, draw
-// lotteries and confirm paid holds; an optional admin web UI shows the same.
+// a held seat; admins create, list and control events (close, pause, resume,
+// extend), page through requests, read statistics, draw lotteries and confirm paid
+// holds; an optional admin web UI shows the same.
 //
 //	auth, err := httpapi.NewJWTAuthenticator(secret, httpapi.JWTOptions{})
 //	...
@@ -21,12 +22,18 @@
 //	POST /requests/{requestId}/confirm            admin (the paying service): a HELD request paid for, SUCCEEDED
 //	POST /requests/{requestId}/release            the request's user or an admin: a HELD or WAITLISTED request given up
 //	POST /admin/events                            create an event, its layout included
+//	GET  /admin/events                            the events, newest first, with state and seats left, cursor paging
 //	GET  /admin/events/{eventId}                  an event and its layout, with its capacity (each shard's too) or draw
 //	GET  /admin/events/{eventId}/requests         in queue order, status filter, cursor paging
 //	GET  /admin/events/{eventId}/stats            statistics
 //	POST /admin/events/{eventId}/draw             a lottery's draw (409 draw_too_early before cutoff + settle window)
 //	GET  /admin/events/{eventId}/draw/verify      re-check a draw
 //	POST /admin/events/{eventId}/holds/sweep      one pass of an event's hold sweep, its report
+//	POST /admin/events/{eventId}/close            close the event now (409 control_refused when it is closed already)
+//	POST /admin/events/{eventId}/pause            pause its ingest: clicks get 409 event_paused
+//	POST /admin/events/{eventId}/resume           take clicks again
+//	POST /admin/events/{eventId}/extend           move its end or a lottery's cutoff later
+//	GET  /admin/events/{eventId}/audit            its audit trail: who did what, when
 //	GET  /admin/requests/{requestId}              any request
 //	GET  /admin/requests/{requestId}/logs         its status log
 //	/admin/ui/...                                 the admin web UI, if mounted
@@ -53,6 +60,52 @@
 // capacityShards (1 for a single key); GET /admin/events/{eventId} lists each
 // capacity shard's seats under capacity.shards. Every other route reads a sharded
 // event as any other.
+//
+// # Operator controls and the event list
+//
+// GET /admin/events?limit=&cursor= lists the events newest first, 20 a page by
+// default and at most 100 (more is 400 invalid_parameter; a cursor of another
+// listing is 400 invalid_cursor), from the event list that CreateEvent writes
+// (asyncevent.Client.ListEvents: a Query, never a Scan). Its answer is events, each
+// the event's view as GET /admin/events/{eventId} shows it without capacity or
+// draw, plus seatsLeft for a FIRST_COME event (the sum over its capacity shards),
+// and nextCursor while there is more. It counts no requests: that would read each
+// event's requests (GET /admin/events/{eventId}/stats does, for one event). An event
+// created before the event list existed is not on it.
+//
+// Every event view carries state, what the event is doing at ServerOptions.Clock
+// (asyncevent.EventConfig.StateAt): SCHEDULED, OPEN, PAUSED, CLOSED, DRAWING or
+// ANNOUNCED; paused while an operator has paused its ingest; closedAt once an
+// operator closed it (endsAt then moved to that time too).
+//
+// The controls act on the event's config, each with an audit entry naming the
+// caller's sub, in one transaction (asyncevent.Client.CloseEvent, PauseEvent,
+// ResumeEvent, ExtendEvent):
+//
+//   - POST /admin/events/{eventId}/close ends its ingest now: a click gets 409
+//     event_closed, as after its end.
+//   - POST /admin/events/{eventId}/pause stops its ingest until
+//     POST /admin/events/{eventId}/resume: meanwhile a click gets 409 event_paused
+//     and writes nothing; what was queued is still processed.
+//   - POST /admin/events/{eventId}/extend takes {"endsAt": "…"} or
+//     {"lotteryCutoffAt": "…"}, exactly one (else 400 invalid_body), and moves that
+//     time later: only while it is more than 10 seconds away, never earlier, a
+//     cutoff never past the end nor once the draw began, and only a LOTTERY has one.
+//
+// close, pause and resume take no body. Applied, a control answers 200 with the
+// event. Refused by the event's state (closed already, paused already, not paused,
+// a time that cannot move), it writes nothing, neither on the event nor on its
+// audit trail, and answers 409 control_refused, whose detail says why and whose
+// event member is the event as the refusal found it:
+//
+//	{"type":"about:blank","title":"Conflict","status":409,"code":"control_refused",
+//	 "detail":"the event is paused already","event":{"eventId":"…","state":"PAUSED","paused":true,…}}
+//
+// An unknown event is 404 event_not_found. Each server learns of a control within
+// its client's asyncevent.Options.EventCacheTTL (5 seconds by default); the server
+// that applied it knows at once. GET /admin/events/{eventId}/audit answers eventId
+// and entries, oldest first, each with at, actor (the admin's sub), action (CLOSE,
+// PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF) and, for a move, detail ("to …").
 //
 // # Holds and the waitlist
 //

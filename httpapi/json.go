@@ -229,6 +229,15 @@ type EventView struct {
 	Phase           asyncevent.UIPhase   `json:"phase,omitempty"`
 	CreatedAt       Timestamp            `json:"createdAt"`
 
+	// State is what the event is doing at the server's clock (asyncevent.EventConfig.
+	// StateAt): SCHEDULED, OPEN, PAUSED, CLOSED, DRAWING or ANNOUNCED. Paused is set
+	// while an operator has paused its ingest (it may be CLOSED all the same, once
+	// its end passed); ClosedAt is when an operator closed it, which moved endsAt to
+	// that time too.
+	State    asyncevent.EventState `json:"state"`
+	Paused   bool                  `json:"paused,omitempty"`
+	ClosedAt Timestamp             `json:"closedAt,omitzero"`
+
 	// The event's layout: IndexShards partitions of its requests on GSI2 and, for a
 	// FIRST_COME event, CapacityShards capacity items; 1 is the design's single key.
 	IndexShards    int `json:"indexShards"`
@@ -244,7 +253,8 @@ type EventView struct {
 	Draw     *DrawView     `json:"draw,omitempty"`
 }
 
-func newEventView(e *asyncevent.EventConfig) EventView {
+// newEventView is e's view at now.
+func newEventView(e *asyncevent.EventConfig, now time.Time) EventView {
 	v := EventView{
 		EventID:         e.EventID,
 		EventType:       e.EventType,
@@ -260,6 +270,9 @@ func newEventView(e *asyncevent.EventConfig) EventView {
 		SeedMode:        e.SeedMode,
 		Phase:           e.Phase,
 		CreatedAt:       Timestamp(e.CreatedAt),
+		State:           e.StateAt(now),
+		Paused:          e.Paused,
+		ClosedAt:        Timestamp(e.ClosedAt),
 		IndexShards:     max(e.IndexShards, 1),
 		HoldForSeconds:  int64(e.HoldFor / time.Second),
 	}

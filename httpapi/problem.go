@@ -30,6 +30,10 @@ type Problem struct {
 	// Request, of a status_conflict, is the request as the refused write found it:
 	// its status and resultCode say why (a hold that ran out, one already ended).
 	Request *RequestView `json:"request,omitempty"`
+
+	// Event, of a control_refused, is the event as the refused control found it:
+	// its state says why, as the detail does in words.
+	Event *EventView `json:"event,omitempty"`
 }
 
 // ProblemContentType is the media type of a Problem.
@@ -57,6 +61,7 @@ const (
 	CodeEventExists          = "event_exists"           // 409: asyncevent.ErrEventExists
 	CodeEventNotOpen         = "event_not_open"         // 409: asyncevent.ErrEventNotOpen
 	CodeEventClosed          = "event_closed"           // 409: asyncevent.ErrEventClosed
+	CodeEventPaused          = "event_paused"           // 409: asyncevent.ErrEventPaused: an operator paused the event's ingest; nothing written
 	CodeDrawTooEarly         = "draw_too_early"         // 409: asyncevent.ErrDrawTooEarly
 	CodeNotLottery           = "not_lottery"            // 409: asyncevent.ErrNotLottery
 	CodeDrawMismatch         = "draw_mismatch"          // 409: asyncevent.ErrDrawMismatch
@@ -64,6 +69,7 @@ const (
 	CodeNoSeedSource         = "no_seed_source"         // 409: a sealed event, and the server has no seed source (asyncevent.ErrNoSeedSource); nothing drawn
 	CodeStatusConflict       = "status_conflict"        // 409: a confirm or release found the request in a status it does not act on; nothing written, the problem's request shows it
 	CodeNoHolds              = "no_holds"               // 409: a hold sweep of an event without holds (asyncevent.EventConfig.HoldFor)
+	CodeControlRefused       = "control_refused"        // 409: an operator's control the event's state refuses (asyncevent.EventUpdate.Reason); nothing written, the problem's event shows it
 	CodeEnqueueFailed        = "enqueue_failed"         // 503: asyncevent.ErrEnqueueFailed; the user may try again
 	CodeThrottled            = "throttled"              // 503: DynamoDB refused the throughput (asyncevent.ErrThrottled); try again after Retry-After
 	CodeIngestDisabled       = "ingest_disabled"        // 503: the server has no queue
@@ -72,13 +78,15 @@ const (
 )
 
 // httpError is an error that already knows its problem: the server's own refusals
-// (authentication, body decoding, query parameters, a confirm or release refused).
+// (authentication, body decoding, query parameters, a confirm, a release or a
+// control refused).
 type httpError struct {
 	status  int
 	code    string
 	detail  string
 	header  http.Header  // extra response headers, e.g. WWW-Authenticate
 	request *RequestView // the problem's request member
+	event   *EventView   // the problem's event member
 }
 
 func (e *httpError) Error() string { return e.detail }
@@ -118,11 +126,14 @@ func humanDetail(err error) string {
 func problemFor(err error) (p Problem, header http.Header, internal bool) {
 	var he *httpError
 	var tooLarge *http.MaxBytesError
-	var request *RequestView
+	var (
+		request *RequestView
+		event   *EventView
+	)
 	status, code, detail := 0, "", humanDetail(err)
 	switch {
 	case errors.As(err, &he):
-		status, code, detail, header, request = he.status, he.code, he.detail, he.header, he.request
+		status, code, detail, header, request, event = he.status, he.code, he.detail, he.header, he.request, he.event
 	case errors.As(err, &tooLarge):
 		status, code, detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is over "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes"
 	case errors.Is(err, asyncevent.ErrInvalidID):
@@ -143,6 +154,8 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 		status, code = http.StatusConflict, CodeEventNotOpen
 	case errors.Is(err, asyncevent.ErrEventClosed):
 		status, code = http.StatusConflict, CodeEventClosed
+	case errors.Is(err, asyncevent.ErrEventPaused):
+		status, code = http.StatusConflict, CodeEventPaused
 	case errors.Is(err, asyncevent.ErrDrawTooEarly):
 		status, code = http.StatusConflict, CodeDrawTooEarly
 	case errors.Is(err, asyncevent.ErrNotLottery):
@@ -182,6 +195,7 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 		Detail:  detail,
 		Code:    code,
 		Request: request,
+		Event:   event,
 	}, header, internal
 }
 

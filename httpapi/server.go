@@ -42,7 +42,7 @@ type ServerOptions struct {
 	MaxBodyBytes int64
 
 	// Clock tells the time the answers count from: a HELD request's
-	// holdSecondsLeft. It should agree with the Client's (asyncevent.Options.Clock),
+	// holdSecondsLeft, an event's state. It should agree with the Client's (asyncevent.Options.Clock),
 	// whose writes decide when a hold has run out. Default: time.Now.
 	Clock func() time.Time
 }
@@ -112,12 +112,18 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.route("POST /requests/{requestId}/release", UserOnly, s.release)
 
 	s.route("POST /admin/events", AdminOnly, s.createEvent)
+	s.route("GET /admin/events", AdminOnly, s.listEvents)
 	s.route("GET /admin/events/{eventId}", AdminOnly, s.getEvent)
 	s.route("GET /admin/events/{eventId}/requests", AdminOnly, s.listEventRequests)
 	s.route("GET /admin/events/{eventId}/stats", AdminOnly, s.eventStats)
 	s.route("POST /admin/events/{eventId}/draw", AdminOnly, s.draw)
 	s.route("GET /admin/events/{eventId}/draw/verify", AdminOnly, s.verifyDraw)
 	s.route("POST /admin/events/{eventId}/holds/sweep", AdminOnly, s.sweepHolds)
+	s.route("POST /admin/events/{eventId}/close", AdminOnly, s.control(s.client.CloseEvent))
+	s.route("POST /admin/events/{eventId}/pause", AdminOnly, s.control(s.client.PauseEvent))
+	s.route("POST /admin/events/{eventId}/resume", AdminOnly, s.control(s.client.ResumeEvent))
+	s.route("POST /admin/events/{eventId}/extend", AdminOnly, s.extendEvent)
+	s.route("GET /admin/events/{eventId}/audit", AdminOnly, s.auditTrail)
 	s.route("GET /admin/requests/{requestId}", AdminOnly, s.getRequest)
 	s.route("GET /admin/requests/{requestId}/logs", AdminOnly, s.statusLogs)
 	return s, nil
@@ -349,7 +355,7 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, _ Principal
 		return err
 	}
 	w.Header().Set("Location", "/admin/events/"+url.PathEscape(e.EventID))
-	writeJSON(w, http.StatusCreated, newEventView(e))
+	writeJSON(w, http.StatusCreated, newEventView(e, s.now()))
 	return nil
 }
 
@@ -365,7 +371,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, _ Principal) e
 	if err != nil {
 		return err
 	}
-	v := newEventView(e)
+	v := newEventView(e, s.now())
 	switch e.EventType {
 	case asyncevent.FirstCome:
 		c, err := s.client.GetCapacity(r.Context(), eventID)

@@ -575,7 +575,7 @@ func TestBodyDecoding(t *testing.T) {
 			items = append(items, fmt.Sprint(pk))
 		}
 	}
-	assert.Len(t, items, 2, "only the good event's CONFIG and CAPACITY")
+	assert.Len(t, items, 3, "only the good event's CONFIG, CAPACITY and its entry in the event list")
 }
 
 func TestUnknownRouteAndMethod(t *testing.T) {
@@ -588,7 +588,7 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	r = e.do("DELETE", "/admin/events", e.admin(), nil)
 	assert.Equal(t, http.StatusMethodNotAllowed, r.status)
 	assert.Equal(t, CodeMethodNotAllowed, r.problem(t).Code)
-	assert.Equal(t, "POST", r.header.Get("Allow"))
+	assert.Equal(t, "GET, HEAD, POST", r.header.Get("Allow"))
 }
 
 // failingQueue fails every Send while failing is set.

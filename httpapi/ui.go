@@ -102,6 +102,10 @@ func (s *Server) MountAdminUI(opts AdminUIOptions) error {
 	s.Mount("POST /admin/ui/events", Public, u.authed(u.createEvent))
 	s.Mount("GET /admin/ui/events/{eventId}", Public, u.authed(u.event))
 	s.Mount("POST /admin/ui/events/{eventId}/draw", Public, u.authed(u.draw))
+	s.Mount("POST /admin/ui/events/{eventId}/close", Public, u.authed(u.control(asyncevent.ActionClose)))
+	s.Mount("POST /admin/ui/events/{eventId}/pause", Public, u.authed(u.control(asyncevent.ActionPause)))
+	s.Mount("POST /admin/ui/events/{eventId}/resume", Public, u.authed(u.control(asyncevent.ActionResume)))
+	s.Mount("POST /admin/ui/events/{eventId}/extend", Public, u.authed(u.extend))
 	s.Mount("GET /admin/ui/requests", Public, u.authed(u.findRequest))
 	s.Mount("GET /admin/ui/requests/{requestId}", Public, u.authed(u.request))
 	s.Mount("GET /admin/ui/static/{file}", Public, http.HandlerFunc(u.serveStatic))
@@ -427,12 +431,15 @@ func (u *adminUI) logout(w http.ResponseWriter, r *http.Request, _ *uiSession) e
 	return nil
 }
 
-// home is GET /admin/ui/: the forms that open an event or a request, and the form
-// that creates an event. There is no list of events: that would take a Scan, which
-// the library never does.
+// home is GET /admin/ui/?limit=&cursor=: the events, newest first, a page at a
+// time (asyncevent.Client.ListEvents: a Query of the event list, never a Scan); the
+// forms that open an event or a request; the form that creates an event.
 func (u *adminUI) home(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
-	u.render(w, r, http.StatusOK, "home", page{Title: "Admin", Session: sess, Data: homeView{Create: newCreateForm(nil)}})
-	return nil
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	return u.renderHome(w, r, sess, q, http.StatusOK, newCreateForm(nil), "")
 }
 
 // findEvent is GET /admin/ui/events?eventId=: the home form's target.
@@ -476,7 +483,7 @@ func (u *adminUI) draw(w http.ResponseWriter, r *http.Request, sess *uiSession) 
 		if internal || p.Status == http.StatusNotFound {
 			return err
 		}
-		return u.renderEvent(w, r, sess, eventID, url.Values{}, p.Status, p.Detail)
+		return u.renderEvent(w, r, sess, eventID, url.Values{}, p.Status, eventNotice{Draw: p.Detail})
 	}
 	http.Redirect(w, r, eventURL(eventID)+"#draw", http.StatusSeeOther)
 	return nil
@@ -500,6 +507,7 @@ func (u *adminUI) funcs() template.FuncMap {
 		"statusClass": func(s asyncevent.Status) string {
 			return "st-" + strings.ToLower(strings.ReplaceAll(string(s), "_", "-"))
 		},
+		"stateClass": func(s asyncevent.EventState) string { return "state-" + strings.ToLower(string(s)) },
 		"pct": func(n, total int) string {
 			if total <= 0 {
 				return "0"

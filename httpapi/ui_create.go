@@ -12,9 +12,11 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// homeView is the home page: the forms that open an event or a request, and the
-// form that creates an event, with what was typed into it when it was refused.
+// homeView is the home page: a page of the event list, the forms that open an
+// event or a request, and the form that creates an event, with what was typed
+// into it when it was refused.
 type homeView struct {
+	Events      eventListPage
 	Create      createForm
 	CreateError string
 }
@@ -149,8 +151,7 @@ func (u *adminUI) createEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 		if internal {
 			return err
 		}
-		u.render(w, r, p.Status, "home", page{Title: "Admin", Session: sess, Data: homeView{Create: form, CreateError: p.Detail}})
-		return nil
+		return u.renderHome(w, r, sess, url.Values{}, p.Status, form, p.Detail)
 	}
 	http.Redirect(w, r, eventURL(ev.EventID), http.StatusSeeOther)
 	return nil

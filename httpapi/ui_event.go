@@ -25,6 +25,7 @@ type eventView struct {
 	FirstCome  bool
 	DrawError  string // a refused draw, shown above the draw section
 	DrawStatus int
+	Controls   controlsView // the operator's controls and the audit trail
 
 	// The event's layout: IndexShards (K) partitions of its requests on GSI2 and,
 	// FIRST_COME, CapacityShards (C) capacity items, each at least 1; with C > 1,
@@ -136,12 +137,18 @@ func (u *adminUI) event(w http.ResponseWriter, r *http.Request, sess *uiSession)
 	if err != nil {
 		return err
 	}
-	return u.renderEvent(w, r, sess, eventID, q, http.StatusOK, "")
+	return u.renderEvent(w, r, sess, eventID, q, http.StatusOK, eventNotice{})
 }
 
-// renderEvent reads everything the event page shows and renders it with status;
-// drawError, if set, is a refused draw.
-func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSession, eventID string, q url.Values, status int, drawError string) error {
+// eventNotice is what a refused form posted to the event page says: a draw's or a
+// control's refusal, shown beside its form.
+type eventNotice struct {
+	Draw, Control string
+}
+
+// renderEvent reads everything the event page shows and renders it with status and
+// the notice of a refused form.
+func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSession, eventID string, q url.Values, status int, notice eventNotice) error {
 	ctx := r.Context()
 	limit, err := queryInt(q, "limit")
 	if err != nil {
@@ -193,7 +200,7 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 		Stats:      stats,
 		Chart:      chart,
 		FirstCome:  ev.EventType == asyncevent.FirstCome,
-		DrawError:  drawError,
+		DrawError:  notice.Draw,
 		DrawStatus: status,
 
 		IndexShards: max(ev.IndexShards, 1),
@@ -214,6 +221,9 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 			return err
 		}
 		v.Lottery = lv
+	}
+	if v.Controls, err = u.controlsOf(ctx, ev, notice.Control); err != nil {
+		return err
 	}
 	v.Cards, v.Timing = eventCards(ev, stats, v.Lottery)
 	v.Holds = holdsOf(stats)

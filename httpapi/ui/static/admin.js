@@ -10,13 +10,20 @@ document.addEventListener("change", (e) => {
 });
 
 // A draw form's button is disabled once clicked, so a double click draws once
-// (a second draw would be harmless, but it would wait for the first).
+// (a second draw would be harmless, but it would wait for the first). So is a
+// control form's (data-once): a second click would only be refused.
 document.addEventListener("submit", (e) => {
   const form = e.target;
-  if (form instanceof HTMLFormElement && form.id === "draw-form") {
-    const button = form.querySelector("button");
-    if (button) {
-      setTimeout(() => { button.disabled = true; button.textContent = "Drawing…"; }, 0);
-    }
+  if (!(form instanceof HTMLFormElement)) {
+    return;
+  }
+  const button = form.querySelector("button");
+  if (!button) {
+    return;
+  }
+  if (form.id === "draw-form") {
+    setTimeout(() => { button.disabled = true; button.textContent = "Drawing…"; }, 0);
+  } else if (form.hasAttribute("data-once")) {
+    setTimeout(() => { button.disabled = true; }, 0);
   }
 });

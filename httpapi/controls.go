@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// The operator's controls of an event (asyncevent.Client.CloseEvent, PauseEvent,
+// ResumeEvent, ExtendEvent) and its audit trail. The actor of a control is the
+// admin's token's sub. A control the event's state refuses is 409 control_refused
+// with the library's reason as the detail and the event as it stands, and wrote
+// nothing: neither the event nor its audit trail.
+
+// controlFunc is one of the client's controls that take no argument but the actor.
+type controlFunc func(ctx context.Context, eventID, actor string) (asyncevent.EventUpdate, error)
+
+// control is POST /admin/events/{eventId}/close, /pause or /resume: the control do
+// by the caller. 200 with the event when applied, 409 control_refused when the
+// event's state refuses it, 404 for an unknown event. No body.
+func (s *Server) control(do controlFunc) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request, p Principal) error {
+		eventID, err := pathID(r, "eventId")
+		if err != nil {
+			return err
+		}
+		up, err := do(r.Context(), eventID, p.UserID)
+		if err != nil {
+			return err
+		}
+		return s.answerControl(w, eventID, up)
+	}
+}
+
+// extendBody is the body of POST /admin/events/{eventId}/extend: the new end, or a
+// LOTTERY's new entry cutoff; exactly one.
+type extendBody struct {
+	EndsAt          *Timestamp `json:"endsAt"`
+	LotteryCutoffAt *Timestamp `json:"lotteryCutoffAt"`
+}
+
+// target is the time the body moves (asyncevent.ActionExtendEnd or
+// ActionExtendCutoff) and where to.
+func (b extendBody) target() (what string, to time.Time, err error) {
+	switch {
+	case b.EndsAt != nil && b.LotteryCutoffAt == nil:
+		return asyncevent.ActionExtendEnd, asyncevent.EpochMillis(*b.EndsAt).Time(), nil
+	case b.LotteryCutoffAt != nil && b.EndsAt == nil:
+		return asyncevent.ActionExtendCutoff, asyncevent.EpochMillis(*b.LotteryCutoffAt).Time(), nil
+	}
+	return "", time.Time{}, newHTTPError(http.StatusBadRequest, CodeInvalidBody, "give endsAt or lotteryCutoffAt, exactly one: the time to move, and where to")
+}
+
+// extendEvent is POST /admin/events/{eventId}/extend: moves the event's end, or a
+// LOTTERY's entry cutoff, later (asyncevent.Client.ExtendEvent). 200 with the event
+// when applied; 409 control_refused when the time has passed, is less than 10
+// seconds away or not before the new one, when a cutoff would pass the end or the
+// draw began, or for the cutoff of a FIRST_COME event; 400 for a bad body.
+func (s *Server) extendEvent(w http.ResponseWriter, r *http.Request, p Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	var body extendBody
+	if err := decodeJSON(w, r, s.maxBody, &body); err != nil {
+		return err
+	}
+	up, err := s.extend(r.Context(), eventID, p.UserID, body)
+	if err != nil {
+		return err
+	}
+	return s.answerControl(w, eventID, up)
+}
+
+// extend applies body to the event, by actor. A time ExtendEvent cannot store is
+// the body's fault: 400 invalid_body.
+func (s *Server) extend(ctx context.Context, eventID, actor string, body extendBody) (asyncevent.EventUpdate, error) {
+	what, to, err := body.target()
+	if err != nil {
+		return asyncevent.EventUpdate{}, err
+	}
+	up, err := s.client.ExtendEvent(ctx, eventID, actor, what, to)
+	if errors.Is(err, asyncevent.ErrInvalidOptions) {
+		return up, newHTTPError(http.StatusBadRequest, CodeInvalidBody, humanDetail(err))
+	}
+	return up, err
+}
+
+// answerControl answers a control: 200 with the event as it now is, or 409
+// control_refused with the reason and the event as the refusal found it.
+func (s *Server) answerControl(w http.ResponseWriter, eventID string, up asyncevent.EventUpdate) error {
+	if up.Event == nil {
+		return fmt.Errorf("control of %s: an outcome without the event", eventID)
+	}
+	v := newEventView(up.Event, s.now())
+	if !up.Applied {
+		e := newHTTPError(http.StatusConflict, CodeControlRefused, up.Reason)
+		e.event = &v
+		return e
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// AuditEntryView is one control of an event: when, who (an admin's sub), what
+// (CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF) and, for a move, to when.
+type AuditEntryView struct {
+	At     Timestamp `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// AuditView is GET /admin/events/{eventId}/audit: the event's audit trail, oldest
+// first.
+type AuditView struct {
+	EventID string           `json:"eventId"`
+	Entries []AuditEntryView `json:"entries"`
+}
+
+func newAuditView(eventID string, trail []asyncevent.AuditEntry) AuditView {
+	v := AuditView{EventID: eventID, Entries: make([]AuditEntryView, 0, len(trail))}
+	for _, a := range trail {
+		v.Entries = append(v.Entries, AuditEntryView{At: Timestamp(a.At), Actor: a.Actor, Action: a.Action, Detail: a.Detail})
+	}
+	return v
+}
+
+// auditTrail is GET /admin/events/{eventId}/audit (asyncevent.Client.ListAudit).
+// An unknown event is 404, not an empty trail.
+func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	if _, err := s.client.GetEvent(r.Context(), eventID); err != nil {
+		return err
+	}
+	trail, err := s.client.ListAudit(r.Context(), eventID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newAuditView(eventID, trail))
+	return nil
+}

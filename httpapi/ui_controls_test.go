@@ -1,0 +1,224 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+var eventRowOf = regexp.MustCompile(`<tr data-event-id="([^"]+)" data-state="([A-Z]+)">`)
+
+// eventRows are the home page's listed events: ID → state, and the IDs in order.
+func eventRows(body string) (ids []string, states map[string]string) {
+	states = map[string]string{}
+	for _, m := range eventRowOf.FindAllStringSubmatch(body, -1) {
+		ids = append(ids, m[1])
+		states[m[1]] = m[2]
+	}
+	return ids, states
+}
+
+// link returns the href of the element with id, unescaped, or "".
+func link(body, id string) string {
+	m := regexp.MustCompile(`href="([^"]+)" id="` + regexp.QuoteMeta(id) + `"`).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return strings.ReplaceAll(m[1], "&amp;", "&")
+}
+
+// TestUIEventList: the home page lists the events newest first, with their type,
+// state and seats left, a page at a time with the cursor.
+func TestUIEventList(t *testing.T) {
+	t.Parallel()
+	clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+	u := newUIEnv(t, withClock(clock))
+	u.signIn()
+	r := u.get("/admin/ui/")
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	assert.Contains(t, string(r.body), `id="no-events"`)
+	assert.NotContains(t, string(r.body), "Scan of the table", "the home page lists the events now")
+
+	for i := range 5 {
+		u.createFirstCome(fmt.Sprintf("sale-%d", i), int64(10+i))
+		clock.Advance(time.Millisecond)
+	}
+	u.participate("sale-4", "ann")
+	u.process()
+	u.applied("/admin/events/sale-3/pause", u.admin(), nil)
+
+	var ids []string
+	states := map[string]string{}
+	next := "/admin/ui/?limit=2"
+	for pages := 0; next != ""; pages++ {
+		require.Less(t, pages, 5)
+		r = u.get(next)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		body := string(r.body)
+		got, st := eventRows(body)
+		assert.LessOrEqual(t, len(got), 2)
+		ids = append(ids, got...)
+		for k, v := range st {
+			states[k] = v
+		}
+		if pages > 0 {
+			assert.Equal(t, "/admin/ui/?limit=2", link(body, "events-first"), "back to the newest")
+		}
+		next = link(body, "events-next")
+	}
+	assert.Equal(t, []string{"sale-4", "sale-3", "sale-2", "sale-1", "sale-0"}, ids)
+	assert.Equal(t, "PAUSED", states["sale-3"])
+	assert.Equal(t, "OPEN", states["sale-4"])
+
+	r = u.get("/admin/ui/")
+	require.Equal(t, http.StatusOK, r.status)
+	body := string(r.body)
+	row := regexp.MustCompile(`(?s)<tr data-event-id="sale-4".*?</tr>`).FindString(body)
+	assert.Contains(t, row, `href="/admin/ui/events/sale-4"`)
+	assert.Contains(t, row, `<span class="tag">FIRST_COME</span>`)
+	assert.Contains(t, row, `>13 / 14</td>`, "seats left of the capacity")
+	assert.Empty(t, link(body, "events-next"), "5 events: one page of 20")
+	assert.Contains(t, body, `id="create-form"`, "the create form is still there")
+
+	r = u.get("/admin/ui/?cursor=garbage")
+	assert.Equal(t, http.StatusBadRequest, r.status)
+	assert.Contains(t, string(r.body), `id="error-detail"`)
+	r = u.get("/admin/ui/?limit=500")
+	assert.Equal(t, http.StatusBadRequest, r.status)
+}
+
+// TestUIControls works the event page's control forms: each one applied (back to
+// the page, which shows the new state and the audit trail) and refused (the page
+// with the reason and the API's status, nothing written), behind the CSRF check.
+func TestUIControls(t *testing.T) {
+	t.Parallel()
+	clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+	u := newUIEnv(t, withClock(clock))
+	t0 := clock.Now()
+	ctx := t.Context()
+	_, err := u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", Name: "Sale", EventType: asyncevent.FirstCome,
+		CapacityTotal: 5, EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
+	require.NoError(t, err)
+	u.signIn()
+
+	page := u.get("/admin/ui/events/sale")
+	require.Equal(t, http.StatusOK, page.status, "body: %s", page.body)
+	body := string(page.body)
+	assert.Contains(t, body, `id="event-state">OPEN</span>`)
+	assert.Contains(t, body, `id="pause-form"`)
+	assert.NotContains(t, body, `id="resume-form"`)
+	assert.Contains(t, body, `id="close-confirm" required`)
+	assert.Contains(t, body, `value="`+t0.Add(time.Hour).UTC().Format(formTimeLayout)+`"`, "the end's form shows the end")
+	assert.NotContains(t, body, `id="extend-cutoff-form"`, "a first-come event has no cutoff")
+	assert.Contains(t, body, `id="no-audit"`)
+	tok := csrf(t, page)
+
+	// Posted with a wrong CSRF token: 403, nothing done.
+	before := u.tableState()
+	r := u.post("/admin/ui/events/sale/pause", url.Values{"csrf": {"x" + tok}})
+	assert.Equal(t, http.StatusForbidden, r.status)
+	assert.Equal(t, before, u.tableState())
+
+	// refused posts a form and wants the event page with status and reason, and
+	// nothing written.
+	refused := func(path string, form url.Values, status int, reason string) {
+		t.Helper()
+		before := u.tableState()
+		form.Set("csrf", tok)
+		r := u.post(path, form)
+		require.Equal(t, status, r.status, "%s: %s", path, r.body)
+		assert.Regexp(t, `id="control-error" role="alert">Not done: [^<]*`+regexp.QuoteMeta(reason), string(r.body), path)
+		assert.Contains(t, string(r.body), `id="controls"`, "%s: on the event page", path)
+		assert.Equal(t, before, u.tableState(), "%s: nothing written", path)
+	}
+	applied := func(path string, form url.Values) string {
+		t.Helper()
+		form.Set("csrf", tok)
+		r := u.post(path, form)
+		require.Equal(t, http.StatusSeeOther, r.status, "%s: %s", path, r.body)
+		assert.Equal(t, "/admin/ui/events/sale#controls", r.header.Get("Location"))
+		clock.Advance(time.Millisecond)
+		page := u.get("/admin/ui/events/sale")
+		require.Equal(t, http.StatusOK, page.status)
+		return string(page.body)
+	}
+
+	body = applied("/admin/ui/events/sale/pause", url.Values{})
+	assert.Contains(t, body, `id="event-state">PAUSED</span>`)
+	assert.Contains(t, body, `id="resume-form"`)
+	assert.NotContains(t, body, `id="pause-form"`)
+	refused("/admin/ui/events/sale/pause", url.Values{}, http.StatusConflict, "the event is paused already")
+	u.refusedClick("sale", "ann", CodeEventPaused)
+
+	later := t0.Add(2 * time.Hour).UTC()
+	body = applied("/admin/ui/events/sale/extend", url.Values{"endsAt": {later.Format(formTimeLayout)}})
+	assert.Contains(t, body, `value="`+later.Format(formTimeLayout)+`"`)
+	ev, err := u.client.GetEvent(ctx, "sale")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.MillisOf(later), ev.EndsAt, "a datetime-local value is UTC")
+	refused("/admin/ui/events/sale/extend", url.Values{"endsAt": {t0.Add(90 * time.Minute).UTC().Format(formTimeLayout)}}, http.StatusConflict, "not before the new one")
+	refused("/admin/ui/events/sale/extend", url.Values{"lotteryCutoffAt": {later.Format(time.RFC3339)}}, http.StatusConflict, "only a LOTTERY has a cutoff")
+	refused("/admin/ui/events/sale/extend", url.Values{"endsAt": {"next tuesday"}}, http.StatusBadRequest, "endsAt must be a time")
+	refused("/admin/ui/events/sale/extend", url.Values{}, http.StatusBadRequest, "exactly one")
+
+	body = applied("/admin/ui/events/sale/resume", url.Values{})
+	assert.Contains(t, body, `id="event-state">OPEN</span>`)
+	refused("/admin/ui/events/sale/resume", url.Values{}, http.StatusConflict, "the event is not paused")
+
+	refused("/admin/ui/events/sale/close", url.Values{}, http.StatusBadRequest, "tick the box")
+	body = applied("/admin/ui/events/sale/close", url.Values{"confirm": {"yes"}})
+	assert.Contains(t, body, `id="event-state">CLOSED</span>`)
+	assert.Contains(t, body, `id="event-closed-at"`)
+	assert.Contains(t, body, `id="controls-over"`, "nothing left to control")
+	assert.NotContains(t, body, `id="close-form"`)
+	refused("/admin/ui/events/sale/close", url.Values{"confirm": {"yes"}}, http.StatusConflict, "closed already")
+
+	// The audit trail: who did what, when, oldest first.
+	trail := regexp.MustCompile(`(?s)<table class="breakdown audit" id="audit-trail">.*?</table>`).FindString(body)
+	rows := regexp.MustCompile(`<tr data-action="([A-Z_]+)"><td class="when">([^<]+)</td><td class="actor">([^<]+)</td>`).FindAllStringSubmatch(trail, -1)
+	require.Len(t, rows, 4, "trail: %s", trail)
+	for i, want := range []string{asyncevent.ActionPause, asyncevent.ActionExtendEnd, asyncevent.ActionResume, asyncevent.ActionClose} {
+		assert.Equal(t, want, rows[i][1])
+		assert.Equal(t, "admin-1", rows[i][3], "the session's admin")
+	}
+	assert.Equal(t, fmtTime(asyncevent.MillisOf(t0)), rows[0][2])
+	assert.Contains(t, trail, "to "+later.Format(time.RFC3339))
+
+	r = u.post("/admin/ui/events/nope/pause", url.Values{"csrf": {tok}})
+	assert.Equal(t, http.StatusNotFound, r.status)
+	assert.Contains(t, string(r.body), `id="error-detail"`)
+}
+
+// TestUILotteryCutoffForm: a lottery's page has the cutoff's form, and it moves
+// the cutoff.
+func TestUILotteryCutoffForm(t *testing.T) {
+	t.Parallel()
+	clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+	u := newUIEnv(t, withClock(clock))
+	t0 := clock.Now()
+	_, err := u.client.CreateEvent(t.Context(), asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
+	require.NoError(t, err)
+	u.signIn()
+	page := u.get("/admin/ui/events/lot")
+	require.Equal(t, http.StatusOK, page.status, "body: %s", page.body)
+	assert.Contains(t, string(page.body), `id="extend-cutoff-form"`)
+	assert.Contains(t, string(page.body), `id="no-end"`, "no end to move")
+
+	later := t0.Add(2 * time.Hour).UTC()
+	r := u.post("/admin/ui/events/lot/extend", url.Values{"csrf": {csrf(t, page)}, "lotteryCutoffAt": {later.Format(formTimeLayout)}})
+	require.Equal(t, http.StatusSeeOther, r.status, "body: %s", r.body)
+	ev, err := u.client.GetEvent(t.Context(), "lot")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.MillisOf(later), ev.LotteryCutoffAt)
+}
