@@ -263,7 +263,7 @@ var (
 		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
 	}
 	firstComeRequest = expression.Name(attrEventType).Equal(expression.Value(FirstCome))
-	poolCancelledRow  = row{
+	poolCancelledRow = row{
 		name: "seat of a cancel to the pool", method: "CancelRequest", item: EntityReturns, op: opUpdate,
 		sets: returnsSets,
 		adds: []set{{attrCapacityRemaining, expression.Value(1)}, {attrCancelled, expression.Value(1)}},

@@ -261,10 +261,11 @@
 //	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	event closed                   CloseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   (attribute_exists (PK)) AND ((attribute_not_exists (endsAt)) OR (endsAt > :now))
+//	    if   (attribute_exists (PK))
+//	         AND ((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now)))
 //	    set  SET endsAt = :now, closedAt = :now
 //	event paused                   PauseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   ((attribute_exists (PK)) AND ((attribute_not_exists (endsAt)) OR (endsAt > :now)))
+//	    if   ((attribute_exists (PK)) AND ((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))))
 //	         AND ((attribute_not_exists (paused)) OR (paused = :1))
 //	    set  SET paused = :2
 //	event resumed                  ResumeEvent                UpdateItem     EVENT#<eventId> / CONFIG
@@ -285,7 +286,7 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND ((attribute_not_exists (endsAt)) OR (endsAt > :now)))
+//	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND ((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  ADD capacityTotal :seats SET poolVersion = :poolVersion
 //	capacity added to a shard      AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY

@@ -123,7 +123,7 @@ func (e *EventConfig) checkOpen(now EpochMillis) error {
 	if e.StartsAt != 0 && now < e.StartsAt {
 		return fmt.Errorf("%w: %s opens at %s", ErrEventNotOpen, e.EventID, e.StartsAt.Time().Format(time.RFC3339Nano))
 	}
-	if end := e.closesAt(); end != 0 && now > end {
+	if end := e.closesAt(); end != 0 && now > end || e.ClosedAt != 0 && now >= e.ClosedAt {
 		return fmt.Errorf("%w: %s closed at %s", ErrEventClosed, e.EventID, end.Time().Format(time.RFC3339Nano))
 	}
 	if e.Paused {

@@ -58,7 +58,7 @@ const (
 const controlLead = 10 * time.Second
 
 var (
-	notEnded      = expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(expression.Value(pNow)))
+	notEnded      = expression.AttributeNotExists(expression.Name(attrClosedAt)).And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(expression.Value(pNow))))
 	notPaused     = expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false)))
 	openToClose   = configExists.And(notEnded)
 	openToPause   = configExists.And(notEnded).And(notPaused)
@@ -112,10 +112,12 @@ type EventUpdate struct {
 // CloseEvent closes an event now: ingest refuses its clicks from then on
 // (ErrEventClosed), on every node once its copy of the config has expired. The "event
 // closed" row, UpdateItem PK EVENT#<eventId>, SK CONFIG, SET endsAt = now, closedAt =
-// now; condition attribute_exists(PK) AND (attribute_not_exists(endsAt) OR endsAt >
-// now); with an audit entry (PK EVENT#<eventId>, SK AUDIT#<now>#<suffix>) naming
-// actor, in one TransactWriteItems. A LOTTERY's cutoff does not move: its entries
-// queued by then are drawn. An event already closed is not applied.
+// now; condition attribute_exists(PK) AND attribute_not_exists(closedAt) AND
+// (attribute_not_exists(endsAt) OR endsAt ≥ now); with an audit entry (PK
+// EVENT#<eventId>, SK AUDIT#<now>#<suffix>) naming actor, in one TransactWriteItems.
+// The event is open through the millisecond of its end and closed from the
+// millisecond of its close. A LOTTERY's cutoff does not move: its entries queued by
+// then are drawn. An event already closed is not applied.
 func (c *Client) CloseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
 	return c.control(ctx, eventID, actor, ActionClose, "", write{row: &eventClosedRow, args: args{pNow: c.now()}})
 }
@@ -123,7 +125,8 @@ func (c *Client) CloseEvent(ctx context.Context, eventID, actor string) (EventUp
 // PauseEvent stops an event's ingest until ResumeEvent: a click gets ErrEventPaused and
 // writes nothing; the workers go on with what is queued. The "event paused" row,
 // UpdateItem PK EVENT#<eventId>, SK CONFIG, SET paused = true; condition
-// attribute_exists(PK) AND (attribute_not_exists(endsAt) OR endsAt > now) AND
+// attribute_exists(PK) AND attribute_not_exists(closedAt) AND
+// (attribute_not_exists(endsAt) OR endsAt ≥ now) AND
 // (attribute_not_exists(paused) OR paused = false); with its audit entry.
 func (c *Client) PauseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
 	return c.control(ctx, eventID, actor, ActionPause, "", write{row: &eventPausedRow, args: args{pNow: c.now()}})
@@ -148,7 +151,7 @@ func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventU
 func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, to time.Time) (EventUpdate, error) {
 	at := MillisOf(to)
 	if _, err := formatMillis(at); err != nil {
-		return EventUpdate{}, fmt.Errorf("%w: extend %s: %v", ErrInvalidOptions, eventID, err)
+		return EventUpdate{}, fmt.Errorf("%w: extend %s: %w", ErrInvalidOptions, eventID, err)
 	}
 	lead := MillisOf(c.opts.Clock().Add(controlLead))
 	detail := "to " + to.UTC().Format(time.RFC3339)
@@ -214,7 +217,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 
 // refusal says why a control found the event in no state to take it.
 func refusal(action string, e *EventConfig, now EpochMillis) string {
-	ended := e.EndsAt != 0 && e.EndsAt <= now
+	ended := e.ClosedAt != 0 || e.EndsAt != 0 && e.EndsAt < now
 	switch {
 	case action == ActionClose && ended:
 		return "the event is closed already"

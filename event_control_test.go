@@ -220,3 +220,44 @@ func TestListEvents(t *testing.T) {
 	_, err = c.ListEvents(ctx, 1000, "")
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
 }
+
+// The millisecond of an event's end is open everywhere alike: a click is taken, the
+// state is OPEN and a close is applied; from the millisecond of the close the click
+// is refused, the state is CLOSED and no control but the audit's read applies.
+func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
+	end := t0.Add(time.Hour)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "edge", EventType: asyncevent.FirstCome, CapacityTotal: 5,
+		EndsAt: asyncevent.MillisOf(end)})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+
+	clock.Advance(end.Sub(clock.Now()))
+	cfg, err := c.GetEvent(ctx, "edge")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StateOpen, cfg.StateAt(clock.Now()))
+	_, err = c.Submit(ctx, q, "edge", "last-ms")
+	require.NoError(t, err, "the end's millisecond takes clicks")
+	up, err := c.CloseEvent(ctx, "edge", "ops-ann")
+	require.NoError(t, err)
+	require.True(t, up.Applied, "an event the state calls OPEN can be closed: %s", up.Reason)
+	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(clock.Now()))
+
+	before := itemsOf(t, c)
+	_, err = c.Submit(ctx, q, "edge", "same-ms-after-close")
+	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
+	for name, control := range map[string]func() (asyncevent.EventUpdate, error){
+		"close": func() (asyncevent.EventUpdate, error) { return c.CloseEvent(ctx, "edge", "ops-ann") },
+		"pause": func() (asyncevent.EventUpdate, error) { return c.PauseEvent(ctx, "edge", "ops-ann") },
+		"add":   func() (asyncevent.EventUpdate, error) { return c.AddCapacity(ctx, "edge", 3, -1, "ops-ann") },
+	} {
+		up, err := control()
+		require.NoError(t, err, name)
+		assert.False(t, up.Applied, "%s after the close, in its millisecond", name)
+		assert.Contains(t, up.Reason, "closed", name)
+	}
+	assert.Equal(t, before, itemsOf(t, c), "nothing written by the refusals")
+}

@@ -77,7 +77,7 @@ func (e *EventConfig) StateAt(t time.Time) EventState {
 		return StateDrawing
 	case e.StartsAt != 0 && now < e.StartsAt:
 		return StateScheduled
-	case e.closesAt() != 0 && now > e.closesAt():
+	case e.closesAt() != 0 && now > e.closesAt(), e.ClosedAt != 0 && now >= e.ClosedAt:
 		return StateClosed
 	case e.Paused:
 		return StatePaused

@@ -70,8 +70,8 @@ func commands() []*command {
 	cmds := []*command{
 		tableCreateCmd(), tableCheckCmd(),
 		eventCreateCmd(), eventGetCmd(), eventListCmd(),
-		eventCloseCmd(), eventPauseCmd(), eventResumeCmd(), eventExtendCmd(), eventAuditCmd(),
-		requestGetCmd(), requestConfirmCmd(), requestReleaseCmd(), requestsListCmd(), logsCmd(),
+		eventCloseCmd(), eventPauseCmd(), eventResumeCmd(), eventExtendCmd(), eventAddCapacityCmd(), eventAuditCmd(),
+		requestGetCmd(), requestConfirmCmd(), requestReleaseCmd(), requestCancelCmd(), requestsListCmd(), logsCmd(),
 		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(), holdsSweepCmd(), planCmd(),
 		demoCmd(), benchCmd(),
 	}

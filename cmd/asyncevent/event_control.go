@@ -17,17 +17,25 @@ import (
 // as). A control the event's state refuses writes nothing; the CLI prints why and
 // exits 1, as request confirm does, so that a script branches on it.
 
-// nodesLearn is what every applied control says of the nodes that serve the event.
+// nodesLearn is what every applied control of an event's CONFIG says of the nodes
+// that serve the event.
 const nodesLearn = "every node learns of it within its EventCacheTTL (5s by default)"
 
 // controlJSON is the outcome of a control for scripts.
 type controlJSON struct {
 	EventID string         `json:"eventId"`
-	Action  string         `json:"action"` // as in the audit trail: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF
+	Action  string         `json:"action"` // as in the audit trail: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
 	Applied bool           `json:"applied"`
 	State   string         `json:"state,omitempty"`  // after the control, or as the refusal found the event
 	Reason  string         `json:"reason,omitempty"` // why it was not applied
 	Config  map[string]any `json:"config,omitempty"` // the event's CONFIG item, after it or as found
+
+	// ADD_CAPACITY: the event's CAPACITY item after it (its shards summed), as event
+	// get shows it; absent when refused.
+	Capacity map[string]any `json:"capacity,omitempty"`
+	// CANCEL: the request, after it or as the refusal found it.
+	RequestID string         `json:"requestId,omitempty"`
+	Request   map[string]any `json:"request,omitempty"`
 }
 
 // eventControl is close, pause or resume: the library call, and what an applied one
@@ -78,7 +86,7 @@ func (ctl eventControl) command() *command {
 		summary: ctl.summary,
 		flags:   func(fs *flag.FlagSet) { actorFlag(fs, &actor) },
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := controlArgs(args, actor); err != nil {
+			if err := controlArgs(args, "EVENT_ID", actor); err != nil {
 				return err
 			}
 			c, err := e.client(ctx)
@@ -93,9 +101,10 @@ func (ctl eventControl) command() *command {
 	}
 }
 
-// controlArgs checks what every control needs: the event's ID and an actor.
-func controlArgs(args []string, actor string) error {
-	if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+// controlArgs checks what every control needs: the ID of what it controls (named
+// what: EVENT_ID, REQUEST_ID) and an actor.
+func controlArgs(args []string, what, actor string) error {
+	if err := wantArgs(args, 1, what); err != nil {
 		return err
 	}
 	if actor == "" {
@@ -121,7 +130,7 @@ func eventExtendCmd() *command {
 			fs.Var(&cutoff, "cutoff", "LOTTERY: the new entry cutoff: a `time` after the present one and not after the event's end")
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-			if err := controlArgs(args, actor); err != nil {
+			if err := controlArgs(args, "EVENT_ID", actor); err != nil {
 				return err
 			}
 			set := map[string]bool{}
@@ -155,14 +164,26 @@ func eventExtendCmd() *command {
 	}
 }
 
-// printControl prints a control's outcome: the line applied gives it, or "not
-// applied" and why, which is an error (exit 1) after the outcome is printed.
+// printControl prints a control of the event's CONFIG: the line applied gives it,
+// and what every node learns, or "not applied" and why, which is an error (exit 1)
+// after the outcome is printed.
 func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate, err error, applied func(asyncevent.EventState) string) error {
+	out, state, err := controlOutcome(eventID, action, u, err)
+	if err != nil {
+		return err
+	}
+	return e.reportControl(out, func() string { return applied(state) + "; " + nodesLearn },
+		fmt.Errorf("%s was not %s: it is %s", eventID, done, orDash(string(state))))
+}
+
+// controlOutcome is a control's outcome for scripts, and the event's state after it
+// or as the refusal found it. A control the library finds invalid is a usage error.
+func controlOutcome(eventID, action string, u asyncevent.EventUpdate, err error) (controlJSON, asyncevent.EventState, error) {
 	switch {
 	case errors.Is(err, asyncevent.ErrInvalidOptions) || errors.Is(err, asyncevent.ErrInvalidID):
-		return usagef("%v", err)
+		return controlJSON{}, "", usagef("%v", err)
 	case err != nil:
-		return err
+		return controlJSON{}, "", err
 	}
 	out := controlJSON{EventID: eventID, Action: action, Applied: u.Applied, Reason: u.Reason}
 	var state asyncevent.EventState
@@ -176,21 +197,26 @@ func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate
 		state = u.Event.StateAt(now)
 		out.State, out.Config = string(state), itemJSON(u.Event)
 	}
+	return out, state, nil
+}
+
+// reportControl prints a control's outcome: as JSON, as the line applied gives, or as
+// "not applied" and the reason; a refusal then returns notApplied (exit 1), so that a
+// script branches on it.
+func (e *env) reportControl(out controlJSON, applied func() string, notApplied error) error {
+	var err error
 	switch {
 	case e.json:
 		err = e.printJSON(out)
-	case u.Applied:
-		_, err = fmt.Fprintf(e.stdout, "%s; %s\n", applied(state), nodesLearn)
+	case out.Applied:
+		_, err = fmt.Fprintln(e.stdout, applied())
 	default:
-		_, err = fmt.Fprintf(e.stdout, "not applied: %s\n", u.Reason)
+		_, err = fmt.Fprintf(e.stdout, "not applied: %s\n", out.Reason)
 	}
-	switch {
-	case err != nil:
-		return err
-	case !u.Applied:
-		return fmt.Errorf("%s was not %s: it is %s", eventID, done, orDash(string(state)))
+	if err == nil && !out.Applied {
+		return notApplied
 	}
-	return nil
+	return err
 }
 
 func later(a, b time.Time) time.Time {
@@ -224,7 +250,7 @@ func eventAuditCmd() *command {
 				return e.printJSON(out)
 			}
 			if len(trail) == 0 {
-				_, err := fmt.Fprintf(e.stdout, "no audit entries for %s: no operator has closed, paused, resumed or extended it\n", eventID)
+				_, err := fmt.Fprintf(e.stdout, "no audit entries for %s: no operator has closed, paused, resumed or extended it, added seats to it or cancelled a seat of it\n", eventID)
 				return err
 			}
 			tw := newTable(e.stdout)

@@ -1,10 +1,10 @@
 // Command asyncevent is the operator CLI of the asyncevent library: it creates and
 // checks the table, creates, reads and lists events, closes, pauses, resumes and
-// extends them and shows their audit trail, reads requests, lists and status logs,
-// confirms and releases the HELD requests of an event with holds and runs its hold
-// sweep, computes an event's statistics, runs and verifies a lottery draw, re-drives
-// stuck requests, and runs the spike demo and the benchmark against a raw-SDK
-// baseline.
+// extends them, adds seats to a running first-come event and shows their audit
+// trail, reads requests, lists and status logs, cancels a seat won, confirms and
+// releases the HELD requests of an event with holds and runs its hold sweep,
+// computes an event's statistics, runs and verifies a lottery draw, re-drives stuck
+// requests, and runs the spike demo and the benchmark against a raw-SDK baseline.
 //
 //	asyncevent [global flags] <command> [flags] [arguments]
 //
