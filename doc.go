@@ -338,6 +338,7 @@
 //	participate (duplicate)        LookupParticipation        GetItem        IDEMP#<eventId>#<userId> / LOCK
 //	my participations              ListUserRequests           Query GSI1     USER#<userId>, newest first, limit 20
 //	event requests                 ListEventRequests          Query GSI2     EVENT#<eventId>, either order, status filter
+//	event request count            CountRequests              Query GSI2     EVENT#<eventId>, Select COUNT
 //	event statistics               EventStats                 Query GSI2     EVENT#<eventId>, every request once
 //	status logs                    ListStatusLogs             Query          REQ#<requestId>, begins_with(SK, "LOG#")
 //	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG

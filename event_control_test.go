@@ -2,6 +2,7 @@ package asyncevent_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -260,4 +261,26 @@ func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
 		assert.Contains(t, up.Reason, "closed", name)
 	}
 	assert.Equal(t, before, itemsOf(t, c), "nothing written by the refusals")
+}
+
+// CountRequests counts every request of an event over its index shards, reading
+// nothing back; an unknown event is ErrEventNotFound.
+func TestCountRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "count", EventType: asyncevent.FirstCome, CapacityTotal: 5, IndexShards: 4})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	for i := range 9 {
+		_, err := c.Submit(ctx, q, "count", fmt.Sprintf("user-%d", i))
+		require.NoError(t, err)
+	}
+	_, err = c.Submit(ctx, q, "count", "user-0") // a repeat click adds no request
+	require.NoError(t, err)
+	n, err := c.CountRequests(ctx, "count")
+	require.NoError(t, err)
+	assert.Equal(t, 9, n)
+	_, err = c.CountRequests(ctx, "nope")
+	assert.ErrorIs(t, err, asyncevent.ErrEventNotFound)
 }

@@ -34,6 +34,7 @@ var readRows = []docRow{
 	{name: "participate (duplicate)", method: "LookupParticipation", operation: "GetItem", key: "IDEMP#<eventId>#<userId> / LOCK"},
 	{name: "my participations", method: "ListUserRequests", operation: "Query GSI1", key: "USER#<userId>, newest first, limit 20"},
 	{name: "event requests", method: "ListEventRequests", operation: "Query GSI2", key: "EVENT#<eventId>, either order, status filter"},
+	{name: "event request count", method: "CountRequests", operation: "Query GSI2", key: "EVENT#<eventId>, Select COUNT"},
 	{name: "event statistics", method: "EventStats", operation: "Query GSI2", key: "EVENT#<eventId>, every request once"},
 	{name: "status logs", method: "ListStatusLogs", operation: "Query", key: `REQ#<requestId>, begins_with(SK, "LOG#")`},
 	{name: "get event", method: "GetEvent", operation: "GetItem", key: "EVENT#<eventId> / CONFIG"},
