@@ -153,13 +153,25 @@ func TestEventCreateAndGet(t *testing.T) {
 func playFirstCome(t *testing.T, f *fixture, eventID string, capacity, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	c := f.client(t, asyncevent.Options{StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity)})
+	_, err := f.client(t, asyncevent.Options{}).CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity)})
 	require.NoError(t, err)
+	users := make([]string, n)
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%d", i)
+	}
+	return participate(t, f, eventID, users...)
+}
+
+// participate runs users through an event, one at a time in click order, with the
+// status log on, and returns their request IDs.
+func participate(t *testing.T, f *fixture, eventID string, users ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	c := f.client(t, asyncevent.Options{StatusLog: true})
 	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
 	var ids []string
-	for i := range n {
-		p, err := c.Submit(ctx, q, eventID, fmt.Sprintf("user-%d", i))
+	for _, user := range users {
+		p, err := c.Submit(ctx, q, eventID, user)
 		require.NoError(t, err)
 		ids = append(ids, p.RequestID)
 		time.Sleep(2 * time.Millisecond) // distinct queuedAt, so queue order is click order
@@ -395,6 +407,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"help", "event"}, exitOK, "event close [flags] EVENT_ID -actor NAME"},
 		{[]string{"help", "event"}, exitOK, "event extend [flags] EVENT_ID -actor NAME (-ends TIME | -cutoff TIME)"},
 		{[]string{"help", "event"}, exitOK, "event audit [flags] EVENT_ID"},
+		{[]string{"help", "event"}, exitOK, "event add-capacity [flags] EVENT_ID -actor NAME -seats N"},
+		{[]string{"help", "event", "add-capacity"}, exitOK, "-shard K"},
+		{[]string{"help", "request"}, exitOK, "request cancel [flags] REQUEST_ID -actor NAME"},
+		{[]string{"help"}, exitOK, "request cancel [flags] REQUEST_ID -actor NAME"},
 		{[]string{"help", "event", "pause"}, exitOK, "-actor NAME"},
 		{[]string{"help", "event", "extend"}, exitOK, "-cutoff time"},
 		{[]string{"help", "event", "list"}, exitOK, "-cursor cursor"},
@@ -852,6 +868,21 @@ func auditLen(t *testing.T, f *fixture, eventID string) int {
 	return len(trail)
 }
 
+// refused runs a control that the event's state refuses: exit 1, the reason on
+// stdout, notDone on stderr; and checks that it wrote nothing.
+func refused(t *testing.T, f *fixture, eventID, reason, notDone string, args ...string) {
+	t.Helper()
+	_, before := eventState(t, f, eventID)
+	entries := auditLen(t, f, eventID)
+	out, errOut, code := f.run(t, args...)
+	assert.Equal(t, exitFailure, code, "%v\n%s%s", args, out, errOut)
+	assert.Equal(t, "not applied: "+reason+"\n", out, "%v", args)
+	assert.Contains(t, errOut, notDone, "%v", args)
+	_, after := eventState(t, f, eventID)
+	assert.Equal(t, before, after, "%v wrote nothing", args)
+	assert.Equal(t, entries, auditLen(t, f, eventID), "%v added no audit entry", args)
+}
+
 // Each control applied, then refused by the state it left: exit 1, the reason on
 // stdout, nothing written; the audit trail of the applied ones.
 func TestEventControls(t *testing.T) {
@@ -860,23 +891,8 @@ func TestEventControls(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 	f.ok(t, "event", "create", "sale", "-capacity", "3", "-ends", "+1h")
-	assert.Equal(t, "no audit entries for sale: no operator has closed, paused, resumed or extended it\n", f.ok(t, "event", "audit", "sale"))
+	assert.Equal(t, "no audit entries for sale: no operator has closed, paused, resumed or extended it, added seats to it or cancelled a seat of it\n", f.ok(t, "event", "audit", "sale"))
 	assert.Regexp(t, `^sale is OPEN\n\nCONFIG\n`, f.ok(t, "event", "get", "sale"))
-
-	// refused runs a control that the event's state refuses, and checks that it wrote
-	// nothing.
-	refused := func(reason, notDone string, args ...string) {
-		t.Helper()
-		_, before := eventState(t, f, "sale")
-		entries := auditLen(t, f, "sale")
-		out, errOut, code := f.run(t, args...)
-		assert.Equal(t, exitFailure, code, "%v\n%s%s", args, out, errOut)
-		assert.Equal(t, "not applied: "+reason+"\n", out, "%v", args)
-		assert.Contains(t, errOut, notDone, "%v", args)
-		_, after := eventState(t, f, "sale")
-		assert.Equal(t, before, after, "%v wrote nothing", args)
-		assert.Equal(t, entries, auditLen(t, f, "sale"), "%v added no audit entry", args)
-	}
 
 	out := f.ok(t, "event", "pause", "sale", "-actor", "alice")
 	assert.Equal(t, "paused: sale is PAUSED: ingest refuses its clicks until 'asyncevent event resume'; "+nodesLearn+"\n", out)
@@ -885,7 +901,7 @@ func TestEventControls(t *testing.T) {
 	assert.Equal(t, true, cfg["paused"])
 	_, err := f.client(t, asyncevent.Options{}).Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "user-1")
 	assert.ErrorIs(t, err, asyncevent.ErrEventPaused)
-	refused("the event is paused already", "sale was not paused: it is PAUSED", "event", "pause", "sale", "-actor", "bob")
+	refused(t, f, "sale", "the event is paused already", "sale was not paused: it is PAUSED", "event", "pause", "sale", "-actor", "bob")
 
 	var res controlJSON
 	f.json(t, &res, "event", "resume", "sale", "-actor", "bob")
@@ -896,7 +912,7 @@ func TestEventControls(t *testing.T) {
 	assert.Empty(t, res.Reason)
 	assert.Equal(t, "sale", res.Config["eventId"])
 	assert.NotContains(t, res.Config, "paused", "false is not stored as a value to show")
-	refused("the event is not paused", "sale was not resumed: it is OPEN", "event", "resume", "sale", "-actor", "bob")
+	refused(t, f, "sale", "the event is not paused", "sale was not resumed: it is OPEN", "event", "resume", "sale", "-actor", "bob")
 
 	// Extend: later is applied; sooner, or a cutoff of a first-come event, is refused.
 	_, cfg = eventState(t, f, "sale")
@@ -906,19 +922,19 @@ func TestEventControls(t *testing.T) {
 	assert.Equal(t, "extended: sale ends at "+formatMillis(asyncevent.MillisOf(newEnd))+"; "+nodesLearn+"\n", out)
 	_, cfg = eventState(t, f, "sale")
 	assert.EqualValues(t, asyncevent.MillisOf(newEnd), cfg["endsAt"])
-	refused("the end has passed, is less than 10 s away, or is not before the new one", "sale was not extended: it is OPEN",
+	refused(t, f, "sale", "the end has passed, is less than 10 s away, or is not before the new one", "sale was not extended: it is OPEN",
 		"event", "extend", "sale", "-actor", "alice", "-ends", "+30m")
-	refused("only a LOTTERY has a cutoff", "sale was not extended", "event", "extend", "sale", "-actor", "alice", "-cutoff", "+3h")
+	refused(t, f, "sale", "only a LOTTERY has a cutoff", "sale was not extended", "event", "extend", "sale", "-actor", "alice", "-cutoff", "+3h")
 
 	out = f.ok(t, "event", "close", "sale", "-actor", "carol")
 	assert.Equal(t, "closed: sale is CLOSED: ingest refuses its clicks from now on; "+nodesLearn+"\n", out)
 	state, cfg = eventState(t, f, "sale")
 	assert.Equal(t, "CLOSED", state)
 	assert.Equal(t, cfg["closedAt"], cfg["endsAt"])
-	refused("the event is closed already", "sale was not closed: it is CLOSED", "event", "close", "sale", "-actor", "carol")
-	refused("the event is closed", "sale was not paused: it is CLOSED", "event", "pause", "sale", "-actor", "carol")
-	refused("the event is not paused", "sale was not resumed: it is CLOSED", "event", "resume", "sale", "-actor", "carol")
-	refused("the end has passed, is less than 10 s away, or is not before the new one", "sale was not extended: it is CLOSED",
+	refused(t, f, "sale", "the event is closed already", "sale was not closed: it is CLOSED", "event", "close", "sale", "-actor", "carol")
+	refused(t, f, "sale", "the event is closed", "sale was not paused: it is CLOSED", "event", "pause", "sale", "-actor", "carol")
+	refused(t, f, "sale", "the event is not paused", "sale was not resumed: it is CLOSED", "event", "resume", "sale", "-actor", "carol")
+	refused(t, f, "sale", "the end has passed, is less than 10 s away, or is not before the new one", "sale was not extended: it is CLOSED",
 		"event", "extend", "sale", "-actor", "carol", "-ends", "+5h")
 
 	// A refusal in JSON: the reason and the event as found.
