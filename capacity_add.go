@@ -286,7 +286,8 @@ var (
 // "seat of a cancel to the pool" row (PK EVENT#<eventId>#RETURNS: ADD capacityRemaining
 // 1, cancelled 1), the "pool version raised" row on the CONFIG and the "capacity
 // shard: pool version" row on every shard (so that a worker that remembers the
-// sell-out learns of the seat), and its audit entry. A HELD or WAITLISTED request is
+// sell-out learns of the seat), its audit entry, and with Options.StatusLog the
+// request's log entry. A HELD or WAITLISTED request is
 // Release's; any other is not applied, with the reason.
 func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (EventUpdate, error) {
 	req, err := c.getRequest(ctx, requestID, true)
@@ -302,6 +303,8 @@ func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (Ev
 		return EventUpdate{Event: cfg, Reason: "only a FIRST_COME seat can be cancelled"}, nil
 	case req.Status == StatusHeld || req.Status == StatusWaitlisted:
 		return EventUpdate{Event: cfg, Reason: "the request is " + string(req.Status) + ": Release ends it"}, nil
+	case req.Status == StatusRejected:
+		return EventUpdate{Event: cfg, Reason: "the request is REJECTED (" + string(req.ResultCode) + "): it holds no seat"}, nil
 	case req.Status != StatusSucceeded:
 		return EventUpdate{Event: cfg, Reason: "the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat"}, nil
 	}
@@ -327,6 +330,13 @@ func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (Ev
 	}
 	for _, k := range keys {
 		extra = append(extra, write{row: &poolMarkedRow, key: k.Key(), args: args{pPoolVersion: version}})
+	}
+	if c.opts.StatusLog {
+		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+actor, now)
+		if err != nil {
+			return EventUpdate{}, err
+		}
+		extra = append(extra, entry)
 	}
 	up, err := c.control(ctx, req.EventID, actor, ActionCancel, "request "+requestID, w, extra...)
 	if err == nil && !up.Applied {

@@ -493,7 +493,8 @@ func rows() []*row {
 // delivery takes over an expired lease), RECEIVED → PROCESSING (the worker got the
 // message before ingest wrote QUEUED), a lottery entry's QUEUED → QUEUED when a
 // worker collects it, its RECEIVED or QUEUED → SUCCEEDED or REJECTED at the draw,
-// and a failure from any status that is not final.
+// a failure from any status that is not final, and an operator's cancel of a
+// first-come SUCCEEDED (CancelRequest).
 func CanTransition(from, to Status) bool {
 	for _, r := range rows() {
 		if r.to == to && r.leaves(from) {
