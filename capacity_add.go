@@ -62,8 +62,8 @@ var (
 	}
 )
 
-// maxAddSeats bounds the seats one AddCapacity adds.
-const maxAddSeats = 1_000_000
+// MaxAddSeats bounds the seats one AddCapacity adds.
+const MaxAddSeats = 1_000_000
 
 // AddCapacity adds seats to a running FIRST_COME event, keeping exactly N: after a
 // strongly consistent read of its config and capacity, one TransactWriteItems of the
@@ -83,8 +83,8 @@ const maxAddSeats = 1_000_000
 // in no state to take seats (closed, a LOTTERY, another add at the same moment) is
 // not applied, with the reason.
 func (c *Client) AddCapacity(ctx context.Context, eventID string, seats int64, toShard int, actor string) (EventUpdate, error) {
-	if seats < 1 || seats > maxAddSeats {
-		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, seats, maxAddSeats)
+	if seats < 1 || seats > MaxAddSeats {
+		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, seats, MaxAddSeats)
 	}
 	for attempt := 0; ; attempt++ {
 		up, retry, err := c.addCapacity(ctx, eventID, seats, toShard, actor)

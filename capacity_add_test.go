@@ -38,6 +38,15 @@ func TestSeatsAddedAfterTheSellOutGoToTheNextRequests(t *testing.T) {
 			require.True(t, up.Applied, up.Reason)
 			assert.EqualValues(t, 5, up.Event.CapacityTotal)
 			assert.EqualValues(t, 1, up.Event.PoolVersion)
+			st, err := c.EventStats(ctx, "more")
+			require.NoError(t, err)
+			assert.EqualValues(t, 0, st.CapacityRemaining, "the shards stay empty")
+			assert.EqualValues(t, 2, st.PoolRemaining, "the seats wait on the pool")
+			assert.EqualValues(t, 5, st.CapacityTotal)
+			list, err := c.ListEvents(ctx, 0, "")
+			require.NoError(t, err)
+			require.Len(t, list.Events, 1)
+			assert.EqualValues(t, 2, *list.Events[0].SeatsLeft, "the list counts the pool's seats as left")
 
 			var later []string
 			for i := range 5 {

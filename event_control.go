@@ -25,7 +25,7 @@ type AuditEntry struct {
 	EventID    string      `dynamodbav:"eventId"`
 	At         EpochMillis `dynamodbav:"at"`
 	Actor      string      `dynamodbav:"actor"`  // who: an admin's sub
-	Action     string      `dynamodbav:"action"` // what: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF
+	Action     string      `dynamodbav:"action"` // what: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
 	Detail     string      `dynamodbav:"detail,omitempty"`
 }
 

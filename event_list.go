@@ -90,7 +90,9 @@ type EventSummary struct {
 	Config EventConfig
 	State  EventState
 	// SeatsLeft, of a FIRST_COME event, is the seats its capacity shards hold (the
-	// sum of its capacity items' capacityRemaining); nil for a LOTTERY.
+	// sum of its capacity items' capacityRemaining) plus the seats on its pool
+	// (added once the shards were empty, or given back, not yet taken); nil for a
+	// LOTTERY.
 	SeatsLeft *int64
 }
 
@@ -109,7 +111,8 @@ const (
 // ListEvents lists the events newest first: the "event list" row, Query PK EVENTS,
 // ScanIndexForward = false, Limit 20 by default (at most 100), then for each event its
 // config (GetItem, strongly consistent) and, for a FIRST_COME event, its capacity
-// (GetCapacity: one GetItem per capacity shard). An entry whose event does not exist,
+// (GetCapacity: one GetItem per capacity shard; with holds or seats on the pool, a
+// GetItem of its pool, PK EVENT#<eventId>#RETURNS). An entry whose event does not exist,
 // or was made at another time (an entry of a CreateEvent that failed), is passed over
 // and deleted. The cursor is opaque; one of another listing is ErrInvalidCursor.
 func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*EventPage, error) {
@@ -155,8 +158,12 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 			if err != nil && !errors.Is(err, ErrNotFound) {
 				return nil, err
 			}
+			pool, err := c.poolSeats(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
 			if capacity != nil {
-				s.SeatsLeft = aws.Int64(capacity.CapacityRemaining)
+				s.SeatsLeft = aws.Int64(capacity.CapacityRemaining + pool)
 			}
 		}
 		page.Events = append(page.Events, s)

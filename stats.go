@@ -19,9 +19,13 @@ type EventStats struct {
 	ByStatus     map[Status]int
 	ByResultCode map[ResultCode]int
 
-	// FIRST_COME: the capacity item's figures.
+	// FIRST_COME: the event's capacity (seats added included), the seats its
+	// capacity shards hold, and the seats on its pool (PoolRemaining: seats added
+	// once the shards were empty, or given back by a release, an expiry or a
+	// cancel, and not yet taken).
 	CapacityTotal     int64
 	CapacityRemaining int64
+	PoolRemaining     int64
 
 	// QueueWait is the time from queuedAt until a worker reached the request: its
 	// startedAt (for a loser of an event known to be sold out, ended in one write,
@@ -106,7 +110,10 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 			return nil, err
 		}
 		if capacity != nil {
-			st.CapacityTotal, st.CapacityRemaining = capacity.CapacityTotal, capacity.CapacityRemaining
+			st.CapacityTotal, st.CapacityRemaining = cfg.CapacityTotal, capacity.CapacityRemaining
+		}
+		if st.PoolRemaining, err = c.poolSeats(ctx, cfg); err != nil {
+			return nil, err
 		}
 	}
 	rows, err := c.statsRows(ctx, eventID)
@@ -137,6 +144,24 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		st.Fairness = fairness(rows)
 	}
 	return st, nil
+}
+
+// poolSeats returns the seats on a FIRST_COME event's pool: GetItem PK
+// EVENT#<eventId>#RETURNS, SK RETURNS, when the event has one (holds, or a
+// poolVersion: seats added to it, or a cancel), eventually consistent.
+func (c *Client) poolSeats(ctx context.Context, cfg *EventConfig) (int64, error) {
+	if cfg.HoldFor == 0 && cfg.PoolVersion == 0 {
+		return 0, nil
+	}
+	key, err := returnsKey(cfg.EventID)
+	if err != nil {
+		return 0, err
+	}
+	var r seatReturns
+	if _, err := c.getItem(ctx, key, false, &r); err != nil {
+		return 0, fmt.Errorf("the pool of %s: %w", cfg.EventID, err)
+	}
+	return r.CapacityRemaining, nil
 }
 
 // holdStats reads the Returns item of an event with holds (GetItem PK

@@ -16,10 +16,6 @@ import (
 // learn of the seats at once, from the capacity shards, not from their copy of the
 // config, so these print no EventCacheTTL.
 
-// maxAddSeats is the most seats one add takes, as asyncevent.Client.AddCapacity
-// bounds it.
-const maxAddSeats = 1_000_000
-
 func eventAddCapacityCmd() *command {
 	var (
 		actor string
@@ -33,7 +29,7 @@ func eventAddCapacityCmd() *command {
 			"once every shard is empty onto its pool, which the next requests claim; else not applied, exit 1",
 		flags: func(fs *flag.FlagSet) {
 			actorFlag(fs, &actor)
-			fs.Int64Var(&seats, "seats", 0, fmt.Sprintf("the number of seats `N` to add (required, 1 to %s)", formatInt(maxAddSeats)))
+			fs.Int64Var(&seats, "seats", 0, fmt.Sprintf("the number of seats `N` to add (required, 1 to %s)", formatInt(asyncevent.MaxAddSeats)))
 			fs.IntVar(&shard, "shard", 0, "put the seats on capacity shard `K` (0 to the event's capacityShards − 1) while it holds seats, "+
 				"else on the pool (default: spread over the shards that hold seats)")
 		},
@@ -80,8 +76,8 @@ func addCapacityFlags(fs *flag.FlagSet, args []string, actor string, seats int64
 	switch {
 	case !set["seats"]:
 		return 0, usagef("missing -seats N: the number of seats to add")
-	case seats < 1 || seats > maxAddSeats:
-		return 0, usagef("-seats %d: want 1 to %s", seats, formatInt(maxAddSeats))
+	case seats < 1 || seats > asyncevent.MaxAddSeats:
+		return 0, usagef("-seats %d: want 1 to %s", seats, formatInt(asyncevent.MaxAddSeats))
 	case !set["shard"]:
 		return -1, nil
 	case shard < 0:
