@@ -67,18 +67,12 @@ func TestAdminUIInBrowser(t *testing.T) {
 	// Signed out, the UI sends the browser to its login form. A user's token is 403.
 	b.run(chromedp.Navigate(u.ts.URL + "/admin/ui/"))
 	b.waitFor(`location.pathname === "/admin/ui/login" && document.querySelector("#token") !== null`)
-	b.run(
-		chromedp.SetValue(chromedp.CSS("#token"), token(t, "ann", RoleUser)),
-		chromedp.Click(chromedp.CSS("#login-submit")),
-	)
+	b.login(token(t, "ann", RoleUser))
 	b.waitFor(`document.querySelector("#login-error") !== null`)
 	assert.Contains(t, b.text("#login-error"), "not an admin")
 
 	// An admin's token signs in; the session cookie is out of the page's reach.
-	b.run(
-		chromedp.SetValue(chromedp.CSS("#token"), u.admin()),
-		chromedp.Click(chromedp.CSS("#login-submit")),
-	)
+	b.login(u.admin())
 	b.waitFor(`document.querySelector("#event-id-input") !== null`)
 	assert.Equal(t, "admin-1", b.text("#signed-in-as"))
 	assert.NotContains(t, value(b, chromedp.Evaluate[string](`String(document.cookie)`)), sessionCookieName, "HttpOnly")
@@ -423,6 +417,13 @@ func newBrowser(t *testing.T, execPath, base string) *browser {
 	return b
 }
 
+// login submits the login form the browser shows with tok.
+func (b *browser) login(tok string) {
+	b.t.Helper()
+	b.setValue("#token", tok)
+	b.click("#login-submit")
+}
+
 // step returns a context for one step, bounded by actionTimeout.
 func (b *browser) step() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(b.ctx, actionTimeout)
@@ -469,17 +470,43 @@ func (b *browser) waitFor(expr string) {
 	b.t.Fatalf("waiting for %s (last error: %v)\nat %s:\n%s", expr, lastErr, where, body)
 }
 
+// on waits for an element matching the CSS selector and evaluates expr on the
+// first one (el), as a string. It goes through JavaScript, not chromedp's queries:
+// those hold DOM node IDs, and the page a click loaded may replace the document
+// under them before chromedp has learnt of it ("No node with given id found").
+func (b *browser) on(sel, expr string) string {
+	b.t.Helper()
+	q := fmt.Sprintf("document.querySelector(%q)", sel)
+	b.waitFor(q + " !== null")
+	return value(b, chromedp.Evaluate[string](fmt.Sprintf(`(el => String(%s ?? ""))(%s)`, expr, q)))
+}
+
 // text is the text content of the first element matching the CSS selector, with
 // its runs of white space made single spaces. (Text, the visible text, is
 // undefined for SVG elements.)
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	return strings.Join(strings.Fields(value(b, chromedp.TextContent(chromedp.CSS(sel)))), " ")
+	return strings.Join(strings.Fields(b.on(sel, "el.textContent")), " ")
 }
 
 func (b *browser) attr(sel, name string) string {
 	b.t.Helper()
-	return value(b, chromedp.AttributeValue(chromedp.CSS(sel), name)).Value
+	return b.on(sel, fmt.Sprintf("el.getAttribute(%q)", name))
+}
+
+// click clicks the first element matching the CSS selector, as a user would a
+// link, a box or a form's button (its form's checks included), once the script
+// that asks it has answered: the click may leave the page.
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.on(sel, "void setTimeout(() => el.click(), 0)")
+}
+
+// setValue types v into the form field matching the CSS selector: its value, and
+// the change event a user's typing ends with.
+func (b *browser) setValue(sel, v string) {
+	b.t.Helper()
+	b.on(sel, fmt.Sprintf(`void (el.value = %q, el.dispatchEvent(new Event("change", {bubbles: true})))`, v))
 }
 
 func (b *browser) count(sel string) int {

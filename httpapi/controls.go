@@ -11,10 +11,11 @@ import (
 )
 
 // The operator's controls of an event (asyncevent.Client.CloseEvent, PauseEvent,
-// ResumeEvent, ExtendEvent) and its audit trail. The actor of a control is the
-// admin's token's sub. A control the event's state refuses is 409 control_refused
-// with the library's reason as the detail and the event as it stands, and wrote
-// nothing: neither the event nor its audit trail.
+// ResumeEvent, ExtendEvent; its seats' controls are in controls_capacity.go) and
+// its audit trail. The actor of a control is the admin's token's sub. A control
+// the event's state refuses is 409 control_refused with the library's reason as
+// the detail and the event as it stands, and wrote nothing: neither the event nor
+// its audit trail.
 
 // controlFunc is one of the client's controls that take no argument but the actor.
 type controlFunc func(ctx context.Context, eventID, actor string) (asyncevent.EventUpdate, error)
@@ -93,21 +94,34 @@ func (s *Server) extend(ctx context.Context, eventID, actor string, body extendB
 // answerControl answers a control: 200 with the event as it now is, or 409
 // control_refused with the reason and the event as the refusal found it.
 func (s *Server) answerControl(w http.ResponseWriter, eventID string, up asyncevent.EventUpdate) error {
-	if up.Event == nil {
-		return fmt.Errorf("control of %s: an outcome without the event", eventID)
-	}
-	v := newEventView(up.Event, s.now())
-	if !up.Applied {
-		e := newHTTPError(http.StatusConflict, CodeControlRefused, up.Reason)
-		e.event = &v
-		return e
+	v, err := s.controlled("control of "+eventID, up)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
+// controlled is the event as a control (what, for an error) left it, or, refused,
+// the 409 control_refused (an *httpError) carrying the reason and the event as the
+// refusal found it.
+func (s *Server) controlled(what string, up asyncevent.EventUpdate) (EventView, error) {
+	if up.Event == nil {
+		return EventView{}, fmt.Errorf("%s: an outcome without the event", what)
+	}
+	v := newEventView(up.Event, s.now())
+	if !up.Applied {
+		e := newHTTPError(http.StatusConflict, CodeControlRefused, up.Reason)
+		e.event = &v
+		return v, e
+	}
+	return v, nil
+}
+
 // AuditEntryView is one control of an event: when, who (an admin's sub), what
-// (CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF) and, for a move, to when.
+// (CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL) and its
+// detail: for a move, to when; for seats added, how many and where; for a cancel,
+// the request.
 type AuditEntryView struct {
 	At     Timestamp `json:"at"`
 	Actor  string    `json:"actor"`

@@ -34,8 +34,9 @@ func (e *env) tableState() []string {
 }
 
 // refusedControl posts body to path as tok, wants 409 control_refused whose detail
-// holds reason and whose event is in state, and checks that nothing was written.
-func (e *env) refusedControl(path, tok string, body any, state asyncevent.EventState, reason string) {
+// holds reason and whose event is in state, checks that nothing was written, and
+// returns the problem.
+func (e *env) refusedControl(path, tok string, body any, state asyncevent.EventState, reason string) Problem {
 	e.t.Helper()
 	before := e.tableState()
 	r := e.do("POST", path, tok, body)
@@ -46,6 +47,7 @@ func (e *env) refusedControl(path, tok string, body any, state asyncevent.EventS
 	require.NotNil(e.t, p.Event, "%s: the problem carries the event: %s", path, r.body)
 	assert.Equal(e.t, state, p.Event.State, path)
 	assert.Equal(e.t, before, e.tableState(), "%s: a refused control writes nothing, on the event or its audit trail", path)
+	return p
 }
 
 // applied posts body to path as tok, wants 200, and returns the event.
@@ -169,7 +171,7 @@ func TestLotteryCutoffOverHTTP(t *testing.T) {
 }
 
 // TestControlRoutesRefusals: the controls and the reads are an admin's; an
-// unknown event is 404 and a bad ID or body 400, with nothing written.
+// unknown event or request is 404 and a bad ID or body 400, with nothing written.
 func TestControlRoutesRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -186,6 +188,8 @@ func TestControlRoutesRefusals(t *testing.T) {
 		{"POST", "/admin/events/sale/pause", nil},
 		{"POST", "/admin/events/sale/resume", nil},
 		{"POST", "/admin/events/sale/extend", later},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": 1}},
+		{"POST", "/admin/requests/r1/cancel", nil},
 		{"GET", "/admin/events/sale/audit", nil},
 		{"GET", "/admin/events", nil},
 	}
@@ -220,6 +224,26 @@ func TestControlRoutesRefusals(t *testing.T) {
 		{"POST", "/admin/events/sale/extend", `{"endsAt":`, http.StatusBadRequest, CodeMalformedJSON},
 		{"POST", "/admin/events/sale/extend", nil, http.StatusBadRequest, CodeMalformedJSON},
 		{"GET", "/admin/events/sale/close", nil, http.StatusMethodNotAllowed, CodeMethodNotAllowed},
+		{"POST", "/admin/events/nope/capacity", map[string]any{"seats": 1}, http.StatusNotFound, CodeEventNotFound},
+		{"POST", "/admin/events/nope/capacity", map[string]any{"seats": 1, "shard": 0}, http.StatusNotFound, CodeEventNotFound},
+		{"POST", "/admin/events/a%23b/capacity", map[string]any{"seats": 1}, http.StatusBadRequest, CodeInvalidID},
+		{"POST", "/admin/events/sale/capacity", map[string]any{}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": nil}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"shard": 0}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": 0}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": -3}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": 1_000_001}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": 1, "shard": -1}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": 1, "shard": 1}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": "3"}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": 1.5}, http.StatusBadRequest, CodeInvalidBody},
+		{"POST", "/admin/events/sale/capacity", map[string]any{"seats": 1, "shards": 1}, http.StatusBadRequest, CodeUnknownField},
+		{"POST", "/admin/events/sale/capacity", `{"seats":`, http.StatusBadRequest, CodeMalformedJSON},
+		{"POST", "/admin/events/sale/capacity", nil, http.StatusBadRequest, CodeMalformedJSON},
+		{"GET", "/admin/events/sale/capacity", nil, http.StatusMethodNotAllowed, CodeMethodNotAllowed},
+		{"POST", "/admin/requests/nope/cancel", nil, http.StatusNotFound, CodeRequestNotFound},
+		{"POST", "/admin/requests/a%23b/cancel", nil, http.StatusBadRequest, CodeInvalidID},
+		{"GET", "/admin/requests/nope/cancel", nil, http.StatusMethodNotAllowed, CodeMethodNotAllowed},
 	} {
 		r := e.do(c.method, c.path, admin, c.body)
 		assert.Equal(t, c.status, r.status, "%s %s %v: %s", c.method, c.path, c.body, r.body)

@@ -1,8 +1,8 @@
 // Package httpapi is an HTTP API over an asyncevent.Client that a service mounts
 // instead of forking: users take part in events, follow their requests and give up
 // a held seat; admins create, list and control events (close, pause, resume,
-// extend), page through requests, read statistics, draw lotteries and confirm paid
-// holds; an optional admin web UI shows the same.
+// extend, add seats, cancel a won seat), page through requests, read statistics,
+// draw lotteries and confirm paid holds; an optional admin web UI shows the same.
 //
 //	auth, err := httpapi.NewJWTAuthenticator(secret, httpapi.JWTOptions{})
 //	...
@@ -33,9 +33,11 @@
 //	POST /admin/events/{eventId}/pause            pause its ingest: clicks get 409 event_paused
 //	POST /admin/events/{eventId}/resume           take clicks again
 //	POST /admin/events/{eventId}/extend           move its end or a lottery's cutoff later
+//	POST /admin/events/{eventId}/capacity         add seats to a first-come event while it runs
 //	GET  /admin/events/{eventId}/audit            its audit trail: who did what, when
 //	GET  /admin/requests/{requestId}              any request
 //	GET  /admin/requests/{requestId}/logs         its status log
+//	POST /admin/requests/{requestId}/cancel       cancel a SUCCEEDED first-come request: its seat goes back
 //	/admin/ui/...                                 the admin web UI, if mounted
 //
 // Bodies and answers are JSON; times are RFC 3339 strings, in and out. Errors are
@@ -68,8 +70,8 @@
 // listing is 400 invalid_cursor), from the event list that CreateEvent writes
 // (asyncevent.Client.ListEvents: a Query, never a Scan). Its answer is events, each
 // the event's view as GET /admin/events/{eventId} shows it without capacity or
-// draw, plus seatsLeft for a FIRST_COME event (the sum over its capacity shards),
-// and nextCursor while there is more. It counts no requests: that would read each
+// draw, plus seatsLeft for a FIRST_COME event (the seats its capacity shards and
+// its pool hold), and nextCursor while there is more. It counts no requests: that would read each
 // event's requests (GET /admin/events/{eventId}/stats does, for one event). An event
 // created before the event list existed is not on it.
 //
@@ -80,7 +82,7 @@
 //
 // The controls act on the event's config, each with an audit entry naming the
 // caller's sub, in one transaction (asyncevent.Client.CloseEvent, PauseEvent,
-// ResumeEvent, ExtendEvent):
+// ResumeEvent, ExtendEvent, AddCapacity, CancelRequest):
 //
 //   - POST /admin/events/{eventId}/close ends its ingest now: a click gets 409
 //     event_closed, as after its end.
@@ -91,12 +93,30 @@
 //     {"lotteryCutoffAt": "…"}, exactly one (else 400 invalid_body), and moves that
 //     time later: only while it is more than 10 seconds away, never earlier, a
 //     cutoff never past the end nor once the draw began, and only a LOTTERY has one.
+//   - POST /admin/events/{eventId}/capacity takes {"seats": n} and, optionally,
+//     "shard": k, and adds n seats (1 to asyncevent.MaxAddSeats, else 400
+//     invalid_body) to a FIRST_COME event that has not ended: onto the capacity
+//     shards that still hold seats, or onto shard k (0 to capacityShards − 1, else
+//     400 invalid_body); seats no shard takes (every one is empty: a sold-out event)
+//     go to the event's seat pool, which the next requests that find every shard
+//     empty claim (with holds, the hold sweep hands them to the waitlist). The
+//     event's capacityTotal grows by n; its capacity shows the seats on the shards,
+//     and its stats the pool's too (poolRemaining).
+//   - POST /admin/requests/{requestId}/cancel takes a SUCCEEDED FIRST_COME request's
+//     seat back (a refund, a fraud): the request ends REJECTED with resultCode
+//     REJECTED_CANCELLED, and its seat goes to the event's pool (with holds, to its
+//     waitlist first). It answers 200 with request, read after the write (eventually
+//     consistent, as a confirm's), and event; refused, its problem carries the
+//     request too. A HELD or WAITLISTED request is a release's; any other status
+//     holds no seat. An unknown request is 404 request_not_found.
 //
-// close, pause and resume take no body. Applied, a control answers 200 with the
-// event. Refused by the event's state (closed already, paused already, not paused,
-// a time that cannot move), it writes nothing, neither on the event nor on its
-// audit trail, and answers 409 control_refused, whose detail says why and whose
-// event member is the event as the refusal found it:
+// close, pause, resume and cancel take no body. Applied, a control answers 200 with
+// the event (a cancel with its request and event). Refused by the event's state
+// (closed already, paused already, not paused, a time that cannot move, seats of a
+// LOTTERY) or, for a cancel, by the request's (one that holds no seat), it writes
+// nothing, neither on the event nor on its audit trail, and answers 409
+// control_refused, whose detail says why and whose event member is the event as the
+// refusal found it:
 //
 //	{"type":"about:blank","title":"Conflict","status":409,"code":"control_refused",
 //	 "detail":"the event is paused already","event":{"eventId":"…","state":"PAUSED","paused":true,…}}
@@ -105,7 +125,9 @@
 // its client's asyncevent.Options.EventCacheTTL (5 seconds by default); the server
 // that applied it knows at once. GET /admin/events/{eventId}/audit answers eventId
 // and entries, oldest first, each with at, actor (the admin's sub), action (CLOSE,
-// PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF) and, for a move, detail ("to …").
+// PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL) and detail: for a
+// move "to …", for seats added how many went onto the shards and onto the pool, for
+// a cancel "request …".
 //
 // # Holds and the waitlist
 //

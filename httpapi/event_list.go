@@ -9,8 +9,8 @@ import (
 
 // EventSummaryView is one event of GET /admin/events: the event as GET
 // /admin/events/{eventId} shows it, without its capacity or draw, and the seats
-// left of a FIRST_COME event (the sum over its capacity shards; absent for a
-// LOTTERY). The list counts no requests: that would read each event's requests.
+// left of a FIRST_COME event (those its capacity shards and its pool hold; absent
+// for a LOTTERY). The list counts no requests: that would read each event's requests.
 type EventSummaryView struct {
 	EventView
 	SeatsLeft *int64 `json:"seatsLeft,omitempty"`

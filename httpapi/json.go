@@ -482,9 +482,12 @@ type StatsView struct {
 	ByStatus     map[asyncevent.Status]int     `json:"byStatus"`
 	ByResultCode map[asyncevent.ResultCode]int `json:"byResultCode"`
 
-	// FIRST_COME only.
+	// FIRST_COME only: the event's capacity (seats added included), the seats its
+	// capacity shards hold, and the seats on its pool (added once the shards were
+	// empty, or given back by a release, an expiry or a cancel, not yet taken).
 	CapacityTotal     *int64 `json:"capacityTotal,omitempty"`
 	CapacityRemaining *int64 `json:"capacityRemaining,omitempty"`
+	PoolRemaining     *int64 `json:"poolRemaining,omitempty"`
 
 	QueueWait  DurationsView `json:"queueWait"`
 	Processing DurationsView `json:"processing"`
@@ -552,7 +555,7 @@ func newStatsView(s *asyncevent.EventStats) StatsView {
 		Processing:   newDurationsView(s.Processing),
 	}
 	if s.EventType == asyncevent.FirstCome {
-		v.CapacityTotal, v.CapacityRemaining = &s.CapacityTotal, &s.CapacityRemaining
+		v.CapacityTotal, v.CapacityRemaining, v.PoolRemaining = &s.CapacityTotal, &s.CapacityRemaining, &s.PoolRemaining
 	}
 	if v.ByStatus == nil {
 		v.ByStatus = map[asyncevent.Status]int{}

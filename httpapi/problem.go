@@ -28,7 +28,8 @@ type Problem struct {
 	Code     string `json:"code"`
 
 	// Request, of a status_conflict, is the request as the refused write found it:
-	// its status and resultCode say why (a hold that ran out, one already ended).
+	// its status and resultCode say why (a hold that ran out, one already ended). Of
+	// a refused cancel (control_refused), it is the request as it stands.
 	Request *RequestView `json:"request,omitempty"`
 
 	// Event, of a control_refused, is the event as the refused control found it:
@@ -69,7 +70,7 @@ const (
 	CodeNoSeedSource         = "no_seed_source"         // 409: a sealed event, and the server has no seed source (asyncevent.ErrNoSeedSource); nothing drawn
 	CodeStatusConflict       = "status_conflict"        // 409: a confirm or release found the request in a status it does not act on; nothing written, the problem's request shows it
 	CodeNoHolds              = "no_holds"               // 409: a hold sweep of an event without holds (asyncevent.EventConfig.HoldFor)
-	CodeControlRefused       = "control_refused"        // 409: an operator's control the event's state refuses (asyncevent.EventUpdate.Reason); nothing written, the problem's event shows it
+	CodeControlRefused       = "control_refused"        // 409: an operator's control the event's state (or a cancel's request) refuses (asyncevent.EventUpdate.Reason); nothing written, the problem's event shows it
 	CodeEnqueueFailed        = "enqueue_failed"         // 503: asyncevent.ErrEnqueueFailed; the user may try again
 	CodeThrottled            = "throttled"              // 503: DynamoDB refused the throughput (asyncevent.ErrThrottled); try again after Retry-After
 	CodeIngestDisabled       = "ingest_disabled"        // 503: the server has no queue

@@ -123,9 +123,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.route("POST /admin/events/{eventId}/pause", AdminOnly, s.control(s.client.PauseEvent))
 	s.route("POST /admin/events/{eventId}/resume", AdminOnly, s.control(s.client.ResumeEvent))
 	s.route("POST /admin/events/{eventId}/extend", AdminOnly, s.extendEvent)
+	s.route("POST /admin/events/{eventId}/capacity", AdminOnly, s.addEventCapacity)
 	s.route("GET /admin/events/{eventId}/audit", AdminOnly, s.auditTrail)
 	s.route("GET /admin/requests/{requestId}", AdminOnly, s.getRequest)
 	s.route("GET /admin/requests/{requestId}/logs", AdminOnly, s.statusLogs)
+	s.route("POST /admin/requests/{requestId}/cancel", AdminOnly, s.cancelRequest)
 	return s, nil
 }
 

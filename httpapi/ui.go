@@ -106,8 +106,10 @@ func (s *Server) MountAdminUI(opts AdminUIOptions) error {
 	s.Mount("POST /admin/ui/events/{eventId}/pause", Public, u.authed(u.control(asyncevent.ActionPause)))
 	s.Mount("POST /admin/ui/events/{eventId}/resume", Public, u.authed(u.control(asyncevent.ActionResume)))
 	s.Mount("POST /admin/ui/events/{eventId}/extend", Public, u.authed(u.extend))
+	s.Mount("POST /admin/ui/events/{eventId}/capacity", Public, u.authed(u.addSeats))
 	s.Mount("GET /admin/ui/requests", Public, u.authed(u.findRequest))
 	s.Mount("GET /admin/ui/requests/{requestId}", Public, u.authed(u.request))
+	s.Mount("POST /admin/ui/requests/{requestId}/cancel", Public, u.authed(u.cancel))
 	s.Mount("GET /admin/ui/static/{file}", Public, http.HandlerFunc(u.serveStatic))
 	s.Mount("GET /admin/ui/", Public, u.public(u.notFound))
 	return nil

@@ -1,13 +1,15 @@
 package httpapi
 
 // The admin UI's side of the operator's controls and of the event list: the home
-// page lists the events a page at a time, and the event page has the controls
-// (close, pause or resume, move the end or a lottery's cutoff) and the audit trail.
-// A control goes through the same library calls as the API's routes, its actor
-// the session's admin; a refused one is shown on the event page with its reason.
+// page lists the events a page at a time, the event page has the controls (close,
+// pause or resume, move the end or a lottery's cutoff, add seats) and the audit
+// trail, and the page of a SUCCEEDED first-come request has its cancel. A control
+// goes through the same library calls as the API's routes, its actor the session's
+// admin; a refused one is shown on the page of its form with its reason.
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -89,6 +91,13 @@ type controlsView struct {
 	CutoffAt string
 	Error    string // a refused control's reason, or a bad form's detail
 	Audit    []asyncevent.AuditEntry
+
+	// AddSeats is whether the event takes seats: a FIRST_COME event whose ingest is
+	// not over. Capacity is its seats (capacityTotal, the pool's included); Shards
+	// numbers its capacity shards when it has more than one, for the form's choice.
+	AddSeats bool
+	Capacity int64
+	Shards   []int
 }
 
 // formTimeLayout writes a time as a datetime-local input's value, in UTC.
@@ -105,6 +114,14 @@ func (u *adminUI) controlsOf(ctx context.Context, ev *asyncevent.EventConfig, re
 	switch c.State {
 	case asyncevent.StateScheduled, asyncevent.StateOpen, asyncevent.StatePaused:
 		c.Ingest = true
+	}
+	if c.Ingest && ev.EventType == asyncevent.FirstCome {
+		c.AddSeats, c.Capacity = true, ev.CapacityTotal
+		if ev.CapacityShards > 1 {
+			for i := range ev.CapacityShards {
+				c.Shards = append(c.Shards, i)
+			}
+		}
 	}
 	if ev.EndsAt != 0 {
 		c.EndsAt = ev.EndsAt.Time().UTC().Format(formTimeLayout)
@@ -127,8 +144,7 @@ func (u *adminUI) control(action string) uiFunc {
 		var up asyncevent.EventUpdate
 		switch action {
 		case asyncevent.ActionClose:
-			if r.PostFormValue("confirm") != "yes" {
-				err = newHTTPError(http.StatusBadRequest, CodeInvalidBody, "tick the box to confirm the close: it cannot be undone")
+			if err = confirmed(r, "close"); err != nil {
 				break
 			}
 			up, err = u.client.CloseEvent(r.Context(), eventID, sess.UserID)
@@ -169,21 +185,95 @@ func (u *adminUI) extend(w http.ResponseWriter, r *http.Request, sess *uiSession
 	return u.answerControl(w, r, sess, eventID, up, err)
 }
 
-// answerControl answers a control's form: applied, back to the event page (a GET,
-// so a reload does not post again); refused or bad, the event page with the reason
-// beside the controls and the status the API would answer with. An unknown event
-// is the error page.
+// confirmed checks the form's box (confirm=yes) of a control that cannot be undone.
+func confirmed(r *http.Request, what string) error {
+	if r.PostFormValue("confirm") != "yes" {
+		return newHTTPError(http.StatusBadRequest, CodeInvalidBody, "tick the box to confirm the "+what+": it cannot be undone")
+	}
+	return nil
+}
+
+// addSeats is POST /admin/ui/events/{eventId}/capacity: the form's seats and
+// optional shard, as the API's capacity route takes them.
+func (u *adminUI) addSeats(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
+	eventID, err := pathID(r, "eventId")
+	if err != nil {
+		return err
+	}
+	body, err := capacityForm(r)
+	if err != nil {
+		return u.answerControl(w, r, sess, eventID, asyncevent.EventUpdate{}, err)
+	}
+	up, err := u.srv.addCapacity(r.Context(), eventID, sess.UserID, body)
+	return u.answerControl(w, r, sess, eventID, up, err)
+}
+
+// capacityForm reads the add-seats form: seats, and shard (empty: spread the seats
+// over the shards that hold seats).
+func capacityForm(r *http.Request) (capacityBody, error) {
+	var body capacityBody
+	if v := strings.TrimSpace(r.PostFormValue("seats")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return body, formError("seats", "a whole number of seats", v)
+		}
+		body.Seats = &n
+	}
+	if v := strings.TrimSpace(r.PostFormValue("shard")); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil {
+			return body, formError("shard", "the number of a capacity shard", v)
+		}
+		body.Shard = &k
+	}
+	return body, nil
+}
+
+// cancel is POST /admin/ui/requests/{requestId}/cancel: the request's seat taken
+// back by the session's admin, as the API's cancel route does. It must carry
+// confirm=yes (the form's box). Refused or bad, it is the request's page with the
+// reason.
+func (u *adminUI) cancel(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
+	requestID, err := pathID(r, "requestId")
+	if err != nil {
+		return err
+	}
+	var up asyncevent.EventUpdate
+	if err = confirmed(r, "cancel"); err == nil {
+		up, err = u.srv.cancel(r.Context(), requestID, sess.UserID)
+	}
+	return answerForm(w, r, up, err, func(status int, reason string) error {
+		return u.renderRequest(w, r, sess, requestID, status, reason)
+	})
+}
+
+// answerControl answers a control's form on the event page: refused or bad, the
+// event page with the reason beside the controls (answerForm).
 func (u *adminUI) answerControl(w http.ResponseWriter, r *http.Request, sess *uiSession, eventID string, up asyncevent.EventUpdate, err error) error {
+	return answerForm(w, r, up, err, func(status int, reason string) error {
+		return u.renderEvent(w, r, sess, eventID, url.Values{}, status, eventNotice{Control: reason})
+	})
+}
+
+// answerForm answers a control's form: applied, to the event page (a GET, so a
+// reload does not post again), where its state, seats and audit trail show the
+// control; refused or bad, refused(status, reason) shows the form's page again with
+// the reason and the status the API would answer with. An unknown event or request
+// is the error page.
+func answerForm(w http.ResponseWriter, r *http.Request, up asyncevent.EventUpdate, err error, refused func(status int, reason string) error) error {
 	if err != nil {
 		p, _, internal := problemFor(err)
 		if internal || p.Status == http.StatusNotFound {
 			return err
 		}
-		return u.renderEvent(w, r, sess, eventID, url.Values{}, p.Status, eventNotice{Control: p.Detail})
+		return refused(p.Status, p.Detail)
 	}
 	if !up.Applied {
-		return u.renderEvent(w, r, sess, eventID, url.Values{}, http.StatusConflict, eventNotice{Control: up.Reason})
+		return refused(http.StatusConflict, up.Reason)
 	}
-	http.Redirect(w, r, eventURL(eventID)+"#controls", http.StatusSeeOther)
+	if up.Event == nil {
+		return errors.New("a control applied without its event")
+	}
+	http.Redirect(w, r, eventURL(up.Event.EventID)+"#controls", http.StatusSeeOther)
 	return nil
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -35,6 +36,66 @@ func link(body, id string) string {
 		return ""
 	}
 	return strings.ReplaceAll(m[1], "&amp;", "&")
+}
+
+// auditRow is one entry of the event page's audit trail.
+type auditRow struct{ action, when, actor, detail string }
+
+var (
+	auditTable = regexp.MustCompile(`(?s)<table class="breakdown audit" id="audit-trail">.*?</table>`)
+	auditEntry = regexp.MustCompile(`<tr data-action="([A-Z_]+)"><td class="when">([^<]+)</td><td class="actor">([^<]+)</td><td><code>[A-Z_]+</code></td><td>([^<]*)</td></tr>`)
+)
+
+// auditRows are the entries of the audit trail on the event page body, oldest
+// first.
+func auditRows(body string) []auditRow {
+	var rows []auditRow
+	for _, m := range auditEntry.FindAllStringSubmatch(auditTable.FindString(body), -1) {
+		rows = append(rows, auditRow{action: m[1], when: m[2], actor: m[3], detail: html.UnescapeString(m[4])})
+	}
+	return rows
+}
+
+// page is the event page of eventID.
+func (u *uiEnv) page(eventID string) string {
+	u.t.Helper()
+	r := u.get(eventURL(eventID))
+	require.Equal(u.t, http.StatusOK, r.status, "body: %s", r.body)
+	return string(r.body)
+}
+
+// refusedForm posts form with the CSRF token tok to path, wants status and the page
+// whose alert (the element with id alert) says "Not done:" with reason, and checks
+// that nothing was written; it returns the page.
+func (u *uiEnv) refusedForm(path, tok string, form url.Values, status int, alert, reason string) string {
+	u.t.Helper()
+	before := u.tableState()
+	form.Set("csrf", tok)
+	r := u.post(path, form)
+	require.Equal(u.t, status, r.status, "%s: %s", path, r.body)
+	assert.Regexp(u.t, `id="`+alert+`" role="alert">Not done: [^<]*`+regexp.QuoteMeta(html.EscapeString(reason)), string(r.body), path)
+	assert.Equal(u.t, before, u.tableState(), "%s: nothing written", path)
+	return string(r.body)
+}
+
+// forgedForm posts form to path with a wrong CSRF token: 403, nothing written.
+func (u *uiEnv) forgedForm(path, tok string, form url.Values) {
+	u.t.Helper()
+	before := u.tableState()
+	form.Set("csrf", "x"+tok)
+	r := u.post(path, form)
+	assert.Equal(u.t, http.StatusForbidden, r.status, path)
+	assert.Equal(u.t, before, u.tableState(), "%s: nothing written", path)
+}
+
+// appliedForm posts form with the CSRF token tok to path and wants to be sent back
+// to the controls of eventID's page.
+func (u *uiEnv) appliedForm(path, tok string, form url.Values, eventID string) {
+	u.t.Helper()
+	form.Set("csrf", tok)
+	r := u.post(path, form)
+	require.Equal(u.t, http.StatusSeeOther, r.status, "%s: %s", path, r.body)
+	assert.Equal(u.t, eventURL(eventID)+"#controls", r.header.Get("Location"))
 }
 
 // TestUIEventList: the home page lists the events newest first, with their type,
@@ -123,34 +184,19 @@ func TestUIControls(t *testing.T) {
 	assert.Contains(t, body, `id="no-audit"`)
 	tok := csrf(t, page)
 
-	// Posted with a wrong CSRF token: 403, nothing done.
-	before := u.tableState()
-	r := u.post("/admin/ui/events/sale/pause", url.Values{"csrf": {"x" + tok}})
-	assert.Equal(t, http.StatusForbidden, r.status)
-	assert.Equal(t, before, u.tableState())
+	u.forgedForm("/admin/ui/events/sale/pause", tok, url.Values{})
 
 	// refused posts a form and wants the event page with status and reason, and
 	// nothing written.
 	refused := func(path string, form url.Values, status int, reason string) {
 		t.Helper()
-		before := u.tableState()
-		form.Set("csrf", tok)
-		r := u.post(path, form)
-		require.Equal(t, status, r.status, "%s: %s", path, r.body)
-		assert.Regexp(t, `id="control-error" role="alert">Not done: [^<]*`+regexp.QuoteMeta(reason), string(r.body), path)
-		assert.Contains(t, string(r.body), `id="controls"`, "%s: on the event page", path)
-		assert.Equal(t, before, u.tableState(), "%s: nothing written", path)
+		u.refusedForm(path, tok, form, status, "control-error", reason) // beside the event page's controls
 	}
 	applied := func(path string, form url.Values) string {
 		t.Helper()
-		form.Set("csrf", tok)
-		r := u.post(path, form)
-		require.Equal(t, http.StatusSeeOther, r.status, "%s: %s", path, r.body)
-		assert.Equal(t, "/admin/ui/events/sale#controls", r.header.Get("Location"))
+		u.appliedForm(path, tok, form, "sale")
 		clock.Advance(time.Millisecond)
-		page := u.get("/admin/ui/events/sale")
-		require.Equal(t, http.StatusOK, page.status)
-		return string(page.body)
+		return u.page("sale")
 	}
 
 	body = applied("/admin/ui/events/sale/pause", url.Values{})
@@ -183,18 +229,15 @@ func TestUIControls(t *testing.T) {
 	assert.NotContains(t, body, `id="close-form"`)
 	refused("/admin/ui/events/sale/close", url.Values{"confirm": {"yes"}}, http.StatusConflict, "closed already")
 
-	// The audit trail: who did what, when, oldest first.
-	trail := regexp.MustCompile(`(?s)<table class="breakdown audit" id="audit-trail">.*?</table>`).FindString(body)
-	rows := regexp.MustCompile(`<tr data-action="([A-Z_]+)"><td class="when">([^<]+)</td><td class="actor">([^<]+)</td>`).FindAllStringSubmatch(trail, -1)
-	require.Len(t, rows, 4, "trail: %s", trail)
-	for i, want := range []string{asyncevent.ActionPause, asyncevent.ActionExtendEnd, asyncevent.ActionResume, asyncevent.ActionClose} {
-		assert.Equal(t, want, rows[i][1])
-		assert.Equal(t, "admin-1", rows[i][3], "the session's admin")
-	}
-	assert.Equal(t, fmtTime(asyncevent.MillisOf(t0)), rows[0][2])
-	assert.Contains(t, trail, "to "+later.Format(time.RFC3339))
+	ms := func(d time.Duration) string { return fmtTime(asyncevent.MillisOf(t0.Add(d))) }
+	assert.Equal(t, []auditRow{
+		{asyncevent.ActionPause, ms(0), "admin-1", ""},
+		{asyncevent.ActionExtendEnd, ms(time.Millisecond), "admin-1", "to " + later.Format(time.RFC3339)},
+		{asyncevent.ActionResume, ms(2 * time.Millisecond), "admin-1", ""},
+		{asyncevent.ActionClose, ms(3 * time.Millisecond), "admin-1", ""},
+	}, auditRows(body), "who did what (the session's admin), when, oldest first")
 
-	r = u.post("/admin/ui/events/nope/pause", url.Values{"csrf": {tok}})
+	r := u.post("/admin/ui/events/nope/pause", url.Values{"csrf": {tok}})
 	assert.Equal(t, http.StatusNotFound, r.status)
 	assert.Contains(t, string(r.body), `id="error-detail"`)
 }

@@ -303,14 +303,7 @@ func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotter
 	}
 	switch ev.EventType {
 	case asyncevent.FirstCome:
-		c := card{ID: "stat-capacity", Label: "Capacity left", Value: n(int(s.CapacityRemaining)) + " / " + n(int(s.CapacityTotal))}
-		if s.CapacityTotal > 0 {
-			c.Note = strconv.FormatFloat(100*float64(s.CapacityTotal-s.CapacityRemaining)/float64(s.CapacityTotal), 'f', 0, 64) + "% of the seats taken"
-		}
-		if s.CapacityRemaining == 0 {
-			c.Tone = "warn"
-		}
-		cards = append(cards, c)
+		cards = append(cards, capacityCard(s))
 	case asyncevent.Lottery:
 		c := card{ID: "stat-winners", Label: "Winners", Value: n(int(ev.WinnerCount)), Note: "to draw; phase " + string(ev.Phase)}
 		if lv != nil && lv.Draw.DrawnAt != 0 {
@@ -331,6 +324,24 @@ func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotter
 		timing = append(timing, c)
 	}
 	return cards, timing
+}
+
+// capacityCard is a FIRST_COME event's seats left of its capacity: those its
+// capacity shards hold and those on its pool (seats added once the shards were
+// empty, or given back).
+func capacityCard(s *asyncevent.EventStats) card {
+	left := s.CapacityRemaining + s.PoolRemaining
+	c := card{ID: "stat-capacity", Label: "Capacity left", Value: strconv.FormatInt(left, 10) + " / " + strconv.FormatInt(s.CapacityTotal, 10)}
+	if s.CapacityTotal > 0 {
+		c.Note = strconv.FormatFloat(100*float64(s.CapacityTotal-left)/float64(s.CapacityTotal), 'f', 0, 64) + "% of the seats taken"
+	}
+	if s.PoolRemaining > 0 {
+		c.Note += "; " + strconv.FormatInt(s.PoolRemaining, 10) + " on the pool, added or given back"
+	}
+	if left == 0 {
+		c.Tone = "warn"
+	}
+	return c
 }
 
 // holdsOf is the holds section of an event with holds; nil without holds.
@@ -411,7 +422,7 @@ var (
 		asyncevent.StatusSucceeded, asyncevent.StatusRejected, asyncevent.StatusFailedFinal,
 	}
 	resultOrder = []asyncevent.ResultCode{
-		asyncevent.ResultSuccess, asyncevent.ResultReleased, asyncevent.ResultHoldExpired,
+		asyncevent.ResultSuccess, asyncevent.ResultReleased, asyncevent.ResultHoldExpired, asyncevent.ResultCancelled,
 		asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose,
 		asyncevent.ResultRejectedClosed, asyncevent.ResultRejectedDuplicate, asyncevent.ResultFailedIngestEnqueue,
 		asyncevent.ResultFailedWorker, asyncevent.ResultFailedValidation, asyncevent.ResultFailedSerde,
@@ -529,6 +540,11 @@ type requestPageView struct {
 	LogsEnabled bool
 	Lease       string
 	HoldLeft    string // of a HELD request
+
+	// CanCancel is whether an operator may take the request's seat back: a
+	// SUCCEEDED FIRST_COME request. CancelError is a refused cancel's reason.
+	CanCancel   bool
+	CancelError string
 }
 
 // stepView is one step of a request's life, with the time it took to get there
@@ -551,6 +567,12 @@ func (u *adminUI) request(w http.ResponseWriter, r *http.Request, sess *uiSessio
 	if err != nil {
 		return err
 	}
+	return u.renderRequest(w, r, sess, requestID, http.StatusOK, "")
+}
+
+// renderRequest reads everything the request page shows and renders it with status
+// and the reason of a refused cancel, if any.
+func (u *adminUI) renderRequest(w http.ResponseWriter, r *http.Request, sess *uiSession, requestID string, status int, refusal string) error {
 	req, err := u.client.GetRequest(r.Context(), requestID)
 	if errors.Is(err, asyncevent.ErrNotFound) {
 		return requestNotFound(requestID)
@@ -562,37 +584,11 @@ func (u *adminUI) request(w http.ResponseWriter, r *http.Request, sess *uiSessio
 	if err != nil {
 		return err
 	}
-	v := requestPageView{R: req, LogsEnabled: len(logs) > 0}
+	v := requestPageView{R: req, LogsEnabled: len(logs) > 0, Steps: stepsOf(req), Logs: logRowsOf(logs), CancelError: refusal}
 	if ev, err := u.client.GetEvent(r.Context(), req.EventID); err == nil {
 		v.Event = ev
 	} else if !errors.Is(err, asyncevent.ErrEventNotFound) && !errors.Is(err, asyncevent.ErrNotFound) {
 		return err
-	}
-	v.Steps = []stepView{
-		{Label: "requested", At: req.RequestedAt},
-		{Label: "queued", At: req.QueuedAt, Span: "ingest"},
-		{Label: "started", At: req.StartedAt, Span: "queue wait"},
-		{Label: "finished", At: req.FinishedAt, Span: "processing"},
-	}
-	if req.EventType == asyncevent.Lottery && req.StartedAt == 0 && req.FinishedAt != 0 {
-		// A lottery entry is finalised by the draw, not by a worker's start.
-		v.Steps[3].Span = "until the draw"
-	}
-	prev := asyncevent.EpochMillis(0)
-	for i := range v.Steps {
-		if i > 0 && v.Steps[i].At != 0 && prev != 0 {
-			v.Steps[i].Gap = between(prev, v.Steps[i].At)
-		}
-		if v.Steps[i].At != 0 {
-			prev = v.Steps[i].At
-		}
-	}
-	for i, l := range logs {
-		row := logRow{L: l}
-		if i > 0 {
-			row.Since = "+" + between(logs[i-1].OccurredAt, l.OccurredAt)
-		}
-		v.Logs = append(v.Logs, row)
 	}
 	if req.LeaseOwner != "" {
 		v.Lease = req.LeaseOwner + " until " + fmtTime(req.LeaseExpiresAt)
@@ -603,6 +599,44 @@ func (u *adminUI) request(w http.ResponseWriter, r *http.Request, sess *uiSessio
 	if req.Status == asyncevent.StatusHeld {
 		v.HoldLeft = fmtHoldLeft(req, u.now())
 	}
-	u.render(w, r, http.StatusOK, "request", page{Title: "Request " + req.RequestID, Session: sess, Data: v})
+	v.CanCancel = req.EventType == asyncevent.FirstCome && req.Status == asyncevent.StatusSucceeded
+	u.render(w, r, status, "request", page{Title: "Request " + req.RequestID, Session: sess, Data: v})
 	return nil
+}
+
+// stepsOf are the steps of req's life, each with the time from the one before.
+func stepsOf(req *asyncevent.Request) []stepView {
+	steps := []stepView{
+		{Label: "requested", At: req.RequestedAt},
+		{Label: "queued", At: req.QueuedAt, Span: "ingest"},
+		{Label: "started", At: req.StartedAt, Span: "queue wait"},
+		{Label: "finished", At: req.FinishedAt, Span: "processing"},
+	}
+	if req.EventType == asyncevent.Lottery && req.StartedAt == 0 && req.FinishedAt != 0 {
+		// A lottery entry is finalised by the draw, not by a worker's start.
+		steps[3].Span = "until the draw"
+	}
+	prev := asyncevent.EpochMillis(0)
+	for i := range steps {
+		if i > 0 && steps[i].At != 0 && prev != 0 {
+			steps[i].Gap = between(prev, steps[i].At)
+		}
+		if steps[i].At != 0 {
+			prev = steps[i].At
+		}
+	}
+	return steps
+}
+
+// logRowsOf are the status log's rows, each with the time since the one before.
+func logRowsOf(logs []asyncevent.StatusLog) []logRow {
+	var rows []logRow
+	for i, l := range logs {
+		row := logRow{L: l}
+		if i > 0 {
+			row.Since = "+" + between(logs[i-1].OccurredAt, l.OccurredAt)
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
