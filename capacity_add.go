@@ -149,7 +149,11 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 		}
 		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: EntityReturns, pEventID: eventID}})
 	}
-	detail := fmt.Sprintf("%d seats: %d on shards, %d on the pool", seats, seats-pool, pool)
+	noun := "seats"
+	if seats == 1 {
+		noun = "seat"
+	}
+	detail := fmt.Sprintf("%d %s: %d on shards, %d on the pool", seats, noun, seats-pool, pool)
 	up, err = c.control(ctx, eventID, actor, ActionAddCapacity, detail, w, extra...)
 	if err == nil && !up.Applied && up.lost == &shardSeatsAddedRow {
 		return up, true, nil // a shard emptied since the read: read again
@@ -287,8 +291,10 @@ var (
 // 1, cancelled 1), the "pool version raised" row on the CONFIG and the "capacity
 // shard: pool version" row on every shard (so that a worker that remembers the
 // sell-out learns of the seat), its audit entry, and with Options.StatusLog the
-// request's log entry. A HELD or WAITLISTED request is
-// Release's; any other is not applied, with the reason.
+// request's log entry. A HELD or WAITLISTED request is Release's; any other is not
+// applied, with the reason. The answer's Request is the request as it stands. A
+// cancel after the event closed is applied (a refund): its seat goes to the pool,
+// where no request takes it any more.
 func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (EventUpdate, error) {
 	req, err := c.getRequest(ctx, requestID, true)
 	if err != nil {
@@ -298,19 +304,22 @@ func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (Ev
 	if err != nil {
 		return EventUpdate{}, err
 	}
+	refused := func(reason string) (EventUpdate, error) {
+		return EventUpdate{Event: cfg, Reason: reason, Request: req}, nil
+	}
 	switch {
 	case req.EventType != FirstCome:
-		return EventUpdate{Event: cfg, Reason: "only a FIRST_COME seat can be cancelled"}, nil
+		return refused("only a FIRST_COME seat can be cancelled")
 	case req.Status == StatusHeld || req.Status == StatusWaitlisted:
-		return EventUpdate{Event: cfg, Reason: "the request is " + string(req.Status) + ": Release ends it"}, nil
+		return refused("the request is " + string(req.Status) + ": Release ends it")
 	case req.Status == StatusRejected:
-		return EventUpdate{Event: cfg, Reason: "the request is REJECTED (" + string(req.ResultCode) + "): it holds no seat"}, nil
+		return refused("the request is REJECTED (" + string(req.ResultCode) + "): it holds no seat")
 	case req.Status != StatusSucceeded:
-		return EventUpdate{Event: cfg, Reason: "the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat"}, nil
+		return refused("the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat")
 	}
 	n := max(cfg.CapacityShards, 1)
 	if n+5 > 100 {
-		return EventUpdate{Event: cfg, Reason: fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n)}, nil
+		return refused(fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n))
 	}
 	keys, err := capacityKeys(req.EventID, n)
 	if err != nil {
@@ -339,10 +348,16 @@ func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (Ev
 		extra = append(extra, entry)
 	}
 	up, err := c.control(ctx, req.EventID, actor, ActionCancel, "request "+requestID, w, extra...)
-	if err == nil && !up.Applied {
-		if cur, rerr := c.getRequest(ctx, requestID, true); rerr == nil && cur.Status != StatusSucceeded {
-			up.Reason = "the request is " + string(cur.Status) + " now"
-		}
+	if err != nil {
+		return up, err
 	}
-	return up, err
+	cur, err := c.getRequest(ctx, requestID, true)
+	if err != nil {
+		return up, err
+	}
+	up.Request = cur
+	if !up.Applied && cur.Status != StatusSucceeded {
+		up.Reason = "the request is " + string(cur.Status) + " now"
+	}
+	return up, nil
 }

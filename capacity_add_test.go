@@ -61,6 +61,9 @@ func TestSeatsAddedAfterTheSellOutGoToTheNextRequests(t *testing.T) {
 			assert.Equal(t, later[2:], got[asyncevent.StatusRejected])
 			rep := asynceventtest.CheckEvent(t, c, "more", asynceventtest.CheckOptions{})
 			assert.Equal(t, 5, rep.ByStatus[asyncevent.StatusSucceeded])
+			st, err = c.EventStats(ctx, "more")
+			require.NoError(t, err)
+			assert.Zero(t, st.Fairness.Inversions, "a seat that reached the pool after the sell-out is no inversion")
 
 			trail, err := c.ListAudit(ctx, "more")
 			require.NoError(t, err)

@@ -105,6 +105,9 @@ type EventUpdate struct {
 	Applied bool
 	Event   *EventConfig
 	Reason  string
+	// Request, of CancelRequest, is the request as it stands after the cancel, or as
+	// the refusal found it (a strongly consistent read); nil for the other controls.
+	Request *Request
 
 	lost *row // the write whose condition refused the control
 }

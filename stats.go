@@ -141,7 +141,11 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		}
 	}
 	if cfg.EventType == FirstCome {
-		st.Fairness = fairness(rows)
+		pool := -1 // the seatShard of a claim on the pool, left out (no holds: no waitlist orders it)
+		if cfg.HoldFor == 0 {
+			pool = max(cfg.CapacityShards, 1)
+		}
+		st.Fairness = fairness(rows, pool)
 	}
 	return st, nil
 }
@@ -193,13 +197,16 @@ func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, err
 // fairness counts the capacity losers that were queued before some winner. rows are
 // in queue order. With holds a winner is any request that held a seat (HELD, or
 // with a holdExpiresAt: confirmed, released, expired), and a loser one still
-// WAITLISTED or rejected for capacity.
-func fairness(rows []statsRow) Fairness {
+// WAITLISTED or rejected for capacity. A winner whose seatShard is pool took a seat
+// that reached the event's pool after the losers before it were turned away (seats
+// added, or a cancel's), which is no inversion: it is left out.
+func fairness(rows []statsRow, pool int) Fairness {
 	var f Fairness
 	var lastWin EpochMillis // the latest queuedAt of a winner queued after the current row
 	for i := len(rows) - 1; i >= 0; i-- {
 		r := rows[i]
 		switch {
+		case r.SeatShard != nil && *r.SeatShard == pool:
 		case r.Status == StatusSucceeded, r.Status == StatusHeld, r.HoldExpiresAt != 0:
 			lastWin = max(lastWin, r.QueuedAt)
 		case (r.ResultCode == ResultRejectedCapacity || r.Status == StatusWaitlisted) && lastWin > r.QueuedAt:

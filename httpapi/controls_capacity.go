@@ -119,9 +119,9 @@ func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request, p Princip
 	if outcome != nil && !errors.As(outcome, &refused) {
 		return outcome
 	}
-	req, err := s.client.GetRequest(r.Context(), requestID)
-	if err != nil {
-		return fmt.Errorf("read %s after its cancel: %w", requestID, err)
+	req := up.Request // as the cancel left it, or as its refusal found it
+	if req == nil {
+		return fmt.Errorf("cancel of %s: no request in the answer", requestID)
 	}
 	rv := newRequestView(req, true, s.now())
 	if refused != nil {

@@ -282,8 +282,10 @@ func newEventView(e *asyncevent.EventConfig, now time.Time) EventView {
 	return v
 }
 
-// CapacityView is a FIRST_COME event's capacity: with capacity shards, their sum,
-// and each shard in Shards.
+// CapacityView is a FIRST_COME event's capacity shards: with several, their sum,
+// and each shard in Shards. Seats added once the shards were empty (and those a
+// cancel or a hold gave back) are on the event's pool, not here: the event's
+// capacityTotal counts them, and the stats' poolRemaining says how many wait.
 type CapacityView struct {
 	Total     int64     `json:"total"`
 	Remaining int64     `json:"remaining"`

@@ -69,7 +69,7 @@ func TestUIAddSeats(t *testing.T) {
 	assert.Contains(t, body, `<li class="shard " data-shard="1" data-remaining="3">`, "1 seat + 1 of the 3 spread + the one onto shard 1")
 	assert.Equal(t, []auditRow{
 		{action: asyncevent.ActionAddCapacity, when: fmtTime(asyncevent.MillisOf(t0)), actor: "admin-1", detail: "3 seats: 3 on shards, 0 on the pool"},
-		{action: asyncevent.ActionAddCapacity, when: fmtTime(asyncevent.MillisOf(t0.Add(time.Millisecond))), actor: "admin-1", detail: "1 seats: 1 on shards, 0 on the pool"},
+		{action: asyncevent.ActionAddCapacity, when: fmtTime(asyncevent.MillisOf(t0.Add(time.Millisecond))), actor: "admin-1", detail: "1 seat: 1 on shards, 0 on the pool"},
 	}, auditRows(body))
 
 	// Closed: no seats to add.

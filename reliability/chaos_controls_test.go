@@ -60,7 +60,7 @@ func TestChaosControls(t *testing.T) {
 	for _, e := range trail {
 		if e.Action == asyncevent.ActionAddCapacity {
 			var n int64
-			_, err := fmt.Sscanf(e.Detail, "%d seats", &n)
+			_, err := fmt.Sscanf(e.Detail, "%d", &n)
 			require.NoError(t, err, e.Detail)
 			added += n
 		}
