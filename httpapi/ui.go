@@ -81,6 +81,7 @@ type adminUI struct {
 	pages        map[string]*template.Template
 	static       fs.FS
 	assetHash    map[string]string // file name → short content hash, for cache busting
+	counts       requestCounts     // the home page's request counts
 }
 
 // MountAdminUI adds the admin web UI under /admin/ui/, behind the server's timeout

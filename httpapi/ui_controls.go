@@ -33,8 +33,9 @@ type eventListPage struct {
 type eventRow struct {
 	E     asyncevent.EventConfig
 	State asyncevent.EventState
-	Seats string // FIRST_COME: "12 / 50", the seats left of the capacity
-	Full  bool   // FIRST_COME: no seat left
+	Seats    string // FIRST_COME: "12 / 50", the seats left of the capacity
+	Full     bool   // FIRST_COME: no seat left
+	Requests string // the event's requests, counted at most liveCountTTL ago; "?" when the count failed
 }
 
 // renderHome renders the home page with status: a page of the event list (limit
@@ -51,7 +52,15 @@ func (u *adminUI) renderHome(w http.ResponseWriter, r *http.Request, sess *uiSes
 	if err != nil {
 		return err
 	}
-	v := homeView{Events: eventListOf(list, limit, q.Get("cursor") == ""), Create: form, CreateError: createError}
+	events := eventListOf(list, limit, q.Get("cursor") == "")
+	for i := range events.Rows {
+		row := &events.Rows[i]
+		row.Requests = "?"
+		if n, ok := u.counts.get(r.Context(), u.client, &row.E, row.State, u.now()); ok {
+			row.Requests = strconv.Itoa(n)
+		}
+	}
+	v := homeView{Events: events, Create: form, CreateError: createError}
 	u.render(w, r, status, "home", page{Title: "Admin", Session: sess, Data: v})
 	return nil
 }

@@ -99,7 +99,7 @@ func (u *uiEnv) appliedForm(path, tok string, form url.Values, eventID string) {
 }
 
 // TestUIEventList: the home page lists the events newest first, with their type,
-// state and seats left, a page at a time with the cursor.
+// state, seats left and requests, a page at a time with the cursor.
 func TestUIEventList(t *testing.T) {
 	t.Parallel()
 	clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
@@ -148,6 +148,15 @@ func TestUIEventList(t *testing.T) {
 	assert.Contains(t, row, `href="/admin/ui/events/sale-4"`)
 	assert.Contains(t, row, `<span class="tag">FIRST_COME</span>`)
 	assert.Contains(t, row, `>13 / 14</td>`, "seats left of the capacity")
+	assert.Contains(t, row, `<td class="num requests">1</td>`, "the event's requests")
+	u.participate("sale-4", "bob")
+	r = u.get("/admin/ui/")
+	row = regexp.MustCompile(`(?s)<tr data-event-id="sale-4".*?</tr>`).FindString(string(r.body))
+	assert.Contains(t, row, `<td class="num requests">1</td>`, "the count is kept for a while")
+	clock.Advance(16 * time.Second)
+	r = u.get("/admin/ui/")
+	row = regexp.MustCompile(`(?s)<tr data-event-id="sale-4".*?</tr>`).FindString(string(r.body))
+	assert.Contains(t, row, `<td class="num requests">2</td>`, "and counted again once it is older than 15 s")
 	assert.Empty(t, link(body, "events-next"), "5 events: one page of 20")
 	assert.Contains(t, body, `id="create-form"`, "the create form is still there")
 
