@@ -31,8 +31,8 @@ type eventListPage struct {
 
 // eventRow is one event of the list.
 type eventRow struct {
-	E     asyncevent.EventConfig
-	State asyncevent.EventState
+	E        asyncevent.EventConfig
+	State    asyncevent.EventState
 	Seats    string // FIRST_COME: "12 / 50", the seats left of the capacity
 	Full     bool   // FIRST_COME: no seat left
 	Requests string // the event's requests, counted at most liveCountTTL ago; "?" when the count failed
