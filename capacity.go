@@ -524,7 +524,7 @@ func (c *Client) claimOn(ctx context.Context, key Key, sc *seatClaim) (claimResu
 		claim = &poolClaimRow
 	}
 	w := write{row: claim, key: key, args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
-	var unsure error
+	var unsure, conflict error
 	refused := false
 	for attempt := range claimAttempts {
 		if attempt > 0 {
@@ -570,6 +570,11 @@ func (c *Client) claimOn(ctx context.Context, key Key, sc *seatClaim) (claimResu
 				return claimVoid, nil
 			}
 			return claimEmpty, nil
+		case isTransactionConflict(err):
+			// The item is in an operator's transaction (an add, a cancel): it ends
+			// in tens of milliseconds. Not a refusal for throughput: the shard is not
+			// left for it.
+			conflict = err
 		case isThrottle(err):
 			refused = true
 		case ctx.Err() != nil:
@@ -577,6 +582,9 @@ func (c *Client) claimOn(ctx context.Context, key Key, sc *seatClaim) (claimResu
 		default:
 			sc.unsureAt, unsure = c.opts.Clock(), err
 		}
+	}
+	if !refused && unsure == nil && conflict != nil {
+		return 0, fmt.Errorf("claim seat %s on %s: the item stayed in other transactions: %w", sc.ref.RequestID, key.PK, conflict)
 	}
 	if !refused {
 		// Never a definite answer: the next delivery claims on this shard again.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 )
@@ -26,12 +27,16 @@ const (
 	pSeats           param = "seats"
 	pPoolVersion     param = "poolVersion"
 	pPrevPoolVersion param = "prevPoolVersion"
+	pShardRoom       param = "shardRoom"
 )
 
 var (
 	addable      = configExists.And(expression.Name(attrEventType).Equal(expression.Value(FirstCome))).And(notEnded)
 	samePool     = expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(expression.Value(pPrevPoolVersion)))
 	configAddCap = addable.And(samePool)
+	// seatLeftWithRoom: the shard holds seats, and room for the seats added
+	// (MaxSeatsPerShard), also when another add read it at the same moment.
+	seatLeftWithRoom = seatLeft.And(expression.Name(attrCapacityTotal).LessThanEqual(expression.Value(pShardRoom)))
 
 	seatsAddedRow = row{
 		name: "capacity added", method: "AddCapacity", item: EntityConfig, op: opUpdate, cond: &configAddCap,
@@ -39,7 +44,7 @@ var (
 		adds: []set{{attrCapacityTotal, expression.Value(pSeats)}},
 	}
 	shardSeatsAddedRow = row{
-		name: "capacity added to a shard", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: &seatLeft,
+		name: "capacity added to a shard", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: &seatLeftWithRoom,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion), setTo(attrUpdatedAt, pNow)},
 		adds: []set{{attrCapacityRemaining, expression.Value(pSeats)}, {attrCapacityTotal, expression.Value(pSeats)}},
 	}
@@ -49,7 +54,7 @@ var (
 	}
 	poolSeatsAddedRow = row{
 		name: "capacity added to the pool", method: "AddCapacity", item: EntityReturns, op: opUpdate,
-		sets: returnsSets,
+		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
 		adds: []set{{attrCapacityRemaining, expression.Value(pSeats)}, {attrAdded, expression.Value(pSeats)}},
 	}
 	poolClaimRow = row{
@@ -70,8 +75,8 @@ const MaxAddSeats = 1_000_000
 // "capacity added" row (UpdateItem PK EVENT#<eventId>, SK CONFIG, ADD capacityTotal
 // seats, SET poolVersion; condition eventType = FIRST_COME, not ended, and poolVersion
 // as read), the "capacity added to a shard" row for each shard that takes seats
-// (ADD capacityRemaining and capacityTotal; condition capacityRemaining > 0: a shard
-// that is empty stays empty), and, for the seats no shard takes, the "capacity added
+// (ADD capacityRemaining and capacityTotal; condition capacityRemaining > 0, a shard
+// that is empty stays empty, and capacityTotal ≤ MaxSeatsPerShard − its seats), and, for the seats no shard takes, the "capacity added
 // to the pool" row (UpdateItem PK EVENT#<eventId>#RETURNS, SK RETURNS, ADD
 // capacityRemaining, added) with the "capacity shard: pool version" row on every
 // shard (SET poolVersion), and its audit entry. toShard ≥ 0 puts the seats on that
@@ -86,9 +91,24 @@ func (c *Client) AddCapacity(ctx context.Context, eventID string, seats int64, t
 	if seats < 1 || seats > MaxAddSeats {
 		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, seats, MaxAddSeats)
 	}
-	for attempt := 0; ; attempt++ {
-		up, retry, err := c.addCapacity(ctx, eventID, seats, toShard, actor)
-		if !retry || attempt == 2 {
+	return seatsControl(ctx, func() (EventUpdate, bool, error) { return c.addCapacity(ctx, eventID, seats, toShard, actor) })
+}
+
+// seatsControlAttempts bounds the tries of a control of an event's seats that lost to
+// another change of them (an add, a cancel) made at the same moment.
+const seatsControlAttempts = 6
+
+// seatsControl runs once until it applies, is refused for a reason other than
+// another change of the seats at the same moment (retry false), or has been tried
+// seatsControlAttempts times; between tries it waits a few milliseconds, as the other
+// change's transaction commits.
+func seatsControl(ctx context.Context, once func() (EventUpdate, bool, error)) (EventUpdate, error) {
+	for attempt := 1; ; attempt++ {
+		up, retry, err := once()
+		if !retry || attempt == seatsControlAttempts {
+			return up, err
+		}
+		if err := sleep(ctx, claimBackoff(attempt)); err != nil {
 			return up, err
 		}
 	}
@@ -137,7 +157,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	for i, k := range share {
 		switch {
 		case k > 0:
-			extra = append(extra, write{row: &shardSeatsAddedRow, key: keys[i].Key(), args: args{pSeats: k, pPoolVersion: version, pNow: now}})
+			extra = append(extra, write{row: &shardSeatsAddedRow, key: keys[i].Key(), args: args{pSeats: k, pPoolVersion: version, pNow: now, pShardRoom: MaxSeatsPerShard - k}})
 		case pool > 0:
 			extra = append(extra, write{row: &poolMarkedRow, key: keys[i].Key(), args: args{pPoolVersion: version}})
 		}
@@ -147,7 +167,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 		if err != nil {
 			return EventUpdate{}, false, err
 		}
-		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: EntityReturns, pEventID: eventID}})
+		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: EntityReturns, pEventID: eventID, pPoolVersion: version}})
 	}
 	noun := "seats"
 	if seats == 1 {
@@ -155,8 +175,8 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	}
 	detail := fmt.Sprintf("%d %s: %d on shards, %d on the pool", seats, noun, seats-pool, pool)
 	up, err = c.control(ctx, eventID, actor, ActionAddCapacity, detail, w, extra...)
-	if err == nil && !up.Applied && up.lost == &shardSeatsAddedRow {
-		return up, true, nil // a shard emptied since the read: read again
+	if err == nil && !up.Applied && (up.lost == &shardSeatsAddedRow || up.lost == &seatsAddedRow && up.Event.StateAt(c.opts.Clock()) != StateClosed) {
+		return up, true, nil // a shard emptied, or the seats changed, since the read: read again
 	}
 	return up, false, err
 }
@@ -269,7 +289,7 @@ var (
 	firstComeRequest = expression.Name(attrEventType).Equal(expression.Value(FirstCome))
 	poolCancelledRow = row{
 		name: "seat of a cancel to the pool", method: "CancelRequest", item: EntityReturns, op: opUpdate,
-		sets: returnsSets,
+		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
 		adds: []set{{attrCapacityRemaining, expression.Value(1)}, {attrCancelled, expression.Value(1)}},
 	}
 	poolVersionRow = row{
@@ -296,16 +316,22 @@ var (
 // cancel after the event closed is applied (a refund): its seat goes to the pool,
 // where no request takes it any more.
 func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (EventUpdate, error) {
+	return seatsControl(ctx, func() (EventUpdate, bool, error) { return c.cancelRequest(ctx, requestID, actor) })
+}
+
+// cancelRequest is one try of CancelRequest; retry reports another change of the
+// event's seats at the same moment.
+func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up EventUpdate, retry bool, err error) {
 	req, err := c.getRequest(ctx, requestID, true)
 	if err != nil {
-		return EventUpdate{}, fmt.Errorf("cancel %s: %w", requestID, err)
+		return EventUpdate{}, false, fmt.Errorf("cancel %s: %w", requestID, err)
 	}
 	cfg, err := c.GetEvent(ctx, req.EventID)
 	if err != nil {
-		return EventUpdate{}, err
+		return EventUpdate{}, false, err
 	}
-	refused := func(reason string) (EventUpdate, error) {
-		return EventUpdate{Event: cfg, Reason: reason, Request: req}, nil
+	refused := func(reason string) (EventUpdate, bool, error) {
+		return EventUpdate{Event: cfg, Reason: reason, Request: req}, false, nil
 	}
 	switch {
 	case req.EventType != FirstCome:
@@ -323,11 +349,11 @@ func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (Ev
 	}
 	keys, err := capacityKeys(req.EventID, n)
 	if err != nil {
-		return EventUpdate{}, err
+		return EventUpdate{}, false, err
 	}
 	rk, err := returnsKey(req.EventID)
 	if err != nil {
-		return EventUpdate{}, err
+		return EventUpdate{}, false, err
 	}
 	reqKey, _ := NewRequestKey(requestID) // checked by the read
 	version := cfg.PoolVersion + 1
@@ -335,7 +361,7 @@ func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (Ev
 	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
 	extra := []write{
 		{row: &cancelRow, key: reqKey.Key(), args: args{pNow: now}},
-		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: EntityReturns, pEventID: req.EventID}},
+		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: EntityReturns, pEventID: req.EventID, pPoolVersion: version}},
 	}
 	for _, k := range keys {
 		extra = append(extra, write{row: &poolMarkedRow, key: k.Key(), args: args{pPoolVersion: version}})
@@ -343,21 +369,24 @@ func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (Ev
 	if c.opts.StatusLog {
 		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+actor, now)
 		if err != nil {
-			return EventUpdate{}, err
+			return EventUpdate{}, false, err
 		}
 		extra = append(extra, entry)
 	}
-	up, err := c.control(ctx, req.EventID, actor, ActionCancel, "request "+requestID, w, extra...)
+	up, err = c.control(ctx, req.EventID, actor, ActionCancel, "request "+requestID, w, extra...)
 	if err != nil {
-		return up, err
+		return up, false, err
 	}
 	cur, err := c.getRequest(ctx, requestID, true)
 	if err != nil {
-		return up, err
+		return up, false, err
 	}
 	up.Request = cur
-	if !up.Applied && cur.Status != StatusSucceeded {
+	switch {
+	case !up.Applied && cur.Status != StatusSucceeded:
 		up.Reason = "the request is " + string(cur.Status) + " now"
+	case !up.Applied && up.lost == &poolVersionRow:
+		return up, true, nil // another change of the seats came first: read again
 	}
-	return up, nil
+	return up, false, nil
 }

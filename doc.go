@@ -262,15 +262,16 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	event closed                   CloseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (attribute_exists (PK))
-//	         AND ((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now)))
+//	         AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now)))
 //	    set  SET endsAt = :now, closedAt = :now
 //	event paused                   PauseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   ((attribute_exists (PK)) AND ((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))))
-//	         AND ((attribute_not_exists (paused)) OR (paused = :1))
-//	    set  SET paused = :2
+//	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
+//	         AND ((attribute_not_exists (paused)) OR (paused = :2))
+//	    set  SET paused = :3
 //	event resumed                  ResumeEvent                UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   (attribute_exists (PK)) AND (paused = :0)
-//	    set  SET paused = :1
+//	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
+//	         AND (paused = :2)
+//	    set  SET paused = :3
 //	event end extended             ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (endsAt > :lead)) AND (endsAt < :endsAt)
 //	    set  SET endsAt = :endsAt
@@ -278,6 +279,9 @@
 //	    if   ((((attribute_exists (PK)) AND (eventType = LOTTERY)) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
 //	         AND ((attribute_not_exists (endsAt)) OR (endsAt >= :cutoff))
 //	    set  SET lotteryCutoffAt = :cutoff
+//	hold registry: end moved       ExtendEvent                UpdateItem     
+//	    if   attribute_exists (PK)
+//	    set  SET endsAt = :endsAt
 //	cutoff extended: draw check    ExtendEvent                ConditionCheck EVENT#<eventId> / DRAW
 //	    if   phase = COLLECTING
 //	audit entry                    CloseEvent                 PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
@@ -286,11 +290,11 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND ((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))))
+//	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  ADD capacityTotal :seats SET poolVersion = :poolVersion
 //	capacity added to a shard      AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
-//	    if   capacityRemaining > 0
+//	    if   (capacityRemaining > 0) AND (capacityTotal <= :shardRoom)
 //	    set  ADD capacityRemaining :seats, capacityTotal :seats SET poolVersion = :poolVersion,
 //	         updatedAt = :now
 //	capacity shard: pool version   AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
@@ -299,7 +303,8 @@
 //	capacity added to the pool     AddCapacity                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining :seats,
 //	         added :seats SET entityType = if_not_exists(entityType, :entityType),
-//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
+//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
+//	         poolVersion = :poolVersion
 //	pool seat claimed              ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
 //	         AND (NOT (contains (void, :seatToken)))
@@ -312,7 +317,8 @@
 //	seat of a cancel to the pool   CancelRequest              UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1,
 //	         cancelled 1 SET entityType = if_not_exists(entityType, :entityType),
-//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
+//	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
+//	         poolVersion = :poolVersion
 //	pool version raised            CancelRequest              UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (attribute_exists (PK))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -153,6 +154,13 @@ func isThrottle(err error) bool {
 		return true
 	}
 	return refusedForThroughput(cancellationReasons(err))
+}
+
+// isTransactionConflict reports whether a single write was refused because a
+// transaction held its item.
+func isTransactionConflict(err error) bool {
+	var conflict *types.TransactionConflictException
+	return errors.As(err, &conflict)
 }
 
 // throttled wraps err with ErrThrottled when it is DynamoDB refusing throughput.

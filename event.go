@@ -82,6 +82,12 @@ type EventConfig struct {
 	// capacity shard carries it too. CreateEvent ignores it.
 	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
 
+	// LocksKeptUntil is the earliest a lock of the event's clicks may expire (its
+	// first close plus Options.LockTTL, as CreateEvent found them): ExtendEvent moves
+	// no time past it, so that DynamoDB's TTL deletes no lock of an open event. Zero
+	// when the locks are kept for ever. CreateEvent sets it.
+	LocksKeptUntil EpochMillis `dynamodbav:"locksKeptUntil,omitempty"`
+
 	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
 	// while it finalises the entries, ANNOUNCED once every entry has its result.
 	Phase UIPhase `dynamodbav:"phase,omitempty"`
@@ -120,11 +126,11 @@ func (e *EventConfig) closesAt() EpochMillis {
 // checkOpen reports whether the event takes participations at now: ErrEventNotOpen
 // before startsAt, ErrEventClosed after it closes.
 func (e *EventConfig) checkOpen(now EpochMillis) error {
-	if e.StartsAt != 0 && now < e.StartsAt {
-		return fmt.Errorf("%w: %s opens at %s", ErrEventNotOpen, e.EventID, e.StartsAt.Time().Format(time.RFC3339Nano))
-	}
 	if end := e.closesAt(); end != 0 && now > end || e.ClosedAt != 0 && now >= e.ClosedAt {
 		return fmt.Errorf("%w: %s closed at %s", ErrEventClosed, e.EventID, end.Time().Format(time.RFC3339Nano))
+	}
+	if e.StartsAt != 0 && now < e.StartsAt {
+		return fmt.Errorf("%w: %s opens at %s", ErrEventNotOpen, e.EventID, e.StartsAt.Time().Format(time.RFC3339Nano))
 	}
 	if e.Paused {
 		return fmt.Errorf("%w: %s", ErrEventPaused, e.EventID)
@@ -274,7 +280,10 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = EntityConfig, now, 0, "", "", ""
 	cfg.EmptyShards = nil
 	cfg.LeftShards = nil
-	cfg.Paused, cfg.ClosedAt, cfg.PoolVersion = false, 0, 0
+	cfg.Paused, cfg.ClosedAt, cfg.PoolVersion, cfg.LocksKeptUntil = false, 0, 0, 0
+	if end := cfg.closesAt(); end != 0 && c.opts.LockTTL > 0 {
+		cfg.LocksKeptUntil = MillisOf(end.Time().Add(c.opts.LockTTL))
+	}
 	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var items []any

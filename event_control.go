@@ -58,11 +58,12 @@ const (
 const controlLead = 10 * time.Second
 
 var (
-	notEnded      = expression.AttributeNotExists(expression.Name(attrClosedAt)).And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(expression.Value(pNow))))
+	notEnded      = expression.AttributeNotExists(expression.Name(attrClosedAt)).And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(expression.Value(pNow)))).And(cutoffAhead)
+	cutoffAhead   = expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt)).Or(expression.Name(attrLotteryCutoffAt).GreaterThanEqual(expression.Value(pNow)))
 	notPaused     = expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false)))
 	openToClose   = configExists.And(notEnded)
 	openToPause   = configExists.And(notEnded).And(notPaused)
-	pausedNow     = configExists.And(expression.Name(attrPaused).Equal(expression.Value(true)))
+	pausedNow     = configExists.And(notEnded).And(expression.Name(attrPaused).Equal(expression.Value(true)))
 	endMovable    = configExists.And(expression.Name(attrEndsAt).GreaterThan(expression.Value(pLead))).And(expression.Name(attrEndsAt).LessThan(expression.Value(pEndsAt)))
 	cutoffMovable = configExists.And(expression.Name(attrEventType).Equal(expression.Value(Lottery))).
 			And(expression.Name(attrLotteryCutoffAt).GreaterThan(expression.Value(pLead))).
@@ -84,6 +85,10 @@ var (
 	}
 	endExtendedRow = row{
 		name: "event end extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: &endMovable,
+		sets: []set{setTo(attrEndsAt, pEndsAt)},
+	}
+	holdEventEndRow = row{
+		name: "hold registry: end moved", method: "ExtendEvent", item: EntityHoldEvent, op: opUpdate, cond: &configExists,
 		sets: []set{setTo(attrEndsAt, pEndsAt)},
 	}
 	cutoffExtendedRow = row{
@@ -139,7 +144,7 @@ func (c *Client) PauseEvent(ctx context.Context, eventID, actor string) (EventUp
 // PK EVENT#<eventId>, SK CONFIG, SET paused = false; condition paused = true; with its
 // audit entry.
 func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
-	return c.control(ctx, eventID, actor, ActionResume, "", write{row: &eventResumedRow})
+	return c.control(ctx, eventID, actor, ActionResume, "", write{row: &eventResumedRow, args: args{pNow: c.now()}})
 }
 
 // ExtendEvent moves an event's end later (the "event end extended" row: UpdateItem PK
@@ -150,17 +155,36 @@ func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventU
 // ConditionCheck of its Draw record, phase = COLLECTING: a cutoff never moves once the
 // draw began), with its audit entry, in one TransactWriteItems. The 10 s ahead are so
 // that every node's copy of the config learns of the move before the old time
-// comes. what is ActionExtendEnd or ActionExtendCutoff.
+// comes. An event with holds has its hold registry entry's end moved in the same
+// transaction (the "hold registry: end moved" row), so the sweep goes on to the new
+// end. No time moves past EventConfig.LocksKeptUntil. what is ActionExtendEnd or
+// ActionExtendCutoff.
 func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, to time.Time) (EventUpdate, error) {
 	at := MillisOf(to)
 	if _, err := formatMillis(at); err != nil {
 		return EventUpdate{}, fmt.Errorf("%w: extend %s: %w", ErrInvalidOptions, eventID, err)
 	}
+	cfg, err := c.GetEvent(ctx, eventID)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	if cfg.LocksKeptUntil != 0 && at > cfg.LocksKeptUntil {
+		return EventUpdate{Event: cfg, Reason: "no time moves past " + cfg.LocksKeptUntil.Time().UTC().Format(time.RFC3339) +
+			": DynamoDB's TTL would then delete the locks of the event's clicks while it is open (Options.LockTTL after its first end)"}, nil
+	}
 	lead := MillisOf(c.opts.Clock().Add(controlLead))
 	detail := "to " + to.UTC().Format(time.RFC3339)
 	switch what {
 	case ActionExtendEnd:
-		return c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}})
+		var extra []write
+		if cfg.HoldFor > 0 { // the hold registry keeps the end, for when to stop sweeping
+			key, err := holdEventKey(eventID)
+			if err != nil {
+				return EventUpdate{}, err
+			}
+			extra = append(extra, write{row: &holdEventEndRow, key: key, args: args{pEndsAt: at}})
+		}
+		return c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}}, extra...)
 	case ActionExtendCutoff:
 		draw, err := NewEventKey(eventID, EventItemDraw)
 		if err != nil {
@@ -220,7 +244,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 
 // refusal says why a control found the event in no state to take it.
 func refusal(action string, e *EventConfig, now EpochMillis) string {
-	ended := e.ClosedAt != 0 || e.EndsAt != 0 && e.EndsAt < now
+	ended := e.ClosedAt != 0 || e.closesAt() != 0 && e.closesAt() < now
 	switch {
 	case action == ActionClose && ended:
 		return "the event is closed already"
@@ -228,6 +252,8 @@ func refusal(action string, e *EventConfig, now EpochMillis) string {
 		return "the event is closed"
 	case action == ActionPause:
 		return "the event is paused already"
+	case action == ActionResume && ended:
+		return "the event is closed"
 	case action == ActionResume:
 		return "the event is not paused"
 	case action == ActionExtendEnd && e.EndsAt == 0:

@@ -75,10 +75,10 @@ func (e *EventConfig) StateAt(t time.Time) EventState {
 		return StateAnnounced
 	case e.Phase == PhaseDrawing:
 		return StateDrawing
-	case e.StartsAt != 0 && now < e.StartsAt:
-		return StateScheduled
 	case e.closesAt() != 0 && now > e.closesAt(), e.ClosedAt != 0 && now >= e.ClosedAt:
 		return StateClosed
+	case e.StartsAt != 0 && now < e.StartsAt:
+		return StateScheduled
 	case e.Paused:
 		return StatePaused
 	}
@@ -102,6 +102,11 @@ type EventPage struct {
 	NextCursor string // "" on the last page
 }
 
+// strayEntryAge is how old an entry of the event list without its event must be to
+// be deleted: younger, its CreateEvent may still be under way (the entry is written
+// just before the event's transaction, which ends within this).
+const strayEntryAge = time.Minute
+
 // The page sizes of the event list.
 const (
 	defaultEventsPageLimit = 20
@@ -113,8 +118,9 @@ const (
 // config (GetItem, strongly consistent) and, for a FIRST_COME event, its capacity
 // (GetCapacity: one GetItem per capacity shard; with holds or seats on the pool, a
 // GetItem of its pool, PK EVENT#<eventId>#RETURNS). An entry whose event does not exist,
-// or was made at another time (an entry of a CreateEvent that failed), is passed over
-// and deleted. The cursor is opaque; one of another listing is ErrInvalidCursor.
+// or was made at another time (an entry of a CreateEvent that failed), is passed over,
+// and deleted once it is a minute old (younger, its CreateEvent may be under way).
+// The cursor is opaque; one of another listing is ErrInvalidCursor.
 func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*EventPage, error) {
 	limit, err := pageLimit(limit, defaultEventsPageLimit, maxEventsPageLimit)
 	if err != nil {
@@ -147,7 +153,9 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 		cfg, err := c.GetEvent(ctx, e.EventID)
 		switch {
 		case errors.Is(err, ErrEventNotFound) || err == nil && cfg.CreatedAt != e.CreatedAt:
-			_ = c.do(ctx, txOptions{}, []write{{row: &eventEntryGoneRow, key: e.Key}}) // a stray entry: the next listing may try again
+			if now.Sub(e.CreatedAt.Time()) > strayEntryAge {
+				_ = c.do(ctx, txOptions{}, []write{{row: &eventEntryGoneRow, key: e.Key}}) // a stray entry: the next listing may try again
+			}
 			continue
 		case err != nil:
 			return nil, err

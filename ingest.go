@@ -66,8 +66,9 @@ func (c *Client) ingestContext(ctx context.Context, event *EventConfig) (context
 //     between its write and its send) is sent again, and a lock without its request
 //     (a crash between the two puts) gets its request written (queuedAt = now) and
 //     sent. A double send is harmless, as the worker's start is conditional.
-//   - A click on an event an operator paused (PauseEvent) is ErrEventPaused and
-//     writes nothing, a repeat click of a participation included.
+//   - A click on an event an operator paused (PauseEvent) writes nothing: it reads
+//     the pair's lock (one strongly consistent GetItem), and is ErrEventPaused
+//     without one, the participation as it stands with one (on every node alike).
 //   - A click after the event closed (FIRST_COME past endsAt, LOTTERY past its
 //     cutoff) reads the pair's lock (one strongly consistent GetItem): without one it
 //     is ErrEventClosed, as before; with one it is the duplicate it is, never
@@ -121,8 +122,8 @@ func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (P
 		return Participation{}, err
 	}
 	if err := event.checkOpen(c.now()); err != nil {
-		if errors.Is(err, ErrEventClosed) {
-			return c.submitAfterClose(ctx, q, event, lock, err)
+		if errors.Is(err, ErrEventClosed) || errors.Is(err, ErrEventPaused) {
+			return c.submitRefused(ctx, q, event, lock, err)
 		}
 		return Participation{}, err
 	}
@@ -149,15 +150,19 @@ func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (P
 	return c.redrive(ctx, q, event, lock, p, false)
 }
 
-// submitAfterClose answers a click on a closed event: the pair's participation if it
-// has one (healed, or ended, as redrive does once the event closed), else closed.
-func (c *Client) submitAfterClose(ctx context.Context, q Queue, event *EventConfig, lock LockKey, closed error) (Participation, error) {
+// submitRefused answers a click on a closed or paused event: the pair's participation
+// if it has one (after a close healed, or ended, as redrive does once the event
+// closed; while paused as it stands, nothing written), else the refusal. So a repeat
+// click gets its participation on every node, whether or not the node remembers it.
+func (c *Client) submitRefused(ctx context.Context, q Queue, event *EventConfig, lock LockKey, refusal error) (Participation, error) {
 	p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return Participation{}, closed
+		return Participation{}, refusal
 	case err != nil:
 		return Participation{}, err
+	case errors.Is(refusal, ErrEventPaused):
+		return p, nil // as it stands: a paused event's clicks write nothing
 	}
 	// Not an entry of a draw whatever it writes (see redrive): bookkeepingTimeout alone.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
