@@ -279,7 +279,7 @@
 //	    if   ((((attribute_exists (PK)) AND (eventType = LOTTERY)) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
 //	         AND ((attribute_not_exists (endsAt)) OR (endsAt >= :cutoff))
 //	    set  SET lotteryCutoffAt = :cutoff
-//	hold registry: end moved       ExtendEvent                UpdateItem     
+//	hold registry: end moved       ExtendEvent                UpdateItem     HOLD_EVENTS / EVENT#<eventId>
 //	    if   attribute_exists (PK)
 //	    set  SET endsAt = :endsAt
 //	cutoff extended: draw check    ExtendEvent                ConditionCheck EVENT#<eventId> / DRAW

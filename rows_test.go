@@ -61,6 +61,7 @@ func keyOf(r *row) string {
 		EntityReturns:     "EVENT#<eventId>#RETURNS / RETURNS",
 		EntityAudit:       "EVENT#<eventId> / AUDIT#<at>#<suffix>",
 		EntityEventEntry:  "EVENTS / CAT#<createdAt>#EVENT#<eventId>",
+		EntityHoldEvent:   "HOLD_EVENTS / EVENT#<eventId>",
 	}[r.item]
 }
 
