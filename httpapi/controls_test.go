@@ -126,7 +126,7 @@ func TestControlsOverHTTP(t *testing.T) {
 	e.refusedClick("ctl", "u2", CodeEventClosed)
 	e.refusedControl("/admin/events/ctl/close", ann, nil, asyncevent.StateClosed, "closed already")
 	e.refusedControl("/admin/events/ctl/pause", ann, nil, asyncevent.StateClosed, "the event is closed")
-	e.refusedControl("/admin/events/ctl/resume", ann, nil, asyncevent.StateClosed, "not paused")
+	e.refusedControl("/admin/events/ctl/resume", ann, nil, asyncevent.StateClosed, "the event is closed")
 	e.refusedControl("/admin/events/ctl/extend", ann, map[string]any{"endsAt": rfc(t0.Add(3 * time.Hour))}, asyncevent.StateClosed, "the end has passed")
 
 	// The trail: who did what, when, oldest first; refusals left no entry.

@@ -933,7 +933,7 @@ func TestEventControls(t *testing.T) {
 	assert.Equal(t, cfg["closedAt"], cfg["endsAt"])
 	refused(t, f, "sale", "the event is closed already", "sale was not closed: it is CLOSED", "event", "close", "sale", "-actor", "carol")
 	refused(t, f, "sale", "the event is closed", "sale was not paused: it is CLOSED", "event", "pause", "sale", "-actor", "carol")
-	refused(t, f, "sale", "the event is not paused", "sale was not resumed: it is CLOSED", "event", "resume", "sale", "-actor", "carol")
+	refused(t, f, "sale", "the event is closed", "sale was not resumed: it is CLOSED", "event", "resume", "sale", "-actor", "carol")
 	refused(t, f, "sale", "the end has passed, is less than 10 s away, or is not before the new one", "sale was not extended: it is CLOSED",
 		"event", "extend", "sale", "-actor", "carol", "-ends", "+5h")
 
