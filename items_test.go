@@ -69,7 +69,7 @@ func TestStatusLifecycle(t *testing.T) {
 		assert.True(t, s.Valid())
 		assert.Equal(t, terminal[s], s.IsTerminal(), s)
 		for _, to := range all {
-			if s.IsTerminal() {
+			if s.IsTerminal() && !(s == StatusSucceeded && to == StatusRejected) {
 				assert.False(t, CanTransition(s, to), "%s → %s", s, to)
 			}
 		}
@@ -78,6 +78,7 @@ func TestStatusLifecycle(t *testing.T) {
 	assert.True(t, CanTransition(StatusReceived, StatusQueued))
 	assert.True(t, CanTransition(StatusReceived, StatusProcessing), "the QUEUED race")
 	assert.True(t, CanTransition(StatusProcessing, StatusProcessing), "lease takeover")
+	assert.True(t, CanTransition(StatusSucceeded, StatusRejected), "an operator's cancel (CancelRequest): the one change of a final status")
 	assert.False(t, CanTransition(StatusQueued, StatusReceived))
 	assert.True(t, CanTransition(StatusReceived, StatusSucceeded), "a lottery entry drawn before a worker met it")
 	assert.True(t, CanTransition(StatusQueued, StatusQueued), "a lottery entry collected")

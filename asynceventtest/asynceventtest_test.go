@@ -34,7 +34,7 @@ func TestTableOnOwnDynamoDB(t *testing.T) {
 		_, err := c.Participate(ctx, "e1", user)
 		require.NoError(t, err)
 	}
-	assert.Len(t, asynceventtest.ScanTable(t, c.TableName()), 1+1+3+3, "config, capacity, 3 locks, 3 requests")
+	assert.Len(t, asynceventtest.ScanTable(t, c.TableName()), 1+1+1+3+3, "config, capacity, its entry in the event list, 3 locks, 3 requests")
 	rep := asynceventtest.CheckEvent(t, c, "e1", asynceventtest.CheckOptions{
 		Users: []string{"u1", "u2", "u3"}, Unsettled: true})
 	assert.Equal(t, 3, rep.Requests)
