@@ -84,9 +84,9 @@ const MaxAddSeats = 1_000_000
 // hold seats, at most MaxSeatsPerShard a shard. A transaction holds 100 items: seats
 // for the pool need the event's C shards in it, so an event of more than 96 shards
 // takes seats on its shards only while they hold some. A shard emptied between the
-// read and the write refuses it, and it is tried again, at most three times. An event
-// in no state to take seats (closed, a LOTTERY, another add at the same moment) is
-// not applied, with the reason.
+// read and the write refuses it, as another add or cancel at the same moment does
+// (poolVersion): it is then read and tried again, six times at most. An event in no
+// state to take seats (closed, a LOTTERY) is not applied, with the reason.
 func (c *Client) AddCapacity(ctx context.Context, eventID string, seats int64, toShard int, actor string) (EventUpdate, error) {
 	if seats < 1 || seats > MaxAddSeats {
 		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, seats, MaxAddSeats)
@@ -312,7 +312,9 @@ var (
 // shard: pool version" row on every shard (so that a worker that remembers the
 // sell-out learns of the seat), its audit entry, and with Options.StatusLog the
 // request's log entry. A HELD or WAITLISTED request is Release's; any other is not
-// applied, with the reason. The answer's Request is the request as it stands. A
+// applied, with the reason; one that lost to another add or cancel at the same moment
+// (poolVersion) is read and tried again, six times at most. The
+// answer's Request is the request as it stands. A
 // cancel after the event closed is applied (a refund): its seat goes to the pool,
 // where no request takes it any more.
 func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (EventUpdate, error) {
