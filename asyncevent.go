@@ -115,6 +115,18 @@ type Options struct {
 	// cannot go stale. Default: 100,000 (a few MB). Negative: no cache.
 	DuplicateCacheSize int
 
+	// ProgressEvery is how often this client writes its counts of the events'
+	// progress: the requests it queued (Submit) and the requests its workers finished
+	// (Processor), one write per event and second counted, from which a poll of a
+	// waiting request tells its place in line (Request.Queue, Client.QueueStats).
+	// Default: 1 second. Negative: nothing counted, no place in line.
+	ProgressEvery time.Duration
+
+	// ProgressCacheTTL is how long this client keeps an event's progress it has read,
+	// so that thousands of polls a second cost one read of each of the event's
+	// progress partitions a second. Default: 1 second.
+	ProgressCacheTTL time.Duration
+
 	// Observer, if set, watches Submit, the messages it sends, every DynamoDB call
 	// and every message processed, for traces and metrics (package otelasyncevent).
 	// Default: none.
@@ -144,6 +156,10 @@ type Client struct {
 	// waitFrom is, by event ID, the queue key after which the hold sweep's walk of an
 	// event's requests begins: every request up to it is settled for good.
 	waitFrom sync.Map
+	// progress counts the events' progress this client makes (nil: not counted);
+	// progressReads keeps what it read of it.
+	progress      *progressMeter
+	progressReads progressCache
 }
 
 // tableNamePattern is DynamoDB's rule for table names.
@@ -191,12 +207,18 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	if opts.Observer != nil {
 		db = observed{db: db, obs: opts.Observer, table: opts.TableName}
 	}
-	return &Client{
+	opts.ProgressEvery = orDefault(opts.ProgressEvery, defaultProgressEvery)
+	opts.ProgressCacheTTL = orDefault(opts.ProgressCacheTTL, defaultProgressCacheTTL)
+	c := &Client{
 		db: db, opts: opts,
 		events: newEventCache(opts.EventCacheTTL, opts.Clock),
 		queued: newQueuedCache(opts.DuplicateCacheSize),
 		turns:  turns,
-	}, nil
+	}
+	if opts.ProgressEvery > 0 {
+		c.progress = newProgressMeter(c, opts.ProgressEvery)
+	}
+	return c, nil
 }
 
 // TableName returns the table the client works on.

@@ -289,6 +289,11 @@
 //	event listed                   CreateEvent                PutItem        EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
+//	progress counted               FlushProgress              UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
+//	    set  ADD a0 :a0, a1 :a1, a2 :a2, a3 :a3, a4 :a4, a5 :a5, a6 :a6, a7 :a7, a8 :a8,
+//	         a9 :a9, d0 :d0, d1 :d1, d2 :d2, d3 :d3, d4 :d4, d5 :d5, d6 :d6, d7 :d7, d8 :d8,
+//	         d9 :d9 SET entityType = if_not_exists(entityType, :entityType),
+//	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
 //	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
@@ -345,6 +350,7 @@
 //	my participations              ListUserRequests           Query GSI1     USER#<userId>, newest first, limit 20
 //	event requests                 ListEventRequests          Query GSI2     EVENT#<eventId>, either order, status filter
 //	event request count            CountRequests              Query GSI2     EVENT#<eventId>, Select COUNT
+//	event progress                 QueueStats, GetRequest     Query          EVENT#<eventId>#PROGRESS#<p>, each p, cached a second
 //	event statistics               EventStats                 Query GSI2     EVENT#<eventId>, every request once
 //	status logs                    ListStatusLogs             Query          REQ#<requestId>, begins_with(SK, "LOG#")
 //	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG

@@ -141,6 +141,9 @@ func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (P
 		return p, err
 	}
 	if !p.Duplicate {
+		if event.EventType == FirstCome {
+			c.progress.arrived(event.EventID, p.Request.QueuedAt)
+		}
 		if p.Request.Status == StatusReceived { // else a heal of another click wrote it first
 			p.Request, err = c.enqueue(ctx, q, p.Request)
 		}

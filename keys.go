@@ -173,6 +173,9 @@ func (k Key) Entity() (EntityType, error) {
 	if _, err := parseEventEntryKey(k); err == nil {
 		return EntityEventEntry, nil
 	}
+	if _, err := parseProgressKey(k); err == nil {
+		return EntityProgress, nil
+	}
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
 

@@ -34,6 +34,7 @@ const (
 	EntityHoldEvent   EntityType = "HOLD_EVENT"  // an event with holds, in the hold registry
 	EntityAudit       EntityType = "AUDIT"       // an operator's control of an event
 	EntityEventEntry  EntityType = "EVENT_ENTRY" // an event in the event list
+	EntityProgress    EntityType = "PROGRESS"    // one second of an event's progress, for a place in line
 )
 
 // Status is the backend state of a request (stored as status). A request moves

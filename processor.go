@@ -150,6 +150,16 @@ const (
 	outcomeUnavailable OutcomeKind = ""
 )
 
+// leftTheLine reports whether the outcome is a request's first result: it no longer
+// waits in line (the event's progress counts it).
+func (k OutcomeKind) leftTheLine() bool {
+	switch k {
+	case OutcomeSucceeded, OutcomeRejected, OutcomeHeld, OutcomeWaitlisted, OutcomeFailed, OutcomeDeadLetter:
+		return true
+	}
+	return false
+}
+
 // Outcome reports what became of one message, for ProcessOptions.OnOutcome.
 type Outcome struct {
 	Kind         OutcomeKind
@@ -273,6 +283,9 @@ func (p *Processor) processDelivery(ctx context.Context, d Delivery, extend *ext
 		}
 		res.outcome.MessageID, res.outcome.RequestID, res.outcome.EventID = d.MessageID, m.RequestID, m.EventID
 		res.outcome.ReceiveCount, res.outcome.Duration = d.ReceiveCount, time.Since(began)
+		if m.EventType == FirstCome && res.outcome.Kind.leftTheLine() {
+			p.c.progress.reached(m.EventID, p.c.now())
+		}
 		p.report(ctx, res.outcome)
 	}()
 

@@ -67,6 +67,10 @@ type Request struct {
 
 	// TTL is the expiry in epoch seconds (DynamoDB's TTL unit); 0 keeps the item.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
+
+	// Queue, set by GetRequest on a FIRST_COME request that waits in line (RECEIVED
+	// or QUEUED), is its estimated place in line and wait; not stored.
+	Queue *QueueEstimate `dynamodbav:"-"`
 }
 
 // The attribute names of a Request item that its rows and readers name; a test holds
@@ -233,7 +237,11 @@ var (
 // status a moment late). An unknown request is ErrNotFound; who may see which
 // request is the caller's decision.
 func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, error) {
-	return c.getRequest(ctx, requestID, false)
+	r, err := c.getRequest(ctx, requestID, false)
+	if err == nil {
+		c.placeInLine(ctx, r)
+	}
+	return r, err
 }
 
 func (c *Client) getRequest(ctx context.Context, requestID string, consistent bool) (*Request, error) {

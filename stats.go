@@ -40,6 +40,12 @@ type EventStats struct {
 	// Fairness compares processing order with queue order (FIRST_COME).
 	Fairness Fairness
 
+	// Queue, of a FIRST_COME event whose progress is counted (Options.ProgressEvery),
+	// is its line: depth (here counted from the requests read: RECEIVED, QUEUED and
+	// PROCESSING), the workers' rate, the time to drain it, second by second
+	// (QueueStats). Nil when it could not be read, or for a LOTTERY.
+	Queue *QueueStats
+
 	// Holds, of a FIRST_COME event with holds (EventConfig.HoldFor), says how its
 	// seats moved; nil for other events.
 	Holds *HoldStats
@@ -138,6 +144,18 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 	if cfg.EventType == FirstCome && cfg.HoldFor > 0 {
 		if st.Holds, err = c.holdStats(ctx, cfg, st); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.EventType == FirstCome && c.progress != nil {
+		if v, err := c.eventProgress(ctx, cfg); err == nil {
+			q := c.queueStats(v, c.opts.Clock())
+			// The requests read just now say the depth exactly; the progress, the rate.
+			q.Depth = int64(st.ByStatus[StatusReceived] + st.ByStatus[StatusQueued] + st.ByStatus[StatusProcessing])
+			q.DrainTime = 0
+			if q.Rate > 0 {
+				q.DrainTime = time.Duration(float64(q.Depth) / q.Rate * float64(time.Second))
+			}
+			st.Queue = &q
 		}
 	}
 	if cfg.EventType == FirstCome {

@@ -119,7 +119,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 }
 
 // Each entry of the status log carries its transition's own time, and ingest takes
-// queuedAt before it sends, so across ingest and several workers racing on 2,000
+// queuedAt before it sends, so across ingest and several workers racing on 600
 // requests every log lists oldest first in lifecycle order: each entry leaves the
 // status the one before it entered, no later than it.
 func TestStatusLogReadsInLifecycleOrder(t *testing.T) {
@@ -136,7 +136,7 @@ func TestStatusLogReadsInLifecycleOrder(t *testing.T) {
 		require.NoError(t, w.Start(ctx))
 		workers = append(workers, w)
 	}
-	const users = 2000
+	const users = 600
 	ids := make([]string, users)
 	var wg sync.WaitGroup
 	clicks := make(chan int)

@@ -211,6 +211,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.stop()
 	select {
 	case <-w.done:
+		_ = w.p.c.FlushProgress(ctx) // its last counts: a flush that fails is tried again later
 		return nil
 	case <-ctx.Done():
 		w.abort()

@@ -97,6 +97,7 @@ func TestAdminUIInBrowser(t *testing.T) {
 	assert.NotEqual(t, "—", b.text("#stat-queue-wait .value"))
 	assert.Equal(t, 200, b.count("#outcome-chart g.col"), "one chart column per request")
 	assert.Equal(t, "capacity 50", b.text("#capacity-marker"))
+	assert.Equal(t, 1, b.count(".grid-chart.with-queue > #queue #queue-depth"), "the queue panel, beside the outcome chart")
 	assert.Equal(t, 50, b.count("#request-table tbody tr"))
 	assert.Equal(t, "#1–#50", b.text("#page-range"))
 	page1 := b.rowIDs()

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,9 +19,11 @@ import (
 
 // tableState is every item of the env's table, each as JSON, sorted: two states
 // are equal when nothing was written in between (the event's CONFIG and its audit
-// trail included).
+// trail included). The progress the client counted before is written first, so
+// that a state holds it whether or not the client's own flush came yet.
 func (e *env) tableState() []string {
 	e.t.Helper()
+	require.NoError(e.t, e.client.FlushProgress(context.Background()))
 	var out []string
 	for _, raw := range asynceventtest.ScanTable(e.t, e.client.TableName()) {
 		var item map[string]any

@@ -17,7 +17,7 @@
 //
 //	GET  /healthz                                 Public
 //	POST /events/{eventId}/participations         a user: 202 (new) or 200 (duplicate), the requestId
-//	GET  /requests/{requestId}                    the caller's own request (another's is 404)
+//	GET  /requests/{requestId}                    the caller's own request (another's is 404), its place in line while it waits
 //	GET  /me/participations                       the caller's requests, newest first, cursor paging
 //	POST /requests/{requestId}/confirm            admin (the paying service): a HELD request paid for, SUCCEEDED
 //	POST /requests/{requestId}/release            the request's user or an admin: a HELD or WAITLISTED request given up
@@ -25,7 +25,7 @@
 //	GET  /admin/events                            the events, newest first, with state and seats left, cursor paging
 //	GET  /admin/events/{eventId}                  an event and its layout, with its capacity (each shard's too) or draw
 //	GET  /admin/events/{eventId}/requests         in queue order, status filter, cursor paging
-//	GET  /admin/events/{eventId}/stats            statistics
+//	GET  /admin/events/{eventId}/stats            statistics, a first-come event's line (queue) among them
 //	POST /admin/events/{eventId}/draw             a lottery's draw (409 draw_too_early before cutoff + settle window)
 //	GET  /admin/events/{eventId}/draw/verify      re-check a draw
 //	POST /admin/events/{eventId}/holds/sweep      one pass of an event's hold sweep, its report
@@ -172,6 +172,42 @@
 // ended its waitlist ends. It answers 200 with the pass's report: expired, served,
 // closed, cleared, waiting (seats given back not handed on) and more (maxWrites was
 // reached: run it again). An event without holds is 409 no_holds.
+//
+// # A place in line
+//
+// While a FIRST_COME request waits for a worker (RECEIVED or QUEUED), GET
+// /requests/{requestId} (and GET /admin/requests/{requestId}) shows where it stands,
+// estimated from the event's progress (asyncevent.Request.Queue), in a queue member:
+//
+//	"queue":{"ahead":412,"waitSeconds":14,"ratePerSecond":29.5,"asOf":"2026-05-01T09:00:03.250Z"}
+//
+// ahead is the requests queued before it that no worker has finished; ratePerSecond
+// the requests the workers finish a second while they have work, over the last 10
+// seconds counted; waitSeconds the time until they reach it at that rate, in whole
+// seconds rounded up, absent while no rate is measured (a rate of 0: no worker has
+// finished a request lately, the wait is unknown); asOf when this server read the
+// event's progress, which every node writes once a second
+// (asyncevent.Options.ProgressEvery) and each server reads at most once a second
+// (ProgressCacheTTL), however many users poll. It assumes the workers take requests
+// in queue order, which a standard queue does only roughly. The member is absent
+// once a worker has reached the request, for a LOTTERY entry, in the listings
+// (/me/participations, the admin's), when the server's client does not count
+// progress (a negative ProgressEvery), and when the progress could not be read (the
+// request is still the answer).
+//
+// The stats of a FIRST_COME event carry its line as a whole in a queue member
+// (asyncevent.QueueStats): depth, the requests that arrived and no worker has
+// finished; ratePerSecond, as above; drainSeconds, the time to finish them at that
+// rate, in whole seconds rounded up, absent while requests wait at a rate of 0;
+// asOf; and series, the line second by second from the event's first request or
+// over the last 15 minutes, whichever is shorter, as far as the nodes had written their counts by asOf: at the end of each second its
+// depth, and the requests the workers finished in it:
+//
+//	"queue":{"depth":1200,"ratePerSecond":60,"drainSeconds":20,"asOf":"…",
+//	 "series":[{"at":"2026-05-01T09:00:01.000Z","depth":1500,"ratePerSecond":0},…]}
+//
+// The admin UI's event page draws the same in a Queue panel beside its outcome
+// chart, and a waiting request's page shows its place in line.
 //
 // # Authentication
 //

@@ -386,6 +386,12 @@ type RequestView struct {
 	HoldSecondsLeft *int64    `json:"holdSecondsLeft,omitempty"`
 	ServedAt        Timestamp `json:"servedAt,omitzero"`
 
+	// Queue, of a FIRST_COME request that waits in line (RECEIVED or QUEUED) and was
+	// read one at a time (GET /requests/{requestId}, GET /admin/requests/{requestId}),
+	// is its estimated place in line; absent once a worker reached it, and in the
+	// listings.
+	Queue *PlaceView `json:"queue,omitempty"`
+
 	// Admin only. The lease only while the request is PROCESSING: it means nothing
 	// once a worker is done with it.
 	FailureClass   asyncevent.FailureClass `json:"failureClass,omitempty"`
@@ -420,6 +426,7 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 		left := int64(holdLeft(r, now) / time.Second)
 		v.HoldSecondsLeft = &left
 	}
+	v.Queue = newPlaceView(r.Queue)
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
 		v.IdempotencyKey = r.IdempotencyKey
@@ -434,6 +441,38 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 func holdLeft(r *asyncevent.Request, now time.Time) time.Duration {
 	return max(r.HoldExpiresAt.Time().Sub(now), 0)
 }
+
+// PlaceView is where a waiting request stands in its event's line
+// (asyncevent.QueueEstimate): Ahead, the requests queued before it that no worker
+// has finished; RatePerSecond, the requests the workers finish a second while they
+// have work, over the last 10 seconds counted; WaitSeconds, the time until the
+// workers reach it at that rate, in whole seconds rounded up, absent while no rate
+// is measured (rate 0: no worker has finished a request lately, the wait is
+// unknown, even at the front of the line); AsOf, when the event's progress behind
+// the estimate was read. The estimate assumes the
+// workers take requests in queue order, which a standard queue does only roughly.
+type PlaceView struct {
+	Ahead         int64     `json:"ahead"`
+	WaitSeconds   *int64    `json:"waitSeconds,omitempty"`
+	RatePerSecond float64   `json:"ratePerSecond"`
+	AsOf          Timestamp `json:"asOf"`
+}
+
+func newPlaceView(q *asyncevent.QueueEstimate) *PlaceView {
+	if q == nil {
+		return nil
+	}
+	v := &PlaceView{Ahead: q.Ahead, RatePerSecond: q.Rate, AsOf: Timestamp(asyncevent.MillisOf(q.AsOf))}
+	// The library's Wait is zero both at the front of the line and while the rate is
+	// 0 (unknown): only a rate tells them apart.
+	if q.Rate > 0 {
+		v.WaitSeconds = new(secondsUp(q.Wait))
+	}
+	return v
+}
+
+// secondsUp is d in whole seconds, rounded up: a wait of 0.2 s is 1 s, not 0.
+func secondsUp(d time.Duration) int64 { return int64((max(d, 0) + time.Second - 1) / time.Second) }
 
 // PageView is one page of requests; NextCursor, when present, continues it.
 type PageView struct {
@@ -500,6 +539,50 @@ type StatsView struct {
 
 	// Holds, of a FIRST_COME event with holds only.
 	Holds *HoldStatsView `json:"holds,omitempty"`
+
+	// Queue, of a FIRST_COME event whose progress is counted, is its line; absent for
+	// a LOTTERY, or when the progress could not be read.
+	Queue *QueueStatsView `json:"queue,omitempty"`
+}
+
+// QueueStatsView is a FIRST_COME event's line (asyncevent.QueueStats): Depth, the
+// requests that arrived and no worker has finished; RatePerSecond, the requests the
+// workers finish a second while they have work (over the last 10 seconds counted);
+// DrainSeconds, the time to finish Depth at that rate, in whole seconds rounded up,
+// absent while the rate is 0 and requests wait (unknown); AsOf, when the progress
+// was read; and Series, the line second by second from the event's first arrival
+// or over the last 15 minutes, whichever is shorter, as far as the nodes had written their counts by AsOf: at the end of each second,
+// its depth and the requests the workers finished in it.
+type QueueStatsView struct {
+	Depth         int64            `json:"depth"`
+	RatePerSecond float64          `json:"ratePerSecond"`
+	DrainSeconds  *int64           `json:"drainSeconds,omitempty"`
+	AsOf          Timestamp        `json:"asOf"`
+	Series        []QueuePointView `json:"series"`
+}
+
+// QueuePointView is one second of an event's line (asyncevent.QueuePoint).
+type QueuePointView struct {
+	At            Timestamp `json:"at"`
+	Depth         int64     `json:"depth"`
+	RatePerSecond float64   `json:"ratePerSecond"`
+}
+
+func newQueueStatsView(q *asyncevent.QueueStats) *QueueStatsView {
+	if q == nil {
+		return nil
+	}
+	v := &QueueStatsView{Depth: q.Depth, RatePerSecond: q.Rate, AsOf: Timestamp(asyncevent.MillisOf(q.AsOf)),
+		Series: make([]QueuePointView, 0, len(q.Series))}
+	// The library's DrainTime is zero both when nothing waits (drained: known) and
+	// while the rate is 0 (unknown).
+	if q.Rate > 0 || q.Depth == 0 {
+		v.DrainSeconds = new(secondsUp(q.DrainTime))
+	}
+	for _, p := range q.Series {
+		v.Series = append(v.Series, QueuePointView{At: Timestamp(asyncevent.MillisOf(p.At)), Depth: p.Depth, RatePerSecond: p.Rate})
+	}
+	return v
 }
 
 // HoldStatsView is what became of the holds of an event with holds
@@ -568,5 +651,6 @@ func newStatsView(s *asyncevent.EventStats) StatsView {
 	v.Fairness.Inversions = s.Fairness.Inversions
 	v.Fairness.MaxGapMs = float64(s.Fairness.MaxGap) / float64(time.Millisecond)
 	v.Holds = newHoldStatsView(s.Holds)
+	v.Queue = newQueueStatsView(s.Queue)
 	return v
 }

@@ -22,6 +22,7 @@ type eventView struct {
 	Table      tableView
 	Lottery    *lotteryView // LOTTERY only
 	Holds      *holdsView   // an event with holds only
+	Queue      *queueView   // FIRST_COME only: the line
 	FirstCome  bool
 	DrawError  string // a refused draw, shown above the draw section
 	DrawStatus int
@@ -150,34 +151,10 @@ type eventNotice struct {
 // the notice of a refused form.
 func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSession, eventID string, q url.Values, status int, notice eventNotice) error {
 	ctx := r.Context()
-	limit, err := queryInt(q, "limit")
+	opts, pos, err := tableQuery(q)
 	if err != nil {
 		return err
 	}
-	if limit == 0 {
-		limit = defaultPageSize
-	}
-	pos, err := queryInt(q, "pos")
-	if err != nil {
-		return err
-	}
-	pos = max(pos, 1)
-	opts := asyncevent.EventListOptions{
-		Order:  asyncevent.Order(q.Get("order")),
-		Status: asyncevent.Status(q.Get("status")),
-		Limit:  limit,
-		Cursor: q.Get("cursor"),
-	}
-	if opts.Order == "" {
-		opts.Order = asyncevent.Ascending
-	}
-	if opts.Order != asyncevent.Ascending && opts.Order != asyncevent.Descending {
-		return newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "order must be asc or desc")
-	}
-	if opts.Status != "" && !opts.Status.Valid() {
-		return newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "status "+strconv.Quote(truncate(string(opts.Status), 40))+" is not a request status")
-	}
-
 	ev, err := u.client.GetEvent(ctx, eventID)
 	if err != nil {
 		return err
@@ -207,6 +184,7 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 	}
 	if v.FirstCome {
 		v.CapacityShards = max(ev.CapacityShards, 1)
+		v.Queue = queueOf(stats)
 	}
 	if v.CapacityShards > 1 {
 		c, err := u.client.GetCapacity(ctx, eventID)
@@ -235,6 +213,38 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 	}
 	u.render(w, r, status, "event", page{Title: title, Session: sess, Data: v})
 	return nil
+}
+
+// tableQuery reads the request table's page from the event page's query
+// (order=&status=&limit=&cursor=&pos=): the listing's options and the position of
+// its first row.
+func tableQuery(q url.Values) (opts asyncevent.EventListOptions, pos int, err error) {
+	limit, err := queryInt(q, "limit")
+	if err != nil {
+		return opts, 0, err
+	}
+	if limit == 0 {
+		limit = defaultPageSize
+	}
+	if pos, err = queryInt(q, "pos"); err != nil {
+		return opts, 0, err
+	}
+	opts = asyncevent.EventListOptions{
+		Order:  asyncevent.Order(q.Get("order")),
+		Status: asyncevent.Status(q.Get("status")),
+		Limit:  limit,
+		Cursor: q.Get("cursor"),
+	}
+	if opts.Order == "" {
+		opts.Order = asyncevent.Ascending
+	}
+	if opts.Order != asyncevent.Ascending && opts.Order != asyncevent.Descending {
+		return opts, 0, newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "order must be asc or desc")
+	}
+	if opts.Status != "" && !opts.Status.Valid() {
+		return opts, 0, newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "status "+strconv.Quote(truncate(string(opts.Status), 40))+" is not a request status")
+	}
+	return opts, max(pos, 1), nil
 }
 
 // shardsOf lists the capacity shards of c, in shard order.
@@ -539,7 +549,8 @@ type requestPageView struct {
 	Logs        []logRow
 	LogsEnabled bool
 	Lease       string
-	HoldLeft    string // of a HELD request
+	HoldLeft    string     // of a HELD request
+	Place       *placeView // of a request waiting in line
 
 	// CanCancel is whether an operator may take the request's seat back: a
 	// SUCCEEDED FIRST_COME request. CancelError is a refused cancel's reason.
@@ -584,7 +595,7 @@ func (u *adminUI) renderRequest(w http.ResponseWriter, r *http.Request, sess *ui
 	if err != nil {
 		return err
 	}
-	v := requestPageView{R: req, LogsEnabled: len(logs) > 0, Steps: stepsOf(req), Logs: logRowsOf(logs), CancelError: refusal}
+	v := requestPageView{R: req, LogsEnabled: len(logs) > 0, Steps: stepsOf(req), Logs: logRowsOf(logs), CancelError: refusal, Place: placeOf(req.Queue)}
 	if ev, err := u.client.GetEvent(r.Context(), req.EventID); err == nil {
 		v.Event = ev
 	} else if !errors.Is(err, asyncevent.ErrEventNotFound) && !errors.Is(err, asyncevent.ErrNotFound) {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
@@ -21,6 +22,7 @@ type benchOptions struct {
 	rounds, n, clients, workers, warmup int
 	heatParticipations, heatWinners     int
 	heatPeak                            float64
+	poll                                pollOptions
 }
 
 func benchCmd() *command {
@@ -28,7 +30,7 @@ func benchCmd() *command {
 	return &command{
 		name: "bench",
 		summary: "measure the library's first-come ingest and worker against the same flows written on the raw SDK, " +
-			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; and the flows of an event with holds",
+			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; the flows of an event with holds; and what a poll of a waiting request costs",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every flow on both sides")
 			fs.IntVar(&o.n, "n", bench.DefaultN, "operations per flow, side and round")
@@ -38,6 +40,7 @@ func benchCmd() *command {
 			fs.IntVar(&o.heatParticipations, "heat-participations", 0, "participations in the heat run of each layout (default 2n; -1: no heat run)")
 			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default a quarter of the participations)")
 			fs.Float64Var(&o.heatPeak, "heat-peak", 20000, "the peak clicks/s whose derived layout (asyncevent.ShardsFor) the heat run measures beside the default one")
+			o.poll.register(fs)
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 0, ""); err != nil {
@@ -45,6 +48,9 @@ func benchCmd() *command {
 			}
 			if o.rounds < 1 || o.n < 2 || o.clients < 1 || o.workers < 1 {
 				return usagef("-rounds, -clients and -workers must be at least 1, -n at least 2")
+			}
+			if err := o.poll.check(); err != nil {
+				return err
 			}
 			stopLocal, err := e.startLocal(ctx)
 			if err != nil {
@@ -56,35 +62,31 @@ func benchCmd() *command {
 				return err
 			}
 			started := time.Now()
+			progress := func(format string, args ...any) {
+				fmt.Fprintf(e.stderr, "bench: "+format+"\n", args...)
+			}
 			rep, err := bench.Run(ctx, bench.Config{
 				DB: db, Table: e.table, Rounds: o.rounds, N: o.n, Clients: o.clients, Workers: o.workers, Warmup: o.warmup,
-				Progress: func(format string, args ...any) {
-					fmt.Fprintf(e.stderr, "bench: "+format+"\n", args...)
-				},
+				Progress: progress,
 			})
 			if err != nil {
 				return err
 			}
-			var heat []bench.LayoutHeat
-			if o.heatParticipations >= 0 {
-				for _, l := range []bench.Layout{bench.DefaultLayout, bench.LayoutFor(o.heatPeak)} {
-					h, err := bench.MeasureHeat(ctx, bench.HeatConfig{
-						DB: db, Table: e.table, Layout: l, Participations: cmp.Or(o.heatParticipations, 2*o.n), Winners: o.heatWinners,
-						Clients: o.clients, Workers: o.workers,
-						Progress: func(format string, args ...any) {
-							fmt.Fprintf(e.stderr, "bench: "+format+"\n", args...)
-						},
-					})
-					if err != nil {
-						return err
-					}
-					heat = append(heat, *h)
+			var poll *pollFlow
+			if o.poll.polls >= 0 {
+				if poll, err = measurePolls(ctx, db, e.table, o.poll, progress); err != nil {
+					return err
 				}
+			}
+			heat, err := o.measureHeat(ctx, db, e.table, progress)
+			if err != nil {
+				return err
 			}
 			out := benchOutput{
 				Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
 				DynamoDB: e.endpoint, DynamoDBSource: e.localSource, Queue: "in-memory queue",
-				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: acceptance(rep), Heat: heat,
+				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: append(acceptance(rep), pollAcceptance(poll)...), Heat: heat,
+				Poll: poll,
 			}
 			if e.json {
 				return e.printJSON(out)
@@ -108,6 +110,28 @@ type benchOutput struct {
 	// Heat is the heat of each event layout measured: its hottest partition key and
 	// the ceilings that key puts on one event on DynamoDB.
 	Heat []bench.LayoutHeat `json:"heat"`
+	// Poll is what a poll of a waiting request costs (-polls), on the library only.
+	Poll *pollFlow `json:"poll,omitempty"`
+}
+
+// measureHeat runs the heat run of the default layout and of the one derived for
+// -heat-peak; none with -heat-participations -1.
+func (o *benchOptions) measureHeat(ctx context.Context, db asyncevent.DynamoDB, table string, progress func(string, ...any)) ([]bench.LayoutHeat, error) {
+	var heat []bench.LayoutHeat
+	if o.heatParticipations < 0 {
+		return heat, nil
+	}
+	for _, l := range []bench.Layout{bench.DefaultLayout, bench.LayoutFor(o.heatPeak)} {
+		h, err := bench.MeasureHeat(ctx, bench.HeatConfig{
+			DB: db, Table: table, Layout: l, Participations: cmp.Or(o.heatParticipations, 2*o.n), Winners: o.heatWinners,
+			Clients: o.clients, Workers: o.workers, Progress: progress,
+		})
+		if err != nil {
+			return nil, err
+		}
+		heat = append(heat, *h)
+	}
+	return heat, nil
 }
 
 // check is one of the acceptance figures the bench is run for.
@@ -221,6 +245,9 @@ func (o benchOutput) writeText(w io.Writer) error {
 		return err
 	}
 	if err := writeHolds(w, r.Holds); err != nil {
+		return err
+	}
+	if err := writePoll(w, o.Poll); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nacceptance:")

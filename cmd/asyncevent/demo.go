@@ -150,9 +150,10 @@ type demo struct {
 	admin   *asyncevent.Client // unmetered: set-up, statistics, draw
 	ingest  *asyncevent.Client // through ingestMeter
 	workers *asyncevent.Client // through workerMeter
+	polls   *asyncevent.Client // the node answering the users' polls of their request, through pollMeter
 
-	ingestMeter, workerMeter *metered.Counter
-	heat                     *metered.Heat // under both meters
+	ingestMeter, workerMeter, pollMeter *metered.Counter
+	heat                                *metered.Heat // under both meters
 
 	queue     *bench.CountingQueue
 	queueDesc string
@@ -182,6 +183,10 @@ func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
 		return nil, err
 	}
 	if d.workers, err = asyncevent.New(d.workerMeter, opts); err != nil {
+		return nil, err
+	}
+	d.pollMeter = metered.NewCounter(db)
+	if d.polls, err = asyncevent.New(d.pollMeter, opts); err != nil {
 		return nil, err
 	}
 	if err := d.admin.CreateTable(ctx); err != nil {
@@ -335,6 +340,8 @@ type clicks struct {
 	errs              int
 	firstErr          error
 	submitted, newOne atomic.Int64
+	// onNew, if set, is told each new participation.
+	onNew func(asyncevent.Participation)
 }
 
 func newClicks() *clicks { return &clicks{newCost: metered.Counts{}, dupCost: metered.Counts{}} }
@@ -369,6 +376,9 @@ func (d *demo) submitAll(ctx context.Context, c *clicks, eventID string, users [
 					c.arrivals = append(c.arrivals, time.Since(start))
 				}
 				c.mu.Unlock()
+				if err == nil && !p.Duplicate && c.onNew != nil {
+					c.onNew(p)
+				}
 			}
 		})
 	}
@@ -478,16 +488,39 @@ func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 	users, distinct := o.schedule()
 	fmt.Fprintf(d.e.stderr, "first-come %s: capacity %s, %s clicks (%s users, %s repeat clicks) from %d clients, %d workers, %s\n",
 		eventID, formatInt(o.capacity), formatInt(o.submits), formatInt(distinct), formatInt(o.submits-distinct), o.clients, o.workers, d.queueDesc)
+	sp, err := d.spike(ctx, eventID, users, distinct)
+	if err != nil {
+		return nil, err
+	}
+	return d.firstComeReport(ctx, sp)
+}
 
-	start := time.Now()
-	t := newTracker(start)
+// spikeRun is what the first-come spike leaves for its report.
+type spikeRun struct {
+	eventID    string
+	distinct   int
+	start      time.Time
+	ingestTime time.Duration
+	t          *tracker
+	c          *clicks
+	line       *lineWatch
+	workerCost metered.Counts
+	sends      int64
+}
+
+// spike runs the first-come clicks against the workers while the waiting users poll
+// their place in line, until every new participation is final.
+func (d *demo) spike(ctx context.Context, eventID string, users []string, distinct int) (*spikeRun, error) {
+	o := d.o
+	sp := &spikeRun{eventID: eventID, distinct: distinct, start: time.Now(), c: newClicks(), line: newLineWatch(d.polls, eventID)}
+	t, c := newTracker(sp.start), sp.c
+	t.onFinal, c.onNew, sp.t = sp.line.finish, sp.line.queued, t
 	d.heat.Reset()
-	workerBefore, sendsBefore := d.workerMeter.Snapshot(), d.queue.Sends()
+	workerBefore, sendsBefore, pollsBefore := d.workerMeter.Snapshot(), d.queue.Sends(), d.pollMeter.Snapshot()
 	stopWorkers, err := d.startWorkers(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	c := newClicks()
 	var ingestDone atomic.Bool
 	stopProgress := startProgress(d.e.stderr, func() status {
 		submitted, final, expected := int(c.submitted.Load()), int(t.finals.Load()), distinct
@@ -499,49 +532,65 @@ func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 			detail: fmt.Sprintf("clicks %s/%s · final %s/%s · winners %s", formatInt(submitted), formatInt(o.submits),
 				formatInt(final), formatInt(expected), formatInt(int(t.won.Load())))}
 	})
-	d.submitAll(ctx, c, eventID, users, start)
-	ingestTime := time.Since(start)
+	stopPolls := sp.line.start(ctx)
+	d.submitAll(ctx, c, eventID, users, sp.start)
+	sp.ingestTime = time.Since(sp.start)
 	ingestDone.Store(true)
+	ferr := d.ingest.FlushProgress(ctx) // the last arrivals, for the polls, now rather than in a second
 	werr := waitFinal(ctx, t, int(c.newOne.Load()))
+	stopPolls()
 	stopProgress()
-	serr := stopWorkers()
-	if err := errors.Join(werr, serr); err != nil {
+	if err := errors.Join(werr, ferr, stopWorkers(), d.flushProgress(ctx)); err != nil {
 		return nil, err
 	}
 	if c.errs > 0 && c.newOne.Load() == 0 {
 		return nil, c.firstErr
 	}
-	t.mu.Lock()
-	endToEnd := t.lastFinal.Sub(start)
-	t.mu.Unlock()
-	workerCost := d.workerMeter.Snapshot().Sub(workerBefore)
-	sends := d.queue.Sends() - sendsBefore
+	sp.workerCost, sp.sends = d.workerMeter.Snapshot().Sub(workerBefore), d.queue.Sends()-sendsBefore
+	sp.line.cost = d.pollMeter.Snapshot().Sub(pollsBefore)
+	return sp, nil
+}
 
-	st, err := d.admin.EventStats(ctx, eventID)
+// flushProgress writes the progress the ingest and the workers counted, now rather
+// than at their next Options.ProgressEvery, so that the statistics read next are
+// complete.
+func (d *demo) flushProgress(ctx context.Context) error {
+	return errors.Join(d.ingest.FlushProgress(ctx), d.workers.FlushProgress(ctx))
+}
+
+// firstComeReport sums up the first-come spike from what it left and the event's
+// statistics.
+func (d *demo) firstComeReport(ctx context.Context, sp *spikeRun) (*firstComeReport, error) {
+	o, t, c := d.o, sp.t, sp.c
+	t.mu.Lock()
+	endToEnd := t.lastFinal.Sub(sp.start)
+	t.mu.Unlock()
+	st, err := d.admin.EventStats(ctx, sp.eventID)
 	if err != nil {
 		return nil, err
 	}
 	newN, dupN := int(c.newOne.Load()), len(c.dupLat)
 	all := append(slices.Clone(c.newLat), c.dupLat...)
 	r := &firstComeReport{
-		EventID: eventID, Capacity: o.capacity, Clicks: o.submits, Clients: o.clients, Workers: o.workers,
-		ScheduledRepeats:  o.submits - distinct,
+		EventID: sp.eventID, Capacity: o.capacity, Clicks: o.submits, Clients: o.clients, Workers: o.workers,
+		ScheduledRepeats:  o.submits - sp.distinct,
 		NewParticipations: newN, DuplicatesBlocked: dupN, IngestErrors: c.errs,
 		Winners: st.ByStatus[asyncevent.StatusSucceeded], ExpectedWinners: min(o.capacity, newN),
 		CapacityRemaining: st.CapacityRemaining,
 		Stats:             statsOf(st), fairness: st.Fairness, queueWait: st.QueueWait, processing: st.Processing,
 		Inversions: st.Fairness.Inversions, StrictOrder: d.strictOrder,
 		Latency: latencyOf(all), NewLatency: latencyOf(c.newLat), DupLatency: latencyOf(c.dupLat),
-		IngestSeconds: ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
-		PerParticipation: costOf(c.newCost, newN, int(sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),
+		IngestSeconds: sp.ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
+		PerParticipation: costOf(c.newCost, newN, int(sp.sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),
 		Messages: t.messages(), Outcomes: map[string]int{},
-		CapacityWrites: workerCost.Writes[asyncevent.EntityCapacity],
+		CapacityWrites: sp.workerCost.Writes[asyncevent.EntityCapacity],
+		Line:           sp.line.report(st.Queue, sp.start),
 	}
 	r.Heat = bench.LayoutHeatOf(bench.DefaultLayout, metered.CeilingOf(d.heat.Keys(), newN, r.Winners))
 	if c.firstErr != nil {
 		r.FirstIngestError = c.firstErr.Error()
 	}
-	r.PerMessage = costOf(workerCost, r.Messages, 0)
+	r.PerMessage = costOf(sp.workerCost, r.Messages, 0)
 	t.mu.Lock()
 	for k, n := range t.kinds {
 		r.Outcomes[string(k)] = n

@@ -315,7 +315,7 @@ func (d *demo) holds(ctx context.Context) (*holdsReport, error) {
 	serr := <-settled
 	settle := time.Since(start)
 	stopProgress()
-	if err := errors.Join(werr, serr, stopWorkers()); err != nil {
+	if err := errors.Join(werr, serr, stopWorkers(), d.flushProgress(ctx)); err != nil {
 		return nil, err
 	}
 	if c.errs > 0 && c.newOne.Load() == 0 {

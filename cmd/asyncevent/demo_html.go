@@ -141,6 +141,11 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 			{"fairness", formatFairness(fc.fairness)},
 			{"hottest keys", formatHottest(fc.Heat)},
 		}
+		if l := fc.Line; l != nil {
+			for _, r := range l.rows() {
+				d.FC = append(d.FC, row{"place in line: " + r.Label, r.Value})
+			}
+		}
 		d.Ceiling = "On DynamoDB " + ceilingSentence(fc.Heat) + "."
 	}
 	if h := r.Holds; h != nil {

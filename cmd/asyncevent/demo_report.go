@@ -68,6 +68,8 @@ type firstComeReport struct {
 	// Heat is the event's hottest partition key and the ceilings it puts on the event
 	// on DynamoDB, as bench reports them.
 	Heat bench.LayoutHeat `json:"heat"`
+	// Line is the place in line the waiting users were told, against the truth.
+	Line *lineReport `json:"line,omitempty"`
 
 	fairness   asyncevent.Fairness
 	queueWait  asyncevent.Durations
@@ -231,38 +233,7 @@ func (r *demoReport) writeText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, " · %s\n\n", r.Queue)
 	if fc := r.FirstCome; fc != nil {
-		fmt.Fprintf(w, "FIRST_COME %s: capacity %s\n", fc.EventID, formatInt(fc.Capacity))
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		verdict := "= capacity"
-		if fc.ExpectedWinners < fc.Capacity {
-			verdict = "= every participant, fewer than the capacity"
-		}
-		if fc.Winners != fc.ExpectedWinners {
-			verdict = fmt.Sprintf("WRONG: want %s", formatInt(fc.ExpectedWinners))
-		}
-		fmt.Fprintf(tw, "  clicks\t%s from %d clients, %s of them repeat clicks by the same user\n", formatInt(fc.Clicks), fc.Clients, formatInt(fc.ScheduledRepeats))
-		fmt.Fprintf(tw, "  new participations\t%s\n", formatInt(fc.NewParticipations))
-		fmt.Fprintf(tw, "  duplicates blocked\t%s (answered with the user's first requestId)\n", formatInt(fc.DuplicatesBlocked))
-		if fc.IngestErrors > 0 {
-			fmt.Fprintf(tw, "  failed clicks\t%s (first: %s)\n", formatInt(fc.IngestErrors), fc.FirstIngestError)
-		}
-		fmt.Fprintf(tw, "  winners\t%s %s (capacityRemaining %s)\n", formatInt(fc.Winners), verdict, formatInt(int(fc.CapacityRemaining)))
-		fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(fc.Stats.ByStatus))
-		fmt.Fprintf(tw, "  result codes\t%s\n", formatCounts(fc.Stats.ByResultCode))
-		fmt.Fprintf(tw, "  ingest latency\t%s (new %s; duplicate %s)\n", fc.Latency, fc.NewLatency, fc.DupLatency)
-		fmt.Fprintf(tw, "  queue wait\t%s\n", formatDurations(fc.queueWait))
-		fmt.Fprintf(tw, "  processing\t%s\n", formatDurations(fc.processing))
-		fmt.Fprintf(tw, "  end to end\t%s from the first click to the last result (clicks answered in %s)\n",
-			formatSeconds(fc.EndToEndSeconds), formatSeconds(fc.IngestSeconds))
-		fmt.Fprintf(tw, "  per new participation\t%s\n", fc.PerParticipation)
-		fmt.Fprintf(tw, "  per duplicate click\t%s\n", fc.PerDuplicate)
-		fmt.Fprintf(tw, "  per message\t%s (%s messages, %d workers)\n", fc.PerMessage, formatInt(fc.Messages), fc.Workers)
-		fmt.Fprintf(tw, "  CAPACITY writes\t%s: %s seats + %s tries by workers that had not yet seen the sell-out\n",
-			formatInt(fc.CapacityWrites), formatInt(fc.Winners), formatInt(fc.CapacityWrites-fc.Winners))
-		fmt.Fprintf(tw, "  fairness\t%s\n", formatFairness(fc.fairness))
-		fmt.Fprintf(tw, "  hottest keys\t%s\n", formatHottest(fc.Heat))
-		fmt.Fprintf(tw, "  on DynamoDB\t%s\n", ceilingSentence(fc.Heat))
-		if err := tw.Flush(); err != nil {
+		if err := fc.writeText(w); err != nil {
 			return err
 		}
 	}
@@ -293,6 +264,48 @@ func (r *demoReport) writeText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "\nverdict: %s\ntotal %s\n", r.verdict(), formatSeconds(r.TotalSeconds))
 	return err
+}
+
+// writeText prints the first-come event's part of the report.
+func (fc *firstComeReport) writeText(w io.Writer) error {
+	fmt.Fprintf(w, "FIRST_COME %s: capacity %s\n", fc.EventID, formatInt(fc.Capacity))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	verdict := "= capacity"
+	if fc.ExpectedWinners < fc.Capacity {
+		verdict = "= every participant, fewer than the capacity"
+	}
+	if fc.Winners != fc.ExpectedWinners {
+		verdict = fmt.Sprintf("WRONG: want %s", formatInt(fc.ExpectedWinners))
+	}
+	fmt.Fprintf(tw, "  clicks\t%s from %d clients, %s of them repeat clicks by the same user\n", formatInt(fc.Clicks), fc.Clients, formatInt(fc.ScheduledRepeats))
+	fmt.Fprintf(tw, "  new participations\t%s\n", formatInt(fc.NewParticipations))
+	fmt.Fprintf(tw, "  duplicates blocked\t%s (answered with the user's first requestId)\n", formatInt(fc.DuplicatesBlocked))
+	if fc.IngestErrors > 0 {
+		fmt.Fprintf(tw, "  failed clicks\t%s (first: %s)\n", formatInt(fc.IngestErrors), fc.FirstIngestError)
+	}
+	fmt.Fprintf(tw, "  winners\t%s %s (capacityRemaining %s)\n", formatInt(fc.Winners), verdict, formatInt(int(fc.CapacityRemaining)))
+	fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(fc.Stats.ByStatus))
+	fmt.Fprintf(tw, "  result codes\t%s\n", formatCounts(fc.Stats.ByResultCode))
+	fmt.Fprintf(tw, "  ingest latency\t%s (new %s; duplicate %s)\n", fc.Latency, fc.NewLatency, fc.DupLatency)
+	fmt.Fprintf(tw, "  queue wait\t%s\n", formatDurations(fc.queueWait))
+	fmt.Fprintf(tw, "  processing\t%s\n", formatDurations(fc.processing))
+	fmt.Fprintf(tw, "  end to end\t%s from the first click to the last result (clicks answered in %s)\n",
+		formatSeconds(fc.EndToEndSeconds), formatSeconds(fc.IngestSeconds))
+	fmt.Fprintf(tw, "  per new participation\t%s\n", fc.PerParticipation)
+	fmt.Fprintf(tw, "  per duplicate click\t%s\n", fc.PerDuplicate)
+	fmt.Fprintf(tw, "  per message\t%s (%s messages, %d workers)\n", fc.PerMessage, formatInt(fc.Messages), fc.Workers)
+	fmt.Fprintf(tw, "  CAPACITY writes\t%s: %s seats + %s tries by workers that had not yet seen the sell-out\n",
+		formatInt(fc.CapacityWrites), formatInt(fc.Winners), formatInt(fc.CapacityWrites-fc.Winners))
+	fmt.Fprintf(tw, "  fairness\t%s\n", formatFairness(fc.fairness))
+	fmt.Fprintf(tw, "  hottest keys\t%s\n", formatHottest(fc.Heat))
+	fmt.Fprintf(tw, "  on DynamoDB\t%s\n", ceilingSentence(fc.Heat))
+	if l := fc.Line; l != nil {
+		fmt.Fprintf(tw, "  place in line\tas the waiting users polled it, against what happened:\n")
+		for _, row := range l.rows() {
+			fmt.Fprintf(tw, "    %s\t%s\n", row.Label, row.Value)
+		}
+	}
+	return tw.Flush()
 }
 
 func formatSeconds(s float64) string {

@@ -56,6 +56,19 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	// share may round to nothing and is then not printed.
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  per new participation\s+3\.\d\d calls \((GetItem 0\.\d\d \+ )?PutItem 2\.00 \+ UpdateItem 1\.00\)`), out)
 	assert.Contains(t, out, "fairness")
+	// The place in line the waiting users were told, against the truth. So small a
+	// spike may leave no poll 50 or more from the front: then it says so.
+	for _, line := range []string{
+		`  place in line\s+as the waiting users polled it, against what happened:`,
+		`    polls of the line\s+[\d,]+ GetRequest calls by users waiting \(20 every 250ms, spread over the line\), [\d,]+ told a place in line(; per poll: DynamoDB calls [\d.]+ \(GetItem [\d.]+( \+ Query [\d.]+)?\) · [\d.]+ RCU)?`,
+		`    position told\s+(off by [\d.]+% median, [\d.]+% p90 of the true number ahead, over [\d,]+ polls|not compared: no poll had 50 or more requests truly ahead) ` +
+			`\(fewer than 50 ahead are left out: near the front a few requests either way are a large share\)`,
+		`    wait told\s+(off by [\d.]+% median, [\d.]+% p90 of the true wait \(until a worker finished the request\), over [\d,]+ of those polls|not compared: no poll with 50 or more ahead was told a wait)(; [\d,]+ told no wait: no rate measured yet)?`,
+		`    line\s+peak [\d,]+ requests? waiting at \+\S+ · the workers finished [\d.]+ requests/s on average · ` +
+			`(no line to drain seen by a poll|at the deepest line a poll saw \(\+\S+: [\d,]+ requests? waiting, told [\d,]+\) the drain time told was \S+, it took \S+)`,
+	} {
+		assert.Regexp(t, `(?m)^`+line+`$`, out)
+	}
 	verdict := `(every promise held|the promises held; [\d,]+ inversions? of queue order, which a standard queue allows and this report counts \(strict order needs a FIFO queue\))`
 	assert.Regexp(t, `(?m)^verdict: `+verdict+`$`, out)
 
@@ -73,6 +86,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Regexp(t, `<h2>First come with holds: demo-holds-\S+</h2>`, page)
 	assert.Contains(t, page, "<tr><td>seats</td><td>ok: confirmed 10 ≤ capacity 10;")
 	assert.Contains(t, page, "<tr><td>waitlisted at close</td><td>34 still waiting")
+	assert.Contains(t, page, "<tr><td>place in line: position told</td><td>")
 	assert.NotRegexp(t, `(?i)(src|href)\s*=`, page, "self-contained: no external assets")
 }
 
@@ -129,6 +143,15 @@ func TestDemoJSON(t *testing.T) {
 	assert.Equal(t, 5, fc.Heat.Winners)
 	assert.InDelta(t, 1000/fc.Heat.HottestWCUPerParticipation, fc.Heat.CeilingParticipationsPerSec, 1e-6)
 	assert.Positive(t, fc.Heat.CeilingWinnersPerSec)
+	// The users' polls of their place in line, and the line from the event's progress.
+	require.NotNil(t, fc.Line)
+	assert.Equal(t, 20, fc.Line.PollsPerTick)
+	assert.Equal(t, 250.0, fc.Line.PollEveryMs)
+	assert.Equal(t, 50, fc.Line.MinAhead)
+	assert.LessOrEqual(t, fc.Line.Placed, fc.Line.Polls)
+	assert.Zero(t, fc.Line.PollErrors)
+	assert.LessOrEqual(t, fc.Line.PeakDepth, int64(48))
+	assert.NotNil(t, fc.Stats.Queue, "a first-come event's line, in its statistics")
 
 	// 24 users for 4 seats: 2 holds paid for, 1 given up, 1 lapsed; its seat and the
 	// given-up one went to the first 2 of the 20 waitlisted, who paid.
@@ -189,7 +212,8 @@ func TestBench(t *testing.T) {
 	var rep benchOutput
 	// 400 participations in each heat run: about 4 for each of the derived layout's
 	// 100 index shards, so that their mean is not one click's.
-	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1", "-heat-participations", "400")
+	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1", "-heat-participations", "400",
+		"-polls", "400", "-poll-clients", "20", "-poll-backlog", "50")
 	require.NotNil(t, rep.Report)
 	require.Len(t, rep.Report.Flows, 6, "with the sold-out flow at 99 capacity shards")
 	assert.Equal(t, bench.FlowIngestNew, rep.Report.Flows[0].Name)
@@ -198,7 +222,7 @@ func TestBench(t *testing.T) {
 		assert.Positive(t, fl.Baseline.Median, fl.Name)
 		assert.Positive(t, fl.Ratio, fl.Name)
 	}
-	require.Len(t, rep.Acceptance, 11, "with the two of an event with holds")
+	require.Len(t, rep.Acceptance, 12, "with the two of an event with holds and the poll's")
 	byName := map[string]check{}
 	for _, c := range rep.Acceptance {
 		byName[c.Name] = c
@@ -213,6 +237,23 @@ func TestBench(t *testing.T) {
 	assert.InDelta(t, 1.0, winHolds.Value, 1e-9, "one capacity shard: the winner's calls exactly, and the Hold item's put")
 	loseHolds := byName["DynamoDB calls per loser with holds once the worker knows it is sold out = 2 (a look at the home shard, one write to WAITLISTED), as without holds"]
 	assert.True(t, loseHolds.OK, loseHolds.Shown)
+	poll := byName["DynamoDB calls per poll of a waiting request ≈ 1 (the GetItem of its request; the event's progress read once a second per node)"]
+	assert.True(t, poll.OK, poll.Shown)
+
+	// The poll flow: 400 polls of the 40 requests of 50 that wait, each read once a
+	// poll; the CONFIG once, the event's progress once a second.
+	p := rep.Poll
+	require.NotNil(t, p)
+	assert.Equal(t, 400, p.Polls)
+	assert.Equal(t, 40, p.Waiting)
+	assert.Equal(t, 400, p.Placed, "every request polled waits in line")
+	assert.Equal(t, 1.0, p.RequestReads)
+	assert.LessOrEqual(t, p.ConfigReads*400, 1+p.Seconds/5, "once per Options.EventCacheTTL (5s)")
+	assert.Positive(t, p.ProgressReads)
+	assert.LessOrEqual(t, float64(p.ProgressReads), p.Seconds+1, "one Query a second of the event's one progress partition")
+	assert.InDelta(t, 1.0, p.PerPoll.Calls, 0.05)
+	assert.InDelta(t, p.PerPoll.Calls, p.PerPoll.ByCall["GetItem"]+p.PerPoll.ByCall["Query"], 1e-9, "reads only")
+	assert.Positive(t, p.PerPoll.RCU)
 
 	// The flows of an event with holds, in -json as report.holds.
 	holds := rep.Report.Holds
@@ -251,13 +292,15 @@ func TestBench(t *testing.T) {
 	assert.GreaterOrEqual(t, d.CeilingWinnersPerSec, 5000.0)
 	assert.Equal(t, "units", d.WinnersBound)
 
-	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1")
+	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1", "-polls", "100", "-poll-backlog", "20")
 	assert.Contains(t, out, "library/baseline")
 	assert.Contains(t, out, "acceptance:")
 	assert.Contains(t, out, "holds (EventConfig.HoldFor 10s; the library only, the baseline has none), per operation:")
 	assert.Regexp(t, `(?m)^  holds: worker, first-come winner \(HELD, its Hold item\)\s+[\d.]+\s+[\d.]+ \(.*PutItem 1\.00 .*\)\s.* HOLD 1\.00 .*\+1\.00 calls, .* \(worker, first-come winner\)$`, out)
 	assert.Regexp(t, `(?m)^  holds: SweepHolds, per seat handed on to the waitlist\s+[\d.]+\s+[\d.]+ \(.*TransactWriteItems 1\.00.*\)`, out)
 	assert.Regexp(t, `(?m)^  ceiling: about [\d,]+ participations/s per event \(GSI2:EVENT#\S+ at [\d.]+ WCU per participation\), [\d,]+ winners/s \(1 capacity item × [\d,]+ claims/s, by their units \([\d.]+ WCU per claim on table:EVENT#\S+; no transaction holds a capacity item\)\)$`, out)
+	assert.Regexp(t, `(?m)^poll of a waiting request \(GetRequest with its place in line; the library only\): 100 polls from 50 goroutines on one client, over 16 waiting requests of an event of 20, in \S+ \([\d,]+ polls/s\)\n`+
+		`  per poll: DynamoDB calls 1\.\d\d \(GetItem 1\.\d\d \+ Query 0\.\d\d\) · [\d.]+ RCU · 1\.000 GetItem of the request · 0\.0\d+ of the event's CONFIG; the event's progress read \d+ times \(Query\)$`, out)
 	var decoded map[string]any
 	assert.Error(t, json.Unmarshal([]byte(out), &decoded), "human output by default")
 }

@@ -13,19 +13,22 @@ import (
 
 func requestGetCmd() *command {
 	return &command{
-		name:    "request get",
-		args:    "REQUEST_ID",
-		summary: "show one request (GetItem REQ#<requestId> / META); of a HELD one, the time left on its hold",
+		name: "request get",
+		args: "REQUEST_ID",
+		summary: "show one request (GetItem REQ#<requestId> / META); of a waiting one, its place in line and wait " +
+			"(from the event's progress); of a HELD one, the time left on its hold",
 		run: withID("REQUEST_ID", func(ctx context.Context, e *env, c *asyncevent.Client, requestID string) error {
 			r, err := c.GetRequest(ctx, requestID)
 			if err != nil {
 				return err
 			}
 			if e.json {
-				return e.printJSON(itemJSON(r))
+				return e.printJSON(requestJSON(r))
 			}
-			if line := holdLine(r, time.Now()); line != "" {
-				fmt.Fprintf(e.stdout, "%s\n\n", line)
+			for _, line := range []string{placeLine(r.Queue), holdLine(r, time.Now())} {
+				if line != "" {
+					fmt.Fprintf(e.stdout, "%s\n\n", line)
+				}
 			}
 			return printItem(e.stdout, r)
 		}),

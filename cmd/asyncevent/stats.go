@@ -20,6 +20,8 @@ type statsJSON struct {
 	Processing        durationsJSON  `json:"processing"`
 	Fairness          fairnessJSON   `json:"fairness"`
 	Holds             *holdStatsJSON `json:"holds,omitempty"`
+	// Queue is the line of a FIRST_COME event from its progress: depth, rate, drain time.
+	Queue *queueJSON `json:"queue,omitempty"`
 }
 
 // holdStatsJSON is asyncevent.HoldStats for scripts.
@@ -47,6 +49,7 @@ func statsOf(st *asyncevent.EventStats) statsJSON {
 		CapacityTotal: st.CapacityTotal, CapacityRemaining: st.CapacityRemaining,
 		QueueWait: durationsOf(st.QueueWait), Processing: durationsOf(st.Processing),
 		Fairness: fairnessJSON{Inversions: st.Fairness.Inversions, MaxGapMs: ms(st.Fairness.MaxGap)},
+		Queue:    queueOf(st.Queue),
 	}
 	for s, n := range st.ByStatus {
 		out.ByStatus[string(s)] = n
@@ -78,9 +81,10 @@ func formatFairness(f asyncevent.Fairness) string {
 
 func statsCmd() *command {
 	return &command{
-		name:    "stats",
-		args:    "EVENT_ID",
-		summary: "an event's statistics: requests by status and result, capacity, holds and waitlist, queue wait, fairness (Query GSI2)",
+		name: "stats",
+		args: "EVENT_ID",
+		summary: "an event's statistics: requests by status and result, capacity, holds and waitlist, queue wait, fairness (Query GSI2); " +
+			"of a first-come event its line: depth, rate, drain time (Query of its progress)",
 		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
 			st, err := c.EventStats(ctx, eventID)
 			if err != nil {
@@ -103,6 +107,9 @@ func statsCmd() *command {
 				fmt.Fprintf(tw, "waitlist\t%s waiting\n", formatInt(h.Waitlisted))
 				fmt.Fprintf(tw, "seats given back\t%s: %s handed to the waitlist, %s not yet\n",
 					formatInt(int(h.SeatsReturned)), formatInt(int(h.SeatsServed)), formatInt(int(h.SeatsWaiting)))
+			}
+			if st.Queue != nil {
+				fmt.Fprintf(tw, "queue\t%s\n", formatQueue(st.Queue))
 			}
 			fmt.Fprintf(tw, "queue wait\t%s\n", formatDurations(st.QueueWait))
 			fmt.Fprintf(tw, "processing\t%s\n", formatDurations(st.Processing))

@@ -100,6 +100,13 @@ type LayoutHeat struct {
 	WinnersBound                 string  `json:"winners_bound"`
 	CeilingWinnersPerSec         float64 `json:"ceiling_winners_per_s"`
 
+	// ProgressKey is the event's progress partitions (their mean), which every node
+	// writes once a second per event it counts in, whatever the clicks: this run's
+	// nodes' peak WCU a second on one of them (ProgressPeakWCU), against the
+	// metered.KeyWCULimit each takes.
+	ProgressKey     string  `json:"progress_key,omitempty"`
+	ProgressPeakWCU float64 `json:"progress_peak_wcu"`
+
 	// Ceiling has the details: the hottest key of the table and of each GSI, the
 	// capacity key.
 	Ceiling metered.Ceiling `json:"-"`
@@ -109,14 +116,19 @@ type LayoutHeat struct {
 
 // LayoutHeatOf makes the LayoutHeat of a layout from its Ceiling.
 func LayoutHeatOf(l Layout, c metered.Ceiling) LayoutHeat {
-	return LayoutHeat{
+	h := LayoutHeat{
 		Layout: l.Name, IndexShards: l.IndexShards, CapacityShards: l.CapacityShards,
 		Participations: c.Participations, Winners: c.Winners,
 		HottestKey: c.HottestKey.String(), HottestWCUPerParticipation: c.WCUPerParticipation,
 		CeilingParticipationsPerSec: c.ParticipationsPerSec, CeilingWinnersPerSec: c.WinnersPerSec,
 		CapacityClaimsPerSecPerShard: c.ClaimsPerSecPerShard, WinnersBound: c.WinnersBound,
-		Ceiling: c,
+		ProgressPeakWCU: c.ProgressKey.PeakWCU,
+		Ceiling:         c,
 	}
+	if c.ProgressKey.Key != "" {
+		h.ProgressKey = c.ProgressKey.String()
+	}
+	return h
 }
 
 // MeasureHeat runs one FIRST_COME event of cfg.Layout as a spike (Participations users

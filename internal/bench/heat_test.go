@@ -54,7 +54,10 @@ func TestMeasureHeatFindsTheEventsGSI2KeyHottest(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"layout", "index_shards", "capacity_shards", "participations", "winners",
 		"hottest_key", "hottest_wcu_per_participation", "ceiling_participations_per_s", "capacity_claims_per_s_per_shard", "winners_bound",
-		"ceiling_winners_per_s"}, keys)
+		"ceiling_winners_per_s", "progress_key", "progress_peak_wcu"}, keys)
+	assert.Contains(t, h.ProgressKey, "#PROGRESS#", "the progress partitions are shown apart")
+	assert.Positive(t, h.ProgressPeakWCU)
+	assert.Less(t, h.ProgressPeakWCU, 10.0, "a write a second per node and event, not per participation")
 }
 
 // The layout ShardsFor derives for 20,000 clicks/s (100 index shards, 13 capacity

@@ -186,19 +186,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	lib, raw := &side{name: "lib"}, &side{name: "raw"}
 	for _, sd := range []*side{lib, raw} {
 		sd.counter = metered.NewCounter(cfg.DB)
-		c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table})
+		c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table, ProgressEvery: -1})
 		if err != nil {
 			return nil, err
 		}
 		sd.client = c
-		if sd.other, err = asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table, DuplicateCacheSize: -1}); err != nil {
+		if sd.other, err = asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table, DuplicateCacheSize: -1, ProgressEvery: -1}); err != nil {
 			return nil, err
 		}
 		sd.raw = &Baseline{DB: sd.counter, Table: cfg.Table}
 		sd.results = map[string]*measured{}
 	}
 	lib.holdsClock = &holdsClock{}
-	h, err := asyncevent.New(lib.counter, asyncevent.Options{TableName: cfg.Table, Clock: lib.holdsClock.now})
+	h, err := asyncevent.New(lib.counter, asyncevent.Options{TableName: cfg.Table, Clock: lib.holdsClock.now, ProgressEvery: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -490,7 +490,7 @@ func workerSoldOutSharded(ctx context.Context, cfg Config, sd *side, st *roundSt
 		return func(ctx context.Context, d asyncevent.Delivery) error {
 			p := p
 			if fresh { // a worker node new to the event: no cached CONFIG, no memory of shards
-				c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table})
+				c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table, ProgressEvery: -1})
 				if err != nil {
 					return err
 				}

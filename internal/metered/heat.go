@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -607,6 +608,10 @@ type Ceiling struct {
 	Hottest map[string]KeyHeat `json:"hottest"`
 	// HottestKey is the one of them with the most WCU.
 	HottestKey KeyHeat `json:"hottestKey"`
+	// ProgressKey is the event's progress partitions (EVENT#<eventId>#PROGRESS#<shard>,
+	// their mean): each node writes them once a second per event, not per
+	// participation, so they are left out of the keys above and shown apart.
+	ProgressKey KeyHeat `json:"progressKey"`
 	// WCUPerParticipation is HottestKey's WCU per participation, and
 	// ParticipationsPerSec the rate at which it would take KeyWCULimit.
 	WCUPerParticipation  float64 `json:"wcuPerParticipation"`
@@ -659,6 +664,10 @@ func CeilingWithHold(keys []KeyHeat, participations, winners int, hold time.Dura
 		if k.Key == UnknownKey || k.WCU == 0 {
 			continue
 		}
+		if strings.Contains(k.Key, "#PROGRESS#") {
+			c.ProgressKey = k
+			continue
+		}
 		if h, ok := c.Hottest[k.Index]; !ok || k.WCU > h.WCU {
 			c.Hottest[k.Index] = k
 		}
@@ -701,7 +710,7 @@ func (c *Ceiling) claimBounds(hold time.Duration) {
 // shardKey matches the keys of a shard: an event's GSI2 partition
 // EVENT#<eventId>#<shard>, a capacity shard's partition key
 // EVENT#<eventId>#CAPACITY#<shard>.
-var shardKey = regexp.MustCompile(`^(EVENT#[^#]+#(?:CAPACITY#)?)[0-9]+$`)
+var shardKey = regexp.MustCompile(`^(EVENT#[^#]+#(?:CAPACITY#|PROGRESS#)?)[0-9]+$`)
 
 // meanOfShards replaces the shards of each key by one KeyHeat, their mean.
 func meanOfShards(keys []KeyHeat) []KeyHeat {

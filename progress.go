@@ -1,0 +1,633 @@
+package asyncevent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// An event's progress: how many of its requests arrived, and how many the workers
+// reached, in each tenth of a second, so that a poll of a request that waits in line
+// can say how many wait before it and for how long (docs/design.md, "A place in
+// line").
+//
+// Every node counts what it does in memory and writes its counts once per
+// Options.ProgressEvery: one UpdateItem per second of counts (ADD of ten tenths of
+// arrivals, a0 … a9, and of ten tenths of requests reached, d0 … d9) on one of the
+// event's progress partitions, EVENT#<eventId>#PROGRESS#<p>, SK T#<unix second>; the
+// node's p is fixed at random, so that the nodes spread over the event's
+// progressShards partitions. A reader queries each partition and keeps what it read
+// for Options.ProgressCacheTTL, so thousands of polls a second cost a node one read
+// of each partition a second, and each poll only the GetItem of its request.
+
+// progressSlots is the tenths of a second of a progress item.
+const progressSlots = 10
+
+// progressShardsPer is the index shards of an event per progress partition: the
+// progress partitions take a write per node a second, not per click.
+const progressShardsPer = 8
+
+// progressShards is the number of the event's progress partitions.
+func progressShards(cfg *EventConfig) int {
+	return max(1, (max(cfg.IndexShards, 1)+progressShardsPer-1)/progressShardsPer)
+}
+
+// The defaults of the progress options.
+const (
+	defaultProgressEvery    = time.Second
+	defaultProgressCacheTTL = time.Second
+	// progressTTL is how long a progress item is kept.
+	progressTTL = 7 * 24 * time.Hour
+)
+
+const skProgress = "T"
+
+// progressKey is the key of one second of an event's progress on partition shard:
+// PK EVENT#<eventId>#PROGRESS#<shard>, SK T#<10-digit unix second>.
+type progressKey struct {
+	eventID string
+	shard   int
+	second  int64
+}
+
+func (k progressKey) key() Key {
+	return Key{PK: progressPK(k.eventID, k.shard), SK: skProgress + sep + fmt.Sprintf("%010d", k.second)}
+}
+
+func progressPK(eventID string, shard int) string {
+	return eventPK(eventID) + sep + "PROGRESS" + sep + strconv.Itoa(shard)
+}
+
+// parseProgressKey reads the key of a progress item.
+func parseProgressKey(key Key) (progressKey, error) {
+	parts, err := splitKey("progress PK", key.PK, prefixEvent, 4)
+	if err != nil {
+		return progressKey{}, err
+	}
+	shard, err := strconv.Atoi(parts[3])
+	if err != nil || parts[2] != "PROGRESS" || shard < 0 || strconv.Itoa(shard) != parts[3] {
+		return progressKey{}, malformed("progress key", key.PK, "want EVENT#<eventId>#PROGRESS#<shard>")
+	}
+	sk, err := splitKey("progress SK", key.SK, skProgress, 2)
+	if err != nil {
+		return progressKey{}, err
+	}
+	second, err := strconv.ParseInt(sk[1], 10, 64)
+	if err != nil || len(sk[1]) != 10 || second < 0 {
+		return progressKey{}, malformed("progress key", key.SK, "want T#<10-digit unix second>")
+	}
+	return progressKey{eventID: parts[1], shard: shard, second: second}, nil
+}
+
+// The params of the progress row: a0 … a9 and d0 … d9, the counts of each tenth.
+var (
+	arrivedSlots       = slotNames("a")
+	reachedSlots       = slotNames("d")
+	pProgressTTL param = "progressTtl"
+)
+
+func slotNames(prefix string) [progressSlots]string {
+	var names [progressSlots]string
+	for i := range names {
+		names[i] = prefix + strconv.Itoa(i)
+	}
+	return names
+}
+
+// progressRow adds a node's counts of one second to its progress item.
+var progressRow = row{
+	name: "progress counted", method: "FlushProgress", item: EntityProgress, op: opUpdate,
+	sets: []set{setIfMissing(attrEntityType, pEntityType), setIfMissing(attrEventID, pEventID), setIfMissing(attrTTL, pProgressTTL)},
+	adds: progressAdds(),
+}
+
+func progressAdds() []set {
+	var adds []set
+	for _, names := range [][progressSlots]string{arrivedSlots, reachedSlots} {
+		for _, n := range names {
+			adds = append(adds, set{n, expression.Value(param(n))})
+		}
+	}
+	return adds
+}
+
+// progressCounts is what a node counted of one second of one event.
+type progressCounts struct {
+	arrived, reached [progressSlots]int64
+}
+
+// progressSecond names one second of one event's counts.
+type progressSecond struct {
+	eventID string
+	second  int64
+}
+
+// progressMeter counts what a node does for each event and writes it.
+type progressMeter struct {
+	c     *Client
+	every time.Duration
+	node  int // the node's progress partition, modulo the event's progressShards
+
+	mu      sync.Mutex
+	pending map[progressSecond]*progressCounts
+	armed   bool       // a flush is due
+	flushMu sync.Mutex // one flush at a time
+}
+
+func newProgressMeter(c *Client, every time.Duration) *progressMeter {
+	return &progressMeter{c: c, every: every, node: rand.IntN(1 << 20), pending: map[progressSecond]*progressCounts{}}
+}
+
+// arrived counts a request of eventID queued at.
+func (m *progressMeter) arrived(eventID string, at EpochMillis) {
+	m.count(eventID, at, func(p *progressCounts, slot int) { p.arrived[slot]++ })
+}
+
+// reached counts a request of eventID a worker finished at.
+func (m *progressMeter) reached(eventID string, at EpochMillis) {
+	m.count(eventID, at, func(p *progressCounts, slot int) { p.reached[slot]++ })
+}
+
+func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progressCounts, int)) {
+	if m == nil || at <= 0 {
+		return
+	}
+	k := progressSecond{eventID: eventID, second: int64(at) / 1000}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.pending[k]
+	if p == nil {
+		p = &progressCounts{}
+		m.pending[k] = p
+	}
+	add(p, int(int64(at)%1000)/(1000/progressSlots))
+	if !m.armed {
+		m.armed = true
+		time.AfterFunc(m.every, func() { _ = m.flush(context.Background()) })
+	}
+}
+
+// flush writes every count pending, a write per event and second; what a write could
+// not store stays pending for the next flush.
+func (m *progressMeter) flush(ctx context.Context) error {
+	if m == nil {
+		return nil // progress not counted
+	}
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
+	m.mu.Lock()
+	batch := m.pending
+	m.pending = map[progressSecond]*progressCounts{}
+	m.armed = false
+	m.mu.Unlock()
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for k, p := range batch { // at once: a late write makes every reader's rate too low
+		wg.Go(func() {
+			if err := m.write(ctx, k, p); err != nil {
+				m.putBack(k, p)
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// putBack returns counts a write could not store to the pending ones, and arms the
+// next flush.
+func (m *progressMeter) putBack(k progressSecond, p *progressCounts) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.pending[k]
+	if cur == nil {
+		cur = &progressCounts{}
+		m.pending[k] = cur
+	}
+	for i := range progressSlots {
+		cur.arrived[i] += p.arrived[i]
+		cur.reached[i] += p.reached[i]
+	}
+	if !m.armed {
+		m.armed = true
+		time.AfterFunc(m.every, func() { _ = m.flush(context.Background()) })
+	}
+}
+
+// write adds one second's counts to the node's progress item of the event.
+func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progressCounts) error {
+	cfg, err := m.c.cachedEvent(ctx, k.eventID)
+	if err != nil {
+		return err
+	}
+	key := progressKey{eventID: k.eventID, shard: m.node % progressShards(cfg), second: k.second}
+	a := args{pEntityType: EntityProgress, pEventID: k.eventID, pProgressTTL: time.Unix(k.second, 0).Add(progressTTL).Unix()}
+	for i := range progressSlots {
+		a[param(arrivedSlots[i])] = p.arrived[i]
+		a[param(reachedSlots[i])] = p.reached[i]
+	}
+	if err := m.c.do(ctx, txOptions{}, []write{{row: &progressRow, key: key.key(), args: a}}); err != nil {
+		return fmt.Errorf("progress of %s: %w", k.eventID, err)
+	}
+	return nil
+}
+
+// FlushProgress writes the counts of the event's progress this client holds now,
+// rather than at the next Options.ProgressEvery: the "progress counted" row, one
+// UpdateItem per event and second counted (PK EVENT#<eventId>#PROGRESS#<p>, SK
+// T#<unix second>, ADD a0 … a9 and d0 … d9, the arrivals and the requests reached in
+// each tenth of the second; no condition). Call it before a process that counted
+// (ingest, a worker) ends, such as at the end of a Lambda invocation.
+func (c *Client) FlushProgress(ctx context.Context) error {
+	return c.progress.flush(ctx)
+}
+
+// progressView is what a node read of one event's progress: the counts by tenth of
+// a second over the last progressSpan at most, cumulative, on top of the counts
+// before it.
+type progressView struct {
+	readAt time.Time
+	first  int64      // the first tenth held (unix tenths of a second)
+	base   [2]int64   // the arrivals and the requests reached before first
+	cum    [2][]int64 // cum[k][i]: the count k (arrived, reached) before tenth first+i+1
+}
+
+// The counts of a view.
+const (
+	arrivals = 0
+	finished = 1
+)
+
+// progressSpan is the span of an event's progress a node holds by tenth of a second:
+// the line's last quarter of an hour, which bounds what a refresh rebuilds and what
+// QueueStats.Series holds, however long the event runs. The counts before it are
+// kept as two sums; a request that has waited longer than the span is placed as if it
+// had arrived at the span's start, which can only say more ahead than there are.
+const progressSpan = 15 * time.Minute
+
+// readProgress reads the progress items of the event from the second since on: a
+// Query of each of its progress partitions (SK ≥ T#<since>), all pages.
+func (c *Client) readProgress(ctx context.Context, cfg *EventConfig, since int64) (map[int64][2]int64, error) {
+	tenths := map[int64][2]int64{}
+	from := progressKey{eventID: cfg.EventID, second: since}.key().SK
+	for shard := range progressShards(cfg) {
+		key := expression.Key(attrPK).Equal(expression.Value(progressPK(cfg.EventID, shard))).
+			And(expression.Key(attrSK).GreaterThanEqual(expression.Value(from)))
+		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
+		if err != nil {
+			return nil, err
+		}
+		for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("read the progress of %s: %w", cfg.EventID, err)
+			}
+			for _, raw := range page.Items {
+				var head Key
+				if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
+					return nil, err
+				}
+				k, err := parseProgressKey(head)
+				if err != nil {
+					return nil, err
+				}
+				slots := slotCounts(raw)
+				for i := range progressSlots {
+					t := tenths[k.second*progressSlots+int64(i)]
+					t[0] += slots[arrivedSlots[i]]
+					t[1] += slots[reachedSlots[i]]
+					tenths[k.second*progressSlots+int64(i)] = t
+				}
+			}
+		}
+	}
+	return tenths, nil
+}
+
+// slotCounts reads the counts of a progress item's tenths: its number attributes.
+func slotCounts(raw map[string]types.AttributeValue) map[string]int64 {
+	counts := map[string]int64{}
+	for name, v := range raw {
+		if n, ok := v.(*types.AttributeValueMemberN); ok {
+			if x, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+				counts[name] = x
+			}
+		}
+	}
+	return counts
+}
+
+// newProgressView makes the cumulative view of the counts by tenth, on top of the
+// counts before them (base).
+func newProgressView(tenths map[int64][2]int64, base [2]int64, readAt time.Time) *progressView {
+	v := &progressView{readAt: readAt, base: base, first: readAt.UnixMilli() / 100}
+	if len(tenths) == 0 {
+		return v
+	}
+	first, last := int64(-1), int64(-1)
+	for t := range tenths {
+		if first < 0 || t < first {
+			first = t
+		}
+		last = max(last, t)
+	}
+	v.first = first
+	n := int(last-first) + 1
+	sum := base
+	for k := range v.cum {
+		v.cum[k] = make([]int64, n)
+	}
+	for i := range n {
+		c := tenths[first+int64(i)]
+		for k := range v.cum {
+			sum[k] += c[k]
+			v.cum[k][i] = sum[k]
+		}
+	}
+	return v
+}
+
+// total returns the count k over the whole event.
+func (v *progressView) total(k int) int64 {
+	if n := len(v.cum[k]); n > 0 {
+		return v.cum[k][n-1]
+	}
+	return v.base[k]
+}
+
+// at returns the count k before time t (unix milliseconds): every tenth before t's,
+// and the part of t's own tenth up to t, the tenth's counts taken as spread evenly
+// over it.
+func (v *progressView) at(k int, t int64) float64 {
+	cum := v.cum[k]
+	i := int(t/100 - v.first)
+	switch {
+	case len(cum) == 0 || i < 0:
+		return float64(v.base[k])
+	case i >= len(cum):
+		return float64(cum[len(cum)-1])
+	}
+	before := v.base[k]
+	if i > 0 {
+		before = cum[i-1]
+	}
+	frac := float64(t%100) / 100
+	return float64(before) + frac*float64(cum[i]-before)
+}
+
+// QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a
+// FIRST_COME event) stands, estimated from the event's progress: the requests queued
+// before it that no worker has finished, and the time until the workers reach it at
+// the rate they finish requests now. It assumes the workers take requests in queue
+// order, which a standard queue does only roughly (docs/design.md, "A place in line").
+type QueueEstimate struct {
+	Ahead int64
+	// Wait is Ahead at Rate; zero when Rate is zero (no worker has finished a request
+	// of the event lately: the wait is unknown).
+	Wait time.Duration
+	// Rate is the requests the workers finished a second over the last 10 seconds
+	// that the counts cover.
+	Rate float64
+	// AsOf is when the counts behind the estimate were read; they are complete up to
+	// Options.ProgressEvery plus a second before it, and the estimate carries the
+	// workers on at Rate from there.
+	AsOf time.Time
+}
+
+// QueueStats is an event's line as a whole, from its progress (FIRST_COME).
+type QueueStats struct {
+	// Depth is the requests that arrived and no worker has finished.
+	Depth int64
+	// Rate is the requests the workers finish a second (over the last 10 seconds).
+	Rate float64
+	// DrainTime is Depth at Rate; zero when Depth is zero, and when Rate is zero
+	// (the time is then unknown if Depth is not zero).
+	DrainTime time.Duration
+	// Series is the line second by second, from the first arrival or over the last 15
+	// minutes, whichever is shorter: its depth, and the requests the workers finished
+	// in that second.
+	Series []QueuePoint
+	AsOf   time.Time
+}
+
+// QueuePoint is one second of an event's line.
+type QueuePoint struct {
+	At    time.Time
+	Depth int64
+	Rate  float64
+}
+
+// rateWindow is the span the workers' rate is measured over.
+const rateWindow = 10 * time.Second
+
+// complete is the moment up to which the view's counts are complete: each node
+// writes its counts every Options.ProgressEvery, and a write takes a moment more.
+func (c *Client) progressComplete(v *progressView) int64 {
+	return v.readAt.Add(-c.opts.ProgressEvery - progressWriteTime).UnixMilli()
+}
+
+// progressWriteTime is the time a node's write of its counts may take to land (with
+// room: a late write makes the rate, and so every estimate, too low).
+const progressWriteTime = time.Second
+
+// rate returns the requests finished a second over the tenths of the rateWindow
+// before cut (unix ms), from the first request finished, in which the line was not
+// empty: the workers' pace while they had work, not diluted by the moments they
+// waited for it. Zero when the line had less than half a second of work in the window.
+func (v *progressView) rate(cut int64) float64 {
+	first := max(cut-rateWindow.Milliseconds(), v.firstDone()) / 100
+	var busy, done float64
+	for t := first; (t+1)*100 <= cut; t++ {
+		start, end := t*100, (t+1)*100
+		if v.at(arrivals, start)-v.at(finished, start) < 1 && v.at(finished, end) == v.at(finished, start) {
+			continue // nobody waited, and nobody was finished
+		}
+		busy++
+		done += v.at(finished, end) - v.at(finished, start)
+	}
+	if busy < 5 {
+		return 0
+	}
+	return done / (busy / 10)
+}
+
+// doneBy returns the requests reached by now (unix ms): the complete counts up to
+// cut, carried on at rate, no more than every arrival.
+func (v *progressView) doneBy(now, cut int64, rate float64) float64 {
+	d := v.at(finished, cut) + rate*float64(max(now-cut, 0))/1000
+	return min(d, float64(v.total(arrivals)))
+}
+
+// firstDone returns the start of the first tenth with a request finished (unix ms),
+// the view's start when one was before it, or the view's end when none.
+func (v *progressView) firstDone() int64 {
+	done := v.cum[finished]
+	if v.base[finished] > 0 {
+		return v.first * 100
+	}
+	for i, d := range done {
+		if d > 0 {
+			return (v.first + int64(i)) * 100
+		}
+	}
+	return (v.first + int64(len(done))) * 100
+}
+
+// estimate places a request queued at (unix ms) in line at now.
+func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) *QueueEstimate {
+	cut := c.progressComplete(v)
+	rate := v.rate(cut)
+	// The request's own arrival is in its tenth's count: the requests before it are
+	// the whole ones below A(queuedAt).
+	ahead := max(v.at(arrivals, int64(queuedAt))-v.doneBy(now.UnixMilli(), cut, rate), 0)
+	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt}
+	if rate > 0 {
+		e.Wait = time.Duration(ahead / rate * float64(time.Second))
+	}
+	return e
+}
+
+// queueStats sums up the event's line at now.
+func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
+	cut := c.progressComplete(v)
+	st := QueueStats{Rate: v.rate(cut), AsOf: v.readAt}
+	if v.total(arrivals) == 0 {
+		return st
+	}
+	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cut, st.Rate), 0) + 0.5)
+	if st.Rate > 0 {
+		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
+	}
+	for s := v.first / progressSlots; s*1000 <= v.readAt.UnixMilli(); s++ {
+		end := (s + 1) * 1000
+		st.Series = append(st.Series, QueuePoint{
+			At:    time.UnixMilli(end),
+			Depth: int64(max(v.at(arrivals, end)-v.at(finished, end), 0)), // counts of nodes that land apart
+			Rate:  v.at(finished, end) - v.at(finished, end-1000),
+		})
+	}
+	return st
+}
+
+// progressCache keeps each event's progress a node read, for
+// Options.ProgressCacheTTL.
+type progressCache struct {
+	mu     sync.Mutex
+	events map[string]*progressEntry
+}
+
+type progressEntry struct {
+	mu     sync.Mutex // one read at a time
+	view   *progressView
+	tenths map[int64][2]int64 // the counts read of the last progressSpan, by tenth
+	base   [2]int64           // the counts before them
+}
+
+// progressReread is how far back a refresh reads again: a node writes a second's
+// counts within ProgressEvery of it, so older seconds are kept as read, and each
+// refresh reads about this many seconds, whatever the event's age.
+const progressReread = time.Minute
+
+// eventProgress returns the event's progress, read at most ProgressCacheTTL ago.
+func (c *Client) eventProgress(ctx context.Context, cfg *EventConfig) (*progressView, error) {
+	c.progressReads.mu.Lock()
+	if c.progressReads.events == nil {
+		c.progressReads.events = map[string]*progressEntry{}
+	}
+	e := c.progressReads.events[cfg.EventID]
+	if e == nil {
+		e = &progressEntry{}
+		c.progressReads.events[cfg.EventID] = e
+	}
+	c.progressReads.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.view != nil && c.opts.Clock().Sub(e.view.readAt) < c.opts.ProgressCacheTTL {
+		return e.view, nil
+	}
+	now := c.opts.Clock()
+	since := int64(0)
+	if e.view != nil {
+		since = e.view.readAt.Add(-progressReread).Unix()
+	}
+	fresh, err := c.readProgress(ctx, cfg, since)
+	if err != nil {
+		return nil, err
+	}
+	e.merge(fresh, since, now)
+	return e.view, nil
+}
+
+// merge takes in the counts read from the second since on at now: they replace what
+// was read of those seconds before, and the tenths that fall out of the
+// progressSpan are added to the sums before it.
+func (e *progressEntry) merge(fresh map[int64][2]int64, since int64, now time.Time) {
+	if e.tenths == nil {
+		e.tenths = map[int64][2]int64{}
+	}
+	for t := range e.tenths {
+		if t >= since*progressSlots {
+			delete(e.tenths, t) // read again
+		}
+	}
+	for t, n := range fresh {
+		e.tenths[t] = n
+	}
+	horizon := now.Add(-progressSpan).UnixMilli() / 100
+	for t, n := range e.tenths {
+		if t < horizon { // kept as sums: a later refresh reads after them
+			e.base[arrivals] += n[arrivals]
+			e.base[finished] += n[finished]
+			delete(e.tenths, t)
+		}
+	}
+	e.view = newProgressView(e.tenths, e.base, now)
+}
+
+// placeInLine sets r's Queue when it waits in line: RECEIVED or QUEUED, of a
+// FIRST_COME event, with progress counted. A failed read of the progress leaves it
+// unset: the request is still the answer.
+func (c *Client) placeInLine(ctx context.Context, r *Request) {
+	if c.progress == nil || r.EventType != FirstCome || (r.Status != StatusReceived && r.Status != StatusQueued) || r.QueuedAt == 0 {
+		return
+	}
+	cfg, err := c.cachedEvent(ctx, r.EventID)
+	if err != nil {
+		return
+	}
+	v, err := c.eventProgress(ctx, cfg)
+	if err != nil {
+		c.opts.Logger.WarnContext(ctx, "the progress of an event could not be read", "eventId", r.EventID, "error", err)
+		return
+	}
+	r.Queue = c.estimate(v, r.QueuedAt, c.opts.Clock())
+}
+
+// QueueStats returns the FIRST_COME event's line as a whole from its progress: a
+// Query of each of its progress partitions (the "event progress" row), or this
+// client's copy of them if read less than Options.ProgressCacheTTL ago.
+func (c *Client) QueueStats(ctx context.Context, eventID string) (QueueStats, error) {
+	cfg, err := c.cachedEvent(ctx, eventID)
+	if err != nil {
+		return QueueStats{}, err
+	}
+	v, err := c.eventProgress(ctx, cfg)
+	if err != nil {
+		return QueueStats{}, err
+	}
+	return c.queueStats(v, c.opts.Clock()), nil
+}

@@ -1,0 +1,73 @@
+package asyncevent
+
+import (
+	"testing"
+	"time"
+)
+
+// The workers' rate is their pace over the tenths the line was not empty.
+func TestProgressRate(t *testing.T) {
+	tenths := map[int64][2]int64{0: {1000, 0}}
+	for i := int64(10); i < 100; i++ {
+		c := tenths[i]
+		c[1] = 6
+		tenths[i] = c
+	}
+	v := newProgressView(tenths, [2]int64{}, time.UnixMilli(10_500))
+	if got := v.rate(8000); got < 59 || got > 61 {
+		t.Fatalf("rate %v, want 60", got)
+	}
+	// An idle line: 10 finished, then nobody waits for 5 s, then 6 a tenth again.
+	idle := map[int64][2]int64{0: {10, 0}, 1: {0, 10}, 60: {100, 6}}
+	for i := int64(61); i < 70; i++ {
+		idle[i] = [2]int64{0, 6}
+	}
+	v = newProgressView(idle, [2]int64{}, time.UnixMilli(7000))
+	if got := v.rate(7000); got < 59 || got > 101 {
+		t.Fatalf("rate %v over an idle line, want the busy tenths' pace", got)
+	}
+}
+
+// A long event: what a node holds by tenth stays within the progressSpan, the
+// counts before it are kept as sums, and the line's depth, rate and series come out
+// as if it held everything.
+func TestProgressOfALongEventIsBounded(t *testing.T) {
+	var e progressEntry
+	start := time.Unix(1_800_000_000, 0)
+	// Two hours: 30 arrivals and 30 finished a second, read a minute at a time.
+	for minute := int64(1); minute <= 120; minute++ {
+		fresh := map[int64][2]int64{}
+		since := start.Unix() + (minute-2)*60
+		for sec := max(since, start.Unix()); sec < start.Unix()+minute*60; sec++ {
+			for slot := range int64(progressSlots) {
+				fresh[sec*progressSlots+slot] = [2]int64{3, 3}
+			}
+		}
+		e.merge(fresh, since, start.Add(time.Duration(minute)*time.Minute))
+	}
+	v := e.view
+	if n := len(v.cum[arrivals]); n > int(progressSpan/(100*time.Millisecond))+1 {
+		t.Fatalf("%d tenths held, want at most the span's", n)
+	}
+	if got, want := v.total(arrivals), int64(120*60*30); got != want {
+		t.Fatalf("arrivals %d, want %d", got, want)
+	}
+	if got := v.total(finished); got != v.total(arrivals) {
+		t.Fatalf("finished %d, want every arrival", got)
+	}
+	if got := v.rate(v.readAt.UnixMilli() - 1000); got < 29 || got > 31 {
+		t.Fatalf("rate %v, want 30", got)
+	}
+	// A request queued before the span is placed as if queued at its start.
+	if got := v.at(arrivals, start.UnixMilli()); got != float64(v.base[arrivals]) {
+		t.Fatalf("arrivals before the span %v, want the sum before it %d", got, v.base[arrivals])
+	}
+	c := &Client{opts: Options{ProgressEvery: time.Second}}
+	st := c.queueStats(v, v.readAt)
+	if len(st.Series) > int(progressSpan/time.Second)+1 {
+		t.Fatalf("series of %d seconds, want at most the span's", len(st.Series))
+	}
+	if st.Depth != 0 {
+		t.Fatalf("depth %d, want 0", st.Depth)
+	}
+}
