@@ -330,6 +330,9 @@ func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, er
 			log.WarnContext(ctx, "send reported a failure but the message got through", slog.Any("sendError", sendErr))
 			return t.Current, nil
 		}
+		if r.EventType == FirstCome {
+			c.progress.reached(r.EventID, c.now()) // it leaves the line: no worker will
+		}
 		failed := *r
 		failed.Status, failed.UIResult, failed.ResultCode = StatusFailedFinal, UIFailed, ResultFailedIngestEnqueue
 		return &failed, fmt.Errorf("%w: %s: %w", ErrEnqueueFailed, r.RequestID, sendErr)

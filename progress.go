@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -176,8 +177,11 @@ func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progress
 	}
 }
 
-// flush writes every count pending, a write per event and second; what a write could
-// not store stays pending for the next flush.
+// flush writes every count pending, a write per event and second. Counts a write
+// could not store stay pending for the next flush when DynamoDB refused them for
+// throughput (not applied); after any other error they are dropped, since the write
+// may have been applied with its answer lost, and an ADD sent again would count them
+// twice. Counts older than progressSpan are dropped as well: no reader looks there.
 func (m *progressMeter) flush(ctx context.Context) error {
 	if m == nil {
 		return nil // progress not counted
@@ -194,14 +198,24 @@ func (m *progressMeter) flush(ctx context.Context) error {
 		errs []error
 		wg   sync.WaitGroup
 	)
+	stale := m.c.opts.Clock().Add(-progressSpan).Unix()
 	for k, p := range batch { // at once: a late write makes every reader's rate too low
+		if k.second < stale {
+			continue
+		}
 		wg.Go(func() {
-			if err := m.write(ctx, k, p); err != nil {
-				m.putBack(k, p)
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+			err := m.write(ctx, k, p)
+			if err == nil {
+				return
 			}
+			if errors.Is(throttled(err), ErrThrottled) {
+				m.putBack(k, p)
+			} else {
+				m.c.opts.Logger.WarnContext(ctx, "a write of the progress counts failed; its counts are dropped, as it may have applied", "eventId", k.eventID, "error", err)
+			}
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -418,8 +432,9 @@ type QueueStats struct {
 	// (the time is then unknown if Depth is not zero).
 	DrainTime time.Duration
 	// Series is the line second by second, from the first arrival or over the last 15
-	// minutes, whichever is shorter: its depth, and the requests the workers finished
-	// in that second.
+	// minutes, whichever is shorter, up to the last second whose counts are complete
+	// (AsOf less Options.ProgressEvery and 250 ms): its depth at the second's end, and
+	// the requests the workers finished in that second.
 	Series []QueuePoint
 	AsOf   time.Time
 }
@@ -432,17 +447,22 @@ type QueuePoint struct {
 }
 
 // rateWindow is the span the workers' rate is measured over.
-const rateWindow = 10 * time.Second
+const rateWindow = 5 * time.Second
 
 // complete is the moment up to which the view's counts are complete: each node
-// writes its counts every Options.ProgressEvery, and a write takes a moment more.
+// writes its counts every Options.ProgressEvery (this client's, taken as every
+// node's), and a write takes a moment more.
 func (c *Client) progressComplete(v *progressView) int64 {
-	return v.readAt.Add(-c.opts.ProgressEvery - progressWriteTime).UnixMilli()
+	every := c.opts.ProgressEvery
+	if every <= 0 {
+		every = defaultProgressEvery
+	}
+	return v.readAt.Add(-every - progressWriteTime).UnixMilli()
 }
 
 // progressWriteTime is the time a node's write of its counts may take to land (with
 // room: a late write makes the rate, and so every estimate, too low).
-const progressWriteTime = time.Second
+const progressWriteTime = 250 * time.Millisecond
 
 // rate returns the requests finished a second over the tenths of the rateWindow
 // before cut (unix ms), from the first request finished, in which the line was not
@@ -512,7 +532,7 @@ func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}
-	for s := v.first / progressSlots; s*1000 <= v.readAt.UnixMilli(); s++ {
+	for s := v.first / progressSlots; (s+1)*1000 <= cut; s++ { // the seconds counted in full
 		end := (s + 1) * 1000
 		st.Series = append(st.Series, QueuePoint{
 			At:    time.UnixMilli(end),
@@ -531,50 +551,106 @@ type progressCache struct {
 }
 
 type progressEntry struct {
-	mu     sync.Mutex // one read at a time
-	view   *progressView
-	tenths map[int64][2]int64 // the counts read of the last progressSpan, by tenth
-	base   [2]int64           // the counts before them
+	mu       sync.Mutex                   // one refresh at a time
+	view     atomic.Pointer[progressView] // the last view made: read without mu
+	used     atomic.Int64                 // when a poll last asked (unix ms), for eviction
+	failedAt time.Time                    // when the last refresh failed, if it did
+	failure  error
+	tenths   map[int64][2]int64 // the counts read of the last progressSpan, by tenth
+	base     [2]int64           // the counts before them
+	fullAt   time.Time          // when the whole span was last read
 }
 
 // progressReread is how far back a refresh reads again: a node writes a second's
 // counts within ProgressEvery of it, so older seconds are kept as read, and each
-// refresh reads about this many seconds, whatever the event's age.
+// refresh reads about this many seconds, whatever the event's age. Once every
+// progressReread a refresh reads the whole progressSpan again instead, so that counts
+// that landed later than that (a node throttled for a while, a Lambda worker thawed
+// after a pause, a clock behind) are read within a minute.
 const progressReread = time.Minute
 
+// progressAhead is how far past the read a count's tenth may be and still be
+// taken: a node whose clock runs ahead writes tenths that have not happened yet,
+// which are read again when they have.
+const progressAhead = time.Minute
+
 // eventProgress returns the event's progress, read at most ProgressCacheTTL ago.
+// While one poll refreshes it the others take the view before; a refresh that
+// failed is not tried again for ProgressCacheTTL (the view before stands meanwhile,
+// if there is one).
 func (c *Client) eventProgress(ctx context.Context, cfg *EventConfig) (*progressView, error) {
-	c.progressReads.mu.Lock()
-	if c.progressReads.events == nil {
-		c.progressReads.events = map[string]*progressEntry{}
-	}
-	e := c.progressReads.events[cfg.EventID]
-	if e == nil {
-		e = &progressEntry{}
-		c.progressReads.events[cfg.EventID] = e
-	}
-	c.progressReads.mu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.view != nil && c.opts.Clock().Sub(e.view.readAt) < c.opts.ProgressCacheTTL {
-		return e.view, nil
-	}
 	now := c.opts.Clock()
-	since := int64(0)
-	if e.view != nil {
-		since = e.view.readAt.Add(-progressReread).Unix()
+	e := c.progressReads.entry(cfg.EventID, now)
+	fresh := func(v *progressView) bool { return v != nil && now.Sub(v.readAt) < c.opts.ProgressCacheTTL }
+	if v := e.view.Load(); fresh(v) {
+		return v, nil
 	}
-	fresh, err := c.readProgress(ctx, cfg, since)
+	if !e.mu.TryLock() {
+		if v := e.view.Load(); v != nil {
+			return v, nil // another poll refreshes it
+		}
+		e.mu.Lock()
+	}
+	defer e.mu.Unlock()
+	if v := e.view.Load(); fresh(v) {
+		return v, nil
+	}
+	if e.failure != nil && now.Sub(e.failedAt) < c.opts.ProgressCacheTTL {
+		if v := e.view.Load(); v != nil {
+			return v, nil
+		}
+		return nil, e.failure
+	}
+	since, full := int64(0), true
+	if v := e.view.Load(); v != nil {
+		since, full = v.readAt.Add(-progressReread).Unix(), false
+		if now.Sub(e.fullAt) >= progressReread {
+			since, full = now.Add(-progressSpan).Unix()+1, true // within the span: nothing summed is read again
+		}
+	}
+	read, err := c.readProgress(ctx, cfg, since)
 	if err != nil {
+		e.failure, e.failedAt = err, now
+		if v := e.view.Load(); v != nil {
+			c.opts.Logger.WarnContext(ctx, "the progress of an event could not be read; the copy read before stands", "eventId", cfg.EventID, "error", err)
+			return v, nil
+		}
 		return nil, err
 	}
-	e.merge(fresh, since, now)
-	return e.view, nil
+	e.failure = nil
+	if full {
+		e.fullAt = now
+	}
+	e.merge(read, since, now)
+	return e.view.Load(), nil
+}
+
+// entry returns the cache's entry of the event, made if new; making one evicts the
+// entries no poll asked for over the last progressSpan.
+func (pc *progressCache) entry(eventID string, now time.Time) *progressEntry {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.events == nil {
+		pc.events = map[string]*progressEntry{}
+	}
+	e := pc.events[eventID]
+	if e == nil {
+		for id, old := range pc.events {
+			if now.UnixMilli()-old.used.Load() > progressSpan.Milliseconds() {
+				delete(pc.events, id)
+			}
+		}
+		e = &progressEntry{}
+		pc.events[eventID] = e
+	}
+	e.used.Store(now.UnixMilli())
+	return e
 }
 
 // merge takes in the counts read from the second since on at now: they replace what
 // was read of those seconds before, and the tenths that fall out of the
-// progressSpan are added to the sums before it.
+// progressSpan are added to the sums before it. Tenths more than progressAhead past
+// now are left out until they come near.
 func (e *progressEntry) merge(fresh map[int64][2]int64, since int64, now time.Time) {
 	if e.tenths == nil {
 		e.tenths = map[int64][2]int64{}
@@ -584,8 +660,11 @@ func (e *progressEntry) merge(fresh map[int64][2]int64, since int64, now time.Ti
 			delete(e.tenths, t) // read again
 		}
 	}
+	ahead := now.Add(progressAhead).UnixMilli() / 100
 	for t, n := range fresh {
-		e.tenths[t] = n
+		if t <= ahead {
+			e.tenths[t] = n
+		}
 	}
 	horizon := now.Add(-progressSpan).UnixMilli() / 100
 	for t, n := range e.tenths {
@@ -595,7 +674,7 @@ func (e *progressEntry) merge(fresh map[int64][2]int64, since int64, now time.Ti
 			delete(e.tenths, t)
 		}
 	}
-	e.view = newProgressView(e.tenths, e.base, now)
+	e.view.Store(newProgressView(e.tenths, e.base, now))
 }
 
 // placeInLine sets r's Queue when it waits in line: RECEIVED or QUEUED, of a
@@ -619,11 +698,19 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 
 // QueueStats returns the FIRST_COME event's line as a whole from its progress: a
 // Query of each of its progress partitions (the "event progress" row), or this
-// client's copy of them if read less than Options.ProgressCacheTTL ago.
+// client's copy of them if read less than Options.ProgressCacheTTL ago. A LOTTERY
+// is ErrInvalidEvent (its entries wait for the draw, not in a line), and so is any
+// event on a client that does not count progress (Options.ProgressEvery < 0).
 func (c *Client) QueueStats(ctx context.Context, eventID string) (QueueStats, error) {
 	cfg, err := c.cachedEvent(ctx, eventID)
 	if err != nil {
 		return QueueStats{}, err
+	}
+	switch {
+	case cfg.EventType != FirstCome:
+		return QueueStats{}, fmt.Errorf("%w: %s is a %s event: its entries wait for the draw, not in a line", ErrInvalidEvent, eventID, cfg.EventType)
+	case c.progress == nil:
+		return QueueStats{}, fmt.Errorf("%w: this client does not count progress (Options.ProgressEvery < 0)", ErrInvalidEvent)
 	}
 	v, err := c.eventProgress(ctx, cfg)
 	if err != nil {

@@ -45,7 +45,7 @@ func TestProgressOfALongEventIsBounded(t *testing.T) {
 		}
 		e.merge(fresh, since, start.Add(time.Duration(minute)*time.Minute))
 	}
-	v := e.view
+	v := e.view.Load()
 	if n := len(v.cum[arrivals]); n > int(progressSpan/(100*time.Millisecond))+1 {
 		t.Fatalf("%d tenths held, want at most the span's", n)
 	}
@@ -69,5 +69,31 @@ func TestProgressOfALongEventIsBounded(t *testing.T) {
 	}
 	if st.Depth != 0 {
 		t.Fatalf("depth %d, want 0", st.Depth)
+	}
+}
+
+// A node whose clock runs ahead writes tenths that have not happened: a reader
+// leaves them out until they come near, so its view stays within the span.
+func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	var e progressEntry
+	tenth := now.UnixMilli() / 100
+	e.merge(map[int64][2]int64{tenth: {5, 0}, tenth + 30*24*3600*10: {1, 0}}, now.Unix()-60, now)
+	v := e.view.Load()
+	if n := len(v.cum[arrivals]); n > int(progressSpan/(100*time.Millisecond))+1 {
+		t.Fatalf("the view holds %d tenths, beyond the span's", n)
+	}
+	if got := v.total(arrivals); got != 5 {
+		t.Fatalf("arrivals %d, want the 5 of now", got)
+	}
+}
+
+// A client that counts nothing (ProgressEvery < 0) takes the writers' default period
+// for when the counts are complete, never a moment after the read.
+func TestProgressCompleteWithoutCounting(t *testing.T) {
+	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
+	v := &progressView{readAt: time.Unix(1_800_000_000, 0)}
+	if got, want := c.progressComplete(v), v.readAt.Add(-defaultProgressEvery-progressWriteTime).UnixMilli(); got != want {
+		t.Fatalf("complete up to %d, want %d", got, want)
 	}
 }

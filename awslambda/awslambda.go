@@ -118,6 +118,7 @@ const maxVisibility = 12 * time.Hour
 // Handler processes SQS batches of the asyncevent queue. It is safe for concurrent
 // use.
 type Handler struct {
+	c    *asyncevent.Client
 	p    *asyncevent.Processor
 	opts Options
 	log  *slog.Logger
@@ -141,10 +142,13 @@ func New(c *asyncevent.Client, opts Options) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{p: asyncevent.NewProcessor(c, opts.ProcessOptions), opts: opts, log: log}, nil
+	return &Handler{c: c, p: asyncevent.NewProcessor(c, opts.ProcessOptions), opts: opts, log: log}, nil
 }
 
-// Handle processes one SQS batch and returns the records that must come back. It
+// Handle processes one SQS batch and returns the records that must come back, and
+// then writes the progress it counted (Client.FlushProgress: one UpdateItem per
+// event and second of the batch, for the place in line), since a frozen Lambda
+// sandbox runs no timer. It
 // never returns an error: a record that could not be processed is a batch item
 // failure, and so is every record not started: one behind a record of its FIFO
 // group that is not done, and every record not started by DeadlineMargin before
@@ -192,6 +196,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		})
 	}
 	wg.Wait()
+	// The event's progress (the place in line) counts what this batch finished: a
+	// frozen sandbox runs no timer, so the counts are written before it is frozen.
+	if err := h.c.FlushProgress(ctx); err != nil {
+		h.log.WarnContext(ctx, "the progress counts of the batch were not written", slog.Any("error", err))
+	}
 	var resp events.SQSEventResponse
 	for i, r := range ev.Records {
 		if !done[i] {

@@ -22,7 +22,7 @@ import (
 // lost to a worker's memory of the sell-out, nothing is given twice.
 func TestChaosControls(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(t, int(envInt("CHAOS_USERS", 5000))/8)
+	cfg := newConfig(t, chaosUsers()/4)
 	w := newWorld(t, cfg, time.Now)
 	const capacity = 100
 	ctx := context.Background()

@@ -430,7 +430,8 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
-	errs := []error{httpServer.Shutdown(shutdownCtx), stopWorkers(shutdownCtx)}
+	// Then the ingest's last progress counts (the workers wrote theirs as they stopped).
+	errs := []error{httpServer.Shutdown(shutdownCtx), stopWorkers(shutdownCtx), client.FlushProgress(shutdownCtx)}
 	if !errors.Is(serveErr, http.ErrServerClosed) {
 		errs = append(errs, serveErr)
 	}

@@ -1,0 +1,287 @@
+package asyncevent_test
+
+// The place in line at its edges (issue 27's review): lost answers, failed sends,
+// late counts, failed reads, concurrency.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+)
+
+// loseDB applies a call, then loses its answer, when lose says so.
+type loseDB struct {
+	asyncevent.DynamoDB
+	lose func(op, pk string) bool
+}
+
+func (d *loseDB) Unwrap() asyncevent.DynamoDB { return d.DynamoDB }
+
+func pkS(key map[string]types.AttributeValue) string {
+	if s, ok := key["PK"].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+var errLost = errors.New("probe: connection reset after the call was applied")
+
+func (d *loseDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := d.DynamoDB.UpdateItem(ctx, in, o...)
+	if err == nil && d.lose != nil && d.lose("UpdateItem", pkS(in.Key)) {
+		return nil, errLost
+	}
+	return out, err
+}
+
+func (d *loseDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	out, err := d.DynamoDB.TransactWriteItems(ctx, in, o...)
+	if err == nil && d.lose != nil {
+		for _, it := range in.TransactItems {
+			var pk string
+			switch {
+			case it.Update != nil:
+				pk = pkS(it.Update.Key)
+			case it.Put != nil:
+				pk = pkS(it.Put.Item)
+			}
+			if pk != "" && d.lose("TransactWriteItems", pk) {
+				return nil, errLost
+			}
+		}
+	}
+	return out, err
+}
+
+// failingQueue refuses every send while fail is set.
+type failingQueue struct {
+	asyncevent.Queue
+	fail atomic.Bool
+}
+
+func (q *failingQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+	if q.fail.Load() {
+		return errors.New("probe: SQS unavailable")
+	}
+	return q.Queue.Send(ctx, m)
+}
+
+// slowFailQuery makes every Query of a progress partition take 100 ms and fail.
+type slowFailQuery struct {
+	asyncevent.DynamoDB
+	calls atomic.Int64
+}
+
+func (d *slowFailQuery) Unwrap() asyncevent.DynamoDB { return d.DynamoDB }
+
+func (d *slowFailQuery) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.Contains(s.Value, "#PROGRESS#") {
+			d.calls.Add(1)
+			time.Sleep(100 * time.Millisecond)
+			return nil, errors.New("probe: progress partition unavailable")
+		}
+	}
+	return d.DynamoDB.Query(ctx, in, o...)
+}
+
+// A progress write applied whose answer is lost is not sent again: an ADD sent
+// twice would count its requests twice for good; its counts are dropped instead.
+func TestALostProgressAnswerIsNotCountedTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var lost atomic.Int32
+	db := &loseDB{DynamoDB: asynceventtest.DynamoDB(t), lose: func(op, pk string) bool {
+		return strings.Contains(pk, "#PROGRESS#") && lost.Add(1) == 1
+	}}
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: time.Hour, ProgressCacheTTL: time.Nanosecond})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "dbl", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	for i := range 10 {
+		_, err := c.Submit(ctx, q, "dbl", fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
+	}
+	require.Error(t, c.FlushProgress(ctx), "the answer lost")
+	require.NoError(t, c.FlushProgress(ctx), "nothing put back")
+	st, err := c.QueueStats(ctx, "dbl")
+	require.NoError(t, err)
+	assert.EqualValues(t, 10, st.Depth, "the write applied once")
+}
+
+// A request whose send failed (FAILED_INGEST_ENQUEUE) leaves the line: no worker
+// will reach it, and the requests after it are not told it is ahead of them.
+func TestARequestThatFailsAtEnqueueLeavesTheLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Now())
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, ProgressEvery: time.Second, ProgressCacheTTL: time.Nanosecond})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ph", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := &failingQueue{Queue: asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})}
+	q.fail.Store(true)
+	for i := range 20 {
+		clock.Advance(50 * time.Millisecond)
+		_, err := c.Submit(ctx, q, "ph", fmt.Sprintf("u%d", i))
+		require.ErrorIs(t, err, asyncevent.ErrEnqueueFailed)
+	}
+	q.fail.Store(false)
+	var last string
+	for i := range 21 { // the same users click again, and one more
+		clock.Advance(50 * time.Millisecond)
+		p, err := c.Submit(ctx, q, "ph", fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
+		last = p.RequestID
+	}
+	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	for range 2 { // the workers take all but the last
+		ds, err := q.Receive(ctx, 10, 0, time.Minute)
+		require.NoError(t, err)
+		proc.ProcessMessages(ctx, ds)
+	}
+	require.NoError(t, c.FlushProgress(ctx))
+	clock.Advance(15 * time.Second)
+	r, err := c.GetRequest(ctx, last)
+	require.NoError(t, err)
+	require.Equal(t, asyncevent.StatusQueued, r.Status)
+	require.NotNil(t, r.Queue)
+	assert.EqualValues(t, 0, r.Queue.Ahead, "nobody is ahead of the last request")
+	st, err := c.QueueStats(ctx, "ph")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, st.Depth, "the last request waits alone")
+}
+
+// Counts that land late (a node whose clock is behind, a write throttled for a
+// while, a Lambda sandbox thawed) reach a node whose copy is warm within a minute:
+// a refresh reads the whole span again once a minute.
+func TestLateCountsReachAWarmCopyWithinAMinute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now()
+	readerClock := asynceventtest.NewClock(now)
+	reader := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: readerClock.Now, ProgressEvery: time.Hour, ProgressCacheTTL: time.Second})
+	_, err := reader.CreateEvent(ctx, asyncevent.EventConfig{EventID: "late", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	_, err = reader.Submit(ctx, q, "late", "on-time")
+	require.NoError(t, err)
+	require.NoError(t, reader.FlushProgress(ctx))
+	st, err := reader.QueueStats(ctx, "late") // the reader's copy, warm
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.Depth)
+
+	behind := asynceventtest.NewClock(now.Add(-90 * time.Second)) // an ingest node 90 s behind
+	ingest, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: reader.TableName(), Clock: behind.Now, ProgressEvery: time.Hour})
+	require.NoError(t, err)
+	for i := range 30 {
+		_, err := ingest.Submit(ctx, q, "late", fmt.Sprintf("behind-%d", i))
+		require.NoError(t, err)
+	}
+	require.NoError(t, ingest.FlushProgress(ctx))
+
+	readerClock.Advance(2 * time.Second)
+	st, err = reader.QueueStats(ctx, "late")
+	require.NoError(t, err)
+	t.Logf("2 s later the warm copy says %d waiting", st.Depth)
+	readerClock.Advance(time.Minute)
+	warm, err := reader.QueueStats(ctx, "late")
+	require.NoError(t, err)
+	cold, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: reader.TableName(), Clock: readerClock.Now})
+	require.NoError(t, err)
+	fresh, err := cold.QueueStats(ctx, "late")
+	require.NoError(t, err)
+	assert.EqualValues(t, 31, warm.Depth, "a minute later the warm copy has the late counts")
+	assert.Equal(t, fresh.Depth, warm.Depth, "two nodes read the same table alike")
+}
+
+// A read of the progress that fails is not tried again by every poll: one read,
+// remembered for ProgressCacheTTL, and the polls answer without a place in line.
+func TestAFailedProgressReadIsNotTriedByEveryPoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fail", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	p, err := c.Submit(ctx, q, "fail", "u")
+	require.NoError(t, err)
+	db := &slowFailQuery{DynamoDB: asynceventtest.DynamoDB(t)}
+	node, err := asyncevent.New(db, asyncevent.Options{TableName: c.TableName(), ProgressCacheTTL: time.Minute})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			r, err := node.GetRequest(ctx, p.RequestID)
+			if assert.NoError(t, err) {
+				assert.Nil(t, r.Queue, "no place in line without the progress")
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, db.calls.Load(), "one read of the progress for 30 polls")
+}
+
+// Counts, timer flushes, FlushProgress and polls at once (run with -race): nothing
+// lost, nothing counted twice.
+func TestProgressCountsUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{ProgressEvery: 3 * time.Millisecond, ProgressCacheTTL: time.Millisecond})
+	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "race", EventType: asyncevent.FirstCome, CapacityTotal: 1000})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		ids []string
+	)
+	for w := range 6 {
+		wg.Go(func() {
+			for i := range 40 {
+				p, err := c.Submit(ctx, q, "race", fmt.Sprintf("u%d-%d", w, i))
+				if assert.NoError(t, err) {
+					mu.Lock()
+					ids = append(ids, p.RequestID)
+					mu.Unlock()
+				}
+				if i%5 == 0 {
+					_ = c.FlushProgress(ctx)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 100 {
+			_, _ = c.QueueStats(ctx, "race")
+			mu.Lock()
+			var id string
+			if len(ids) > 0 {
+				id = ids[len(ids)-1]
+			}
+			mu.Unlock()
+			if id != "" {
+				_, _ = c.GetRequest(ctx, id)
+			}
+		}
+	})
+	wg.Wait()
+	require.NoError(t, c.FlushProgress(ctx))
+	fresh, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName()})
+	require.NoError(t, err)
+	st, err := fresh.QueueStats(ctx, "race")
+	require.NoError(t, err)
+	assert.EqualValues(t, 240, st.Depth)
+}
