@@ -413,11 +413,11 @@ type QueueEstimate struct {
 	// Wait is Ahead at Rate; zero when Rate is zero (no worker has finished a request
 	// of the event lately: the wait is unknown).
 	Wait time.Duration
-	// Rate is the requests the workers finished a second over the last 10 seconds
+	// Rate is the requests the workers finished a second over the last 5 seconds
 	// that the counts cover.
 	Rate float64
 	// AsOf is when the counts behind the estimate were read; they are complete up to
-	// Options.ProgressEvery plus a second before it, and the estimate carries the
+	// Options.ProgressEvery plus 250 ms before it, and the estimate carries the
 	// workers on at Rate from there.
 	AsOf time.Time
 }
@@ -426,7 +426,7 @@ type QueueEstimate struct {
 type QueueStats struct {
 	// Depth is the requests that arrived and no worker has finished.
 	Depth int64
-	// Rate is the requests the workers finish a second (over the last 10 seconds).
+	// Rate is the requests the workers finish a second (over the last 5 seconds).
 	Rate float64
 	// DrainTime is Depth at Rate; zero when Depth is zero, and when Rate is zero
 	// (the time is then unknown if Depth is not zero).

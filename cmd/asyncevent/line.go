@@ -50,7 +50,7 @@ func placeLine(q *asyncevent.QueueEstimate) string {
 	}
 	s := fmt.Sprintf("place in line: %s ahead", plural(q.Ahead, "request"))
 	if q.Rate == 0 {
-		return s + "; its wait is unknown: no worker has finished a request of the event in the last 10s"
+		return s + "; its wait is unknown: the workers have not finished requests for half a second of the last 5s"
 	}
 	return s + fmt.Sprintf(", its turn in about %s at the workers' %s requests/s (the line as of %s; an estimate, as a standard queue keeps order only roughly)",
 		formatDuration(q.Wait), formatRate(q.Rate), formatMillis(asyncevent.MillisOf(q.AsOf)))
@@ -97,7 +97,7 @@ func formatQueue(q *asyncevent.QueueStats) string {
 	case q.Depth == 0:
 		s += " · nothing to drain"
 	case q.Rate == 0:
-		s += " · drain time unknown: no request finished in the last 10s"
+		s += " · drain time unknown: the workers have not finished requests for half a second of the last 5s"
 	default:
 		s += " · drained in about " + formatDuration(q.DrainTime)
 	}

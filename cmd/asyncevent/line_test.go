@@ -48,7 +48,7 @@ func TestPlaceInLineAndQueueStats(t *testing.T) {
 	f.ok(t, "table", "create")
 	// The clicks and the worker's results 5s in the past: the CLI, on the real clock,
 	// reads them as complete (a node's counts are, up to Options.ProgressEvery and a
-	// second before they are read) and within the last 10s, which give the rate.
+	// quarter second before they are read) and within the last 5s, which give the rate.
 	ids := queueUp(t, f.client(t, asyncevent.Options{Clock: pastClock(5 * time.Second)}), "line", 30, 10)
 
 	var last map[string]any
@@ -104,7 +104,7 @@ func TestPlaceInLineWithoutRate(t *testing.T) {
 	assert.InDelta(t, 2.5, place["ahead"], 0.5)
 	assert.Equal(t, 0.0, place["ratePerSec"])
 	assert.NotContains(t, place, "waitMs", "unknown")
-	assert.Regexp(t, `^place in line: [23] requests ahead; its wait is unknown: no worker has finished a request of the event in the last 10s\n`,
+	assert.Regexp(t, `^place in line: [23] requests ahead; its wait is unknown: the workers have not finished requests for half a second of the last 5s\n`,
 		f.ok(t, "request", "get", ids[2]))
 	assert.Regexp(t, `^place in line: (0 requests|1 request) ahead;`, f.ok(t, "request", "get", ids[0]))
 
@@ -113,7 +113,7 @@ func TestPlaceInLineWithoutRate(t *testing.T) {
 	require.NotNil(t, st.Queue)
 	assert.Equal(t, int64(3), st.Queue.Depth)
 	assert.Nil(t, st.Queue.DrainTimeMs)
-	assert.Regexp(t, `(?m)^queue\s+3 requests waiting · the workers finish 0\.00 requests/s · drain time unknown: no request finished in the last 10s`,
+	assert.Regexp(t, `(?m)^queue\s+3 requests waiting · the workers finish 0\.00 requests/s · drain time unknown: the workers have not finished requests for half a second of the last 5s`,
 		f.ok(t, "stats", "cold"))
 }
 
