@@ -165,16 +165,22 @@ func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progress
 	k := progressSecond{eventID: eventID, second: int64(at) / 1000}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	add(m.pendingOf(k), int(int64(at)%1000)/(1000/progressSlots))
+}
+
+// pendingOf returns the counts pending of k, made if new, and arms the next flush;
+// the caller holds m.mu.
+func (m *progressMeter) pendingOf(k progressSecond) *progressCounts {
 	p := m.pending[k]
 	if p == nil {
 		p = &progressCounts{}
 		m.pending[k] = p
 	}
-	add(p, int(int64(at)%1000)/(1000/progressSlots))
 	if !m.armed {
 		m.armed = true
 		time.AfterFunc(m.every, func() { _ = m.flush(context.Background()) })
 	}
+	return p
 }
 
 // flush writes every count pending, a write per event and second. Counts a write
@@ -227,18 +233,10 @@ func (m *progressMeter) flush(ctx context.Context) error {
 func (m *progressMeter) putBack(k progressSecond, p *progressCounts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cur := m.pending[k]
-	if cur == nil {
-		cur = &progressCounts{}
-		m.pending[k] = cur
-	}
+	cur := m.pendingOf(k)
 	for i := range progressSlots {
 		cur.arrived[i] += p.arrived[i]
 		cur.reached[i] += p.reached[i]
-	}
-	if !m.armed {
-		m.armed = true
-		time.AfterFunc(m.every, func() { _ = m.flush(context.Background()) })
 	}
 }
 

@@ -406,15 +406,7 @@ func (s *Server) listEventRequests(w http.ResponseWriter, r *http.Request, _ Pri
 	if err != nil {
 		return err
 	}
-	opts := asyncevent.EventListOptions{
-		Order:  asyncevent.Order(q.Get("order")),
-		Status: asyncevent.Status(q.Get("status")),
-		Limit:  limit,
-		Cursor: q.Get("cursor"),
-	}
-	if opts.Order == "" {
-		opts.Order = asyncevent.Ascending
-	}
+	opts := eventListOptions(q, limit)
 	// An unknown event would list as empty; say 404 instead. Only the first page
 	// pays for the check: a cursor was handed out for an event that exists.
 	if opts.Cursor == "" {
@@ -604,4 +596,19 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// eventListOptions reads a listing's order (ascending unless asked), status filter
+// and cursor from the query; the caller checks them.
+func eventListOptions(q url.Values, limit int) asyncevent.EventListOptions {
+	opts := asyncevent.EventListOptions{
+		Order:  asyncevent.Order(q.Get("order")),
+		Status: asyncevent.Status(q.Get("status")),
+		Limit:  limit,
+		Cursor: q.Get("cursor"),
+	}
+	if opts.Order == "" {
+		opts.Order = asyncevent.Ascending
+	}
+	return opts
 }

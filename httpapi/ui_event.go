@@ -229,15 +229,7 @@ func tableQuery(q url.Values) (opts asyncevent.EventListOptions, pos int, err er
 	if pos, err = queryInt(q, "pos"); err != nil {
 		return opts, 0, err
 	}
-	opts = asyncevent.EventListOptions{
-		Order:  asyncevent.Order(q.Get("order")),
-		Status: asyncevent.Status(q.Get("status")),
-		Limit:  limit,
-		Cursor: q.Get("cursor"),
-	}
-	if opts.Order == "" {
-		opts.Order = asyncevent.Ascending
-	}
+	opts = eventListOptions(q, limit)
 	if opts.Order != asyncevent.Ascending && opts.Order != asyncevent.Descending {
 		return opts, 0, newHTTPError(http.StatusBadRequest, CodeInvalidParameter, "order must be asc or desc")
 	}
