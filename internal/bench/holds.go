@@ -32,9 +32,10 @@ const (
 	FlowHoldsServe = "holds: SweepHolds, per seat handed on to the waitlist"
 )
 
-// HoldFor is the hold of the bench's events with holds: the shortest there is. The
-// bench's clock skips past it rather than waiting for it.
-const HoldFor = asyncevent.MinHoldFor
+// HoldFor is the hold of the bench's events with holds: longer than a round takes on
+// a loaded machine, so that no hold lapses before the bench's clock skips past it
+// (rather than waiting for it) to measure the expiry.
+const HoldFor = 5 * time.Minute
 
 // Holds is what Run measured of an event with holds, on the library only.
 type Holds struct {

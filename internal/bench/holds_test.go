@@ -18,7 +18,7 @@ import (
 func checkHolds(t *testing.T, h *bench.Holds, ops int) {
 	t.Helper()
 	require.NotNil(t, h)
-	assert.Equal(t, asyncevent.MinHoldFor.Seconds(), h.HoldForSeconds)
+	assert.Equal(t, bench.HoldFor.Seconds(), h.HoldForSeconds)
 	byName := map[string]bench.HoldFlow{}
 	var names []string
 	for _, f := range h.Flows {
