@@ -37,7 +37,7 @@ func review26SpikeWithCancels(t *testing.T, withCancels bool) {
 	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "busy", EventType: asyncevent.FirstCome, CapacityTotal: 1500, CapacityShards: 4})
 	require.NoError(t, err)
 	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
-	const users = 1200
+	const users = 600
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range 16 {

@@ -22,7 +22,7 @@ import (
 // lost to a worker's memory of the sell-out, nothing is given twice.
 func TestChaosControls(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(t, chaosUsers()/4)
+	cfg := newConfig(t, max(625, chaosUsers()/8)) // enough for its first half to sell the seats out
 	w := newWorld(t, cfg, time.Now)
 	const capacity = 100
 	ctx := context.Background()
