@@ -167,23 +167,50 @@ func MintToken(secret []byte, userID string, role Role, expiresAt time.Time) (st
 
 // Authenticate implements Authenticator.
 func (a *JWTAuthenticator) Authenticate(r *http.Request) (Principal, error) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return Principal{}, ErrNoCredentials
+	raw, err := bearer(r)
+	if err != nil {
+		return Principal{}, err
 	}
 	var claims Claims
-	t, err := a.parser.ParseWithClaims(strings.TrimSpace(token), &claims, func(*jwt.Token) (any, error) { return a.secret, nil })
-	switch {
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return Principal{}, unauthorized("invalid_token", "the token has expired")
-	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-		return Principal{}, unauthorized("invalid_token", "the token's iat lies in the future")
-	case err != nil:
-		return Principal{}, unauthorized("invalid_token", "the token is not valid")
-	case !numericTimes(t):
+	t, err := a.parser.ParseWithClaims(raw, &claims, func(*jwt.Token) (any, error) { return a.secret, nil })
+	if p := tokenProblem(err); p != nil {
+		return Principal{}, p
+	}
+	if !numericTimes(t) {
 		return Principal{}, unauthorized("invalid_token", "the token's exp, nbf and iat must be JSON numbers")
 	}
 	return Principal{UserID: claims.Subject, Role: claims.Role, ExpiresAt: claims.ExpiresAt.Time}, nil
+}
+
+// bearer returns the token of r's Authorization: Bearer header; ErrNoCredentials
+// when there is none.
+func bearer(r *http.Request) (string, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", ErrNoCredentials
+	}
+	return strings.TrimSpace(token), nil
+}
+
+// tokenProblem is the 401 of a token the parser refused, nil if it passed. The
+// detail names the check that failed only where that tells an honest client what to
+// do (get a new token); else it says the token is not valid.
+func tokenProblem(err error) *httpError {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return unauthorized("invalid_token", "the token has expired")
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return unauthorized("invalid_token", "the token is not valid yet (nbf)")
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return unauthorized("invalid_token", "the token's iat lies in the future")
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return unauthorized("invalid_token", "the token's issuer is not the one this API trusts")
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return unauthorized("invalid_token", "the token is not meant for this API (aud)")
+	}
+	return unauthorized("invalid_token", "the token is not valid")
 }
 
 // numericTimes reports whether the verified token's exp, nbf and iat, where present,

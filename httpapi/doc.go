@@ -213,6 +213,16 @@
 //
 // Every route but /healthz asks the ServerOptions.Authenticator who is calling; the
 // /admin routes and POST /requests/{requestId}/confirm need the admin role.
-// JWTAuthenticator, the one provided, verifies HS256 bearer tokens strictly (see its
-// doc); a service with its own identity layer implements Authenticator instead.
+// JWKSAuthenticator verifies an identity provider's RS256 and ES256 tokens against
+// the keys of its JWKS URL, with iss and aud required; JWTAuthenticator verifies
+// HS256 tokens of a shared secret, for development (see their docs); a service with
+// its own identity layer implements Authenticator instead.
+//
+// # Admission and tracing
+//
+// ServerOptions.Admission checks every participation before Submit (a bot
+// challenge, UserRateLimit): a Refusal answers 403 admission_refused or 429
+// rate_limited with Retry-After, and nothing is written. ServerOptions.TracerProvider
+// wraps the handler in the OpenTelemetry HTTP middleware: a server span per request,
+// named for its route, that continues the request's W3C traceparent.
 package httpapi

@@ -45,6 +45,8 @@ const ProblemContentType = "application/problem+json"
 const (
 	CodeUnauthorized         = "unauthorized"           // 401: no, malformed, forged or expired token
 	CodeForbidden            = "forbidden"              // 403: a valid token without the role the route needs
+	CodeAdmissionRefused     = "admission_refused"      // 403: ServerOptions.Admission refused the click (Forbid); nothing written
+	CodeRateLimited          = "rate_limited"           // 429: ServerOptions.Admission refused the click for now (TooManyRequests); try again after Retry-After; nothing written
 	CodeRouteNotFound        = "route_not_found"        // 404: no such route
 	CodeMethodNotAllowed     = "method_not_allowed"     // 405: the route exists for other methods (see Allow)
 	CodeInvalidID            = "invalid_id"             // 400: an ID that cannot be used in a key (asyncevent.ErrInvalidID)

@@ -8,9 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/asyncevent/asyncevent"
 )
@@ -41,6 +45,18 @@ type ServerOptions struct {
 	// Default: DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
 
+	// TracerProvider, if set, traces every request with the OpenTelemetry HTTP
+	// middleware (otelhttp): a server span that continues the W3C traceparent the
+	// request carries (from the client, a load balancer or API Gateway) or starts a
+	// trace, so that Submit, the message and the worker's processing (package
+	// otelasyncevent) are spans of the click's own trace. Default: no spans.
+	TracerProvider trace.TracerProvider
+
+	// Admission, if set, is asked about every participation before Submit (after
+	// authentication): a bot challenge, a rate limit (UserRateLimit). Its Refusal is
+	// a 403 or 429 with nothing written. Default: every click is admitted.
+	Admission Admission
+
 	// Clock tells the time the answers count from: a HELD request's
 	// holdSecondsLeft, an event's state. It should agree with the Client's (asyncevent.Options.Clock),
 	// whose writes decide when a hold has run out. Default: time.Now.
@@ -62,6 +78,7 @@ type Server struct {
 	client  *asyncevent.Client
 	queue   asyncevent.Queue
 	auth    Authenticator
+	admit   Admission
 	logger  *slog.Logger
 	timeout time.Duration
 	maxBody int64
@@ -95,6 +112,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		client:  opts.Client,
 		queue:   opts.Queue,
 		auth:    opts.Authenticator,
+		admit:   opts.Admission,
 		logger:  opts.Logger,
 		timeout: opts.RequestTimeout,
 		maxBody: opts.MaxBodyBytes,
@@ -102,6 +120,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		mux:     http.NewServeMux(),
 	}
 	s.handler = s.observe(http.HandlerFunc(s.dispatch))
+	if opts.TracerProvider != nil {
+		s.handler = otelhttp.NewHandler(s.handler, "asyncevent.http",
+			otelhttp.WithTracerProvider(opts.TracerProvider),
+			otelhttp.WithPropagators(propagation.TraceContext{}),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + routeOf(s.mux, r) }))
+	}
 
 	s.route("GET /healthz", Public, s.healthz)
 
@@ -257,6 +281,15 @@ func (s *Server) participate(w http.ResponseWriter, r *http.Request, p Principal
 	}
 	if s.queue == nil {
 		return newHTTPError(http.StatusServiceUnavailable, CodeIngestDisabled, "this server takes no participations")
+	}
+	if s.admit != nil {
+		var refusal *Refusal
+		switch err := s.admit(r, p, eventID); {
+		case errors.As(err, &refusal):
+			return refusal.problem()
+		case err != nil:
+			return fmt.Errorf("admission: %w", err)
+		}
 	}
 	part, err := s.client.Submit(r.Context(), s.queue, eventID, p.UserID)
 	if err != nil {
@@ -611,4 +644,16 @@ func eventListOptions(q url.Values, limit int) asyncevent.EventListOptions {
 		opts.Order = asyncevent.Ascending
 	}
 	return opts
+}
+
+// routeOf is the pattern of the route r is for (the span's name: the route, not the
+// path with its IDs), or "unknown route".
+func routeOf(mux *http.ServeMux, r *http.Request) string {
+	if _, pattern := mux.Handler(r); pattern != "" {
+		if _, path, ok := strings.Cut(pattern, " "); ok {
+			return path
+		}
+		return pattern
+	}
+	return "unknown route"
 }

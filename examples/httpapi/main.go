@@ -58,6 +58,13 @@
 //	-workers                                   in-process workers (2); 0: ingest only
 //	-jwt-secret         ASYNCEVENT_JWT_SECRET  HS256 secret of the bearer tokens, at least 32 bytes; required unless -dev
 //	-dev                                       make up a secret if none is given; print an admin and a user token
+//	-jwks-url           ASYNCEVENT_JWKS_URL    an identity provider's JWK set (RS256/ES256 tokens) instead of -jwt-secret
+//	-jwt-issuer         ASYNCEVENT_JWT_ISSUER  the tokens' required iss (with -jwks-url)
+//	-jwt-audience       ASYNCEVENT_JWT_AUDIENCE  the tokens' required aud (with -jwks-url)
+//	-jwt-role-claim     ASYNCEVENT_JWT_ROLE_CLAIM  the claim of the roles (role; Cognito: cognito:groups)
+//	-jwt-admin-role                            the role of the admins (admin)
+//	-user-rate                                 clicks a second a user may make (0: no limit), a first line behind a WAF
+//	-user-burst                                clicks a user may make at once before -user-rate holds them back (5)
 //	-status-log                                write the StatusLog of every transition (true)
 //	-request-timeout                           deadline of each request (10s); past it: 503 timeout
 //	-shutdown-timeout                          drain HTTP, then stop the workers, within this (30s)
@@ -135,6 +142,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
@@ -179,6 +187,9 @@ type config struct {
 	sqsEndpoint      string
 	workers          int
 	jwtSecret        []byte
+	jwks             httpapi.JWKSOptions // URL set: an identity provider's tokens instead of jwtSecret's
+	userRate         float64             // clicks a second per user; 0: no limit
+	userBurst        int
 	drawSecret       []byte // from ASYNCEVENT_DRAW_SECRET; nil: unsealed lottery seeds
 	dev              bool
 	statusLog        bool
@@ -216,7 +227,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.sqsEndpoint, "sqs-endpoint", getenv("SQS_ENDPOINT"), "SQS endpoint such as fauxqs, used with dummy credentials (env SQS_ENDPOINT)")
 	fs.IntVar(&c.workers, "workers", 2, "in-process workers; 0: ingest only")
 	fs.StringVar(&secret, "jwt-secret", getenv("ASYNCEVENT_JWT_SECRET"), "HS256 secret of the bearer tokens, at least 32 bytes (env ASYNCEVENT_JWT_SECRET)")
+	fs.StringVar(&c.jwks.URL, "jwks-url", getenv("ASYNCEVENT_JWKS_URL"), "an identity provider's JWK set URL: RS256/ES256 tokens instead of -jwt-secret's (env ASYNCEVENT_JWKS_URL)")
+	fs.StringVar(&c.jwks.Issuer, "jwt-issuer", getenv("ASYNCEVENT_JWT_ISSUER"), "the tokens' required iss, with -jwks-url (env ASYNCEVENT_JWT_ISSUER)")
+	fs.StringVar(&c.jwks.Audience, "jwt-audience", getenv("ASYNCEVENT_JWT_AUDIENCE"), "the tokens' required aud, with -jwks-url (env ASYNCEVENT_JWT_AUDIENCE)")
+	fs.StringVar(&c.jwks.RoleClaim, "jwt-role-claim", envOr("ASYNCEVENT_JWT_ROLE_CLAIM", httpapi.DefaultRoleClaim), "the claim that carries the roles, a string or an array (Cognito: cognito:groups) (env ASYNCEVENT_JWT_ROLE_CLAIM)")
+	fs.StringVar(&c.jwks.AdminRole, "jwt-admin-role", string(httpapi.RoleAdmin), "the role of the admins")
 	fs.BoolVar(&c.dev, "dev", false, "development: make up a JWT secret if none is given and print an admin and a user token")
+	fs.Float64Var(&c.userRate, "user-rate", 0, "clicks a second a user may make, in this server's memory (0: no limit): a first line behind a WAF, not instead of one")
+	fs.IntVar(&c.userBurst, "user-burst", 5, "clicks a user may make at once before -user-rate holds them back")
 	fs.BoolVar(&c.statusLog, "status-log", true, "write a StatusLog item for every transition (GET /admin/requests/{id}/logs)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "deadline of each request")
 	fs.Usage = func() {
@@ -251,6 +269,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	default:
 		return c, fmt.Errorf("-log-format %q: want text or json", logFormat)
 	}
+	if c.userRate < 0 || c.userBurst < 1 {
+		return c, errors.New("-user-rate must be 0 or more and -user-burst 1 or more")
+	}
 	if c.workers < 0 {
 		return c, fmt.Errorf("-workers %d: want 0 or more", c.workers)
 	}
@@ -258,6 +279,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, errors.New("-request-timeout and -shutdown-timeout must be positive")
 	}
 	switch {
+	case c.jwks.URL != "" && (secret != "" || c.dev):
+		return c, errors.New("-jwks-url excludes -jwt-secret and -dev: the identity provider signs the tokens")
+	case c.jwks.URL != "" && (c.jwks.Issuer == "" || c.jwks.Audience == ""):
+		return c, errors.New("-jwks-url needs -jwt-issuer and -jwt-audience: a token of another issuer, or meant for another API, would pass")
+	case c.jwks.URL != "":
+		return c, c.parseDrawSecret(getenv)
 	case secret == "" && c.dev:
 		b := make([]byte, httpapi.MinSecretBytes)
 		_, _ = rand.Read(b) // never fails (crypto/rand)
@@ -268,17 +295,40 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("the JWT secret has %d bytes; HS256 wants at least %d", len(secret), httpapi.MinSecretBytes)
 	}
 	c.jwtSecret = []byte(secret)
-	if hexSecret := getenv("ASYNCEVENT_DRAW_SECRET"); hexSecret != "" {
-		b, err := hex.DecodeString(hexSecret)
-		if err != nil {
-			return c, fmt.Errorf("ASYNCEVENT_DRAW_SECRET: want hex (openssl rand -hex 32): %w", err)
-		}
-		if len(b) < asyncevent.MinSeedSecretBytes {
-			return c, fmt.Errorf("ASYNCEVENT_DRAW_SECRET has %d bytes; want at least %d", len(b), asyncevent.MinSeedSecretBytes)
-		}
-		c.drawSecret = b
+	return c, c.parseDrawSecret(getenv)
+}
+
+// parseDrawSecret reads ASYNCEVENT_DRAW_SECRET, if set.
+func (c *config) parseDrawSecret(getenv func(string) string) error {
+	hexSecret := getenv("ASYNCEVENT_DRAW_SECRET")
+	if hexSecret == "" {
+		return nil
 	}
-	return c, nil
+	b, err := hex.DecodeString(hexSecret)
+	if err != nil {
+		return fmt.Errorf("ASYNCEVENT_DRAW_SECRET: want hex (openssl rand -hex 32): %w", err)
+	}
+	if len(b) < asyncevent.MinSeedSecretBytes {
+		return fmt.Errorf("ASYNCEVENT_DRAW_SECRET has %d bytes; want at least %d", len(b), asyncevent.MinSeedSecretBytes)
+	}
+	c.drawSecret = b
+	return nil
+}
+
+// admission is the per-user rate limit of -user-rate, if set.
+func admission(cfg config) httpapi.Admission {
+	if cfg.userRate == 0 {
+		return nil
+	}
+	return httpapi.UserRateLimit(cfg.userRate, cfg.userBurst)
+}
+
+// authenticator is the identity provider's tokens (-jwks-url) or the HS256 secret's.
+func authenticator(ctx context.Context, cfg config) (httpapi.Authenticator, error) {
+	if cfg.jwks.URL != "" {
+		return httpapi.NewJWKSAuthenticator(ctx, cfg.jwks)
+	}
+	return httpapi.NewJWTAuthenticator(cfg.jwtSecret, httpapi.JWTOptions{})
 }
 
 // run serves until ctx ends, then drains HTTP and stops the workers. ready, if
@@ -306,14 +356,17 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 			return err
 		}
 	}
-	var obs *otelasyncevent.Observer
+	var (
+		obs    *otelasyncevent.Observer
+		tracer trace.TracerProvider // the HTTP server's spans; nil: none
+	)
 	if cfg.otelStdout {
 		out := cfg.telemetryOut
 		if out == nil {
 			out = os.Stdout
 		}
 		var shutdown func(context.Context) error
-		obs, shutdown, err = stdoutTelemetry(out)
+		obs, tracer, shutdown, err = stdoutTelemetry(out)
 		if err != nil {
 			return err
 		}
@@ -379,15 +432,20 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 		workers = append(workers, w)
 	}
 
-	auth, err := httpapi.NewJWTAuthenticator(cfg.jwtSecret, httpapi.JWTOptions{})
+	auth, err := authenticator(ctx, cfg)
 	if err != nil {
 		_ = stopWorkers(context.Background())
 		return err
+	}
+	if jwks, ok := auth.(*httpapi.JWKSAuthenticator); ok {
+		defer jwks.Close() // its key set's refreshes
 	}
 	srv, err := httpapi.NewServer(httpapi.ServerOptions{
 		Client:         client,
 		Queue:          queue,
 		Authenticator:  auth,
+		Admission:      admission(cfg),
+		TracerProvider: tracer,
 		Logger:         logger,
 		RequestTimeout: cfg.requestTimeout,
 	})

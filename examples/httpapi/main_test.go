@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -165,9 +166,20 @@ func TestRunWithMemoryQueue(t *testing.T) {
 	assert.Contains(t, logs.String(), "go run ./examples/httpapi token -user NAME")
 	r := doURL(t, http.DefaultClient, base, "POST", "/admin/events", adminTok, map[string]any{"eventId": "sale", "eventType": "FIRST_COME", "capacityTotal": 1})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
-	r = doURL(t, http.DefaultClient, base, "POST", "/events/sale/participations", userTok, nil)
-	require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
-	id := decode[httpapi.ParticipationView](t, r).RequestID
+	// The click carries its own trace (a W3C traceparent, as a browser's or a load
+	// balancer's): the server continues it.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req, err := http.NewRequest("POST", base+"/events/sale/participations", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+userTok)
+	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var part httpapi.ParticipationView
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&part))
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	id := part.RequestID
 
 	require.Eventually(t, func() bool {
 		r := doURL(t, http.DefaultClient, base, "GET", "/requests/"+id, userTok, nil)
@@ -184,6 +196,24 @@ func TestRunWithMemoryQueue(t *testing.T) {
 	for _, want := range []string{`"Name":"asyncevent.submit"`, `"Name":"asyncevent.process"`, `"Name":"asyncevent.participations"`, `"Name":"asyncevent.outcomes"`, `"Value":"asyncevent-httpapi"`} {
 		assert.Contains(t, out, want)
 	}
+	// One trace from the click to the outcome: the server's span, Submit's, the
+	// message's send and the worker's processing all carry the click's trace ID.
+	inTrace := map[string]bool{}
+	for d := json.NewDecoder(strings.NewReader(out)); ; {
+		var span struct {
+			Name        string
+			SpanContext struct{ TraceID string }
+		}
+		if err := d.Decode(&span); err != nil {
+			break
+		}
+		if span.SpanContext.TraceID == traceID {
+			inTrace[span.Name] = true
+		}
+	}
+	assert.True(t, inTrace["POST /events/{eventId}/participations"], "the server's span continues the click's trace: %v", inTrace)
+	assert.True(t, inTrace["asyncevent.submit"], "%v", inTrace)
+	assert.True(t, inTrace["asyncevent.process"], "the worker's span is in the click's trace: %v", inTrace)
 }
 
 // exported finds "export NAME=value" in out.
@@ -230,8 +260,17 @@ func TestParseConfig(t *testing.T) {
 	assert.Equal(t, config{
 		addr: ":9999", table: "T", dynamoEndpoint: "http://localhost:8000", queueURL: "http://localhost:4566/000000000000/q",
 		sqsEndpoint: "http://localhost:4566", workers: 2, jwtSecret: []byte(secret), statusLog: true,
-		requestTimeout: httpapi.DefaultRequestTimeout, shutdownTimeout: 30 * time.Second,
+		requestTimeout: httpapi.DefaultRequestTimeout, shutdownTimeout: 30 * time.Second, userBurst: 5,
+		jwks: httpapi.JWKSOptions{RoleClaim: httpapi.DefaultRoleClaim, AdminRole: string(httpapi.RoleAdmin)},
 	}, c, "from the environment; an endpoint means not embedded")
+
+	// An identity provider's tokens: with an issuer and an audience, and never with a
+	// secret as well.
+	c, err = parseConfig([]string{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-issuer", "https://idp.example.test/", "-jwt-audience", "api", "-jwt-role-claim", "cognito:groups", "-user-rate", "2"}, noEnv, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, httpapi.JWKSOptions{URL: "https://idp.example.test/jwks.json", Issuer: "https://idp.example.test/", Audience: "api", RoleClaim: "cognito:groups", AdminRole: "admin"}, c.jwks)
+	assert.Empty(t, c.jwtSecret)
+	assert.Equal(t, 2.0, c.userRate)
 
 	// The lottery seed secret comes from the environment only, in hex.
 	drawSecret := strings.Repeat("ab", 32)
@@ -256,6 +295,11 @@ func TestParseConfig(t *testing.T) {
 		{"-jwt-secret", secret, "-log-format", "xml"},
 		{"-jwt-secret", secret, "-request-timeout", "0s"},
 		{"-jwt-secret", secret, "extra"},
+		{"-jwt-secret", secret, "-user-rate", "-1"},
+		{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-issuer", "i"},
+		{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-audience", "a"},
+		{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-issuer", "i", "-jwt-audience", "a", "-jwt-secret", secret},
+		{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-issuer", "i", "-jwt-audience", "a", "-dev"},
 		{"-no-such-flag"},
 	} {
 		_, err := parseConfig(args, noEnv, io.Discard)

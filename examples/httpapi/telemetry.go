@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/asyncevent/asyncevent/otelasyncevent"
 )
@@ -21,15 +22,16 @@ const metricsInterval = 30 * time.Second
 
 // stdoutTelemetry returns an Observer whose spans (one JSON object each, as they end)
 // and metrics (every metricsInterval, and once more at shutdown) are written to out,
-// and the function that flushes and stops both.
-func stdoutTelemetry(out io.Writer) (*otelasyncevent.Observer, func(context.Context) error, error) {
+// its tracer provider (for the HTTP server's spans), and the function that flushes
+// and stops both.
+func stdoutTelemetry(out io.Writer) (*otelasyncevent.Observer, trace.TracerProvider, func(context.Context) error, error) {
 	spans, err := stdouttrace.New(stdouttrace.WithWriter(out))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	metrics, err := stdoutmetric.New(stdoutmetric.WithWriter(out))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	res := resource.NewSchemaless(semconv.ServiceName("asyncevent-httpapi"))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
@@ -40,7 +42,7 @@ func stdoutTelemetry(out io.Writer) (*otelasyncevent.Observer, func(context.Cont
 	obs, err := otelasyncevent.New(otelasyncevent.Options{TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		_ = shutdown(context.Background())
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return obs, shutdown, nil
+	return obs, tp, shutdown, nil
 }

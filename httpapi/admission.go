@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Admission is a check ServerOptions.Admission runs on a participation before
+// Submit, once the caller is authenticated: a bot challenge (Cloudflare Turnstile,
+// reCAPTCHA: verify the token the client sent in a header), a per-user or per-IP rate
+// limit. A nil error admits the click; a Refusal answers 403 (Forbid) or 429
+// (TooManyRequests, with Retry-After) and nothing is written; any other error is a
+// 500. It runs on every click, so it must be quick: a first line behind a WAF, not
+// instead of one.
+type Admission func(r *http.Request, caller Principal, eventID string) error
+
+// Refusal is an Admission's no: its status (403 or 429), what the caller is told,
+// and for a 429 when to try again.
+type Refusal struct {
+	Status     int
+	Detail     string
+	RetryAfter time.Duration
+}
+
+func (r *Refusal) Error() string { return fmt.Sprintf("refused (%d): %s", r.Status, r.Detail) }
+
+// Forbid refuses a click for good (403 admission_refused): a failed bot challenge.
+func Forbid(detail string) *Refusal { return &Refusal{Status: http.StatusForbidden, Detail: detail} }
+
+// TooManyRequests refuses a click for now (429 rate_limited, Retry-After).
+func TooManyRequests(detail string, retryAfter time.Duration) *Refusal {
+	return &Refusal{Status: http.StatusTooManyRequests, Detail: detail, RetryAfter: retryAfter}
+}
+
+// problem is the refusal's HTTP answer.
+func (r *Refusal) problem() *httpError {
+	if r.Status == http.StatusTooManyRequests {
+		e := newHTTPError(http.StatusTooManyRequests, CodeRateLimited, r.Detail)
+		e.header = http.Header{"Retry-After": {strconv.Itoa(max(1, int(math.Ceil(r.RetryAfter.Seconds()))))}}
+		return e
+	}
+	return newHTTPError(http.StatusForbidden, CodeAdmissionRefused, r.Detail)
+}
+
+// UserRateLimit returns an Admission that lets each user click at most burst times
+// at once and then perSecond times a second (a token bucket per user, in this
+// process's memory; idle buckets are dropped). Behind several servers each keeps its
+// own, so a user may click that much on each.
+func UserRateLimit(perSecond float64, burst int) Admission {
+	l := &userLimits{every: rate.Limit(perSecond), burst: burst, users: map[string]*userLimit{}}
+	return l.admit
+}
+
+type userLimits struct {
+	every rate.Limit
+	burst int
+
+	mu    sync.Mutex
+	users map[string]*userLimit
+	swept time.Time
+}
+
+type userLimit struct {
+	bucket *rate.Limiter
+	seen   time.Time
+}
+
+func (l *userLimits) admit(_ *http.Request, caller Principal, _ string) error {
+	now := time.Now()
+	l.mu.Lock()
+	u := l.users[caller.UserID]
+	if u == nil {
+		u = &userLimit{bucket: rate.NewLimiter(l.every, l.burst)}
+		l.users[caller.UserID] = u
+	}
+	u.seen = now
+	if now.Sub(l.swept) > time.Minute { // a bucket idle for a minute is full again: drop it
+		for id, v := range l.users {
+			if now.Sub(v.seen) > time.Minute {
+				delete(l.users, id)
+			}
+		}
+		l.swept = now
+	}
+	res := u.bucket.ReserveN(now, 1)
+	l.mu.Unlock()
+	if wait := res.DelayFrom(now); wait > 0 {
+		res.CancelAt(now)
+		return TooManyRequests("too many clicks: try again in a moment", wait)
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+package httpapi
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// idp is an identity provider of the tests: its keys, and its JWK set served over
+// HTTP (the public halves only), counting the reads.
+type idp struct {
+	t      *testing.T
+	mu     sync.Mutex
+	keys   map[string]crypto.Signer // by kid
+	served []string                 // the kids the set publishes
+	reads  atomic.Int64
+	ts     *httptest.Server
+}
+
+const (
+	testIssuer   = "https://idp.example.test/pool-1"
+	testAudience = "asyncevent-api"
+)
+
+func newIDP(t *testing.T) *idp {
+	p := &idp{t: t, keys: map[string]crypto.Signer{}}
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	p.keys["rsa-1"], p.keys["ec-1"] = rk, ek
+	p.served = []string{"rsa-1", "ec-1"}
+	p.ts = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.ts.Close)
+	return p
+}
+
+// serve answers the JWK set, made with jwkset from the public keys.
+func (p *idp) serve(w http.ResponseWriter, r *http.Request) {
+	p.reads.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	set := jwkset.NewMemoryStorage()
+	for _, kid := range p.served {
+		alg := jwkset.AlgRS256
+		if _, ok := p.keys[kid].(*ecdsa.PrivateKey); ok {
+			alg = jwkset.AlgES256
+		}
+		k, err := jwkset.NewJWKFromKey(p.keys[kid].Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: alg, USE: jwkset.UseSig}})
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		if err := set.KeyWrite(r.Context(), k); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+	}
+	raw, err := set.JSONPublic(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(raw)
+}
+
+// rotate adds a key under kid to the set (RSA).
+func (p *idp) rotate(kid string) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(p.t, err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keys[kid] = k
+	p.served = append(p.served, kid)
+}
+
+// claims are a valid token's, for sub.
+func (p *idp) claims(sub string, groups ...string) jwt.MapClaims {
+	now := time.Now()
+	c := jwt.MapClaims{"iss": testIssuer, "aud": testAudience, "sub": sub, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+	if groups != nil {
+		c["cognito:groups"] = groups
+	}
+	return c
+}
+
+// sign signs claims with the key kid under alg, the kid in the header.
+func (p *idp) sign(kid string, alg jwt.SigningMethod, claims jwt.MapClaims) string {
+	tok := jwt.NewWithClaims(alg, claims)
+	tok.Header["kid"] = kid
+	s, err := tok.SignedString(p.keys[kid])
+	require.NoError(p.t, err)
+	return s
+}
+
+func (p *idp) auth(opts JWKSOptions) *JWKSAuthenticator {
+	opts.URL, opts.Issuer, opts.Audience = p.ts.URL+"/.well-known/jwks.json", testIssuer, testAudience
+	if opts.RoleClaim == "" {
+		opts.RoleClaim = "cognito:groups"
+	}
+	a, err := NewJWKSAuthenticator(context.Background(), opts)
+	require.NoError(p.t, err)
+	p.t.Cleanup(a.Close)
+	return a
+}
+
+// Tokens of an identity provider: RS256 and ES256 pass with the issuer and audience
+// configured, roles from cognito:groups; every forgery and every token out of its
+// time or meant for another issuer or API is 401 and writes nothing.
+func TestJWKSTokens(t *testing.T) {
+	t.Parallel()
+	p := newIDP(t)
+	a := p.auth(JWKSOptions{UnknownKIDRefresh: time.Hour})
+	e := newEnv(t, func(_ *asyncevent.Options, so *ServerOptions) { so.Authenticator = a })
+	_, err := e.client.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+
+	rsaPub, err := x509.MarshalPKIXPublicKey(p.keys["rsa-1"].Public())
+	require.NoError(t, err)
+	pemPub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: rsaPub})
+	hsWithPublic := jwt.NewWithClaims(jwt.SigningMethodHS256, p.claims("mallory"))
+	hsWithPublic.Header["kid"] = "rsa-1"
+	hsForged, err := hsWithPublic.SignedString(pemPub)
+	require.NoError(t, err)
+	none := jwt.NewWithClaims(jwt.SigningMethodNone, p.claims("mallory"))
+	none.Header["kid"] = "rsa-1"
+	noneForged, err := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	require.NoError(t, err)
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	foreign := jwt.NewWithClaims(jwt.SigningMethodRS256, p.claims("mallory"))
+	foreign.Header["kid"] = "rsa-1"
+	foreignSigned, err := foreign.SignedString(other)
+	require.NoError(t, err)
+	with := func(k string, v any) jwt.MapClaims { c := p.claims("mallory"); c[k] = v; return c }
+	without := func(k string) jwt.MapClaims { c := p.claims("mallory"); delete(c, k); return c }
+
+	for name, tok := range map[string]string{
+		"wrong issuer":                  p.sign("rsa-1", jwt.SigningMethodRS256, with("iss", "https://evil.example.test/")),
+		"no issuer":                     p.sign("rsa-1", jwt.SigningMethodRS256, without("iss")),
+		"wrong audience":                p.sign("rsa-1", jwt.SigningMethodRS256, with("aud", "another-api")),
+		"no audience":                   p.sign("rsa-1", jwt.SigningMethodRS256, without("aud")),
+		"unknown kid":                   signUnknown(t, p),
+		"no kid":                        signNoKID(t, p),
+		"alg HS256 with the public key": hsForged,
+		"alg none":                      noneForged,
+		"signed by another key":         foreignSigned,
+		"RS256 key, ES256 alg":          signWrongAlg(t, p),
+		"expired":                       p.sign("rsa-1", jwt.SigningMethodRS256, with("exp", time.Now().Add(-time.Hour).Unix())),
+		"no exp":                        p.sign("rsa-1", jwt.SigningMethodRS256, without("exp")),
+		"not yet valid":                 p.sign("rsa-1", jwt.SigningMethodRS256, with("nbf", time.Now().Add(time.Hour).Unix())),
+		"issued in the future":          p.sign("ec-1", jwt.SigningMethodES256, with("iat", time.Now().Add(time.Hour).Unix())),
+		"exp a numeric string":          p.sign("rsa-1", jwt.SigningMethodRS256, with("exp", "99999999999")),
+		"RS384 with the RSA key":        p.sign("rsa-1", jwt.SigningMethodRS384, p.claims("mallory")),
+	} {
+		r := e.do("POST", "/events/sale/participations", tok, nil)
+		assert.Equal(t, http.StatusUnauthorized, r.status, "%s: %s", name, r.body)
+		assert.Contains(t, r.header.Get("WWW-Authenticate"), `error="invalid_token"`, name)
+	}
+	_, err = e.client.LookupParticipation(context.Background(), "sale", "mallory")
+	assert.ErrorIs(t, err, asyncevent.ErrNotFound, "no refused token wrote anything")
+
+	for name, c := range map[string]struct {
+		tok    string
+		status int
+	}{
+		"RS256 user":           {p.sign("rsa-1", jwt.SigningMethodRS256, p.claims("ann")), http.StatusAccepted},
+		"ES256 user":           {p.sign("ec-1", jwt.SigningMethodES256, p.claims("bob")), http.StatusAccepted},
+		"RS256 admin on admin": {p.sign("rsa-1", jwt.SigningMethodRS256, p.claims("root", "staff", "admin")), http.StatusOK},
+		"RS256 user on admin":  {p.sign("rsa-1", jwt.SigningMethodRS256, p.claims("ann", "staff")), http.StatusForbidden},
+	} {
+		path, method := "/events/sale/participations", "POST"
+		if c.status != http.StatusAccepted {
+			path, method = "/admin/events/sale", "GET"
+		}
+		r := e.do(method, path, c.tok, nil)
+		assert.Equal(t, c.status, r.status, "%s: %s", name, r.body)
+	}
+}
+
+// A token signed with a key the provider has just published is taken after one read
+// of the set; tokens of kids still unknown read it at most once per
+// UnknownKIDRefresh, however many come.
+func TestJWKSKeyRotation(t *testing.T) {
+	t.Parallel()
+	p := newIDP(t)
+	a := p.auth(JWKSOptions{UnknownKIDRefresh: time.Hour})
+	read := p.reads.Load()
+	p.rotate("rsa-2")
+	req := func(tok string) *http.Request {
+		r := httptest.NewRequest("GET", "/me/participations", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return r
+	}
+	who, err := a.Authenticate(req(p.sign("rsa-2", jwt.SigningMethodRS256, p.claims("ann"))))
+	require.NoError(t, err, "the new key is read")
+	assert.Equal(t, "ann", who.UserID)
+	assert.Equal(t, read+1, p.reads.Load())
+	for range 50 {
+		_, err := a.Authenticate(req(signUnknown(t, p)))
+		require.Error(t, err)
+	}
+	assert.Equal(t, read+1, p.reads.Load(), "unknown kids read the set at most once an UnknownKIDRefresh")
+}
+
+func TestJWKSOptions(t *testing.T) {
+	t.Parallel()
+	p := newIDP(t)
+	base := JWKSOptions{URL: p.ts.URL, Issuer: testIssuer, Audience: testAudience}
+	for name, o := range map[string]JWKSOptions{
+		"no URL":             {Issuer: testIssuer, Audience: testAudience},
+		"http, not loopback": {URL: "http://idp.example.test/jwks.json", Issuer: testIssuer, Audience: testAudience},
+		"no issuer":          {URL: p.ts.URL, Audience: testAudience},
+		"no audience":        {URL: p.ts.URL, Issuer: testIssuer},
+		"leeway of an hour":  {URL: p.ts.URL, Issuer: testIssuer, Audience: testAudience, Leeway: time.Hour},
+	} {
+		_, err := NewJWKSAuthenticator(context.Background(), o)
+		assert.Error(t, err, name)
+	}
+	dead := base
+	dead.URL = "http://127.0.0.1:1/jwks.json"
+	_, err := NewJWKSAuthenticator(context.Background(), dead)
+	assert.Error(t, err, "a key set that cannot be read at start")
+	a, err := NewJWKSAuthenticator(context.Background(), base)
+	require.NoError(t, err)
+	a.Close()
+}
+
+// signUnknown signs with a key the set does not publish.
+func signUnknown(t *testing.T, p *idp) string {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, p.claims("mallory"))
+	tok.Header["kid"] = "nobody-knows"
+	s, err := tok.SignedString(k)
+	require.NoError(t, err)
+	return s
+}
+
+func signNoKID(t *testing.T, p *idp) string {
+	s, err := jwt.NewWithClaims(jwt.SigningMethodRS256, p.claims("mallory")).SignedString(p.keys["rsa-1"])
+	require.NoError(t, err)
+	return s
+}
+
+// signWrongAlg signs with the EC key but names the RSA key's kid.
+func signWrongAlg(t *testing.T, p *idp) string {
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, p.claims("mallory"))
+	tok.Header["kid"] = "rsa-1"
+	s, err := tok.SignedString(p.keys["ec-1"])
+	require.NoError(t, err)
+	return s
+}
