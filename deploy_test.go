@@ -184,12 +184,38 @@ func TestTemplateQueueAgreesWithTheWorker(t *testing.T) {
 	assert.Greater(t, time.Duration(visibility)*time.Second, defaultLeaseDuration, "visibility outlasts the lease")
 
 	fn := templateNode(t, "Resources", "Worker", "Properties")
+	timeout, err := strconv.Atoi(child(t, fn, "Timeout").Value)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, visibility, 6*timeout, "AWS advises a visibility timeout of at least six times a Lambda event source's function timeout")
+	assert.Equal(t, strconv.Itoa(visibility)+"s", child(t, child(t, child(t, fn, "Environment"), "Variables"), "ASYNCEVENT_VISIBILITY_TIMEOUT").Value, "the worker extends a message's visibility by the queue's")
 	assert.Equal(t, "provided.al2023", child(t, fn, "Runtime").Value)
 	assert.Equal(t, []string{"arm64"}, strings0(child(t, fn, "Architectures")))
 	events := child(t, child(t, child(t, fn, "Events"), "Participations"), "Properties")
 	assert.Equal(t, []string{"ReportBatchItemFailures"}, strings0(child(t, events, "FunctionResponseTypes")))
+	mc := child(t, child(t, events, "ScalingConfig"), "MaximumConcurrency")
+	assert.Equal(t, []string{"!Ref", "WorkerMaximumConcurrency"}, []string{mc.Tag, mc.Value}, "a parameter")
 	lambdaMain, err := os.ReadFile("examples/lambda/main.go")
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(lambdaMain), "MaxReceives: "+strconv.Itoa(receives)),
 		"examples/lambda sets ProcessOptions.MaxReceives to the queue's maxReceiveCount")
+}
+
+// TestTemplateKeepsTheTableAndWatchesIt: the table survives the stack and a mistaken
+// delete (deletion protection, Retain) and can be restored (point-in-time recovery);
+// alarms watch the dead-letter queue and DynamoDB's throttles.
+func TestTemplateKeepsTheTableAndWatchesIt(t *testing.T) {
+	t.Parallel()
+	table := templateNode(t, "Resources", "Table")
+	assert.Equal(t, "Retain", child(t, table, "DeletionPolicy").Value)
+	props := child(t, table, "Properties")
+	assert.Equal(t, "true", child(t, props, "DeletionProtectionEnabled").Value)
+	assert.Equal(t, "true", child(t, child(t, props, "PointInTimeRecoverySpecification"), "PointInTimeRecoveryEnabled").Value)
+	for alarm, metric := range map[string]string{
+		"DeadLetterAlarm": "ApproximateNumberOfMessagesVisible", "WriteThrottleAlarm": "WriteThrottleEvents",
+		"IndexWriteThrottleAlarm": "WriteThrottleEvents", "ReadThrottleAlarm": "ReadThrottleEvents",
+	} {
+		p := templateNode(t, "Resources", alarm, "Properties")
+		assert.Equal(t, metric, child(t, p, "MetricName").Value, alarm)
+		assert.Equal(t, "0", child(t, p, "Threshold").Value, alarm)
+	}
 }
