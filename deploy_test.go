@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,12 +123,14 @@ func TestTemplateTableIsCreateTables(t *testing.T) {
 	require.NoError(t, c.CheckTable(ctx), "the template's table passes CheckTable")
 }
 
-// TestTemplatePolicyGrantsTheLibrarysCalls: the worker's policy allows exactly the
-// data calls of the DynamoDB interface and the calls of SQSClient, as IAM names them.
-// A call added to either interface fails here until the policy grants it.
+// TestTemplatePolicyGrantsTheLibrarysCalls: the ingest's policy allows exactly the
+// data calls of the DynamoDB interface (it serves the admin routes too: every row of
+// the access-pattern table) and, of SQSClient's, the send. A call added to the
+// interface fails here until the policy grants it. The worker's role is held to the
+// calls its handler makes (awslambda's TestTheWorkersRoleGrantsExactlyItsCalls).
 func TestTemplatePolicyGrantsTheLibrarysCalls(t *testing.T) {
 	t.Parallel()
-	statements := templateNode(t, "Resources", "Worker", "Properties", "Policies", "0", "Statement")
+	statements := templateNode(t, "Resources", "Ingest", "Properties", "Policies", "0", "Statement")
 	granted := map[string][]string{}
 	for _, s := range statements.Content {
 		granted[child(t, s, "Sid").Value] = strings0(child(t, s, "Action"))
@@ -162,7 +165,8 @@ func TestTemplatePolicyGrantsTheLibrarysCalls(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, needs("dynamodb:", reflect.TypeFor[DynamoDB](), tableManagement), sorted(granted["AsyncEventTable"]), "DynamoDB actions")
-	assert.Equal(t, needs("sqs:", reflect.TypeFor[SQSClient](), nil), sorted(granted["AsyncEventQueue"]), "SQS actions")
+	assert.Contains(t, needs("sqs:", reflect.TypeFor[SQSClient](), nil), "sqs:SendMessage")
+	assert.Equal(t, []string{"sqs:SendMessage"}, sorted(granted["AsyncEventQueue"]), "the ingest only sends")
 }
 
 func sorted(s []string) []string {
@@ -218,4 +222,31 @@ func TestTemplateKeepsTheTableAndWatchesIt(t *testing.T) {
 		assert.Equal(t, metric, child(t, p, "MetricName").Value, alarm)
 		assert.Equal(t, "0", child(t, p, "Threshold").Value, alarm)
 	}
+}
+
+// TestTemplateIngest: the ingest function is examples/lambda/ingest, its environment
+// names exactly the variables the command reads, and its role sends to the queue and
+// nothing more on SQS (the ingest only sends; the worker receives, deletes, extends).
+func TestTemplateIngest(t *testing.T) {
+	t.Parallel()
+	fn := templateNode(t, "Resources", "Ingest", "Properties")
+	assert.Equal(t, "../examples/lambda/ingest", child(t, fn, "CodeUri").Value)
+	src, err := os.ReadFile("examples/lambda/ingest/main.go")
+	require.NoError(t, err)
+	read := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?:getenv|os\.Getenv)\("(ASYNCEVENT_[A-Z_]+)"\)`).FindAllStringSubmatch(string(src), -1) {
+		read[m[1]] = true
+	}
+	set := map[string]bool{}
+	vars := child(t, child(t, fn, "Environment"), "Variables")
+	for i := 0; i < len(vars.Content); i += 2 {
+		set[vars.Content[i].Value] = true
+	}
+	assert.Equal(t, read, set, "the template sets the variables the command reads")
+	statements := child(t, child(t, child(t, fn, "Policies"), "0"), "Statement")
+	granted := map[string][]string{}
+	for _, s := range statements.Content {
+		granted[child(t, s, "Sid").Value] = strings0(child(t, s, "Action"))
+	}
+	assert.Equal(t, []string{"sqs:SendMessage"}, granted["AsyncEventQueue"])
 }

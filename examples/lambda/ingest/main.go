@@ -1,0 +1,105 @@
+// Command ingest is an AWS Lambda function behind an API Gateway HTTP API that serves
+// the asyncevent HTTP API (package httpapi) through the AWS Labs API proxy
+// (httpadapter, payload format 2.0): users take part and follow their requests,
+// admins run events. It sends the participations to the queue the worker function
+// (examples/lambda) processes.
+//
+// Environment: ASYNCEVENT_TABLE (default AsyncEventTable); ASYNCEVENT_QUEUE_URL, the
+// participation queue (required); the identity provider's tokens:
+// ASYNCEVENT_JWKS_URL, ASYNCEVENT_JWT_ISSUER, ASYNCEVENT_JWT_AUDIENCE (all three
+// required), ASYNCEVENT_JWT_ROLE_CLAIM (default role; Cognito: cognito:groups);
+// ASYNCEVENT_USER_RATE, clicks a second a user may make on one instance of the
+// function (optional; a first line behind a WAF); the AWS SDK's usual variables for
+// region and credentials.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/httpapi"
+)
+
+func main() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: os.Getenv("ASYNCEVENT_TABLE")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	queue, err := asyncevent.NewSQSQueue(sqs.NewFromConfig(cfg), os.Getenv("ASYNCEVENT_QUEUE_URL"))
+	if err != nil {
+		log.Fatalf("ASYNCEVENT_QUEUE_URL: %v", err)
+	}
+	auth, err := authenticator(ctx, os.Getenv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	handle, err := newHandler(client, queue, auth, os.Getenv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.Start(handle)
+}
+
+// authenticator is the identity provider's tokens the environment names.
+func authenticator(ctx context.Context, getenv func(string) string) (httpapi.Authenticator, error) {
+	opts := httpapi.JWKSOptions{
+		URL: getenv("ASYNCEVENT_JWKS_URL"), Issuer: getenv("ASYNCEVENT_JWT_ISSUER"),
+		Audience: getenv("ASYNCEVENT_JWT_AUDIENCE"), RoleClaim: getenv("ASYNCEVENT_JWT_ROLE_CLAIM"),
+	}
+	if opts.URL == "" || opts.Issuer == "" || opts.Audience == "" {
+		return nil, errors.New("ASYNCEVENT_JWKS_URL, ASYNCEVENT_JWT_ISSUER and ASYNCEVENT_JWT_AUDIENCE are required")
+	}
+	return httpapi.NewJWKSAuthenticator(ctx, opts)
+}
+
+// progressEvery bounds how often an invocation writes the event's progress counts
+// (the place in line): a frozen sandbox runs no timer, and a write per click would
+// heat the progress partitions as much as the clicks.
+const progressEvery = time.Second
+
+// newHandler returns the function's handler: the HTTP API through the adapter, and
+// the progress counts written after an invocation when the last write is a second old.
+func newHandler(client *asyncevent.Client, queue asyncevent.Queue, auth httpapi.Authenticator, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	so := httpapi.ServerOptions{Client: client, Queue: queue, Authenticator: auth}
+	if v := getenv("ASYNCEVENT_USER_RATE"); v != "" {
+		rate, err := strconv.ParseFloat(v, 64)
+		if err != nil || rate <= 0 {
+			return nil, fmt.Errorf("ASYNCEVENT_USER_RATE %q: want clicks a second, more than 0", v)
+		}
+		so.Admission = httpapi.UserRateLimit(rate, 5)
+	}
+	srv, err := httpapi.NewServer(so)
+	if err != nil {
+		return nil, err
+	}
+	adapter := httpadapter.NewV2(srv.Handler())
+	var flushed time.Time
+	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		resp, err := adapter.ProxyWithContext(ctx, req)
+		if time.Since(flushed) >= progressEvery { // one invocation at a time per sandbox
+			flushed = time.Now()
+			if ferr := client.FlushProgress(ctx); ferr != nil {
+				log.Printf("the progress counts were not written: %v", ferr)
+			}
+		}
+		return resp, err
+	}, nil
+}
