@@ -16,12 +16,13 @@ import (
 // reCAPTCHA: verify the token the client sent in a header), a per-user or per-IP rate
 // limit. A nil error admits the click; a Refusal answers 403 (Forbid) or 429
 // (TooManyRequests, with Retry-After) and nothing is written; any other error is a
-// 500. It runs on every click, so it must be quick: a first line behind a WAF, not
+// 500 (a check that depends on a service, such as a bot challenge's, decides itself
+// whether to admit or refuse when that service fails). It runs on every click, so it must be quick: a first line behind a WAF, not
 // instead of one.
 type Admission func(r *http.Request, caller Principal, eventID string) error
 
-// Refusal is an Admission's no: its status (403 or 429), what the caller is told,
-// and for a 429 when to try again.
+// Refusal is an Admission's no: its status (403 or 429; any other is answered 403),
+// what the caller is told, and for a 429 when to try again.
 type Refusal struct {
 	Status     int
 	Detail     string
@@ -50,9 +51,14 @@ func (r *Refusal) problem() *httpError {
 
 // UserRateLimit returns an Admission that lets each user click at most burst times
 // at once and then perSecond times a second (a token bucket per user, in this
-// process's memory; idle buckets are dropped). Behind several servers each keeps its
-// own, so a user may click that much on each.
+// process's memory; a bucket full again is dropped). Behind several servers each keeps
+// its own, so a user may click that much on each. A click the user repeats (a
+// duplicate, which the API answers with the first request) counts as any other. It
+// panics unless perSecond > 0 and burst ≥ 1.
 func UserRateLimit(perSecond float64, burst int) Admission {
+	if !(perSecond > 0) || burst < 1 {
+		panic(fmt.Sprintf("httpapi: UserRateLimit(%v, %d): want a rate above 0 and a burst of 1 or more", perSecond, burst))
+	}
 	l := &userLimits{every: rate.Limit(perSecond), burst: burst, users: map[string]*userLimit{}}
 	return l.admit
 }
@@ -68,7 +74,6 @@ type userLimits struct {
 
 type userLimit struct {
 	bucket *rate.Limiter
-	seen   time.Time
 }
 
 func (l *userLimits) admit(_ *http.Request, caller Principal, _ string) error {
@@ -79,10 +84,9 @@ func (l *userLimits) admit(_ *http.Request, caller Principal, _ string) error {
 		u = &userLimit{bucket: rate.NewLimiter(l.every, l.burst)}
 		l.users[caller.UserID] = u
 	}
-	u.seen = now
-	if now.Sub(l.swept) > time.Minute { // a bucket idle for a minute is full again: drop it
+	if now.Sub(l.swept) > time.Minute { // a bucket full again is as good as none: drop it
 		for id, v := range l.users {
-			if now.Sub(v.seen) > time.Minute {
+			if v.bucket.TokensAt(now) >= float64(l.burst) {
 				delete(l.users, id)
 			}
 		}

@@ -72,6 +72,8 @@ func TestUserRateLimit(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, e.do("POST", "/events/c/participations", token(t, "bob", RoleUser), nil).status, "another user")
 	time.Sleep(600 * time.Millisecond)
 	assert.Equal(t, http.StatusAccepted, e.do("POST", "/events/c/participations", ann, nil).status, "the bucket filled again")
+	assert.Panics(t, func() { UserRateLimit(0, 1) })
+	assert.Panics(t, func() { UserRateLimit(1, 0) })
 }
 
 // send does req and reads its answer.

@@ -2,19 +2,20 @@ package httpapi
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/MicahParks/jwkset"
-	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
 )
@@ -35,16 +36,20 @@ type JWKSOptions struct {
 	// Required; https unless the host is a loopback address (tests).
 	URL string
 
-	// Issuer is the token's required iss (Cognito: https://cognito-idp.<region>.
-	// amazonaws.com/<poolId>). Required.
+	// Issuer is the token's required iss, compared exactly (Cognito:
+	// https://cognito-idp.<region>.amazonaws.com/<poolId>; Auth0's ends in "/").
+	// Required.
 	Issuer string
 
 	// Audience is a value the token's aud must hold (Cognito's ID tokens: the app
-	// client ID; Auth0 and Okta: the API's identifier). Required.
+	// client ID; Auth0 and Okta: the API's identifier). Required. Cognito's access
+	// tokens carry no aud (client_id instead), so with Cognito the API takes ID tokens.
 	Audience string
 
-	// RoleClaim names the claim that carries the caller's roles: a string or an array
-	// of strings (Cognito puts its groups in "cognito:groups"). Default: "role".
+	// RoleClaim names the top-level claim that carries the caller's roles: a string
+	// (one role, compared whole) or an array of strings (Cognito puts its groups in
+	// "cognito:groups"); a nested claim (Keycloak's realm_access.roles) is not read.
+	// Default: "role".
 	RoleClaim string
 
 	// AdminRole is the value of RoleClaim that makes a caller an admin (RoleAdmin).
@@ -69,6 +74,17 @@ type JWKSOptions struct {
 
 	// Clock tells the time for the token checks. Default: time.Now.
 	Clock func() time.Time
+
+	// Logger is told of a refresh of the key set that failed. Default: discard.
+	Logger *slog.Logger
+}
+
+// timeout bounds a read of the key set: the HTTP client's, or 10 seconds.
+func (o *JWKSOptions) timeout() time.Duration {
+	if o.HTTPClient.Timeout > 0 {
+		return o.HTTPClient.Timeout
+	}
+	return 10 * time.Second
 }
 
 // JWKSAuthenticator verifies bearer tokens signed by an identity provider's keys
@@ -79,12 +95,15 @@ type JWKSOptions struct {
 // checked, exp is required, nbf and iat are checked with the leeway. The key set is
 // read at start, every Refresh, and again for a kid it does not hold (rate-limited).
 type JWKSAuthenticator struct {
-	keys       keyfunc.Keyfunc
-	set        jwkset.Storage // the keys as last read, without a refresh
+	set        jwkset.Storage // the keys as last read
+	refresher  jwkset.Storage // over set: a KeyRead of a kid set lacks reads the set again
 	unknownKID *rate.Limiter  // the refreshes for a kid the set lacks
 	parser     *jwt.Parser
 	opts       JWKSOptions
 	cancel     context.CancelFunc
+
+	mu       sync.Mutex
+	inflight chan struct{} // closed when the refresh under way ends; nil: none
 }
 
 // NewJWKSAuthenticator reads the key set at opts.URL and returns an authenticator of
@@ -94,31 +113,28 @@ func NewJWKSAuthenticator(ctx context.Context, opts JWKSOptions) (*JWKSAuthentic
 		return nil, err
 	}
 	refreshCtx, cancel := context.WithCancel(context.Background())
-	// The key set's own storage, read at start and every Refresh; the client over it
-	// reads it again for a kid it lacks, which key lets through at most once per
-	// UnknownKIDRefresh (a token of an unknown kid never waits for that).
+	// The key set's storage, read at start and every Refresh; the refresher over it
+	// reads it again for a kid it lacks, which lookup lets through at most once per
+	// UnknownKIDRefresh, one refresh at a time.
 	set, err := jwkset.NewStorageFromHTTP(opts.URL, jwkset.HTTPClientStorageOptions{
 		Client:          opts.HTTPClient,
 		Ctx:             refreshCtx,
-		HTTPTimeout:     opts.HTTPClient.Timeout,
+		HTTPTimeout:     opts.timeout(),
 		RefreshInterval: opts.Refresh,
-		// A refresh that fails leaves the last key set read standing.
-		RefreshErrorHandler: func(context.Context, error) {},
+		// A refresh that fails leaves the last key set read standing, and says so.
+		RefreshErrorHandler: func(ctx context.Context, err error) {
+			opts.Logger.WarnContext(ctx, "the JWK set could not be read again; the keys read before stand", slog.String("url", opts.URL), slog.Any("error", err))
+		},
 	})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("httpapi: read the JWK set at %s: %w", opts.URL, err)
 	}
-	client, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+	refresher, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
 		HTTPURLs:          map[string]jwkset.Storage{opts.URL: set},
-		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1), // gated by unknownKID
-		RateLimitWaitMax:  opts.HTTPClient.Timeout,      // the refresh's own deadline
+		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1), // gated by lookup
+		RateLimitWaitMax:  opts.timeout(),               // the refresh's own deadline
 	})
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("httpapi: the JWK set at %s: %w", opts.URL, err)
-	}
-	keys, err := keyfunc.New(keyfunc.Options{Ctx: refreshCtx, Storage: client})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("httpapi: the JWK set at %s: %w", opts.URL, err)
@@ -128,7 +144,7 @@ func NewJWKSAuthenticator(ctx context.Context, opts JWKSOptions) (*JWKSAuthentic
 		return nil, fmt.Errorf("httpapi: the JWK set at %s holds no key (%v)", opts.URL, err)
 	}
 	return &JWKSAuthenticator{
-		keys: keys, set: set, unknownKID: rate.NewLimiter(rate.Every(opts.UnknownKIDRefresh), 1), opts: opts, cancel: cancel,
+		set: set, refresher: refresher, unknownKID: rate.NewLimiter(rate.Every(opts.UnknownKIDRefresh), 1), opts: opts, cancel: cancel,
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg()}),
 			jwt.WithIssuer(opts.Issuer),
@@ -178,6 +194,9 @@ func (o *JWKSOptions) check() error {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	return nil
 }
 
@@ -212,24 +231,39 @@ func (a *JWKSAuthenticator) Authenticate(r *http.Request) (Principal, error) {
 }
 
 // key returns the verification key the token's kid names, and refuses a token whose
-// algorithm is not the one that key's type fixes.
+// algorithm is not the one that key fixes: the JWK's alg if it has one, and its type
+// (RS256 for an RSA key of 2048 bits or more, ES256 for a P-256 key); a key for
+// encryption (use enc), and a token with a crit header, are refused.
 func (a *JWKSAuthenticator) key(ctx context.Context) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) {
+		if _, ok := t.Header["crit"]; ok {
+			return nil, errors.New("the token has a crit header")
+		}
 		kid, ok := t.Header[jwkset.HeaderKID].(string)
 		if !ok || kid == "" {
 			return nil, errors.New("the token names no key (kid)")
 		}
-		if _, err := a.set.KeyRead(ctx, kid); errors.Is(err, jwkset.ErrKeyNotFound) && !a.unknownKID.Allow() {
-			return nil, fmt.Errorf("no key %q in the JWK set (read again at most once per %s)", kid, a.opts.UnknownKIDRefresh)
-		}
-		k, err := a.keys.KeyfuncCtx(ctx)(t)
+		jwk, err := a.lookup(ctx, kid)
 		if err != nil {
 			return nil, err
+		}
+		m := jwk.Marshal()
+		if m.ALG != "" && m.ALG.String() != t.Method.Alg() {
+			return nil, fmt.Errorf("the token's alg %s is not its key's (%s)", t.Method.Alg(), m.ALG)
+		}
+		if m.USE != "" && m.USE != jwkset.UseSig {
+			return nil, fmt.Errorf("key %q is not for signatures (use %s)", kid, m.USE)
+		}
+		k := jwk.Key()
+		if pk, ok := k.(interface{ Public() crypto.PublicKey }); ok {
+			k = pk.Public()
 		}
 		want := ""
 		switch k := k.(type) {
 		case *rsa.PublicKey:
-			want = jwt.SigningMethodRS256.Alg()
+			if k.N.BitLen() >= 2048 {
+				want = jwt.SigningMethodRS256.Alg()
+			}
 		case *ecdsa.PublicKey:
 			if k.Curve == elliptic.P256() {
 				want = jwt.SigningMethodES256.Alg()
@@ -242,11 +276,50 @@ func (a *JWKSAuthenticator) key(ctx context.Context) jwt.Keyfunc {
 	}
 }
 
-// claimStrings reads a claim that is a string or an array of strings.
+// lookup returns the key kid names. A kid the set lacks makes it read the set again,
+// at most once per UnknownKIDRefresh and one read at a time, off the request (a
+// client that hangs up does not stop it); the requests that come meanwhile wait for
+// that read, within their own context.
+func (a *JWKSAuthenticator) lookup(ctx context.Context, kid string) (jwkset.JWK, error) {
+	if k, err := a.set.KeyRead(ctx, kid); !errors.Is(err, jwkset.ErrKeyNotFound) {
+		return k, err
+	}
+	a.mu.Lock()
+	done := a.inflight
+	if done == nil {
+		if !a.unknownKID.Allow() {
+			a.mu.Unlock()
+			return jwkset.JWK{}, fmt.Errorf("no key %q in the JWK set (read again at most once per %s)", kid, a.opts.UnknownKIDRefresh)
+		}
+		done = make(chan struct{})
+		a.inflight = done
+		go func() {
+			rctx, cancel := context.WithTimeout(context.Background(), a.opts.timeout())
+			defer cancel()
+			if _, err := a.refresher.KeyRead(rctx, kid); err != nil && !errors.Is(err, jwkset.ErrKeyNotFound) {
+				a.opts.Logger.WarnContext(rctx, "the JWK set could not be read again for an unknown kid", slog.String("url", a.opts.URL), slog.Any("error", err))
+			}
+			a.mu.Lock()
+			a.inflight = nil
+			a.mu.Unlock()
+			close(done)
+		}()
+	}
+	a.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return jwkset.JWK{}, ctx.Err()
+	}
+	return a.set.KeyRead(ctx, kid)
+}
+
+// claimStrings reads a claim that is a string (one role, compared whole) or an array
+// of strings.
 func claimStrings(v any) []string {
 	switch v := v.(type) {
 	case string:
-		return strings.Fields(v) // a space-separated list, as OAuth's scope
+		return []string{v}
 	case []any:
 		var out []string
 		for _, e := range v {

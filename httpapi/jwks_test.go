@@ -31,6 +31,9 @@ type idp struct {
 	mu     sync.Mutex
 	keys   map[string]crypto.Signer // by kid
 	served []string                 // the kids the set publishes
+	noAlg  map[string]bool          // kids published without alg (as Entra ID's are)
+	use    map[string]jwkset.USE    // kids published with another use than sig
+	delay  time.Duration            // how long a read of the set takes
 	reads  atomic.Int64
 	ts     *httptest.Server
 }
@@ -41,7 +44,7 @@ const (
 )
 
 func newIDP(t *testing.T) *idp {
-	p := &idp{t: t, keys: map[string]crypto.Signer{}}
+	p := &idp{t: t, keys: map[string]crypto.Signer{}, noAlg: map[string]bool{}, use: map[string]jwkset.USE{}}
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -58,13 +61,21 @@ func (p *idp) serve(w http.ResponseWriter, r *http.Request) {
 	p.reads.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	time.Sleep(p.delay)
 	set := jwkset.NewMemoryStorage()
 	for _, kid := range p.served {
 		alg := jwkset.AlgRS256
 		if _, ok := p.keys[kid].(*ecdsa.PrivateKey); ok {
 			alg = jwkset.AlgES256
 		}
-		k, err := jwkset.NewJWKFromKey(p.keys[kid].Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: alg, USE: jwkset.UseSig}})
+		if p.noAlg[kid] {
+			alg = ""
+		}
+		use := jwkset.UseSig
+		if u, ok := p.use[kid]; ok {
+			use = u
+		}
+		k, err := jwkset.NewJWKFromKey(p.keys[kid].Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: alg, USE: use}, Validate: jwkset.JWKValidateOptions{SkipAll: true}})
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
@@ -87,9 +98,14 @@ func (p *idp) serve(w http.ResponseWriter, r *http.Request) {
 func (p *idp) rotate(kid string) {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(p.t, err)
+	p.add(kid, k)
+}
+
+// add publishes key under kid.
+func (p *idp) add(kid string, key crypto.Signer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.keys[kid] = k
+	p.keys[kid] = key
 	p.served = append(p.served, kid)
 }
 
@@ -269,4 +285,101 @@ func signWrongAlg(t *testing.T, p *idp) string {
 	s, err := tok.SignedString(p.keys["ec-1"])
 	require.NoError(t, err)
 	return s
+}
+
+// Keys as identity providers publish them, and tokens that misuse them: a key without
+// alg still fixes the algorithm by its type, and a weak RSA key, a P-384 key, a key
+// for encryption and a token with a crit header are refused.
+func TestJWKSKeysWithoutAlgAndWeakKeys(t *testing.T) {
+	t.Parallel()
+	p := newIDP(t)
+	weak, err := rsa.GenerateKey(rand.Reader, 1024)
+	require.NoError(t, err)
+	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	require.NoError(t, err)
+	enc, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	plain, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	p.add("weak", weak)
+	p.add("p384", p384)
+	p.add("enc", enc)
+	p.add("plain", plain)
+	p.add("plain-ec", ec)
+	p.mu.Lock()
+	for _, kid := range []string{"weak", "p384", "enc", "plain", "plain-ec"} {
+		p.noAlg[kid] = true
+	}
+	p.use["enc"] = jwkset.UseEnc
+	p.mu.Unlock()
+	a := p.auth(JWKSOptions{UnknownKIDRefresh: time.Hour})
+	req := func(tok string) *http.Request {
+		r := httptest.NewRequest("GET", "/me/participations", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return r
+	}
+	crit := jwt.NewWithClaims(jwt.SigningMethodRS256, p.claims("mallory"))
+	crit.Header["kid"], crit.Header["crit"] = "plain", []string{"exp"}
+	critSigned, err := crit.SignedString(plain)
+	require.NoError(t, err)
+	for name, tok := range map[string]string{
+		"RSA key of 1024 bits": p.sign("weak", jwt.SigningMethodRS256, p.claims("mallory")),
+		"P-384 key":            p.sign("p384", jwt.SigningMethodES384, p.claims("mallory")),
+		"a key for encryption": p.sign("enc", jwt.SigningMethodRS256, p.claims("mallory")),
+		"ES256 naming an RSA key, no alg": func() string {
+			t := jwt.NewWithClaims(jwt.SigningMethodES256, p.claims("mallory"))
+			t.Header["kid"] = "plain"
+			s, _ := t.SignedString(ec)
+			return s
+		}(),
+		"a crit header": critSigned,
+	} {
+		_, err := a.Authenticate(req(tok))
+		assert.Error(t, err, name)
+	}
+	for name, tok := range map[string]string{
+		"RS256, a key without alg": p.sign("plain", jwt.SigningMethodRS256, p.claims("ann")),
+		"ES256, a key without alg": p.sign("plain-ec", jwt.SigningMethodES256, p.claims("ann")),
+	} {
+		who, err := a.Authenticate(req(tok))
+		if assert.NoError(t, err, name) {
+			assert.Equal(t, "ann", who.UserID)
+		}
+	}
+}
+
+// A rotation under load: the requests that come while the set is read again wait
+// for that one read and pass; a client that hangs up does not stop the read.
+func TestJWKSRotationUnderLoad(t *testing.T) {
+	t.Parallel()
+	p := newIDP(t)
+	a := p.auth(JWKSOptions{UnknownKIDRefresh: time.Hour})
+	read := p.reads.Load()
+	p.rotate("rsa-2")
+	p.mu.Lock()
+	p.delay = 300 * time.Millisecond
+	p.mu.Unlock()
+	tok := p.sign("rsa-2", jwt.SigningMethodRS256, p.claims("ann"))
+	gone, hangUp := context.WithCancel(context.Background())
+	hangUp()
+	r := httptest.NewRequestWithContext(gone, "GET", "/me/participations", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	_, err := a.Authenticate(r)
+	require.Error(t, err, "its client hung up")
+	var wg sync.WaitGroup
+	var passed atomic.Int64
+	for range 100 {
+		wg.Go(func() {
+			r := httptest.NewRequest("GET", "/me/participations", nil)
+			r.Header.Set("Authorization", "Bearer "+tok)
+			if _, err := a.Authenticate(r); err == nil {
+				passed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 100, passed.Load(), "every request waited for the one read")
+	assert.Equal(t, read+1, p.reads.Load(), "one read of the set")
 }

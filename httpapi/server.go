@@ -45,11 +45,14 @@ type ServerOptions struct {
 	// Default: DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
 
-	// TracerProvider, if set, traces every request with the OpenTelemetry HTTP
-	// middleware (otelhttp): a server span that continues the W3C traceparent the
-	// request carries (from the client, a load balancer or API Gateway) or starts a
-	// trace, so that Submit, the message and the worker's processing (package
-	// otelasyncevent) are spans of the click's own trace. Default: no spans.
+	// TracerProvider, if set, traces every request but /healthz with the
+	// OpenTelemetry HTTP middleware (otelhttp): a server span, named for its route,
+	// that continues the W3C traceparent the request carries (from the client, a load
+	// balancer or API Gateway) or starts a trace, so that Submit, the message and the
+	// worker's processing (package otelasyncevent) are spans of the click's own trace.
+	// The traceparent is the caller's word: with a parent-based sampler a client
+	// decides whether its click is sampled, and it picks the trace ID; behind a
+	// gateway that sets the header, that is the gateway's. Default: no spans.
 	TracerProvider trace.TracerProvider
 
 	// Admission, if set, is asked about every participation before Submit (after
@@ -124,7 +127,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		s.handler = otelhttp.NewHandler(s.handler, "asyncevent.http",
 			otelhttp.WithTracerProvider(opts.TracerProvider),
 			otelhttp.WithPropagators(propagation.TraceContext{}),
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + routeOf(s.mux, r) }))
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return spanMethod(r.Method) + " " + routeOf(s.mux, r) }),
+			otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" })) // a load balancer's polls
 	}
 
 	s.route("GET /healthz", Public, s.healthz)
@@ -644,6 +648,17 @@ func eventListOptions(q url.Values, limit int) asyncevent.EventListOptions {
 		opts.Order = asyncevent.Ascending
 	}
 	return opts
+}
+
+// spanMethod is the method of a span's name: one of HTTP's, or HTTP for any other (a
+// made-up method must not make a span name of its own).
+func spanMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "HTTP"
 }
 
 // routeOf is the pattern of the route r is for (the span's name: the route, not the

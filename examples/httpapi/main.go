@@ -62,9 +62,9 @@
 //	-jwt-issuer         ASYNCEVENT_JWT_ISSUER  the tokens' required iss (with -jwks-url)
 //	-jwt-audience       ASYNCEVENT_JWT_AUDIENCE  the tokens' required aud (with -jwks-url)
 //	-jwt-role-claim     ASYNCEVENT_JWT_ROLE_CLAIM  the claim of the roles (role; Cognito: cognito:groups)
-//	-jwt-admin-role                            the role of the admins (admin)
-//	-user-rate                                 clicks a second a user may make (0: no limit), a first line behind a WAF
-//	-user-burst                                clicks a user may make at once before -user-rate holds them back (5)
+//	-jwt-admin-role     ASYNCEVENT_JWT_ADMIN_ROLE  the role of the admins (admin)
+//	-user-rate          ASYNCEVENT_USER_RATE   clicks a second a user may make (0: no limit), a first line behind a WAF
+//	-user-burst         ASYNCEVENT_USER_BURST  clicks a user may make at once before -user-rate holds them back (5)
 //	-status-log                                write the StatusLog of every transition (true)
 //	-request-timeout                           deadline of each request (10s); past it: 503 timeout
 //	-shutdown-timeout                          drain HTTP, then stop the workers, within this (30s)
@@ -128,6 +128,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -231,10 +232,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.jwks.Issuer, "jwt-issuer", getenv("ASYNCEVENT_JWT_ISSUER"), "the tokens' required iss, with -jwks-url (env ASYNCEVENT_JWT_ISSUER)")
 	fs.StringVar(&c.jwks.Audience, "jwt-audience", getenv("ASYNCEVENT_JWT_AUDIENCE"), "the tokens' required aud, with -jwks-url (env ASYNCEVENT_JWT_AUDIENCE)")
 	fs.StringVar(&c.jwks.RoleClaim, "jwt-role-claim", envOr("ASYNCEVENT_JWT_ROLE_CLAIM", httpapi.DefaultRoleClaim), "the claim that carries the roles, a string or an array (Cognito: cognito:groups) (env ASYNCEVENT_JWT_ROLE_CLAIM)")
-	fs.StringVar(&c.jwks.AdminRole, "jwt-admin-role", string(httpapi.RoleAdmin), "the role of the admins")
+	fs.StringVar(&c.jwks.AdminRole, "jwt-admin-role", envOr("ASYNCEVENT_JWT_ADMIN_ROLE", string(httpapi.RoleAdmin)), "the role of the admins, with -jwks-url (env ASYNCEVENT_JWT_ADMIN_ROLE)")
 	fs.BoolVar(&c.dev, "dev", false, "development: make up a JWT secret if none is given and print an admin and a user token")
-	fs.Float64Var(&c.userRate, "user-rate", 0, "clicks a second a user may make, in this server's memory (0: no limit): a first line behind a WAF, not instead of one")
-	fs.IntVar(&c.userBurst, "user-burst", 5, "clicks a user may make at once before -user-rate holds them back")
+	userRate, userBurst := envOr("ASYNCEVENT_USER_RATE", "0"), envOr("ASYNCEVENT_USER_BURST", "5")
+	fs.StringVar(&userRate, "user-rate", userRate, "clicks a second a user may make, in this server's memory (0: no limit): a first line behind a WAF, not instead of one (env ASYNCEVENT_USER_RATE)")
+	fs.StringVar(&userBurst, "user-burst", userBurst, "clicks a user may make at once before -user-rate holds them back (env ASYNCEVENT_USER_BURST)")
 	fs.BoolVar(&c.statusLog, "status-log", true, "write a StatusLog item for every transition (GET /admin/requests/{id}/logs)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "deadline of each request")
 	fs.Usage = func() {
@@ -269,8 +271,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	default:
 		return c, fmt.Errorf("-log-format %q: want text or json", logFormat)
 	}
-	if c.userRate < 0 || c.userBurst < 1 {
-		return c, errors.New("-user-rate must be 0 or more and -user-burst 1 or more")
+	var err error
+	if c.userRate, err = strconv.ParseFloat(userRate, 64); err != nil || c.userRate < 0 || math.IsInf(c.userRate, 0) || math.IsNaN(c.userRate) {
+		return c, fmt.Errorf("-user-rate %q: want clicks a second, 0 or more", userRate)
+	}
+	if c.userBurst, err = strconv.Atoi(userBurst); err != nil || c.userBurst < 1 {
+		return c, fmt.Errorf("-user-burst %q: want 1 or more", userBurst)
+	}
+	if c.jwks.URL == "" && (c.jwks.Issuer != "" || c.jwks.Audience != "" || c.jwks.RoleClaim != httpapi.DefaultRoleClaim || c.jwks.AdminRole != string(httpapi.RoleAdmin)) {
+		return c, errors.New("-jwt-issuer, -jwt-audience, -jwt-role-claim and -jwt-admin-role go with -jwks-url: the HS256 tokens of -jwt-secret check none of them")
 	}
 	if c.workers < 0 {
 		return c, fmt.Errorf("-workers %d: want 0 or more", c.workers)
