@@ -88,12 +88,14 @@ func (o *JWKSOptions) timeout() time.Duration {
 }
 
 // JWKSAuthenticator verifies bearer tokens signed by an identity provider's keys
-// (RS256 with an RSA key, ES256 with a P-256 key) published at a JWKS URL, with the
-// golang-jwt parser and the keyfunc key set: the key is the one the token's kid names
-// and its type fixes the algorithm (an RSA key verifies RS256 only, so a token that
-// says HS256 or none is refused whatever it carries); iss and aud are required and
-// checked, exp is required, nbf and iat are checked with the leeway. The key set is
-// read at start, every Refresh, and again for a kid it does not hold (rate-limited).
+// (RS256 with an RSA key of 2048 bits or more, ES256 with a P-256 key) published at
+// a JWKS URL, with the golang-jwt parser over a jwkset key set: the key is the one
+// the token's kid names, and the JWK's alg and its type fix the algorithm (an RSA key
+// verifies RS256 only, so a token that says HS256 or none is refused whatever it
+// carries); iss and aud are required and checked, exp is required, nbf and iat are
+// checked with the leeway. The key set is read at start, every Refresh, and again
+// for a kid it does not hold: at most once per UnknownKIDRefresh, off the request,
+// the requests that come meanwhile waiting for that read.
 type JWKSAuthenticator struct {
 	set        jwkset.Storage // the keys as last read
 	refresher  jwkset.Storage // over set: a KeyRead of a kid set lacks reads the set again
