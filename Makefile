@@ -32,7 +32,7 @@ template:
 # The two longest packages (the chaos suite and the root package) are named first so
 # that they start first, the others running beside them.
 unit: chromium
-	$(GO) test -race -count=1 -timeout 20m ./reliability . ./...
+	$(GO) test -race -count=1 -timeout 30m ./reliability . ./...
 
 # The admin UI's browser test needs Chromium; this installs Debian's when missing.
 chromium:

@@ -191,7 +191,7 @@ func TestWaitlistWalkSkipsTheSettled(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	sc, err := asyncevent.New(counter, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	sc, err := asyncevent.New(counter, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
 	pass := func(release string) float64 {
 		tr, err := c.Release(ctx, release)

@@ -413,7 +413,7 @@ func TestReReviewSweepLeaseHandOver(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "lease", 2, 1, time.Minute, 0)
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	ac, err := asyncevent.New(counter, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	ac, err := asyncevent.New(counter, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
 	bc, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
@@ -467,7 +467,7 @@ func TestReReviewPassWithASeatAndNoWaitlistReadsTheBacklog(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	sc, err := asyncevent.New(counter, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	sc, err := asyncevent.New(counter, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
 	_, err = sc.SweepHolds(ctx, "backlog", asyncevent.HoldSweepOptions{})
 	require.NoError(t, err)

@@ -502,7 +502,7 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	ctx := context.Background()
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{Clock: clock.Now})
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1, Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
 
@@ -564,7 +564,7 @@ func TestIngestWritesNoTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
 	q := &sendQueue{}
@@ -577,7 +577,7 @@ func TestIngestWritesNoTransaction(t *testing.T) {
 	d := counter.Snapshot().Sub(before)
 	assert.Equal(t, map[string]int{"PutItem": 2, "UpdateItem": 1}, d.Calls, "a new participation")
 
-	other, err := asyncevent.New(counter, asyncevent.Options{TableName: c.TableName()})
+	other, err := asyncevent.New(counter, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName()})
 	require.NoError(t, err)
 	_, err = other.Submit(ctx, q, "ev", "warm-up") // its own CONFIG read
 	require.NoError(t, err)
@@ -698,7 +698,7 @@ func TestRepeatClicksOnTheSameClientCostNoCall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{DuplicateCacheSize: 2})
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1, DuplicateCacheSize: 2})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := &sendQueue{}

@@ -252,7 +252,7 @@ func TestALostEmptyShardRecordIsHealed(t *testing.T) {
 	require.True(t, drop.dropped.Load(), "one record was lost")
 	for i, m := range ms[shards+2:] { // a new worker per loser
 		counted := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-		fresh, err := asyncevent.New(counted, asyncevent.Options{TableName: c.TableName()})
+		fresh, err := asyncevent.New(counted, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName()})
 		require.NoError(t, err)
 		res := asynceventtest.Work(ctx, t, fresh, m, asyncevent.ProcessOptions{})
 		require.Equal(t, asyncevent.OutcomeRejected, res.Kind, "%v", res.Err)

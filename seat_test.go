@@ -192,7 +192,7 @@ func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
 	assert.Len(t, ev.EmptyShards, shards)
 
 	counted := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	fresh, err := asyncevent.New(counted, asyncevent.Options{TableName: h.c.TableName(), Clock: h.clock.Now})
+	fresh, err := asyncevent.New(counted, asyncevent.Options{ProgressEvery: -1, TableName: h.c.TableName(), Clock: h.clock.Now})
 	require.NoError(t, err)
 	for _, m := range ms[shards+10:] {
 		res := asynceventtest.Work(ctx, t, fresh, m, asyncevent.ProcessOptions{})

@@ -23,7 +23,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{Clock: clock.Now, StatusLog: true})
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1, Clock: clock.Now, StatusLog: true})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	message := func(requestID, user string) asyncevent.Message {

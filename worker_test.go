@@ -600,7 +600,7 @@ func TestSoldOutLoserIsOneWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1})
 	_, ds := submitted(t, c, 1, "ann", "bob", "cat", "dan")
 	var handled atomic.Int64
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
