@@ -79,11 +79,6 @@ type userLimit struct {
 func (l *userLimits) admit(_ *http.Request, caller Principal, _ string) error {
 	now := time.Now()
 	l.mu.Lock()
-	u := l.users[caller.UserID]
-	if u == nil {
-		u = &userLimit{bucket: rate.NewLimiter(l.every, l.burst)}
-		l.users[caller.UserID] = u
-	}
 	if now.Sub(l.swept) > time.Minute { // a bucket full again is as good as none: drop it
 		for id, v := range l.users {
 			if v.bucket.TokensAt(now) >= float64(l.burst) {
@@ -91,6 +86,11 @@ func (l *userLimits) admit(_ *http.Request, caller Principal, _ string) error {
 			}
 		}
 		l.swept = now
+	}
+	u := l.users[caller.UserID] // after the sweep, which must not drop the bucket this click takes from
+	if u == nil {
+		u = &userLimit{bucket: rate.NewLimiter(l.every, l.burst)}
+		l.users[caller.UserID] = u
 	}
 	res := u.bucket.ReserveN(now, 1)
 	l.mu.Unlock()
