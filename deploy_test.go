@@ -3,9 +3,7 @@ package asyncevent
 import (
 	"context"
 	"os"
-	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,58 +121,6 @@ func TestTemplateTableIsCreateTables(t *testing.T) {
 	require.NoError(t, c.CheckTable(ctx), "the template's table passes CheckTable")
 }
 
-// TestTemplatePolicyGrantsTheLibrarysCalls: the ingest's policy allows exactly the
-// data calls of the DynamoDB interface (it serves the admin routes too: every row of
-// the access-pattern table) and, of SQSClient's, the send. A call added to the
-// interface fails here until the policy grants it. The worker's role is held to the
-// calls its handler makes (awslambda's TestTheWorkersRoleGrantsExactlyItsCalls).
-func TestTemplatePolicyGrantsTheLibrarysCalls(t *testing.T) {
-	t.Parallel()
-	statements := templateNode(t, "Resources", "Ingest", "Properties", "Policies", "0", "Statement")
-	granted := map[string][]string{}
-	for _, s := range statements.Content {
-		granted[child(t, s, "Sid").Value] = strings0(child(t, s, "Action"))
-	}
-
-	// The worker does not make or check the table: the operator does, once.
-	tableManagement := []string{"CreateTable", "DescribeTable", "DescribeTimeToLive", "UpdateTimeToLive"}
-	iamOf := map[string][]string{
-		"TransactWriteItems": {"ConditionCheckItem", "DeleteItem", "PutItem", "UpdateItem"},
-		"DeleteMessageBatch": {"DeleteMessage"},
-	}
-	needs := func(prefix string, iface reflect.Type, skip []string) []string {
-		set := map[string]bool{}
-		for i := range iface.NumMethod() {
-			m := iface.Method(i).Name
-			if slices.Contains(skip, m) {
-				continue
-			}
-			actions, ok := iamOf[m]
-			if !ok {
-				actions = []string{m}
-			}
-			for _, a := range actions {
-				set[prefix+a] = true
-			}
-		}
-		var out []string
-		for a := range set {
-			out = append(out, a)
-		}
-		slices.Sort(out)
-		return out
-	}
-	assert.Equal(t, needs("dynamodb:", reflect.TypeFor[DynamoDB](), tableManagement), sorted(granted["AsyncEventTable"]), "DynamoDB actions")
-	assert.Contains(t, needs("sqs:", reflect.TypeFor[SQSClient](), nil), "sqs:SendMessage")
-	assert.Equal(t, []string{"sqs:SendMessage"}, sorted(granted["AsyncEventQueue"]), "the ingest only sends")
-}
-
-func sorted(s []string) []string {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return s
-}
-
 // TestTemplateQueueAgreesWithTheWorker: the dead-letter queue takes a message after
 // the worker's MaxReceives, and a message stays hidden longer than a lease lasts.
 func TestTemplateQueueAgreesWithTheWorker(t *testing.T) {
@@ -249,4 +195,20 @@ func TestTemplateIngest(t *testing.T) {
 		granted[child(t, s, "Sid").Value] = strings0(child(t, s, "Action"))
 	}
 	assert.Equal(t, []string{"sqs:SendMessage"}, granted["AsyncEventQueue"])
+
+	// The API's authorizer turns away what the function would (the same issuer and
+	// audience) before an invocation; /healthz is open, as the server's route is.
+	auth := templateNode(t, "Resources", "Api", "Properties", "Auth")
+	jwt := child(t, child(t, child(t, auth, "Authorizers"), "IdentityProvider"), "JwtConfiguration")
+	assert.Equal(t, "JwtIssuer", child(t, jwt, "issuer").Value)
+	assert.Equal(t, "JwtAudience", child(t, child(t, jwt, "audience"), "0").Value)
+	assert.Equal(t, "IdentityProvider", child(t, auth, "DefaultAuthorizer").Value)
+	events := child(t, fn, "Events")
+	assert.Equal(t, "/{proxy+}", child(t, child(t, child(t, events, "Api"), "Properties"), "Path").Value)
+	health := child(t, child(t, events, "Health"), "Properties")
+	assert.Equal(t, "/healthz", child(t, health, "Path").Value)
+	assert.Equal(t, "NONE", child(t, child(t, health, "Auth"), "Authorizer").Value)
+	vars = child(t, child(t, fn, "Environment"), "Variables")
+	assert.Equal(t, "JwtIssuer", child(t, vars, "ASYNCEVENT_JWT_ISSUER").Value)
+	assert.Equal(t, "JwtAudience", child(t, vars, "ASYNCEVENT_JWT_AUDIENCE").Value)
 }

@@ -82,12 +82,18 @@ func launch(logf func(string, ...any)) (*dynamodblocal.Instance, *dynamodb.Clien
 //
 //	func TestMain(m *testing.M) { asynceventtest.Main(m) }
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main without the exit: it runs the tests, stops what the kit started and
+// returns m.Run's code, for a TestMain with more to check once the tests ran.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if local.instance != nil {
 		_ = local.instance.Stop()
 	}
 	stopSQS()
-	os.Exit(code)
+	return code
 }
 
 // LocalDynamoDB returns a raw client of the test binary's DynamoDB Local, for code

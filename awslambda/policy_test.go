@@ -3,7 +3,6 @@ package awslambda_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,75 +16,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/awslambda"
+	"github.com/asyncevent/asyncevent/internal/deployrole"
 )
 
-// iamCalls records the IAM actions of the DynamoDB calls made through it: a
-// transaction's by its items (Put, Update, Delete, ConditionCheck), as IAM
-// authorizes TransactWriteItems.
-type iamCalls struct {
+// throttled refuses UpdateItem for throughput while its count lasts.
+type throttled struct {
 	asyncevent.DynamoDB
-	mu       sync.Mutex
-	actions  map[string]bool
-	throttle atomic.Int32 // refuse the next UpdateItems for throughput
+	count atomic.Int32
 }
 
-func (r *iamCalls) Unwrap() asyncevent.DynamoDB { return r.DynamoDB }
+func (r *throttled) Unwrap() asyncevent.DynamoDB { return r.DynamoDB }
 
-func (r *iamCalls) saw(actions ...string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, a := range actions {
-		r.actions["dynamodb:"+a] = true
-	}
-}
-
-func (r *iamCalls) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	r.saw("GetItem")
-	return r.DynamoDB.GetItem(ctx, in, o...)
-}
-
-func (r *iamCalls) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	r.saw("PutItem")
-	return r.DynamoDB.PutItem(ctx, in, o...)
-}
-
-func (r *iamCalls) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	r.saw("UpdateItem")
-	if r.throttle.Add(-1) >= 0 {
+func (r *throttled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if r.count.Add(-1) >= 0 {
 		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("refused by the test")}
 	}
 	return r.DynamoDB.UpdateItem(ctx, in, o...)
-}
-
-func (r *iamCalls) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	r.saw("DeleteItem")
-	return r.DynamoDB.DeleteItem(ctx, in, o...)
-}
-
-func (r *iamCalls) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	r.saw("Query")
-	return r.DynamoDB.Query(ctx, in, o...)
-}
-
-func (r *iamCalls) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	for _, it := range in.TransactItems {
-		switch {
-		case it.Put != nil:
-			r.saw("PutItem")
-		case it.Update != nil:
-			r.saw("UpdateItem")
-		case it.Delete != nil:
-			r.saw("DeleteItem")
-		case it.ConditionCheck != nil:
-			r.saw("ConditionCheckItem")
-		}
-	}
-	return r.DynamoDB.TransactWriteItems(ctx, in, o...)
 }
 
 // queueCalls records the SQS actions of the handler's queue calls (SQSQueue makes a
@@ -113,7 +63,8 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	setup := asynceventtest.NewTable(t) // the operator's and the users' calls: not the worker's
-	rec := &iamCalls{DynamoDB: asynceventtest.DynamoDB(t), actions: map[string]bool{}}
+	var calls asynceventtest.IAMActions
+	rec := &throttled{DynamoDB: calls.Record(asynceventtest.DynamoDB(t))}
 	worker, err := asyncevent.New(rec, asyncevent.Options{TableName: setup.TableName()}) // examples/lambda's options
 	require.NoError(t, err)
 	visibility := &queueCalls{actions: map[string]bool{}}
@@ -149,11 +100,11 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 	require.NoError(t, err)
 	_, err = setup.Submit(ctx, q, "busy", "user-busy")
 	require.NoError(t, err)
-	rec.throttle.Store(20)
+	rec.count.Store(20)
 	resp, err := h.Handle(ctx, sqsEvent(t, q, 1))
 	require.NoError(t, err)
 	require.Len(t, resp.BatchItemFailures, 1, "refused for throughput: it comes back")
-	rec.throttle.Store(0)
+	rec.count.Store(0)
 	process("plain", 4)
 	process("sharded", 6)
 	process("holds", 3)
@@ -172,9 +123,12 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("a message of a request the table does not hold: %d to come back", len(resp.BatchItemFailures))
 
-	role := workerRole(t)
-	assert.Equal(t, sortedKeys(rec.actions), role["AsyncEventTable"], "the worker's DynamoDB calls are its role's (deploy/template.yaml, Worker)")
-	assert.Equal(t, sortedKeys(visibility.actions), role["AsyncEventQueue"], "the worker's SQS calls are its role's")
+	role, err := deployrole.Read("../deploy/template.yaml", "Worker")
+	require.NoError(t, err)
+	assert.Equal(t, calls.Actions(), role["AsyncEventTable"].Actions, "the worker's DynamoDB calls are its role's (deploy/template.yaml, Worker)")
+	assert.Empty(t, calls.IndexActions(), "the worker reads no index")
+	assert.Equal(t, deployrole.TableOnly, role["AsyncEventTable"].Resources)
+	assert.Equal(t, sortedKeys(visibility.actions), role["AsyncEventQueue"].Actions, "the worker's SQS calls are its role's")
 }
 
 // sqsEvent receives n messages from q as a Lambda SQS event.
@@ -193,34 +147,6 @@ func sqsEvent(t *testing.T, q *asyncevent.MemoryQueue, n int) events.SQSEvent {
 	return ev
 }
 
-// workerRole reads the actions of the Worker's policy statements, by Sid.
-func workerRole(t *testing.T) map[string][]string {
-	raw, err := os.ReadFile("../deploy/template.yaml")
-	require.NoError(t, err)
-	var doc struct {
-		Resources struct {
-			Worker struct {
-				Properties struct {
-					Policies []struct {
-						Statement []struct {
-							Sid    string   `yaml:"Sid"`
-							Action []string `yaml:"Action"`
-						} `yaml:"Statement"`
-					} `yaml:"Policies"`
-				} `yaml:"Properties"`
-			} `yaml:"Worker"`
-		} `yaml:"Resources"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &doc))
-	out := map[string][]string{}
-	for _, p := range doc.Resources.Worker.Properties.Policies {
-		for _, s := range p.Statement {
-			out[s.Sid] = slices.Sorted(slices.Values(s.Action))
-		}
-	}
-	return out
-}
-
 func sortedKeys(m map[string]bool) []string {
 	var out []string
 	for k := range m {
@@ -228,4 +154,68 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The hold sweeper's role (deploy/template.yaml, HoldSweeper) grants exactly the calls
+// its handler makes, as the template runs it (the hold registry's events, the sweep
+// lease of ASYNCEVENT_SWEEP_OWNER), recorded over every kind of pass: holds that ran
+// out and their seats served to the waitlist, a confirmed hold left alone, a closed
+// event's waitlist ended, a seat given back with no one waiting, and a pass
+// with nothing to do.
+func TestTheHoldSweepersRoleGrantsExactlyItsCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	setup := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now}) // the users', the worker's and the operator's calls
+	var calls asynceventtest.IAMActions
+	c, err := asyncevent.New(calls.Record(asynceventtest.DynamoDB(t)), asyncevent.Options{TableName: setup.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+
+	sale := heldSale(t, setup, clock, "sale", 2, 5)
+	_, err = setup.Confirm(ctx, sale[0])
+	require.NoError(t, err)
+	lonely := heldSale(t, setup, clock, "lonely", 1, 1) // its seat comes back to no one
+	_, err = setup.CreateEvent(ctx, asyncevent.EventConfig{EventID: "closing", EventType: asyncevent.FirstCome, CapacityTotal: 1,
+		HoldFor: 10 * time.Minute, EndsAt: asyncevent.MillisOf(clock.Now().Add(5 * time.Minute))})
+	require.NoError(t, err)
+	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	var closing []string
+	for i := range 3 {
+		p, err := setup.Submit(ctx, q, "closing", fmt.Sprintf("closing-%d", i))
+		require.NoError(t, err)
+		closing = append(closing, p.RequestID)
+		clock.Advance(time.Millisecond)
+	}
+	ds, err := q.Receive(ctx, 10, 0, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, asyncevent.NewProcessor(setup, asyncevent.ProcessOptions{}).ProcessMessages(ctx, ds))
+
+	s, err := awslambda.NewHoldSweeper(c, awslambda.SweepOptions{HoldSweepOptions: asyncevent.HoldSweepOptions{Owner: "hold-sweeper"}}) // examples/lambda/holdsweep's
+	require.NoError(t, err)
+	_, err = s.Handle(ctx, scheduled) // nothing ran out yet
+	require.NoError(t, err)
+	clock.Advance(11 * time.Minute)
+	res, err := s.Handle(ctx, scheduled)
+	require.NoError(t, err)
+	require.Len(t, res.Events, 3)
+	assert.Equal(t, asyncevent.StatusHeld, statusOf(t, setup, sale[2]), "a seat that came back went to the waitlist")
+	assert.Equal(t, asyncevent.StatusRejected, statusOf(t, setup, lonely[0]), "the hold ran out")
+	assert.Equal(t, asyncevent.StatusRejected, statusOf(t, setup, closing[1]), "the closed event's waitlist ended")
+	done := map[string]awslambda.EventSweep{}
+	for _, e := range res.Events {
+		done[e.EventID] = e
+	}
+	assert.Equal(t, asyncevent.StatusSucceeded, statusOf(t, setup, sale[0]), "a confirmed hold is not the sweep's")
+	assert.Positive(t, done["closing"].Closed)
+	assert.EqualValues(t, 1, done["lonely"].Waiting)
+
+	role, err := deployrole.Read("../deploy/template.yaml", "HoldSweeper")
+	require.NoError(t, err)
+	assert.Equal(t, calls.Actions(), role["AsyncEventTable"].Actions, "the sweeper's DynamoDB calls are its role's (deploy/template.yaml, HoldSweeper)")
+	if len(calls.IndexActions()) > 0 {
+		assert.Equal(t, deployrole.TableAndIndexes, role["AsyncEventTable"].Resources, "it reads an index: %v", calls.IndexActions())
+	} else {
+		assert.Equal(t, deployrole.TableOnly, role["AsyncEventTable"].Resources, "it reads no index")
+	}
+	assert.Len(t, role, 1, "no SQS")
 }

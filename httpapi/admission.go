@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"net/http"
 	"strconv"
@@ -53,47 +54,54 @@ func (r *Refusal) problem() *httpError {
 // at once and then perSecond times a second (a token bucket per user, in this
 // process's memory; a bucket full again is dropped). Behind several servers each keeps
 // its own, so a user may click that much on each. A click the user repeats (a
-// duplicate, which the API answers with the first request) counts as any other. It
-// panics unless perSecond > 0 and burst ≥ 1.
+// duplicate, which the API answers with the first request) counts as any other. The
+// buckets are split among 64 locks by user, so that clicks of different users seldom
+// wait for each other and a sweep of full buckets holds one part at a time. It panics
+// unless perSecond > 0 and burst ≥ 1.
 func UserRateLimit(perSecond float64, burst int) Admission {
 	if !(perSecond > 0) || burst < 1 {
 		panic(fmt.Sprintf("httpapi: UserRateLimit(%v, %d): want a rate above 0 and a burst of 1 or more", perSecond, burst))
 	}
-	l := &userLimits{every: rate.Limit(perSecond), burst: burst, users: map[string]*userLimit{}}
+	l := &userLimits{every: rate.Limit(perSecond), burst: burst, seed: maphash.MakeSeed()}
+	for i := range l.parts {
+		l.parts[i].users = map[string]*rate.Limiter{}
+	}
 	return l.admit
 }
 
+// userLimits are the users' buckets, in parts by a hash of the user ID.
 type userLimits struct {
 	every rate.Limit
 	burst int
-
-	mu    sync.Mutex
-	users map[string]*userLimit
-	swept time.Time
+	seed  maphash.Seed
+	parts [64]userPart
 }
 
-type userLimit struct {
-	bucket *rate.Limiter
+type userPart struct {
+	mu    sync.Mutex
+	users map[string]*rate.Limiter
+	swept time.Time
 }
 
 func (l *userLimits) admit(_ *http.Request, caller Principal, _ string) error {
 	now := time.Now()
-	l.mu.Lock()
-	if now.Sub(l.swept) > time.Minute { // a bucket full again is as good as none: drop it
-		for id, v := range l.users {
-			if v.bucket.TokensAt(now) >= float64(l.burst) {
-				delete(l.users, id)
+	p := &l.parts[maphash.String(l.seed, caller.UserID)%uint64(len(l.parts))]
+	p.mu.Lock()
+	if now.Sub(p.swept) > time.Minute { // a bucket full again is as good as none: drop it
+		for id, b := range p.users {
+			if b.TokensAt(now) >= float64(l.burst) {
+				delete(p.users, id)
 			}
 		}
-		l.swept = now
+		p.swept = now
 	}
-	u := l.users[caller.UserID] // after the sweep, which must not drop the bucket this click takes from
-	if u == nil {
-		u = &userLimit{bucket: rate.NewLimiter(l.every, l.burst)}
-		l.users[caller.UserID] = u
+	b := p.users[caller.UserID] // after the sweep, which must not drop the bucket this click takes from
+	if b == nil {
+		b = rate.NewLimiter(l.every, l.burst)
+		p.users[caller.UserID] = b
 	}
-	res := u.bucket.ReserveN(now, 1)
-	l.mu.Unlock()
+	res := b.ReserveN(now, 1)
+	p.mu.Unlock()
 	if wait := res.DelayFrom(now); wait > 0 {
 		res.CancelAt(now)
 		return TooManyRequests("too many clicks: try again in a moment", wait)

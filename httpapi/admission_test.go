@@ -3,9 +3,12 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,4 +89,33 @@ func send(t *testing.T, req *http.Request) response {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return response{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// Many users clicking at once, from many goroutines: each user gets exactly its burst
+// (the rate too slow to refill within the test), whichever part of the limiter holds
+// its bucket.
+func TestUserRateLimitManyUsers(t *testing.T) {
+	t.Parallel()
+	admit := UserRateLimit(0.001, 3)
+	const users, clicks, workers = 500, 5, 8
+	var admitted [users]atomic.Int32
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for u := range users {
+				for range clicks {
+					err := admit(nil, Principal{UserID: fmt.Sprintf("user-%d", (u+w*61)%users)}, "sale")
+					if err == nil {
+						admitted[(u+w*61)%users].Add(1)
+					} else if !errors.As(err, new(*Refusal)) {
+						t.Errorf("not a refusal: %v", err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for u := range admitted {
+		require.EqualValues(t, 3, admitted[u].Load(), "user-%d", u)
+	}
 }

@@ -224,5 +224,6 @@
 // challenge, UserRateLimit): a Refusal answers 403 admission_refused or 429
 // rate_limited with Retry-After, and nothing is written. ServerOptions.TracerProvider
 // wraps the handler in the OpenTelemetry HTTP middleware: a server span per request,
-// named for its route, that continues the request's W3C traceparent.
+// named for its route, that continues the request's W3C traceparent (or, with
+// ServerOptions.PublicEndpoint, starts a trace of its own linked to it).
 package httpapi

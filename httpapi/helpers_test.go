@@ -19,8 +19,6 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
-func TestMain(m *testing.M) { asynceventtest.Main(m) }
-
 // testSecret signs the tokens of the tests.
 var testSecret = []byte("httpapi-test-secret-0123456789abcdef")
 
@@ -45,12 +43,12 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&co, &so)
 	}
-	client := asynceventtest.NewTableWith(t, co)
+	client := asynceventtest.NewTableOn(t, ingestCalls.Record(asynceventtest.DynamoDB(t)), co)
 	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
 	logs := &syncBuffer{}
 	so.Client = client
 	if so.Queue == nil {
-		so.Queue = queue
+		so.Queue = sendsRecorded{queue}
 	}
 	so.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	srv := newServer(t, so)

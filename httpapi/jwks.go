@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -69,7 +70,8 @@ type JWKSOptions struct {
 	// Default: DefaultJWKSUnknownKIDRefresh.
 	UnknownKIDRefresh time.Duration
 
-	// HTTPClient reads the key set. Default: a client with a 10 s timeout.
+	// HTTPClient reads the key set; a set over MaxJWKSBytes is refused. Default: a
+	// client with a 10 s timeout.
 	HTTPClient *http.Client
 
 	// Clock tells the time for the token checks. Default: time.Now.
@@ -115,11 +117,16 @@ func NewJWKSAuthenticator(ctx context.Context, opts JWKSOptions) (*JWKSAuthentic
 		return nil, err
 	}
 	refreshCtx, cancel := context.WithCancel(context.Background())
+	// The first read follows ctx; the refreshes, refreshCtx alone.
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
 	// The key set's storage, read at start and every Refresh; the refresher over it
 	// reads it again for a kid it lacks, which lookup lets through at most once per
 	// UnknownKIDRefresh, one refresh at a time.
+	limited := *opts.HTTPClient
+	limited.Transport = maxBody{base: opts.HTTPClient.Transport}
 	set, err := jwkset.NewStorageFromHTTP(opts.URL, jwkset.HTTPClientStorageOptions{
-		Client:          opts.HTTPClient,
+		Client:          &limited,
 		Ctx:             refreshCtx,
 		HTTPTimeout:     opts.timeout(),
 		RefreshInterval: opts.Refresh,
@@ -128,6 +135,9 @@ func NewJWKSAuthenticator(ctx context.Context, opts JWKSOptions) (*JWKSAuthentic
 			opts.Logger.WarnContext(ctx, "the JWK set could not be read again; the keys read before stand", slog.String("url", opts.URL), slog.Any("error", err))
 		},
 	})
+	if err == nil && !stop() {
+		err = context.Cause(ctx) // ctx ended as the read did: the refreshes would not run
+	}
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("httpapi: read the JWK set at %s: %w", opts.URL, err)
@@ -200,6 +210,56 @@ func (o *JWKSOptions) check() error {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// MaxJWKSBytes bounds the JWK set a JWKSAuthenticator reads: a provider's set is a
+// few kilobytes, and one that is not should not fill the server's memory.
+const MaxJWKSBytes = 1 << 20
+
+// maxBody is a RoundTripper whose response bodies fail past MaxJWKSBytes.
+type maxBody struct{ base http.RoundTripper }
+
+func (m maxBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := m.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > MaxJWKSBytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("the JWK set is %d bytes, over %d", resp.ContentLength, MaxJWKSBytes)
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: MaxJWKSBytes}
+	return resp, nil
+}
+
+// limitedBody fails a read past its limit rather than cut the set short.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the JWK set is over %d bytes", MaxJWKSBytes)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 && err == nil {
+		// Exactly at the limit: one more byte would be over it.
+		var one [1]byte
+		if k, _ := b.ReadCloser.Read(one[:]); k > 0 {
+			return n, fmt.Errorf("the JWK set is over %d bytes", MaxJWKSBytes)
+		}
+		return n, io.EOF
+	}
+	return n, err
 }
 
 func isLoopback(host string) bool {

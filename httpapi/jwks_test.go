@@ -9,8 +9,11 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -382,4 +385,38 @@ func TestJWKSRotationUnderLoad(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, 100, passed.Load(), "every request waited for the one read")
 	assert.Equal(t, read+1, p.reads.Load(), "one read of the set")
+}
+
+// The first read of the key set follows the caller's ctx (a provider that hangs does
+// not hold up start past it), and a set over MaxJWKSBytes is refused, whether its
+// length is told or not.
+func TestJWKSFirstReadBounds(t *testing.T) {
+	t.Parallel()
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hang.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := NewJWKSAuthenticator(ctx, JWKSOptions{URL: hang.URL, Issuer: testIssuer, Audience: testAudience})
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second, "the caller's ctx ended the read, not the client's 10 s timeout")
+
+	pad := strings.Repeat(" ", MaxJWKSBytes)
+	for name, h := range map[string]http.HandlerFunc{
+		"told": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(pad)+2))
+			_, _ = io.WriteString(w, "{"+pad+"}")
+		},
+		"streamed": func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, `{"keys":[]`)
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, pad+"}")
+		},
+	} {
+		big := httptest.NewServer(h)
+		_, err := NewJWKSAuthenticator(context.Background(), JWKSOptions{URL: big.URL, Issuer: testIssuer, Audience: testAudience})
+		big.Close()
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "over", name)
+	}
 }

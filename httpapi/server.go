@@ -55,6 +55,13 @@ type ServerOptions struct {
 	// gateway that sets the header, that is the gateway's. Default: no spans.
 	TracerProvider trace.TracerProvider
 
+	// PublicEndpoint, with a TracerProvider, takes no caller's word for the trace: a
+	// request's server span starts a trace of its own, linked to the traceparent the
+	// request carries (if any), so that a client can neither pick the trace ID nor have
+	// its clicks sampled. Set it when clients reach the server with no gateway or load
+	// balancer that sets the header in between. Default: the traceparent is continued.
+	PublicEndpoint bool
+
 	// Admission, if set, is asked about every participation before Submit (after
 	// authentication): a bot challenge, a rate limit (UserRateLimit). Its Refusal is
 	// a 403 or 429 with nothing written. Default: every click is admitted.
@@ -128,7 +135,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 			otelhttp.WithTracerProvider(opts.TracerProvider),
 			otelhttp.WithPropagators(propagation.TraceContext{}),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return spanMethod(r.Method) + " " + routeOf(s.mux, r) }),
-			otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" })) // a load balancer's polls
+			otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" }), // a load balancer's polls
+			otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return opts.PublicEndpoint }))
 	}
 
 	s.route("GET /healthz", Public, s.healthz)
