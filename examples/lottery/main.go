@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
@@ -105,34 +108,32 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 	if err := worker.Start(ctx); err != nil {
 		return err
 	}
-	users := make(chan int)
-	var wg sync.WaitGroup
-	var entered, failed atomic.Int64
-	for range 16 {
-		wg.Go(func() {
-			for i := range users {
-				if _, err := client.Submit(ctx, queue, event.EventID, fmt.Sprintf("user-%05d", i)); err != nil {
-					failed.Add(1)
-				}
-				if n := entered.Add(1); n%int64(step) == 0 {
-					progress("  %d/%d users entered\n", n, entries)
-				}
-			}
-		})
-	}
+	// 16 clients at once; the first Submit that fails stops the others, and the
+	// example with it (a service would answer that click with the error instead).
+	clients, cctx := errgroup.WithContext(ctx)
+	clients.SetLimit(16)
+	var entered atomic.Int64
 	fmt.Fprintf(out, "%d users enter through 16 clients while a worker collects the entries…\n", entries)
 	for i := range entries {
-		users <- i
+		clients.Go(func() error {
+			user := fmt.Sprintf("user-%05d", i)
+			if _, err := client.Submit(cctx, queue, event.EventID, user); err != nil {
+				return fmt.Errorf("%s enters: %w", user, err)
+			}
+			if n := entered.Add(1); n%int64(step) == 0 {
+				progress("  %d/%d users entered\n", n, entries)
+			}
+			return nil
+		})
 	}
-	close(users)
-	wg.Wait()
-	if err := queue.WaitIdle(ctx); err != nil {
+	err = clients.Wait()
+	if err == nil {
+		err = queue.WaitIdle(ctx) // every entry collected
+	}
+	if err := errors.Join(err, worker.Stop(ctx)); err != nil {
 		return err
 	}
-	if err := worker.Stop(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%d entries collected (%d refused)\n", entries-int(failed.Load()), failed.Load())
+	fmt.Fprintf(out, "%d entries collected\n", collected.Load())
 
 	fmt.Fprintf(out, "the clock jumps past the cutoff and the settle window (%s); drawing…\n", asyncevent.DefaultDrawSettleWindow)
 	clock.skip(time.Hour + asyncevent.DefaultDrawSettleWindow)

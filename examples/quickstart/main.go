@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -18,36 +19,43 @@ func main() {
 	}
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context) (err error) {
 	local, err := dynamodblocal.Start(ctx, dynamodblocal.Options{}) // DYNAMODB_ENDPOINT, Docker, or java
 	if err != nil {
-		return err
+		return fmt.Errorf("start DynamoDB Local: %w", err)
 	}
-	defer local.Stop()
+	defer func() { err = errors.Join(err, local.Stop()) }()
 	client, err := asyncevent.New(local.Client, asyncevent.Options{TableName: fmt.Sprint("quickstart-", time.Now().UnixNano())})
-	if err == nil {
-		err = client.CreateTable(ctx)
-	}
-	if err == nil {
-		_, err = client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3})
-	}
 	if err != nil {
 		return err
 	}
+	if err := client.CreateTable(ctx); err != nil {
+		return fmt.Errorf("create the table: %w", err)
+	}
+	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
+		return fmt.Errorf("create the event: %w", err)
+	}
+
 	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
 	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{})
-	if err != nil || worker.Start(ctx) != nil {
-		return fmt.Errorf("worker: %v", err)
+	if err != nil {
+		return err
 	}
-	defer worker.Stop(ctx)
+	if err := worker.Start(ctx); err != nil {
+		return fmt.Errorf("start the worker: %w", err)
+	}
+	defer func() { err = errors.Join(err, worker.Stop(ctx)) }() // before local.Stop: defers run last first
+
 	for _, user := range []string{"ann", "bob", "cid", "ann", "dan", "eve"} {
 		p, err := client.Submit(ctx, queue, "sale", user) // 202 Accepted, or 200 for a duplicate
 		if err != nil {
-			return err
+			return fmt.Errorf("%s clicks: %w", user, err)
 		}
 		fmt.Printf("%s clicks: request %s, duplicate %t\n", user, p.RequestID, p.Duplicate)
 	}
-	queue.WaitIdle(ctx) // every message done: every request decided
+	if err := queue.WaitIdle(ctx); err != nil { // every message done: every request decided
+		return err
+	}
 	page, err := client.ListEventRequests(ctx, "sale", asyncevent.EventListOptions{})
 	if err != nil {
 		return err
