@@ -74,7 +74,7 @@ const (
 
 // Region is the AWS region of the clients made here. DynamoDB Local without
 // -sharedDb keeps one database per access key and region.
-const Region = localproc.Region
+const Region = "us-east-1"
 
 // AccessKey is the static access key (and secret key) of the clients made here.
 // Since DynamoDB Local 2.0 it may hold only letters and digits.
