@@ -85,7 +85,9 @@ func idProblem(id string) string {
 		switch {
 		case r == '#':
 			return fmt.Sprintf("contains the key separator '#' at byte %d", i)
-		case r == ' ' || !unicode.IsPrint(r):
+		case r == ' ':
+			return fmt.Sprintf("contains a space at byte %d", i)
+		case !unicode.IsPrint(r):
 			return fmt.Sprintf("contains the non-printable character %U at byte %d", r, i)
 		}
 	}

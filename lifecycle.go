@@ -1,5 +1,10 @@
 package asyncevent
 
+import (
+	"slices"
+	"strings"
+)
+
 // The vocabulary of a request's lifecycle: event types, statuses, results, phases.
 // The writes that move a request from one status to the next are rows, declared
 // beside the items they write (rows.go); CanTransition reads them.
@@ -58,14 +63,20 @@ const (
 	StatusWaitlisted  Status = "WAITLISTED"   // sold out: waits for a seat given back, until the event closes
 )
 
+// statuses are the statuses, along the lifecycle.
+var statuses = []Status{StatusReceived, StatusQueued, StatusProcessing, StatusHeld, StatusWaitlisted,
+	StatusSucceeded, StatusRejected, StatusFailedFinal}
+
 // Valid reports whether s is one of the statuses.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusReceived, StatusQueued, StatusProcessing, StatusSucceeded, StatusRejected, StatusFailedFinal,
-		StatusHeld, StatusWaitlisted:
-		return true
+func (s Status) Valid() bool { return slices.Contains(statuses, s) }
+
+// statusNames lists the statuses for an error message: "RECEIVED, QUEUED, …".
+func statusNames() string {
+	names := make([]string, len(statuses))
+	for i, s := range statuses {
+		names[i] = string(s)
 	}
-	return false
+	return strings.Join(names, ", ")
 }
 
 // rank orders statuses along the lifecycle.

@@ -231,7 +231,7 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 		return nil, fmt.Errorf("%w: order %q, want asc or desc", ErrInvalidOptions, string(opts.Order))
 	}
 	if opts.Status != "" && !opts.Status.Valid() {
-		return nil, fmt.Errorf("%w: status %q", ErrInvalidOptions, string(opts.Status))
+		return nil, fmt.Errorf("%w: status %q, want one of %s", ErrInvalidOptions, string(opts.Status), statusNames())
 	}
 	budget := opts.MaxRead
 	switch {

@@ -322,6 +322,9 @@ func TestFirstComeOutcomesStatsAndFilters(t *testing.T) {
 			assert.Equal(t, code, r.problem(t).Code, q)
 		}
 	}
+	r = e.do("GET", "/admin/events/sale/requests?status=WON", admin, nil)
+	assert.Contains(t, r.problem(t).Detail, "want one of RECEIVED, QUEUED, PROCESSING, HELD, WAITLISTED, SUCCEEDED, REJECTED, FAILED_FINAL",
+		"a refused filter names the accepted values")
 	r = e.do("GET", "/admin/events/no-such-event/requests", admin, nil)
 	assert.Equal(t, http.StatusNotFound, r.status)
 	assert.Equal(t, CodeEventNotFound, r.problem(t).Code)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ const (
 	envRegion      = "AWS_REGION"
 	envEndpoint    = "DYNAMODB_ENDPOINT"
 	envSQSEndpoint = "SQS_ENDPOINT"
+	envQueueURL    = "ASYNCEVENT_QUEUE_URL"
 
 	// envDrawSecret holds the secret that seals lottery seeds (asyncevent.HMACSeeds),
 	// in hex. An environment variable rather than a flag, so that it shows in no
@@ -72,7 +74,7 @@ func commands() []*command {
 		eventCreateCmd(), eventGetCmd(), eventListCmd(),
 		eventCloseCmd(), eventPauseCmd(), eventResumeCmd(), eventExtendCmd(), eventAddCapacityCmd(), eventAuditCmd(),
 		requestGetCmd(), requestConfirmCmd(), requestReleaseCmd(), requestCancelCmd(), requestsListCmd(), logsCmd(),
-		statsCmd(), drawCmd(), verifyCmd(), sweepCmd(), holdsSweepCmd(), planCmd(),
+		submitCmd(), statsCmd(), drawCmd(), verifyCmd(), sweepCmd(), holdsSweepCmd(), planCmd(),
 		demoCmd(), benchCmd(),
 	}
 	return cmds
@@ -150,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printCommandUsage(stdout, cmd)
 			return exitOK
 		}
-		return usageFailure(stderr, cmd, err)
+		return e.fail(cmd, err, exitUsage)
 	}
 	err = cmd.run(ctx, e, fs, pos)
 	var ue *usageError
@@ -158,17 +160,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		return usageFailure(stderr, cmd, err)
+		return e.fail(cmd, err, exitUsage)
 	default:
-		fmt.Fprintf(stderr, "asyncevent %s: %v\n", cmd.name, err)
-		return exitFailure
+		return e.fail(cmd, err, exitFailure)
 	}
 }
 
-func usageFailure(stderr io.Writer, cmd *command, err error) int {
-	fmt.Fprintf(stderr, "asyncevent %s: %v\n", cmd.name, err)
-	fmt.Fprintf(stderr, "usage: asyncevent %s\nRun 'asyncevent help %s' for its flags.\n", cmdLine(cmd), cmd.name)
-	return exitUsage
+// fail tells of a command's error on stderr, with its usage for a usage error, as
+// one JSON object under -json ({"command", "error", "exit", "usage"}), and returns
+// the exit code.
+func (e *env) fail(cmd *command, err error, code int) int {
+	if e.json {
+		v := struct {
+			Command string `json:"command"`
+			Error   string `json:"error"`
+			Exit    int    `json:"exit"`
+			Usage   string `json:"usage,omitempty"`
+		}{Command: cmd.name, Error: err.Error(), Exit: code}
+		if code == exitUsage {
+			v.Usage = "asyncevent " + cmdLine(cmd)
+		}
+		enc := json.NewEncoder(e.stderr)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		return code
+	}
+	fmt.Fprintf(e.stderr, "asyncevent %s: %v\n", cmd.name, err)
+	if code == exitUsage {
+		fmt.Fprintf(e.stderr, "usage: asyncevent %s\nRun 'asyncevent help %s' for its flags.\n", cmdLine(cmd), cmd.name)
+	}
+	return code
 }
 
 // lookup finds the command named by the first one or two words of args and returns

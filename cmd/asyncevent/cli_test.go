@@ -135,7 +135,7 @@ func TestEventCreateAndGet(t *testing.T) {
 	// An event the library refuses is a usage error; a taken ID or an unknown event a failure.
 	_, errOut, code := f.run(t, "event", "create", "-capacity", "0", "bad")
 	assert.Equal(t, exitUsage, code, errOut)
-	assert.Contains(t, errOut, "capacityTotal")
+	assert.Contains(t, errOut, "-capacity ≥ 1")
 	_, errOut, code = f.run(t, "event", "create", "-capacity", "5", "spring")
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "already exists")
@@ -834,7 +834,7 @@ func TestEventList(t *testing.T) {
 	assert.Regexp(t, `(?m)^later +FIRST_COME +SCHEDULED +1 of 1 `, out)
 	assert.True(t, strings.HasSuffix(out, "\n4 events\n"), out)
 	out = f.ok(t, "event", "list", "-limit", "1")
-	assert.Regexp(t, `\n1 events; next page: -cursor \S+\n$`, out)
+	assert.Regexp(t, `\n1 event; next page: -cursor \S+\n$`, out)
 
 	for _, tc := range []struct {
 		args []string

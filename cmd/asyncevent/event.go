@@ -116,6 +116,16 @@ func eventCreateCmd() *command {
 				LotteryCutoffAt: cutoff.at, AnnounceAt: annAt.at,
 				IndexShards: indexShards, CapacityShards: capacityShards,
 			}
+			now := asyncevent.MillisOf(time.Now())
+			for _, t := range []struct {
+				flag string
+				at   asyncevent.EpochMillis
+				what string
+			}{{"-ends", ends.at, "the event would be closed from the start"}, {"-cutoff", cutoff.at, "the lottery would take no entry"}} {
+				if t.at != 0 && t.at <= now {
+					return usagef("%s %s is past: %s", t.flag, t.at.Time().UTC().Format(time.RFC3339), t.what)
+				}
+			}
 			if peak > 0 {
 				if indexShards != 0 || capacityShards != 0 {
 					return usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
@@ -128,7 +138,7 @@ func eventCreateCmd() *command {
 			}
 			cfg, err := c.CreateEvent(ctx, want)
 			if errors.Is(err, asyncevent.ErrInvalidEvent) || errors.Is(err, asyncevent.ErrInvalidID) {
-				return usagef("%v", err)
+				return usagef("%s", inFlagTerms(err))
 			}
 			if err != nil {
 				return err
@@ -287,7 +297,7 @@ func eventListCmd() *command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s events", formatInt(len(page.Events)))
+			fmt.Fprint(e.stdout, plural(int64(len(page.Events)), "event"))
 			if page.NextCursor != "" {
 				fmt.Fprintf(e.stdout, "; next page: -cursor %s", page.NextCursor)
 			}
@@ -305,3 +315,14 @@ func seatsLeft(s asyncevent.EventSummary) string {
 	}
 	return fmt.Sprintf("%s of %s", formatInt(int(*s.SeatsLeft)), formatInt(int(s.Config.CapacityTotal)))
 }
+
+// flagTerms turns the library's names of EventConfig's fields into the flags of
+// event create that set them, for its error messages.
+var flagTerms = strings.NewReplacer(
+	"eventId", "EVENT_ID", "eventType", "-type", "capacityTotal", "-capacity", "capacityShards", "-capacity-shards",
+	"indexShards", "-index-shards", "winnerCount", "-winners", "lotteryCutoffAt", "-cutoff", "announceAt", "-announce",
+	"startsAt", "-starts", "endsAt", "-ends", "holdFor", "-hold-for", "name is", "-name is",
+)
+
+// inFlagTerms is err's text with the fields it names as event create's flags.
+func inFlagTerms(err error) string { return flagTerms.Replace(err.Error()) }

@@ -177,5 +177,5 @@ func formatDurations(d asyncevent.Durations) string {
 	if d.Count == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("p50 %s · p95 %s · max %s (%s requests)", formatDuration(d.P50), formatDuration(d.P95), formatDuration(d.Max), formatInt(d.Count))
+	return fmt.Sprintf("p50 %s · p95 %s · max %s (%s)", formatDuration(d.P50), formatDuration(d.P95), formatDuration(d.Max), plural(int64(d.Count), "request"))
 }

@@ -88,6 +88,9 @@ func planCmd() *command {
 			if !apply || len(short) == 0 {
 				return nil
 			}
+			if e.endpoint != "" {
+				return fmt.Errorf("-apply with -endpoint %s: warm throughput is DynamoDB's on AWS; DynamoDB Local does not support it (its UpdateTable fails), so nothing was applied; run plan -apply without -endpoint against AWS", e.endpoint)
+			}
 			fmt.Fprintln(e.stderr, "raising the warm throughput of the table and its indexes: a one-way change, billed by AWS")
 			return c.ApplySpikePlan(ctx, db, p)
 		},

@@ -106,6 +106,12 @@ func requestsListCmd() *command {
 			if err != nil {
 				return err
 			}
+			if !listUser && len(page.Requests) == 0 && cursor == "" {
+				// No request: say so of an event the table does not hold, as stats does.
+				if _, err := c.GetEvent(ctx, args[0]); err != nil {
+					return err
+				}
+			}
 			if e.json {
 				out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
 				for i := range page.Requests {
@@ -125,7 +131,7 @@ func requestsListCmd() *command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s requests", formatInt(len(page.Requests)))
+			fmt.Fprint(e.stdout, plural(int64(len(page.Requests)), "request"))
 			if page.NextCursor != "" {
 				fmt.Fprintf(e.stdout, "; next page: -cursor %s", page.NextCursor)
 			}

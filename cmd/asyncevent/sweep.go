@@ -98,7 +98,7 @@ func sweepOnce(ctx context.Context, e *env, c *asyncevent.Client, queue asynceve
 	} else {
 		tw := newTable(e.stdout)
 		fmt.Fprintf(tw, "event\t%s\n", eventID)
-		fmt.Fprintf(tw, "examined\t%s requests\n", formatInt(rep.Examined))
+		fmt.Fprintf(tw, "examined\t%s\n", plural(int64(rep.Examined), "request"))
 		fmt.Fprintf(tw, "sent again\t%s\n", formatCounts(rep.Resent))
 		fmt.Fprintf(tw, "skipped\t%s (in flight or done)\n", formatInt(rep.Skipped))
 		fmt.Fprintf(tw, "failed\t%s\n", formatInt(len(rep.Failed)))
