@@ -12,6 +12,55 @@
 // repository adds the table as the AWS CLI makes it, the items' fields, the result
 // codes and the item lifetimes.
 //
+// # A first event
+//
+// A first-come event with three seats, clicks and a worker, on a DynamoDB Local
+// (package dynamodblocal; on AWS, any DynamoDB client such as dynamodb.NewFromConfig's):
+//
+//	local, err := dynamodblocal.Start(ctx, dynamodblocal.Options{})
+//	if err != nil {
+//		return err
+//	}
+//	defer local.Stop()
+//	client, err := asyncevent.New(local.Client, asyncevent.Options{TableName: "AsyncEventTable"})
+//	if err != nil {
+//		return err
+//	}
+//	if err := client.CreateTable(ctx); err != nil {
+//		return err
+//	}
+//	_, err = client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3})
+//	if err != nil {
+//		return err
+//	}
+//	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}) // SQSQueue in production
+//	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{})
+//	if err != nil {
+//		return err
+//	}
+//	if err := worker.Start(ctx); err != nil {
+//		return err
+//	}
+//	defer worker.Stop(ctx)
+//	p, err := client.Submit(ctx, queue, "sale", "ann") // the whole ingest of a click
+//	if err != nil {
+//		return err
+//	}
+//	if err := queue.WaitIdle(ctx); err != nil { // the worker decided it
+//		return err
+//	}
+//	r, err := client.GetRequest(ctx, p.RequestID)
+//	if err != nil {
+//		return err
+//	}
+//	fmt.Println(r.Status, r.ResultCode) // SUCCEEDED SUCCESS
+//
+// The package's example runs it (on the test binary's DynamoDB Local), and
+// examples/quickstart in the repository is the program in one piece (go run
+// ./examples/quickstart). The sections below give the
+// model; the access-pattern table, last, gives every row's operation, key and
+// condition.
+//
 // # Table
 //
 // One table (default name AsyncEventTable): PK and SK strings, GSI1 on GSI1PK/GSI1SK
@@ -95,6 +144,73 @@
 // a change within [Options.EventCacheTTL]. [Client.ListEvents] lists the events newest
 // first from the event list, an item collection CreateEvent writes, without a Scan;
 // [Client.ListAudit] reads an event's trail.
+//
+// # Invariants
+//
+//  1. No orphan lock that outlives the next click: once the lock's put has begun,
+//     Submit's writes run to completion under a deadline of their own, whatever the
+//     caller's context does; a lock left without its request all the same (the
+//     ingest died between the two puts) is healed by the user's next click once
+//     Options.RedriveAfter has passed, or, once the event closed, its request is
+//     written FAILED_FINAL (errorCode INGEST_INCOMPLETE); a request put refused for
+//     certain releases its lock.
+//  2. No lost request: a failed enqueue ends FAILED_FINAL with FAILED_INGEST_ENQUEUE;
+//     a request stuck in RECEIVED is on GSI2 from its put, and is sent again by the
+//     sweeper ([Client.Sweep]) or the user's next click.
+//  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state; the
+//     request's queuedAt and index keys came with its put, so it has nothing to
+//     backfill, and ingest's later QUEUED write loses harmlessly.
+//  4. Exactly N: a seat is spent only by the write that records whose it is; a request
+//     claims without a lease only on its home shard, and under a lease only on the
+//     shard its seatShard names; no request ends without a seat before a look at the
+//     shard a claim of it may be on (docs/design.md, "The seat claim").
+//  5. No stuck PROCESSING: a worker holds a lease that expires.
+//  6. Every status write is conditional; a lost condition is an outcome, not an error.
+//  7. GSI keys only on Request items.
+//  8. Fairness is queuedAt, and the library reports how far processing order strayed;
+//     a FIFO queue with one message group per event keeps it exactly.
+//  9. The entries a draw freezes are the entries it finalises, whatever the workers
+//     still hold: none queued by the cutoff is closed as late, a worker leaves one it
+//     meets from the entries' fence on to the draw, and ingest's writes and an entry's failure
+//     end by the entries' fence (the draw's opening less a margin), so that the draw
+//     reads every entry there will be.
+//
+// # Lottery
+//
+// Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed that
+// [Options.Seeds] gives ([HMACSeeds], or AWS KMS behind a [SeedSource]), so that the
+// table holds nothing the seed follows from; without a source the seed is random and
+// stored on the Draw record, readable by any reader of the table (seedMode UNSEALED,
+// for development). After the cutoff (and Options.DrawSettleWindow), [Client.Draw]
+// freezes the entries — the requests queued by the cutoff — recording their count
+// and [EntriesHash], reveals the seed on the Draw record, and the K entries with the
+// smallest [DrawScore], SHA-256(seed ‖ entries hash ‖ requestId), win: a score
+// depends on the whole entry set, so no one can pick one before the freeze. Each
+// entry is finalised under a condition, so a draw stopped half-way can run again and
+// comes to the same winners. [Client.VerifyDraw] recomputes the commitment, the
+// entries and every result from the table.
+//
+// # Worker
+//
+// A [Worker] long-polls a [Queue] ([SQSQueue], or [MemoryQueue] for examples and
+// tests), processes messages with bounded concurrency, extends a message's visibility
+// and the request's lease while its work goes on, deletes finished messages in
+// batches, and leaves retryable failures for redelivery with backoff. The same
+// processing serves an AWS Lambda SQS handler through [Processor.ProcessMessages].
+//
+// # Observability
+//
+// An [Observer] in [Options.Observer] sees every Submit, every message sent, every
+// DynamoDB call (with the rows it writes) and every message processed, and passes a
+// context of its own to each: package otelasyncevent implements it with OpenTelemetry
+// spans and metrics, carrying the trace context from ingest to the worker in the
+// message's attributes ([OutgoingMessage.Attributes], [Delivery.Attributes]). This
+// package imports no telemetry library.
+//
+// # Testing
+//
+// Package asynceventtest gives tests a Client on a fresh table of a DynamoDB Local
+// that it finds or starts itself.
 //
 // # Access patterns
 //
@@ -373,71 +489,4 @@
 // [RequestRef] and a worker's hold as a [Lease]. A lost condition is an outcome, not
 // an error: every row returns a [Transition] that is not Applied and holds the
 // request as the condition found it.
-//
-// # Invariants
-//
-//  1. No orphan lock that outlives the next click: once the lock's put has begun,
-//     Submit's writes run to completion under a deadline of their own, whatever the
-//     caller's context does; a lock left without its request all the same (the
-//     ingest died between the two puts) is healed by the user's next click once
-//     Options.RedriveAfter has passed, or, once the event closed, its request is
-//     written FAILED_FINAL (errorCode INGEST_INCOMPLETE); a request put refused for
-//     certain releases its lock.
-//  2. No lost request: a failed enqueue ends FAILED_FINAL with FAILED_INGEST_ENQUEUE;
-//     a request stuck in RECEIVED is on GSI2 from its put, and is sent again by the
-//     sweeper ([Client.Sweep]) or the user's next click.
-//  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state; the
-//     request's queuedAt and index keys came with its put, so it has nothing to
-//     backfill, and ingest's later QUEUED write loses harmlessly.
-//  4. Exactly N: a seat is spent only by the write that records whose it is; a request
-//     claims without a lease only on its home shard, and under a lease only on the
-//     shard its seatShard names; no request ends without a seat before a look at the
-//     shard a claim of it may be on (docs/design.md, "The seat claim").
-//  5. No stuck PROCESSING: a worker holds a lease that expires.
-//  6. Every status write is conditional; a lost condition is an outcome, not an error.
-//  7. GSI keys only on Request items.
-//  8. Fairness is queuedAt, and the library reports how far processing order strayed;
-//     a FIFO queue with one message group per event keeps it exactly.
-//  9. The entries a draw freezes are the entries it finalises, whatever the workers
-//     still hold: none queued by the cutoff is closed as late, a worker leaves one it
-//     meets from the entries' fence on to the draw, and ingest's writes and an entry's failure
-//     end by the entries' fence (the draw's opening less a margin), so that the draw
-//     reads every entry there will be.
-//
-// # Lottery
-//
-// Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed that
-// [Options.Seeds] gives ([HMACSeeds], or AWS KMS behind a [SeedSource]), so that the
-// table holds nothing the seed follows from; without a source the seed is random and
-// stored on the Draw record, readable by any reader of the table (seedMode UNSEALED,
-// for development). After the cutoff (and Options.DrawSettleWindow), [Client.Draw]
-// freezes the entries — the requests queued by the cutoff — recording their count
-// and [EntriesHash], reveals the seed on the Draw record, and the K entries with the
-// smallest [DrawScore], SHA-256(seed ‖ entries hash ‖ requestId), win: a score
-// depends on the whole entry set, so no one can pick one before the freeze. Each
-// entry is finalised under a condition, so a draw stopped half-way can run again and
-// comes to the same winners. [Client.VerifyDraw] recomputes the commitment, the
-// entries and every result from the table.
-//
-// # Worker
-//
-// A [Worker] long-polls a [Queue] ([SQSQueue], or [MemoryQueue] for examples and
-// tests), processes messages with bounded concurrency, extends a message's visibility
-// and the request's lease while its work goes on, deletes finished messages in
-// batches, and leaves retryable failures for redelivery with backoff. The same
-// processing serves an AWS Lambda SQS handler through [Processor.ProcessMessages].
-//
-// # Observability
-//
-// An [Observer] in [Options.Observer] sees every Submit, every message sent, every
-// DynamoDB call (with the rows it writes) and every message processed, and passes a
-// context of its own to each: package otelasyncevent implements it with OpenTelemetry
-// spans and metrics, carrying the trace context from ingest to the worker in the
-// message's attributes ([OutgoingMessage.Attributes], [Delivery.Attributes]). This
-// package imports no telemetry library.
-//
-// # Testing
-//
-// Package asynceventtest gives tests a Client on a fresh table of a DynamoDB Local
-// that it finds or starts itself.
 package asyncevent

@@ -26,6 +26,51 @@ func exampleClient(opts asyncevent.Options) *asyncevent.Client {
 	return client
 }
 
+// A first-come event with three seats: clicks, a worker, the outcomes.
+func Example() {
+	ctx := context.Background()
+	client := exampleClient(asyncevent.Options{}) // asyncevent.New and CreateTable on a DynamoDB Local
+	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
+		panic(err)
+	}
+	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}) // SQSQueue in production
+	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	if err := worker.Start(ctx); err != nil {
+		panic(err)
+	}
+	var ids []string
+	for _, user := range []string{"ann", "bob", "ann", "cid", "dan"} { // ann clicks twice
+		p, err := client.Submit(ctx, queue, "sale", user) // the whole ingest of a click
+		if err != nil {
+			panic(err)
+		}
+		if !p.Duplicate {
+			ids = append(ids, p.RequestID)
+		}
+		if err := queue.WaitIdle(ctx); err != nil { // one at a time, for a fixed output
+			panic(err)
+		}
+	}
+	if err := worker.Stop(ctx); err != nil {
+		panic(err)
+	}
+	for _, id := range ids {
+		r, err := client.GetRequest(ctx, id)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(r.UserID, r.Status, r.ResultCode)
+	}
+	// Output:
+	// ann SUCCEEDED SUCCESS
+	// bob SUCCEEDED SUCCESS
+	// cid SUCCEEDED SUCCESS
+	// dan REJECTED REJECTED_CAPACITY
+}
+
 func ExampleClient_Submit() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{})
