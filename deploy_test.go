@@ -17,11 +17,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/asyncevent/asyncevent/dynamodblocal"
+	"github.com/asyncevent/asyncevent/internal/deployrole"
 )
 
 // deploy/template.yaml is held to the code: its table is the one CreateTable makes,
-// its policy grants exactly the calls of the library's interfaces, and its queue
-// agrees with the worker's defaults.
+// each function runs under a role of its own (the roles' actions are held to the
+// calls each function makes by httpapi's TestMain and awslambda's policy_test.go),
+// and its queue agrees with the worker's defaults.
 
 // templateNode reads deploy/template.yaml and returns the node at path (mapping keys,
 // or sequence indexes as numbers).
@@ -172,7 +174,8 @@ func TestTemplateKeepsTheTableAndWatchesIt(t *testing.T) {
 
 // TestTemplateIngest: the ingest function is examples/lambda/ingest, its environment
 // names exactly the variables the command reads, and its role sends to the queue and
-// nothing more on SQS (the ingest only sends; the worker receives, deletes, extends).
+// nothing more on SQS (the ingest only sends; the worker receives, deletes, extends);
+// its routes: the authorizer, the open preflight and /healthz.
 func TestTemplateIngest(t *testing.T) {
 	t.Parallel()
 	fn := templateNode(t, "Resources", "Ingest", "Properties")
@@ -189,26 +192,57 @@ func TestTemplateIngest(t *testing.T) {
 		set[vars.Content[i].Value] = true
 	}
 	assert.Equal(t, read, set, "the template sets the variables the command reads")
-	statements := child(t, child(t, child(t, fn, "Policies"), "0"), "Statement")
-	granted := map[string][]string{}
-	for _, s := range statements.Content {
-		granted[child(t, s, "Sid").Value] = strings0(child(t, s, "Action"))
-	}
-	assert.Equal(t, []string{"sqs:SendMessage"}, granted["AsyncEventQueue"])
+	role, err := deployrole.Read("deploy/template.yaml", "Ingest")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"sqs:SendMessage"}, role["AsyncEventQueue"].Actions)
 
 	// The API's authorizer turns away what the function would (the same issuer and
-	// audience) before an invocation; /healthz is open, as the server's route is.
-	auth := templateNode(t, "Resources", "Api", "Properties", "Auth")
-	jwt := child(t, child(t, child(t, auth, "Authorizers"), "IdentityProvider"), "JwtConfiguration")
-	assert.Equal(t, "JwtIssuer", child(t, jwt, "issuer").Value)
-	assert.Equal(t, "JwtAudience", child(t, child(t, jwt, "audience"), "0").Value)
-	assert.Equal(t, "IdentityProvider", child(t, auth, "DefaultAuthorizer").Value)
-	events := child(t, fn, "Events")
-	assert.Equal(t, "/{proxy+}", child(t, child(t, child(t, events, "Api"), "Properties"), "Path").Value)
-	health := child(t, child(t, events, "Health"), "Properties")
-	assert.Equal(t, "/healthz", child(t, health, "Path").Value)
-	assert.Equal(t, "NONE", child(t, child(t, health, "Auth"), "Authorizer").Value)
+	// audience) before an invocation; /healthz and the CORS preflight are open, as the
+	// server's route is and as a browser's preflight (no token) must be.
+	jwt := templateNode(t, "Resources", "IdentityProviderAuthorizer", "Properties", "JwtConfiguration")
+	assert.Equal(t, "JwtIssuer", child(t, jwt, "Issuer").Value)
+	assert.Equal(t, "JwtAudience", child(t, child(t, jwt, "Audience"), "0").Value)
 	vars = child(t, child(t, fn, "Environment"), "Variables")
 	assert.Equal(t, "JwtIssuer", child(t, vars, "ASYNCEVENT_JWT_ISSUER").Value)
 	assert.Equal(t, "JwtAudience", child(t, vars, "ASYNCEVENT_JWT_AUDIENCE").Value)
+	routes := map[string]string{}
+	for _, name := range []string{"ProxyRoute", "PreflightRoute", "HealthRoute"} {
+		r := templateNode(t, "Resources", name, "Properties")
+		auth := child(t, r, "AuthorizationType")
+		routes[child(t, r, "RouteKey").Value] = auth.Tag + auth.Value
+		assert.Equal(t, "integrations/${IngestIntegration}", child(t, r, "Target").Value, name)
+	}
+	assert.Equal(t, map[string]string{
+		"ANY /{proxy+}": "!If[GatewayAuthorizes, JWT, NONE]", "OPTIONS /{proxy+}": "NONE", "GET /healthz": "NONE",
+	}, routesText(routes))
+}
+
+// routesText writes a route's !If as it reads.
+func routesText(routes map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range routes {
+		if v == "!If" {
+			v = "!If[GatewayAuthorizes, JWT, NONE]"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// TestTemplateRolesAreTheirOwn: each function runs under a role of the template's, so
+// that SAM adds no managed policy (AWSLambdaSQSQueueExecutionRole would let the worker
+// read every queue of the account, AWSLambdaBasicExecutionRole write every log group),
+// and logs to a group of its own.
+func TestTemplateRolesAreTheirOwn(t *testing.T) {
+	t.Parallel()
+	for _, fn := range []string{"Ingest", "Worker", "HoldSweeper"} {
+		p := templateNode(t, "Resources", fn, "Properties")
+		role := child(t, p, "Role")
+		assert.Equal(t, []string{"!GetAtt", fn + "Role.Arn"}, []string{role.Tag, role.Value}, fn)
+		for i := 0; i < len(p.Content); i += 2 {
+			assert.NotEqual(t, "Policies", p.Content[i].Value, "%s: SAM policies beside a role", fn)
+		}
+		group := child(t, child(t, p, "LoggingConfig"), "LogGroup")
+		assert.Equal(t, fn+"LogGroup", group.Value, fn)
+	}
 }

@@ -18,6 +18,11 @@ import (
 // dynamodb:ConditionCheckItem. It is safe for concurrent use; the zero value is
 // ready.
 type IAMActions struct {
+	// When, if set, picks the calls to record by their context: a test that makes
+	// calls of its own beside the code's (its set-up, a worker) marks the code's
+	// contexts and records those alone. Default: every call.
+	When func(context.Context) bool
+
 	mu      sync.Mutex
 	table   map[string]bool
 	indexes map[string]bool
@@ -51,7 +56,10 @@ func (a *IAMActions) sorted(index bool) []string {
 	return out
 }
 
-func (a *IAMActions) saw(index bool, actions ...string) {
+func (a *IAMActions) saw(ctx context.Context, index bool, actions ...string) {
+	if a.When != nil && !a.When(ctx) {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	set := &a.table
@@ -75,27 +83,27 @@ type recorded struct {
 func (r *recorded) Unwrap() asyncevent.DynamoDB { return r.DynamoDB }
 
 func (r *recorded) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	r.a.saw(false, "GetItem")
+	r.a.saw(ctx, false, "GetItem")
 	return r.DynamoDB.GetItem(ctx, in, o...)
 }
 
 func (r *recorded) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	r.a.saw(false, "PutItem")
+	r.a.saw(ctx, false, "PutItem")
 	return r.DynamoDB.PutItem(ctx, in, o...)
 }
 
 func (r *recorded) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	r.a.saw(false, "UpdateItem")
+	r.a.saw(ctx, false, "UpdateItem")
 	return r.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
 func (r *recorded) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	r.a.saw(false, "DeleteItem")
+	r.a.saw(ctx, false, "DeleteItem")
 	return r.DynamoDB.DeleteItem(ctx, in, o...)
 }
 
 func (r *recorded) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	r.a.saw(in.IndexName != nil, "Query")
+	r.a.saw(ctx, in.IndexName != nil, "Query")
 	return r.DynamoDB.Query(ctx, in, o...)
 }
 
@@ -103,34 +111,34 @@ func (r *recorded) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 	for _, it := range in.TransactItems {
 		switch {
 		case it.Put != nil:
-			r.a.saw(false, "PutItem")
+			r.a.saw(ctx, false, "PutItem")
 		case it.Update != nil:
-			r.a.saw(false, "UpdateItem")
+			r.a.saw(ctx, false, "UpdateItem")
 		case it.Delete != nil:
-			r.a.saw(false, "DeleteItem")
+			r.a.saw(ctx, false, "DeleteItem")
 		case it.ConditionCheck != nil:
-			r.a.saw(false, "ConditionCheckItem")
+			r.a.saw(ctx, false, "ConditionCheckItem")
 		}
 	}
 	return r.DynamoDB.TransactWriteItems(ctx, in, o...)
 }
 
 func (r *recorded) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	r.a.saw(false, "CreateTable")
+	r.a.saw(ctx, false, "CreateTable")
 	return r.DynamoDB.CreateTable(ctx, in, o...)
 }
 
 func (r *recorded) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	r.a.saw(false, "DescribeTable")
+	r.a.saw(ctx, false, "DescribeTable")
 	return r.DynamoDB.DescribeTable(ctx, in, o...)
 }
 
 func (r *recorded) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
-	r.a.saw(false, "DescribeTimeToLive")
+	r.a.saw(ctx, false, "DescribeTimeToLive")
 	return r.DynamoDB.DescribeTimeToLive(ctx, in, o...)
 }
 
 func (r *recorded) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	r.a.saw(false, "UpdateTimeToLive")
+	r.a.saw(ctx, false, "UpdateTimeToLive")
 	return r.DynamoDB.UpdateTimeToLive(ctx, in, o...)
 }

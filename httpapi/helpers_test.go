@@ -52,7 +52,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	so.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	srv := newServer(t, so)
-	return &env{t: t, client: client, queue: queue, srv: srv, ts: newTestServer(t, srv.Handler()), logs: logs}
+	return &env{t: t, client: client, queue: queue, srv: srv, ts: newTestServer(t, asIngest(srv.Handler())), logs: logs}
 }
 
 // testAuth is the JWT authenticator of testSecret.

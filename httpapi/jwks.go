@@ -351,6 +351,10 @@ func (a *JWKSAuthenticator) lookup(ctx context.Context, kid string) (jwkset.JWK,
 	if done == nil {
 		if !a.unknownKID.Allow() {
 			a.mu.Unlock()
+			// A refresh may have ended between the first look and the lock: look again.
+			if k, err := a.set.KeyRead(ctx, kid); !errors.Is(err, jwkset.ErrKeyNotFound) {
+				return k, err
+			}
 			return jwkset.JWK{}, fmt.Errorf("no key %q in the JWK set (read again at most once per %s)", kid, a.opts.UnknownKIDRefresh)
 		}
 		done = make(chan struct{})

@@ -7,10 +7,16 @@
 // Environment: ASYNCEVENT_TABLE (default AsyncEventTable); ASYNCEVENT_QUEUE_URL, the
 // participation queue (required); the identity provider's tokens:
 // ASYNCEVENT_JWKS_URL, ASYNCEVENT_JWT_ISSUER, ASYNCEVENT_JWT_AUDIENCE (all three
-// required), ASYNCEVENT_JWT_ROLE_CLAIM (default role; Cognito: cognito:groups);
+// required), ASYNCEVENT_JWT_ROLE_CLAIM (default role; Cognito: cognito:groups),
+// ASYNCEVENT_JWT_ADMIN_ROLE (the claim's value that makes an admin; default admin);
 // ASYNCEVENT_USER_RATE, clicks a second a user may make on one instance of the
-// function (optional; a first line behind a WAF); the AWS SDK's usual variables for
-// region and credentials.
+// function (optional; each instance keeps its own, so a first line behind a WAF
+// only); the AWS SDK's usual variables for region and credentials.
+//
+// A CORS preflight (OPTIONS) is answered 204 with no body: API Gateway, configured for
+// CORS, adds the headers. The event's progress counts (the place in line) are written
+// after an invocation when the last write is a second old, and when Lambda shuts the
+// instance down (SIGTERM), so that an instance that goes idle loses none.
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -55,7 +62,14 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(handle)
+	lambda.StartWithOptions(handle, lambda.WithEnableSIGTERM(func() {
+		// Lambda gives an instance about 300 ms between SIGTERM and its end.
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		defer cancel()
+		if err := client.FlushProgress(ctx); err != nil {
+			log.Printf("at shutdown, the progress counts were not written: %v", err)
+		}
+	}))
 }
 
 // authenticator is the identity provider's tokens the environment names.
@@ -63,6 +77,7 @@ func authenticator(ctx context.Context, getenv func(string) string) (httpapi.Aut
 	opts := httpapi.JWKSOptions{
 		URL: getenv("ASYNCEVENT_JWKS_URL"), Issuer: getenv("ASYNCEVENT_JWT_ISSUER"),
 		Audience: getenv("ASYNCEVENT_JWT_AUDIENCE"), RoleClaim: getenv("ASYNCEVENT_JWT_ROLE_CLAIM"),
+		AdminRole: getenv("ASYNCEVENT_JWT_ADMIN_ROLE"),
 	}
 	if opts.URL == "" || opts.Issuer == "" || opts.Audience == "" {
 		return nil, errors.New("ASYNCEVENT_JWKS_URL, ASYNCEVENT_JWT_ISSUER and ASYNCEVENT_JWT_AUDIENCE are required")
@@ -90,7 +105,7 @@ func newHandler(client *asyncevent.Client, queue asyncevent.Queue, auth httpapi.
 	if err != nil {
 		return nil, err
 	}
-	adapter := httpadapter.NewV2(srv.Handler())
+	adapter := httpadapter.NewV2(preflight(srv.Handler()))
 	var flushed time.Time
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		resp, err := adapter.ProxyWithContext(ctx, req)
@@ -102,4 +117,16 @@ func newHandler(client *asyncevent.Client, queue asyncevent.Queue, auth httpapi.
 		}
 		return resp, err
 	}, nil
+}
+
+// preflight answers a CORS preflight (OPTIONS) 204 with no body, for API Gateway to
+// add the CORS headers it is configured with; other requests go to next.
+func preflight(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

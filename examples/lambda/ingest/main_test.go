@@ -58,6 +58,10 @@ func TestAClickThroughTheProxy(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode
 	}(), "no token")
+	pre, err := handle(ctx, events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: "/events/sale/participations",
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "OPTIONS", Path: "/events/sale/participations"}}})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusNoContent, pre.StatusCode, "a CORS preflight, without a token: API Gateway adds the headers")
 	_, err = newHandler(client, queue, auth, func(string) string { return "-1" })
 	assert.Error(t, err, "a negative ASYNCEVENT_USER_RATE")
 }
