@@ -18,6 +18,9 @@ type chart struct {
 	Series                 []series
 	XTicks, YTicks, WTicks []tick
 	SoldOut                *tick // where the last seat went, if any
+	// LeftTitle and RightTitle name what each axis counts: the two scales differ
+	// (thousands of requests on the left, the capacity's wins on the right).
+	LeftTitle, RightTitle string
 }
 
 type series struct {
@@ -37,7 +40,8 @@ const chartBuckets = 80
 // newChart plots the cumulative counts of the three kinds of moments (durations since
 // the first click) over [0, end].
 func newChart(arrivals, wins, rejections []time.Duration, end time.Duration) *chart {
-	c := &chart{Width: 760, Height: 320, Left: 64, Right: 700, Top: 16, Base: 280}
+	c := &chart{Width: 780, Height: 320, Left: 78, Right: 700, Top: 16, Base: 280,
+		LeftTitle: "requests so far (new participations, rejections)", RightTitle: "wins so far (its own scale, up to the capacity)"}
 	var lastWin time.Duration
 	for _, ds := range [][]time.Duration{arrivals, wins, rejections} {
 		for _, d := range ds {
@@ -63,9 +67,9 @@ func newChart(arrivals, wins, rejections []time.Duration, end time.Duration) *ch
 		ds          []time.Duration
 		y           func(int) int
 	}{
-		{"new participations (left axis)", "arrivals", arrivals, y},
-		{"rejections (left axis)", "rejections", rejections, y},
-		{"wins (right axis)", "wins", wins, yw},
+		{"new participations so far (left axis)", "arrivals", arrivals, y},
+		{"rejections so far (left axis)", "rejections", rejections, y},
+		{"wins so far (right axis, green)", "wins", wins, yw},
 	} {
 		counts := make([]int, chartBuckets)
 		for _, d := range s.ds {
@@ -133,9 +137,10 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 			{"result codes", formatCounts(fc.Stats.ByResultCode)},
 			{"ingest latency", fmt.Sprintf("%s (new %s; duplicate %s)", fc.Latency, fc.NewLatency, fc.DupLatency)},
 			{"queue wait", formatDurations(fc.queueWait)},
+			{"processing", formatDurations(fc.processing) + " (the requests a worker worked on; the sold-out rejections take one write)"},
 			{"end to end", formatSeconds(fc.EndToEndSeconds)},
 			{"per new participation", fc.PerParticipation.String()},
-			{"per duplicate click", fc.PerDuplicate.String()},
+			{"per duplicate click", fc.PerDuplicate.String() + " (a repeat on the node that took the first click is answered from its memory; on another node it is one failed conditional PutItem, as in the bench)"},
 			{"per message", fc.PerMessage.String()},
 			{"CAPACITY writes", fmt.Sprintf("%s (%s seats)", formatInt(fc.CapacityWrites), formatInt(fc.Winners))},
 			{"fairness", formatFairness(fc.fairness)},
@@ -193,6 +198,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #5b6570; }
 polyline { fill: none; stroke-width: 2.2; }
 .soldout { stroke: #1f9d55; stroke-width: 1; stroke-dasharray: 4 3; }
 svg text.wtick { fill: #1f9d55; }
+.wins-axis { stroke: #1f9d55; }
 .arrivals { stroke: #2f6fdb; } .wins { stroke: #1f9d55; } .rejections { stroke: #d9822b; }
 .swatch { display: inline-block; width: 0.9rem; height: 0.25rem; margin-right: 0.35rem; vertical-align: middle; }
 .swatch.arrivals { background: #2f6fdb; } .swatch.wins { background: #1f9d55; } .swatch.rejections { background: #d9822b; }
@@ -214,6 +220,9 @@ svg text.wtick { fill: #1f9d55; }
 {{end}}{{range .XTicks}}<text x="{{.X}}" y="{{.Y}}" text-anchor="middle">{{.Label}}</text>
 {{end}}<line class="axis" x1="{{.Left}}" x2="{{.Right}}" y1="{{.Base}}" y2="{{.Base}}"></line>
 <line class="axis" x1="{{.Left}}" x2="{{.Left}}" y1="{{.Top}}" y2="{{.Base}}"></line>
+<line class="axis wins-axis" x1="{{.Right}}" x2="{{.Right}}" y1="{{.Top}}" y2="{{.Base}}"></line>
+<text x="14" y="{{.Base}}" transform="rotate(-90 14 {{.Base}})" text-anchor="start">{{.LeftTitle}}</text>
+<text class="wtick" x="{{.Width}}" y="{{.Base}}" dy="-8" transform="rotate(-90 {{.Width}} {{.Base}})" text-anchor="start">{{.RightTitle}}</text>
 {{with .SoldOut}}<line class="soldout" x1="{{.X}}" x2="{{.X}}" y1="{{$.Chart.Top}}" y2="{{$.Chart.Base}}"></line><text x="{{.X}}" y="{{.Y}}" dx="4">{{.Label}}</text>
 {{end}}{{range .Series}}<polyline class="{{.Class}}" points="{{.Points}}"></polyline>
 {{end}}<text x="{{.Right}}" y="{{.Height}}" text-anchor="end" dy="-4">time since the first click</text>

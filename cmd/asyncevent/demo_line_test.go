@@ -103,7 +103,7 @@ func TestLineReportWithoutALine(t *testing.T) {
 		{"polls of the line", "0 GetRequest calls by users waiting (20 every 250ms, spread over the line), 0 told a place in line"},
 		{"position told", "not compared: no poll had 50 or more requests truly ahead (fewer than 50 ahead are left out: near the front a few requests either way are a large share)"},
 		{"wait told", "not compared: no poll with 50 or more ahead was told a wait"},
-		{"line", "peak 0 requests waiting at +0 · the workers finished 0.00 requests/s on average · no line to drain seen by a poll"},
+		{"line", "peak 0 requests waiting at +0s · the workers finished 0.00 requests/s on average · no line to drain seen by a poll"},
 	}, r.rows())
 }
 

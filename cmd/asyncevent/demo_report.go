@@ -289,10 +289,15 @@ func (fc *firstComeReport) writeText(w io.Writer) error {
 	fmt.Fprintf(tw, "  ingest latency\t%s (new %s; duplicate %s)\n", fc.Latency, fc.NewLatency, fc.DupLatency)
 	fmt.Fprintf(tw, "  queue wait\t%s\n", formatDurations(fc.queueWait))
 	fmt.Fprintf(tw, "  processing\t%s\n", formatDurations(fc.processing))
+	if rest := fc.NewParticipations - fc.processing.Count; rest > 0 && fc.processing.Count > 0 {
+		fmt.Fprintf(tw, "  \t(the requests a worker worked on: the seats' winners, and any it leased; the other %s were rejected in one write, at the workers' first look, once they knew the event sold out)\n",
+			formatInt(rest))
+	}
 	fmt.Fprintf(tw, "  end to end\t%s from the first click to the last result (clicks answered in %s)\n",
 		formatSeconds(fc.EndToEndSeconds), formatSeconds(fc.IngestSeconds))
 	fmt.Fprintf(tw, "  per new participation\t%s\n", fc.PerParticipation)
 	fmt.Fprintf(tw, "  per duplicate click\t%s\n", fc.PerDuplicate)
+	fmt.Fprintf(tw, "  \t(here the node that took a user's first click answers the repeat from its memory, without a call; on another node it is the lock's failed conditional PutItem, 1 call and 1 WCU: the bench's \"duplicate click\")\n")
 	fmt.Fprintf(tw, "  per message\t%s (%s messages, %d workers)\n", fc.PerMessage, formatInt(fc.Messages), fc.Workers)
 	fmt.Fprintf(tw, "  CAPACITY writes\t%s: %s seats + %s tries by workers that had not yet seen the sell-out\n",
 		formatInt(fc.CapacityWrites), formatInt(fc.Winners), formatInt(fc.CapacityWrites-fc.Winners))

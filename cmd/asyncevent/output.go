@@ -108,7 +108,7 @@ func formatMillis(m asyncevent.EpochMillis) string {
 func formatDuration(d time.Duration) string {
 	switch {
 	case d == 0:
-		return "0"
+		return "0s"
 	case d < time.Millisecond:
 		return d.Round(time.Microsecond).String()
 	case d < time.Second:
