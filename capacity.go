@@ -194,19 +194,6 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 	return sum, nil
 }
 
-// capacityShards returns the capacity shards of an event, from the client's cache; an
-// event without a config has the design's one CAPACITY item.
-func (c *Client) capacityShards(ctx context.Context, eventID string) (int, error) {
-	cfg, err := c.cachedEvent(ctx, eventID)
-	switch {
-	case errors.Is(err, ErrEventNotFound):
-		return 1, nil
-	case err != nil:
-		return 0, err
-	}
-	return max(cfg.CapacityShards, 1), nil
-}
-
 // capacityItems returns the capacity items of a new FIRST_COME event: one CAPACITY
 // item, or C shards holding capacityTotal ÷ C seats each, the first capacityTotal mod
 // C of them one more.

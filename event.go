@@ -246,17 +246,32 @@ func (e *EventConfig) RequestIndexKeys(userID, requestID string, orderAt EpochMi
 	return shardedIndexKeys(e.EventID, userID, requestID, orderAt, e.IndexShards)
 }
 
-// indexShards returns the index shards of an event, from the client's cache. An event
-// without a config has the design's single keys.
-func (c *Client) indexShards(ctx context.Context, eventID string) (int, error) {
+// layout is an event's sharded keys: its GSI2 partitions and its capacity items.
+type layout struct{ index, capacity int }
+
+// layoutOf returns an event's layout, from the client's cache. An event without a
+// config has the design's single keys (one of each).
+func (c *Client) layoutOf(ctx context.Context, eventID string) (layout, error) {
 	cfg, err := c.cachedEvent(ctx, eventID)
 	switch {
 	case errors.Is(err, ErrEventNotFound):
-		return 1, nil
+		return layout{1, 1}, nil
 	case err != nil:
-		return 0, err
+		return layout{}, err
 	}
-	return max(cfg.IndexShards, 1), nil
+	return layout{index: max(cfg.IndexShards, 1), capacity: max(cfg.CapacityShards, 1)}, nil
+}
+
+// indexShards is layoutOf's index shards.
+func (c *Client) indexShards(ctx context.Context, eventID string) (int, error) {
+	l, err := c.layoutOf(ctx, eventID)
+	return l.index, err
+}
+
+// capacityShards is layoutOf's capacity shards.
+func (c *Client) capacityShards(ctx context.Context, eventID string) (int, error) {
+	l, err := c.layoutOf(ctx, eventID)
+	return l.capacity, err
 }
 
 // CreateEvent stores a new event, the "create event" row, in one TransactWriteItems:

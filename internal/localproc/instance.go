@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
-// Options configures the Start of ddblocal and of sqslocal. The zero value
+// Options configures the Start of dynamodblocal and of sqslocal. The zero value
 // is ready to use.
 type Options struct {
 	// CacheDir is where the service's npm package is installed. It is
@@ -22,7 +22,7 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// Instance is a local service that a Start of ddblocal or sqslocal found or
+// Instance is a local service that a Start of dynamodblocal or sqslocal found or
 // started.
 type Instance struct {
 	// Endpoint is the service's base URL, e.g. http://127.0.0.1:41234.

@@ -3,7 +3,7 @@
 // cache directory shared by all the user's processes, and runs a server from
 // it as a child process on a free loopback port that dies with its parent.
 //
-// The packages ddblocal and sqslocal hold what is particular to each service
+// The packages dynamodblocal and sqslocal hold what is particular to each service
 // (which package, how to start it, how to tell that it answers); this package
 // holds what they share.
 package localproc
