@@ -124,7 +124,7 @@ type LimitCounts struct {
 // enforces none of them. Make one with NewLimitedClient. It is safe for concurrent use.
 //
 // Each partition key has a token bucket of WCU and one of RCU on the table (the
-// item's PK, metered.TableKey; a capacity shard has a PK of its own) and on each GSI
+// item's PK; a capacity shard has a PK of its own) and on each GSI
 // (its GSI1PK, GSI2PK), refilled at Limits.WCU and
 // Limits.RCU per second and holding Limits.Burst of them. A write is refused when
 // any bucket it would draw from is short: the item's PK on the table, and its key on

@@ -593,7 +593,7 @@ func (u *adminUI) renderRequest(w http.ResponseWriter, r *http.Request, sess *ui
 	} else if !errors.Is(err, asyncevent.ErrEventNotFound) && !errors.Is(err, asyncevent.ErrNotFound) {
 		return err
 	}
-	if req.LeaseOwner != "" {
+	if req.LeaseOwner != "" && req.Status == asyncevent.StatusProcessing { // a finished request's lease is history
 		v.Lease = req.LeaseOwner + " until " + fmtTime(req.LeaseExpiresAt)
 		if req.LeaseExpiresAt != 0 && req.LeaseExpiresAt.Time().Before(u.now()) {
 			v.Lease += " (expired)"

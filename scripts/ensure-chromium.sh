@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's chromium for the admin UI's browser test
-# (examples/httpapi/browser_test.go), unless /usr/bin/chromium is already there.
+# (httpapi/browser_test.go), unless /usr/bin/chromium is already there.
 # Idempotent: a second run does nothing. Uses sudo only when not root.
 set -euo pipefail
 

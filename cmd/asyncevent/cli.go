@@ -97,6 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		region:   os.Getenv(envRegion),
 		endpoint: os.Getenv(envEndpoint),
 	}}
+	e.json = wantsJSON(args) // before any parse, so that every error heeds it
 	top := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
 	top.SetOutput(io.Discard)
 	e.register(top)
@@ -105,39 +106,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printUsage(stdout)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "asyncevent: %v\n", err)
-		fmt.Fprintln(stderr, "Run 'asyncevent help' for usage.")
-		return exitUsage
+		return e.failf("asyncevent", "", err, "Run 'asyncevent help' for usage.", exitUsage)
 	}
 	rest := top.Args()
 	if len(rest) == 0 {
+		if e.json {
+			return e.failf("asyncevent", "", errors.New("missing command"), "", exitUsage)
+		}
 		printUsage(stderr)
 		return exitUsage
 	}
 	if rest[0] == "help" {
-		if len(rest) > 1 {
-			switch cmd, n := lookup(rest[1:]); {
-			case cmd != nil:
-				printCommandUsage(stdout, cmd)
-				return exitOK
-			case n == 1:
-				printGroupUsage(stdout, rest[1])
-				return exitOK
-			}
+		if len(rest) == 1 {
+			printUsage(stdout)
+			return exitOK
 		}
-		printUsage(stdout)
-		return exitOK
+		switch cmd, n := lookup(rest[1:]); {
+		case cmd != nil && n == len(rest)-1:
+			printCommandUsage(stdout, cmd)
+			return exitOK
+		case n == 1 && len(rest) == 2:
+			printGroupUsage(stdout, rest[1])
+			return exitOK
+		}
+		return e.failf("asyncevent help", "", fmt.Errorf("no help for %q", strings.Join(rest[1:], " ")), "Run 'asyncevent help' for the commands.", exitUsage)
 	}
 
 	cmd, n := lookup(rest)
 	if cmd == nil {
-		fmt.Fprintf(stderr, "asyncevent: unknown command %q\n", strings.Join(rest[:min(n+1, len(rest))], " "))
+		hint := "Run 'asyncevent help' for usage."
 		if n == 1 {
-			fmt.Fprintf(stderr, "Run 'asyncevent help %s' for its commands.\n", rest[0])
-		} else {
-			fmt.Fprintln(stderr, "Run 'asyncevent help' for usage.")
+			hint = fmt.Sprintf("Run 'asyncevent help %s' for its commands.", rest[0])
 		}
-		return exitUsage
+		return e.failf("asyncevent", "", fmt.Errorf("unknown command %q", strings.Join(rest[:min(n+1, len(rest))], " ")), hint, exitUsage)
 	}
 	e.cmd = cmd
 	fs := flag.NewFlagSet("asyncevent "+cmd.name, flag.ContinueOnError)
@@ -166,30 +167,51 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// fail tells of a command's error on stderr, with its usage for a usage error, as
-// one JSON object under -json ({"command", "error", "exit", "usage"}), and returns
-// the exit code.
+// fail tells of a command's error on stderr (failf), with the command's usage for a
+// usage error, and returns the exit code.
 func (e *env) fail(cmd *command, err error, code int) int {
+	usage, hint := "", ""
+	if code == exitUsage {
+		usage = "asyncevent " + cmdLine(cmd)
+		hint = fmt.Sprintf("usage: %s\nRun 'asyncevent help %s' for its flags.", usage, cmd.name)
+	}
+	return e.failf("asyncevent "+cmd.name, usage, err, hint, code)
+}
+
+// failf tells of an error on stderr, with a hint for people, or as one JSON object
+// under -json ({"command", "error", "exit", "usage"}), and returns the exit code.
+func (e *env) failf(command, usage string, err error, hint string, code int) int {
 	if e.json {
 		v := struct {
 			Command string `json:"command"`
 			Error   string `json:"error"`
 			Exit    int    `json:"exit"`
 			Usage   string `json:"usage,omitempty"`
-		}{Command: cmd.name, Error: err.Error(), Exit: code}
-		if code == exitUsage {
-			v.Usage = "asyncevent " + cmdLine(cmd)
-		}
+		}{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: err.Error(), Exit: code, Usage: usage}
 		enc := json.NewEncoder(e.stderr)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(v)
 		return code
 	}
-	fmt.Fprintf(e.stderr, "asyncevent %s: %v\n", cmd.name, err)
-	if code == exitUsage {
-		fmt.Fprintf(e.stderr, "usage: asyncevent %s\nRun 'asyncevent help %s' for its flags.\n", cmdLine(cmd), cmd.name)
+	fmt.Fprintf(e.stderr, "%s: %v\n", command, err)
+	if hint != "" {
+		fmt.Fprintln(e.stderr, hint)
 	}
 	return code
+}
+
+// wantsJSON reports whether args ask for JSON anywhere (-json, --json, -json=true).
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		switch strings.TrimPrefix(a, "-") {
+		case "json", "-json", "json=true", "-json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // lookup finds the command named by the first one or two words of args and returns

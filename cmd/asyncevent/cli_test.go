@@ -507,13 +507,16 @@ func TestPlanAndAShardedEvent(t *testing.T) {
 	out = f.ok(t, "plan", "-peak", "1000", "-concurrency", "50", "-message-time", "20ms", "-duration", "30s")
 	assert.NotContains(t, out, "on-demand quota", "5,500 WCU/s is under the quota")
 	assert.Contains(t, out, "drain: 30,000 messages, 50 at once, 20ms each: the workers need about 12s")
-	var plan struct {
-		Plan asyncevent.SpikePlan `json:"plan"`
-	}
+	var plan planJSON
 	f.json(t, &plan, "plan", "-peak", "20000", "-concurrency", "200")
 	assert.Equal(t, 100, plan.Plan.IndexShards)
-	assert.Equal(t, 3*time.Minute, plan.Plan.Drain.Time)
+	assert.EqualValues(t, (3 * time.Minute).Milliseconds(), plan.Plan.Drain.TimeMs)
 	assert.Len(t, plan.Plan.OverQuota, 3)
+	assert.EqualValues(t, 110000, plan.Plan.Need["table"].WriteUnitsPerSecond, "the table under its own name")
+	raw := f.ok(t, "-json", "plan", "-peak", "1000")
+	for _, name := range []string{`"clicksPerSecond"`, `"need"`, `"table"`, `"messageTimeMs"`} {
+		assert.Contains(t, raw, name)
+	}
 
 	out = f.ok(t, "event", "create", "drop", "-capacity", "1000", "-peak", "20000")
 	assert.Contains(t, out, "indexShards")

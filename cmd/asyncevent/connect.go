@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
+	"strings"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -64,7 +66,11 @@ func (e *env) client(ctx context.Context) (*asyncevent.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return asyncevent.New(db, opts)
+	c, err := asyncevent.New(db, opts)
+	if errors.Is(err, asyncevent.ErrInvalidOptions) && strings.Contains(err.Error(), "table name") {
+		return nil, usagef("-table %q: want 3 to 255 of a-z A-Z 0-9 _ . -", e.table)
+	}
+	return c, err
 }
 
 // options are the library options of the CLI's clients: the table, and lottery seeds

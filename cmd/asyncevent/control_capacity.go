@@ -106,10 +106,10 @@ func checkShard(ctx context.Context, c *asyncevent.Client, eventID string, shard
 // on its shards, and the seats its pool was given by every add (the CONFIG's
 // capacityTotal counts them; the shards' do not).
 func seatsAdded(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity, seats int64) string {
-	line := fmt.Sprintf("added: %s seats to %s, whose capacity is %s: %s seats left on its capacity shards",
-		formatInt(int(seats)), cfg.EventID, formatInt(int(cfg.CapacityTotal)), formatInt(int(capacity.CapacityRemaining)))
+	line := fmt.Sprintf("added: %s to %s, whose capacity is %s: %s left on its capacity shards",
+		plural(seats, "seat"), cfg.EventID, formatInt(int(cfg.CapacityTotal)), plural(capacity.CapacityRemaining, "seat"))
 	if pool := cfg.CapacityTotal - capacity.CapacityTotal; pool > 0 {
-		line += fmt.Sprintf("; %s seats added to its pool so far, %s", formatInt(int(pool)), poolUse(cfg))
+		line += fmt.Sprintf("; %s added to its pool so far, %s", plural(pool, "seat"), poolUse(cfg))
 	}
 	return line
 }

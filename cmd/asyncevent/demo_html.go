@@ -137,7 +137,7 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 			{"result codes", formatCounts(fc.Stats.ByResultCode)},
 			{"ingest latency", fmt.Sprintf("%s (new %s; duplicate %s)", fc.Latency, fc.NewLatency, fc.DupLatency)},
 			{"queue wait", formatDurations(fc.queueWait)},
-			{"processing", formatDurations(fc.processing) + " (the requests a worker worked on; the sold-out rejections take one write)"},
+			{"processing", formatDurations(fc.processing) + " (the requests a worker worked on; the sold-out event's losers are rejected in one write each)"},
 			{"end to end", formatSeconds(fc.EndToEndSeconds)},
 			{"per new participation", fc.PerParticipation.String()},
 			{"per duplicate click", fc.PerDuplicate.String() + " (a repeat on the node that took the first click is answered from its memory; on another node it is one failed conditional PutItem, as in the bench)"},

@@ -156,7 +156,7 @@ func (r *lineReport) lineText() string {
 	if r.DrainDepth == 0 {
 		return s + " · no line to drain seen by a poll"
 	}
-	return s + fmt.Sprintf(" · at the deepest line a poll saw (+%s: %s waiting, told %s) the drain time told was %s, it took %s",
+	return s + fmt.Sprintf(" · at the deepest line a poll saw (+%s: %s waiting, told %s ahead) the drain time told was %s, it took %s",
 		formatSeconds(r.DrainAtSeconds), plural(r.DrainDepth, "request"), formatInt(int(r.DrainDepthTold)),
 		formatSeconds(r.DrainToldSeconds), formatSeconds(r.DrainTookSeconds))
 }

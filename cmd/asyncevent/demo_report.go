@@ -162,7 +162,7 @@ func (c costJSON) String() string {
 	for _, op := range slices.Sorted(maps.Keys(c.ByCall)) {
 		ops = append(ops, fmt.Sprintf("%s %.2f", op, c.ByCall[op]))
 	}
-	s := fmt.Sprintf("%.2f calls (%s) · %.2f round trips · %.1f WCU", c.Calls, strings.Join(ops, " + "), c.RoundTrips, c.WCU)
+	s := fmt.Sprintf("%.2f calls (%s) · %.2f round trips · %.2f WCU", c.Calls, strings.Join(ops, " + "), c.RoundTrips, c.WCU)
 	if c.RCU > 0 {
 		s += fmt.Sprintf(" · %.2f RCU", c.RCU)
 	}
@@ -290,7 +290,7 @@ func (fc *firstComeReport) writeText(w io.Writer) error {
 	fmt.Fprintf(tw, "  queue wait\t%s\n", formatDurations(fc.queueWait))
 	fmt.Fprintf(tw, "  processing\t%s\n", formatDurations(fc.processing))
 	if rest := fc.NewParticipations - fc.processing.Count; rest > 0 && fc.processing.Count > 0 {
-		fmt.Fprintf(tw, "  \t(the requests a worker worked on: the seats' winners, and any it leased; the other %s were rejected in one write, at the workers' first look, once they knew the event sold out)\n",
+		fmt.Fprintf(tw, "  \t(the requests a worker worked on: the seats' winners, and any it leased; the other %s, the sold-out event's losers, were rejected in one write each, after a failed try at a seat or without one)\n",
 			formatInt(rest))
 	}
 	fmt.Fprintf(tw, "  end to end\t%s from the first click to the last result (clicks answered in %s)\n",

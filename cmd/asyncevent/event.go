@@ -138,7 +138,7 @@ func eventCreateCmd() *command {
 			}
 			cfg, err := c.CreateEvent(ctx, want)
 			if errors.Is(err, asyncevent.ErrInvalidEvent) || errors.Is(err, asyncevent.ErrInvalidID) {
-				return usagef("%s", inFlagTerms(err))
+				return usagef("%s", inFlagTerms(err, args[0]))
 			}
 			if err != nil {
 				return err
@@ -324,5 +324,14 @@ var flagTerms = strings.NewReplacer(
 	"startsAt", "-starts", "endsAt", "-ends", "holdFor", "-hold-for", "name is", "-name is",
 )
 
-// inFlagTerms is err's text with the fields it names as event create's flags.
-func inFlagTerms(err error) string { return flagTerms.Replace(err.Error()) }
+// inFlagTerms is err's text with the fields it names as event create's flags: in the
+// message after the event's ID (the library's "invalid event: ID: message"), so that
+// an ID that holds a field's name stays as it was given.
+func inFlagTerms(err error, eventID string) string {
+	text := err.Error()
+	if sep := ": " + eventID + ": "; strings.Contains(text, sep) {
+		head, msg, _ := strings.Cut(text, sep)
+		return head + sep + flagTerms.Replace(msg)
+	}
+	return strings.Replace(text, "invalid eventId", "invalid EVENT_ID", 1) // ValidateID's
+}

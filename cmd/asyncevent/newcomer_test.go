@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,6 +46,8 @@ func TestSubmit(t *testing.T) {
 		"sale -users 1000000":       "-users 1000000: want 1 to 100,000",
 		"sale -user a#b":            `-user "a#b"`,
 		"sale -users 2 -parallel 0": "-parallel 0",
+		"sale -users 0":             "-users 0: want 1 to 100,000",
+		"sale -user a -prefix p-":   "-prefix names the users of -users N",
 	} {
 		_, errOut, code := f.run(t, append([]string{"submit"}, strings.Fields(args)...)...)
 		assert.Equal(t, exitUsage, code, args)
@@ -66,6 +71,8 @@ func TestCLISpeaksInItsOwnTerms(t *testing.T) {
 	assert.Contains(t, errOut, "invalid EVENT_ID: contains a space at byte 1")
 	_, errOut, _ = f.run(t, "event", "create", "e1", "-capacity", "3000")
 	assert.Contains(t, errOut, "use -capacity-shards ≥ 3", "a field in the middle of a message")
+	_, errOut, _ = f.run(t, "event", "create", "endsAt-sale", "-capacity", "0")
+	assert.Contains(t, errOut, "invalid event: endsAt-sale: a FIRST_COME event needs -capacity ≥ 1", "the ID as given")
 	_, errOut, code = f.run(t, "event", "create", "e1", "-capacity", "1", "-ends", "2020-01-01T00:00:00Z")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "-ends 2020-01-01T00:00:00Z is past")
@@ -102,4 +109,33 @@ func TestCLISpeaksInItsOwnTerms(t *testing.T) {
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "DynamoDB Local does not support it")
 	assert.NotContains(t, errOut, "attempts", "refused before any call, not after the retries")
+}
+
+// submit -queue-url sends the clicks to the workers' queue: each new click's request
+// QUEUED with its message on the queue, a duplicate's status not made up, and a queue
+// that is not there refused before any click is written.
+func TestSubmitToAQueue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	f.ok(t, "event", "create", "sale", "-capacity", "3")
+	q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{})
+	sqsFlags := []string{"-queue-url", q.URL(), "-sqs-endpoint", asynceventtest.SQSEndpoint(t)}
+	var res submitJSON
+	f.json(t, &res, append([]string{"submit", "sale", "-user", "ann,bob,ann"}, sqsFlags...)...)
+	assert.Equal(t, "sqs", res.Queue)
+	require.Len(t, res.Clicks, 3)
+	assert.Equal(t, "QUEUED", res.Clicks[0].Status)
+	assert.True(t, res.Clicks[2].Duplicate)
+	assert.NotEqual(t, "SUCCEEDED", res.Clicks[2].Status, "a duplicate's status is the one read, or none")
+	assert.Equal(t, map[string]int{"QUEUED": 2}, res.ByStatus)
+	ds, err := q.Receive(context.Background(), 10, time.Second, time.Minute)
+	require.NoError(t, err)
+	assert.Len(t, ds, 2, "one message per new request")
+
+	gone := strings.TrimSuffix(q.URL(), "/") + "-gone"
+	_, errOut, code := f.run(t, "submit", "sale", "-user", "cid", "-queue-url", gone, "-sqs-endpoint", asynceventtest.SQSEndpoint(t))
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "-queue-url "+gone)
+	assert.NotContains(t, f.ok(t, "requests", "list", "sale"), "cid", "nothing written for a queue that is not there")
 }

@@ -58,7 +58,7 @@ func planCmd() *command {
 			p.Drain = asyncevent.DrainFor(int64(math.Ceil(peak*duration.Seconds())), concurrency, messageTime)
 			short := p.Short
 			if e.json {
-				if err := e.printJSON(planJSON{Plan: p, Short: short}); err != nil {
+				if err := e.printJSON(newPlanJSON(p, short)); err != nil {
 					return err
 				}
 			} else {
@@ -132,7 +132,63 @@ func writeLimits(w io.Writer, table string, p *asyncevent.SpikePlan) {
 }
 
 // planJSON is a spike plan for scripts.
+// planJSON is plan's output for scripts: the library's SpikePlan in the CLI's own
+// stable names, the table as "table", durations in milliseconds.
 type planJSON struct {
-	Plan  any `json:"plan"`
-	Short any `json:"short"`
+	Plan  planFigures               `json:"plan"`
+	Short map[string]throughputJSON `json:"short"`
+}
+
+type planFigures struct {
+	ClicksPerSecond  float64                   `json:"clicksPerSecond"`
+	WinnersPerSecond float64                   `json:"winnersPerSecond"`
+	IndexShards      int                       `json:"indexShards"`
+	CapacityShards   int                       `json:"capacityShards"`
+	Need             map[string]throughputJSON `json:"need"`
+	Warm             map[string]throughputJSON `json:"warm"`
+	Quota            throughputJSON            `json:"quota"`
+	OverQuota        map[string]throughputJSON `json:"overQuota"`
+	OnDemandMax      map[string]throughputJSON `json:"onDemandMax"`
+	Capped           map[string]throughputJSON `json:"capped"`
+	Drain            drainJSON                 `json:"drain"`
+}
+
+type throughputJSON struct {
+	WriteUnitsPerSecond int64 `json:"writeUnitsPerSecond"`
+	ReadUnitsPerSecond  int64 `json:"readUnitsPerSecond"`
+}
+
+type drainJSON struct {
+	Clicks        int64 `json:"clicks"`
+	Concurrency   int   `json:"concurrency"`
+	MessageTimeMs int64 `json:"messageTimeMs"`
+	TimeMs        int64 `json:"timeMs"`
+}
+
+// newPlanJSON writes p in planJSON's names.
+func newPlanJSON(p *asyncevent.SpikePlan, short map[string]asyncevent.Throughput) planJSON {
+	units := func(t asyncevent.Throughput) throughputJSON {
+		return throughputJSON{WriteUnitsPerSecond: t.WriteUnitsPerSecond, ReadUnitsPerSecond: t.ReadUnitsPerSecond}
+	}
+	byName := func(m map[string]asyncevent.Throughput) map[string]throughputJSON {
+		out := map[string]throughputJSON{}
+		for name, t := range m {
+			if name == "" {
+				name = "table"
+			}
+			out[name] = units(t)
+		}
+		return out
+	}
+	return planJSON{
+		Plan: planFigures{
+			ClicksPerSecond: p.ClicksPerSecond, WinnersPerSecond: p.WinnersPerSecond,
+			IndexShards: p.IndexShards, CapacityShards: p.CapacityShards,
+			Need: byName(p.Need), Warm: byName(p.Warm), Quota: units(p.Quota), OverQuota: byName(p.OverQuota),
+			OnDemandMax: byName(p.OnDemandMax), Capped: byName(p.Capped),
+			Drain: drainJSON{Clicks: p.Drain.Clicks, Concurrency: p.Drain.Concurrency,
+				MessageTimeMs: p.Drain.MessageTime.Milliseconds(), TimeMs: p.Drain.Time.Milliseconds()},
+		},
+		Short: byName(short),
+	}
 }

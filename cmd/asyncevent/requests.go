@@ -83,7 +83,7 @@ func requestsListCmd() *command {
 			}
 			st := asyncevent.Status(strings.ToUpper(status))
 			if status != "" && !st.Valid() {
-				return usagef("-status %q: not a status", status)
+				return usagef("-status %q: want one of RECEIVED, QUEUED, PROCESSING, HELD, WAITLISTED, SUCCEEDED, REJECTED, FAILED_FINAL (in any case)", status)
 			}
 			if limit < 0 || maxRead < 0 {
 				return usagef("-limit and -max-read must not be negative")

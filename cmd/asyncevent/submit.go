@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // maxSubmitUsers bounds -users: the CLI drives a small event, not a spike (demo and
@@ -59,12 +60,20 @@ func submitCmd() *command {
 			fs.StringVar(&q.queueURL, "queue-url", "", "the workers' SQS queue `URL` (env "+envQueueURL+"); empty: an in-memory queue and a worker in the CLI")
 			fs.StringVar(&q.endpoint, "sqs-endpoint", q.endpoint, "SQS endpoint `URL` of a local SQS such as fauxqs (env "+envSQSEndpoint+"); empty: AWS")
 		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
 				return err
 			}
 			if q.queueURL == "" {
 				q.queueURL = envOr(envQueueURL, "")
+			}
+			set := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+			switch {
+			case set["prefix"] && !set["users"]:
+				return usagef("-prefix names the users of -users N")
+			case set["users"] && count < 1:
+				return usagef("-users %d: want 1 to %s", count, formatInt(maxSubmitUsers))
 			}
 			who, err := clickers(users, count, prefix)
 			if err != nil {
@@ -91,6 +100,11 @@ func submitCmd() *command {
 				if err != nil {
 					return usagef("-queue-url: %v", err)
 				}
+				// A queue that is not there would fail every click's send, each request
+				// ending FAILED_FINAL: look first.
+				if _, err := sc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &q.queueURL}); err != nil {
+					return fmt.Errorf("-queue-url %s: %w", q.queueURL, err)
+				}
 				out.Clicks = clickAll(ctx, c, queue, args[0], who, parallel)
 			} else {
 				if out.Clicks, err = clickAndDecide(ctx, c, args[0], who, parallel); err != nil {
@@ -104,7 +118,7 @@ func submitCmd() *command {
 				switch {
 				case k.Error != "":
 					out.Failed++
-				case !k.Duplicate:
+				case !k.Duplicate && k.Status != "":
 					out.ByStatus[k.Status]++
 				}
 			}
@@ -162,7 +176,10 @@ func clickAll(ctx context.Context, c *asyncevent.Client, queue asyncevent.Queue,
 				if p, err := c.Submit(ctx, queue, eventID, who[i]); err != nil {
 					k.Error = err.Error()
 				} else {
-					k.RequestID, k.Duplicate, k.Status = p.RequestID, p.Duplicate, string(asyncevent.StatusQueued)
+					k.RequestID, k.Duplicate = p.RequestID, p.Duplicate
+					if p.Request != nil { // as this click wrote or read it; a duplicate's may be unread
+						k.Status = string(p.Request.Status)
+					}
 				}
 				clicks[i] = k
 			}
@@ -218,7 +235,7 @@ func printClicks(e *env, out submitJSON) error {
 			fmt.Fprintf(tw, "%s\t-\t-\tfailed: %s\t-\n", k.UserID, k.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\n", k.UserID, k.RequestID, k.Duplicate, k.Status, orDash(k.ResultCode))
+		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\n", k.UserID, k.RequestID, k.Duplicate, orDash(k.Status), orDash(k.ResultCode))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -34,17 +34,24 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if *endpoint == "" {
-		inst, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: log.Printf})
-		if err != nil {
-			log.Fatal(err)
+	if err := runLocal(ctx, *endpoint, *entries, *winners); err != nil {
+		stop()
+		log.Fatal(err) // after the DynamoDB Local it started has stopped
+	}
+}
+
+// runLocal is run on the DynamoDB Local at endpoint, or on one it starts and stops
+// when endpoint is empty.
+func runLocal(ctx context.Context, endpoint string, entries int, winners int64) (err error) {
+	if endpoint == "" {
+		inst, serr := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: log.Printf})
+		if serr != nil {
+			return fmt.Errorf("start DynamoDB Local: %w", serr)
 		}
-		defer inst.Stop()
-		*endpoint = inst.Endpoint
+		defer func() { err = errors.Join(err, inst.Stop()) }()
+		endpoint = inst.Endpoint
 	}
-	if err := run(ctx, os.Stdout, *endpoint, *entries, *winners); err != nil {
-		log.Fatal(err)
-	}
+	return run(ctx, os.Stdout, endpoint, entries, winners)
 }
 
 // skipClock is the real clock plus an offset that can jump forward.
