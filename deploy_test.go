@@ -209,7 +209,7 @@ func TestTemplateIngest(t *testing.T) {
 	for _, name := range []string{"ProxyRoute", "PreflightRoute", "HealthRoute"} {
 		r := templateNode(t, "Resources", name, "Properties")
 		auth := child(t, r, "AuthorizationType")
-		routes[child(t, r, "RouteKey").Value] = auth.Tag + auth.Value
+		routes[child(t, r, "RouteKey").Value] = strings.TrimPrefix(auth.Tag, "!!str") + auth.Value
 		assert.Equal(t, "integrations/${IngestIntegration}", child(t, r, "Target").Value, name)
 	}
 	assert.Equal(t, map[string]string{
