@@ -65,7 +65,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 			`\(fewer than 50 ahead are left out: near the front a few requests either way are a large share\)`,
 		`    wait told\s+(off by [\d.]+% median, [\d.]+% p90 of the true wait \(until a worker finished the request\), over [\d,]+ of those polls|not compared: no poll with 50 or more ahead was told a wait)(; [\d,]+ told no wait: no rate measured yet)?`,
 		`    line\s+peak [\d,]+ requests? waiting at \+\S+ · the workers finished [\d.]+ requests/s on average · ` +
-			`(no line to drain seen by a poll|at the deepest line a poll saw \(\+\S+: [\d,]+ requests? waiting, told [\d,]+\) the drain time told was \S+, it took \S+)`,
+			`(no line to drain seen by a poll|at the deepest line a poll saw \(\+\S+: [\d,]+ requests? waiting, told [\d,]+ ahead\) the drain time told was \S+, it took \S+)`,
 	} {
 		assert.Regexp(t, `(?m)^`+line+`$`, out)
 	}
