@@ -440,7 +440,7 @@ func TestFailureWhenDynamoDBIsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errb bytes.Buffer
-	code := run(ctx, []string{"-endpoint", "http://127.0.0.1:1", "-table", "t", "stats", "ev"}, &out, &errb)
+	code := run(ctx, []string{"-endpoint", "http://127.0.0.1:1", "-table", "unreachable", "stats", "ev"}, &out, &errb)
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errb.String(), "asyncevent stats:")
 }

@@ -86,7 +86,7 @@ func TestLineReportAgainstTheTruth(t *testing.T) {
 	assert.Equal(t, row{"wait told", "off by 20.0% median, 20.0% p90 of the true wait (until a worker finished the request), over 1 of those polls; " +
 		"1 told no wait: no rate measured yet"}, rows[2])
 	assert.Equal(t, row{"line", "peak 200 requests waiting at +2s · the workers finished 66.7 requests/s on average · " +
-		"at the deepest line a poll saw (+5s: 199 requests waiting, told 190) the drain time told was 9.5s, it took 9.95s"}, rows[3])
+		"at the deepest line a poll saw (+5s: 199 requests waiting, told 190 ahead) the drain time told was 9.5s, it took 9.95s"}, rows[3])
 }
 
 func roundSpread(s errorSpread) errorSpread {
