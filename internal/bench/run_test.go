@@ -72,9 +72,13 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	assert.Equal(t, 1.0, sold.Baseline.PerOp.CapacityWrites)
 
 	sharded := byName[bench.FlowWorkerSoldOutSharded]
-	assert.Equal(t, 1.0, sharded.Library.PerOp.Calls["GetItem"], "each loser on a new worker reads its home shard, marked sold out")
+	// Each loser on a new worker reads its home shard, marked sold out, and rejects it.
+	// A shard whose emptiness record (the "capacity shard empty" row, best effort after
+	// the last seat) was lost on a loaded machine costs its losers a read of the
+	// CONFIG more: a few percent at most.
+	assert.InDelta(t, 1.0, sharded.Library.PerOp.Calls["GetItem"], 0.05, "each loser on a new worker reads its home shard, marked sold out")
 	assert.Equal(t, 1.0, sharded.Library.PerOp.Calls["UpdateItem"], "and rejects it")
-	assert.Equal(t, 2.0, sharded.Library.PerOp.RoundTrips)
+	assert.InDelta(t, 2.0, sharded.Library.PerOp.RoundTrips, 0.05)
 	assert.Equal(t, 0.0, sharded.Library.PerOp.CapacityWrites)
 
 	checkHolds(t, r.Holds, 20*2)
