@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -1050,13 +1052,5 @@ func refusalBackoff(err error, attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// sleep is ctxsleep.Sleep.
+var sleep = ctxsleep.Sleep

@@ -126,12 +126,10 @@ func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*
 		return nil, fmt.Errorf("%w: shard %d of %d", ErrMalformedMessage, shard, n)
 	}
 	var item capacityItem
-	found, err := c.getItem(ctx, keys[shard].Key(), true, &item)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("read capacity %s: %w", eventID, err)
-	case !found:
-		return nil, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, eventID, keys[shard].Key().PK)
+	if err := c.getFound(ctx, keys[shard].Key(), true, &item, "read capacity", eventID, func() error {
+		return fmt.Errorf("%w: %s (%s)", ErrNoCapacity, eventID, keys[shard].Key().PK)
+	}); err != nil {
+		return nil, err
 	}
 	return &item.EventCapacity, nil
 }

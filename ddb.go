@@ -3,6 +3,7 @@ package asyncevent
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -37,6 +38,20 @@ func (c *Client) getItem(ctx context.Context, key Key, consistent bool, out any)
 		return false, nil
 	}
 	return true, attributevalue.UnmarshalMap(res.Item, out)
+}
+
+// getFound reads one item into out, as getItem does; a failed read is wrapped with
+// what and id (the call's words: "get request", its ID), and a missing item is
+// missing's error. Nothing is formatted unless it fails.
+func (c *Client) getFound(ctx context.Context, key Key, consistent bool, out any, what, id string, missing func() error) error {
+	found, err := c.getItem(ctx, key, consistent, out)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", what, id, err)
+	case !found:
+		return missing()
+	}
+	return nil
 }
 
 // expressionFields points at the four expression fields that every conditional SDK

@@ -350,12 +350,10 @@ func (c *Client) GetEvent(ctx context.Context, eventID string) (*EventConfig, er
 		return nil, err
 	}
 	var item configItem
-	found, err := c.getItem(ctx, key.Key(), true, &item)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("get event %s: %w", eventID, err)
-	case !found:
-		return nil, fmt.Errorf("%w: %s", ErrEventNotFound, eventID)
+	if err := c.getFound(ctx, key.Key(), true, &item, "get event", eventID, func() error {
+		return fmt.Errorf("%w: %s", ErrEventNotFound, eventID)
+	}); err != nil {
+		return nil, err
 	}
 	return &item.EventConfig, nil
 }

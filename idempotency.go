@@ -402,12 +402,10 @@ func (c *Client) LookupParticipation(ctx context.Context, eventID, userID string
 		return Participation{}, err
 	}
 	var item lockItem
-	found, err := c.getItem(ctx, lock.Key(), true, &item)
-	switch {
-	case err != nil:
-		return Participation{}, fmt.Errorf("lookup participation %s: %w", lock.IdempotencyKey(), err)
-	case !found:
-		return Participation{}, fmt.Errorf("%w: no participation %s", ErrNotFound, lock.IdempotencyKey())
+	if err := c.getFound(ctx, lock.Key(), true, &item, "lookup participation", lock.IdempotencyKey(), func() error {
+		return fmt.Errorf("%w: no participation %s", ErrNotFound, lock.IdempotencyKey())
+	}); err != nil {
+		return Participation{}, err
 	}
 	return Participation{RequestID: item.RequestID, Duplicate: true, ParticipatedAt: item.CreatedAt}, nil
 }

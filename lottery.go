@@ -307,12 +307,10 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 		return nil, err
 	}
 	var item drawItem
-	found, err := c.getItem(ctx, key.Key(), true, &item)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("get draw %s: %w", eventID, err)
-	case !found:
-		return nil, fmt.Errorf("%w: %s has no draw record", ErrNotLottery, eventID)
+	if err := c.getFound(ctx, key.Key(), true, &item, "get draw", eventID, func() error {
+		return fmt.Errorf("%w: %s has no draw record", ErrNotLottery, eventID)
+	}); err != nil {
+		return nil, err
 	}
 	return &item.DrawRecord, nil
 }

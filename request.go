@@ -250,12 +250,10 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 		return nil, err
 	}
 	var item requestItem
-	found, err := c.getItem(ctx, key.Key(), consistent, &item)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("get request %s: %w", requestID, err)
-	case !found:
-		return nil, fmt.Errorf("%w: request %s", ErrNotFound, requestID)
+	if err := c.getFound(ctx, key.Key(), consistent, &item, "get request", requestID, func() error {
+		return fmt.Errorf("%w: request %s", ErrNotFound, requestID)
+	}); err != nil {
+		return nil, err
 	}
 	return &item.Request, nil
 }

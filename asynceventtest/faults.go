@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -180,19 +182,7 @@ func (f *FaultyDynamoDB) decide(op string, pks ...string) (fault, time.Duration)
 }
 
 // wait sleeps for an injected delay.
-func wait(ctx context.Context, delay time.Duration) error {
-	if delay <= 0 {
-		return nil
-	}
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+var wait = ctxsleep.Sleep
 
 // injected is the error of an injected fault, shaped as the SDK's errors are.
 func injected(op string, kind fault) error {
