@@ -402,8 +402,9 @@ func (c *Client) LookupParticipation(ctx context.Context, eventID, userID string
 		return Participation{}, err
 	}
 	var item lockItem
-	if err := c.getFound(ctx, lock.Key(), true, &item, "lookup participation", lock.IdempotencyKey(), func() error {
-		return fmt.Errorf("%w: no participation %s", ErrNotFound, lock.IdempotencyKey())
+	key := lock.Key() // its PK is the idempotency key
+	if err := c.getFound(ctx, key, true, &item, "lookup participation", key.PK, func() error {
+		return fmt.Errorf("%w: no participation %s", ErrNotFound, key.PK)
 	}); err != nil {
 		return Participation{}, err
 	}
