@@ -12,13 +12,14 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // queuedOneByOne submits users 1 ms apart on a stopped clock and returns their
 // request IDs in queue order, with the queue holding their messages.
-func queuedOneByOne(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, eventID string, n int) ([]string, *asyncevent.MemoryQueue) {
+func queuedOneByOne(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, eventID string, n int) ([]string, *queue.Memory) {
 	t.Helper()
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{Clock: clock.Now})
+	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now})
 	var ids []string
 	for i := range n {
 		p, err := c.Submit(context.Background(), q, eventID, fmt.Sprintf("u%03d", i))
@@ -87,7 +88,7 @@ func TestListEventRequestsFiltersByStatusWithinABound(t *testing.T) {
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	ds, err := q.Receive(ctx, 10, 0, time.Minute)
 	require.NoError(t, err)
-	require.Empty(t, p.ProcessMessages(ctx, ds)) // the first ten win; thirty stay QUEUED
+	require.Empty(t, asynceventtest.Process(ctx, p, ds)) // the first ten win; thirty stay QUEUED
 
 	var won []string
 	cursor := ""
@@ -130,7 +131,7 @@ func TestEventStats(t *testing.T) {
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	clock.Advance(time.Second)
 	for i := len(ds) - 1; i >= 0; i-- {
-		require.Empty(t, p.ProcessMessages(ctx, ds[i:i+1]))
+		require.Empty(t, asynceventtest.Process(ctx, p, ds[i:i+1]))
 		clock.Advance(5 * time.Millisecond)
 	}
 	_, err = c.Submit(ctx, &sendQueue{fail: fmt.Errorf("down")}, "ev", "unlucky")
@@ -163,7 +164,7 @@ func TestStrictModeKeepsQueueOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c, clock := newIngest(t, asyncevent.Options{}) // capacity 10
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true})
+	q := queue.NewMemory(queue.MemoryOptions{FIFO: true})
 	var ids []string
 	for i := range 40 {
 		p, err := c.Submit(ctx, q, "ev", fmt.Sprintf("u%02d", i))

@@ -101,32 +101,38 @@ const (
 // seat is never spent without a record of whose it is (docs/design.md, "The seat
 // claim").
 var (
-	seatLeft  = expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0))
-	notHolder = expression.Not(expression.Contains(expression.Name(attrHolders), paramMark+string(pSeatToken)))
-	notVoid   = expression.Not(expression.Contains(expression.Name(attrVoid), paramMark+string(pSeatToken)))
-	seatFree  = seatLeft.And(notHolder).And(notVoid)
+	seatLeft  = fixed(expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0)))
+	notHolder = not(holder)
+	notVoid   = not(func(v values) expression.ConditionBuilder {
+		return expression.Contains(expression.Name(attrVoid), v.text(pSeatToken))
+	})
+	seatFree = all(seatLeft, notHolder, notVoid)
+	// holder: the request's token is on the shard.
+	holder = func(v values) expression.ConditionBuilder {
+		return expression.Contains(expression.Name(attrHolders), v.text(pSeatToken))
+	}
 
-	configExists = expression.AttributeExists(expression.Name(attrPK))
+	configExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
 
 	claimSeatRow = row{
-		name: "first-come capacity", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: &seatFree,
+		name: "first-come capacity", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: seatFree,
 		sets: []set{
-			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))},
+			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
 		},
 		adds: []set{addTo(attrHolders, pSeatTokens)},
 	}
 	takeSeatRow = row{
 		name: "first-come success", method: "ClaimSeat", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusSucceeded,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusSucceeded,
 		sets: finalSets(UISuccess, ResultSuccess),
 	}
 	moveSeatRow = row{
-		name: "first-come seat moved", method: "ClaimSeat", item: EntityRequest, op: opUpdate, cond: &heldUnderLease,
+		name: "first-come seat moved", method: "ClaimSeat", item: EntityRequest, op: opUpdate, cond: heldUnderLease,
 		sets: []set{setTo(attrSeatShard, pSeatShard)},
 	}
 	shardEmptyRow = row{
-		name: "capacity shard empty", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: &configExists,
+		name: "capacity shard empty", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: configExists,
 		adds: []set{addTo(attrEmptyShards, pShards)},
 	}
 )

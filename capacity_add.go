@@ -31,36 +31,40 @@ const (
 )
 
 var (
-	addable      = configExists.And(expression.Name(attrEventType).Equal(expression.Value(FirstCome))).And(notEnded)
-	samePool     = expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(expression.Value(pPrevPoolVersion)))
-	configAddCap = addable.And(samePool)
+	addable  = all(configExists, fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome))), notEnded)
+	samePool = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(v.value(pPrevPoolVersion)))
+	}
+	configAddCap = all(addable, samePool)
 	// seatLeftWithRoom: the shard holds seats, and room for the seats added
 	// (MaxSeatsPerShard), also when another add read it at the same moment.
-	seatLeftWithRoom = seatLeft.And(expression.Name(attrCapacityTotal).LessThanEqual(expression.Value(pShardRoom)))
+	seatLeftWithRoom = all(seatLeft, func(v values) expression.ConditionBuilder {
+		return expression.Name(attrCapacityTotal).LessThanEqual(v.value(pShardRoom))
+	})
 
 	seatsAddedRow = row{
-		name: "capacity added", method: "AddCapacity", item: EntityConfig, op: opUpdate, cond: &configAddCap,
+		name: "capacity added", method: "AddCapacity", item: EntityConfig, op: opUpdate, cond: configAddCap,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
-		adds: []set{{attrCapacityTotal, expression.Value(pSeats)}},
+		adds: []set{addTo(attrCapacityTotal, pSeats)},
 	}
 	shardSeatsAddedRow = row{
-		name: "capacity added to a shard", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: &seatLeftWithRoom,
+		name: "capacity added to a shard", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: seatLeftWithRoom,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion), setTo(attrUpdatedAt, pNow)},
-		adds: []set{{attrCapacityRemaining, expression.Value(pSeats)}, {attrCapacityTotal, expression.Value(pSeats)}},
+		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrCapacityTotal, pSeats)},
 	}
 	poolMarkedRow = row{
-		name: "capacity shard: pool version", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: &capacityExists,
+		name: "capacity shard: pool version", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: capacityExists,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}
 	poolSeatsAddedRow = row{
 		name: "capacity added to the pool", method: "AddCapacity", item: EntityReturns, op: opUpdate,
 		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
-		adds: []set{{attrCapacityRemaining, expression.Value(pSeats)}, {attrAdded, expression.Value(pSeats)}},
+		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrAdded, pSeats)},
 	}
 	poolClaimRow = row{
-		name: "pool seat claimed", method: "ClaimSeat", item: EntityReturns, op: opUpdate, cond: &seatFree,
+		name: "pool seat claimed", method: "ClaimSeat", item: EntityReturns, op: opUpdate, cond: seatFree,
 		sets: []set{
-			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))},
+			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
 		},
 		adds: []set{addTo(attrHolders, pSeatTokens)},
@@ -283,20 +287,20 @@ const ResultCancelled ResultCode = "REJECTED_CANCELLED"
 var (
 	cancelRow = row{
 		name: "participation cancelled", method: "CancelRequest", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusSucceeded, when: &firstComeRequest}}, to: StatusRejected,
+		from: []leave{{status: StatusSucceeded, when: firstComeRequest}}, to: StatusRejected,
 		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
 	}
-	firstComeRequest = expression.Name(attrEventType).Equal(expression.Value(FirstCome))
+	firstComeRequest = fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome)))
 	poolCancelledRow = row{
 		name: "seat of a cancel to the pool", method: "CancelRequest", item: EntityReturns, op: opUpdate,
 		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
-		adds: []set{{attrCapacityRemaining, expression.Value(1)}, {attrCancelled, expression.Value(1)}},
+		adds: []set{addTo(attrCapacityRemaining, 1), addTo(attrCancelled, 1)},
 	}
 	poolVersionRow = row{
-		name: "pool version raised", method: "CancelRequest", item: EntityConfig, op: opUpdate, cond: &configPoolAsRead,
+		name: "pool version raised", method: "CancelRequest", item: EntityConfig, op: opUpdate, cond: configPoolAsRead,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}
-	configPoolAsRead = configExists.And(samePool)
+	configPoolAsRead = all(configExists, samePool)
 )
 
 // CancelRequest cancels a FIRST_COME participation that won its seat (SUCCEEDED): an

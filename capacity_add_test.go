@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Seats added after a sell-out go to the event's pool, and the next requests in queue
@@ -26,7 +27,7 @@ func TestSeatsAddedAfterTheSellOutGoToTheNextRequests(t *testing.T) {
 			c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "more", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: shards})
 			require.NoError(t, err)
-			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+			q := queue.NewMemory(queue.MemoryOptions{})
 			proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 			first := submitAll(t, c, clock, q, "more", 8)
 			drain(t, proc, q)
@@ -96,7 +97,7 @@ func TestSeatsAddedToTheShardsThatHoldSeats(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 6, capacity.Shards[1].CapacityTotal, "to the shard asked for")
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "grow", 14)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	rep := asynceventtest.CheckEvent(t, c, "grow", asynceventtest.CheckOptions{})
@@ -122,7 +123,7 @@ func TestSeatsAddedDuringASpike(t *testing.T) {
 	c := asynceventtest.NewTable(t)
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "spike", EventType: asyncevent.FirstCome, CapacityTotal: 40, CapacityShards: 4})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 8, WaitTime: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
@@ -155,7 +156,7 @@ func TestCancelRequestGivesTheSeatBack(t *testing.T) {
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
 	holdsEvent(t, c, "held", 2, 1, time.Hour, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	plain := submitAll(t, c, clock, q, "plain", 3)
 	held := submitAll(t, c, clock, q, "held", 4)

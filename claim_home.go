@@ -53,21 +53,23 @@ const (
 var (
 	// homeSeat: a PROCESSING request whose lease ran out and named no shard, or its
 	// home: a live lease is its holder's to end, and it finds the seat there.
-	homeSeat = expression.AttributeNotExists(expression.Name(attrSeatShard)).
-			Or(expression.Name(attrSeatShard).Equal(expression.Value(pSeatShard))).
-			And(leaseExpired)
-	capacityExists = expression.AttributeExists(expression.Name(attrPK))
+	homeSeat = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrSeatShard)).
+			Or(expression.Name(attrSeatShard).Equal(v.value(pSeatShard))).
+			And(leaseExpired(v))
+	}
+	capacityExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
 	// notHeldHere: the shard exists and records no seat of the request.
-	notHeldHere = capacityExists.And(notHolder)
+	notHeldHere = all(capacityExists, notHolder)
 	// heldAndLeft: the request's token is on the shard, and the shard has a seat
 	// left. A seat never goes back to an empty shard: "empty" is for good, and every
 	// rule that leaves or rejects on it relies on that.
-	heldAndLeft = expression.Contains(expression.Name(attrHolders), paramMark+string(pSeatToken)).And(seatLeft)
+	heldAndLeft = all(holder, seatLeft)
 
 	bindSeatRow = row{
 		name: "first-come seat bound", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
 		from: []leave{
-			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &homeSeat},
+			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: homeSeat},
 		},
 		to: StatusSucceeded,
 		sets: append(finalSets(UISuccess, ResultSuccess),
@@ -75,23 +77,23 @@ var (
 		removes: []string{attrLeaseOwner, attrLeaseExpiresAt}, // no lease ended it
 	}
 	giveBackRow = row{
-		name: "first-come seat given back", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: &heldAndLeft,
+		name: "first-come seat given back", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: heldAndLeft,
 		sets: []set{
-			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Plus(expression.Value(1))},
+			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Plus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
 		},
 		deletes: []set{addTo(attrHolders, pSeatTokens)},
 	}
 	voidSeatRow = row{
-		name: "first-come seat voided", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: &notHeldHere,
+		name: "first-come seat voided", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: notHeldHere,
 		adds: []set{addTo(attrVoid, pSeatTokens)},
 	}
 	shardLeftRow = row{
-		name: "capacity shard left", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: &configExists,
+		name: "capacity shard left", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: configExists,
 		adds: []set{addTo(attrLeftShards, pLeft)},
 	}
 	shardSoldOutRow = row{
-		name: "capacity shard sold out", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: &capacityExists,
+		name: "capacity shard sold out", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: capacityExists,
 		sets: []set{setTo(attrSoldOut, true)},
 	}
 )

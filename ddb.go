@@ -63,11 +63,11 @@ type expressionFields struct {
 	values            *map[string]types.AttributeValue
 }
 
-// into fills a row's built expression, with a call's values, into an input.
-func (b built) into(f expressionFields, values map[string]types.AttributeValue) {
-	*f.condition, *f.names, *f.values = b.condition, b.names, values
+// into fills a row's expression for one write into an input.
+func into(f expressionFields, e expression.Expression) {
+	*f.condition, *f.names, *f.values = e.Condition(), e.Names(), e.Values()
 	if f.update != nil {
-		*f.update = b.update
+		*f.update = e.Update()
 	}
 }
 
@@ -75,10 +75,13 @@ func (b built) into(f expressionFields, values map[string]types.AttributeValue) 
 // condition leaving that status alone ("" for all its statuses). A failed condition
 // returns the item as it was (ALL_OLD).
 func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
-	b := w.row.variant(start)
-	values, err := b.fill(w.row.name, w.args)
+	v := &callValues{args: w.args}
+	e, err := w.row.build(v, start)
 	if err != nil {
 		return types.TransactWriteItem{}, err
+	}
+	if len(v.lacks) > 0 {
+		return types.TransactWriteItem{}, fmt.Errorf("asyncevent: row %q: no value for %s", w.row.name, v.lacks[0])
 	}
 	table := aws.String(c.opts.TableName)
 	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
@@ -89,19 +92,19 @@ func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
 			return types.TransactWriteItem{}, err
 		}
 		p := &types.Put{TableName: table, Item: item, ReturnValuesOnConditionCheckFailure: allOld}
-		b.into(expressionFields{&p.ConditionExpression, nil, &p.ExpressionAttributeNames, &p.ExpressionAttributeValues}, values)
+		into(expressionFields{&p.ConditionExpression, nil, &p.ExpressionAttributeNames, &p.ExpressionAttributeValues}, e)
 		return types.TransactWriteItem{Put: p}, nil
 	case opCheck:
 		cc := &types.ConditionCheck{TableName: table, Key: avKey(w.key), ReturnValuesOnConditionCheckFailure: allOld}
-		b.into(expressionFields{&cc.ConditionExpression, nil, &cc.ExpressionAttributeNames, &cc.ExpressionAttributeValues}, values)
+		into(expressionFields{&cc.ConditionExpression, nil, &cc.ExpressionAttributeNames, &cc.ExpressionAttributeValues}, e)
 		return types.TransactWriteItem{ConditionCheck: cc}, nil
 	case opDelete:
 		d := &types.Delete{TableName: table, Key: avKey(w.key), ReturnValuesOnConditionCheckFailure: allOld}
-		b.into(expressionFields{&d.ConditionExpression, nil, &d.ExpressionAttributeNames, &d.ExpressionAttributeValues}, values)
+		into(expressionFields{&d.ConditionExpression, nil, &d.ExpressionAttributeNames, &d.ExpressionAttributeValues}, e)
 		return types.TransactWriteItem{Delete: d}, nil
 	}
 	u := &types.Update{TableName: table, Key: avKey(w.key), ReturnValuesOnConditionCheckFailure: allOld}
-	b.into(expressionFields{&u.ConditionExpression, &u.UpdateExpression, &u.ExpressionAttributeNames, &u.ExpressionAttributeValues}, values)
+	into(expressionFields{&u.ConditionExpression, &u.UpdateExpression, &u.ExpressionAttributeNames, &u.ExpressionAttributeValues}, e)
 	return types.TransactWriteItem{Update: u}, nil
 }
 

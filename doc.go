@@ -34,7 +34,7 @@
 //		if err != nil {
 //			return err
 //		}
-//		queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}) // SQSQueue in production
+//		queue := queue.NewMemory(queue.MemoryOptions{}) // SQSQueue in production
 //		worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{})
 //		if err != nil {
 //			return err
@@ -194,11 +194,12 @@
 //
 // # Worker
 //
-// A [Worker] long-polls a [Queue] ([SQSQueue], or [MemoryQueue] for examples and
-// tests), processes messages with bounded concurrency, extends a message's visibility
+// A [Worker] long-polls a [queue.Queue] ([queue.SQS], or [queue.Memory] for examples
+// and tests), processes messages with bounded concurrency, extends a message's visibility
 // and the request's lease while its work goes on, deletes finished messages in
 // batches, and leaves retryable failures for redelivery with backoff. The same
-// processing serves an AWS Lambda SQS handler through [Processor.ProcessMessages].
+// processing serves an AWS Lambda SQS handler through [Processor.ProcessOne] (package
+// awslambda).
 //
 // # Observability
 //
@@ -250,7 +251,7 @@
 //	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
 //	    set  SET status = PROCESSING, startedAt = :now, leaseOwner = :leaseOwner,
 //	         leaseExpiresAt = :leaseExpiresAt, seatShard = if_not_exists(seatShard, :seatShard)
-//	lease heartbeat                Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
+//	lease heartbeat                Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
 //	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
@@ -348,7 +349,7 @@
 //	    set  SET sweepOwner = :sweepOwner, sweepUntil = :sweepUntil,
 //	         entityType = if_not_exists(entityType, :entityType),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
-//	lottery entry collected        Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
+//	lottery entry collected        Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
 //	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (attribute_not_exists (startedAt))
 //	    set  SET status = QUEUED, startedAt = :now
 //	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
@@ -369,7 +370,7 @@
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
-//	entry failure                  Processor.ProcessMessages  UpdateItem     REQ#<requestId> / META
+//	entry failure                  Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
 //	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt <= lotteryCutoffAt)
 //	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // TestDrawOverABacklog draws a lottery while its workers still hold most of its
@@ -71,7 +72,7 @@ func drawOverABacklog(t *testing.T, shards int, markQueuedFault float64) {
 	})
 	require.NoError(t, err)
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 16 {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 var cutoff = t0.Add(time.Hour)
@@ -267,7 +268,7 @@ func TestEntriesAreSettledWhenTheyLand(t *testing.T) {
 		body, err := asyncevent.EncodeMessage(asyncevent.Message{V: 1, RequestID: p.RequestID, EventID: "lotto",
 			UserID: p.Request.UserID, EventType: asyncevent.Lottery, RequestedAt: p.Request.RequestedAt})
 		require.NoError(t, err)
-		o, done, _ := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}).ProcessOne(ctx, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 1}, 0, nil)
+		o, done, _ := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}).ProcessOne(ctx, queue.Delivery{MessageID: "m", Body: body, ReceiveCount: 1}, 0, nil)
 		assert.True(t, done)
 		return o
 	}

@@ -68,14 +68,6 @@ var (
 	// ErrNoCapacity reports a FIRST_COME message whose event has no CAPACITY item.
 	ErrNoCapacity = errors.New("asyncevent: event has no capacity item")
 
-	// ErrStaleReceipt reports a receipt that no longer holds its message in
-	// flight: the message was deleted, delivered again (each delivery has a new
-	// receipt), moved to the dead letters, or its visibility timeout ran out.
-	// ChangeVisibility returns it, from both MemoryQueue and SQSQueue; a worker
-	// that gets it while extending a lease has lost the message to another
-	// delivery.
-	ErrStaleReceipt = errors.New("asyncevent: stale receipt")
-
 	// ErrNotLottery reports a draw asked of an event that is not a LOTTERY.
 	ErrNotLottery = errors.New("asyncevent: not a lottery event")
 

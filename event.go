@@ -111,7 +111,7 @@ type configItem struct {
 }
 
 // createEventRow writes each item of a new event, together in one transaction.
-var createEventRow = row{name: "create event", method: "CreateEvent", item: EntityConfig, op: opPut, cond: &notExists}
+var createEventRow = row{name: "create event", method: "CreateEvent", item: EntityConfig, op: opPut, cond: notExists}
 
 // closesAt returns when ingest stops accepting participations: endsAt, and for a
 // LOTTERY the cutoff if that is earlier; 0 when the event never closes.

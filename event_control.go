@@ -58,48 +58,56 @@ const (
 const controlLead = 10 * time.Second
 
 var (
-	notEnded      = expression.AttributeNotExists(expression.Name(attrClosedAt)).And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(expression.Value(pNow)))).And(cutoffAhead)
-	cutoffAhead   = expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt)).Or(expression.Name(attrLotteryCutoffAt).GreaterThanEqual(expression.Value(pNow)))
-	notPaused     = expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false)))
-	openToClose   = configExists.And(notEnded)
-	openToPause   = configExists.And(notEnded).And(notPaused)
-	pausedNow     = configExists.And(notEnded).And(expression.Name(attrPaused).Equal(expression.Value(true)))
-	endMovable    = configExists.And(expression.Name(attrEndsAt).GreaterThan(expression.Value(pLead))).And(expression.Name(attrEndsAt).LessThan(expression.Value(pEndsAt)))
-	cutoffMovable = configExists.And(expression.Name(attrEventType).Equal(expression.Value(Lottery))).
-			And(expression.Name(attrLotteryCutoffAt).GreaterThan(expression.Value(pLead))).
-			And(expression.Name(attrLotteryCutoffAt).LessThan(expression.Value(pCutoff))).
-			And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(expression.Value(pCutoff))))
+	notEnded = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrClosedAt)).
+			And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.value(pNow)))).
+			And(cutoffAhead(v))
+	}
+	cutoffAhead = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt)).Or(expression.Name(attrLotteryCutoffAt).GreaterThanEqual(v.value(pNow)))
+	}
+	notPaused     = fixed(expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false))))
+	openToClose   = all(configExists, notEnded)
+	openToPause   = all(configExists, notEnded, notPaused)
+	pausedNow     = all(configExists, notEnded, fixed(expression.Name(attrPaused).Equal(expression.Value(true))))
+	endMovable    = all(configExists, compare(expression.Name(attrEndsAt).GreaterThan, pLead), compare(expression.Name(attrEndsAt).LessThan, pEndsAt))
+	cutoffMovable = all(configExists, fixed(expression.Name(attrEventType).Equal(expression.Value(Lottery))),
+		compare(expression.Name(attrLotteryCutoffAt).GreaterThan, pLead),
+		compare(expression.Name(attrLotteryCutoffAt).LessThan, pCutoff),
+		func(v values) expression.ConditionBuilder {
+			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.value(pCutoff)))
+		})
 	drawNotBegun = phaseIs(PhaseCollecting)
 
 	eventClosedRow = row{
-		name: "event closed", method: "CloseEvent", item: EntityConfig, op: opUpdate, cond: &openToClose,
+		name: "event closed", method: "CloseEvent", item: EntityConfig, op: opUpdate, cond: openToClose,
 		sets: []set{setTo(attrEndsAt, pNow), setTo(attrClosedAt, pNow)},
 	}
 	eventPausedRow = row{
-		name: "event paused", method: "PauseEvent", item: EntityConfig, op: opUpdate, cond: &openToPause,
+		name: "event paused", method: "PauseEvent", item: EntityConfig, op: opUpdate, cond: openToPause,
 		sets: []set{setTo(attrPaused, true)},
 	}
 	eventResumedRow = row{
-		name: "event resumed", method: "ResumeEvent", item: EntityConfig, op: opUpdate, cond: &pausedNow,
+		name: "event resumed", method: "ResumeEvent", item: EntityConfig, op: opUpdate, cond: pausedNow,
 		sets: []set{setTo(attrPaused, false)},
 	}
 	endExtendedRow = row{
-		name: "event end extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: &endMovable,
+		name: "event end extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: endMovable,
 		sets: []set{setTo(attrEndsAt, pEndsAt)},
 	}
 	holdEventEndRow = row{
-		name: "hold registry: end moved", method: "ExtendEvent", item: EntityHoldEvent, op: opUpdate, cond: &configExists,
+		name: "hold registry: end moved", method: "ExtendEvent", item: EntityHoldEvent, op: opUpdate, cond: configExists,
 		sets: []set{setTo(attrEndsAt, pEndsAt)},
 	}
 	cutoffExtendedRow = row{
-		name: "lottery cutoff extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: &cutoffMovable,
+		name: "lottery cutoff extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: cutoffMovable,
 		sets: []set{setTo(attrLotteryCutoffAt, pCutoff)},
 	}
 	drawNotBegunRow = row{
 		name: "cutoff extended: draw check", method: "ExtendEvent", item: EntityDraw, op: opCheck, cond: drawNotBegun,
 	}
 	auditRow = row{
-		name: "audit entry", method: "CloseEvent", item: EntityAudit, op: opPut, cond: &notExists,
+		name: "audit entry", method: "CloseEvent", item: EntityAudit, op: opPut, cond: notExists,
 	}
 )
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // itemsOf counts the table's items by entity type (a Scan: the test kit may).
@@ -38,7 +39,7 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ctl", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = c.Submit(ctx, q, "ctl", "before")
 	require.NoError(t, err)
 
@@ -159,7 +160,7 @@ func TestCloseReachesEveryNodeWithinTheCacheTTL(t *testing.T) {
 	require.NoError(t, err)
 	_, err = admin.CreateEvent(ctx, asyncevent.EventConfig{EventID: "bound", EventType: asyncevent.FirstCome, CapacityTotal: 50})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = node.Submit(ctx, q, "bound", "warm") // the node's copy of the config
 	require.NoError(t, err)
 	clock.Advance(time.Second)
@@ -234,7 +235,7 @@ func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "edge", EventType: asyncevent.FirstCome, CapacityTotal: 5,
 		EndsAt: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 
 	clock.Advance(end.Sub(clock.Now()))
 	cfg, err := c.GetEvent(ctx, "edge")
@@ -271,7 +272,7 @@ func TestCountRequests(t *testing.T) {
 	c := asynceventtest.NewTable(t)
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "count", EventType: asyncevent.FirstCome, CapacityTotal: 5, IndexShards: 4})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 9 {
 		_, err := c.Submit(ctx, q, "count", fmt.Sprintf("user-%d", i))
 		require.NoError(t, err)

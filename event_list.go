@@ -33,7 +33,7 @@ type eventEntryItem struct {
 	EventEntry
 }
 
-var eventEntryRow = row{name: "event listed", method: "CreateEvent", item: EntityEventEntry, op: opPut, cond: &notExists}
+var eventEntryRow = row{name: "event listed", method: "CreateEvent", item: EntityEventEntry, op: opPut, cond: notExists}
 
 // listEvent writes a new event's entry in the event list, the "event listed" row
 // (PutItem PK EVENTS, SK CAT#<createdAt>#EVENT#<eventId>, condition

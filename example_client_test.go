@@ -7,6 +7,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // exampleClient returns a Client on a fresh table of the test binary's DynamoDB Local.
@@ -33,7 +34,7 @@ func Example() {
 	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
 		panic(err)
 	}
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}) // SQSQueue in production
+	queue := queue.NewMemory(queue.MemoryOptions{}) // SQSQueue in production
 	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
 	if err != nil {
 		panic(err)
@@ -74,7 +75,7 @@ func Example() {
 func ExampleClient_Submit() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{})
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: "spring-sale", EventType: asyncevent.FirstCome, CapacityTotal: 100,
 	}); err != nil {
@@ -106,7 +107,7 @@ func ExampleClient_Submit() {
 func ExampleWorker() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{})
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: "flash", EventType: asyncevent.FirstCome, CapacityTotal: 2,
 	}); err != nil {
@@ -155,7 +156,7 @@ func ExampleClient_Draw() {
 	if err != nil {
 		panic(err)
 	}
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 10 {
 		if _, err := client.Submit(ctx, queue, "lucky", fmt.Sprintf("user-%d", i)); err != nil {
 			panic(err)

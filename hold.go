@@ -91,15 +91,15 @@ const (
 
 var (
 	// holdRunning: the hold has not run out (holdExpiresAt > now).
-	holdRunning = expression.Name(attrHoldExpiresAt).GreaterThan(expression.Value(pNow))
+	holdRunning = compare(expression.Name(attrHoldExpiresAt).GreaterThan, pNow)
 	// thisHold: the request holds the hold the write ends (its Hold item's expiry).
-	thisHold = expression.Name(attrHoldExpiresAt).Equal(expression.Value(pHoldExpiresAt))
+	thisHold = compare(expression.Name(attrHoldExpiresAt).Equal, pHoldExpiresAt)
 	// thisHoldRanOut: thisHold, and it has run out.
-	thisHoldRanOut = thisHold.And(expression.Name(attrHoldExpiresAt).LessThanEqual(expression.Value(pNow)))
+	thisHoldRanOut = all(thisHold, compare(expression.Name(attrHoldExpiresAt).LessThanEqual, pNow))
 	// sweepFree: no other sweeper holds the event's sweep lease.
-	sweepFree = expression.AttributeNotExists(expression.Name(attrSweepUntil)).
-			Or(expression.Name(attrSweepUntil).LessThanEqual(expression.Value(pNow))).
-			Or(expression.Name(attrSweepOwner).Equal(expression.Value(pSweepOwner)))
+	sweepFree = either(fixed(expression.AttributeNotExists(expression.Name(attrSweepUntil))),
+		compare(expression.Name(attrSweepUntil).LessThanEqual, pNow),
+		compare(expression.Name(attrSweepOwner).Equal, pSweepOwner))
 
 	heldSets = func(extra ...set) []set {
 		return append([]set{setTo(attrUIResult, UIHeld), setTo(attrHoldExpiresAt, pHoldExpiresAt)}, extra...)
@@ -110,7 +110,7 @@ var (
 	}
 
 	holdRecordRow = row{
-		name: "hold recorded", method: "Processor.ProcessOne", item: EntityHold, op: opPut, cond: &notExists,
+		name: "hold recorded", method: "Processor.ProcessOne", item: EntityHold, op: opPut, cond: notExists,
 	}
 	holdClearedRow = row{
 		name: "hold cleared", method: "SweepHolds", item: EntityHold, op: opDelete,
@@ -118,7 +118,7 @@ var (
 	bindHoldRow = row{
 		name: "first-come seat held", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
 		from: []leave{
-			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &homeSeat},
+			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: homeSeat},
 		},
 		to:      StatusHeld,
 		sets:    heldSets(setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),
@@ -126,7 +126,7 @@ var (
 	}
 	takeHoldRow = row{
 		name: "first-come held", method: "ClaimSeat", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusHeld,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusHeld,
 		sets: heldSets(),
 	}
 	waitlistRow = row{
@@ -136,17 +136,17 @@ var (
 	}
 	waitlistLeasedRow = row{
 		name: "first-come waitlisted (lease)", method: "MarkCapacityRejected", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusWaitlisted,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusWaitlisted,
 		sets: []set{setTo(attrUIResult, UIWaitlisted)},
 	}
 	confirmRow = row{
 		name: "hold confirmed", method: "Confirm", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusHeld, when: &holdRunning}}, to: StatusSucceeded,
+		from: []leave{{status: StatusHeld, when: holdRunning}}, to: StatusSucceeded,
 		sets: finalSets(UISuccess, ResultSuccess),
 	}
 	releaseRow = row{
 		name: "hold released", method: "Release", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusHeld, when: &thisHold}}, to: StatusRejected,
+		from: []leave{{status: StatusHeld, when: thisHold}}, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultReleased),
 	}
 	waitlistLeftRow = row{
@@ -156,13 +156,13 @@ var (
 	}
 	expireRow = row{
 		name: "hold expired", method: "SweepHolds", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusHeld, when: &thisHoldRanOut}}, to: StatusRejected,
+		from: []leave{{status: StatusHeld, when: thisHoldRanOut}}, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultHoldExpired),
 	}
 	seatReturnedRow = row{
 		name: "seat given to the waitlist", method: "Release", item: EntityReturns, op: opUpdate,
 		sets: returnsSets,
-		adds: []set{{attrCapacityRemaining, expression.Value(1)}, {attrReturned, expression.Value(1)}},
+		adds: []set{addTo(attrCapacityRemaining, 1), addTo(attrReturned, 1)},
 	}
 	serveRow = row{
 		name: "waitlist served", method: "SweepHolds", item: EntityRequest, op: opUpdate,
@@ -170,12 +170,12 @@ var (
 		sets: heldSets(setTo(attrServedAt, pNow)),
 	}
 	returnedSeatTakenRow = row{
-		name: "returned seat taken", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: &seatLeft,
+		name: "returned seat taken", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: seatLeft,
 		sets: []set{
-			{attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))},
+			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
 		},
-		adds: []set{{attrServed, expression.Value(1)}},
+		adds: []set{addTo(attrServed, 1)},
 	}
 	waitlistClosedRow = row{
 		name: "waitlist closed", method: "SweepHolds", item: EntityRequest, op: opUpdate,
@@ -183,7 +183,7 @@ var (
 		sets: finalSets(UIRejected, ResultRejectedCapacity),
 	}
 	sweepLeaseRow = row{
-		name: "hold sweep lease", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: &sweepFree,
+		name: "hold sweep lease", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: sweepFree,
 		sets: append([]set{setTo(attrSweepOwner, pSweepOwner), setTo(attrSweepUntil, pSweepUntil)}, returnsSets...),
 	}
 )

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // holdMessage is the message of a request of an event with holds of holdFor: the
@@ -31,7 +32,7 @@ func TestRedeliveryAfterReleaseGivesNothingBack(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "again", 2, 1, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "again", 4)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
@@ -69,7 +70,7 @@ func TestCrashBetweenHoldRecordAndHeld(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "crash", 3, 1, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "crash", 3)
 
 	faulty := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
@@ -111,7 +112,7 @@ func TestHoldsUnderLease(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 	holdsEvent(t, c, "leased", 2, 1, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "leased", 5)
 	var handled atomic.Int32
 	handler := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
@@ -143,7 +144,7 @@ func TestWorkerSweepsHolds(t *testing.T) {
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
 	holdsEvent(t, c, "live", 2, 1, 10*time.Second, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
 	for _, u := range []string{"a", "b", "c", "d"} {
 		p, err := c.Submit(ctx, q, "live", u)
@@ -185,7 +186,7 @@ func TestWaitlistWalkSkipsTheSettled(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "long", 505, 1, time.Hour, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "long", 515)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	clock.Advance(2 * time.Minute)

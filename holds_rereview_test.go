@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Second review of issue 25's review fixes (holds): tests that try to break the fixes.
@@ -68,7 +69,7 @@ func TestReReviewWalkPassesARequestWhosePutLandsLate(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "late", 1, 1, time.Hour, asyncevent.MillisOf(t0.Add(time.Hour)))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	a := reviewSubmit(t, c, clock, q, "late", []string{"a"})[0]
 
 	// L's ingest takes its queuedAt now; its put is on its way for a while.
@@ -168,7 +169,7 @@ func TestReReviewWalkWithIndexShardsAndEqualQueuedAt(t *testing.T) {
 		HoldFor: time.Hour, EndsAt: asyncevent.MillisOf(t0.Add(3 * time.Hour)),
 	})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	sc, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
@@ -249,7 +250,7 @@ func TestReReviewHoldForOnEveryPath(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	const hold = 7 * time.Minute
 	holdsEvent(t, c, "paths", 7, 3, hold, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := reviewSubmit(t, c, clock, q, "paths", reviewUsers("p", 0, 9))
 	fresh := func() *asyncevent.Client {
 		fc, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
@@ -310,7 +311,7 @@ func TestReReviewMaxWritesAcrossExpireServeClose(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "budget3", 6, 3, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := reviewSubmit(t, c, clock, q, "budget3", reviewUsers("w", 0, 15))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	got := byStatus(t, c, ids)
@@ -457,7 +458,7 @@ func TestReReviewPassWithASeatAndNoWaitlistReadsTheBacklog(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "backlog", 10, 1, time.Hour, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	first := reviewSubmit(t, c, clock, q, "backlog", []string{"first"})
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	tr, err := c.Release(ctx, first[0]) // one seat on the Returns item; not sold out

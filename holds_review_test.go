@@ -18,13 +18,14 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Review of issue 25 (holds and the waitlist): tests that try to break its promises.
 
 // reviewSubmit submits one click per user, a millisecond apart, and returns the
 // request IDs in queue order.
-func reviewSubmit(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q asyncevent.Queue, event string, users []string) []string {
+func reviewSubmit(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q queue.Queue, event string, users []string) []string {
 	t.Helper()
 	ids := make([]string, len(users))
 	for i, u := range users {
@@ -102,7 +103,7 @@ func TestReviewWaitlistWalkFrontierSkipsIndexShardsThatEnded(t *testing.T) {
 		HoldFor: time.Hour, EndsAt: endsAt,
 	})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	ids := reviewSubmit(t, c, clock, q, "shardwalk", reviewUsers("a", 0, 502))
 	drain(t, proc, q)
@@ -173,7 +174,7 @@ func TestReviewFreshWorkerTrustsTheMessagesHoldForMillis(t *testing.T) {
 	holdsEvent(t, c, "trust", 5, 1, 10*time.Minute, 0)
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	withHolds := reviewSubmit(t, c, clock, q, "trust", reviewUsers("t", 0, 2))
 	without := reviewSubmit(t, c, clock, q, "plain", reviewUsers("p", 0, 1))
 
@@ -225,7 +226,7 @@ func TestReviewHoldSweepExpiresMoreThanMaxWrites(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "budget", 4, 1, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := reviewSubmit(t, c, clock, q, "budget", reviewUsers("m", 0, 4))
 
 	// The first request's worker records its Hold item, then its HELD write fails: a
@@ -260,7 +261,7 @@ func TestReviewRestartedWorkerNeverSweepsAnEventItDidNotMeet(t *testing.T) {
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
 	holdsEvent(t, c, "restart", 1, 1, asyncevent.MinHoldFor, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
 	for _, u := range []string{"a", "b"} {
 		p, err := c.Submit(ctx, q, "restart", u)
@@ -298,7 +299,7 @@ func TestReviewServedRequestsMessageAgain(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "served", 2, 2, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := reviewSubmit(t, c, clock, q, "served", reviewUsers("s", 0, 5))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	tr, err := c.Release(ctx, ids[0])
@@ -344,7 +345,7 @@ func TestReviewHoldsBadInput(t *testing.T) {
 	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	held := reviewSubmit(t, c, clock, q, "bad", []string{"x"})
 	plain := reviewSubmit(t, c, clock, q, "nohold", []string{"x"})
 	lot := reviewSubmit(t, c, clock, q, "lot", []string{"x"})
@@ -417,7 +418,7 @@ func TestReviewLostAnswersThenRetried(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "lost", 3, 1, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := reviewSubmit(t, c, clock, q, "lost", reviewUsers("l", 0, 6))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
@@ -468,7 +469,7 @@ func TestReviewConcurrentSweepsRacingPayers(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 	holdsEvent(t, c, "many", 12, 3, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := reviewSubmit(t, c, clock, q, "many", reviewUsers("c", 0, 60))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
@@ -572,7 +573,7 @@ func TestReviewLeaseTakenOverWhileTheOldHolderRuns(t *testing.T) {
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
 	holdsEvent(t, c, "takeover", 2, 1, asyncevent.MinHoldFor, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	p, err := c.Submit(ctx, q, "takeover", "slow")
 	require.NoError(t, err)
 	id := p.RequestID
@@ -628,7 +629,7 @@ func TestReviewSoldOutLoserCostsTheSameWithHolds(t *testing.T) {
 		clock := asynceventtest.NewClock(t0)
 		c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 		holdsEvent(t, c, "cost", 2, 1, hold, 0)
-		q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+		q := queue.NewMemory(queue.MemoryOptions{})
 		reviewSubmit(t, c, clock, q, "cost", reviewUsers("k", 0, 22))
 		counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 		cc, err := asyncevent.New(counter, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName(), Clock: clock.Now})
@@ -644,7 +645,7 @@ func TestReviewSoldOutLoserCostsTheSameWithHolds(t *testing.T) {
 			if i == 4 { // two winners, two losers that find the sell-out
 				before = counter.Snapshot()
 			}
-			require.Empty(t, proc.ProcessMessages(ctx, ds))
+			require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 		}
 		return counter.Snapshot().Sub(before)
 	}
@@ -662,7 +663,7 @@ func TestReviewReleasesAtOnceOnTheReturnsItem(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "rush", 60, 4, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := reviewSubmit(t, c, clock, q, "rush", reviewUsers("r", 0, 80))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	var wg sync.WaitGroup
@@ -689,7 +690,7 @@ func TestReviewEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "faults", 10, 2, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{Clock: clock.Now})
+	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now})
 	ids := reviewSubmit(t, c, clock, q, "faults", reviewUsers("f", 0, 30))
 	faulty := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
 		Seed: reviewSeed(11), FailRate: 0.1, LoseRate: 0.2, ThrottleRate: 0.05,
@@ -710,7 +711,7 @@ func TestReviewEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 				continue
 			}
-			proc.ProcessMessages(ctx, ds)
+			asynceventtest.Process(ctx, proc, ds)
 			clock.Advance(100 * time.Millisecond)
 		}
 		if h == nil {
@@ -718,7 +719,7 @@ func TestReviewEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
 			for _, id := range ids {
 				body, err := asyncevent.EncodeMessage(holdMessage(t, c, id, 2, time.Minute))
 				require.NoError(t, err)
-				require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: body}))
+				require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: body}))
 			}
 		}
 	}
@@ -746,7 +747,7 @@ func TestReviewIdlePassAfterTheCloseIsCheap(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "idle", 150, 1, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	reviewSubmit(t, c, clock, q, "idle", reviewUsers("i", 0, 170))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	clock.Advance(2 * time.Hour)

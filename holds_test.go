@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // holdsEvent creates a first-come event with holds of holdFor.
@@ -28,7 +29,7 @@ func holdsEvent(t *testing.T, c *asyncevent.Client, id string, capacity int64, s
 
 // submitAll submits one click per user, a millisecond apart, and returns the request
 // IDs in queue order.
-func submitAll(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q asyncevent.Queue, event string, users int) []string {
+func submitAll(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q queue.Queue, event string, users int) []string {
 	t.Helper()
 	ids := make([]string, users)
 	for i := range ids {
@@ -42,7 +43,7 @@ func submitAll(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, 
 
 // drain processes the queue's messages one at a time, in queue order, until it is
 // empty.
-func drain(t *testing.T, proc *asyncevent.Processor, q *asyncevent.MemoryQueue) {
+func drain(t *testing.T, proc *asyncevent.Processor, q *queue.Memory) {
 	t.Helper()
 	ctx := context.Background()
 	for {
@@ -51,7 +52,7 @@ func drain(t *testing.T, proc *asyncevent.Processor, q *asyncevent.MemoryQueue) 
 		if len(ds) == 0 {
 			return
 		}
-		require.Empty(t, proc.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	}
 }
 
@@ -83,7 +84,7 @@ func TestHoldsAndWaitlistFromSpikeToClose(t *testing.T) {
 			c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 			endsAt := asyncevent.MillisOf(t0.Add(time.Hour))
 			holdsEvent(t, c, "sale", 9, shards, 10*time.Minute, endsAt)
-			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+			q := queue.NewMemory(queue.MemoryOptions{})
 			ids := submitAll(t, c, clock, q, "sale", 30)
 			proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 			drain(t, proc, q)
@@ -173,7 +174,7 @@ func TestConfirmRacingTheExpiry(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "race", 40, 2, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "race", 40)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
@@ -229,7 +230,7 @@ func TestReleaseRacingConfirm(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "both", 30, 1, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "both", 30)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
@@ -264,7 +265,7 @@ func TestHoldSweepUnderFaults(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "chaos", 10, 2, time.Minute, 0)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "chaos", 50)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func listLeft(t *testing.T, c *asyncevent.Client, shard int, at time.Time) {
@@ -62,7 +63,7 @@ func TestAListedLeftHomeIsClaimedLast(t *testing.T) {
 	body, err := asyncevent.EncodeMessage(messageFor(t, c, rID, 2))
 	require.NoError(t, err)
 	for receive := 1; receive <= asyncevent.DefaultMaxReceives; receive++ {
-		res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: body, ReceiveCount: receive}, asyncevent.ProcessOptions{})
+		res := asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{Body: body, ReceiveCount: receive}, asyncevent.ProcessOptions{})
 		t.Logf("R, delivery %d: %s %v", receive, res.Kind, res.Err)
 		if !res.Redeliver {
 			break
@@ -139,7 +140,7 @@ func TestAVoidWhoseFailerDiedEndsInTheFailure(t *testing.T) {
 	require.Equal(t, asyncevent.StatusProcessing, r.Status)
 
 	clock.Advance(2 * time.Minute) // the failer's lease ran out
-	res = asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: mustEncode(t, m), ReceiveCount: 2}, asyncevent.ProcessOptions{})
+	res = asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{Body: mustEncode(t, m), ReceiveCount: 2}, asyncevent.ProcessOptions{})
 	t.Logf("next delivery: %s %s %v", res.Kind, res.ResultCode, res.Err)
 	r, err = c.GetRequest(ctx, p.RequestID)
 	require.NoError(t, err)
@@ -206,7 +207,7 @@ func TestAListedLeftHomeHoldingTheTokenIsReadNotLeft(t *testing.T) {
 	clock.Advance(time.Second)
 	listLeft(t, c, 0, clock.Now())
 	clock.Advance(time.Minute)
-	res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: mustEncode(t, messageFor(t, c, rID, 2)), ReceiveCount: 2}, asyncevent.ProcessOptions{})
+	res := asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{Body: mustEncode(t, messageFor(t, c, rID, 2)), ReceiveCount: 2}, asyncevent.ProcessOptions{})
 	t.Logf("R: %s %v", res.Kind, res.Err)
 	r, err := c.GetRequest(ctx, rID)
 	require.NoError(t, err)
@@ -276,7 +277,7 @@ func TestASharedConfigReadSurvivesTheFirstCallersCancel(t *testing.T) {
 	work := func(ctx context.Context, m asyncevent.Message) asyncevent.Outcome {
 		var got asyncevent.Outcome
 		pp := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) { got = o }})
-		pp.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: m.RequestID, Receipt: m.RequestID, Body: mustEncode(t, m), ReceiveCount: 1}})
+		asynceventtest.Process(ctx, pp, []queue.Delivery{{MessageID: m.RequestID, Receipt: m.RequestID, Body: mustEncode(t, m), ReceiveCount: 1}})
 		return got
 	}
 	require.Equal(t, asyncevent.OutcomeSucceeded, work(ctx, ms[0]).Kind)

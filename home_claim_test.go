@@ -24,6 +24,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // messageFor is the message ingest sends for a request of an event of n capacity
@@ -204,7 +205,7 @@ func TestAGiveBackNeverReopensAnEmptyShard(t *testing.T) {
 	require.NoError(t, err)
 	for receive := 2; receive <= asyncevent.DefaultMaxReceives; receive++ {
 		clock.Advance(time.Minute)
-		res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: body, ReceiveCount: receive}, asyncevent.ProcessOptions{})
+		res := asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{Body: body, ReceiveCount: receive}, asyncevent.ProcessOptions{})
 		t.Logf("R, delivery %d: %s redeliver=%v %v", receive, res.Kind, res.Redeliver, res.Err)
 	}
 	r, err = c.GetRequest(ctx, rID)
@@ -248,7 +249,7 @@ func TestConcurrentHomeClaimsShareOneConfigRead(t *testing.T) {
 	work := func(m asyncevent.Message) {
 		body, err := asyncevent.EncodeMessage(m)
 		require.NoError(t, err)
-		failed := p.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: m.RequestID, Receipt: m.RequestID, Body: body, ReceiveCount: 1}})
+		failed := asynceventtest.Process(ctx, p, []queue.Delivery{{MessageID: m.RequestID, Receipt: m.RequestID, Body: body, ReceiveCount: 1}})
 		assert.Empty(t, failed)
 	}
 	work(ms[0]) // warms the copy
@@ -334,7 +335,7 @@ func TestAHomeClaimIsNotSentOnAShardLeftBeforeItsCopy(t *testing.T) {
 		var got asyncevent.Outcome
 		body, _ := asyncevent.EncodeMessage(m)
 		pp := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) { got = o }})
-		pp.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: m.RequestID, Receipt: m.RequestID, Body: body, ReceiveCount: 1}})
+		asynceventtest.Process(ctx, pp, []queue.Delivery{{MessageID: m.RequestID, Receipt: m.RequestID, Body: body, ReceiveCount: 1}})
 		return got
 	}
 

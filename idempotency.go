@@ -37,16 +37,16 @@ type lockItem struct {
 
 // The lock's rows.
 var (
-	participateRow = row{name: "participate", method: "Participate", item: EntityIdempotency, op: opPut, cond: &notExists}
+	participateRow = row{name: "participate", method: "Participate", item: EntityIdempotency, op: opPut, cond: notExists}
 
-	lockNamesRequest = expression.Name(attrRequestID).Equal(expression.Value(pRequestID))
+	lockNamesRequest = compare(expression.Name(attrRequestID).Equal, pRequestID)
 	releaseLockRow   = row{
-		name: "release lock", method: "MarkEnqueueFailed", item: EntityIdempotency, op: opDelete, cond: &lockNamesRequest,
+		name: "release lock", method: "MarkEnqueueFailed", item: EntityIdempotency, op: opDelete, cond: lockNamesRequest,
 	}
 	// requestAbsentRow goes with a release of the lock whose request's put was
 	// refused: the lock goes only if the request is not there after all.
 	requestAbsentRow = row{
-		name: "release lock: request absent", method: "Participate", item: EntityRequest, op: opCheck, cond: &notExists,
+		name: "release lock: request absent", method: "Participate", item: EntityRequest, op: opCheck, cond: notExists,
 	}
 )
 

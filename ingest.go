@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // bookkeepingTimeout bounds the writes of an ingest once it has begun: they run even
@@ -100,7 +102,7 @@ func (c *Client) ingestContext(ctx context.Context, event *EventConfig) (context
 // it again, whether or not the user clicks again.
 //
 // The Participation's Request, when set, is the request as Submit left it.
-func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
+func (c *Client) Submit(ctx context.Context, q queue.Queue, eventID, userID string) (Participation, error) {
 	if c.opts.Observer == nil {
 		return c.submit(ctx, q, eventID, userID)
 	}
@@ -109,7 +111,7 @@ func (c *Client) Submit(ctx context.Context, q Queue, eventID, userID string) (P
 	})
 }
 
-func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (Participation, error) {
+func (c *Client) submit(ctx context.Context, q queue.Queue, eventID, userID string) (Participation, error) {
 	lock, err := NewLockKey(eventID, userID)
 	if err != nil {
 		return Participation{}, err
@@ -157,7 +159,7 @@ func (c *Client) submit(ctx context.Context, q Queue, eventID, userID string) (P
 // if it has one (after a close healed, or ended, as redrive does once the event
 // closed; while paused as it stands, nothing written), else the refusal. So a repeat
 // click gets its participation on every node, whether or not the node remembers it.
-func (c *Client) submitRefused(ctx context.Context, q Queue, event *EventConfig, lock LockKey, refusal error) (Participation, error) {
+func (c *Client) submitRefused(ctx context.Context, q queue.Queue, event *EventConfig, lock LockKey, refusal error) (Participation, error) {
 	p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -177,7 +179,7 @@ func (c *Client) submitRefused(ctx context.Context, q Queue, event *EventConfig,
 // Options.RedriveAfter has passed since its lock: a lock without its request gets it
 // (RECEIVED and sent while the event is open; FAILED_FINAL once it closed), and a
 // request still RECEIVED is sent again.
-func (c *Client) redrive(ctx context.Context, q Queue, event *EventConfig, lock LockKey, p Participation, closed bool) (Participation, error) {
+func (c *Client) redrive(ctx context.Context, q queue.Queue, event *EventConfig, lock LockKey, p Participation, closed bool) (Participation, error) {
 	if c.opts.Clock().Sub(p.ParticipatedAt.Time()) < c.opts.RedriveAfter {
 		return p, nil
 	}
@@ -288,7 +290,7 @@ func (qc *queuedCache) put(key string, p Participation) {
 // message without its request is dropped by the worker (NOT_FOUND), while a request
 // that did land is not left RECEIVED without a message. The participation stands only
 // if the request is then found.
-func (c *Client) enqueueUncertain(ctx context.Context, q Queue, u *uncertainError) (Participation, error) {
+func (c *Client) enqueueUncertain(ctx context.Context, q queue.Queue, u *uncertainError) (Participation, error) {
 	r, err := c.enqueue(ctx, q, u.request)
 	if err != nil || r == u.request {
 		// Not found, or not known: the caller learns that the participation failed;
@@ -299,24 +301,24 @@ func (c *Client) enqueueUncertain(ctx context.Context, q Queue, u *uncertainErro
 }
 
 // sendRequest sends the message of a request, and nothing else.
-func (c *Client) sendRequest(ctx context.Context, q Queue, r *Request) error {
+func (c *Client) sendRequest(ctx context.Context, q queue.Queue, r *Request) error {
 	body, err := EncodeMessage(c.messageOf(r))
 	if err != nil {
 		return err
 	}
-	return c.sendMessage(ctx, q, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
+	return c.sendMessage(ctx, q, queue.OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
 }
 
 // enqueue sends the message of a RECEIVED request and records the outcome, under ctx
 // (an ingest context: the caller's end does not cut it short). It returns the request
 // as it now stands.
-func (c *Client) enqueue(ctx context.Context, q Queue, r *Request) (*Request, error) {
+func (c *Client) enqueue(ctx context.Context, q queue.Queue, r *Request) (*Request, error) {
 	m := c.messageOf(r)
 	body, err := EncodeMessage(m)
 	if err != nil {
 		return r, fmt.Errorf("enqueue %s: %w", r.RequestID, err)
 	}
-	sendErr := c.sendMessage(ctx, q, OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
+	sendErr := c.sendMessage(ctx, q, queue.OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
 	log := c.opts.Logger.With(slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
 	if sendErr != nil {
 		t, err := c.MarkEnqueueFailed(ctx, r.Ref(), sendErr)

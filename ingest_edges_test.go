@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // afterPut wraps a DynamoDB client and calls a hook once a PutItem on an item whose PK
@@ -67,7 +68,7 @@ func TestHungUpClientStillCompletesTheIngest(t *testing.T) {
 	opts.TableName = admin.TableName()
 	c, err := asyncevent.New(db, opts)
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 
 	p, err := c.Submit(callerCtx, q, "ev", "ann")
 	require.NoError(t, err, "the writes after the lock do not run under the caller's context")
@@ -81,7 +82,7 @@ func TestHungUpClientStillCompletesTheIngest(t *testing.T) {
 	proc := asyncevent.NewProcessor(admin, asyncevent.ProcessOptions{})
 	ds, err := q.Receive(ctx, 10, 0, time.Minute)
 	require.NoError(t, err)
-	assert.Empty(t, proc.ProcessMessages(ctx, ds))
+	assert.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	r, err = admin.GetRequest(ctx, p.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)

@@ -18,16 +18,17 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // sendQueue is a queue that only records sends, or fails them: ingest never receives.
 type sendQueue struct {
 	mu   sync.Mutex
-	sent []asyncevent.OutgoingMessage
+	sent []queue.OutgoingMessage
 	fail error
 }
 
-func (q *sendQueue) Send(_ context.Context, m asyncevent.OutgoingMessage) error {
+func (q *sendQueue) Send(_ context.Context, m queue.OutgoingMessage) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.fail != nil {
@@ -37,7 +38,7 @@ func (q *sendQueue) Send(_ context.Context, m asyncevent.OutgoingMessage) error 
 	return nil
 }
 
-func (q *sendQueue) Receive(context.Context, int, time.Duration, time.Duration) ([]asyncevent.Delivery, error) {
+func (q *sendQueue) Receive(context.Context, int, time.Duration, time.Duration) ([]queue.Delivery, error) {
 	return nil, nil
 }
 func (q *sendQueue) Delete(context.Context, ...string) error { return nil }
@@ -610,7 +611,7 @@ func TestLockWithoutRequestHealsOnTheNextClick(t *testing.T) {
 	require.NoError(t, err)
 	q := &sendQueue{}
 
-	deadQueue := asynceventtest.NewChaosQueue(asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), asynceventtest.QueueFaultPlan{})
+	deadQueue := asynceventtest.NewChaosQueue(queue.NewMemory(queue.MemoryOptions{}), asynceventtest.QueueFaultPlan{})
 	deadQueue.Kill() // the process is gone by the time it would send
 	_, err = dying.Submit(ctx, deadQueue, "ev", "ann")
 	require.Error(t, err, "the ingest died after the lock")

@@ -66,31 +66,30 @@ const (
 )
 
 // phaseIs: the Draw record is in the phase p.
-func phaseIs(p UIPhase) *expression.ConditionBuilder {
-	c := expression.Name(attrPhase).Equal(expression.Value(p))
-	return &c
+func phaseIs(p UIPhase) cond {
+	return fixed(expression.Name(attrPhase).Equal(expression.Value(p)))
 }
 
 // eventExists: the item is there to update.
-var eventExists = expression.AttributeExists(expression.Name(attrPK))
+var eventExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
 
 // entriesUnrecorded: the draw is DRAWING and its entries are not recorded yet.
-var entriesUnrecorded = phaseIs(PhaseDrawing).And(expression.AttributeNotExists(expression.Name(attrEntriesHash)))
+var entriesUnrecorded = all(phaseIs(PhaseDrawing), fixed(expression.AttributeNotExists(expression.Name(attrEntriesHash))))
 
 // queuedAfterCutoff: the request was queued after its lottery's cutoff, so it is no
 // entry of the draw: queuedAt > lotteryCutoffAt.
-var queuedAfterCutoff = expression.Name(attrQueuedAt).GreaterThan(expression.Name(attrLotteryCutoffAt))
+var queuedAfterCutoff = fixed(expression.Name(attrQueuedAt).GreaterThan(expression.Name(attrLotteryCutoffAt)))
 
 // queuedByCutoff: queuedAt ≤ lotteryCutoffAt.
-var queuedByCutoff = expression.Name(attrQueuedAt).LessThanEqual(expression.Name(attrLotteryCutoffAt))
+var queuedByCutoff = fixed(expression.Name(attrQueuedAt).LessThanEqual(expression.Name(attrLotteryCutoffAt)))
 
 // notAnEntry: the request is no lottery entry queued by its cutoff, which only a
 // failure checked against the draw's phase may end (failEntry).
-var notAnEntry = expression.Name(attrEventType).NotEqual(expression.Value(Lottery)).
-	Or(expression.AttributeNotExists(expression.Name(attrQueuedAt))).Or(queuedAfterCutoff)
+var notAnEntry = either(fixed(expression.Name(attrEventType).NotEqual(expression.Value(Lottery))),
+	fixed(expression.AttributeNotExists(expression.Name(attrQueuedAt))), queuedAfterCutoff)
 
 // notCollected: no worker has collected the entry yet: attribute_not_exists(startedAt).
-var notCollected = expression.AttributeNotExists(expression.Name(attrStartedAt))
+var notCollected = fixed(expression.AttributeNotExists(expression.Name(attrStartedAt)))
 
 // The draw's rows: the Draw record and the event's config move through the phases
 // together, and each entry gets its result under a condition.
@@ -100,7 +99,7 @@ var (
 		sets: []set{setTo(attrPhase, PhaseDrawing), setTo(attrDrawnAt, pNow)},
 	}
 	drawEntriesRow = row{
-		name: "draw: record the entries", method: "Draw", item: EntityDraw, op: opUpdate, cond: &entriesUnrecorded,
+		name: "draw: record the entries", method: "Draw", item: EntityDraw, op: opUpdate, cond: entriesUnrecorded,
 		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash), setTo(attrSeed, pSeed)},
 	}
 	drawAnnounceRow = row{
@@ -108,11 +107,11 @@ var (
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
 	eventDrawingRow = row{
-		name: "event: drawing", method: "Draw", item: EntityConfig, op: opUpdate, cond: &eventExists,
+		name: "event: drawing", method: "Draw", item: EntityConfig, op: opUpdate, cond: eventExists,
 		sets: []set{setTo(attrPhase, PhaseDrawing)},
 	}
 	eventAnnouncedRow = row{
-		name: "event: announced", method: "Draw", item: EntityConfig, op: opUpdate, cond: &eventExists,
+		name: "event: announced", method: "Draw", item: EntityConfig, op: opUpdate, cond: eventExists,
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
 	lotteryWinRow = row{
@@ -127,17 +126,17 @@ var (
 	}
 	lotteryClosedRow = row{
 		name: "lottery result (closed)", method: "MarkClosed", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: &queuedAfterCutoff, to: StatusRejected,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedAfterCutoff, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedClosed),
 	}
 	lotteryCollectRow = row{
-		name: "lottery entry collected", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: &notCollected, to: StatusQueued,
+		name: "lottery entry collected", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: notCollected, to: StatusQueued,
 		sets: []set{setTo(attrStartedAt, pNow)},
 	}
 	entryFailureRow = row{
-		name: "entry failure", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: &queuedByCutoff, to: StatusFailedFinal,
+		name: "entry failure", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedByCutoff, to: StatusFailedFinal,
 		sets: failureSets,
 	}
 )

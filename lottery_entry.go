@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // A lottery entry in the worker. The entries of a draw are the requests queued by the
@@ -27,7 +29,7 @@ import (
 //     the entry is the draw's, whatever the handler says of it.
 
 // lotteryEntry processes a LOTTERY message.
-func (p *Processor) lotteryEntry(ctx context.Context, m Message, d Delivery, extend *extender) result {
+func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Delivery, extend *extender) result {
 	r, err := p.c.getRequest(ctx, m.RequestID, true)
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
@@ -113,7 +115,7 @@ func (p *Processor) pastFence(ctx context.Context, eventID string) (bool, error)
 }
 
 // closeLate ends a request queued after the cutoff REJECTED_CLOSED.
-func (p *Processor) closeLate(ctx context.Context, m Message, d Delivery) result {
+func (p *Processor) closeLate(ctx context.Context, m Message, d queue.Delivery) result {
 	t, err := p.c.MarkClosed(ctx, m.RequestID)
 	switch {
 	case err != nil:

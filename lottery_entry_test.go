@@ -15,6 +15,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // entryWorld is a lottery "lotto" (cutoff an hour after t0, on a stopped clock) with
@@ -23,7 +24,7 @@ type entryWorld struct {
 	db       asyncevent.DynamoDB
 	c        *asyncevent.Client
 	clock    *asynceventtest.Clock
-	messages []asyncevent.Delivery
+	messages []queue.Delivery
 }
 
 func newEntryWorld(t *testing.T, users int) *entryWorld {
@@ -40,7 +41,7 @@ func newEntryWorld(t *testing.T, users int) *entryWorld {
 		require.NoError(t, err)
 	}
 	for i, m := range q.sent {
-		w.messages = append(w.messages, asyncevent.Delivery{MessageID: fmt.Sprint(i), Receipt: fmt.Sprint(i), Body: m.Body, ReceiveCount: 1})
+		w.messages = append(w.messages, queue.Delivery{MessageID: fmt.Sprint(i), Receipt: fmt.Sprint(i), Body: m.Body, ReceiveCount: 1})
 	}
 	return w
 }
@@ -54,7 +55,7 @@ func (w *entryWorld) client(t *testing.T, db asyncevent.DynamoDB, opts asynceven
 	return c
 }
 
-func (w *entryWorld) request(t *testing.T, d asyncevent.Delivery) *asyncevent.Request {
+func (w *entryWorld) request(t *testing.T, d queue.Delivery) *asyncevent.Request {
 	t.Helper()
 	m, err := asyncevent.DecodeMessage(d.Body)
 	require.NoError(t, err)

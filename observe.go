@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Observer watches the library at work, for traces and metrics, without depending on
@@ -26,7 +28,7 @@ type Observer interface {
 	// Send observes the sending of one request's message, by Submit or by
 	// Client.Sweep, and may add attributes to it (a trace context, say): next sends
 	// the message it is given, and returns the queue's error.
-	Send(ctx context.Context, m OutgoingMessage, next func(context.Context, OutgoingMessage) error)
+	Send(ctx context.Context, m queue.OutgoingMessage, next func(context.Context, queue.OutgoingMessage) error)
 
 	// DynamoDB observes one call of the DynamoDB client; next returns its error, as
 	// the SDK's retryer left it. A write that DynamoDB refused for throughput alone,
@@ -36,7 +38,7 @@ type Observer interface {
 	// Process observes the processing of one delivery by a Processor, a Worker or
 	// the Lambda adapter, from its decoding to its outcome; next returns the
 	// outcome that ProcessOptions.OnOutcome receives too.
-	Process(ctx context.Context, d Delivery, next func(context.Context) Outcome)
+	Process(ctx context.Context, d queue.Delivery, next func(context.Context) Outcome)
 }
 
 // DynamoDBCall describes one call of the DynamoDB client, for Observer.DynamoDB.
@@ -162,7 +164,7 @@ func (c *Client) observeSubmit(ctx context.Context, eventID, userID string, subm
 }
 
 // sendMessage sends m on q, through the observer, if any.
-func (c *Client) sendMessage(ctx context.Context, q Queue, m OutgoingMessage) error {
+func (c *Client) sendMessage(ctx context.Context, q queue.Queue, m queue.OutgoingMessage) error {
 	if c.opts.Observer == nil {
 		return q.Send(ctx, m)
 	}
@@ -170,7 +172,7 @@ func (c *Client) sendMessage(ctx context.Context, q Queue, m OutgoingMessage) er
 		err    error
 		called bool
 	)
-	next := func(ctx context.Context, m OutgoingMessage) error {
+	next := func(ctx context.Context, m queue.OutgoingMessage) error {
 		if !called {
 			called = true
 			err = q.Send(ctx, m)
@@ -182,7 +184,7 @@ func (c *Client) sendMessage(ctx context.Context, q Queue, m OutgoingMessage) er
 }
 
 // observeProcess runs the processing of d through the observer.
-func (p *Processor) observeProcess(ctx context.Context, d Delivery, process func(context.Context) result) result {
+func (p *Processor) observeProcess(ctx context.Context, d queue.Delivery, process func(context.Context) result) result {
 	var (
 		res    result
 		called bool

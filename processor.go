@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
+
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // The worker: the Processor decides what becomes of each message (a first-come
@@ -189,7 +191,7 @@ type result struct {
 
 // Processor runs the worker's part of the access patterns on messages, one message at
 // a time, without owning a queue: Worker uses it in its loop, and an AWS Lambda SQS
-// handler can call ProcessMessages directly. It is safe for concurrent use.
+// handler calls ProcessOne for each message (package awslambda). It is safe for concurrent use.
 type Processor struct {
 	c    *Client
 	opts ProcessOptions
@@ -260,14 +262,14 @@ type extender struct {
 }
 
 // process runs one delivery to its outcome. It never panics.
-func (p *Processor) process(ctx context.Context, d Delivery, extend *extender) result {
+func (p *Processor) process(ctx context.Context, d queue.Delivery, extend *extender) result {
 	if p.c.opts.Observer == nil {
 		return p.processDelivery(ctx, d, extend)
 	}
 	return p.observeProcess(ctx, d, func(ctx context.Context) result { return p.processDelivery(ctx, d, extend) })
 }
 
-func (p *Processor) processDelivery(ctx context.Context, d Delivery, extend *extender) (res result) {
+func (p *Processor) processDelivery(ctx context.Context, d queue.Delivery, extend *extender) (res result) {
 	began := time.Now()
 	var m Message
 	l := &lease{Lease: Lease{Owner: p.opts.WorkerID + "/" + randomHex(4), Duration: p.opts.LeaseDuration}}
@@ -321,7 +323,7 @@ func (p *Processor) report(ctx context.Context, o Outcome) {
 // write reject it. The rest (a Handler, a home shard empty or refusing the claim for
 // throughput, a request an earlier delivery started) goes the leased way: start, the
 // service's handler, then the seat claim.
-func (p *Processor) firstCome(ctx context.Context, m Message, d Delivery, l *lease, extend *extender) result {
+func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, l *lease, extend *extender) result {
 	n, err := p.shards(ctx, m)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
@@ -431,7 +433,7 @@ const homeTries = 3
 // shard when the worker knows it empty, knows the event sold out, or knows nothing of
 // the event yet; then, without a Handler, the home claim. It reports whether it
 // decided the message.
-func (p *Processor) home(ctx context.Context, m Message, d Delivery, n int, h *homeState) (result, bool) {
+func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int, h *homeState) (result, bool) {
 	ev := m.EventID
 	if p.newTo(ev) || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
 		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
@@ -512,7 +514,7 @@ func (p *Processor) newTo(eventID string) bool {
 
 // lookHome reads the request's home shard: its seat there binds it; an empty shard
 // clears it, and rejects it when the event is sold out.
-func (p *Processor) lookHome(ctx context.Context, m Message, d Delivery, n int, h *homeState) (result, bool) {
+func (p *Processor) lookHome(ctx context.Context, m Message, d queue.Delivery, n int, h *homeState) (result, bool) {
 	item, err := p.c.readShard(ctx, m.EventID, n, h.shard)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err), true
@@ -560,7 +562,7 @@ func (p *Processor) poolOpen(eventID string, hold time.Duration) bool {
 // whether that decided the message and whether the seat stays the request's. A
 // request that ended meanwhile without that seat gives it back, as does one held
 // under a lease that claims on another shard, which then goes the leased way.
-func (p *Processor) bind(ctx context.Context, m Message, d Delivery, n int, h *homeState) (r result, done, kept bool) {
+func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int, h *homeState) (r result, done, kept bool) {
 	home := h.shard
 	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
 	switch {
@@ -619,7 +621,7 @@ func boundToSeat(r *Request) bool {
 // rejectSoldOut ends a request of a sold-out event whose home shard holds no seat of
 // it in one write (WAITLISTED with holds); it reports false when another delivery
 // started the request.
-func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d Delivery, hold time.Duration) (result, bool) {
+func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d queue.Delivery, hold time.Duration) (result, bool) {
 	waitlist := p.waitlists(ctx, m.EventID, hold)
 	t, err := p.c.rejectSoldOut(ctx, m.Ref(), waitlist)
 	switch {
@@ -698,7 +700,7 @@ func (p *Processor) lostLease(ctx context.Context, m Message, l Lease) result {
 }
 
 // reject ends a request REJECTED_CAPACITY (WAITLISTED with holds), under our lease.
-func (p *Processor) reject(ctx context.Context, m Message, d Delivery, l *lease, hold time.Duration) result {
+func (p *Processor) reject(ctx context.Context, m Message, d queue.Delivery, l *lease, hold time.Duration) result {
 	var (
 		t   Transition
 		err error
@@ -742,7 +744,7 @@ func (p *Processor) waitlists(ctx context.Context, eventID string, hold time.Dur
 // finding it held, and for a random part of a lease more, so that the messages
 // throttled together do not come back together. Its last receive ends it
 // FAILED_FINAL like any retryable failure.
-func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease, err error) result {
+func (p *Processor) failed(ctx context.Context, m Message, d queue.Delivery, l *lease, err error) result {
 	err = throttled(err) // a throttled read or handler call too
 	class, code, errorCode := classify(err)
 	if class == NonRetryable {
@@ -782,7 +784,7 @@ func (p *Processor) failed(ctx context.Context, m Message, d Delivery, l *lease,
 // is tried again while DynamoDB refuses it for throughput (it writes the same hot
 // index key as the call that failed), for up to bookkeepingTimeout: on the last
 // receive it is what keeps the request from being left unfinished.
-func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lease, class FailureClass, code ResultCode, errorCode string, cause error) result {
+func (p *Processor) failFinal(ctx context.Context, m Message, d queue.Delivery, l *lease, class FailureClass, code ResultCode, errorCode string, cause error) result {
 	if ValidateID("requestId", m.RequestID) != nil {
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: cause}}
 	}
@@ -851,7 +853,7 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d Delivery, l *lea
 // under a lease of its own and retried while throttled, then failFinal under that
 // lease, which ends it SUCCEEDED instead when its shard holds its seat. A lease still
 // held by another delivery is left to it.
-func (p *Processor) takeOverToFail(ctx context.Context, m Message, d Delivery, cur *Request, class FailureClass, code ResultCode, errorCode string, cause error) result {
+func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Delivery, cur *Request, class FailureClass, code ResultCode, errorCode string, cause error) result {
 	leave := func(err error) result {
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: errors.Join(cause, err)}}
 	}
@@ -928,7 +930,7 @@ func finalWriteBackoff(attempt int) time.Duration {
 
 // malformed handles a body that does not decode: the request, if the body names one,
 // ends FAILED_SERDE; the message is left for the queue to dead-letter.
-func (p *Processor) malformed(ctx context.Context, m Message, d Delivery, err error) result {
+func (p *Processor) malformed(ctx context.Context, m Message, d queue.Delivery, err error) result {
 	if ValidateID("requestId", m.RequestID) == nil {
 		res := p.failFinal(ctx, m, d, nil, NonRetryable, ResultFailedSerde, "SERDE_ERROR", err)
 		if res.outcome.Kind == OutcomeRetry {

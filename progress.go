@@ -115,7 +115,7 @@ func progressAdds() []set {
 	var adds []set
 	for _, names := range [][progressSlots]string{arrivedSlots, reachedSlots} {
 		for _, n := range names {
-			adds = append(adds, set{n, expression.Value(param(n))})
+			adds = append(adds, addTo(n, param(n)))
 		}
 	}
 	return adds

@@ -20,6 +20,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // loseDB applies a call, then loses its answer, when lose says so.
@@ -68,11 +69,11 @@ func (d *loseDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWr
 
 // failingQueue refuses every send while fail is set.
 type failingQueue struct {
-	asyncevent.Queue
+	queue.Queue
 	fail atomic.Bool
 }
 
-func (q *failingQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+func (q *failingQueue) Send(ctx context.Context, m queue.OutgoingMessage) error {
 	if q.fail.Load() {
 		return errors.New("probe: SQS unavailable")
 	}
@@ -110,7 +111,7 @@ func TestALostProgressAnswerIsNotCountedTwice(t *testing.T) {
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: time.Hour, ProgressCacheTTL: time.Nanosecond})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "dbl", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 10 {
 		_, err := c.Submit(ctx, q, "dbl", fmt.Sprintf("u%d", i))
 		require.NoError(t, err)
@@ -131,7 +132,7 @@ func TestARequestThatFailsAtEnqueueLeavesTheLine(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, ProgressEvery: time.Second, ProgressCacheTTL: time.Nanosecond})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ph", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
-	q := &failingQueue{Queue: asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})}
+	q := &failingQueue{Queue: queue.NewMemory(queue.MemoryOptions{})}
 	q.fail.Store(true)
 	for i := range 20 {
 		clock.Advance(50 * time.Millisecond)
@@ -150,7 +151,7 @@ func TestARequestThatFailsAtEnqueueLeavesTheLine(t *testing.T) {
 	for range 2 { // the workers take all but the last
 		ds, err := q.Receive(ctx, 10, 0, time.Minute)
 		require.NoError(t, err)
-		proc.ProcessMessages(ctx, ds)
+		asynceventtest.Process(ctx, proc, ds)
 	}
 	require.NoError(t, c.FlushProgress(ctx))
 	clock.Advance(15 * time.Second)
@@ -175,7 +176,7 @@ func TestLateCountsReachAWarmCopyWithinAMinute(t *testing.T) {
 	reader := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: readerClock.Now, ProgressEvery: time.Hour, ProgressCacheTTL: time.Second})
 	_, err := reader.CreateEvent(ctx, asyncevent.EventConfig{EventID: "late", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = reader.Submit(ctx, q, "late", "on-time")
 	require.NoError(t, err)
 	require.NoError(t, reader.FlushProgress(ctx))
@@ -215,7 +216,7 @@ func TestAFailedProgressReadIsNotTriedByEveryPoll(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fail", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	p, err := c.Submit(ctx, q, "fail", "u")
 	require.NoError(t, err)
 	db := &slowFailQuery{DynamoDB: asynceventtest.DynamoDB(t)}
@@ -242,7 +243,7 @@ func TestProgressCountsUnderConcurrency(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{ProgressEvery: 3 * time.Millisecond, ProgressCacheTTL: time.Millisecond})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "race", EventType: asyncevent.FirstCome, CapacityTotal: 1000})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var (
 		wg  sync.WaitGroup
 		mu  sync.Mutex

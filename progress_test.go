@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // poll is one answer of GetRequest to a request waiting in line.
@@ -42,7 +43,7 @@ func TestPlaceInLineIsHonest(t *testing.T) {
 	// order (queuedAt), which a standard queue keeps only roughly: the test is of the
 	// estimate's math, and docs/design.md says what the queue's order costs it.
 	const backlog = 600
-	sent := &sentMessages{byRequest: map[string]asyncevent.OutgoingMessage{}}
+	sent := &sentMessages{byRequest: map[string]queue.OutgoingMessage{}}
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Go(func() {
@@ -57,7 +58,7 @@ func TestPlaceInLineIsHonest(t *testing.T) {
 	wg.Wait()
 	clock.stop() // from here the test moves the clock
 	require.NoError(t, c.FlushProgress(ctx))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
 	for cursor := ""; ; {
 		page, err := c.ListEventRequests(ctx, "line", asyncevent.EventListOptions{Limit: 500, Cursor: cursor})
@@ -82,7 +83,7 @@ func TestPlaceInLineIsHonest(t *testing.T) {
 		if len(ds) == 0 {
 			break
 		}
-		proc.ProcessMessages(ctx, ds)
+		asynceventtest.Process(ctx, proc, ds)
 		require.NoError(t, c.FlushProgress(ctx))
 		if step%2 != 0 {
 			continue
@@ -141,12 +142,12 @@ func TestPlaceInLineIsHonest(t *testing.T) {
 
 // sentMessages is a queue that only keeps what was sent to it, by request.
 type sentMessages struct {
-	asyncevent.Queue
+	queue.Queue
 	mu        sync.Mutex
-	byRequest map[string]asyncevent.OutgoingMessage
+	byRequest map[string]queue.OutgoingMessage
 }
 
-func (s *sentMessages) Send(_ context.Context, m asyncevent.OutgoingMessage) error {
+func (s *sentMessages) Send(_ context.Context, m queue.OutgoingMessage) error {
 	var body asyncevent.Message
 	if err := json.Unmarshal(m.Body, &body); err != nil {
 		return err

@@ -147,33 +147,32 @@ const (
 
 // notExists is the condition of every first write of an item:
 // attribute_not_exists(PK) AND attribute_not_exists(SK).
-var notExists = expression.AttributeNotExists(expression.Name(attrPK)).
-	And(expression.AttributeNotExists(expression.Name(attrSK)))
+var notExists = fixed(expression.AttributeNotExists(expression.Name(attrPK)).
+	And(expression.AttributeNotExists(expression.Name(attrSK))))
 
 // leaseHeld: the request is held under the caller's lease (with status = PROCESSING).
-var leaseHeld = expression.Name(attrLeaseOwner).Equal(expression.Value(pLeaseOwner))
+var leaseHeld = compare(expression.Name(attrLeaseOwner).Equal, pLeaseOwner)
 
 // leaseExpired: the lease of a PROCESSING request has run out.
-var leaseExpired = expression.Name(attrLeaseExpiresAt).LessThanEqual(expression.Value(pNow))
+var leaseExpired = compare(expression.Name(attrLeaseExpiresAt).LessThanEqual, pNow)
 
 // leaseFree: no other worker holds the request under a live lease.
-var leaseFree = expression.Name(attrStatus).NotEqual(expression.Value(StatusProcessing)).
-	Or(leaseHeld).Or(leaseExpired)
+var leaseFree = either(fixed(expression.Name(attrStatus).NotEqual(expression.Value(StatusProcessing))), leaseHeld, leaseExpired)
 
 // failable: a final failure may end the request: no other worker holds it under a
 // live lease, it is no lottery entry queued by its cutoff, and it is no first-come
 // request unless the caller holds its lease (leaseFree AND
 // notAnEntry AND notSeated): only the lease holder can make sure that no seat is
 // spent for it.
-var failable = leaseFree.And(notAnEntry).And(notSeated)
+var failable = all(leaseFree, notAnEntry, notSeated)
 
 // notSeated: the request is no first-come one, or the caller holds its lease (a
 // first-come request may hold a seat from before any write on it, its home claim):
 // eventType <> FIRST_COME OR leaseOwner = :leaseOwner.
-var notSeated = expression.Name(attrEventType).NotEqual(expression.Value(FirstCome)).Or(leaseHeld)
+var notSeated = either(fixed(expression.Name(attrEventType).NotEqual(expression.Value(FirstCome))), leaseHeld)
 
 // heldUnderLease: status = PROCESSING AND leaseOwner = :leaseOwner.
-var heldUnderLease = expression.Name(attrStatus).Equal(expression.Value(StatusProcessing)).And(leaseHeld)
+var heldUnderLease = all(fixed(expression.Name(attrStatus).Equal(expression.Value(StatusProcessing))), leaseHeld)
 
 // finalSets are the sets of a final result.
 func finalSets(ui UIResult, code ResultCode) []set {
@@ -183,10 +182,10 @@ func finalSets(ui UIResult, code ResultCode) []set {
 // The request's rows.
 var (
 	createRequestRow = row{
-		name: "create request", method: "Participate", item: EntityRequest, op: opPut, cond: &notExists,
+		name: "create request", method: "Participate", item: EntityRequest, op: opPut, cond: notExists,
 	}
 	incompleteRequestRow = row{
-		name: "end incomplete request", method: "Submit", item: EntityRequest, op: opPut, cond: &notExists,
+		name: "end incomplete request", method: "Submit", item: EntityRequest, op: opPut, cond: notExists,
 	}
 	markQueuedRow = row{
 		name: "mark queued", method: "MarkQueued", item: EntityRequest, op: opUpdate,
@@ -203,7 +202,7 @@ var (
 	}
 	startProcessingRow = row{
 		name: "start processing", method: "StartProcessing", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: &leaseExpired}},
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: leaseExpired}},
 		to:   StatusProcessing,
 		sets: []set{
 			setTo(attrStartedAt, pNow), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt),
@@ -211,12 +210,12 @@ var (
 		},
 	}
 	extendLeaseRow = row{
-		name: "lease heartbeat", method: "Processor.ProcessMessages", item: EntityRequest, op: opUpdate, cond: &heldUnderLease,
+		name: "lease heartbeat", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate, cond: heldUnderLease,
 		sets: []set{setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 	}
 	capacityRejectedRow = row{
 		name: "first-come capacity rejected", method: "MarkCapacityRejected", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusProcessing}}, guard: &leaseHeld, to: StatusRejected,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedCapacity),
 	}
 	soldOutRow = row{
@@ -226,7 +225,7 @@ var (
 	}
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
-		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: &failable,
+		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: failable,
 		to:   StatusFailedFinal,
 		sets: failureSets,
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // review26Pool reads an event's pool (its Returns item) as the table holds it.
@@ -69,7 +70,7 @@ func TestReview26PoolSeatOfARedeliveryIsTakenOnce(t *testing.T) {
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "redo", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	submitAll(t, c, clock, q, "redo", 2)
 	drain(t, proc, q)
@@ -112,7 +113,7 @@ func TestReview26TwoCancelsOfOneWinnerApplyOnce(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "twice", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "twice", 3)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	winner := byStatus(t, c, ids)[asyncevent.StatusSucceeded][0]
@@ -162,7 +163,7 @@ func TestReview26CutoffDoesNotMoveOnceTheDrawBegan(t *testing.T) {
 	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "skew", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	submitAll(t, c, clock, q, "skew", 3)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	_, err = drawer.Draw(ctx, "skew")
@@ -188,7 +189,7 @@ func TestReview26SeatsAddedAgainAfterThePoolRanDry(t *testing.T) {
 			c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "again", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: shards})
 			require.NoError(t, err)
-			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+			q := queue.NewMemory(queue.MemoryOptions{})
 			proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 			submitAll(t, c, clock, q, "again", 5)
 			drain(t, proc, q)
@@ -281,7 +282,7 @@ func TestReview26ShardEmptiedBetweenAddsReadAndWrite(t *testing.T) {
 	c := asynceventtest.NewTableOn(t, h, asyncevent.Options{Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "emptied", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	first := submitAll(t, c, clock, q, "emptied", 1)
 	drain(t, proc, q)
@@ -332,7 +333,7 @@ func TestReview26PoolClaimLandingAfterItsLease(t *testing.T) {
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "late", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	submitAll(t, c, clock, q, "late", 3)
 	drain(t, proc, q)

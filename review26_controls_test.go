@@ -13,6 +13,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // A closed event cannot be resumed. Pause, then close: ResumeEvent's condition is
@@ -71,7 +72,7 @@ func TestReview26PauseOrCloseOfALotteryPastItsCutoffIsRefused(t *testing.T) {
 	cfg, err := c.GetEvent(ctx, "lot")
 	require.NoError(t, err)
 	require.Equal(t, asyncevent.StateClosed, cfg.StateAt(clock.Now()))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = c.Submit(ctx, q, "lot", "late")
 	require.ErrorIs(t, err, asyncevent.ErrEventClosed, "ingest: closed")
 
@@ -99,7 +100,7 @@ func TestReview26ConcurrentCancelsOfDifferentWinnersAllApply(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fraud", EventType: asyncevent.FirstCome, CapacityTotal: 6, CapacityShards: 2})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "fraud", 6)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	require.Len(t, byStatus(t, c, ids)[asyncevent.StatusSucceeded], 6)
@@ -135,7 +136,7 @@ func TestReview26AddRacingACancelIsTriedAgain(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "race", EventType: asyncevent.FirstCome, CapacityTotal: 40, CapacityShards: 2})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "race", 10)
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
@@ -253,7 +254,7 @@ func TestReview26RepeatClickOnAPausedEvent(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "rep", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	first, err := c.Submit(ctx, q, "rep", "u1")
 	require.NoError(t, err)
 	up, err := c.PauseEvent(ctx, "rep", "ops")
@@ -288,7 +289,7 @@ func TestReview26EventClosedBeforeItStartsIsClosed(t *testing.T) {
 	require.True(t, up.Applied, up.Reason)
 	clock.Advance(time.Second)
 	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(clock.Now()), "a closed event")
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = c.Submit(ctx, q, "off", "early")
 	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
 	page, err := c.ListEvents(ctx, 0, "")

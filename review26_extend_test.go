@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // ExtendEvent moves the CONFIG's endsAt and nothing else, but two items carry a copy
@@ -55,7 +56,7 @@ func TestReview26ExtendedEndKeepsTheLocks(t *testing.T) {
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "month", EventType: asyncevent.FirstCome, CapacityTotal: 5,
 		EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = c.Submit(ctx, q, "month", "early")
 	require.NoError(t, err)
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // review26PoolClaims counts the claims sent on an event's pool (UpdateItem of
@@ -45,7 +46,7 @@ func TestReview26PoolDrainedIsRememberedDry(t *testing.T) {
 			c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "dry", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: shards})
 			require.NoError(t, err)
-			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+			q := queue.NewMemory(queue.MemoryOptions{})
 			proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 			drain(t, proc, q)
 			first := submitAll(t, c, clock, q, "dry", 6)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Cancels during a spike, on DynamoDB's limits (asynceventtest.NewLimitedClient: a
@@ -36,7 +37,7 @@ func review26SpikeWithCancels(t *testing.T, withCancels bool) {
 	require.NoError(t, err)
 	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "busy", EventType: asyncevent.FirstCome, CapacityTotal: 1500, CapacityShards: 4})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	const users = 600
 	var wg sync.WaitGroup
 	work := make(chan int)

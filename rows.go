@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,8 +26,9 @@ import (
 // a row into a DynamoDB call: a conditional UpdateItem, PutItem or DeleteItem, or a
 // TransactWriteItems when a status-log entry or another item goes with it.
 //
-// A row's expressions are built once, with params standing in for the values that
-// change from call to call; a call fills its params in.
+// A row's conditions and actions name the values that change from call to call as
+// params; a write carries their values (args), and build puts them into the row's
+// expression for that write.
 
 // op is the DynamoDB operation of a row.
 type op string
@@ -51,183 +51,234 @@ type row struct {
 	// writes no status has no from, and cond is its whole condition.
 	from  []leave
 	to    Status
-	guard *expression.ConditionBuilder // holds too, whatever the status left
-	cond  *expression.ConditionBuilder // the condition of a row that writes no status
+	guard cond // holds too, whatever the status left
+	cond  cond // the condition of a row that writes no status
 
 	sets    []set    // the update's SET actions besides status, in order
-	adds    []set    // the update's ADD actions: an element into a set
-	deletes []set    // the update's DELETE actions: an element out of a set
+	adds    []set    // the update's ADD actions: a number, or elements into a set
+	deletes []set    // the update's DELETE actions: elements out of a set
 	removes []string // the update's REMOVE actions: attributes it drops
 
 	// loggedAt is the param holding the transition's own time, which its status-log
 	// entry records. Default: pNow.
 	loggedAt param
-
-	once    sync.Once
-	all     built            // the condition allowing every status of from
-	byStart map[Status]built // the condition of each status of from alone (Options.StatusLog)
 }
 
 // leave is a status a row may leave, with what must hold besides when it does.
 type leave struct {
 	status Status
-	when   *expression.ConditionBuilder
+	when   cond
 }
 
-// set is one SET action of an update.
-type set struct {
-	attr  string
-	value expression.OperandBuilder
-}
-
-// addTo adds p's value, a set, to the set attr.
-func addTo(attr string, p param) set { return set{attr, expression.Value(p)} }
-
-// setTo sets attr to v: a constant, or a param filled in by each call.
-func setTo(attr string, v any) set { return set{attr, expression.Value(v)} }
-
-// setIfMissing sets attr to p's value where the item has no attr yet.
-func setIfMissing(attr string, p param) set {
-	return set{attr, expression.IfNotExists(expression.Name(attr), expression.Value(p))}
-}
-
-// param stands for a value that a row's expression takes at each call.
+// param names a value that a row's conditions and actions take at each call.
 type param string
 
-// paramMark begins the text a param marshals to in a built expression, which no
-// stored value begins with.
-const paramMark = "\x00param:"
-
-// MarshalDynamoDBAttributeValue writes the placeholder that fill replaces.
-func (p param) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
-	return &types.AttributeValueMemberS{Value: paramMark + string(p)}, nil
-}
-
-// args are the values of a row's params for one call.
+// args are a write's values of its row's params, each of the Go type its attribute
+// holds: EpochMillis for a time, a stringSet or numberSet for a set, and so on.
 type args map[param]any
 
-// built is a row's expression, built once; fill completes it for a call.
-type built struct {
-	condition *string
-	update    *string
-	names     map[string]string
-	values    map[string]types.AttributeValue // the constants
-	params    map[string]param                // value placeholder → the param it stands for
+// values gives a row's conditions and actions the values of their params.
+type values interface {
+	// value is p's value as an operand.
+	value(p param) expression.ValueBuilder
+	// text is p's value where the expression package takes a string (Contains).
+	text(p param) string
 }
 
-func (r *row) build() {
-	r.once.Do(func() {
-		r.all = r.mustBuild(r.condition(r.from))
-		if len(r.from) > 1 {
-			r.byStart = map[Status]built{}
-			for _, l := range r.from {
-				r.byStart[l.status] = r.mustBuild(r.condition([]leave{l}))
-			}
+// callValues are a write's args; lacks lists the params they did not give.
+type callValues struct {
+	args  args
+	lacks []param
+}
+
+func (v *callValues) value(p param) expression.ValueBuilder {
+	a, ok := v.args[p]
+	if !ok {
+		v.lacks = append(v.lacks, p)
+	}
+	return expression.Value(a)
+}
+
+func (v *callValues) text(p param) string {
+	s, ok := v.args[p].(string)
+	if !ok {
+		v.lacks = append(v.lacks, p)
+	}
+	return s
+}
+
+// docValues give each param as :name, the way the access-pattern table of doc.go
+// shows it.
+type docValues struct{}
+
+func (docValues) value(p param) expression.ValueBuilder { return expression.Value(":" + string(p)) }
+func (docValues) text(p param) string                   { return ":" + string(p) }
+
+// A cond is a condition of a row, which may take params' values from v.
+type cond func(v values) expression.ConditionBuilder
+
+// fixed is a cond that takes no param.
+func fixed(c expression.ConditionBuilder) cond {
+	return func(values) expression.ConditionBuilder { return c }
+}
+
+// compare is the cond that op holds against p's value, as in
+// compare(expression.Name(attrEndsAt).LessThan, pEndsAt).
+func compare(op func(expression.OperandBuilder) expression.ConditionBuilder, p param) cond {
+	return func(v values) expression.ConditionBuilder { return op(v.value(p)) }
+}
+
+// all is the cond that each of cs holds, read left to right: all(a, b, c) is
+// ((a AND b) AND c).
+func all(cs ...cond) cond {
+	return func(v values) expression.ConditionBuilder {
+		c := cs[0](v)
+		for _, next := range cs[1:] {
+			c = c.And(next(v))
 		}
-	})
+		return c
+	}
 }
 
-// condition is the row's condition when the request may be in any of from.
-func (r *row) condition(from []leave) *expression.ConditionBuilder {
-	if len(from) == 0 {
-		return r.cond
+// either is the cond that one of cs holds, read left to right like all.
+func either(cs ...cond) cond {
+	return func(v values) expression.ConditionBuilder {
+		c := cs[0](v)
+		for _, next := range cs[1:] {
+			c = c.Or(next(v))
+		}
+		return c
+	}
+}
+
+// not is the cond that c does not hold.
+func not(c cond) cond {
+	return func(v values) expression.ConditionBuilder { return expression.Not(c(v)) }
+}
+
+// set is one action of an update on attr, with a constant or a param's value.
+type set struct {
+	attr      string
+	constant  any   // a value, or an operand of constants
+	param     param // when not "", the value; constant is unused
+	ifMissing bool  // a SET only where the item has no attr yet
+}
+
+// setTo sets attr to v: a constant, a param's value at each call, or an operand
+// (expression.Name(attr).Minus(expression.Value(1))).
+func setTo(attr string, v any) set {
+	if p, ok := v.(param); ok {
+		return set{attr: attr, param: p}
+	}
+	return set{attr: attr, constant: v}
+}
+
+// addTo adds v to attr: a number, or a set's elements (a param, or a constant).
+func addTo(attr string, v any) set { return setTo(attr, v) }
+
+// setIfMissing sets attr to p's value where the item has no attr yet.
+func setIfMissing(attr string, p param) set { return set{attr: attr, param: p, ifMissing: true} }
+
+// value is the action's value with v's params.
+func (s set) value(v values) expression.ValueBuilder {
+	if s.param != "" {
+		return v.value(s.param)
+	}
+	return expression.Value(s.constant)
+}
+
+// operand is a SET action's operand with v's params.
+func (s set) operand(v values) expression.OperandBuilder {
+	if o, ok := s.constant.(expression.OperandBuilder); ok {
+		return o
+	}
+	if s.ifMissing {
+		return expression.IfNotExists(expression.Name(s.attr), s.value(v))
+	}
+	return s.value(v)
+}
+
+// build is the row's expression for one write: its condition leaving start ("" for
+// any status of from), and its update, with v's values. A row without condition or
+// update (a delete whatever the item holds) has an empty one.
+func (r *row) build(v values, start Status) (expression.Expression, error) {
+	c := r.condition(v, start)
+	u, updates := r.update(v)
+	if c == nil && !updates {
+		return expression.Expression{}, nil
+	}
+	b := expression.NewBuilder()
+	if c != nil {
+		b = b.WithCondition(*c)
+	}
+	if updates {
+		b = b.WithUpdate(u)
+	}
+	e, err := b.Build()
+	if err != nil {
+		return e, fmt.Errorf("asyncevent: row %q: %w", r.name, err)
+	}
+	return e, nil
+}
+
+// condition is the row's condition leaving start, or any status of from when start
+// is "" or not one of them; nil when the row has none.
+func (r *row) condition(v values, start Status) *expression.ConditionBuilder {
+	if len(r.from) == 0 {
+		if r.cond == nil {
+			return nil
+		}
+		c := r.cond(v)
+		return &c
+	}
+	if !r.leaves(start) {
+		start = ""
 	}
 	var cond expression.ConditionBuilder
-	for i, l := range from {
+	first := true
+	for _, l := range r.from {
+		if start != "" && l.status != start {
+			continue
+		}
 		c := expression.Name(attrStatus).Equal(expression.Value(l.status))
 		if l.when != nil {
-			c = c.And(*l.when)
+			c = c.And(l.when(v))
 		}
-		if i == 0 {
-			cond = c
+		if first {
+			cond, first = c, false
 		} else {
 			cond = cond.Or(c)
 		}
 	}
 	if r.guard != nil {
-		cond = cond.And(*r.guard)
+		cond = cond.And(r.guard(v))
 	}
 	return &cond
 }
 
-// mustBuild builds the row's expression under cond. A row that does not build is a
-// mistake in its declaration, found by the first test that writes it.
-func (r *row) mustBuild(cond *expression.ConditionBuilder) built {
-	if cond == nil && r.to == "" && len(r.sets)+len(r.adds)+len(r.deletes)+len(r.removes) == 0 {
-		return built{params: map[string]param{}} // a delete whatever the item holds
+// update is the row's update: its status, then its actions in order; false when it
+// writes nothing.
+func (r *row) update(v values) (expression.UpdateBuilder, bool) {
+	var u expression.UpdateBuilder
+	if r.to == "" && len(r.sets)+len(r.adds)+len(r.deletes)+len(r.removes) == 0 {
+		return u, false
 	}
-	b := expression.NewBuilder()
-	if cond != nil {
-		b = b.WithCondition(*cond)
-	}
-	sets := r.sets
 	if r.to != "" {
-		sets = append([]set{setTo(attrStatus, r.to)}, sets...)
+		u = u.Set(expression.Name(attrStatus), expression.Value(r.to))
 	}
-	if len(sets)+len(r.adds)+len(r.deletes)+len(r.removes) > 0 {
-		var u expression.UpdateBuilder
-		for _, s := range sets {
-			u = u.Set(expression.Name(s.attr), s.value)
-		}
-		for _, a := range r.adds {
-			u = u.Add(expression.Name(a.attr), a.value.(expression.ValueBuilder))
-		}
-		for _, d := range r.deletes {
-			u = u.Delete(expression.Name(d.attr), d.value.(expression.ValueBuilder))
-		}
-		for _, name := range r.removes {
-			u = u.Remove(expression.Name(name))
-		}
-		b = b.WithUpdate(u)
+	for _, s := range r.sets {
+		u = u.Set(expression.Name(s.attr), s.operand(v))
 	}
-	expr, err := b.Build()
-	if err != nil {
-		panic(fmt.Sprintf("asyncevent: row %q does not build: %v", r.name, err))
+	for _, a := range r.adds {
+		u = u.Add(expression.Name(a.attr), a.value(v))
 	}
-	out := built{condition: expr.Condition(), update: expr.Update(), names: expr.Names(), params: map[string]param{}}
-	if (r.op == opUpdate) != (out.update != nil) {
-		panic(fmt.Sprintf("asyncevent: row %q: an update row must set something, and only an update row may", r.name))
+	for _, d := range r.deletes {
+		u = u.Delete(expression.Name(d.attr), d.value(v))
 	}
-	out.values = map[string]types.AttributeValue{}
-	for k, v := range expr.Values() {
-		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.HasPrefix(s.Value, paramMark) {
-			out.params[k] = param(strings.TrimPrefix(s.Value, paramMark))
-			continue
-		}
-		out.values[k] = v
+	for _, name := range r.removes {
+		u = u.Remove(expression.Name(name))
 	}
-	return out
-}
-
-// variant is the row's built expression leaving start, or leaving any status of
-// from when start is "".
-func (r *row) variant(start Status) built {
-	r.build()
-	if b, ok := r.byStart[start]; ok {
-		return b
-	}
-	return r.all
-}
-
-// fill returns the expression's values for a call: its constants and the call's
-// params.
-func (b built) fill(name string, a args) (map[string]types.AttributeValue, error) {
-	if len(b.values)+len(b.params) == 0 {
-		return nil, nil
-	}
-	values := maps.Clone(b.values)
-	for placeholder, p := range b.params {
-		v, ok := a[p]
-		if !ok {
-			return nil, fmt.Errorf("asyncevent: row %q: no value for %s", name, p)
-		}
-		av, err := attributevalue.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("asyncevent: row %q: %s: %w", name, p, err)
-		}
-		values[placeholder] = av
-	}
-	return values, nil
+	return u, true
 }
 
 // logTime is the param of the time the row's status-log entry records.
@@ -507,21 +558,19 @@ func CanTransition(from, to Status) bool {
 // placeholder matches the name and value placeholders of a built expression.
 var placeholder = regexp.MustCompile(`[#:][0-9]+`)
 
-// describe writes a built expression back in the words of the access-pattern table:
-// attribute names for their placeholders, constants as they are, and params as
-// :name.
-func (b built) describe(text *string) string {
+// describe writes text, a part of e, in the words of the access-pattern table:
+// attribute names for their placeholders and values as they are (a row built with
+// docValues shows its params as :name).
+func describe(e expression.Expression, text *string) string {
 	if text == nil {
 		return ""
 	}
+	names, values := e.Names(), e.Values()
 	return strings.TrimSpace(placeholder.ReplaceAllStringFunc(strings.ReplaceAll(*text, "\n", " "), func(ph string) string {
-		if n, ok := b.names[ph]; ok {
+		if n, ok := names[ph]; ok {
 			return n
 		}
-		if p, ok := b.params[ph]; ok {
-			return ":" + string(p)
-		}
-		switch v := b.values[ph].(type) {
+		switch v := values[ph].(type) {
 		case *types.AttributeValueMemberS:
 			return v.Value
 		case *types.AttributeValueMemberN:

@@ -21,6 +21,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // isHeartbeat tells the "lease heartbeat" row (and the lease release, the same row):
@@ -84,7 +85,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 	_, err = a.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	pr, err := a.Submit(ctx, q, "drop", "user-r")
 	require.NoError(t, err)
 	pu, err := a.Participate(ctx, "drop", "user-u")
@@ -196,7 +197,7 @@ func TestTheLastReceiveEndsARequestAnEarlierDeliveryStarted(t *testing.T) {
 	require.NoError(t, err)
 	body, err := asyncevent.EncodeMessage(m)
 	require.NoError(t, err)
-	res := asynceventtest.WorkDelivery(ctx, t, broken, asyncevent.Delivery{Body: body, ReceiveCount: asyncevent.DefaultMaxReceives}, asyncevent.ProcessOptions{})
+	res := asynceventtest.WorkDelivery(ctx, t, broken, queue.Delivery{Body: body, ReceiveCount: asyncevent.DefaultMaxReceives}, asyncevent.ProcessOptions{})
 	t.Logf("last receive: %s redeliver=%v %v", res.Kind, res.Redeliver, res.Err)
 	after, err := c.GetRequest(ctx, p.RequestID)
 	require.NoError(t, err)
@@ -247,7 +248,7 @@ func TestALostEmptyShardRecordIsHealed(t *testing.T) {
 	for _, m := range ms[:shards+2] { // sells out; two losers on the same worker
 		body, err := asyncevent.EncodeMessage(m)
 		require.NoError(t, err)
-		p.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: m.RequestID, Body: body, ReceiveCount: 1}})
+		asynceventtest.Process(ctx, p, []queue.Delivery{{MessageID: m.RequestID, Body: body, ReceiveCount: 1}})
 	}
 	require.True(t, drop.dropped.Load(), "one record was lost")
 	for i, m := range ms[shards+2:] { // a new worker per loser

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // The seat claim at the edges: a shard refusing every claim, a delivery that died
@@ -185,7 +186,7 @@ func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
 	for _, m := range ms[:shards+10] { // sells out, and its losers find every shard empty
 		body, err := asyncevent.EncodeMessage(m)
 		require.NoError(t, err)
-		require.Empty(t, p.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: m.RequestID, Body: body, ReceiveCount: 1}}))
+		require.Empty(t, asynceventtest.Process(ctx, p, []queue.Delivery{{MessageID: m.RequestID, Body: body, ReceiveCount: 1}}))
 	}
 	ev, err := h.clean.GetEvent(ctx, "drop")
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func TestShardedEventSettings(t *testing.T) {
@@ -54,7 +55,7 @@ func TestShardedEventReadsAsOne(t *testing.T) {
 	assert.Equal(t, []int64{4, 4, 3}, []int64{capacity.Shards[0].CapacityTotal, capacity.Shards[1].CapacityTotal, capacity.Shards[2].CapacityTotal})
 	assert.Equal(t, int64(11), capacity.CapacityTotal)
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	const users = 60
 	for i := range users {
 		_, err := c.Submit(ctx, q, "sale", fmt.Sprintf("user-%02d", i))
@@ -124,7 +125,7 @@ func TestShardedLotteryDrawsAndVerifies(t *testing.T) {
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute)),
 	})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 30 {
 		_, err := c.Submit(ctx, q, "raffle", fmt.Sprintf("user-%02d", i))
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // A loser rejected in one write once the event is known to be sold out (RejectSoldOut)
@@ -23,7 +24,7 @@ func TestSoldOutLoserHasStartedAt(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
 	for _, u := range []string{"ann", "bob", "cat"} {
 		p, err := c.Submit(ctx, q, "sale", u)
@@ -37,7 +38,7 @@ func TestSoldOutLoserHasStartedAt(t *testing.T) {
 		ds, err := q.Receive(ctx, 1, 0, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
-		require.Empty(t, proc.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	}
 
 	last, err := c.GetRequest(ctx, ids[2])

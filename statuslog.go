@@ -42,7 +42,7 @@ type statusLogItem struct {
 }
 
 // statusLogRow writes a log entry, in the transaction of its transition.
-var statusLogRow = row{name: "status log", method: "Options.StatusLog", item: EntityStatusLog, op: opPut, cond: &notExists}
+var statusLogRow = row{name: "status log", method: "Options.StatusLog", item: EntityStatusLog, op: opPut, cond: notExists}
 
 // statusLogEntry returns the write of the log entry of one transition of requestID,
 // for the transaction that makes the transition. The entry's suffix is random, so two

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // With the status log on, every entry names the status the request left, also for
@@ -48,7 +49,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	}
 
 	// ann: QUEUED → PROCESSING (A), taken over after A's lease (B), failed by B.
-	queued, err := c.Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "ann")
+	queued, err := c.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "sale", "ann")
 	require.NoError(t, err)
 	ann := message(queued.RequestID, "ann")
 	tr, n := calls(func() (asyncevent.Transition, error) {
@@ -101,7 +102,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 		{"", asyncevent.StatusReceived}, {asyncevent.StatusReceived, asyncevent.StatusProcessing},
 	}, steps(bob.RequestID))
 
-	queued, err = c.Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "cat")
+	queued, err = c.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "sale", "cat")
 	require.NoError(t, err)
 	cat := message(queued.RequestID, "cat")
 	clock.Advance(time.Millisecond)
@@ -128,7 +129,7 @@ func TestStatusLogReadsInLifecycleOrder(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{StatusLog: true})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 500})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var workers []*asyncevent.Worker
 	for range 4 {
 		w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 4, WaitTime: 20 * time.Millisecond})

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // SweepOptions configures Sweep. The zero value is valid.
@@ -57,7 +59,7 @@ type sweepRow struct {
 // worker's start is conditional, so a request that was only slow is not processed
 // twice; several sweepers may run at once. A lock left without its request is not on
 // an index; the user's next click heals it (Submit).
-func (c *Client) Sweep(ctx context.Context, q Queue, eventID string, opts SweepOptions) (*SweepReport, error) {
+func (c *Client) Sweep(ctx context.Context, q queue.Queue, eventID string, opts SweepOptions) (*SweepReport, error) {
 	if _, err := newEventPartition(eventID); err != nil {
 		return nil, err
 	}
@@ -115,14 +117,14 @@ func (c *Client) stuck(r sweepRow, after time.Duration) bool {
 
 // resend sends a request's message again. On a FIFO queue the deduplication ID
 // differs from the first send's, or the queue would drop it.
-func (c *Client) resend(ctx context.Context, q Queue, eventID string, r sweepRow) error {
+func (c *Client) resend(ctx context.Context, q queue.Queue, eventID string, r sweepRow) error {
 	body, err := EncodeMessage(c.messageOf(&Request{
 		RequestID: r.RequestID, EventID: eventID, UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt,
 	}))
 	if err != nil {
 		return err
 	}
-	return c.sendMessage(ctx, q, OutgoingMessage{
+	return c.sendMessage(ctx, q, queue.OutgoingMessage{
 		Body: body, GroupID: eventID,
 		DeduplicationID: requestToken(r.RequestID, "sweep", int(c.now())),
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func TestSweepRedrivesStuckRequests(t *testing.T) {
@@ -24,7 +25,7 @@ func TestSweepRedrivesStuckRequests(t *testing.T) {
 
 	// Three requests whose messages are lost, one whose worker died mid-message, one
 	// lottery entry waiting for its draw.
-	lost := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	lost := queue.NewMemory(queue.MemoryOptions{})
 	var stuck []string
 	for _, u := range []string{"a", "b", "c", "d"} {
 		p, err := c.Submit(ctx, lost, "ev", u)
@@ -42,7 +43,7 @@ func TestSweepRedrivesStuckRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	opts := asyncevent.SweepOptions{StuckAfter: 5 * time.Minute, RatePerSecond: 1000}
 	report, err := c.Sweep(ctx, q, "ev", opts)
 	require.NoError(t, err)
@@ -64,7 +65,7 @@ func TestSweepRedrivesStuckRequests(t *testing.T) {
 	for q.Len().Visible > 0 {
 		ds, err := q.Receive(ctx, 1, 0, time.Minute)
 		require.NoError(t, err)
-		assert.Empty(t, p.ProcessMessages(ctx, ds))
+		assert.Empty(t, asynceventtest.Process(ctx, p, ds))
 		require.NoError(t, q.Delete(ctx, ds[0].Receipt))
 	}
 	for _, id := range stuck {
@@ -87,7 +88,7 @@ func TestConcurrentSweepersOnlyMakeDuplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c, clock := newIngest(t, asyncevent.Options{}) // FIRST_COME "ev", capacity 10
-	lost := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	lost := queue.NewMemory(queue.MemoryOptions{})
 	var users []string
 	for i := range 30 {
 		users = append(users, fmt.Sprintf("u%02d", i))
@@ -96,7 +97,7 @@ func TestConcurrentSweepersOnlyMakeDuplicates(t *testing.T) {
 	}
 	clock.Advance(6 * time.Minute)
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	var sweepers, workers sync.WaitGroup
 	resent := make([]int, 4)
@@ -116,7 +117,7 @@ func TestConcurrentSweepersOnlyMakeDuplicates(t *testing.T) {
 				ds, err := q.Receive(ctx, 5, 20*time.Millisecond, 50*time.Millisecond)
 				assert.NoError(t, err)
 				for i, d := range ds {
-					if len(p.ProcessMessages(ctx, ds[i:i+1])) == 0 {
+					if len(asynceventtest.Process(ctx, p, ds[i:i+1])) == 0 {
 						assert.NoError(t, q.Delete(ctx, d.Receipt))
 					}
 				}
@@ -164,7 +165,7 @@ func TestSweepFindsLostMessagesAfterTheEventClosed(t *testing.T) {
 	require.NoError(t, err)
 
 	clock.Advance(10 * time.Minute) // both events closed, the requests stuck
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	opts := asyncevent.SweepOptions{StuckAfter: 5 * time.Minute, RatePerSecond: 1000}
 	report, err := c.Sweep(ctx, q, "ev", opts)
 	require.NoError(t, err)
@@ -175,7 +176,7 @@ func TestSweepFindsLostMessagesAfterTheEventClosed(t *testing.T) {
 	ds, err := q.Receive(ctx, 10, 0, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, ds, 3)
-	var firstCome []asyncevent.Delivery
+	var firstCome []queue.Delivery
 	for _, d := range ds {
 		m, err := asyncevent.DecodeMessage(d.Body)
 		require.NoError(t, err)
@@ -185,7 +186,7 @@ func TestSweepFindsLostMessagesAfterTheEventClosed(t *testing.T) {
 			assert.Equal(t, entry.RequestID, m.RequestID)
 		}
 	}
-	assert.Empty(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}).ProcessMessages(ctx, firstCome))
+	assert.Empty(t, asynceventtest.Process(ctx, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), firstCome))
 	for _, id := range []string{received.RequestID, dropped.RequestID} {
 		r, err := c.GetRequest(ctx, id)
 		require.NoError(t, err)

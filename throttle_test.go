@@ -21,6 +21,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Throttling: DynamoDB refusing throughput, as asynceventtest.NewLimitedClient
@@ -312,7 +313,7 @@ func TestThrottledWorkerLeavesTheMessageAndALaterDeliveryFinishesIt(t *testing.T
 
 	before := h.limits.Counts().Throttled
 	started := h.clock.Now()
-	res := asynceventtest.WorkDelivery(ctx, t, h.c, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 1}, opts)
+	res := asynceventtest.WorkDelivery(ctx, t, h.c, queue.Delivery{MessageID: "m", Body: body, ReceiveCount: 1}, opts)
 	assert.Equal(t, asyncevent.OutcomeThrottled, res.Kind)
 	assert.ErrorIs(t, res.Err, asyncevent.ErrThrottled)
 	assert.True(t, res.Redeliver, "the message is left for redelivery")
@@ -323,7 +324,7 @@ func TestThrottledWorkerLeavesTheMessageAndALaterDeliveryFinishesIt(t *testing.T
 	assert.Equal(t, int64(1), h.seatsLeft(t))
 
 	h.clock.Advance(31 * time.Second)
-	res = asynceventtest.WorkDelivery(ctx, t, h.c, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 2}, opts)
+	res = asynceventtest.WorkDelivery(ctx, t, h.c, queue.Delivery{MessageID: "m", Body: body, ReceiveCount: 2}, opts)
 	assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
 	assert.False(t, res.Redeliver)
 	asynceventtest.CheckEvent(t, h.clean, "hot", asynceventtest.CheckOptions{Users: []string{"ann"}})
@@ -358,7 +359,7 @@ func TestThrottledOnTheLastReceiveEndsFailedFinal(t *testing.T) {
 		}
 		h.clock.Advance(2 * time.Hour)
 	}()
-	res := asynceventtest.WorkDelivery(ctx, t, h.c, asyncevent.Delivery{MessageID: "m", Body: body, ReceiveCount: 3}, opts)
+	res := asynceventtest.WorkDelivery(ctx, t, h.c, queue.Delivery{MessageID: "m", Body: body, ReceiveCount: 3}, opts)
 	<-cooled
 	assert.Equal(t, asyncevent.OutcomeDeadLetter, res.Kind, "%v", res.Err)
 	assert.ErrorIs(t, res.Err, asyncevent.ErrThrottled)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // refusals counts the transactions DynamoDB cancelled on a failed condition, as they
@@ -62,7 +63,7 @@ func TestLostResponsesTakeNoSecondSeat(t *testing.T) {
 
 	const n = 40
 	users := make([]string, n)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range users {
 		users[i] = fmt.Sprintf("user-%02d", i)
 		p, err := c.Submit(ctx, q, "sale", users[i])

@@ -8,35 +8,9 @@ import (
 	"slices"
 	"sync"
 	"time"
-)
 
-// ProcessMessages processes a batch of deliveries and returns the IDs of the messages
-// that must come back (the rest are done and may be deleted): the shape of an AWS
-// Lambda SQS handler's partial batch response. The runs of Groups go at once, one
-// goroutine each; a FIFO group's deliveries go one after another in receive order,
-// and once one of them is not done, the group's later ones are not started and are
-// returned with it, so that they come back behind it, in order (what an SQS FIFO
-// queue's Lambda must do to keep the order).
-func (p *Processor) ProcessMessages(ctx context.Context, ds []Delivery) (failedIDs []string) {
-	done := make([]bool, len(ds))
-	var wg sync.WaitGroup
-	for _, run := range Groups(ds) {
-		wg.Go(func() {
-			for _, i := range run {
-				if done[i] = p.process(ctx, ds[i], nil).action == actDelete; !done[i] {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for i, d := range ds {
-		if !done[i] {
-			failedIDs = append(failedIDs, d.MessageID)
-		}
-	}
-	return failedIDs
-}
+	"github.com/asyncevent/asyncevent/queue"
+)
 
 // WorkerOptions configures a Worker. The zero value is valid.
 type WorkerOptions struct {
@@ -105,7 +79,7 @@ const deleteBatchDelay = 20 * time.Millisecond
 // again unstarted, behind it. Start it once; Stop stops it gracefully.
 type Worker struct {
 	p    *Processor
-	q    Queue
+	q    queue.Queue
 	opts WorkerOptions
 
 	mu      sync.Mutex
@@ -122,7 +96,7 @@ type Worker struct {
 }
 
 // NewWorker returns a Worker that processes q's messages on c's table.
-func NewWorker(c *Client, q Queue, opts WorkerOptions) (*Worker, error) {
+func NewWorker(c *Client, q queue.Queue, opts WorkerOptions) (*Worker, error) {
 	if c == nil || q == nil {
 		return nil, fmt.Errorf("%w: NewWorker needs a client and a queue", ErrInvalidOptions)
 	}
@@ -164,7 +138,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	// holds a receipt of, so it is let run to its end unless the queue says that
 	// cancelling it is safe; an abort ends it either way.
 	receiveCtx := workCtx
-	if cs, ok := w.q.(CancelSafeQueue); ok && cs.ReceiveIsCancelSafe() {
+	if cs, ok := w.q.(queue.CancelSafeQueue); ok && cs.ReceiveIsCancelSafe() {
 		receiveCtx = stopCtx
 	}
 	go w.batchDeletes()
@@ -319,8 +293,8 @@ func (w *Worker) receive(stopCtx, receiveCtx, workCtx context.Context) {
 			}
 			continue
 		}
-		for _, run := range Groups(ds) {
-			held := make([]Delivery, len(run))
+		for _, run := range queue.Groups(ds) {
+			held := make([]queue.Delivery, len(run))
 			for i, at := range run {
 				held[i] = ds[at]
 			}
@@ -336,7 +310,7 @@ func (w *Worker) receive(stopCtx, receiveCtx, workCtx context.Context) {
 // runInOrder processes a run of Groups one delivery after another. It starts none
 // once the worker is stopping, nor any after one that is not done: those it gives
 // back. The deliveries that wait are kept hidden meanwhile.
-func (w *Worker) runInOrder(stopCtx, ctx context.Context, ds []Delivery) {
+func (w *Worker) runInOrder(stopCtx, ctx context.Context, ds []queue.Delivery) {
 	var h *hider
 	if len(ds) > 1 {
 		h = w.hide(ctx, ds[1:])
@@ -361,7 +335,7 @@ func (w *Worker) runInOrder(stopCtx, ctx context.Context, ds []Delivery) {
 
 // giveBack makes held deliveries that were not started visible again at once, for
 // any worker, and frees their slots. A FIFO queue keeps them in their group's order.
-func (w *Worker) giveBack(ctx context.Context, ds []Delivery) {
+func (w *Worker) giveBack(ctx context.Context, ds []queue.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
@@ -383,13 +357,13 @@ func (w *Worker) giveBack(ctx context.Context, ds []Delivery) {
 // while they wait behind the run's earlier ones. A nil hider does nothing.
 type hider struct {
 	mu      sync.Mutex
-	waiting []Delivery
+	waiting []queue.Delivery
 	quit    chan struct{}
 	exited  chan struct{}
 }
 
 // hide starts keeping ds hidden, every half of the visibility timeout.
-func (w *Worker) hide(ctx context.Context, ds []Delivery) *hider {
+func (w *Worker) hide(ctx context.Context, ds []queue.Delivery) *hider {
 	h := &hider{waiting: ds, quit: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
 		defer close(h.exited)
@@ -416,7 +390,7 @@ func (w *Worker) hide(ctx context.Context, ds []Delivery) *hider {
 }
 
 // starting stops keeping d, the first of those waiting, hidden: its work now does.
-func (h *hider) starting(d Delivery) {
+func (h *hider) starting(d queue.Delivery) {
 	if h == nil {
 		return
 	}
@@ -439,7 +413,7 @@ func (h *hider) end() {
 
 // handle processes one delivery, does what its result asks of the queue, and reports
 // whether the message is done.
-func (w *Worker) handle(ctx context.Context, d Delivery) (done bool) {
+func (w *Worker) handle(ctx context.Context, d queue.Delivery) (done bool) {
 	extend := &extender{visibility: w.opts.VisibilityTimeout, extend: func(ctx context.Context) error {
 		return w.q.ChangeVisibility(ctx, d.Receipt, w.opts.VisibilityTimeout)
 	}}
@@ -526,7 +500,7 @@ func (w *Worker) batchDeletes() {
 // UpdateItem of the home shard, SET capacityRemaining = capacityRemaining + 1,
 // updatedAt, DELETE holders the request's seat token; condition contains(holders, the
 // token).
-func (p *Processor) ProcessOne(ctx context.Context, d Delivery, visibility time.Duration, keepAlive func(context.Context) error) (o Outcome, done bool, retryAfter time.Duration) {
+func (p *Processor) ProcessOne(ctx context.Context, d queue.Delivery, visibility time.Duration, keepAlive func(context.Context) error) (o Outcome, done bool, retryAfter time.Duration) {
 	extend := &extender{visibility: visibility, extend: keepAlive}
 	if visibility <= 0 {
 		extend.visibility = p.opts.LeaseDuration

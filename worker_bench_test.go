@@ -11,15 +11,16 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // queueUsers submits n users of a fresh FIRST_COME event and returns its queue.
-func queueUsers(b *testing.B, c *asyncevent.Client, eventID string, capacity int64, n int) *asyncevent.MemoryQueue {
+func queueUsers(b *testing.B, c *asyncevent.Client, eventID string, capacity int64, n int) *queue.Memory {
 	b.Helper()
 	ctx := context.Background()
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(b, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 16 {
@@ -57,7 +58,7 @@ func BenchmarkProcessMessage(b *testing.B) {
 			p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 			ds, err := q.Receive(ctx, 1, 0, time.Hour)
 			require.NoError(b, err)
-			p.ProcessMessages(ctx, ds) // the first winner; the sold-out case learns it next
+			asynceventtest.Process(ctx, p, ds) // the first winner; the sold-out case learns it next
 			before := counter.Snapshot()
 			b.ResetTimer()
 			for range b.N {
@@ -65,7 +66,7 @@ func BenchmarkProcessMessage(b *testing.B) {
 				if err != nil || len(ds) != 1 {
 					b.Fatal(err, len(ds))
 				}
-				if failed := p.ProcessMessages(ctx, ds); len(failed) != 0 {
+				if failed := asynceventtest.Process(ctx, p, ds); len(failed) != 0 {
 					b.Fatal("message failed")
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // processingLog records, from ProcessOptions.OnOutcome, the order in which requests
@@ -39,7 +40,7 @@ func (l *processingLog) requests() []string {
 
 // submitInOrder submits users one after another to a FIRST_COME event "sale" and
 // returns their requestIds in send order.
-func submitInOrder(t *testing.T, c *asyncevent.Client, q asyncevent.Queue, users int) []string {
+func submitInOrder(t *testing.T, c *asyncevent.Client, q queue.Queue, users int) []string {
 	t.Helper()
 	ids := make([]string, users)
 	for i := range ids {
@@ -87,9 +88,9 @@ func TestStrictModeFollowsQueueOrder(t *testing.T) {
 			t.Parallel()
 			const capacity, users = 7, 60
 			c := newSale(t, capacity)
-			var q asyncevent.Queue
+			var q queue.Queue
 			if kind == "memory" {
-				q = asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true})
+				q = queue.NewMemory(queue.MemoryOptions{FIFO: true})
 			} else {
 				q = asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: true})
 			}
@@ -124,7 +125,7 @@ func TestStrictModeFollowsQueueOrder(t *testing.T) {
 func TestWorkerRunsAGroupInReceiveOrder(t *testing.T) {
 	t.Parallel()
 	c := newSale(t, 100)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true})
+	q := queue.NewMemory(queue.MemoryOptions{FIFO: true})
 	sent := submitInOrder(t, c, q, 6)
 
 	var mu sync.Mutex
@@ -150,44 +151,4 @@ func TestWorkerRunsAGroupInReceiveOrder(t *testing.T) {
 	for _, r := range requestsOf(t, c, "sale") {
 		assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
 	}
-}
-
-// TestProcessMessagesKeepsAGroupsOrder is ProcessMessages on a batch of two groups:
-// each group in receive order, and the rest of a group after a message that is not
-// done returned unprocessed.
-func TestProcessMessagesKeepsAGroupsOrder(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	c := newSale(t, 100)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
-	sent := submitInOrder(t, c, q, 6)
-	ds := receiveUntil(t, q, 6, time.Minute)
-	for i := range ds {
-		ds[i].GroupID = []string{"a", "b"}[i%2]
-	}
-	var mu sync.Mutex
-	var ran []string
-	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, m.RequestID)
-		if m.RequestID == sent[2] {
-			return fmt.Errorf("downstream is down")
-		}
-		return nil
-	})})
-	failed := p.ProcessMessages(ctx, ds)
-
-	assert.Equal(t, []string{ds[2].MessageID, ds[4].MessageID}, failed, "group a stops at its failure")
-	var a, b []string
-	for _, id := range ran {
-		switch id {
-		case sent[0], sent[2], sent[4]:
-			a = append(a, id)
-		default:
-			b = append(b, id)
-		}
-	}
-	assert.Equal(t, []string{sent[0], sent[2]}, a)
-	assert.Equal(t, []string{sent[1], sent[3], sent[5]}, b)
 }

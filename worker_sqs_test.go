@@ -16,10 +16,11 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // queueDepth is the number of messages on an SQS queue, visible or in flight.
-func queueDepth(t *testing.T, q *asyncevent.SQSQueue) int {
+func queueDepth(t *testing.T, q *queue.SQS) int {
 	t.Helper()
 	out, err := asynceventtest.SQS(t).GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(q.URL()),
@@ -56,7 +57,7 @@ func TestWorkerOnSQS(t *testing.T) {
 			}
 			failing, err := c.Submit(ctx, q, "sale", "failing")
 			require.NoError(t, err)
-			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`{"v":1,`), GroupID: "sale", DeduplicationID: "poison"}))
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(`{"v":1,`), GroupID: "sale", DeduplicationID: "poison"}))
 
 			handler := asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
 				if m.UserID == "failing" {

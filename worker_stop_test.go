@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // gatedQueue holds each Receive until the test opens its gate, and tells when one
@@ -19,16 +20,16 @@ import (
 // not its caller has given up, and what a caller who has given up is handed stays
 // hidden for the visibility timeout.
 type gatedQueue struct {
-	asyncevent.Queue
+	queue.Queue
 	polling chan struct{}
 	gate    chan struct{}
 }
 
-func newGatedQueue(q asyncevent.Queue) gatedQueue {
+func newGatedQueue(q queue.Queue) gatedQueue {
 	return gatedQueue{Queue: q, polling: make(chan struct{}, 1), gate: make(chan struct{})}
 }
 
-func (q gatedQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]asyncevent.Delivery, error) {
+func (q gatedQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]queue.Delivery, error) {
 	select {
 	case q.polling <- struct{}{}:
 	default:
@@ -45,15 +46,15 @@ func (q gatedQueue) Receive(ctx context.Context, max int, wait, visibility time.
 }
 
 func (q gatedQueue) ReceiveIsCancelSafe() bool {
-	cs, ok := q.Queue.(asyncevent.CancelSafeQueue)
+	cs, ok := q.Queue.(queue.CancelSafeQueue)
 	return ok && cs.ReceiveIsCancelSafe()
 }
 
 // testQueue returns a MemoryQueue or a queue on the local SQS (fauxqs).
-func testQueue(t *testing.T, kind string, fifo bool) asyncevent.Queue {
+func testQueue(t *testing.T, kind string, fifo bool) queue.Queue {
 	t.Helper()
 	if kind == "memory" {
-		return asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: fifo})
+		return queue.NewMemory(queue.MemoryOptions{FIFO: fifo})
 	}
 	return asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: fifo})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // eventually polls cond until it holds or the deadline passes.
@@ -32,9 +33,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // twiceQueue sends every message twice: a duplicate send, as SQS's at-least-once
 // delivery may produce.
-type twiceQueue struct{ asyncevent.Queue }
+type twiceQueue struct{ queue.Queue }
 
-func (q twiceQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+func (q twiceQueue) Send(ctx context.Context, m queue.OutgoingMessage) error {
 	if err := q.Queue.Send(ctx, m); err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func TestExactlyNWinnersUnderDuplicateDelivery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newSale(t, 100)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 
 	const users = 1000
 	var wg sync.WaitGroup
@@ -159,7 +160,7 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 	require.NoError(t, err)
 	clock.Advance(time.Second)
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
-	failed := proc.ProcessMessages(ctx, []asyncevent.Delivery{{MessageID: "m1", Body: body, ReceiveCount: 1, SentAt: sentAt}})
+	failed := asynceventtest.Process(ctx, proc, []queue.Delivery{{MessageID: "m1", Body: body, ReceiveCount: 1, SentAt: sentAt}})
 	assert.Empty(t, failed)
 
 	r, err := c.GetRequest(ctx, p.RequestID)
@@ -185,12 +186,12 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 
 // submitted makes a FIRST_COME event with capacity n, submits users, and returns the
 // deliveries of their messages.
-func submitted(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) (*asyncevent.MemoryQueue, []asyncevent.Delivery) {
+func submitted(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) (*queue.Memory, []queue.Delivery) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for _, u := range users {
 		_, err := c.Submit(ctx, q, "sale", u)
 		require.NoError(t, err)
@@ -214,7 +215,7 @@ func TestCancelledWorkerIsTakenOverWithoutSpendingTwice(t *testing.T) {
 		cancelA()
 		return ctx.Err()
 	})})
-	assert.Len(t, a.ProcessMessages(ctxA, ds), 1, "A did not finish it")
+	assert.Len(t, asynceventtest.Process(ctxA, a, ds), 1, "A did not finish it")
 	m, err := asyncevent.DecodeMessage(ds[0].Body)
 	require.NoError(t, err)
 	r, err := c.GetRequest(ctx, m.RequestID)
@@ -226,7 +227,7 @@ func TestCancelledWorkerIsTakenOverWithoutSpendingTwice(t *testing.T) {
 	// lease of its own.)
 	ds[0].ReceiveCount = 2
 	b := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B", Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return nil })})
-	assert.Empty(t, b.ProcessMessages(ctx, ds))
+	assert.Empty(t, asynceventtest.Process(ctx, b, ds))
 	r, err = c.GetRequest(ctx, m.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
@@ -237,7 +238,7 @@ func TestCancelledWorkerIsTakenOverWithoutSpendingTwice(t *testing.T) {
 
 	// A redelivery afterwards is a duplicate and spends nothing.
 	ds[0].ReceiveCount = 3
-	assert.Empty(t, a.ProcessMessages(ctx, ds))
+	assert.Empty(t, asynceventtest.Process(ctx, a, ds))
 	capacity, err = c.GetCapacity(ctx, "sale")
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), capacity.CapacityRemaining)
@@ -294,7 +295,7 @@ func TestCrashedWorkersLeaseExpiresAndIsTakenOver(t *testing.T) {
 	require.NoError(t, err)
 	a := asyncevent.NewProcessor(cA, asyncevent.ProcessOptions{WorkerID: "A", LeaseDuration: 30 * time.Second,
 		Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { fault.dead.Store(true); return errDead })})
-	assert.Len(t, a.ProcessMessages(ctx, ds), 1)
+	assert.Len(t, asynceventtest.Process(ctx, a, ds), 1)
 
 	// B finds A's live lease and leaves the message for later.
 	b := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B"})
@@ -306,7 +307,7 @@ func TestCrashedWorkersLeaseExpiresAndIsTakenOver(t *testing.T) {
 	// Once the lease has expired, B takes over and finishes.
 	clock.Advance(31 * time.Second)
 	ds[0].ReceiveCount = 3
-	assert.Empty(t, b.ProcessMessages(ctx, ds))
+	assert.Empty(t, asynceventtest.Process(ctx, b, ds))
 	capacity, err := c.GetCapacity(ctx, "sale")
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), capacity.CapacityRemaining)
@@ -321,10 +322,10 @@ func TestLostTransactionResponseDoesNotSpendTwice(t *testing.T) {
 
 	fault.loseNextTransaction.Store(true)
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Backoff: fastRetry})
-	p.ProcessMessages(ctx, ds) // the seat is taken, but the worker hears of a failure
-	for i := 2; i <= 3; i++ {  // redeliveries
+	asynceventtest.Process(ctx, p, ds) // the seat is taken, but the worker hears of a failure
+	for i := 2; i <= 3; i++ {          // redeliveries
 		ds[0].ReceiveCount = i
-		assert.Empty(t, p.ProcessMessages(ctx, ds))
+		assert.Empty(t, asynceventtest.Process(ctx, p, ds))
 	}
 	m, _ := asyncevent.DecodeMessage(ds[0].Body)
 	r, err := c.GetRequest(ctx, m.RequestID)
@@ -336,7 +337,7 @@ func TestLostTransactionResponseDoesNotSpendTwice(t *testing.T) {
 }
 
 // runWorker starts a worker on q and stops it when the test ends.
-func runWorker(t *testing.T, c *asyncevent.Client, q asyncevent.Queue, opts asyncevent.WorkerOptions) *asyncevent.Worker {
+func runWorker(t *testing.T, c *asyncevent.Client, q queue.Queue, opts asyncevent.WorkerOptions) *asyncevent.Worker {
 	t.Helper()
 	if opts.WaitTime == 0 {
 		opts.WaitTime = 50 * time.Millisecond
@@ -359,14 +360,14 @@ func TestPoisonMessagesAndFailingHandlersEndInTheDeadLetters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newSale(t, 10)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 3})
+	q := queue.NewMemory(queue.MemoryOptions{MaxReceives: 3})
 
 	// A poison message naming a real request, one naming nothing, a user whose
 	// handler always fails, a user whose handler panics, and a healthy user.
 	poisoned, err := c.Participate(ctx, "sale", "poisoned")
 	require.NoError(t, err)
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`{"v":1,"requestId":"` + poisoned.RequestID + `","eventId":`)}))
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`not json at all`)}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(`{"v":1,"requestId":"` + poisoned.RequestID + `","eventId":`)}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(`not json at all`)}))
 	ids := map[string]string{}
 	for _, u := range []string{"failing", "panicking", "healthy"} {
 		p, err := c.Submit(ctx, q, "sale", u)
@@ -421,7 +422,7 @@ func TestPermanentHandlerErrorFailsAtOnce(t *testing.T) {
 		calls++
 		return asyncevent.Permanent(errors.New("user is not eligible: " + strings.Repeat("reason ", 100)))
 	})})
-	assert.Empty(t, p.ProcessMessages(ctx, ds), "done: the message can go")
+	assert.Empty(t, asynceventtest.Process(ctx, p, ds), "done: the message can go")
 	m, _ := asyncevent.DecodeMessage(ds[0].Body)
 	r, err := c.GetRequest(ctx, m.RequestID)
 	require.NoError(t, err)
@@ -439,7 +440,7 @@ func TestGracefulStopFinishesWorkInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newSale(t, 100)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 12 {
 		_, err := c.Submit(ctx, q, "sale", fmt.Sprintf("u%d", i))
 		require.NoError(t, err)
@@ -500,7 +501,7 @@ func TestStopDeadlineReleasesWorkInFlight(t *testing.T) {
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	ds, err = q.Receive(ctx, 10, 0, time.Minute)
 	require.NoError(t, err)
-	assert.Empty(t, p.ProcessMessages(ctx, ds))
+	assert.Empty(t, asynceventtest.Process(ctx, p, ds))
 	capacity, err := c.GetCapacity(ctx, "sale")
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), capacity.CapacityRemaining)
@@ -609,12 +610,12 @@ func TestSoldOutLoserIsOneWrite(t *testing.T) {
 		handled.Add(1)
 		return nil
 	})})
-	require.Empty(t, p.ProcessMessages(ctx, ds[:1]), "ann wins the one seat")
-	require.Empty(t, p.ProcessMessages(ctx, ds[1:2]), "bob finds it sold out")
+	require.Empty(t, asynceventtest.Process(ctx, p, ds[:1]), "ann wins the one seat")
+	require.Empty(t, asynceventtest.Process(ctx, p, ds[1:2]), "bob finds it sold out")
 	require.Equal(t, int64(2), handled.Load())
 
 	before := counter.Snapshot()
-	require.Empty(t, p.ProcessMessages(ctx, ds[2:]))
+	require.Empty(t, asynceventtest.Process(ctx, p, ds[2:]))
 	d := counter.Snapshot().Sub(before)
 	assert.Equal(t, map[string]int{"GetItem": 2, "UpdateItem": 2}, d.Calls, "cat and dan: a look at the home shard and one write each")
 	assert.Equal(t, int64(2), handled.Load(), "no handler for a known loser")

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // FaultPlan says which calls a FaultyDynamoDB or a FaultyHTTPClient disturbs, and
@@ -313,7 +314,7 @@ type QueueFaultPlan struct {
 // deletes, delayed visibility, reordered batches. Kill makes every later call fail,
 // as for a worker process that died. It is safe for concurrent use.
 type ChaosQueue struct {
-	q    asyncevent.Queue
+	q    queue.Queue
 	plan QueueFaultPlan
 	dead atomic.Bool
 
@@ -322,7 +323,7 @@ type ChaosQueue struct {
 }
 
 // NewChaosQueue returns a ChaosQueue around q.
-func NewChaosQueue(q asyncevent.Queue, plan QueueFaultPlan) *ChaosQueue {
+func NewChaosQueue(q queue.Queue, plan QueueFaultPlan) *ChaosQueue {
 	return &ChaosQueue{q: q, plan: plan, rng: rand.New(rand.NewPCG(uint64(plan.Seed), 0xc4a05))}
 }
 
@@ -355,8 +356,8 @@ func (c *ChaosQueue) extra() time.Duration {
 	return time.Duration(c.rng.Int64N(int64(c.plan.ExtraVisibility)))
 }
 
-// Send implements asyncevent.Queue.
-func (c *ChaosQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+// Send implements queue.Queue.
+func (c *ChaosQueue) Send(ctx context.Context, m queue.OutgoingMessage) error {
 	if c.dead.Load() {
 		return errQueueDead
 	}
@@ -368,8 +369,8 @@ func (c *ChaosQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) err
 	return nil
 }
 
-// Receive implements asyncevent.Queue.
-func (c *ChaosQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]asyncevent.Delivery, error) {
+// Receive implements queue.Queue.
+func (c *ChaosQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]queue.Delivery, error) {
 	if c.dead.Load() {
 		return nil, errQueueDead
 	}
@@ -382,7 +383,7 @@ func (c *ChaosQueue) Receive(ctx context.Context, max int, wait, visibility time
 	return ds, err
 }
 
-// Delete implements asyncevent.Queue.
+// Delete implements queue.Queue.
 func (c *ChaosQueue) Delete(ctx context.Context, receipts ...string) error {
 	if c.dead.Load() {
 		return errQueueDead
@@ -399,7 +400,7 @@ func (c *ChaosQueue) Delete(ctx context.Context, receipts ...string) error {
 	return c.q.Delete(ctx, kept...)
 }
 
-// ChangeVisibility implements asyncevent.Queue.
+// ChangeVisibility implements queue.Queue.
 func (c *ChaosQueue) ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error {
 	if c.dead.Load() {
 		return errQueueDead

@@ -19,6 +19,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -215,7 +216,7 @@ func TestSpikeUnderScaledDownLimitsEndsWithExactlyNWinners(t *testing.T) {
 	_, err = clean.CreateEvent(ctx, asyncevent.EventConfig{EventID: "spike", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var retries, throttledOutcomes, handled atomic.Int64
 	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{
 		Concurrency: 4, WaitTime: 50 * time.Millisecond, VisibilityTimeout: 5 * time.Second,

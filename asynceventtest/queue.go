@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // WaitDrained waits until q holds no message, visible or in flight
 // (MemoryQueue.WaitIdle), and fails the test with what is left on q when timeout
 // passes first. A zero timeout asks that q be drained already. Like t.FailNow, it
 // must be called from the goroutine running the test.
-func WaitDrained(t testing.TB, q *asyncevent.MemoryQueue, timeout time.Duration) {
+func WaitDrained(t testing.TB, q *queue.Memory, timeout time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/internal/sqslocal"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // localSQS is the test binary's one local SQS, found the first time a test
@@ -105,7 +105,7 @@ type SQSQueueOptions struct {
 // unique to the test, and its dead-letter queue when opts.MaxReceives > 0,
 // and deletes them when the test ends. Tests that use it can run in
 // parallel.
-func NewSQSQueue(t testing.TB, opts SQSQueueOptions) *asyncevent.SQSQueue {
+func NewSQSQueue(t testing.TB, opts SQSQueueOptions) *queue.SQS {
 	t.Helper()
 	return NewSQSQueueOn(t, SQS(t), opts)
 }
@@ -114,7 +114,7 @@ func NewSQSQueue(t testing.TB, opts SQSQueueOptions) *asyncevent.SQSQueue {
 // that wraps SQS(t) to inject faults. The queues are made and deleted
 // through the raw client, so faults injected by client do not disturb the
 // set-up.
-func NewSQSQueueOn(t testing.TB, client asyncevent.SQSClient, opts SQSQueueOptions) *asyncevent.SQSQueue {
+func NewSQSQueueOn(t testing.TB, client queue.SQSClient, opts SQSQueueOptions) *queue.SQS {
 	t.Helper()
 	raw := SQS(t)
 	name := uniqueQueueName(t)
@@ -143,7 +143,7 @@ func NewSQSQueueOn(t testing.TB, client asyncevent.SQSClient, opts SQSQueueOptio
 		attrs[string(types.QueueAttributeNameRedrivePolicy)] = string(policy)
 	}
 	url := createQueue(t, raw, queueName(name, opts.FIFO), opts.FIFO, attrs)
-	q, err := asyncevent.NewSQSQueue(client, url)
+	q, err := queue.NewSQS(client, url)
 	if err != nil {
 		t.Fatalf("asynceventtest: %v", err)
 	}
@@ -153,7 +153,7 @@ func NewSQSQueueOn(t testing.TB, client asyncevent.SQSClient, opts SQSQueueOptio
 // DeadLetterQueue returns the dead-letter queue of a queue that NewSQSQueue
 // made with MaxReceives > 0, for reading what redrive moved there. It fails
 // the test for any other queue.
-func DeadLetterQueue(t testing.TB, q *asyncevent.SQSQueue) *asyncevent.SQSQueue {
+func DeadLetterQueue(t testing.TB, q *queue.SQS) *queue.SQS {
 	t.Helper()
 	base := strings.TrimSuffix(q.URL()[strings.LastIndex(q.URL(), "/")+1:], ".fifo")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -162,7 +162,7 @@ func DeadLetterQueue(t testing.TB, q *asyncevent.SQSQueue) *asyncevent.SQSQueue 
 	if err != nil {
 		t.Fatalf("asynceventtest: no dead-letter queue for %s (made with MaxReceives > 0?): %v", q.URL(), err)
 	}
-	dlq, err := asyncevent.NewSQSQueue(SQS(t), aws.ToString(out.QueueUrl))
+	dlq, err := queue.NewSQS(SQS(t), aws.ToString(out.QueueUrl))
 	if err != nil {
 		t.Fatalf("asynceventtest: %v", err)
 	}

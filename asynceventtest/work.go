@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // WorkResult is what became of a message that Work processed.
@@ -14,8 +15,8 @@ type WorkResult struct {
 	// Outcome is the one ProcessOptions.OnOutcome was given.
 	asyncevent.Outcome
 
-	// Redeliver tells that the Processor wants the message back (ProcessMessages
-	// returned its ID): a retry, a lease held by another worker, a body left for the
+	// Redeliver tells that the Processor wants the message back (ProcessOne did not
+	// finish it): a retry, a lease held by another worker, a body left for the
 	// dead-letter queue. false: the message is done and a queue would delete it.
 	Redeliver bool
 }
@@ -31,13 +32,13 @@ func Work(ctx context.Context, t testing.TB, c *asyncevent.Client, m asyncevent.
 	if err != nil {
 		t.Fatalf("asynceventtest: work: %v", err)
 	}
-	return WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: body}, opts)
+	return WorkDelivery(ctx, t, c, queue.Delivery{Body: body}, opts)
 }
 
 // WorkDelivery is Work on a delivery of the caller's: a later receive, a given send
 // time, a body that does not decode. An empty MessageID or Receipt is made up, and a
 // zero ReceiveCount is 1.
-func WorkDelivery(ctx context.Context, t testing.TB, c *asyncevent.Client, d asyncevent.Delivery, opts asyncevent.ProcessOptions) WorkResult {
+func WorkDelivery(ctx context.Context, t testing.TB, c *asyncevent.Client, d queue.Delivery, opts asyncevent.ProcessOptions) WorkResult {
 	t.Helper()
 	if d.MessageID == "" {
 		d.MessageID = uuid.NewString()
@@ -54,9 +55,21 @@ func WorkDelivery(ctx context.Context, t testing.TB, c *asyncevent.Client, d asy
 		}
 		outcome = &o
 	}
-	failed := asyncevent.NewProcessor(c, opts).ProcessMessages(ctx, []asyncevent.Delivery{d})
+	_, done, _ := asyncevent.NewProcessor(c, opts).ProcessOne(ctx, d, 0, nil)
 	if outcome == nil {
 		t.Fatalf("asynceventtest: work: message %s ended without an outcome", d.MessageID)
 	}
-	return WorkResult{Outcome: *outcome, Redeliver: len(failed) > 0}
+	return WorkResult{Outcome: *outcome, Redeliver: !done}
+}
+
+// Process processes ds through p one after another, as a worker that received
+// them would (Processor.ProcessOne, without keeping them hidden), and returns the
+// IDs of the messages that must come back: those not finished.
+func Process(ctx context.Context, p *asyncevent.Processor, ds []queue.Delivery) (notDone []string) {
+	for _, d := range ds {
+		if _, done, _ := p.ProcessOne(ctx, d, 0, nil); !done {
+			notDone = append(notDone, d.MessageID)
+		}
+	}
+	return notDone
 }

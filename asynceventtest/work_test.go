@@ -13,6 +13,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // messageOf returns the message ingest sends for p.
@@ -77,7 +78,7 @@ func TestWorkDelivery(t *testing.T) {
 	down := asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
 		return errors.New("downstream is down")
 	})}
-	res := asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{MessageID: "m1", Body: body, ReceiveCount: 2, SentAt: sentAt}, down)
+	res := asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{MessageID: "m1", Body: body, ReceiveCount: 2, SentAt: sentAt}, down)
 	assert.Equal(t, asyncevent.OutcomeRetry, res.Kind)
 	assert.ErrorContains(t, res.Err, "downstream is down")
 	assert.Equal(t, "m1", res.MessageID)
@@ -87,7 +88,7 @@ func TestWorkDelivery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ann.Request.QueuedAt, r.QueuedAt, "its put's, whatever the delivery's send time")
 
-	res = asynceventtest.WorkDelivery(ctx, t, c, asyncevent.Delivery{Body: []byte("not json")}, asyncevent.ProcessOptions{})
+	res = asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{Body: []byte("not json")}, asyncevent.ProcessOptions{})
 	assert.Equal(t, asyncevent.OutcomeMalformed, res.Kind)
 	assert.Equal(t, 1, res.ReceiveCount, "a zero ReceiveCount is the first receive")
 	assert.True(t, res.Redeliver, "left for the dead-letter queue")
@@ -112,7 +113,7 @@ func TestWaitDrained(t *testing.T) {
 	c := asynceventtest.NewTable(t)
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
 	for i := range 10 {
 		p, err := c.Submit(ctx, q, "sale", fmt.Sprintf("u%d", i))

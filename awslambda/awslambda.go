@@ -5,7 +5,7 @@
 //
 //	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: table})
 //	...
-//	queue, err := asyncevent.NewSQSQueue(sqs.NewFromConfig(cfg), queueURL)
+//	queue, err := queue.NewSQS(sqs.NewFromConfig(cfg), queueURL)
 //	...
 //	h, err := awslambda.New(client, awslambda.Options{
 //		ProcessOptions:    asyncevent.ProcessOptions{MaxReceives: 5}, // the redrive policy's maxReceiveCount
@@ -67,10 +67,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Queue is the part of the event source's queue the handler uses:
-// asyncevent.SQSQueue (ChangeMessageVisibility) and asyncevent.MemoryQueue have it.
+// queue.SQS (ChangeMessageVisibility) and queue.Memory have it.
 type Queue interface {
 	// ChangeVisibility hides a delivered message for timeout from now (0: visible
 	// at once).
@@ -161,14 +162,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		startCtx, cancel = context.WithDeadline(ctx, deadline.Add(-h.opts.DeadlineMargin))
 		defer cancel()
 	}
-	ds := make([]asyncevent.Delivery, len(ev.Records))
+	ds := make([]queue.Delivery, len(ev.Records))
 	for i, r := range ev.Records {
 		ds[i] = Delivery(r)
 	}
 	done := make([]bool, len(ds))
 	slots := make(chan struct{}, h.opts.Concurrency)
 	var wg sync.WaitGroup
-	runs := asyncevent.Groups(ds)
+	runs := queue.Groups(ds)
 	for n, run := range runs {
 		// A run holds one slot: its records go one at a time.
 		select {
@@ -212,7 +213,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 
 // giveBack makes the records at the indexes visible again at once, with a Queue;
 // they are reported without being started.
-func (h *Handler) giveBack(ctx context.Context, ds []asyncevent.Delivery, indexes []int) {
+func (h *Handler) giveBack(ctx context.Context, ds []queue.Delivery, indexes []int) {
 	if h.opts.Queue == nil || len(indexes) == 0 {
 		return
 	}
@@ -233,7 +234,7 @@ func (h *Handler) giveBack(ctx context.Context, ds []asyncevent.Delivery, indexe
 const bookkeepingTimeout = 5 * time.Second
 
 // record processes one record and reports whether it is done.
-func (h *Handler) record(ctx context.Context, d asyncevent.Delivery) bool {
+func (h *Handler) record(ctx context.Context, d queue.Delivery) bool {
 	var keepAlive func(context.Context) error
 	visibility := time.Duration(0) // the lease alone paces the heartbeat
 	if h.opts.Queue != nil {
@@ -262,8 +263,8 @@ func (h *Handler) record(ctx context.Context, d asyncevent.Delivery) bool {
 // MessageGroupId (a FIFO queue's), which keeps a group's records in order; and its
 // String and Number message attributes, which carry an asyncevent.Options.Observer's
 // trace context from ingest.
-func Delivery(r events.SQSMessage) asyncevent.Delivery {
-	d := asyncevent.Delivery{MessageID: r.MessageId, Receipt: r.ReceiptHandle, Body: []byte(r.Body), ReceiveCount: 1}
+func Delivery(r events.SQSMessage) queue.Delivery {
+	d := queue.Delivery{MessageID: r.MessageId, Receipt: r.ReceiptHandle, Body: []byte(r.Body), ReceiveCount: 1}
 	if n, err := strconv.Atoi(r.Attributes["ApproximateReceiveCount"]); err == nil && n > 0 {
 		d.ReceiveCount = n
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/awslambda"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // batch makes a FIRST_COME event with the given capacity, submits users, and returns
@@ -26,12 +27,12 @@ func batch(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) 
 	ctx := context.Background()
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for _, u := range users {
 		_, err := c.Submit(ctx, q, "sale", u)
 		require.NoError(t, err)
 	}
-	var ds []asyncevent.Delivery
+	var ds []queue.Delivery
 	for len(ds) < len(users) {
 		got, err := q.Receive(ctx, 10, 0, time.Minute)
 		require.NoError(t, err)
@@ -191,7 +192,7 @@ func TestDeliveryReadsTheRecordsAttributes(t *testing.T) {
 	t.Parallel()
 	d := awslambda.Delivery(events.SQSMessage{MessageId: "m", ReceiptHandle: "r", Body: "{}",
 		Attributes: map[string]string{"ApproximateReceiveCount": "3", "SentTimestamp": "1795421039191", "MessageGroupId": "sale"}})
-	assert.Equal(t, asyncevent.Delivery{MessageID: "m", Receipt: "r", Body: []byte("{}"), ReceiveCount: 3,
+	assert.Equal(t, queue.Delivery{MessageID: "m", Receipt: "r", Body: []byte("{}"), ReceiveCount: 3,
 		SentAt: time.UnixMilli(1795421039191), GroupID: "sale"}, d)
 	assert.Equal(t, 1, awslambda.Delivery(events.SQSMessage{}).ReceiveCount, "1 when the attribute is missing")
 }

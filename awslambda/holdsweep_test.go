@@ -13,6 +13,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/awslambda"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // scheduled is the event an EventBridge schedule invokes the function with.
@@ -26,7 +27,7 @@ func heldSale(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, e
 	ctx := context.Background()
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, HoldFor: 10 * time.Minute})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := make([]string, users)
 	for i := range ids {
 		p, err := c.Submit(ctx, q, eventID, fmt.Sprintf("user-%02d", i))
@@ -41,7 +42,7 @@ func heldSale(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, e
 		if len(ds) == 0 {
 			return ids
 		}
-		require.Empty(t, proc.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	}
 }
 

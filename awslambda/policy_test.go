@@ -21,6 +21,7 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/awslambda"
 	"github.com/asyncevent/asyncevent/internal/deployrole"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // throttled refuses UpdateItem for throughput while its count lasts.
@@ -81,7 +82,7 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 		_, err := setup.CreateEvent(ctx, cfg)
 		require.NoError(t, err)
 	}
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	clicked := 0
 	process := func(eventID string, users int) events.SQSEvent {
 		for range users {
@@ -136,7 +137,7 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 }
 
 // sqsEvent receives n messages from q as a Lambda SQS event.
-func sqsEvent(t *testing.T, q *asyncevent.MemoryQueue, n int) events.SQSEvent {
+func sqsEvent(t *testing.T, q *queue.Memory, n int) events.SQSEvent {
 	t.Helper()
 	var ev events.SQSEvent
 	for len(ev.Records) < n {
@@ -182,7 +183,7 @@ func TestTheHoldSweepersRoleGrantsExactlyItsCalls(t *testing.T) {
 	_, err = setup.CreateEvent(ctx, asyncevent.EventConfig{EventID: "closing", EventType: asyncevent.FirstCome, CapacityTotal: 1,
 		HoldFor: 10 * time.Minute, EndsAt: asyncevent.MillisOf(clock.Now().Add(5 * time.Minute))})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var closing []string
 	for i := range 3 {
 		p, err := setup.Submit(ctx, q, "closing", fmt.Sprintf("closing-%d", i))
@@ -192,7 +193,7 @@ func TestTheHoldSweepersRoleGrantsExactlyItsCalls(t *testing.T) {
 	}
 	ds, err := q.Receive(ctx, 10, 0, time.Minute)
 	require.NoError(t, err)
-	require.Empty(t, asyncevent.NewProcessor(setup, asyncevent.ProcessOptions{}).ProcessMessages(ctx, ds))
+	require.Empty(t, asynceventtest.Process(ctx, asyncevent.NewProcessor(setup, asyncevent.ProcessOptions{}), ds))
 
 	s, err := awslambda.NewHoldSweeper(c, awslambda.SweepOptions{HoldSweepOptions: asyncevent.HoldSweepOptions{Owner: "hold-sweeper"}}) // examples/lambda/holdsweep's
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // chromiumPath is Debian's chromium, which scripts/ensure-chromium.sh installs.
@@ -49,7 +50,7 @@ func TestAdminUIInBrowser(t *testing.T) {
 	past := func() time.Time { return time.Now().Add(-2 * time.Hour) }
 	pastClient, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: u.client.TableName(), StatusLog: true, Clock: past})
 	require.NoError(t, err)
-	pastQueue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{Clock: past})
+	pastQueue := queue.NewMemory(queue.MemoryOptions{Clock: past})
 	_, err = pastClient.CreateEvent(ctx, asyncevent.EventConfig{EventID: "spring-lottery", Name: "Spring lottery", EventType: asyncevent.Lottery,
 		WinnerCount: 5, LotteryCutoffAt: asyncevent.MillisOf(past().Add(time.Hour))})
 	require.NoError(t, err)
@@ -267,7 +268,7 @@ func requireChromium(t *testing.T) string {
 }
 
 // submitAll submits n users' participations, several at a time.
-func submitAll(t *testing.T, c *asyncevent.Client, q asyncevent.Queue, eventID string, n int) {
+func submitAll(t *testing.T, c *asyncevent.Client, q queue.Queue, eventID string, n int) {
 	t.Helper()
 	var (
 		wg   sync.WaitGroup
@@ -297,7 +298,7 @@ func submitAll(t *testing.T, c *asyncevent.Client, q asyncevent.Queue, eventID s
 // processConcurrently processes n messages of q with three workers, each taking
 // batches of up to 10 off the queue, as a Worker with some concurrency would: the
 // outcomes then stray a little from queue order, as they do in production.
-func processConcurrently(t *testing.T, c *asyncevent.Client, q *asyncevent.MemoryQueue, n int) {
+func processConcurrently(t *testing.T, c *asyncevent.Client, q *queue.Memory, n int) {
 	t.Helper()
 	ctx := context.Background()
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
@@ -329,7 +330,7 @@ func processConcurrently(t *testing.T, c *asyncevent.Client, q *asyncevent.Memor
 					report(fmt.Sprintf("receive %d: got %d, %v", k, len(ds), err))
 					return
 				}
-				report(p.ProcessMessages(ctx, ds)...)
+				report(asynceventtest.Process(ctx, p, ds)...)
 				var receipts []string
 				for _, d := range ds {
 					receipts = append(receipts, d.Receipt)

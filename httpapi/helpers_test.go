@@ -17,6 +17,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // testSecret signs the tokens of the tests.
@@ -26,7 +27,7 @@ var testSecret = []byte("httpapi-test-secret-0123456789abcdef")
 type env struct {
 	t      testing.TB
 	client *asyncevent.Client
-	queue  *asyncevent.MemoryQueue
+	queue  *queue.Memory
 	srv    *Server
 	ts     *httptest.Server
 	logs   *syncBuffer
@@ -44,7 +45,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		o(&co, &so)
 	}
 	client := asynceventtest.NewTableOn(t, ingestCalls.Record(asynceventtest.DynamoDB(t)), co)
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	logs := &syncBuffer{}
 	so.Client = client
 	if so.Queue == nil {
@@ -193,7 +194,7 @@ func (e *env) process() {
 			require.Zero(e.t, l.InFlight+l.Visible, "messages left on the queue")
 			return
 		}
-		failed := p.ProcessMessages(ctx, ds)
+		failed := asynceventtest.Process(ctx, p, ds)
 		require.Empty(e.t, failed, "messages to retry")
 		var receipts []string
 		for _, d := range ds {

@@ -61,7 +61,7 @@ func newHoldsSale(t *testing.T, e *env, clock *asynceventtest.Clock, capacity in
 		if len(ds) == 0 {
 			break
 		}
-		require.Empty(t, proc.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	}
 	for _, id := range ids {
 		req, err := e.client.GetRequest(ctx, id)

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/internal/deployrole"
+	"github.com/asyncevent/asyncevent/queue"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -48,13 +48,13 @@ func servedByIngest(ctx context.Context) bool { return ctx.Value(ingestKey{}) !=
 
 // sendsRecorded is the tests' queue, its sends recorded (SQSQueue.Send is one
 // sqs:SendMessage).
-type sendsRecorded struct{ *asyncevent.MemoryQueue }
+type sendsRecorded struct{ *queue.Memory }
 
-func (q sendsRecorded) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+func (q sendsRecorded) Send(ctx context.Context, m queue.OutgoingMessage) error {
 	if servedByIngest(ctx) {
 		sent.Store(true)
 	}
-	return q.MemoryQueue.Send(ctx, m)
+	return q.Memory.Send(ctx, m)
 }
 
 // TestMain runs the tests and then, when the whole package ran, holds the ingest

@@ -83,7 +83,7 @@ func (l *queueLine) work() {
 	ctx := context.Background()
 	ds, err := l.queue.Receive(ctx, perTick, 0, time.Minute)
 	require.NoError(l.t, err)
-	require.Empty(l.t, l.proc.ProcessMessages(ctx, ds))
+	require.Empty(l.t, asynceventtest.Process(ctx, l.proc, ds))
 	var receipts []string
 	for _, d := range ds {
 		receipts = append(receipts, d.Receipt)

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // ServerOptions configures a Server. Client and Authenticator are required; every
@@ -27,7 +28,7 @@ type ServerOptions struct {
 
 	// Queue is where participations are sent (Client.Submit). Nil: the server takes
 	// no participations (503 ingest_disabled), e.g. an admin-only deployment.
-	Queue asyncevent.Queue
+	Queue queue.Queue
 
 	// Authenticator tells who sent each request that is not to a Public route, e.g.
 	// a JWTAuthenticator. Required.
@@ -86,7 +87,7 @@ const (
 // the admin web UI.
 type Server struct {
 	client  *asyncevent.Client
-	queue   asyncevent.Queue
+	queue   queue.Queue
 	auth    Authenticator
 	admit   Admission
 	logger  *slog.Logger

@@ -19,6 +19,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func TestHealthzNeedsNoToken(t *testing.T) {
@@ -596,11 +597,11 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 
 // failingQueue fails every Send while failing is set.
 type failingQueue struct {
-	asyncevent.Queue
+	queue.Queue
 	failing atomic.Bool
 }
 
-func (q *failingQueue) Send(ctx context.Context, m asyncevent.OutgoingMessage) error {
+func (q *failingQueue) Send(ctx context.Context, m queue.OutgoingMessage) error {
 	if q.failing.Load() {
 		return errors.New("sqs: connection refused to https://sqs.internal.example:443/secret-queue")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
 // uiEnv is an env with the admin UI mounted and a browser-like client: a cookie
@@ -124,7 +125,7 @@ func (u *uiEnv) processN(n int) {
 		if len(ds) == 0 {
 			return
 		}
-		require.Empty(u.t, p.ProcessMessages(ctx, ds))
+		require.Empty(u.t, asynceventtest.Process(ctx, p, ds))
 		var receipts []string
 		for _, d := range ds {
 			receipts = append(receipts, d.Receipt)

@@ -16,6 +16,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/otelasyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Three clicks on a first-come event with one seat, two of them by the same user,
@@ -52,7 +53,7 @@ func Example() {
 		panic(err)
 	}
 
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	for _, user := range []string{"ann", "ann", "bob"} {
 		if _, err := client.Submit(ctx, queue, "drop", user); err != nil {
 			panic(err)

@@ -76,6 +76,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -237,7 +238,7 @@ func refusalOf(err error) string {
 
 // Send implements asyncevent.Observer: the asyncevent.send producer span, whose
 // context it adds to the message's attributes.
-func (o *Observer) Send(ctx context.Context, m asyncevent.OutgoingMessage, next func(context.Context, asyncevent.OutgoingMessage) error) {
+func (o *Observer) Send(ctx context.Context, m queue.OutgoingMessage, next func(context.Context, queue.OutgoingMessage) error) {
 	ctx, span := o.tracer.Start(ctx, "asyncevent.send", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send")))
 	defer span.End()
@@ -256,7 +257,7 @@ func (o *Observer) Send(ctx context.Context, m asyncevent.OutgoingMessage, next 
 // Process implements asyncevent.Observer: the asyncevent.process consumer span, a
 // child of the send span whose context the delivery's attributes carry (linked to the
 // span of ctx, if any), and the processing metrics.
-func (o *Observer) Process(ctx context.Context, d asyncevent.Delivery, next func(context.Context) asyncevent.Outcome) {
+func (o *Observer) Process(ctx context.Context, d queue.Delivery, next func(context.Context) asyncevent.Outcome) {
 	began := time.Now()
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),

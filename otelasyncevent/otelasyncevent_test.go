@@ -23,6 +23,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/otelasyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }
@@ -237,7 +238,7 @@ func TestMetricsMatchEventStats(t *testing.T) {
 	tm.obs.WatchSeats(c)
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "spike", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 4, WaitTime: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
@@ -307,7 +308,7 @@ func TestDeadLetteredCounter(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Observer: tm.obs})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "dl", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = c.Submit(ctx, q, "dl", "ann")
 	require.NoError(t, err)
 	ds, err := q.Receive(ctx, 1, time.Second, time.Minute)
@@ -415,7 +416,7 @@ func TestObserverThatSkipsNext(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Observer: skipping{}})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "e", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	p, err := c.Submit(ctx, q, "e", "ann")
 	require.NoError(t, err)
 	assert.False(t, p.Duplicate)
@@ -431,8 +432,8 @@ type skipping struct{}
 
 func (skipping) Submit(context.Context, string, string, func(context.Context) (asyncevent.Participation, error)) {
 }
-func (skipping) Send(context.Context, asyncevent.OutgoingMessage, func(context.Context, asyncevent.OutgoingMessage) error) {
+func (skipping) Send(context.Context, queue.OutgoingMessage, func(context.Context, queue.OutgoingMessage) error) {
 }
 func (skipping) DynamoDB(context.Context, asyncevent.DynamoDBCall, func(context.Context) error) {}
-func (skipping) Process(context.Context, asyncevent.Delivery, func(context.Context) asyncevent.Outcome) {
+func (skipping) Process(context.Context, queue.Delivery, func(context.Context) asyncevent.Outcome) {
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }
@@ -75,7 +76,7 @@ type world struct {
 	opts   asyncevent.Options
 	table  string
 	db     *dynamodb.Client // the run's own DynamoDB Local
-	queue  *asyncevent.MemoryQueue
+	queue  *queue.Memory
 	clean  *asyncevent.Client               // a client without faults, for checks and the sweeper
 	ingest *asyncevent.Client               // ingest under faults
 	faults *asynceventtest.FaultyDynamoDB   // ingest's, above the SDK
@@ -107,7 +108,7 @@ func (p *process) faults() int64 {
 }
 
 func newWorld(t *testing.T, cfg chaosConfig, clock func() time.Time) *world {
-	w := &world{t: t, cfg: cfg, queue: asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 12})}
+	w := &world{t: t, cfg: cfg, queue: queue.NewMemory(queue.MemoryOptions{MaxReceives: 12})}
 	w.opts = asyncevent.Options{StatusLog: true, RedriveAfter: 300 * time.Millisecond, Clock: clock}
 	// A DynamoDB Local of the run's own: its writes do not queue behind other tests'.
 	w.db = asynceventtest.OwnDynamoDB(t)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // TestScale is `make scale`: one event's spike at 20,000 clicks/s on DynamoDB, played
@@ -178,7 +179,7 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 	// none unless told, and then a worker starts a request and sends its seat's
 	// transaction while ingest is still marking the request queued, a
 	// TransactionConflict that SQS's own delay keeps rare.
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 1000, Delay: sqsTransit})
+	q := queue.NewMemory(queue.MemoryOptions{MaxReceives: 1000, Delay: sqsTransit})
 	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{
 		Concurrency: sc.workers, WaitTime: 50 * time.Millisecond, VisibilityTimeout: 10 * time.Second,
 		ProcessOptions: asyncevent.ProcessOptions{

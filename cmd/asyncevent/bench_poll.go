@@ -12,6 +12,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // The poll flow: what it costs when the users of a spike poll their request while it
@@ -121,7 +122,7 @@ func pollBacklog(ctx context.Context, db asyncevent.DynamoDB, table string, o po
 	if _, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(o.backlog / 10)}); err != nil {
 		return nil, err
 	}
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	users := make([]string, o.backlog)
 	for i := range users {
 		users[i] = fmt.Sprintf("user-%06d", i)
@@ -154,8 +155,10 @@ func pollBacklog(ctx context.Context, db asyncevent.DynamoDB, table string, o po
 		if len(ds) == 0 {
 			break
 		}
-		if failed := proc.ProcessMessages(ctx, ds); len(failed) > 0 {
-			return nil, fmt.Errorf("poll: the backlog: %d messages failed", len(failed))
+		for _, d := range ds {
+			if _, done, _ := proc.ProcessOne(ctx, d, 0, nil); !done {
+				return nil, fmt.Errorf("poll: the backlog: message %s failed", d.MessageID)
+			}
 		}
 		left -= len(ds)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }
@@ -168,7 +169,7 @@ func participate(t *testing.T, f *fixture, eventID string, users ...string) []st
 	t.Helper()
 	ctx := context.Background()
 	c := f.client(t, asyncevent.Options{StatusLog: true})
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
 	for _, user := range users {
 		p, err := c.Submit(ctx, q, eventID, user)
@@ -183,7 +184,7 @@ func participate(t *testing.T, f *fixture, eventID string, users ...string) []st
 		if len(ds) == 0 {
 			break
 		}
-		require.Empty(t, proc.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 		require.NoError(t, q.Delete(ctx, ds[0].Receipt))
 	}
 	return ids
@@ -297,7 +298,7 @@ func TestDrawAndVerify(t *testing.T) {
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "has not been drawn yet")
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 10 {
 		_, err := c.Submit(ctx, q, "lot", fmt.Sprintf("entrant-%d", i))
 		require.NoError(t, err)
@@ -306,7 +307,7 @@ func TestDrawAndVerify(t *testing.T) {
 	ds, err := q.Receive(ctx, 10, 0, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, ds, 10)
-	require.Empty(t, proc.ProcessMessages(ctx, ds))
+	require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 
 	var drawn drawJSON
 	f.json(t, &drawn, "draw", "lot")
@@ -349,9 +350,9 @@ func TestSweep(t *testing.T) {
 	old := f.client(t, asyncevent.Options{Clock: pastClock(time.Hour)})
 	_, err := old.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	lost, err := old.Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "ev", "user-lost")
+	lost, err := old.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "ev", "user-lost")
 	require.NoError(t, err)
-	_, err = f.client(t, asyncevent.Options{}).Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "ev", "user-fresh")
+	_, err = f.client(t, asyncevent.Options{}).Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "ev", "user-fresh")
 	require.NoError(t, err)
 
 	q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{})
@@ -589,7 +590,7 @@ func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.
 	cfg.EventType = asyncevent.FirstCome
 	_, err := c.CreateEvent(ctx, cfg)
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := make([]string, users)
 	for i := range ids {
 		p, err := c.Submit(ctx, q, cfg.EventID, fmt.Sprintf("user-%d", i))
@@ -604,7 +605,7 @@ func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.
 		if len(ds) == 0 {
 			return ids
 		}
-		require.Empty(t, proc.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	}
 }
 
@@ -902,7 +903,7 @@ func TestEventControls(t *testing.T) {
 	state, cfg := eventState(t, f, "sale")
 	assert.Equal(t, "PAUSED", state)
 	assert.Equal(t, true, cfg["paused"])
-	_, err := f.client(t, asyncevent.Options{}).Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "sale", "user-1")
+	_, err := f.client(t, asyncevent.Options{}).Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "sale", "user-1")
 	assert.ErrorIs(t, err, asyncevent.ErrEventPaused)
 	refused(t, f, "sale", "the event is paused already", "sale was not paused: it is PAUSED", "event", "pause", "sale", "-actor", "bob")
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // requestStatus runs request get and returns the request's status and result code.
@@ -146,7 +147,7 @@ func TestRequestCancel(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 	ids := playFirstCome(t, f, "ev", 2, 3) // SUCCEEDED, SUCCEEDED, REJECTED
-	queued, err := f.client(t, asyncevent.Options{}).Submit(ctx, asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "ev", "user-queued")
+	queued, err := f.client(t, asyncevent.Options{}).Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "ev", "user-queued")
 	require.NoError(t, err)
 
 	out := f.ok(t, "request", "cancel", ids[0], "-actor", "bob")

@@ -17,6 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // demoOptions are the demo's flags. The defaults are the scenario.
@@ -208,10 +209,10 @@ func (d *demo) close() {
 
 // openQueue returns the demo's queue: in memory, the SQS queue of -queue-url, or a
 // new queue on -sqs-endpoint (deleted at the end).
-func (d *demo) openQueue(ctx context.Context) (asyncevent.Queue, string, error) {
+func (d *demo) openQueue(ctx context.Context) (queue.Queue, string, error) {
 	s := d.o.sqs
 	if s.queueURL == "" && s.endpoint == "" {
-		return asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{}), "in-memory queue", nil
+		return queue.NewMemory(queue.MemoryOptions{}), "in-memory queue", nil
 	}
 	sc, err := s.sqsClient(ctx, d.e.region)
 	if err != nil {
@@ -230,7 +231,7 @@ func (d *demo) openQueue(ctx context.Context) (asyncevent.Queue, string, error) 
 			_, _ = sc.DeleteQueue(dctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 		})
 	}
-	q, err := asyncevent.NewSQSQueue(sc, url)
+	q, err := queue.NewSQS(sc, url)
 	if err != nil {
 		return nil, "", usagef("%v", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // queueUp submits n users to a FIRST_COME event through c, one at a time (so that
@@ -21,7 +23,7 @@ func queueUp(t *testing.T, c *asyncevent.Client, eventID string, n, done int) []
 	ctx := context.Background()
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := make([]string, n)
 	for i := range ids {
 		p, err := c.Submit(ctx, q, eventID, fmt.Sprintf("user-%d", i))
@@ -33,7 +35,7 @@ func queueUp(t *testing.T, c *asyncevent.Client, eventID string, n, done int) []
 		ds, err := q.Receive(ctx, done, 0, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, ds, done)
-		require.Empty(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}).ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), ds))
 	}
 	require.NoError(t, c.FlushProgress(ctx))
 	return ids

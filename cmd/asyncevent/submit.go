@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -96,7 +97,7 @@ func submitCmd() *command {
 				if err != nil {
 					return err
 				}
-				queue, err := asyncevent.NewSQSQueue(sc, q.queueURL)
+				queue, err := queue.NewSQS(sc, q.queueURL)
 				if err != nil {
 					return usagef("-queue-url: %v", err)
 				}
@@ -165,7 +166,7 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 
 // clickAll submits a click of each user to queue, parallel at once, and returns them
 // in the users' order.
-func clickAll(ctx context.Context, c *asyncevent.Client, queue asyncevent.Queue, eventID string, who []string, parallel int) []clickJSON {
+func clickAll(ctx context.Context, c *asyncevent.Client, queue queue.Queue, eventID string, who []string, parallel int) []clickJSON {
 	clicks := make([]clickJSON, len(who))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -198,7 +199,7 @@ func clickAll(ctx context.Context, c *asyncevent.Client, queue asyncevent.Queue,
 // clickAndDecide submits the clicks to an in-memory queue that a worker of the CLI
 // drains, and returns them with each request's outcome.
 func clickAndDecide(ctx context.Context, c *asyncevent.Client, eventID string, who []string, parallel int) ([]clickJSON, error) {
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	w, err := asyncevent.NewWorker(c, queue, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // sweepJSON is asyncevent.SweepReport for scripts.
@@ -56,7 +57,7 @@ func sweepCmd() *command {
 			if err != nil {
 				return err
 			}
-			queue, err := asyncevent.NewSQSQueue(sc, q.queueURL)
+			queue, err := queue.NewSQS(sc, q.queueURL)
 			if err != nil {
 				return usagef("%v", err)
 			}
@@ -82,7 +83,7 @@ func sweepCmd() *command {
 }
 
 // sweepOnce runs one sweep of eventID and prints its report.
-func sweepOnce(ctx context.Context, e *env, c *asyncevent.Client, queue asyncevent.Queue, eventID string, opts asyncevent.SweepOptions) error {
+func sweepOnce(ctx context.Context, e *env, c *asyncevent.Client, queue queue.Queue, eventID string, opts asyncevent.SweepOptions) error {
 	rep, err := c.Sweep(ctx, queue, eventID, opts)
 	if rep == nil {
 		return err

@@ -53,7 +53,7 @@
 //	-dynamodb-endpoint  DYNAMODB_ENDPOINT      DynamoDB Local endpoint, with dummy credentials
 //	-embedded                                  start a DynamoDB Local in-process (default: true when no endpoint)
 //	-create-table                              create the table, idempotently (always with -embedded); else check it
-//	-queue-url          ASYNCEVENT_QUEUE_URL   SQS queue URL; empty: an in-memory queue (asyncevent.MemoryQueue)
+//	-queue-url          ASYNCEVENT_QUEUE_URL   SQS queue URL; empty: an in-memory queue (queue.Memory)
 //	-sqs-endpoint       SQS_ENDPOINT           SQS endpoint such as fauxqs, with dummy credentials; empty: AWS
 //	-workers                                   in-process workers (2); 0: ingest only
 //	-jwt-secret         ASYNCEVENT_JWT_SECRET  HS256 secret of the bearer tokens, at least 32 bytes; required unless -dev
@@ -150,6 +150,7 @@ import (
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 	"github.com/asyncevent/asyncevent/httpapi"
 	"github.com/asyncevent/asyncevent/otelasyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func main() {
@@ -547,9 +548,9 @@ func dynamoClient(ctx context.Context, cfg config, logger *slog.Logger) (*dynamo
 }
 
 // newQueue returns the SQS queue the flags name, or an in-memory queue.
-func newQueue(ctx context.Context, cfg config) (asyncevent.Queue, error) {
+func newQueue(ctx context.Context, cfg config) (queue.Queue, error) {
 	if cfg.queueURL == "" {
-		return asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: asyncevent.DefaultMaxReceives}), nil
+		return queue.NewMemory(queue.MemoryOptions{MaxReceives: asyncevent.DefaultMaxReceives}), nil
 	}
 	var client *sqs.Client
 	if cfg.sqsEndpoint != "" {
@@ -566,7 +567,7 @@ func newQueue(ctx context.Context, cfg config) (asyncevent.Queue, error) {
 		}
 		client = sqs.NewFromConfig(awsCfg)
 	}
-	return asyncevent.NewSQSQueue(client, cfg.queueURL)
+	return queue.NewSQS(client, cfg.queueURL)
 }
 
 func queueName(cfg config) string {

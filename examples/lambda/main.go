@@ -23,6 +23,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/awslambda"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func main() {
@@ -38,7 +39,7 @@ func main() {
 	// MaxReceives must equal the queue's redrive policy maxReceiveCount.
 	opts := awslambda.Options{ProcessOptions: asyncevent.ProcessOptions{MaxReceives: 5}}
 	if url := os.Getenv("ASYNCEVENT_QUEUE_URL"); url != "" {
-		if opts.Queue, err = asyncevent.NewSQSQueue(sqs.NewFromConfig(cfg), url); err != nil {
+		if opts.Queue, err = queue.NewSQS(sqs.NewFromConfig(cfg), url); err != nil {
 			log.Fatal(err)
 		}
 	}

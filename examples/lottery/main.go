@@ -24,6 +24,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func main() {
@@ -100,7 +101,7 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 		fmt.Fprintf(out, format, args...)
 	}
 	var collected atomic.Int64
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 100 * time.Millisecond,
 		ProcessOptions: asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) {
 			if o.Kind == asyncevent.OutcomeCollected {

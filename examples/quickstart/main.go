@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func main() {
@@ -36,7 +37,7 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("create the event: %w", err)
 	}
 
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{})
 	if err != nil {
 		return err

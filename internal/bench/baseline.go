@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Baseline is the FIRST_COME flow written by hand on the SDK, call for call as seed
@@ -108,7 +109,7 @@ func conditionFailed(err error) bool {
 
 // Submit is the baseline's ingest of one click. It returns the request's ID and
 // whether the click was a duplicate.
-func (b *Baseline) Submit(ctx context.Context, q asyncevent.Queue, eventID, userID string) (requestID string, duplicate bool, err error) {
+func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID string) (requestID string, duplicate bool, err error) {
 	lockKey, err := asyncevent.NewLockKey(eventID, userID)
 	if err != nil {
 		return "", false, err
@@ -165,7 +166,7 @@ func (b *Baseline) Submit(ctx context.Context, q asyncevent.Queue, eventID, user
 	if err != nil {
 		return "", false, err
 	}
-	if err := q.Send(ctx, asyncevent.OutgoingMessage{Body: body, GroupID: eventID, DeduplicationID: requestID}); err != nil {
+	if err := q.Send(ctx, queue.OutgoingMessage{Body: body, GroupID: eventID, DeduplicationID: requestID}); err != nil {
 		return "", false, err
 	}
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // The flows of an event with holds (EventConfig.HoldFor), in the order Run measures
@@ -202,8 +203,8 @@ func holdLosers(ctx context.Context, cfg Config, sd *side, hr *holdsRound, recor
 			waitlisted.Add(1)
 		}
 	}})
-	handle := func(ctx context.Context, d asyncevent.Delivery) error {
-		if failed := p.ProcessMessages(ctx, []asyncevent.Delivery{d}); len(failed) > 0 {
+	handle := func(ctx context.Context, d queue.Delivery) error {
+		if _, done, _ := p.ProcessOne(ctx, d, 0, nil); !done {
 			return fmt.Errorf("message %s failed", d.MessageID)
 		}
 		return nil
@@ -223,7 +224,7 @@ func holdLosers(ctx context.Context, cfg Config, sd *side, hr *holdsRound, recor
 }
 
 // holdsSubmitter returns the ingest of one new click on the event with holds.
-func holdsSubmitter(sd *side, hr *holdsRound, q asyncevent.Queue) func(context.Context, string) error {
+func holdsSubmitter(sd *side, hr *holdsRound, q queue.Queue) func(context.Context, string) error {
 	return func(ctx context.Context, userID string) error {
 		p, err := sd.holds.Submit(ctx, q, hr.eventID, userID)
 		if err == nil && p.Duplicate {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/internal/metered"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // Config configures Run. Only DB and Table are required.
@@ -356,7 +357,7 @@ feed:
 
 // submitter returns the side's ingest of one click into q; wantDup says what the
 // click must turn out to be.
-func submitter(sd *side, st *roundState, q asyncevent.Queue, wantDup bool, client *asyncevent.Client) func(context.Context, string) error {
+func submitter(sd *side, st *roundState, q queue.Queue, wantDup bool, client *asyncevent.Client) func(context.Context, string) error {
 	return func(ctx context.Context, userID string) error {
 		var dup bool
 		if sd.name == "lib" {
@@ -435,13 +436,13 @@ func workerSoldOut(ctx context.Context, cfg Config, sd *side, st *roundState, re
 		return err
 	}
 	var out outcomes
-	var handle func(context.Context, asyncevent.Delivery) error
+	var handle func(context.Context, queue.Delivery) error
 	if sd.name == "raw" {
 		handle = rawHandler(sd, &out)
 	} else {
 		p := asyncevent.NewProcessor(sd.client, asyncevent.ProcessOptions{OnOutcome: libOutcome(&out)})
-		handle = func(ctx context.Context, d asyncevent.Delivery) error {
-			if failed := p.ProcessMessages(ctx, []asyncevent.Delivery{d}); len(failed) > 0 {
+		handle = func(ctx context.Context, d queue.Delivery) error {
+			if _, done, _ := p.ProcessOne(ctx, d, 0, nil); !done {
 				return fmt.Errorf("message %s failed", d.MessageID)
 			}
 			return nil
@@ -482,12 +483,12 @@ func workerSoldOutSharded(ctx context.Context, cfg Config, sd *side, st *roundSt
 		return err
 	}
 	var won, lost outcomes
-	handler := func(out *outcomes, fresh bool) func(context.Context, asyncevent.Delivery) error {
+	handler := func(out *outcomes, fresh bool) func(context.Context, queue.Delivery) error {
 		if sd.name == "raw" {
 			return rawHandler(sd, out)
 		}
 		p := asyncevent.NewProcessor(sd.client, asyncevent.ProcessOptions{OnOutcome: libOutcome(out)})
-		return func(ctx context.Context, d asyncevent.Delivery) error {
+		return func(ctx context.Context, d queue.Delivery) error {
 			p := p
 			if fresh { // a worker node new to the event: no cached CONFIG, no memory of shards
 				c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table, ProgressEvery: -1})
@@ -496,7 +497,7 @@ func workerSoldOutSharded(ctx context.Context, cfg Config, sd *side, st *roundSt
 				}
 				p = asyncevent.NewProcessor(c, asyncevent.ProcessOptions{OnOutcome: libOutcome(out)})
 			}
-			if failed := p.ProcessMessages(ctx, []asyncevent.Delivery{d}); len(failed) > 0 {
+			if _, done, _ := p.ProcessOne(ctx, d, 0, nil); !done {
 				return fmt.Errorf("message %s failed", d.MessageID)
 			}
 			return nil
@@ -528,8 +529,8 @@ func libOutcome(out *outcomes) func(asyncevent.Outcome) {
 	}
 }
 
-func rawHandler(sd *side, out *outcomes) func(context.Context, asyncevent.Delivery) error {
-	return func(ctx context.Context, d asyncevent.Delivery) error {
+func rawHandler(sd *side, out *outcomes) func(context.Context, queue.Delivery) error {
+	return func(ctx context.Context, d queue.Delivery) error {
 		outcome, err := sd.raw.Process(ctx, d.Body)
 		if err != nil {
 			return err
@@ -544,7 +545,7 @@ func rawHandler(sd *side, out *outcomes) func(context.Context, asyncevent.Delive
 
 // drain processes a queue that receives no more messages until it is empty, with
 // workers goroutines that each receive one message, handle it and delete it.
-func drain(ctx context.Context, q *asyncevent.MemoryQueue, workers int, handle func(context.Context, asyncevent.Delivery) error) error {
+func drain(ctx context.Context, q *queue.Memory, workers int, handle func(context.Context, queue.Delivery) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -578,7 +579,7 @@ func drain(ctx context.Context, q *asyncevent.MemoryQueue, workers int, handle f
 }
 
 // drainN handles and deletes n messages, one at a time.
-func drainN(ctx context.Context, q *asyncevent.MemoryQueue, n int, handle func(context.Context, asyncevent.Delivery) error) error {
+func drainN(ctx context.Context, q *queue.Memory, n int, handle func(context.Context, queue.Delivery) error) error {
 	for range n {
 		ds, err := q.Receive(ctx, 1, time.Second, time.Minute)
 		if err != nil {
@@ -598,7 +599,7 @@ func drainN(ctx context.Context, q *asyncevent.MemoryQueue, n int, handle func(c
 }
 
 // waitEmpty returns once q holds no message, visible or in flight.
-func waitEmpty(ctx context.Context, q *asyncevent.MemoryQueue) error {
+func waitEmpty(ctx context.Context, q *queue.Memory) error {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {

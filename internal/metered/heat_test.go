@@ -17,6 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/internal/metered"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // TestHeatAttributesUnitsToPartitionKeys runs a first-come event of 6 users and 2
@@ -31,7 +32,7 @@ func TestHeatAttributesUnitsToPartitionKeys(t *testing.T) {
 	heat.Reset() // the event's creation is not the spike's
 
 	const users, seats = 6, 2
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range users {
 		_, err := c.Submit(ctx, q, "ev", fmt.Sprintf("u%d", i))
 		require.NoError(t, err)
@@ -41,7 +42,7 @@ func TestHeatAttributesUnitsToPartitionKeys(t *testing.T) {
 		ds, err := q.Receive(ctx, 1, time.Second, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
-		require.Empty(t, p.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, p, ds))
 	}
 
 	keys := heat.Keys()
@@ -111,7 +112,7 @@ func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
 	require.NoError(t, err)
 	heat.Reset()
 
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range users {
 		_, err := c.Submit(ctx, q, "ev", fmt.Sprintf("u%d", i))
 		require.NoError(t, err)
@@ -121,7 +122,7 @@ func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
 		ds, err := q.Receive(ctx, 1, time.Second, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
-		require.Empty(t, p.ProcessMessages(ctx, ds))
+		require.Empty(t, asynceventtest.Process(ctx, p, ds))
 	}
 
 	keys := heat.Keys()

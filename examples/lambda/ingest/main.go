@@ -38,6 +38,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/httpapi"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func main() {
@@ -50,7 +51,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	queue, err := asyncevent.NewSQSQueue(sqs.NewFromConfig(cfg), os.Getenv("ASYNCEVENT_QUEUE_URL"))
+	queue, err := queue.NewSQS(sqs.NewFromConfig(cfg), os.Getenv("ASYNCEVENT_QUEUE_URL"))
 	if err != nil {
 		log.Fatalf("ASYNCEVENT_QUEUE_URL: %v", err)
 	}
@@ -92,7 +93,7 @@ const progressEvery = time.Second
 
 // newHandler returns the function's handler: the HTTP API through the adapter, and
 // the progress counts written after an invocation when the last write is a second old.
-func newHandler(client *asyncevent.Client, queue asyncevent.Queue, auth httpapi.Authenticator, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+func newHandler(client *asyncevent.Client, queue queue.Queue, auth httpapi.Authenticator, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	so := httpapi.ServerOptions{Client: client, Queue: queue, Authenticator: auth}
 	if v := getenv("ASYNCEVENT_USER_RATE"); v != "" {
 		rate, err := strconv.ParseFloat(v, 64)

@@ -14,6 +14,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/httpapi"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }
@@ -26,7 +27,7 @@ func TestAClickThroughTheProxy(t *testing.T) {
 	client := asynceventtest.NewTable(t)
 	_, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	queue := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	queue := queue.NewMemory(queue.MemoryOptions{})
 	secret := []byte("ingest-test-secret-0123456789abcdef")
 	auth, err := httpapi.NewJWTAuthenticator(secret, httpapi.JWTOptions{})
 	require.NoError(t, err)

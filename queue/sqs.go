@@ -1,4 +1,4 @@
-package asyncevent
+package queue
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// SQSClient is the part of *sqs.Client that SQSQueue uses. Pass a
+// SQSClient is the part of *sqs.Client that SQS uses. Pass a
 // *sqs.Client, or a wrapper of one that injects faults in tests.
 type SQSClient interface {
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
@@ -23,7 +23,7 @@ type SQSClient interface {
 	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
-// SQSQueue is the Queue on an Amazon SQS queue (or anything that speaks its
+// SQS is the Queue on an Amazon SQS queue (or anything that speaks its
 // API). A queue whose URL ends in ".fifo" is a FIFO queue: Send then
 // requires GroupID and DeduplicationID and passes them as MessageGroupId and
 // MessageDeduplicationId. Transport retries are left to the client's
@@ -32,39 +32,39 @@ type SQSClient interface {
 // Durations are rounded up to whole seconds, SQS's unit: a wait of 300ms
 // long-polls for 1s, a visibility of 1.5s hides a message for 2s.
 //
-// An SQSQueue is safe for concurrent use if its client is (a *sqs.Client
+// An SQS is safe for concurrent use if its client is (a *sqs.Client
 // is).
-type SQSQueue struct {
+type SQS struct {
 	client SQSClient
 	url    string
 	fifo   bool
 }
 
-// NewSQSQueue returns the Queue on the SQS queue at queueURL (as returned by
+// NewSQS returns the Queue on the SQS queue at queueURL (as returned by
 // CreateQueue or GetQueueUrl). It makes no call; a wrong URL shows at the
 // first Send or Receive. A nil client or a URL that is not absolute is an
 // ErrInvalidOptions error.
-func NewSQSQueue(client SQSClient, queueURL string) (*SQSQueue, error) {
+func NewSQS(client SQSClient, queueURL string) (*SQS, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: NewSQSQueue: nil client", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: NewSQS: nil client", ErrInvalidOptions)
 	}
 	if u, err := url.Parse(queueURL); err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("%w: NewSQSQueue: queue URL %q is not an absolute URL", ErrInvalidOptions, queueURL)
+		return nil, fmt.Errorf("%w: NewSQS: queue URL %q is not an absolute URL", ErrInvalidOptions, queueURL)
 	}
-	return &SQSQueue{client: client, url: queueURL, fifo: strings.HasSuffix(queueURL, ".fifo")}, nil
+	return &SQS{client: client, url: queueURL, fifo: strings.HasSuffix(queueURL, ".fifo")}, nil
 }
 
 // URL returns the queue's URL.
-func (q *SQSQueue) URL() string { return q.url }
+func (q *SQS) URL() string { return q.url }
 
 // FIFO tells whether the queue is a FIFO queue (its URL ends in ".fifo").
-func (q *SQSQueue) FIFO() bool { return q.fifo }
+func (q *SQS) FIFO() bool { return q.fifo }
 
 // Send implements Queue with SendMessage. The body is checked first as
 // SQS would (1 byte to 1 MiB of the characters SQS accepts); on a FIFO
 // queue a missing GroupID or DeduplicationID is an error. Each of the message's
 // Attributes is sent as a message attribute of DataType String.
-func (q *SQSQueue) Send(ctx context.Context, m OutgoingMessage) error {
+func (q *SQS) Send(ctx context.Context, m OutgoingMessage) error {
 	if err := checkBody(m.Body); err != nil {
 		return fmt.Errorf("sqs send: %w", err)
 	}
@@ -97,7 +97,7 @@ func (q *SQSQueue) Send(ctx context.Context, m OutgoingMessage) error {
 // them. The receive
 // asks for every message attribute (MessageAttributeNames All); the String and
 // Number ones are the Delivery's Attributes.
-func (q *SQSQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error) {
+func (q *SQS) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error) {
 	if err := checkReceive(max, wait, visibility); err != nil {
 		return nil, fmt.Errorf("sqs receive: %w", err)
 	}
@@ -158,7 +158,7 @@ func stringAttributes(in map[string]types.MessageAttributeValue) map[string]stri
 // names its receipt and SQS's error code. As on SQS, a receipt that is not
 // the message's latest may succeed without deleting anything; an empty one
 // is an error before any call.
-func (q *SQSQueue) Delete(ctx context.Context, receipts ...string) error {
+func (q *SQS) Delete(ctx context.Context, receipts ...string) error {
 	if err := checkReceipts(receipts...); err != nil {
 		return fmt.Errorf("sqs delete: %w", err)
 	}
@@ -194,7 +194,7 @@ func (q *SQSQueue) Delete(ctx context.Context, receipts ...string) error {
 // in flight any more (MessageNotInflight, ReceiptHandleIsInvalid, or
 // InvalidParameterValue, which can only be about the receipt since the
 // timeout was checked here), the error is also ErrStaleReceipt.
-func (q *SQSQueue) ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error {
+func (q *SQS) ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error {
 	if err := checkChangeVisibility(receipt, timeout); err != nil {
 		return fmt.Errorf("sqs change visibility: %w", err)
 	}

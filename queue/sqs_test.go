@@ -1,4 +1,4 @@
-package asyncevent_test
+package queue_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // TestSQSQueueConformance runs the shared queue behaviour on the test
@@ -23,7 +23,7 @@ import (
 func TestSQSQueueConformance(t *testing.T) {
 	queueConformance(t, func(t *testing.T, k queueKind) queueUnderTest {
 		q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: k.FIFO, MaxReceives: k.MaxReceives})
-		return queueUnderTest{Queue: q, deadLetters: func(t *testing.T) []asyncevent.Delivery {
+		return queueUnderTest{Queue: q, deadLetters: func(t *testing.T) []queue.Delivery {
 			got, err := asynceventtest.DeadLetterQueue(t, q).Receive(context.Background(), 10, time.Second, time.Minute)
 			require.NoError(t, err)
 			return got
@@ -38,7 +38,7 @@ func TestSQSQueueFIFOAttributes(t *testing.T) {
 	ctx := context.Background()
 	q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: true})
 	assert.True(t, q.FIFO())
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m"), GroupID: "event-1", DeduplicationID: "req-1"}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("m"), GroupID: "event-1", DeduplicationID: "req-1"}))
 	out, err := asynceventtest.SQS(t).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(q.URL()),
 		WaitTimeSeconds:             1,
@@ -57,7 +57,7 @@ func TestSQSQueueQueueDefaultVisibility(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{VisibilityTimeout: time.Second})
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m")}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("m")}))
 	first := receiveUntil(t, q, 1, 0)[0]
 	again := receiveUntil(t, q, 1, time.Minute)[0] // back after the queue's 1s
 	assert.Equal(t, first.MessageID, again.MessageID)
@@ -65,10 +65,10 @@ func TestSQSQueueQueueDefaultVisibility(t *testing.T) {
 }
 
 // recordingSQS is an SQSClient that records requests and answers from
-// canned replies, for checking what SQSQueue asks of SQS. Behaviour is
+// canned replies, for checking what SQS asks of SQS. Behaviour is
 // tested on a real SQS implementation above; this only pins the requests.
 type recordingSQS struct {
-	asyncevent.SQSClient // nil: a call of anything else panics
+	queue.SQSClient // nil: a call of anything else panics
 
 	mu       sync.Mutex
 	receives []*sqs.ReceiveMessageInput
@@ -119,7 +119,7 @@ func TestSQSQueueReceiveRequest(t *testing.T) {
 			"blob":        {DataType: aws.String("Binary"), BinaryValue: []byte{1, 2}},
 		}},
 	}}}
-	q, err := asyncevent.NewSQSQueue(c, testQueueURL)
+	q, err := queue.NewSQS(c, testQueueURL)
 	require.NoError(t, err)
 	assert.False(t, q.FIFO())
 
@@ -142,7 +142,7 @@ func TestSQSQueueReceiveRequest(t *testing.T) {
 		assert.ElementsMatch(t, []types.MessageSystemAttributeName{"SentTimestamp", "ApproximateReceiveCount", "MessageGroupId"}, in.MessageSystemAttributeNames)
 		assert.Equal(t, []string{"All"}, in.MessageAttributeNames, "SQS returns message attributes only when asked")
 		assert.Equal(t, testQueueURL, aws.ToString(in.QueueUrl))
-		assert.Equal(t, []asyncevent.Delivery{
+		assert.Equal(t, []queue.Delivery{
 			{MessageID: "id", Receipt: "r", Body: []byte("b"), ReceiveCount: 3, SentAt: time.UnixMilli(1795421039191), GroupID: "event-1"},
 			{MessageID: "bare", Receipt: "r2", Body: []byte("b2")},
 			{MessageID: "traced", Receipt: "r3", Body: []byte("b3"), Attributes: map[string]string{
@@ -169,7 +169,7 @@ func TestSQSQueueDeleteReportsEachFailure(t *testing.T) {
 		}
 		return &sqs.DeleteMessageBatchOutput{}, nil
 	}}
-	q, err := asyncevent.NewSQSQueue(c, testQueueURL)
+	q, err := queue.NewSQS(c, testQueueURL)
 	require.NoError(t, err)
 	var rs []string
 	for i := range 25 {
@@ -193,7 +193,7 @@ func TestSQSQueueDeleteReportsEachFailure(t *testing.T) {
 func TestSQSQueueChangeVisibilityErrors(t *testing.T) {
 	ctx := context.Background()
 	c := &recordingSQS{}
-	q, err := asyncevent.NewSQSQueue(c, testQueueURL)
+	q, err := queue.NewSQS(c, testQueueURL)
 	require.NoError(t, err)
 
 	require.NoError(t, q.ChangeVisibility(ctx, "r", 1200*time.Millisecond))
@@ -202,23 +202,23 @@ func TestSQSQueueChangeVisibilityErrors(t *testing.T) {
 	for _, stale := range []error{&types.MessageNotInflight{}, &types.ReceiptHandleIsInvalid{}} {
 		c.changeErr = stale
 		err := q.ChangeVisibility(ctx, "r", 0)
-		assert.ErrorIs(t, err, asyncevent.ErrStaleReceipt)
+		assert.ErrorIs(t, err, queue.ErrStaleReceipt)
 		assert.ErrorIs(t, err, stale)
 	}
 	c.changeErr = errors.New("throttled")
-	assert.NotErrorIs(t, q.ChangeVisibility(ctx, "r", 0), asyncevent.ErrStaleReceipt)
+	assert.NotErrorIs(t, q.ChangeVisibility(ctx, "r", 0), queue.ErrStaleReceipt)
 }
 
 func TestNewSQSQueueRefusesBadArguments(t *testing.T) {
-	_, err := asyncevent.NewSQSQueue(nil, testQueueURL)
-	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
+	_, err := queue.NewSQS(nil, testQueueURL)
+	assert.ErrorIs(t, err, queue.ErrInvalidOptions)
 	for _, url := range []string{"", "queue-name", "/000000000000/q"} {
-		_, err := asyncevent.NewSQSQueue(&recordingSQS{}, url)
-		assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "%q", url)
+		_, err := queue.NewSQS(&recordingSQS{}, url)
+		assert.ErrorIs(t, err, queue.ErrInvalidOptions, "%q", url)
 	}
-	q, err := asyncevent.NewSQSQueue(&recordingSQS{}, "https://sqs.example.test/123456789012/events.fifo")
+	q, err := queue.NewSQS(&recordingSQS{}, "https://sqs.example.test/123456789012/events.fifo")
 	require.NoError(t, err)
 	assert.True(t, q.FIFO())
-	err = q.Send(context.Background(), asyncevent.OutgoingMessage{Body: []byte("m"), GroupID: "g"})
+	err = q.Send(context.Background(), queue.OutgoingMessage{Body: []byte("m"), GroupID: "g"})
 	assert.ErrorContains(t, err, "DeduplicationID")
 }

@@ -1,4 +1,4 @@
-package asyncevent_test
+package queue_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // queueKind is what a conformance case needs of a fresh queue.
@@ -27,13 +27,13 @@ type queueKind struct {
 
 // queueUnderTest is a fresh queue and a way to read its dead letters.
 type queueUnderTest struct {
-	asyncevent.Queue
+	queue.Queue
 	// deadLetters returns what redrive has moved to the dead letters.
-	deadLetters func(t *testing.T) []asyncevent.Delivery
+	deadLetters func(t *testing.T) []queue.Delivery
 }
 
 // queueConformance runs the behaviour every Queue must share, so that
-// MemoryQueue stays faithful to SQSQueue on a real SQS implementation.
+// Memory stays faithful to SQS on a real SQS implementation.
 // Durations are whole seconds, SQS's unit.
 func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) queueUnderTest) {
 	ctx := context.Background()
@@ -44,7 +44,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		q := newQueue(t, queueKind{})
 		before := time.Now()
 		for i := range 3 {
-			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m" + strconv.Itoa(i))}))
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("m" + strconv.Itoa(i))}))
 		}
 		after := time.Now()
 		got := receiveUntil(t, q, 3, long)
@@ -64,7 +64,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 	t.Run("RedeliveryAndStaleReceipts", func(t *testing.T) {
 		t.Parallel()
 		q := newQueue(t, queueKind{})
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("again")}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("again")}))
 		first := receiveUntil(t, q, 1, time.Second)[0]
 		second := receiveUntil(t, q, 1, long)[0] // after the visibility timeout
 		assert.Equal(t, first.MessageID, second.MessageID)
@@ -73,7 +73,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		assert.Equal(t, 2, second.ReceiveCount)
 
 		// The first receipt is stale: it changes and deletes nothing.
-		require.ErrorIs(t, q.ChangeVisibility(ctx, first.Receipt, 0), asyncevent.ErrStaleReceipt)
+		require.ErrorIs(t, q.ChangeVisibility(ctx, first.Receipt, 0), queue.ErrStaleReceipt)
 		require.NoError(t, q.Delete(ctx, first.Receipt))
 
 		// ChangeVisibility(0) makes it visible at once.
@@ -81,19 +81,19 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		third := receiveUntil(t, q, 1, long)[0]
 		assert.Equal(t, first.MessageID, third.MessageID)
 		assert.Equal(t, 3, third.ReceiveCount)
-		require.ErrorIs(t, q.ChangeVisibility(ctx, second.Receipt, time.Minute), asyncevent.ErrStaleReceipt)
+		require.ErrorIs(t, q.ChangeVisibility(ctx, second.Receipt, time.Minute), queue.ErrStaleReceipt)
 		require.NoError(t, q.Delete(ctx, first.Receipt, second.Receipt))
 		require.NoError(t, q.ChangeVisibility(ctx, third.Receipt, long), "the latest receipt holds it")
 
 		require.NoError(t, q.Delete(ctx, third.Receipt))
 		requireEmpty(t, q)
-		require.ErrorIs(t, q.ChangeVisibility(ctx, third.Receipt, long), asyncevent.ErrStaleReceipt)
+		require.ErrorIs(t, q.ChangeVisibility(ctx, third.Receipt, long), queue.ErrStaleReceipt)
 	})
 
 	t.Run("ChangeVisibilityExtends", func(t *testing.T) {
 		t.Parallel()
 		q := newQueue(t, queueKind{})
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("slow work")}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("slow work")}))
 		d := receiveUntil(t, q, 1, time.Second)[0]
 		require.NoError(t, q.ChangeVisibility(ctx, d.Receipt, long))
 		got, err := q.Receive(ctx, 1, 2*time.Second, long) // the first second would have passed
@@ -107,7 +107,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		q := newQueue(t, queueKind{})
 		const wait = 20 * time.Second
 		type result struct {
-			got     []asyncevent.Delivery
+			got     []queue.Delivery
 			err     error
 			elapsed time.Duration
 		}
@@ -118,7 +118,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 			done <- result{got, err, time.Since(began)}
 		}()
 		time.Sleep(300 * time.Millisecond) // let the receive start waiting; it finds the message either way
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("wake up")}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("wake up")}))
 		r := <-done
 		require.NoError(t, r.err)
 		require.Len(t, r.got, 1)
@@ -147,8 +147,8 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		assert.Error(t, err, "negative wait")
 		_, err = q.Receive(ctx, 1, 0, 13*time.Hour)
 		assert.Error(t, err, "visibility over 12h")
-		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{}), "empty body")
-		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("a\x00b")}), "a character SQS refuses")
+		assert.Error(t, q.Send(ctx, queue.OutgoingMessage{}), "empty body")
+		assert.Error(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("a\x00b")}), "a character SQS refuses")
 		assert.Error(t, q.Delete(ctx, ""), "empty receipt")
 		assert.Error(t, q.ChangeVisibility(ctx, "", time.Second), "empty receipt")
 		assert.Error(t, q.ChangeVisibility(ctx, "r", -time.Second), "negative timeout")
@@ -160,7 +160,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		q := newQueue(t, queueKind{})
 		const n = 25
 		for i := range n {
-			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m" + strconv.Itoa(i))}))
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("m" + strconv.Itoa(i))}))
 		}
 		got := receiveUntil(t, q, n, long)
 		require.Len(t, got, n)
@@ -171,7 +171,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 	t.Run("DeadLetters", func(t *testing.T) {
 		t.Parallel()
 		q := newQueue(t, queueKind{MaxReceives: 2})
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("poison")}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("poison")}))
 		first := receiveUntil(t, q, 1, time.Second)[0]
 		second := receiveUntil(t, q, 1, time.Second)[0]
 		assert.Equal(t, 2, second.ReceiveCount)
@@ -183,7 +183,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		require.Len(t, dead, 1)
 		assert.Equal(t, first.MessageID, dead[0].MessageID)
 		assert.Equal(t, "poison", string(dead[0].Body))
-		require.ErrorIs(t, q.ChangeVisibility(ctx, second.Receipt, long), asyncevent.ErrStaleReceipt)
+		require.ErrorIs(t, q.ChangeVisibility(ctx, second.Receipt, long), queue.ErrStaleReceipt)
 	})
 
 	t.Run("Attributes", func(t *testing.T) {
@@ -194,8 +194,8 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 				"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 				"tracestate":  "vendor=a b,other=x",
 			}
-			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("with"), GroupID: "g1", DeduplicationID: "d1", Attributes: attrs}))
-			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("without"), GroupID: "g2", DeduplicationID: "d2"}))
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("with"), GroupID: "g1", DeduplicationID: "d1", Attributes: attrs}))
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("without"), GroupID: "g2", DeduplicationID: "d2"}))
 			attrs["traceparent"] = "changed after the send"
 
 			got := receiveUntil(t, q, 2, time.Second)
@@ -225,7 +225,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		q := newQueue(t, queueKind{FIFO: true})
 		send := func(group, dedup, body string) {
 			t.Helper()
-			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: group, DeduplicationID: dedup}))
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(body), GroupID: group, DeduplicationID: dedup}))
 		}
 		send("a", "a1", "a1")
 		send("b", "b1", "b1")
@@ -233,8 +233,8 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		send("a", "a2", "a2 again") // same DeduplicationID: accepted, dropped
 		send("b", "b2", "b2")
 		send("a", "a3", "a3")
-		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("x"), GroupID: "a"}), "no DeduplicationID")
-		assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("x"), DeduplicationID: "x"}), "no GroupID")
+		assert.Error(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("x"), GroupID: "a"}), "no DeduplicationID")
+		assert.Error(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("x"), DeduplicationID: "x"}), "no GroupID")
 
 		// A group's next message waits until the one in flight is deleted.
 		first, err := q.Receive(ctx, 10, time.Second, long)
@@ -244,7 +244,7 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 		require.NoError(t, err)
 		assert.Empty(t, more, "both groups are held by messages in flight")
 
-		groupOf := func(ds []asyncevent.Delivery) {
+		groupOf := func(ds []queue.Delivery) {
 			t.Helper()
 			for _, d := range ds {
 				assert.Equal(t, string(d.Body[:1]), d.GroupID, "the delivery names its group")
@@ -275,11 +275,11 @@ func queueConformance(t *testing.T, newQueue func(t *testing.T, k queueKind) que
 
 // receiveUntil receives with visibility until it has n messages (SQS may
 // hand them out over several calls), failing after half a minute.
-func receiveUntil(t *testing.T, q asyncevent.Queue, n int, visibility time.Duration) []asyncevent.Delivery {
+func receiveUntil(t *testing.T, q queue.Queue, n int, visibility time.Duration) []queue.Delivery {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var got []asyncevent.Delivery
+	var got []queue.Delivery
 	for len(got) < n {
 		ds, err := q.Receive(ctx, n-len(got), 5*time.Second, visibility)
 		require.NoError(t, err, "after %d of %d messages", len(got), n)
@@ -290,14 +290,14 @@ func receiveUntil(t *testing.T, q asyncevent.Queue, n int, visibility time.Durat
 }
 
 // requireEmpty fails unless a receive finds nothing.
-func requireEmpty(t *testing.T, q asyncevent.Queue) {
+func requireEmpty(t *testing.T, q queue.Queue) {
 	t.Helper()
 	got, err := q.Receive(context.Background(), 10, time.Second, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, bodies(got))
 }
 
-func bodies(ds []asyncevent.Delivery) []string {
+func bodies(ds []queue.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = string(d.Body)
@@ -305,7 +305,7 @@ func bodies(ds []asyncevent.Delivery) []string {
 	return out
 }
 
-func receipts(ds []asyncevent.Delivery) []string {
+func receipts(ds []queue.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.Receipt
@@ -315,8 +315,8 @@ func receipts(ds []asyncevent.Delivery) []string {
 
 func TestMemoryQueueConformance(t *testing.T) {
 	queueConformance(t, func(t *testing.T, k queueKind) queueUnderTest {
-		q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: k.FIFO, MaxReceives: k.MaxReceives})
-		return queueUnderTest{Queue: q, deadLetters: func(*testing.T) []asyncevent.Delivery { return q.DeadLetters() }}
+		q := queue.NewMemory(queue.MemoryOptions{FIFO: k.FIFO, MaxReceives: k.MaxReceives})
+		return queueUnderTest{Queue: q, deadLetters: func(*testing.T) []queue.Delivery { return q.DeadLetters() }}
 	})
 }
 
@@ -327,18 +327,18 @@ func TestMemoryQueueFollowsItsClock(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 23, 12, 0, 0, 123_456_789, time.UTC)
 	clock := asynceventtest.NewClock(start)
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 3, Clock: clock.Now})
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m")}))
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1}, q.Len())
+	q := queue.NewMemory(queue.MemoryOptions{MaxReceives: 3, Clock: clock.Now})
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("m")}))
+	assert.Equal(t, queue.MemoryLen{Visible: 1}, q.Len())
 
 	d1 := receiveNow(t, q, 10*time.Second)
 	assert.Equal(t, 1, d1.ReceiveCount)
 	assert.True(t, d1.SentAt.Equal(start.Truncate(time.Millisecond)), "SentAt %s is the send time in milliseconds", d1.SentAt)
-	assert.Equal(t, asyncevent.MemoryQueueLen{InFlight: 1}, q.Len())
+	assert.Equal(t, queue.MemoryLen{InFlight: 1}, q.Len())
 	clock.Advance(10*time.Second - time.Nanosecond)
 	assert.Empty(t, receive(t, q, 0, time.Minute), "still hidden")
 	clock.Advance(time.Nanosecond)
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1}, q.Len())
+	assert.Equal(t, queue.MemoryLen{Visible: 1}, q.Len())
 
 	d2 := receiveNow(t, q, time.Second)
 	assert.Equal(t, d1.MessageID, d2.MessageID)
@@ -348,11 +348,11 @@ func TestMemoryQueueFollowsItsClock(t *testing.T) {
 	assert.Equal(t, 3, receiveNow(t, q, time.Second).ReceiveCount)
 	clock.Advance(time.Second)
 	assert.Empty(t, receive(t, q, 0, time.Second), "received MaxReceives times: dead")
-	assert.Equal(t, asyncevent.MemoryQueueLen{Dead: 1}, q.Len())
+	assert.Equal(t, queue.MemoryLen{Dead: 1}, q.Len())
 }
 
 // receive calls Receive with wait and returns what came.
-func receive(t *testing.T, q asyncevent.Queue, wait, visibility time.Duration) []asyncevent.Delivery {
+func receive(t *testing.T, q queue.Queue, wait, visibility time.Duration) []queue.Delivery {
 	t.Helper()
 	got, err := q.Receive(context.Background(), 10, wait, visibility)
 	require.NoError(t, err)
@@ -360,7 +360,7 @@ func receive(t *testing.T, q asyncevent.Queue, wait, visibility time.Duration) [
 }
 
 // receiveNow receives the one message that must be visible now.
-func receiveNow(t *testing.T, q asyncevent.Queue, visibility time.Duration) asyncevent.Delivery {
+func receiveNow(t *testing.T, q queue.Queue, visibility time.Duration) queue.Delivery {
 	t.Helper()
 	got := receive(t, q, 0, visibility)
 	require.Len(t, got, 1)
@@ -378,14 +378,14 @@ func TestMemoryQueueConcurrentProducersAndConsumers(t *testing.T) {
 			const total = producers * perProducer
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: fifo})
+			q := queue.NewMemory(queue.MemoryOptions{FIFO: fifo})
 
 			var wg sync.WaitGroup
 			for p := range producers {
 				wg.Go(func() {
 					for i := range perProducer {
 						body := fmt.Sprintf("p%d-%d", p, i)
-						if err := q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "p" + strconv.Itoa(p), DeduplicationID: body}); err != nil {
+						if err := q.Send(ctx, queue.OutgoingMessage{Body: []byte(body), GroupID: "p" + strconv.Itoa(p), DeduplicationID: body}); err != nil {
 							t.Error(err)
 							return
 						}
@@ -430,7 +430,7 @@ func TestMemoryQueueConcurrentProducersAndConsumers(t *testing.T) {
 					t.Errorf("%s delivered %d times", body, n)
 				}
 			}
-			assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+			assert.Equal(t, queue.MemoryLen{}, q.Len())
 		})
 	}
 }
@@ -443,9 +443,9 @@ func TestMemoryQueueConcurrentRedelivery(t *testing.T) {
 	const n, consumers = 500, 20
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range n {
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strconv.Itoa(i))}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(strconv.Itoa(i))}))
 	}
 	var mu sync.Mutex
 	done := map[string]bool{}
@@ -469,12 +469,12 @@ func TestMemoryQueueConcurrentRedelivery(t *testing.T) {
 					case 0: // dropped: comes back after 20ms
 					case 1:
 						err := q.ChangeVisibility(ctx, d.Receipt, 0)
-						if err != nil && !assert.ErrorIs(t, err, asyncevent.ErrStaleReceipt) {
+						if err != nil && !assert.ErrorIs(t, err, queue.ErrStaleReceipt) {
 							return
 						}
 					default:
 						if err := q.ChangeVisibility(ctx, d.Receipt, time.Hour); err != nil {
-							assert.ErrorIs(t, err, asyncevent.ErrStaleReceipt) // lost to a timeout already
+							assert.ErrorIs(t, err, queue.ErrStaleReceipt) // lost to a timeout already
 							continue
 						}
 						if !assert.NoError(t, q.Delete(ctx, d.Receipt)) {
@@ -491,7 +491,7 @@ func TestMemoryQueueConcurrentRedelivery(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, ctx.Err())
 	assert.Len(t, done, n)
-	assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+	assert.Equal(t, queue.MemoryLen{}, q.Len())
 }
 
 // TestMemoryQueueLongPollWakesOnTimeout checks that a waiting Receive gets a
@@ -499,8 +499,8 @@ func TestMemoryQueueConcurrentRedelivery(t *testing.T) {
 // polling, and when ChangeVisibility releases it.
 func TestMemoryQueueLongPollWakesOnTimeout(t *testing.T) {
 	ctx := context.Background()
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m")}))
+	q := queue.NewMemory(queue.MemoryOptions{})
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("m")}))
 	d := receiveNow(t, q, 50*time.Millisecond)
 	began := time.Now()
 	got := receive(t, q, 20*time.Second, time.Hour)
@@ -508,7 +508,7 @@ func TestMemoryQueueLongPollWakesOnTimeout(t *testing.T) {
 	assert.Equal(t, d.MessageID, got[0].MessageID)
 	assert.Less(t, time.Since(began), 10*time.Second)
 
-	released := make(chan []asyncevent.Delivery, 1)
+	released := make(chan []queue.Delivery, 1)
 	go func() {
 		got, err := q.Receive(ctx, 10, 20*time.Second, time.Hour)
 		assert.NoError(t, err)
@@ -526,26 +526,26 @@ func TestMemoryQueueLongPollWakesOnTimeout(t *testing.T) {
 func TestMemoryQueueDeadLettersAndLen(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true, MaxReceives: 1, Clock: clock.Now})
+	q := queue.NewMemory(queue.MemoryOptions{FIFO: true, MaxReceives: 1, Clock: clock.Now})
 	for _, body := range []string{"poison", "next"} {
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "g", DeduplicationID: body}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(body), GroupID: "g", DeduplicationID: body}))
 	}
 	first, err := q.Receive(ctx, 1, 0, time.Second)
 	require.NoError(t, err)
 	require.Len(t, first, 1)
 	d := first[0]
 	assert.Equal(t, "poison", string(d.Body))
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1, InFlight: 1}, q.Len())
+	assert.Equal(t, queue.MemoryLen{Visible: 1, InFlight: 1}, q.Len())
 	assert.Empty(t, receive(t, q, 0, time.Second), "the group is held")
 	clock.Advance(time.Second)
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 2}, q.Len(), "it moves when a receive would deliver it")
+	assert.Equal(t, queue.MemoryLen{Visible: 2}, q.Len(), "it moves when a receive would deliver it")
 
 	next := receiveNow(t, q, time.Second)
 	assert.Equal(t, "next", string(next.Body))
-	assert.Equal(t, asyncevent.MemoryQueueLen{InFlight: 1, Dead: 1}, q.Len())
+	assert.Equal(t, queue.MemoryLen{InFlight: 1, Dead: 1}, q.Len())
 	dead := q.DeadLetters()
 	require.Len(t, dead, 1)
-	assert.Equal(t, asyncevent.Delivery{MessageID: d.MessageID, Body: []byte("poison"), ReceiveCount: 1, SentAt: d.SentAt, GroupID: "g"}, dead[0])
+	assert.Equal(t, queue.Delivery{MessageID: d.MessageID, Body: []byte("poison"), ReceiveCount: 1, SentAt: d.SentAt, GroupID: "g"}, dead[0])
 	require.NoError(t, q.Delete(ctx, d.Receipt), "a dead letter's old receipt deletes nothing")
 	assert.Len(t, q.DeadLetters(), 1)
 }
@@ -556,16 +556,16 @@ func TestMemoryQueueDeadLettersAndLen(t *testing.T) {
 func TestMemoryQueueDeduplicationInterval(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true, Clock: clock.Now})
+	q := queue.NewMemory(queue.MemoryOptions{FIFO: true, Clock: clock.Now})
 	send := func(body string) {
 		t.Helper()
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "g", DeduplicationID: "same"}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(body), GroupID: "g", DeduplicationID: "same"}))
 	}
 	send("first")
 	require.NoError(t, q.Delete(ctx, receiveNow(t, q, time.Minute).Receipt))
 	clock.Advance(5*time.Minute - time.Millisecond)
 	send("dropped")
-	assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+	assert.Equal(t, queue.MemoryLen{}, q.Len())
 	clock.Advance(time.Millisecond)
 	send("kept")
 	assert.Equal(t, "kept", string(receiveNow(t, q, time.Minute).Body))
@@ -577,49 +577,49 @@ func TestMemoryQueueDeduplicationInterval(t *testing.T) {
 func TestMemoryQueueLatestReceiptOutlivesTimeout(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{Clock: clock.Now})
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("m")}))
+	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now})
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("m")}))
 	d := receiveNow(t, q, time.Second)
 	clock.Advance(time.Second)
-	require.ErrorIs(t, q.ChangeVisibility(ctx, d.Receipt, time.Minute), asyncevent.ErrStaleReceipt)
+	require.ErrorIs(t, q.ChangeVisibility(ctx, d.Receipt, time.Minute), queue.ErrStaleReceipt)
 	require.NoError(t, q.Delete(ctx, d.Receipt))
-	assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+	assert.Equal(t, queue.MemoryLen{}, q.Len())
 }
 
-// TestMemoryQueueLimits checks the SQS limits MemoryQueue shares: 10
+// TestMemoryQueueLimits checks the SQS limits Memory shares: 10
 // messages per receive, 1 MiB bodies, and a zero visibility meaning the
 // queue's default.
 func TestMemoryQueueLimits(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{VisibilityTimeout: 5 * time.Second, Clock: clock.Now})
+	q := queue.NewMemory(queue.MemoryOptions{VisibilityTimeout: 5 * time.Second, Clock: clock.Now})
 	for i := range 12 {
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strconv.Itoa(i))}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(strconv.Itoa(i))}))
 	}
 	got := receive(t, q, 0, 0)
 	assert.Len(t, got, 10)
 	assert.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, bodies(got), "a standard queue serves in order")
 	clock.Advance(5*time.Second - time.Millisecond)
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 2, InFlight: 10}, q.Len())
+	assert.Equal(t, queue.MemoryLen{Visible: 2, InFlight: 10}, q.Len())
 	clock.Advance(time.Millisecond)
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 12}, q.Len(), "zero visibility is the queue's 5s")
+	assert.Equal(t, queue.MemoryLen{Visible: 12}, q.Len(), "zero visibility is the queue's 5s")
 
-	assert.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strings.Repeat("x", 1<<20))}))
-	assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(strings.Repeat("x", 1<<20+1))}))
-	assert.Error(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte{0xff}}), "not UTF-8")
-	assert.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("tab\t, emoji 🎟")}))
+	assert.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(strings.Repeat("x", 1<<20))}))
+	assert.Error(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(strings.Repeat("x", 1<<20+1))}))
+	assert.Error(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte{0xff}}), "not UTF-8")
+	assert.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("tab\t, emoji 🎟")}))
 
 	// A stale receipt in a batch does not stop the others.
 	got = receive(t, q, 0, time.Minute)
 	require.NoError(t, q.Delete(ctx, slices.Concat([]string{"no-such-receipt"}, receipts(got))...))
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 4}, q.Len())
+	assert.Equal(t, queue.MemoryLen{Visible: 4}, q.Len())
 }
 
 // ExampleMemoryQueue shows a delivery's life: received, hidden, deleted.
-func ExampleMemoryQueue() {
+func ExampleMemory() {
 	ctx := context.Background()
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{})
-	_ = q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(`{"v":1}`)})
+	q := queue.NewMemory(queue.MemoryOptions{})
+	_ = q.Send(ctx, queue.OutgoingMessage{Body: []byte(`{"v":1}`)})
 
 	got, _ := q.Receive(ctx, 10, time.Second, 30*time.Second)
 	fmt.Printf("%s received %d time(s)\n", got[0].Body, got[0].ReceiveCount)
@@ -639,7 +639,7 @@ func ExampleMemoryQueue() {
 func TestMemoryQueueWaitIdle(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{MaxReceives: 2, Clock: clock.Now})
+	q := queue.NewMemory(queue.MemoryOptions{MaxReceives: 2, Clock: clock.Now})
 	busy := func(msg string) {
 		t.Helper()
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -648,7 +648,7 @@ func TestMemoryQueueWaitIdle(t *testing.T) {
 	}
 	require.NoError(t, q.WaitIdle(ctx), "a new queue is idle")
 
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("kept")}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("kept")}))
 	busy("visible")
 	kept := receiveNow(t, q, time.Minute)
 	busy("in flight")
@@ -657,20 +657,20 @@ func TestMemoryQueueWaitIdle(t *testing.T) {
 	require.NoError(t, q.Delete(ctx, kept.Receipt))
 	require.NoError(t, q.WaitIdle(ctx), "deleted")
 
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("poison")}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("poison")}))
 	receiveNow(t, q, time.Second)
 	clock.Advance(time.Second)
 	receiveNow(t, q, time.Second)
 	clock.Advance(time.Second)
 	busy("received MaxReceives times, but still visible")
 	assert.Empty(t, receive(t, q, 0, time.Second))
-	assert.Equal(t, asyncevent.MemoryQueueLen{Dead: 1}, q.Len())
+	assert.Equal(t, queue.MemoryLen{Dead: 1}, q.Len())
 	require.NoError(t, q.WaitIdle(ctx), "dead letters do not count")
 
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	assert.NoError(t, q.WaitIdle(canceled), "idle wins over an ended context")
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("late")}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("late")}))
 	assert.ErrorIs(t, q.WaitIdle(canceled), context.Canceled)
 }
 
@@ -685,8 +685,8 @@ func TestMemoryQueueWaitIdleWakesWaiters(t *testing.T) {
 			const producers, consumers, perProducer, waiters = 10, 10, 50, 20
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: fifo})
-			require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("first"), GroupID: "first", DeduplicationID: "first"}))
+			q := queue.NewMemory(queue.MemoryOptions{FIFO: fifo})
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("first"), GroupID: "first", DeduplicationID: "first"}))
 
 			// Waiters started now may return at any idle moment; those started
 			// after the producers return only once all is deleted.
@@ -703,7 +703,7 @@ func TestMemoryQueueWaitIdleWakesWaiters(t *testing.T) {
 				producing.Go(func() {
 					for i := range perProducer {
 						body := fmt.Sprintf("p%d-%d", p, i)
-						if err := q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "p" + strconv.Itoa(p), DeduplicationID: body}); err != nil {
+						if err := q.Send(ctx, queue.OutgoingMessage{Body: []byte(body), GroupID: "p" + strconv.Itoa(p), DeduplicationID: body}); err != nil {
 							t.Error(err)
 							return
 						}
@@ -745,7 +745,7 @@ func TestMemoryQueueWaitIdleWakesWaiters(t *testing.T) {
 			for range waiters {
 				late.Go(func() {
 					if assert.NoError(t, q.WaitIdle(ctx)) {
-						assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+						assert.Equal(t, queue.MemoryLen{}, q.Len())
 					}
 				})
 			}
@@ -753,7 +753,7 @@ func TestMemoryQueueWaitIdleWakesWaiters(t *testing.T) {
 			early.Wait()
 			close(stop)
 			consuming.Wait()
-			assert.Equal(t, asyncevent.MemoryQueueLen{}, q.Len())
+			assert.Equal(t, queue.MemoryLen{}, q.Len())
 		})
 	}
 }
@@ -762,9 +762,9 @@ func TestMemoryQueueDelayHoldsBackDelivery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{Delay: 50 * time.Millisecond, Clock: clock.Now})
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("one")}))
-	assert.Equal(t, asyncevent.MemoryQueueLen{InFlight: 1}, q.Len(), "delayed: in flight, as SQS counts it out of the visible")
+	q := queue.NewMemory(queue.MemoryOptions{Delay: 50 * time.Millisecond, Clock: clock.Now})
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("one")}))
+	assert.Equal(t, queue.MemoryLen{InFlight: 1}, q.Len(), "delayed: in flight, as SQS counts it out of the visible")
 
 	got, err := q.Receive(ctx, 10, 0, time.Minute)
 	require.NoError(t, err)
@@ -785,12 +785,12 @@ func TestMemoryQueueDelayHoldsBackDelivery(t *testing.T) {
 func TestMemoryQueueFIFOHandsOutAGroupInBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	q := asyncevent.NewMemoryQueue(asyncevent.MemoryQueueOptions{FIFO: true})
+	q := queue.NewMemory(queue.MemoryOptions{FIFO: true})
 	for i := range 12 {
 		body := fmt.Sprintf("a%02d", i)
-		require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte(body), GroupID: "a", DeduplicationID: body}))
+		require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(body), GroupID: "a", DeduplicationID: body}))
 	}
-	require.NoError(t, q.Send(ctx, asyncevent.OutgoingMessage{Body: []byte("b00"), GroupID: "b", DeduplicationID: "b00"}))
+	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte("b00"), GroupID: "b", DeduplicationID: "b00"}))
 
 	first, err := q.Receive(ctx, 4, 0, time.Minute)
 	require.NoError(t, err)
@@ -816,5 +816,5 @@ func TestMemoryQueueFIFOHandsOutAGroupInBatches(t *testing.T) {
 	want := []string{"a01", "a02", "a03", "a04", "a05", "a06", "a07", "a08", "a09", "a10"}
 	assert.Equal(t, want, bodies(again), "the group resumes in send order, up to ten")
 	assert.Equal(t, 2, again[0].ReceiveCount)
-	assert.Equal(t, asyncevent.MemoryQueueLen{Visible: 1, InFlight: 11}, q.Len())
+	assert.Equal(t, queue.MemoryLen{Visible: 1, InFlight: 11}, q.Len())
 }

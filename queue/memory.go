@@ -1,4 +1,4 @@
-package asyncevent
+package queue
 
 import (
 	"container/heap"
@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Limits that MemoryQueue shares with SQS, so that what works on it works on
+// Limits that Memory shares with SQS, so that what works on it works on
 // SQS too.
 const (
 	queueMaxReceive        = 10               // messages per Receive
@@ -26,13 +26,13 @@ const (
 	queueDefaultVisibility = 30 * time.Second // an SQS queue's default VisibilityTimeout
 )
 
-// noDeadline is what MemoryQueue.nextDeadline returns when no message is in
+// noDeadline is what Memory.nextDeadline returns when no message is in
 // flight.
 const noDeadline = time.Duration(-1)
 
-// MemoryQueueOptions configures a MemoryQueue. The zero value is a standard
+// MemoryOptions configures a Memory. The zero value is a standard
 // queue without dead-letter redrive.
-type MemoryQueueOptions struct {
+type MemoryOptions struct {
 	// FIFO makes the queue behave as an SQS FIFO queue: Send requires a
 	// GroupID and a DeduplicationID, a second Send with the same
 	// DeduplicationID within five minutes is accepted and dropped, and the
@@ -60,7 +60,7 @@ type MemoryQueueOptions struct {
 
 	// Delay keeps each message of a standard queue from delivery for this long after
 	// it is sent, as SQS's DelaySeconds does; a test sets a few milliseconds to stand
-	// for SQS's own time from send to receive, which a MemoryQueue otherwise does not
+	// for SQS's own time from send to receive, which a Memory otherwise does not
 	// take. The message counts as in flight meanwhile. Standard queues only: a FIFO
 	// queue delivers at once whatever Delay says. Default: 0, delivered at once.
 	Delay time.Duration
@@ -74,7 +74,7 @@ type MemoryQueueOptions struct {
 	Clock func() time.Time
 }
 
-// MemoryQueue is a Queue in memory that behaves as SQS does, for examples
+// Memory is a Queue in memory that behaves as SQS does, for examples
 // and unit tests: at-least-once delivery, visibility timeouts, receive
 // counts, long polling, dead-letter redrive (MaxReceives) and, as an option,
 // FIFO order with deduplication. It shares SQS's limits: at most 10
@@ -86,15 +86,15 @@ type MemoryQueueOptions struct {
 // A receipt is valid only for its message's latest delivery. Delete with a
 // receipt that is no longer the latest (the message was delivered again)
 // leaves the message alone and returns nil, as SQS promises for DeleteMessage
-// ("the request succeeds, but the message might not be deleted"); MemoryQueue
+// ("the request succeeds, but the message might not be deleted"); Memory
 // always takes the safe side of that "might", so a redelivered message is
 // never deleted by its earlier handler. The latest receipt stays valid after
 // the visibility timeout ran out, until the next delivery, as on SQS.
 // ChangeVisibility needs the message in flight under that receipt and
 // returns ErrStaleReceipt otherwise.
 //
-// A MemoryQueue is safe for concurrent use. Make one with NewMemoryQueue.
-type MemoryQueue struct {
+// A Memory is safe for concurrent use. Make one with NewMemory.
+type Memory struct {
 	fifo        bool
 	maxReceives int
 	visibility  time.Duration
@@ -115,7 +115,7 @@ type MemoryQueue struct {
 	dedupIDs []string             // the keys of dedup, oldest first
 }
 
-// memoryMessage is one message of a MemoryQueue.
+// memoryMessage is one message of a Memory.
 type memoryMessage struct {
 	id           string
 	body         []byte
@@ -126,7 +126,7 @@ type memoryMessage struct {
 	receipt      string // latest receipt; "" before the first delivery
 	inFlight     bool
 	visibleAt    time.Time     // while inFlight
-	heapIndex    int           // in MemoryQueue.inFlight, while inFlight
+	heapIndex    int           // in Memory.inFlight, while inFlight
 	elem         *list.Element // in ready (standard, while visible) or in group.messages (FIFO)
 }
 
@@ -136,12 +136,12 @@ type memoryGroup struct {
 	id       string
 	messages list.List     // *memoryMessage, in send order
 	inFlight int           // messages in flight; the group is held while above 0
-	elem     *list.Element // in MemoryQueue.order
+	elem     *list.Element // in Memory.order
 }
 
-// NewMemoryQueue returns an empty MemoryQueue.
-func NewMemoryQueue(opts MemoryQueueOptions) *MemoryQueue {
-	q := &MemoryQueue{
+// NewMemory returns an empty Memory.
+func NewMemory(opts MemoryOptions) *Memory {
+	q := &Memory{
 		fifo:        opts.FIFO,
 		maxReceives: max(opts.MaxReceives, 0),
 		visibility:  opts.VisibilityTimeout,
@@ -167,7 +167,7 @@ func NewMemoryQueue(opts MemoryQueueOptions) *MemoryQueue {
 // 1 MiB of valid characters, and on a FIFO queue a GroupID and a
 // DeduplicationID of 1 to 128 characters. The message's Attributes are kept as
 // they are and come back in each Delivery.
-func (q *MemoryQueue) Send(ctx context.Context, m OutgoingMessage) error {
+func (q *Memory) Send(ctx context.Context, m OutgoingMessage) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory queue send: %w", err)
 	}
@@ -215,7 +215,7 @@ func (q *MemoryQueue) Send(ctx context.Context, m OutgoingMessage) error {
 
 // duplicate tells whether id was sent within the deduplication interval
 // before now, and records it if not.
-func (q *MemoryQueue) duplicate(id string, now time.Time) bool {
+func (q *Memory) duplicate(id string, now time.Time) bool {
 	for len(q.dedupIDs) > 0 && !q.dedup[q.dedupIDs[0]].After(now) {
 		delete(q.dedup, q.dedupIDs[0])
 		q.dedupIDs = q.dedupIDs[1:]
@@ -283,8 +283,8 @@ func checkChangeVisibility(receipt string, timeout time.Duration) error {
 // otherwise it waits, without polling, until one becomes visible (sent,
 // back from a visibility timeout, released by ChangeVisibility, or next in
 // a FIFO group), wait passes or ctx ends. As on SQS, max is capped at 10 and
-// wait at 20s, and a zero visibility means MemoryQueueOptions.VisibilityTimeout.
-func (q *MemoryQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error) {
+// wait at 20s, and a zero visibility means MemoryOptions.VisibilityTimeout.
+func (q *Memory) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]Delivery, error) {
 	if err := checkReceive(max, wait, visibility); err != nil {
 		return nil, fmt.Errorf("memory queue receive: %w", err)
 	}
@@ -334,12 +334,12 @@ func (q *MemoryQueue) Receive(ctx context.Context, max int, wait, visibility tim
 
 // ReceiveIsCancelSafe implements CancelSafeQueue: it reports true, since a
 // Receive takes messages only when it returns them.
-func (q *MemoryQueue) ReceiveIsCancelSafe() bool { return true }
+func (q *Memory) ReceiveIsCancelSafe() bool { return true }
 
 // Delete implements Queue. A receipt that is not its message's latest, or
 // whose message is gone, is skipped without an error, as SQS does (see
-// MemoryQueue); an empty one is an error.
-func (q *MemoryQueue) Delete(ctx context.Context, receipts ...string) error {
+// Memory); an empty one is an error.
+func (q *Memory) Delete(ctx context.Context, receipts ...string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory queue delete: %w", err)
 	}
@@ -360,7 +360,7 @@ func (q *MemoryQueue) Delete(ctx context.Context, receipts ...string) error {
 // receipt, else the error is ErrStaleReceipt; an empty receipt is another
 // error. A zero timeout makes it visible at once; timeout may be at most
 // 12h.
-func (q *MemoryQueue) ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error {
+func (q *Memory) ChangeVisibility(ctx context.Context, receipt string, timeout time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory queue change visibility: %w", err)
 	}
@@ -388,19 +388,19 @@ func (q *MemoryQueue) ChangeVisibility(ctx context.Context, receipt string, time
 	return nil
 }
 
-// MemoryQueueLen counts the messages of a MemoryQueue by state.
-type MemoryQueueLen struct {
+// MemoryLen counts the messages of a Memory by state.
+type MemoryLen struct {
 	Visible  int // waiting to be received (in a FIFO queue, also those behind a message in flight)
 	InFlight int // received and neither deleted nor visible again
 	Dead     int // moved to the dead letters after MaxReceives receives
 }
 
 // Len counts the messages by state, as of now.
-func (q *MemoryQueue) Len() MemoryQueueLen {
+func (q *Memory) Len() MemoryLen {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.expire(q.clock())
-	return MemoryQueueLen{Visible: q.stored - q.inFlight.Len(), InFlight: q.inFlight.Len(), Dead: len(q.dead)}
+	return MemoryLen{Visible: q.stored - q.inFlight.Len(), InFlight: q.inFlight.Len(), Dead: len(q.dead)}
 }
 
 // WaitIdle waits until the queue holds no message, visible or in flight, and
@@ -414,7 +414,7 @@ func (q *MemoryQueue) Len() MemoryQueueLen {
 // It waits without polling, woken by the Delete or the move to the dead
 // letters that takes the last message. nil means the queue was idle at some
 // moment after the call; a Send may have added a message since.
-func (q *MemoryQueue) WaitIdle(ctx context.Context) error {
+func (q *Memory) WaitIdle(ctx context.Context) error {
 	q.mu.Lock()
 	drained := q.drained
 	q.mu.Unlock()
@@ -435,7 +435,7 @@ func (q *MemoryQueue) WaitIdle(ctx context.Context) error {
 // the order they moved, each with the ReceiveCount it had then and no
 // Receipt: they are only there to be looked at, as on a dead-letter queue
 // that nobody consumes.
-func (q *MemoryQueue) DeadLetters() []Delivery {
+func (q *Memory) DeadLetters() []Delivery {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := make([]Delivery, len(q.dead))
@@ -448,14 +448,14 @@ func (q *MemoryQueue) DeadLetters() []Delivery {
 }
 
 // broadcast wakes every waiting Receive. q.mu must be held.
-func (q *MemoryQueue) broadcast() {
+func (q *Memory) broadcast() {
 	close(q.changed)
 	q.changed = make(chan struct{})
 }
 
 // expire makes visible again the messages whose visibility timeout ran out
 // by now.
-func (q *MemoryQueue) expire(now time.Time) {
+func (q *Memory) expire(now time.Time) {
 	for q.inFlight.Len() > 0 && !q.inFlight[0].visibleAt.After(now) {
 		q.makeVisible(heap.Pop(&q.inFlight).(*memoryMessage))
 	}
@@ -463,7 +463,7 @@ func (q *MemoryQueue) expire(now time.Time) {
 
 // nextDeadline returns how long until the first visibility timeout runs
 // out, or noDeadline when no message is in flight.
-func (q *MemoryQueue) nextDeadline(now time.Time) time.Duration {
+func (q *Memory) nextDeadline(now time.Time) time.Duration {
 	if q.inFlight.Len() == 0 {
 		return noDeadline
 	}
@@ -473,7 +473,7 @@ func (q *MemoryQueue) nextDeadline(now time.Time) time.Duration {
 // makeVisible puts a message that has left q.inFlight back among the
 // visible: at the end of a standard queue, at the head of its FIFO group
 // (where it has stayed).
-func (q *MemoryQueue) makeVisible(msg *memoryMessage) {
+func (q *Memory) makeVisible(msg *memoryMessage) {
 	msg.inFlight = false
 	if msg.group != nil {
 		msg.group.inFlight--
@@ -485,7 +485,7 @@ func (q *MemoryQueue) makeVisible(msg *memoryMessage) {
 
 // take delivers up to max visible messages, moving those that have used up
 // their receives to the dead letters on the way.
-func (q *MemoryQueue) take(max int, visibility time.Duration, now time.Time) []Delivery {
+func (q *Memory) take(max int, visibility time.Duration, now time.Time) []Delivery {
 	var got []Delivery
 	if !q.fifo {
 		for len(got) < max && q.ready.Len() > 0 {
@@ -533,12 +533,12 @@ func (q *MemoryQueue) take(max int, visibility time.Duration, now time.Time) []D
 }
 
 // exhausted tells whether msg has been received MaxReceives times.
-func (q *MemoryQueue) exhausted(msg *memoryMessage) bool {
+func (q *Memory) exhausted(msg *memoryMessage) bool {
 	return q.maxReceives > 0 && msg.receiveCount >= q.maxReceives
 }
 
 // deliver hands out msg under a new receipt and hides it for visibility.
-func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now time.Time) Delivery {
+func (q *Memory) deliver(msg *memoryMessage, visibility time.Duration, now time.Time) Delivery {
 	delete(q.receipts, msg.receipt)
 	msg.receipt = uuid.NewString()
 	q.receipts[msg.receipt] = msg
@@ -557,7 +557,7 @@ func (q *MemoryQueue) deliver(msg *memoryMessage, visibility time.Duration, now 
 }
 
 // bury moves a message that is out of every list to the dead letters.
-func (q *MemoryQueue) bury(msg *memoryMessage) {
+func (q *Memory) bury(msg *memoryMessage) {
 	delete(q.receipts, msg.receipt)
 	q.unstore()
 	q.dead = append(q.dead, Delivery{MessageID: msg.id, Body: msg.body, ReceiveCount: msg.receiveCount, SentAt: msg.sentAt, Attributes: msg.attributes, GroupID: msg.groupID()})
@@ -572,7 +572,7 @@ func (msg *memoryMessage) groupID() string {
 }
 
 // remove deletes msg, in flight or visible.
-func (q *MemoryQueue) remove(msg *memoryMessage) {
+func (q *Memory) remove(msg *memoryMessage) {
 	delete(q.receipts, msg.receipt)
 	if msg.group != nil {
 		q.dropFromGroup(msg)
@@ -595,7 +595,7 @@ func (q *MemoryQueue) remove(msg *memoryMessage) {
 
 // unstore counts out a message that was deleted or moved to the dead letters,
 // and wakes WaitIdle when it was the last.
-func (q *MemoryQueue) unstore() {
+func (q *Memory) unstore() {
 	q.stored--
 	if q.stored == 0 {
 		close(q.drained)
@@ -603,7 +603,7 @@ func (q *MemoryQueue) unstore() {
 }
 
 // dropFromGroup takes msg out of its group (and out of flight).
-func (q *MemoryQueue) dropFromGroup(msg *memoryMessage) {
+func (q *Memory) dropFromGroup(msg *memoryMessage) {
 	msg.group.messages.Remove(msg.elem)
 	if msg.inFlight {
 		heap.Remove(&q.inFlight, msg.heapIndex)
