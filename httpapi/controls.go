@@ -23,17 +23,10 @@ type controlFunc func(ctx context.Context, eventID, actor string) (asyncevent.Ev
 // control is POST /admin/events/{eventId}/close, /pause or /resume: the control do
 // by the caller. 200 with the event when applied, 409 control_refused when the
 // event's state refuses it, 404 for an unknown event. No body.
-func (s *Server) control(do controlFunc) apiFunc {
-	return func(w http.ResponseWriter, r *http.Request, p Principal) error {
-		eventID, err := pathID(r, "eventId")
-		if err != nil {
-			return err
-		}
+func (s *Server) control(do controlFunc) idFunc[EventView] {
+	return func(r *http.Request, eventID string, p Principal) (EventView, error) {
 		up, err := do(r.Context(), eventID, p.UserID)
-		if err != nil {
-			return err
-		}
-		return s.answerControl(w, eventID, up)
+		return s.answerControl(eventID, up, err)
 	}
 }
 
@@ -61,20 +54,9 @@ func (b extendBody) target() (what string, to time.Time, err error) {
 // when applied; 409 control_refused when the time has passed, is less than 10
 // seconds away or not before the new one, when a cutoff would pass the end or the
 // draw began, or for the cutoff of a FIRST_COME event; 400 for a bad body.
-func (s *Server) extendEvent(w http.ResponseWriter, r *http.Request, p Principal) error {
-	eventID, err := pathID(r, "eventId")
-	if err != nil {
-		return err
-	}
-	var body extendBody
-	if err := decodeJSON(w, r, s.maxBody, &body); err != nil {
-		return err
-	}
+func (s *Server) extendEvent(r *http.Request, eventID string, p Principal, body extendBody) (EventView, error) {
 	up, err := s.extend(r.Context(), eventID, p.UserID, body)
-	if err != nil {
-		return err
-	}
-	return s.answerControl(w, eventID, up)
+	return s.answerControl(eventID, up, err)
 }
 
 // extend applies body to the event, by actor. A time ExtendEvent cannot store is
@@ -91,15 +73,14 @@ func (s *Server) extend(ctx context.Context, eventID, actor string, body extendB
 	return up, err
 }
 
-// answerControl answers a control: 200 with the event as it now is, or 409
-// control_refused with the reason and the event as the refusal found it.
-func (s *Server) answerControl(w http.ResponseWriter, eventID string, up asyncevent.EventUpdate) error {
-	v, err := s.controlled("control of "+eventID, up)
+// answerControl is the answer to a control of eventID that returned up and err:
+// err as it is, else 200 with the event as it now is, or 409 control_refused with
+// the reason and the event as the refusal found it.
+func (s *Server) answerControl(eventID string, up asyncevent.EventUpdate, err error) (EventView, error) {
 	if err != nil {
-		return err
+		return EventView{}, err
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return s.controlled("control of "+eventID, up)
 }
 
 // controlled is the event as a control (what, for an error) left it, or, refused,
@@ -146,18 +127,13 @@ func newAuditView(eventID string, trail []asyncevent.AuditEntry) AuditView {
 
 // auditTrail is GET /admin/events/{eventId}/audit (asyncevent.Client.ListAudit).
 // An unknown event is 404, not an empty trail.
-func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	eventID, err := pathID(r, "eventId")
-	if err != nil {
-		return err
-	}
+func (s *Server) auditTrail(r *http.Request, eventID string, _ Principal) (AuditView, error) {
 	if _, err := s.client.GetEvent(r.Context(), eventID); err != nil {
-		return err
+		return AuditView{}, err
 	}
 	trail, err := s.client.ListAudit(r.Context(), eventID)
 	if err != nil {
-		return err
+		return AuditView{}, err
 	}
-	writeJSON(w, http.StatusOK, newAuditView(eventID, trail))
-	return nil
+	return newAuditView(eventID, trail), nil
 }

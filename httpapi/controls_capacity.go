@@ -44,20 +44,9 @@ func (b capacityBody) args() (seats int64, toShard int, err error) {
 // change of its seats at the same moment; 400 for a bad body (seats missing or out
 // of the library's range, a shard the event does not have); 404 for an unknown
 // event.
-func (s *Server) addEventCapacity(w http.ResponseWriter, r *http.Request, p Principal) error {
-	eventID, err := pathID(r, "eventId")
-	if err != nil {
-		return err
-	}
-	var body capacityBody
-	if err := decodeJSON(w, r, s.maxBody, &body); err != nil {
-		return err
-	}
+func (s *Server) addEventCapacity(r *http.Request, eventID string, p Principal, body capacityBody) (EventView, error) {
 	up, err := s.addCapacity(r.Context(), eventID, p.UserID, body)
-	if err != nil {
-		return err
-	}
-	return s.answerControl(w, eventID, up)
+	return s.answerControl(eventID, up, err)
 }
 
 // addCapacity applies body to the event, by actor. Seats or a shard that
@@ -105,31 +94,26 @@ type CancellationView struct {
 // control_refused with the request and the event when the request holds no seat
 // to cancel (another status, a LOTTERY's, a HELD or WAITLISTED one, which a release
 // ends); 404 for an unknown request.
-func (s *Server) cancelRequest(w http.ResponseWriter, r *http.Request, p Principal) error {
-	requestID, err := pathID(r, "requestId")
-	if err != nil {
-		return err
-	}
+func (s *Server) cancelRequest(r *http.Request, requestID string, p Principal) (CancellationView, error) {
 	up, err := s.cancel(r.Context(), requestID, p.UserID)
 	if err != nil {
-		return err
+		return CancellationView{}, err
 	}
 	ev, outcome := s.controlled("cancel of "+requestID, up)
 	var refused *httpError
 	if outcome != nil && !errors.As(outcome, &refused) {
-		return outcome
+		return CancellationView{}, outcome
 	}
 	req := up.Request // as the cancel left it, or as its refusal found it
 	if req == nil {
-		return fmt.Errorf("cancel of %s: no request in the answer", requestID)
+		return CancellationView{}, fmt.Errorf("cancel of %s: no request in the answer", requestID)
 	}
 	rv := newRequestView(req, true, s.now())
 	if refused != nil {
 		refused.request = &rv
-		return refused
+		return CancellationView{}, refused
 	}
-	writeJSON(w, http.StatusOK, CancellationView{Request: rv, Event: ev})
-	return nil
+	return CancellationView{Request: rv, Event: ev}, nil
 }
 
 // cancel cancels the request's seat, by actor; an unknown request is 404

@@ -34,19 +34,14 @@ func newEventListView(p *asyncevent.EventPage, now time.Time) EventListView {
 
 // listEvents is GET /admin/events?limit=&cursor= (asyncevent.Client.ListEvents):
 // the events newest first, 20 a page by default, at most 100.
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	q, err := query(r)
+func (s *Server) listEvents(r *http.Request, _ Principal) (EventListView, error) {
+	q, limit, err := queryWithInt(r, "limit")
 	if err != nil {
-		return err
-	}
-	limit, err := queryInt(q, "limit")
-	if err != nil {
-		return err
+		return EventListView{}, err
 	}
 	page, err := s.client.ListEvents(r.Context(), limit, q.Get("cursor"))
 	if err != nil {
-		return err
+		return EventListView{}, err
 	}
-	writeJSON(w, http.StatusOK, newEventListView(page, s.now()))
-	return nil
+	return newEventListView(page, s.now()), nil
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,19 +22,15 @@ import (
 // the API has no narrower role for a service. 200 with the request when applied,
 // 409 status_conflict when the hold ran out or ended first (the payment must then
 // be refunded) or the request was not HELD, 404 for an unknown request.
-func (s *Server) confirm(w http.ResponseWriter, r *http.Request, p Principal) error {
-	requestID, err := pathID(r, "requestId")
-	if err != nil {
-		return err
-	}
+func (s *Server) confirm(r *http.Request, requestID string, p Principal) (RequestView, error) {
 	t, err := s.client.Confirm(r.Context(), requestID)
 	if errors.Is(err, asyncevent.ErrNotFound) {
-		return requestNotFound(requestID)
+		return RequestView{}, requestNotFound(requestID)
 	}
 	if err != nil {
-		return err
+		return RequestView{}, err
 	}
-	return s.answerTransition(w, r, p, requestID, t, confirmRefusal)
+	return s.answerTransition(r.Context(), p, requestID, t, confirmRefusal)
 }
 
 // release is POST /requests/{requestId}/release (asyncevent.Client.Release): the
@@ -41,53 +38,46 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request, p Principal) er
 // waitlist) or a WAITLISTED request's place. Another user's request is 404, exactly
 // as a missing one, as GET /requests/{requestId} answers. 200 with the request when
 // applied, 409 status_conflict when it was in another status.
-func (s *Server) release(w http.ResponseWriter, r *http.Request, p Principal) error {
-	requestID, err := pathID(r, "requestId")
-	if err != nil {
-		return err
-	}
-	req, err := s.client.GetRequest(r.Context(), requestID)
+func (s *Server) release(r *http.Request, requestID string, p Principal) (RequestView, error) {
+	req, err := s.readRequest(r.Context(), requestID)
 	switch {
-	case errors.Is(err, asyncevent.ErrNotFound):
-		return requestNotFound(requestID)
 	case err != nil:
-		return err
+		return RequestView{}, err
 	case req.UserID != p.UserID && !p.IsAdmin():
-		return requestNotFound(requestID)
+		return RequestView{}, requestNotFound(requestID)
 	}
 	t, err := s.client.Release(r.Context(), requestID)
 	if errors.Is(err, asyncevent.ErrNotFound) {
-		return requestNotFound(requestID)
+		return RequestView{}, requestNotFound(requestID)
 	}
 	if err != nil {
-		return err
+		return RequestView{}, err
 	}
-	return s.answerTransition(w, r, p, requestID, t, releaseRefusal)
+	return s.answerTransition(r.Context(), p, requestID, t, releaseRefusal)
 }
 
-// answerTransition answers a confirm or a release: 200 with the request read after
-// the write when it applied, else 409 status_conflict with the request as the write
-// found it and refusal's words for it. The read after the write is eventually
-// consistent: for a moment it may still show the status the write left, while the
-// 200 says that the write applied.
-func (s *Server) answerTransition(w http.ResponseWriter, r *http.Request, p Principal, requestID string, t asyncevent.Transition,
-	refusal func(*asyncevent.Request, time.Time) string) error {
+// answerTransition is the answer to a confirm or a release: 200 with the request
+// read after the write when it applied, else 409 status_conflict with the request
+// as the write found it and refusal's words for it. The read after the write is
+// eventually consistent: for a moment it may still show the status the write left,
+// while the 200 says that the write applied.
+func (s *Server) answerTransition(ctx context.Context, p Principal, requestID string, t asyncevent.Transition,
+	refusal func(*asyncevent.Request, time.Time) string) (RequestView, error) {
 	now := s.now()
 	if !t.Applied {
 		if t.Current == nil {
-			return fmt.Errorf("%s: a refused write without the request", requestID)
+			return RequestView{}, fmt.Errorf("%s: a refused write without the request", requestID)
 		}
 		v := newRequestView(t.Current, p.IsAdmin(), now)
 		e := newHTTPError(http.StatusConflict, CodeStatusConflict, refusal(t.Current, now))
 		e.request = &v
-		return e
+		return RequestView{}, e
 	}
-	req, err := s.client.GetRequest(r.Context(), requestID)
+	req, err := s.client.GetRequest(ctx, requestID)
 	if err != nil {
-		return fmt.Errorf("read %s after its write: %w", requestID, err)
+		return RequestView{}, fmt.Errorf("read %s after its write: %w", requestID, err)
 	}
-	writeJSON(w, http.StatusOK, newRequestView(req, p.IsAdmin(), now))
-	return nil
+	return newRequestView(req, p.IsAdmin(), now), nil
 }
 
 // confirmRefusal says why a confirm found req as it is.
@@ -126,31 +116,22 @@ func rfc3339(m asyncevent.EpochMillis) string { return m.Time().UTC().Format(tim
 // report as the answer; more: true asks for another pass. maxWrites bounds the
 // requests the pass moves (default asyncevent.DefaultHoldSweepWrites). An event
 // without holds is 409 no_holds.
-func (s *Server) sweepHolds(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	eventID, err := pathID(r, "eventId")
+func (s *Server) sweepHolds(r *http.Request, eventID string, _ Principal) (HoldSweepView, error) {
+	_, maxWrites, err := queryWithInt(r, "maxWrites")
 	if err != nil {
-		return err
-	}
-	q, err := query(r)
-	if err != nil {
-		return err
-	}
-	maxWrites, err := queryInt(q, "maxWrites")
-	if err != nil {
-		return err
+		return HoldSweepView{}, err
 	}
 	if maxWrites < 0 {
-		return newHTTPError(http.StatusBadRequest, CodeInvalidParameter, fmt.Sprintf("maxWrites %d: want a positive number (or none)", maxWrites))
+		return HoldSweepView{}, newHTTPError(http.StatusBadRequest, CodeInvalidParameter, fmt.Sprintf("maxWrites %d: want a positive number (or none)", maxWrites))
 	}
 	rep, err := s.client.SweepHolds(r.Context(), eventID, asyncevent.HoldSweepOptions{MaxWrites: maxWrites})
 	if errors.Is(err, asyncevent.ErrInvalidOptions) {
 		// The options are the defaults or a positive budget: what SweepHolds refuses
 		// is the event.
-		return newHTTPError(http.StatusConflict, CodeNoHolds, humanDetail(err))
+		return HoldSweepView{}, newHTTPError(http.StatusConflict, CodeNoHolds, humanDetail(err))
 	}
 	if err != nil {
-		return err
+		return HoldSweepView{}, err
 	}
-	writeJSON(w, http.StatusOK, newHoldSweepView(eventID, rep))
-	return nil
+	return newHoldSweepView(eventID, rep), nil
 }

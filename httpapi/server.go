@@ -143,28 +143,28 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.route("GET /healthz", Public, s.healthz)
 
 	s.route("POST /events/{eventId}/participations", UserOnly, s.participate)
-	s.route("GET /requests/{requestId}", UserOnly, s.getOwnRequest)
-	s.route("GET /me/participations", UserOnly, s.listOwnRequests)
-	s.route("POST /requests/{requestId}/confirm", AdminOnly, s.confirm)
-	s.route("POST /requests/{requestId}/release", UserOnly, s.release)
+	s.route("GET /requests/{requestId}", UserOnly, byID("requestId", s.getOwnRequest))
+	s.route("GET /me/participations", UserOnly, answer(s.listOwnRequests))
+	s.route("POST /requests/{requestId}/confirm", AdminOnly, byID("requestId", s.confirm))
+	s.route("POST /requests/{requestId}/release", UserOnly, byID("requestId", s.release))
 
 	s.route("POST /admin/events", AdminOnly, s.createEvent)
-	s.route("GET /admin/events", AdminOnly, s.listEvents)
-	s.route("GET /admin/events/{eventId}", AdminOnly, s.getEvent)
-	s.route("GET /admin/events/{eventId}/requests", AdminOnly, s.listEventRequests)
-	s.route("GET /admin/events/{eventId}/stats", AdminOnly, s.eventStats)
-	s.route("POST /admin/events/{eventId}/draw", AdminOnly, s.draw)
-	s.route("GET /admin/events/{eventId}/draw/verify", AdminOnly, s.verifyDraw)
-	s.route("POST /admin/events/{eventId}/holds/sweep", AdminOnly, s.sweepHolds)
-	s.route("POST /admin/events/{eventId}/close", AdminOnly, s.control(s.client.CloseEvent))
-	s.route("POST /admin/events/{eventId}/pause", AdminOnly, s.control(s.client.PauseEvent))
-	s.route("POST /admin/events/{eventId}/resume", AdminOnly, s.control(s.client.ResumeEvent))
-	s.route("POST /admin/events/{eventId}/extend", AdminOnly, s.extendEvent)
-	s.route("POST /admin/events/{eventId}/capacity", AdminOnly, s.addEventCapacity)
-	s.route("GET /admin/events/{eventId}/audit", AdminOnly, s.auditTrail)
-	s.route("GET /admin/requests/{requestId}", AdminOnly, s.getRequest)
-	s.route("GET /admin/requests/{requestId}/logs", AdminOnly, s.statusLogs)
-	s.route("POST /admin/requests/{requestId}/cancel", AdminOnly, s.cancelRequest)
+	s.route("GET /admin/events", AdminOnly, answer(s.listEvents))
+	s.route("GET /admin/events/{eventId}", AdminOnly, byID("eventId", s.getEvent))
+	s.route("GET /admin/events/{eventId}/requests", AdminOnly, byID("eventId", s.listEventRequests))
+	s.route("GET /admin/events/{eventId}/stats", AdminOnly, byID("eventId", s.eventStats))
+	s.route("POST /admin/events/{eventId}/draw", AdminOnly, byID("eventId", s.draw))
+	s.route("GET /admin/events/{eventId}/draw/verify", AdminOnly, byID("eventId", s.verifyDraw))
+	s.route("POST /admin/events/{eventId}/holds/sweep", AdminOnly, byID("eventId", s.sweepHolds))
+	s.route("POST /admin/events/{eventId}/close", AdminOnly, byID("eventId", s.control(s.client.CloseEvent)))
+	s.route("POST /admin/events/{eventId}/pause", AdminOnly, byID("eventId", s.control(s.client.PauseEvent)))
+	s.route("POST /admin/events/{eventId}/resume", AdminOnly, byID("eventId", s.control(s.client.ResumeEvent)))
+	s.route("POST /admin/events/{eventId}/extend", AdminOnly, byIDWithBody("eventId", s.maxBody, s.extendEvent))
+	s.route("POST /admin/events/{eventId}/capacity", AdminOnly, byIDWithBody("eventId", s.maxBody, s.addEventCapacity))
+	s.route("GET /admin/events/{eventId}/audit", AdminOnly, byID("eventId", s.auditTrail))
+	s.route("GET /admin/requests/{requestId}", AdminOnly, byID("requestId", s.getRequest))
+	s.route("GET /admin/requests/{requestId}/logs", AdminOnly, byID("requestId", s.statusLogs))
+	s.route("POST /admin/requests/{requestId}/cancel", AdminOnly, byID("requestId", s.cancelRequest))
 	return s, nil
 }
 
@@ -256,6 +256,56 @@ func pathID(r *http.Request, name string) (string, error) {
 	return id, nil
 }
 
+// viewFunc is the work of a JSON route that answers 200: the view to send, or the
+// error to answer with.
+type viewFunc[V any] func(r *http.Request, p Principal) (V, error)
+
+// idFunc is the work of a JSON route under one ID in its path (eventId, requestId):
+// given the ID, checked, the view to send with 200, or the error to answer with.
+type idFunc[V any] func(r *http.Request, id string, p Principal) (V, error)
+
+// bodyFunc is an idFunc that takes the request's body, decoded.
+type bodyFunc[B, V any] func(r *http.Request, id string, p Principal, body B) (V, error)
+
+// answer is the handler of a JSON route whose work is f: 200 with f's view, or f's
+// error, with nothing written, for route to answer with its problem.
+func answer[V any](f viewFunc[V]) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request, p Principal) error {
+		v, err := f(r, p)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, v)
+		return nil
+	}
+}
+
+// byID is the handler of a JSON route whose path names one ID, name: an ID that
+// pathID refuses is answered before f runs, so before any I/O; then as answer.
+func byID[V any](name string, f idFunc[V]) apiFunc {
+	return answer(func(r *http.Request, p Principal) (V, error) {
+		id, err := pathID(r, name)
+		if err != nil {
+			return *new(V), err
+		}
+		return f(r, id, p)
+	})
+}
+
+// byIDWithBody is byID for a route that takes a body: one JSON B of at most limit
+// bytes (decodeJSON), read once the ID passed and before f runs.
+func byIDWithBody[B, V any](name string, limit int64, f bodyFunc[B, V]) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request, p Principal) error {
+		return byID(name, func(r *http.Request, id string, p Principal) (V, error) {
+			var body B
+			if err := decodeJSON(w, r, limit, &body); err != nil {
+				return *new(V), err
+			}
+			return f(r, id, p, body)
+		})(w, r, p)
+	}
+}
+
 // query parses r's query string; a malformed one (a bad %-escape, say) is refused
 // rather than read in part.
 func query(r *http.Request) (url.Values, error) {
@@ -277,6 +327,17 @@ func queryInt(q url.Values, name string) (int, error) {
 		return 0, newHTTPError(http.StatusBadRequest, CodeInvalidParameter, fmt.Sprintf("%s must be an integer, not %q", name, truncate(v, 40)))
 	}
 	return n, nil
+}
+
+// queryWithInt parses r's query (query) and reads its integer parameter name
+// (queryInt), refusing a malformed query first.
+func queryWithInt(r *http.Request, name string) (url.Values, int, error) {
+	q, err := query(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := queryInt(q, name)
+	return q, n, err
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ Principal) error {
@@ -347,43 +408,41 @@ func requestNotFound(requestID string) error {
 	return newHTTPError(http.StatusNotFound, CodeRequestNotFound, "request "+requestID+" not found")
 }
 
+// readRequest reads the request (asyncevent.Client.GetRequest); an unknown one is
+// requestNotFound.
+func (s *Server) readRequest(ctx context.Context, requestID string) (*asyncevent.Request, error) {
+	req, err := s.client.GetRequest(ctx, requestID)
+	if errors.Is(err, asyncevent.ErrNotFound) {
+		return nil, requestNotFound(requestID)
+	}
+	return req, err
+}
+
 // getOwnRequest is GET /requests/{requestId}: the caller's own request; another
 // user's is 404, exactly as a missing one.
-func (s *Server) getOwnRequest(w http.ResponseWriter, r *http.Request, p Principal) error {
-	requestID, err := pathID(r, "requestId")
-	if err != nil {
-		return err
-	}
-	req, err := s.client.GetRequest(r.Context(), requestID)
+func (s *Server) getOwnRequest(r *http.Request, requestID string, p Principal) (RequestView, error) {
+	req, err := s.readRequest(r.Context(), requestID)
 	switch {
-	case errors.Is(err, asyncevent.ErrNotFound):
-		return requestNotFound(requestID)
 	case err != nil:
-		return err
+		return RequestView{}, err
 	case req.UserID != p.UserID:
-		return requestNotFound(requestID)
+		return RequestView{}, requestNotFound(requestID)
 	}
-	writeJSON(w, http.StatusOK, newRequestView(req, false, s.now()))
-	return nil
+	return newRequestView(req, false, s.now()), nil
 }
 
 // listOwnRequests is GET /me/participations?limit=&cursor=: the caller's requests,
 // newest first. A cursor from another user's listing is 400 invalid_cursor.
-func (s *Server) listOwnRequests(w http.ResponseWriter, r *http.Request, p Principal) error {
-	q, err := query(r)
+func (s *Server) listOwnRequests(r *http.Request, p Principal) (PageView, error) {
+	q, limit, err := queryWithInt(r, "limit")
 	if err != nil {
-		return err
-	}
-	limit, err := queryInt(q, "limit")
-	if err != nil {
-		return err
+		return PageView{}, err
 	}
 	page, err := s.client.ListUserRequests(r.Context(), p.UserID, asyncevent.PageOptions{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
-		return err
+		return PageView{}, err
 	}
-	writeJSON(w, http.StatusOK, newPageView(page, false, s.now()))
-	return nil
+	return newPageView(page, false, s.now()), nil
 }
 
 // createEvent is POST /admin/events: 201 with the stored event. The body is
@@ -410,103 +469,75 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, _ Principal
 // getEvent is GET /admin/events/{eventId}: the config and its layout, with the
 // capacity of a FIRST_COME event (and of each capacity shard) or the draw record of
 // a LOTTERY.
-func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	eventID, err := pathID(r, "eventId")
-	if err != nil {
-		return err
-	}
+func (s *Server) getEvent(r *http.Request, eventID string, _ Principal) (EventView, error) {
 	e, err := s.client.GetEvent(r.Context(), eventID)
 	if err != nil {
-		return err
+		return EventView{}, err
 	}
 	v := newEventView(e, s.now())
 	switch e.EventType {
 	case asyncevent.FirstCome:
 		c, err := s.client.GetCapacity(r.Context(), eventID)
 		if err != nil {
-			return fmt.Errorf("capacity of %s: %w", eventID, err)
+			return EventView{}, fmt.Errorf("capacity of %s: %w", eventID, err)
 		}
 		v.Capacity = newCapacityView(c)
 	case asyncevent.Lottery:
 		d, err := s.client.GetDraw(r.Context(), eventID)
 		if err != nil {
-			return fmt.Errorf("draw of %s: %w", eventID, err)
+			return EventView{}, fmt.Errorf("draw of %s: %w", eventID, err)
 		}
 		v.Draw = newDrawView(d, nil)
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return v, nil
 }
 
 // listEventRequests is GET /admin/events/{eventId}/requests?order=&status=&limit=&cursor=.
-func (s *Server) listEventRequests(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	eventID, err := pathID(r, "eventId")
+func (s *Server) listEventRequests(r *http.Request, eventID string, _ Principal) (PageView, error) {
+	q, limit, err := queryWithInt(r, "limit")
 	if err != nil {
-		return err
-	}
-	q, err := query(r)
-	if err != nil {
-		return err
-	}
-	limit, err := queryInt(q, "limit")
-	if err != nil {
-		return err
+		return PageView{}, err
 	}
 	opts := eventListOptions(q, limit)
 	// An unknown event would list as empty; say 404 instead. Only the first page
 	// pays for the check: a cursor was handed out for an event that exists.
 	if opts.Cursor == "" {
 		if _, err := s.client.GetEvent(r.Context(), eventID); err != nil {
-			return err
+			return PageView{}, err
 		}
 	}
 	page, err := s.client.ListEventRequests(r.Context(), eventID, opts)
 	if err != nil {
-		return err
+		return PageView{}, err
 	}
-	writeJSON(w, http.StatusOK, newPageView(page, true, s.now()))
-	return nil
+	return newPageView(page, true, s.now()), nil
 }
 
 // eventStats is GET /admin/events/{eventId}/stats.
-func (s *Server) eventStats(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	eventID, err := pathID(r, "eventId")
-	if err != nil {
-		return err
-	}
+func (s *Server) eventStats(r *http.Request, eventID string, _ Principal) (StatsView, error) {
 	st, err := s.client.EventStats(r.Context(), eventID)
 	if err != nil {
-		return err
+		return StatsView{}, err
 	}
-	writeJSON(w, http.StatusOK, newStatsView(st))
-	return nil
+	return newStatsView(st), nil
 }
 
 // draw is POST /admin/events/{eventId}/draw: runs (or resumes, or repeats) the draw
 // and answers with the revealed record and the winners.
-func (s *Server) draw(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	eventID, err := pathID(r, "eventId")
-	if err != nil {
-		return err
-	}
+func (s *Server) draw(r *http.Request, eventID string, _ Principal) (*DrawView, error) {
 	res, err := s.client.Draw(r.Context(), eventID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, newDrawView(&res.Record, res.Winners))
-	return nil
+	return newDrawView(&res.Record, res.Winners), nil
 }
 
 // verifyDraw is GET /admin/events/{eventId}/draw/verify: 200 whether or not the draw
 // checks out; ok and problems say which.
-func (s *Server) verifyDraw(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	eventID, err := pathID(r, "eventId")
-	if err != nil {
-		return err
-	}
+func (s *Server) verifyDraw(r *http.Request, eventID string, _ Principal) (VerificationView, error) {
 	v, err := s.client.VerifyDraw(r.Context(), eventID)
 	if err != nil {
-		return err
+		return VerificationView{}, err
 	}
 	view := VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems}
 	if view.Winners == nil {
@@ -515,50 +546,34 @@ func (s *Server) verifyDraw(w http.ResponseWriter, r *http.Request, _ Principal)
 	if view.Problems == nil {
 		view.Problems = []string{}
 	}
-	writeJSON(w, http.StatusOK, view)
-	return nil
+	return view, nil
 }
 
 // getRequest is GET /admin/requests/{requestId}: any request, with the operator's
 // fields.
-func (s *Server) getRequest(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	requestID, err := pathID(r, "requestId")
+func (s *Server) getRequest(r *http.Request, requestID string, _ Principal) (RequestView, error) {
+	req, err := s.readRequest(r.Context(), requestID)
 	if err != nil {
-		return err
+		return RequestView{}, err
 	}
-	req, err := s.client.GetRequest(r.Context(), requestID)
-	if errors.Is(err, asyncevent.ErrNotFound) {
-		return requestNotFound(requestID)
-	}
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newRequestView(req, true, s.now()))
-	return nil
+	return newRequestView(req, true, s.now()), nil
 }
 
 // statusLogs is GET /admin/requests/{requestId}/logs: the request's transitions,
 // oldest first (empty when the client runs without Options.StatusLog).
-func (s *Server) statusLogs(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	requestID, err := pathID(r, "requestId")
-	if err != nil {
-		return err
-	}
-	if _, err := s.client.GetRequest(r.Context(), requestID); errors.Is(err, asyncevent.ErrNotFound) {
-		return requestNotFound(requestID)
-	} else if err != nil {
-		return err
+func (s *Server) statusLogs(r *http.Request, requestID string, _ Principal) (StatusLogsView, error) {
+	if _, err := s.readRequest(r.Context(), requestID); err != nil {
+		return StatusLogsView{}, err
 	}
 	logs, err := s.client.ListStatusLogs(r.Context(), requestID)
 	if err != nil {
-		return err
+		return StatusLogsView{}, err
 	}
 	v := StatusLogsView{RequestID: requestID, Logs: make([]StatusLogView, 0, len(logs))}
 	for _, l := range logs {
 		v.Logs = append(v.Logs, StatusLogView{FromStatus: l.FromStatus, ToStatus: l.ToStatus, OccurredAt: Timestamp(l.OccurredAt), Message: l.Message})
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return v, nil
 }
 
 // requestInfo is what the access log learns about a request while it runs.

@@ -576,10 +576,7 @@ func (u *adminUI) request(w http.ResponseWriter, r *http.Request, sess *uiSessio
 // renderRequest reads everything the request page shows and renders it with status
 // and the reason of a refused cancel, if any.
 func (u *adminUI) renderRequest(w http.ResponseWriter, r *http.Request, sess *uiSession, requestID string, status int, refusal string) error {
-	req, err := u.client.GetRequest(r.Context(), requestID)
-	if errors.Is(err, asyncevent.ErrNotFound) {
-		return requestNotFound(requestID)
-	}
+	req, err := u.srv.readRequest(r.Context(), requestID)
 	if err != nil {
 		return err
 	}
