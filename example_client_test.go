@@ -34,8 +34,8 @@ func Example() {
 	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
 		panic(err)
 	}
-	queue := queue.NewMemory(queue.MemoryOptions{}) // SQSQueue in production
-	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
+	q := queue.NewMemory(queue.MemoryOptions{}) // queue.SQS in production
+	worker, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
@@ -44,14 +44,14 @@ func Example() {
 	}
 	var ids []string
 	for _, user := range []string{"ann", "bob", "ann", "cid", "dan"} { // ann clicks twice
-		p, err := client.Submit(ctx, queue, "sale", user) // the whole ingest of a click
+		p, err := client.Submit(ctx, q, "sale", user) // the whole ingest of a click
 		if err != nil {
 			panic(err)
 		}
 		if !p.Duplicate {
 			ids = append(ids, p.RequestID)
 		}
-		if err := queue.WaitIdle(ctx); err != nil { // one at a time, for a fixed output
+		if err := q.WaitIdle(ctx); err != nil { // one at a time, for a fixed output
 			panic(err)
 		}
 	}
@@ -75,27 +75,27 @@ func Example() {
 func ExampleClient_Submit() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{})
-	queue := queue.NewMemory(queue.MemoryOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: "spring-sale", EventType: asyncevent.FirstCome, CapacityTotal: 100,
 	}); err != nil {
 		panic(err)
 	}
 
-	first, err := client.Submit(ctx, queue, "spring-sale", "user-7")
+	first, err := client.Submit(ctx, q, "spring-sale", "user-7")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(first.Duplicate, first.Request.Status)
 
-	again, err := client.Submit(ctx, queue, "spring-sale", "user-7") // a second click
+	again, err := client.Submit(ctx, q, "spring-sale", "user-7") // a second click
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(again.Duplicate, again.RequestID == first.RequestID)
-	fmt.Println("messages on the queue:", queue.Len().Visible)
+	fmt.Println("messages on the queue:", q.Len().Visible)
 
-	_, err = client.Submit(ctx, queue, "no-such-event", "user-7")
+	_, err = client.Submit(ctx, q, "no-such-event", "user-7")
 	fmt.Println(err)
 	// Output:
 	// false QUEUED
@@ -107,26 +107,26 @@ func ExampleClient_Submit() {
 func ExampleWorker() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{})
-	queue := queue.NewMemory(queue.MemoryOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: "flash", EventType: asyncevent.FirstCome, CapacityTotal: 2,
 	}); err != nil {
 		panic(err)
 	}
 	for _, user := range []string{"ann", "bob", "cid", "dee", "eve"} {
-		if _, err := client.Submit(ctx, queue, "flash", user); err != nil {
+		if _, err := client.Submit(ctx, q, "flash", user); err != nil {
 			panic(err)
 		}
 	}
 
-	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
+	worker, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
 	if err := worker.Start(ctx); err != nil {
 		panic(err)
 	}
-	if err := queue.WaitIdle(ctx); err != nil {
+	if err := q.WaitIdle(ctx); err != nil {
 		panic(err)
 	}
 	if err := worker.Stop(ctx); err != nil {
@@ -156,9 +156,9 @@ func ExampleClient_Draw() {
 	if err != nil {
 		panic(err)
 	}
-	queue := queue.NewMemory(queue.MemoryOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 10 {
-		if _, err := client.Submit(ctx, queue, "lucky", fmt.Sprintf("user-%d", i)); err != nil {
+		if _, err := client.Submit(ctx, q, "lucky", fmt.Sprintf("user-%d", i)); err != nil {
 			panic(err)
 		}
 	}

@@ -166,7 +166,7 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 
 // clickAll submits a click of each user to queue, parallel at once, and returns them
 // in the users' order.
-func clickAll(ctx context.Context, c *asyncevent.Client, queue queue.Queue, eventID string, who []string, parallel int) []clickJSON {
+func clickAll(ctx context.Context, c *asyncevent.Client, q queue.Queue, eventID string, who []string, parallel int) []clickJSON {
 	clicks := make([]clickJSON, len(who))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -174,7 +174,7 @@ func clickAll(ctx context.Context, c *asyncevent.Client, queue queue.Queue, even
 		wg.Go(func() {
 			for i := range next {
 				k := clickJSON{UserID: who[i]}
-				if p, err := c.Submit(ctx, queue, eventID, who[i]); err != nil {
+				if p, err := c.Submit(ctx, q, eventID, who[i]); err != nil {
 					k.Error = err.Error()
 				} else {
 					k.RequestID, k.Duplicate = p.RequestID, p.Duplicate

@@ -83,8 +83,8 @@ func sweepCmd() *command {
 }
 
 // sweepOnce runs one sweep of eventID and prints its report.
-func sweepOnce(ctx context.Context, e *env, c *asyncevent.Client, queue queue.Queue, eventID string, opts asyncevent.SweepOptions) error {
-	rep, err := c.Sweep(ctx, queue, eventID, opts)
+func sweepOnce(ctx context.Context, e *env, c *asyncevent.Client, q queue.Queue, eventID string, opts asyncevent.SweepOptions) error {
+	rep, err := c.Sweep(ctx, q, eventID, opts)
 	if rep == nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
@@ -20,18 +22,41 @@ import (
 // metricsInterval is how often -otel-stdout writes the metrics.
 const metricsInterval = 30 * time.Second
 
-// stdoutTelemetry returns an Observer whose spans (one JSON object each, as they end)
-// and metrics (every metricsInterval, and once more at shutdown) are written to out,
-// its tracer provider (for the HTTP server's spans), and the function that flushes
-// and stops both.
-func stdoutTelemetry(out io.Writer) (*otelasyncevent.Observer, trace.TracerProvider, func(context.Context) error, error) {
+// flushTimeout bounds the last export at shutdown: a loaded machine exports slowly.
+const flushTimeout = 20 * time.Second
+
+// telemetry is what -otel-stdout wires in: the library's Observer, the tracer
+// provider of the HTTP server's spans, and the function that flushes and stops
+// both.
+type telemetry struct {
+	observer *otelasyncevent.Observer
+	tracer   trace.TracerProvider
+	shutdown func(context.Context) error
+}
+
+// startTelemetry returns -otel-stdout's telemetry, written to cfg.telemetryOut
+// (os.Stdout when nil); without -otel-stdout, nil.
+func startTelemetry(cfg config) (*telemetry, error) {
+	if !cfg.otelStdout {
+		return nil, nil
+	}
+	out := cfg.telemetryOut
+	if out == nil {
+		out = os.Stdout
+	}
+	return stdoutTelemetry(out)
+}
+
+// stdoutTelemetry returns telemetry whose spans (one JSON object each, as they end)
+// and metrics (every metricsInterval, and once more at shutdown) are written to out.
+func stdoutTelemetry(out io.Writer) (*telemetry, error) {
 	spans, err := stdouttrace.New(stdouttrace.WithWriter(out))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	metrics, err := stdoutmetric.New(stdoutmetric.WithWriter(out))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	res := resource.NewSchemaless(semconv.ServiceName("asyncevent-httpapi"))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
@@ -42,7 +67,25 @@ func stdoutTelemetry(out io.Writer) (*otelasyncevent.Observer, trace.TracerProvi
 	obs, err := otelasyncevent.New(otelasyncevent.Options{TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		_ = shutdown(context.Background())
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return obs, tp, shutdown, nil
+	return &telemetry{observer: obs, tracer: tp, shutdown: shutdown}, nil
+}
+
+// tracerProvider is the tracer provider of the HTTP server's spans; nil when t is
+// nil, and the server makes none.
+func (t *telemetry) tracerProvider() trace.TracerProvider {
+	if t == nil {
+		return nil
+	}
+	return t.tracer
+}
+
+// flush writes the last spans and metrics and stops both, within flushTimeout.
+func (t *telemetry) flush(logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := t.shutdown(ctx); err != nil {
+		logger.Warn("flushing telemetry failed", "error", err)
+	}
 }

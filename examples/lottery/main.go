@@ -16,16 +16,15 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
-	"github.com/asyncevent/asyncevent/queue"
 )
+
+// entryTime is how long the event takes entries.
+const entryTime = time.Hour
 
 func main() {
 	entries := flag.Int("entries", 1000, "how many users enter")
@@ -55,97 +54,79 @@ func runLocal(ctx context.Context, endpoint string, entries int, winners int64) 
 	return run(ctx, os.Stdout, endpoint, entries, winners)
 }
 
+// run creates a LOTTERY event of winners winners on a table of its own, has
+// entries users enter, jumps the clock past the cutoff, draws, and verifies the
+// draw, telling out each step.
+func run(ctx context.Context, out io.Writer, endpoint string, entries int, winners int64) error {
+	clock := &skipClock{}
+	client, err := newClient(ctx, endpoint, clock)
+	if err != nil {
+		return err
+	}
+	event, err := createEvent(ctx, out, client, clock.now().Add(entryTime), winners)
+	if err != nil {
+		return err
+	}
+	if err := enter(ctx, out, client, event.EventID, entries); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "the clock jumps past the cutoff and the settle window (%s); drawing…\n", asyncevent.DefaultDrawSettleWindow)
+	clock.skip(entryTime + asyncevent.DefaultDrawSettleWindow)
+	if err := draw(ctx, out, client, event.EventID); err != nil {
+		return err
+	}
+	return verify(ctx, out, client, event.EventID)
+}
+
 // skipClock is the real clock plus an offset that can jump forward.
 type skipClock struct{ offset atomic.Int64 }
 
 func (c *skipClock) now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *skipClock) skip(d time.Duration) { c.offset.Add(int64(d)) }
 
-func run(ctx context.Context, out io.Writer, endpoint string, entries int, winners int64) error {
+// newClient returns a client on a new table of its own, on the DynamoDB at
+// endpoint, with time from clock.
+func newClient(ctx context.Context, endpoint string, clock *skipClock) (*asyncevent.Client, error) {
 	db, err := dynamodblocal.NewClient(endpoint)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	clock := &skipClock{}
 	client, err := asyncevent.New(db, asyncevent.Options{
 		TableName: fmt.Sprintf("lottery-example-%d", time.Now().UnixNano()),
 		Clock:     clock.now,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := client.CreateTable(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	cutoff := clock.now().Add(time.Hour)
+	return client, nil
+}
+
+// createEvent creates the LOTTERY event, open for entries until cutoff, and prints
+// what it publishes before the draw: the seed's commitment and where the seed is
+// kept.
+func createEvent(ctx context.Context, out io.Writer, client *asyncevent.Client, cutoff time.Time, winners int64) (*asyncevent.EventConfig, error) {
 	event, err := client.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: "spring-lottery", EventType: asyncevent.Lottery, Name: "Spring lottery",
 		WinnerCount: winners, LotteryCutoffAt: asyncevent.MillisOf(cutoff),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(out, "event %s: %d winners, entries until %s\n", event.EventID, winners, cutoff.Format(time.RFC3339))
 	fmt.Fprintf(out, "published seed commitment: %s\n", event.SeedCommitment)
 	// Without Options.Seeds the seed is the development default: stored on the
 	// table, where any reader of the table sees it before the draw.
 	fmt.Fprintf(out, "seed mode: %s (set Options.Seeds, e.g. asyncevent.HMACSeeds, for a sealed one)\n", event.SeedMode)
+	return event, nil
+}
 
-	// Progress, at every tenth of the entries: the run takes half a minute or so on
-	// DynamoDB Local.
-	step := max(entries/10, 1)
-	var mu sync.Mutex
-	progress := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format, args...)
-	}
-	var collected atomic.Int64
-	queue := queue.NewMemory(queue.MemoryOptions{})
-	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{WaitTime: 100 * time.Millisecond,
-		ProcessOptions: asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) {
-			if o.Kind == asyncevent.OutcomeCollected {
-				if n := collected.Add(1); n%int64(step) == 0 {
-					progress("  %d/%d entries collected by the workers\n", n, entries)
-				}
-			}
-		}}})
-	if err != nil {
-		return err
-	}
-	if err := worker.Start(ctx); err != nil {
-		return err
-	}
-	// 16 clients at once; the first Submit that fails stops the others, and the
-	// example with it (a service would answer that click with the error instead).
-	clients, cctx := errgroup.WithContext(ctx)
-	clients.SetLimit(16)
-	var entered atomic.Int64
-	fmt.Fprintf(out, "%d users enter through 16 clients while a worker collects the entries…\n", entries)
-	for i := range entries {
-		clients.Go(func() error {
-			user := fmt.Sprintf("user-%05d", i)
-			if _, err := client.Submit(cctx, queue, event.EventID, user); err != nil {
-				return fmt.Errorf("%s enters: %w", user, err)
-			}
-			if n := entered.Add(1); n%int64(step) == 0 {
-				progress("  %d/%d users entered\n", n, entries)
-			}
-			return nil
-		})
-	}
-	err = clients.Wait()
-	if err == nil {
-		err = queue.WaitIdle(ctx) // every entry collected
-	}
-	if err := errors.Join(err, worker.Stop(ctx)); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%d entries collected\n", collected.Load())
-
-	fmt.Fprintf(out, "the clock jumps past the cutoff and the settle window (%s); drawing…\n", asyncevent.DefaultDrawSettleWindow)
-	clock.skip(time.Hour + asyncevent.DefaultDrawSettleWindow)
-	res, err := client.Draw(ctx, event.EventID)
+// draw draws the event and prints the entries it drew from, the revealed seed and
+// the winners.
+func draw(ctx context.Context, out io.Writer, client *asyncevent.Client, eventID string) error {
+	res, err := client.Draw(ctx, eventID)
 	if err != nil {
 		return err
 	}
@@ -158,13 +139,19 @@ func run(ctx context.Context, out io.Writer, endpoint string, entries int, winne
 		}
 		fmt.Fprintf(out, "  winner %2d: %s (request %s, %s)\n", i+1, r.UserID, id, r.Status)
 	}
-	v, err := client.VerifyDraw(ctx, event.EventID)
+	return nil
+}
+
+// verify checks the draw again from what it revealed, prints the verdict, and fails
+// when the draw does not verify.
+func verify(ctx context.Context, out io.Writer, client *asyncevent.Client, eventID string) error {
+	v, err := client.VerifyDraw(ctx, eventID)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, v)
 	if !v.OK() {
-		return fmt.Errorf("verification failed")
+		return errors.New("verification failed")
 	}
 	return nil
 }

@@ -93,8 +93,8 @@ const progressEvery = time.Second
 
 // newHandler returns the function's handler: the HTTP API through the adapter, and
 // the progress counts written after an invocation when the last write is a second old.
-func newHandler(client *asyncevent.Client, queue queue.Queue, auth httpapi.Authenticator, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
-	so := httpapi.ServerOptions{Client: client, Queue: queue, Authenticator: auth}
+func newHandler(client *asyncevent.Client, q queue.Queue, auth httpapi.Authenticator, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	so := httpapi.ServerOptions{Client: client, Queue: q, Authenticator: auth}
 	if v := getenv("ASYNCEVENT_USER_RATE"); v != "" {
 		rate, err := strconv.ParseFloat(v, 64)
 		if err != nil || rate <= 0 {

@@ -27,11 +27,11 @@ func TestAClickThroughTheProxy(t *testing.T) {
 	client := asynceventtest.NewTable(t)
 	_, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	queue := queue.NewMemory(queue.MemoryOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
 	secret := []byte("ingest-test-secret-0123456789abcdef")
 	auth, err := httpapi.NewJWTAuthenticator(secret, httpapi.JWTOptions{})
 	require.NoError(t, err)
-	handle, err := newHandler(client, queue, auth, func(string) string { return "" })
+	handle, err := newHandler(client, q, auth, func(string) string { return "" })
 	require.NoError(t, err)
 	tok, err := httpapi.MintToken(secret, "ann", httpapi.RoleUser, time.Now().Add(time.Hour))
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestAClickThroughTheProxy(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, resp.Body)
 	var part httpapi.ParticipationView
 	require.NoError(t, json.Unmarshal([]byte(resp.Body), &part))
-	assert.Equal(t, 1, queue.Len().Visible, "the participation is on the queue")
+	assert.Equal(t, 1, q.Len().Visible, "the participation is on the queue")
 	resp = call("GET", "/requests/"+part.RequestID)
 	require.Equal(t, http.StatusOK, resp.StatusCode, resp.Body)
 	var r httpapi.RequestView
@@ -63,7 +63,7 @@ func TestAClickThroughTheProxy(t *testing.T) {
 		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "OPTIONS", Path: "/events/sale/participations"}}})
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusNoContent, pre.StatusCode, "a CORS preflight, without a token: API Gateway adds the headers")
-	_, err = newHandler(client, queue, auth, func(string) string { return "-1" })
+	_, err = newHandler(client, q, auth, func(string) string { return "-1" })
 	assert.Error(t, err, "a negative ASYNCEVENT_USER_RATE")
 }
 
