@@ -34,8 +34,8 @@
 //		if err != nil {
 //			return err
 //		}
-//		queue := queue.NewMemory(queue.MemoryOptions{}) // SQSQueue in production
-//		worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{})
+//		q := queue.NewMemory(queue.MemoryOptions{}) // queue.SQS in production
+//		worker, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{})
 //		if err != nil {
 //			return err
 //		}
@@ -43,11 +43,11 @@
 //			return err
 //		}
 //		defer func() { err = errors.Join(err, worker.Stop(ctx)) }()
-//		p, err := client.Submit(ctx, queue, "sale", "ann") // the whole ingest of a click
+//		p, err := client.Submit(ctx, q, "sale", "ann") // the whole ingest of a click
 //		if err != nil {
 //			return err
 //		}
-//		if err := queue.WaitIdle(ctx); err != nil { // the worker decided it
+//		if err := q.WaitIdle(ctx); err != nil { // the worker decided it
 //			return err
 //		}
 //		r, err := client.GetRequest(ctx, p.RequestID)

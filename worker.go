@@ -161,7 +161,7 @@ func (w *Worker) Start(ctx context.Context) error {
 // the worker starts no message: it receives no more, and every message it holds but
 // has not started (one waiting behind an earlier message of its FIFO group, or one
 // that a receive in flight returns) is made visible again at once, for another
-// worker. A receive in flight on a CancelSafeQueue (MemoryQueue) is cancelled; on any
+// worker. A receive in flight on a CancelSafeQueue (queue.Memory) is cancelled; on any
 // other queue, such as SQS, it is let run to its end, at most WaitTime plus the
 // round trip, since SQS may hand messages to a long poll that its client has given
 // up on, and they would stay hidden for the visibility timeout. The messages in

@@ -50,7 +50,7 @@ func (q gatedQueue) ReceiveIsCancelSafe() bool {
 	return ok && cs.ReceiveIsCancelSafe()
 }
 
-// testQueue returns a MemoryQueue or a queue on the local SQS (fauxqs).
+// testQueue returns a queue.Memory or a queue on the local SQS (fauxqs).
 func testQueue(t *testing.T, kind string, fifo bool) queue.Queue {
 	t.Helper()
 	if kind == "memory" {
@@ -102,7 +102,7 @@ func TestStoppingWorkerGivesBackItsLastReceive(t *testing.T) {
 			runWorker(t, c, q.Queue, asyncevent.WorkerOptions{Concurrency: 1, VisibilityTimeout: hidden})
 			won := winnersOnceFinal(t, c, len(sent))
 			assert.True(t, won[sent[0]], "the first to click wins")
-			if kind == "memory" { // a MemoryQueue delivers in the order messages became visible
+			if kind == "memory" { // a queue.Memory delivers in the order messages became visible
 				assert.Equal(t, map[string]bool{sent[0]: true, sent[1]: true, sent[2]: true}, won)
 			}
 		})

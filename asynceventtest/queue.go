@@ -9,7 +9,7 @@ import (
 )
 
 // WaitDrained waits until q holds no message, visible or in flight
-// (MemoryQueue.WaitIdle), and fails the test with what is left on q when timeout
+// (queue.Memory.WaitIdle), and fails the test with what is left on q when timeout
 // passes first. A zero timeout asks that q be drained already. Like t.FailNow, it
 // must be called from the goroutine running the test.
 func WaitDrained(t testing.TB, q *queue.Memory, timeout time.Duration) {

@@ -39,7 +39,7 @@ func (r *throttled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	return r.DynamoDB.UpdateItem(ctx, in, o...)
 }
 
-// queueCalls records the SQS actions of the handler's queue calls (SQSQueue makes a
+// queueCalls records the SQS actions of the handler's queue calls (queue.SQS makes a
 // ChangeVisibility a ChangeMessageVisibility).
 type queueCalls struct {
 	mu      sync.Mutex

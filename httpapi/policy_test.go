@@ -46,7 +46,7 @@ func asIngest(next http.Handler) http.Handler {
 // tests' own calls (set-up, workers, checks) are not the ingest's.
 func servedByIngest(ctx context.Context) bool { return ctx.Value(ingestKey{}) != nil }
 
-// sendsRecorded is the tests' queue, its sends recorded (SQSQueue.Send is one
+// sendsRecorded is the tests' queue, its sends recorded (queue.SQS.Send is one
 // sqs:SendMessage).
 type sendsRecorded struct{ *queue.Memory }
 

@@ -175,7 +175,7 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 	_, err = admin.CreateEvent(ctx, cfg)
 	require.NoError(t, err)
 
-	// SQS takes tens of milliseconds from a send to its receive; a MemoryQueue takes
+	// SQS takes tens of milliseconds from a send to its receive; a queue.Memory takes
 	// none unless told, and then a worker starts a request and sends its seat's
 	// transaction while ingest is still marking the request queued, a
 	// TransactionConflict that SQS's own delay keeps rare.

@@ -180,18 +180,18 @@ func run(ctx context.Context, cfg config, stderr io.Writer, ready func(net.Addr)
 	if err != nil {
 		return err
 	}
-	queue, err := newQueue(ctx, cfg)
+	q, err := newQueue(ctx, cfg)
 	if err != nil {
 		return err
 	}
 
 	// The workers run under a context of their own: a signal drains HTTP first, and
 	// only then are the workers stopped, so the last accepted requests get processed.
-	workers, err := startWorkers(context.WithoutCancel(ctx), cfg, client, queue, libLogger)
+	workers, err := startWorkers(context.WithoutCancel(ctx), cfg, client, q, libLogger)
 	if err != nil {
 		return err
 	}
-	api, err := listenAPI(ctx, cfg, client, queue, tel.tracerProvider(), logger)
+	api, err := listenAPI(ctx, cfg, client, q, tel.tracerProvider(), logger)
 	if err != nil {
 		_ = workers.stop(context.Background())
 		return err

@@ -37,8 +37,8 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("create the event: %w", err)
 	}
 
-	queue := queue.NewMemory(queue.MemoryOptions{})
-	worker, err := asyncevent.NewWorker(client, queue, asyncevent.WorkerOptions{})
+	q := queue.NewMemory(queue.MemoryOptions{})
+	worker, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{})
 	if err != nil {
 		return err
 	}
@@ -48,13 +48,13 @@ func run(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, worker.Stop(ctx)) }() // before local.Stop: defers run last first
 
 	for _, user := range []string{"ann", "bob", "cid", "ann", "dan", "eve"} {
-		p, err := client.Submit(ctx, queue, "sale", user) // 202 Accepted, or 200 for a duplicate
+		p, err := client.Submit(ctx, q, "sale", user) // 202 Accepted, or 200 for a duplicate
 		if err != nil {
 			return fmt.Errorf("%s clicks: %w", user, err)
 		}
 		fmt.Printf("%s clicks: request %s, duplicate %t\n", user, p.RequestID, p.Duplicate)
 	}
-	if err := queue.WaitIdle(ctx); err != nil { // every message done: every request decided
+	if err := q.WaitIdle(ctx); err != nil { // every message done: every request decided
 		return err
 	}
 	page, err := client.ListEventRequests(ctx, "sale", asyncevent.EventListOptions{})

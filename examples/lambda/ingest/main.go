@@ -51,7 +51,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	queue, err := queue.NewSQS(sqs.NewFromConfig(cfg), os.Getenv("ASYNCEVENT_QUEUE_URL"))
+	q, err := queue.NewSQS(sqs.NewFromConfig(cfg), os.Getenv("ASYNCEVENT_QUEUE_URL"))
 	if err != nil {
 		log.Fatalf("ASYNCEVENT_QUEUE_URL: %v", err)
 	}
@@ -59,7 +59,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	handle, err := newHandler(client, queue, auth, os.Getenv)
+	handle, err := newHandler(client, q, auth, os.Getenv)
 	if err != nil {
 		log.Fatal(err)
 	}
