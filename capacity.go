@@ -12,7 +12,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -145,24 +144,20 @@ func seatToken(requestID string) string {
 	return base64.RawStdEncoding.EncodeToString(sum[:8])
 }
 
-// numberSet marshals to a DynamoDB number set (NS).
-type numberSet []int
+// setOf marshals to a DynamoDB set: a number set (NS) of ints, a string set (SS) of
+// strings.
+type setOf[T int | string] []T
 
 // MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
-func (s numberSet) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
-	ns := &types.AttributeValueMemberNS{}
-	for _, n := range s {
-		ns.Value = append(ns.Value, strconv.Itoa(n))
+func (s setOf[T]) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	elems := make([]string, len(s))
+	for i, v := range s {
+		elems[i] = fmt.Sprint(v)
 	}
-	return ns, nil
-}
-
-// stringSet marshals to a DynamoDB string set (SS).
-type stringSet []string
-
-// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
-func (s stringSet) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
-	return &types.AttributeValueMemberSS{Value: s}, nil
+	if _, numbers := any(s).(setOf[int]); numbers {
+		return &types.AttributeValueMemberNS{Value: elems}, nil
+	}
+	return &types.AttributeValueMemberSS{Value: elems}, nil
 }
 
 // GetCapacity reads a FIRST_COME event's EventCapacity: GetItem PK EVENT#<eventId>,
@@ -341,7 +336,7 @@ const (
 // StartProcessing, under the lease it took. A lost condition is not an error: when
 // the request is not PROCESSING under this lease the Transition is not applied and
 // holds the request as it is; when no seat is left SoldOut is set. An event without
-// a CAPACITY item is ErrNoCapacity.
+// a CAPACITY item is errNoCapacity.
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
 	if _, err := NewRequestKey(ref.RequestID); err != nil {
 		return Transition{}, err
@@ -518,7 +513,7 @@ func (c *Client) claimOn(ctx context.Context, key Key, sc *seatClaim) (claimResu
 	if _, err := parseReturnsKey(key); err == nil {
 		claim = &poolClaimRow
 	}
-	w := write{row: claim, key: key, args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
+	w := write{row: claim, key: key, args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: setOf[string]{token}}}
 	var unsure, conflict error
 	refused := false
 	for attempt := range claimAttempts {
@@ -549,7 +544,7 @@ func (c *Client) claimOn(ctx context.Context, key Key, sc *seatClaim) (claimResu
 		case errors.As(err, &lost):
 			var item capacityItem
 			if lost.old == nil {
-				return 0, fmt.Errorf("%w: %s (%s)", ErrNoCapacity, sc.ref.EventID, key.PK)
+				return 0, fmt.Errorf("%w: %s (%s)", errNoCapacity, sc.ref.EventID, key.PK)
 			}
 			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
 				return 0, err
@@ -672,7 +667,7 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 // refusal for throughput is sent again until ctx ends.
 func (c *Client) voidHome(ctx context.Context, key EventKey, requestID string) (bool, error) {
 	token := seatToken(requestID)
-	w := write{row: &voidSeatRow, key: key.Key(), args: args{pSeatToken: token, pSeatTokens: stringSet{token}}}
+	w := write{row: &voidSeatRow, key: key.Key(), args: args{pSeatToken: token, pSeatTokens: setOf[string]{token}}}
 	for attempt := 0; ; attempt++ {
 		err := c.do(ctx, txOptions{}, []write{w})
 		var lost *conditionLost
@@ -682,7 +677,7 @@ func (c *Client) voidHome(ctx context.Context, key EventKey, requestID string) (
 		case errors.As(err, &lost):
 			var item capacityItem
 			if lost.old == nil {
-				return false, fmt.Errorf("%w: %s", ErrNoCapacity, key.Key().PK)
+				return false, fmt.Errorf("%w: %s", errNoCapacity, key.Key().PK)
 			}
 			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
 				return false, err
@@ -850,7 +845,7 @@ func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *se
 // all sold out (markSoldOut).
 func (c *Client) recordEmpty(ctx context.Context, eventID string, n int, shards []int) {
 	key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
-	w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: numberSet(shards)}}
+	w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: setOf[int](shards)}}
 	var old map[string]types.AttributeValue
 	if err := c.do(ctx, txOptions{once: true, old: &old}, []write{w}); err != nil {
 		c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Any("shards", shards), slog.Any("error", err))

@@ -129,7 +129,7 @@ func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*
 	}
 	var item capacityItem
 	if err := c.getFound(ctx, keys[shard].Key(), true, &item, "read capacity", eventID, func() error {
-		return fmt.Errorf("%w: %s (%s)", ErrNoCapacity, eventID, keys[shard].Key().PK)
+		return fmt.Errorf("%w: %s (%s)", errNoCapacity, eventID, keys[shard].Key().PK)
 	}); err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (c *Client) recordLeft(ctx context.Context, eventID string, shard int) (Epo
 	now := c.now()
 	entry := strconv.Itoa(shard) + "@" + strconv.FormatInt(int64(now), 10)
 	var old map[string]types.AttributeValue
-	w := write{row: &shardLeftRow, key: key.Key(), args: args{pLeft: stringSet{entry}}}
+	w := write{row: &shardLeftRow, key: key.Key(), args: args{pLeft: setOf[string]{entry}}}
 	if err := c.do(ctx, txOptions{old: &old}, []write{w}); err != nil {
 		return 0, fmt.Errorf("list shard %d of %s left: %w", shard, eventID, err)
 	}
@@ -258,7 +258,7 @@ func (c *Client) giveBack(ctx context.Context, ref RequestRef, n, home int) (boo
 		return false, err
 	}
 	token := seatToken(ref.RequestID)
-	w := write{row: &giveBackRow, key: keys[home].Key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: stringSet{token}}}
+	w := write{row: &giveBackRow, key: keys[home].Key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: setOf[string]{token}}}
 	err = c.do(ctx, txOptions{}, []write{w})
 	var lost *conditionLost
 	switch {

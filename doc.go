@@ -185,8 +185,8 @@
 // stored on the Draw record, readable by any reader of the table (seedMode UNSEALED,
 // for development). After the cutoff (and Options.DrawSettleWindow), [Client.Draw]
 // freezes the entries — the requests queued by the cutoff — recording their count
-// and [EntriesHash], reveals the seed on the Draw record, and the K entries with the
-// smallest [DrawScore], SHA-256(seed ‖ entries hash ‖ requestId), win: a score
+// and [draw.EntriesHash], reveals the seed on the Draw record, and the K entries with the
+// smallest [draw.Score], SHA-256(seed ‖ entries hash ‖ requestId), win: a score
 // depends on the whole entry set, so no one can pick one before the freeze. Each
 // entry is finalised under a condition, so a draw stopped half-way can run again and
 // comes to the same winners. [Client.VerifyDraw] recomputes the commitment, the

@@ -65,9 +65,6 @@ var (
 	// again.
 	ErrEnqueueFailed = errors.New("asyncevent: enqueue failed")
 
-	// ErrNoCapacity reports a FIRST_COME message whose event has no CAPACITY item.
-	ErrNoCapacity = errors.New("asyncevent: event has no capacity item")
-
 	// ErrNotLottery reports a draw asked of an event that is not a LOTTERY.
 	ErrNotLottery = errors.New("asyncevent: not a lottery event")
 
@@ -167,3 +164,6 @@ func throttled(err error) error {
 func malformed(kind, text, reason string) error {
 	return fmt.Errorf("%w: %s %q: %s", ErrMalformedKey, kind, text, reason)
 }
+
+// errNoCapacity reports a FIRST_COME message whose event has no CAPACITY item.
+var errNoCapacity = errors.New("asyncevent: event has no capacity item")

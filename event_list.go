@@ -20,8 +20,8 @@ import (
 // not made (the transaction refused, the process died between the two) is passed
 // over by ListEvents, which reads each listed event's config anyway, and deleted.
 
-// EventEntry is an event's entry in the event list.
-type EventEntry struct {
+// eventListing is an event's entry in the event list.
+type eventListing struct {
 	EntityType EntityType  `dynamodbav:"entityType"` // EVENT_ENTRY
 	EventID    string      `dynamodbav:"eventId"`
 	EventType  EventType   `dynamodbav:"eventType"`
@@ -30,7 +30,7 @@ type EventEntry struct {
 
 type eventEntryItem struct {
 	Key
-	EventEntry
+	eventListing
 }
 
 var eventEntryRow = row{name: "event listed", method: "CreateEvent", item: EntityEventEntry, op: opPut, cond: notExists}
@@ -43,7 +43,7 @@ func (c *Client) listEvent(ctx context.Context, cfg *EventConfig) error {
 	if err != nil {
 		return err
 	}
-	item := eventEntryItem{Key: k.key(), EventEntry: EventEntry{
+	item := eventEntryItem{Key: k.key(), eventListing: eventListing{
 		EntityType: EntityEventEntry, EventID: cfg.EventID, EventType: cfg.EventType, CreatedAt: cfg.CreatedAt,
 	}}
 	err = c.do(ctx, txOptions{}, []write{{row: &eventEntryRow, key: item.Key, item: item}})

@@ -30,12 +30,12 @@ import (
 // HELD and SUCCEEDED requests add up to the event's capacity (docs/design.md, "Holds
 // and the waitlist").
 
-// Hold is a Hold item: the expiry of a HELD request's hold, for the hold sweep (PK
+// holdRecord is a Hold item: the expiry of a HELD request's hold, for the hold sweep (PK
 // EVENT#<eventId>#HOLDS#<shard>, SK EXP#<expiresAt>#REQ#<requestId>). It is written
 // before the request is HELD, and deleted by the write that ends the hold (a confirm,
 // a release, an expiry), or by the sweep once the request shows it is no longer the
 // request's hold.
-type Hold struct {
+type holdRecord struct {
 	EntityType EntityType  `dynamodbav:"entityType"` // HOLD
 	EventID    string      `dynamodbav:"eventId"`
 	RequestID  string      `dynamodbav:"requestId"`
@@ -45,7 +45,7 @@ type Hold struct {
 
 type holdItem struct {
 	Key
-	Hold
+	holdRecord
 }
 
 // seatReturns is an event's Returns item (PK EVENT#<eventId>#RETURNS, SK RETURNS):
@@ -259,7 +259,7 @@ func (c *Client) holdWrite(ref RequestRef, n int, expiresAt EpochMillis) (write,
 	if err != nil {
 		return write{}, err
 	}
-	item := holdItem{Key: key.key(), Hold: Hold{
+	item := holdItem{Key: key.key(), holdRecord: holdRecord{
 		EntityType: EntityHold, EventID: ref.EventID, RequestID: ref.RequestID, ExpiresAt: expiresAt,
 		TTL: expiry(expiresAt, holdTTL),
 	}}

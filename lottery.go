@@ -1,10 +1,8 @@
 package asyncevent
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asyncevent/asyncevent/draw"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 )
 
@@ -163,120 +162,10 @@ func (c *Client) MarkClosed(ctx context.Context, requestID string) (Transition, 
 //
 // The event's config publishes seedCommitment = SHA-256(seed) when the event is made.
 // The draw freezes the entries — the requests queued no later than the cutoff that are
-// still in the running — recording their count and EntriesHash, reveals the seed, and
-// gives a win to the K entries with the smallest DrawScore(seed, entriesHash,
+// still in the running — recording their count and draw.EntriesHash, reveals the seed, and
+// gives a win to the K entries with the smallest draw.Score(seed, entriesHash,
 // requestId). Every step is a conditional write, so a draw that stops half-way can run
 // again and comes to the same winners.
-
-// DrawScore is an entry's score in a draw: SHA-256 of the seed's bytes, the 32 bytes
-// that entriesHash (an EntriesHash, 64 hex digits) encodes, and the request ID's
-// bytes. The entries hash ties every score to the whole frozen entry set: an entry
-// more, less or under another request ID changes every entry's score, so that
-// neither knowing the seed early nor re-rolling a request ID picks a score. The K
-// smallest scores win (compared as bytes; equal scores by request ID). An
-// entriesHash that is not 64 hex digits is hashed as its text, as no draw does.
-func DrawScore(seed []byte, entriesHash string, requestID string) [sha256.Size]byte {
-	h := sha256.New()
-	h.Write(seed)
-	if b, err := hex.DecodeString(entriesHash); err == nil && len(b) == sha256.Size {
-		h.Write(b)
-	} else {
-		h.Write([]byte(entriesHash))
-	}
-	h.Write([]byte(requestID))
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
-}
-
-// EntriesHash is the hex SHA-256 of the entries' request IDs, sorted as strings and
-// each followed by a newline. The draw records it so that a later change of the
-// entries shows.
-func EntriesHash(requestIDs []string) string {
-	ids := slices.Clone(requestIDs)
-	slices.Sort(ids)
-	h := sha256.New()
-	for _, id := range ids {
-		h.Write([]byte(id))
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// DrawWinners returns the k request IDs with the smallest DrawScore under the
-// EntriesHash of requestIDs, smallest first: the winners of a draw of these entries.
-// It keeps only k candidates at a time, so memory grows with k, not with the entries.
-func DrawWinners(seed []byte, requestIDs []string, k int) []string {
-	if k <= 0 {
-		return nil
-	}
-	entriesHash := EntriesHash(requestIDs)
-	var kept worstFirst
-	for _, id := range requestIDs {
-		s := scored{score: DrawScore(seed, entriesHash, id), id: id}
-		if len(kept) < k {
-			kept.push(s)
-		} else if s.less(kept[0]) {
-			kept.replaceWorst(s)
-		}
-	}
-	slices.SortFunc(kept, func(a, b scored) int {
-		if a.less(b) {
-			return -1
-		}
-		return 1
-	})
-	winners := make([]string, len(kept))
-	for i, s := range kept {
-		winners[i] = s.id
-	}
-	return winners
-}
-
-type scored struct {
-	score [sha256.Size]byte
-	id    string
-}
-
-func (a scored) less(b scored) bool {
-	if c := bytes.Compare(a.score[:], b.score[:]); c != 0 {
-		return c < 0
-	}
-	return a.id < b.id
-}
-
-// worstFirst is a binary max-heap of candidates: its root is the worst one kept.
-type worstFirst []scored
-
-func (h *worstFirst) push(s scored) {
-	*h = append(*h, s)
-	for i := len(*h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !(*h)[parent].less((*h)[i]) {
-			break
-		}
-		(*h)[parent], (*h)[i] = (*h)[i], (*h)[parent]
-		i = parent
-	}
-}
-
-// replaceWorst puts s in the root's place and sifts it down.
-func (h worstFirst) replaceWorst(s scored) {
-	h[0] = s
-	for i := 0; ; {
-		worst := i
-		for _, child := range []int{2*i + 1, 2*i + 2} {
-			if child < len(h) && h[worst].less(h[child]) {
-				worst = child
-			}
-		}
-		if worst == i {
-			return
-		}
-		h[i], h[worst] = h[worst], h[i]
-		i = worst
-	}
-}
 
 // DrawResult is the result of a draw.
 type DrawResult struct {
@@ -331,12 +220,12 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 //     not collected is confirmed with a strongly consistent GetItem PK
 //     REQ#<requestId>, SK META, as GSI2 is read eventually consistent;
 //  3. records them and reveals the seed: UpdateItem of the Draw record, SET
-//     entryCount, EntriesHash and seed, condition phase = DRAWING AND
+//     entryCount, draw.EntriesHash and seed, condition phase = DRAWING AND
 //     attribute_not_exists(entriesHash). A sealed seed comes from Options.Seeds
 //     (without it ErrNoSeedSource), and a seed that does not hash to the published
 //     commitment is ErrSeedMismatch; both are found before the freeze, so that a
 //     draw refused for them writes nothing;
-//  4. picks the winners, the K entries with the smallest DrawScore (all of them if
+//  4. picks the winners, the K entries with the smallest draw.Score (all of them if
 //     fewer than K);
 //  5. finalises each entry with UpdateItem PK REQ#<requestId>, SK META, SET status =
 //     SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, or status = REJECTED, uiResult
@@ -388,7 +277,7 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	for i, e := range entries {
 		ids[i] = e.RequestID
 	}
-	hash := EntriesHash(ids)
+	hash := draw.EntriesHash(ids)
 	if record.EntriesHash == "" {
 		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash, seedHex); err != nil {
 			return nil, err
@@ -402,7 +291,7 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("draw %s: the stored seed is not hex: %w", eventID, err)
 	}
-	winners := DrawWinners(seed, ids, int(record.WinnerCount))
+	winners := draw.Winners(seed, ids, int(record.WinnerCount))
 	if record.Phase != PhaseAnnounced {
 		if err := c.finaliseEntries(ctx, cfg, entries, winners); err != nil {
 			return nil, err
@@ -696,7 +585,7 @@ func (v *Verification) String() string {
 // the revealed seed and the entry list could, without a seed source: the seed
 // against the commitment the config published, the entries read from GSI2 against
 // the count and hash the draw froze, and every entry's result against the winners
-// recomputed from the seed and the entries (DrawWinners); an entry whose result on
+// recomputed from the seed and the entries (draw.Winners); an entry whose result on
 // GSI2 (read eventually consistent) differs is read again with a strongly consistent
 // GetItem before it is reported. Each difference is one of Verification.Problems. A
 // draw that has not started yet is ErrDrawTooEarly.
@@ -738,10 +627,10 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	if int64(len(ids)) != record.EntryCount {
 		problem("%d entries on the table, the draw froze %d", len(ids), record.EntryCount)
 	}
-	if h := EntriesHash(ids); h != record.EntriesHash {
+	if h := draw.EntriesHash(ids); h != record.EntriesHash {
 		problem("the entries hash to %s, the draw froze %s", h, record.EntriesHash)
 	}
-	v.Winners = DrawWinners(seed, ids, int(record.WinnerCount))
+	v.Winners = draw.Winners(seed, ids, int(record.WinnerCount))
 	won := map[string]bool{}
 	for _, id := range v.Winners {
 		won[id] = true

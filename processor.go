@@ -1021,7 +1021,7 @@ func classify(err error) (FailureClass, ResultCode, string) {
 	var perm *permanentError
 	var apiErr smithy.APIError
 	switch {
-	case errors.As(err, &perm), errors.Is(err, ErrInvalidID), errors.Is(err, ErrEventNotFound), errors.Is(err, ErrNoCapacity):
+	case errors.As(err, &perm), errors.Is(err, ErrInvalidID), errors.Is(err, ErrEventNotFound), errors.Is(err, errNoCapacity):
 		return NonRetryable, ResultFailedValidation, "VALIDATION_FAILED"
 	case errors.Is(err, ErrMalformedMessage):
 		return NonRetryable, ResultFailedSerde, "SERDE_ERROR"

@@ -74,7 +74,7 @@ type leave struct {
 type param string
 
 // args are a write's values of its row's params, each of the Go type its attribute
-// holds: EpochMillis for a time, a stringSet or numberSet for a set, and so on.
+// holds: EpochMillis for a time, a setOf for a set, and so on.
 type args map[param]any
 
 // values gives a row's conditions and actions the values of their params.

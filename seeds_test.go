@@ -21,6 +21,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/draw"
 )
 
 func newSecret(t *testing.T) []byte {
@@ -286,11 +287,11 @@ func TestDrawScoreBindsTheEntrySet(t *testing.T) {
 	for i := range 200 {
 		ids = append(ids, fmt.Sprintf("req-%03d", i))
 	}
-	h := asyncevent.EntriesHash(ids)
+	h := draw.EntriesHash(ids)
 	hashBytes := must(hex.DecodeString(h))
 	for _, id := range ids {
 		want := sha256.Sum256(slices.Concat(seed, hashBytes, []byte(id)))
-		require.Equal(t, want, asyncevent.DrawScore(seed, h, id), "SHA-256(seed ‖ entries hash ‖ requestId)")
+		require.Equal(t, want, draw.Score(seed, h, id), "SHA-256(seed ‖ entries hash ‖ requestId)")
 	}
 
 	for name, changed := range map[string][]string{
@@ -298,19 +299,19 @@ func TestDrawScoreBindsTheEntrySet(t *testing.T) {
 		"one entry more":         append(slices.Clone(ids), "req-late"),
 		"one entry less":         slices.Clone(ids[1:]),
 	} {
-		h2 := asyncevent.EntriesHash(changed)
+		h2 := draw.EntriesHash(changed)
 		require.NotEqual(t, h, h2, name)
 		for _, id := range changed {
 			if slices.Contains(ids, id) {
-				assert.NotEqual(t, asyncevent.DrawScore(seed, h, id), asyncevent.DrawScore(seed, h2, id), "%s: %s kept its score", name, id)
+				assert.NotEqual(t, draw.Score(seed, h, id), draw.Score(seed, h2, id), "%s: %s kept its score", name, id)
 			}
 		}
-		assert.NotEqual(t, asyncevent.DrawWinners(seed, ids, 10), asyncevent.DrawWinners(seed, changed, 10), name)
+		assert.NotEqual(t, draw.Winners(seed, ids, 10), draw.Winners(seed, changed, 10), name)
 	}
 
-	// DrawWinners scores with the entries' own hash, whatever their order.
+	// draw.Winners scores with the entries' own hash, whatever their order.
 	shuffled := slices.Clone(ids)
 	slices.Reverse(shuffled)
-	assert.Equal(t, asyncevent.DrawWinners(seed, ids, 10), asyncevent.DrawWinners(seed, shuffled, 10))
-	assert.Equal(t, recomputeWinners(t, hex.EncodeToString(seed), ids, 10), asyncevent.DrawWinners(seed, ids, 10))
+	assert.Equal(t, draw.Winners(seed, ids, 10), draw.Winners(seed, shuffled, 10))
+	assert.Equal(t, recomputeWinners(t, hex.EncodeToString(seed), ids, 10), draw.Winners(seed, ids, 10))
 }
