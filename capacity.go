@@ -180,12 +180,12 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 	sum := &EventCapacity{EntityType: EntityCapacity, EventID: eventID}
 	for _, key := range keys {
 		var item capacityItem
-		found, err := c.getItem(ctx, key.Key(), true, &item)
+		found, err := c.getItem(ctx, key.key(), true, &item)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("get capacity %s: %w", eventID, err)
 		case !found:
-			return nil, fmt.Errorf("%w: capacity of %s (%s)", ErrNotFound, eventID, key.Key().SK)
+			return nil, fmt.Errorf("%w: capacity of %s (%s)", ErrNotFound, eventID, key.key().SK)
 		case len(keys) == 1:
 			return &item.EventCapacity, nil
 		}
@@ -209,7 +209,7 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 		if int64(i) < cfg.CapacityTotal%n {
 			seats++
 		}
-		items[i] = capacityItem{Key: key.Key(), EventCapacity: EventCapacity{
+		items[i] = capacityItem{Key: key.key(), EventCapacity: EventCapacity{
 			EntityType: EntityCapacity, EventID: cfg.EventID,
 			CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now, HoldFor: cfg.HoldFor,
 		}}
@@ -338,7 +338,7 @@ const (
 // holds the request as it is; when no seat is left SoldOut is set. An event without
 // a CAPACITY item is errNoCapacity.
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
-	if _, err := NewRequestKey(ref.RequestID); err != nil {
+	if _, err := newRequestKey(ref.RequestID); err != nil {
 		return Transition{}, err
 	}
 	if err := ValidateID("eventId", ref.EventID); err != nil {
@@ -372,7 +372,7 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 // claimSeat claims a seat for sc's request, with what seats knows of the event's
 // shards, and tells seats what it finds.
 func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards) (Transition, error) {
-	reqKey, err := NewRequestKey(sc.ref.RequestID)
+	reqKey, err := newRequestKey(sc.ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -406,7 +406,7 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			// tried last.
 			res, passing, passedHome = claimRefused, true, true
 		case sc.inherited || !seats.isEmpty(sc.ref.EventID, sc.shard):
-			res, err = c.claimOn(ctx, keys[sc.shard].Key(), sc)
+			res, err = c.claimOn(ctx, keys[sc.shard].key(), sc)
 			if errors.Is(err, errLeaseRanOut) {
 				return Transition{}, nil // not applied: the lease is another delivery's to take
 			}
@@ -490,7 +490,7 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			}
 		}
 		if res == claimRefused {
-			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard].Key(), sc)
+			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard].key(), sc)
 			if err != nil {
 				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
 			}
@@ -657,7 +657,7 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 		// way) takes a seat there afterwards. No fence to wait.
 		return c.voidHome(ctx, keys[sc.shard], sc.ref.RequestID)
 	}
-	return c.seatHeldAfterFence(ctx, keys[sc.shard].Key(), &probe)
+	return c.seatHeldAfterFence(ctx, keys[sc.shard].key(), &probe)
 }
 
 // voidHome voids a request's seat token on its home shard, the "first-come seat
@@ -665,9 +665,9 @@ func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
 // attribute_exists(PK) AND NOT contains(holders, token)), and reports whether the
 // request holds a seat there after all (the condition failed on its token). A
 // refusal for throughput is sent again until ctx ends.
-func (c *Client) voidHome(ctx context.Context, key EventKey, requestID string) (bool, error) {
+func (c *Client) voidHome(ctx context.Context, key eventKey, requestID string) (bool, error) {
 	token := seatToken(requestID)
-	w := write{row: &voidSeatRow, key: key.Key(), args: args{pSeatToken: token, pSeatTokens: setOf[string]{token}}}
+	w := write{row: &voidSeatRow, key: key.key(), args: args{pSeatToken: token, pSeatTokens: setOf[string]{token}}}
 	for attempt := 0; ; attempt++ {
 		err := c.do(ctx, txOptions{}, []write{w})
 		var lost *conditionLost
@@ -677,7 +677,7 @@ func (c *Client) voidHome(ctx context.Context, key EventKey, requestID string) (
 		case errors.As(err, &lost):
 			var item capacityItem
 			if lost.old == nil {
-				return false, fmt.Errorf("%w: %s", errNoCapacity, key.Key().PK)
+				return false, fmt.Errorf("%w: %s", errNoCapacity, key.key().PK)
 			}
 			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
 				return false, err
@@ -733,7 +733,7 @@ func later(a, b time.Time) time.Time {
 // moveSeat moves the request's claim to another shard, under the lease, before it
 // claims there. From then on no earlier delivery can be claiming on the new shard,
 // and none of this one on the old.
-func (c *Client) moveSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim, shard int) (Transition, error) {
+func (c *Client) moveSeat(ctx context.Context, reqKey requestKey, sc *seatClaim, shard int) (Transition, error) {
 	t, err := c.apply(ctx, reqKey, write{row: &moveSeatRow, args: args{pLeaseOwner: sc.owner, pSeatShard: shard}}, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("move the seat claim of %s: %w", sc.ref.RequestID, err)
@@ -748,7 +748,7 @@ func (c *Client) moveSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim,
 // holds, its Hold item and then HELD (the "first-come held" row). A refusal for
 // throughput is sent again for up to bookkeepingTimeout: the seat is spent, and the
 // request must not be left without its result.
-func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim) (Transition, error) {
+func (c *Client) takeSeat(ctx context.Context, reqKey requestKey, sc *seatClaim) (Transition, error) {
 	var (
 		t   Transition
 		err error
@@ -782,7 +782,7 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 // applyWhileThrottled applies a write that must follow a seat already spent (its
 // SUCCEEDED), sending it again while DynamoDB refuses it for throughput, for up to
 // bookkeepingTimeout whatever ctx does.
-func (c *Client) applyWhileThrottled(ctx context.Context, key RequestKey, w write) (Transition, error) {
+func (c *Client) applyWhileThrottled(ctx context.Context, key requestKey, w write) (Transition, error) {
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -844,8 +844,8 @@ func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *se
 // The record that completes the list (every one of the event's n shards) marks them
 // all sold out (markSoldOut).
 func (c *Client) recordEmpty(ctx context.Context, eventID string, n int, shards []int) {
-	key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
-	w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: setOf[int](shards)}}
+	key, _ := newEventKey(eventID, eventItemConfig) // the ID is checked
+	w := write{row: &shardEmptyRow, key: key.key(), args: args{pShards: setOf[int](shards)}}
 	var old map[string]types.AttributeValue
 	if err := c.do(ctx, txOptions{once: true, old: &old}, []write{w}); err != nil {
 		c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Any("shards", shards), slog.Any("error", err))

@@ -161,9 +161,9 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	for i, k := range share {
 		switch {
 		case k > 0:
-			extra = append(extra, write{row: &shardSeatsAddedRow, key: keys[i].Key(), args: args{pSeats: k, pPoolVersion: version, pNow: now, pShardRoom: MaxSeatsPerShard - k}})
+			extra = append(extra, write{row: &shardSeatsAddedRow, key: keys[i].key(), args: args{pSeats: k, pPoolVersion: version, pNow: now, pShardRoom: MaxSeatsPerShard - k}})
 		case pool > 0:
-			extra = append(extra, write{row: &poolMarkedRow, key: keys[i].Key(), args: args{pPoolVersion: version}})
+			extra = append(extra, write{row: &poolMarkedRow, key: keys[i].key(), args: args{pPoolVersion: version}})
 		}
 	}
 	if pool > 0 {
@@ -217,7 +217,7 @@ func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
 // claimPool claims a seat on the event's pool under the claim's lease (its seatShard
 // names the pool already), and takes it: SUCCEEDED. A pool found empty is remembered
 // at its version, and the request is sold out.
-func (c *Client) claimPool(ctx context.Context, reqKey RequestKey, sc *seatClaim, seats *seatShards, n int) (Transition, error) {
+func (c *Client) claimPool(ctx context.Context, reqKey requestKey, sc *seatClaim, seats *seatShards, n int) (Transition, error) {
 	key, err := returnsKey(sc.ref.EventID)
 	if err != nil {
 		return Transition{}, err
@@ -361,16 +361,16 @@ func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
-	reqKey, _ := NewRequestKey(requestID) // checked by the read
+	reqKey, _ := newRequestKey(requestID) // checked by the read
 	version := cfg.PoolVersion + 1
 	now := c.now()
 	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
 	extra := []write{
-		{row: &cancelRow, key: reqKey.Key(), args: args{pNow: now}},
+		{row: &cancelRow, key: reqKey.key(), args: args{pNow: now}},
 		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: EntityReturns, pEventID: req.EventID, pPoolVersion: version}},
 	}
 	for _, k := range keys {
-		extra = append(extra, write{row: &poolMarkedRow, key: k.Key(), args: args{pPoolVersion: version}})
+		extra = append(extra, write{row: &poolMarkedRow, key: k.key(), args: args{pPoolVersion: version}})
 	}
 	if c.opts.StatusLog {
 		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+actor, now)

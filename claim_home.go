@@ -128,8 +128,8 @@ func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*
 		return nil, fmt.Errorf("%w: shard %d of %d", ErrMalformedMessage, shard, n)
 	}
 	var item capacityItem
-	if err := c.getFound(ctx, keys[shard].Key(), true, &item, "read capacity", eventID, func() error {
-		return fmt.Errorf("%w: %s (%s)", errNoCapacity, eventID, keys[shard].Key().PK)
+	if err := c.getFound(ctx, keys[shard].key(), true, &item, "read capacity", eventID, func() error {
+		return fmt.Errorf("%w: %s (%s)", errNoCapacity, eventID, keys[shard].key().PK)
 	}); err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int, dea
 		return 0, nil, err
 	}
 	sc := &seatClaim{seatStart: seatStart{shard: home}, ref: ref, until: func() time.Time { return deadline }}
-	res, err := c.claimOn(ctx, keys[home].Key(), sc)
+	res, err := c.claimOn(ctx, keys[home].key(), sc)
 	return res, sc, err
 }
 
@@ -172,7 +172,7 @@ func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int, dea
 // item first (the "hold recorded" row), then the "first-come seat held" row: SET
 // status = HELD, uiResult HELD, holdExpiresAt = now + hold, under the same condition.
 func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began EpochMillis, n int, hold time.Duration) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -195,14 +195,14 @@ func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began E
 // row (UpdateItem PK EVENT#<eventId>, SK CONFIG, ADD leftShards "<shard>@<now>"),
 // and returns when it was first listed so: this record's time, or an earlier one's.
 func (c *Client) recordLeft(ctx context.Context, eventID string, shard int) (EpochMillis, error) {
-	key, err := NewEventKey(eventID, EventItemConfig)
+	key, err := newEventKey(eventID, eventItemConfig)
 	if err != nil {
 		return 0, err
 	}
 	now := c.now()
 	entry := strconv.Itoa(shard) + "@" + strconv.FormatInt(int64(now), 10)
 	var old map[string]types.AttributeValue
-	w := write{row: &shardLeftRow, key: key.Key(), args: args{pLeft: setOf[string]{entry}}}
+	w := write{row: &shardLeftRow, key: key.key(), args: args{pLeft: setOf[string]{entry}}}
 	if err := c.do(ctx, txOptions{old: &old}, []write{w}); err != nil {
 		return 0, fmt.Errorf("list shard %d of %s left: %w", shard, eventID, err)
 	}
@@ -236,9 +236,9 @@ func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			w := write{row: &shardSoldOutRow, key: k.Key()}
+			w := write{row: &shardSoldOutRow, key: k.key()}
 			if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
-				c.opts.Logger.WarnContext(ctx, "marking a capacity shard sold out failed", slog.String("eventId", eventID), slog.String("pk", k.Key().PK), slog.Any("error", err))
+				c.opts.Logger.WarnContext(ctx, "marking a capacity shard sold out failed", slog.String("eventId", eventID), slog.String("pk", k.key().PK), slog.Any("error", err))
 			}
 		}()
 	}
@@ -258,7 +258,7 @@ func (c *Client) giveBack(ctx context.Context, ref RequestRef, n, home int) (boo
 		return false, err
 	}
 	token := seatToken(ref.RequestID)
-	w := write{row: &giveBackRow, key: keys[home].Key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: setOf[string]{token}}}
+	w := write{row: &giveBackRow, key: keys[home].key(), args: args{pNow: c.now(), pSeatToken: token, pSeatTokens: setOf[string]{token}}}
 	err = c.do(ctx, txOptions{}, []write{w})
 	var lost *conditionLost
 	switch {
@@ -266,7 +266,7 @@ func (c *Client) giveBack(ctx context.Context, ref RequestRef, n, home int) (boo
 		var item capacityItem
 		if lost.old != nil && attributevalue.UnmarshalMap(lost.old, &item) == nil && slices.Contains(item.Holders, token) {
 			c.opts.Logger.ErrorContext(ctx, "a seat taken for a request that ended without it cannot go back: its shard is empty; the event sells one seat fewer",
-				slog.String("requestId", ref.RequestID), slog.String("pk", keys[home].Key().PK))
+				slog.String("requestId", ref.RequestID), slog.String("pk", keys[home].key().PK))
 		}
 		return false, nil
 	case err != nil:

@@ -72,22 +72,23 @@
 //
 // # Items and keys
 //
-// All key text is built by the typed builders of keys.go; IDs are checked by
-// [ValidateID] (non-empty, at most [MaxIDLength] bytes of printable UTF-8, no space,
-// no '#'), so a bad ID is an [ErrInvalidID] error and never a malformed key.
-// Timestamps are epoch milliseconds ([EpochMillis]); inside sort keys they are
-// zero-padded to 13 digits so that string order is time order.
+// All key text is built and parsed in one place, inside the library; [Key.Entity]
+// tells which item a key is. IDs are checked by [ValidateID] (non-empty, at most
+// [MaxIDLength] bytes of printable UTF-8, no space, no '#'), so a bad ID is an
+// [ErrInvalidID] error and never a malformed key. Timestamps are epoch milliseconds
+// ([EpochMillis]); inside sort keys they are zero-padded to 13 digits so that string
+// order is time order.
 //
-//	item             PK                                   SK                         builder
-//	Request          REQ#<requestId>                      META                       NewRequestKey
-//	IdempotencyLock  IDEMP#<eventId>#<userId>             LOCK                       NewLockKey
-//	EventConfig      EVENT#<eventId>                      CONFIG                     NewEventKey
-//	EventCapacity    EVENT#<eventId>                      CAPACITY                   NewEventKey
-//	  (C > 1 shards) EVENT#<eventId>#CAPACITY#<shard>     CAPACITY                   NewEventKey
-//	Draw record      EVENT#<eventId>                      DRAW                       NewEventKey
-//	StatusLog        REQ#<requestId>                      LOG#<occurredAt>#<suffix>  (the library's own)
+//	item             PK                                   SK
+//	Request          REQ#<requestId>                      META
+//	IdempotencyLock  IDEMP#<eventId>#<userId>             LOCK
+//	EventConfig      EVENT#<eventId>                      CONFIG
+//	EventCapacity    EVENT#<eventId>                      CAPACITY
+//	  (C > 1 shards) EVENT#<eventId>#CAPACITY#<shard>     CAPACITY
+//	Draw record      EVENT#<eventId>                      DRAW
+//	StatusLog        REQ#<requestId>                      LOG#<occurredAt>#<suffix>
 //
-// Only Request items carry index keys ([IndexKeys]). The request's put writes them,
+// Only Request items carry index keys ([IndexKeys], [EventConfig.RequestIndexKeys]). The request's put writes them,
 // from its queuedAt (taken just before the put: its place in line), and nothing
 // changes them, so a request is on both indexes from the moment it exists:
 //

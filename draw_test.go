@@ -311,9 +311,7 @@ func TestVerifyDrawReportsTampering(t *testing.T) {
 	winner = res.Winners[0]
 	db := asynceventtest.DynamoDB(t)
 	key := func(id string) map[string]types.AttributeValue {
-		k, err := asyncevent.NewRequestKey(id)
-		require.NoError(t, err)
-		av, err := attributevalue.MarshalMap(k.Key())
+		av, err := attributevalue.MarshalMap(asyncevent.Key{PK: "REQ#" + id, SK: "META"}) // the design's Request key
 		require.NoError(t, err)
 		return av
 	}

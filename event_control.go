@@ -194,11 +194,11 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 		}
 		return c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}}, extra...)
 	case ActionExtendCutoff:
-		draw, err := NewEventKey(eventID, EventItemDraw)
+		draw, err := newEventKey(eventID, eventItemDraw)
 		if err != nil {
 			return EventUpdate{}, err
 		}
-		check := write{row: &drawNotBegunRow, key: draw.Key()}
+		check := write{row: &drawNotBegunRow, key: draw.key()}
 		return c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check)
 	}
 	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff)
@@ -206,7 +206,7 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 
 // control applies a control of the event's CONFIG with its audit entry.
 func (c *Client) control(ctx context.Context, eventID, actor, action, detail string, w write, extra ...write) (EventUpdate, error) {
-	key, err := NewEventKey(eventID, EventItemConfig)
+	key, err := newEventKey(eventID, eventItemConfig)
 	if err != nil {
 		return EventUpdate{}, err
 	}
@@ -223,7 +223,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 	entry := write{row: &auditRow, key: ak.key(), item: auditItem{Key: ak.key(), AuditEntry: AuditEntry{
 		EntityType: EntityAudit, EventID: eventID, At: now, Actor: actor, Action: action, Detail: detail,
 	}}}
-	w.key = key.Key()
+	w.key = key.key()
 	if w.args == nil {
 		w.args = args{}
 	}

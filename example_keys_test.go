@@ -8,26 +8,8 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-func ExampleNewRequestKey() {
-	k, err := asyncevent.NewRequestKey("0193a3c2-7f1e-7cc1-9f5b-2b1d3c4e5f60")
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(k.Key().PK, k.Key().SK)
-	// Output: REQ#0193a3c2-7f1e-7cc1-9f5b-2b1d3c4e5f60 META
-}
-
-func ExampleNewLockKey() {
-	k, err := asyncevent.NewLockKey("spring-sale", "user-7")
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(k.Key().PK, k.Key().SK)
-	// Output: IDEMP#spring-sale#user-7 LOCK
-}
-
-func ExampleNewLockKey_invalidID() {
-	_, err := asyncevent.NewLockKey("spring-sale", "user#7")
+func ExampleValidateID() {
+	err := asyncevent.ValidateID("userId", "user#7")
 	fmt.Println(errors.Is(err, asyncevent.ErrInvalidID))
 	fmt.Println(err)
 	// Output:
@@ -35,23 +17,10 @@ func ExampleNewLockKey_invalidID() {
 	// asyncevent: invalid userId: contains the key separator '#' at byte 4
 }
 
-func ExampleNewEventKey() {
-	for _, item := range []asyncevent.EventItem{asyncevent.EventItemConfig, asyncevent.EventItemCapacity, asyncevent.EventItemDraw} {
-		k, err := asyncevent.NewEventKey("spring-sale", item)
-		if err != nil {
-			panic(err)
-		}
-		fmt.Println(k.Key().PK, k.Key().SK)
-	}
-	// Output:
-	// EVENT#spring-sale CONFIG
-	// EVENT#spring-sale CAPACITY
-	// EVENT#spring-sale DRAW
-}
-
-func ExampleNewIndexKeys() {
+func ExampleEventConfig_RequestIndexKeys() {
 	at := asyncevent.MillisOf(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	k, err := asyncevent.NewIndexKeys("spring-sale", "user-7", "req-1", at)
+	event := asyncevent.EventConfig{EventID: "spring-sale"} // one index shard: the seed's keys
+	k, err := event.RequestIndexKeys("user-7", "req-1", at)
 	if err != nil {
 		panic(err)
 	}

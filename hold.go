@@ -364,7 +364,7 @@ func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, err
 	if req.Status != StatusHeld {
 		return Transition{Current: req}, nil
 	}
-	key, _ := NewRequestKey(requestID) // checked by the read
+	key, _ := newRequestKey(requestID) // checked by the read
 	n, err := c.capacityShards(ctx, req.EventID)
 	if err != nil {
 		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
@@ -420,7 +420,7 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 	if err != nil {
 		return Transition{}, fmt.Errorf("release %s: %w", requestID, err)
 	}
-	key, _ := NewRequestKey(requestID) // checked by the read
+	key, _ := newRequestKey(requestID) // checked by the read
 	var t Transition
 	switch req.Status {
 	case StatusHeld:
@@ -438,7 +438,7 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 
 // endHold ends a HELD request's hold with row (released or expired) and gives its
 // seat to the waitlist, in one transaction that also deletes its Hold item.
-func (c *Client) endHold(ctx context.Context, key RequestKey, req *Request, r *row, note string) (Transition, error) {
+func (c *Client) endHold(ctx context.Context, key requestKey, req *Request, r *row, note string) (Transition, error) {
 	n, err := c.capacityShards(ctx, req.EventID)
 	if err != nil {
 		return Transition{}, err
@@ -654,7 +654,7 @@ func (s *holdSweep) expire(ctx context.Context) error {
 // expireOne ends one hold that ran out, or clears a Hold item that is no longer its
 // request's hold.
 func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
-	key, err := NewRequestKey(h.RequestID)
+	key, err := newRequestKey(h.RequestID)
 	if err != nil {
 		return err
 	}
@@ -735,7 +735,7 @@ func (s *holdSweep) close(ctx context.Context) error {
 		if req.Status != StatusWaitlisted {
 			return false, false, nil
 		}
-		key, err := NewRequestKey(req.RequestID)
+		key, err := newRequestKey(req.RequestID)
 		if err != nil {
 			return false, true, err
 		}
@@ -829,7 +829,7 @@ func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, sto
 // serveOne gives one seat from the Returns item to a waitlisted request, and reports
 // whether it did, or whether no seat is left there.
 func (s *holdSweep) serveOne(ctx context.Context, req *Request) (served, gone bool, err error) {
-	key, err := NewRequestKey(req.RequestID)
+	key, err := newRequestKey(req.RequestID)
 	if err != nil {
 		return false, false, err
 	}

@@ -174,7 +174,7 @@ func TestManyUsersAreQueuedAndIndexed(t *testing.T) {
 		}
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &r))
 		assert.Equal(t, asyncevent.StatusQueued, r.Status)
-		want, err := asyncevent.NewIndexKeys("ev", r.UserID, r.RequestID, r.QueuedAt)
+		want, err := (&asyncevent.EventConfig{EventID: "ev"}).RequestIndexKeys(r.UserID, r.RequestID, r.QueuedAt)
 		require.NoError(t, err)
 		assert.Equal(t, want, r.IndexKeys)
 		assert.Regexp(t, `^QAT#\d{13}#REQ#`+r.RequestID+`$`, r.GSI2SK)
@@ -316,9 +316,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 // would.
 func setStatus(t *testing.T, table, requestID string, s asyncevent.Status) {
 	t.Helper()
-	key, err := asyncevent.NewRequestKey(requestID)
-	require.NoError(t, err)
-	av, err := attributevalue.MarshalMap(key.Key())
+	av, err := attributevalue.MarshalMap(asyncevent.Key{PK: "REQ#" + requestID, SK: "META"}) // the design's Request key
 	require.NoError(t, err)
 	_, err = asynceventtest.DynamoDB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName: aws.String(table), Key: av,

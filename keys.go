@@ -153,8 +153,8 @@ func (k Key) Entity() (EntityType, error) {
 		return EntityIdempotency, nil
 	}
 	if e, err := parseEventKey(k); err == nil {
-		return map[EventItem]EntityType{
-			EventItemConfig: EntityConfig, EventItemCapacity: EntityCapacity, EventItemDraw: EntityDraw,
+		return map[eventItem]EntityType{
+			eventItemConfig: EntityConfig, eventItemCapacity: EntityCapacity, eventItemDraw: EntityDraw,
 		}[e.item], nil
 	}
 	if _, err := parseStatusLogKey(k); err == nil {
@@ -181,30 +181,30 @@ func (k Key) Entity() (EntityType, error) {
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
 
-// RequestKey is the key of a Request item: PK REQ#<requestId>, SK META.
-type RequestKey struct{ requestID string }
+// requestKey is the key of a Request item: PK REQ#<requestId>, SK META.
+type requestKey struct{ requestID string }
 
-// NewRequestKey returns the key of the request requestID, or an ErrInvalidID error.
-func NewRequestKey(requestID string) (RequestKey, error) {
+// newRequestKey returns the key of the request requestID, or an ErrInvalidID error.
+func newRequestKey(requestID string) (requestKey, error) {
 	if err := ValidateID("requestId", requestID); err != nil {
-		return RequestKey{}, err
+		return requestKey{}, err
 	}
-	return RequestKey{requestID: requestID}, nil
+	return requestKey{requestID: requestID}, nil
 }
 
-// Key returns the table key: PK REQ#<requestId>, SK META.
-func (k RequestKey) Key() Key { return Key{PK: requestPK(k.requestID), SK: skRequest} }
+// key returns the table key: PK REQ#<requestId>, SK META.
+func (k requestKey) key() Key { return Key{PK: requestPK(k.requestID), SK: skRequest} }
 
-// parseRequestKey reads a key that NewRequestKey could have produced.
-func parseRequestKey(key Key) (RequestKey, error) {
+// parseRequestKey reads a key that newRequestKey could have produced.
+func parseRequestKey(key Key) (requestKey, error) {
 	id, err := parseRequestPK(key.PK)
 	if err != nil {
-		return RequestKey{}, err
+		return requestKey{}, err
 	}
 	if key.SK != skRequest {
-		return RequestKey{}, malformed("request SK", key.SK, "want "+skRequest)
+		return requestKey{}, malformed("request SK", key.SK, "want "+skRequest)
 	}
-	return RequestKey{requestID: id}, nil
+	return requestKey{requestID: id}, nil
 }
 
 func requestPK(requestID string) string { return prefixRequest + sep + requestID }
@@ -217,96 +217,96 @@ func parseRequestPK(pk string) (string, error) {
 	return parts[1], nil
 }
 
-// LockKey is the key of an IdempotencyLock item: PK IDEMP#<eventId>#<userId>, SK LOCK.
-type LockKey struct{ eventID, userID string }
+// lockKey is the key of an IdempotencyLock item: PK IDEMP#<eventId>#<userId>, SK LOCK.
+type lockKey struct{ eventID, userID string }
 
-// NewLockKey returns the key of the lock of (eventID, userID), or an ErrInvalidID error.
-func NewLockKey(eventID, userID string) (LockKey, error) {
+// newLockKey returns the key of the lock of (eventID, userID), or an ErrInvalidID error.
+func newLockKey(eventID, userID string) (lockKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return LockKey{}, err
+		return lockKey{}, err
 	}
 	if err := ValidateID("userId", userID); err != nil {
-		return LockKey{}, err
+		return lockKey{}, err
 	}
-	return LockKey{eventID: eventID, userID: userID}, nil
+	return lockKey{eventID: eventID, userID: userID}, nil
 }
 
-// Key returns the table key: PK IDEMP#<eventId>#<userId>, SK LOCK.
-func (k LockKey) Key() Key {
+// key returns the table key: PK IDEMP#<eventId>#<userId>, SK LOCK.
+func (k lockKey) key() Key {
 	return Key{PK: prefixLock + sep + k.eventID + sep + k.userID, SK: skLock}
 }
 
-// IdempotencyKey returns the text stored in a Request's idempotencyKey field, the PK of
+// idempotencyKey returns the text stored in a Request's idempotencyKey field, the PK of
 // its lock (IDEMP#<eventId>#<userId>).
-func (k LockKey) IdempotencyKey() string { return k.Key().PK }
+func (k lockKey) idempotencyKey() string { return k.key().PK }
 
-// parseLockKey reads a key that NewLockKey could have produced.
-func parseLockKey(key Key) (LockKey, error) {
+// parseLockKey reads a key that newLockKey could have produced.
+func parseLockKey(key Key) (lockKey, error) {
 	parts, err := splitKey("lock PK", key.PK, prefixLock, 3)
 	if err != nil {
-		return LockKey{}, err
+		return lockKey{}, err
 	}
 	if key.SK != skLock {
-		return LockKey{}, malformed("lock SK", key.SK, "want "+skLock)
+		return lockKey{}, malformed("lock SK", key.SK, "want "+skLock)
 	}
-	return LockKey{eventID: parts[1], userID: parts[2]}, nil
+	return lockKey{eventID: parts[1], userID: parts[2]}, nil
 }
 
-// EventItem names one of the items an event keeps under its partition EVENT#<eventId>.
-type EventItem string
+// eventItem names one of the items an event keeps under its partition EVENT#<eventId>.
+type eventItem string
 
 // The items of an event's partition; each is the item's SK.
 const (
-	EventItemConfig   EventItem = "CONFIG"   // EventConfig
-	EventItemCapacity EventItem = "CAPACITY" // EventCapacity (FIRST_COME)
-	EventItemDraw     EventItem = "DRAW"     // Draw record (LOTTERY)
+	eventItemConfig   eventItem = "CONFIG"   // EventConfig
+	eventItemCapacity eventItem = "CAPACITY" // EventCapacity (FIRST_COME)
+	eventItemDraw     eventItem = "DRAW"     // Draw record (LOTTERY)
 )
 
-func (i EventItem) valid() bool {
-	return i == EventItemConfig || i == EventItemCapacity || i == EventItemDraw
+func (i eventItem) valid() bool {
+	return i == eventItemConfig || i == eventItemCapacity || i == eventItemDraw
 }
 
-// EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
+// eventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
 // or DRAW; or, for an event with capacity shards, PK EVENT#<eventId>#CAPACITY#<shard>,
 // SK CAPACITY: each shard on a partition key of its own, since the items of one
 // partition key share one partition until DynamoDB splits it for heat, minutes into
 // the load, while a drop is decided in seconds.
-type EventKey struct {
+type eventKey struct {
 	eventID string
-	item    EventItem
+	item    eventItem
 	shard   int // -1: the item itself, not one of its shards
 }
 
-// NewEventKey returns the key of the item of the event eventID, or an ErrInvalidID
+// newEventKey returns the key of the item of the event eventID, or an ErrInvalidID
 // error. An unknown item is an ErrInvalidOptions error.
-func NewEventKey(eventID string, item EventItem) (EventKey, error) {
+func newEventKey(eventID string, item eventItem) (eventKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return EventKey{}, err
+		return eventKey{}, err
 	}
 	if !item.valid() {
-		return EventKey{}, fmt.Errorf("%w: unknown event item %q", ErrInvalidOptions, string(item))
+		return eventKey{}, fmt.Errorf("%w: unknown event item %q", ErrInvalidOptions, string(item))
 	}
-	return EventKey{eventID: eventID, item: item, shard: -1}, nil
+	return eventKey{eventID: eventID, item: item, shard: -1}, nil
 }
 
 // capacityKeys returns the keys of a FIRST_COME event's capacity: its CAPACITY item,
 // or with shards capacity shards (C > 1) the items of partitions
 // EVENT#<eventId>#CAPACITY#0 to EVENT#<eventId>#CAPACITY#<C-1>.
-func capacityKeys(eventID string, shards int) ([]EventKey, error) {
-	k, err := NewEventKey(eventID, EventItemCapacity)
+func capacityKeys(eventID string, shards int) ([]eventKey, error) {
+	k, err := newEventKey(eventID, eventItemCapacity)
 	if err != nil || shards <= 1 {
-		return []EventKey{k}, err
+		return []eventKey{k}, err
 	}
-	keys := make([]EventKey, shards)
+	keys := make([]eventKey, shards)
 	for i := range keys {
-		keys[i] = EventKey{eventID: eventID, item: EventItemCapacity, shard: i}
+		keys[i] = eventKey{eventID: eventID, item: eventItemCapacity, shard: i}
 	}
 	return keys, nil
 }
 
-// Key returns the table key: PK EVENT#<eventId>, SK the item; for a capacity shard
+// key returns the table key: PK EVENT#<eventId>, SK the item; for a capacity shard
 // PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY.
-func (k EventKey) Key() Key {
+func (k eventKey) key() Key {
 	pk := eventPK(k.eventID)
 	if k.shard >= 0 {
 		pk += sep + string(k.item) + sep + strconv.Itoa(k.shard)
@@ -314,27 +314,27 @@ func (k EventKey) Key() Key {
 	return Key{PK: pk, SK: string(k.item)}
 }
 
-// parseEventKey reads a key that NewEventKey or capacityKeys could have produced.
-func parseEventKey(key Key) (EventKey, error) {
-	if !EventItem(key.SK).valid() {
-		return EventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY or DRAW")
+// parseEventKey reads a key that newEventKey or capacityKeys could have produced.
+func parseEventKey(key Key) (eventKey, error) {
+	if !eventItem(key.SK).valid() {
+		return eventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY or DRAW")
 	}
-	k := EventKey{item: EventItem(key.SK), shard: -1}
+	k := eventKey{item: eventItem(key.SK), shard: -1}
 	if strings.Count(key.PK, sep) == 1 {
 		id, err := parseEventPK(key.PK)
 		if err != nil {
-			return EventKey{}, err
+			return eventKey{}, err
 		}
 		k.eventID = id
 		return k, nil
 	}
 	parts, err := splitKey("capacity shard PK", key.PK, prefixEvent, 4)
 	if err != nil {
-		return EventKey{}, err
+		return eventKey{}, err
 	}
 	shard, err := strconv.Atoi(parts[3])
-	if err != nil || parts[2] != string(EventItemCapacity) || k.item != EventItemCapacity || shard < 0 || strconv.Itoa(shard) != parts[3] {
-		return EventKey{}, malformed("capacity shard PK", key.PK, "want EVENT#<eventId>#CAPACITY#<shard> with SK CAPACITY, shards numbered from 0")
+	if err != nil || parts[2] != string(eventItemCapacity) || k.item != eventItemCapacity || shard < 0 || strconv.Itoa(shard) != parts[3] {
+		return eventKey{}, malformed("capacity shard PK", key.PK, "want EVENT#<eventId>#CAPACITY#<shard> with SK CAPACITY, shards numbered from 0")
 	}
 	k.eventID, k.shard = parts[1], shard
 	return k, nil
@@ -772,9 +772,9 @@ type IndexKeys struct {
 	GSI2SK string `dynamodbav:"GSI2SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
 }
 
-// NewIndexKeys returns the index keys of a request ordered at orderAt (its queuedAt,
+// newIndexKeys returns the index keys of a request ordered at orderAt (its queuedAt,
 // taken just before its put), for an event without index shards; EventConfig.RequestIndexKeys gives those of any event.
-func NewIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
+func newIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
 	return shardedIndexKeys(eventID, userID, requestID, orderAt, 1)
 }
 

@@ -12,22 +12,22 @@ func FuzzKeyBuilders(f *testing.F) {
 	f.Add("\xff", "a b", "QAT", int64(10_000_000_000_000))
 	f.Fuzz(func(t *testing.T, eventID, userID, requestID string, ms int64) {
 		at := EpochMillis(ms)
-		if k, err := NewRequestKey(requestID); err == nil {
-			got, err := parseRequestKey(k.Key())
+		if k, err := newRequestKey(requestID); err == nil {
+			got, err := parseRequestKey(k.key())
 			if err != nil || got.requestID != requestID {
-				t.Fatalf("request key %v parses to %v, %v", k.Key(), got, err)
+				t.Fatalf("request key %v parses to %v, %v", k.key(), got, err)
 			}
 		}
-		if k, err := NewLockKey(eventID, userID); err == nil {
-			got, err := parseLockKey(k.Key())
+		if k, err := newLockKey(eventID, userID); err == nil {
+			got, err := parseLockKey(k.key())
 			if err != nil || got.eventID != eventID || got.userID != userID {
-				t.Fatalf("lock key %v parses to %v, %v", k.Key(), got, err)
+				t.Fatalf("lock key %v parses to %v, %v", k.key(), got, err)
 			}
 		}
-		if k, err := NewEventKey(eventID, EventItemCapacity); err == nil {
-			got, err := parseEventKey(k.Key())
-			if err != nil || got.eventID != eventID || got.item != EventItemCapacity {
-				t.Fatalf("event key %v parses to %v, %v", k.Key(), got, err)
+		if k, err := newEventKey(eventID, eventItemCapacity); err == nil {
+			got, err := parseEventKey(k.key())
+			if err != nil || got.eventID != eventID || got.item != eventItemCapacity {
+				t.Fatalf("event key %v parses to %v, %v", k.key(), got, err)
 			}
 		}
 		if k, err := newStatusLogKey(requestID, at, userID); err == nil {
@@ -70,14 +70,14 @@ func FuzzKeyParsers(f *testing.F) {
 	f.Add("REQ#", "LOG#+732000000000#s")
 	f.Fuzz(func(t *testing.T, pk, sk string) {
 		key := Key{PK: pk, SK: sk}
-		if k, err := parseRequestKey(key); err == nil && k.Key() != key {
-			t.Fatalf("request key %v rebuilt as %v", key, k.Key())
+		if k, err := parseRequestKey(key); err == nil && k.key() != key {
+			t.Fatalf("request key %v rebuilt as %v", key, k.key())
 		}
-		if k, err := parseLockKey(key); err == nil && k.Key() != key {
-			t.Fatalf("lock key %v rebuilt as %v", key, k.Key())
+		if k, err := parseLockKey(key); err == nil && k.key() != key {
+			t.Fatalf("lock key %v rebuilt as %v", key, k.key())
 		}
-		if k, err := parseEventKey(key); err == nil && k.Key() != key {
-			t.Fatalf("event key %v rebuilt as %v", key, k.Key())
+		if k, err := parseEventKey(key); err == nil && k.key() != key {
+			t.Fatalf("event key %v rebuilt as %v", key, k.key())
 		}
 		if k, err := parseStatusLogKey(key); err == nil && k.key() != key {
 			t.Fatalf("status log key %v rebuilt as %v", key, k.key())

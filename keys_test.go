@@ -51,20 +51,20 @@ func TestValidateID(t *testing.T) {
 }
 
 func TestBuildersNameTheBadField(t *testing.T) {
-	_, err := NewLockKey("event-1", "bad#user")
+	_, err := newLockKey("event-1", "bad#user")
 	var idErr *InvalidIDError
 	require.ErrorAs(t, err, &idErr)
 	assert.Equal(t, "userId", idErr.Field)
 
-	_, err = NewLockKey("", "user")
+	_, err = newLockKey("", "user")
 	require.ErrorAs(t, err, &idErr)
 	assert.Equal(t, "eventId", idErr.Field)
 
-	_, err = NewIndexKeys("e", "u", "r#1", 1)
+	_, err = newIndexKeys("e", "u", "r#1", 1)
 	require.ErrorAs(t, err, &idErr)
 	assert.Equal(t, "requestId", idErr.Field)
 
-	_, err = NewEventKey("e", EventItem("META"))
+	_, err = newEventKey("e", eventItem("META"))
 	assert.ErrorIs(t, err, ErrInvalidOptions)
 }
 
@@ -72,26 +72,26 @@ func TestKeysRoundTrip(t *testing.T) {
 	const ev, user, req = "spring-sale", "user-7", "0193a3c2-7f1e-7cc1-9f5b-2b1d3c4e5f60"
 	at := EpochMillis(1_732_000_000_123)
 
-	rk, err := NewRequestKey(req)
+	rk, err := newRequestKey(req)
 	require.NoError(t, err)
-	assert.Equal(t, Key{PK: "REQ#" + req, SK: "META"}, rk.Key())
-	gotR, err := parseRequestKey(rk.Key())
+	assert.Equal(t, Key{PK: "REQ#" + req, SK: "META"}, rk.key())
+	gotR, err := parseRequestKey(rk.key())
 	require.NoError(t, err)
 	assert.Equal(t, rk, gotR)
 
-	lk, err := NewLockKey(ev, user)
+	lk, err := newLockKey(ev, user)
 	require.NoError(t, err)
-	assert.Equal(t, Key{PK: "IDEMP#spring-sale#user-7", SK: "LOCK"}, lk.Key())
-	assert.Equal(t, "IDEMP#spring-sale#user-7", lk.IdempotencyKey())
-	gotL, err := parseLockKey(lk.Key())
+	assert.Equal(t, Key{PK: "IDEMP#spring-sale#user-7", SK: "LOCK"}, lk.key())
+	assert.Equal(t, "IDEMP#spring-sale#user-7", lk.idempotencyKey())
+	gotL, err := parseLockKey(lk.key())
 	require.NoError(t, err)
 	assert.Equal(t, lk, gotL)
 
-	for _, item := range []EventItem{EventItemConfig, EventItemCapacity, EventItemDraw} {
-		ek, err := NewEventKey(ev, item)
+	for _, item := range []eventItem{eventItemConfig, eventItemCapacity, eventItemDraw} {
+		ek, err := newEventKey(ev, item)
 		require.NoError(t, err)
-		assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: string(item)}, ek.Key())
-		gotE, err := parseEventKey(ek.Key())
+		assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: string(item)}, ek.key())
+		gotE, err := parseEventKey(ek.key())
 		require.NoError(t, err)
 		assert.Equal(t, ek, gotE)
 	}
@@ -125,7 +125,7 @@ func TestKeysRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, qk, gotQ)
 
-	ik, err := NewIndexKeys(ev, user, req, at)
+	ik, err := newIndexKeys(ev, user, req, at)
 	require.NoError(t, err)
 	assert.Equal(t, IndexKeys{
 		GSI1PK: "USER#user-7", GSI1SK: qk.text(),
@@ -218,4 +218,38 @@ func TestEpochMillis(t *testing.T) {
 	assert.Equal(t, EpochMillis(at.UnixMilli()), m)
 	assert.True(t, m.Time().Equal(at.Truncate(time.Millisecond)))
 	assert.Equal(t, time.UTC, m.Time().Location())
+}
+
+// The key builders of a participation, without I/O: what they add in CPU and
+// allocations to each DynamoDB call (internal/bench has the other hot functions).
+
+func BenchmarkNewRequestKey(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		k, err := newRequestKey("01a20795-50b4-778f-baec-0a750608711f")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = k.key()
+	}
+}
+
+func BenchmarkNewLockKey(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		k, err := newLockKey("spring-sale-2026", "user-0001234567")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = k.key()
+	}
+}
+
+func BenchmarkNewIndexKeys(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newIndexKeys("spring-sale-2026", "user-0001234567", "01a20795-50b4-778f-baec-0a750608711f", 1_795_421_039_191); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -147,7 +147,7 @@ var (
 // queued by the cutoff is ever closed as late. A lost condition is not an error: the
 // Transition holds the request as it is.
 func (c *Client) MarkClosed(ctx context.Context, requestID string) (Transition, error) {
-	key, err := NewRequestKey(requestID)
+	key, err := newRequestKey(requestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -190,12 +190,12 @@ func (c *Client) GetDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 }
 
 func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, error) {
-	key, err := NewEventKey(eventID, EventItemDraw)
+	key, err := newEventKey(eventID, eventItemDraw)
 	if err != nil {
 		return nil, err
 	}
 	var item drawItem
-	if err := c.getFound(ctx, key.Key(), true, &item, "get draw", eventID, func() error {
+	if err := c.getFound(ctx, key.key(), true, &item, "get draw", eventID, func() error {
 		return fmt.Errorf("%w: %s has no draw record", ErrNotLottery, eventID)
 	}); err != nil {
 		return nil, err
@@ -436,8 +436,8 @@ func (c *Client) freezeDraw(ctx context.Context, cfg *EventConfig) (*DrawRecord,
 // reveals the seed. When another Draw recorded them first, it returns that one's
 // record.
 func (c *Client) recordEntries(ctx context.Context, cfg *EventConfig, count int64, hash, seedHex string) (*DrawRecord, error) {
-	key, _ := NewEventKey(cfg.EventID, EventItemDraw)
-	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{pEntryCount: count, pEntriesHash: hash, pSeed: seedHex}}})
+	key, _ := newEventKey(cfg.EventID, eventItemDraw)
+	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.key(), args: args{pEntryCount: count, pEntriesHash: hash, pSeed: seedHex}}})
 	var lost *conditionLost
 	if err != nil && !errors.As(err, &lost) {
 		return nil, fmt.Errorf("draw %s: %s: %w", cfg.EventID, drawEntriesRow.name, err)
@@ -457,11 +457,11 @@ func (c *Client) announceDraw(ctx context.Context, cfg *EventConfig) (*DrawRecor
 // TransactWriteItems. A draw no longer in the phase the row leaves was moved on by
 // another Draw: not an error.
 func (c *Client) movePhase(ctx context.Context, eventID string, draw, config *row, a args) error {
-	drawKey, _ := NewEventKey(eventID, EventItemDraw)
-	configKey, _ := NewEventKey(eventID, EventItemConfig)
+	drawKey, _ := newEventKey(eventID, eventItemDraw)
+	configKey, _ := newEventKey(eventID, eventItemConfig)
 	err := c.do(ctx, txOptions{}, []write{
-		{row: draw, key: drawKey.Key(), args: a},
-		{row: config, key: configKey.Key(), args: a},
+		{row: draw, key: drawKey.key(), args: a},
+		{row: config, key: configKey.key(), args: a},
 	})
 	c.events.forget(eventID)
 	var lost *conditionLost
@@ -548,7 +548,7 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 		}
 		return nil
 	}
-	key, err := NewRequestKey(e.RequestID)
+	key, err := newRequestKey(e.RequestID)
 	if err != nil {
 		return err
 	}

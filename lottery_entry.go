@@ -132,7 +132,7 @@ func (p *Processor) closeLate(ctx context.Context, m Message, d queue.Delivery) 
 // SK META, SET status = QUEUED, startedAt; condition (status = QUEUED OR status =
 // RECEIVED) AND attribute_not_exists(startedAt). A lost condition is not an error.
 func (c *Client) collectEntry(ctx context.Context, requestID string) (Transition, error) {
-	key, err := NewRequestKey(requestID)
+	key, err := newRequestKey(requestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -156,7 +156,7 @@ var errDrawBegan = errors.New("asyncevent: the draw may have begun")
 // entry is the draw's. No item but the request is written: a mass of refusals does not
 // meet on one hot item.
 func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}

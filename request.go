@@ -244,12 +244,12 @@ func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, er
 }
 
 func (c *Client) getRequest(ctx context.Context, requestID string, consistent bool) (*Request, error) {
-	key, err := NewRequestKey(requestID)
+	key, err := newRequestKey(requestID)
 	if err != nil {
 		return nil, err
 	}
 	var item requestItem
-	if err := c.getFound(ctx, key.Key(), consistent, &item, "get request", requestID, func() error {
+	if err := c.getFound(ctx, key.key(), consistent, &item, "get request", requestID, func() error {
 		return fmt.Errorf("%w: request %s", ErrNotFound, requestID)
 	}); err != nil {
 		return nil, err
@@ -273,7 +273,7 @@ func (c *Client) MarkQueued(ctx context.Context, ref RequestRef) (Transition, er
 // which may race this write and land after it, is not logged before it. It sends
 // the call once, as a request left RECEIVED is started by the worker all the same.
 func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochMillis, tx txOptions) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -297,16 +297,16 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 // When the status condition fails the message got through after all (the worker has
 // the request): the Transition is not applied and nothing changes.
 func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	lock, err := NewLockKey(ref.EventID, ref.UserID)
+	lock, err := newLockKey(ref.EventID, ref.UserID)
 	if err != nil {
 		return Transition{}, err
 	}
 	a := args{pNow: c.now(), pErrorMessage: errorText(cause)}
-	release := write{row: &releaseLockRow, key: lock.Key(), args: args{pRequestID: ref.RequestID}}
+	release := write{row: &releaseLockRow, key: lock.key(), args: args{pRequestID: ref.RequestID}}
 	t, err := c.apply(ctx, key, write{row: &enqueueFailedRow, args: a, note: "enqueue failed"}, txOptions{}, release)
 	if err != nil {
 		return t, fmt.Errorf("mark enqueue failed %s: %w", ref.RequestID, err)
@@ -343,7 +343,7 @@ func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, lease Leas
 // startProcessing is StartProcessing with the capacity shard to claim a seat on when
 // the request has none yet, and it tells what the start means for the seat claim.
 func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Lease, shard int) (Transition, seatStart, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, seatStart{}, err
 	}
@@ -419,7 +419,7 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 // markCapacityRejected is MarkCapacityRejected, WAITLISTED (the "first-come waitlisted
 // under lease" row) when waitlist is set.
 func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist bool) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -461,7 +461,7 @@ func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition,
 // rejectSoldOut is RejectSoldOut, WAITLISTED (the "first-come waitlisted" row) when
 // waitlist is set.
 func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist bool) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -503,7 +503,7 @@ type Failure struct {
 // Options.StatusLog the status is tried one at a time, PROCESSING first, so that the log names the status left: a
 // request met QUEUED or RECEIVED costs a second call.
 func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
+	key, err := newRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -532,7 +532,7 @@ func (c *Client) extendLease(ctx context.Context, requestID, owner string, d tim
 // UpdateItem SET leaseExpiresAt; condition status = PROCESSING AND leaseOwner =
 // owner. A lost condition is no error: applied reports it, the lease is gone.
 func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at EpochMillis) (applied bool, err error) {
-	key, err := NewRequestKey(requestID)
+	key, err := newRequestKey(requestID)
 	if err != nil {
 		return false, err
 	}

@@ -67,11 +67,11 @@ func (c *Client) statusLogEntry(requestID string, from, to Status, message strin
 // AND begins_with(SK, "LOG#"), all pages. It is empty when Options.StatusLog was off
 // while the request ran.
 func (c *Client) ListStatusLogs(ctx context.Context, requestID string) ([]StatusLog, error) {
-	key, err := NewRequestKey(requestID)
+	key, err := newRequestKey(requestID)
 	if err != nil {
 		return nil, err
 	}
-	cond := expression.Key(attrPK).Equal(expression.Value(key.Key().PK)).
+	cond := expression.Key(attrPK).Equal(expression.Value(key.key().PK)).
 		And(expression.Key(attrSK).BeginsWith(statusLogPrefix))
 	expr, err := expression.NewBuilder().WithKeyCondition(cond).Build()
 	if err != nil {

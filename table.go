@@ -26,8 +26,8 @@ const tableWaitTimeout = 5 * time.Minute
 type keySchema struct{ hash, rangeKey string }
 
 var (
-	tableKeys = keySchema{attrPK, attrSK}
-	indexKeys = map[string]keySchema{
+	tableKeys    = keySchema{attrPK, attrSK}
+	indexSchemas = map[string]keySchema{
 		IndexUser:  {attrGSI1PK, attrGSI1SK},
 		IndexEvent: {attrGSI2PK, attrGSI2SK},
 	}
@@ -51,7 +51,7 @@ func createTableInput(name string) *dynamodb.CreateTableInput {
 	for _, name := range []string{IndexUser, IndexEvent} {
 		gsis = append(gsis, types.GlobalSecondaryIndex{
 			IndexName:  aws.String(name),
-			KeySchema:  indexKeys[name].elements(),
+			KeySchema:  indexSchemas[name].elements(),
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		})
 	}
@@ -159,7 +159,7 @@ func tableProblems(t *types.TableDescription) []string {
 			problems = append(problems, fmt.Sprintf("global secondary index %s is missing", name))
 			continue
 		}
-		problems = append(problems, schemaProblems("index "+name, indexKeys[name], g.KeySchema, attrTypes)...)
+		problems = append(problems, schemaProblems("index "+name, indexSchemas[name], g.KeySchema, attrTypes)...)
 		if g.Projection == nil || g.Projection.ProjectionType != types.ProjectionTypeAll {
 			var got types.ProjectionType
 			if g.Projection != nil {

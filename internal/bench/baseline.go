@@ -90,6 +90,29 @@ func (b *Baseline) now() time.Time {
 	return time.Now()
 }
 
+// The seed's keys (seed 001 §3), as a service that writes the table without the
+// library spells them; its IDs checked as the library checks them.
+func lockKeyOf(eventID, userID string) (asyncevent.Key, error) {
+	if err := errors.Join(asyncevent.ValidateID("eventId", eventID), asyncevent.ValidateID("userId", userID)); err != nil {
+		return asyncevent.Key{}, err
+	}
+	return asyncevent.Key{PK: "IDEMP#" + eventID + "#" + userID, SK: "LOCK"}, nil
+}
+
+func requestKeyOf(requestID string) (asyncevent.Key, error) {
+	if err := asyncevent.ValidateID("requestId", requestID); err != nil {
+		return asyncevent.Key{}, err
+	}
+	return asyncevent.Key{PK: "REQ#" + requestID, SK: "META"}, nil
+}
+
+func capacityKeyOf(eventID string) (asyncevent.Key, error) {
+	if err := asyncevent.ValidateID("eventId", eventID); err != nil {
+		return asyncevent.Key{}, err
+	}
+	return asyncevent.Key{PK: "EVENT#" + eventID, SK: "CAPACITY"}, nil
+}
+
 func keyOf(k asyncevent.Key) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"PK": &types.AttributeValueMemberS{Value: k.PK},
@@ -110,17 +133,17 @@ func conditionFailed(err error) bool {
 // Submit is the baseline's ingest of one click. It returns the request's ID and
 // whether the click was a duplicate.
 func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID string) (requestID string, duplicate bool, err error) {
-	lockKey, err := asyncevent.NewLockKey(eventID, userID)
+	lockKey, err := lockKeyOf(eventID, userID)
 	if err != nil {
 		return "", false, err
 	}
 	requestID = uuid.Must(uuid.NewV7()).String()
-	reqKey, err := asyncevent.NewRequestKey(requestID)
+	reqKey, err := requestKeyOf(requestID)
 	if err != nil {
 		return "", false, err
 	}
 	now := b.now()
-	lock, err := attributevalue.MarshalMap(rawLock{Key: lockKey.Key(), EntityType: "IDEMPOTENCY",
+	lock, err := attributevalue.MarshalMap(rawLock{Key: lockKey, EntityType: "IDEMPOTENCY",
 		EventID: eventID, UserID: userID, RequestID: requestID, CreatedAt: now.UnixMilli()})
 	if err != nil {
 		return "", false, err
@@ -130,7 +153,7 @@ func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID st
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	})
 	if conditionFailed(err) {
-		out, err := b.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.Table), Key: keyOf(lockKey.Key()), ConsistentRead: aws.Bool(true)})
+		out, err := b.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.Table), Key: keyOf(lockKey), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return "", true, err
 		}
@@ -147,14 +170,14 @@ func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID st
 	// The design's request is on both indexes from its put, its place in line fixed
 	// there, so that a request whose message is lost can be found without a Scan.
 	queuedAt := b.now()
-	idx, err := asyncevent.NewIndexKeys(eventID, userID, requestID, asyncevent.MillisOf(queuedAt))
+	idx, err := (&asyncevent.EventConfig{EventID: eventID}).RequestIndexKeys(userID, requestID, asyncevent.MillisOf(queuedAt))
 	if err != nil {
 		return "", false, err
 	}
-	req, err := attributevalue.MarshalMap(rawRequest{Key: reqKey.Key(), EntityType: "REQUEST", RequestID: requestID,
+	req, err := attributevalue.MarshalMap(rawRequest{Key: reqKey, EntityType: "REQUEST", RequestID: requestID,
 		EventID: eventID, UserID: userID, EventType: string(asyncevent.FirstCome), Status: string(asyncevent.StatusReceived),
 		UIResult: string(asyncevent.UIPending), RequestedAt: now.UnixMilli(), QueuedAt: queuedAt.UnixMilli(),
-		IdempotencyKey: lockKey.IdempotencyKey(), TTL: now.Add(asyncevent.DefaultRequestTTL).Unix(), IndexKeys: idx})
+		IdempotencyKey: lockKey.PK, TTL: now.Add(asyncevent.DefaultRequestTTL).Unix(), IndexKeys: idx})
 	if err != nil {
 		return "", false, err
 	}
@@ -172,7 +195,7 @@ func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID st
 
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(b.Table),
-		Key:                      keyOf(reqKey.Key()),
+		Key:                      keyOf(reqKey),
 		UpdateExpression:         aws.String("SET #status = :queued"),
 		ConditionExpression:      aws.String("#status = :received"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
@@ -200,17 +223,17 @@ func (b *Baseline) Process(ctx context.Context, body []byte) (string, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return "", err
 	}
-	reqKey, err := asyncevent.NewRequestKey(m.RequestID)
+	reqKey, err := requestKeyOf(m.RequestID)
 	if err != nil {
 		return "", err
 	}
-	capKey, err := asyncevent.NewEventKey(m.EventID, asyncevent.EventItemCapacity)
+	capKey, err := capacityKeyOf(m.EventID)
 	if err != nil {
 		return "", err
 	}
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(b.Table),
-		Key:                      keyOf(reqKey.Key()),
+		Key:                      keyOf(reqKey),
 		UpdateExpression:         aws.String("SET #status = :processing, startedAt = :at"),
 		ConditionExpression:      aws.String("#status IN (:received, :queued)"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
@@ -228,7 +251,7 @@ func (b *Baseline) Process(ctx context.Context, body []byte) (string, error) {
 
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(b.Table),
-		Key:                       keyOf(capKey.Key()),
+		Key:                       keyOf(capKey),
 		UpdateExpression:          aws.String("SET capacityRemaining = capacityRemaining - :one, updatedAt = :at"),
 		ConditionExpression:       aws.String("capacityRemaining > :zero"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": n(1), ":zero": n(0), ":at": n(b.now().UnixMilli())},
@@ -242,7 +265,7 @@ func (b *Baseline) Process(ctx context.Context, body []byte) (string, error) {
 	}
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(b.Table),
-		Key:                      keyOf(reqKey.Key()),
+		Key:                      keyOf(reqKey),
 		UpdateExpression:         aws.String("SET #status = :to, uiResult = :ui, resultCode = :code, finishedAt = :at"),
 		ConditionExpression:      aws.String("#status = :processing"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},

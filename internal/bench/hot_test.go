@@ -18,43 +18,8 @@ const (
 	hotMillis  = asyncevent.EpochMillis(1_795_421_039_191)
 )
 
-func BenchmarkNewRequestKey(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		k, err := asyncevent.NewRequestKey(hotRequest)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = k.Key()
-	}
-}
-
-func BenchmarkNewLockKey(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		k, err := asyncevent.NewLockKey(hotEvent, hotUser)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = k.Key()
-	}
-}
-
-func BenchmarkNewIndexKeys(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := asyncevent.NewIndexKeys(hotEvent, hotUser, hotRequest, hotMillis); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkParseLockKey(b *testing.B) {
-	k, err := asyncevent.NewLockKey(hotEvent, hotUser)
-	if err != nil {
-		b.Fatal(err)
-	}
-	key := k.Key()
+	key := asyncevent.Key{PK: "IDEMP#" + hotEvent + "#" + hotUser, SK: "LOCK"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := key.Entity(); err != nil {
@@ -101,12 +66,11 @@ func BenchmarkDecodeMessage(b *testing.B) {
 }
 
 func hotRequestItem() asyncevent.Request {
-	lock, _ := asyncevent.NewLockKey(hotEvent, hotUser)
 	return asyncevent.Request{
 		EntityType: asyncevent.EntityRequest, RequestID: hotRequest, EventID: hotEvent, UserID: hotUser,
 		EventType: asyncevent.FirstCome, Status: asyncevent.StatusSucceeded, UIResult: asyncevent.UISuccess,
 		ResultCode: asyncevent.ResultSuccess, RequestedAt: hotMillis, QueuedAt: hotMillis + 3, StartedAt: hotMillis + 40,
-		FinishedAt: hotMillis + 52, IdempotencyKey: lock.IdempotencyKey(), LeaseOwner: "worker-1/0a1b2c3d",
+		FinishedAt: hotMillis + 52, IdempotencyKey: "IDEMP#" + hotEvent + "#" + hotUser, LeaseOwner: "worker-1/0a1b2c3d",
 		LeaseExpiresAt: hotMillis + 30_040, TTL: hotMillis.Time().Unix() + 90*24*3600,
 	}
 }
