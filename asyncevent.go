@@ -205,7 +205,7 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 		opts.DuplicateCacheSize = defaultDuplicateCacheSize
 	}
 	if opts.Observer != nil {
-		db = observed{db: db, obs: opts.Observer, table: opts.TableName}
+		db = observeDynamoDB(db, opts.Observer, opts.TableName)
 	}
 	opts.ProgressEvery = orDefault(opts.ProgressEvery, defaultProgressEvery)
 	opts.ProgressCacheTTL = orDefault(opts.ProgressCacheTTL, defaultProgressCacheTTL)

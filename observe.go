@@ -4,8 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
+	"github.com/asyncevent/asyncevent/internal/observedb"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -59,17 +58,13 @@ type DynamoDBCall struct {
 	Row string
 }
 
-// observed is the Client's DynamoDB client when Options.Observer is set: every call
-// goes through the observer.
-type observed struct {
-	db    DynamoDB
-	obs   Observer
-	table string
+// observeDynamoDB returns db with every call going through obs.DynamoDB, described
+// as a call on table.
+func observeDynamoDB(db DynamoDB, obs Observer, table string) DynamoDB {
+	return observedb.New(db, table, func(ctx context.Context, call observedb.Call, next func(context.Context) error) {
+		obs.DynamoDB(ctx, DynamoDBCall{Operation: call.Operation, Table: call.Table, Row: call.Row}, next)
+	})
 }
-
-// rowsKey is the context key under which the row engine names the rows of the call it
-// makes, for observed.
-type rowsKey struct{}
 
 // withRows returns ctx naming the rows of ws for an observer; ctx itself when there
 // is no observer, at no cost.
@@ -81,68 +76,7 @@ func (c *Client) withRows(ctx context.Context, ws []write) context.Context {
 	for i, w := range ws {
 		names[i] = w.row.name
 	}
-	return context.WithValue(ctx, rowsKey{}, strings.Join(names, " + "))
-}
-
-// observeCall makes one call of the SDK through the observer.
-func observeCall[In, Out any](ctx context.Context, o observed, operation string,
-	call func(context.Context, In, ...func(*dynamodb.Options)) (Out, error), in In, optFns []func(*dynamodb.Options)) (Out, error) {
-	row, _ := ctx.Value(rowsKey{}).(string)
-	var (
-		out    Out
-		err    error
-		called bool
-	)
-	next := func(ctx context.Context) error {
-		if !called {
-			called = true
-			out, err = call(ctx, in, optFns...)
-		}
-		return err
-	}
-	o.obs.DynamoDB(ctx, DynamoDBCall{Operation: operation, Table: o.table, Row: row}, next)
-	_ = next(ctx)
-	return out, err
-}
-
-func (o observed) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return observeCall(ctx, o, "GetItem", o.db.GetItem, in, optFns)
-}
-
-func (o observed) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return observeCall(ctx, o, "PutItem", o.db.PutItem, in, optFns)
-}
-
-func (o observed) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return observeCall(ctx, o, "UpdateItem", o.db.UpdateItem, in, optFns)
-}
-
-func (o observed) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return observeCall(ctx, o, "DeleteItem", o.db.DeleteItem, in, optFns)
-}
-
-func (o observed) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return observeCall(ctx, o, "Query", o.db.Query, in, optFns)
-}
-
-func (o observed) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	return observeCall(ctx, o, "TransactWriteItems", o.db.TransactWriteItems, in, optFns)
-}
-
-func (o observed) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
-	return observeCall(ctx, o, "CreateTable", o.db.CreateTable, in, optFns)
-}
-
-func (o observed) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	return observeCall(ctx, o, "DescribeTable", o.db.DescribeTable, in, optFns)
-}
-
-func (o observed) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
-	return observeCall(ctx, o, "DescribeTimeToLive", o.db.DescribeTimeToLive, in, optFns)
-}
-
-func (o observed) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	return observeCall(ctx, o, "UpdateTimeToLive", o.db.UpdateTimeToLive, in, optFns)
+	return observedb.WithRows(ctx, strings.Join(names, " + "))
 }
 
 // observeSubmit runs Client.Submit's work through the observer.
