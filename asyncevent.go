@@ -92,7 +92,7 @@ type Options struct {
 	// enqueues and entries in flight at the cutoff land first. Ingest's writes of a
 	// request and a worker's failure of an entry end before it, less a margin (the
 	// smaller of 1 s and a quarter of the window), so every client of one event, in
-	// every process, must use the same window. At least MinDrawSettleWindow; a shorter
+	// every process, must use the same window. At least 1 second; a shorter
 	// or negative one is ErrInvalidOptions. Default: 30 seconds.
 	DrawSettleWindow time.Duration
 
@@ -139,7 +139,7 @@ const (
 	defaultRedriveAfter  = 30 * time.Second
 
 	DefaultDrawSettleWindow = 30 * time.Second
-	MinDrawSettleWindow     = time.Second
+	minDrawSettleWindow     = time.Second
 	defaultDrawConcurrency  = 16
 
 	defaultDuplicateCacheSize = 100_000
@@ -194,9 +194,9 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	opts.EventCacheTTL = orDefault(opts.EventCacheTTL, defaultEventCacheTTL)
 	opts.RedriveAfter = orDefault(opts.RedriveAfter, defaultRedriveAfter)
 	opts.DrawSettleWindow = orDefault(opts.DrawSettleWindow, DefaultDrawSettleWindow)
-	if opts.DrawSettleWindow < MinDrawSettleWindow {
+	if opts.DrawSettleWindow < minDrawSettleWindow {
 		return nil, fmt.Errorf("%w: DrawSettleWindow %s: at least %s, so that a write in flight at the entries' fence lands before the draw reads them",
-			ErrInvalidOptions, opts.DrawSettleWindow, MinDrawSettleWindow)
+			ErrInvalidOptions, opts.DrawSettleWindow, minDrawSettleWindow)
 	}
 	if opts.DrawConcurrency <= 0 {
 		opts.DrawConcurrency = defaultDrawConcurrency

@@ -299,11 +299,11 @@ func (c *Client) newRequest(event *EventConfig, lock lockKey, requestID string, 
 	return requestItem{Key: key.key(), IndexKeys: index, Request: req}, nil
 }
 
-// ErrorIngestIncomplete is the errorCode of a request written FAILED_FINAL by
+// errorIngestIncomplete is the errorCode of a request written FAILED_FINAL by
 // Submit's heal of a lock left without its request after the event closed
 // (resultCode FAILED_INGEST_ENQUEUE): its ingest stopped between the lock and the
 // request, and it came too late to take part.
-const ErrorIngestIncomplete = "INGEST_INCOMPLETE"
+const errorIngestIncomplete = "INGEST_INCOMPLETE"
 
 // endIncomplete writes the request of a lock left without one after its event
 // closed, final at once: the "end incomplete request" row, PutItem of the
@@ -323,7 +323,7 @@ func (c *Client) endIncomplete(ctx context.Context, event *EventConfig, lock loc
 	}
 	now := item.QueuedAt
 	item.Status, item.UIResult, item.ResultCode = StatusFailedFinal, UIFailed, ResultFailedIngestEnqueue
-	item.FailureClass, item.ErrorCode, item.FinishedAt = NonRetryable, ErrorIngestIncomplete, now
+	item.FailureClass, item.ErrorCode, item.FinishedAt = NonRetryable, errorIngestIncomplete, now
 	item.ErrorMessage = "the click's ingest stopped between its lock and its request, and the event closed before it was completed"
 	ws := []write{{row: &incompleteRequestRow, item: item}}
 	if c.opts.StatusLog {

@@ -237,7 +237,7 @@ func (c *Client) healLock(ctx context.Context, event *EventConfig, lock lockKey,
 // stays for good (all but a failed enqueue's, which releases it), so later clicks are
 // duplicates of it.
 func (c *Client) rememberQueued(p Participation) {
-	lockStays := p.Request != nil && (p.Request.ResultCode != ResultFailedIngestEnqueue || p.Request.ErrorCode == ErrorIngestIncomplete)
+	lockStays := p.Request != nil && (p.Request.ResultCode != ResultFailedIngestEnqueue || p.Request.ErrorCode == errorIngestIncomplete)
 	if r := p.Request; lockStays && r.Status != StatusReceived {
 		c.queued.put(r.IdempotencyKey, Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
 	}

@@ -156,7 +156,7 @@ func assertIncomplete(t *testing.T, r *asyncevent.Request, requestedAt, at async
 	assert.Equal(t, asyncevent.StatusFailedFinal, r.Status)
 	assert.Equal(t, asyncevent.UIFailed, r.UIResult)
 	assert.Equal(t, asyncevent.ResultFailedIngestEnqueue, r.ResultCode)
-	assert.Equal(t, asyncevent.ErrorIngestIncomplete, r.ErrorCode)
+	assert.Equal(t, "INGEST_INCOMPLETE", r.ErrorCode)
 	assert.Equal(t, asyncevent.NonRetryable, r.FailureClass)
 	assert.NotEmpty(t, r.ErrorMessage)
 	assert.Equal(t, requestedAt, r.RequestedAt, "requested when the lock was written")

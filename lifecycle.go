@@ -180,6 +180,6 @@ const (
 	NonRetryable FailureClass = "NON_RETRYABLE"
 )
 
-// MaxErrorMessageLength is the longest errorMessage, in characters, that a request
+// maxErrorMessageLength is the longest errorMessage, in characters, that a request
 // stores: a hint for operators, not a stack trace.
-const MaxErrorMessageLength = 256
+const maxErrorMessageLength = 256

@@ -213,7 +213,7 @@ func TestDrawSettleWindowIsValidated(t *testing.T) {
 		_, err := asyncevent.New(db, asyncevent.Options{DrawSettleWindow: bad})
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "%s", bad)
 	}
-	_, err := asyncevent.New(db, asyncevent.Options{DrawSettleWindow: asyncevent.MinDrawSettleWindow})
+	_, err := asyncevent.New(db, asyncevent.Options{DrawSettleWindow: time.Second})
 	assert.NoError(t, err)
 }
 

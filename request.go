@@ -38,7 +38,7 @@ type Request struct {
 	StartedAt   EpochMillis `dynamodbav:"startedAt,omitempty"`
 	FinishedAt  EpochMillis `dynamodbav:"finishedAt,omitempty"`
 
-	// Set only on failure. ErrorMessage holds at most MaxErrorMessageLength characters.
+	// Set only on failure. ErrorMessage holds at most 256 characters.
 	FailureClass FailureClass `dynamodbav:"failureClass,omitempty"`
 	ErrorCode    string       `dynamodbav:"errorCode,omitempty"`
 	ErrorMessage string       `dynamodbav:"errorMessage,omitempty"`
@@ -543,14 +543,14 @@ func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at
 	return t.Applied, err
 }
 
-// errorText returns err's message cut to MaxErrorMessageLength characters.
+// errorText returns err's message cut to maxErrorMessageLength characters.
 func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
 	msg := []rune(err.Error())
-	if len(msg) > MaxErrorMessageLength {
-		msg = append(msg[:MaxErrorMessageLength-1], '…')
+	if len(msg) > maxErrorMessageLength {
+		msg = append(msg[:maxErrorMessageLength-1], '…')
 	}
 	return string(msg)
 }

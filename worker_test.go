@@ -429,7 +429,7 @@ func TestPermanentHandlerErrorFailsAtOnce(t *testing.T) {
 	assert.Equal(t, asyncevent.StatusFailedFinal, r.Status)
 	assert.Equal(t, asyncevent.ResultFailedValidation, r.ResultCode)
 	assert.Equal(t, asyncevent.NonRetryable, r.FailureClass)
-	assert.LessOrEqual(t, len([]rune(r.ErrorMessage)), asyncevent.MaxErrorMessageLength)
+	assert.LessOrEqual(t, len([]rune(r.ErrorMessage)), 256)
 	capacity, err := c.GetCapacity(ctx, "sale")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), capacity.CapacityRemaining, "no seat spent on a refused user")
