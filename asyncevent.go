@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
+
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // DynamoDB is the part of the DynamoDB API the library uses. *dynamodb.Client
@@ -97,14 +99,14 @@ type Options struct {
 	DrawSettleWindow time.Duration
 
 	// Seeds gives the seeds of the LOTTERY events this client creates and draws
-	// (HMACSeeds, or a SeedSourceFunc over AWS KMS): the table then holds only each
+	// (seed.HMAC, or a seed.SourceFunc over AWS KMS): the table then holds only each
 	// seed's commitment until the draw reveals it. The client that draws such an
 	// event needs the same source; ingest and workers need none.
 	// Default: nil, for development only: each event gets a random seed stored in
 	// plain text on its Draw record (seedMode UNSEALED), which anyone who can read
 	// the table can read before the draw. CreateEvent logs a warning for each, to
 	// Logger.
-	Seeds SeedSource
+	Seeds seed.Source
 
 	// DrawConcurrency is how many entries Draw finalises at once. Default: 16.
 	DrawConcurrency int

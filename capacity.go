@@ -370,138 +370,204 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 }
 
 // claimSeat claims a seat for sc's request, with what seats knows of the event's
-// shards, and tells seats what it finds.
+// shards, and tells seats what it finds: it tries sc's shard, and while a shard is
+// empty, void for the request or refuses it for throughput, moves the claim (under
+// the lease) to the next one with seats, then to the event's seat pool.
 func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards) (Transition, error) {
-	reqKey, err := newRequestKey(sc.ref.RequestID)
+	w, err := c.newSeatWalk(ctx, sc, seats)
 	if err != nil {
 		return Transition{}, err
 	}
-	n, err := c.capacityShards(ctx, sc.ref.EventID)
-	if err != nil {
-		return Transition{}, err
-	}
-	keys, err := capacityKeys(sc.ref.EventID, n)
-	if err != nil {
-		return Transition{}, err
-	}
-	if sc.shard == n && sc.inherited {
+	if sc.shard == w.n && sc.inherited {
 		// An earlier delivery claimed on the event's seat pool (every shard was
 		// empty, and stays so): its seat may be there.
-		return c.claimPool(ctx, reqKey, sc, seats, n)
+		return c.claimPool(ctx, w.reqKey, sc, seats, w.n)
 	}
-	if sc.shard < 0 || sc.shard >= n {
-		sc.shard = shardOf(sc.ref.RequestID, n)
+	if sc.shard < 0 || sc.shard >= w.n {
+		sc.shard = w.home
 	}
-	order := claimOrder(sc.ref.RequestID, n)
-	left := map[int]bool{}   // shards this claim left for throughput
-	voided := map[int]bool{} // shards where the request's token is void
-	home := shardOf(sc.ref.RequestID, n)
-	passedHome, homeLast := false, false // the home shard, listed left, passed over; then tried last
 	for {
-		res := claimEmpty
-		passing := false
-		switch {
-		case sc.shard == home && !sc.homeClear && sc.homeLeftAt != 0 && !homeLast:
-			// Listed left: passed over (read after the left fence and left), and
-			// tried last.
-			res, passing, passedHome = claimRefused, true, true
-		case sc.inherited || !seats.isEmpty(sc.ref.EventID, sc.shard):
-			res, err = c.claimOn(ctx, keys[sc.shard].key(), sc)
-			if errors.Is(err, errLeaseRanOut) {
-				return Transition{}, nil // not applied: the lease is another delivery's to take
-			}
-			if err != nil {
-				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
-			}
+		res, passing, err := c.tryShard(ctx, w)
+		if errors.Is(err, errLeaseRanOut) {
+			return Transition{}, nil // not applied: the lease is another delivery's to take
 		}
-		switch res {
-		case claimWon, claimHeld:
-			t, err := c.takeSeat(ctx, reqKey, sc)
-			if sc.emptied && n > 1 {
-				// The last seat of a shard: the workers that have not met it learn
-				// from the event that it is empty, so a sell-out costs a worker new
-				// to the event one read rather than a failed write per shard. (With
-				// one shard that failed write is a single one per worker: no record.)
-				c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, recordAlways)
-			}
+		if err != nil {
+			return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
+		}
+		if res == claimWon || res == claimHeld {
+			return c.takeWalkSeat(ctx, w)
+		}
+		c.noteShard(ctx, w, res, passing)
+		next, end, t, err := c.nextShard(ctx, w)
+		if end {
 			return t, err
-		case claimVoid:
-			// A final failure of an earlier delivery voided the request's token here
-			// and died before writing it: no seat of it here, nor ever; try the others.
-			voided[sc.shard] = true
-			sc.homeClear = sc.homeClear || sc.shard == home
-		case claimEmpty:
-			// With capacity shards the claim that took the shard's last seat
-			// records it: the workers that meet it empty after that record it
-			// only when the CONFIG, read at most once a second, still lacks it
-			// (that record lost), or the CONFIG item would take a write per shard
-			// and worker at the sell-out, all at once.
-			record := recordIfUnlisted
-			if n == 1 {
-				record = recordIfNew
-			}
-			c.shardEmpty(ctx, sc.ref.EventID, sc.shard, n, seats, record)
-		case claimRefused:
-			if !passing {
-				left[sc.shard] = true
-			}
-		}
-		skip := union(left, voided)
-		if passedHome && !homeLast {
-			skip[home] = true
-		}
-		next := seats.next(sc.ref.EventID, order, n, skip)
-		if next < 0 && passedHome && !homeLast {
-			// Nowhere else to go: the home shard, listed left but never refused to
-			// this claim, is claimed after all (under the lease; its token keeps it
-			// to one seat, and no fence applies to a claim that comes back).
-			homeLast = true
-			if sc.shard != home {
-				if t, err := c.moveSeat(ctx, reqKey, sc, home); err != nil || !t.Applied {
-					return t, err
-				}
-			}
-			continue
-		}
-		if next < 0 && len(left) > 0 {
-			return Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
-		}
-		if next < 0 && len(voided) > 0 {
-			// A final failure of the request began (its token is void on its home
-			// shard) and no other shard has a seat: it ends as that failure would have.
-			return Transition{}, Permanent(fmt.Errorf("claim seat %s: a final failure voided its seat token and no other shard has seats", sc.ref.RequestID))
-		}
-		if next < 0 && seats.poolOpen(sc.ref.EventID, sc.poolVersion) && sc.hold == 0 {
-			// Every shard is empty; the event's pool may hold seats an operator added
-			// or a cancel gave back: the claim moves there, under the lease.
-			if t, err := c.moveSeat(ctx, reqKey, sc, n); err != nil || !t.Applied {
-				return t, err
-			}
-			return c.claimPool(ctx, reqKey, sc, seats, n)
 		}
 		if next < 0 {
-			return Transition{SoldOut: true}, nil
-		}
-		if res == claimRefused && sc.shard == home && !sc.homeClear {
-			// Leaving the home shard: from its listing as left, no claim without a
-			// lease is sent there; leftFence after it none can land.
-			if err := c.leaveHome(ctx, sc); err != nil {
-				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
-			}
+			continue // the home shard, tried last
 		}
 		if res == claimRefused {
-			held, err := c.seatHeldAfterFence(ctx, keys[sc.shard].key(), sc)
+			held, err := c.leaveRefused(ctx, w)
 			if err != nil {
 				return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
 			}
 			if held {
-				return c.takeSeat(ctx, reqKey, sc)
+				return c.takeSeat(ctx, w.reqKey, sc)
 			}
 		}
-		if t, err := c.moveSeat(ctx, reqKey, sc, next); err != nil || !t.Applied {
+		if t, err := c.moveSeat(ctx, w.reqKey, sc, next); err != nil || !t.Applied {
 			return t, err
 		}
 	}
+}
+
+// seatWalk is one claim's walk over its event's capacity shards.
+type seatWalk struct {
+	sc     *seatClaim
+	seats  *seatShards
+	reqKey requestKey
+	keys   []eventKey   // the capacity shards' keys
+	n      int          // the event's capacity shards
+	order  []int        // the shards in the order this request tries them
+	home   int          // the request's home shard
+	left   map[int]bool // shards this claim left for throughput
+	voided map[int]bool // shards where the request's token is void
+	// passedHome: the home shard, listed left, was passed over; homeLast: it is
+	// being tried last.
+	passedHome, homeLast bool
+}
+
+func (c *Client) newSeatWalk(ctx context.Context, sc *seatClaim, seats *seatShards) (*seatWalk, error) {
+	reqKey, err := newRequestKey(sc.ref.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	n, err := c.capacityShards(ctx, sc.ref.EventID)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := capacityKeys(sc.ref.EventID, n)
+	if err != nil {
+		return nil, err
+	}
+	return &seatWalk{
+		sc: sc, seats: seats, reqKey: reqKey, keys: keys, n: n,
+		order: claimOrder(sc.ref.RequestID, n), home: shardOf(sc.ref.RequestID, n),
+		left: map[int]bool{}, voided: map[int]bool{},
+	}, nil
+}
+
+// tryShard claims on the walk's current shard, unless the shard is known empty (and
+// the claim inherited no seat that may be there) or is the home shard listed left
+// (passed over, and tried last; passing).
+func (c *Client) tryShard(ctx context.Context, w *seatWalk) (res claimResult, passing bool, err error) {
+	sc := w.sc
+	switch {
+	case sc.shard == w.home && !sc.homeClear && sc.homeLeftAt != 0 && !w.homeLast:
+		// Listed left: passed over (read after the left fence and left), and tried
+		// last.
+		w.passedHome = true
+		return claimRefused, true, nil
+	case sc.inherited || !w.seats.isEmpty(sc.ref.EventID, sc.shard):
+		res, err := c.claimOn(ctx, w.keys[sc.shard].key(), sc)
+		return res, false, err
+	}
+	return claimEmpty, false, nil
+}
+
+// takeWalkSeat ends the walk with the seat it won.
+func (c *Client) takeWalkSeat(ctx context.Context, w *seatWalk) (Transition, error) {
+	t, err := c.takeSeat(ctx, w.reqKey, w.sc)
+	if w.sc.emptied && w.n > 1 {
+		// The last seat of a shard: the workers that have not met it learn from the
+		// event that it is empty, so a sell-out costs a worker new to the event one
+		// read rather than a failed write per shard. (With one shard that failed write
+		// is a single one per worker: no record.)
+		c.shardEmpty(ctx, w.sc.ref.EventID, w.sc.shard, w.n, w.seats, recordAlways)
+	}
+	return t, err
+}
+
+// noteShard records what the claim met on its shard, other than a seat.
+func (c *Client) noteShard(ctx context.Context, w *seatWalk, res claimResult, passing bool) {
+	sc := w.sc
+	switch res {
+	case claimVoid:
+		// A final failure of an earlier delivery voided the request's token here and
+		// died before writing it: no seat of it here, nor ever; try the others.
+		w.voided[sc.shard] = true
+		sc.homeClear = sc.homeClear || sc.shard == w.home
+	case claimEmpty:
+		// With capacity shards the claim that took the shard's last seat records it:
+		// the workers that meet it empty after that record it only when the CONFIG,
+		// read at most once a second, still lacks it (that record lost), or the CONFIG
+		// item would take a write per shard and worker at the sell-out, all at once.
+		record := recordIfUnlisted
+		if w.n == 1 {
+			record = recordIfNew
+		}
+		c.shardEmpty(ctx, sc.ref.EventID, sc.shard, w.n, w.seats, record)
+	case claimRefused:
+		if !passing {
+			w.left[sc.shard] = true
+		}
+	}
+}
+
+// nextShard picks the shard the claim moves to. When there is none it ends the walk
+// (end, with its outcome): refused for throughput, a void token with no seat
+// elsewhere, a claim on the event's seat pool, or sold out; or, once, it moves the
+// claim back to the home shard it passed over, to be tried last (next < 0, not end).
+func (c *Client) nextShard(ctx context.Context, w *seatWalk) (next int, end bool, t Transition, err error) {
+	sc := w.sc
+	skip := union(w.left, w.voided)
+	if w.passedHome && !w.homeLast {
+		skip[w.home] = true
+	}
+	next = w.seats.next(sc.ref.EventID, w.order, w.n, skip)
+	switch {
+	case next >= 0:
+		return next, false, Transition{}, nil
+	case w.passedHome && !w.homeLast:
+		// Nowhere else to go: the home shard, listed left but never refused to this
+		// claim, is claimed after all (under the lease; its token keeps it to one
+		// seat, and no fence applies to a claim that comes back).
+		w.homeLast = true
+		if sc.shard != w.home {
+			if t, err := c.moveSeat(ctx, w.reqKey, sc, w.home); err != nil || !t.Applied {
+				return -1, true, t, err
+			}
+		}
+		return -1, false, Transition{}, nil
+	case len(w.left) > 0:
+		return -1, true, Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
+	case len(w.voided) > 0:
+		// A final failure of the request began (its token is void on its home shard)
+		// and no other shard has a seat: it ends as that failure would have.
+		return -1, true, Transition{}, Permanent(fmt.Errorf("claim seat %s: a final failure voided its seat token and no other shard has seats", sc.ref.RequestID))
+	case w.seats.poolOpen(sc.ref.EventID, sc.poolVersion) && sc.hold == 0:
+		// Every shard is empty; the event's pool may hold seats an operator added or a
+		// cancel gave back: the claim moves there, under the lease.
+		if t, err := c.moveSeat(ctx, w.reqKey, sc, w.n); err != nil || !t.Applied {
+			return -1, true, t, err
+		}
+		t, err := c.claimPool(ctx, w.reqKey, sc, w.seats, w.n)
+		return -1, true, t, err
+	}
+	return -1, true, Transition{SoldOut: true}, nil
+}
+
+// leaveRefused readies the move off a shard that refused the claim for throughput:
+// leaving the home shard lists it left (from then no claim without a lease is sent
+// there; leftFence after it none can land). held reports that the request's seat is
+// on the shard after all (a claim of its that landed before the fence).
+func (c *Client) leaveRefused(ctx context.Context, w *seatWalk) (held bool, err error) {
+	sc := w.sc
+	if sc.shard == w.home && !sc.homeClear {
+		if err := c.leaveHome(ctx, sc); err != nil {
+			return false, err
+		}
+	}
+	return c.seatHeldAfterFence(ctx, w.keys[sc.shard].key(), sc)
 }
 
 // claimOn sends the claim of a seat on one capacity item, again while DynamoDB

@@ -181,7 +181,7 @@
 // # Lottery
 //
 // Creating a LOTTERY event publishes seedCommitment = SHA-256 of a secret seed that
-// [Options.Seeds] gives ([HMACSeeds], or AWS KMS behind a [SeedSource]), so that the
+// [Options.Seeds] gives ([seed.HMAC], or AWS KMS behind a [seed.Source]), so that the
 // table holds nothing the seed follows from; without a source the seed is random and
 // stored on the Draw record, readable by any reader of the table (seedMode UNSEALED,
 // for development). After the cutoff (and Options.DrawSettleWindow), [Client.Draw]

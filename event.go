@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // EventConfig is the EventConfig item of an event (PK EVENT#<eventId>, SK CONFIG):
@@ -32,7 +34,7 @@ type EventConfig struct {
 	AnnounceAt      EpochMillis `dynamodbav:"announceAt,omitempty"`
 	AnnouncedAt     EpochMillis `dynamodbav:"announcedAt,omitempty"`
 	SeedCommitment  string      `dynamodbav:"seedCommitment,omitempty"`
-	SeedMode        SeedMode    `dynamodbav:"seedMode,omitempty"`
+	SeedMode        seed.Mode   `dynamodbav:"seedMode,omitempty"`
 
 	// IndexShards (K) and CapacityShards (C) are the event's layout, fixed when it is
 	// created: with K > 1 its requests' GSI2 partition key is EVENT#<eventId>#<shard>

@@ -13,6 +13,8 @@ import (
 
 	"github.com/asyncevent/asyncevent/draw"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // DrawRecord is the Draw record of a LOTTERY event (PK EVENT#<eventId>, SK DRAW). It
@@ -29,7 +31,7 @@ type DrawRecord struct {
 	// SeedMode is where the seed is kept until the draw: SEALED, by Options.Seeds, the
 	// record holding no seed until the draw writes it; UNSEALED (or absent), on this
 	// record from the event's creation, where any reader of the table finds it.
-	SeedMode SeedMode `dynamodbav:"seedMode,omitempty"`
+	SeedMode seed.Mode `dynamodbav:"seedMode,omitempty"`
 
 	// Seed is the seed, hex, written by the draw's freeze (an unsealed event's is
 	// stored from its creation). GetDraw leaves it out while the event is COLLECTING.

@@ -21,20 +21,24 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+<<<<<<< HEAD
 	"github.com/asyncevent/asyncevent/draw"
+=======
+	"github.com/asyncevent/asyncevent/seed"
+>>>>>>> lean-seed
 )
 
 func newSecret(t *testing.T) []byte {
 	t.Helper()
-	secret := make([]byte, asyncevent.MinSeedSecretBytes)
+	secret := make([]byte, seed.MinSecretBytes)
 	_, err := rand.Read(secret)
 	require.NoError(t, err)
 	return secret
 }
 
-func hmacSeeds(t *testing.T, secret []byte) asyncevent.SeedSource {
+func hmacSeeds(t *testing.T, secret []byte) seed.Source {
 	t.Helper()
-	seeds, err := asyncevent.HMACSeeds(secret)
+	seeds, err := seed.HMAC(secret)
 	require.NoError(t, err)
 	return seeds
 }
@@ -114,14 +118,14 @@ func TestSealedSeedCannotBeReadBeforeTheDraw(t *testing.T) {
 	var logs bytes.Buffer
 	c, clock, cfg := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{
 		Seeds: hmacSeeds(t, secret), Logger: slog.New(slog.NewTextHandler(&logs, nil))}, 5, 40)
-	assert.Equal(t, asyncevent.SeedSealed, cfg.SeedMode)
+	assert.Equal(t, seed.Sealed, cfg.SeedMode)
 	assert.NotContains(t, logs.String(), "UNSEALED", "a sealed event is not warned about")
 
 	// The seed, computed outside the library: HMAC-SHA256 over the label and the ID.
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte("asyncevent/lottery-seed/v1\x00lotto"))
-	seed := mac.Sum(nil)
-	sum := sha256.Sum256(seed)
+	wantSeed := mac.Sum(nil)
+	sum := sha256.Sum256(wantSeed)
 	require.Equal(t, hex.EncodeToString(sum[:]), cfg.SeedCommitment)
 
 	// Everything a reader of the table reaches before the draw: no seed, and no value
@@ -134,8 +138,8 @@ func TestSealedSeedCannotBeReadBeforeTheDraw(t *testing.T) {
 		}
 	}
 	for _, v := range stringsOf(items) {
-		assert.NotContains(t, string(v), hex.EncodeToString(seed))
-		assert.False(t, bytes.Contains(v, seed))
+		assert.NotContains(t, string(v), hex.EncodeToString(wantSeed))
+		assert.False(t, bytes.Contains(v, wantSeed))
 		candidates := [][]byte{v}
 		if b, err := hex.DecodeString(string(v)); err == nil {
 			candidates = append(candidates, b)
@@ -148,15 +152,15 @@ func TestSealedSeedCannotBeReadBeforeTheDraw(t *testing.T) {
 	sealed, err := c.GetDraw(ctx, "lotto")
 	require.NoError(t, err)
 	assert.Empty(t, sealed.Seed)
-	assert.Equal(t, asyncevent.SeedSealed, sealed.SeedMode)
+	assert.Equal(t, seed.Sealed, sealed.SeedMode)
 
 	// The draw reveals the seed on the Draw record, and anyone verifies it from the
 	// table, without the secret.
 	clock.Advance(2 * time.Hour)
 	res, err := c.Draw(ctx, "lotto")
 	require.NoError(t, err)
-	assert.Equal(t, hex.EncodeToString(seed), res.Record.Seed)
-	assert.Equal(t, asyncevent.SeedSealed, res.Record.SeedMode)
+	assert.Equal(t, hex.EncodeToString(wantSeed), res.Record.Seed)
+	assert.Equal(t, seed.Sealed, res.Record.SeedMode)
 	var ids, won []string
 	for _, r := range requestsOf(t, c, "lotto") {
 		ids = append(ids, r.RequestID)
@@ -185,7 +189,7 @@ func TestSealedDrawRefusesAWrongOrMissingSource(t *testing.T) {
 	before := eventItems(t, c)
 
 	for name, tc := range map[string]struct {
-		seeds asyncevent.SeedSource
+		seeds seed.Source
 		want  error
 	}{
 		"wrong secret": {hmacSeeds(t, newSecret(t)), asyncevent.ErrSeedMismatch},
@@ -223,7 +227,7 @@ func TestUnsealedSeedIsTheDevDefaultAndSaysSo(t *testing.T) {
 	var logs bytes.Buffer
 	c, clock, cfg := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, 3, 20)
-	assert.Equal(t, asyncevent.SeedUnsealed, cfg.SeedMode)
+	assert.Equal(t, seed.Unsealed, cfg.SeedMode)
 	assert.Contains(t, logs.String(), "level=WARN")
 	assert.Contains(t, logs.String(), "lottery seed is UNSEALED")
 	assert.Contains(t, logs.String(), "eventId=lotto")
@@ -241,7 +245,7 @@ func TestUnsealedSeedIsTheDevDefaultAndSaysSo(t *testing.T) {
 	record, err := c.GetDraw(ctx, "lotto")
 	require.NoError(t, err)
 	assert.Empty(t, record.Seed)
-	assert.Equal(t, asyncevent.SeedUnsealed, record.SeedMode)
+	assert.Equal(t, seed.Unsealed, record.SeedMode)
 
 	clock.Advance(2 * time.Hour)
 	res, err := c.Draw(ctx, "lotto")
@@ -254,8 +258,8 @@ func TestUnsealedSeedIsTheDevDefaultAndSaysSo(t *testing.T) {
 
 func TestSeedSourceChecks(t *testing.T) {
 	t.Parallel()
-	_, err := asyncevent.HMACSeeds(make([]byte, asyncevent.MinSeedSecretBytes-1))
-	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
+	_, err := seed.HMAC(make([]byte, seed.MinSecretBytes-1))
+	assert.ErrorIs(t, err, seed.ErrShortSecret)
 
 	// The same secret gives each event its own seed, the same every time; the
 	// secret is copied, so a caller reusing its buffer changes nothing.
@@ -268,7 +272,7 @@ func TestSeedSourceChecks(t *testing.T) {
 	assert.Len(t, a, 32)
 
 	// A source giving a short seed is refused at creation, with nothing written.
-	short := asyncevent.SeedSourceFunc(func(context.Context, string) ([]byte, error) { return []byte("short"), nil })
+	short := seed.SourceFunc(func(context.Context, string) ([]byte, error) { return []byte("short"), nil })
 	c := asynceventtest.NewTableOn(t, asynceventtest.DynamoDB(t), asyncevent.Options{Seeds: short, Clock: asynceventtest.NewClock(t0).Now})
 	_, err = c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery,
 		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(cutoff)})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // Timestamp is a time on the wire: an RFC 3339 string, read with any offset and
@@ -225,7 +226,7 @@ type EventView struct {
 	AnnounceAt      Timestamp            `json:"announceAt,omitzero"`
 	AnnouncedAt     Timestamp            `json:"announcedAt,omitzero"`
 	SeedCommitment  string               `json:"seedCommitment,omitempty"`
-	SeedMode        asyncevent.SeedMode  `json:"seedMode,omitempty"` // LOTTERY: SEALED, or UNSEALED (readable from the table before the draw)
+	SeedMode        seed.Mode            `json:"seedMode,omitempty"` // LOTTERY: SEALED, or UNSEALED (readable from the table before the draw)
 	Phase           asyncevent.UIPhase   `json:"phase,omitempty"`
 	CreatedAt       Timestamp            `json:"createdAt"`
 
@@ -312,17 +313,17 @@ func newCapacityView(c *asyncevent.EventCapacity) *CapacityView {
 
 // DrawView is a LOTTERY event's draw record, and after a draw its winners.
 type DrawView struct {
-	EventID        string              `json:"eventId"`
-	Phase          asyncevent.UIPhase  `json:"phase"`
-	WinnerCount    int64               `json:"winnerCount"`
-	SeedCommitment string              `json:"seedCommitment"`
-	SeedMode       asyncevent.SeedMode `json:"seedMode,omitempty"` // SEALED, or UNSEALED (readable from the table before the draw)
-	Seed           string              `json:"seed,omitempty"`
-	EntryCount     int64               `json:"entryCount"`
-	EntriesHash    string              `json:"entriesHash,omitempty"`
-	DrawnAt        Timestamp           `json:"drawnAt,omitzero"`
-	AnnouncedAt    Timestamp           `json:"announcedAt,omitzero"`
-	Winners        []string            `json:"winners,omitempty"`
+	EventID        string             `json:"eventId"`
+	Phase          asyncevent.UIPhase `json:"phase"`
+	WinnerCount    int64              `json:"winnerCount"`
+	SeedCommitment string             `json:"seedCommitment"`
+	SeedMode       seed.Mode          `json:"seedMode,omitempty"` // SEALED, or UNSEALED (readable from the table before the draw)
+	Seed           string             `json:"seed,omitempty"`
+	EntryCount     int64              `json:"entryCount"`
+	EntriesHash    string             `json:"entriesHash,omitempty"`
+	DrawnAt        Timestamp          `json:"drawnAt,omitzero"`
+	AnnouncedAt    Timestamp          `json:"announcedAt,omitzero"`
+	Winners        []string           `json:"winners,omitempty"`
 }
 
 func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {

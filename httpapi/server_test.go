@@ -20,6 +20,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/queue"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 func TestHealthzNeedsNoToken(t *testing.T) {
@@ -380,7 +381,7 @@ func TestSealedLotteryNeedsTheSeedSource(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Now())
 	e := newEnv(t, func(o *asyncevent.Options, _ *ServerOptions) { o.Clock = clock.Now })
-	seeds, err := asyncevent.HMACSeeds(bytes.Repeat([]byte{1}, asyncevent.MinSeedSecretBytes))
+	seeds, err := seed.HMAC(bytes.Repeat([]byte{1}, seed.MinSecretBytes))
 	require.NoError(t, err)
 	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: e.client.TableName(), Clock: clock.Now, Seeds: seeds})
 	require.NoError(t, err)
@@ -391,9 +392,9 @@ func TestSealedLotteryNeedsTheSeedSource(t *testing.T) {
 	r := e.do("GET", "/admin/events/sealed", e.admin(), nil)
 	require.Equal(t, http.StatusOK, r.status)
 	got := decode[EventView](t, r)
-	assert.Equal(t, asyncevent.SeedSealed, got.SeedMode)
+	assert.Equal(t, seed.Sealed, got.SeedMode)
 	require.NotNil(t, got.Draw)
-	assert.Equal(t, asyncevent.SeedSealed, got.Draw.SeedMode)
+	assert.Equal(t, seed.Sealed, got.Draw.SeedMode)
 
 	clock.Advance(2 * time.Hour)
 	r = e.do("POST", "/admin/events/sealed/draw", e.admin(), nil)
@@ -416,7 +417,7 @@ func TestLotteryDrawAndVerify(t *testing.T) {
 	event := decode[EventView](t, r)
 	assert.Equal(t, asyncevent.PhaseCollecting, event.Phase)
 	assert.Len(t, event.SeedCommitment, 64)
-	assert.Equal(t, asyncevent.SeedUnsealed, event.SeedMode, "the development default says so")
+	assert.Equal(t, seed.Unsealed, event.SeedMode, "the development default says so")
 	assert.Equal(t, Timestamp(asyncevent.MillisOf(cutoff)), event.LotteryCutoffAt)
 
 	r = e.do("GET", "/admin/events/spring-lottery", admin, nil)
@@ -424,7 +425,7 @@ func TestLotteryDrawAndVerify(t *testing.T) {
 	got := decode[EventView](t, r)
 	require.NotNil(t, got.Draw)
 	assert.Empty(t, got.Draw.Seed, "left out while collecting")
-	assert.Equal(t, asyncevent.SeedUnsealed, got.Draw.SeedMode)
+	assert.Equal(t, seed.Unsealed, got.Draw.SeedMode)
 	assert.Equal(t, event.SeedCommitment, got.Draw.SeedCommitment)
 	assert.Nil(t, got.Capacity)
 

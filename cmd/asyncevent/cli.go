@@ -28,7 +28,7 @@ const (
 	envSQSEndpoint = "SQS_ENDPOINT"
 	envQueueURL    = "ASYNCEVENT_QUEUE_URL"
 
-	// envDrawSecret holds the secret that seals lottery seeds (asyncevent.HMACSeeds),
+	// envDrawSecret holds the secret that seals lottery seeds (seed.HMAC),
 	// in hex. An environment variable rather than a flag, so that it shows in no
 	// process listing or shell history.
 	envDrawSecret = "ASYNCEVENT_DRAW_SECRET"

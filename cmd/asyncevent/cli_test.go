@@ -17,6 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/queue"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }
@@ -537,7 +538,7 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	f.ok(t, "table", "create")
-	secret := bytes.Repeat([]byte{0x5e}, asyncevent.MinSeedSecretBytes)
+	secret := bytes.Repeat([]byte{0x5e}, seed.MinSecretBytes)
 
 	t.Setenv(envDrawSecret, "")
 	out, errOut, code := f.run(t, "-json", "event", "create", "open", "-type", "lottery", "-winners", "1", "-cutoff", "+1h")
@@ -557,7 +558,7 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 	assert.Contains(t, errOut, envDrawSecret)
 
 	// A sealed lottery whose draw may run now.
-	seeds, err := asyncevent.HMACSeeds(secret)
+	seeds, err := seed.HMAC(secret)
 	require.NoError(t, err)
 	c := f.client(t, asyncevent.Options{Clock: pastClock(2 * time.Hour), Seeds: seeds})
 	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery,
@@ -569,7 +570,7 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "sealed seed")
 	assert.Contains(t, errOut, envDrawSecret)
-	t.Setenv(envDrawSecret, hex.EncodeToString(bytes.Repeat([]byte{1}, asyncevent.MinSeedSecretBytes)))
+	t.Setenv(envDrawSecret, hex.EncodeToString(bytes.Repeat([]byte{1}, seed.MinSecretBytes)))
 	_, errOut, code = f.run(t, "draw", "lot")
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "does not match its commitment")

@@ -17,6 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 	"github.com/asyncevent/asyncevent/internal/sqslocal"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // maxConnsPerHost keeps enough idle connections for the demo's and the bench's
@@ -84,7 +85,7 @@ func (e *env) options() (asyncevent.Options, error) {
 	if err != nil {
 		return opts, usagef("%s: want the secret in hex (openssl rand -hex 32): %v", envDrawSecret, err)
 	}
-	if opts.Seeds, err = asyncevent.HMACSeeds(secret); err != nil {
+	if opts.Seeds, err = seed.HMAC(secret); err != nil {
 		return opts, usagef("%s: %v", envDrawSecret, err)
 	}
 	return opts, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // demoReport is what the demo found, printed as text, JSON (-json) or HTML (-report).
@@ -78,26 +79,26 @@ type firstComeReport struct {
 }
 
 type lotteryReport struct {
-	EventID          string              `json:"eventId"`
-	Entrants         int                 `json:"entrants"`
-	WinnerCount      int                 `json:"winnerCount"`
-	Entered          int                 `json:"entered"`
-	IngestErrors     int                 `json:"ingestErrors"`
-	FirstIngestError string              `json:"firstIngestError,omitempty"`
-	Collected        int                 `json:"collected"`
-	EntryCount       int                 `json:"entryCount"`
-	EntriesHash      string              `json:"entriesHash"`
-	Seed             string              `json:"seed"`
-	SeedCommitment   string              `json:"seedCommitment"`
-	SeedMode         asyncevent.SeedMode `json:"seedMode"`
-	Winners          int                 `json:"winners"`
-	Stats            statsJSON           `json:"stats"`
-	Latency          latencyJSON         `json:"ingestLatency"`
-	CollectSeconds   float64             `json:"collectSeconds"`
-	DrawSeconds      float64             `json:"drawSeconds"`
-	Verified         bool                `json:"verified"`
-	Verification     string              `json:"verification"`
-	Problems         []string            `json:"problems"`
+	EventID          string      `json:"eventId"`
+	Entrants         int         `json:"entrants"`
+	WinnerCount      int         `json:"winnerCount"`
+	Entered          int         `json:"entered"`
+	IngestErrors     int         `json:"ingestErrors"`
+	FirstIngestError string      `json:"firstIngestError,omitempty"`
+	Collected        int         `json:"collected"`
+	EntryCount       int         `json:"entryCount"`
+	EntriesHash      string      `json:"entriesHash"`
+	Seed             string      `json:"seed"`
+	SeedCommitment   string      `json:"seedCommitment"`
+	SeedMode         seed.Mode   `json:"seedMode"`
+	Winners          int         `json:"winners"`
+	Stats            statsJSON   `json:"stats"`
+	Latency          latencyJSON `json:"ingestLatency"`
+	CollectSeconds   float64     `json:"collectSeconds"`
+	DrawSeconds      float64     `json:"drawSeconds"`
+	Verified         bool        `json:"verified"`
+	Verification     string      `json:"verification"`
+	Problems         []string    `json:"problems"`
 }
 
 type latencyJSON struct {

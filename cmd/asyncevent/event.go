@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // timeFlag is a point in time on the command line: RFC 3339, epoch milliseconds, or a
@@ -143,7 +144,7 @@ func eventCreateCmd() *command {
 			if err != nil {
 				return err
 			}
-			if cfg.SeedMode == asyncevent.SeedUnsealed {
+			if cfg.SeedMode == seed.Unsealed {
 				fmt.Fprintf(e.stderr, "note: %s\n", unsealedNote)
 			}
 			if e.json {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // settleWindow is how long after a lottery's cutoff the CLI's client waits before
@@ -41,8 +42,8 @@ type drawJSON struct {
 }
 
 // seedModeText says what a lottery's seed mode means for its draw.
-func seedModeText(m asyncevent.SeedMode) string {
-	if m == asyncevent.SeedSealed {
+func seedModeText(m seed.Mode) string {
+	if m == seed.Sealed {
 		return "SEALED: the table held only its commitment until the draw"
 	}
 	return "UNSEALED: the seed was on the table from the event's creation (development only)"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/httpapi"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // config is what the flags say.
@@ -202,8 +203,8 @@ func (c *config) parseDrawSecret(getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("ASYNCEVENT_DRAW_SECRET: want hex (openssl rand -hex 32): %w", err)
 	}
-	if len(b) < asyncevent.MinSeedSecretBytes {
-		return fmt.Errorf("ASYNCEVENT_DRAW_SECRET has %d bytes; want at least %d", len(b), asyncevent.MinSeedSecretBytes)
+	if len(b) < seed.MinSecretBytes {
+		return fmt.Errorf("ASYNCEVENT_DRAW_SECRET has %d bytes; want at least %d", len(b), seed.MinSecretBytes)
 	}
 	c.drawSecret = b
 	return nil

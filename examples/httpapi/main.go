@@ -74,7 +74,7 @@
 //	                    ASYNCEVENT_DRAW_SECRET lottery seed secret, hex, at least 32 bytes (environment only)
 //
 // With ASYNCEVENT_DRAW_SECRET set (openssl rand -hex 32), the lotteries this server
-// creates get a sealed seed (asyncevent.HMACSeeds: seedMode SEALED), and only a
+// creates get a sealed seed (seed.HMAC: seedMode SEALED), and only a
 // server with the same secret can draw them. Without it their seeds are UNSEALED:
 // stored on the table from the start, which is for development only; the event and
 // draw views say which.

@@ -17,6 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 	"github.com/asyncevent/asyncevent/httpapi"
 	"github.com/asyncevent/asyncevent/queue"
+	"github.com/asyncevent/asyncevent/seed"
 )
 
 // newLoggers returns the command's logger and the library's, which logs warnings
@@ -67,7 +68,7 @@ func newClient(ctx context.Context, cfg config, db *dynamodb.Client, tel *teleme
 	opts := asyncevent.Options{TableName: cfg.table, StatusLog: cfg.statusLog, Logger: libLogger}
 	var err error
 	if cfg.drawSecret != nil {
-		if opts.Seeds, err = asyncevent.HMACSeeds(cfg.drawSecret); err != nil {
+		if opts.Seeds, err = seed.HMAC(cfg.drawSecret); err != nil {
 			return nil, err
 		}
 	}

@@ -119,7 +119,7 @@ func createEvent(ctx context.Context, out io.Writer, client *asyncevent.Client, 
 	fmt.Fprintf(out, "published seed commitment: %s\n", event.SeedCommitment)
 	// Without Options.Seeds the seed is the development default: stored on the
 	// table, where any reader of the table sees it before the draw.
-	fmt.Fprintf(out, "seed mode: %s (set Options.Seeds, e.g. asyncevent.HMACSeeds, for a sealed one)\n", event.SeedMode)
+	fmt.Fprintf(out, "seed mode: %s (set Options.Seeds, e.g. seed.HMAC, for a sealed one)\n", event.SeedMode)
 	return event, nil
 }
 
