@@ -21,11 +21,8 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
-<<<<<<< HEAD
 	"github.com/asyncevent/asyncevent/draw"
-=======
 	"github.com/asyncevent/asyncevent/seed"
->>>>>>> lean-seed
 )
 
 func newSecret(t *testing.T) []byte {
