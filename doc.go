@@ -109,9 +109,11 @@
 // ClaimSeat moves on from a shard that is empty or refuses it for throughput, so
 // exactly N still holds. [ShardsFor] derives K = ⌈clicks/s × 4 ÷ 800⌉ and C =
 // ⌈winners/s × 2 ÷ 800⌉ from a peak ([EventConfig.ShardForPeak] also counts the
-// seats: at most 128 a shard); [Client.PlanSpike] adds the throughput the table and
-// indexes need at it, the on-demand quota they pass and the queue's drain time, and
-// [Client.ApplySpikePlan] warms them. K = C = 1 (the default) keeps the keys above.
+// seats: at most 128 a shard); [github.com/asyncevent/asyncevent/spikeplan.For]
+// adds the throughput the table and indexes need at it, the on-demand quota they
+// pass and the queue's drain time, and
+// [github.com/asyncevent/asyncevent/spikeplan.Apply] warms them. K = C = 1 (the
+// default) keeps the keys above.
 //
 // # Lifecycle
 //

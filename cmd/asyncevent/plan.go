@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/spikeplan"
 )
 
 func planCmd() *command {
@@ -29,9 +29,9 @@ func planCmd() *command {
 		flags: func(fs *flag.FlagSet) {
 			fs.Float64Var(&peak, "peak", 0, "the expected peak of new participations `per second` (required)")
 			fs.BoolVar(&apply, "apply", false, "raise the table's and indexes' warm throughput to it (UpdateTable: one-way, and billed)")
-			fs.IntVar(&concurrency, "concurrency", asyncevent.DefaultDrainConcurrency, "messages the workers process at once, over all workers, for the drain time")
-			fs.DurationVar(&messageTime, "message-time", asyncevent.DefaultMessageTime, "one message's time in a worker, for the drain time (an assumption: a winner's three writes at about 10 ms each)")
-			fs.DurationVar(&duration, "duration", asyncevent.DefaultSpikeDuration, "how long the peak lasts, for the drain time")
+			fs.IntVar(&concurrency, "concurrency", spikeplan.DefaultDrainConcurrency, "messages the workers process at once, over all workers, for the drain time")
+			fs.DurationVar(&messageTime, "message-time", spikeplan.DefaultMessageTime, "one message's time in a worker, for the drain time (an assumption: a winner's three writes at about 10 ms each)")
+			fs.DurationVar(&duration, "duration", spikeplan.DefaultDuration, "how long the peak lasts, for the drain time")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 0, ""); err != nil {
@@ -51,11 +51,11 @@ func planCmd() *command {
 			if err != nil {
 				return err
 			}
-			p, err := c.PlanSpike(ctx, peak)
+			p, err := spikeplan.For(ctx, db, c.TableName(), peak)
 			if err != nil {
 				return err
 			}
-			p.Drain = asyncevent.DrainFor(int64(math.Ceil(peak*duration.Seconds())), concurrency, messageTime)
+			p.Drain = spikeplan.DrainFor(int64(math.Ceil(peak*duration.Seconds())), concurrency, messageTime)
 			short := p.Short
 			if e.json {
 				if err := e.printJSON(newPlanJSON(p, short)); err != nil {
@@ -92,7 +92,7 @@ func planCmd() *command {
 				return fmt.Errorf("-apply with -endpoint %s: warm throughput is DynamoDB's on AWS; DynamoDB Local does not support it (its UpdateTable fails), so nothing was applied; run plan -apply without -endpoint against AWS", e.endpoint)
 			}
 			fmt.Fprintln(e.stderr, "raising the warm throughput of the table and its indexes: a one-way change, billed by AWS")
-			return c.ApplySpikePlan(ctx, db, p)
+			return spikeplan.Apply(ctx, db, c.TableName(), p)
 		},
 	}
 }
@@ -100,7 +100,7 @@ func planCmd() *command {
 // writeLimits prints what holds the drop beyond warm throughput: the on-demand quota
 // and maxima of the table and its indexes, and the time the workers take to drain
 // the queue.
-func writeLimits(w io.Writer, table string, p *asyncevent.SpikePlan) {
+func writeLimits(w io.Writer, table string, p *spikeplan.Plan) {
 	label := func(name string) string {
 		if name == "" {
 			return "table " + table
@@ -118,7 +118,7 @@ func writeLimits(w io.Writer, table string, p *asyncevent.SpikePlan) {
 			}
 			fmt.Fprintf(w, "on-demand quota: %s needs %s, above AWS's default of %s per table and per index: "+
 				"ask AWS (Service Quotas) to raise the account's quota ahead of the drop\n",
-				label(name), strings.Join(over, " and "), formatInt(asyncevent.DefaultOnDemandQuota))
+				label(name), strings.Join(over, " and "), formatInt(spikeplan.DefaultOnDemandQuota))
 		}
 		if need, ok := p.Capped[name]; ok {
 			m := p.OnDemandMax[name]
@@ -131,8 +131,7 @@ func writeLimits(w io.Writer, table string, p *asyncevent.SpikePlan) {
 		formatInt(int(d.Clicks)), d.Concurrency, formatDuration(d.MessageTime), formatDuration(d.Time))
 }
 
-// planJSON is a spike plan for scripts.
-// planJSON is plan's output for scripts: the library's SpikePlan in the CLI's own
+// planJSON is plan's output for scripts: the library's spikeplan.Plan in the CLI's own
 // stable names, the table as "table", durations in milliseconds.
 type planJSON struct {
 	Plan  planFigures               `json:"plan"`
@@ -166,11 +165,11 @@ type drainJSON struct {
 }
 
 // newPlanJSON writes p in planJSON's names.
-func newPlanJSON(p *asyncevent.SpikePlan, short map[string]asyncevent.Throughput) planJSON {
-	units := func(t asyncevent.Throughput) throughputJSON {
+func newPlanJSON(p *spikeplan.Plan, short map[string]spikeplan.Throughput) planJSON {
+	units := func(t spikeplan.Throughput) throughputJSON {
 		return throughputJSON{WriteUnitsPerSecond: t.WriteUnitsPerSecond, ReadUnitsPerSecond: t.ReadUnitsPerSecond}
 	}
-	byName := func(m map[string]asyncevent.Throughput) map[string]throughputJSON {
+	byName := func(m map[string]spikeplan.Throughput) map[string]throughputJSON {
 		out := map[string]throughputJSON{}
 		for name, t := range m {
 			if name == "" {
