@@ -414,7 +414,7 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 				return c.takeSeat(ctx, w.reqKey, sc)
 			}
 		}
-		if t, err := c.moveSeat(ctx, w.reqKey, sc, next); err != nil || !t.Applied {
+		if t, err := c.moveSeat(ctx, sc, next); err != nil || !t.Applied {
 			return t, err
 		}
 	}
@@ -533,7 +533,7 @@ func (c *Client) nextShard(ctx context.Context, w *seatWalk) (next int, end bool
 		// seat, and no fence applies to a claim that comes back).
 		w.homeLast = true
 		if sc.shard != w.home {
-			if t, err := c.moveSeat(ctx, w.reqKey, sc, w.home); err != nil || !t.Applied {
+			if t, err := c.moveSeat(ctx, sc, w.home); err != nil || !t.Applied {
 				return -1, true, t, err
 			}
 		}
@@ -547,7 +547,7 @@ func (c *Client) nextShard(ctx context.Context, w *seatWalk) (next int, end bool
 	case w.seats.poolOpen(sc.ref.EventID, sc.poolVersion) && sc.hold == 0:
 		// Every shard is empty; the event's pool may hold seats an operator added or a
 		// cancel gave back: the claim moves there, under the lease.
-		if t, err := c.moveSeat(ctx, w.reqKey, sc, w.n); err != nil || !t.Applied {
+		if t, err := c.moveSeat(ctx, sc, w.n); err != nil || !t.Applied {
 			return -1, true, t, err
 		}
 		t, err := c.claimPool(ctx, w.reqKey, sc, w.seats, w.n)
@@ -799,10 +799,10 @@ func later(a, b time.Time) time.Time {
 // moveSeat moves the request's claim to another shard, under the lease, before it
 // claims there. From then on no earlier delivery can be claiming on the new shard,
 // and none of this one on the old.
-func (c *Client) moveSeat(ctx context.Context, reqKey requestKey, sc *seatClaim, shard int) (Transition, error) {
-	t, err := c.apply(ctx, reqKey, write{row: &moveSeatRow, args: args{pLeaseOwner: sc.owner, pSeatShard: shard}}, txOptions{})
+func (c *Client) moveSeat(ctx context.Context, sc *seatClaim, shard int) (Transition, error) {
+	t, err := c.applyTo(ctx, "move the seat claim of", sc.ref.RequestID, write{row: &moveSeatRow, args: args{pLeaseOwner: sc.owner, pSeatShard: shard}}, txOptions{})
 	if err != nil {
-		return t, fmt.Errorf("move the seat claim of %s: %w", sc.ref.RequestID, err)
+		return t, err
 	}
 	if t.Applied {
 		sc.shard, sc.inherited, sc.unsureAt = shard, false, time.Time{}

@@ -364,7 +364,6 @@ func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, err
 	if req.Status != StatusHeld {
 		return Transition{Current: req}, nil
 	}
-	key, _ := newRequestKey(requestID) // checked by the read
 	n, err := c.capacityShards(ctx, req.EventID)
 	if err != nil {
 		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
@@ -373,11 +372,7 @@ func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, err
 	if err != nil {
 		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
 	}
-	t, err := c.apply(ctx, key, write{row: &confirmRow, args: args{pNow: c.now()}, note: "confirmed"}, txOptions{token: c.callToken(requestID, "confirm")}, clear)
-	if err != nil {
-		return t, fmt.Errorf("confirm %s: %w", requestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "confirm", requestID, write{row: &confirmRow, args: args{pNow: c.now()}, note: "confirmed"}, txOptions{token: c.callToken(requestID, "confirm")}, clear)
 }
 
 // callToken returns the ClientRequestToken of each attempt of one call of a request's

@@ -149,15 +149,7 @@ var (
 // queued by the cutoff is ever closed as late. A lost condition is not an error: the
 // Transition holds the request as it is.
 func (c *Client) MarkClosed(ctx context.Context, requestID string) (Transition, error) {
-	key, err := newRequestKey(requestID)
-	if err != nil {
-		return Transition{}, err
-	}
-	t, err := c.apply(ctx, key, write{row: &lotteryClosedRow, args: args{pNow: c.now()}, note: "queued after the cutoff"}, txOptions{})
-	if err != nil {
-		return t, fmt.Errorf("close entry %s: %w", requestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "close entry", requestID, write{row: &lotteryClosedRow, args: args{pNow: c.now()}, note: "queued after the cutoff"}, txOptions{})
 }
 
 // The draw of a LOTTERY event, and how anyone can check it.

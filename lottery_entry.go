@@ -132,15 +132,7 @@ func (p *Processor) closeLate(ctx context.Context, m Message, d queue.Delivery) 
 // SK META, SET status = QUEUED, startedAt; condition (status = QUEUED OR status =
 // RECEIVED) AND attribute_not_exists(startedAt). A lost condition is not an error.
 func (c *Client) collectEntry(ctx context.Context, requestID string) (Transition, error) {
-	key, err := newRequestKey(requestID)
-	if err != nil {
-		return Transition{}, err
-	}
-	t, err := c.apply(ctx, key, write{row: &lotteryCollectRow, args: args{pNow: c.now()}, note: "collected for the draw"}, txOptions{})
-	if err != nil {
-		return t, fmt.Errorf("collect entry %s: %w", requestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "collect entry", requestID, write{row: &lotteryCollectRow, args: args{pNow: c.now()}, note: "collected for the draw"}, txOptions{})
 }
 
 // errDrawBegan: an entry's failure came at or past the entries' fence; the entry is

@@ -273,18 +273,13 @@ func (c *Client) MarkQueued(ctx context.Context, ref RequestRef) (Transition, er
 // which may race this write and land after it, is not logged before it. It sends
 // the call once, as a request left RECEIVED is started by the worker all the same.
 func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochMillis, tx txOptions) (Transition, error) {
-	key, err := newRequestKey(ref.RequestID)
-	if err != nil {
+	if err := ValidateID("requestId", ref.RequestID); err != nil {
 		return Transition{}, err
 	}
 	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
-	t, err := c.apply(ctx, key, write{row: &markQueuedRow, args: args{pQueuedAt: loggedAt}, note: "message sent"}, tx)
-	if err != nil {
-		return t, fmt.Errorf("mark queued %s: %w", ref.RequestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "mark queued", ref.RequestID, write{row: &markQueuedRow, args: args{pQueuedAt: loggedAt}, note: "message sent"}, tx)
 }
 
 // MarkEnqueueFailed ends a request whose message could not be sent: the "enqueue
@@ -297,8 +292,7 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 // When the status condition fails the message got through after all (the worker has
 // the request): the Transition is not applied and nothing changes.
 func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
-	key, err := newRequestKey(ref.RequestID)
-	if err != nil {
+	if err := ValidateID("requestId", ref.RequestID); err != nil {
 		return Transition{}, err
 	}
 	lock, err := newLockKey(ref.EventID, ref.UserID)
@@ -307,11 +301,7 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause er
 	}
 	a := args{pNow: c.now(), pErrorMessage: errorText(cause)}
 	release := write{row: &releaseLockRow, key: lock.key(), args: args{pRequestID: ref.RequestID}}
-	t, err := c.apply(ctx, key, write{row: &enqueueFailedRow, args: a, note: "enqueue failed"}, txOptions{}, release)
-	if err != nil {
-		return t, fmt.Errorf("mark enqueue failed %s: %w", ref.RequestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "mark enqueue failed", ref.RequestID, write{row: &enqueueFailedRow, args: a, note: "enqueue failed"}, txOptions{}, release)
 }
 
 // StartProcessing is the "start processing" row: UpdateItem PK REQ#<requestId>, SK
@@ -343,8 +333,7 @@ func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, lease Leas
 // startProcessing is StartProcessing with the capacity shard to claim a seat on when
 // the request has none yet, and it tells what the start means for the seat claim.
 func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Lease, shard int) (Transition, seatStart, error) {
-	key, err := newRequestKey(ref.RequestID)
-	if err != nil {
+	if err := ValidateID("requestId", ref.RequestID); err != nil {
 		return Transition{}, seatStart{}, err
 	}
 	if err := ValidateID("eventId", ref.EventID); err != nil {
@@ -353,9 +342,9 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 	now := c.now()
 	a := args{pNow: now, pLeaseOwner: lease.Owner, pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration)), pSeatShard: shard}
 	var old map[string]types.AttributeValue
-	t, err := c.apply(ctx, key, write{row: &startProcessingRow, args: a, note: "started by " + lease.Owner}, txOptions{old: &old})
+	t, err := c.applyTo(ctx, "start", ref.RequestID, write{row: &startProcessingRow, args: a, note: "started by " + lease.Owner}, txOptions{old: &old})
 	if err != nil {
-		return t, seatStart{}, fmt.Errorf("start %s: %w", ref.RequestID, err)
+		return t, seatStart{}, err
 	}
 	if cur := t.Current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == lease.Owner {
 		// Our own start, whose answer was lost and whose retry met it: started. What it
@@ -419,19 +408,11 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 // markCapacityRejected is MarkCapacityRejected, WAITLISTED (the "first-come waitlisted
 // under lease" row) when waitlist is set.
 func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist bool) (Transition, error) {
-	key, err := newRequestKey(ref.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
 	w := write{row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity)}
 	if waitlist {
 		w.row, w.note = &waitlistLeasedRow, "waitlisted"
 	}
-	t, err := c.apply(ctx, key, w, txOptions{})
-	if err != nil {
-		return t, fmt.Errorf("reject %s: %w", ref.RequestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "reject", ref.RequestID, w, txOptions{})
 }
 
 // RejectSoldOut ends a first-come request of an event known to be sold out, in one
@@ -461,19 +442,11 @@ func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition,
 // rejectSoldOut is RejectSoldOut, WAITLISTED (the "first-come waitlisted" row) when
 // waitlist is set.
 func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist bool) (Transition, error) {
-	key, err := newRequestKey(ref.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
 	w := write{row: &soldOutRow, args: args{pNow: c.now()}, note: "sold out"}
 	if waitlist {
 		w.row, w.note = &waitlistRow, "waitlisted"
 	}
-	t, err := c.apply(ctx, key, w, txOptions{})
-	if err != nil {
-		return t, fmt.Errorf("reject sold out %s: %w", ref.RequestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "reject sold out", ref.RequestID, w, txOptions{})
 }
 
 // Failure describes why a request ends FAILED_FINAL, for MarkFailed.
@@ -503,15 +476,7 @@ type Failure struct {
 // Options.StatusLog the status is tried one at a time, PROCESSING first, so that the log names the status left: a
 // request met QUEUED or RECEIVED costs a second call.
 func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
-	key, err := newRequestKey(ref.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
-	t, err := c.apply(ctx, key, write{row: &finalFailureRow, args: failureArgs(c.now(), f), note: f.ErrorCode}, txOptions{})
-	if err != nil {
-		return t, fmt.Errorf("fail %s: %w", ref.RequestID, err)
-	}
-	return t, nil
+	return c.applyTo(ctx, "fail", ref.RequestID, write{row: &finalFailureRow, args: failureArgs(c.now(), f), note: f.ErrorCode}, txOptions{})
 }
 
 // releaseLease ends our lease at once so that the next delivery takes the request over

@@ -478,6 +478,20 @@ func (c *Client) apply(ctx context.Context, key requestKey, w write, tx txOption
 	}
 }
 
+// applyTo is apply on the request requestID, its error wrapped as "<what>
+// <requestId>: …". An invalid requestID is an ErrInvalidID error, and nothing is sent.
+func (c *Client) applyTo(ctx context.Context, what, requestID string, w write, tx txOptions, extra ...write) (Transition, error) {
+	key, err := newRequestKey(requestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	t, err := c.apply(ctx, key, w, tx, extra...)
+	if err != nil {
+		return t, fmt.Errorf("%s %s: %w", what, requestID, err)
+	}
+	return t, nil
+}
+
 // applyFrom writes w leaving start ("" for any of its statuses).
 func (c *Client) applyFrom(ctx context.Context, key requestKey, start Status, w write, tx txOptions, extra []write) (Transition, error) {
 	ws := []write{w}
