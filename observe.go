@@ -8,6 +8,12 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
+// The observed client's interface is DynamoDB's method set, no more and no less.
+var (
+	_ DynamoDB           = observedb.DynamoDB(nil)
+	_ observedb.DynamoDB = DynamoDB(nil)
+)
+
 // Observer watches the library at work, for traces and metrics, without depending on
 // any telemetry library: package otelasyncevent implements it with OpenTelemetry. Set
 // it in Options.Observer; a nil Observer costs nothing.

@@ -130,22 +130,17 @@ func compare(op func(expression.OperandBuilder) expression.ConditionBuilder, p p
 
 // all is the cond that each of cs holds, read left to right: all(a, b, c) is
 // ((a AND b) AND c).
-func all(cs ...cond) cond {
-	return func(v values) expression.ConditionBuilder {
-		c := cs[0](v)
-		for _, next := range cs[1:] {
-			c = c.And(next(v))
-		}
-		return c
-	}
-}
+func all(cs ...cond) cond { return fold(expression.ConditionBuilder.And, cs) }
 
 // either is the cond that one of cs holds, read left to right like all.
-func either(cs ...cond) cond {
+func either(cs ...cond) cond { return fold(expression.ConditionBuilder.Or, cs) }
+
+// fold joins cs left to right with join.
+func fold(join func(a, b expression.ConditionBuilder, more ...expression.ConditionBuilder) expression.ConditionBuilder, cs []cond) cond {
 	return func(v values) expression.ConditionBuilder {
 		c := cs[0](v)
 		for _, next := range cs[1:] {
-			c = c.Or(next(v))
+			c = join(c, next(v))
 		}
 		return c
 	}
