@@ -37,7 +37,7 @@ const DefaultTableName = "AsyncEventTable"
 
 // The default item lifetimes.
 const (
-	DefaultRequestTTL   = 90 * 24 * time.Hour
+	defaultRequestTTL   = 90 * 24 * time.Hour
 	defaultLockTTL      = 7 * 24 * time.Hour
 	defaultStatusLogTTL = 30 * 24 * time.Hour
 )
@@ -190,7 +190,7 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts.RequestTTL = orDefault(opts.RequestTTL, DefaultRequestTTL)
+	opts.RequestTTL = orDefault(opts.RequestTTL, defaultRequestTTL)
 	opts.LockTTL = orDefault(opts.LockTTL, defaultLockTTL)
 	opts.StatusLogTTL = orDefault(opts.StatusLogTTL, defaultStatusLogTTL)
 	opts.EventCacheTTL = orDefault(opts.EventCacheTTL, defaultEventCacheTTL)

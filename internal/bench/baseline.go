@@ -177,7 +177,7 @@ func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID st
 	req, err := attributevalue.MarshalMap(rawRequest{Key: reqKey, EntityType: "REQUEST", RequestID: requestID,
 		EventID: eventID, UserID: userID, EventType: string(asyncevent.FirstCome), Status: string(asyncevent.StatusReceived),
 		UIResult: string(asyncevent.UIPending), RequestedAt: now.UnixMilli(), QueuedAt: queuedAt.UnixMilli(),
-		IdempotencyKey: lockKey.PK, TTL: now.Add(asyncevent.DefaultRequestTTL).Unix(), IndexKeys: idx})
+		IdempotencyKey: lockKey.PK, TTL: now.Add(90 * 24 * time.Hour).Unix() // the library's default Options.RequestTTL, IndexKeys: idx})
 	if err != nil {
 		return "", false, err
 	}
