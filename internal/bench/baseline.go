@@ -90,6 +90,9 @@ func (b *Baseline) now() time.Time {
 	return time.Now()
 }
 
+// requestTTL is the library's default Options.RequestTTL (seed 001 §6: 90 days).
+const requestTTL = 90 * 24 * time.Hour
+
 // The seed's keys (seed 001 §3), as a service that writes the table without the
 // library spells them; its IDs checked as the library checks them.
 func lockKeyOf(eventID, userID string) (asyncevent.Key, error) {
@@ -177,7 +180,7 @@ func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID st
 	req, err := attributevalue.MarshalMap(rawRequest{Key: reqKey, EntityType: "REQUEST", RequestID: requestID,
 		EventID: eventID, UserID: userID, EventType: string(asyncevent.FirstCome), Status: string(asyncevent.StatusReceived),
 		UIResult: string(asyncevent.UIPending), RequestedAt: now.UnixMilli(), QueuedAt: queuedAt.UnixMilli(),
-		IdempotencyKey: lockKey.PK, TTL: now.Add(90 * 24 * time.Hour).Unix() // the library's default Options.RequestTTL, IndexKeys: idx})
+		IdempotencyKey: lockKey.PK, TTL: now.Add(requestTTL).Unix(), IndexKeys: idx})
 	if err != nil {
 		return "", false, err
 	}
