@@ -544,23 +544,34 @@ func indexOf(ids []string, id string) int {
 	return -1
 }
 
-// slowPuts delays the PutItem calls of a client (its Hold items) once armed.
+// slowPuts delays the PutItem calls of a client (its Hold items) once armed, as a
+// process paused in the middle of one would be: its UpdateItem calls (the lease's
+// heartbeat among them) wait for the put too.
 type slowPuts struct {
 	asyncevent.DynamoDB
 	armed   atomic.Bool
 	delay   time.Duration
 	started chan struct{}
+	paused  sync.RWMutex // write-held while a slow put sleeps
 }
 
 func (s *slowPuts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if s.armed.Load() {
+		s.paused.Lock()
 		select {
 		case s.started <- struct{}{}:
 		default:
 		}
 		time.Sleep(s.delay)
+		s.paused.Unlock()
 	}
 	return s.DynamoDB.PutItem(ctx, in, optFns...)
+}
+
+func (s *slowPuts) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.paused.RLock()
+	s.paused.RUnlock()
+	return s.DynamoDB.UpdateItem(ctx, in, optFns...)
 }
 
 // CHECK: a lease taken over while the old holder runs, with holds. The old delivery

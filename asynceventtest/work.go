@@ -22,7 +22,8 @@ type WorkResult struct {
 }
 
 // Work processes m as one delivery through asyncevent.NewProcessor(c, opts), the way
-// a worker that received it would, and returns its outcome. The delivery is a first
+// a worker that received it would (Processor.ProcessOne: a request held is kept under
+// its lease, renewed at half of it), and returns its outcome. The delivery is a first
 // receive under a made-up message ID and receipt, sent now by c's clock (a zero
 // SentAt, which the Processor takes for c's clock). An OnOutcome in opts is called as
 // well. Work fails the test when m does not encode.
