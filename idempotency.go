@@ -16,10 +16,10 @@ import (
 	"github.com/google/uuid"
 )
 
-// IdempotencyLock is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
+// lockRecord is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
 // the guard that gives one (event, user) exactly one request. It is written only
 // when absent, just before the request it names.
-type IdempotencyLock struct {
+type lockRecord struct {
 	EntityType EntityType  `dynamodbav:"entityType"` // IDEMPOTENCY
 	EventID    string      `dynamodbav:"eventId"`
 	UserID     string      `dynamodbav:"userId"`
@@ -32,7 +32,7 @@ type IdempotencyLock struct {
 
 type lockItem struct {
 	Key
-	IdempotencyLock
+	lockRecord
 }
 
 // The lock's rows.
@@ -155,7 +155,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock lockK
 	if end := event.closesAt(); end != 0 {
 		lockTTL = expiry(end, c.opts.LockTTL)
 	}
-	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.key(), IdempotencyLock: IdempotencyLock{
+	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.key(), lockRecord: lockRecord{
 		EntityType: EntityIdempotency, EventID: event.EventID, UserID: lock.userID,
 		RequestID: requestID, CreatedAt: now, TTL: lockTTL,
 	}}}})

@@ -48,7 +48,7 @@ func TestItemAttributeNames(t *testing.T) {
 	assert.NotContains(t, attributeNames(t, fresh), "GSI1PK")
 
 	for name, item := range map[string]any{
-		"lock":       lockItem{IdempotencyLock: IdempotencyLock{EntityType: EntityIdempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
+		"lock":       lockItem{lockRecord: lockRecord{EntityType: EntityIdempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
 		"capacity":   capacityItem{EventCapacity: EventCapacity{EntityType: EntityCapacity, EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
 		"status log": statusLogItem{StatusLog: StatusLog{EntityType: EntityStatusLog, RequestID: "r", FromStatus: StatusQueued, ToStatus: StatusProcessing, OccurredAt: 1, Message: "m", TTL: 2}},
 		"config":     configItem{EventConfig: EventConfig{EntityType: EntityConfig, EventID: "e", EventType: FirstCome, CapacityTotal: 1, CreatedAt: 1}},

@@ -74,7 +74,7 @@ func TestReview26ExtendedEndKeepsTheLocks(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
-		var lock asyncevent.IdempotencyLock
+		var lock lockAttrs
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &lock))
 		if lock.EntityType != asyncevent.EntityIdempotency {
 			continue

@@ -85,7 +85,7 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	}
 
 	requests := map[string]reqItem{}
-	locks := map[string]asyncevent.IdempotencyLock{} // by user
+	locks := map[string]lockItem{} // by user
 	logs := map[string][]asyncevent.StatusLog{}
 	var capacity *asyncevent.EventCapacity
 	holders := map[int][]string{} // capacity shard → the seat tokens on it
@@ -123,7 +123,7 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 				requests[r.RequestID] = r
 			}
 		case asyncevent.EntityIdempotency:
-			var l asyncevent.IdempotencyLock
+			var l lockItem
 			mustDecode(t, raw, &l)
 			if l.EventID == eventID {
 				locks[l.UserID] = l
@@ -323,6 +323,13 @@ func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity,
 		fail("holds: %d WAITLISTED while %d seats given back wait", waitlisted, waiting)
 	}
 	checkSeats(winners, holders, spent, fail)
+}
+
+// lockItem is what CheckEvent reads of an IdempotencyLock item.
+type lockItem struct {
+	EventID   string `dynamodbav:"eventId"`
+	UserID    string `dynamodbav:"userId"`
+	RequestID string `dynamodbav:"requestId"` // the user's first request
 }
 
 // reqItem is a Request as the table holds it, with its index keys.

@@ -20,6 +20,30 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
+// TestIndexesAreTheTables: the GSIs Heat books, with their partition keys, are those
+// of a table the library made.
+func TestIndexesAreTheTables(t *testing.T) {
+	t.Parallel()
+	c := asynceventtest.NewTable(t)
+	out, err := asynceventtest.DynamoDB(t).DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(c.TableName())})
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		for _, k := range g.KeySchema {
+			if k.KeyType == types.KeyTypeHash {
+				got[aws.ToString(g.IndexName)] = aws.ToString(k.AttributeName)
+			}
+		}
+	}
+	want := map[string]string{}
+	for _, index := range metered.Indexes() {
+		pk, ok := metered.IndexPartitionKey(index)
+		require.True(t, ok, index)
+		want[index] = pk
+	}
+	assert.Equal(t, want, got)
+}
+
 // TestHeatAttributesUnitsToPartitionKeys runs a first-come event of 6 users and 2
 // seats through a Heat, one message at a time, and checks where the units landed.
 func TestHeatAttributesUnitsToPartitionKeys(t *testing.T) {
