@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,7 +31,7 @@ import (
 // capacityTotal winners; it goes up only when a seat taken for a request that ended
 // without it goes back, never from 0 (an empty item stays empty).
 type EventCapacity struct {
-	EntityType        EntityType  `dynamodbav:"entityType"` // CAPACITY
+	EntityType        entity.Type `dynamodbav:"entityType"` // CAPACITY
 	EventID           string      `dynamodbav:"eventId"`
 	CapacityTotal     int64       `dynamodbav:"capacityTotal"`
 	CapacityRemaining int64       `dynamodbav:"capacityRemaining"`
@@ -114,7 +115,7 @@ var (
 	configExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
 
 	claimSeatRow = row{
-		name: "first-come capacity", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: seatFree,
+		name: "first-come capacity", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: seatFree,
 		sets: []set{
 			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
@@ -122,16 +123,16 @@ var (
 		adds: []set{addTo(attrHolders, pSeatTokens)},
 	}
 	takeSeatRow = row{
-		name: "first-come success", method: "ClaimSeat", item: EntityRequest, op: opUpdate,
+		name: "first-come success", method: "ClaimSeat", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusSucceeded,
 		sets: finalSets(UISuccess, ResultSuccess),
 	}
 	moveSeatRow = row{
-		name: "first-come seat moved", method: "ClaimSeat", item: EntityRequest, op: opUpdate, cond: heldUnderLease,
+		name: "first-come seat moved", method: "ClaimSeat", item: entity.Request, op: opUpdate, cond: heldUnderLease,
 		sets: []set{setTo(attrSeatShard, pSeatShard)},
 	}
 	shardEmptyRow = row{
-		name: "capacity shard empty", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: configExists,
+		name: "capacity shard empty", method: "ClaimSeat", item: entity.Config, op: opUpdate, cond: configExists,
 		adds: []set{addTo(attrEmptyShards, pShards)},
 	}
 )
@@ -177,7 +178,7 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 	if err != nil {
 		return nil, err
 	}
-	sum := &EventCapacity{EntityType: EntityCapacity, EventID: eventID}
+	sum := &EventCapacity{EntityType: entity.Capacity, EventID: eventID}
 	for _, key := range keys {
 		var item capacityItem
 		found, err := c.getItem(ctx, key.key(), true, &item)
@@ -210,7 +211,7 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 			seats++
 		}
 		items[i] = capacityItem{Key: key.key(), EventCapacity: EventCapacity{
-			EntityType: EntityCapacity, EventID: cfg.EventID,
+			EntityType: entity.Capacity, EventID: cfg.EventID,
 			CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now, HoldFor: cfg.HoldFor,
 		}}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // Seats added while an event runs, and the event's seat pool.
@@ -43,26 +45,26 @@ var (
 	})
 
 	seatsAddedRow = row{
-		name: "capacity added", method: "AddCapacity", item: EntityConfig, op: opUpdate, cond: configAddCap,
+		name: "capacity added", method: "AddCapacity", item: entity.Config, op: opUpdate, cond: configAddCap,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 		adds: []set{addTo(attrCapacityTotal, pSeats)},
 	}
 	shardSeatsAddedRow = row{
-		name: "capacity added to a shard", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: seatLeftWithRoom,
+		name: "capacity added to a shard", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: seatLeftWithRoom,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion), setTo(attrUpdatedAt, pNow)},
 		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrCapacityTotal, pSeats)},
 	}
 	poolMarkedRow = row{
-		name: "capacity shard: pool version", method: "AddCapacity", item: EntityCapacity, op: opUpdate, cond: capacityExists,
+		name: "capacity shard: pool version", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: capacityExists,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}
 	poolSeatsAddedRow = row{
-		name: "capacity added to the pool", method: "AddCapacity", item: EntityReturns, op: opUpdate,
+		name: "capacity added to the pool", method: "AddCapacity", item: entity.Returns, op: opUpdate,
 		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
 		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrAdded, pSeats)},
 	}
 	poolClaimRow = row{
-		name: "pool seat claimed", method: "ClaimSeat", item: EntityReturns, op: opUpdate, cond: seatFree,
+		name: "pool seat claimed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: seatFree,
 		sets: []set{
 			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
@@ -171,7 +173,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 		if err != nil {
 			return EventUpdate{}, false, err
 		}
-		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: EntityReturns, pEventID: eventID, pPoolVersion: version}})
+		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: entity.Returns, pEventID: eventID, pPoolVersion: version}})
 	}
 	noun := "seats"
 	if seats == 1 {
@@ -286,18 +288,18 @@ const ResultCancelled ResultCode = "REJECTED_CANCELLED"
 
 var (
 	cancelRow = row{
-		name: "participation cancelled", method: "CancelRequest", item: EntityRequest, op: opUpdate,
+		name: "participation cancelled", method: "CancelRequest", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusSucceeded, when: firstComeRequest}}, to: StatusRejected,
 		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
 	}
 	firstComeRequest = fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome)))
 	poolCancelledRow = row{
-		name: "seat of a cancel to the pool", method: "CancelRequest", item: EntityReturns, op: opUpdate,
+		name: "seat of a cancel to the pool", method: "CancelRequest", item: entity.Returns, op: opUpdate,
 		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
 		adds: []set{addTo(attrCapacityRemaining, 1), addTo(attrCancelled, 1)},
 	}
 	poolVersionRow = row{
-		name: "pool version raised", method: "CancelRequest", item: EntityConfig, op: opUpdate, cond: configPoolAsRead,
+		name: "pool version raised", method: "CancelRequest", item: entity.Config, op: opUpdate, cond: configPoolAsRead,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}
 	configPoolAsRead = all(configExists, samePool)
@@ -367,7 +369,7 @@ func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up
 	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
 	extra := []write{
 		{row: &cancelRow, key: reqKey.key(), args: args{pNow: now}},
-		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: EntityReturns, pEventID: req.EventID, pPoolVersion: version}},
+		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: entity.Returns, pEventID: req.EventID, pPoolVersion: version}},
 	}
 	for _, k := range keys {
 		extra = append(extra, write{row: &poolMarkedRow, key: k.key(), args: args{pPoolVersion: version}})

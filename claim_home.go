@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // The home claim: a first-come seat in two writes, without a lease.
@@ -67,7 +69,7 @@ var (
 	heldAndLeft = all(holder, seatLeft)
 
 	bindSeatRow = row{
-		name: "first-come seat bound", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		name: "first-come seat bound", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
 		from: []leave{
 			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: homeSeat},
 		},
@@ -77,7 +79,7 @@ var (
 		removes: []string{attrLeaseOwner, attrLeaseExpiresAt}, // no lease ended it
 	}
 	giveBackRow = row{
-		name: "first-come seat given back", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: heldAndLeft,
+		name: "first-come seat given back", method: "Processor.ProcessOne", item: entity.Capacity, op: opUpdate, cond: heldAndLeft,
 		sets: []set{
 			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Plus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
@@ -85,15 +87,15 @@ var (
 		deletes: []set{addTo(attrHolders, pSeatTokens)},
 	}
 	voidSeatRow = row{
-		name: "first-come seat voided", method: "Processor.ProcessOne", item: EntityCapacity, op: opUpdate, cond: notHeldHere,
+		name: "first-come seat voided", method: "Processor.ProcessOne", item: entity.Capacity, op: opUpdate, cond: notHeldHere,
 		adds: []set{addTo(attrVoid, pSeatTokens)},
 	}
 	shardLeftRow = row{
-		name: "capacity shard left", method: "ClaimSeat", item: EntityConfig, op: opUpdate, cond: configExists,
+		name: "capacity shard left", method: "ClaimSeat", item: entity.Config, op: opUpdate, cond: configExists,
 		adds: []set{addTo(attrLeftShards, pLeft)},
 	}
 	shardSoldOutRow = row{
-		name: "capacity shard sold out", method: "ClaimSeat", item: EntityCapacity, op: opUpdate, cond: capacityExists,
+		name: "capacity shard sold out", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: capacityExists,
 		sets: []set{setTo(attrSoldOut, true)},
 	}
 )

@@ -7,16 +7,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
 // EventConfig is the EventConfig item of an event (PK EVENT#<eventId>, SK CONFIG):
 // what kind of event it is, when it is open, and its capacity or lottery settings.
 type EventConfig struct {
-	EntityType EntityType `dynamodbav:"entityType"` // CONFIG
-	EventID    string     `dynamodbav:"eventId"`
-	EventType  EventType  `dynamodbav:"eventType"`
-	Name       string     `dynamodbav:"name,omitempty"`
+	EntityType entity.Type `dynamodbav:"entityType"` // CONFIG
+	EventID    string      `dynamodbav:"eventId"`
+	EventType  EventType   `dynamodbav:"eventType"`
+	Name       string      `dynamodbav:"name,omitempty"`
 
 	// The window in which ingest accepts participations; zero means unbounded.
 	StartsAt EpochMillis `dynamodbav:"startsAt,omitempty"`
@@ -113,7 +114,7 @@ type configItem struct {
 }
 
 // createEventRow writes each item of a new event, together in one transaction.
-var createEventRow = row{name: "create event", method: "CreateEvent", item: EntityConfig, op: opPut, cond: notExists}
+var createEventRow = row{name: "create event", method: "CreateEvent", item: entity.Config, op: opPut, cond: notExists}
 
 // closesAt returns when ingest stops accepting participations: endsAt, and for a
 // LOTTERY the cutoff if that is earlier; 0 when the event never closes.
@@ -294,7 +295,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 		return nil, err
 	}
 	now := c.now()
-	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = EntityConfig, now, 0, "", "", ""
+	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = entity.Config, now, 0, "", "", ""
 	cfg.EmptyShards = nil
 	cfg.LeftShards = nil
 	cfg.Paused, cfg.ClosedAt, cfg.PoolVersion, cfg.LocksKeptUntil = false, 0, 0, 0

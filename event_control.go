@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // Operator controls: close an event now, pause and resume its ingest, move its end or
@@ -21,7 +23,7 @@ import (
 // AuditEntry records an operator's control of an event (PK EVENT#<eventId>, SK
 // AUDIT#<at>#<suffix>), written in the control's own transaction.
 type AuditEntry struct {
-	EntityType EntityType  `dynamodbav:"entityType"` // AUDIT
+	EntityType entity.Type `dynamodbav:"entityType"` // AUDIT
 	EventID    string      `dynamodbav:"eventId"`
 	At         EpochMillis `dynamodbav:"at"`
 	Actor      string      `dynamodbav:"actor"`  // who: an admin's sub
@@ -80,34 +82,34 @@ var (
 	drawNotBegun = phaseIs(PhaseCollecting)
 
 	eventClosedRow = row{
-		name: "event closed", method: "CloseEvent", item: EntityConfig, op: opUpdate, cond: openToClose,
+		name: "event closed", method: "CloseEvent", item: entity.Config, op: opUpdate, cond: openToClose,
 		sets: []set{setTo(attrEndsAt, pNow), setTo(attrClosedAt, pNow)},
 	}
 	eventPausedRow = row{
-		name: "event paused", method: "PauseEvent", item: EntityConfig, op: opUpdate, cond: openToPause,
+		name: "event paused", method: "PauseEvent", item: entity.Config, op: opUpdate, cond: openToPause,
 		sets: []set{setTo(attrPaused, true)},
 	}
 	eventResumedRow = row{
-		name: "event resumed", method: "ResumeEvent", item: EntityConfig, op: opUpdate, cond: pausedNow,
+		name: "event resumed", method: "ResumeEvent", item: entity.Config, op: opUpdate, cond: pausedNow,
 		sets: []set{setTo(attrPaused, false)},
 	}
 	endExtendedRow = row{
-		name: "event end extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: endMovable,
+		name: "event end extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: endMovable,
 		sets: []set{setTo(attrEndsAt, pEndsAt)},
 	}
 	holdEventEndRow = row{
-		name: "hold registry: end moved", method: "ExtendEvent", item: EntityHoldEvent, op: opUpdate, cond: configExists,
+		name: "hold registry: end moved", method: "ExtendEvent", item: entity.HoldEvent, op: opUpdate, cond: configExists,
 		sets: []set{setTo(attrEndsAt, pEndsAt)},
 	}
 	cutoffExtendedRow = row{
-		name: "lottery cutoff extended", method: "ExtendEvent", item: EntityConfig, op: opUpdate, cond: cutoffMovable,
+		name: "lottery cutoff extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: cutoffMovable,
 		sets: []set{setTo(attrLotteryCutoffAt, pCutoff)},
 	}
 	drawNotBegunRow = row{
-		name: "cutoff extended: draw check", method: "ExtendEvent", item: EntityDraw, op: opCheck, cond: drawNotBegun,
+		name: "cutoff extended: draw check", method: "ExtendEvent", item: entity.Draw, op: opCheck, cond: drawNotBegun,
 	}
 	auditRow = row{
-		name: "audit entry", method: "CloseEvent", item: EntityAudit, op: opPut, cond: notExists,
+		name: "audit entry", method: "CloseEvent", item: entity.Audit, op: opPut, cond: notExists,
 	}
 )
 
@@ -221,7 +223,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 		return EventUpdate{}, err
 	}
 	entry := write{row: &auditRow, key: ak.key(), item: auditItem{Key: ak.key(), AuditEntry: AuditEntry{
-		EntityType: EntityAudit, EventID: eventID, At: now, Actor: actor, Action: action, Detail: detail,
+		EntityType: entity.Audit, EventID: eventID, At: now, Actor: actor, Action: action, Detail: detail,
 	}}}
 	w.key = key.key()
 	if w.args == nil {

@@ -12,16 +12,17 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
 // itemsOf counts the table's items by entity type (a Scan: the test kit may).
-func itemsOf(t *testing.T, c *asyncevent.Client) map[asyncevent.EntityType]int {
+func itemsOf(t *testing.T, c *asyncevent.Client) map[entity.Type]int {
 	t.Helper()
-	n := map[asyncevent.EntityType]int{}
+	n := map[entity.Type]int{}
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
 		var head struct {
-			EntityType asyncevent.EntityType `dynamodbav:"entityType"`
+			EntityType entity.Type `dynamodbav:"entityType"`
 		}
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &head))
 		n[head.EntityType]++

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // The event list: an item collection of one entry per event (PK EVENTS, SK
@@ -22,7 +24,7 @@ import (
 
 // eventListing is an event's entry in the event list.
 type eventListing struct {
-	EntityType EntityType  `dynamodbav:"entityType"` // EVENT_ENTRY
+	EntityType entity.Type `dynamodbav:"entityType"` // EVENT_ENTRY
 	EventID    string      `dynamodbav:"eventId"`
 	EventType  EventType   `dynamodbav:"eventType"`
 	CreatedAt  EpochMillis `dynamodbav:"createdAt"`
@@ -33,7 +35,7 @@ type eventEntryItem struct {
 	eventListing
 }
 
-var eventEntryRow = row{name: "event listed", method: "CreateEvent", item: EntityEventEntry, op: opPut, cond: notExists}
+var eventEntryRow = row{name: "event listed", method: "CreateEvent", item: entity.EventEntry, op: opPut, cond: notExists}
 
 // listEvent writes a new event's entry in the event list, the "event listed" row
 // (PutItem PK EVENTS, SK CAT#<createdAt>#EVENT#<eventId>, condition
@@ -44,7 +46,7 @@ func (c *Client) listEvent(ctx context.Context, cfg *EventConfig) error {
 		return err
 	}
 	item := eventEntryItem{Key: k.key(), eventListing: eventListing{
-		EntityType: EntityEventEntry, EventID: cfg.EventID, EventType: cfg.EventType, CreatedAt: cfg.CreatedAt,
+		EntityType: entity.EventEntry, EventID: cfg.EventID, EventType: cfg.EventType, CreatedAt: cfg.CreatedAt,
 	}}
 	err = c.do(ctx, txOptions{}, []write{{row: &eventEntryRow, key: item.Key, item: item}})
 	var lost *conditionLost
@@ -184,7 +186,7 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 	return page, nil
 }
 
-var eventEntryGoneRow = row{name: "stray event entry", method: "ListEvents", item: EntityEventEntry, op: opDelete}
+var eventEntryGoneRow = row{name: "stray event entry", method: "ListEvents", item: entity.EventEntry, op: opDelete}
 
 // decodeEventsCursor reads a cursor ListEvents handed out: the key of an entry of the
 // event list.

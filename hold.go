@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // Holds and the waitlist (EventConfig.HoldFor): a seat held until it is paid for.
@@ -36,7 +38,7 @@ import (
 // a release, an expiry), or by the sweep once the request shows it is no longer the
 // request's hold.
 type holdRecord struct {
-	EntityType EntityType  `dynamodbav:"entityType"` // HOLD
+	EntityType entity.Type `dynamodbav:"entityType"` // HOLD
 	EventID    string      `dynamodbav:"eventId"`
 	RequestID  string      `dynamodbav:"requestId"`
 	ExpiresAt  EpochMillis `dynamodbav:"expiresAt"`
@@ -55,7 +57,7 @@ type holdItem struct {
 // given back, or the first sweep lease.
 type seatReturns struct {
 	Key
-	EntityType        EntityType  `dynamodbav:"entityType"` // RETURNS
+	EntityType        entity.Type `dynamodbav:"entityType"` // RETURNS
 	EventID           string      `dynamodbav:"eventId"`
 	CapacityRemaining int64       `dynamodbav:"capacityRemaining"`
 	Returned          int64       `dynamodbav:"returned"`
@@ -110,13 +112,13 @@ var (
 	}
 
 	holdRecordRow = row{
-		name: "hold recorded", method: "Processor.ProcessOne", item: EntityHold, op: opPut, cond: notExists,
+		name: "hold recorded", method: "Processor.ProcessOne", item: entity.Hold, op: opPut, cond: notExists,
 	}
 	holdClearedRow = row{
-		name: "hold cleared", method: "SweepHolds", item: EntityHold, op: opDelete,
+		name: "hold cleared", method: "SweepHolds", item: entity.Hold, op: opDelete,
 	}
 	bindHoldRow = row{
-		name: "first-come seat held", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		name: "first-come seat held", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
 		from: []leave{
 			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: homeSeat},
 		},
@@ -125,52 +127,52 @@ var (
 		removes: []string{attrLeaseOwner, attrLeaseExpiresAt},
 	}
 	takeHoldRow = row{
-		name: "first-come held", method: "ClaimSeat", item: EntityRequest, op: opUpdate,
+		name: "first-come held", method: "ClaimSeat", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusHeld,
 		sets: heldSets(),
 	}
 	waitlistRow = row{
-		name: "first-come waitlisted", method: "RejectSoldOut", item: EntityRequest, op: opUpdate,
+		name: "first-come waitlisted", method: "RejectSoldOut", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusWaitlisted,
 		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow)},
 	}
 	waitlistLeasedRow = row{
-		name: "first-come waitlisted (lease)", method: "MarkCapacityRejected", item: EntityRequest, op: opUpdate,
+		name: "first-come waitlisted (lease)", method: "MarkCapacityRejected", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusWaitlisted,
 		sets: []set{setTo(attrUIResult, UIWaitlisted)},
 	}
 	confirmRow = row{
-		name: "hold confirmed", method: "Confirm", item: EntityRequest, op: opUpdate,
+		name: "hold confirmed", method: "Confirm", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusHeld, when: holdRunning}}, to: StatusSucceeded,
 		sets: finalSets(UISuccess, ResultSuccess),
 	}
 	releaseRow = row{
-		name: "hold released", method: "Release", item: EntityRequest, op: opUpdate,
+		name: "hold released", method: "Release", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusHeld, when: thisHold}}, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultReleased),
 	}
 	waitlistLeftRow = row{
-		name: "waitlist left", method: "Release", item: EntityRequest, op: opUpdate,
+		name: "waitlist left", method: "Release", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultReleased),
 	}
 	expireRow = row{
-		name: "hold expired", method: "SweepHolds", item: EntityRequest, op: opUpdate,
+		name: "hold expired", method: "SweepHolds", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusHeld, when: thisHoldRanOut}}, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultHoldExpired),
 	}
 	seatReturnedRow = row{
-		name: "seat given to the waitlist", method: "Release", item: EntityReturns, op: opUpdate,
+		name: "seat given to the waitlist", method: "Release", item: entity.Returns, op: opUpdate,
 		sets: returnsSets,
 		adds: []set{addTo(attrCapacityRemaining, 1), addTo(attrReturned, 1)},
 	}
 	serveRow = row{
-		name: "waitlist served", method: "SweepHolds", item: EntityRequest, op: opUpdate,
+		name: "waitlist served", method: "SweepHolds", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusWaitlisted}}, to: StatusHeld,
 		sets: heldSets(setTo(attrServedAt, pNow)),
 	}
 	returnedSeatTakenRow = row{
-		name: "returned seat taken", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: seatLeft,
+		name: "returned seat taken", method: "SweepHolds", item: entity.Returns, op: opUpdate, cond: seatLeft,
 		sets: []set{
 			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
 			setTo(attrUpdatedAt, pNow),
@@ -178,12 +180,12 @@ var (
 		adds: []set{addTo(attrServed, 1)},
 	}
 	waitlistClosedRow = row{
-		name: "waitlist closed", method: "SweepHolds", item: EntityRequest, op: opUpdate,
+		name: "waitlist closed", method: "SweepHolds", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedCapacity),
 	}
 	sweepLeaseRow = row{
-		name: "hold sweep lease", method: "SweepHolds", item: EntityReturns, op: opUpdate, cond: sweepFree,
+		name: "hold sweep lease", method: "SweepHolds", item: entity.Returns, op: opUpdate, cond: sweepFree,
 		sets: append([]set{setTo(attrSweepOwner, pSweepOwner), setTo(attrSweepUntil, pSweepUntil)}, returnsSets...),
 	}
 )
@@ -193,7 +195,7 @@ var (
 // sweep finds every such event without a Scan: a Worker sweeps the events listed
 // here as well as those it meets, and a scheduled sweep can take them all.
 type HoldEvent struct {
-	EntityType EntityType    `dynamodbav:"entityType"` // HOLD_EVENT
+	EntityType entity.Type   `dynamodbav:"entityType"` // HOLD_EVENT
 	EventID    string        `dynamodbav:"eventId"`
 	HoldFor    time.Duration `dynamodbav:"holdFor"`
 	EndsAt     EpochMillis   `dynamodbav:"endsAt,omitempty"`
@@ -211,7 +213,7 @@ func newHoldEventItem(cfg *EventConfig) (holdEventItem, error) {
 		return holdEventItem{}, err
 	}
 	return holdEventItem{Key: key, HoldEvent: HoldEvent{
-		EntityType: EntityHoldEvent, EventID: cfg.EventID, HoldFor: cfg.HoldFor, EndsAt: cfg.EndsAt, CreatedAt: cfg.CreatedAt,
+		EntityType: entity.HoldEvent, EventID: cfg.EventID, HoldFor: cfg.HoldFor, EndsAt: cfg.EndsAt, CreatedAt: cfg.CreatedAt,
 	}}, nil
 }
 
@@ -260,7 +262,7 @@ func (c *Client) holdWrite(ref RequestRef, n int, expiresAt EpochMillis) (write,
 		return write{}, err
 	}
 	item := holdItem{Key: key.key(), holdRecord: holdRecord{
-		EntityType: EntityHold, EventID: ref.EventID, RequestID: ref.RequestID, ExpiresAt: expiresAt,
+		EntityType: entity.Hold, EventID: ref.EventID, RequestID: ref.RequestID, ExpiresAt: expiresAt,
 		TTL: expiry(expiresAt, holdTTL),
 	}}
 	return write{row: &holdRecordRow, key: item.Key, item: item}, nil
@@ -281,7 +283,7 @@ func (c *Client) returnSeat(eventID string) (write, error) {
 	if err != nil {
 		return write{}, err
 	}
-	return write{row: &seatReturnedRow, key: key, args: args{pNow: c.now(), pEntityType: EntityReturns, pEventID: eventID}}, nil
+	return write{row: &seatReturnedRow, key: key, args: args{pNow: c.now(), pEntityType: entity.Returns, pEventID: eventID}}, nil
 }
 
 // recordHold writes the Hold item of a hold about to be taken, the "hold recorded"
@@ -579,7 +581,7 @@ func (c *Client) takeSweepLease(ctx context.Context, eventID, owner string, d ti
 	}
 	now := c.now()
 	w := write{row: &sweepLeaseRow, key: key, args: args{
-		pNow: now, pSweepOwner: owner, pSweepUntil: MillisOf(now.Time().Add(d)), pEntityType: EntityReturns, pEventID: eventID,
+		pNow: now, pSweepOwner: owner, pSweepUntil: MillisOf(now.Time().Add(d)), pEntityType: entity.Returns, pEventID: eventID,
 	}}
 	err = c.do(ctx, txOptions{}, []write{w})
 	var lost *conditionLost

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -423,7 +424,7 @@ func TestReReviewSweepLeaseHandOver(t *testing.T) {
 		require.NoError(t, err)
 		return !rep.Skipped
 	}
-	leaseWrites := func() int { return counter.Snapshot().Writes[asyncevent.EntityReturns] }
+	leaseWrites := func() int { return counter.Snapshot().Writes[entity.Returns] }
 
 	require.True(t, sweep(ac, "A"))
 	require.Equal(t, 1, leaseWrites())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -53,13 +54,13 @@ func reviewHoldItems(t *testing.T, c *asyncevent.Client, eventID string) map[str
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
 		var h struct {
 			PK         string
-			EntityType asyncevent.EntityType  `dynamodbav:"entityType"`
+			EntityType entity.Type            `dynamodbav:"entityType"`
 			EventID    string                 `dynamodbav:"eventId"`
 			RequestID  string                 `dynamodbav:"requestId"`
 			ExpiresAt  asyncevent.EpochMillis `dynamodbav:"expiresAt"`
 		}
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &h))
-		if h.EntityType == asyncevent.EntityHold && h.EventID == eventID {
+		if h.EntityType == entity.Hold && h.EventID == eventID {
 			out[h.RequestID] = append(out[h.RequestID], h.ExpiresAt)
 		}
 	}

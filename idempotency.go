@@ -14,13 +14,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // lockRecord is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
 // the guard that gives one (event, user) exactly one request. It is written only
 // when absent, just before the request it names.
 type lockRecord struct {
-	EntityType EntityType  `dynamodbav:"entityType"` // IDEMPOTENCY
+	EntityType entity.Type `dynamodbav:"entityType"` // IDEMPOTENCY
 	EventID    string      `dynamodbav:"eventId"`
 	UserID     string      `dynamodbav:"userId"`
 	RequestID  string      `dynamodbav:"requestId"` // the first request of the user
@@ -37,16 +39,16 @@ type lockItem struct {
 
 // The lock's rows.
 var (
-	participateRow = row{name: "participate", method: "Participate", item: EntityIdempotency, op: opPut, cond: notExists}
+	participateRow = row{name: "participate", method: "Participate", item: entity.Idempotency, op: opPut, cond: notExists}
 
 	lockNamesRequest = compare(expression.Name(attrRequestID).Equal, pRequestID)
 	releaseLockRow   = row{
-		name: "release lock", method: "MarkEnqueueFailed", item: EntityIdempotency, op: opDelete, cond: lockNamesRequest,
+		name: "release lock", method: "MarkEnqueueFailed", item: entity.Idempotency, op: opDelete, cond: lockNamesRequest,
 	}
 	// requestAbsentRow goes with a release of the lock whose request's put was
 	// refused: the lock goes only if the request is not there after all.
 	requestAbsentRow = row{
-		name: "release lock: request absent", method: "Participate", item: EntityRequest, op: opCheck, cond: notExists,
+		name: "release lock: request absent", method: "Participate", item: entity.Request, op: opCheck, cond: notExists,
 	}
 )
 
@@ -156,7 +158,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock lockK
 		lockTTL = expiry(end, c.opts.LockTTL)
 	}
 	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.key(), lockRecord: lockRecord{
-		EntityType: EntityIdempotency, EventID: event.EventID, UserID: lock.userID,
+		EntityType: entity.Idempotency, EventID: event.EventID, UserID: lock.userID,
 		RequestID: requestID, CreatedAt: now, TTL: lockTTL,
 	}}}})
 	var lost *conditionLost
@@ -288,7 +290,7 @@ func (c *Client) newRequest(event *EventConfig, lock lockKey, requestID string, 
 		return requestItem{}, err
 	}
 	req := Request{
-		EntityType: EntityRequest, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
+		EntityType: entity.Request, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
 		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
 		RequestedAt: requestedAt, QueuedAt: queuedAt,
 		IdempotencyKey: lock.idempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),

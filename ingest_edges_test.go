@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -125,7 +126,7 @@ func TestLotteryIngestStopsBeforeTheDrawMayBegin(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(began), 5*time.Second, "cut off at the draw's deadline, not the request's own 10 s")
 	assert.Zero(t, db.sent.Load(), "the request's put was never sent")
-	assert.Empty(t, items(t, admin)[asyncevent.EntityRequest])
+	assert.Empty(t, items(t, admin)[entity.Request])
 	p, err := admin.LookupParticipation(ctx, "lotto", "ann")
 	require.NoError(t, err, "the lock landed before the deadline")
 	sent := len(q.messages(t)) // a message without its request, which a worker drops
@@ -137,7 +138,7 @@ func TestLotteryIngestStopsBeforeTheDrawMayBegin(t *testing.T) {
 	require.NoError(t, err, "a duplicate after the cutoff is its participation, not ErrEventClosed")
 	assert.True(t, again.Duplicate)
 	assert.Equal(t, p.RequestID, again.RequestID)
-	assert.Empty(t, items(t, admin)[asyncevent.EntityRequest])
+	assert.Empty(t, items(t, admin)[entity.Request])
 
 	clock.Advance(time.Minute)
 	ended, err := admin.Submit(ctx, q, "lotto", "ann")
@@ -293,7 +294,7 @@ func TestHealUsesATokenOfItsOwn(t *testing.T) {
 
 	_, err = c.Submit(ctx, q, "ev", "ann")
 	require.Error(t, err, "the request's put never landed")
-	require.Empty(t, items(t, c)[asyncevent.EntityRequest])
+	require.Empty(t, items(t, c)[entity.Request])
 	first := len(ledger.tokens)
 	require.Positive(t, first)
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -85,12 +86,12 @@ func newIngest(t *testing.T, opts asyncevent.Options) (*asyncevent.Client, *asyn
 }
 
 // items returns the table's items by entity type.
-func items(t *testing.T, c *asyncevent.Client) map[asyncevent.EntityType][]map[string]types.AttributeValue {
+func items(t *testing.T, c *asyncevent.Client) map[entity.Type][]map[string]types.AttributeValue {
 	t.Helper()
-	byType := map[asyncevent.EntityType][]map[string]types.AttributeValue{}
+	byType := map[entity.Type][]map[string]types.AttributeValue{}
 	for _, it := range asynceventtest.ScanTable(t, c.TableName()) {
 		var e struct {
-			EntityType asyncevent.EntityType `dynamodbav:"entityType"`
+			EntityType entity.Type `dynamodbav:"entityType"`
 		}
 		require.NoError(t, attributevalue.UnmarshalMap(it, &e))
 		byType[e.EntityType] = append(byType[e.EntityType], it)
@@ -126,8 +127,8 @@ func TestConcurrentClicksOfOneUserMakeOneRequest(t *testing.T) {
 	}
 	assert.Equal(t, 1, news, "exactly one click is the new participation")
 	byType := items(t, c)
-	assert.Len(t, byType[asyncevent.EntityRequest], 1)
-	assert.Len(t, byType[asyncevent.EntityIdempotency], 1)
+	assert.Len(t, byType[entity.Request], 1)
+	assert.Len(t, byType[entity.Idempotency], 1)
 	assert.Len(t, q.messages(t), 1)
 
 	r, err := c.GetRequest(ctx, ids[0])
@@ -164,10 +165,10 @@ func TestManyUsersAreQueuedAndIndexed(t *testing.T) {
 	wg.Wait()
 
 	byType := items(t, c)
-	require.Len(t, byType[asyncevent.EntityRequest], users)
-	assert.Len(t, byType[asyncevent.EntityIdempotency], users)
+	require.Len(t, byType[entity.Request], users)
+	assert.Len(t, byType[entity.Idempotency], users)
 	assert.Len(t, q.messages(t), users)
-	for _, raw := range byType[asyncevent.EntityRequest] {
+	for _, raw := range byType[entity.Request] {
 		var r struct {
 			asyncevent.Request
 			asyncevent.IndexKeys
@@ -181,7 +182,7 @@ func TestManyUsersAreQueuedAndIndexed(t *testing.T) {
 		assert.GreaterOrEqual(t, r.QueuedAt, r.RequestedAt)
 	}
 	for typ, its := range byType {
-		if typ == asyncevent.EntityRequest {
+		if typ == entity.Request {
 			continue
 		}
 		for _, it := range its {
@@ -314,10 +315,10 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 
 // lockAttrs is what the tests read of an IdempotencyLock item.
 type lockAttrs struct {
-	EntityType asyncevent.EntityType `dynamodbav:"entityType"`
-	EventID    string                `dynamodbav:"eventId"`
-	UserID     string                `dynamodbav:"userId"`
-	TTL        int64                 `dynamodbav:"ttl"`
+	EntityType entity.Type `dynamodbav:"entityType"`
+	EventID    string      `dynamodbav:"eventId"`
+	UserID     string      `dynamodbav:"userId"`
+	TTL        int64       `dynamodbav:"ttl"`
 }
 
 // setStatus writes a request's status behind the library's back, as another process
@@ -461,7 +462,7 @@ func TestStatusLogFollowsIngest(t *testing.T) {
 	assert.Equal(t, asyncevent.StatusReceived, logs[1].FromStatus)
 	assert.Equal(t, asyncevent.StatusQueued, logs[1].ToStatus)
 	for _, l := range logs {
-		assert.Equal(t, asyncevent.EntityStatusLog, l.EntityType)
+		assert.Equal(t, entity.StatusLog, l.EntityType)
 		assert.Equal(t, asyncevent.MillisOf(t0.Add(30*24*time.Hour)).Time().Unix(), l.TTL)
 	}
 }
@@ -558,7 +559,7 @@ func TestLostParticipateResponseIsStillOurs(t *testing.T) {
 			r, err := c.GetRequest(ctx, p.RequestID)
 			require.NoError(t, err)
 			assert.Equal(t, asyncevent.StatusQueued, r.Status)
-			assert.Len(t, items(t, c)[asyncevent.EntityRequest], 1)
+			assert.Len(t, items(t, c)[entity.Request], 1)
 		})
 	}
 }
@@ -623,8 +624,8 @@ func TestLockWithoutRequestHealsOnTheNextClick(t *testing.T) {
 	require.Error(t, err, "the ingest died after the lock")
 	require.Equal(t, 1, doomed.Counts().Crashed)
 	before := items(t, c)
-	require.Len(t, before[asyncevent.EntityIdempotency], 1)
-	require.Empty(t, before[asyncevent.EntityRequest])
+	require.Len(t, before[entity.Idempotency], 1)
+	require.Empty(t, before[entity.Request])
 	report := asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Abandoned: []string{"ann"}})
 	assert.Equal(t, 1, report.Abandoned)
 
@@ -632,7 +633,7 @@ func TestLockWithoutRequestHealsOnTheNextClick(t *testing.T) {
 	p, err := c.Submit(ctx, q, "ev", "ann")
 	require.NoError(t, err)
 	assert.True(t, p.Duplicate, "within RedriveAfter the first click may still be writing")
-	assert.Empty(t, items(t, c)[asyncevent.EntityRequest])
+	assert.Empty(t, items(t, c)[entity.Request])
 
 	clock.Advance(31 * time.Second)
 	healed, err := c.Submit(ctx, q, "ev", "ann")
@@ -664,8 +665,8 @@ func TestRefusedRequestPutReleasesTheLock(t *testing.T) {
 
 	_, err = c.Submit(ctx, q, "ev", "ann")
 	require.ErrorIs(t, err, asyncevent.ErrThrottled)
-	assert.Empty(t, items(t, c)[asyncevent.EntityIdempotency], "the lock was released")
-	assert.Empty(t, items(t, c)[asyncevent.EntityRequest])
+	assert.Empty(t, items(t, c)[entity.Idempotency], "the lock was released")
+	assert.Empty(t, items(t, c)[entity.Request])
 	assert.Empty(t, q.messages(t))
 }
 
@@ -685,7 +686,7 @@ func TestItemLifetimes(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Equal(t, t0.Add(90*24*time.Hour).Unix(), p.Request.TTL, "requests: 90 days")
-	for _, raw := range items(t, c)[asyncevent.EntityIdempotency] {
+	for _, raw := range items(t, c)[entity.Idempotency] {
 		var l lockAttrs
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &l))
 		switch l.EventID {
@@ -695,7 +696,7 @@ func TestItemLifetimes(t *testing.T) {
 			assert.Zero(t, l.TTL, "an event without an end keeps its locks")
 		}
 	}
-	for _, raw := range items(t, c)[asyncevent.EntityConfig] {
+	for _, raw := range items(t, c)[entity.Config] {
 		_, has := raw["ttl"]
 		assert.False(t, has, "event configs are kept")
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 func attributeNames(t *testing.T, item any) []string {
@@ -29,7 +31,7 @@ func TestItemAttributeNames(t *testing.T) {
 	ik, err := newIndexKeys("e1", "u1", "r1", 1)
 	require.NoError(t, err)
 	full := requestItem{Key: rk.key(), IndexKeys: ik, Request: Request{
-		EntityType: EntityRequest, RequestID: "r1", EventID: "e1", UserID: "u1",
+		EntityType: entity.Request, RequestID: "r1", EventID: "e1", UserID: "u1",
 		EventType: Lottery, Status: StatusFailedFinal, UIPhase: PhaseAnnounced,
 		LotteryCutoffAt: 1, AnnouncedAt: 2, UIResult: UIFailed, ResultCode: ResultFailedWorker,
 		RequestedAt: 3, QueuedAt: 4, StartedAt: 5, FinishedAt: 6,
@@ -48,10 +50,10 @@ func TestItemAttributeNames(t *testing.T) {
 	assert.NotContains(t, attributeNames(t, fresh), "GSI1PK")
 
 	for name, item := range map[string]any{
-		"lock":       lockItem{lockRecord: lockRecord{EntityType: EntityIdempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
-		"capacity":   capacityItem{EventCapacity: EventCapacity{EntityType: EntityCapacity, EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
-		"status log": statusLogItem{StatusLog: StatusLog{EntityType: EntityStatusLog, RequestID: "r", FromStatus: StatusQueued, ToStatus: StatusProcessing, OccurredAt: 1, Message: "m", TTL: 2}},
-		"config":     configItem{EventConfig: EventConfig{EntityType: EntityConfig, EventID: "e", EventType: FirstCome, CapacityTotal: 1, CreatedAt: 1}},
+		"lock":       lockItem{lockRecord: lockRecord{EntityType: entity.Idempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
+		"capacity":   capacityItem{EventCapacity: EventCapacity{EntityType: entity.Capacity, EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
+		"status log": statusLogItem{StatusLog: StatusLog{EntityType: entity.StatusLog, RequestID: "r", FromStatus: StatusQueued, ToStatus: StatusProcessing, OccurredAt: 1, Message: "m", TTL: 2}},
+		"config":     configItem{EventConfig: EventConfig{EntityType: entity.Config, EventID: "e", EventType: FirstCome, CapacityTotal: 1, CreatedAt: 1}},
 	} {
 		names := attributeNames(t, item)
 		assert.Contains(t, names, "entityType", name)

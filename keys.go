@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // All key text of the table is built and parsed in this file and nowhere else.
@@ -145,38 +147,38 @@ type Key struct {
 
 // Entity reports which kind of item a table key belongs to, or an ErrMalformedKey
 // error for key text that no key builder of this package could have produced.
-func (k Key) Entity() (EntityType, error) {
+func (k Key) Entity() (entity.Type, error) {
 	if _, err := parseRequestKey(k); err == nil {
-		return EntityRequest, nil
+		return entity.Request, nil
 	}
 	if _, err := parseLockKey(k); err == nil {
-		return EntityIdempotency, nil
+		return entity.Idempotency, nil
 	}
 	if e, err := parseEventKey(k); err == nil {
-		return map[eventItem]EntityType{
-			eventItemConfig: EntityConfig, eventItemCapacity: EntityCapacity, eventItemDraw: EntityDraw,
+		return map[eventItem]entity.Type{
+			eventItemConfig: entity.Config, eventItemCapacity: entity.Capacity, eventItemDraw: entity.Draw,
 		}[e.item], nil
 	}
 	if _, err := parseStatusLogKey(k); err == nil {
-		return EntityStatusLog, nil
+		return entity.StatusLog, nil
 	}
 	if _, err := parseHoldKey(k); err == nil {
-		return EntityHold, nil
+		return entity.Hold, nil
 	}
 	if _, err := parseReturnsKey(k); err == nil {
-		return EntityReturns, nil
+		return entity.Returns, nil
 	}
 	if _, err := parseHoldEventKey(k); err == nil {
-		return EntityHoldEvent, nil
+		return entity.HoldEvent, nil
 	}
 	if _, err := parseAuditKey(k); err == nil {
-		return EntityAudit, nil
+		return entity.Audit, nil
 	}
 	if _, err := parseEventEntryKey(k); err == nil {
-		return EntityEventEntry, nil
+		return entity.EventEntry, nil
 	}
 	if _, err := parseProgressKey(k); err == nil {
-		return EntityProgress, nil
+		return entity.Progress, nil
 	}
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }

@@ -23,25 +23,6 @@ const (
 // Valid reports whether t is one of the event types.
 func (t EventType) Valid() bool { return t == FirstCome || t == Lottery }
 
-// EntityType tells which kind of item a row of the table is; every item carries it.
-type EntityType string
-
-// The entity types of the table's items.
-const (
-	EntityRequest     EntityType = "REQUEST"
-	EntityIdempotency EntityType = "IDEMPOTENCY"
-	EntityCapacity    EntityType = "CAPACITY"
-	EntityStatusLog   EntityType = "STATUS_LOG"
-	EntityConfig      EntityType = "CONFIG"
-	EntityDraw        EntityType = "DRAW"
-	EntityHold        EntityType = "HOLD"        // a held seat's expiry, for the hold sweep
-	EntityReturns     EntityType = "RETURNS"     // the seats given back, for the waitlist
-	EntityHoldEvent   EntityType = "HOLD_EVENT"  // an event with holds, in the hold registry
-	EntityAudit       EntityType = "AUDIT"       // an operator's control of an event
-	EntityEventEntry  EntityType = "EVENT_ENTRY" // an event in the event list
-	EntityProgress    EntityType = "PROGRESS"    // one second of an event's progress, for a place in line
-)
-
 // Status is the backend state of a request (stored as status). A request moves
 // RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED | FAILED_FINAL; every write of
 // it is conditional on the current status, and a terminal status never changes again.

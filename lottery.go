@@ -14,6 +14,7 @@ import (
 	"github.com/asyncevent/asyncevent/draw"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -22,11 +23,11 @@ import (
 // seed, as the event's config does; the draw writes the seed on it and records the
 // entries it drew from, so anyone can recompute the winners.
 type DrawRecord struct {
-	EntityType     EntityType `dynamodbav:"entityType"` // DRAW
-	EventID        string     `dynamodbav:"eventId"`
-	Phase          UIPhase    `dynamodbav:"phase"`
-	WinnerCount    int64      `dynamodbav:"winnerCount"`
-	SeedCommitment string     `dynamodbav:"seedCommitment"` // hex SHA-256 of the seed
+	EntityType     entity.Type `dynamodbav:"entityType"` // DRAW
+	EventID        string      `dynamodbav:"eventId"`
+	Phase          UIPhase     `dynamodbav:"phase"`
+	WinnerCount    int64       `dynamodbav:"winnerCount"`
+	SeedCommitment string      `dynamodbav:"seedCommitment"` // hex SHA-256 of the seed
 
 	// SeedMode is where the seed is kept until the draw: SEALED, by Options.Seeds, the
 	// record holding no seed until the draw writes it; UNSEALED (or absent), on this
@@ -96,47 +97,47 @@ var notCollected = fixed(expression.AttributeNotExists(expression.Name(attrStart
 // together, and each entry gets its result under a condition.
 var (
 	drawFreezeRow = row{
-		name: "draw: freeze the entries", method: "Draw", item: EntityDraw, op: opUpdate, cond: phaseIs(PhaseCollecting),
+		name: "draw: freeze the entries", method: "Draw", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseCollecting),
 		sets: []set{setTo(attrPhase, PhaseDrawing), setTo(attrDrawnAt, pNow)},
 	}
 	drawEntriesRow = row{
-		name: "draw: record the entries", method: "Draw", item: EntityDraw, op: opUpdate, cond: entriesUnrecorded,
+		name: "draw: record the entries", method: "Draw", item: entity.Draw, op: opUpdate, cond: entriesUnrecorded,
 		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash), setTo(attrSeed, pSeed)},
 	}
 	drawAnnounceRow = row{
-		name: "draw: announce", method: "Draw", item: EntityDraw, op: opUpdate, cond: phaseIs(PhaseDrawing),
+		name: "draw: announce", method: "Draw", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseDrawing),
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
 	eventDrawingRow = row{
-		name: "event: drawing", method: "Draw", item: EntityConfig, op: opUpdate, cond: eventExists,
+		name: "event: drawing", method: "Draw", item: entity.Config, op: opUpdate, cond: eventExists,
 		sets: []set{setTo(attrPhase, PhaseDrawing)},
 	}
 	eventAnnouncedRow = row{
-		name: "event: announced", method: "Draw", item: EntityConfig, op: opUpdate, cond: eventExists,
+		name: "event: announced", method: "Draw", item: entity.Config, op: opUpdate, cond: eventExists,
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
 	lotteryWinRow = row{
-		name: "lottery result (win)", method: "Draw", item: EntityRequest, op: opUpdate,
+		name: "lottery result (win)", method: "Draw", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusSucceeded,
 		sets: append(finalSets(UISuccess, ResultSuccess), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
 	}
 	lotteryLoseRow = row{
-		name: "lottery result (lose)", method: "Draw", item: EntityRequest, op: opUpdate,
+		name: "lottery result (lose)", method: "Draw", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
 		sets: append(finalSets(UIRejected, ResultLotteryLose), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
 	}
 	lotteryClosedRow = row{
-		name: "lottery result (closed)", method: "MarkClosed", item: EntityRequest, op: opUpdate,
+		name: "lottery result (closed)", method: "MarkClosed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedAfterCutoff, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedClosed),
 	}
 	lotteryCollectRow = row{
-		name: "lottery entry collected", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		name: "lottery entry collected", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: notCollected, to: StatusQueued,
 		sets: []set{setTo(attrStartedAt, pNow)},
 	}
 	entryFailureRow = row{
-		name: "entry failure", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate,
+		name: "entry failure", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedByCutoff, to: StatusFailedFinal,
 		sets: failureSets,
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // An event's progress: how many of its requests arrived, and how many the workers
@@ -106,7 +108,7 @@ func slotNames(prefix string) [progressSlots]string {
 
 // progressRow adds a node's counts of one second to its progress item.
 var progressRow = row{
-	name: "progress counted", method: "FlushProgress", item: EntityProgress, op: opUpdate,
+	name: "progress counted", method: "FlushProgress", item: entity.Progress, op: opUpdate,
 	sets: []set{setIfMissing(attrEntityType, pEntityType), setIfMissing(attrEventID, pEventID), setIfMissing(attrTTL, pProgressTTL)},
 	adds: progressAdds(),
 }
@@ -247,7 +249,7 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 		return err
 	}
 	key := progressKey{eventID: k.eventID, shard: m.node % progressShards(cfg), second: k.second}
-	a := args{pEntityType: EntityProgress, pEventID: k.eventID, pProgressTTL: time.Unix(k.second, 0).Add(progressTTL).Unix()}
+	a := args{pEntityType: entity.Progress, pEventID: k.eventID, pProgressTTL: time.Unix(k.second, 0).Add(progressTTL).Unix()}
 	for i := range progressSlots {
 		a[param(arrivedSlots[i])] = p.arrived[i]
 		a[param(reachedSlots[i])] = p.reached[i]

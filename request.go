@@ -9,18 +9,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // Request is the Request item (PK REQ#<requestId>, SK META): one participation of a
 // user in an event, tracked from ingest to its final result. Times are epoch
 // milliseconds; a zero time has not happened yet and is not stored.
 type Request struct {
-	EntityType EntityType `dynamodbav:"entityType"` // REQUEST
-	RequestID  string     `dynamodbav:"requestId"`
-	EventID    string     `dynamodbav:"eventId"`
-	UserID     string     `dynamodbav:"userId"`
-	EventType  EventType  `dynamodbav:"eventType"`
-	Status     Status     `dynamodbav:"status"`
+	EntityType entity.Type `dynamodbav:"entityType"` // REQUEST
+	RequestID  string      `dynamodbav:"requestId"`
+	EventID    string      `dynamodbav:"eventId"`
+	UserID     string      `dynamodbav:"userId"`
+	EventType  EventType   `dynamodbav:"eventType"`
+	Status     Status      `dynamodbav:"status"`
 
 	// LOTTERY only: the phase for the screen, the cutoff and the announcement time.
 	// A request goes from COLLECTING straight to ANNOUNCED when the draw finalises
@@ -182,17 +184,17 @@ func finalSets(ui UIResult, code ResultCode) []set {
 // The request's rows.
 var (
 	createRequestRow = row{
-		name: "create request", method: "Participate", item: EntityRequest, op: opPut, cond: notExists,
+		name: "create request", method: "Participate", item: entity.Request, op: opPut, cond: notExists,
 	}
 	incompleteRequestRow = row{
-		name: "end incomplete request", method: "Submit", item: EntityRequest, op: opPut, cond: notExists,
+		name: "end incomplete request", method: "Submit", item: entity.Request, op: opPut, cond: notExists,
 	}
 	markQueuedRow = row{
-		name: "mark queued", method: "MarkQueued", item: EntityRequest, op: opUpdate,
+		name: "mark queued", method: "MarkQueued", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusQueued, loggedAt: pQueuedAt,
 	}
 	enqueueFailedRow = row{
-		name: "enqueue failure", method: "MarkEnqueueFailed", item: EntityRequest, op: opUpdate,
+		name: "enqueue failure", method: "MarkEnqueueFailed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusFailedFinal,
 		sets: []set{
 			setTo(attrUIResult, UIFailed), setTo(attrResultCode, ResultFailedIngestEnqueue),
@@ -201,7 +203,7 @@ var (
 		},
 	}
 	startProcessingRow = row{
-		name: "start processing", method: "StartProcessing", item: EntityRequest, op: opUpdate,
+		name: "start processing", method: "StartProcessing", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: leaseExpired}},
 		to:   StatusProcessing,
 		sets: []set{
@@ -210,21 +212,21 @@ var (
 		},
 	}
 	extendLeaseRow = row{
-		name: "lease heartbeat", method: "Processor.ProcessOne", item: EntityRequest, op: opUpdate, cond: heldUnderLease,
+		name: "lease heartbeat", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate, cond: heldUnderLease,
 		sets: []set{setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 	}
 	capacityRejectedRow = row{
-		name: "first-come capacity rejected", method: "MarkCapacityRejected", item: EntityRequest, op: opUpdate,
+		name: "first-come capacity rejected", method: "MarkCapacityRejected", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedCapacity),
 	}
 	soldOutRow = row{
-		name: "first-come sold out", method: "RejectSoldOut", item: EntityRequest, op: opUpdate,
+		name: "first-come sold out", method: "RejectSoldOut", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
 		sets: append(finalSets(UIRejected, ResultRejectedCapacity), setTo(attrStartedAt, pNow)),
 	}
 	finalFailureRow = row{
-		name: "final failure", method: "MarkFailed", item: EntityRequest, op: opUpdate,
+		name: "final failure", method: "MarkFailed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: failable,
 		to:   StatusFailedFinal,
 		sets: failureSets,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -76,7 +77,7 @@ func TestReview26ExtendedEndKeepsTheLocks(t *testing.T) {
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
 		var lock lockAttrs
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &lock))
-		if lock.EntityType != asyncevent.EntityIdempotency {
+		if lock.EntityType != entity.Idempotency {
 			continue
 		}
 		assert.GreaterOrEqual(t, lock.TTL, newEnd.Unix(),

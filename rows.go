@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // The rows of the access-pattern table, and the one engine that writes them.
@@ -42,9 +44,9 @@ const (
 
 // row is one conditional write of the access-pattern table.
 type row struct {
-	name   string     // as in the access-pattern table of doc.go
-	method string     // the Client method that makes the write
-	item   EntityType // the item it writes
+	name   string      // as in the access-pattern table of doc.go
+	method string      // the Client method that makes the write
+	item   entity.Type // the item it writes
 	op     op
 
 	// A status write leaves one of from (the likeliest first) for to. A row that

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // The access-pattern table of doc.go is the team's reference; these tests hold it to
@@ -53,19 +55,19 @@ func keyOf(r *row) string {
 	if r == &createEventRow {
 		return "EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW"
 	}
-	return map[EntityType]string{
-		EntityRequest:     "REQ#<requestId> / META",
-		EntityIdempotency: "IDEMP#<eventId>#<userId> / LOCK",
-		EntityCapacity:    "EVENT#<eventId> / CAPACITY",
-		EntityConfig:      "EVENT#<eventId> / CONFIG",
-		EntityDraw:        "EVENT#<eventId> / DRAW",
-		EntityStatusLog:   "REQ#<requestId> / LOG#<occurredAt>#<suffix>",
-		EntityHold:        "EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>",
-		EntityReturns:     "EVENT#<eventId>#RETURNS / RETURNS",
-		EntityAudit:       "EVENT#<eventId> / AUDIT#<at>#<suffix>",
-		EntityProgress:    "EVENT#<eventId>#PROGRESS#<p> / T#<second>",
-		EntityEventEntry:  "EVENTS / CAT#<createdAt>#EVENT#<eventId>",
-		EntityHoldEvent:   "HOLD_EVENTS / EVENT#<eventId>",
+	return map[entity.Type]string{
+		entity.Request:     "REQ#<requestId> / META",
+		entity.Idempotency: "IDEMP#<eventId>#<userId> / LOCK",
+		entity.Capacity:    "EVENT#<eventId> / CAPACITY",
+		entity.Config:      "EVENT#<eventId> / CONFIG",
+		entity.Draw:        "EVENT#<eventId> / DRAW",
+		entity.StatusLog:   "REQ#<requestId> / LOG#<occurredAt>#<suffix>",
+		entity.Hold:        "EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>",
+		entity.Returns:     "EVENT#<eventId>#RETURNS / RETURNS",
+		entity.Audit:       "EVENT#<eventId> / AUDIT#<at>#<suffix>",
+		entity.Progress:    "EVENT#<eventId>#PROGRESS#<p> / T#<second>",
+		entity.EventEntry:  "EVENTS / CAT#<createdAt>#EVENT#<eventId>",
+		entity.HoldEvent:   "HOLD_EVENTS / EVENT#<eventId>",
 	}[r.item]
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -31,7 +32,7 @@ func seedCommitment(seed []byte) string {
 // newDrawRecord makes a new LOTTERY event's Draw record and sets the config's
 // seedCommitment, seedMode and phase.
 func (c *Client) newDrawRecord(ctx context.Context, cfg *EventConfig) (DrawRecord, error) {
-	record := DrawRecord{EntityType: EntityDraw, EventID: cfg.EventID, Phase: PhaseCollecting, WinnerCount: cfg.WinnerCount}
+	record := DrawRecord{EntityType: entity.Draw, EventID: cfg.EventID, Phase: PhaseCollecting, WinnerCount: cfg.WinnerCount}
 	var drawSeed []byte
 	var err error
 	if c.opts.Seeds != nil {

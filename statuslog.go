@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // StatusLog is an optional StatusLog item (PK REQ#<requestId>, SK
@@ -25,7 +27,7 @@ import (
 // after ingest's QUEUED write, is never logged before it on the same clock; the log
 // reads in lifecycle order wherever the processes' clocks agree.
 type StatusLog struct {
-	EntityType EntityType  `dynamodbav:"entityType"` // STATUS_LOG
+	EntityType entity.Type `dynamodbav:"entityType"` // STATUS_LOG
 	RequestID  string      `dynamodbav:"requestId"`
 	FromStatus Status      `dynamodbav:"fromStatus,omitempty"` // empty for the first entry
 	ToStatus   Status      `dynamodbav:"toStatus"`
@@ -42,7 +44,7 @@ type statusLogItem struct {
 }
 
 // statusLogRow writes a log entry, in the transaction of its transition.
-var statusLogRow = row{name: "status log", method: "Options.StatusLog", item: EntityStatusLog, op: opPut, cond: notExists}
+var statusLogRow = row{name: "status log", method: "Options.StatusLog", item: entity.StatusLog, op: opPut, cond: notExists}
 
 // statusLogEntry returns the write of the log entry of one transition of requestID,
 // for the transaction that makes the transition. The entry's suffix is random, so two
@@ -57,7 +59,7 @@ func (c *Client) statusLogEntry(requestID string, from, to Status, message strin
 		return write{}, err
 	}
 	return write{row: &statusLogRow, item: statusLogItem{Key: key.key(), StatusLog: StatusLog{
-		EntityType: EntityStatusLog, RequestID: requestID, FromStatus: from, ToStatus: to,
+		EntityType: entity.StatusLog, RequestID: requestID, FromStatus: from, ToStatus: to,
 		OccurredAt: at, Message: message, TTL: expiry(at, c.opts.StatusLogTTL),
 	}}}, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -49,7 +50,7 @@ func fastRetry(int) time.Duration { return 20 * time.Millisecond }
 func requestsOf(t *testing.T, c *asyncevent.Client, eventID string) []asyncevent.Request {
 	t.Helper()
 	var out []asyncevent.Request
-	for _, raw := range items(t, c)[asyncevent.EntityRequest] {
+	for _, raw := range items(t, c)[entity.Request] {
 		r := asynceventtest.UnmarshalRequest(t, raw)
 		if r.EventID == eventID {
 			out = append(out, r)
@@ -550,7 +551,7 @@ func TestMessageWithoutRequestIsDropped(t *testing.T) {
 		UserID: "ghost", EventType: asyncevent.FirstCome, RequestedAt: 1}, asyncevent.ProcessOptions{})
 	assert.False(t, res.Redeliver)
 	assert.Equal(t, asyncevent.OutcomeNotFound, res.Kind)
-	assert.Empty(t, items(t, c)[asyncevent.EntityRequest], "nothing written for it")
+	assert.Empty(t, items(t, c)[entity.Request], "nothing written for it")
 }
 
 // A worker whose lease expired and was taken over writes nothing more: its seat claim

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // CheckOptions tunes CheckEvent.
@@ -101,14 +102,14 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	for _, raw := range ScanTable(t, c.TableName()) {
 		var head struct {
 			PK, SK     string
-			EntityType asyncevent.EntityType `dynamodbav:"entityType"`
-			EventID    string                `dynamodbav:"eventId"`
+			EntityType entity.Type `dynamodbav:"entityType"`
+			EventID    string      `dynamodbav:"eventId"`
 		}
 		if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
 			fail("an item does not decode: %v", err)
 			continue
 		}
-		if head.EntityType != asyncevent.EntityRequest {
+		if head.EntityType != entity.Request {
 			for name := range raw {
 				if strings.HasPrefix(name, "GSI") {
 					fail("%s item %s/%s carries %s", head.EntityType, head.PK, head.SK, name)
@@ -116,19 +117,19 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 			}
 		}
 		switch head.EntityType {
-		case asyncevent.EntityRequest:
+		case entity.Request:
 			var r reqItem
 			mustDecode(t, raw, &r)
 			if r.EventID == eventID {
 				requests[r.RequestID] = r
 			}
-		case asyncevent.EntityIdempotency:
+		case entity.Idempotency:
 			var l lockItem
 			mustDecode(t, raw, &l)
 			if l.EventID == eventID {
 				locks[l.UserID] = l
 			}
-		case asyncevent.EntityCapacity:
+		case entity.Capacity:
 			if head.EventID == eventID {
 				var shard asyncevent.EventCapacity
 				mustDecode(t, raw, &shard)
@@ -148,11 +149,11 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 				mustDecode(t, raw, &seats)
 				holders[n], spent[n] = seats.Holders, shard.CapacityTotal-shard.CapacityRemaining
 			}
-		case asyncevent.EntityReturns:
+		case entity.Returns:
 			if head.EventID == eventID {
 				mustDecode(t, raw, &returns)
 			}
-		case asyncevent.EntityStatusLog:
+		case entity.StatusLog:
 			var l asyncevent.StatusLog
 			mustDecode(t, raw, &l)
 			logs[l.RequestID] = append(logs[l.RequestID], l)

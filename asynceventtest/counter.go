@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
 
@@ -27,9 +28,9 @@ type Counts struct {
 	// Update or a Delete, alone or inside a transaction), whether or not their
 	// condition held: a failed conditional write costs capacity too. Keys that no
 	// builder of asyncevent could have produced count under "OTHER".
-	Writes map[asyncevent.EntityType]int
+	Writes map[entity.Type]int
 	// Reads counts the GetItem calls by the kind of item they name.
-	Reads map[asyncevent.EntityType]int
+	Reads map[entity.Type]int
 }
 
 // NewCounter returns a Counter around db.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
@@ -32,7 +32,7 @@ func holdsAcceptance(r *bench.Report) []check {
 	var cs []check
 	if f, ok := holdFlowOf(r.Holds, bench.FlowHoldsWinner); ok && f.Versus != nil {
 		p := f.Library.PerOp
-		holds := f.WritesPerOp[asyncevent.EntityHold]
+		holds := f.WritesPerOp[entity.Hold]
 		rest := p.RoundTrips - p.ConfigReads - holds
 		cs = append(cs, check{
 			Name:  "DynamoDB calls per first-come winner with holds = a winner's + 1 (the PutItem of its Hold item), the rest < 3",
@@ -91,7 +91,7 @@ func callsOf(total float64, byOp map[string]float64) string {
 }
 
 // writesOf says the write requests per operation by kind of item: "HOLD 1.00 · REQUEST 1.00".
-func writesOf(byKind map[asyncevent.EntityType]float64) string {
+func writesOf(byKind map[entity.Type]float64) string {
 	parts := make([]string, 0, len(byKind))
 	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
 		parts = append(parts, fmt.Sprintf("%s %.2f", kind, byKind[kind]))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/queue"
@@ -103,7 +104,7 @@ func measurePolls(ctx context.Context, db asyncevent.DynamoDB, table string, o p
 		Polls: o.polls, Clients: o.clients, Backlog: o.backlog, Waiting: len(waiting),
 		Seconds: elapsed.Seconds(), PollsPerSec: n / elapsed.Seconds(), Placed: int(placed.Load()),
 		PerPoll:      costOf(cost, o.polls, 0),
-		RequestReads: float64(cost.Reads[asyncevent.EntityRequest]) / n, ConfigReads: float64(cost.Reads[asyncevent.EntityConfig]) / n,
+		RequestReads: float64(cost.Reads[entity.Request]) / n, ConfigReads: float64(cost.Reads[entity.Config]) / n,
 		ProgressReads: cost.Calls["Query"],
 	}, nil
 }

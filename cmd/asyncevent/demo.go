@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/queue"
@@ -584,7 +585,7 @@ func (d *demo) firstComeReport(ctx context.Context, sp *spikeRun) (*firstComeRep
 		IngestSeconds: sp.ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
 		PerParticipation: costOf(c.newCost, newN, int(sp.sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),
 		Messages: t.messages(), Outcomes: map[string]int{},
-		CapacityWrites: sp.workerCost.Writes[asyncevent.EntityCapacity],
+		CapacityWrites: sp.workerCost.Writes[entity.Capacity],
 		Line:           sp.line.report(st.Queue, sp.start),
 	}
 	r.Heat = bench.LayoutHeatOf(bench.DefaultLayout, metered.CeilingOf(d.heat.Keys(), newN, r.Winners))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
@@ -267,7 +268,7 @@ func TestBench(t *testing.T) {
 	assert.Equal(t, []string{bench.FlowHoldsWinner, bench.FlowHoldsLoser, bench.FlowHoldsConfirm, bench.FlowHoldsRelease,
 		bench.FlowHoldsExpire, bench.FlowHoldsServe}, names)
 	assert.Equal(t, 12, holds.Flows[0].Library.Ops)
-	assert.Equal(t, 1.0, holds.Flows[0].WritesPerOp[asyncevent.EntityHold])
+	assert.Equal(t, 1.0, holds.Flows[0].WritesPerOp[entity.Hold])
 	assert.NotEmpty(t, rep.Machine)
 	require.Len(t, rep.Heat, 2, "the default layout and the one derived for 20,000 clicks/s")
 	h := rep.Heat[0]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -52,7 +53,7 @@ type HoldFlow struct {
 	Library Side   `json:"library"`
 	// WritesPerOp counts the write requests of one operation by the kind of item they
 	// name (REQUEST, HOLD, RETURNS, CAPACITY…), failed conditions included.
-	WritesPerOp map[asyncevent.EntityType]float64 `json:"writesPerOp"`
+	WritesPerOp map[entity.Type]float64 `json:"writesPerOp"`
 	// Versus compares the flow with the same flow on an event without holds, where
 	// there is one (FlowHoldsWinner, FlowHoldsLoser).
 	Versus *Versus `json:"versus,omitempty"`
@@ -88,7 +89,7 @@ func holdsReport(lib *side) *Holds {
 		if m == nil {
 			continue
 		}
-		hf := HoldFlow{Name: f.name, Unit: f.unit, Library: sideOf(m), WritesPerOp: map[asyncevent.EntityType]float64{}}
+		hf := HoldFlow{Name: f.name, Unit: f.unit, Library: sideOf(m), WritesPerOp: map[entity.Type]float64{}}
 		for kind, k := range m.counts.Writes {
 			hf.WritesPerOp[kind] = float64(k) / float64(m.ops)
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
@@ -32,7 +32,7 @@ func checkHolds(t *testing.T, h *bench.Holds, ops int) {
 
 	win := byName[bench.FlowHoldsWinner]
 	assert.Equal(t, ops, win.Library.Ops)
-	assert.Equal(t, 1.0, win.WritesPerOp[asyncevent.EntityHold], "one Hold item per hold")
+	assert.Equal(t, 1.0, win.WritesPerOp[entity.Hold], "one Hold item per hold")
 	assert.Equal(t, 1.0, win.Library.PerOp.Calls["PutItem"], "the Hold item's put, the only one")
 	assert.Zero(t, win.Library.PerOp.Calls["TransactWriteItems"], "no transaction")
 	require.NotNil(t, win.Versus)
@@ -44,7 +44,7 @@ func checkHolds(t *testing.T, h *bench.Holds, ops int) {
 	assert.Equal(t, 1.0, lose.Library.PerOp.Calls["GetItem"], "a look at the home shard")
 	assert.Equal(t, 1.0, lose.Library.PerOp.Calls["UpdateItem"], "one write: WAITLISTED")
 	assert.Equal(t, 2.0, lose.Library.PerOp.DynamoDBCalls)
-	assert.Equal(t, 1.0, lose.WritesPerOp[asyncevent.EntityRequest])
+	assert.Equal(t, 1.0, lose.WritesPerOp[entity.Request])
 	assert.Zero(t, lose.Library.PerOp.CapacityWrites)
 	require.NotNil(t, lose.Versus)
 	assert.Equal(t, bench.FlowWorkerSoldOut, lose.Versus.Flow)
@@ -56,30 +56,30 @@ func checkHolds(t *testing.T, h *bench.Holds, ops int) {
 	assert.Equal(t, 2*third, confirm.Library.Ops)
 	assert.Equal(t, 1.0, confirm.Library.PerOp.Calls["GetItem"], "the request, strongly consistent")
 	assert.Equal(t, 1.0, confirm.Library.PerOp.Calls["TransactWriteItems"], "SUCCEEDED and the Hold item's delete")
-	assert.Equal(t, 1.0, confirm.WritesPerOp[asyncevent.EntityHold])
-	assert.Zero(t, confirm.WritesPerOp[asyncevent.EntityReturns])
+	assert.Equal(t, 1.0, confirm.WritesPerOp[entity.Hold])
+	assert.Zero(t, confirm.WritesPerOp[entity.Returns])
 
 	release := byName[bench.FlowHoldsRelease]
 	assert.Equal(t, 2*third, release.Library.Ops)
 	assert.Equal(t, 1.0, release.Library.PerOp.Calls["GetItem"])
 	assert.Equal(t, 1.0, release.Library.PerOp.Calls["TransactWriteItems"], "REJECTED, the seat given back, the Hold item's delete")
-	assert.Equal(t, 1.0, release.WritesPerOp[asyncevent.EntityReturns])
-	assert.Equal(t, 1.0, release.WritesPerOp[asyncevent.EntityHold])
+	assert.Equal(t, 1.0, release.WritesPerOp[entity.Returns])
+	assert.Equal(t, 1.0, release.WritesPerOp[entity.Hold])
 
 	expire := byName[bench.FlowHoldsExpire]
 	assert.Equal(t, ops-4*third, expire.Library.Ops)
 	assert.Equal(t, 1.0, expire.Library.PerOp.Calls["TransactWriteItems"], "one transaction per hold expired")
-	assert.Equal(t, 1.0, expire.WritesPerOp[asyncevent.EntityRequest])
-	assert.Equal(t, 1.0, expire.WritesPerOp[asyncevent.EntityReturns])
-	assert.Equal(t, 1.0, expire.WritesPerOp[asyncevent.EntityHold])
+	assert.Equal(t, 1.0, expire.WritesPerOp[entity.Request])
+	assert.Equal(t, 1.0, expire.WritesPerOp[entity.Returns])
+	assert.Equal(t, 1.0, expire.WritesPerOp[entity.Hold])
 	assert.Positive(t, expire.Library.PerOp.Calls["Query"], "the holds that ran out, found by a Query")
 	assert.Less(t, expire.Library.PerOp.Calls["Query"], 1.0)
 
 	serve := byName[bench.FlowHoldsServe]
 	assert.Equal(t, ops-2*third, serve.Library.Ops, "every seat given back, released or expired")
 	assert.Equal(t, 1.0, serve.Library.PerOp.Calls["TransactWriteItems"], "one transaction per seat handed on")
-	assert.Equal(t, 1.0, serve.WritesPerOp[asyncevent.EntityRequest], "WAITLISTED → HELD")
-	assert.Equal(t, 1.0, serve.WritesPerOp[asyncevent.EntityReturns], "the seat taken")
-	assert.Equal(t, 1.0, serve.WritesPerOp[asyncevent.EntityHold], "the new hold's Hold item")
+	assert.Equal(t, 1.0, serve.WritesPerOp[entity.Request], "WAITLISTED → HELD")
+	assert.Equal(t, 1.0, serve.WritesPerOp[entity.Returns], "the seat taken")
+	assert.Equal(t, 1.0, serve.WritesPerOp[entity.Hold], "the new hold's Hold item")
 	assert.Zero(t, serve.Library.PerOp.CapacityWrites)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // The hot functions of a participation and of a message, without I/O: what the
@@ -67,7 +68,7 @@ func BenchmarkDecodeMessage(b *testing.B) {
 
 func hotRequestItem() asyncevent.Request {
 	return asyncevent.Request{
-		EntityType: asyncevent.EntityRequest, RequestID: hotRequest, EventID: hotEvent, UserID: hotUser,
+		EntityType: entity.Request, RequestID: hotRequest, EventID: hotEvent, UserID: hotUser,
 		EventType: asyncevent.FirstCome, Status: asyncevent.StatusSucceeded, UIResult: asyncevent.UISuccess,
 		ResultCode: asyncevent.ResultSuccess, RequestedAt: hotMillis, QueuedAt: hotMillis + 3, StartedAt: hotMillis + 40,
 		FinishedAt: hotMillis + 52, IdempotencyKey: "IDEMP#" + hotEvent + "#" + hotUser, LeaseOwner: "worker-1/0a1b2c3d",

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/queue"
 )
@@ -682,9 +683,9 @@ func sideOf(m *measured) Side {
 		QueueSends:     float64(m.sends) / ops,
 		WCU:            m.counts.WCU / ops,
 		RCU:            m.counts.RCU / ops,
-		CapacityWrites: float64(m.counts.Writes[asyncevent.EntityCapacity]) / ops,
-		CapacityReads:  float64(m.counts.Reads[asyncevent.EntityCapacity]) / ops,
-		ConfigReads:    float64(m.counts.Reads[asyncevent.EntityConfig]) / ops,
+		CapacityWrites: float64(m.counts.Writes[entity.Capacity]) / ops,
+		CapacityReads:  float64(m.counts.Reads[entity.Capacity]) / ops,
+		ConfigReads:    float64(m.counts.Reads[entity.Config]) / ops,
 		Calls:          map[string]float64{},
 	}
 	for op, k := range m.counts.Calls {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // Counter wraps a DynamoDB client and counts what goes through it: calls per
@@ -43,21 +44,21 @@ type Counts struct {
 	// Update or a Delete, alone or inside a transaction), whether or not their
 	// condition held: a failed conditional write costs capacity too. Keys that no
 	// builder of asyncevent could have produced count under "OTHER".
-	Writes map[asyncevent.EntityType]int
+	Writes map[entity.Type]int
 	// Reads counts the GetItem calls by the kind of item they name.
-	Reads map[asyncevent.EntityType]int
+	Reads map[entity.Type]int
 }
 
 // OtherItems is the kind under which Counts.Writes counts items whose key is none of
 // the library's.
-const OtherItems asyncevent.EntityType = "OTHER"
+const OtherItems entity.Type = "OTHER"
 
 // RoundTrips is the number of HTTP round trips, the SDK's retries included.
 func (c Counts) RoundTrips() int { return c.Attempts }
 
 // Sub returns the counts between an earlier snapshot and c.
 func (c Counts) Sub(earlier Counts) Counts {
-	d := Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{}, Reads: map[asyncevent.EntityType]int{},
+	d := Counts{Calls: map[string]int{}, Writes: map[entity.Type]int{}, Reads: map[entity.Type]int{},
 		Attempts: c.Attempts - earlier.Attempts, RCU: c.RCU - earlier.RCU, WCU: c.WCU - earlier.WCU}
 	for op, n := range c.Calls {
 		if n -= earlier.Calls[op]; n != 0 {
@@ -85,10 +86,10 @@ func (c Counts) Add(o Counts) Counts {
 		s.Calls = map[string]int{}
 	}
 	if s.Writes == nil {
-		s.Writes = map[asyncevent.EntityType]int{}
+		s.Writes = map[entity.Type]int{}
 	}
 	if s.Reads == nil {
-		s.Reads = map[asyncevent.EntityType]int{}
+		s.Reads = map[entity.Type]int{}
 	}
 	for kind, n := range o.Reads {
 		s.Reads[kind] += n
@@ -122,7 +123,7 @@ func NewCounter(db asyncevent.DynamoDB) *Counter {
 }
 
 func newCounts() Counts {
-	return Counts{Calls: map[string]int{}, Writes: map[asyncevent.EntityType]int{}, Reads: map[asyncevent.EntityType]int{}}
+	return Counts{Calls: map[string]int{}, Writes: map[entity.Type]int{}, Reads: map[entity.Type]int{}}
 }
 
 // Unwrap returns the client c wraps.
@@ -206,7 +207,7 @@ func (c *Counter) record(ctx context.Context, k call) {
 
 // kindOf names the kind of item a key (or a whole item) belongs to, by parsing its
 // PK and SK with the library's key parsers (Key.Entity).
-func kindOf(item map[string]types.AttributeValue) asyncevent.EntityType {
+func kindOf(item map[string]types.AttributeValue) entity.Type {
 	var key asyncevent.Key
 	if err := attributevalue.UnmarshalMap(item, &key); err != nil {
 		return OtherItems

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
 
@@ -28,8 +29,8 @@ func TestCounterCountsCallsWritesAndCapacity(t *testing.T) {
 	require.NoError(t, err)
 	d := counter.Snapshot().Sub(before)
 	assert.Equal(t, 2, d.Calls["PutItem"], "the lock, then the request")
-	assert.Equal(t, 1, d.Writes[asyncevent.EntityIdempotency])
-	assert.Equal(t, 1, d.Writes[asyncevent.EntityRequest])
+	assert.Equal(t, 1, d.Writes[entity.Idempotency])
+	assert.Equal(t, 1, d.Writes[entity.Request])
 	assert.GreaterOrEqual(t, d.RoundTrips(), 1)
 	assert.Positive(t, d.WCU)
 	assert.Equal(t, d.Calls["PutItem"]+d.Calls["GetItem"], d.DataCalls())
@@ -69,5 +70,5 @@ func TestTrackAttributesCallsToAContext(t *testing.T) {
 		sum = sum.Add(tl)
 	}
 	assert.Equal(t, 8, sum.Calls["PutItem"])
-	assert.Equal(t, 8, sum.Writes[asyncevent.EntityIdempotency])
+	assert.Equal(t, 8, sum.Writes[entity.Idempotency])
 }

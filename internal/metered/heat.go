@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // DynamoDB's limits on one partition key, on the table and on each GSI apart.
@@ -293,7 +294,7 @@ func (h *Heat) learn(item map[string]types.AttributeValue) {
 // also learns.
 func (h *Heat) landingOf(key map[string]types.AttributeValue, set map[string]string) landing {
 	id, _ := itemOf(key)
-	l := landing{item: id, capacity: kindOf(key) == asyncevent.EntityCapacity}
+	l := landing{item: id, capacity: kindOf(key) == entity.Capacity}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	known := h.items[id]
@@ -472,7 +473,7 @@ func (h *Heat) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt
 		set := IndexKeysSet(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, stringValue(in.ExpressionAttributeValues))
 		h.charge(true, []landing{h.landingOf(in.Key, set)}, one(out.ConsumedCapacity))
 	case refused(err):
-		h.charge(true, []landing{{item: mustItem(in.Key), capacity: kindOf(in.Key) == asyncevent.EntityCapacity}}, refusedCost(1, false))
+		h.charge(true, []landing{{item: mustItem(in.Key), capacity: kindOf(in.Key) == entity.Capacity}}, refusedCost(1, false))
 	}
 	return out, err
 }
