@@ -21,7 +21,7 @@
 // first. ChaosQueue disturbs a queue, and CheckEvent checks an event's invariants
 // afterwards.
 //
-// WaitDrained waits for workers to empty an queue.Memory, and Work runs one
+// WaitDrained waits for workers to empty a queue.Memory, and Work runs one
 // message through an asyncevent.Processor and returns its outcome.
 package asynceventtest
 
