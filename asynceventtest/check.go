@@ -84,14 +84,28 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	if err != nil {
 		t.Fatalf("CheckEvent %s: %v", eventID, err)
 	}
+	items := readEventItems(t, c, eventID, fail)
+	live := checkRequests(cfg, items, opts, &rep, fail)
+	checkLocks(eventID, items, live, opts, &rep, fail)
+	won := rep.ByStatus[asyncevent.StatusSucceeded]
+	switch cfg.EventType {
+	case asyncevent.FirstCome:
+		checkFirstCome(cfg, items, won, rep.ByCode[asyncevent.ResultRejectedCapacity], opts, fail)
+	case asyncevent.Lottery:
+		checkLottery(ctx, c, cfg, won, rep.ByCode[asyncevent.ResultLotteryLose], fail)
+	}
+	return rep
+}
 
-	requests := map[string]reqItem{}
-	locks := map[string]lockItem{} // by user
-	logs := map[string][]asyncevent.StatusLog{}
-	var capacity *asyncevent.EventCapacity
-	holders := map[int][]string{} // capacity shard → the seat tokens on it
-	spent := map[int]int64{}      // capacity shard → the seats taken from it
-	var returns struct {          // the event's pool: seats given back, added, of cancels
+// eventItems are the items of one event that CheckEvent reads off the table.
+type eventItems struct {
+	requests map[string]reqItem  // by request ID
+	locks    map[string]lockItem // by user
+	logs     map[string][]asyncevent.StatusLog
+	capacity *asyncevent.EventCapacity // the shards, summed
+	holders  map[int][]string          // capacity shard → the seat tokens on it
+	spent    map[int]int64             // capacity shard → the seats taken from it
+	returns  struct {                  // the event's pool: seats given back, added, of cancels
 		CapacityRemaining int64    `dynamodbav:"capacityRemaining"`
 		Returned          int64    `dynamodbav:"returned"`
 		Served            int64    `dynamodbav:"served"`
@@ -99,6 +113,13 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		Cancelled         int64    `dynamodbav:"cancelled"`
 		Holders           []string `dynamodbav:"holders,stringset"`
 	}
+}
+
+// readEventItems scans the table for the event's items, failing any item that does
+// not decode and any item but a request that carries an index attribute.
+func readEventItems(t testing.TB, c *asyncevent.Client, eventID string, fail func(string, ...any)) *eventItems {
+	items := &eventItems{requests: map[string]reqItem{}, locks: map[string]lockItem{}, logs: map[string][]asyncevent.StatusLog{},
+		holders: map[int][]string{}, spent: map[int]int64{}}
 	for _, raw := range ScanTable(t, c.TableName()) {
 		var head struct {
 			PK, SK     string
@@ -121,47 +142,57 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 			var r reqItem
 			mustDecode(t, raw, &r)
 			if r.EventID == eventID {
-				requests[r.RequestID] = r
+				items.requests[r.RequestID] = r
 			}
 		case entity.Idempotency:
 			var l lockItem
 			mustDecode(t, raw, &l)
 			if l.EventID == eventID {
-				locks[l.UserID] = l
+				items.locks[l.UserID] = l
 			}
 		case entity.Capacity:
 			if head.EventID == eventID {
-				var shard asyncevent.EventCapacity
-				mustDecode(t, raw, &shard)
-				if capacity == nil {
-					capacity = &asyncevent.EventCapacity{}
-				}
-				capacity.CapacityTotal += shard.CapacityTotal
-				capacity.CapacityRemaining += shard.CapacityRemaining
-				capacity.Shards = append(capacity.Shards, shard)
-				if shard.CapacityRemaining < 0 {
-					fail("a capacity item of %s has capacityRemaining %d", eventID, shard.CapacityRemaining)
-				}
-				n := capacityShardOf(head.PK)
-				var seats struct {
-					Holders []string `dynamodbav:"holders,stringset"`
-				}
-				mustDecode(t, raw, &seats)
-				holders[n], spent[n] = seats.Holders, shard.CapacityTotal-shard.CapacityRemaining
+				items.addShard(t, raw, capacityShardOf(head.PK), fail)
 			}
 		case entity.Returns:
 			if head.EventID == eventID {
-				mustDecode(t, raw, &returns)
+				mustDecode(t, raw, &items.returns)
 			}
 		case entity.StatusLog:
 			var l asyncevent.StatusLog
 			mustDecode(t, raw, &l)
-			logs[l.RequestID] = append(logs[l.RequestID], l)
+			items.logs[l.RequestID] = append(items.logs[l.RequestID], l)
 		}
 	}
+	return items
+}
 
+// addShard adds capacity shard n, as raw, to the event's capacity.
+func (items *eventItems) addShard(t testing.TB, raw map[string]types.AttributeValue, n int, fail func(string, ...any)) {
+	var shard asyncevent.EventCapacity
+	mustDecode(t, raw, &shard)
+	if items.capacity == nil {
+		items.capacity = &asyncevent.EventCapacity{}
+	}
+	items.capacity.CapacityTotal += shard.CapacityTotal
+	items.capacity.CapacityRemaining += shard.CapacityRemaining
+	items.capacity.Shards = append(items.capacity.Shards, shard)
+	if shard.CapacityRemaining < 0 {
+		fail("a capacity item of %s has capacityRemaining %d", shard.EventID, shard.CapacityRemaining)
+	}
+	var seats struct {
+		Holders []string `dynamodbav:"holders,stringset"`
+	}
+	mustDecode(t, raw, &seats)
+	items.holders[n], items.spent[n] = seats.Holders, shard.CapacityTotal-shard.CapacityRemaining
+}
+
+// checkRequests counts the event's requests into rep and checks each: settled, on
+// its index keys, its status log a path of the lifecycle. It returns each user's
+// live requests.
+func checkRequests(cfg *asyncevent.EventConfig, items *eventItems, opts CheckOptions, rep *CheckReport, fail func(string, ...any)) map[string][]string {
 	live := map[string][]string{} // user → live request IDs
-	for id, r := range requests {
+	for id, r := range items.requests {
 		rep.Requests++
 		rep.ByStatus[r.Status]++
 		if r.ResultCode != "" {
@@ -179,13 +210,20 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 		if want, err := cfg.RequestIndexKeys(r.UserID, id, r.QueuedAt); r.QueuedAt == 0 || err != nil || want != r.IndexKeys {
 			fail("request %s (%s) has index keys %+v, want %+v from queuedAt %d", id, r.Status, r.IndexKeys, want, r.QueuedAt)
 		}
-		checkLog(fail, id, r.Status, logs[id])
+		checkLog(fail, id, r.Status, items.logs[id])
 	}
+	return live
+}
+
+// checkLocks checks the event's locks against its live requests: one live request a
+// user, each with its lock, and no lock without its request (but those of
+// opts.Abandoned users).
+func checkLocks(eventID string, items *eventItems, live map[string][]string, opts CheckOptions, rep *CheckReport, fail func(string, ...any)) {
 	for user, ids := range live {
 		if len(ids) > 1 {
 			fail("user %s has %d live requests: %v", user, len(ids), ids)
 		}
-		l, ok := locks[user]
+		l, ok := items.locks[user]
 		switch {
 		case !ok:
 			fail("live request %s of %s has no lock", ids[0], user)
@@ -193,9 +231,9 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 			fail("the lock of %s names %s, its live request is %v", user, l.RequestID, ids)
 		}
 	}
-	for user, l := range locks {
+	for user, l := range items.locks {
 		rep.Locks++
-		r, ok := requests[l.RequestID]
+		r, ok := items.requests[l.RequestID]
 		switch {
 		case !ok && slices.Contains(opts.Abandoned, user):
 			rep.Abandoned++
@@ -208,64 +246,68 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 			fail("user %s has more than one request", u)
 		}
 	}
+}
 
-	won := rep.ByStatus[asyncevent.StatusSucceeded]
-	switch cfg.EventType {
-	case asyncevent.FirstCome:
-		if capacity == nil {
-			fail("no CAPACITY item")
-			break
-		}
-		if shards := max(cfg.CapacityShards, 1); len(capacity.Shards) != shards {
-			fail("%d capacity items, the event has %d capacity shards", len(capacity.Shards), shards)
-		}
-		if total := capacity.CapacityTotal + returns.Added; total != cfg.CapacityTotal {
-			fail("the shards' capacityTotal %d + %d seats added to the pool != the event's capacityTotal %d", capacity.CapacityTotal, returns.Added, cfg.CapacityTotal)
-		}
-		if cfg.HoldFor > 0 {
-			checkHolds(cfg, capacity, requests, holders, spent, returns.CapacityRemaining, returns.Returned, returns.Served, returns.Added, opts, fail)
-			break
-		}
-		// The pool (shard C): seats added or given back by a cancel, taken by claims
-		// that record their token there.
-		pool := max(cfg.CapacityShards, 1)
-		if len(returns.Holders) > 0 || returns.Added+returns.Cancelled > 0 {
-			holders[pool], spent[pool] = returns.Holders, returns.Added+returns.Cancelled-returns.CapacityRemaining
-		}
-		contenders := won + rep.ByCode[asyncevent.ResultRejectedCapacity]
-		total := capacity.CapacityTotal + returns.Added
-		if capacity.CapacityRemaining+returns.CapacityRemaining+int64(won) != total {
-			fail("capacityRemaining %d + %d on the pool + %d SUCCEEDED != capacityTotal %d (%d added)", capacity.CapacityRemaining, returns.CapacityRemaining, won, total, returns.Added)
-		}
-		if want := min(int(total), contenders); won > want || returns.Added+returns.Cancelled == 0 && won != want {
-			fail("%d SUCCEEDED, want min(capacity %d, contenders %d) = %d", won, total, contenders, want)
-		}
-		winners := map[string]int{} // seat token → seatShard (-1: none)
-		for id, r := range requests {
-			if r.Status == asyncevent.StatusSucceeded || r.ResultCode == asyncevent.ResultCancelled {
-				winners[seatToken(id)] = -1
-				if r.SeatShard != nil {
-					winners[seatToken(id)] = *r.SeatShard
-				}
+// checkFirstCome checks a FIRST_COME event's seats: its shards, the seats added, won
+// and left, and each seat's token (checkHolds for an event with holds).
+func checkFirstCome(cfg *asyncevent.EventConfig, items *eventItems, won, lost int, opts CheckOptions, fail func(string, ...any)) {
+	capacity, returns := items.capacity, items.returns
+	if capacity == nil {
+		fail("no CAPACITY item")
+		return
+	}
+	if shards := max(cfg.CapacityShards, 1); len(capacity.Shards) != shards {
+		fail("%d capacity items, the event has %d capacity shards", len(capacity.Shards), shards)
+	}
+	if total := capacity.CapacityTotal + returns.Added; total != cfg.CapacityTotal {
+		fail("the shards' capacityTotal %d + %d seats added to the pool != the event's capacityTotal %d", capacity.CapacityTotal, returns.Added, cfg.CapacityTotal)
+	}
+	if cfg.HoldFor > 0 {
+		checkHolds(cfg, capacity, items.requests, items.holders, items.spent, returns.CapacityRemaining, returns.Returned, returns.Served, returns.Added, opts, fail)
+		return
+	}
+	// The pool (shard C): seats added or given back by a cancel, taken by claims
+	// that record their token there.
+	pool := max(cfg.CapacityShards, 1)
+	if len(returns.Holders) > 0 || returns.Added+returns.Cancelled > 0 {
+		items.holders[pool], items.spent[pool] = returns.Holders, returns.Added+returns.Cancelled-returns.CapacityRemaining
+	}
+	contenders := won + lost
+	total := capacity.CapacityTotal + returns.Added
+	if capacity.CapacityRemaining+returns.CapacityRemaining+int64(won) != total {
+		fail("capacityRemaining %d + %d on the pool + %d SUCCEEDED != capacityTotal %d (%d added)", capacity.CapacityRemaining, returns.CapacityRemaining, won, total, returns.Added)
+	}
+	if want := min(int(total), contenders); won > want || returns.Added+returns.Cancelled == 0 && won != want {
+		fail("%d SUCCEEDED, want min(capacity %d, contenders %d) = %d", won, total, contenders, want)
+	}
+	winners := map[string]int{} // seat token → seatShard (-1: none)
+	for id, r := range items.requests {
+		if r.Status == asyncevent.StatusSucceeded || r.ResultCode == asyncevent.ResultCancelled {
+			winners[seatToken(id)] = -1
+			if r.SeatShard != nil {
+				winners[seatToken(id)] = *r.SeatShard
 			}
 		}
-		checkSeats(winners, holders, spent, fail)
-	case asyncevent.Lottery:
-		if cfg.Phase != asyncevent.PhaseAnnounced {
-			break
-		}
-		entries := won + rep.ByCode[asyncevent.ResultLotteryLose]
-		if want := min(int(cfg.WinnerCount), entries); won != want {
-			fail("%d SUCCEEDED, want min(K %d, entries %d) = %d", won, cfg.WinnerCount, entries, want)
-		}
-		v, err := c.VerifyDraw(ctx, eventID)
-		if err != nil {
-			fail("VerifyDraw: %v", err)
-		} else if !v.OK() {
-			fail("VerifyDraw: %s", v)
-		}
 	}
-	return rep
+	checkSeats(winners, items.holders, items.spent, fail)
+}
+
+// checkLottery checks an announced LOTTERY: min(K, entries) winners, and the draw
+// verifies.
+func checkLottery(ctx context.Context, c *asyncevent.Client, cfg *asyncevent.EventConfig, won, lost int, fail func(string, ...any)) {
+	if cfg.Phase != asyncevent.PhaseAnnounced {
+		return
+	}
+	entries := won + lost
+	if want := min(int(cfg.WinnerCount), entries); won != want {
+		fail("%d SUCCEEDED, want min(K %d, entries %d) = %d", won, cfg.WinnerCount, entries, want)
+	}
+	v, err := c.VerifyDraw(ctx, cfg.EventID)
+	if err != nil {
+		fail("VerifyDraw: %v", err)
+	} else if !v.OK() {
+		fail("VerifyDraw: %s", v)
+	}
 }
 
 // checkHolds checks the seats of an event with holds: the seats left on the shards
