@@ -210,8 +210,8 @@
 // DynamoDB call (with the rows it writes) and every message processed, and passes a
 // context of its own to each: package otelasyncevent implements it with OpenTelemetry
 // spans and metrics, carrying the trace context from ingest to the worker in the
-// message's attributes ([OutgoingMessage.Attributes], [Delivery.Attributes]). This
-// package imports no telemetry library.
+// message's attributes ([queue.OutgoingMessage.Attributes],
+// [queue.Delivery.Attributes]). This package imports no telemetry library.
 //
 // # Testing
 //

@@ -87,6 +87,10 @@ var (
 	// Options.Seeds) by a client without Options.Seeds: nothing is written.
 	ErrNoSeedSource = errors.New("asyncevent: no seed source for a sealed seed")
 
+	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
+	// The error is a *TableMismatchError listing every difference.
+	ErrTableMismatch = errors.New("asyncevent: table does not match the design")
+
 	// ErrThrottled reports a call DynamoDB refused for throughput after the SDK's and
 	// the library's own retries: a partition key over its share (a hot event's index
 	// key, its CAPACITY item), an index's back-pressure on the base-table write, the
@@ -110,8 +114,8 @@ func (e *InvalidIDError) Error() string {
 // Is reports whether target is ErrInvalidID.
 func (e *InvalidIDError) Is(target error) bool { return target == ErrInvalidID }
 
-// TableMismatchError reports a table whose keys or indexes differ from the design,
-// listing every difference (errors.As finds it).
+// TableMismatchError lists how a table differs from the one CreateTable makes. It
+// matches ErrTableMismatch.
 type TableMismatchError struct {
 	Table    string
 	Problems []string
@@ -121,6 +125,9 @@ func (e *TableMismatchError) Error() string {
 	return fmt.Sprintf("asyncevent: table %s does not match the design: %s",
 		e.Table, strings.Join(e.Problems, "; "))
 }
+
+// Is reports whether target is ErrTableMismatch.
+func (e *TableMismatchError) Is(target error) bool { return target == ErrTableMismatch }
 
 // throttleCodes are DynamoDB's answers for a refused throughput.
 var throttleCodes = map[string]bool{

@@ -18,10 +18,10 @@ import (
 	"github.com/asyncevent/asyncevent/entity"
 )
 
-// lockRecord is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
+// IdempotencyLock is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
 // the guard that gives one (event, user) exactly one request. It is written only
 // when absent, just before the request it names.
-type lockRecord struct {
+type IdempotencyLock struct {
 	EntityType entity.Type `dynamodbav:"entityType"` // IDEMPOTENCY
 	EventID    string      `dynamodbav:"eventId"`
 	UserID     string      `dynamodbav:"userId"`
@@ -34,7 +34,7 @@ type lockRecord struct {
 
 type lockItem struct {
 	Key
-	lockRecord
+	IdempotencyLock
 }
 
 // The lock's rows.
@@ -157,7 +157,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock lockK
 	if end := event.closesAt(); end != 0 {
 		lockTTL = expiry(end, c.opts.LockTTL)
 	}
-	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.key(), lockRecord: lockRecord{
+	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.key(), IdempotencyLock: IdempotencyLock{
 		EntityType: entity.Idempotency, EventID: event.EventID, UserID: lock.userID,
 		RequestID: requestID, CreatedAt: now, TTL: lockTTL,
 	}}}})

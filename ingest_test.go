@@ -313,14 +313,6 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()))
 }
 
-// lockAttrs is what the tests read of an IdempotencyLock item.
-type lockAttrs struct {
-	EntityType entity.Type `dynamodbav:"entityType"`
-	EventID    string      `dynamodbav:"eventId"`
-	UserID     string      `dynamodbav:"userId"`
-	TTL        int64       `dynamodbav:"ttl"`
-}
-
 // setStatus writes a request's status behind the library's back, as another process
 // would.
 func setStatus(t *testing.T, table, requestID string, s asyncevent.Status) {
@@ -687,7 +679,7 @@ func TestItemLifetimes(t *testing.T) {
 
 	assert.Equal(t, t0.Add(90*24*time.Hour).Unix(), p.Request.TTL, "requests: 90 days")
 	for _, raw := range items(t, c)[entity.Idempotency] {
-		var l lockAttrs
+		var l asyncevent.IdempotencyLock
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &l))
 		switch l.EventID {
 		case "ev":

@@ -50,7 +50,7 @@ func TestItemAttributeNames(t *testing.T) {
 	assert.NotContains(t, attributeNames(t, fresh), "GSI1PK")
 
 	for name, item := range map[string]any{
-		"lock":       lockItem{lockRecord: lockRecord{EntityType: entity.Idempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
+		"lock":       lockItem{IdempotencyLock: IdempotencyLock{EntityType: entity.Idempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
 		"capacity":   capacityItem{EventCapacity: EventCapacity{EntityType: entity.Capacity, EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
 		"status log": statusLogItem{StatusLog: StatusLog{EntityType: entity.StatusLog, RequestID: "r", FromStatus: StatusQueued, ToStatus: StatusProcessing, OccurredAt: 1, Message: "m", TTL: 2}},
 		"config":     configItem{EventConfig: EventConfig{EntityType: entity.Config, EventID: "e", EventType: FirstCome, CapacityTotal: 1, CreatedAt: 1}},

@@ -74,7 +74,7 @@ type ProcessOptions struct {
 	LeaseDuration time.Duration
 
 	// MaxReceives is the queue's receive limit before it dead-letters a message (SQS
-	// redrive maxReceiveCount; MemoryQueueOptions.MaxReceives). On the last receive a
+	// redrive maxReceiveCount; queue.MemoryOptions.MaxReceives). On the last receive a
 	// retryable failure ends the request FAILED_FINAL before the queue moves the
 	// message. Default: 5.
 	//

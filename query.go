@@ -58,7 +58,7 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 	if err != nil {
 		return nil, err
 	}
-	in := c.query(indexUser, expr)
+	in := c.query(IndexUser, expr)
 	in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(false), aws.Int32(int32(limit)), start
 	out, err := c.db.Query(ctx, in)
 	if err != nil {
@@ -303,7 +303,7 @@ func (c *Client) readAhead(ctx context.Context, src *shardReader, forward bool, 
 	if err != nil {
 		return err
 	}
-	in := c.query(indexEvent, expr)
+	in := c.query(IndexEvent, expr)
 	in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(forward), aws.Int32(int32(n)), src.from
 	out, err := c.db.Query(ctx, in)
 	if err != nil {
@@ -476,7 +476,7 @@ func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *ex
 		if err != nil {
 			return err
 		}
-		for pages := dynamodb.NewQueryPaginator(c.db, c.query(indexEvent, expr)); pages.HasMorePages(); {
+		for pages := dynamodb.NewQueryPaginator(c.db, c.query(IndexEvent, expr)); pages.HasMorePages(); {
 			page, err := pages.NextPage(ctx)
 			if err != nil {
 				return fmt.Errorf("read the requests of %s: %w", eventID, err)
@@ -523,7 +523,7 @@ func (c *Client) CountRequests(ctx context.Context, eventID string) (int, error)
 		if err != nil {
 			return 0, err
 		}
-		in := c.query(indexEvent, expr)
+		in := c.query(IndexEvent, expr)
 		in.Select = types.SelectCount
 		for pages := dynamodb.NewQueryPaginator(c.db, in); pages.HasMorePages(); {
 			page, err := pages.NextPage(ctx)

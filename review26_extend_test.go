@@ -75,7 +75,7 @@ func TestReview26ExtendedEndKeepsTheLocks(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
-		var lock lockAttrs
+		var lock asyncevent.IdempotencyLock
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &lock))
 		if lock.EntityType != entity.Idempotency {
 			continue

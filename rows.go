@@ -466,13 +466,25 @@ func (c *Client) apply(ctx context.Context, key requestKey, w write, tx txOption
 		return c.applyFrom(ctx, key, "", w, tx, extra)
 	}
 	start := w.row.from[0].status
-	for attempt := 0; ; attempt++ {
+	for range w.row.from {
 		t, err := c.applyFrom(ctx, key, start, w, tx, extra)
-		if err != nil || t.Applied || t.Current == nil || t.Current.Status == start || !w.row.leaves(t.Current.Status) || attempt == len(w.row.from) {
-			return t, err // applied, or the condition lost for good (or the status kept moving)
+		next, again := w.row.retryFrom(start, t)
+		if err != nil || !again {
+			return t, err
 		}
-		start = t.Current.Status
+		start = next
 	}
+	return c.applyFrom(ctx, key, start, w, tx, extra) // the status kept moving: its last answer stands
+}
+
+// retryFrom tells whether a write of r tried from start, with outcome t, is tried
+// again, and from which status: when its condition failed on a request in another
+// status that r leaves too.
+func (r *row) retryFrom(start Status, t Transition) (Status, bool) {
+	if t.Applied || t.Current == nil || t.Current.Status == start || !r.leaves(t.Current.Status) {
+		return "", false // applied, or the condition lost for good
+	}
+	return t.Current.Status, true
 }
 
 // applyTo is apply on the request requestID, its error wrapped as "<what>

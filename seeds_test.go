@@ -56,7 +56,7 @@ func eventItems(t *testing.T, c *asyncevent.Client) []map[string]types.Attribute
 		require.NotNil(t, out.Item, sk)
 		all = append(all, out.Item)
 	}
-	q := dynamodb.NewQueryPaginator(db, &dynamodb.QueryInput{TableName: table, IndexName: aws.String("GSI2"),
+	q := dynamodb.NewQueryPaginator(db, &dynamodb.QueryInput{TableName: table, IndexName: aws.String(asyncevent.IndexEvent),
 		KeyConditionExpression:    aws.String("GSI2PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "EVENT#lotto"}}})
 	requests := 0

@@ -13,10 +13,10 @@ import (
 
 // The table's indexes.
 const (
-	// indexUser is GSI1: a user's requests in queue order ("my participations").
-	indexUser = "GSI1"
-	// indexEvent is GSI2: an event's requests in queue order (the admin list).
-	indexEvent = "GSI2"
+	// IndexUser is GSI1: a user's requests in queue order ("my participations").
+	IndexUser = "GSI1"
+	// IndexEvent is GSI2: an event's requests in queue order (the admin list).
+	IndexEvent = "GSI2"
 )
 
 // tableWaitTimeout bounds how long CreateTable waits for a new table to be ACTIVE.
@@ -28,8 +28,8 @@ type keySchema struct{ hash, rangeKey string }
 var (
 	tableKeys    = keySchema{attrPK, attrSK}
 	indexSchemas = map[string]keySchema{
-		indexUser:  {attrGSI1PK, attrGSI1SK},
-		indexEvent: {attrGSI2PK, attrGSI2SK},
+		IndexUser:  {attrGSI1PK, attrGSI1SK},
+		IndexEvent: {attrGSI2PK, attrGSI2SK},
 	}
 )
 
@@ -48,7 +48,7 @@ func createTableInput(name string) *dynamodb.CreateTableInput {
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: types.ScalarAttributeTypeS})
 	}
 	var gsis []types.GlobalSecondaryIndex
-	for _, name := range []string{indexUser, indexEvent} {
+	for _, name := range []string{IndexUser, IndexEvent} {
 		gsis = append(gsis, types.GlobalSecondaryIndex{
 			IndexName:  aws.String(name),
 			KeySchema:  indexSchemas[name].elements(),
@@ -153,7 +153,7 @@ func tableProblems(t *types.TableDescription) []string {
 	for _, g := range t.GlobalSecondaryIndexes {
 		indexes[aws.ToString(g.IndexName)] = g
 	}
-	for _, name := range []string{indexUser, indexEvent} {
+	for _, name := range []string{IndexUser, IndexEvent} {
 		g, ok := indexes[name]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("global secondary index %s is missing", name))

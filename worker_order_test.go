@@ -152,3 +152,48 @@ func TestWorkerRunsAGroupInReceiveOrder(t *testing.T) {
 		assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
 	}
 }
+
+// TestProcessKeepsAGroupsOrder is asynceventtest.Process on a batch of two groups:
+// each group in receive order, and the rest of a group after a message that is not
+// done returned unprocessed, as queue.Groups says a worker does.
+func TestProcessKeepsAGroupsOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newSale(t, 100)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	sent := submitInOrder(t, c, q, 6)
+	var ds []queue.Delivery
+	for len(ds) < 6 {
+		got, err := q.Receive(ctx, 6-len(ds), time.Second, time.Minute)
+		require.NoError(t, err)
+		ds = append(ds, got...)
+	}
+	for i := range ds {
+		ds[i].GroupID = []string{"a", "b"}[i%2]
+	}
+	var mu sync.Mutex
+	var ran []string
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, m.RequestID)
+		if m.RequestID == sent[2] {
+			return fmt.Errorf("downstream is down")
+		}
+		return nil
+	})})
+	failed := asynceventtest.Process(ctx, p, ds)
+
+	assert.Equal(t, []string{ds[2].MessageID, ds[4].MessageID}, failed, "group a stops at its failure")
+	var a, b []string
+	for _, id := range ran {
+		switch id {
+		case sent[0], sent[2], sent[4]:
+			a = append(a, id)
+		default:
+			b = append(b, id)
+		}
+	}
+	assert.Equal(t, []string{sent[0], sent[2]}, a)
+	assert.Equal(t, []string{sent[1], sent[3], sent[5]}, b)
+}

@@ -99,8 +99,8 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 
 // eventItems are the items of one event that CheckEvent reads off the table.
 type eventItems struct {
-	requests map[string]reqItem  // by request ID
-	locks    map[string]lockItem // by user
+	requests map[string]reqItem                    // by request ID
+	locks    map[string]asyncevent.IdempotencyLock // by user
 	logs     map[string][]asyncevent.StatusLog
 	capacity *asyncevent.EventCapacity // the shards, summed
 	holders  map[int][]string          // capacity shard → the seat tokens on it
@@ -118,7 +118,7 @@ type eventItems struct {
 // readEventItems scans the table for the event's items, failing any item that does
 // not decode and any item but a request that carries an index attribute.
 func readEventItems(t testing.TB, c *asyncevent.Client, eventID string, fail func(string, ...any)) *eventItems {
-	items := &eventItems{requests: map[string]reqItem{}, locks: map[string]lockItem{}, logs: map[string][]asyncevent.StatusLog{},
+	items := &eventItems{requests: map[string]reqItem{}, locks: map[string]asyncevent.IdempotencyLock{}, logs: map[string][]asyncevent.StatusLog{},
 		holders: map[int][]string{}, spent: map[int]int64{}}
 	for _, raw := range ScanTable(t, c.TableName()) {
 		var head struct {
@@ -145,7 +145,7 @@ func readEventItems(t testing.TB, c *asyncevent.Client, eventID string, fail fun
 				items.requests[r.RequestID] = r
 			}
 		case entity.Idempotency:
-			var l lockItem
+			var l asyncevent.IdempotencyLock
 			mustDecode(t, raw, &l)
 			if l.EventID == eventID {
 				items.locks[l.UserID] = l
@@ -366,13 +366,6 @@ func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity,
 		fail("holds: %d WAITLISTED while %d seats given back wait", waitlisted, waiting)
 	}
 	checkSeats(winners, holders, spent, fail)
-}
-
-// lockItem is what CheckEvent reads of an IdempotencyLock item.
-type lockItem struct {
-	EventID   string `dynamodbav:"eventId"`
-	UserID    string `dynamodbav:"userId"`
-	RequestID string `dynamodbav:"requestId"` // the user's first request
 }
 
 // reqItem is a Request as the table holds it, with its index keys.

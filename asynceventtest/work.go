@@ -2,6 +2,7 @@ package asynceventtest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -63,12 +64,26 @@ func WorkDelivery(ctx context.Context, t testing.TB, c *asyncevent.Client, d que
 	return WorkResult{Outcome: *outcome, Redeliver: !done}
 }
 
-// Process processes ds through p one after another, as a worker that received
-// them would (Processor.ProcessOne, without keeping them hidden), and returns the
-// IDs of the messages that must come back: those not finished.
+// Process processes a received batch through p as a worker would (Processor.ProcessOne
+// each, without keeping them hidden), and returns the IDs of the messages that must
+// come back: those not finished. The runs of queue.Groups go at once; a FIFO group's
+// deliveries go one after another in receive order, and once one of them is not
+// finished the group's later ones are not started and come back with it.
 func Process(ctx context.Context, p *asyncevent.Processor, ds []queue.Delivery) (notDone []string) {
-	for _, d := range ds {
-		if _, done, _ := p.ProcessOne(ctx, d, 0, nil); !done {
+	done := make([]bool, len(ds))
+	var wg sync.WaitGroup
+	for _, run := range queue.Groups(ds) {
+		wg.Go(func() {
+			for _, i := range run {
+				if _, done[i], _ = p.ProcessOne(ctx, ds[i], 0, nil); !done[i] {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, d := range ds {
+		if !done[i] {
 			notDone = append(notDone, d.MessageID)
 		}
 	}

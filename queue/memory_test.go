@@ -615,7 +615,7 @@ func TestMemoryQueueLimits(t *testing.T) {
 	assert.Equal(t, queue.MemoryLen{Visible: 4}, q.Len())
 }
 
-// ExampleMemoryQueue shows a delivery's life: received, hidden, deleted.
+// ExampleMemory shows a delivery's life: received, hidden, deleted.
 func ExampleMemory() {
 	ctx := context.Background()
 	q := queue.NewMemory(queue.MemoryOptions{})

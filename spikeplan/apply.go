@@ -3,12 +3,12 @@ package spikeplan
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent"
 )
 
 // TableUpdater is the part of the DynamoDB API that Apply uses; *dynamodb.Client has
@@ -36,8 +36,8 @@ func Apply(ctx context.Context, db TableUpdater, table string, p *Plan) error {
 	if t, ok := short[""]; ok {
 		in.WarmThroughput = warm(t)
 	}
-	for _, index := range slices.Sorted(maps.Keys(short)) {
-		if t := short[index]; index != "" {
+	for _, index := range []string{asyncevent.IndexUser, asyncevent.IndexEvent} {
+		if t, ok := short[index]; ok {
 			in.GlobalSecondaryIndexUpdates = append(in.GlobalSecondaryIndexUpdates, types.GlobalSecondaryIndexUpdate{
 				Update: &types.UpdateGlobalSecondaryIndexAction{IndexName: aws.String(index), WarmThroughput: warm(t)},
 			})

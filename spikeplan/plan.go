@@ -110,6 +110,9 @@ func For(ctx context.Context, db TableDescriber, table string, clicksPerSecond f
 		ReadUnitsPerSecond:  units(clicksPerSecond * clickcost.TableRCU),
 		WriteUnitsPerSecond: units(clicksPerSecond*clickcost.TableWCU + p.WinnersPerSecond*clickcost.ClaimWCU),
 	}
+	for _, index := range []string{asyncevent.IndexUser, asyncevent.IndexEvent} {
+		p.Need[index] = Throughput{WriteUnitsPerSecond: units(clicksPerSecond * clickcost.IndexWCU)}
+	}
 	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var notFound *types.ResourceNotFoundException
 	if errors.As(err, &notFound) {
@@ -124,9 +127,8 @@ func For(ctx context.Context, db TableDescriber, table string, clicksPerSecond f
 	if m, ok := onDemandMax(out.Table.OnDemandThroughput); ok {
 		p.OnDemandMax[""] = m
 	}
-	for _, gsi := range out.Table.GlobalSecondaryIndexes { // GSI1 and GSI2: a write of each per click
+	for _, gsi := range out.Table.GlobalSecondaryIndexes {
 		name := aws.ToString(gsi.IndexName)
-		p.Need[name] = Throughput{WriteUnitsPerSecond: units(clicksPerSecond * clickcost.IndexWCU)}
 		if w := gsi.WarmThroughput; w != nil {
 			p.Warm[name] = Throughput{aws.ToInt64(w.ReadUnitsPerSecond), aws.ToInt64(w.WriteUnitsPerSecond)}
 		}

@@ -35,15 +35,8 @@ const (
 	attrSK = "SK"
 )
 
-// The GSIs of the library's table (seed 001 §7): GSI1, a user's requests; GSI2, an
-// event's. TestIndexesAreTheTables holds them to a table the library made.
-const (
-	indexUser  = "GSI1"
-	indexEvent = "GSI2"
-)
-
 // indexPK maps each GSI of the library's table to its partition key attribute.
-var indexPK = map[string]string{indexUser: "GSI1PK", indexEvent: "GSI2PK"}
+var indexPK = map[string]string{asyncevent.IndexUser: "GSI1PK", asyncevent.IndexEvent: "GSI2PK"}
 
 // UnknownKey is the key under which Heat counts index units of items whose index
 // keys it has not seen (written before the Heat was there, say).
@@ -391,7 +384,7 @@ func IndexPartitionKey(index string) (string, bool) {
 }
 
 // Indexes are the GSI names of the library's table, in order.
-func Indexes() []string { return []string{indexUser, indexEvent} }
+func Indexes() []string { return []string{asyncevent.IndexUser, asyncevent.IndexEvent} }
 
 func stringValue(values map[string]types.AttributeValue) func(string) (string, bool) {
 	return func(p string) (string, bool) {
