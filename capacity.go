@@ -104,12 +104,12 @@ var (
 	seatLeft  = fixed(expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0)))
 	notHolder = not(holder)
 	notVoid   = not(func(v values) expression.ConditionBuilder {
-		return expression.Contains(expression.Name(attrVoid), v.text(pSeatToken))
+		return expression.Contains(expression.Name(attrVoid), v.arg(pSeatToken))
 	})
 	seatFree = all(seatLeft, notHolder, notVoid)
 	// holder: the request's token is on the shard.
 	holder = func(v values) expression.ConditionBuilder {
-		return expression.Contains(expression.Name(attrHolders), v.text(pSeatToken))
+		return expression.Contains(expression.Name(attrHolders), v.arg(pSeatToken))
 	}
 
 	configExists = fixed(expression.AttributeExists(expression.Name(attrPK)))

@@ -543,14 +543,10 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 		}
 		return nil
 	}
-	key, err := newRequestKey(e.RequestID)
-	if err != nil {
-		return err
-	}
-	t, err := c.apply(ctx, key, write{row: r, args: args{pNow: c.now()}}, txOptions{})
+	t, err := c.applyTo(ctx, "finalise", e.RequestID, write{row: r, args: args{pNow: c.now()}}, txOptions{})
 	switch {
 	case err != nil:
-		return fmt.Errorf("finalise %s: %w", e.RequestID, err)
+		return err
 	case !t.Applied && t.Current.Status != r.to:
 		return fmt.Errorf("%w: entry %s is %s, the draw says %s", ErrDrawMismatch, e.RequestID, t.Current.Status, r.to)
 	}

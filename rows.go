@@ -81,10 +81,10 @@ type args map[param]any
 
 // values gives a row's conditions and actions the values of their params.
 type values interface {
+	// arg is p's value, as the expression package takes a value (Contains).
+	arg(p param) any
 	// value is p's value as an operand.
 	value(p param) expression.ValueBuilder
-	// text is p's value where the expression package takes a string (Contains).
-	text(p param) string
 }
 
 // callValues are a write's args; lacks lists the params they did not give.
@@ -93,28 +93,22 @@ type callValues struct {
 	lacks []param
 }
 
-func (v *callValues) value(p param) expression.ValueBuilder {
+func (v *callValues) arg(p param) any {
 	a, ok := v.args[p]
 	if !ok {
 		v.lacks = append(v.lacks, p)
 	}
-	return expression.Value(a)
+	return a
 }
 
-func (v *callValues) text(p param) string {
-	s, ok := v.args[p].(string)
-	if !ok {
-		v.lacks = append(v.lacks, p)
-	}
-	return s
-}
+func (v *callValues) value(p param) expression.ValueBuilder { return expression.Value(v.arg(p)) }
 
 // docValues give each param as :name, the way the access-pattern table of doc.go
 // shows it.
 type docValues struct{}
 
+func (docValues) arg(p param) any                       { return ":" + string(p) }
 func (docValues) value(p param) expression.ValueBuilder { return expression.Value(":" + string(p)) }
-func (docValues) text(p param) string                   { return ":" + string(p) }
 
 // A cond is a condition of a row, which may take params' values from v.
 type cond func(v values) expression.ConditionBuilder
