@@ -15,13 +15,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/ctxsleep"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
 // EventCapacity is the EventCapacity item of a FIRST_COME event (PK EVENT#<eventId>,
@@ -143,22 +143,6 @@ var (
 func seatToken(requestID string) string {
 	sum := sha256.Sum256([]byte("seat\x00" + requestID))
 	return base64.RawStdEncoding.EncodeToString(sum[:8])
-}
-
-// setOf marshals to a DynamoDB set: a number set (NS) of ints, a string set (SS) of
-// strings.
-type setOf[T int | string] []T
-
-// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
-func (s setOf[T]) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
-	elems := make([]string, len(s))
-	for i, v := range s {
-		elems[i] = fmt.Sprint(v)
-	}
-	if _, numbers := any(s).(setOf[int]); numbers {
-		return &types.AttributeValueMemberNS{Value: elems}, nil
-	}
-	return &types.AttributeValueMemberSS{Value: elems}, nil
 }
 
 // GetCapacity reads a FIRST_COME event's EventCapacity: GetItem PK EVENT#<eventId>,
@@ -585,7 +569,7 @@ func (c *Client) claimOn(ctx context.Context, key Key, sc *seatClaim) (claimResu
 	refused := false
 	for attempt := range claimAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, claimBackoff(attempt-1)); err != nil {
+			if err := ctxsleep.Sleep(ctx, claimBackoff(attempt-1)); err != nil {
 				return 0, err
 			}
 		}
@@ -676,7 +660,7 @@ func (c *Client) seatHeldAfterFence(ctx context.Context, key Key, sc *seatClaim)
 	if fence.IsZero() {
 		return false, nil
 	}
-	if err := sleep(ctx, fence.Sub(c.opts.Clock())); err != nil {
+	if err := ctxsleep.Sleep(ctx, fence.Sub(c.opts.Clock())); err != nil {
 		return false, err
 	}
 	var item capacityItem
@@ -753,7 +737,7 @@ func (c *Client) voidHome(ctx context.Context, key eventKey, requestID string) (
 		case !errors.Is(throttled(err), ErrThrottled):
 			return false, err
 		}
-		if err := sleep(ctx, finalWriteBackoff(attempt)); err != nil {
+		if err := ctxsleep.Sleep(ctx, finalWriteBackoff(attempt)); err != nil {
 			return false, err
 		}
 	}
@@ -854,7 +838,7 @@ func (c *Client) applyWhileThrottled(ctx context.Context, key requestKey, w writ
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		t, err := c.apply(bctx, key, w, txOptions{})
-		if !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil {
+		if !errors.Is(throttled(err), ErrThrottled) || ctxsleep.Sleep(bctx, finalWriteBackoff(attempt)) != nil {
 			return t, err
 		}
 	}
@@ -1119,6 +1103,3 @@ func refusalBackoff(err error, attempt int) time.Duration {
 	}
 	return d/2 + rand.N(d/2+1)
 }
-
-// sleep is ctxsleep.Sleep.
-var sleep = ctxsleep.Sleep

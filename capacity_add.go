@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
 // Seats added while an event runs, and the event's seat pool.
@@ -114,7 +115,7 @@ func seatsControl(ctx context.Context, once func() (EventUpdate, bool, error)) (
 		if !retry || attempt == seatsControlAttempts {
 			return up, err
 		}
-		if err := sleep(ctx, claimBackoff(attempt)); err != nil {
+		if err := ctxsleep.Sleep(ctx, claimBackoff(attempt)); err != nil {
 			return up, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
 // Holds and the waitlist (EventConfig.HoldFor): a seat held until it is paid for.
@@ -305,7 +306,7 @@ func (c *Client) recordHold(ctx context.Context, ref RequestRef, n int, expiresA
 		switch {
 		case err == nil, errors.As(err, &lost):
 			return nil
-		case !errors.Is(throttled(err), ErrThrottled) || sleep(bctx, finalWriteBackoff(attempt)) != nil:
+		case !errors.Is(throttled(err), ErrThrottled) || ctxsleep.Sleep(bctx, finalWriteBackoff(attempt)) != nil:
 			return fmt.Errorf("record the hold of %s: %w", ref.RequestID, err)
 		}
 	}

@@ -282,11 +282,11 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 		return nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
 			ErrDrawMismatch, eventID, record.EntryCount, record.EntriesHash, len(ids), hash)
 	}
-	seed, err := hex.DecodeString(record.Seed)
+	revealed, err := hex.DecodeString(record.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("draw %s: the stored seed is not hex: %w", eventID, err)
 	}
-	winners := draw.Winners(seed, ids, int(record.WinnerCount))
+	winners := draw.Winners(revealed, ids, int(record.WinnerCount))
 	if record.Phase != PhaseAnnounced {
 		if err := c.finaliseEntries(ctx, cfg, entries, winners); err != nil {
 			return nil, err
@@ -595,11 +595,11 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	v := &Verification{EventID: eventID}
 	problem := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
 
-	seed, err := hex.DecodeString(record.Seed)
+	revealed, err := hex.DecodeString(record.Seed)
 	if err != nil {
 		problem("the revealed seed is not hex")
 	}
-	if got := seedCommitment(seed); got != cfg.SeedCommitment || got != record.SeedCommitment {
+	if got := seedCommitment(revealed); got != cfg.SeedCommitment || got != record.SeedCommitment {
 		problem("SHA-256 of the revealed seed is %s, the published commitment %s", got, cfg.SeedCommitment)
 	}
 	all, err := c.queueOrder(ctx, eventID, cfg.LotteryCutoffAt+1, true)
@@ -621,7 +621,7 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	if h := draw.EntriesHash(ids); h != record.EntriesHash {
 		problem("the entries hash to %s, the draw froze %s", h, record.EntriesHash)
 	}
-	v.Winners = draw.Winners(seed, ids, int(record.WinnerCount))
+	v.Winners = draw.Winners(revealed, ids, int(record.WinnerCount))
 	won := map[string]bool{}
 	for _, id := range v.Winners {
 		won[id] = true

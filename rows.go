@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
 // The rows of the access-pattern table, and the one engine that writes them.
@@ -109,6 +110,22 @@ type docValues struct{}
 
 func (docValues) arg(p param) any                       { return ":" + string(p) }
 func (docValues) value(p param) expression.ValueBuilder { return expression.Value(":" + string(p)) }
+
+// setOf marshals to a DynamoDB set: a number set (NS) of ints, a string set (SS) of
+// strings.
+type setOf[T int | string] []T
+
+// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
+func (s setOf[T]) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	elems := make([]string, len(s))
+	for i, v := range s {
+		elems[i] = fmt.Sprint(v)
+	}
+	if _, numbers := any(s).(setOf[int]); numbers {
+		return &types.AttributeValueMemberNS{Value: elems}, nil
+	}
+	return &types.AttributeValueMemberSS{Value: elems}, nil
+}
 
 // A cond is a condition of a row, which may take params' values from v.
 type cond func(v values) expression.ConditionBuilder
@@ -364,7 +381,7 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 	sendCtx := c.withRows(ctx, ws)
 	for attempt := range txAttempts {
 		if attempt > 0 {
-			if err := sleep(ctx, refusalBackoff(err, attempt-1)); err != nil {
+			if err := ctxsleep.Sleep(ctx, refusalBackoff(err, attempt-1)); err != nil {
 				return err
 			}
 		}

@@ -16,16 +16,16 @@ const seedBytes = 32
 
 // newSeed makes the random seed of an unsealed event.
 func newSeed() ([]byte, error) {
-	seed := make([]byte, seedBytes)
-	if _, err := rand.Read(seed); err != nil {
+	s := make([]byte, seedBytes)
+	if _, err := rand.Read(s); err != nil {
 		return nil, fmt.Errorf("lottery seed: %w", err)
 	}
-	return seed, nil
+	return s, nil
 }
 
 // seedCommitment is the hex SHA-256 of a seed, published before the draw.
-func seedCommitment(seed []byte) string {
-	sum := sha256.Sum256(seed)
+func seedCommitment(s []byte) string {
+	sum := sha256.Sum256(s)
 	return hex.EncodeToString(sum[:])
 }
 
@@ -53,14 +53,14 @@ func (c *Client) newDrawRecord(ctx context.Context, cfg *EventConfig) (DrawRecor
 
 // sourceSeed asks Options.Seeds for eventID's seed.
 func (c *Client) sourceSeed(ctx context.Context, eventID string) ([]byte, error) {
-	seed, err := c.opts.Seeds.Seed(ctx, eventID)
+	s, err := c.opts.Seeds.Seed(ctx, eventID)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("lottery seed of %s: %w", eventID, err)
-	case len(seed) < seedBytes:
-		return nil, fmt.Errorf("lottery seed of %s: the seed source gave %d bytes, want at least %d", eventID, len(seed), seedBytes)
+	case len(s) < seedBytes:
+		return nil, fmt.Errorf("lottery seed of %s: the seed source gave %d bytes, want at least %d", eventID, len(s), seedBytes)
 	}
-	return seed, nil
+	return s, nil
 }
 
 // revealSeed returns the hex seed that the draw's freeze writes on the Draw record:

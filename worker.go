@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -288,7 +289,7 @@ func (w *Worker) receive(stopCtx, receiveCtx, workCtx context.Context) {
 		}
 		if err != nil {
 			log.WarnContext(stopCtx, "receive failed", slog.Any("error", err))
-			if sleep(stopCtx, time.Second) != nil {
+			if ctxsleep.Sleep(stopCtx, time.Second) != nil {
 				return
 			}
 			continue
@@ -474,46 +475,4 @@ func (w *Worker) batchDeletes() {
 			flush()
 		}
 	}
-}
-
-// ProcessOne processes one delivery as the Worker does, for a caller that owns the
-// queue itself, such as an AWS Lambda SQS handler (package awslambda). done reports
-// whether the message is finished: delete it (or leave it out of a batch's
-// failures). When it is not, retryAfter is how long it should stay hidden before its
-// next delivery (the backoff, or the wait for another worker's lease; 0: at once),
-// and a negative retryAfter means leave its visibility as it is (another delivery
-// holds the request). The outcome is also passed to ProcessOptions.OnOutcome.
-//
-// While a FIRST_COME request is held, every half of the shorter of the lease and
-// visibility (the lease alone when visibility is 0), keepAlive, if not nil, is
-// called to keep the message hidden for another visibility, and the request's lease
-// is renewed once half of it has passed.
-//
-// Without a Handler a FIRST_COME message takes the home claim (docs/design.md, "The
-// home claim"): the "first-come capacity" row on the request's home shard, then the
-// "first-come seat bound" row, UpdateItem PK REQ#<requestId>, SK META, SET status =
-// SUCCEEDED, uiResult and resultCode SUCCESS, finishedAt, startedAt and seatShard
-// where missing, REMOVE leaseOwner and leaseExpiresAt; condition status = QUEUED OR
-// status = RECEIVED OR (status = PROCESSING AND (attribute_not_exists(seatShard) OR
-// seatShard = the home shard) AND leaseExpiresAt ≤ now). A request that ended
-// meanwhile without that seat gives it back: the "first-come seat given back" row,
-// UpdateItem of the home shard, SET capacityRemaining = capacityRemaining + 1,
-// updatedAt, DELETE holders the request's seat token; condition contains(holders, the
-// token).
-func (p *Processor) ProcessOne(ctx context.Context, d queue.Delivery, visibility time.Duration, keepAlive func(context.Context) error) (o Outcome, done bool, retryAfter time.Duration) {
-	extend := &extender{visibility: visibility, extend: keepAlive}
-	if visibility <= 0 {
-		extend.visibility = p.opts.LeaseDuration
-	}
-	if keepAlive == nil {
-		extend.extend = func(context.Context) error { return nil }
-	}
-	res := p.process(ctx, d, extend)
-	switch res.action {
-	case actDelete:
-		return res.outcome, true, 0
-	case actRetry:
-		return res.outcome, false, max(res.delay, 0)
-	}
-	return res.outcome, false, -1
 }

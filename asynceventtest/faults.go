@@ -11,13 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asyncevent/asyncevent/internal/ctxsleep"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -182,9 +181,6 @@ func (f *FaultyDynamoDB) decide(op string, pks ...string) (fault, time.Duration)
 	return f.faults.decide(op, pks...)
 }
 
-// wait sleeps for an injected delay.
-var wait = ctxsleep.Sleep
-
 // injected is the error of an injected fault, shaped as the SDK's errors are.
 func injected(op string, kind fault) error {
 	var err error
@@ -204,7 +200,7 @@ func ptr[T any](v T) *T { return &v }
 // call runs one call under the plan.
 func call[O any](ctx context.Context, f *FaultyDynamoDB, op string, pks []string, do func() (*O, error)) (*O, error) {
 	kind, delay := f.decide(op, pks...)
-	if err := wait(ctx, delay); err != nil {
+	if err := ctxsleep.Sleep(ctx, delay); err != nil {
 		return nil, err
 	}
 	switch kind {

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
 // FaultyHTTPClient injects a FaultPlan's faults into the HTTP calls of a DynamoDB
@@ -77,7 +79,7 @@ func (h *FaultyHTTPClient) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	kind, delay := h.faults.decide(op, pks...)
-	if err := wait(req.Context(), delay); err != nil {
+	if err := ctxsleep.Sleep(req.Context(), delay); err != nil {
 		return nil, err
 	}
 	switch kind {

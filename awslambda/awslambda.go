@@ -5,11 +5,11 @@
 //
 //	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: table})
 //	...
-//	queue, err := queue.NewSQS(sqs.NewFromConfig(cfg), queueURL)
+//	q, err := queue.NewSQS(sqs.NewFromConfig(cfg), queueURL)
 //	...
 //	h, err := awslambda.New(client, awslambda.Options{
 //		ProcessOptions:    asyncevent.ProcessOptions{MaxReceives: 5}, // the redrive policy's maxReceiveCount
-//		Queue:             queue,
+//		Queue:             q,
 //		VisibilityTimeout: 6 * time.Minute, // the queue's
 //	})
 //	...
