@@ -356,3 +356,26 @@ func TestAttributeNamesMatchTags(t *testing.T) {
 	}
 	assert.Greater(t, found, 20, "the attr constants were found")
 }
+
+// BenchmarkRowInput is what turning a write into its SDK input costs: each write
+// builds its row's expression with its own values.
+func BenchmarkRowInput(b *testing.B) {
+	c := &Client{opts: Options{TableName: "t"}}
+	key := Key{PK: "REQ#01a20795-50b4-778f-baec-0a750608711f", SK: "META"}
+	writes := map[string]write{
+		"start processing": {row: &startProcessingRow, key: key,
+			args: args{pNow: EpochMillis(1_795_421_039_191), pLeaseOwner: "worker-1/0a1b2c3d", pLeaseExpiresAt: EpochMillis(1_795_421_069_191), pSeatShard: 3}},
+		"first-come capacity": {row: &claimSeatRow, key: Key{PK: "EVENT#spring-sale#CAPACITY#3", SK: "CAPACITY"},
+			args: args{pNow: EpochMillis(1_795_421_039_191), pSeatToken: "tok", pSeatTokens: setOf[string]{"tok"}}},
+	}
+	for name, w := range writes {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.input(w, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
