@@ -63,97 +63,123 @@ func parseEventType(s string) (asyncevent.EventType, error) {
 	return t, nil
 }
 
+// eventCreateOptions are the flags of event create.
+type eventCreateOptions struct {
+	typ                              string
+	name                             string
+	capacity, winners                int64
+	indexShards, capacityShards      int
+	peak                             float64
+	holdFor                          time.Duration
+	starts, ends, cutoff, announceAt timeFlag
+}
+
+func (o *eventCreateOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.typ, "type", "first-come", "event `type`: first-come or lottery")
+	fs.StringVar(&o.name, "name", "", "display `name`")
+	fs.Int64Var(&o.capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
+	fs.DurationVar(&o.holdFor, "hold-for", 0, "FIRST_COME: hold each seat won for `DURATION` ("+asyncevent.MinHoldFor.String()+" to "+asyncevent.MaxHoldFor.String()+
+		") until 'asyncevent request confirm' (paid); a release or the hold's expiry gives it to the earliest WAITLISTED request. 0: no holds, a seat won is SUCCEEDED")
+	fs.Int64Var(&o.winners, "winners", 0, "LOTTERY: the number of winners `K`")
+	fs.Var(&o.cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later. "+
+		"The seed is sealed by the secret in "+envDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
+	fs.Var(&o.starts, "starts", "open from this `time` (default: open at once)")
+	fs.Var(&o.ends, "ends", "closed after this `time` (default: never)")
+	fs.Var(&o.announceAt, "announce", "LOTTERY: planned announcement `time`")
+	fs.IntVar(&o.indexShards, "index-shards", 0, "layout: GSI2 partitions `K` of the event's requests (default 1; see -peak)")
+	fs.IntVar(&o.capacityShards, "capacity-shards", 0, "layout: FIRST_COME capacity items `C` (default 1; see -peak)")
+	fs.Float64Var(&o.peak, "peak", 0, "derive -index-shards and -capacity-shards from the expected peak `clicks/s` by the library's rule (asyncevent plan; a FIRST_COME event also gets at least one capacity shard per 128 seats)")
+}
+
 func eventCreateCmd() *command {
-	var (
-		typ                         string
-		name                        string
-		capacity, winners           int64
-		indexShards, capacityShards int
-		peak                        float64
-		holdFor                     time.Duration
-		starts, ends, cutoff, annAt timeFlag
-	)
-	for _, t := range []*timeFlag{&starts, &ends, &cutoff, &annAt} {
+	var o eventCreateOptions
+	for _, t := range []*timeFlag{&o.starts, &o.ends, &o.cutoff, &o.announceAt} {
 		t.now = time.Now
 	}
 	return &command{
 		name:    "event create",
 		args:    "EVENT_ID",
 		summary: "create a FIRST_COME event (-capacity N, with holds: -hold-for DURATION) or a LOTTERY event (-winners K -cutoff TIME)",
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&typ, "type", "first-come", "event `type`: first-come or lottery")
-			fs.StringVar(&name, "name", "", "display `name`")
-			fs.Int64Var(&capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
-			fs.DurationVar(&holdFor, "hold-for", 0, "FIRST_COME: hold each seat won for `DURATION` ("+asyncevent.MinHoldFor.String()+" to "+asyncevent.MaxHoldFor.String()+
-				") until 'asyncevent request confirm' (paid); a release or the hold's expiry gives it to the earliest WAITLISTED request. 0: no holds, a seat won is SUCCEEDED")
-			fs.Int64Var(&winners, "winners", 0, "LOTTERY: the number of winners `K`")
-			fs.Var(&cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later. "+
-				"The seed is sealed by the secret in "+envDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
-			fs.Var(&starts, "starts", "open from this `time` (default: open at once)")
-			fs.Var(&ends, "ends", "closed after this `time` (default: never)")
-			fs.Var(&annAt, "announce", "LOTTERY: planned announcement `time`")
-			fs.IntVar(&indexShards, "index-shards", 0, "layout: GSI2 partitions `K` of the event's requests (default 1; see -peak)")
-			fs.IntVar(&capacityShards, "capacity-shards", 0, "layout: FIRST_COME capacity items `C` (default 1; see -peak)")
-			fs.Float64Var(&peak, "peak", 0, "derive -index-shards and -capacity-shards from the expected peak `clicks/s` by the library's rule (asyncevent plan; a FIRST_COME event also gets at least one capacity shard per 128 seats)")
-		},
+		flags:   o.register,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
-				return err
-			}
-			et, err := parseEventType(typ)
+			et, err := o.check(fs, args)
 			if err != nil {
 				return err
-			}
-			if err := typeFlagsAgree(fs, et); err != nil {
-				return err
-			}
-			if holdFor != 0 && (holdFor < asyncevent.MinHoldFor || holdFor > asyncevent.MaxHoldFor) {
-				return usagef("-hold-for %s: want %s to %s (or 0: no holds)", holdFor, asyncevent.MinHoldFor, asyncevent.MaxHoldFor)
-			}
-			want := asyncevent.EventConfig{
-				EventID: args[0], EventType: et, Name: name,
-				StartsAt: starts.at, EndsAt: ends.at,
-				CapacityTotal: capacity, WinnerCount: winners, HoldFor: holdFor,
-				LotteryCutoffAt: cutoff.at, AnnounceAt: annAt.at,
-				IndexShards: indexShards, CapacityShards: capacityShards,
-			}
-			now := asyncevent.MillisOf(time.Now())
-			for _, t := range []struct {
-				flag string
-				at   asyncevent.EpochMillis
-				what string
-			}{{"-ends", ends.at, "the event would be closed from the start"}, {"-cutoff", cutoff.at, "the lottery would take no entry"}} {
-				if t.at != 0 && t.at <= now {
-					return usagef("%s %s is past: %s", t.flag, t.at.Time().UTC().Format(time.RFC3339), t.what)
-				}
-			}
-			if peak > 0 {
-				if indexShards != 0 || capacityShards != 0 {
-					return usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
-				}
-				want.ShardForPeak(peak)
 			}
 			c, err := e.client(ctx)
 			if err != nil {
 				return err
 			}
-			cfg, err := c.CreateEvent(ctx, want)
+			cfg, err := c.CreateEvent(ctx, o.config(args[0], et))
 			if errors.Is(err, asyncevent.ErrInvalidEvent) || errors.Is(err, asyncevent.ErrInvalidID) {
 				return usagef("%s", inFlagTerms(err, args[0]))
 			}
 			if err != nil {
 				return err
 			}
-			if cfg.SeedMode == seed.Unsealed {
-				fmt.Fprintf(e.stderr, "note: %s\n", unsealedNote)
-			}
-			if e.json {
-				return e.printJSON(eventJSON{Config: itemJSON(cfg)})
-			}
-			fmt.Fprintf(e.stdout, "event %s created\n", cfg.EventID)
-			return printItem(e.stdout, cfg)
+			return printEventCreated(e, cfg)
 		},
 	}
+}
+
+// check checks the command line of event create before anything is read, and
+// returns the event's type. The library checks the rest of the event it is given.
+func (o *eventCreateOptions) check(fs *flag.FlagSet, args []string) (asyncevent.EventType, error) {
+	if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+		return "", err
+	}
+	et, err := parseEventType(o.typ)
+	if err != nil {
+		return "", err
+	}
+	if err := typeFlagsAgree(fs, et); err != nil {
+		return "", err
+	}
+	if o.holdFor != 0 && (o.holdFor < asyncevent.MinHoldFor || o.holdFor > asyncevent.MaxHoldFor) {
+		return "", usagef("-hold-for %s: want %s to %s (or 0: no holds)", o.holdFor, asyncevent.MinHoldFor, asyncevent.MaxHoldFor)
+	}
+	now := asyncevent.MillisOf(time.Now())
+	for _, t := range []struct {
+		flag string
+		at   asyncevent.EpochMillis
+		what string
+	}{{"-ends", o.ends.at, "the event would be closed from the start"}, {"-cutoff", o.cutoff.at, "the lottery would take no entry"}} {
+		if t.at != 0 && t.at <= now {
+			return "", usagef("%s %s is past: %s", t.flag, t.at.Time().UTC().Format(time.RFC3339), t.what)
+		}
+	}
+	if o.peak > 0 && (o.indexShards != 0 || o.capacityShards != 0) {
+		return "", usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
+	}
+	return et, nil
+}
+
+// config is the event the flags ask for, its layout derived from -peak when given.
+func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asyncevent.EventConfig {
+	cfg := asyncevent.EventConfig{
+		EventID: eventID, EventType: et, Name: o.name,
+		StartsAt: o.starts.at, EndsAt: o.ends.at,
+		CapacityTotal: o.capacity, WinnerCount: o.winners, HoldFor: o.holdFor,
+		LotteryCutoffAt: o.cutoff.at, AnnounceAt: o.announceAt.at,
+		IndexShards: o.indexShards, CapacityShards: o.capacityShards,
+	}
+	if o.peak > 0 {
+		cfg.ShardForPeak(o.peak)
+	}
+	return cfg
+}
+
+// printEventCreated prints the event created, with a note on stderr when its lottery
+// seed is unsealed.
+func printEventCreated(e *env, cfg *asyncevent.EventConfig) error {
+	if cfg.SeedMode == seed.Unsealed {
+		fmt.Fprintf(e.stderr, "note: %s\n", unsealedNote)
+	}
+	if e.json {
+		return e.printJSON(eventJSON{Config: itemJSON(cfg)})
+	}
+	fmt.Fprintf(e.stdout, "event %s created\n", cfg.EventID)
+	return printItem(e.stdout, cfg)
 }
 
 // typeFlagsAgree refuses flags of the other event type: -winners, -cutoff and

@@ -13,35 +13,48 @@ import (
 	"github.com/asyncevent/asyncevent/spikeplan"
 )
 
+// planOptions are the flags of plan.
+type planOptions struct {
+	peak        float64
+	apply       bool
+	concurrency int
+	messageTime time.Duration
+	duration    time.Duration
+}
+
+func (o *planOptions) register(fs *flag.FlagSet) {
+	fs.Float64Var(&o.peak, "peak", 0, "the expected peak of new participations `per second` (required)")
+	fs.BoolVar(&o.apply, "apply", false, "raise the table's and indexes' warm throughput to it (UpdateTable: one-way, and billed)")
+	fs.IntVar(&o.concurrency, "concurrency", spikeplan.DefaultDrainConcurrency, "messages the workers process at once, over all workers, for the drain time")
+	fs.DurationVar(&o.messageTime, "message-time", spikeplan.DefaultMessageTime, "one message's time in a worker, for the drain time (an assumption: a winner's three writes at about 10 ms each)")
+	fs.DurationVar(&o.duration, "duration", spikeplan.DefaultDuration, "how long the peak lasts, for the drain time")
+}
+
+// check checks plan's flags before anything is read.
+func (o *planOptions) check() error {
+	switch {
+	case o.peak <= 0:
+		return usagef("-peak: the expected clicks per second, more than 0")
+	case o.concurrency < 1 || o.messageTime <= 0 || o.duration <= 0:
+		return usagef("-concurrency must be at least 1, -message-time and -duration more than 0")
+	}
+	return nil
+}
+
 func planCmd() *command {
-	var (
-		peak        float64
-		apply       bool
-		concurrency int
-		messageTime time.Duration
-		duration    time.Duration
-	)
+	var o planOptions
 	return &command{
 		name: "plan",
 		summary: "turn an event's expected peak of clicks/s into its layout (index and capacity shards), the write and read " +
 			"units/s the table, GSI1 and GSI2 need beside their warm throughput and the on-demand quota, and how long the workers " +
 			"take to drain the queue; -apply raises the warm throughput that is short",
-		flags: func(fs *flag.FlagSet) {
-			fs.Float64Var(&peak, "peak", 0, "the expected peak of new participations `per second` (required)")
-			fs.BoolVar(&apply, "apply", false, "raise the table's and indexes' warm throughput to it (UpdateTable: one-way, and billed)")
-			fs.IntVar(&concurrency, "concurrency", spikeplan.DefaultDrainConcurrency, "messages the workers process at once, over all workers, for the drain time")
-			fs.DurationVar(&messageTime, "message-time", spikeplan.DefaultMessageTime, "one message's time in a worker, for the drain time (an assumption: a winner's three writes at about 10 ms each)")
-			fs.DurationVar(&duration, "duration", spikeplan.DefaultDuration, "how long the peak lasts, for the drain time")
-		},
+		flags: o.register,
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 0, ""); err != nil {
 				return err
 			}
-			if peak <= 0 {
-				return usagef("-peak: the expected clicks per second, more than 0")
-			}
-			if concurrency < 1 || messageTime <= 0 || duration <= 0 {
-				return usagef("-concurrency must be at least 1, -message-time and -duration more than 0")
+			if err := o.check(); err != nil {
+				return err
 			}
 			db, err := e.dynamoDB(ctx)
 			if err != nil {
@@ -51,41 +64,15 @@ func planCmd() *command {
 			if err != nil {
 				return err
 			}
-			p, err := spikeplan.For(ctx, db, c.TableName(), peak)
+			p, err := spikeplan.For(ctx, db, c.TableName(), o.peak)
 			if err != nil {
 				return err
 			}
-			p.Drain = spikeplan.DrainFor(int64(math.Ceil(peak*duration.Seconds())), concurrency, messageTime)
-			short := p.Short
-			if e.json {
-				if err := e.printJSON(newPlanJSON(p, short)); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintf(e.stdout, "peak %.0f clicks/s, %.0f winners/s (a quarter): event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n",
-					peak, p.WinnersPerSecond, p.IndexShards, p.CapacityShards, peak)
-				fmt.Fprintf(e.stdout, "  rule: index shards ⌈clicks/s × 4 WCU ÷ 800⌉ (GSI2: put, QUEUED, PROCESSING, final), capacity shards ⌈winners/s × 2 WCU ÷ 800⌉ (one claim, up to 128 seats a shard)\n\n")
-				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-				fmt.Fprintln(tw, "\tneeds WCU/s\tneeds RCU/s\twarm WCU/s\twarm RCU/s\t")
-				for _, name := range []string{"", "GSI1", "GSI2"} {
-					label := name
-					if label == "" {
-						label = "table " + e.table
-					}
-					need, warm := p.Need[name], p.Warm[name]
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", label, need.WriteUnitsPerSecond, need.ReadUnitsPerSecond, warm.WriteUnitsPerSecond, warm.ReadUnitsPerSecond)
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				if len(short) == 0 {
-					fmt.Fprintln(e.stdout, "\nthe table and its indexes are warm enough")
-				} else if !apply {
-					fmt.Fprintln(e.stdout, "\nshort of warm throughput: rerun with -apply to raise it (UpdateTable WarmThroughput: one-way, and billed)")
-				}
-				writeLimits(e.stdout, e.table, p)
+			p.Drain = spikeplan.DrainFor(int64(math.Ceil(o.peak*o.duration.Seconds())), o.concurrency, o.messageTime)
+			if err := printPlan(e, p, o.peak, o.apply); err != nil {
+				return err
 			}
-			if !apply || len(short) == 0 {
+			if !o.apply || len(p.Short) == 0 {
 				return nil
 			}
 			if e.endpoint != "" {
@@ -95,6 +82,38 @@ func planCmd() *command {
 			return spikeplan.Apply(ctx, db, c.TableName(), p)
 		},
 	}
+}
+
+// printPlan prints the plan for the peak: the event's layout, the units/s the table
+// and its indexes need beside their warm throughput, whether that is short (and
+// -apply not given), and the limits beyond it.
+func printPlan(e *env, p *spikeplan.Plan, peak float64, apply bool) error {
+	if e.json {
+		return e.printJSON(newPlanJSON(p, p.Short))
+	}
+	fmt.Fprintf(e.stdout, "peak %.0f clicks/s, %.0f winners/s (a quarter): event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n",
+		peak, p.WinnersPerSecond, p.IndexShards, p.CapacityShards, peak)
+	fmt.Fprintf(e.stdout, "  rule: index shards ⌈clicks/s × 4 WCU ÷ 800⌉ (GSI2: put, QUEUED, PROCESSING, final), capacity shards ⌈winners/s × 2 WCU ÷ 800⌉ (one claim, up to 128 seats a shard)\n\n")
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tneeds WCU/s\tneeds RCU/s\twarm WCU/s\twarm RCU/s\t")
+	for _, name := range []string{"", "GSI1", "GSI2"} {
+		label := name
+		if label == "" {
+			label = "table " + e.table
+		}
+		need, warm := p.Need[name], p.Warm[name]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", label, need.WriteUnitsPerSecond, need.ReadUnitsPerSecond, warm.WriteUnitsPerSecond, warm.ReadUnitsPerSecond)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.Short) == 0 {
+		fmt.Fprintln(e.stdout, "\nthe table and its indexes are warm enough")
+	} else if !apply {
+		fmt.Fprintln(e.stdout, "\nshort of warm throughput: rerun with -apply to raise it (UpdateTable WarmThroughput: one-way, and billed)")
+	}
+	writeLimits(e.stdout, e.table, p)
+	return nil
 }
 
 // writeLimits prints what holds the drop beyond warm throughput: the on-demand quota

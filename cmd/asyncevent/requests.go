@@ -41,104 +41,143 @@ type pageJSON struct {
 	NextCursor string           `json:"nextCursor,omitempty"`
 }
 
+// requestsListOptions are the flags of requests list.
+type requestsListOptions struct {
+	order, status, cursor, user string
+	limit, maxRead              int
+}
+
+func (o *requestsListOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.order, "order", "asc", "queue `order`: asc (oldest first) or desc (latest first)")
+	fs.StringVar(&o.status, "status", "", "only requests in this `status` (RECEIVED, QUEUED, PROCESSING, SUCCEEDED, REJECTED, FAILED_FINAL; with holds HELD, WAITLISTED)")
+	fs.IntVar(&o.limit, "limit", 0, "at most `N` requests (default 50 for an event, at most 500; 20 for a user, at most 100)")
+	fs.IntVar(&o.maxRead, "max-read", 0, "with -status: read at most `N` requests to fill the page (default 10 × limit)")
+	fs.StringVar(&o.cursor, "cursor", "", "continue from the `cursor` a previous page printed")
+	fs.StringVar(&o.user, "user", "", "list this `user`'s requests instead (newest first, no EVENT_ID)")
+}
+
 func requestsListCmd() *command {
-	var (
-		order, status, cursor, user string
-		limit, maxRead              int
-	)
+	var o requestsListOptions
 	return &command{
 		name:    "requests list",
 		args:    "EVENT_ID",
 		summary: "list an event's requests in queue order (Query GSI2), or a user's with -user (GSI1)",
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&order, "order", "asc", "queue `order`: asc (oldest first) or desc (latest first)")
-			fs.StringVar(&status, "status", "", "only requests in this `status` (RECEIVED, QUEUED, PROCESSING, SUCCEEDED, REJECTED, FAILED_FINAL; with holds HELD, WAITLISTED)")
-			fs.IntVar(&limit, "limit", 0, "at most `N` requests (default 50 for an event, at most 500; 20 for a user, at most 100)")
-			fs.IntVar(&maxRead, "max-read", 0, "with -status: read at most `N` requests to fill the page (default 10 × limit)")
-			fs.StringVar(&cursor, "cursor", "", "continue from the `cursor` a previous page printed")
-			fs.StringVar(&user, "user", "", "list this `user`'s requests instead (newest first, no EVENT_ID)")
-		},
+		flags:   o.register,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-			var listUser bool
-			if user != "" {
-				listUser = true
-				if err := wantArgs(args, 0, ""); err != nil {
-					return err
-				}
-				var bad []string
-				fs.Visit(func(f *flag.Flag) {
-					if f.Name == "order" || f.Name == "status" || f.Name == "max-read" {
-						bad = append(bad, "-"+f.Name)
-					}
-				})
-				if len(bad) > 0 {
-					return usagef("%s: only for an event's list", strings.Join(bad, ", "))
-				}
-			} else if err := wantArgs(args, 1, "EVENT_ID (or -user USER_ID)"); err != nil {
+			opts, err := o.check(fs, args)
+			if err != nil {
 				return err
-			}
-			o := asyncevent.Order(strings.ToLower(order))
-			if o != asyncevent.Ascending && o != asyncevent.Descending {
-				return usagef("-order %q: want asc or desc", order)
-			}
-			st := asyncevent.Status(strings.ToUpper(status))
-			if status != "" && !st.Valid() {
-				return usagef("-status %q: want one of RECEIVED, QUEUED, PROCESSING, HELD, WAITLISTED, SUCCEEDED, REJECTED, FAILED_FINAL (in any case)", status)
-			}
-			if limit < 0 || maxRead < 0 {
-				return usagef("-limit and -max-read must not be negative")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
 				return err
 			}
-			var page *asyncevent.RequestPage
-			if listUser {
-				page, err = c.ListUserRequests(ctx, user, asyncevent.PageOptions{Limit: limit, Cursor: cursor})
-			} else {
-				page, err = c.ListEventRequests(ctx, args[0], asyncevent.EventListOptions{
-					Order: o, Limit: limit, Cursor: cursor, Status: st, MaxRead: maxRead,
-				})
-			}
-			if errors.Is(err, asyncevent.ErrInvalidCursor) || errors.Is(err, asyncevent.ErrInvalidOptions) {
-				return usagef("%v", err)
-			}
+			page, err := o.list(ctx, c, args, opts)
 			if err != nil {
 				return err
 			}
-			if !listUser && len(page.Requests) == 0 && cursor == "" {
-				// No request: say so of an event the table does not hold, as stats does.
-				if _, err := c.GetEvent(ctx, args[0]); err != nil {
-					return err
-				}
-			}
-			if e.json {
-				out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
-				for i := range page.Requests {
-					out.Requests = append(out.Requests, itemJSON(&page.Requests[i]))
-				}
-				return e.printJSON(out)
-			}
-			tw := newTable(e.stdout)
-			fmt.Fprintln(tw, "QUEUED AT\tREQUEST ID\tEVENT\tUSER\tSTATUS\tRESULT")
-			for _, r := range page.Requests {
-				at := r.QueuedAt
-				if at == 0 {
-					at = r.RequestedAt
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", formatMillis(at), r.RequestID, r.EventID, r.UserID, r.Status, orDash(string(r.ResultCode)))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprint(e.stdout, plural(int64(len(page.Requests)), "request"))
-			if page.NextCursor != "" {
-				fmt.Fprintf(e.stdout, "; next page: -cursor %s", page.NextCursor)
-			}
-			fmt.Fprintln(e.stdout)
-			return nil
+			return printRequests(e, page)
 		},
 	}
+}
+
+// check checks the command line of requests list before anything is read, and
+// returns the options of an event's list.
+func (o *requestsListOptions) check(fs *flag.FlagSet, args []string) (asyncevent.EventListOptions, error) {
+	if err := o.checkArgs(fs, args); err != nil {
+		return asyncevent.EventListOptions{}, err
+	}
+	opts := asyncevent.EventListOptions{
+		Order: asyncevent.Order(strings.ToLower(o.order)), Limit: o.limit, Cursor: o.cursor,
+		Status: asyncevent.Status(strings.ToUpper(o.status)), MaxRead: o.maxRead,
+	}
+	switch {
+	case opts.Order != asyncevent.Ascending && opts.Order != asyncevent.Descending:
+		return asyncevent.EventListOptions{}, usagef("-order %q: want asc or desc", o.order)
+	case o.status != "" && !opts.Status.Valid():
+		return asyncevent.EventListOptions{}, usagef("-status %q: want one of RECEIVED, QUEUED, PROCESSING, HELD, WAITLISTED, SUCCEEDED, REJECTED, FAILED_FINAL (in any case)", o.status)
+	case o.limit < 0 || o.maxRead < 0:
+		return asyncevent.EventListOptions{}, usagef("-limit and -max-read must not be negative")
+	}
+	return opts, nil
+}
+
+// checkArgs checks the arguments of requests list: an EVENT_ID, or none with -user,
+// which takes none of the flags of an event's list.
+func (o *requestsListOptions) checkArgs(fs *flag.FlagSet, args []string) error {
+	if o.user == "" {
+		return wantArgs(args, 1, "EVENT_ID (or -user USER_ID)")
+	}
+	if err := wantArgs(args, 0, ""); err != nil {
+		return err
+	}
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "order" || f.Name == "status" || f.Name == "max-read" {
+			bad = append(bad, "-"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return usagef("%s: only for an event's list", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// list reads the page asked for: the user's requests with -user (by -limit and
+// -cursor alone), else the event's by opts.
+func (o *requestsListOptions) list(ctx context.Context, c *asyncevent.Client, args []string, opts asyncevent.EventListOptions) (*asyncevent.RequestPage, error) {
+	var (
+		page *asyncevent.RequestPage
+		err  error
+	)
+	if o.user != "" {
+		page, err = c.ListUserRequests(ctx, o.user, asyncevent.PageOptions{Limit: o.limit, Cursor: o.cursor})
+	} else {
+		page, err = c.ListEventRequests(ctx, args[0], opts)
+	}
+	if errors.Is(err, asyncevent.ErrInvalidCursor) || errors.Is(err, asyncevent.ErrInvalidOptions) {
+		return nil, usagef("%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.user == "" && len(page.Requests) == 0 && o.cursor == "" {
+		// No request: say so of an event the table does not hold, as stats does.
+		if _, err := c.GetEvent(ctx, args[0]); err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
+}
+
+// printRequests prints a page of requests in the order read, and the cursor of the
+// next page.
+func printRequests(e *env, page *asyncevent.RequestPage) error {
+	if e.json {
+		out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
+		for i := range page.Requests {
+			out.Requests = append(out.Requests, itemJSON(&page.Requests[i]))
+		}
+		return e.printJSON(out)
+	}
+	tw := newTable(e.stdout)
+	fmt.Fprintln(tw, "QUEUED AT\tREQUEST ID\tEVENT\tUSER\tSTATUS\tRESULT")
+	for _, r := range page.Requests {
+		at := r.QueuedAt
+		if at == 0 {
+			at = r.RequestedAt
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", formatMillis(at), r.RequestID, r.EventID, r.UserID, r.Status, orDash(string(r.ResultCode)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprint(e.stdout, plural(int64(len(page.Requests)), "request"))
+	if page.NextCursor != "" {
+		fmt.Fprintf(e.stdout, "; next page: -cursor %s", page.NextCursor)
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
 }
 
 func orDash(s string) string {

@@ -39,49 +39,40 @@ type submitJSON struct {
 	Failed   int            `json:"failed"`
 }
 
+// submitOptions are the flags of submit.
+type submitOptions struct {
+	q        sqsFlags
+	users    string
+	count    int
+	prefix   string
+	parallel int
+}
+
+func (o *submitOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.users, "user", "", "the `NAMES` of the users who click, comma-separated, in order (a name twice clicks twice)")
+	fs.IntVar(&o.count, "users", 0, "`N` users click, named by -prefix and a number (user-0001 …)")
+	fs.StringVar(&o.prefix, "prefix", "user-", "the name `PREFIX` of -users")
+	fs.IntVar(&o.parallel, "parallel", 1, "`clicks` at once (1: one after another, in order; the workers decide in about that order)")
+	fs.StringVar(&o.q.queueURL, "queue-url", "", "the workers' SQS queue `URL` (env "+envQueueURL+"); empty: an in-memory queue and a worker in the CLI")
+	fs.StringVar(&o.q.endpoint, "sqs-endpoint", o.q.endpoint, "SQS endpoint `URL` of a local SQS such as fauxqs (env "+envSQSEndpoint+"); empty: AWS")
+}
+
 func submitCmd() *command {
-	var (
-		q        sqsFlags
-		users    string
-		count    int
-		prefix   string
-		parallel int
-	)
-	q.endpoint = envOr(envSQSEndpoint, "")
+	var o submitOptions
+	o.q.endpoint = envOr(envSQSEndpoint, "")
 	return &command{
 		name: "submit",
 		args: "EVENT_ID (-user NAME[,NAME…] | -users N)",
 		summary: "click on an event as its users would (Submit: one request per user, a repeated click is a duplicate); " +
 			"with -queue-url the requests go to the workers' SQS queue, else a worker in the CLI decides them and their outcomes are printed",
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&users, "user", "", "the `NAMES` of the users who click, comma-separated, in order (a name twice clicks twice)")
-			fs.IntVar(&count, "users", 0, "`N` users click, named by -prefix and a number (user-0001 …)")
-			fs.StringVar(&prefix, "prefix", "user-", "the name `PREFIX` of -users")
-			fs.IntVar(&parallel, "parallel", 1, "`clicks` at once (1: one after another, in order; the workers decide in about that order)")
-			fs.StringVar(&q.queueURL, "queue-url", "", "the workers' SQS queue `URL` (env "+envQueueURL+"); empty: an in-memory queue and a worker in the CLI")
-			fs.StringVar(&q.endpoint, "sqs-endpoint", q.endpoint, "SQS endpoint `URL` of a local SQS such as fauxqs (env "+envSQSEndpoint+"); empty: AWS")
-		},
+		flags: o.register,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
-				return err
-			}
-			if q.queueURL == "" {
-				q.queueURL = envOr(envQueueURL, "")
-			}
-			set := map[string]bool{}
-			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-			switch {
-			case set["prefix"] && !set["users"]:
-				return usagef("-prefix names the users of -users N")
-			case set["users"] && count < 1:
-				return usagef("-users %d: want 1 to %s", count, formatInt(maxSubmitUsers))
-			}
-			who, err := clickers(users, count, prefix)
+			who, err := o.check(fs, args)
 			if err != nil {
 				return err
 			}
-			if parallel < 1 {
-				return usagef("-parallel %d: want 1 or more", parallel)
+			if o.q.queueURL == "" {
+				o.q.queueURL = envOr(envQueueURL, "")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
@@ -91,38 +82,16 @@ func submitCmd() *command {
 				return err
 			}
 			out := submitJSON{EventID: args[0], Queue: "memory", ByStatus: map[string]int{}}
-			if q.queueURL != "" {
+			if o.q.queueURL != "" {
 				out.Queue = "sqs"
-				sc, err := q.sqsClient(ctx, e.region)
-				if err != nil {
-					return err
-				}
-				queue, err := queue.NewSQS(sc, q.queueURL)
-				if err != nil {
-					return usagef("-queue-url: %v", err)
-				}
-				// A queue that is not there would fail every click's send, each request
-				// ending FAILED_FINAL: look first.
-				if _, err := sc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &q.queueURL}); err != nil {
-					return fmt.Errorf("-queue-url %s: %w", q.queueURL, err)
-				}
-				out.Clicks = clickAll(ctx, c, queue, args[0], who, parallel)
-			} else {
-				if out.Clicks, err = clickAndDecide(ctx, c, args[0], who, parallel); err != nil {
-					return err
-				}
+			}
+			if out.Clicks, err = o.click(ctx, e, c, args[0], who); err != nil {
+				return err
 			}
 			if err := c.FlushProgress(ctx); err != nil { // the place in line of what waits
 				fmt.Fprintf(e.stderr, "note: the event's progress counts were not written: %v\n", err)
 			}
-			for _, k := range out.Clicks {
-				switch {
-				case k.Error != "":
-					out.Failed++
-				case !k.Duplicate && k.Status != "":
-					out.ByStatus[k.Status]++
-				}
-			}
+			out.tally()
 			if err := printClicks(e, out); err != nil {
 				return err
 			}
@@ -131,6 +100,64 @@ func submitCmd() *command {
 			}
 			return nil
 		},
+	}
+}
+
+// check checks the command line of submit before anything is read, and returns the
+// users who click, in order.
+func (o *submitOptions) check(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["prefix"] && !set["users"]:
+		return nil, usagef("-prefix names the users of -users N")
+	case set["users"] && o.count < 1:
+		return nil, usagef("-users %d: want 1 to %s", o.count, formatInt(maxSubmitUsers))
+	}
+	who, err := clickers(o.users, o.count, o.prefix)
+	if err != nil {
+		return nil, err
+	}
+	if o.parallel < 1 {
+		return nil, usagef("-parallel %d: want 1 or more", o.parallel)
+	}
+	return who, nil
+}
+
+// click makes the click of each user: sent to the workers' SQS queue with -queue-url,
+// else decided by a worker of the CLI.
+func (o *submitOptions) click(ctx context.Context, e *env, c *asyncevent.Client, eventID string, who []string) ([]clickJSON, error) {
+	if o.q.queueURL == "" {
+		return clickAndDecide(ctx, c, eventID, who, o.parallel)
+	}
+	sc, err := o.q.sqsClient(ctx, e.region)
+	if err != nil {
+		return nil, err
+	}
+	q, err := queue.NewSQS(sc, o.q.queueURL)
+	if err != nil {
+		return nil, usagef("-queue-url: %v", err)
+	}
+	// A queue that is not there would fail every click's send, each request ending
+	// FAILED_FINAL: look first.
+	if _, err := sc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &o.q.queueURL}); err != nil {
+		return nil, fmt.Errorf("-queue-url %s: %w", o.q.queueURL, err)
+	}
+	return clickAll(ctx, c, q, eventID, who, o.parallel), nil
+}
+
+// tally counts the clicks that failed, and the new requests by status.
+func (s *submitJSON) tally() {
+	for _, k := range s.Clicks {
+		switch {
+		case k.Error != "":
+			s.Failed++
+		case !k.Duplicate && k.Status != "":
+			s.ByStatus[k.Status]++
+		}
 	}
 }
 
@@ -199,16 +226,16 @@ func clickAll(ctx context.Context, c *asyncevent.Client, q queue.Queue, eventID 
 // clickAndDecide submits the clicks to an in-memory queue that a worker of the CLI
 // drains, and returns them with each request's outcome.
 func clickAndDecide(ctx context.Context, c *asyncevent.Client, eventID string, who []string, parallel int) ([]clickJSON, error) {
-	queue := queue.NewMemory(queue.MemoryOptions{})
-	w, err := asyncevent.NewWorker(c, queue, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
+	mq := queue.NewMemory(queue.MemoryOptions{})
+	w, err := asyncevent.NewWorker(c, mq, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
 	if err := w.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start the worker: %w", err)
 	}
-	clicks := clickAll(ctx, c, queue, eventID, who, parallel)
-	err = queue.WaitIdle(ctx) // every message done: every request decided
+	clicks := clickAll(ctx, c, mq, eventID, who, parallel)
+	err = mq.WaitIdle(ctx) // every message done: every request decided
 	if err := errors.Join(err, w.Stop(ctx)); err != nil {
 		return nil, err
 	}

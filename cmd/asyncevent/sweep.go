@@ -57,19 +57,19 @@ func sweepCmd() *command {
 			if err != nil {
 				return err
 			}
-			queue, err := queue.NewSQS(sc, q.queueURL)
+			sq, err := queue.NewSQS(sc, q.queueURL)
 			if err != nil {
 				return usagef("%v", err)
 			}
 			opts := asyncevent.SweepOptions{StuckAfter: stuckAfter, RatePerSecond: rate}
 			if every == 0 {
-				return sweepOnce(ctx, e, c, queue, args[0], opts)
+				return sweepOnce(ctx, e, c, sq, args[0], opts)
 			}
 			// Several sweepers may run at once, so a periodic one needs no lock.
 			tick := time.NewTicker(every)
 			defer tick.Stop()
 			for {
-				if err := sweepOnce(ctx, e, c, queue, args[0], opts); err != nil && ctx.Err() == nil {
+				if err := sweepOnce(ctx, e, c, sq, args[0], opts); err != nil && ctx.Err() == nil {
 					fmt.Fprintf(e.stderr, "asyncevent: sweep: %v\n", err)
 				}
 				select {
