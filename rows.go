@@ -109,7 +109,7 @@ func (v *callValues) value(p param) expression.ValueBuilder { return expression.
 type docValues struct{}
 
 func (docValues) arg(p param) any                       { return ":" + string(p) }
-func (docValues) value(p param) expression.ValueBuilder { return expression.Value(":" + string(p)) }
+func (docValues) value(p param) expression.ValueBuilder { return expression.Value(docValues{}.arg(p)) }
 
 // setOf marshals to a DynamoDB set: a number set (NS) of ints, a string set (SS) of
 // strings.

@@ -283,7 +283,7 @@ func TestSeedSourceChecks(t *testing.T) {
 // entry's score, and so which entries win.
 func TestDrawScoreBindsTheEntrySet(t *testing.T) {
 	t.Parallel()
-	seed := bytes.Repeat([]byte{7}, 32)
+	secret := bytes.Repeat([]byte{7}, 32)
 	var ids []string
 	for i := range 200 {
 		ids = append(ids, fmt.Sprintf("req-%03d", i))
@@ -291,8 +291,8 @@ func TestDrawScoreBindsTheEntrySet(t *testing.T) {
 	h := draw.EntriesHash(ids)
 	hashBytes := must(hex.DecodeString(h))
 	for _, id := range ids {
-		want := sha256.Sum256(slices.Concat(seed, hashBytes, []byte(id)))
-		require.Equal(t, want, draw.Score(seed, h, id), "SHA-256(seed ‖ entries hash ‖ requestId)")
+		want := sha256.Sum256(slices.Concat(secret, hashBytes, []byte(id)))
+		require.Equal(t, want, draw.Score(secret, h, id), "SHA-256(seed ‖ entries hash ‖ requestId)")
 	}
 
 	for name, changed := range map[string][]string{
@@ -304,15 +304,15 @@ func TestDrawScoreBindsTheEntrySet(t *testing.T) {
 		require.NotEqual(t, h, h2, name)
 		for _, id := range changed {
 			if slices.Contains(ids, id) {
-				assert.NotEqual(t, draw.Score(seed, h, id), draw.Score(seed, h2, id), "%s: %s kept its score", name, id)
+				assert.NotEqual(t, draw.Score(secret, h, id), draw.Score(secret, h2, id), "%s: %s kept its score", name, id)
 			}
 		}
-		assert.NotEqual(t, draw.Winners(seed, ids, 10), draw.Winners(seed, changed, 10), name)
+		assert.NotEqual(t, draw.Winners(secret, ids, 10), draw.Winners(secret, changed, 10), name)
 	}
 
 	// draw.Winners scores with the entries' own hash, whatever their order.
 	shuffled := slices.Clone(ids)
 	slices.Reverse(shuffled)
-	assert.Equal(t, draw.Winners(seed, ids, 10), draw.Winners(seed, shuffled, 10))
-	assert.Equal(t, recomputeWinners(t, hex.EncodeToString(seed), ids, 10), draw.Winners(seed, ids, 10))
+	assert.Equal(t, draw.Winners(secret, ids, 10), draw.Winners(secret, shuffled, 10))
+	assert.Equal(t, recomputeWinners(t, hex.EncodeToString(secret), ids, 10), draw.Winners(secret, ids, 10))
 }

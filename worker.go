@@ -27,7 +27,8 @@ type WorkerOptions struct {
 	BatchSize int
 
 	// WaitTime is the long-poll wait of a receive. It also bounds how long Stop waits
-	// for a receive in flight on a queue that is not a CancelSafeQueue, such as SQS.
+	// for a receive in flight on a queue that is not a [queue.CancelSafeQueue], such
+	// as SQS.
 	// Default: 20 seconds.
 	WaitTime time.Duration
 
@@ -74,7 +75,7 @@ const deleteBatchDelay = 20 * time.Millisecond
 // Worker long-polls a queue and processes its messages with bounded concurrency:
 // it extends a message's visibility while its work goes on, deletes what is done (in
 // batches), leaves retryable failures for redelivery with backoff, and ends
-// non-retryable ones FAILED_FINAL. The messages of one FIFO group (Delivery.GroupID)
+// non-retryable ones FAILED_FINAL. The messages of one FIFO group ([queue.Delivery].GroupID)
 // are processed one after another in receive order, the others at once; once one of
 // a group is not done, the group's later messages of that receive are made visible
 // again unstarted, behind it. Start it once; Stop stops it gracefully.
@@ -162,7 +163,7 @@ func (w *Worker) Start(ctx context.Context) error {
 // the worker starts no message: it receives no more, and every message it holds but
 // has not started (one waiting behind an earlier message of its FIFO group, or one
 // that a receive in flight returns) is made visible again at once, for another
-// worker. A receive in flight on a CancelSafeQueue (queue.Memory) is cancelled; on any
+// worker. A receive in flight on a [queue.CancelSafeQueue] ([queue.Memory]) is cancelled; on any
 // other queue, such as SQS, it is let run to its end, at most WaitTime plus the
 // round trip, since SQS may hand messages to a long poll that its client has given
 // up on, and they would stay hidden for the visibility timeout. The messages in
@@ -308,7 +309,7 @@ func (w *Worker) receive(stopCtx, receiveCtx, workCtx context.Context) {
 	}
 }
 
-// runInOrder processes a run of Groups one delivery after another. It starts none
+// runInOrder processes a run of queue.Groups one delivery after another. It starts none
 // once the worker is stopping, nor any after one that is not done: those it gives
 // back. The deliveries that wait are kept hidden meanwhile.
 func (w *Worker) runInOrder(stopCtx, ctx context.Context, ds []queue.Delivery) {

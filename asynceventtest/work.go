@@ -65,7 +65,8 @@ func WorkDelivery(ctx context.Context, t testing.TB, c *asyncevent.Client, d que
 }
 
 // Process processes a received batch through p as a worker would (Processor.ProcessOne
-// each, without keeping them hidden), and returns the IDs of the messages that must
+// each, without keeping them hidden; a request held is kept under its lease, renewed
+// at half of it), and returns the IDs of the messages that must
 // come back: those not finished. The runs of queue.Groups go at once; a FIFO group's
 // deliveries go one after another in receive order, and once one of them is not
 // finished the group's later ones are not started and come back with it.

@@ -98,14 +98,14 @@ func TestHandleAppliesTheBackoffThroughTheQueue(t *testing.T) {
 	c := asynceventtest.NewTable(t)
 	ev := batch(t, c, 5, "ann")
 	busy := errors.New("eligibility service busy")
-	queue := &visibilityLog{}
+	vq := &visibilityLog{}
 	h, err := awslambda.New(c, awslambda.Options{
 		ProcessOptions: asyncevent.ProcessOptions{
 			MaxReceives: 2,
 			Backoff:     func(receiveCount int) time.Duration { return time.Duration(receiveCount) * time.Minute },
 			Handler:     asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return busy }),
 		},
-		Queue: queue,
+		Queue: vq,
 	})
 	require.NoError(t, err)
 	receipt := ev.Records[0].ReceiptHandle
@@ -113,13 +113,13 @@ func TestHandleAppliesTheBackoffThroughTheQueue(t *testing.T) {
 	resp, err := h.Handle(ctx, ev)
 	require.NoError(t, err)
 	assert.Len(t, resp.BatchItemFailures, 1)
-	assert.Equal(t, []time.Duration{time.Minute}, queue.of(receipt), "hidden for the backoff of receive 1")
+	assert.Equal(t, []time.Duration{time.Minute}, vq.of(receipt), "hidden for the backoff of receive 1")
 
 	ev.Records[0].Attributes["ApproximateReceiveCount"] = "2"
 	resp, err = h.Handle(ctx, ev)
 	require.NoError(t, err)
 	assert.Len(t, resp.BatchItemFailures, 1, "left for the dead-letter queue")
-	assert.Equal(t, []time.Duration{time.Minute, 0}, queue.of(receipt), "visible at once on its last receive")
+	assert.Equal(t, []time.Duration{time.Minute, 0}, vq.of(receipt), "visible at once on its last receive")
 	m, err := asyncevent.DecodeMessage([]byte(ev.Records[0].Body))
 	require.NoError(t, err)
 	r, err := c.GetRequest(ctx, m.RequestID)
