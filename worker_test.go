@@ -527,12 +527,12 @@ func TestHeartbeatKeepsALongMessageToItsWorker(t *testing.T) {
 	var calls atomic.Int64
 	slow := asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
 		calls.Add(1)
-		return sleepCtx(ctx, 5*time.Second) // five visibility timeouts
+		return sleepCtx(ctx, 10*time.Second) // five visibility timeouts
 	})
-	// A second apiece: a loaded machine's DynamoDB Local can take most of half a
-	// second for the heartbeat's lease write.
-	opts := asyncevent.WorkerOptions{VisibilityTimeout: time.Second,
-		ProcessOptions: asyncevent.ProcessOptions{Handler: slow, LeaseDuration: time.Second}}
+	// Two seconds apiece, a heartbeat each second: a loaded CI machine's DynamoDB Local
+	// has taken more than half a second for the heartbeat's lease write.
+	opts := asyncevent.WorkerOptions{VisibilityTimeout: 2 * time.Second,
+		ProcessOptions: asyncevent.ProcessOptions{Handler: slow, LeaseDuration: 2 * time.Second}}
 	runWorker(t, c, q, opts)
 	runWorker(t, c, q, opts) // a second worker, polling the whole time
 	asynceventtest.WaitDrained(t, q, time.Minute)
