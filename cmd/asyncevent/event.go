@@ -324,11 +324,7 @@ func eventListCmd() *command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprint(e.stdout, plural(int64(len(page.Events)), "event"))
-			if page.NextCursor != "" {
-				fmt.Fprintf(e.stdout, "; next page: -cursor %s", page.NextCursor)
-			}
-			fmt.Fprintln(e.stdout)
+			pageFooter(e.stdout, len(page.Events), "event", page.NextCursor)
 			return nil
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -172,12 +173,18 @@ func printRequests(e *env, page *asyncevent.RequestPage) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprint(e.stdout, plural(int64(len(page.Requests)), "request"))
-	if page.NextCursor != "" {
-		fmt.Fprintf(e.stdout, "; next page: -cursor %s", page.NextCursor)
-	}
-	fmt.Fprintln(e.stdout)
+	pageFooter(e.stdout, len(page.Requests), "request", page.NextCursor)
 	return nil
+}
+
+// pageFooter ends a listed page: how many items it held, and the cursor of the next
+// page when there is one.
+func pageFooter(w io.Writer, n int, noun, cursor string) {
+	fmt.Fprint(w, plural(int64(n), noun))
+	if cursor != "" {
+		fmt.Fprintf(w, "; next page: -cursor %s", cursor)
+	}
+	fmt.Fprintln(w)
 }
 
 func orDash(s string) string {
