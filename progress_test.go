@@ -28,35 +28,29 @@ type poll struct {
 // line a poll is told is within 10% of the true one (the requests queued before it
 // that no worker had finished at that moment), and the wait within 20% of the time
 // it actually waited. The client's clock is the test's, so that the rate is the
-// test's and not the machine's: 600 clicks (each reading of the clock a millisecond
-// on, so that no two share a queuedAt), then the workers finish
+// test's and not the machine's: 600 clicks, one every 5 ms (so that the arrivals of a
+// tenth of a second are spread evenly over it, as the estimate takes them, and no two
+// share a queuedAt; clicks at once from many clients would bunch them by the order
+// their goroutines happened to read the clock), then the workers finish
 // five requests every 200 ms (25 a second) in queue order, writing their counts as
 // they go, and a poll every 400 ms asks five requests spread over the line.
 func TestPlaceInLineIsHonest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &tickingClock{now: t0, tick: time.Millisecond} // every reading a millisecond on: queuedAt is unique
+	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, ProgressEvery: 500 * time.Millisecond, ProgressCacheTTL: 200 * time.Millisecond})
 	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "line", EventType: asyncevent.FirstCome, CapacityTotal: 10, IndexShards: 16})
 	require.NoError(t, err)
-	// 16 clients click at once; their messages reach the workers' queue in queue
-	// order (queuedAt), which a standard queue keeps only roughly: the test is of the
-	// estimate's math, and docs/design.md says what the queue's order costs it.
+	// The messages reach the workers' queue in queue order (queuedAt), which a
+	// standard queue keeps only roughly: the test is of the estimate's math, and
+	// docs/design.md says what the queue's order costs it.
 	const backlog = 600
 	sent := &sentMessages{byRequest: map[string]queue.OutgoingMessage{}}
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Go(func() {
-			for i := w; i < backlog; i += 16 {
-				_, err := c.Submit(ctx, sent, "line", fmt.Sprintf("user-%05d", i))
-				if !assert.NoError(t, err) {
-					return
-				}
-			}
-		})
+	for i := range backlog {
+		clock.Advance(5 * time.Millisecond)
+		_, err := c.Submit(ctx, sent, "line", fmt.Sprintf("user-%05d", i))
+		require.NoError(t, err)
 	}
-	wg.Wait()
-	clock.stop() // from here the test moves the clock
 	require.NoError(t, c.FlushProgress(ctx))
 	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
@@ -156,31 +150,4 @@ func (s *sentMessages) Send(_ context.Context, m queue.OutgoingMessage) error {
 	defer s.mu.Unlock()
 	s.byRequest[body.RequestID] = m
 	return nil
-}
-
-// tickingClock is a test's clock that moves a tick at every reading until stopped,
-// and then only when the test moves it.
-type tickingClock struct {
-	mu   sync.Mutex
-	now  time.Time
-	tick time.Duration
-}
-
-func (c *tickingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.tick)
-	return c.now
-}
-
-func (c *tickingClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *tickingClock) stop() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.tick = 0
 }
