@@ -16,9 +16,12 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
-// itemsOf counts the table's items by entity type (a Scan: the test kit may).
+// itemsOf counts the table's items by entity type (a Scan: the test kit may), after
+// c has written the progress counts it holds: its timer writes them a second after
+// a click, so that an item would otherwise appear between two counts at any moment.
 func itemsOf(t *testing.T, c *asyncevent.Client) map[entity.Type]int {
 	t.Helper()
+	require.NoError(t, c.FlushProgress(context.Background()))
 	n := map[entity.Type]int{}
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
 		var head struct {
