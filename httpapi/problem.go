@@ -202,7 +202,9 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 	}, header, internal
 }
 
-// WriteError answers r with the problem of err and logs err when it is unexpected.
+// WriteError answers r with the problem of err and logs err when it is unexpected
+// (level error), or when the request ran out of time (level warn, the error naming
+// the call that was waiting).
 // Handlers mounted with Server.Mount may use it to answer as the API does.
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	p, header, internal := problemFor(err)
@@ -210,9 +212,16 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if info != nil {
 		p.Instance = info.instance
 	}
-	if internal {
+	switch {
+	case internal:
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("instance", p.Instance), slog.Int("status", p.Status), slog.Any("error", err))
+	case errors.Is(err, context.DeadlineExceeded):
+		// Out of time (ServerOptions.RequestTimeout, or a deadline of the library's
+		// own): the error names the call that was waiting. A client that hung up
+		// (context.Canceled) is the access log's alone.
+		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "request ran out of time",
+			slog.String("instance", p.Instance), slog.Any("error", err))
 	}
 	for k, vs := range header {
 		for _, v := range vs {

@@ -674,7 +674,10 @@ func TestRequestTimeout(t *testing.T) {
 	e := newEnv(t, func(_ *asyncevent.Options, so *ServerOptions) { so.RequestTimeout = time.Nanosecond })
 	r := e.do("GET", "/admin/events/sale", e.admin(), nil)
 	assert.Equal(t, http.StatusServiceUnavailable, r.status, "body: %s", r.body)
-	assert.Equal(t, CodeTimeout, r.problem(t).Code)
+	p := r.problem(t)
+	assert.Equal(t, CodeTimeout, p.Code)
+	assert.Contains(t, e.logs.String(), `"level":"WARN","msg":"request ran out of time","instance":"`+p.Instance+`","error":"`, "the cause is logged")
+	assert.Contains(t, e.logs.String(), "context deadline exceeded")
 }
 
 func TestMountAndPanics(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -101,6 +102,18 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+// above returns the lines of a JSON log at level or more severe.
+func (b *syncBuffer) above(level slog.Level) string {
+	var out strings.Builder
+	for line := range strings.Lines(b.String()) {
+		var entry struct{ Level slog.Level }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Level >= level {
+			out.WriteString(line)
+		}
+	}
+	return out.String()
 }
 
 func (b *syncBuffer) String() string {

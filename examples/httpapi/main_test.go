@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -90,7 +91,7 @@ func TestEndToEndOverSQS(t *testing.T) {
 	wg.Wait()
 	for i := range users {
 		require.NoError(t, errs[i], "user %d", i)
-		require.Equal(t, http.StatusAccepted, answers[i].status, "user %d: %s", i, answers[i].body)
+		require.Equal(t, http.StatusAccepted, answers[i].status, "user %d: %s\nwarnings and errors logged:\n%s", i, answers[i].body, logs.above(slog.LevelWarn))
 	}
 
 	var stats httpapi.StatsView
