@@ -202,9 +202,8 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 	}, header, internal
 }
 
-// WriteError answers r with the problem of err and logs err when it is unexpected
-// (level error), or when the request ran out of time (level warn, the error naming
-// the call that was waiting).
+// WriteError answers r with the problem of err, and logs err when it is unexpected
+// or when the request ran out of time (Server.logFailure says how).
 // Handlers mounted with Server.Mount may use it to answer as the API does.
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	p, header, internal := problemFor(err)
@@ -212,23 +211,30 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if info != nil {
 		p.Instance = info.instance
 	}
-	switch {
-	case internal:
-		s.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("instance", p.Instance), slog.Int("status", p.Status), slog.Any("error", err))
-	case errors.Is(err, context.DeadlineExceeded):
-		// Out of time (ServerOptions.RequestTimeout, or a deadline of the library's
-		// own): the error names the call that was waiting. A client that hung up
-		// (context.Canceled) is the access log's alone.
-		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "request ran out of time",
-			slog.String("instance", p.Instance), slog.Any("error", err))
-	}
+	s.logFailure(r, p, internal, err)
 	for k, vs := range header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
 		}
 	}
 	writeProblem(w, p)
+}
+
+// logFailure logs the error behind a failed request's problem p: in full (level
+// error) when it is unexpected; at level warn when the request ran out of time (its
+// own RequestTimeout, or a deadline of a call inside it), the error naming the call
+// that was waiting. A request whose client hung up (its context canceled) is the
+// access log's alone.
+func (s *Server) logFailure(r *http.Request, p Problem, internal bool, err error) {
+	switch {
+	case internal:
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("instance", p.Instance), slog.Int("status", p.Status), slog.Any("error", err))
+	case p.Code == CodeTimeout && !errors.Is(r.Context().Err(), context.Canceled):
+		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "request ran out of time",
+			slog.String("instance", p.Instance), slog.Any("error", err),
+			slog.Bool("requestTimeoutPassed", errors.Is(r.Context().Err(), context.DeadlineExceeded)))
+	}
 }
 
 // writeProblem sends p as the whole response.

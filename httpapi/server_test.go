@@ -678,6 +678,7 @@ func TestRequestTimeout(t *testing.T) {
 	assert.Equal(t, CodeTimeout, p.Code)
 	assert.Contains(t, e.logs.String(), `"level":"WARN","msg":"request ran out of time","instance":"`+p.Instance+`","error":"`, "the cause is logged")
 	assert.Contains(t, e.logs.String(), "context deadline exceeded")
+	assert.Contains(t, e.logs.String(), `"requestTimeoutPassed":true`)
 }
 
 func TestMountAndPanics(t *testing.T) {

@@ -287,16 +287,14 @@ type errorView struct {
 }
 
 // fail shows err as an error page with the status the API would answer with; an
-// unexpected error is logged in full and shown as "internal error" only.
+// unexpected error is logged in full and shown as "internal error" only, a request
+// out of time is logged as the API's are (Server.logFailure).
 func (u *adminUI) fail(w http.ResponseWriter, r *http.Request, sess *uiSession, err error) {
 	p, _, internal := problemFor(err)
 	if info := infoFrom(r.Context()); info != nil {
 		p.Instance = info.instance
 	}
-	if internal {
-		u.srv.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("instance", p.Instance), slog.Int("status", p.Status), slog.Any("error", err))
-	}
+	u.srv.logFailure(r, p, internal, err)
 	u.render(w, r, p.Status, "error", page{
 		Title:   p.Title,
 		Session: sess,

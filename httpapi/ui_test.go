@@ -729,3 +729,15 @@ func TestLayoutChart(t *testing.T) {
 		c.Legend, "the first 300, then every 7th")
 	assert.Equal(t, "#1000", c.Ticks[len(c.Ticks)-1].Label)
 }
+
+// A page that runs out of time shows the API's 503 and logs the cause at warn, as
+// the API does.
+func TestUITimeoutIsLogged(t *testing.T) {
+	t.Parallel()
+	u := newUIEnv(t, func(_ *asyncevent.Options, so *ServerOptions) { so.RequestTimeout = time.Nanosecond })
+	u.signIn()
+	r := u.get("/admin/ui/events/spring-sale")
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "body: %s", r.body)
+	assert.Contains(t, u.logs.String(), `"msg":"request ran out of time"`)
+	assert.Contains(t, u.logs.String(), `"requestTimeoutPassed":true`)
+}
