@@ -2,7 +2,6 @@ package asyncevent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -63,14 +62,6 @@ var (
 		name: "capacity added to the pool", method: "AddCapacity", item: entity.Returns, op: opUpdate,
 		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
 		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrAdded, pSeats)},
-	}
-	poolClaimRow = row{
-		name: "pool seat claimed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: seatFree,
-		sets: []set{
-			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
-			setTo(attrUpdatedAt, pNow),
-		},
-		adds: []set{addTo(attrHolders, pSeatTokens)},
 	}
 )
 
@@ -215,32 +206,6 @@ func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
 		open = still
 	}
 	return share
-}
-
-// claimPool claims a seat on the event's pool under the claim's lease (its seatShard
-// names the pool already), and takes it: SUCCEEDED. A pool found empty is remembered
-// at its version, and the request is sold out.
-func (c *Client) claimPool(ctx context.Context, reqKey requestKey, sc *seatClaim, seats *seatShards, n int) (Transition, error) {
-	key, err := returnsKey(sc.ref.EventID)
-	if err != nil {
-		return Transition{}, err
-	}
-	res, err := c.claimOn(ctx, key, sc)
-	sc.emptied = false // the pool's last seat empties no shard
-	switch {
-	case errors.Is(err, errLeaseRanOut):
-		return Transition{}, nil
-	case err != nil:
-		return Transition{}, fmt.Errorf("claim seat %s on the pool: %w", sc.ref.RequestID, err)
-	}
-	switch res {
-	case claimWon, claimHeld:
-		return c.takeSeat(ctx, reqKey, sc)
-	case claimRefused:
-		return Transition{}, fmt.Errorf("claim seat %s on the pool: refused for throughput: %w", sc.ref.RequestID, ErrThrottled)
-	}
-	seats.poolDry(sc.ref.EventID, sc.poolVersion)
-	return Transition{SoldOut: true}, nil
 }
 
 // seatPool is what a Processor knows of an event's seat pool.

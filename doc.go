@@ -165,10 +165,12 @@
 //  3. The QUEUED race: a worker accepts RECEIVED or QUEUED as a start state; the
 //     request's queuedAt and index keys came with its put, so it has nothing to
 //     backfill, and ingest's later QUEUED write loses harmlessly.
-//  4. Exactly N: a seat is spent only by the write that records whose it is; a request
-//     claims without a lease only on its home shard, and under a lease only on the
-//     shard its seatShard names; no request ends without a seat before a look at the
-//     shard a claim of it may be on (docs/design.md, "The seat claim").
+//  4. Exactly N, with no clock in the argument: a seat is spent only by the write that
+//     records whose it is; a request claims without a lease only on its home shard,
+//     and under a lease only on the place its seatShard names; its claim leaves a
+//     place, and it ends without a seat, only once the places a claim of it may land
+//     on are closed to it or found empty, by conditional writes alone, whatever the
+//     delays and the clocks (seat.go; docs/design.md, "The seat claim").
 //  5. No stuck PROCESSING: a worker holds a lease that expires.
 //  6. Every status write is conditional; a lost condition is an outcome, not an error.
 //  7. GSI keys only on Request items.
@@ -253,13 +255,15 @@
 //	    if   ((status = QUEUED) OR (status = RECEIVED))
 //	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
 //	    set  SET status = PROCESSING, startedAt = :now, leaseOwner = :leaseOwner,
-//	         leaseExpiresAt = :leaseExpiresAt, seatShard = if_not_exists(seatShard, :seatShard)
+//	         leaseExpiresAt = :leaseExpiresAt,
+//	         seatShard = if_not_exists(seatShard, :seatShard),
+//	         seatEpoch = if_not_exists(seatEpoch, :seatEpoch)
 //	lease heartbeat                Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
 //	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
-//	         AND (NOT (contains (void, :seatToken)))
+//	         AND (NOT (contains (void, :fenceToken)))
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
 //	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
@@ -272,22 +276,15 @@
 //	         resultCode = SUCCESS, finishedAt = :now,
 //	         startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
-//	first-come seat given back     Processor.ProcessOne       UpdateItem     EVENT#<eventId> / CAPACITY
-//	    if   (contains (holders, :seatToken)) AND (capacityRemaining > 0)
-//	    set  DELETE holders :seatTokens SET capacityRemaining = capacityRemaining + 1,
-//	         updatedAt = :now
-//	first-come seat voided         Processor.ProcessOne       UpdateItem     EVENT#<eventId> / CAPACITY
+//	first-come seat closed         ClaimSeat, MarkEnqueueFailed UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
-//	    set  ADD void :seatTokens
+//	    set  ADD void :fenceTokens
 //	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
 //	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET seatShard = :seatShard
+//	    set  SET seatShard = :seatShard, seatEpoch = :seatEpoch
 //	capacity shard empty           ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  ADD emptyShards :shards
-//	capacity shard left            ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   attribute_exists (PK)
-//	    set  ADD leftShards :left
 //	capacity shard sold out        ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   attribute_exists (PK)
 //	    set  SET soldOut = :0
@@ -434,9 +431,12 @@
 //	         poolVersion = :poolVersion
 //	pool seat claimed              ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
-//	         AND (NOT (contains (void, :seatToken)))
+//	         AND (NOT (contains (void, :fenceToken)))
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
+//	pool seat closed               ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
+//	    set  ADD void :fenceTokens
 //	participation cancelled        CancelRequest              UpdateItem     REQ#<requestId> / META
 //	    if   (status = SUCCEEDED) AND (eventType = FIRST_COME)
 //	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CANCELLED,

@@ -56,14 +56,6 @@ type EventConfig struct {
 	// every request in one write once all are. CreateEvent ignores it.
 	EmptyShards []int `dynamodbav:"emptyShards,omitempty,numberset"`
 
-	// LeftShards, of a FIRST_COME event, are the capacity shards a seat claim left
-	// because DynamoDB kept refusing it for throughput, each as "<shard>@<epoch
-	// millis>" (the time it was listed; a shard may be listed more than once, the
-	// earliest counts). A worker claims a seat without a lease only on a request's
-	// home shard, and not on a shard listed here (docs/design.md, "The home claim").
-	// CreateEvent ignores it.
-	LeftShards []string `dynamodbav:"leftShards,omitempty,stringset"`
-
 	// HoldFor, of a FIRST_COME event, turns on holds: a seat claim makes the request
 	// HELD for HoldFor instead of SUCCEEDED, Confirm (payment made) makes it
 	// SUCCEEDED, and Release or the hold's expiry gives the seat to the earliest
@@ -102,7 +94,6 @@ type EventConfig struct {
 // operator's controls write.
 const (
 	attrEmptyShards = "emptyShards"
-	attrLeftShards  = "leftShards"
 	attrEndsAt      = "endsAt"
 	attrPaused      = "paused"
 	attrClosedAt    = "closedAt"
@@ -297,7 +288,6 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	now := c.now()
 	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = entity.Config, now, 0, "", "", ""
 	cfg.EmptyShards = nil
-	cfg.LeftShards = nil
 	cfg.Paused, cfg.ClosedAt, cfg.PoolVersion, cfg.LocksKeptUntil = false, 0, 0, 0
 	if end := cfg.closesAt(); end != 0 && c.opts.LockTTL > 0 {
 		cfg.LocksKeptUntil = MillisOf(end.Time().Add(c.opts.LockTTL))

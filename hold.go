@@ -121,7 +121,7 @@ var (
 	bindHoldRow = row{
 		name: "first-come seat held", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
 		from: []leave{
-			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: homeSeat},
+			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: atHome},
 		},
 		to:      StatusHeld,
 		sets:    heldSets(setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),

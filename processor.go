@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -365,11 +364,10 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 	if !t.Applied {
 		return p.notStarted(m, t.Current)
 	}
-	st.homeClear, st.homeLeftAt = h.clear, h.leftAt
-	st.onHome(h.shard, p.c.opts.Clock())
+	st.settle(h.shard, h.clear)
 	l.held = true
 	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
-	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end, hold: hold}
+	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
 	if extend != nil {
 		stop := p.heartbeat(ctx, m, l, extend)
 		defer stop()
@@ -415,20 +413,15 @@ func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
 // homeState is what a delivery knows of its request's home shard.
 type homeState struct {
 	shard  int
-	began  time.Time   // when the delivery began
-	looked bool        // the delivery read it
-	leased bool        // the request goes the leased way: a lease holds it elsewhere
-	leftAt EpochMillis // when the config listed it left (0: not listed, or not read)
-	clear  bool        // no seat of the request is on it, nor can be: found empty without its token
+	began  time.Time // when the delivery began
+	looked bool      // the delivery read it
+	leased bool      // the request goes the leased way: a lease holds it
+	clear  bool      // no seat of the request is on it, nor can be: found empty without its token, or closed to it
 	// hold is the event's EventConfig.HoldFor (0: no holds), as the home shard or the
 	// config read for the home claim says, once holdKnown.
 	hold      time.Duration
 	holdKnown bool
 }
-
-// homeTries bounds the reads of the event's config by one home claim whose copy aged
-// before its claim was sent.
-const homeTries = 3
 
 // home runs the part of a first-come message that needs no lease: a look at the home
 // shard when the worker knows it empty, knows the event sold out, or knows nothing of
@@ -444,62 +437,52 @@ func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int
 	if p.opts.Handler != nil {
 		return result{}, false
 	}
-	for range homeTries {
-		cfg, readAt, err := p.c.freshEvent(ctx, ev)
-		if err != nil {
-			return p.failed(ctx, m, d, nil, err), true
-		}
-		if got := max(cfg.CapacityShards, 1); got != n {
-			return p.malformed(ctx, m, d, fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, n, got)), true
-		}
-		h.hold, h.holdKnown = cfg.HoldFor, true
-		if at, left := cfg.leftAt(h.shard); left {
-			h.leftAt = at
-			return result{}, false
-		}
-		p.seats.know(ev, n, cfg.EmptyShards)
-		if !h.looked && p.seats.isEmpty(ev, h.shard) {
-			// The config lists the home shard empty (or all): a read, not a failed write.
-			if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
-				return r, done
-			}
-		}
-		res, sc, err := p.c.claimHome(ctx, m.Ref(), n, h.shard, readAt.Add(homeFreshness))
-		if errors.Is(err, errLeaseRanOut) {
-			continue // the copy aged before the claim went: read it again
-		}
-		if err != nil {
-			// Unanswered: the claim may have landed, and the next delivery's claim on
-			// the home shard finds it.
-			return p.failed(ctx, m, d, nil, err), true
-		}
-		switch res {
-		case claimWon, claimHeld:
-			r, done, kept := p.bind(ctx, m, d, n, h)
-			if sc.emptied && n > 1 && kept { // a seat that went back leaves it with one
-				p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
-			}
-			return r, done
-		case claimVoid:
-			h.clear = true // a final failure under a lease voided it: no seat of it there
-		case claimEmpty:
-			h.clear = true
-			record := recordIfUnlisted
-			if n == 1 {
-				record = recordIfNew
-			}
-			p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, record)
-			if sc.soldOut {
-				p.seats.know(ev, n, allShards(n))
-			}
-			p.seats.learnPool(ev, sc.poolVersion)
-			if p.soldOut(ctx, ev) && !p.poolOpen(ev, h.hold) {
-				return p.rejectSoldOut(ctx, m, d, h.hold)
-			}
-		}
-		return result{}, false // empty, or refused for throughput: the leased claim goes on
+	cfg, err := p.c.cachedEvent(ctx, ev)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err), true
 	}
-	return result{}, false
+	if got := max(cfg.CapacityShards, 1); got != n {
+		return p.malformed(ctx, m, d, fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, n, got)), true
+	}
+	h.hold, h.holdKnown = cfg.HoldFor, true
+	p.seats.know(ev, n, cfg.EmptyShards)
+	if !h.looked && p.seats.isEmpty(ev, h.shard) {
+		// The config lists the home shard empty (or all): a read, not a failed write.
+		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
+			return r, done
+		}
+	}
+	res, sc, err := p.c.claimHome(ctx, m.Ref(), n, h.shard)
+	if err != nil {
+		// Unanswered: the claim may still land, and the next delivery's claim on the
+		// home shard finds it, or the request's end closes the shard to it first.
+		return p.failed(ctx, m, d, nil, err), true
+	}
+	switch res {
+	case claimWon, claimHeld:
+		r, done := p.bind(ctx, m, d, n, h)
+		if sc.emptied && n > 1 {
+			p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
+		}
+		return r, done
+	case claimClosed:
+		h.clear = true // closed to the request by an earlier delivery: the leased way sorts it out
+	case claimEmpty:
+		h.clear = true
+		record := recordIfUnlisted
+		if n == 1 {
+			record = recordIfNew
+		}
+		p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, record)
+		if sc.soldOut {
+			p.seats.know(ev, n, allShards(n))
+		}
+		p.seats.learnPool(ev, sc.poolVersion)
+		if p.soldOut(ctx, ev) && !p.poolOpen(ev, h.hold) {
+			return p.rejectSoldOut(ctx, m, d, h.hold)
+		}
+	}
+	return result{}, false // empty, closed, or refused for throughput: the leased claim goes on
 }
 
 // newTo reports whether the processor meets the event for the first time and its
@@ -524,12 +507,12 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d queue.Delivery, n
 	h.hold, h.holdKnown = item.HoldFor, true
 	p.seats.learnPool(m.EventID, item.PoolVersion)
 	if holds(item, m.RequestID) {
-		r, done, _ := p.bind(ctx, m, d, n, h)
+		r, done := p.bind(ctx, m, d, n, h)
 		h.leased = !done
 		return r, done
 	}
-	if slices.Contains(item.Void, seatToken(m.RequestID)) {
-		h.clear = true // a final failure under a lease voided it: the leased way sorts it out
+	if closedHere(item, m.RequestID) {
+		h.clear = true // closed to the request by an earlier delivery: the leased way sorts it out
 		return result{}, false
 	}
 	if item.CapacityRemaining > 0 {
@@ -560,50 +543,41 @@ func (p *Processor) poolOpen(eventID string, hold time.Duration) bool {
 }
 
 // bind writes SUCCEEDED for a request whose seat is on its home shard, and reports
-// whether that decided the message and whether the seat stays the request's. A
-// request that ended meanwhile without that seat gives it back, as does one held
-// under a lease that claims on another shard, which then goes the leased way.
-func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int, h *homeState) (r result, done, kept bool) {
+// whether that decided the message. A home claim wins only while no rule closed the
+// home shard to the request, so its request is at home (RECEIVED, QUEUED, or
+// PROCESSING claiming there: a live lease's holder finds the seat and ends it) or
+// bound to that seat already (seat.go); a request found
+// otherwise is logged as an error and its seat left where it is (the event sells one
+// fewer): a seat is never given back on the strength of a view of the request.
+func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int, h *homeState) (r result, done bool) {
 	home := h.shard
 	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return notFound(), true, false
+		return notFound(), true
 	case err != nil:
-		return p.failed(ctx, m, d, nil, err), true, true
+		return p.failed(ctx, m, d, nil, err), true
 	case t.Applied:
-		return won(h.hold), true, true
+		return won(h.hold), true
 	}
 	cur := t.Current
-	onHome := cur.SeatShard != nil && *cur.SeatShard == home
-	switch {
-	case onHome && boundToSeat(cur):
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, true
-	case !cur.Status.decided() && (onHome || cur.SeatShard == nil):
-		// A live lease on the home shard: its holder finds the seat there and ends
-		// the request; come back after it.
+	atHome := cur.SeatShard == nil || *cur.SeatShard == home
+	if cur.Status == StatusProcessing && atHome {
+		// A live lease at home: its holder's claim there finds the seat, as does its
+		// failure's close or a takeover's claim. Come back after it.
 		wait := max(cur.LeaseExpiresAt.Time().Sub(p.c.now().Time())+time.Second, time.Second)
-		return result{action: actRetry, delay: wait, outcome: Outcome{Kind: OutcomeLeaseHeld}}, true, true
+		return result{action: actRetry, delay: wait, outcome: Outcome{Kind: OutcomeLeaseHeld}}, true
 	}
-	// Ended without this seat, or held under a lease that claims on another shard:
-	// the seat goes back.
-	log := p.opts.Logger.With(slog.String("requestId", m.RequestID), slog.String("status", string(cur.Status)),
-		slog.String("resultCode", string(cur.ResultCode)), slog.Int("home", home))
-	if cur.ResultCode == ResultFailedIngestEnqueue {
-		log.WarnContext(ctx, "ingest ended a request whose message got through: its seat goes back")
-	} else {
-		log.ErrorContext(ctx, "a request holds a seat on its home shard that is not its own: the seat goes back")
+	if !(cur.SeatShard != nil && *cur.SeatShard == home && boundToSeat(cur)) {
+		p.opts.Logger.ErrorContext(ctx, "a request holds a seat on its home shard that its state does not account for: the seat stays unused",
+			slog.String("requestId", m.RequestID), slog.String("status", string(cur.Status)),
+			slog.String("resultCode", string(cur.ResultCode)), slog.Int("home", home))
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
-	returned, err := p.c.giveBack(bctx, m.Ref(), n, home)
-	if err != nil {
-		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true, true
+	if !cur.Status.decided() {
+		h.leased = true
+		return result{}, false // the leased way: the start takes the request over once its lease ran out
 	}
-	if cur.Status.decided() {
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true, !returned
-	}
-	return result{}, false, !returned // the leased way: the start takes the request over once its lease ran out
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: cur.ResultCode}}, true
 }
 
 // boundToSeat reports whether a request was bound to the seat of its seatShard: it
@@ -896,14 +870,14 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Deliv
 	case !t.Applied:
 		return leave(nil)
 	}
-	st.onHome(home, p.c.opts.Clock())
+	st.settle(home, false)
 	l.held = true
 	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
 	hold, err := p.c.holdFor(bctx, m.EventID)
 	if err != nil {
 		return leave(err)
 	}
-	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, until: l.until, end: l.end, hold: hold}
+	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
 	return p.failFinal(ctx, m, d, l, class, code, errorCode, cause)
 }
 
@@ -1069,11 +1043,11 @@ func randomHex(n int) string {
 // SUCCEEDED, uiResult and resultCode SUCCESS, finishedAt, startedAt and seatShard
 // where missing, REMOVE leaseOwner and leaseExpiresAt; condition status = QUEUED OR
 // status = RECEIVED OR (status = PROCESSING AND (attribute_not_exists(seatShard) OR
-// seatShard = the home shard) AND leaseExpiresAt ≤ now). A request that ended
-// meanwhile without that seat gives it back: the "first-come seat given back" row,
-// UpdateItem of the home shard, SET capacityRemaining = capacityRemaining + 1,
-// updatedAt, DELETE holders the request's seat token; condition contains(holders, the
-// token).
+// seatShard = the home shard) AND leaseExpiresAt ≤ now). A home claim's condition
+// includes NOT contains(void, the request's seat token): every rule that moves a
+// request's claim off its home shard, or ends it without a seat, closes the home
+// shard to it first (the "first-come seat closed" row), so a seat is never given back
+// (docs/design.md, "The seat claim").
 func (p *Processor) ProcessOne(ctx context.Context, d queue.Delivery, visibility time.Duration, keepAlive func(context.Context) error) (o Outcome, done bool, retryAfter time.Duration) {
 	extend := &extender{visibility: visibility, extend: keepAlive}
 	if visibility <= 0 {

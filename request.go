@@ -57,6 +57,10 @@ type Request struct {
 	// first start, moved only under its lease and before a claim elsewhere. On a
 	// SUCCEEDED request it is the shard that holds its seat.
 	SeatShard *int `dynamodbav:"seatShard,omitempty"`
+	// SeatEpoch counts the moves of the request's claim from one seat place to
+	// another: each move closes the place it leaves to the claims of the epoch before
+	// (seat.go), so that none of them lands there later.
+	SeatEpoch int `dynamodbav:"seatEpoch,omitempty"`
 
 	// HoldExpiresAt, of a HELD request (an event with holds, EventConfig.HoldFor), is
 	// when its hold runs out: Confirm before it makes it SUCCEEDED; the hold sweep
@@ -96,6 +100,7 @@ const (
 	attrLeaseOwner     = "leaseOwner"
 	attrLeaseExpiresAt = "leaseExpiresAt"
 	attrSeatShard      = "seatShard"
+	attrSeatEpoch      = "seatEpoch"
 	attrHoldExpiresAt  = "holdExpiresAt"
 	attrServedAt       = "servedAt"
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
@@ -208,7 +213,7 @@ var (
 		to:   StatusProcessing,
 		sets: []set{
 			setTo(attrStartedAt, pNow), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt),
-			setIfMissing(attrSeatShard, pSeatShard),
+			setIfMissing(attrSeatShard, pSeatShard), setIfMissing(attrSeatEpoch, pSeatEpoch),
 		},
 	}
 	extendLeaseRow = row{
@@ -293,6 +298,13 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 // so the user's next click makes a fresh request while this one stays on record.
 // When the status condition fails the message got through after all (the worker has
 // the request): the Transition is not applied and nothing changes.
+//
+// A FIRST_COME request's home shard is closed to its claims first (the "first-come
+// seat closed" row, UpdateItem of the home shard, ADD void the request's seat token,
+// condition attribute_exists(PK) AND NOT contains(holders, seatToken)): a message
+// that reached the queue after all may have a claim on its way there. When that finds
+// the request's seat, the message got through and won: not applied, and the
+// Transition holds the request as it is.
 func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
 	if err := ValidateID("requestId", ref.RequestID); err != nil {
 		return Transition{}, err
@@ -301,9 +313,32 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause er
 	if err != nil {
 		return Transition{}, err
 	}
+	if held, err := c.closeHomeIfFirstCome(ctx, ref); err != nil || held {
+		if err != nil {
+			return Transition{}, fmt.Errorf("mark enqueue failed %s: %w", ref.RequestID, err)
+		}
+		cur, err := c.getRequest(ctx, ref.RequestID, true)
+		if err != nil {
+			return Transition{}, fmt.Errorf("mark enqueue failed %s: %w", ref.RequestID, err)
+		}
+		return Transition{Current: cur}, nil // the message got through and won its seat
+	}
 	a := args{pNow: c.now(), pErrorMessage: errorText(cause)}
 	release := write{row: &releaseLockRow, key: lock.key(), args: args{pRequestID: ref.RequestID}}
 	return c.applyTo(ctx, "mark enqueue failed", ref.RequestID, write{row: &enqueueFailedRow, args: a, note: "enqueue failed"}, txOptions{}, release)
+}
+
+// closeHomeIfFirstCome closes the home shard of a FIRST_COME request to its claims
+// without a lease before it ends without a seat having never been started (a send
+// that failed): its message may have reached the queue after all and a worker's
+// claim may be on its way. held reports that the claim won: the request holds its
+// seat.
+func (c *Client) closeHomeIfFirstCome(ctx context.Context, ref RequestRef) (held bool, err error) {
+	cfg, err := c.cachedEvent(ctx, ref.EventID)
+	if err != nil || cfg.EventType != FirstCome {
+		return false, err
+	}
+	return c.closeHome(ctx, ref, max(cfg.CapacityShards, 1))
 }
 
 // StartProcessing is the "start processing" row: UpdateItem PK REQ#<requestId>, SK
@@ -342,7 +377,7 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 		return Transition{}, seatStart{}, err
 	}
 	now := c.now()
-	a := args{pNow: now, pLeaseOwner: lease.Owner, pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration)), pSeatShard: shard}
+	a := args{pNow: now, pLeaseOwner: lease.Owner, pLeaseExpiresAt: MillisOf(now.Time().Add(lease.Duration)), pSeatShard: shard, pSeatEpoch: seatEpochNone}
 	var old map[string]types.AttributeValue
 	t, err := c.applyTo(ctx, "start", ref.RequestID, write{row: &startProcessingRow, args: a, note: "started by " + lease.Owner}, txOptions{old: &old})
 	if err != nil {
@@ -350,44 +385,45 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 	}
 	if cur := t.Current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == lease.Owner {
 		// Our own start, whose answer was lost and whose retry met it: started. What it
-		// found is unknown, so the claim is as careful as after a takeover.
-		st := seatStart{shard: shard, inherited: true, fenceAt: c.opts.Clock().Add(claimFence)}
+		// found is unknown, so an earlier delivery's claim may be on its place.
+		st := seatStart{place: shard, epoch: cur.SeatEpoch, inherited: true}
 		if cur.SeatShard != nil {
-			st.shard = *cur.SeatShard
+			st.place = *cur.SeatShard
 		}
 		return Transition{Applied: true}, st, nil
 	}
 	if !t.Applied {
 		return t, seatStart{}, nil
 	}
-	var before struct {
-		Status    Status `dynamodbav:"status"`
-		SeatShard *int   `dynamodbav:"seatShard"`
-	}
-	before.Status = t.left
-	if before.Status == "" {
+	st := seatStart{place: shard}
+	left := t.left
+	if left == "" {
+		var before struct {
+			Status Status `dynamodbav:"status"`
+		}
 		if err := attributevalue.UnmarshalMap(old, &before); err != nil {
 			return t, seatStart{}, fmt.Errorf("start %s: %w", ref.RequestID, err)
 		}
+		left = before.Status
 	}
-	st := seatStart{shard: shard}
-	if before.Status != StatusProcessing {
+	if left != StatusProcessing {
 		return t, st, nil
 	}
-	// A takeover: the delivery before may hold a seat, or still send a claim, on the
-	// shard it named. Its lease ran out by now, so its claims stop landing by now +
-	// claimFence.
-	st.inherited, st.fenceAt = true, c.opts.Clock().Add(claimFence)
-	if before.SeatShard == nil { // a transaction returns nothing (and a takeover from an older version has none): read it
+	// A takeover: the delivery before may hold a seat on the place it named, or have
+	// a claim on its way there.
+	st.inherited = true
+	seatShard, epoch := readSeatEpoch(old)
+	if seatShard == nil { // a transaction returns nothing (and a takeover from an older version has none): read it
 		req, err := c.getRequest(ctx, ref.RequestID, true)
 		if err != nil {
 			return t, seatStart{}, fmt.Errorf("start %s: %w", ref.RequestID, err)
 		}
-		before.SeatShard = req.SeatShard
+		seatShard, epoch = req.SeatShard, req.SeatEpoch
 	}
-	if before.SeatShard != nil {
-		st.shard = *before.SeatShard
+	if seatShard != nil {
+		st.place = *seatShard
 	}
+	st.epoch = epoch
 	return t, st, nil
 }
 

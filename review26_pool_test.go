@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,11 +18,18 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
+// isSeatClaim reports whether an UpdateItem is a seat claim (it adds to holders), not
+// a close (it adds to void) or another write of the item.
+func isSeatClaim(in *dynamodb.UpdateItemInput) bool {
+	fields := strings.Fields(aws.ToString(in.UpdateExpression))
+	return len(fields) > 1 && fields[0] == "ADD" && in.ExpressionAttributeNames[fields[1]] == "holders"
+}
+
 // review26PoolClaims counts the claims sent on an event's pool (UpdateItem of
 // EVENT#<eventId>#RETURNS whose expression is ADD holders, SET …).
 func review26PoolClaims(counter *atomic.Int64, eventID string) func(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error, bool) {
 	return func(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error, bool) {
-		if pkOfKey(in.Key) == "EVENT#"+eventID+"#RETURNS" && strings.HasPrefix(*in.UpdateExpression, "ADD") {
+		if pkOfKey(in.Key) == "EVENT#"+eventID+"#RETURNS" && isSeatClaim(in) {
 			counter.Add(1)
 		}
 		return nil, nil, false

@@ -73,12 +73,9 @@ func review26SpikeWithCancels(t *testing.T, withCancels bool) {
 	}
 	asynceventtest.WaitDrained(t, q, time.Minute)
 	require.NoError(t, w.Stop(ctx))
-	cfg, err := clean.GetEvent(ctx, "busy")
-	require.NoError(t, err)
-	t.Logf("%d cancels applied; limits: %d conflicts, %d throttled; leftShards %v", cancels, limits.Counts().Conflicts, limits.Counts().Throttled, cfg.LeftShards)
+	t.Logf("%d cancels applied; limits: %d conflicts, %d throttled", cancels, limits.Counts().Conflicts, limits.Counts().Throttled)
 	if withCancels {
 		require.Positive(t, cancels)
 	}
-	assert.Empty(t, cfg.LeftShards, "an operator's cancels listed capacity shards left for throughput")
 	asynceventtest.CheckEvent(t, clean, "busy", asynceventtest.CheckOptions{})
 }

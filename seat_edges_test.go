@@ -52,15 +52,17 @@ func (g *heartbeatGate) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemI
 	return g.DynamoDB.UpdateItem(ctx, in, optFns...)
 }
 
-// refuseKey answers ProvisionedThroughputExceeded to every UpdateItem of one
-// partition key: a capacity shard over its share for this worker.
+// refuseKey answers ProvisionedThroughputExceeded to every seat claim (an UpdateItem
+// that adds to holders) on one partition key: a capacity shard over its share for
+// this worker while its claims are sent; the close that lets the claim leave the
+// shard gets through, as a write does once a throttle has passed.
 type refuseKey struct {
 	asyncevent.DynamoDB
 	pk func() string
 }
 
 func (r refuseKey) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if pk, ok := in.Key["PK"].(*types.AttributeValueMemberS); ok && pk.Value == r.pk() {
+	if pk, ok := in.Key["PK"].(*types.AttributeValueMemberS); ok && pk.Value == r.pk() && isSeatClaim(in) {
 		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("refused: the shard is over its share")}
 	}
 	return r.DynamoDB.UpdateItem(ctx, in, optFns...)

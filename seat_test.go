@@ -47,31 +47,71 @@ func users(n int) []string {
 	return out
 }
 
-// One capacity shard refuses every write for the whole run; the requests whose claim
-// starts there move on to the others, each in its first delivery: as many winners as
-// the other shards hold seats, no request throttled, none failed.
+// One capacity shard refuses every claim for the whole run; the requests whose claim
+// starts there close it to themselves and move on to the others, each in its first
+// delivery: as many winners as the other shards hold seats, no request throttled,
+// none failed, and the hot shard keeps its seats.
 func TestAHotShardIsLeftForTheOthers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	h := newHotKeyTest(t, 1, asyncevent.Options{})
 	const shards, perShard = 4, 5
+	hot := refuseKey{DynamoDB: asynceventtest.DynamoDB(t), pk: func() string { return "EVENT#drop#CAPACITY#2" }}
+	c := asynceventtest.NewTableOn(t, hot, asyncevent.Options{})
+	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName()})
+	require.NoError(t, err)
+	h := &hotKeyTest{c: c, clean: clean}
 	names := users((shards - 1) * perShard) // as many as the cool shards hold
 	ms := h.dropEvent(t, "drop", shards*perShard, shards, names)
-	h.limits.Heat("EVENT#drop#CAPACITY#2", time.Hour)
 
+	movedOff := 0
 	for _, m := range ms {
 		res := asynceventtest.Work(ctx, t, h.c, m, asyncevent.ProcessOptions{})
 		require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%s: %v", m.RequestID, res.Err)
 		r := h.request(t, m.RequestID)
 		require.NotNil(t, r.SeatShard)
 		assert.NotEqual(t, 2, *r.SeatShard, "no seat from the hot shard")
+		if r.SeatEpoch > 0 {
+			movedOff++
+		}
 	}
-	assert.Positive(t, h.limits.Counts().Throttled, "claims began on the hot shard, and it refused them")
+	assert.Positive(t, movedOff, "claims began on the hot shard, and moved on")
 	capItem, err := h.clean.GetCapacity(ctx, "drop")
 	require.NoError(t, err)
 	assert.Equal(t, int64(perShard), capItem.Shards[2].CapacityRemaining, "the hot shard keeps its seats")
+	assert.Len(t, capItem.Shards[2].Void, movedOff, "each request that left it closed it to itself")
 	rep := asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names, Unsettled: false})
 	assert.Equal(t, len(names), rep.ByStatus[asyncevent.StatusSucceeded])
+}
+
+// A home shard that refuses every write, the close too, keeps its requests: a claim
+// without a lease of theirs may still land there, so they leave it only once it is
+// closed to them. The delivery ends throttled (no seat, no failure, its message back
+// later); once the shard takes writes again its next delivery wins.
+func TestAShardRefusingEveryWriteKeepsItsRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHotKeyTest(t, 1, asyncevent.Options{})
+	const shards = 2
+	var m asyncevent.Message
+	for i := 0; ; i++ {
+		ms := h.dropEvent(t, fmt.Sprintf("keep%d", i), 4, shards, []string{"user"})
+		if home := homeOf(ms[0].RequestID, shards); home == 0 {
+			m = ms[0]
+			break
+		}
+	}
+	h.limits.Heat(fmt.Sprintf("EVENT#%s#CAPACITY#0", m.EventID), time.Hour)
+	res := asynceventtest.Work(ctx, t, h.c, m, asyncevent.ProcessOptions{})
+	assert.Equal(t, asyncevent.OutcomeThrottled, res.Kind, "%v", res.Err)
+	r := h.request(t, m.RequestID)
+	assert.False(t, r.Status.IsTerminal(), "no final status while its home refuses writes: %s", r.Status)
+	require.NotNil(t, r.SeatShard)
+	assert.Equal(t, 0, *r.SeatShard, "the claim stays on its home shard")
+
+	h.clock.Advance(2 * time.Hour) // the heat has passed
+	res = asynceventtest.Work(ctx, t, h.c, m, asyncevent.ProcessOptions{})
+	require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+	asynceventtest.CheckEvent(t, h.clean, m.EventID, asynceventtest.CheckOptions{})
 }
 
 // failSucceeded refuses every write of a request's SUCCEEDED, as a worker that dies
@@ -209,3 +249,4 @@ func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
 	assert.Zero(t, calls["TransactWriteItems"])
 	asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
 }
+

@@ -37,6 +37,14 @@ type FaultPlan struct {
 	ThrottleRate float64
 	// Latency adds up to this much delay to each matching call.
 	Latency time.Duration
+	// LateRate: a write (PutItem, UpdateItem, DeleteItem, TransactWriteItems) is put
+	// on the wire and its caller told the connection was reset, but the write lands
+	// later, at a random moment up to LateBy after it was sent (500 ms when LateBy is
+	// 0), whatever the caller did meanwhile: gave up, retried, lost its lease, was
+	// killed. It is applied then, its condition read as the item stands then. Reads
+	// never come late.
+	LateRate float64
+	LateBy   time.Duration
 	// CrashAfterRate: a FaultyDynamoDB's process dies right after a matching call was
 	// applied and answered, as Kill makes it: every later call fails. It puts a crash
 	// between two writes of the caller, such as ingest's lock and request.
@@ -55,7 +63,7 @@ type FaultPlan struct {
 // counts the calls a killed FaultyDynamoDB refused, Crashed the crashes of
 // FaultPlan.CrashAfterRate.
 type FaultCounts struct {
-	Failed, Lost, Throttled, Dead, Crashed int
+	Failed, Lost, Throttled, Dead, Crashed, Late int
 }
 
 // FaultyDynamoDB wraps a DynamoDB client and injects faults by a seeded plan, for
@@ -65,7 +73,11 @@ type FaultyDynamoDB struct {
 	db     asyncevent.DynamoDB
 	faults *planner
 	dead   atomic.Bool
+	late   sync.WaitGroup // the late writes not landed yet
 }
+
+// WaitLate waits until every late write (FaultPlan.LateRate) sent so far has landed.
+func (f *FaultyDynamoDB) WaitLate() { f.late.Wait() }
 
 // NewFaultyDynamoDB returns a FaultyDynamoDB around db.
 func NewFaultyDynamoDB(db asyncevent.DynamoDB, plan FaultPlan) *FaultyDynamoDB {
@@ -91,6 +103,7 @@ const (
 	failFault
 	loseFault
 	throttleFault
+	lateFault
 )
 
 // planner draws the faults of a FaultPlan, for FaultyDynamoDB and FaultyHTTPClient.
@@ -147,8 +160,25 @@ func (p *planner) decide(op string, pks ...string) (fault, time.Duration) {
 	case r < p.plan.FailRate+p.plan.ThrottleRate+p.plan.LoseRate:
 		p.counts.Lost++
 		return loseFault, delay
+	case r < p.plan.FailRate+p.plan.ThrottleRate+p.plan.LoseRate+p.plan.LateRate && writeOps[op]:
+		p.counts.Late++
+		return lateFault, delay
 	}
 	return noFault, delay
+}
+
+// writeOps are the operations a LateRate may delay.
+var writeOps = map[string]bool{"PutItem": true, "UpdateItem": true, "DeleteItem": true, "TransactWriteItems": true}
+
+// lateBy draws how long after its send a late write lands.
+func (p *planner) lateBy() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	most := p.plan.LateBy
+	if most <= 0 {
+		most = 500 * time.Millisecond
+	}
+	return time.Duration(p.rng.Int64N(int64(most))) + 1
 }
 
 // crashesAfter decides whether the process dies after an applied call of op.
@@ -191,6 +221,8 @@ func injected(op string, kind fault) error {
 		err = &types.ProvisionedThroughputExceededException{Message: ptr("throughput exceeded (injected)")}
 	case loseFault:
 		err = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer (injected after the call was applied)")}
+	case lateFault:
+		err = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer (injected: the call lands later)")}
 	}
 	return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: op, Err: err}
 }
@@ -198,7 +230,7 @@ func injected(op string, kind fault) error {
 func ptr[T any](v T) *T { return &v }
 
 // call runs one call under the plan.
-func call[O any](ctx context.Context, f *FaultyDynamoDB, op string, pks []string, do func() (*O, error)) (*O, error) {
+func call[O any](ctx context.Context, f *FaultyDynamoDB, op string, pks []string, do func(context.Context) (*O, error)) (*O, error) {
 	kind, delay := f.decide(op, pks...)
 	if err := ctxsleep.Sleep(ctx, delay); err != nil {
 		return nil, err
@@ -207,12 +239,19 @@ func call[O any](ctx context.Context, f *FaultyDynamoDB, op string, pks []string
 	case failFault, throttleFault:
 		return nil, injected(op, kind)
 	case loseFault:
-		if _, err := do(); err != nil {
+		if _, err := do(ctx); err != nil {
 			return nil, err
 		}
 		return nil, injected(op, kind)
+	case lateFault:
+		f.late.Add(1)
+		time.AfterFunc(f.faults.lateBy(), func() {
+			defer f.late.Done()
+			_, _ = do(context.WithoutCancel(ctx)) // on the wire: neither the caller's end nor a Kill stops it
+		})
+		return nil, injected(op, kind)
 	}
-	out, err := do()
+	out, err := do(ctx)
 	if err == nil && f.faults.crashesAfter(op, pks) {
 		f.Kill()
 	}
@@ -228,27 +267,27 @@ func pkOf(item map[string]types.AttributeValue) []string {
 
 // GetItem implements asyncevent.DynamoDB.
 func (f *FaultyDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return call(ctx, f, "GetItem", pkOf(in.Key), func() (*dynamodb.GetItemOutput, error) { return f.db.GetItem(ctx, in, o...) })
+	return call(ctx, f, "GetItem", pkOf(in.Key), func(ctx context.Context) (*dynamodb.GetItemOutput, error) { return f.db.GetItem(ctx, in, o...) })
 }
 
 // PutItem implements asyncevent.DynamoDB.
 func (f *FaultyDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return call(ctx, f, "PutItem", pkOf(in.Item), func() (*dynamodb.PutItemOutput, error) { return f.db.PutItem(ctx, in, o...) })
+	return call(ctx, f, "PutItem", pkOf(in.Item), func(ctx context.Context) (*dynamodb.PutItemOutput, error) { return f.db.PutItem(ctx, in, o...) })
 }
 
 // UpdateItem implements asyncevent.DynamoDB.
 func (f *FaultyDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return call(ctx, f, "UpdateItem", pkOf(in.Key), func() (*dynamodb.UpdateItemOutput, error) { return f.db.UpdateItem(ctx, in, o...) })
+	return call(ctx, f, "UpdateItem", pkOf(in.Key), func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) { return f.db.UpdateItem(ctx, in, o...) })
 }
 
 // DeleteItem implements asyncevent.DynamoDB.
 func (f *FaultyDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return call(ctx, f, "DeleteItem", pkOf(in.Key), func() (*dynamodb.DeleteItemOutput, error) { return f.db.DeleteItem(ctx, in, o...) })
+	return call(ctx, f, "DeleteItem", pkOf(in.Key), func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) { return f.db.DeleteItem(ctx, in, o...) })
 }
 
 // Query implements asyncevent.DynamoDB.
 func (f *FaultyDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return call(ctx, f, "Query", nil, func() (*dynamodb.QueryOutput, error) { return f.db.Query(ctx, in, o...) })
+	return call(ctx, f, "Query", nil, func(ctx context.Context) (*dynamodb.QueryOutput, error) { return f.db.Query(ctx, in, o...) })
 }
 
 // TransactWriteItems implements asyncevent.DynamoDB. With a KeyPrefix, a transaction
@@ -267,7 +306,9 @@ func (f *FaultyDynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.Tr
 			pks = append(pks, pkOf(it.ConditionCheck.Key)...)
 		}
 	}
-	return call(ctx, f, "TransactWriteItems", pks, func() (*dynamodb.TransactWriteItemsOutput, error) { return f.db.TransactWriteItems(ctx, in, o...) })
+	return call(ctx, f, "TransactWriteItems", pks, func(ctx context.Context) (*dynamodb.TransactWriteItemsOutput, error) {
+		return f.db.TransactWriteItems(ctx, in, o...)
+	})
 }
 
 // CreateTable implements asyncevent.DynamoDB, without faults.

@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,14 @@ type chaosConfig struct {
 	faultRate float64 // share of DynamoDB calls disturbed, half of them lost responses
 	wireRate  float64 // share disturbed beneath the SDK, which retries them: refused, lost, throttled
 	maxCopies int     // extra deliveries of each message
+	// lateRate is the share of a worker's writes held back on the wire: the worker is
+	// told the connection reset, and the write lands up to lateBy later, whatever
+	// became of the worker, its lease or the request meanwhile.
+	lateRate float64
+	lateBy   time.Duration
+	// skew bounds each worker's clock offset from the others (uniform in ±skew): a
+	// lease may be taken over early, or late.
+	skew time.Duration
 }
 
 func envInt(name string, def int64) int64 {
@@ -59,7 +68,8 @@ func newConfig(t *testing.T, users int) chaosConfig {
 		}
 	})
 	t.Logf("chaos seed %d, %d users", seed, users)
-	return chaosConfig{seed: seed, users: users, workers: 8, dupClicks: 0.2, crashes: 0.01, faultRate: 0.1, wireRate: 0.06, maxCopies: 2}
+	return chaosConfig{seed: seed, users: users, workers: 8, dupClicks: 0.2, crashes: 0.01, faultRate: 0.1, wireRate: 0.06, maxCopies: 2,
+		lateRate: 0.03, lateBy: 3 * time.Second, skew: 3 * time.Second}
 }
 
 // skipClock is the real clock plus an offset that can jump forward (over a lottery's
@@ -85,7 +95,8 @@ type world struct {
 
 	mu        sync.Mutex
 	procs     []*process
-	abandoned []string // users whose ingest died between lock and request, never back
+	every     []*process // every worker process started, killed ones too: their late writes land all the same
+	abandoned []string   // users whose ingest died between lock and request, never back
 	nextID    int
 	kills     int
 	faulted   atomic.Int64
@@ -145,13 +156,22 @@ func (w *world) startWorker() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.nextID++
-	wire, wireFaults := w.wire(w.cfg.seed + int64(w.nextID)*7919)
-	db := asynceventtest.NewFaultyDynamoDB(wire, w.plan(w.cfg.seed+int64(w.nextID)*7919))
+	seed := w.cfg.seed + int64(w.nextID)*7919
+	wire, wireFaults := w.wire(seed)
+	plan := w.plan(seed)
+	plan.LateRate, plan.LateBy = w.cfg.lateRate, w.cfg.lateBy
+	db := asynceventtest.NewFaultyDynamoDB(wire, plan)
 	q := asynceventtest.NewChaosQueue(w.queue, asynceventtest.QueueFaultPlan{
 		Seed: w.cfg.seed + int64(w.nextID), DropDeleteRate: 0.05, ExtraVisibility: 100 * time.Millisecond, Shuffle: true,
 	})
 	opts := w.opts
 	opts.TableName = w.table
+	if w.cfg.skew > 0 {
+		// The worker's own clock: up to skew ahead of or behind the others.
+		offset := time.Duration(rand.New(rand.NewPCG(uint64(seed), 3)).Int64N(int64(2*w.cfg.skew))) - w.cfg.skew
+		base := opts.Clock
+		opts.Clock = func() time.Time { return base().Add(offset) }
+	}
 	handler := w.handler
 	if w.mixed && w.nextID%2 == 0 {
 		handler = asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return nil })
@@ -167,7 +187,20 @@ func (w *world) startWorker() {
 	})
 	require.NoError(w.t, err)
 	require.NoError(w.t, worker.Start(context.Background()))
-	w.procs = append(w.procs, &process{db: db, wire: wireFaults, q: q, worker: worker})
+	p := &process{db: db, wire: wireFaults, q: q, worker: worker}
+	w.procs = append(w.procs, p)
+	w.every = append(w.every, p)
+}
+
+// waitLate waits until every late write of every worker process has landed, before
+// the event is checked: a write still on the wire could change it afterwards.
+func (w *world) waitLate() {
+	w.mu.Lock()
+	every := slices.Clone(w.every)
+	w.mu.Unlock()
+	for _, p := range every {
+		p.db.WaitLate()
+	}
 }
 
 // killOne kills a random worker process mid-work: its DynamoDB and queue calls fail
@@ -190,6 +223,7 @@ func (w *world) killOne(rng *rand.Rand) {
 }
 
 func (w *world) stopWorkers() {
+	defer w.waitLate() // after the unlock
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, p := range w.procs {
@@ -506,6 +540,9 @@ func fnv32(s string) uint32 {
 func TestChaosLottery(t *testing.T) {
 	t.Parallel()
 	cfg := newConfig(t, chaosUsers())
+	// The lottery's entries fence is a time fence (docs/design.md, "The draw's
+	// entries"), its clocks assumed to agree: no skew and no late writes here.
+	cfg.skew, cfg.lateRate = 0, 0
 	clock := &skipClock{}
 	w := newWorld(t, cfg, clock.Now)
 	const winners = 100
