@@ -223,7 +223,7 @@
 // # Access patterns
 //
 // Each row of the access-pattern table is one method of [Client] (the worker's lease
-// heartbeat, the home claim's bind and its seat given back are [Processor]'s), and its
+// heartbeat and the home claim's bind are [Processor]'s), and its
 // doc comment names the row, the operation, the
 // key and the condition. The writes are declared once, beside the items they write,
 // and one engine applies them; the tables below are read off those declarations (a

@@ -1,7 +1,7 @@
 package asyncevent_test
 
-// The home claim's fixes at their edges: a home shard listed left, a void token, a
-// message's shard count, a give-back refused, a shared config read.
+// The home claim at its edges: a home shard closed by a failer that died, a message's
+// shard count, a shared config read.
 
 import (
 	"context"
@@ -21,61 +21,6 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/queue"
 )
-
-func listLeft(t *testing.T, c *asyncevent.Client, shard int, at time.Time) {
-	t.Helper()
-	_, err := asynceventtest.DynamoDB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(c.TableName()),
-		Key:                       map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "EVENT#drop"}, "SK": &types.AttributeValueMemberS{Value: "CONFIG"}},
-		UpdateExpression:          aws.String("ADD leftShards :l"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":l": &types.AttributeValueMemberSS{Value: []string{fmt.Sprintf("%d@%d", shard, at.UnixMilli())}}},
-	})
-	require.NoError(t, err)
-}
-
-// A shard listed left (once, for good) during a throttle burst long ago is healthy
-// again; the other shard sells out. A request homed on the listed shard (which still
-// has seats) passes it over, finds no other shard with seats, and claims it last,
-// under its lease: it wins.
-func TestAListedLeftHomeIsClaimedLast(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	w1, w2 := idWithHome("w1", 2, 1), idWithHome("w2", 2, 1)
-	rID := idWithHome("r", 2, 0)
-	ids := &idQueue{ids: []string{w1, w2, rID}}
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, NewRequestID: ids.next})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
-	require.NoError(t, err)
-	listLeft(t, c, 0, clock.Now()) // a throttle burst on shard 0, long ago
-	clock.Advance(time.Minute)
-	for i, id := range []string{w1, w2} {
-		p, err := c.Participate(ctx, "drop", fmt.Sprintf("user-w%d", i))
-		require.NoError(t, err)
-		require.Equal(t, id, p.RequestID)
-		res := asynceventtest.Work(ctx, t, c, messageFor(t, c, id, 2), asyncevent.ProcessOptions{})
-		require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
-	}
-	require.Zero(t, shardItem(t, c, "drop", 1).CapacityRemaining)
-	p, err := c.Participate(ctx, "drop", "user-r")
-	require.NoError(t, err)
-	require.Equal(t, rID, p.RequestID)
-	body, err := asyncevent.EncodeMessage(messageFor(t, c, rID, 2))
-	require.NoError(t, err)
-	for receive := 1; receive <= asyncevent.DefaultMaxReceives; receive++ {
-		res := asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{Body: body, ReceiveCount: receive}, asyncevent.ProcessOptions{})
-		t.Logf("R, delivery %d: %s %v", receive, res.Kind, res.Err)
-		if !res.Redeliver {
-			break
-		}
-		clock.Advance(time.Minute)
-	}
-	r, err := c.GetRequest(ctx, rID)
-	require.NoError(t, err)
-	h := shardItem(t, c, "drop", 0)
-	t.Logf("R: %s %s; home remaining=%d", r.Status, r.ResultCode, h.CapacityRemaining)
-	assert.Equal(t, asyncevent.StatusSucceeded, r.Status, "R's home shard has seats: R should win them")
-}
 
 // failDB fails the request's FAILED_FINAL write (the failer dies after its void).
 type failDB struct {
@@ -116,7 +61,7 @@ func isFailFinal(in *dynamodb.UpdateItemInput) bool {
 // shard; with one shard (or every other shard empty) it comes back to it at the next
 // epoch, which the close does not stop, rather than end with a "sold out" that is not
 // true. Exactly N holds.
-func TestAVoidWhoseFailerDiedEndsInTheFailure(t *testing.T) {
+func TestAHomeClosedByAFailerThatDiedIsComeBackTo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
@@ -180,43 +125,6 @@ func TestAWrongShardCountEndsTheRequest(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("request %s %s", r.Status, r.ResultCode)
 	assert.True(t, r.Status.IsTerminal(), "a malformed message ends its request (FAILED_SERDE/VALIDATION), not left QUEUED")
-}
-
-// A lease-less home claim of R won (its answer lost, the delivery died before its
-// bind); later shard 0 (R's home) is listed left. R's next delivery reads the listing
-// and goes the leased way: claimSeat skips the listed-left home, but reads it after
-// the left fence and finds the token: R binds that seat, spending no second one.
-func TestAListedLeftHomeHoldingTheTokenIsReadNotLeft(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	rID := idWithHome("r", 2, 0)
-	ids := &idQueue{ids: []string{rID}}
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, NewRequestID: ids.next})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
-	require.NoError(t, err)
-	p, err := c.Participate(ctx, "drop", "user-r")
-	require.NoError(t, err)
-	require.Equal(t, rID, p.RequestID)
-	_, err = asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(c.TableName()),
-		Key:                       map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "EVENT#drop#CAPACITY#0"}, "SK": &types.AttributeValueMemberS{Value: "CAPACITY"}},
-		UpdateExpression:          aws.String("SET capacityRemaining = capacityRemaining - :one ADD holders :t"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":t": &types.AttributeValueMemberSS{Value: []string{tokenOf(rID)}}},
-	})
-	require.NoError(t, err)
-	clock.Advance(time.Second)
-	listLeft(t, c, 0, clock.Now())
-	clock.Advance(time.Minute)
-	res := asynceventtest.WorkDelivery(ctx, t, c, queue.Delivery{Body: mustEncode(t, messageFor(t, c, rID, 2)), ReceiveCount: 2}, asyncevent.ProcessOptions{})
-	t.Logf("R: %s %v", res.Kind, res.Err)
-	r, err := c.GetRequest(ctx, rID)
-	require.NoError(t, err)
-	capItem, err := c.GetCapacity(ctx, "drop")
-	require.NoError(t, err)
-	t.Logf("R %s seatShard=%v remaining=%d", r.Status, r.SeatShard, capItem.CapacityRemaining)
-	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
-	assert.EqualValues(t, 3, capItem.CapacityRemaining, "one seat")
 }
 
 // Two messages of one Client share a read of the CONFIG under way (getAged). The first

@@ -10,7 +10,6 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/smithy-go"
@@ -225,15 +224,9 @@ type lease struct {
 	// lease, so that the two never overlap on the request.
 	writing sync.Mutex
 	ended   bool // set under writing by the write that ends the lease: no heartbeat after it
-	// expires is when the lease runs out as this delivery last wrote it (Unix
-	// nanoseconds): no seat claim is sent after it.
-	expires atomic.Int64
 	// claim is the delivery's seat claim, once it has started a first-come request.
 	claim *seatClaim
 }
-
-// until returns when the lease runs out, as this delivery last wrote it.
-func (l *lease) until() time.Time { return time.Unix(0, l.expires.Load()) }
 
 // end runs write, the call that ends the lease (a release, a final write; nil for
 // none), under the lease's write mutex and marks the lease ended, so that no
@@ -353,7 +346,6 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 			first = next
 		}
 	}
-	startedAt := p.c.opts.Clock()
 	t, st, err := p.c.startProcessing(ctx, m.Ref(), l.Lease, first)
 	if errors.Is(err, ErrNotFound) {
 		return notFound()
@@ -366,7 +358,6 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 	}
 	st.settle(h.shard, h.clear)
 	l.held = true
-	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
 	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
 	if extend != nil {
 		stop := p.heartbeat(ctx, m, l, extend)
@@ -853,13 +844,11 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Deliv
 	if cur.SeatShard != nil {
 		shard = *cur.SeatShard
 	}
-	startedAt := p.c.opts.Clock()
 	t, st, err := p.c.startProcessing(bctx, m.Ref(), l.Lease, shard)
 	for attempt := 0; errors.Is(throttled(err), ErrThrottled); attempt++ {
 		if ctxsleep.Sleep(bctx, finalWriteBackoff(attempt)) != nil {
 			break
 		}
-		startedAt = p.c.opts.Clock()
 		t, st, err = p.c.startProcessing(bctx, m.Ref(), l.Lease, shard)
 	}
 	switch {
@@ -872,7 +861,6 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Deliv
 	}
 	st.settle(home, false)
 	l.held = true
-	l.expires.Store(startedAt.Add(l.Duration).UnixNano())
 	hold, err := p.c.holdFor(bctx, m.EventID)
 	if err != nil {
 		return leave(err)
@@ -945,15 +933,13 @@ func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *
 					l.writing.Unlock()
 					return
 				}
-				at := p.c.opts.Clock().Add(l.Duration)
 				held, err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
 				switch {
 				case err == nil && held:
-					l.expires.Store(at.UnixNano())
 				case err == nil:
-					// Taken over (or final): no claim may be sent under this lease
-					// from now on, whatever the clock says.
-					l.expires.Store(0)
+					// Taken over (or final): the heartbeat stops. A claim this delivery
+					// still sends lands on a place the new holder closes before it
+					// leaves it, or meets the request's token (seat.go).
 					l.ended = true
 					l.writing.Unlock()
 					return
