@@ -82,31 +82,16 @@ var (
 	// notHeldHere: the place exists and records no seat of the request.
 	notHeldHere = all(placeExists, notHolder)
 
-	claimSeatRow = row{
-		name: "first-come capacity", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: seatFree,
-		sets: []set{
-			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
-			setTo(attrUpdatedAt, pNow),
-		},
-		adds: []set{addTo(attrHolders, pSeatTokens)},
-	}
-	poolClaimRow = row{
-		name: "pool seat claimed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: seatFree,
-		sets: []set{
-			setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))),
-			setTo(attrUpdatedAt, pNow),
-		},
-		adds: []set{addTo(attrHolders, pSeatTokens)},
-	}
-	seatClosedRow = row{
-		name: "first-come seat closed", method: "ClaimSeat, MarkEnqueueFailed", item: entity.Capacity, op: opUpdate, cond: notHeldHere,
-		adds: []set{addTo(attrVoid, pFenceTokens)},
-	}
-	poolSeatClosedRow = row{
-		name: "pool seat closed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: notHeldHere,
-		adds: []set{addTo(attrVoid, pFenceTokens)},
-	}
-	takeSeatRow = row{
+	// A claim takes a seat and records whose it is; a close records a fence token.
+	claimSets         = []set{setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))), setTo(attrUpdatedAt, pNow)}
+	claimAdds         = []set{addTo(attrHolders, pSeatTokens)}
+	fenceAdds         = []set{addTo(attrVoid, pFenceTokens)}
+	closedBy          = "ClaimSeat, MarkEnqueueFailed"
+	claimSeatRow      = row{name: "first-come capacity", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
+	poolClaimRow      = row{name: "pool seat claimed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
+	seatClosedRow     = row{name: "first-come seat closed", method: closedBy, item: entity.Capacity, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
+	poolSeatClosedRow = row{name: "pool seat closed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
+	takeSeatRow       = row{
 		name: "first-come success", method: "ClaimSeat", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusSucceeded,
 		sets: finalSets(UISuccess, ResultSuccess),
