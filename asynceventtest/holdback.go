@@ -161,8 +161,8 @@ func (r *Held) Stop() {
 
 // Land sends every write the rule caught and has not landed yet to DynamoDB now, one
 // after another in the order they were made, and waits for their answers (see
-// Outcome). With none caught it does nothing. It returns ctx's error if ctx ends
-// before they are answered; a write already on its way then still lands.
+// Outcome). With none caught it does nothing. If ctx ends before they are answered
+// it returns ctx's error, and the writes it took still land, in the background.
 func (r *Held) Land(ctx context.Context) error {
 	r.mu.Lock()
 	var todo []*heldCall
