@@ -28,3 +28,12 @@ func (c *Clock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
+
+// SkewedClock returns base moved by offset, for Options.Clock: the clock of a worker
+// whose host runs offset ahead of the others (behind, for a negative offset), so that
+// two clients of one table, each with its clock, disagree about the time as two hosts
+// may. With an asynceventtest.Clock as base (its Now), the skewed clock moves when it
+// is advanced.
+func SkewedClock(base func() time.Time, offset time.Duration) func() time.Time {
+	return func() time.Time { return base().Add(offset) }
+}
