@@ -248,9 +248,9 @@
 //	    set  SET status = QUEUED
 //	enqueue failure                MarkEnqueueFailed          UpdateItem     REQ#<requestId> / META
 //	    if   status = RECEIVED
-//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = FAILED_INGEST_ENQUEUE,
-//	         failureClass = RETRYABLE, errorCode = FAILED_INGEST_ENQUEUE,
-//	         errorMessage = :errorMessage, finishedAt = :now
+//	    set  REMOVE queuedAt SET status = FAILED_FINAL, uiResult = FAILED,
+//	         resultCode = FAILED_INGEST_ENQUEUE, failureClass = RETRYABLE,
+//	         errorCode = FAILED_INGEST_ENQUEUE, errorMessage = :errorMessage, finishedAt = :now
 //	start processing               StartProcessing            UpdateItem     REQ#<requestId> / META
 //	    if   ((status = QUEUED) OR (status = RECEIVED))
 //	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))

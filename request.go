@@ -206,6 +206,9 @@ var (
 			setTo(attrFailureClass, Retryable), setTo(attrErrorCode, string(ResultFailedIngestEnqueue)),
 			setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
 		},
+		// Its message never reached the queue: no queuedAt (seed 003, pitfall 2). Its
+		// index keys, written with its put, stay: they never change.
+		removes: []string{attrQueuedAt},
 	}
 	startProcessingRow = row{
 		name: "start processing", method: "StartProcessing", item: entity.Request, op: opUpdate,
@@ -292,8 +295,8 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 // MarkEnqueueFailed ends a request whose message could not be sent: the "enqueue
 // failure" row, UpdateItem PK REQ#<requestId>, SK META, SET status = FAILED_FINAL,
 // uiResult FAILED, resultCode and errorCode FAILED_INGEST_ENQUEUE, failureClass
-// RETRYABLE, errorMessage (cause, at most 256 characters), finishedAt; condition:
-// status = RECEIVED. (Its put wrote its index keys, so it shows in the lists.) In the same TransactWriteItems the "release lock"
+// RETRYABLE, errorMessage (cause, at most 256 characters), finishedAt, REMOVE
+// queuedAt (its message never reached the queue); condition: status = RECEIVED. (Its put wrote its index keys, so it shows in the lists.) In the same TransactWriteItems the "release lock"
 // row deletes the user's IdempotencyLock (condition: the lock names this request),
 // so the user's next click makes a fresh request while this one stays on record.
 // When the status condition fails the message got through after all (the worker has
