@@ -68,42 +68,116 @@ var (
 // MaxAddSeats bounds the seats one AddCapacity adds.
 const MaxAddSeats = 1_000_000
 
+// AddCapacityInput is what AddCapacity adds, and who asks for it.
+type AddCapacityInput struct {
+	// Seats is the number of seats to add, 1 to MaxAddSeats. Required.
+	Seats int64
+	// Shard, when set, puts the seats on that capacity shard (0 to the event's
+	// CapacityShards − 1) if it holds seats, else on the event's pool. Default (nil):
+	// spread over the shards that hold seats, at most MaxSeatsPerShard a shard.
+	Shard *int
+	// Actor names who adds them, on the event's audit trail: 1 to MaxIDLength bytes.
+	// Required.
+	Actor string
+	// IdempotencyKey makes a call given again after its answer was lost apply once:
+	// of the calls under one key, at most one adds the seats, for a day at least, and
+	// the others answer Applied with EventUpdate.Replayed. Give each add a key of its
+	// own (a UUID), and the same key to its retries; it follows the rules of
+	// ValidateID. A key given to another add (other seats, shard or actor) is an
+	// ErrInvalidOptions error. Default: a key of the call's own, which keeps its own
+	// attempts from applying twice but not a retry by the caller.
+	IdempotencyKey string
+}
+
+// target is what the add asks for, as its operation's marker records it.
+func (in AddCapacityInput) target() string {
+	if in.Shard == nil {
+		return seatCount(in.Seats) + ", spread"
+	}
+	return fmt.Sprintf("%s, shard %d", seatCount(in.Seats), *in.Shard)
+}
+
+// seatCount is "1 seat", "n seats".
+func seatCount(n int64) string {
+	if n == 1 {
+		return "1 seat"
+	}
+	return fmt.Sprintf("%d seats", n)
+}
+
 // AddCapacity adds seats to a running FIRST_COME event, keeping exactly N: after a
 // strongly consistent read of its config and capacity, one TransactWriteItems of the
 // "capacity added" row (UpdateItem PK EVENT#<eventId>, SK CONFIG, ADD capacityTotal
 // seats, SET poolVersion; condition eventType = FIRST_COME, not ended, and poolVersion
 // as read), the "capacity added to a shard" row for each shard that takes seats
 // (ADD capacityRemaining and capacityTotal; condition capacityRemaining > 0, a shard
-// that is empty stays empty, and capacityTotal ≤ MaxSeatsPerShard − its seats), and, for the seats no shard takes, the "capacity added
-// to the pool" row (UpdateItem PK EVENT#<eventId>#RETURNS, SK RETURNS, ADD
-// capacityRemaining, added) with the "capacity shard: pool version" row on every
-// shard (SET poolVersion), and its audit entry. toShard ≥ 0 puts the seats on that
-// shard (if it holds seats; else on the pool); -1 spreads them over the shards that
-// hold seats, at most MaxSeatsPerShard a shard. A transaction holds 100 items: seats
-// for the pool need the event's C shards in it, so an event of more than 96 shards
-// takes seats on its shards only while they hold some. A shard emptied between the
-// read and the write refuses it, as another add or cancel at the same moment does
-// (poolVersion): it is then read and tried again, six times at most. An event in no
-// state to take seats (closed, a LOTTERY) is not applied, with the reason.
-func (c *Client) AddCapacity(ctx context.Context, eventID string, seats int64, toShard int, actor string) (EventUpdate, error) {
-	if seats < 1 || seats > MaxAddSeats {
-		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, seats, MaxAddSeats)
+// that is empty stays empty, and capacityTotal ≤ MaxSeatsPerShard − its seats), and,
+// for the seats no shard takes, the "capacity added to the pool" row (UpdateItem PK
+// EVENT#<eventId>#RETURNS, SK RETURNS, ADD capacityRemaining, added) with the
+// "capacity shard: pool version" row on every shard (SET poolVersion), its audit
+// entry, and the "operation marker" row (PutItem PK EVENT#<eventId>, SK
+// OP#ADD_CAPACITY#<idempotencyKey>; condition attribute_not_exists(PK)). in.Shard
+// puts the seats on that shard (if it holds seats; else on the pool); without it
+// they are spread over the shards that hold seats, at most MaxSeatsPerShard a shard.
+// A transaction holds 100 items: seats for the pool need the event's C shards in it
+// beside the CONFIG, the pool, the audit entry and the marker, so an event of more
+// than 96 shards takes seats on its shards only while they hold some. A shard
+// emptied between the read and the write refuses it, as another add or cancel at the
+// same moment does (poolVersion): it is then read and tried again, six times at
+// most. An event in no state to take seats (closed, a LOTTERY) is not applied, with
+// the reason.
+//
+// A retry applies nothing twice (see operation.go): an attempt refused whose
+// marker is there answers Applied, Replayed, with the event as it stands. An attempt
+// whose answer was lost (a connection reset, a timeout) is sent again by the call,
+// twice at most; the error of a call that never learned its outcome names its
+// idempotency key, under which a retry applies the seats once.
+func (c *Client) AddCapacity(ctx context.Context, eventID string, in AddCapacityInput) (EventUpdate, error) {
+	if in.Seats < 1 || in.Seats > MaxAddSeats {
+		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, in.Seats, MaxAddSeats)
 	}
-	return seatsControl(ctx, func() (EventUpdate, bool, error) { return c.addCapacity(ctx, eventID, seats, toShard, actor) })
+	toShard := -1
+	if in.Shard != nil {
+		if toShard = *in.Shard; toShard < 0 {
+			return EventUpdate{}, fmt.Errorf("%w: shard %d, want 0 or more (nil spreads the seats)", ErrInvalidOptions, toShard)
+		}
+	}
+	op, err := newOperation(ActionAddCapacity, in.Actor, in.target(), in.IdempotencyKey)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	return c.seatsControl(ctx, op, func() (EventUpdate, bool, error) {
+		return c.addCapacity(ctx, eventID, in.Seats, toShard, op)
+	})
 }
 
 // seatsControlAttempts bounds the tries of a control of an event's seats that lost to
 // another change of them (an add, a cancel) made at the same moment.
 const seatsControlAttempts = 6
 
-// seatsControl runs once until it applies, is refused for a reason other than
-// another change of the seats at the same moment (retry false), or has been tried
-// seatsControlAttempts times; between tries it waits a few milliseconds, as the other
-// change's transaction commits.
-func seatsControl(ctx context.Context, once func() (EventUpdate, bool, error)) (EventUpdate, error) {
+// seatsControl runs once, an attempt of op, until it applies, is refused for a
+// reason other than another change of the seats at the same moment (retry false),
+// or has been tried seatsControlAttempts times; between tries it waits a few
+// milliseconds, as the other change's transaction commits. A refused attempt whose
+// operation's marker is there answers the operation applied before (replayed); an
+// attempt left unanswered is tried again, operationResends times at most, and the
+// error of a call that never learned its outcome (its sends unanswered, its ctx
+// ended) names its key.
+func (c *Client) seatsControl(ctx context.Context, op operation, once func() (EventUpdate, bool, error)) (EventUpdate, error) {
+	resent := 0
 	for attempt := 1; ; attempt++ {
 		up, retry, err := once()
-		if !retry || attempt == seatsControlAttempts {
+		if err == nil && !up.Applied && up.Event != nil {
+			if up, err = c.replayed(ctx, op, up); err != nil || up.Applied {
+				return up, err
+			}
+		}
+		switch {
+		case unanswered(ctx, err) && resent < operationResends:
+			resent++
+		case unanswered(ctx, err) || err != nil && ctx.Err() != nil:
+			return up, fmt.Errorf("%w (the outcome is unknown: a call again under idempotency key %s applies it once)", err, op.key)
+		case !retry || attempt >= seatsControlAttempts:
 			return up, err
 		}
 		if err := ctxsleep.Sleep(ctx, claimBackoff(attempt)); err != nil {
@@ -113,7 +187,7 @@ func seatsControl(ctx context.Context, once func() (EventUpdate, bool, error)) (
 }
 
 // addCapacity is one attempt of AddCapacity; retry reports a shard emptied meanwhile.
-func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, toShard int, actor string) (up EventUpdate, retry bool, err error) {
+func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, toShard int, op operation) (up EventUpdate, retry bool, err error) {
 	cfg, err := c.GetEvent(ctx, eventID)
 	if err != nil {
 		return EventUpdate{}, false, err
@@ -122,7 +196,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 		return EventUpdate{Event: cfg, Reason: "only a FIRST_COME event has seats"}, false, nil
 	}
 	n := max(cfg.CapacityShards, 1)
-	if toShard < -1 || toShard >= n {
+	if toShard >= n {
 		return EventUpdate{}, false, fmt.Errorf("%w: shard %d of %d", ErrInvalidOptions, toShard, n)
 	}
 	capacity, err := c.GetCapacity(ctx, eventID)
@@ -142,7 +216,9 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	for _, k := range share {
 		pool -= k
 	}
-	if pool > 0 && n+4 > 100 {
+	// Seats for the pool mark every shard: with the CONFIG, the pool, the audit entry
+	// and the operation's marker, n + 4 items.
+	if pool > 0 && n+4 > maxTransactItems {
 		return EventUpdate{Event: cfg, Reason: fmt.Sprintf("every shard is full or empty, and an event of %d shards cannot mark them all in one transaction: add seats while its shards hold some", n)}, false, nil
 	}
 	version := cfg.PoolVersion
@@ -151,7 +227,11 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	}
 	now := c.now()
 	w := write{row: &seatsAddedRow, args: args{pSeats: seats, pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion, pNow: now}}
-	var extra []write
+	marker, err := op.marker(eventID, now)
+	if err != nil {
+		return EventUpdate{}, false, err
+	}
+	extra := []write{marker}
 	for i, k := range share {
 		switch {
 		case k > 0:
@@ -167,17 +247,16 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 		}
 		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: entity.Returns, pEventID: eventID, pPoolVersion: version}})
 	}
-	noun := "seats"
-	if seats == 1 {
-		noun = "seat"
-	}
-	detail := fmt.Sprintf("%d %s: %d on shards, %d on the pool", seats, noun, seats-pool, pool)
-	up, err = c.control(ctx, eventID, actor, ActionAddCapacity, detail, w, extra...)
+	detail := fmt.Sprintf("%s: %d on shards, %d on the pool", seatCount(seats), seats-pool, pool)
+	up, err = c.control(ctx, eventID, op.actor, ActionAddCapacity, detail, w, extra...)
 	if err == nil && !up.Applied && (up.lost == &shardSeatsAddedRow || up.lost == &seatsAddedRow && up.Event.StateAt(c.opts.Clock()) != StateClosed) {
 		return up, true, nil // a shard emptied, or the seats changed, since the read: read again
 	}
 	return up, false, err
 }
+
+// maxTransactItems is the most items a TransactWriteItems holds.
+const maxTransactItems = 100
 
 // spreadSeats shares seats over the shards that hold seats (or the one asked for), at
 // most MaxSeatsPerShard a shard, evenly; what none takes is the pool's.
@@ -271,6 +350,22 @@ var (
 	configPoolAsRead = all(configExists, samePool)
 )
 
+// CancelRequestInput says who cancels a request's seat.
+type CancelRequestInput struct {
+	// Actor names who cancels, on the event's audit trail: 1 to MaxIDLength bytes.
+	// Required.
+	Actor string
+	// IdempotencyKey tells a call given again after its answer was lost that its
+	// cancel applied: under the key of the cancel that applied, it answers Applied
+	// with EventUpdate.Replayed, for a day at least. Give each cancel a key of its own
+	// (a UUID), and the same key to its retries; it follows the rules of ValidateID.
+	// A key given to another cancel (another request or actor) is an
+	// ErrInvalidOptions error. Default: a key of the call's own, which keeps its own
+	// attempts apart; a retry by the caller then answers not applied, the request
+	// being REJECTED_CANCELLED already (see CancelRequest).
+	IdempotencyKey string
+}
+
 // CancelRequest cancels a FIRST_COME participation that won its seat (SUCCEEDED): an
 // operator's decision (a refund, a fraud). Its seat goes back to the event's pool, to
 // the waitlist first when the event has holds (the hold sweep hands it on), else to
@@ -282,20 +377,34 @@ var (
 // "seat of a cancel to the pool" row (PK EVENT#<eventId>#RETURNS: ADD capacityRemaining
 // 1, cancelled 1), the "pool version raised" row on the CONFIG and the "capacity
 // shard: pool version" row on every shard (so that a worker that remembers the
-// sell-out learns of the seat), its audit entry, and with Options.StatusLog the
-// request's log entry. A HELD or WAITLISTED request is Release's; any other is not
+// sell-out learns of the seat), its audit entry, the "operation marker" row (PutItem
+// PK EVENT#<eventId>, SK OP#CANCEL#<idempotencyKey>; condition
+// attribute_not_exists(PK)), and with Options.StatusLog the request's log entry: C + 5
+// items, C + 6 with the log, so an event of more than 95 shards (94 with the log)
+// takes no cancel. A HELD or WAITLISTED request is Release's; any other is not
 // applied, with the reason; one that lost to another add or cancel at the same moment
-// (poolVersion) is read and tried again, six times at most. The
-// answer's Request is the request as it stands. A
-// cancel after the event closed is applied (a refund): its seat goes to the pool,
-// where no request takes it any more.
-func (c *Client) CancelRequest(ctx context.Context, requestID, actor string) (EventUpdate, error) {
-	return seatsControl(ctx, func() (EventUpdate, bool, error) { return c.cancelRequest(ctx, requestID, actor) })
+// (poolVersion) is read and tried again, six times at most. The answer's Request is
+// the request as it stands. A cancel after the event closed is applied (a refund):
+// its seat goes to the pool, where no request takes it any more.
+//
+// A request is cancelled once whatever the calls (its condition). A call given
+// again after its answer was lost, under the IdempotencyKey of the cancel that
+// applied, answers Applied, Replayed, with the request REJECTED_CANCELLED as it
+// stands; without that key it answers not applied, Reason "the request is REJECTED
+// (REJECTED_CANCELLED), cancelled already … : it holds no seat". An attempt whose
+// answer was lost is sent again by the call, twice at most, under the call's key, so
+// that its answer is applied (Replayed) when the lost attempt applied.
+func (c *Client) CancelRequest(ctx context.Context, requestID string, in CancelRequestInput) (EventUpdate, error) {
+	op, err := newOperation(ActionCancel, in.Actor, "request "+requestID, in.IdempotencyKey)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	return c.seatsControl(ctx, op, func() (EventUpdate, bool, error) { return c.cancelRequest(ctx, requestID, op) })
 }
 
 // cancelRequest is one try of CancelRequest; retry reports another change of the
 // event's seats at the same moment.
-func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up EventUpdate, retry bool, err error) {
+func (c *Client) cancelRequest(ctx context.Context, requestID string, op operation) (up EventUpdate, retry bool, err error) {
 	req, err := c.getRequest(ctx, requestID, true)
 	if err != nil {
 		return EventUpdate{}, false, fmt.Errorf("cancel %s: %w", requestID, err)
@@ -312,13 +421,19 @@ func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up
 		return refused("only a FIRST_COME seat can be cancelled")
 	case req.Status == StatusHeld || req.Status == StatusWaitlisted:
 		return refused("the request is " + string(req.Status) + ": Release ends it")
+	case req.Status == StatusRejected && req.ResultCode == ResultCancelled:
+		return refused(cancelledAlready)
 	case req.Status == StatusRejected:
 		return refused("the request is REJECTED (" + string(req.ResultCode) + "): it holds no seat")
 	case req.Status != StatusSucceeded:
 		return refused("the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat")
 	}
 	n := max(cfg.CapacityShards, 1)
-	if n+5 > 100 {
+	items := n + 5 // the CONFIG, the audit entry, the request, the pool, the marker, every shard
+	if c.opts.StatusLog {
+		items++
+	}
+	if items > maxTransactItems {
 		return refused(fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n))
 	}
 	keys, err := capacityKeys(req.EventID, n)
@@ -332,22 +447,27 @@ func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up
 	reqKey, _ := newRequestKey(requestID) // checked by the read
 	version := cfg.PoolVersion + 1
 	now := c.now()
+	marker, err := op.marker(req.EventID, now)
+	if err != nil {
+		return EventUpdate{}, false, err
+	}
 	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
 	extra := []write{
 		{row: &cancelRow, key: reqKey.key(), args: args{pNow: now}},
 		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: entity.Returns, pEventID: req.EventID, pPoolVersion: version}},
+		marker,
 	}
 	for _, k := range keys {
 		extra = append(extra, write{row: &poolMarkedRow, key: k.key(), args: args{pPoolVersion: version}})
 	}
 	if c.opts.StatusLog {
-		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+actor, now)
+		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+op.actor, now)
 		if err != nil {
 			return EventUpdate{}, false, err
 		}
 		extra = append(extra, entry)
 	}
-	up, err = c.control(ctx, req.EventID, actor, ActionCancel, "request "+requestID, w, extra...)
+	up, err = c.control(ctx, req.EventID, op.actor, ActionCancel, "request "+requestID, w, extra...)
 	if err != nil {
 		return up, false, err
 	}
@@ -357,6 +477,8 @@ func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up
 	}
 	up.Request = cur
 	switch {
+	case !up.Applied && cur.Status == StatusRejected && cur.ResultCode == ResultCancelled:
+		up.Reason = cancelledAlready
 	case !up.Applied && cur.Status != StatusSucceeded:
 		up.Reason = "the request is " + string(cur.Status) + " now"
 	case !up.Applied && up.lost == &poolVersionRow:
@@ -364,3 +486,8 @@ func (c *Client) cancelRequest(ctx context.Context, requestID, actor string) (up
 	}
 	return up, false, nil
 }
+
+// cancelledAlready is the reason of a cancel that finds its request cancelled, by a
+// call under another idempotency key (or none).
+const cancelledAlready = "the request is REJECTED (REJECTED_CANCELLED), cancelled already by a call under another idempotency key " +
+	"(one sent again under the key of the cancel that applied answers applied): it holds no seat"

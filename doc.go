@@ -146,9 +146,14 @@
 // [Client.ExtendEvent] change an event while it runs, each a conditional update of
 // its CONFIG with an [AuditEntry] naming who did it, in one transaction; a control the
 // event's state refuses writes nothing and says why ([EventUpdate]). Ingest learns of
-// a change within [Options.EventCacheTTL]. [Client.ListEvents] lists the events newest
-// first from the event list, an item collection CreateEvent writes, without a Scan;
-// [Client.ListAudit] reads an event's trail.
+// a change within [Options.EventCacheTTL]. [Client.AddCapacity] and
+// [Client.CancelRequest] move seats, so a retry must not apply them twice: each runs
+// under an idempotency key ([AddCapacityInput], [CancelRequestInput]; without one,
+// the call's own) whose marker (EVENT#<eventId> / OP#<action>#<idempotencyKey>) its
+// transaction puts only if absent; a call sent again after its answer was lost
+// answers applied ([EventUpdate].Replayed) and writes nothing. [Client.ListEvents]
+// lists the events newest first from the event list, an item collection CreateEvent
+// writes, without a Scan; [Client.ListAudit] reads an event's trail.
 //
 // # Invariants
 //
@@ -405,6 +410,8 @@
 //	    if   phase = COLLECTING
 //	audit entry                    CloseEvent                 PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
+//	operation marker               AddCapacity, CancelRequest PutItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
+//	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	event listed                   CreateEvent                PutItem        EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
@@ -481,6 +488,7 @@
 //	hold registry                  HoldEvents                 Query          HOLD_EVENTS, every event with holds
 //	event list                     ListEvents                 Query          EVENTS, newest first, limit 20
 //	audit trail                    ListAudit                  Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
+//	operation applied before       AddCapacity, CancelRequest GetItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
 //
 // Ingest is the design's own writes, no transaction: Participate puts the lock, then
 // the request; a duplicate click is answered by the lock's failed put alone. A seat is

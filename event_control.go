@@ -115,7 +115,8 @@ var (
 
 // EventUpdate is the outcome of an operator's control. A refused control is an
 // outcome, not an error: Applied is false, Event is the event as the refusal found
-// it, and Reason says why in a sentence for the operator.
+// it, and Reason says why in a sentence for the operator (of a replayed control, that
+// it was applied before).
 type EventUpdate struct {
 	Applied bool
 	Event   *EventConfig
@@ -123,6 +124,12 @@ type EventUpdate struct {
 	// Request, of CancelRequest, is the request as it stands after the cancel, or as
 	// the refusal found it (a strongly consistent read); nil for the other controls.
 	Request *Request
+	// Replayed, of AddCapacity and CancelRequest, reports a control applied before,
+	// by an earlier attempt under the same idempotency key whose answer was lost (the
+	// call's own, or the caller's under AddCapacityInput.IdempotencyKey or
+	// CancelRequestInput.IdempotencyKey): Applied is true, nothing was written again,
+	// Event (and Request) are as they stand now, and Reason says so.
+	Replayed bool
 
 	lost *row // the write whose condition refused the control
 }

@@ -258,7 +258,9 @@ func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
 	for name, control := range map[string]func() (asyncevent.EventUpdate, error){
 		"close": func() (asyncevent.EventUpdate, error) { return c.CloseEvent(ctx, "edge", "ops-ann") },
 		"pause": func() (asyncevent.EventUpdate, error) { return c.PauseEvent(ctx, "edge", "ops-ann") },
-		"add":   func() (asyncevent.EventUpdate, error) { return c.AddCapacity(ctx, "edge", 3, -1, "ops-ann") },
+		"add": func() (asyncevent.EventUpdate, error) {
+			return c.AddCapacity(ctx, "edge", asyncevent.AddCapacityInput{Seats: 3, Actor: "ops-ann"})
+		},
 	} {
 		up, err := control()
 		require.NoError(t, err, name)

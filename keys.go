@@ -20,6 +20,7 @@ import (
 //	EventCapacity    PK EVENT#<eventId>              SK CAPACITY
 //	  capacity shard PK EVENT#<eventId>#CAPACITY#<n> SK CAPACITY   (C > 1: a partition key each)
 //	Draw record      PK EVENT#<eventId>              SK DRAW
+//	operation marker PK EVENT#<eventId>              SK OP#<action>#<idempotencyKey>
 //	StatusLog        PK REQ#<requestId>              SK LOG#<occurredAt>#<suffix>
 //	GSI1 (Request)   GSI1PK USER#<userId>            GSI1SK QAT#<queuedAt>#REQ#<requestId>
 //	GSI2 (Request)   GSI2PK EVENT#<eventId>          GSI2SK QAT#<queuedAt>#REQ#<requestId>
@@ -41,6 +42,7 @@ const (
 	prefixLog     = "LOG"
 	prefixHolds   = "HOLDS"
 	prefixAudit   = "AUDIT"
+	prefixOp      = "OP"
 	prefixExpiry  = "EXP"
 
 	skRequest = "META"
@@ -173,6 +175,9 @@ func (k Key) Entity() (entity.Type, error) {
 	}
 	if _, err := parseAuditKey(k); err == nil {
 		return entity.Audit, nil
+	}
+	if _, err := parseOperationKey(k); err == nil {
+		return entity.Operation, nil
 	}
 	if _, err := parseEventEntryKey(k); err == nil {
 		return entity.EventEntry, nil
@@ -514,6 +519,49 @@ func parseAuditKey(key Key) (auditKey, error) {
 		return auditKey{}, malformed("audit SK", key.SK, "want AUDIT#<13-digit at>#<suffix>")
 	}
 	return auditKey{eventID: id, at: at, suffix: parts[2]}, nil
+}
+
+// operationKey is the key of an operation's marker, the record that an operator's
+// control of an event's seats was applied under an idempotency key: PK
+// EVENT#<eventId>, SK OP#<action>#<idempotencyKey>. The action (ActionAddCapacity,
+// ActionCancel) keeps the keys of two kinds of control apart.
+type operationKey struct {
+	eventID, action, idempotencyKey string
+}
+
+// newOperationKey returns the key of the marker of action on eventID under
+// idempotencyKey, which follows the rules of ValidateID.
+func newOperationKey(eventID, action, idempotencyKey string) (operationKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return operationKey{}, err
+	}
+	if action != ActionAddCapacity && action != ActionCancel {
+		return operationKey{}, fmt.Errorf("%w: no idempotency key for the control %q", ErrInvalidOptions, action)
+	}
+	if err := ValidateID("idempotencyKey", idempotencyKey); err != nil {
+		return operationKey{}, err
+	}
+	return operationKey{eventID: eventID, action: action, idempotencyKey: idempotencyKey}, nil
+}
+
+func (k operationKey) key() Key {
+	return Key{PK: eventPK(k.eventID), SK: prefixOp + sep + k.action + sep + k.idempotencyKey}
+}
+
+// parseOperationKey reads a key that newOperationKey could have produced.
+func parseOperationKey(key Key) (operationKey, error) {
+	id, err := parseEventPK(key.PK)
+	if err != nil {
+		return operationKey{}, err
+	}
+	parts, err := splitKey("operation SK", key.SK, prefixOp, 3)
+	if err != nil {
+		return operationKey{}, err
+	}
+	if parts[1] != ActionAddCapacity && parts[1] != ActionCancel {
+		return operationKey{}, malformed("operation SK", key.SK, "want OP#ADD_CAPACITY#<key> or OP#CANCEL#<key>")
+	}
+	return operationKey{eventID: id, action: parts[1], idempotencyKey: parts[2]}, nil
 }
 
 // holdEventKey is the key of an event's entry in the hold registry: PK HOLD_EVENTS,

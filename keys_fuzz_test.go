@@ -36,6 +36,14 @@ func FuzzKeyBuilders(f *testing.F) {
 				t.Fatalf("status log key %v parses to %v, %v", k.key(), got, err)
 			}
 		}
+		for _, action := range []string{ActionAddCapacity, ActionCancel} {
+			if k, err := newOperationKey(eventID, action, userID); err == nil {
+				got, err := parseOperationKey(k.key())
+				if err != nil || got != k {
+					t.Fatalf("operation key %v parses to %v, %v", k.key(), got, err)
+				}
+			}
+		}
 		if p, err := newUserPartition(userID); err == nil {
 			got, err := parseUserPartition(p.text())
 			if err != nil || got.userID != userID {
@@ -68,6 +76,8 @@ func FuzzKeyParsers(f *testing.F) {
 	f.Add("USER#u", "QAT#1732000000000#REQ#r1")
 	f.Add("EVENT#e", "QAT#0000000000001#REQ#r")
 	f.Add("REQ#", "LOG#+732000000000#s")
+	f.Add("EVENT#e", "OP#ADD_CAPACITY#0f8e2c4e-5b9a-4d51")
+	f.Add("EVENT#e", "OP#CANCEL#k#1")
 	f.Fuzz(func(t *testing.T, pk, sk string) {
 		key := Key{PK: pk, SK: sk}
 		if k, err := parseRequestKey(key); err == nil && k.key() != key {
@@ -81,6 +91,9 @@ func FuzzKeyParsers(f *testing.F) {
 		}
 		if k, err := parseStatusLogKey(key); err == nil && k.key() != key {
 			t.Fatalf("status log key %v rebuilt as %v", key, k.key())
+		}
+		if k, err := parseOperationKey(key); err == nil && k.key() != key {
+			t.Fatalf("operation key %v rebuilt as %v", key, k.key())
 		}
 		if p, err := parseUserPartition(pk); err == nil && p.text() != pk {
 			t.Fatalf("user partition %q rebuilt as %q", pk, p)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 func TestValidateID(t *testing.T) {
@@ -104,6 +106,20 @@ func TestKeysRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sk, gotS)
 
+	ok, err := newOperationKey(ev, ActionAddCapacity, "0f8e2c4e-5b9a")
+	require.NoError(t, err)
+	assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: "OP#ADD_CAPACITY#0f8e2c4e-5b9a"}, ok.key())
+	gotO, err := parseOperationKey(ok.key())
+	require.NoError(t, err)
+	assert.Equal(t, ok, gotO)
+	kind, err := ok.key().Entity()
+	require.NoError(t, err)
+	assert.Equal(t, entity.Operation, kind)
+	_, err = newOperationKey(ev, ActionClose, "k")
+	assert.ErrorIs(t, err, ErrInvalidOptions, "only the controls of seats run under a key")
+	_, err = newOperationKey(ev, ActionCancel, "a#b")
+	assert.ErrorIs(t, err, ErrInvalidID)
+
 	up, err := newUserPartition(user)
 	require.NoError(t, err)
 	assert.Equal(t, "USER#user-7", up.text())
@@ -159,6 +175,9 @@ func TestParsersRejectWhatBuildersCannotProduce(t *testing.T) {
 			_, err := parseQueueKey("QAT#0000000000123#ST#QUEUED#REQ#" + id)
 			return err
 		}},
+		{"operation unknown action", func() error { _, err := parseOperationKey(Key{"EVENT#e", "OP#CLOSE#k"}); return err }},
+		{"operation no key", func() error { _, err := parseOperationKey(Key{"EVENT#e", "OP#CANCEL"}); return err }},
+		{"operation on a shard", func() error { _, err := parseOperationKey(Key{"EVENT#e#CAPACITY#0", "OP#CANCEL#k"}); return err }},
 		{"user invalid utf8", func() error { _, err := parseUserPartition("USER#\xff"); return err }},
 		{"event partition of lock", func() error { _, err := parseEventPartition("IDEMP#e#u"); return err }},
 	}

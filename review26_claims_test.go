@@ -74,7 +74,7 @@ func TestReview26PoolSeatOfARedeliveryIsTakenOnce(t *testing.T) {
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	submitAll(t, c, clock, q, "redo", 2)
 	drain(t, proc, q)
-	up, err := c.AddCapacity(ctx, "redo", 1, -1, "ops")
+	up, err := c.AddCapacity(ctx, "redo", asyncevent.AddCapacityInput{Seats: 1, Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 
@@ -124,7 +124,7 @@ func TestReview26TwoCancelsOfOneWinnerApplyOnce(t *testing.T) {
 		var applied atomic.Int32
 		for range 4 {
 			wg.Go(func() {
-				up, err := c.CancelRequest(ctx, winner, "ops")
+				up, err := c.CancelRequest(ctx, winner, asyncevent.CancelRequestInput{Actor: "ops"})
 				assert.NoError(t, err)
 				if up.Applied {
 					applied.Add(1)
@@ -195,7 +195,7 @@ func TestReview26SeatsAddedAgainAfterThePoolRanDry(t *testing.T) {
 			drain(t, proc, q)
 			user := 0
 			for round := range 3 {
-				up, err := c.AddCapacity(ctx, "again", 1, -1, "ops")
+				up, err := c.AddCapacity(ctx, "again", asyncevent.AddCapacityInput{Seats: 1, Actor: "ops"})
 				require.NoError(t, err)
 				require.True(t, up.Applied, up.Reason)
 				var ids []string
@@ -291,7 +291,7 @@ func TestReview26ShardEmptiedBetweenAddsReadAndWrite(t *testing.T) {
 	last := []string{p.RequestID}
 	h.before = func() { drain(t, proc, q) }
 
-	up, err := c.AddCapacity(ctx, "emptied", 2, -1, "ops")
+	up, err := c.AddCapacity(ctx, "emptied", asyncevent.AddCapacityInput{Seats: 2, Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 	trail, err := c.ListAudit(ctx, "emptied")
@@ -337,7 +337,7 @@ func TestReview26PoolClaimLandingAfterItsLease(t *testing.T) {
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	submitAll(t, c, clock, q, "late", 3)
 	drain(t, proc, q)
-	up, err := c.AddCapacity(ctx, "late", 2, -1, "ops")
+	up, err := c.AddCapacity(ctx, "late", asyncevent.AddCapacityInput{Seats: 2, Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 

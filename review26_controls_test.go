@@ -109,7 +109,7 @@ func TestReview26ConcurrentCancelsOfDifferentWinnersAllApply(t *testing.T) {
 	ups := make([]asyncevent.EventUpdate, len(ids))
 	for i, id := range ids {
 		wg.Go(func() {
-			up, err := c.CancelRequest(ctx, id, "ops")
+			up, err := c.CancelRequest(ctx, id, asyncevent.CancelRequestInput{Actor: "ops"})
 			assert.NoError(t, err)
 			ups[i] = up
 		})
@@ -145,13 +145,13 @@ func TestReview26AddRacingACancelIsTriedAgain(t *testing.T) {
 		var wg sync.WaitGroup
 		var add asyncevent.EventUpdate
 		wg.Go(func() {
-			up, err := c.CancelRequest(ctx, ids[i], "ops")
+			up, err := c.CancelRequest(ctx, ids[i], asyncevent.CancelRequestInput{Actor: "ops"})
 			assert.NoError(t, err)
 			assert.True(t, up.Applied, up.Reason)
 		})
 		wg.Go(func() {
 			var err error
-			add, err = c.AddCapacity(ctx, "race", 1, -1, "ops")
+			add, err = c.AddCapacity(ctx, "race", asyncevent.AddCapacityInput{Seats: 1, Actor: "ops"})
 			assert.NoError(t, err)
 		})
 		wg.Wait()
@@ -230,7 +230,7 @@ func TestReview26ConcurrentAddsKeepMaxSeatsPerShard(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
-				_, err := c.AddCapacity(ctx, "big", 10, -1, fmt.Sprintf("ops-%d", round))
+				_, err := c.AddCapacity(ctx, "big", asyncevent.AddCapacityInput{Seats: 10, Actor: fmt.Sprintf("ops-%d", round)})
 				assert.NoError(t, err)
 			})
 		}

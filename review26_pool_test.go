@@ -61,7 +61,7 @@ func TestReview26PoolDrainedIsRememberedDry(t *testing.T) {
 			drain(t, proc, q)
 			require.Len(t, byStatus(t, c, first)[asyncevent.StatusSucceeded], 3)
 
-			up, err := c.AddCapacity(ctx, "dry", 1, -1, "ops")
+			up, err := c.AddCapacity(ctx, "dry", asyncevent.AddCapacityInput{Seats: 1, Actor: "ops"})
 			require.NoError(t, err)
 			require.True(t, up.Applied, up.Reason)
 

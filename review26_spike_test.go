@@ -64,7 +64,7 @@ func review26SpikeWithCancels(t *testing.T, withCancels bool) {
 		page, err := clean.ListEventRequests(ctx, "busy", asyncevent.EventListOptions{Status: asyncevent.StatusSucceeded, Limit: 1})
 		require.NoError(t, err)
 		if withCancels && len(page.Requests) > 0 {
-			up, err := c.CancelRequest(ctx, page.Requests[0].RequestID, "ops")
+			up, err := c.CancelRequest(ctx, page.Requests[0].RequestID, asyncevent.CancelRequestInput{Actor: "ops"})
 			if err == nil && up.Applied {
 				cancels++
 			}

@@ -48,6 +48,7 @@ var readRows = []docRow{
 	{name: "hold registry", method: "HoldEvents", operation: "Query", key: "HOLD_EVENTS, every event with holds"},
 	{name: "event list", method: "ListEvents", operation: "Query", key: "EVENTS, newest first, limit 20"},
 	{name: "audit trail", method: "ListAudit", operation: "Query", key: `EVENT#<eventId>, begins_with(SK, "AUDIT#")`},
+	{name: "operation applied before", method: "AddCapacity, CancelRequest", operation: "GetItem", key: "EVENT#<eventId> / OP#<action>#<idempotencyKey>"},
 }
 
 // keyOf is the key a row writes, as the table states it.
@@ -65,6 +66,7 @@ func keyOf(r *row) string {
 		entity.Hold:        "EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>",
 		entity.Returns:     "EVENT#<eventId>#RETURNS / RETURNS",
 		entity.Audit:       "EVENT#<eventId> / AUDIT#<at>#<suffix>",
+		entity.Operation:   "EVENT#<eventId> / OP#<action>#<idempotencyKey>",
 		entity.Progress:    "EVENT#<eventId>#PROGRESS#<p> / T#<second>",
 		entity.EventEntry:  "EVENTS / CAT#<createdAt>#EVENT#<eventId>",
 		entity.HoldEvent:   "HOLD_EVENTS / EVENT#<eventId>",

@@ -110,7 +110,7 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 	process("sharded", 6)
 	process("holds", 3)
 	process("pool", 2)
-	up, err := setup.AddCapacity(ctx, "pool", 2, -1, "ops") // sold out: onto the pool
+	up, err := setup.AddCapacity(ctx, "pool", asyncevent.AddCapacityInput{Seats: 2, Actor: "ops"}) // sold out: onto the pool
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 	process("pool", 2)

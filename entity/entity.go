@@ -18,6 +18,7 @@ const (
 	Returns     Type = "RETURNS"     // the seats given back, for the waitlist
 	HoldEvent   Type = "HOLD_EVENT"  // an event with holds, in the hold registry
 	Audit       Type = "AUDIT"       // an operator's control of an event
+	Operation   Type = "OPERATION"   // a control of an event's seats applied under an idempotency key
 	EventEntry  Type = "EVENT_ENTRY" // an event in the event list
 	Progress    Type = "PROGRESS"    // one second of an event's progress, for a place in line
 )

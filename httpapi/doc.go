@@ -110,6 +110,18 @@
 //     request too. A HELD or WAITLISTED request is a release's; any other status
 //     holds no seat. An unknown request is 404 request_not_found.
 //
+// The two controls of seats are idempotent under a key: each takes an
+// Idempotency-Key header (the draft's quoted form, "key", too; capacity also takes
+// "idempotencyKey" in its body, which must then agree), a string that
+// asyncevent.ValidateID accepts (else 400 invalid_id), such as a UUID. Send each add
+// or cancel with a key of its own, and its retries with the same key: of the calls
+// under one key, at most one applies, for a day at least, and one sent again after
+// its answer was lost (a timeout, a reset connection, a 5xx) answers 200 with
+// "replayed": true, nothing written again. A key given before to another add or
+// cancel (other seats, shard, request or admin) is 400. Without a key, a retried
+// capacity call adds the seats again; a retried cancel answers 409 control_refused,
+// the request being REJECTED_CANCELLED already.
+//
 // close, pause, resume and cancel take no body. Applied, a control answers 200 with
 // the event (a cancel with its request and event). Refused by the event's state
 // (closed already, paused already, not paused, a time that cannot move, seats of a

@@ -249,7 +249,7 @@ func (u *adminUI) cancel(w http.ResponseWriter, r *http.Request, sess *uiSession
 	}
 	var up asyncevent.EventUpdate
 	if err = confirmed(r, "cancel"); err == nil {
-		up, err = u.srv.cancel(r.Context(), requestID, sess.UserID)
+		up, err = u.srv.cancel(r.Context(), requestID, asyncevent.CancelRequestInput{Actor: sess.UserID})
 	}
 	return answerForm(w, r, up, err, func(status int, reason string) error {
 		return u.renderRequest(w, r, sess, requestID, status, reason)

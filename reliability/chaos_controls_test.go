@@ -16,10 +16,11 @@ import (
 // TestChaosControls sells an event out under the suite's faults and kills, then, while
 // the second half of the spike comes in, an operator adds seats (spread, then onto one
 // shard) and cancels some winners, each call through the faulty client and tried
-// again until it answers. Afterwards the seats add up (CheckEvent counts the pool),
-// the event's capacity is its first capacity plus what the audit trail says was
-// added, and every seat added or given back was won by a later request: nothing is
-// lost to a worker's memory of the sell-out, nothing is given twice.
+// again under its idempotency key until it answers. Afterwards the seats add up
+// (CheckEvent counts the pool), the event's capacity is its first capacity plus what
+// the audit trail says was added, which is what the adds answered applied, and every
+// seat added or given back was won by a later request: nothing is lost to a worker's
+// memory of the sell-out, nothing is given twice.
 func TestChaosControls(t *testing.T) {
 	t.Parallel()
 	cfg := newConfig(t, max(625, chaosUsers()/8)) // enough for its first half to sell the seats out
@@ -42,10 +43,18 @@ func TestChaosControls(t *testing.T) {
 	require.Zero(t, left.CapacityRemaining, "the first half sells the event out")
 
 	w.users = everyone[half:]
-	done := make(chan []string)
-	go func() { done <- w.operate(ctx, "chaos-ops") }()
+	type operated struct {
+		cancelled []string
+		added     int64
+	}
+	done := make(chan operated)
+	go func() {
+		cancelled, added := w.operate(ctx, "chaos-ops")
+		done <- operated{cancelled, added}
+	}()
 	w.ingestAll("chaos-ops", rand.New(rand.NewPCG(uint64(cfg.seed), 6)))
-	cancelled := <-done
+	ops := <-done
+	cancelled := ops.cancelled
 	lap("second half, with the operator's adds and cancels")
 	w.users = everyone
 	w.startWorker()
@@ -69,6 +78,7 @@ func TestChaosControls(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("%d requests: %v %v; %d seats added, %d cancelled; %d worker kills", rep.Requests, rep.ByStatus, rep.ByCode, added, len(cancelled), w.kills)
 	require.EqualValues(t, capacity+added, ev.CapacityTotal, "the capacity is what the audit trail says")
+	require.Equal(t, ops.added, added, "each add applied once, whatever answers were lost, and its answer said whether it did")
 	require.Equal(t, len(cancelled), rep.ByCode[asyncevent.ResultCancelled], "the cancels the operator asked for, and no other")
 	for _, id := range cancelled {
 		r, err := w.clean.GetRequest(ctx, id)
@@ -81,10 +91,11 @@ func TestChaosControls(t *testing.T) {
 
 // operate plays the operator once the event sold out: adds 10 seats spread over the
 // shards, cancels 5 winners, adds 5 seats to shard 0 (they go onto the pool: the
-// shards are empty), each call through the faulty ingest client, tried again until
-// it answers. An add whose answer was lost and that is tried again may be applied
-// twice: the audit trail says what was. It returns the requests it cancelled.
-func (w *world) operate(ctx context.Context, eventID string) []string {
+// shards are empty), each call through the faulty ingest client, tried again under
+// its idempotency key until it answers. A call whose answer was lost and that is
+// tried again applies once, and its answer says whether it did. It returns the
+// requests it cancelled and the seats the adds answered applied.
+func (w *world) operate(ctx context.Context, eventID string) (cancelled []string, added int64) {
 	retry := func(call func() (asyncevent.EventUpdate, error)) asyncevent.EventUpdate {
 		for attempt := 0; ; attempt++ {
 			require.Less(w.t, attempt, 50, "an operator's call that never answered")
@@ -93,14 +104,19 @@ func (w *world) operate(ctx context.Context, eventID string) []string {
 			}
 		}
 	}
-	retry(func() (asyncevent.EventUpdate, error) { return w.ingest.AddCapacity(ctx, eventID, 10, -1, "ops-ann") })
+	add := func(in asyncevent.AddCapacityInput) {
+		if retry(func() (asyncevent.EventUpdate, error) { return w.ingest.AddCapacity(ctx, eventID, in) }).Applied {
+			added += in.Seats
+		}
+	}
+	add(asyncevent.AddCapacityInput{Seats: 10, Actor: "ops-ann", IdempotencyKey: "chaos-add-spread"})
 	page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{Status: asyncevent.StatusSucceeded, Limit: 5})
 	require.NoError(w.t, err)
-	var cancelled []string
 	for _, r := range page.Requests {
-		retry(func() (asyncevent.EventUpdate, error) { return w.ingest.CancelRequest(ctx, r.RequestID, "ops-bob") })
+		in := asyncevent.CancelRequestInput{Actor: "ops-bob", IdempotencyKey: "chaos-cancel-" + r.RequestID}
+		retry(func() (asyncevent.EventUpdate, error) { return w.ingest.CancelRequest(ctx, r.RequestID, in) })
 		cancelled = append(cancelled, r.RequestID)
 	}
-	retry(func() (asyncevent.EventUpdate, error) { return w.ingest.AddCapacity(ctx, eventID, 5, 0, "ops-ann") })
-	return cancelled
+	add(asyncevent.AddCapacityInput{Seats: 5, Shard: new(0), Actor: "ops-ann", IdempotencyKey: "chaos-add-shard0"})
+	return cancelled, added
 }

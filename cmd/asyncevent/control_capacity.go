@@ -14,13 +14,30 @@ import (
 // a control like close or pause: it names its actor, the event's audit trail records
 // it, and one its state refuses writes nothing, prints why and exits 1. The workers
 // learn of the seats at once, from the capacity shards, not from their copy of the
-// config, so these print no EventCacheTTL.
+// config, so these print no EventCacheTTL. Each takes -idempotency-key: run again
+// under the key of a run whose answer was lost, it applies nothing twice and says
+// the control was applied before.
+
+// idempotencyKeyFlag is the -idempotency-key flag of the controls of seats.
+func idempotencyKeyFlag(fs *flag.FlagSet, key *string) {
+	fs.StringVar(key, "idempotency-key", "", "run under `KEY` (a UUID, say): a run again under the same key after one whose answer was lost "+
+		"applies nothing twice and says it was applied before (default: a key of the run's own, which its error names when it never learned the outcome)")
+}
+
+// replayedNote is what an applied control's line adds when the control had been
+// applied before under its idempotency key.
+func replayedNote(u asyncevent.EventUpdate) string {
+	if !u.Replayed {
+		return ""
+	}
+	return " (applied before under this idempotency key: nothing written again)"
+}
 
 func eventAddCapacityCmd() *command {
 	var (
-		actor string
-		seats int64
-		shard int
+		actor, key string
+		seats      int64
+		shard      int
 	)
 	return &command{
 		name: "event add-capacity",
@@ -32,6 +49,7 @@ func eventAddCapacityCmd() *command {
 			fs.Int64Var(&seats, "seats", 0, fmt.Sprintf("the number of seats `N` to add (required, 1 to %s)", formatInt(asyncevent.MaxAddSeats)))
 			fs.IntVar(&shard, "shard", 0, "put the seats on capacity shard `K` (0 to the event's capacityShards − 1) while it holds seats, "+
 				"else on the pool (default: spread over the shards that hold seats)")
+			idempotencyKeyFlag(fs, &key)
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			toShard, err := addCapacityFlags(fs, args, actor, seats, shard)
@@ -47,7 +65,11 @@ func eventAddCapacityCmd() *command {
 					return err
 				}
 			}
-			u, err := c.AddCapacity(ctx, args[0], seats, toShard, actor)
+			in := asyncevent.AddCapacityInput{Seats: seats, Actor: actor, IdempotencyKey: key}
+			if toShard >= 0 {
+				in.Shard = &toShard
+			}
+			u, err := c.AddCapacity(ctx, args[0], in)
 			out, state, err := controlOutcome(args[0], asyncevent.ActionAddCapacity, u, err)
 			if err != nil {
 				return err
@@ -59,7 +81,7 @@ func eventAddCapacityCmd() *command {
 				}
 				out.Capacity = itemJSON(capacity)
 			}
-			return e.reportControl(out, func() string { return seatsAdded(u.Event, capacity, seats) },
+			return e.reportControl(out, func() string { return seatsAdded(u.Event, capacity, seats) + replayedNote(u) },
 				fmt.Errorf("%s was not given seats: it is %s", args[0], orDash(string(state))))
 		},
 	}
@@ -123,13 +145,16 @@ func poolUse(cfg *asyncevent.EventConfig) string {
 }
 
 func requestCancelCmd() *command {
-	var actor string
+	var actor, key string
 	return &command{
 		name: "request cancel",
 		args: "REQUEST_ID -actor NAME",
 		summary: "cancel a SUCCEEDED FIRST_COME request (a refund, a fraud): REJECTED_CANCELLED, its seat back to the event's pool " +
 			"(with holds, to the waitlist); else not applied, exit 1",
-		flags: func(fs *flag.FlagSet) { actorFlag(fs, &actor) },
+		flags: func(fs *flag.FlagSet) {
+			actorFlag(fs, &actor)
+			idempotencyKeyFlag(fs, &key)
+		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := controlArgs(args, "REQUEST_ID", actor); err != nil {
 				return err
@@ -139,7 +164,7 @@ func requestCancelCmd() *command {
 				return err
 			}
 			requestID := args[0]
-			u, err := c.CancelRequest(ctx, requestID, actor)
+			u, err := c.CancelRequest(ctx, requestID, asyncevent.CancelRequestInput{Actor: actor, IdempotencyKey: key})
 			out, _, err := controlOutcome("", asyncevent.ActionCancel, u, err)
 			if err != nil {
 				return err
@@ -150,7 +175,7 @@ func requestCancelCmd() *command {
 			}
 			out.EventID, out.RequestID, out.Request = r.EventID, requestID, itemJSON(r)
 			return e.reportControl(out, func() string {
-				return fmt.Sprintf("cancelled: %s is %s: its seat went back to %s's pool, %s", requestID, statusText(r), r.EventID, poolUse(u.Event))
+				return fmt.Sprintf("cancelled: %s is %s: its seat went back to %s's pool, %s", requestID, statusText(r), r.EventID, poolUse(u.Event)) + replayedNote(u)
 			}, fmt.Errorf("%s was not cancelled: it is %s", requestID, statusText(r)))
 		},
 	}

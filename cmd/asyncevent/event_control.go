@@ -23,12 +23,15 @@ const nodesLearn = "every node learns of it within its EventCacheTTL (5s by defa
 
 // controlJSON is the outcome of a control for scripts.
 type controlJSON struct {
-	EventID string         `json:"eventId"`
-	Action  string         `json:"action"` // as in the audit trail: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
-	Applied bool           `json:"applied"`
-	State   string         `json:"state,omitempty"`  // after the control, or as the refusal found the event
-	Reason  string         `json:"reason,omitempty"` // why it was not applied
-	Config  map[string]any `json:"config,omitempty"` // the event's CONFIG item, after it or as found
+	EventID string `json:"eventId"`
+	Action  string `json:"action"` // as in the audit trail: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
+	Applied bool   `json:"applied"`
+	State   string `json:"state,omitempty"`  // after the control, or as the refusal found the event
+	Reason  string `json:"reason,omitempty"` // why it was not applied
+	// Replayed (ADD_CAPACITY, CANCEL): applied before under the run's
+	// -idempotency-key, by a run whose answer was lost; nothing written again.
+	Replayed bool           `json:"replayed,omitempty"`
+	Config   map[string]any `json:"config,omitempty"` // the event's CONFIG item, after it or as found
 
 	// ADD_CAPACITY: the event's CAPACITY item after it (its shards summed), as event
 	// get shows it; absent when refused.
@@ -185,7 +188,7 @@ func controlOutcome(eventID, action string, u asyncevent.EventUpdate, err error)
 	case err != nil:
 		return controlJSON{}, "", err
 	}
-	out := controlJSON{EventID: eventID, Action: action, Applied: u.Applied, Reason: u.Reason}
+	out := controlJSON{EventID: eventID, Action: action, Applied: u.Applied, Replayed: u.Replayed, Reason: u.Reason}
 	var state asyncevent.EventState
 	if u.Event != nil {
 		now := time.Now()
