@@ -66,7 +66,11 @@ func (r *delayRig) request(id string) *asyncevent.Request {
 // and logs where they went.
 func (r *delayRig) addSeats(seats int64, shard int) {
 	r.t.Helper()
-	up, err := r.c.AddCapacity(context.Background(), r.event, seats, shard, "ops")
+	in := asyncevent.AddCapacityInput{Seats: seats, Actor: "ops"}
+	if shard >= 0 {
+		in.Shard = &shard
+	}
+	up, err := r.c.AddCapacity(context.Background(), r.event, in)
 	require.NoError(r.t, err)
 	require.True(r.t, up.Applied, up.Reason)
 	capacity, err := r.c.GetCapacity(context.Background(), r.event)
@@ -84,7 +88,7 @@ func (r *delayRig) addSeats(seats int64, shard int) {
 // cancel cancels a SUCCEEDED request: its seat goes to the pool.
 func (r *delayRig) cancel(id string) {
 	r.t.Helper()
-	up, err := r.c.CancelRequest(context.Background(), id, "ops")
+	up, err := r.c.CancelRequest(context.Background(), id, asyncevent.CancelRequestInput{Actor: "ops"})
 	require.NoError(r.t, err)
 	require.True(r.t, up.Applied, up.Reason)
 	r.t.Logf("CancelRequest %s: applied", id)

@@ -528,7 +528,7 @@ func TestSeatDelaysPoolClaimLandingAfterARefill(t *testing.T) {
 	early := r.submit("early", 0)
 	r.work(early)
 	r.work(r.submit("early-1", 1))
-	up, err := r.c.AddCapacity(ctx, r.event, 1, -1, "ops")
+	up, err := r.c.AddCapacity(ctx, r.event, asyncevent.AddCapacityInput{Seats: 1, Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 
@@ -543,7 +543,7 @@ func TestSeatDelaysPoolClaimLandingAfterARefill(t *testing.T) {
 	require.Equal(t, asyncevent.OutcomeSucceeded, r.work(s).Kind, "S takes the pool's seat")
 	r.clock.Advance(time.Minute)
 	r.takeOver(rID) // the pool is empty
-	up, err = r.c.CancelRequest(ctx, early, "ops")
+	up, err = r.c.CancelRequest(ctx, early, asyncevent.CancelRequestInput{Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 	require.NoError(t, claim.Land(ctx))
