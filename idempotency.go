@@ -47,6 +47,9 @@ var (
 	}
 	// requestAbsentRow goes with a release of the lock whose request's put was
 	// refused: the lock goes only if the request is not there after all.
+	lockOfRequestRow = row{
+		name: "request of a message: its lock", method: "Processor.ProcessOne", item: entity.Idempotency, op: opCheck, cond: lockNamesRequest,
+	}
 	requestAbsentRow = row{
 		name: "release lock: request absent", method: "Participate", item: entity.Request, op: opCheck, cond: notExists,
 	}
@@ -447,4 +450,47 @@ func (t *shardTurns) newRequestID(eventID string, shards int) string {
 		}
 	}
 	return id
+}
+
+// putRequestOf writes the request a first-come message names, RECEIVED, as ingest's
+// put would have (queuedAt from the message's requestedAt or now, its index keys from
+// it), for a message whose home claim won a seat while the request was never written
+// (ingest sent it after a put whose answer was lost, and the put never landed): the
+// "create request" row with the "request of a message: its lock" check (ConditionCheck
+// PK IDEMP#<eventId>#<userId>, SK LOCK, condition requestId = the message's), in one
+// TransactWriteItems, so that it is written only while the user's lock still names it.
+// A request there already (ingest's put landed after all) is no error.
+func (c *Client) putRequestOf(ctx context.Context, m Message) error {
+	event, err := c.cachedEvent(ctx, m.EventID)
+	if err != nil {
+		return err
+	}
+	lock, err := newLockKey(m.EventID, m.UserID)
+	if err != nil {
+		return err
+	}
+	item, err := c.newRequest(event, lock, m.RequestID, m.RequestedAt)
+	if err != nil {
+		return err
+	}
+	ws := []write{
+		{row: &createRequestRow, item: item},
+		{row: &lockOfRequestRow, key: lock.key(), args: args{pRequestID: m.RequestID}},
+	}
+	if c.opts.StatusLog {
+		entry, err := c.statusLogEntry(m.RequestID, "", StatusReceived, "participated (written from its message)", m.RequestedAt)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, entry)
+	}
+	err = c.do(ctx, txOptions{}, ws)
+	var lost *conditionLost
+	switch {
+	case errors.As(err, &lost) && lost.index == 0:
+		return nil // written already
+	case errors.As(err, &lost):
+		return fmt.Errorf("%w: request %s: its user's lock names another request, or none", ErrNotFound, m.RequestID)
+	}
+	return err
 }

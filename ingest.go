@@ -184,6 +184,17 @@ func (c *Client) redrive(ctx context.Context, q queue.Queue, event *EventConfig,
 		return p, nil
 	}
 	r, err := c.getRequest(ctx, p.RequestID, true)
+	if errors.Is(err, ErrNotFound) && closed && event.EventType == FirstCome {
+		// A message of the request may have gone out (after a put whose answer was
+		// lost) and won its seat: the home shard is closed to it before it is ended
+		// without one, and a seat found there heals it as if the event were open (its
+		// message, or the one sent now, binds it).
+		held, cerr := c.closeHome(ctx, RequestRef{RequestID: p.RequestID, EventID: event.EventID, UserID: lock.userID}, max(event.CapacityShards, 1))
+		if cerr != nil {
+			return p, cerr
+		}
+		closed = !held
+	}
 	if errors.Is(err, ErrNotFound) {
 		var uncertain *uncertainError
 		switch r, err = c.healLock(ctx, event, lock, p, closed); {

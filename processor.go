@@ -543,6 +543,19 @@ func (p *Processor) poolOpen(eventID string, hold time.Duration) bool {
 func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int, h *homeState) (r result, done bool) {
 	home := h.shard
 	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
+	if errors.Is(err, ErrNotFound) {
+		// The seat is the request's, but its put has not landed (ingest sent the
+		// message after a put whose answer was lost): come back for it, and on the
+		// last receive write the request from the message, so that the seat is never
+		// spent on no request.
+		if d.ReceiveCount < p.opts.MaxReceives {
+			return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry,
+				Err: fmt.Errorf("request %s holds its seat but is not written yet", m.RequestID)}}, true
+		}
+		if err = p.c.putRequestOf(ctx, m); err == nil {
+			t, err = p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
+		}
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return notFound(), true

@@ -563,7 +563,7 @@ func lostCondition(key requestKey, old map[string]types.AttributeValue) (Transit
 // rows lists every row, in the order of the access-pattern table.
 func rows() []*row {
 	return []*row{
-		&participateRow, &createRequestRow, &incompleteRequestRow, &releaseLockRow, &requestAbsentRow, &markQueuedRow, &enqueueFailedRow,
+		&participateRow, &createRequestRow, &incompleteRequestRow, &releaseLockRow, &requestAbsentRow, &lockOfRequestRow, &markQueuedRow, &enqueueFailedRow,
 		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &bindSeatRow, &seatClosedRow, &moveSeatRow, &shardEmptyRow, &shardSoldOutRow, &capacityRejectedRow, &soldOutRow,
 		&holdRecordRow, &bindHoldRow, &takeHoldRow, &waitlistRow, &waitlistLeasedRow, &confirmRow, &releaseRow, &waitlistLeftRow,
 		&expireRow, &seatReturnedRow, &holdClearedRow, &serveRow, &returnedSeatTakenRow, &waitlistClosedRow, &sweepLeaseRow,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -455,6 +456,9 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 	if sc.place < 0 || sc.place > w.n {
 		return Transition{}, Permanent(fmt.Errorf("claim seat %s: %w: seatShard %d of an event of %d shards", sc.ref.RequestID, ErrMalformedMessage, sc.place, w.n))
 	}
+	if err := c.closeHomeOfAnOlderVersion(ctx, w); err != nil {
+		return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
+	}
 	for {
 		if sc.place == w.n {
 			return c.claimPool(ctx, w)
@@ -482,6 +486,47 @@ func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards
 			return t, err
 		}
 	}
+}
+
+// closeHomeOfAnOlderVersion closes the home shard at epoch 0 to a request taken over
+// off its home shard at epoch 0: a worker of a version before epochs moved such a
+// request off its home shard without closing it (it fenced with time), so a claim
+// without a lease may still take a seat there. When the close finds the request's
+// seat there, the claim moves back to the home shard (at the next epoch) and takes
+// it. (A request of this version started off its home shard only once the home shard
+// was clear: the close is then one more write on a takeover, and finds nothing.)
+func (c *Client) closeHomeOfAnOlderVersion(ctx context.Context, w *seatWalk) error {
+	sc := w.sc
+	if !sc.inherited || sc.place == w.home || sc.epoch != seatEpochNone {
+		return nil
+	}
+	at, err := seatPlaceOf(sc.ref.EventID, w.n, w.home)
+	if err != nil {
+		return err
+	}
+	held, err := c.closeTo(ctx, at, sc.ref.RequestID, seatEpochNone, leaveCloseTries)
+	if err != nil || !held {
+		return err
+	}
+	// Leaving its place for the home shard: that place is closed to the request first.
+	there, err := seatPlaceOf(sc.ref.EventID, w.n, sc.place)
+	if err != nil {
+		return err
+	}
+	if heldThere, err := c.closeTo(ctx, there, sc.ref.RequestID, sc.epoch, leaveCloseTries); err != nil || heldThere {
+		if heldThere {
+			c.opts.Logger.ErrorContext(ctx, "a request taken over holds a seat on its place and one on its home shard (an older version's claims): the home one stays unused",
+				slog.String("requestId", sc.ref.RequestID), slog.Int("home", w.home), slog.Int("seatShard", sc.place))
+		}
+		return err
+	}
+	c.opts.Logger.WarnContext(ctx, "a request taken over off its home shard holds a seat there (an older version's claim): the claim moves back to it",
+		slog.String("requestId", sc.ref.RequestID), slog.Int("home", w.home), slog.Int("seatShard", sc.place))
+	t, err := c.moveSeat(ctx, sc, w.home)
+	if err == nil && !t.Applied {
+		err = fmt.Errorf("the lease of %s was taken over", sc.ref.RequestID)
+	}
+	return err
 }
 
 // tryShard claims on the walk's current shard, unless the shard is known empty and
