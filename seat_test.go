@@ -254,4 +254,3 @@ func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
 	assert.Zero(t, calls["TransactWriteItems"])
 	asynceventtest.CheckEvent(t, h.clean, "drop", asynceventtest.CheckOptions{Users: names})
 }
-
