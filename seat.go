@@ -370,8 +370,8 @@ func claimBackoff(attempt int) time.Duration {
 // void fenceToken, condition attribute_exists(PK) AND NOT contains(holders,
 // seatToken); when that finds the request's seat, the request takes it), then the
 // "first-come seat moved" row, UpdateItem PK REQ#<requestId>, SK META, SET seatShard,
-// seatEpoch = seatEpoch + 1, condition status = PROCESSING AND leaseOwner =
-// lease.Owner. With capacity shards, the claim that takes a shard's last seat
+// seatEpoch (the claim's epoch + 1: one delivery holds the lease, so one writes it),
+// condition status = PROCESSING AND leaseOwner = lease.Owner. With capacity shards, the claim that takes a shard's last seat
 // (capacityRemaining was 1, ReturnValues UPDATED_OLD) adds it to the event's
 // emptyShards (the "capacity shard empty" row, UpdateItem PK EVENT#<eventId>, SK
 // CONFIG, ADD emptyShards). The request is refused (SoldOut) only when every shard
