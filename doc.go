@@ -248,7 +248,7 @@
 //	    if   requestId = :requestId
 //	release lock: request absent   Participate                ConditionCheck REQ#<requestId> / META
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	request of a message: its lock Processor.ProcessOne       ConditionCheck IDEMP#<eventId>#<userId> / LOCK
+//	message's request: lock        Processor.ProcessOne       ConditionCheck IDEMP#<eventId>#<userId> / LOCK
 //	    if   requestId = :requestId
 //	mark queued                    MarkQueued                 UpdateItem     REQ#<requestId> / META
 //	    if   status = RECEIVED

@@ -48,7 +48,7 @@ var (
 	// requestAbsentRow goes with a release of the lock whose request's put was
 	// refused: the lock goes only if the request is not there after all.
 	lockOfRequestRow = row{
-		name: "request of a message: its lock", method: "Processor.ProcessOne", item: entity.Idempotency, op: opCheck, cond: lockNamesRequest,
+		name: "message's request: lock", method: "Processor.ProcessOne", item: entity.Idempotency, op: opCheck, cond: lockNamesRequest,
 	}
 	requestAbsentRow = row{
 		name: "release lock: request absent", method: "Participate", item: entity.Request, op: opCheck, cond: notExists,
@@ -456,7 +456,7 @@ func (t *shardTurns) newRequestID(eventID string, shards int) string {
 // put would have (queuedAt from the message's requestedAt or now, its index keys from
 // it), for a message whose home claim won a seat while the request was never written
 // (ingest sent it after a put whose answer was lost, and the put never landed): the
-// "create request" row with the "request of a message: its lock" check (ConditionCheck
+// "create request" row with the "message's request: lock" check (ConditionCheck
 // PK IDEMP#<eventId>#<userId>, SK LOCK, condition requestId = the message's), in one
 // TransactWriteItems, so that it is written only while the user's lock still names it.
 // A request there already (ingest's put landed after all) is no error.

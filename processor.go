@@ -548,6 +548,13 @@ func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int
 		// message after a put whose answer was lost): come back for it, and on the
 		// last receive write the request from the message, so that the seat is never
 		// spent on no request.
+		if lk, lerr := p.c.LookupParticipation(ctx, m.EventID, m.UserID); lerr == nil && lk.RequestID != m.RequestID || errors.Is(lerr, ErrNotFound) {
+			// No lock names the request: it will never be written (a message sent
+			// without a participation). Its seat stays taken, for no one.
+			p.opts.Logger.ErrorContext(ctx, "a seat was taken for a message whose user's lock does not name its request: the seat stays unused",
+				slog.String("requestId", m.RequestID), slog.String("eventId", m.EventID))
+			return notFound(), true
+		}
 		if d.ReceiveCount < p.opts.MaxReceives {
 			return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry,
 				Err: fmt.Errorf("request %s holds its seat but is not written yet", m.RequestID)}}, true

@@ -295,7 +295,7 @@ func checkFirstCome(cfg *asyncevent.EventConfig, items *eventItems, won, lost in
 			}
 		}
 	}
-	checkSeats(winners, items.holders, items.spent, fail)
+	checkSeats(winners, items.holders, items.spent, tokenOwners(items), fail)
 }
 
 // checkLottery checks an announced LOTTERY: min(K, entries) winners, and the draw
@@ -371,7 +371,7 @@ func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity,
 	if waitlisted > 0 && waiting > 0 && !opts.Unsettled {
 		fail("holds: %d WAITLISTED while %d seats given back wait", waitlisted, waiting)
 	}
-	checkSeats(winners, holders, spent, fail)
+	checkSeats(winners, holders, spent, tokenOwners(&eventItems{requests: requests}), fail)
 }
 
 // reqItem is a Request as the table holds it, with its index keys.
@@ -463,7 +463,7 @@ func seatToken(requestID string) string {
 // checkSeats holds the capacity items' seat tokens to the winners: one token per
 // seat spent, each a winner's on the shard its seatShard names, every winner's
 // somewhere.
-func checkSeats(winners map[string]int, holders map[int][]string, spent map[int]int64, fail func(string, ...any)) {
+func checkSeats(winners map[string]int, holders map[int][]string, spent map[int]int64, owners map[string]string, fail func(string, ...any)) {
 	seen := map[string]bool{}
 	for shard, tokens := range holders {
 		if int64(len(tokens)) != spent[shard] {
@@ -473,7 +473,7 @@ func checkSeats(winners map[string]int, holders map[int][]string, spent map[int]
 			want, ok := winners[tok]
 			switch {
 			case !ok:
-				fail("capacity shard %d: seat token %s is no SUCCEEDED request's: a seat spent without its winner", shard, tok)
+				fail("capacity shard %d: seat token %s is no SUCCEEDED request's: a seat spent without its winner (%s)", shard, tok, orNone(owners[tok]))
 			case want != shard:
 				fail("capacity shard %d: seat token %s of a winner whose seatShard is %d", shard, tok, want)
 			case seen[tok]:
@@ -498,4 +498,29 @@ func orderAtOf(sk string) asyncevent.EpochMillis {
 		return 0
 	}
 	return asyncevent.EpochMillis(ms)
+}
+
+// tokenOwners names the request of each seat token: its ID, status, result and seat
+// place, and its status log's path, for a failure's message.
+func tokenOwners(items *eventItems) map[string]string {
+	owners := map[string]string{}
+	for id, r := range items.requests {
+		shard := "none"
+		if r.SeatShard != nil {
+			shard = strconv.Itoa(*r.SeatShard)
+		}
+		var path []string
+		for _, l := range items.logs[id] {
+			path = append(path, string(l.ToStatus)+" ("+l.Message+")")
+		}
+		owners[seatToken(id)] = fmt.Sprintf("request %s: %s %s, seatShard %s, seatEpoch %d, log %v", id, r.Status, r.ResultCode, shard, r.SeatEpoch, path)
+	}
+	return owners
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no request has it"
+	}
+	return s
 }

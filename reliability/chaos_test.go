@@ -457,6 +457,9 @@ func TestChaosHolds(t *testing.T) {
 	time.Sleep(2*asyncevent.MinHoldFor + 3*time.Second)
 	close(stop)
 	confirmed := <-paid
+	// The workers stop (and every late write of theirs lands: a hold's end landing
+	// late gives its seat back) before the last sweeps, which hand it on.
+	w.stopWorkers()
 	// The last sweeps, without faults, then no more payments: what is left HELD waits.
 	// A pass that serves seats makes holds of MinHoldFor, which a later pass that
 	// comes after them (a slow machine) expires and serves on: the passes go on
@@ -469,7 +472,6 @@ func TestChaosHolds(t *testing.T) {
 		settled = rep.Expired+rep.Served == 0 && !rep.More
 	}
 	require.True(t, settled, "the last sweeps found nothing more to do")
-	w.stopWorkers()
 	lap("holds")
 	rep := asynceventtest.CheckEvent(t, w.clean, "chaos-holds", asynceventtest.CheckOptions{Users: w.users, Abandoned: w.abandoned})
 	st, err := w.clean.EventStats(ctx, "chaos-holds")
