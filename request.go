@@ -415,8 +415,8 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 	// A takeover: the delivery before may hold a seat on the place it named, or have
 	// a claim on its way there.
 	st.inherited = true
-	seatShard, epoch := readSeatEpoch(old)
-	if seatShard == nil { // a transaction returns nothing (and a takeover from an older version has none): read it
+	seatShard, epoch, known := readSeatEpoch(old)
+	if !known { // a transaction returns nothing (and an item of an older version has no epoch): read it
 		req, err := c.getRequest(ctx, ref.RequestID, true)
 		if err != nil {
 			return t, seatStart{}, fmt.Errorf("start %s: %w", ref.RequestID, err)

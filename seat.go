@@ -753,12 +753,16 @@ func (c *Client) takeSeat(ctx context.Context, reqKey requestKey, sc *seatClaim)
 }
 
 // readSeatEpoch decodes a request's seatShard and seatEpoch from attributes a write
-// returned (absent: none).
-func readSeatEpoch(old map[string]types.AttributeValue) (shard *int, epoch int) {
+// returned; known is false unless both are there (a write that did not return them,
+// or an item of a version before epochs: the caller reads the request).
+func readSeatEpoch(old map[string]types.AttributeValue) (shard *int, epoch int, known bool) {
 	var was struct {
 		SeatShard *int `dynamodbav:"seatShard"`
-		SeatEpoch int  `dynamodbav:"seatEpoch"`
+		SeatEpoch *int `dynamodbav:"seatEpoch"`
 	}
 	_ = attributevalue.UnmarshalMap(old, &was)
-	return was.SeatShard, min(max(was.SeatEpoch, 0), maxSeatEpoch)
+	if was.SeatShard == nil || was.SeatEpoch == nil {
+		return nil, 0, false
+	}
+	return was.SeatShard, min(max(*was.SeatEpoch, 0), maxSeatEpoch), true
 }
