@@ -138,43 +138,45 @@ func TestHoldsUnderLease(t *testing.T) {
 
 // A Worker sweeps the holds of the events it meets: a seat given back reaches the
 // first of the waitlist without anyone calling SweepHolds, and a hold that ran out
-// ends.
+// ends. The worker's sweeps and the hold's 10 s run InBubble, at no wall time.
 func TestWorkerSweepsHolds(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	c := asynceventtest.NewTable(t)
-	holdsEvent(t, c, "live", 2, 1, 10*time.Second, 0)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	var ids []string
-	for _, u := range []string{"a", "b", "c", "d"} {
-		p, err := c.Submit(ctx, q, "live", u)
+	asynceventtest.InBubble(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := asynceventtest.NewTable(t)
+		holdsEvent(t, c, "live", 2, 1, 10*time.Second, 0)
+		q := queue.NewMemory(queue.MemoryOptions{})
+		var ids []string
+		for _, u := range []string{"a", "b", "c", "d"} {
+			p, err := c.Submit(ctx, q, "live", u)
+			require.NoError(t, err)
+			ids = append(ids, p.RequestID)
+			time.Sleep(2 * time.Millisecond) // queue order
+		}
+		w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 1, WaitTime: 50 * time.Millisecond, HoldSweepEvery: 100 * time.Millisecond})
 		require.NoError(t, err)
-		ids = append(ids, p.RequestID)
-		time.Sleep(2 * time.Millisecond) // queue order
-	}
-	w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 1, WaitTime: 50 * time.Millisecond, HoldSweepEvery: 100 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	defer func() { require.NoError(t, w.Stop(ctx)) }()
+		require.NoError(t, w.Start(ctx))
+		defer func() { require.NoError(t, w.Stop(ctx)) }()
 
-	status := func(id string) asyncevent.Status {
-		r, err := c.GetRequest(ctx, id)
+		status := func(id string) asyncevent.Status {
+			r, err := c.GetRequest(ctx, id)
+			require.NoError(t, err)
+			return r.Status
+		}
+		require.Eventually(t, func() bool { return status(ids[3]) == asyncevent.StatusWaitlisted }, 10*time.Second, 20*time.Millisecond)
+		tr, err := c.Release(ctx, ids[0])
 		require.NoError(t, err)
-		return r.Status
-	}
-	require.Eventually(t, func() bool { return status(ids[3]) == asyncevent.StatusWaitlisted }, 10*time.Second, 20*time.Millisecond)
-	tr, err := c.Release(ctx, ids[0])
-	require.NoError(t, err)
-	require.True(t, tr.Applied)
-	require.Eventually(t, func() bool { return status(ids[2]) == asyncevent.StatusHeld }, 5*time.Second, 20*time.Millisecond,
-		"the released seat reached the first of the waitlist")
-	assert.Equal(t, asyncevent.StatusWaitlisted, status(ids[3]))
-	// b's hold runs out 10 s after its claim: the worker expires it and d gets the seat.
-	require.Eventually(t, func() bool { return status(ids[3]) == asyncevent.StatusHeld }, 20*time.Second, 50*time.Millisecond)
-	r, err := c.GetRequest(ctx, ids[1])
-	require.NoError(t, err)
-	assert.Equal(t, asyncevent.ResultHoldExpired, r.ResultCode)
-	asynceventtest.CheckEvent(t, c, "live", asynceventtest.CheckOptions{})
+		require.True(t, tr.Applied)
+		require.Eventually(t, func() bool { return status(ids[2]) == asyncevent.StatusHeld }, 5*time.Second, 20*time.Millisecond,
+			"the released seat reached the first of the waitlist")
+		assert.Equal(t, asyncevent.StatusWaitlisted, status(ids[3]))
+		// b's hold runs out 10 s after its claim: the worker expires it and d gets the seat.
+		require.Eventually(t, func() bool { return status(ids[3]) == asyncevent.StatusHeld }, 20*time.Second, 50*time.Millisecond)
+		r, err := c.GetRequest(ctx, ids[1])
+		require.NoError(t, err)
+		assert.Equal(t, asyncevent.ResultHoldExpired, r.ResultCode)
+		asynceventtest.CheckEvent(t, c, "live", asynceventtest.CheckOptions{})
+	})
 }
 
 // The sweep's walk of the waitlist starts, the next time, past the requests it found

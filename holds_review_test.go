@@ -256,40 +256,43 @@ func TestReviewHoldSweepExpiresMoreThanMaxWrites(t *testing.T) {
 // processed, a restarted worker fleet (a deploy, a scale-in and out) never sweeps the
 // event again: holds that run out are never expired, the waitlist is never served
 // and never closed, unless an operator runs the CLI or lists the event in the
-// scheduled function's HoldEvents.
+// scheduled function's HoldEvents. (The workers' sweeps and the hold's 10 s run
+// InBubble, at no wall time.)
 func TestReviewRestartedWorkerNeverSweepsAnEventItDidNotMeet(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	c := asynceventtest.NewTable(t)
-	holdsEvent(t, c, "restart", 1, 1, asyncevent.MinHoldFor, 0)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	var ids []string
-	for _, u := range []string{"a", "b"} {
-		p, err := c.Submit(ctx, q, "restart", u)
+	asynceventtest.InBubble(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := asynceventtest.NewTable(t)
+		holdsEvent(t, c, "restart", 1, 1, asyncevent.MinHoldFor, 0)
+		q := queue.NewMemory(queue.MemoryOptions{})
+		var ids []string
+		for _, u := range []string{"a", "b"} {
+			p, err := c.Submit(ctx, q, "restart", u)
+			require.NoError(t, err)
+			ids = append(ids, p.RequestID)
+			time.Sleep(2 * time.Millisecond)
+		}
+		status := func(id string) asyncevent.Status {
+			r, err := c.GetRequest(ctx, id)
+			require.NoError(t, err)
+			return r.Status
+		}
+		first, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 1, WaitTime: 50 * time.Millisecond, HoldSweepEvery: 100 * time.Millisecond})
 		require.NoError(t, err)
-		ids = append(ids, p.RequestID)
-		time.Sleep(2 * time.Millisecond)
-	}
-	status := func(id string) asyncevent.Status {
-		r, err := c.GetRequest(ctx, id)
-		require.NoError(t, err)
-		return r.Status
-	}
-	first, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 1, WaitTime: 50 * time.Millisecond, HoldSweepEvery: 100 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, first.Start(ctx))
-	require.Eventually(t, func() bool { return status(ids[1]) == asyncevent.StatusWaitlisted }, 10*time.Second, 20*time.Millisecond)
-	require.NoError(t, first.Stop(ctx))
+		require.NoError(t, first.Start(ctx))
+		require.Eventually(t, func() bool { return status(ids[1]) == asyncevent.StatusWaitlisted }, 10*time.Second, 20*time.Millisecond)
+		require.NoError(t, first.Stop(ctx))
 
-	// A new deploy: a fresh client and worker on the same queue and table.
-	c2, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName()})
-	require.NoError(t, err)
-	second, err := asyncevent.NewWorker(c2, q, asyncevent.WorkerOptions{Concurrency: 1, WaitTime: 50 * time.Millisecond, HoldSweepEvery: 100 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, second.Start(ctx))
-	defer func() { require.NoError(t, second.Stop(ctx)) }()
-	assert.Eventually(t, func() bool { return status(ids[0]) == asyncevent.StatusRejected }, asyncevent.MinHoldFor+5*time.Second, 100*time.Millisecond,
-		"the hold ran out: a running worker of the table expires it")
+		// A new deploy: a fresh client and worker on the same queue and table.
+		c2, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName()})
+		require.NoError(t, err)
+		second, err := asyncevent.NewWorker(c2, q, asyncevent.WorkerOptions{Concurrency: 1, WaitTime: 50 * time.Millisecond, HoldSweepEvery: 100 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, second.Start(ctx))
+		defer func() { require.NoError(t, second.Stop(ctx)) }()
+		assert.Eventually(t, func() bool { return status(ids[0]) == asyncevent.StatusRejected }, asyncevent.MinHoldFor+5*time.Second, 100*time.Millisecond,
+			"the hold ran out: a running worker of the table expires it")
+	})
 }
 
 // CHECK: a request served from the waitlist holds no seat token; a later delivery of
@@ -545,33 +548,57 @@ func indexOf(ids []string, id string) int {
 	return -1
 }
 
-// slowPuts delays the PutItem calls of a client (its Hold items) once armed, as a
-// process paused in the middle of one would be: its UpdateItem calls (the lease's
-// heartbeat among them) wait for the put too.
+// slowPuts delays the PutItem calls of a client (its Hold items) once armed, one at a
+// time, as a process paused in the middle of one would be: its UpdateItem calls (the
+// lease's heartbeat among them) wait for the put too. The waits are on channels, which
+// an asynceventtest.InBubble clock waits out (a mutex would hold it still).
 type slowPuts struct {
 	asyncevent.DynamoDB
 	armed   atomic.Bool
 	delay   time.Duration
 	started chan struct{}
-	paused  sync.RWMutex // write-held while a slow put sleeps
+	mu      sync.Mutex
+	paused  chan struct{} // closed when the slow put under way ends; nil while none is
 }
 
 func (s *slowPuts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if s.armed.Load() {
-		s.paused.Lock()
+		done := make(chan struct{})
+		for prev := s.pause(done); prev != nil; prev = s.pause(done) {
+			<-prev
+		}
 		select {
 		case s.started <- struct{}{}:
 		default:
 		}
 		time.Sleep(s.delay)
-		s.paused.Unlock()
+		s.mu.Lock()
+		s.paused = nil
+		s.mu.Unlock()
+		close(done)
 	}
 	return s.DynamoDB.PutItem(ctx, in, optFns...)
 }
 
+// pause marks a slow put under way, its end closing done, unless one is: then it
+// returns that one's channel.
+func (s *slowPuts) pause(done chan struct{}) (prev chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused != nil {
+		return s.paused
+	}
+	s.paused = done
+	return nil
+}
+
 func (s *slowPuts) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	s.paused.RLock()
-	s.paused.RUnlock()
+	s.mu.Lock()
+	paused := s.paused
+	s.mu.Unlock()
+	if paused != nil {
+		<-paused
+	}
 	return s.DynamoDB.UpdateItem(ctx, in, optFns...)
 }
 
@@ -579,56 +606,60 @@ func (s *slowPuts) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 // has claimed its seat under its lease; its Hold item's write is slow, and its lease
 // runs out meanwhile; a new delivery takes the request over, finds the seat and holds
 // it. The old one's Hold item then lands and its HELD write fails: one seat, one
-// hold, the stray Hold item cleared by the sweep and not taken for an expiry.
+// hold, the stray Hold item cleared by the sweep and not taken for an expiry. The slow
+// put, the lease's run-out and the stray's run-out are waited InBubble, at no wall
+// time.
 func TestReviewLeaseTakenOverWhileTheOldHolderRuns(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	c := asynceventtest.NewTable(t)
-	holdsEvent(t, c, "takeover", 2, 1, asyncevent.MinHoldFor, 0)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	p, err := c.Submit(ctx, q, "takeover", "slow")
-	require.NoError(t, err)
-	id := p.RequestID
+	asynceventtest.InBubble(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := asynceventtest.NewTable(t)
+		holdsEvent(t, c, "takeover", 2, 1, asyncevent.MinHoldFor, 0)
+		q := queue.NewMemory(queue.MemoryOptions{})
+		p, err := c.Submit(ctx, q, "takeover", "slow")
+		require.NoError(t, err)
+		id := p.RequestID
 
-	slow := &slowPuts{DynamoDB: asynceventtest.DynamoDB(t), delay: 1500 * time.Millisecond, started: make(chan struct{}, 1)}
-	slow.armed.Store(true)
-	oc, err := asyncevent.New(slow, asyncevent.Options{TableName: c.TableName()})
-	require.NoError(t, err)
-	ok := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return nil })
-	m := holdMessage(t, c, id, 1, asyncevent.MinHoldFor)
-	done := make(chan asynceventtest.WorkResult, 1)
-	go func() {
-		done <- asynceventtest.Work(ctx, t, oc, m, asyncevent.ProcessOptions{Handler: ok, LeaseDuration: 300 * time.Millisecond})
-	}()
-	<-slow.started
-	time.Sleep(500 * time.Millisecond) // the old lease ran out; its Hold item is on its way
-	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{Handler: ok})
-	assert.Equal(t, asyncevent.OutcomeHeld, res.Kind)
-	old := <-done
-	assert.NotEqual(t, asyncevent.OutcomeHeld, old.Kind, "the old holder lost its lease: %+v", old.Outcome)
-	capacity, err := c.GetCapacity(ctx, "takeover")
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, capacity.CapacityRemaining, "one seat taken")
-	holds := reviewHoldItems(t, c, "takeover")
-	assert.Len(t, holds[id], 2, "the new delivery's Hold item and the old one's stray")
-	reviewEveryHeldHasItsHoldItem(t, c, "takeover", []string{id})
-	asynceventtest.CheckEvent(t, c, "takeover", asynceventtest.CheckOptions{})
+		slow := &slowPuts{DynamoDB: asynceventtest.DynamoDB(t), delay: 1500 * time.Millisecond, started: make(chan struct{}, 1)}
+		slow.armed.Store(true)
+		oc, err := asyncevent.New(slow, asyncevent.Options{TableName: c.TableName()})
+		require.NoError(t, err)
+		ok := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return nil })
+		m := holdMessage(t, c, id, 1, asyncevent.MinHoldFor)
+		done := make(chan asynceventtest.WorkResult, 1)
+		go func() {
+			done <- asynceventtest.Work(ctx, t, oc, m, asyncevent.ProcessOptions{Handler: ok, LeaseDuration: 300 * time.Millisecond})
+		}()
+		<-slow.started
+		time.Sleep(500 * time.Millisecond) // the old lease ran out; its Hold item is on its way
+		res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{Handler: ok})
+		assert.Equal(t, asyncevent.OutcomeHeld, res.Kind)
+		old := <-done
+		assert.NotEqual(t, asyncevent.OutcomeHeld, old.Kind, "the old holder lost its lease: %+v", old.Outcome)
+		capacity, err := c.GetCapacity(ctx, "takeover")
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, capacity.CapacityRemaining, "one seat taken")
+		holds := reviewHoldItems(t, c, "takeover")
+		assert.Len(t, holds[id], 2, "the new delivery's Hold item and the old one's stray")
+		reviewEveryHeldHasItsHoldItem(t, c, "takeover", []string{id})
+		asynceventtest.CheckEvent(t, c, "takeover", asynceventtest.CheckOptions{})
 
-	r, err := c.GetRequest(ctx, id)
-	require.NoError(t, err)
-	for _, at := range holds[id] {
-		if at < r.HoldExpiresAt { // the stray runs out first: a sweep then must not expire the hold
-			time.Sleep(time.Until(at.Time().Add(5 * time.Millisecond)))
-			rep, err := c.SweepHolds(ctx, "takeover", asyncevent.HoldSweepOptions{})
-			require.NoError(t, err)
-			if time.Now().Before(r.HoldExpiresAt.Time()) {
-				assert.Equal(t, 0, rep.Expired, "the stray is not the hold")
+		r, err := c.GetRequest(ctx, id)
+		require.NoError(t, err)
+		for _, at := range holds[id] {
+			if at < r.HoldExpiresAt { // the stray runs out first: a sweep then must not expire the hold
+				time.Sleep(time.Until(at.Time().Add(5 * time.Millisecond)))
+				rep, err := c.SweepHolds(ctx, "takeover", asyncevent.HoldSweepOptions{})
+				require.NoError(t, err)
+				if time.Now().Before(r.HoldExpiresAt.Time()) {
+					assert.Equal(t, 0, rep.Expired, "the stray is not the hold")
+				}
 			}
 		}
-	}
-	tr, err := c.Confirm(ctx, id)
-	require.NoError(t, err)
-	assert.True(t, tr.Applied, "the hold still runs")
+		tr, err := c.Confirm(ctx, id)
+		require.NoError(t, err)
+		assert.True(t, tr.Applied, "the hold still runs")
+	})
 }
 
 // CHECK: the sold-out path stays one write per loser with holds: a loser of a sold-out

@@ -593,52 +593,56 @@ func TestIngestWritesNoTransaction(t *testing.T) {
 
 // A lock left without its request (the ingest died between the two puts) heals on
 // the user's next click once RedriveAfter has passed: the request is written from the
-// lock and sent. Before that, a click is answered as the duplicate it is.
+// lock and sent. Before that, a click is answered as the duplicate it is. The dying
+// ingest tries to close the request's home shard until its 10 s bookkeeping deadline,
+// a wall-clock one: the test runs InBubble, where it costs no wall time.
 func TestLockWithoutRequestHealsOnTheNextClick(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	opts := asyncevent.Options{Clock: clock.Now, RedriveAfter: time.Minute, StatusLog: true}
-	c := asynceventtest.NewTableWith(t, opts)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
-	require.NoError(t, err)
-	doomed := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
-		CrashAfterRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "IDEMP#",
+	asynceventtest.InBubble(t, func(t *testing.T) {
+		ctx := context.Background()
+		clock := asynceventtest.NewClock(t0)
+		opts := asyncevent.Options{Clock: clock.Now, RedriveAfter: time.Minute, StatusLog: true}
+		c := asynceventtest.NewTableWith(t, opts)
+		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+		require.NoError(t, err)
+		doomed := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
+			CrashAfterRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "IDEMP#",
+		})
+		opts.TableName = c.TableName()
+		dying, err := asyncevent.New(doomed, opts)
+		require.NoError(t, err)
+		q := &sendQueue{}
+
+		deadQueue := asynceventtest.NewChaosQueue(queue.NewMemory(queue.MemoryOptions{}), asynceventtest.QueueFaultPlan{})
+		deadQueue.Kill() // the process is gone by the time it would send
+		_, err = dying.Submit(ctx, deadQueue, "ev", "ann")
+		require.Error(t, err, "the ingest died after the lock")
+		require.Equal(t, 1, doomed.Counts().Crashed)
+		before := items(t, c)
+		require.Len(t, before[entity.Idempotency], 1)
+		require.Empty(t, before[entity.Request])
+		report := asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Abandoned: []string{"ann"}})
+		assert.Equal(t, 1, report.Abandoned)
+
+		clock.Advance(30 * time.Second)
+		p, err := c.Submit(ctx, q, "ev", "ann")
+		require.NoError(t, err)
+		assert.True(t, p.Duplicate, "within RedriveAfter the first click may still be writing")
+		assert.Empty(t, items(t, c)[entity.Request])
+
+		clock.Advance(31 * time.Second)
+		healed, err := c.Submit(ctx, q, "ev", "ann")
+		require.NoError(t, err)
+		assert.Equal(t, p.RequestID, healed.RequestID)
+		r, err := c.GetRequest(ctx, healed.RequestID)
+		require.NoError(t, err)
+		assert.Equal(t, asyncevent.StatusQueued, r.Status)
+		assert.Equal(t, asyncevent.MillisOf(t0), r.RequestedAt, "requested when the lock was written")
+		msgs := q.messages(t)
+		require.Len(t, msgs, 1)
+		assert.Equal(t, healed.RequestID, msgs[0].RequestID)
+		asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Users: []string{"ann"}, Unsettled: true})
 	})
-	opts.TableName = c.TableName()
-	dying, err := asyncevent.New(doomed, opts)
-	require.NoError(t, err)
-	q := &sendQueue{}
-
-	deadQueue := asynceventtest.NewChaosQueue(queue.NewMemory(queue.MemoryOptions{}), asynceventtest.QueueFaultPlan{})
-	deadQueue.Kill() // the process is gone by the time it would send
-	_, err = dying.Submit(ctx, deadQueue, "ev", "ann")
-	require.Error(t, err, "the ingest died after the lock")
-	require.Equal(t, 1, doomed.Counts().Crashed)
-	before := items(t, c)
-	require.Len(t, before[entity.Idempotency], 1)
-	require.Empty(t, before[entity.Request])
-	report := asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Abandoned: []string{"ann"}})
-	assert.Equal(t, 1, report.Abandoned)
-
-	clock.Advance(30 * time.Second)
-	p, err := c.Submit(ctx, q, "ev", "ann")
-	require.NoError(t, err)
-	assert.True(t, p.Duplicate, "within RedriveAfter the first click may still be writing")
-	assert.Empty(t, items(t, c)[entity.Request])
-
-	clock.Advance(31 * time.Second)
-	healed, err := c.Submit(ctx, q, "ev", "ann")
-	require.NoError(t, err)
-	assert.Equal(t, p.RequestID, healed.RequestID)
-	r, err := c.GetRequest(ctx, healed.RequestID)
-	require.NoError(t, err)
-	assert.Equal(t, asyncevent.StatusQueued, r.Status)
-	assert.Equal(t, asyncevent.MillisOf(t0), r.RequestedAt, "requested when the lock was written")
-	msgs := q.messages(t)
-	require.Len(t, msgs, 1)
-	assert.Equal(t, healed.RequestID, msgs[0].RequestID)
-	asynceventtest.CheckEvent(t, c, "ev", asynceventtest.CheckOptions{Users: []string{"ann"}, Unsettled: true})
 }
 
 // A request put refused for certain (here throttled past the SDK's retries) writes

@@ -83,71 +83,77 @@ func (h *hotKeyTest) seatsLeft(t *testing.T) int64 {
 // error matching ErrThrottled and writes nothing. A single UpdateItem is left to the
 // SDK's retryer (three attempts); a transaction cancelled for ThrottlingError, which
 // the SDK does not retry, is sent again by the library, eight attempts in all. A lost
-// condition stays an outcome, never ErrThrottled.
+// condition stays an outcome, never ErrThrottled. The library backs off for seconds
+// between a cancelled transaction's sends (refusalBackoff), on the wall clock: the
+// test runs InBubble, where those waits cost no wall time.
 func TestRowsRefusedForThroughputAreErrThrottled(t *testing.T) {
 	t.Parallel()
 	for _, statusLog := range []bool{false, true} {
 		t.Run(fmt.Sprintf("StatusLog=%v", statusLog), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			h := newHotKeyTest(t, 2, asyncevent.Options{StatusLog: statusLog})
-			m := h.participate(t, "ann")
-			lease := asyncevent.Lease{Owner: "w1", Duration: time.Minute}
-			// Attempts per refused call: a request write is one UpdateItem retried by the
-			// SDK, or with the status log a transaction retried by the library.
-			perWrite := 3
-			if statusLog {
-				perWrite = 8
-			}
-			refused := func(t *testing.T, n int, call func() error) {
-				t.Helper()
-				before := h.limits.Counts().Throttled
-				err := call()
-				require.ErrorIs(t, err, asyncevent.ErrThrottled)
-				assert.Equal(t, n, h.limits.Counts().Throttled-before, "attempts refused: %v", err)
-			}
-
-			// The event's key is hot: the request's writes put it on GSI2 under EVENT#hot.
-			h.limits.Heat("EVENT#hot", time.Hour)
-			refused(t, perWrite, func() error { _, err := h.c.MarkQueued(ctx, m.Ref()); return err })
-			refused(t, perWrite, func() error { _, err := h.c.StartProcessing(ctx, m.Ref(), lease); return err })
-			refused(t, perWrite, func() error { _, err := h.c.RejectSoldOut(ctx, m.Ref()); return err })
-			refused(t, perWrite, func() error {
-				_, err := h.c.MarkFailed(ctx, m.Ref(), asyncevent.Failure{Class: asyncevent.Retryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X"})
-				return err
-			})
-			r := h.request(t, m.RequestID)
-			assert.Equal(t, asyncevent.StatusReceived, r.Status, "nothing written")
-			assert.Empty(t, r.ResultCode)
-
-			h.clock.Advance(2 * time.Hour)
-			tr, err := h.c.StartProcessing(ctx, m.Ref(), lease)
-			require.NoError(t, err)
-			require.True(t, tr.Applied)
-
-			h.limits.Heat("EVENT#hot", time.Hour)
-			refused(t, 3, func() error { _, err := h.c.ClaimSeat(ctx, m.Ref(), lease); return err })
-			refused(t, perWrite, func() error { _, err := h.c.MarkCapacityRejected(ctx, m.Ref(), lease); return err })
-			r = h.request(t, m.RequestID)
-			assert.Equal(t, asyncevent.StatusProcessing, r.Status, "nothing written")
-			assert.Equal(t, int64(2), h.seatsLeft(t), "no seat spent")
-
-			// Cool again: lost conditions are outcomes, not throttles.
-			h.clock.Advance(2 * time.Hour)
-			tr, err = h.c.MarkQueued(ctx, m.Ref())
-			require.NoError(t, err)
-			assert.False(t, tr.Applied)
-			tr, err = h.c.ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "someone else", Duration: time.Minute})
-			require.NoError(t, err)
-			assert.False(t, tr.Applied, "not the caller's lease")
-			// The lease ran out on the clock, but nobody took the request over: it is
-			// still the caller's, and a clock decides nothing about a seat.
-			tr, err = h.c.ClaimSeat(ctx, m.Ref(), lease)
-			require.NoError(t, err)
-			assert.True(t, tr.Applied)
-			assert.Equal(t, int64(1), h.seatsLeft(t))
+			asynceventtest.InBubble(t, func(t *testing.T) { rowsRefusedForThroughput(t, statusLog) })
 		})
 	}
+}
+
+func rowsRefusedForThroughput(t *testing.T, statusLog bool) {
+	ctx := context.Background()
+	h := newHotKeyTest(t, 2, asyncevent.Options{StatusLog: statusLog})
+	m := h.participate(t, "ann")
+	lease := asyncevent.Lease{Owner: "w1", Duration: time.Minute}
+	// Attempts per refused call: a request write is one UpdateItem retried by the
+	// SDK, or with the status log a transaction retried by the library.
+	perWrite := 3
+	if statusLog {
+		perWrite = 8
+	}
+	refused := func(t *testing.T, n int, call func() error) {
+		t.Helper()
+		before := h.limits.Counts().Throttled
+		err := call()
+		require.ErrorIs(t, err, asyncevent.ErrThrottled)
+		assert.Equal(t, n, h.limits.Counts().Throttled-before, "attempts refused: %v", err)
+	}
+
+	// The event's key is hot: the request's writes put it on GSI2 under EVENT#hot.
+	h.limits.Heat("EVENT#hot", time.Hour)
+	refused(t, perWrite, func() error { _, err := h.c.MarkQueued(ctx, m.Ref()); return err })
+	refused(t, perWrite, func() error { _, err := h.c.StartProcessing(ctx, m.Ref(), lease); return err })
+	refused(t, perWrite, func() error { _, err := h.c.RejectSoldOut(ctx, m.Ref()); return err })
+	refused(t, perWrite, func() error {
+		_, err := h.c.MarkFailed(ctx, m.Ref(), asyncevent.Failure{Class: asyncevent.Retryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X"})
+		return err
+	})
+	r := h.request(t, m.RequestID)
+	assert.Equal(t, asyncevent.StatusReceived, r.Status, "nothing written")
+	assert.Empty(t, r.ResultCode)
+
+	h.clock.Advance(2 * time.Hour)
+	tr, err := h.c.StartProcessing(ctx, m.Ref(), lease)
+	require.NoError(t, err)
+	require.True(t, tr.Applied)
+
+	h.limits.Heat("EVENT#hot", time.Hour)
+	refused(t, 3, func() error { _, err := h.c.ClaimSeat(ctx, m.Ref(), lease); return err })
+	refused(t, perWrite, func() error { _, err := h.c.MarkCapacityRejected(ctx, m.Ref(), lease); return err })
+	r = h.request(t, m.RequestID)
+	assert.Equal(t, asyncevent.StatusProcessing, r.Status, "nothing written")
+	assert.Equal(t, int64(2), h.seatsLeft(t), "no seat spent")
+
+	// Cool again: lost conditions are outcomes, not throttles.
+	h.clock.Advance(2 * time.Hour)
+	tr, err = h.c.MarkQueued(ctx, m.Ref())
+	require.NoError(t, err)
+	assert.False(t, tr.Applied)
+	tr, err = h.c.ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "someone else", Duration: time.Minute})
+	require.NoError(t, err)
+	assert.False(t, tr.Applied, "not the caller's lease")
+	// The lease ran out on the clock, but nobody took the request over: it is
+	// still the caller's, and a clock decides nothing about a seat.
+	tr, err = h.c.ClaimSeat(ctx, m.Ref(), lease)
+	require.NoError(t, err)
+	assert.True(t, tr.Applied)
+	assert.Equal(t, int64(1), h.seatsLeft(t))
 }
 
 // gate, beneath the limits, holds the first TransactWriteItems sent while it is

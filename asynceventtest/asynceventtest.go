@@ -22,7 +22,8 @@
 // afterwards.
 //
 // WaitDrained waits for workers to empty a queue.Memory, and Work runs one
-// message through an asyncevent.Processor and returns its outcome.
+// message through an asyncevent.Processor and returns its outcome. InBubble runs a
+// test whose code waits on the wall clock on a clock of synctest's instead.
 package asynceventtest
 
 import (
@@ -104,10 +105,13 @@ func LocalDynamoDB() (*dynamodb.Client, error) {
 }
 
 // DynamoDB returns a raw client of the test binary's DynamoDB Local, for inspecting
-// tables and for wrapping in fault injectors. It fails the test when no DynamoDB
-// Local can be had.
+// tables and for wrapping in fault injectors; within InBubble, given its t, the
+// bubble's client of it. It fails the test when no DynamoDB Local can be had.
 func DynamoDB(t testing.TB) *dynamodb.Client {
 	t.Helper()
+	if client, ok := bubbled(t); ok {
+		return client
+	}
 	_, client, err := start()
 	if err != nil {
 		t.Fatalf("asynceventtest: no DynamoDB Local: %v", err)

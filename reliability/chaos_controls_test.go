@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +23,7 @@ import (
 func TestChaosControls(t *testing.T) {
 	t.Parallel()
 	cfg := newConfig(t, max(625, chaosUsers()/8)) // enough for its first half to sell the seats out
-	w := newWorld(t, cfg, time.Now)
+	w := newWorld(t, cfg)
 	const capacity = 100
 	ctx := context.Background()
 	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{

@@ -72,8 +72,8 @@ func newConfig(t *testing.T, users int) chaosConfig {
 		lateRate: 0.03, lateBy: 3 * time.Second, skew: 3 * time.Second}
 }
 
-// skipClock is the real clock plus an offset that can jump forward (over a lottery's
-// hour of entries).
+// skipClock is the real clock plus an offset that can jump forward: over a lottery's
+// hour of entries, past the leases before a sweep, past the holds.
 type skipClock struct{ offset atomic.Int64 }
 
 func (c *skipClock) Now() time.Time       { return time.Now().Add(time.Duration(c.offset.Load())) }
@@ -83,6 +83,7 @@ func (c *skipClock) Skip(d time.Duration) { c.offset.Add(int64(d)) }
 type world struct {
 	t      *testing.T
 	cfg    chaosConfig
+	clock  *skipClock // every client's clock (each worker's skewed from it)
 	opts   asyncevent.Options
 	table  string
 	db     *dynamodb.Client // the run's own DynamoDB Local
@@ -118,9 +119,9 @@ func (p *process) faults() int64 {
 	return int64(above.Failed + above.Lost + beneath.Failed + beneath.Lost + beneath.Throttled)
 }
 
-func newWorld(t *testing.T, cfg chaosConfig, clock func() time.Time) *world {
-	w := &world{t: t, cfg: cfg, queue: queue.NewMemory(queue.MemoryOptions{MaxReceives: 12})}
-	w.opts = asyncevent.Options{StatusLog: true, RedriveAfter: 300 * time.Millisecond, Clock: clock}
+func newWorld(t *testing.T, cfg chaosConfig) *world {
+	w := &world{t: t, cfg: cfg, clock: &skipClock{}, queue: queue.NewMemory(queue.MemoryOptions{MaxReceives: 12})}
+	w.opts = asyncevent.Options{StatusLog: true, RedriveAfter: 300 * time.Millisecond, Clock: w.clock.Now}
 	// A DynamoDB Local of the run's own: its writes do not queue behind other tests'.
 	w.db = asynceventtest.OwnDynamoDB(t)
 	var wire *dynamodb.Client
@@ -359,12 +360,15 @@ func (w *world) submitAll(eventID string, rng *rand.Rand) (drain func()) {
 	}
 }
 
-// settle runs the sweeper until no FIRST_COME request is left in flight.
+// settle runs the sweeper until no FIRST_COME request is left in flight. Before each
+// sweep the writes still on the wire land, and the clocks skip past the leases: the
+// queue is drained, so no message is in flight to a worker either.
 func (w *world) settle(eventID string) {
 	ctx := context.Background()
 	for round := 0; ; round++ {
 		require.Less(w.t, round, 20, "requests still in flight after 20 sweeps")
-		time.Sleep(2500 * time.Millisecond) // leases and visibility run out
+		w.waitLate()
+		w.clock.Skip(2*time.Second + w.cfg.skew + 500*time.Millisecond) // the leases run out, on every worker's clock too
 		report, err := w.clean.Sweep(ctx, w.queue, eventID, asyncevent.SweepOptions{StuckAfter: 2 * time.Second, RatePerSecond: 1000})
 		require.NoError(w.t, err)
 		resent := 0
@@ -399,7 +403,7 @@ func TestChaosFirstCome(t *testing.T) {
 		t.Run(layout.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := newConfig(t, layout.users)
-			w := newWorld(t, cfg, time.Now)
+			w := newWorld(t, cfg)
 			w.mixed = layout.mixed
 			const capacity = 300
 			_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
@@ -435,7 +439,7 @@ func TestChaosFirstCome(t *testing.T) {
 func TestChaosHolds(t *testing.T) {
 	t.Parallel()
 	cfg := newConfig(t, chaosUsers()/2)
-	w := newWorld(t, cfg, time.Now)
+	w := newWorld(t, cfg)
 	const capacity = 200
 	ctx := context.Background()
 	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
@@ -454,7 +458,10 @@ func TestChaosHolds(t *testing.T) {
 	w.settle("chaos-holds")
 	lap("sweeps")
 	// Two more rounds of holds: those met lapse, their seats reach the waitlist.
-	time.Sleep(2*asyncevent.MinHoldFor + 3*time.Second)
+	for range 2 {
+		w.clock.Skip(asyncevent.MinHoldFor + w.cfg.skew + time.Second)
+		w.waitHoldsLapsed(ctx, "chaos-holds")
+	}
 	close(stop)
 	confirmed := <-paid
 	// The workers stop (and every late write of theirs lands: a hold's end landing
@@ -481,6 +488,25 @@ func TestChaosHolds(t *testing.T) {
 	require.LessOrEqual(t, rep.ByStatus[asyncevent.StatusSucceeded]+rep.ByStatus[asyncevent.StatusHeld], capacity)
 	require.Positive(t, st.Holds.Expired, "some holds lapsed")
 	require.Positive(t, st.Holds.SeatsServed, "seats given back reached the waitlist")
+}
+
+// waitHoldsLapsed waits until the workers' hold sweeps have ended every hold that ran
+// out on every worker's clock.
+func (w *world) waitHoldsLapsed(ctx context.Context, eventID string) {
+	lapsed := func() int {
+		page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{Status: asyncevent.StatusHeld, Limit: 500, MaxRead: 5000})
+		if err != nil {
+			return -1
+		}
+		n := 0
+		for _, r := range page.Requests {
+			if r.HoldExpiresAt <= asyncevent.MillisOf(w.clock.Now().Add(-w.cfg.skew)) {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(w.t, func() bool { return lapsed() == 0 }, time.Minute, 200*time.Millisecond, "holds run out that no sweep ended")
 }
 
 // pay plays the service that takes payments, until stop: every half second it lists
@@ -545,8 +571,8 @@ func TestChaosLottery(t *testing.T) {
 	// The lottery's entries fence is a time fence (docs/design.md, "The draw's
 	// entries"), its clocks assumed to agree: no skew and no late writes here.
 	cfg.skew, cfg.lateRate = 0, 0
-	clock := &skipClock{}
-	w := newWorld(t, cfg, clock.Now)
+	w := newWorld(t, cfg)
+	clock := w.clock
 	const winners = 100
 	ctx := context.Background()
 	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{

@@ -1,0 +1,58 @@
+package asynceventtest
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// bubbles maps the *testing.T of each InBubble run to its client of the test
+// binary's DynamoDB Local, whose connections belong to that bubble.
+var bubbles sync.Map // *testing.T → *dynamodb.Client
+
+// InBubble runs f in a synctest bubble (package testing/synctest), for a test whose
+// code waits on the wall clock where no Options.Clock reaches: a heartbeat's ticker,
+// a backoff of seconds between refused sends, a context deadline, a Worker's hold
+// sweeps, a queue.Memory's visibility, a handler's sleep. In the bubble every timer,
+// sleep and deadline runs on the bubble's clock, which starts at midnight UTC on
+// 2000-01-01, stands still while any goroutine of the bubble runs or waits on the
+// network, and jumps to the next timer once all of them wait on time or on each
+// other. The waits happen as they would, in the same order, and cost no wall time;
+// a call to DynamoDB Local takes no time on that clock.
+//
+// Within f, DynamoDB(t), NewTable(t), NewTableWith(t, …) and the kit's other calls
+// given f's t reach the test binary's DynamoDB Local through a client whose
+// connections belong to the bubble and are never kept alive: an idle connection's
+// reader waits on the network, which would hold the bubble's clock still for good,
+// and a connection made in the bubble must not serve a test outside it. DynamoDB
+// Local is started before the bubble, as it outlives it. OwnDynamoDB, SQS and
+// LocalDynamoDB are not for a bubble. As synctest.Test does, InBubble fails the test
+// when every goroutine of the bubble waits and no timer is left to wake one, and
+// returns once every goroutine f started has ended.
+func InBubble(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	shared := DynamoDB(t)
+	synctest.Test(t, func(t *testing.T) {
+		transport := &http.Transport{DisableKeepAlives: true}
+		bubbles.Store(t, dynamodb.New(shared.Options(), func(o *dynamodb.Options) {
+			o.HTTPClient = &http.Client{Transport: transport}
+		}))
+		t.Cleanup(func() { // the last cleanup: after the tables' deletion
+			bubbles.Delete(t)
+			transport.CloseIdleConnections()
+		})
+		f(t)
+	})
+}
+
+// bubbled returns the client of t's InBubble run, if t is one's.
+func bubbled(t testing.TB) (*dynamodb.Client, bool) {
+	c, ok := bubbles.Load(t)
+	if !ok {
+		return nil, false
+	}
+	return c.(*dynamodb.Client), true
+}
