@@ -32,6 +32,12 @@ var bubbles sync.Map // *testing.T → *dynamodb.Client
 // LocalDynamoDB are not for a bubble. As synctest.Test does, InBubble fails the test
 // when every goroutine of the bubble waits and no timer is left to wake one, and
 // returns once every goroutine f started has ended.
+//
+// A goroutine waiting on a mutex holds the bubble's clock still, as one waiting on
+// the network does. So a test's wrapper that delays a call by sleeping, while the
+// library holds a lock over that call that another goroutine waits on (a heartbeat
+// waiting for a lease's release to be answered), never wakes: such a test runs
+// outside a bubble, or delays the call on a channel it closes itself.
 func InBubble(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	shared := DynamoDB(t)
