@@ -22,9 +22,9 @@ import (
 // memory of the sell-out, nothing is given twice.
 func TestChaosControls(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(t, max(625, chaosUsers()/8)) // enough for its first half to sell the seats out
+	cfg := newConfig(t, max(atScale(625), chaosUsers()/8)) // enough for its first half to sell the seats out
 	w := newWorld(t, cfg)
-	const capacity = 100
+	capacity := int64(atScale(100))
 	ctx := context.Background()
 	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
 		EventID: "chaos-ops", EventType: asyncevent.FirstCome, CapacityTotal: capacity, IndexShards: 8, CapacityShards: 4,

@@ -56,9 +56,15 @@ func envInt(name string, def int64) int64 {
 	return def
 }
 
-// chaosUsers is the users of the suite's largest event: CHAOS_USERS, or 1,000 (what
+// chaosUsers is the users of the suite's largest event: CHAOS_USERS, or 500 (what
 // make test runs, within CI's time; make chaos runs 5,000, seed after seed).
-func chaosUsers() int { return int(envInt("CHAOS_USERS", 1000)) }
+func chaosUsers() int { return int(envInt("CHAOS_USERS", 500)) }
+
+// atScale is n, a count of seats, winners or users sized for events of 1,000 users
+// or more, scaled down with a smaller chaosUsers(): so a smaller run sells out, holds
+// and draws in the same proportions (CHAOS_USERS=1000 and above run the sizes as they
+// are).
+func atScale(n int) int { return max(1, n*min(chaosUsers(), 1000)/1000) }
 
 func newConfig(t *testing.T, users int) chaosConfig {
 	seed := envInt("CHAOS_SEED", time.Now().UnixNano()%1_000_000)
@@ -98,6 +104,7 @@ type world struct {
 	procs     []*process
 	every     []*process // every worker process started, killed ones too: their late writes land all the same
 	abandoned []string   // users whose ingest died between lock and request, never back
+	dying     sync.WaitGroup // the Submit calls of ingest processes that died, still running on their dead clients
 	nextID    int
 	kills     int
 	faulted   atomic.Int64
@@ -124,6 +131,7 @@ func newWorld(t *testing.T, cfg chaosConfig) *world {
 	w.opts = asyncevent.Options{StatusLog: true, RedriveAfter: 300 * time.Millisecond, Clock: w.clock.Now}
 	// A DynamoDB Local of the run's own: its writes do not queue behind other tests'.
 	w.db = asynceventtest.OwnDynamoDB(t)
+	t.Cleanup(w.dying.Wait) // before the DynamoDB Local stops
 	var wire *dynamodb.Client
 	wire, w.wired = w.wire(cfg.seed)
 	w.faults = asynceventtest.NewFaultyDynamoDB(wire, w.plan(cfg.seed))
@@ -264,7 +272,9 @@ func (w *world) click(ctx context.Context, eventID, user string) error {
 
 // crashClick is a click whose ingest process dies right after it wrote the user's
 // lock, before the request: the lock is left without its request until the user's
-// next click.
+// next click. The user does not wait for the dead process: its Submit goes on (every
+// call of its dead client failing, so it writes nothing) until the ingest's deadline
+// ends it, and the test waits for it at its end.
 func (w *world) crashClick(ctx context.Context, eventID, user string) {
 	doomed := asynceventtest.NewFaultyDynamoDB(w.db, asynceventtest.FaultPlan{
 		CrashAfterRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "IDEMP#",
@@ -275,10 +285,24 @@ func (w *world) crashClick(ctx context.Context, eventID, user string) {
 	require.NoError(w.t, err)
 	deadQueue := asynceventtest.NewChaosQueue(w.queue, asynceventtest.QueueFaultPlan{})
 	deadQueue.Kill() // the process is gone by the time it would send
-	if _, err := c.Submit(ctx, deadQueue, eventID, user); err == nil {
-		w.t.Errorf("%s: a click whose ingest died after the lock succeeded", user)
+	ended := make(chan error, 1)
+	w.dying.Go(func() {
+		_, err := c.Submit(ctx, deadQueue, eventID, user)
+		if err == nil {
+			w.t.Errorf("%s: a click whose ingest died after the lock succeeded", user)
+		}
+		ended <- err
+	})
+	for doomed.Counts().Crashed == 0 { // the process dies once its lock's put applied
+		select {
+		case err := <-ended:
+			if doomed.Counts().Crashed == 0 {
+				w.t.Errorf("%s: the ingest ended, and never died after its lock's put: %v", user, err)
+			}
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
-	require.Equal(w.t, 1, doomed.Counts().Crashed, "%s: the ingest died after the lock", user)
 }
 
 // visit is a user's visit: a click, or a click that dies between the lock and the
@@ -405,9 +429,9 @@ func TestChaosFirstCome(t *testing.T) {
 			cfg := newConfig(t, layout.users)
 			w := newWorld(t, cfg)
 			w.mixed = layout.mixed
-			const capacity = 300
+			capacity := atScale(300)
 			_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
-				EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity,
+				EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity),
 				IndexShards: layout.indexShards, CapacityShards: layout.shards,
 			})
 			require.NoError(t, err)
@@ -440,10 +464,10 @@ func TestChaosHolds(t *testing.T) {
 	t.Parallel()
 	cfg := newConfig(t, chaosUsers()/2)
 	w := newWorld(t, cfg)
-	const capacity = 200
+	capacity := atScale(200)
 	ctx := context.Background()
 	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
-		EventID: "chaos-holds", EventType: asyncevent.FirstCome, CapacityTotal: capacity,
+		EventID: "chaos-holds", EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity),
 		IndexShards: 8, CapacityShards: 4, HoldFor: asyncevent.MinHoldFor,
 	})
 	require.NoError(t, err)
@@ -573,10 +597,10 @@ func TestChaosLottery(t *testing.T) {
 	cfg.skew, cfg.lateRate = 0, 0
 	w := newWorld(t, cfg)
 	clock := w.clock
-	const winners = 100
+	winners := atScale(100)
 	ctx := context.Background()
 	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
-		EventID: "chaos-lottery", EventType: asyncevent.Lottery, WinnerCount: winners,
+		EventID: "chaos-lottery", EventType: asyncevent.Lottery, WinnerCount: int64(winners),
 		LotteryCutoffAt: asyncevent.MillisOf(clock.Now().Add(time.Hour))})
 	require.NoError(t, err)
 
