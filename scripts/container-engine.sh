@@ -233,6 +233,13 @@ summary() {
 }
 
 with() {
+	local why
+	why=$(why_not)
+	if [ -n "$why" ]; then
+		say "skipped: $why; the tests take DynamoDB Local from the jar"
+		"$@"
+		return
+	fi
 	exec 9>"$lock"
 	if ! flock -n 9; then
 		say "skipped: another run holds $lock; the tests take DynamoDB Local from the jar"
