@@ -202,6 +202,8 @@ stop_engine() {
 		sleep 0.2
 	done
 	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	# dockerd leaves the host network namespace's bind mount behind.
+	umount "$state/exec/netns/default" 2>/dev/null
 	rm -f "$sock" "$state/dockerd.pid"
 	say "stopped dockerd (pid $pid)"
 }
