@@ -113,7 +113,7 @@ func findEngine(ctx context.Context, logf func(string, ...any)) (*testcontainers
 	select {
 	case f := <-ch:
 		if f.err != nil {
-			return nil, fmt.Errorf("no container engine: %w", f.err)
+			return nil, fmt.Errorf("no container engine answers (testcontainers-go: %w)", f.err)
 		}
 		return f.p, nil
 	case <-timer.C:
