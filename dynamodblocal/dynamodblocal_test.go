@@ -28,7 +28,7 @@ import (
 const helperEnv = "DYNAMODBLOCAL_TEST_HELPER"
 
 // TestStartDefault runs the real thing with default options: whatever Start
-// finds (on a machine without Docker and DYNAMODB_ENDPOINT: the jar) must
+// finds (without DYNAMODB_ENDPOINT, and with no container starter: the jar) must
 // serve ListTables and CreateTable, and be gone after Stop. It fails, never
 // skips, when no DynamoDB Local can be had, printing what to install.
 func TestStartDefault(t *testing.T) {
@@ -112,85 +112,8 @@ func requireRefused(t *testing.T, endpoint string) {
 	}
 }
 
-// TestDockerProbeFallsThroughQuickly checks that a machine without a Docker
-// engine (DOCKER_HOST naming a dead socket, or an engine that never answers)
-// costs at most the probe timeout, and that a live engine is recognised.
-func TestDockerProbeFallsThroughQuickly(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-
-	t.Run("missing socket", func(t *testing.T) {
-		t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "missing.sock"))
-		began := time.Now()
-		_, err := probeDocker(ctx, dockerHosts(), dockerProbeTimeout)
-		require.Error(t, err)
-		require.Less(t, time.Since(began), 500*time.Millisecond)
-		t.Log(err)
-	})
-
-	t.Run("socket nobody listens on", func(t *testing.T) {
-		path := filepath.Join(dir, "dead.sock")
-		l, err := net.Listen("unix", path)
-		require.NoError(t, err)
-		l.(*net.UnixListener).SetUnlinkOnClose(false)
-		l.Close() // the file stays, nobody accepts: ECONNREFUSED
-		t.Setenv("DOCKER_HOST", "unix://"+path)
-		began := time.Now()
-		_, err = probeDocker(ctx, dockerHosts(), dockerProbeTimeout)
-		require.Error(t, err)
-		require.Less(t, time.Since(began), 500*time.Millisecond)
-		t.Log(err)
-	})
-
-	t.Run("engine that never answers", func(t *testing.T) {
-		path := filepath.Join(dir, "hung.sock")
-		l, err := net.Listen("unix", path)
-		require.NoError(t, err)
-		defer l.Close()
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close() // hold it open, say nothing
-			}
-		}()
-		t.Setenv("DOCKER_HOST", "unix://"+path)
-		began := time.Now()
-		_, err = probeDocker(ctx, dockerHosts(), dockerProbeTimeout)
-		require.Error(t, err)
-		require.Less(t, time.Since(began), dockerProbeTimeout+time.Second)
-		t.Log(err)
-	})
-
-	t.Run("engine that answers", func(t *testing.T) {
-		path := filepath.Join(dir, "live.sock")
-		l, err := net.Listen("unix", path)
-		require.NoError(t, err)
-		defer l.Close()
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					_, _ = bufio.NewReader(c).ReadString('\n')
-					_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK"))
-				}()
-			}
-		}()
-		t.Setenv("DOCKER_HOST", "unix://"+path)
-		host, err := probeDocker(ctx, dockerHosts(), dockerProbeTimeout)
-		require.NoError(t, err)
-		require.Equal(t, "unix://"+path, host)
-	})
-}
-
 // TestStartExplainsWhatIsMissing runs Start where nothing can be had: no
-// DYNAMODB_ENDPOINT, a dead DOCKER_HOST, and a PATH without java, then with
+// DYNAMODB_ENDPOINT, no container starter, and a PATH without java, then with
 // java but without npm. It must fail fast and say what to install or set.
 func TestStartExplainsWhatIsMissing(t *testing.T) {
 	if !jarSupported {
@@ -200,7 +123,6 @@ func TestStartExplainsWhatIsMissing(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	t.Setenv(EnvEndpoint, "")
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "docker.sock"))
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.Mkdir(bin, 0o755))
 	sh, err := exec.LookPath("sh")
@@ -214,7 +136,7 @@ func TestStartExplainsWhatIsMissing(t *testing.T) {
 	_, err = Start(ctx, opts)
 	require.Error(t, err)
 	t.Log(err)
-	for _, want := range []string{EnvEndpoint, "Docker engine", "Java 17+", "npm", "java not found"} {
+	for _, want := range []string{EnvEndpoint, "dynamodblocal/container", "Java 17+", "npm", "java not found"} {
 		require.ErrorContains(t, err, want)
 	}
 	require.Less(t, time.Since(began), 5*time.Second)

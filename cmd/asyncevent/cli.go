@@ -307,8 +307,8 @@ Without -endpoint the CLI talks to AWS with the default credential chain. With
 key ddblocal, region us-east-1), as the test kit and the demo do: a DynamoDB Local
 without -sharedDb keeps tables per access key and region, so 'aws dynamodb
 list-tables' sees them only with AWS_ACCESS_KEY_ID=ddblocal. demo and bench
-without -endpoint start an embedded DynamoDB Local (Docker, or Java and npm) and
-stop it on exit.
+without -endpoint start an embedded DynamoDB Local (a container through
+testcontainers-go on a loopback-only engine, or Java and npm) and stop it on exit.
 
 Lottery seeds: with `+envDrawSecret+` set (a secret of at least 32 bytes, in hex:
 openssl rand -hex 32), the events the CLI creates get a sealed seed (seedMode

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
+	"github.com/asyncevent/asyncevent/dynamodblocal/container"
 	"github.com/asyncevent/asyncevent/internal/sqslocal"
 	"github.com/asyncevent/asyncevent/seed"
 )
@@ -95,14 +96,15 @@ func (e *env) options() (asyncevent.Options, error) {
 const unsealedNote = "seed UNSEALED: stored on the DRAW item, so anyone who can read the table can read it before the draw; for a real draw set " + envDrawSecret
 
 // startLocal gives demo and bench a DynamoDB Local when no endpoint was given: it
-// starts one (Docker, or the jar with Java and npm) and sets the endpoint. The
+// starts one (a container through testcontainers-go on a loopback-only engine, or the
+// jar with Java and npm) and sets the endpoint. The
 // returned function stops it.
 func (e *env) startLocal(ctx context.Context) (stop func(), err error) {
 	if e.endpoint != "" {
 		return func() {}, nil
 	}
 	fmt.Fprintln(e.stderr, "starting an embedded DynamoDB Local (set -endpoint or "+envEndpoint+" to use a running one)…")
-	inst, err := dynamodblocal.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
+	inst, err := container.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
 		fmt.Fprintf(e.stderr, "  "+format+"\n", args...)
 	}})
 	if err != nil {

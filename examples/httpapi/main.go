@@ -6,7 +6,7 @@
 //
 // # Run it on an embedded DynamoDB Local with an in-memory queue
 //
-// With Java 17+ and npm (or a Docker engine), nothing else is needed: the embedded
+// With Java 17+ and npm, nothing else is needed: the embedded
 // DynamoDB Local is started as the tests start it, the table is created, and two
 // in-process workers take the requests off an in-memory queue. -dev makes up a JWT
 // secret and prints an admin and a user token to stderr:
@@ -15,11 +15,11 @@
 //
 // # Run it on DynamoDB Local and fauxqs (an SQS emulator)
 //
-// DynamoDB Local from Amazon's jar (or docker run -p 8000:8000 amazon/dynamodb-local),
+// DynamoDB Local from Amazon's jar (or the amazon/dynamodb-local image),
 // fauxqs from npm (Node.js 20+; it listens on :4566, FAUXQS_PORT to change), a queue
 // made with one call of the SQS JSON protocol (or the aws CLI's sqs create-queue):
 //
-//	java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -port 8000 &
+//	java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -disableTelemetry -port 8000 &
 //	npx fauxqs@1.9.2 &
 //	curl -s localhost:4566/ -H 'X-Amz-Target: AmazonSQS.CreateQueue' \
 //	    -H 'Content-Type: application/x-amz-json-1.0' -d '{"QueueName":"participations"}'

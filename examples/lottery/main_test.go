@@ -11,6 +11,10 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
+// TestMain stops the kit's DynamoDB Local when the tests end: a container, unlike a
+// java child, does not end with the test binary.
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
 func TestLotteryExampleRuns(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, run(context.Background(), &out, asynceventtest.Endpoint(t), 60, 5))

@@ -21,7 +21,7 @@ func main() {
 }
 
 func run(ctx context.Context) (err error) {
-	local, err := dynamodblocal.Start(ctx, dynamodblocal.Options{}) // DYNAMODB_ENDPOINT, Docker, or java
+	local, err := dynamodblocal.Start(ctx, dynamodblocal.Options{}) // DYNAMODB_ENDPOINT, or java (container.Start adds a container)
 	if err != nil {
 		return fmt.Errorf("start DynamoDB Local: %w", err)
 	}

@@ -14,6 +14,10 @@ import (
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
 
+// TestMain stops the kit's DynamoDB Local when the tests end: a container, unlike a
+// java child, does not end with the test binary.
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
 func TestQuickstartRunsACompleteEvent(t *testing.T) {
 	t.Setenv(dynamodblocal.EnvEndpoint, asynceventtest.Endpoint(t))
 	r, w, err := os.Pipe()

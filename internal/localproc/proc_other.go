@@ -9,7 +9,7 @@ import (
 )
 
 // Supported: elsewhere (Windows, Plan 9, ...) the watchdog script has no sh
-// to run in; use the services' endpoint variables or Docker there.
+// to run in; use the services' endpoint variables or a container there.
 const Supported = false
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
