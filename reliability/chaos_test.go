@@ -102,8 +102,8 @@ type world struct {
 
 	mu        sync.Mutex
 	procs     []*process
-	every     []*process // every worker process started, killed ones too: their late writes land all the same
-	abandoned []string   // users whose ingest died between lock and request, never back
+	every     []*process     // every worker process started, killed ones too: their late writes land all the same
+	abandoned []string       // users whose ingest died between lock and request, never back
 	dying     sync.WaitGroup // the Submit calls of ingest processes that died, still running on their dead clients
 	nextID    int
 	kills     int
