@@ -47,17 +47,7 @@ func startJar(ctx context.Context, cacheDir string, logf func(string, ...any)) (
 		What:    "DynamoDB Local",
 		Program: "java",
 		Args: func(port int) []string {
-			// C1 only (TieredStopAtLevel=1): a test run's DynamoDB Local is
-			// short-lived, and C2's compiling of it cost more CPU than it
-			// saved (measured: 29.5 -> 14 CPU-s for the CLI's tests on a
-			// fresh JVM, the same on a warm one).
-			return []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-				"-Djava.library.path=" + inst.libDir,
-				"-jar", inst.jar,
-				// -disableTelemetry: DynamoDB Local would otherwise
-				// phone home, which is pointless for tests and slow
-				// where egress is blocked.
-				"-inMemory", "-disableTelemetry", "-port", strconv.Itoa(port)}
+			return JavaArgs(inst.libDir, inst.jar, port)
 		},
 		Hint: "it needs Java 17+",
 		// DynamoDB Local's x-amzn-RequestId header tells it apart from
@@ -76,4 +66,20 @@ func startJar(ctx context.Context, cacheDir string, logf func(string, ...any)) (
 		return nil, err
 	}
 	return newInstance(p.Endpoint, SourceJar, p.Stop)
+}
+
+// JavaArgs are the java arguments that run DynamoDB Local in memory on port, from
+// DynamoDBLocal.jar at jar with its native libraries in libDir: the same on every
+// path (the jar here, a container's entrypoint).
+func JavaArgs(libDir, jar string, port int) []string {
+	return []string{"-Xmx512m", "-XX:+UseSerialGC",
+		// C1 only: a test run's DynamoDB Local is short-lived, and C2's compiling
+		// cost more CPU than it saved (measured: 29.5 -> 14 CPU-s for the CLI's
+		// tests on a fresh JVM, the same on a warm one).
+		"-XX:TieredStopAtLevel=1",
+		"-Djava.library.path=" + libDir,
+		"-jar", jar,
+		// -disableTelemetry: DynamoDB Local would otherwise phone home,
+		// pointless for tests and slow where egress is blocked.
+		"-inMemory", "-disableTelemetry", "-port", strconv.Itoa(port)}
 }

@@ -134,11 +134,7 @@ func run(ctx context.Context, image string, logf func(string, ...any)) (string, 
 	ctr, err := testcontainers.Run(ctx, image,
 		testcontainers.WithLogger(logger(logf)),
 		testcontainers.WithEntrypoint("java"),
-		// The jar path's flags (package dynamodblocal): -disableTelemetry, as
-		// DynamoDB Local would otherwise phone home.
-		testcontainers.WithCmd("-Xmx512m", "-XX:+UseSerialGC",
-			"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
-			"-inMemory", "-disableTelemetry", "-port", strconv.Itoa(port)),
+		testcontainers.WithCmd(dynamodblocal.JavaArgs("./DynamoDBLocal_lib", "DynamoDBLocal.jar", port)...),
 		testcontainers.WithLabels(map[string]string{
 			Label: "dynamodblocal", LabelDir: dir, LabelPID: strconv.Itoa(os.Getpid()),
 		}),
