@@ -12,52 +12,52 @@ func FuzzKeyBuilders(f *testing.F) {
 	f.Add("\xff", "a b", "QAT", int64(10_000_000_000_000))
 	f.Fuzz(func(t *testing.T, eventID, userID, requestID string, ms int64) {
 		at := EpochMillis(ms)
-		if k, err := newRequestKey(requestID); err == nil {
-			got, err := parseRequestKey(k.key())
+		if k, err := NewRequestKey(requestID); err == nil {
+			got, err := ParseRequestKey(k.Key())
 			if err != nil || got.requestID != requestID {
-				t.Fatalf("request key %v parses to %v, %v", k.key(), got, err)
+				t.Fatalf("request key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
-		if k, err := newLockKey(eventID, userID); err == nil {
-			got, err := parseLockKey(k.key())
+		if k, err := NewLockKey(eventID, userID); err == nil {
+			got, err := ParseLockKey(k.Key())
 			if err != nil || got.eventID != eventID || got.userID != userID {
-				t.Fatalf("lock key %v parses to %v, %v", k.key(), got, err)
+				t.Fatalf("lock key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
-		if k, err := newEventKey(eventID, eventItemCapacity); err == nil {
-			got, err := parseEventKey(k.key())
-			if err != nil || got.eventID != eventID || got.item != eventItemCapacity {
-				t.Fatalf("event key %v parses to %v, %v", k.key(), got, err)
+		if k, err := NewEventKey(eventID, EventItemCapacity); err == nil {
+			got, err := ParseEventKey(k.Key())
+			if err != nil || got.eventID != eventID || got.item != EventItemCapacity {
+				t.Fatalf("event key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
-		if k, err := newStatusLogKey(requestID, at, userID); err == nil {
-			got, err := parseStatusLogKey(k.key())
+		if k, err := NewStatusLogKey(requestID, at, userID); err == nil {
+			got, err := ParseStatusLogKey(k.Key())
 			if err != nil || got != k {
-				t.Fatalf("status log key %v parses to %v, %v", k.key(), got, err)
+				t.Fatalf("status log key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
 		for _, action := range []string{ActionAddCapacity, ActionCancel} {
-			if k, err := newOperationKey(eventID, action, userID); err == nil {
-				got, err := parseOperationKey(k.key())
+			if k, err := NewOperationKey(eventID, action, userID); err == nil {
+				got, err := ParseOperationKey(k.Key())
 				if err != nil || got != k {
-					t.Fatalf("operation key %v parses to %v, %v", k.key(), got, err)
+					t.Fatalf("operation key %v parses to %v, %v", k.Key(), got, err)
 				}
 			}
 		}
-		if p, err := newUserPartition(userID); err == nil {
-			got, err := parseUserPartition(p.text())
+		if p, err := NewUserPartition(userID); err == nil {
+			got, err := ParseUserPartition(p.String())
 			if err != nil || got.userID != userID {
 				t.Fatalf("user partition %s parses to %v, %v", p, got, err)
 			}
 		}
-		if p, err := newEventPartition(eventID); err == nil {
-			got, err := parseEventPartition(p.text())
+		if p, err := NewEventPartition(eventID); err == nil {
+			got, err := ParseEventPartition(p.String())
 			if err != nil || got.eventID != eventID {
 				t.Fatalf("event partition %v parses to %v, %v", p, got, err)
 			}
 		}
-		if k, err := newQueueKey(at, requestID); err == nil {
-			got, err := parseQueueKey(k.text())
+		if k, err := NewQueuedAtSortKey(at, requestID); err == nil {
+			got, err := ParseQueuedAtSortKey(k.String())
 			if err != nil || got.requestID != requestID || got.queuedAt != at {
 				t.Fatalf("queue key %v parses to %v, %v", k, got, err)
 			}
@@ -80,28 +80,28 @@ func FuzzKeyParsers(f *testing.F) {
 	f.Add("EVENT#e", "OP#CANCEL#k#1")
 	f.Fuzz(func(t *testing.T, pk, sk string) {
 		key := Key{PK: pk, SK: sk}
-		if k, err := parseRequestKey(key); err == nil && k.key() != key {
-			t.Fatalf("request key %v rebuilt as %v", key, k.key())
+		if k, err := ParseRequestKey(key); err == nil && k.Key() != key {
+			t.Fatalf("request key %v rebuilt as %v", key, k.Key())
 		}
-		if k, err := parseLockKey(key); err == nil && k.key() != key {
-			t.Fatalf("lock key %v rebuilt as %v", key, k.key())
+		if k, err := ParseLockKey(key); err == nil && k.Key() != key {
+			t.Fatalf("lock key %v rebuilt as %v", key, k.Key())
 		}
-		if k, err := parseEventKey(key); err == nil && k.key() != key {
-			t.Fatalf("event key %v rebuilt as %v", key, k.key())
+		if k, err := ParseEventKey(key); err == nil && k.Key() != key {
+			t.Fatalf("event key %v rebuilt as %v", key, k.Key())
 		}
-		if k, err := parseStatusLogKey(key); err == nil && k.key() != key {
-			t.Fatalf("status log key %v rebuilt as %v", key, k.key())
+		if k, err := ParseStatusLogKey(key); err == nil && k.Key() != key {
+			t.Fatalf("status log key %v rebuilt as %v", key, k.Key())
 		}
-		if k, err := parseOperationKey(key); err == nil && k.key() != key {
-			t.Fatalf("operation key %v rebuilt as %v", key, k.key())
+		if k, err := ParseOperationKey(key); err == nil && k.Key() != key {
+			t.Fatalf("operation key %v rebuilt as %v", key, k.Key())
 		}
-		if p, err := parseUserPartition(pk); err == nil && p.text() != pk {
+		if p, err := ParseUserPartition(pk); err == nil && p.String() != pk {
 			t.Fatalf("user partition %q rebuilt as %q", pk, p)
 		}
-		if p, err := parseEventPartition(pk); err == nil && p.text() != pk {
+		if p, err := ParseEventPartition(pk); err == nil && p.String() != pk {
 			t.Fatalf("event partition %v rebuilt as %v", pk, p)
 		}
-		if k, err := parseQueueKey(sk); err == nil && k.text() != sk {
+		if k, err := ParseQueuedAtSortKey(sk); err == nil && k.String() != sk {
 			t.Fatalf("queue key %v rebuilt as %v", sk, k)
 		}
 	})

@@ -53,12 +53,12 @@ func TestValidateID(t *testing.T) {
 }
 
 func TestBuildersNameTheBadField(t *testing.T) {
-	_, err := newLockKey("event-1", "bad#user")
+	_, err := NewLockKey("event-1", "bad#user")
 	var idErr *InvalidIDError
 	require.ErrorAs(t, err, &idErr)
 	assert.Equal(t, "userId", idErr.Field)
 
-	_, err = newLockKey("", "user")
+	_, err = NewLockKey("", "user")
 	require.ErrorAs(t, err, &idErr)
 	assert.Equal(t, "eventId", idErr.Field)
 
@@ -66,7 +66,7 @@ func TestBuildersNameTheBadField(t *testing.T) {
 	require.ErrorAs(t, err, &idErr)
 	assert.Equal(t, "requestId", idErr.Field)
 
-	_, err = newEventKey("e", eventItem("META"))
+	_, err = NewEventKey("e", EventItem("META"))
 	assert.ErrorIs(t, err, ErrInvalidOptions)
 }
 
@@ -74,78 +74,78 @@ func TestKeysRoundTrip(t *testing.T) {
 	const ev, user, req = "spring-sale", "user-7", "0193a3c2-7f1e-7cc1-9f5b-2b1d3c4e5f60"
 	at := EpochMillis(1_732_000_000_123)
 
-	rk, err := newRequestKey(req)
+	rk, err := NewRequestKey(req)
 	require.NoError(t, err)
-	assert.Equal(t, Key{PK: "REQ#" + req, SK: "META"}, rk.key())
-	gotR, err := parseRequestKey(rk.key())
+	assert.Equal(t, Key{PK: "REQ#" + req, SK: "META"}, rk.Key())
+	gotR, err := ParseRequestKey(rk.Key())
 	require.NoError(t, err)
 	assert.Equal(t, rk, gotR)
 
-	lk, err := newLockKey(ev, user)
+	lk, err := NewLockKey(ev, user)
 	require.NoError(t, err)
-	assert.Equal(t, Key{PK: "IDEMP#spring-sale#user-7", SK: "LOCK"}, lk.key())
-	assert.Equal(t, "IDEMP#spring-sale#user-7", lk.idempotencyKey())
-	gotL, err := parseLockKey(lk.key())
+	assert.Equal(t, Key{PK: "IDEMP#spring-sale#user-7", SK: "LOCK"}, lk.Key())
+	assert.Equal(t, "IDEMP#spring-sale#user-7", lk.IdempotencyKey())
+	gotL, err := ParseLockKey(lk.Key())
 	require.NoError(t, err)
 	assert.Equal(t, lk, gotL)
 
-	for _, item := range []eventItem{eventItemConfig, eventItemCapacity, eventItemDraw} {
-		ek, err := newEventKey(ev, item)
+	for _, item := range []EventItem{EventItemConfig, EventItemCapacity, EventItemDraw} {
+		ek, err := NewEventKey(ev, item)
 		require.NoError(t, err)
-		assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: string(item)}, ek.key())
-		gotE, err := parseEventKey(ek.key())
+		assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: string(item)}, ek.Key())
+		gotE, err := ParseEventKey(ek.Key())
 		require.NoError(t, err)
 		assert.Equal(t, ek, gotE)
 	}
 
-	sk, err := newStatusLogKey(req, at, "x1")
+	sk, err := NewStatusLogKey(req, at, "x1")
 	require.NoError(t, err)
-	assert.Equal(t, Key{PK: "REQ#" + req, SK: "LOG#1732000000123#x1"}, sk.key())
-	assert.True(t, strings.HasPrefix(sk.key().SK, statusLogPrefix))
-	gotS, err := parseStatusLogKey(sk.key())
+	assert.Equal(t, Key{PK: "REQ#" + req, SK: "LOG#1732000000123#x1"}, sk.Key())
+	assert.True(t, strings.HasPrefix(sk.Key().SK, StatusLogPrefix))
+	gotS, err := ParseStatusLogKey(sk.Key())
 	require.NoError(t, err)
 	assert.Equal(t, sk, gotS)
 
-	ok, err := newOperationKey(ev, ActionAddCapacity, "0f8e2c4e-5b9a")
+	ok, err := NewOperationKey(ev, ActionAddCapacity, "0f8e2c4e-5b9a")
 	require.NoError(t, err)
-	assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: "OP#ADD_CAPACITY#0f8e2c4e-5b9a"}, ok.key())
-	gotO, err := parseOperationKey(ok.key())
+	assert.Equal(t, Key{PK: "EVENT#spring-sale", SK: "OP#ADD_CAPACITY#0f8e2c4e-5b9a"}, ok.Key())
+	gotO, err := ParseOperationKey(ok.Key())
 	require.NoError(t, err)
 	assert.Equal(t, ok, gotO)
-	kind, err := ok.key().Entity()
+	kind, err := ok.Key().Entity()
 	require.NoError(t, err)
 	assert.Equal(t, entity.Operation, kind)
-	_, err = newOperationKey(ev, ActionClose, "k")
+	_, err = NewOperationKey(ev, ActionClose, "k")
 	assert.ErrorIs(t, err, ErrInvalidOptions, "only the controls of seats run under a key")
-	_, err = newOperationKey(ev, ActionCancel, "a#b")
+	_, err = NewOperationKey(ev, ActionCancel, "a#b")
 	assert.ErrorIs(t, err, ErrInvalidID)
 
-	up, err := newUserPartition(user)
+	up, err := NewUserPartition(user)
 	require.NoError(t, err)
-	assert.Equal(t, "USER#user-7", up.text())
-	gotU, err := parseUserPartition(up.text())
+	assert.Equal(t, "USER#user-7", up.String())
+	gotU, err := ParseUserPartition(up.String())
 	require.NoError(t, err)
 	assert.Equal(t, up, gotU)
 
-	ep, err := newEventPartition(ev)
+	ep, err := NewEventPartition(ev)
 	require.NoError(t, err)
-	assert.Equal(t, "EVENT#spring-sale", ep.text())
-	gotEP, err := parseEventPartition(ep.text())
+	assert.Equal(t, "EVENT#spring-sale", ep.String())
+	gotEP, err := ParseEventPartition(ep.String())
 	require.NoError(t, err)
 	assert.Equal(t, ep, gotEP)
 
-	qk, err := newQueueKey(at, req)
+	qk, err := NewQueuedAtSortKey(at, req)
 	require.NoError(t, err)
-	assert.Equal(t, "QAT#1732000000123#REQ#"+req, qk.text())
-	gotQ, err := parseQueueKey(qk.text())
+	assert.Equal(t, "QAT#1732000000123#REQ#"+req, qk.String())
+	gotQ, err := ParseQueuedAtSortKey(qk.String())
 	require.NoError(t, err)
 	assert.Equal(t, qk, gotQ)
 
 	ik, err := newIndexKeys(ev, user, req, at)
 	require.NoError(t, err)
 	assert.Equal(t, IndexKeys{
-		GSI1PK: "USER#user-7", GSI1SK: qk.text(),
-		GSI2PK: "EVENT#spring-sale", GSI2SK: qk.text(),
+		GSI1PK: "USER#user-7", GSI1SK: qk.String(),
+		GSI2PK: "EVENT#spring-sale", GSI2SK: qk.String(),
 	}, ik)
 }
 
@@ -155,31 +155,31 @@ func TestParsersRejectWhatBuildersCannotProduce(t *testing.T) {
 		name  string
 		parse func() error
 	}{
-		{"request wrong prefix", func() error { _, err := parseRequestKey(Key{"REQUEST#r1", "META"}); return err }},
-		{"request wrong sk", func() error { _, err := parseRequestKey(Key{"REQ#r1", "LOCK"}); return err }},
-		{"request empty id", func() error { _, err := parseRequestKey(Key{"REQ#", "META"}); return err }},
-		{"request extra part", func() error { _, err := parseRequestKey(Key{"REQ#a#b", "META"}); return err }},
-		{"request lowercase", func() error { _, err := parseRequestKey(Key{"req#r1", "META"}); return err }},
-		{"lock missing user", func() error { _, err := parseLockKey(Key{"IDEMP#e", "LOCK"}); return err }},
-		{"lock empty user", func() error { _, err := parseLockKey(Key{"IDEMP#e#", "LOCK"}); return err }},
-		{"lock wrong sk", func() error { _, err := parseLockKey(Key{"IDEMP#e#u", "META"}); return err }},
-		{"event unknown item", func() error { _, err := parseEventKey(Key{"EVENT#e", "META"}); return err }},
-		{"event space in id", func() error { _, err := parseEventKey(Key{"EVENT#e 1", "CONFIG"}); return err }},
-		{"log short time", func() error { _, err := parseStatusLogKey(Key{"REQ#r1", "LOG#123#s"}); return err }},
-		{"log signed time", func() error { _, err := parseStatusLogKey(Key{"REQ#r1", "LOG#+000000000123#s"}); return err }},
-		{"log no suffix", func() error { _, err := parseStatusLogKey(Key{"REQ#r1", "LOG#0000000000123"}); return err }},
-		{"queue 14 digits", func() error { _, err := parseQueueKey("QAT#00000000001234#REQ#" + id); return err }},
-		{"queue non digits", func() error { _, err := parseQueueKey("QAT#000000000012a#REQ#" + id); return err }},
-		{"queue wrong tag", func() error { _, err := parseQueueKey("QAT#0000000000123#RQ#" + id); return err }},
+		{"request wrong prefix", func() error { _, err := ParseRequestKey(Key{"REQUEST#r1", "META"}); return err }},
+		{"request wrong sk", func() error { _, err := ParseRequestKey(Key{"REQ#r1", "LOCK"}); return err }},
+		{"request empty id", func() error { _, err := ParseRequestKey(Key{"REQ#", "META"}); return err }},
+		{"request extra part", func() error { _, err := ParseRequestKey(Key{"REQ#a#b", "META"}); return err }},
+		{"request lowercase", func() error { _, err := ParseRequestKey(Key{"req#r1", "META"}); return err }},
+		{"lock missing user", func() error { _, err := ParseLockKey(Key{"IDEMP#e", "LOCK"}); return err }},
+		{"lock empty user", func() error { _, err := ParseLockKey(Key{"IDEMP#e#", "LOCK"}); return err }},
+		{"lock wrong sk", func() error { _, err := ParseLockKey(Key{"IDEMP#e#u", "META"}); return err }},
+		{"event unknown item", func() error { _, err := ParseEventKey(Key{"EVENT#e", "META"}); return err }},
+		{"event space in id", func() error { _, err := ParseEventKey(Key{"EVENT#e 1", "CONFIG"}); return err }},
+		{"log short time", func() error { _, err := ParseStatusLogKey(Key{"REQ#r1", "LOG#123#s"}); return err }},
+		{"log signed time", func() error { _, err := ParseStatusLogKey(Key{"REQ#r1", "LOG#+000000000123#s"}); return err }},
+		{"log no suffix", func() error { _, err := ParseStatusLogKey(Key{"REQ#r1", "LOG#0000000000123"}); return err }},
+		{"queue 14 digits", func() error { _, err := ParseQueuedAtSortKey("QAT#00000000001234#REQ#" + id); return err }},
+		{"queue non digits", func() error { _, err := ParseQueuedAtSortKey("QAT#000000000012a#REQ#" + id); return err }},
+		{"queue wrong tag", func() error { _, err := ParseQueuedAtSortKey("QAT#0000000000123#RQ#" + id); return err }},
 		{"queue status inside (seed 001 §3 form)", func() error {
-			_, err := parseQueueKey("QAT#0000000000123#ST#QUEUED#REQ#" + id)
+			_, err := ParseQueuedAtSortKey("QAT#0000000000123#ST#QUEUED#REQ#" + id)
 			return err
 		}},
-		{"operation unknown action", func() error { _, err := parseOperationKey(Key{"EVENT#e", "OP#CLOSE#k"}); return err }},
-		{"operation no key", func() error { _, err := parseOperationKey(Key{"EVENT#e", "OP#CANCEL"}); return err }},
-		{"operation on a shard", func() error { _, err := parseOperationKey(Key{"EVENT#e#CAPACITY#0", "OP#CANCEL#k"}); return err }},
-		{"user invalid utf8", func() error { _, err := parseUserPartition("USER#\xff"); return err }},
-		{"event partition of lock", func() error { _, err := parseEventPartition("IDEMP#e#u"); return err }},
+		{"operation unknown action", func() error { _, err := ParseOperationKey(Key{"EVENT#e", "OP#CLOSE#k"}); return err }},
+		{"operation no key", func() error { _, err := ParseOperationKey(Key{"EVENT#e", "OP#CANCEL"}); return err }},
+		{"operation on a shard", func() error { _, err := ParseOperationKey(Key{"EVENT#e#CAPACITY#0", "OP#CANCEL#k"}); return err }},
+		{"user invalid utf8", func() error { _, err := ParseUserPartition("USER#\xff"); return err }},
+		{"event partition of lock", func() error { _, err := ParseEventPartition("IDEMP#e#u"); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,18 +191,18 @@ func TestParsersRejectWhatBuildersCannotProduce(t *testing.T) {
 }
 
 func TestTimesOutsideThirteenDigitsAreRefused(t *testing.T) {
-	_, err := newQueueKey(-1, "r")
+	_, err := NewQueuedAtSortKey(-1, "r")
 	assert.ErrorIs(t, err, ErrInvalidTime)
-	_, err = newQueueKey(10_000_000_000_000, "r")
+	_, err = NewQueuedAtSortKey(10_000_000_000_000, "r")
 	assert.ErrorIs(t, err, ErrInvalidTime)
-	_, err = newStatusLogKey("r", -5, "s")
+	_, err = NewStatusLogKey("r", -5, "s")
 	assert.ErrorIs(t, err, ErrInvalidTime)
-	k, err := newQueueKey(0, "r")
+	k, err := NewQueuedAtSortKey(0, "r")
 	require.NoError(t, err)
-	assert.Equal(t, "QAT#0000000000000#REQ#r", k.text())
-	k, err = newQueueKey(maxMillis, "r")
+	assert.Equal(t, "QAT#0000000000000#REQ#r", k.String())
+	k, err = NewQueuedAtSortKey(maxMillis, "r")
 	require.NoError(t, err)
-	assert.Equal(t, "QAT#9999999999999#REQ#r", k.text())
+	assert.Equal(t, "QAT#9999999999999#REQ#r", k.String())
 }
 
 // TestQueueKeyOrderIsTimeOrder crosses digit boundaries (999 → 1000 ms, 12 → 13
@@ -216,16 +216,16 @@ func TestQueueKeyOrderIsTimeOrder(t *testing.T) {
 	}
 	var keys []string
 	for i := len(times) - 1; i >= 0; i-- { // build in reverse so sorting must work
-		k, err := newQueueKey(times[i], "req")
+		k, err := NewQueuedAtSortKey(times[i], "req")
 		require.NoError(t, err)
-		keys = append(keys, k.text())
-		lk, err := newStatusLogKey("req", times[i], "s")
+		keys = append(keys, k.String())
+		lk, err := NewStatusLogKey("req", times[i], "s")
 		require.NoError(t, err)
-		assert.Len(t, lk.key().SK, len("LOG#")+millisDigits+len("#s"))
+		assert.Len(t, lk.Key().SK, len("LOG#")+millisDigits+len("#s"))
 	}
 	sort.Strings(keys)
 	for i, s := range keys {
-		k, err := parseQueueKey(s)
+		k, err := ParseQueuedAtSortKey(s)
 		require.NoError(t, err)
 		assert.Equal(t, times[i], k.queuedAt, "position %d", i)
 	}
@@ -245,22 +245,22 @@ func TestEpochMillis(t *testing.T) {
 func BenchmarkNewRequestKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		k, err := newRequestKey("01a20795-50b4-778f-baec-0a750608711f")
+		k, err := NewRequestKey("01a20795-50b4-778f-baec-0a750608711f")
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = k.key()
+		_ = k.Key()
 	}
 }
 
 func BenchmarkNewLockKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		k, err := newLockKey("spring-sale-2026", "user-0001234567")
+		k, err := NewLockKey("spring-sale-2026", "user-0001234567")
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = k.key()
+		_ = k.Key()
 	}
 }
 
