@@ -180,6 +180,16 @@ func TestParsersRejectWhatBuildersCannotProduce(t *testing.T) {
 		{"operation on a shard", func() error { _, err := ParseOperationKey(Key{"EVENT#e#CAPACITY#0", "OP#CANCEL#k"}); return err }},
 		{"user invalid utf8", func() error { _, err := ParseUserPartition("USER#\xff"); return err }},
 		{"event partition of lock", func() error { _, err := ParseEventPartition("IDEMP#e#u"); return err }},
+		{"event partition leading zero", func() error { _, err := ParseEventPartition("EVENT#e#01"); return err }},
+		{"capacity shard of config", func() error { _, err := ParseEventKey(Key{"EVENT#e#CAPACITY#1", "CONFIG"}); return err }},
+		{"capacity shard signed", func() error { _, err := ParseEventKey(Key{"EVENT#e#CAPACITY#+1", "CAPACITY"}); return err }},
+		{"hold wrong partition", func() error { _, err := ParseHoldKey(Key{"EVENT#e#HOLD#1", "EXP#1795435200000#REQ#r"}); return err }},
+		{"hold short time", func() error { _, err := ParseHoldKey(Key{"EVENT#e#HOLDS#1", "EXP#17954352#REQ#r"}); return err }},
+		{"returns wrong sk", func() error { _, err := ParseReturnsKey(Key{"EVENT#e#RETURNS", "CAPACITY"}); return err }},
+		{"hold registry of a shard", func() error { _, err := ParseHoldEventKey(Key{"HOLD_EVENTS", "EVENT#e#1"}); return err }},
+		{"audit no suffix", func() error { _, err := ParseAuditKey(Key{"EVENT#e", "AUDIT#1795435200000"}); return err }},
+		{"event list wrong tag", func() error { _, err := ParseEventEntryKey(Key{"EVENTS", "CAT#1795435200000#REQ#e"}); return err }},
+		{"progress 13 digits", func() error { _, err := ParseProgressKey(Key{"EVENT#e#PROGRESS#0", "T#1795435200000"}); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,5 +280,104 @@ func BenchmarkNewIndexKeys(b *testing.B) {
 		if _, err := newIndexKeys("spring-sale-2026", "user-0001234567", "01a20795-50b4-778f-baec-0a750608711f", 1_795_421_039_191); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestKeyTextForms pins the text of every key form, as the table stores it: the
+// exported builders are the reference other teams' tools use, and the data must not
+// change.
+func TestKeyTextForms(t *testing.T) {
+	const ev, user, req = "spring-sale", "user-7", "req-1"
+	at := EpochMillis(1_795_435_200_000)
+	must := func(k interface{ Key() Key }, err error) Key {
+		t.Helper()
+		require.NoError(t, err)
+		return k.Key()
+	}
+	caps, err := CapacityKeys(ev, 3)
+	require.NoError(t, err)
+	one, err := CapacityKeys(ev, 1)
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		got  Key
+		want Key
+		kind entity.Type
+	}{
+		{"request", must(NewRequestKey(req)), Key{"REQ#req-1", "META"}, entity.Request},
+		{"lock", must(NewLockKey(ev, user)), Key{"IDEMP#spring-sale#user-7", "LOCK"}, entity.Idempotency},
+		{"config", must(NewEventKey(ev, EventItemConfig)), Key{"EVENT#spring-sale", "CONFIG"}, entity.Config},
+		{"capacity", one[0].Key(), Key{"EVENT#spring-sale", "CAPACITY"}, entity.Capacity},
+		{"capacity shard", caps[2].Key(), Key{"EVENT#spring-sale#CAPACITY#2", "CAPACITY"}, entity.Capacity},
+		{"draw", must(NewEventKey(ev, EventItemDraw)), Key{"EVENT#spring-sale", "DRAW"}, entity.Draw},
+		{"status log", must(NewStatusLogKey(req, at, "01")), Key{"REQ#req-1", "LOG#1795435200000#01"}, entity.StatusLog},
+		{"hold", must(NewHoldKey(ev, 4, at, req)), Key{"EVENT#spring-sale#HOLDS#4", "EXP#1795435200000#REQ#req-1"}, entity.Hold},
+		{"returns", must(NewReturnsKey(ev)), Key{"EVENT#spring-sale#RETURNS", "RETURNS"}, entity.Returns},
+		{"hold registry", must(NewHoldEventKey(ev)), Key{"HOLD_EVENTS", "EVENT#spring-sale"}, entity.HoldEvent},
+		{"audit", must(NewAuditKey(ev, at, "0a1b")), Key{"EVENT#spring-sale", "AUDIT#1795435200000#0a1b"}, entity.Audit},
+		{"operation", must(NewOperationKey(ev, ActionCancel, "k-1")), Key{"EVENT#spring-sale", "OP#CANCEL#k-1"}, entity.Operation},
+		{"event list", must(NewEventEntryKey(at, ev)), Key{"EVENTS", "CAT#1795435200000#EVENT#spring-sale"}, entity.EventEntry},
+		{"progress", must(NewProgressKey(ev, 1, 1_795_435_200)), Key{"EVENT#spring-sale#PROGRESS#1", "T#1795435200"}, entity.Progress},
+		{"progress, early second", must(NewProgressKey(ev, 0, 42)), Key{"EVENT#spring-sale#PROGRESS#0", "T#0000000042"}, entity.Progress},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.got)
+			kind, err := tt.got.Entity()
+			require.NoError(t, err)
+			assert.Equal(t, tt.kind, kind)
+		})
+	}
+
+	parts, err := EventPartitions(ev, 3)
+	require.NoError(t, err)
+	require.Len(t, parts, 3)
+	assert.Equal(t, "EVENT#spring-sale#2", parts[2].String())
+	n, sharded := parts[2].Shard()
+	assert.True(t, sharded)
+	assert.Equal(t, 2, n)
+	single, err := EventPartitions(ev, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"EVENT#spring-sale"}, []string{single[0].String()})
+	_, sharded = single[0].Shard()
+	assert.False(t, sharded)
+
+	bound, err := QueuedAtBound(at)
+	require.NoError(t, err)
+	assert.Equal(t, "QAT#1795435200000", bound)
+	before, _ := NewQueuedAtSortKey(at-1, req)
+	same, _ := NewQueuedAtSortKey(at, req)
+	assert.Less(t, before.String(), bound, "queued before the bound: below it")
+	assert.Greater(t, same.String(), bound, "queued at the bound: above it")
+}
+
+func TestKeyBuildersRefuse(t *testing.T) {
+	for name, err := range map[string]error{
+		"capacity keys, bad event": func() error { _, err := CapacityKeys("a#b", 3); return err }(),
+		"event partitions, bad ID": func() error { _, err := EventPartitions("", 3); return err }(),
+		"hold, bad request":        func() error { _, err := NewHoldKey("e", 0, 1, "r r"); return err }(),
+		"returns, bad event":       func() error { _, err := NewReturnsKey("e#"); return err }(),
+		"hold registry, bad event": func() error { _, err := NewHoldEventKey(""); return err }(),
+		"audit, bad suffix":        func() error { _, err := NewAuditKey("e", 1, "#"); return err }(),
+		"event list, bad event":    func() error { _, err := NewEventEntryKey(1, "\x00"); return err }(),
+		"progress, bad event":      func() error { _, err := NewProgressKey("a b", 0, 1); return err }(),
+	} {
+		assert.ErrorIs(t, err, ErrInvalidID, name)
+	}
+	for name, err := range map[string]error{
+		"hold, time":         func() error { _, err := NewHoldKey("e", 0, -1, "r"); return err }(),
+		"audit, time":        func() error { _, err := NewAuditKey("e", maxMillis+1, "s"); return err }(),
+		"event list, time":   func() error { _, err := NewEventEntryKey(-1, "e"); return err }(),
+		"progress, time":     func() error { _, err := NewProgressKey("e", 0, maxSeconds+1); return err }(),
+		"progress, negative": func() error { _, err := NewProgressKey("e", 0, -1); return err }(),
+		"queued-at bound":    func() error { _, err := QueuedAtBound(-1); return err }(),
+	} {
+		assert.ErrorIs(t, err, ErrInvalidTime, name)
+	}
+	for name, err := range map[string]error{
+		"hold, shard":     func() error { _, err := NewHoldKey("e", -1, 1, "r"); return err }(),
+		"progress, shard": func() error { _, err := NewProgressKey("e", -1, 1); return err }(),
+	} {
+		assert.ErrorIs(t, err, ErrInvalidOptions, name)
 	}
 }
