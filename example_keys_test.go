@@ -142,7 +142,7 @@ func ExampleParseEventKey() {
 		fmt.Println(k.EventID(), k.Item(), shard, sharded)
 	}
 	// Output:
-	// spring-sale CONFIG -1 false
+	// spring-sale CONFIG 0 false
 	// spring-sale CAPACITY 2 true
 }
 
@@ -223,7 +223,7 @@ func ExampleParseEventPartition() {
 		fmt.Println(p.EventID(), shard, sharded)
 	}
 	// Output:
-	// spring-sale -1 false
+	// spring-sale 0 false
 	// spring-sale 3 true
 }
 

@@ -363,9 +363,9 @@ func (k EventKey) EventID() string { return k.eventID }
 // Item returns which of the event's items the key is.
 func (k EventKey) Item() EventItem { return k.item }
 
-// Shard returns the capacity shard the key is, and false for an item that is no
-// shard (EVENT#<eventId> / the item).
-func (k EventKey) Shard() (shard int, ok bool) { return k.shard, k.shard >= 0 }
+// Shard returns the capacity shard the key is; ok is false (and shard 0) for an item
+// that is no shard (EVENT#<eventId> / the item).
+func (k EventKey) Shard() (shard int, ok bool) { return max(k.shard, 0), k.shard >= 0 }
 
 // Key returns the table key: PK EVENT#<eventId>, SK the item; for a capacity shard
 // PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY.
@@ -574,9 +574,9 @@ func shardOf(requestID string, n int) int {
 // EventID returns the event's ID.
 func (p EventPartition) EventID() string { return p.eventID }
 
-// Shard returns the index shard the partition is, and false for the one partition of
-// an event without index shards.
-func (p EventPartition) Shard() (shard int, ok bool) { return p.shard, p.shard >= 0 }
+// Shard returns the index shard the partition is; ok is false (and shard 0) for the
+// one partition of an event without index shards.
+func (p EventPartition) Shard() (shard int, ok bool) { return max(p.shard, 0), p.shard >= 0 }
 
 // String returns the key text EVENT#<eventId>, or EVENT#<eventId>#<shard>.
 func (p EventPartition) String() string {
