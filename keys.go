@@ -464,7 +464,7 @@ func (k StatusLogKey) Key() Key {
 // StatusLogPrefix is the sort-key prefix of every status log entry of a request: a
 // Query of PK = REQ#<requestId> AND begins_with(SK, StatusLogPrefix) lists them in
 // time order (the "status logs" row).
-const StatusLogPrefix = prefixLog + sep
+const StatusLogPrefix = "LOG#" // prefixLog + sep
 
 // ParseStatusLogKey reads a key that NewStatusLogKey could have produced, or returns
 // an ErrMalformedKey error.
