@@ -119,19 +119,19 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 	if err != nil {
 		return nil, err
 	}
-	keys, err := capacityKeys(eventID, shards)
+	keys, err := CapacityKeys(eventID, shards)
 	if err != nil {
 		return nil, err
 	}
 	sum := &EventCapacity{EntityType: entity.Capacity, EventID: eventID}
 	for _, key := range keys {
 		var item capacityItem
-		found, err := c.getItem(ctx, key.key(), true, &item)
+		found, err := c.getItem(ctx, key.Key(), true, &item)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("get capacity %s: %w", eventID, err)
 		case !found:
-			return nil, fmt.Errorf("%w: capacity of %s (%s)", ErrNotFound, eventID, key.key().SK)
+			return nil, fmt.Errorf("%w: capacity of %s (%s)", ErrNotFound, eventID, key.Key().SK)
 		case len(keys) == 1:
 			return &item.EventCapacity, nil
 		}
@@ -147,7 +147,7 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 // item, or C shards holding capacityTotal ÷ C seats each, the first capacityTotal mod
 // C of them one more.
 func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
-	keys, _ := capacityKeys(cfg.EventID, cfg.CapacityShards) // the ID is checked
+	keys, _ := CapacityKeys(cfg.EventID, cfg.CapacityShards) // the ID is checked
 	items := make([]capacityItem, len(keys))
 	n := int64(len(keys))
 	for i, key := range keys {
@@ -155,7 +155,7 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 		if int64(i) < cfg.CapacityTotal%n {
 			seats++
 		}
-		items[i] = capacityItem{Key: key.key(), EventCapacity: EventCapacity{
+		items[i] = capacityItem{Key: key.Key(), EventCapacity: EventCapacity{
 			EntityType: entity.Capacity, EventID: cfg.EventID,
 			CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now, HoldFor: cfg.HoldFor,
 		}}
@@ -166,7 +166,7 @@ func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
 // applyWhileThrottled applies a write that must follow a seat already spent (its
 // SUCCEEDED), sending it again while DynamoDB refuses it for throughput, for up to
 // bookkeepingTimeout whatever ctx does.
-func (c *Client) applyWhileThrottled(ctx context.Context, key requestKey, w write) (Transition, error) {
+func (c *Client) applyWhileThrottled(ctx context.Context, key RequestKey, w write) (Transition, error) {
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -228,8 +228,8 @@ func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *se
 // The record that completes the list (every one of the event's n shards) marks them
 // all sold out (markSoldOut).
 func (c *Client) recordEmpty(ctx context.Context, eventID string, n int, shards []int) {
-	key, _ := newEventKey(eventID, eventItemConfig) // the ID is checked
-	w := write{row: &shardEmptyRow, key: key.key(), args: args{pShards: setOf[int](shards)}}
+	key, _ := NewEventKey(eventID, EventItemConfig) // the ID is checked
+	w := write{row: &shardEmptyRow, key: key.Key(), args: args{pShards: setOf[int](shards)}}
 	var old map[string]types.AttributeValue
 	if err := c.do(ctx, txOptions{once: true, old: &old}, []write{w}); err != nil {
 		c.opts.Logger.WarnContext(ctx, "recording an empty capacity shard failed", slog.String("eventId", eventID), slog.Any("shards", shards), slog.Any("error", err))

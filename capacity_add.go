@@ -207,7 +207,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	if n == 1 {
 		shards = []EventCapacity{*capacity}
 	}
-	keys, err := capacityKeys(eventID, n)
+	keys, err := CapacityKeys(eventID, n)
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
@@ -235,17 +235,17 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	for i, k := range share {
 		switch {
 		case k > 0:
-			extra = append(extra, write{row: &shardSeatsAddedRow, key: keys[i].key(), args: args{pSeats: k, pPoolVersion: version, pNow: now, pShardRoom: MaxSeatsPerShard - k}})
+			extra = append(extra, write{row: &shardSeatsAddedRow, key: keys[i].Key(), args: args{pSeats: k, pPoolVersion: version, pNow: now, pShardRoom: MaxSeatsPerShard - k}})
 		case pool > 0:
-			extra = append(extra, write{row: &poolMarkedRow, key: keys[i].key(), args: args{pPoolVersion: version}})
+			extra = append(extra, write{row: &poolMarkedRow, key: keys[i].Key(), args: args{pPoolVersion: version}})
 		}
 	}
 	if pool > 0 {
-		rk, err := returnsKey(eventID)
+		rk, err := NewReturnsKey(eventID)
 		if err != nil {
 			return EventUpdate{}, false, err
 		}
-		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk, args: args{pSeats: pool, pNow: now, pEntityType: entity.Returns, pEventID: eventID, pPoolVersion: version}})
+		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk.Key(), args: args{pSeats: pool, pNow: now, pEntityType: entity.Returns, pEventID: eventID, pPoolVersion: version}})
 	}
 	detail := fmt.Sprintf("%s: %d on shards, %d on the pool", seatCount(seats), seats-pool, pool)
 	up, err = c.control(ctx, eventID, op.actor, ActionAddCapacity, detail, w, extra...)
@@ -436,15 +436,15 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	if items > maxTransactItems {
 		return refused(fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n))
 	}
-	keys, err := capacityKeys(req.EventID, n)
+	keys, err := CapacityKeys(req.EventID, n)
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
-	rk, err := returnsKey(req.EventID)
+	rk, err := NewReturnsKey(req.EventID)
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
-	reqKey, _ := newRequestKey(requestID) // checked by the read
+	reqKey, _ := NewRequestKey(requestID) // checked by the read
 	version := cfg.PoolVersion + 1
 	now := c.now()
 	marker, err := op.marker(req.EventID, now)
@@ -453,12 +453,12 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	}
 	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
 	extra := []write{
-		{row: &cancelRow, key: reqKey.key(), args: args{pNow: now}},
-		{row: &poolCancelledRow, key: rk, args: args{pNow: now, pEntityType: entity.Returns, pEventID: req.EventID, pPoolVersion: version}},
+		{row: &cancelRow, key: reqKey.Key(), args: args{pNow: now}},
+		{row: &poolCancelledRow, key: rk.Key(), args: args{pNow: now, pEntityType: entity.Returns, pEventID: req.EventID, pPoolVersion: version}},
 		marker,
 	}
 	for _, k := range keys {
-		extra = append(extra, write{row: &poolMarkedRow, key: k.key(), args: args{pPoolVersion: version}})
+		extra = append(extra, write{row: &poolMarkedRow, key: k.Key(), args: args{pPoolVersion: version}})
 	}
 	if c.opts.StatusLog {
 		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+op.actor, now)

@@ -63,7 +63,7 @@ var (
 
 // readShard reads one capacity item strongly consistently.
 func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*EventCapacity, error) {
-	keys, err := capacityKeys(eventID, n)
+	keys, err := CapacityKeys(eventID, n)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +71,8 @@ func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*
 		return nil, fmt.Errorf("%w: shard %d of %d", ErrMalformedMessage, shard, n)
 	}
 	var item capacityItem
-	if err := c.getFound(ctx, keys[shard].key(), true, &item, "read capacity", eventID, func() error {
-		return fmt.Errorf("%w: %s (%s)", errNoCapacity, eventID, keys[shard].key().PK)
+	if err := c.getFound(ctx, keys[shard].Key(), true, &item, "read capacity", eventID, func() error {
+		return fmt.Errorf("%w: %s (%s)", errNoCapacity, eventID, keys[shard].Key().PK)
 	}); err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int) (cl
 // item first (the "hold recorded" row), then the "first-come seat held" row: SET
 // status = HELD, uiResult HELD, holdExpiresAt = now + hold, under the same condition.
 func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began EpochMillis, n int, hold time.Duration) (Transition, error) {
-	key, err := newRequestKey(ref.RequestID)
+	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -129,7 +129,7 @@ func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began E
 // the sell-out from that read alone. A mark that fails is left: such a worker reads
 // the event's config instead.
 func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
-	keys, err := capacityKeys(eventID, n)
+	keys, err := CapacityKeys(eventID, n)
 	if err != nil {
 		return
 	}
@@ -140,9 +140,9 @@ func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			w := write{row: &shardSoldOutRow, key: k.key()}
+			w := write{row: &shardSoldOutRow, key: k.Key()}
 			if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
-				c.opts.Logger.WarnContext(ctx, "marking a capacity shard sold out failed", slog.String("eventId", eventID), slog.String("pk", k.key().PK), slog.Any("error", err))
+				c.opts.Logger.WarnContext(ctx, "marking a capacity shard sold out failed", slog.String("eventId", eventID), slog.String("pk", k.Key().PK), slog.Any("error", err))
 			}
 		}()
 	}

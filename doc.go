@@ -72,21 +72,34 @@
 //
 // # Items and keys
 //
-// All key text is built and parsed in one place, inside the library; [Key.Entity]
-// tells which item a key is. IDs are checked by [ValidateID] (non-empty, at most
-// [MaxIDLength] bytes of printable UTF-8, no space, no '#'), so a bad ID is an
-// [ErrInvalidID] error and never a malformed key. Timestamps are epoch milliseconds
-// ([EpochMillis]); inside sort keys they are zero-padded to 13 digits so that string
-// order is time order.
+// All key text is built and parsed in one place, inside the library, and each key
+// form is a typed key, so that a tool of another team (an export job, a support
+// script, a migration) builds and reads the library's keys with the library: New…
+// builds a key from its IDs, Parse… reads the IDs back and refuses text no builder
+// could have produced ([ErrMalformedKey]), and [Key.Entity] tells which item a key
+// is. IDs are checked by [ValidateID] (non-empty, at most [MaxIDLength] bytes of
+// printable UTF-8, no space, no '#'), so a bad ID is an [ErrInvalidID] error and
+// never a malformed key. Timestamps are epoch milliseconds ([EpochMillis]); inside
+// sort keys they are zero-padded to 13 digits so that string order is time order.
 //
-//	item             PK                                   SK
-//	Request          REQ#<requestId>                      META
-//	IdempotencyLock  IDEMP#<eventId>#<userId>             LOCK
-//	EventConfig      EVENT#<eventId>                      CONFIG
-//	EventCapacity    EVENT#<eventId>                      CAPACITY
-//	  (C > 1 shards) EVENT#<eventId>#CAPACITY#<shard>     CAPACITY
-//	Draw record      EVENT#<eventId>                      DRAW
-//	StatusLog        REQ#<requestId>                      LOG#<occurredAt>#<suffix>
+//	item             PK                                   SK                                typed key
+//	Request          REQ#<requestId>                      META                              RequestKey
+//	IdempotencyLock  IDEMP#<eventId>#<userId>             LOCK                              LockKey
+//	EventConfig      EVENT#<eventId>                      CONFIG                            EventKey
+//	EventCapacity    EVENT#<eventId>                      CAPACITY                          EventKey
+//	  (C > 1 shards) EVENT#<eventId>#CAPACITY#<shard>     CAPACITY                          CapacityKeys
+//	Draw record      EVENT#<eventId>                      DRAW                              EventKey
+//	StatusLog        REQ#<requestId>                      LOG#<occurredAt>#<suffix>         StatusLogKey
+//
+// The library's own items, for holds, controls and the event list:
+//
+//	Hold             EVENT#<eventId>#HOLDS#<shard>        EXP#<expiresAt>#REQ#<requestId>   HoldKey
+//	Returns          EVENT#<eventId>#RETURNS              RETURNS                           ReturnsKey
+//	hold registry    HOLD_EVENTS                          EVENT#<eventId>                   HoldEventKey
+//	AuditEntry       EVENT#<eventId>                      AUDIT#<at>#<suffix>               AuditKey
+//	operation marker EVENT#<eventId>                      OP#<action>#<idempotencyKey>      OperationKey
+//	event list entry EVENTS                               CAT#<createdAt>#EVENT#<eventId>   EventEntryKey
+//	progress second  EVENT#<eventId>#PROGRESS#<shard>     T#<10-digit unix second>          ProgressKey
 //
 // Only Request items carry index keys ([IndexKeys], [EventConfig.RequestIndexKeys]). The request's put writes them,
 // from its queuedAt (taken just before the put: its place in line), and nothing
@@ -94,6 +107,10 @@
 //
 //	GSI1  GSI1PK USER#<userId>    GSI1SK QAT#<queuedAt>#REQ#<requestId>   my participations
 //	GSI2  GSI2PK EVENT#<eventId>  GSI2SK QAT#<queuedAt>#REQ#<requestId>   an event's requests
+//
+// [UserPartition] is GSI1PK, [EventPartition] GSI2PK (each index shard's:
+// [EventPartitions]), [QueuedAtSortKey] both sort keys, and [QueuedAtBound] the bound
+// between the requests queued before a time and the others.
 //
 // # Spike scale
 //

@@ -292,7 +292,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	if end := cfg.closesAt(); end != 0 && c.opts.LockTTL > 0 {
 		cfg.LocksKeptUntil = MillisOf(end.Time().Add(c.opts.LockTTL))
 	}
-	configKey, _ := newEventKey(cfg.EventID, eventItemConfig) // ID checked by validate
+	configKey, _ := NewEventKey(cfg.EventID, EventItemConfig) // ID checked by validate
 
 	var items []any
 	switch cfg.EventType {
@@ -312,13 +312,13 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 		if err != nil {
 			return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 		}
-		key, _ := newEventKey(cfg.EventID, eventItemDraw)
-		items = append(items, drawItem{Key: key.key(), DrawRecord: record})
+		key, _ := NewEventKey(cfg.EventID, EventItemDraw)
+		items = append(items, drawItem{Key: key.Key(), DrawRecord: record})
 	}
 	if err := c.listEvent(ctx, &cfg); err != nil {
 		return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 	}
-	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.key(), EventConfig: cfg}}}
+	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), EventConfig: cfg}}}
 	for _, item := range items {
 		ws = append(ws, write{row: &createEventRow, item: item})
 	}
@@ -338,12 +338,12 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 // GetEvent reads an event's EventConfig: GetItem PK EVENT#<eventId>, SK CONFIG, a
 // strongly consistent read. An unknown event is ErrEventNotFound.
 func (c *Client) GetEvent(ctx context.Context, eventID string) (*EventConfig, error) {
-	key, err := newEventKey(eventID, eventItemConfig)
+	key, err := NewEventKey(eventID, EventItemConfig)
 	if err != nil {
 		return nil, err
 	}
 	var item configItem
-	if err := c.getFound(ctx, key.key(), true, &item, "get event", eventID, func() error {
+	if err := c.getFound(ctx, key.Key(), true, &item, "get event", eventID, func() error {
 		return fmt.Errorf("%w: %s", ErrEventNotFound, eventID)
 	}); err != nil {
 		return nil, err

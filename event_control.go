@@ -195,19 +195,19 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 	case ActionExtendEnd:
 		var extra []write
 		if cfg.HoldFor > 0 { // the hold registry keeps the end, for when to stop sweeping
-			key, err := holdEventKey(eventID)
+			key, err := NewHoldEventKey(eventID)
 			if err != nil {
 				return EventUpdate{}, err
 			}
-			extra = append(extra, write{row: &holdEventEndRow, key: key, args: args{pEndsAt: at}})
+			extra = append(extra, write{row: &holdEventEndRow, key: key.Key(), args: args{pEndsAt: at}})
 		}
 		return c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}}, extra...)
 	case ActionExtendCutoff:
-		draw, err := newEventKey(eventID, eventItemDraw)
+		draw, err := NewEventKey(eventID, EventItemDraw)
 		if err != nil {
 			return EventUpdate{}, err
 		}
-		check := write{row: &drawNotBegunRow, key: draw.key()}
+		check := write{row: &drawNotBegunRow, key: draw.Key()}
 		return c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check)
 	}
 	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff)
@@ -215,7 +215,7 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 
 // control applies a control of the event's CONFIG with its audit entry.
 func (c *Client) control(ctx context.Context, eventID, actor, action, detail string, w write, extra ...write) (EventUpdate, error) {
-	key, err := newEventKey(eventID, eventItemConfig)
+	key, err := NewEventKey(eventID, EventItemConfig)
 	if err != nil {
 		return EventUpdate{}, err
 	}
@@ -225,14 +225,14 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 	now := c.now()
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	ak, err := newAuditKey(eventID, now, hex.EncodeToString(suffix[:]))
+	ak, err := NewAuditKey(eventID, now, hex.EncodeToString(suffix[:]))
 	if err != nil {
 		return EventUpdate{}, err
 	}
-	entry := write{row: &auditRow, key: ak.key(), item: auditItem{Key: ak.key(), AuditEntry: AuditEntry{
+	entry := write{row: &auditRow, key: ak.Key(), item: auditItem{Key: ak.Key(), AuditEntry: AuditEntry{
 		EntityType: entity.Audit, EventID: eventID, At: now, Actor: actor, Action: action, Detail: detail,
 	}}}
-	w.key = key.key()
+	w.key = key.Key()
 	if w.args == nil {
 		w.args = args{}
 	}

@@ -41,11 +41,11 @@ var eventEntryRow = row{name: "event listed", method: "CreateEvent", item: entit
 // (PutItem PK EVENTS, SK CAT#<createdAt>#EVENT#<eventId>, condition
 // attribute_not_exists(PK)).
 func (c *Client) listEvent(ctx context.Context, cfg *EventConfig) error {
-	k, err := newEventEntryKey(cfg.CreatedAt, cfg.EventID)
+	k, err := NewEventEntryKey(cfg.CreatedAt, cfg.EventID)
 	if err != nil {
 		return err
 	}
-	item := eventEntryItem{Key: k.key(), eventListing: eventListing{
+	item := eventEntryItem{Key: k.Key(), eventListing: eventListing{
 		EntityType: entity.EventEntry, EventID: cfg.EventID, EventType: cfg.EventType, CreatedAt: cfg.CreatedAt,
 	}}
 	err = c.do(ctx, txOptions{}, []write{{row: &eventEntryRow, key: item.Key, item: item}})
@@ -195,7 +195,7 @@ func decodeEventsCursor(cursor string) (map[string]types.AttributeValue, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parseEventEntryKey(key); err != nil {
+	if _, err := ParseEventEntryKey(key); err != nil {
 		return nil, fmt.Errorf("%w: not a cursor of the event list", ErrInvalidCursor)
 	}
 	return avKey(key), nil

@@ -209,11 +209,11 @@ type holdEventItem struct {
 }
 
 func newHoldEventItem(cfg *EventConfig) (holdEventItem, error) {
-	key, err := holdEventKey(cfg.EventID)
+	key, err := NewHoldEventKey(cfg.EventID)
 	if err != nil {
 		return holdEventItem{}, err
 	}
-	return holdEventItem{Key: key, HoldEvent: HoldEvent{
+	return holdEventItem{Key: key.Key(), HoldEvent: HoldEvent{
 		EntityType: entity.HoldEvent, EventID: cfg.EventID, HoldFor: cfg.HoldFor, EndsAt: cfg.EndsAt, CreatedAt: cfg.CreatedAt,
 	}}, nil
 }
@@ -258,11 +258,11 @@ const holdTTL = 7 * 24 * time.Hour
 // holdWrite returns the put of a Hold item for a request of an event of n capacity
 // shards whose hold runs out at expiresAt. Its partition is the request's home shard's.
 func (c *Client) holdWrite(ref RequestRef, n int, expiresAt EpochMillis) (write, error) {
-	key, err := newHoldKey(ref.EventID, shardOf(ref.RequestID, max(n, 1)), expiresAt, ref.RequestID)
+	key, err := NewHoldKey(ref.EventID, shardOf(ref.RequestID, max(n, 1)), expiresAt, ref.RequestID)
 	if err != nil {
 		return write{}, err
 	}
-	item := holdItem{Key: key.key(), holdRecord: holdRecord{
+	item := holdItem{Key: key.Key(), holdRecord: holdRecord{
 		EntityType: entity.Hold, EventID: ref.EventID, RequestID: ref.RequestID, ExpiresAt: expiresAt,
 		TTL: expiry(expiresAt, holdTTL),
 	}}
@@ -271,20 +271,20 @@ func (c *Client) holdWrite(ref RequestRef, n int, expiresAt EpochMillis) (write,
 
 // holdClear returns the delete of the Hold item of a hold.
 func holdClear(ref RequestRef, n int, expiresAt EpochMillis) (write, error) {
-	key, err := newHoldKey(ref.EventID, shardOf(ref.RequestID, max(n, 1)), expiresAt, ref.RequestID)
+	key, err := NewHoldKey(ref.EventID, shardOf(ref.RequestID, max(n, 1)), expiresAt, ref.RequestID)
 	if err != nil {
 		return write{}, err
 	}
-	return write{row: &holdClearedRow, key: key.key()}, nil
+	return write{row: &holdClearedRow, key: key.Key()}, nil
 }
 
 // returnSeat returns the write that puts one seat on the event's Returns item.
 func (c *Client) returnSeat(eventID string) (write, error) {
-	key, err := returnsKey(eventID)
+	key, err := NewReturnsKey(eventID)
 	if err != nil {
 		return write{}, err
 	}
-	return write{row: &seatReturnedRow, key: key, args: args{pNow: c.now(), pEntityType: entity.Returns, pEventID: eventID}}, nil
+	return write{row: &seatReturnedRow, key: key.Key(), args: args{pNow: c.now(), pEntityType: entity.Returns, pEventID: eventID}}, nil
 }
 
 // recordHold writes the Hold item of a hold about to be taken, the "hold recorded"
@@ -418,7 +418,7 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 	if err != nil {
 		return Transition{}, fmt.Errorf("release %s: %w", requestID, err)
 	}
-	key, _ := newRequestKey(requestID) // checked by the read
+	key, _ := NewRequestKey(requestID) // checked by the read
 	var t Transition
 	switch req.Status {
 	case StatusHeld:
@@ -436,7 +436,7 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 
 // endHold ends a HELD request's hold with row (released or expired) and gives its
 // seat to the waitlist, in one transaction that also deletes its Hold item.
-func (c *Client) endHold(ctx context.Context, key requestKey, req *Request, r *row, note string) (Transition, error) {
+func (c *Client) endHold(ctx context.Context, key RequestKey, req *Request, r *row, note string) (Transition, error) {
 	n, err := c.capacityShards(ctx, req.EventID)
 	if err != nil {
 		return Transition{}, err
@@ -552,12 +552,12 @@ const defaultSweepLease = 30 * time.Second
 // takes or renews it otherwise (takeSweepLease). So the workers that do not hold it
 // read once a pass, and the one that does writes once every d/2.
 func (c *Client) sweepLease(ctx context.Context, eventID, owner string, d time.Duration) (held bool, othersUntil EpochMillis, err error) {
-	key, err := returnsKey(eventID)
+	key, err := NewReturnsKey(eventID)
 	if err != nil {
 		return false, 0, err
 	}
 	var r seatReturns
-	if _, err := c.getItem(ctx, key, false, &r); err != nil {
+	if _, err := c.getItem(ctx, key.Key(), false, &r); err != nil {
 		return false, 0, fmt.Errorf("read the hold sweep lease of %s: %w", eventID, err)
 	}
 	now := c.now()
@@ -576,12 +576,12 @@ func (c *Client) sweepLease(ctx context.Context, eventID, owner string, d time.D
 // sweepUntil = now + d; condition attribute_not_exists(sweepUntil) OR sweepUntil ≤
 // now OR sweepOwner = owner. It reports false when another owner holds it.
 func (c *Client) takeSweepLease(ctx context.Context, eventID, owner string, d time.Duration) (bool, error) {
-	key, err := returnsKey(eventID)
+	key, err := NewReturnsKey(eventID)
 	if err != nil {
 		return false, err
 	}
 	now := c.now()
-	w := write{row: &sweepLeaseRow, key: key, args: args{
+	w := write{row: &sweepLeaseRow, key: key.Key(), args: args{
 		pNow: now, pSweepOwner: owner, pSweepUntil: MillisOf(now.Time().Add(d)), pEntityType: entity.Returns, pEventID: eventID,
 	}}
 	err = c.do(ctx, txOptions{}, []write{w})
@@ -652,7 +652,7 @@ func (s *holdSweep) expire(ctx context.Context) error {
 // expireOne ends one hold that ran out, or clears a Hold item that is no longer its
 // request's hold.
 func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
-	key, err := newRequestKey(h.RequestID)
+	key, err := NewRequestKey(h.RequestID)
 	if err != nil {
 		return err
 	}
@@ -683,12 +683,12 @@ func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
 
 // returns reads the event's Returns item strongly consistently; none is zero seats.
 func (s *holdSweep) returns(ctx context.Context) (*seatReturns, error) {
-	key, err := returnsKey(s.cfg.EventID)
+	key, err := NewReturnsKey(s.cfg.EventID)
 	if err != nil {
 		return nil, err
 	}
 	var r seatReturns
-	if _, err := s.c.getItem(ctx, key, true, &r); err != nil {
+	if _, err := s.c.getItem(ctx, key.Key(), true, &r); err != nil {
 		return nil, fmt.Errorf("read the seats given back of %s: %w", s.cfg.EventID, err)
 	}
 	return &r, nil
@@ -733,7 +733,7 @@ func (s *holdSweep) close(ctx context.Context) error {
 		if req.Status != StatusWaitlisted {
 			return false, false, nil
 		}
-		key, err := newRequestKey(req.RequestID)
+		key, err := NewRequestKey(req.RequestID)
 		if err != nil {
 			return false, true, err
 		}
@@ -768,7 +768,7 @@ const (
 
 // walkFrom is where a client's walks of an event begin, and since when.
 type walkFrom struct {
-	after queueKey
+	after QueuedAtSortKey
 	since time.Time
 }
 
@@ -782,7 +782,7 @@ type walkFrom struct {
 // nothing. A walk reads at most walkReads requests, and every walkRestart the walk
 // begins again at the event's first request.
 func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, stop bool, err error)) error {
-	parts, err := eventPartitions(s.cfg.EventID, max(s.cfg.IndexShards, 1))
+	parts, err := EventPartitions(s.cfg.EventID, max(s.cfg.IndexShards, 1))
 	if err != nil {
 		return err
 	}
@@ -808,7 +808,7 @@ func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, sto
 			req := &page.Requests[i]
 			done, stop, err := visit(req)
 			if moving = moving && (done || req.Status.IsTerminal() || req.Status == StatusHeld) && req.QueuedAt < recent; moving {
-				if k, kerr := newQueueKey(req.QueuedAt, req.RequestID); kerr == nil {
+				if k, kerr := NewQueuedAtSortKey(req.QueuedAt, req.RequestID); kerr == nil {
 					s.c.waitFrom.Store(s.cfg.EventID, walkFrom{after: k, since: since})
 				}
 			}
@@ -827,11 +827,11 @@ func (s *holdSweep) walk(ctx context.Context, visit func(*Request) (settled, sto
 // serveOne gives one seat from the Returns item to a waitlisted request, and reports
 // whether it did, or whether no seat is left there.
 func (s *holdSweep) serveOne(ctx context.Context, req *Request) (served, gone bool, err error) {
-	key, err := newRequestKey(req.RequestID)
+	key, err := NewRequestKey(req.RequestID)
 	if err != nil {
 		return false, false, err
 	}
-	rk, err := returnsKey(req.EventID)
+	rk, err := NewReturnsKey(req.EventID)
 	if err != nil {
 		return false, false, err
 	}
@@ -840,7 +840,7 @@ func (s *holdSweep) serveOne(ctx context.Context, req *Request) (served, gone bo
 	if err != nil {
 		return false, false, err
 	}
-	take := write{row: &returnedSeatTakenRow, key: rk, args: args{pNow: s.c.now()},
+	take := write{row: &returnedSeatTakenRow, key: rk.Key(), args: args{pNow: s.c.now()},
 		lost: func(map[string]types.AttributeValue) (Transition, error) { return Transition{SoldOut: true}, nil }}
 	w := write{row: &serveRow, args: args{pNow: s.c.now(), pHoldExpiresAt: expires}, note: "served from the waitlist"}
 	t, err := s.c.apply(ctx, key, w, txOptions{}, take, record)

@@ -109,7 +109,7 @@ const participateAttempts = 3
 //
 // Participate does not send the request's message; Submit does the whole ingest.
 func (c *Client) Participate(ctx context.Context, eventID, userID string) (Participation, error) {
-	lock, err := newLockKey(eventID, userID)
+	lock, err := NewLockKey(eventID, userID)
 	if err != nil {
 		return Participation{}, err
 	}
@@ -127,14 +127,14 @@ func (c *Client) Participate(ctx context.Context, eventID, userID string) (Parti
 
 // participateIn is Participate's writes for an open event, under ctx (an ingest
 // context).
-func (c *Client) participateIn(ctx context.Context, event *EventConfig, lock lockKey) (Participation, error) {
+func (c *Client) participateIn(ctx context.Context, event *EventConfig, lock LockKey) (Participation, error) {
 	for range participateAttempts {
 		p, err := c.participate(ctx, event, lock)
 		if !errors.Is(err, errRetryParticipate) {
 			return p, err
 		}
 	}
-	return Participation{}, fmt.Errorf("participate %s: the lock kept changing under the call", lock.idempotencyKey())
+	return Participation{}, fmt.Errorf("participate %s: the lock kept changing under the call", lock.IdempotencyKey())
 }
 
 // errRetryParticipate: the attempt wrote nothing and may be tried again (a duplicate's
@@ -150,7 +150,7 @@ func (c *Client) newRequestID(event *EventConfig) string {
 	return c.turns.newRequestID(event.EventID, event.IndexShards)
 }
 
-func (c *Client) participate(ctx context.Context, event *EventConfig, lock lockKey) (Participation, error) {
+func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockKey) (Participation, error) {
 	requestID := c.newRequestID(event)
 	if err := ValidateID("requestId", requestID); err != nil {
 		return Participation{}, fmt.Errorf("Options.NewRequestID: %w", err)
@@ -160,7 +160,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock lockK
 	if end := event.closesAt(); end != 0 {
 		lockTTL = expiry(end, c.opts.LockTTL)
 	}
-	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.key(), IdempotencyLock: IdempotencyLock{
+	err := c.do(ctx, txOptions{}, []write{{row: &participateRow, item: lockItem{Key: lock.Key(), IdempotencyLock: IdempotencyLock{
 		EntityType: entity.Idempotency, EventID: event.EventID, UserID: lock.userID,
 		RequestID: requestID, CreatedAt: now, TTL: lockTTL,
 	}}}})
@@ -180,12 +180,12 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock lockK
 			return Participation{}, errRetryParticipate
 		case lerr != nil:
 			// A lock that did land is healed on the user's next click.
-			return Participation{}, fmt.Errorf("participate %s: %w", lock.idempotencyKey(), err)
+			return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
 		case p.RequestID != requestID:
 			return p, nil
 		}
 	case err != nil:
-		return Participation{}, fmt.Errorf("participate %s: %w", lock.idempotencyKey(), throttled(err))
+		return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), throttled(err))
 	}
 	r, err := c.createRequest(ctx, event, lock, requestID, now, "participate")
 	if err != nil {
@@ -196,7 +196,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock lockK
 
 // firstParticipation reads the pair's first participation from the lock a failed
 // put returned (old), or from the table when the store returned none.
-func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, lock lockKey, old map[string]types.AttributeValue) (Participation, error) {
+func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, lock LockKey, old map[string]types.AttributeValue) (Participation, error) {
 	if old == nil {
 		p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
 		if errors.Is(err, ErrNotFound) {
@@ -206,7 +206,7 @@ func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, loc
 	}
 	var item lockItem
 	if err := attributevalue.UnmarshalMap(old, &item); err != nil {
-		return Participation{}, fmt.Errorf("participate %s: %w", lock.idempotencyKey(), err)
+		return Participation{}, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)
 	}
 	return Participation{RequestID: item.RequestID, Duplicate: true, ParticipatedAt: item.CreatedAt}, nil
 }
@@ -226,8 +226,8 @@ func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, loc
 // user may click again, in one transaction with a check that the request is not there
 // (an earlier attempt of the SDK's retries may have landed); a put whose outcome is
 // unknown is an *uncertainError, so that Submit sends the message all the same.
-func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock lockKey, requestID string, requestedAt EpochMillis, tokenOwner string) (*Request, error) {
-	key, err := newRequestKey(requestID)
+func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis, tokenOwner string) (*Request, error) {
+	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return nil, err
 	}
@@ -254,8 +254,8 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock loc
 		if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
 			return nil, err
 		}
-		if item.IdempotencyKey != lock.idempotencyKey() {
-			return nil, fmt.Errorf("participate %s: request ID %s is taken: Options.NewRequestID must return unique IDs", lock.idempotencyKey(), requestID)
+		if item.IdempotencyKey != lock.IdempotencyKey() {
+			return nil, fmt.Errorf("participate %s: request ID %s is taken: Options.NewRequestID must return unique IDs", lock.IdempotencyKey(), requestID)
 		}
 		return &item.Request, nil
 	case refused(err):
@@ -264,8 +264,8 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock loc
 		// transaction, only if it still names this request and the request is not
 		// there, so that the user may click again.
 		rerr := c.do(ctx, txOptions{}, []write{
-			{row: &releaseLockRow, key: lock.key(), args: args{pRequestID: requestID}},
-			{row: &requestAbsentRow, key: key.key()},
+			{row: &releaseLockRow, key: lock.Key(), args: args{pRequestID: requestID}},
+			{row: &requestAbsentRow, key: key.Key()},
 		})
 		switch {
 		case errors.As(rerr, &lost) && lost.index == 1:
@@ -274,16 +274,16 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock loc
 			c.opts.Logger.WarnContext(ctx, "the request's put failed and so did releasing its lock; the next click heals it",
 				slog.String("requestId", requestID), slog.String("eventId", event.EventID), slog.Any("error", rerr))
 		}
-		return nil, fmt.Errorf("participate %s: %w", lock.idempotencyKey(), throttled(err))
+		return nil, fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), throttled(err))
 	}
-	return nil, &uncertainError{request: &req, err: fmt.Errorf("participate %s: %w", lock.idempotencyKey(), err)}
+	return nil, &uncertainError{request: &req, err: fmt.Errorf("participate %s: %w", lock.IdempotencyKey(), err)}
 }
 
 // newRequest returns a new RECEIVED request of the pair lock names, as its put writes
 // it: queuedAt is now (never before requestedAt), and its index keys follow from it in
 // the event's layout.
-func (c *Client) newRequest(event *EventConfig, lock lockKey, requestID string, requestedAt EpochMillis) (requestItem, error) {
-	key, err := newRequestKey(requestID)
+func (c *Client) newRequest(event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis) (requestItem, error) {
+	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return requestItem{}, err
 	}
@@ -296,12 +296,12 @@ func (c *Client) newRequest(event *EventConfig, lock lockKey, requestID string, 
 		EntityType: entity.Request, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
 		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
 		RequestedAt: requestedAt, QueuedAt: queuedAt,
-		IdempotencyKey: lock.idempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
+		IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
 	}
 	if event.EventType == Lottery {
 		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
 	}
-	return requestItem{Key: key.key(), IndexKeys: index, Request: req}, nil
+	return requestItem{Key: key.Key(), IndexKeys: index, Request: req}, nil
 }
 
 // errorIngestIncomplete is the errorCode of a request written FAILED_FINAL by
@@ -321,7 +321,7 @@ const errorIngestIncomplete = "INGEST_INCOMPLETE"
 // two entries, RECEIVED at requestedAt and FAILED_FINAL at now. The lock stays,
 // naming it: the user's later clicks are its duplicates. A request already there (its first put landed after all) is
 // returned as it is.
-func (c *Client) endIncomplete(ctx context.Context, event *EventConfig, lock lockKey, p Participation) (*Request, error) {
+func (c *Client) endIncomplete(ctx context.Context, event *EventConfig, lock LockKey, p Participation) (*Request, error) {
 	item, err := c.newRequest(event, lock, p.RequestID, p.ParticipatedAt)
 	if err != nil {
 		return nil, err
@@ -402,12 +402,12 @@ func isInvalid(err error) bool {
 // that has not participated (or whose request's enqueue failed, which releases the
 // lock) is ErrNotFound.
 func (c *Client) LookupParticipation(ctx context.Context, eventID, userID string) (Participation, error) {
-	lock, err := newLockKey(eventID, userID)
+	lock, err := NewLockKey(eventID, userID)
 	if err != nil {
 		return Participation{}, err
 	}
 	var item lockItem
-	key := lock.key() // its PK is the idempotency key
+	key := lock.Key() // its PK is the idempotency key
 	if err := c.getFound(ctx, key, true, &item, "lookup participation", key.PK, func() error {
 		return fmt.Errorf("%w: no participation %s", ErrNotFound, key.PK)
 	}); err != nil {
@@ -465,7 +465,7 @@ func (c *Client) putRequestOf(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
-	lock, err := newLockKey(m.EventID, m.UserID)
+	lock, err := NewLockKey(m.EventID, m.UserID)
 	if err != nil {
 		return err
 	}
@@ -475,7 +475,7 @@ func (c *Client) putRequestOf(ctx context.Context, m Message) error {
 	}
 	ws := []write{
 		{row: &createRequestRow, item: item},
-		{row: &lockOfRequestRow, key: lock.key(), args: args{pRequestID: m.RequestID}},
+		{row: &lockOfRequestRow, key: lock.Key(), args: args{pRequestID: m.RequestID}},
 	}
 	if c.opts.StatusLog {
 		entry, err := c.statusLogEntry(m.RequestID, "", StatusReceived, "participated (written from its message)", m.RequestedAt)

@@ -112,11 +112,11 @@ func (c *Client) Submit(ctx context.Context, q queue.Queue, eventID, userID stri
 }
 
 func (c *Client) submit(ctx context.Context, q queue.Queue, eventID, userID string) (Participation, error) {
-	lock, err := newLockKey(eventID, userID)
+	lock, err := NewLockKey(eventID, userID)
 	if err != nil {
 		return Participation{}, err
 	}
-	if p, ok := c.queued.get(lock.idempotencyKey()); ok {
+	if p, ok := c.queued.get(lock.IdempotencyKey()); ok {
 		return p, nil // a repeat click of a request seen queued: its lock stays for good
 	}
 	event, err := c.cachedEvent(ctx, eventID)
@@ -159,7 +159,7 @@ func (c *Client) submit(ctx context.Context, q queue.Queue, eventID, userID stri
 // if it has one (after a close healed, or ended, as redrive does once the event
 // closed; while paused as it stands, nothing written), else the refusal. So a repeat
 // click gets its participation on every node, whether or not the node remembers it.
-func (c *Client) submitRefused(ctx context.Context, q queue.Queue, event *EventConfig, lock lockKey, refusal error) (Participation, error) {
+func (c *Client) submitRefused(ctx context.Context, q queue.Queue, event *EventConfig, lock LockKey, refusal error) (Participation, error) {
 	p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -179,7 +179,7 @@ func (c *Client) submitRefused(ctx context.Context, q queue.Queue, event *EventC
 // Options.RedriveAfter has passed since its lock: a lock without its request gets it
 // (RECEIVED and sent while the event is open; FAILED_FINAL once it closed), and a
 // request still RECEIVED is sent again.
-func (c *Client) redrive(ctx context.Context, q queue.Queue, event *EventConfig, lock lockKey, p Participation, closed bool) (Participation, error) {
+func (c *Client) redrive(ctx context.Context, q queue.Queue, event *EventConfig, lock LockKey, p Participation, closed bool) (Participation, error) {
 	if c.opts.Clock().Sub(p.ParticipatedAt.Time()) < c.opts.RedriveAfter {
 		return p, nil
 	}
@@ -233,7 +233,7 @@ func (c *Client) redrive(ctx context.Context, q queue.Queue, event *EventConfig,
 // event is open the request is RECEIVED and Submit then sends it; once it closed, it
 // is written FAILED_FINAL (endIncomplete). Each heal's put has a ClientRequestToken
 // of its own.
-func (c *Client) healLock(ctx context.Context, event *EventConfig, lock lockKey, p Participation, closed bool) (*Request, error) {
+func (c *Client) healLock(ctx context.Context, event *EventConfig, lock LockKey, p Participation, closed bool) (*Request, error) {
 	if closed {
 		c.opts.Logger.InfoContext(ctx, "ending the request of a lock left without one, after the event closed",
 			slog.String("requestId", p.RequestID), slog.String("eventId", event.EventID))

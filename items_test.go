@@ -27,10 +27,10 @@ func attributeNames(t *testing.T, item any) []string {
 // TestItemAttributeNames pins the stored field names to seed 001 §2, and shows that
 // only a Request item can carry index keys.
 func TestItemAttributeNames(t *testing.T) {
-	rk, _ := newRequestKey("r1")
+	rk, _ := NewRequestKey("r1")
 	ik, err := newIndexKeys("e1", "u1", "r1", 1)
 	require.NoError(t, err)
-	full := requestItem{Key: rk.key(), IndexKeys: ik, Request: Request{
+	full := requestItem{Key: rk.Key(), IndexKeys: ik, Request: Request{
 		EntityType: entity.Request, RequestID: "r1", EventID: "e1", UserID: "u1",
 		EventType: Lottery, Status: StatusFailedFinal, UIPhase: PhaseAnnounced,
 		LotteryCutoffAt: 1, AnnouncedAt: 2, UIResult: UIFailed, ResultCode: ResultFailedWorker,

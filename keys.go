@@ -12,21 +12,31 @@ import (
 	"github.com/asyncevent/asyncevent/entity"
 )
 
-// All key text of the table is built and parsed in this file and nowhere else.
+// All key text of the table is built and parsed in this file and nowhere else. Each
+// key form has an exported typed key: New… builds it from IDs (an ErrInvalidID error
+// for a bad one), Parse… reads it back (an ErrMalformedKey error for text no builder
+// could have produced).
 //
-//	Request          PK REQ#<requestId>              SK META
-//	IdempotencyLock  PK IDEMP#<eventId>#<userId>     SK LOCK
-//	EventConfig      PK EVENT#<eventId>              SK CONFIG
-//	EventCapacity    PK EVENT#<eventId>              SK CAPACITY
-//	  capacity shard PK EVENT#<eventId>#CAPACITY#<n> SK CAPACITY   (C > 1: a partition key each)
-//	Draw record      PK EVENT#<eventId>              SK DRAW
-//	operation marker PK EVENT#<eventId>              SK OP#<action>#<idempotencyKey>
-//	StatusLog        PK REQ#<requestId>              SK LOG#<occurredAt>#<suffix>
-//	GSI1 (Request)   GSI1PK USER#<userId>            GSI1SK QAT#<queuedAt>#REQ#<requestId>
-//	GSI2 (Request)   GSI2PK EVENT#<eventId>          GSI2SK QAT#<queuedAt>#REQ#<requestId>
+//	Request          PK REQ#<requestId>                   SK META                                 RequestKey
+//	IdempotencyLock  PK IDEMP#<eventId>#<userId>          SK LOCK                                 LockKey
+//	EventConfig      PK EVENT#<eventId>                   SK CONFIG                               EventKey
+//	EventCapacity    PK EVENT#<eventId>                   SK CAPACITY                             EventKey
+//	  capacity shard PK EVENT#<eventId>#CAPACITY#<n>      SK CAPACITY   (C > 1: a PK each)        EventKey
+//	Draw record      PK EVENT#<eventId>                   SK DRAW                                 EventKey
+//	StatusLog        PK REQ#<requestId>                   SK LOG#<occurredAt>#<suffix>            StatusLogKey
+//	Hold             PK EVENT#<eventId>#HOLDS#<shard>     SK EXP#<expiresAt>#REQ#<requestId>      HoldKey
+//	Returns          PK EVENT#<eventId>#RETURNS           SK RETURNS                              ReturnsKey
+//	hold registry    PK HOLD_EVENTS                       SK EVENT#<eventId>                      HoldEventKey
+//	AuditEntry       PK EVENT#<eventId>                   SK AUDIT#<at>#<suffix>                  AuditKey
+//	operation marker PK EVENT#<eventId>                   SK OP#<action>#<idempotencyKey>         OperationKey
+//	event list entry PK EVENTS                            SK CAT#<createdAt>#EVENT#<eventId>      EventEntryKey
+//	progress second  PK EVENT#<eventId>#PROGRESS#<shard>  SK T#<unix second>                      ProgressKey
+//	GSI1 (Request)   GSI1PK USER#<userId>                 GSI1SK QAT#<queuedAt>#REQ#<requestId>   UserPartition, QueuedAtSortKey
+//	GSI2 (Request)   GSI2PK EVENT#<eventId>[#<shard>]     GSI2SK QAT#<queuedAt>#REQ#<requestId>   EventPartition, QueuedAtSortKey
 //
-// IDs never contain the separator, so every key splits back into exactly the IDs it
-// was built from.
+// Times are 13 zero-padded digits of epoch milliseconds (the progress second: 10 of
+// epoch seconds). IDs never contain the separator, so every key splits back into
+// exactly the IDs it was built from.
 
 // MaxIDLength is the longest ID, in bytes, that may be used inside a key.
 const MaxIDLength = 128
@@ -44,6 +54,10 @@ const (
 	prefixAudit   = "AUDIT"
 	prefixOp      = "OP"
 	prefixExpiry  = "EXP"
+	// prefixProgress names an event's progress partitions; skProgress prefixes the
+	// second of a progress item.
+	prefixProgress = "PROGRESS"
+	skProgress     = "T"
 
 	skRequest = "META"
 	skLock    = "LOCK"
@@ -62,6 +76,9 @@ const (
 	// time order.
 	millisDigits = 13
 	maxMillis    = 9_999_999_999_999
+	// secondsDigits is the fixed width of the unix second of a progress item's SK.
+	secondsDigits = 10
+	maxSeconds    = 9_999_999_999
 )
 
 // ValidateID reports whether id can be used inside a key. field names the ID in the
@@ -141,77 +158,89 @@ const (
 	attrGSI2SK = "GSI2SK"
 )
 
-// Key is the primary key of one item of the table.
+// Key is the primary key of one item of the table. The typed keys below build it
+// (their Key method) and read it back (their Parse function); Entity tells which of
+// them a key is.
 type Key struct {
 	PK string `dynamodbav:"PK"`
 	SK string `dynamodbav:"SK"`
 }
 
 // Entity reports which kind of item a table key belongs to, or an ErrMalformedKey
-// error for key text that no key builder of this package could have produced.
+// error for key text that no key builder of this package could have produced. Each
+// kind has its typed key, whose Parse function returns the key's IDs: Request
+// [ParseRequestKey], Idempotency [ParseLockKey], Config, Capacity and Draw
+// [ParseEventKey], StatusLog [ParseStatusLogKey], Hold [ParseHoldKey], Returns
+// [ParseReturnsKey], HoldEvent [ParseHoldEventKey], Audit [ParseAuditKey], Operation
+// [ParseOperationKey], EventEntry [ParseEventEntryKey], Progress [ParseProgressKey].
 func (k Key) Entity() (entity.Type, error) {
-	if _, err := parseRequestKey(k); err == nil {
+	if _, err := ParseRequestKey(k); err == nil {
 		return entity.Request, nil
 	}
-	if _, err := parseLockKey(k); err == nil {
+	if _, err := ParseLockKey(k); err == nil {
 		return entity.Idempotency, nil
 	}
-	if e, err := parseEventKey(k); err == nil {
-		return map[eventItem]entity.Type{
-			eventItemConfig: entity.Config, eventItemCapacity: entity.Capacity, eventItemDraw: entity.Draw,
+	if e, err := ParseEventKey(k); err == nil {
+		return map[EventItem]entity.Type{
+			EventItemConfig: entity.Config, EventItemCapacity: entity.Capacity, EventItemDraw: entity.Draw,
 		}[e.item], nil
 	}
-	if _, err := parseStatusLogKey(k); err == nil {
+	if _, err := ParseStatusLogKey(k); err == nil {
 		return entity.StatusLog, nil
 	}
-	if _, err := parseHoldKey(k); err == nil {
+	if _, err := ParseHoldKey(k); err == nil {
 		return entity.Hold, nil
 	}
-	if _, err := parseReturnsKey(k); err == nil {
+	if _, err := ParseReturnsKey(k); err == nil {
 		return entity.Returns, nil
 	}
-	if _, err := parseHoldEventKey(k); err == nil {
+	if _, err := ParseHoldEventKey(k); err == nil {
 		return entity.HoldEvent, nil
 	}
-	if _, err := parseAuditKey(k); err == nil {
+	if _, err := ParseAuditKey(k); err == nil {
 		return entity.Audit, nil
 	}
-	if _, err := parseOperationKey(k); err == nil {
+	if _, err := ParseOperationKey(k); err == nil {
 		return entity.Operation, nil
 	}
-	if _, err := parseEventEntryKey(k); err == nil {
+	if _, err := ParseEventEntryKey(k); err == nil {
 		return entity.EventEntry, nil
 	}
-	if _, err := parseProgressKey(k); err == nil {
+	if _, err := ParseProgressKey(k); err == nil {
 		return entity.Progress, nil
 	}
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
 
-// requestKey is the key of a Request item: PK REQ#<requestId>, SK META.
-type requestKey struct{ requestID string }
+// RequestKey is the key of a Request item: PK REQ#<requestId>, SK META. Build it with
+// NewRequestKey or read it with ParseRequestKey; the zero value is no key.
+type RequestKey struct{ requestID string }
 
-// newRequestKey returns the key of the request requestID, or an ErrInvalidID error.
-func newRequestKey(requestID string) (requestKey, error) {
+// NewRequestKey returns the key of the request requestID, or an ErrInvalidID error.
+func NewRequestKey(requestID string) (RequestKey, error) {
 	if err := ValidateID("requestId", requestID); err != nil {
-		return requestKey{}, err
+		return RequestKey{}, err
 	}
-	return requestKey{requestID: requestID}, nil
+	return RequestKey{requestID: requestID}, nil
 }
 
-// key returns the table key: PK REQ#<requestId>, SK META.
-func (k requestKey) key() Key { return Key{PK: requestPK(k.requestID), SK: skRequest} }
+// RequestID returns the request's ID.
+func (k RequestKey) RequestID() string { return k.requestID }
 
-// parseRequestKey reads a key that newRequestKey could have produced.
-func parseRequestKey(key Key) (requestKey, error) {
+// Key returns the table key: PK REQ#<requestId>, SK META.
+func (k RequestKey) Key() Key { return Key{PK: requestPK(k.requestID), SK: skRequest} }
+
+// ParseRequestKey reads a key that NewRequestKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseRequestKey(key Key) (RequestKey, error) {
 	id, err := parseRequestPK(key.PK)
 	if err != nil {
-		return requestKey{}, err
+		return RequestKey{}, err
 	}
 	if key.SK != skRequest {
-		return requestKey{}, malformed("request SK", key.SK, "want "+skRequest)
+		return RequestKey{}, malformed("request SK", key.SK, "want "+skRequest)
 	}
-	return requestKey{requestID: id}, nil
+	return RequestKey{requestID: id}, nil
 }
 
 func requestPK(requestID string) string { return prefixRequest + sep + requestID }
@@ -224,96 +253,123 @@ func parseRequestPK(pk string) (string, error) {
 	return parts[1], nil
 }
 
-// lockKey is the key of an IdempotencyLock item: PK IDEMP#<eventId>#<userId>, SK LOCK.
-type lockKey struct{ eventID, userID string }
+// LockKey is the key of an IdempotencyLock item, the one request of a user in an
+// event: PK IDEMP#<eventId>#<userId>, SK LOCK. Build it with NewLockKey or read it
+// with ParseLockKey; the zero value is no key.
+type LockKey struct{ eventID, userID string }
 
-// newLockKey returns the key of the lock of (eventID, userID), or an ErrInvalidID error.
-func newLockKey(eventID, userID string) (lockKey, error) {
+// NewLockKey returns the key of the lock of (eventID, userID), or an ErrInvalidID
+// error naming the bad ID.
+func NewLockKey(eventID, userID string) (LockKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return lockKey{}, err
+		return LockKey{}, err
 	}
 	if err := ValidateID("userId", userID); err != nil {
-		return lockKey{}, err
+		return LockKey{}, err
 	}
-	return lockKey{eventID: eventID, userID: userID}, nil
+	return LockKey{eventID: eventID, userID: userID}, nil
 }
 
-// key returns the table key: PK IDEMP#<eventId>#<userId>, SK LOCK.
-func (k lockKey) key() Key {
+// EventID returns the event's ID.
+func (k LockKey) EventID() string { return k.eventID }
+
+// UserID returns the user's ID.
+func (k LockKey) UserID() string { return k.userID }
+
+// Key returns the table key: PK IDEMP#<eventId>#<userId>, SK LOCK.
+func (k LockKey) Key() Key {
 	return Key{PK: prefixLock + sep + k.eventID + sep + k.userID, SK: skLock}
 }
 
-// idempotencyKey returns the text stored in a Request's idempotencyKey field, the PK of
-// its lock (IDEMP#<eventId>#<userId>).
-func (k lockKey) idempotencyKey() string { return k.key().PK }
+// IdempotencyKey returns the text stored in a Request's idempotencyKey field, the PK
+// of its lock: IDEMP#<eventId>#<userId>.
+func (k LockKey) IdempotencyKey() string { return k.Key().PK }
 
-// parseLockKey reads a key that newLockKey could have produced.
-func parseLockKey(key Key) (lockKey, error) {
+// ParseLockKey reads a key that NewLockKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseLockKey(key Key) (LockKey, error) {
 	parts, err := splitKey("lock PK", key.PK, prefixLock, 3)
 	if err != nil {
-		return lockKey{}, err
+		return LockKey{}, err
 	}
 	if key.SK != skLock {
-		return lockKey{}, malformed("lock SK", key.SK, "want "+skLock)
+		return LockKey{}, malformed("lock SK", key.SK, "want "+skLock)
 	}
-	return lockKey{eventID: parts[1], userID: parts[2]}, nil
+	return LockKey{eventID: parts[1], userID: parts[2]}, nil
 }
 
-// eventItem names one of the items an event keeps under its partition EVENT#<eventId>.
-type eventItem string
+// EventItem names one of the items an event keeps under its partition
+// EVENT#<eventId>; it is the item's SK.
+type EventItem string
 
-// The items of an event's partition; each is the item's SK.
+// The items of an event's partition.
 const (
-	eventItemConfig   eventItem = "CONFIG"   // EventConfig
-	eventItemCapacity eventItem = "CAPACITY" // EventCapacity (FIRST_COME)
-	eventItemDraw     eventItem = "DRAW"     // Draw record (LOTTERY)
+	EventItemConfig   EventItem = "CONFIG"   // EventConfig
+	EventItemCapacity EventItem = "CAPACITY" // EventCapacity (FIRST_COME), or one of its shards
+	EventItemDraw     EventItem = "DRAW"     // Draw record (LOTTERY)
 )
 
-func (i eventItem) valid() bool {
-	return i == eventItemConfig || i == eventItemCapacity || i == eventItemDraw
+func (i EventItem) valid() bool {
+	return i == EventItemConfig || i == EventItemCapacity || i == EventItemDraw
 }
 
-// eventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
-// or DRAW; or, for an event with capacity shards, PK EVENT#<eventId>#CAPACITY#<shard>,
-// SK CAPACITY: each shard on a partition key of its own, since the items of one
-// partition key share one partition until DynamoDB splits it for heat, minutes into
-// the load, while a drop is decided in seconds.
-type eventKey struct {
+// EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
+// or DRAW; or, for an event with capacity shards (EventConfig.CapacityShards C > 1),
+// PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY, shard 0 to C-1: each shard on a
+// partition key of its own, since the items of one partition key share one partition
+// until DynamoDB splits it for heat, minutes into the load, while a drop is decided in
+// seconds. Build it with NewEventKey or CapacityKeys, or read it with ParseEventKey;
+// the zero value is no key.
+type EventKey struct {
 	eventID string
-	item    eventItem
+	item    EventItem
 	shard   int // -1: the item itself, not one of its shards
 }
 
-// newEventKey returns the key of the item of the event eventID, or an ErrInvalidID
+// NewEventKey returns the key of the item of the event eventID, or an ErrInvalidID
 // error. An unknown item is an ErrInvalidOptions error.
-func newEventKey(eventID string, item eventItem) (eventKey, error) {
+func NewEventKey(eventID string, item EventItem) (EventKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return eventKey{}, err
+		return EventKey{}, err
 	}
 	if !item.valid() {
-		return eventKey{}, fmt.Errorf("%w: unknown event item %q", ErrInvalidOptions, string(item))
+		return EventKey{}, fmt.Errorf("%w: unknown event item %q", ErrInvalidOptions, string(item))
 	}
-	return eventKey{eventID: eventID, item: item, shard: -1}, nil
+	return EventKey{eventID: eventID, item: item, shard: -1}, nil
 }
 
-// capacityKeys returns the keys of a FIRST_COME event's capacity: its CAPACITY item,
-// or with shards capacity shards (C > 1) the items of partitions
-// EVENT#<eventId>#CAPACITY#0 to EVENT#<eventId>#CAPACITY#<C-1>.
-func capacityKeys(eventID string, shards int) ([]eventKey, error) {
-	k, err := newEventKey(eventID, eventItemCapacity)
-	if err != nil || shards <= 1 {
-		return []eventKey{k}, err
+// CapacityKeys returns the keys of a FIRST_COME event's capacity as the library
+// stores it, given the event's EventConfig.CapacityShards: with shards ≤ 1 its one
+// item EVENT#<eventId> / CAPACITY, otherwise the shards EVENT#<eventId>#CAPACITY#0 to
+// EVENT#<eventId>#CAPACITY#<shards-1>, each with SK CAPACITY.
+func CapacityKeys(eventID string, shards int) ([]EventKey, error) {
+	k, err := NewEventKey(eventID, EventItemCapacity)
+	if err != nil {
+		return nil, err
 	}
-	keys := make([]eventKey, shards)
+	if shards <= 1 {
+		return []EventKey{k}, nil
+	}
+	keys := make([]EventKey, shards)
 	for i := range keys {
-		keys[i] = eventKey{eventID: eventID, item: eventItemCapacity, shard: i}
+		keys[i] = EventKey{eventID: eventID, item: EventItemCapacity, shard: i}
 	}
 	return keys, nil
 }
 
-// key returns the table key: PK EVENT#<eventId>, SK the item; for a capacity shard
+// EventID returns the event's ID.
+func (k EventKey) EventID() string { return k.eventID }
+
+// Item returns which of the event's items the key is.
+func (k EventKey) Item() EventItem { return k.item }
+
+// Shard returns the capacity shard the key is; ok is false (and shard 0) for an item
+// that is no shard (EVENT#<eventId> / the item).
+func (k EventKey) Shard() (shard int, ok bool) { return max(k.shard, 0), k.shard >= 0 }
+
+// Key returns the table key: PK EVENT#<eventId>, SK the item; for a capacity shard
 // PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY.
-func (k eventKey) key() Key {
+func (k EventKey) Key() Key {
 	pk := eventPK(k.eventID)
 	if k.shard >= 0 {
 		pk += sep + string(k.item) + sep + strconv.Itoa(k.shard)
@@ -321,27 +377,28 @@ func (k eventKey) key() Key {
 	return Key{PK: pk, SK: string(k.item)}
 }
 
-// parseEventKey reads a key that newEventKey or capacityKeys could have produced.
-func parseEventKey(key Key) (eventKey, error) {
-	if !eventItem(key.SK).valid() {
-		return eventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY or DRAW")
+// ParseEventKey reads a key that NewEventKey or CapacityKeys could have produced, or
+// returns an ErrMalformedKey error.
+func ParseEventKey(key Key) (EventKey, error) {
+	if !EventItem(key.SK).valid() {
+		return EventKey{}, malformed("event SK", key.SK, "want CONFIG, CAPACITY or DRAW")
 	}
-	k := eventKey{item: eventItem(key.SK), shard: -1}
+	k := EventKey{item: EventItem(key.SK), shard: -1}
 	if strings.Count(key.PK, sep) == 1 {
 		id, err := parseEventPK(key.PK)
 		if err != nil {
-			return eventKey{}, err
+			return EventKey{}, err
 		}
 		k.eventID = id
 		return k, nil
 	}
 	parts, err := splitKey("capacity shard PK", key.PK, prefixEvent, 4)
 	if err != nil {
-		return eventKey{}, err
+		return EventKey{}, err
 	}
-	shard, err := strconv.Atoi(parts[3])
-	if err != nil || parts[2] != string(eventItemCapacity) || k.item != eventItemCapacity || shard < 0 || strconv.Itoa(shard) != parts[3] {
-		return eventKey{}, malformed("capacity shard PK", key.PK, "want EVENT#<eventId>#CAPACITY#<shard> with SK CAPACITY, shards numbered from 0")
+	shard, ok := parseShard(parts[3])
+	if !ok || parts[2] != string(EventItemCapacity) || k.item != EventItemCapacity {
+		return EventKey{}, malformed("capacity shard PK", key.PK, "want EVENT#<eventId>#CAPACITY#<shard> with SK CAPACITY, shards numbered from 0")
 	}
 	k.eventID, k.shard = parts[1], shard
 	return k, nil
@@ -357,34 +414,314 @@ func parseEventPK(pk string) (string, error) {
 	return parts[1], nil
 }
 
-// holdKey is the key of a Hold item, the expiry of a held seat for the hold sweep: PK
+// parseShard reads a shard number as strconv.Itoa writes it: no sign, no leading zero.
+func parseShard(s string) (int, bool) {
+	shard, err := strconv.Atoi(s)
+	return shard, err == nil && shard >= 0 && strconv.Itoa(shard) == s
+}
+
+// StatusLogKey is the key of a StatusLog item: PK REQ#<requestId>, SK
+// LOG#<13-digit occurredAt>#<suffix>. The suffix keeps two transitions of the same
+// millisecond apart; it follows the rules of ValidateID. Build it with
+// NewStatusLogKey or read it with ParseStatusLogKey; the zero value is no key.
+type StatusLogKey struct {
+	requestID  string
+	occurredAt EpochMillis
+	suffix     string
+}
+
+// NewStatusLogKey returns the key of the log entry of requestID at occurredAt, or an
+// ErrInvalidID error (requestID, suffix) or an ErrInvalidTime error (occurredAt
+// outside 13 digits).
+func NewStatusLogKey(requestID string, occurredAt EpochMillis, suffix string) (StatusLogKey, error) {
+	if err := ValidateID("requestId", requestID); err != nil {
+		return StatusLogKey{}, err
+	}
+	if err := ValidateID("suffix", suffix); err != nil {
+		return StatusLogKey{}, err
+	}
+	if _, err := formatMillis(occurredAt); err != nil {
+		return StatusLogKey{}, fmt.Errorf("occurredAt: %w", err)
+	}
+	return StatusLogKey{requestID: requestID, occurredAt: occurredAt, suffix: suffix}, nil
+}
+
+// RequestID returns the ID of the request the entry logs.
+func (k StatusLogKey) RequestID() string { return k.requestID }
+
+// OccurredAt returns the time of the transition.
+func (k StatusLogKey) OccurredAt() EpochMillis { return k.occurredAt }
+
+// Suffix returns the suffix that keeps two entries of one millisecond apart.
+func (k StatusLogKey) Suffix() string { return k.suffix }
+
+// Key returns the table key: PK REQ#<requestId>, SK LOG#<13-digit occurredAt>#<suffix>.
+func (k StatusLogKey) Key() Key {
+	at, _ := formatMillis(k.occurredAt) // checked by NewStatusLogKey
+	return Key{PK: requestPK(k.requestID), SK: prefixLog + sep + at + sep + k.suffix}
+}
+
+// StatusLogPrefix is the sort-key prefix of every status log entry of a request: a
+// Query of PK = REQ#<requestId> AND begins_with(SK, StatusLogPrefix) lists them in
+// time order (the "status logs" row).
+const StatusLogPrefix = "LOG#" // prefixLog + sep
+
+// ParseStatusLogKey reads a key that NewStatusLogKey could have produced, or returns
+// an ErrMalformedKey error.
+func ParseStatusLogKey(key Key) (StatusLogKey, error) {
+	id, err := parseRequestPK(key.PK)
+	if err != nil {
+		return StatusLogKey{}, err
+	}
+	parts, err := splitKey("status log SK", key.SK, prefixLog, 3)
+	if err != nil {
+		return StatusLogKey{}, err
+	}
+	at, ok := parseMillis(parts[1])
+	if !ok {
+		return StatusLogKey{}, malformed("status log SK", key.SK, "occurredAt is not 13 digits")
+	}
+	return StatusLogKey{requestID: id, occurredAt: at, suffix: parts[2]}, nil
+}
+
+// UserPartition is the GSI1 partition key (GSI1PK) of a user's requests:
+// USER#<userId>. Build it with NewUserPartition or read it with ParseUserPartition;
+// the zero value is no key.
+type UserPartition struct{ userID string }
+
+// NewUserPartition returns the GSI1 partition of userID, or an ErrInvalidID error.
+func NewUserPartition(userID string) (UserPartition, error) {
+	if err := ValidateID("userId", userID); err != nil {
+		return UserPartition{}, err
+	}
+	return UserPartition{userID: userID}, nil
+}
+
+// UserID returns the user's ID.
+func (p UserPartition) UserID() string { return p.userID }
+
+// String returns the key text USER#<userId>.
+func (p UserPartition) String() string { return prefixUser + sep + p.userID }
+
+// ParseUserPartition reads text that NewUserPartition could have produced, or
+// returns an ErrMalformedKey error.
+func ParseUserPartition(s string) (UserPartition, error) {
+	parts, err := splitKey("user partition", s, prefixUser, 2)
+	if err != nil {
+		return UserPartition{}, err
+	}
+	return UserPartition{userID: parts[1]}, nil
+}
+
+// EventPartition is a GSI2 partition key (GSI2PK) of an event's requests:
+// EVENT#<eventId>, the same text as the PK of the event's own items (which carry no
+// GSI attributes and so never appear on GSI2); or, for an event with index shards
+// (EventConfig.IndexShards K > 1), EVENT#<eventId>#<shard>, shard 0 to K-1 picked by
+// the request's ID. Build it with NewEventPartition or EventPartitions, or read it
+// with ParseEventPartition; the zero value is no key. EventConfig.RequestIndexKeys
+// gives the partition of one request.
+type EventPartition struct {
+	eventID string
+	shard   int // -1: the one partition of an event without index shards
+}
+
+// NewEventPartition returns the GSI2 partition of eventID without index shards,
+// EVENT#<eventId>, or an ErrInvalidID error.
+func NewEventPartition(eventID string) (EventPartition, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return EventPartition{}, err
+	}
+	return EventPartition{eventID: eventID, shard: -1}, nil
+}
+
+// EventPartitions returns every GSI2 partition of an event, given its
+// EventConfig.IndexShards: with shards ≤ 1 the one partition EVENT#<eventId>,
+// otherwise EVENT#<eventId>#0 to EVENT#<eventId>#<shards-1>. Reading an event's
+// requests in queue order is a Query of each, merged by sort key.
+func EventPartitions(eventID string, shards int) ([]EventPartition, error) {
+	p, err := NewEventPartition(eventID)
+	if err != nil {
+		return nil, err
+	}
+	if shards <= 1 {
+		return []EventPartition{p}, nil
+	}
+	parts := make([]EventPartition, shards)
+	for i := range parts {
+		parts[i] = EventPartition{eventID: eventID, shard: i}
+	}
+	return parts, nil
+}
+
+// requestPartition returns the GSI2 partition of a request of an event with shards
+// index shards: its shard is FNV-1a of the request ID, modulo shards.
+func requestPartition(eventID, requestID string, shards int) (EventPartition, error) {
+	p, err := NewEventPartition(eventID)
+	if err != nil || shards <= 1 {
+		return p, err
+	}
+	p.shard = shardOf(requestID, shards)
+	return p, nil
+}
+
+// shardOf spreads request IDs over n shards.
+func shardOf(requestID string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(requestID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// EventID returns the event's ID.
+func (p EventPartition) EventID() string { return p.eventID }
+
+// Shard returns the index shard the partition is; ok is false (and shard 0) for the
+// one partition of an event without index shards.
+func (p EventPartition) Shard() (shard int, ok bool) { return max(p.shard, 0), p.shard >= 0 }
+
+// String returns the key text EVENT#<eventId>, or EVENT#<eventId>#<shard>.
+func (p EventPartition) String() string {
+	if p.shard < 0 {
+		return eventPK(p.eventID)
+	}
+	return eventPK(p.eventID) + sep + strconv.Itoa(p.shard)
+}
+
+// ParseEventPartition reads text that NewEventPartition or EventPartitions could have
+// produced, or returns an ErrMalformedKey error.
+func ParseEventPartition(s string) (EventPartition, error) {
+	if strings.Count(s, sep) == 1 {
+		id, err := parseEventPK(s)
+		if err != nil {
+			return EventPartition{}, err
+		}
+		return EventPartition{eventID: id, shard: -1}, nil
+	}
+	parts, err := splitKey("event partition", s, prefixEvent, 3)
+	if err != nil {
+		return EventPartition{}, err
+	}
+	shard, ok := parseShard(parts[2])
+	if !ok {
+		return EventPartition{}, malformed("event partition", s, "the shard is not a number")
+	}
+	return EventPartition{eventID: parts[1], shard: shard}, nil
+}
+
+// QueuedAtSortKey is the sort key of a request on GSI1 and GSI2 (GSI1SK, GSI2SK):
+// QAT#<13-digit queuedAt>#REQ#<requestId>. It is written once, when the order time is
+// known, and never changed, so string order is queue order. Build it with
+// NewQueuedAtSortKey or read it with ParseQueuedAtSortKey; the zero value is no key.
+type QueuedAtSortKey struct {
+	queuedAt  EpochMillis
+	requestID string
+}
+
+// NewQueuedAtSortKey returns the queue-order sort key of requestID queued at
+// queuedAt, or an ErrInvalidID error (requestID) or an ErrInvalidTime error
+// (queuedAt outside 13 digits).
+func NewQueuedAtSortKey(queuedAt EpochMillis, requestID string) (QueuedAtSortKey, error) {
+	if err := ValidateID("requestId", requestID); err != nil {
+		return QueuedAtSortKey{}, err
+	}
+	if _, err := formatMillis(queuedAt); err != nil {
+		return QueuedAtSortKey{}, fmt.Errorf("queuedAt: %w", err)
+	}
+	return QueuedAtSortKey{queuedAt: queuedAt, requestID: requestID}, nil
+}
+
+// QueuedAt returns the request's place in line: its queuedAt (its requestedAt for a
+// request whose enqueue failed).
+func (k QueuedAtSortKey) QueuedAt() EpochMillis { return k.queuedAt }
+
+// RequestID returns the request's ID.
+func (k QueuedAtSortKey) RequestID() string { return k.requestID }
+
+// String returns the key text QAT#<13-digit queuedAt>#REQ#<requestId>.
+func (k QueuedAtSortKey) String() string {
+	at, _ := formatMillis(k.queuedAt) // checked by NewQueuedAtSortKey
+	return prefixQueued + sep + at + sep + requestPK(k.requestID)
+}
+
+// ParseQueuedAtSortKey reads text that NewQueuedAtSortKey could have produced, or
+// returns an ErrMalformedKey error.
+func ParseQueuedAtSortKey(s string) (QueuedAtSortKey, error) {
+	parts, err := splitKey("queue key", s, prefixQueued, 4)
+	if err != nil {
+		return QueuedAtSortKey{}, err
+	}
+	at, ok := parseMillis(parts[1])
+	if !ok {
+		return QueuedAtSortKey{}, malformed("queue key", s, "queuedAt is not 13 digits")
+	}
+	if parts[2] != prefixRequest {
+		return QueuedAtSortKey{}, malformed("queue key", s, "want REQ before the request ID")
+	}
+	return QueuedAtSortKey{queuedAt: at, requestID: parts[3]}, nil
+}
+
+// QueuedAtBound returns the sort-key bound QAT#<13-digit at> between the requests
+// queued before at and the others: every QueuedAtSortKey of a request queued before
+// at sorts below it, every one of a request queued at or after at sorts above it (the
+// bound is a proper prefix of such a key). A Query of GSI2SK < bound lists the
+// requests queued before at; GSI2SK > bound, those queued since. A time outside 13
+// digits is an ErrInvalidTime error.
+func QueuedAtBound(at EpochMillis) (string, error) {
+	s, err := formatMillis(at)
+	if err != nil {
+		return "", err
+	}
+	return prefixQueued + sep + s, nil
+}
+
+// HoldKey is the key of a Hold item, the expiry of a held seat for the hold sweep: PK
 // EVENT#<eventId>#HOLDS#<shard> (the request's home shard among the event's capacity
 // shards, so that the holds of a spike spread as its claims do), SK
-// EXP#<13-digit expiresAt>#REQ#<requestId>: a Query of SK ≤ EXP#<now> finds the holds
-// that ran out.
-type holdKey struct {
+// EXP#<13-digit expiresAt>#REQ#<requestId>: a Query of SK < EXP#<now + 1 ms> finds the
+// holds that ran out. Build it with NewHoldKey or read it with ParseHoldKey; the zero
+// value is no key.
+type HoldKey struct {
 	eventID   string
 	shard     int
 	expiresAt EpochMillis
 	requestID string
 }
 
-// newHoldKey returns the key of the hold of requestID, on shard, running out at
-// expiresAt.
-func newHoldKey(eventID string, shard int, expiresAt EpochMillis, requestID string) (holdKey, error) {
+// NewHoldKey returns the key of the hold of requestID, on shard, running out at
+// expiresAt; or an ErrInvalidID error (eventID, requestID), an ErrInvalidTime error
+// (expiresAt outside 13 digits) or an ErrInvalidOptions error (a negative shard).
+func NewHoldKey(eventID string, shard int, expiresAt EpochMillis, requestID string) (HoldKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return holdKey{}, err
+		return HoldKey{}, err
 	}
 	if err := ValidateID("requestId", requestID); err != nil {
-		return holdKey{}, err
+		return HoldKey{}, err
 	}
 	if _, err := formatMillis(expiresAt); err != nil {
-		return holdKey{}, fmt.Errorf("holdExpiresAt: %w", err)
+		return HoldKey{}, fmt.Errorf("holdExpiresAt: %w", err)
 	}
 	if shard < 0 {
-		return holdKey{}, fmt.Errorf("%w: hold shard %d", ErrInvalidOptions, shard)
+		return HoldKey{}, fmt.Errorf("%w: hold shard %d", ErrInvalidOptions, shard)
 	}
-	return holdKey{eventID: eventID, shard: shard, expiresAt: expiresAt, requestID: requestID}, nil
+	return HoldKey{eventID: eventID, shard: shard, expiresAt: expiresAt, requestID: requestID}, nil
+}
+
+// EventID returns the event's ID.
+func (k HoldKey) EventID() string { return k.eventID }
+
+// Shard returns the request's home shard, the hold partition the hold is on.
+func (k HoldKey) Shard() int { return k.shard }
+
+// ExpiresAt returns the time the hold runs out.
+func (k HoldKey) ExpiresAt() EpochMillis { return k.expiresAt }
+
+// RequestID returns the ID of the request that holds the seat.
+func (k HoldKey) RequestID() string { return k.requestID }
+
+// Key returns the table key: PK EVENT#<eventId>#HOLDS#<shard>, SK
+// EXP#<13-digit expiresAt>#REQ#<requestId>.
+func (k HoldKey) Key() Key {
+	at, _ := formatMillis(k.expiresAt) // checked by NewHoldKey
+	return Key{PK: holdPartition(k.eventID, k.shard), SK: prefixExpiry + sep + at + sep + requestPK(k.requestID)}
 }
 
 // holdPartition returns the PK of the holds of eventID on shard: EVENT#<eventId>#HOLDS#<shard>.
@@ -402,395 +739,331 @@ func expiresBy(at EpochMillis) (string, error) {
 	return prefixExpiry + sep + s, nil
 }
 
-func (k holdKey) key() Key {
-	at, _ := formatMillis(k.expiresAt) // checked by newHoldKey
-	return Key{PK: holdPartition(k.eventID, k.shard), SK: prefixExpiry + sep + at + sep + requestPK(k.requestID)}
-}
-
-// parseHoldKey reads a key that newHoldKey could have produced.
-func parseHoldKey(key Key) (holdKey, error) {
+// ParseHoldKey reads a key that NewHoldKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseHoldKey(key Key) (HoldKey, error) {
 	pk, err := splitKey("hold PK", key.PK, prefixEvent, 4)
 	if err != nil {
-		return holdKey{}, err
+		return HoldKey{}, err
 	}
-	shard, err := strconv.Atoi(pk[3])
-	if err != nil || pk[2] != prefixHolds || shard < 0 || strconv.Itoa(shard) != pk[3] {
-		return holdKey{}, malformed("hold PK", key.PK, "want EVENT#<eventId>#HOLDS#<shard>")
+	shard, ok := parseShard(pk[3])
+	if !ok || pk[2] != prefixHolds {
+		return HoldKey{}, malformed("hold PK", key.PK, "want EVENT#<eventId>#HOLDS#<shard>")
 	}
 	sk, err := splitKey("hold SK", key.SK, prefixExpiry, 4)
 	if err != nil {
-		return holdKey{}, err
+		return HoldKey{}, err
 	}
 	at, ok := parseMillis(sk[1])
 	if !ok || sk[2] != prefixRequest {
-		return holdKey{}, malformed("hold SK", key.SK, "want EXP#<13-digit expiresAt>#REQ#<requestId>")
+		return HoldKey{}, malformed("hold SK", key.SK, "want EXP#<13-digit expiresAt>#REQ#<requestId>")
 	}
-	return holdKey{eventID: pk[1], shard: shard, expiresAt: at, requestID: sk[3]}, nil
+	return HoldKey{eventID: pk[1], shard: shard, expiresAt: at, requestID: sk[3]}, nil
 }
 
-// returnsKey is the key of an event's Returns item, the seats given back by holds
-// that ended unpaid, for the waitlist: PK EVENT#<eventId>#RETURNS, SK RETURNS, on a
-// partition key of its own (not the event's, which holds the CAPACITY item that a
-// spike writes).
-func returnsKey(eventID string) (Key, error) {
+// ReturnsKey is the key of an event's Returns item, the seats given back by holds
+// that ended unpaid and by cancels, for the waitlist: PK EVENT#<eventId>#RETURNS, SK
+// RETURNS, on a partition key of its own (not the event's, which holds the CAPACITY
+// item that a spike writes). Build it with NewReturnsKey or read it with
+// ParseReturnsKey; the zero value is no key.
+type ReturnsKey struct{ eventID string }
+
+// NewReturnsKey returns the key of the Returns item of eventID, or an ErrInvalidID
+// error.
+func NewReturnsKey(eventID string) (ReturnsKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return Key{}, err
+		return ReturnsKey{}, err
 	}
-	return Key{PK: eventPK(eventID) + sep + skReturns, SK: skReturns}, nil
+	return ReturnsKey{eventID: eventID}, nil
 }
 
-// eventEntryKey is the key of an event's entry in the event list: PK EVENTS, SK
-// CAT#<13-digit createdAt>#EVENT#<eventId>, so that a Query lists the events in the
-// order they were made.
-type eventEntryKey struct {
-	createdAt EpochMillis
-	eventID   string
-}
+// EventID returns the event's ID.
+func (k ReturnsKey) EventID() string { return k.eventID }
 
-func newEventEntryKey(createdAt EpochMillis, eventID string) (eventEntryKey, error) {
-	if err := ValidateID("eventId", eventID); err != nil {
-		return eventEntryKey{}, err
-	}
-	if _, err := formatMillis(createdAt); err != nil {
-		return eventEntryKey{}, err
-	}
-	return eventEntryKey{createdAt: createdAt, eventID: eventID}, nil
-}
+// Key returns the table key: PK EVENT#<eventId>#RETURNS, SK RETURNS.
+func (k ReturnsKey) Key() Key { return Key{PK: eventPK(k.eventID) + sep + skReturns, SK: skReturns} }
 
-func (k eventEntryKey) key() Key {
-	at, _ := formatMillis(k.createdAt) // checked by newEventEntryKey
-	return Key{PK: pkEvents, SK: prefixCreated + sep + at + sep + eventPK(k.eventID)}
-}
-
-// parseEventEntryKey reads a key that newEventEntryKey could have produced.
-func parseEventEntryKey(key Key) (eventEntryKey, error) {
-	if key.PK != pkEvents {
-		return eventEntryKey{}, malformed("event list PK", key.PK, "want "+pkEvents)
-	}
-	parts, err := splitKey("event list SK", key.SK, prefixCreated, 4)
+// ParseReturnsKey reads a key that NewReturnsKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseReturnsKey(key Key) (ReturnsKey, error) {
+	parts, err := splitKey("returns PK", key.PK, prefixEvent, 3)
 	if err != nil {
-		return eventEntryKey{}, err
+		return ReturnsKey{}, err
 	}
-	at, ok := parseMillis(parts[1])
-	if !ok || parts[2] != prefixEvent {
-		return eventEntryKey{}, malformed("event list SK", key.SK, "want CAT#<13-digit createdAt>#EVENT#<eventId>")
+	if parts[2] != skReturns || key.SK != skReturns {
+		return ReturnsKey{}, malformed("returns key", key.PK+" / "+key.SK, "want EVENT#<eventId>#RETURNS / RETURNS")
 	}
-	return eventEntryKey{createdAt: at, eventID: parts[3]}, nil
+	return ReturnsKey{eventID: parts[1]}, nil
 }
 
-// auditKey is the key of an AuditEntry: PK EVENT#<eventId>, SK
-// AUDIT#<13-digit at>#<suffix>; the suffix keeps two controls of a millisecond apart.
-type auditKey struct {
+// HoldEventKey is the key of an event's entry in the hold registry, the events with
+// holds, which the hold sweep reads without a Scan: PK HOLD_EVENTS, SK
+// EVENT#<eventId>. Build it with NewHoldEventKey or read it with ParseHoldEventKey;
+// the zero value is no key.
+type HoldEventKey struct{ eventID string }
+
+// NewHoldEventKey returns the key of the registry entry of eventID, or an
+// ErrInvalidID error.
+func NewHoldEventKey(eventID string) (HoldEventKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return HoldEventKey{}, err
+	}
+	return HoldEventKey{eventID: eventID}, nil
+}
+
+// EventID returns the event's ID.
+func (k HoldEventKey) EventID() string { return k.eventID }
+
+// Key returns the table key: PK HOLD_EVENTS, SK EVENT#<eventId>.
+func (k HoldEventKey) Key() Key { return Key{PK: pkHoldEvents, SK: eventPK(k.eventID)} }
+
+// ParseHoldEventKey reads a key that NewHoldEventKey could have produced, or returns
+// an ErrMalformedKey error.
+func ParseHoldEventKey(key Key) (HoldEventKey, error) {
+	if key.PK != pkHoldEvents {
+		return HoldEventKey{}, malformed("hold registry PK", key.PK, "want "+pkHoldEvents)
+	}
+	id, err := parseEventPK(key.SK)
+	if err != nil {
+		return HoldEventKey{}, err
+	}
+	return HoldEventKey{eventID: id}, nil
+}
+
+// AuditKey is the key of an AuditEntry, an operator's control of an event: PK
+// EVENT#<eventId>, SK AUDIT#<13-digit at>#<suffix>; the suffix keeps two controls of a
+// millisecond apart. Build it with NewAuditKey or read it with ParseAuditKey; the zero
+// value is no key.
+type AuditKey struct {
 	eventID string
 	at      EpochMillis
 	suffix  string
 }
 
-func newAuditKey(eventID string, at EpochMillis, suffix string) (auditKey, error) {
+// NewAuditKey returns the key of the audit entry of eventID at at, or an
+// ErrInvalidID error (eventID, suffix) or an ErrInvalidTime error (at outside 13
+// digits).
+func NewAuditKey(eventID string, at EpochMillis, suffix string) (AuditKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return auditKey{}, err
+		return AuditKey{}, err
 	}
 	if err := ValidateID("suffix", suffix); err != nil {
-		return auditKey{}, err
+		return AuditKey{}, err
 	}
 	if _, err := formatMillis(at); err != nil {
-		return auditKey{}, err
+		return AuditKey{}, err
 	}
-	return auditKey{eventID: eventID, at: at, suffix: suffix}, nil
+	return AuditKey{eventID: eventID, at: at, suffix: suffix}, nil
 }
 
-func (k auditKey) key() Key {
-	at, _ := formatMillis(k.at) // checked by newAuditKey
+// EventID returns the event's ID.
+func (k AuditKey) EventID() string { return k.eventID }
+
+// At returns the time of the control.
+func (k AuditKey) At() EpochMillis { return k.at }
+
+// Suffix returns the suffix that keeps two entries of one millisecond apart.
+func (k AuditKey) Suffix() string { return k.suffix }
+
+// Key returns the table key: PK EVENT#<eventId>, SK AUDIT#<13-digit at>#<suffix>.
+func (k AuditKey) Key() Key {
+	at, _ := formatMillis(k.at) // checked by NewAuditKey
 	return Key{PK: eventPK(k.eventID), SK: prefixAudit + sep + at + sep + k.suffix}
 }
 
-// parseAuditKey reads a key that newAuditKey could have produced.
-func parseAuditKey(key Key) (auditKey, error) {
+// ParseAuditKey reads a key that NewAuditKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseAuditKey(key Key) (AuditKey, error) {
 	id, err := parseEventPK(key.PK)
 	if err != nil {
-		return auditKey{}, err
+		return AuditKey{}, err
 	}
 	parts, err := splitKey("audit SK", key.SK, prefixAudit, 3)
 	if err != nil {
-		return auditKey{}, err
+		return AuditKey{}, err
 	}
 	at, ok := parseMillis(parts[1])
 	if !ok {
-		return auditKey{}, malformed("audit SK", key.SK, "want AUDIT#<13-digit at>#<suffix>")
+		return AuditKey{}, malformed("audit SK", key.SK, "want AUDIT#<13-digit at>#<suffix>")
 	}
-	return auditKey{eventID: id, at: at, suffix: parts[2]}, nil
+	return AuditKey{eventID: id, at: at, suffix: parts[2]}, nil
 }
 
-// operationKey is the key of an operation's marker, the record that an operator's
+// OperationKey is the key of an operation's marker, the record that an operator's
 // control of an event's seats was applied under an idempotency key: PK
 // EVENT#<eventId>, SK OP#<action>#<idempotencyKey>. The action (ActionAddCapacity,
-// ActionCancel) keeps the keys of two kinds of control apart.
-type operationKey struct {
+// ActionCancel) keeps the keys of two kinds of control apart. Build it with
+// NewOperationKey or read it with ParseOperationKey; the zero value is no key.
+type OperationKey struct {
 	eventID, action, idempotencyKey string
 }
 
-// newOperationKey returns the key of the marker of action on eventID under
-// idempotencyKey, which follows the rules of ValidateID.
-func newOperationKey(eventID, action, idempotencyKey string) (operationKey, error) {
+// NewOperationKey returns the key of the marker of action on eventID under
+// idempotencyKey, which follows the rules of ValidateID; or an ErrInvalidID error
+// (eventID, idempotencyKey) or an ErrInvalidOptions error (an action other than
+// ActionAddCapacity and ActionCancel).
+func NewOperationKey(eventID, action, idempotencyKey string) (OperationKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return operationKey{}, err
+		return OperationKey{}, err
 	}
 	if action != ActionAddCapacity && action != ActionCancel {
-		return operationKey{}, fmt.Errorf("%w: no idempotency key for the control %q", ErrInvalidOptions, action)
+		return OperationKey{}, fmt.Errorf("%w: no idempotency key for the control %q", ErrInvalidOptions, action)
 	}
 	if err := ValidateID("idempotencyKey", idempotencyKey); err != nil {
-		return operationKey{}, err
+		return OperationKey{}, err
 	}
-	return operationKey{eventID: eventID, action: action, idempotencyKey: idempotencyKey}, nil
+	return OperationKey{eventID: eventID, action: action, idempotencyKey: idempotencyKey}, nil
 }
 
-func (k operationKey) key() Key {
+// EventID returns the event's ID.
+func (k OperationKey) EventID() string { return k.eventID }
+
+// Action returns the control: ActionAddCapacity or ActionCancel.
+func (k OperationKey) Action() string { return k.action }
+
+// IdempotencyKey returns the key the control was applied under.
+func (k OperationKey) IdempotencyKey() string { return k.idempotencyKey }
+
+// Key returns the table key: PK EVENT#<eventId>, SK OP#<action>#<idempotencyKey>.
+func (k OperationKey) Key() Key {
 	return Key{PK: eventPK(k.eventID), SK: prefixOp + sep + k.action + sep + k.idempotencyKey}
 }
 
-// parseOperationKey reads a key that newOperationKey could have produced.
-func parseOperationKey(key Key) (operationKey, error) {
+// ParseOperationKey reads a key that NewOperationKey could have produced, or returns
+// an ErrMalformedKey error.
+func ParseOperationKey(key Key) (OperationKey, error) {
 	id, err := parseEventPK(key.PK)
 	if err != nil {
-		return operationKey{}, err
+		return OperationKey{}, err
 	}
 	parts, err := splitKey("operation SK", key.SK, prefixOp, 3)
 	if err != nil {
-		return operationKey{}, err
+		return OperationKey{}, err
 	}
 	if parts[1] != ActionAddCapacity && parts[1] != ActionCancel {
-		return operationKey{}, malformed("operation SK", key.SK, "want OP#ADD_CAPACITY#<key> or OP#CANCEL#<key>")
+		return OperationKey{}, malformed("operation SK", key.SK, "want OP#ADD_CAPACITY#<key> or OP#CANCEL#<key>")
 	}
-	return operationKey{eventID: id, action: parts[1], idempotencyKey: parts[2]}, nil
+	return OperationKey{eventID: id, action: parts[1], idempotencyKey: parts[2]}, nil
 }
 
-// holdEventKey is the key of an event's entry in the hold registry: PK HOLD_EVENTS,
-// SK EVENT#<eventId>.
-func holdEventKey(eventID string) (Key, error) {
+// EventEntryKey is the key of an event's entry in the event list: PK EVENTS, SK
+// CAT#<13-digit createdAt>#EVENT#<eventId>, so that a Query lists the events in the
+// order they were made. Build it with NewEventEntryKey or read it with
+// ParseEventEntryKey; the zero value is no key.
+type EventEntryKey struct {
+	createdAt EpochMillis
+	eventID   string
+}
+
+// NewEventEntryKey returns the key of the entry of eventID, created at createdAt, or
+// an ErrInvalidID error (eventID) or an ErrInvalidTime error (createdAt outside 13
+// digits).
+func NewEventEntryKey(createdAt EpochMillis, eventID string) (EventEntryKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return Key{}, err
+		return EventEntryKey{}, err
 	}
-	return Key{PK: pkHoldEvents, SK: eventPK(eventID)}, nil
+	if _, err := formatMillis(createdAt); err != nil {
+		return EventEntryKey{}, err
+	}
+	return EventEntryKey{createdAt: createdAt, eventID: eventID}, nil
 }
 
-// parseHoldEventKey reads a key that holdEventKey could have produced.
-func parseHoldEventKey(key Key) (string, error) {
-	if key.PK != pkHoldEvents {
-		return "", malformed("hold registry PK", key.PK, "want "+pkHoldEvents)
-	}
-	return parseEventPK(key.SK)
+// CreatedAt returns the time the event was created.
+func (k EventEntryKey) CreatedAt() EpochMillis { return k.createdAt }
+
+// EventID returns the event's ID.
+func (k EventEntryKey) EventID() string { return k.eventID }
+
+// Key returns the table key: PK EVENTS, SK CAT#<13-digit createdAt>#EVENT#<eventId>.
+func (k EventEntryKey) Key() Key {
+	at, _ := formatMillis(k.createdAt) // checked by NewEventEntryKey
+	return Key{PK: pkEvents, SK: prefixCreated + sep + at + sep + eventPK(k.eventID)}
 }
 
-// parseReturnsKey reads a key that returnsKey could have produced.
-func parseReturnsKey(key Key) (string, error) {
-	parts, err := splitKey("returns PK", key.PK, prefixEvent, 3)
+// ParseEventEntryKey reads a key that NewEventEntryKey could have produced, or
+// returns an ErrMalformedKey error.
+func ParseEventEntryKey(key Key) (EventEntryKey, error) {
+	if key.PK != pkEvents {
+		return EventEntryKey{}, malformed("event list PK", key.PK, "want "+pkEvents)
+	}
+	parts, err := splitKey("event list SK", key.SK, prefixCreated, 4)
 	if err != nil {
-		return "", err
-	}
-	if parts[2] != skReturns || key.SK != skReturns {
-		return "", malformed("returns key", key.PK+" / "+key.SK, "want EVENT#<eventId>#RETURNS / RETURNS")
-	}
-	return parts[1], nil
-}
-
-// statusLogKey is the key of a StatusLog item: PK REQ#<requestId>, SK
-// LOG#<occurredAt>#<suffix>. The suffix keeps two transitions of the same millisecond
-// apart; it follows the rules of ValidateID.
-type statusLogKey struct {
-	requestID  string
-	occurredAt EpochMillis
-	suffix     string
-}
-
-// newStatusLogKey returns the key of the log entry of requestID at occurredAt.
-func newStatusLogKey(requestID string, occurredAt EpochMillis, suffix string) (statusLogKey, error) {
-	if err := ValidateID("requestId", requestID); err != nil {
-		return statusLogKey{}, err
-	}
-	if err := ValidateID("suffix", suffix); err != nil {
-		return statusLogKey{}, err
-	}
-	if _, err := formatMillis(occurredAt); err != nil {
-		return statusLogKey{}, fmt.Errorf("occurredAt: %w", err)
-	}
-	return statusLogKey{requestID: requestID, occurredAt: occurredAt, suffix: suffix}, nil
-}
-
-// key returns the table key: PK REQ#<requestId>, SK LOG#<13-digit occurredAt>#<suffix>.
-func (k statusLogKey) key() Key {
-	at, _ := formatMillis(k.occurredAt) // checked by newStatusLogKey
-	return Key{PK: requestPK(k.requestID), SK: prefixLog + sep + at + sep + k.suffix}
-}
-
-// statusLogPrefix is the sort key prefix shared by all log entries of a request, for
-// the Query begins_with(SK, "LOG#") of the "status logs" row.
-const statusLogPrefix = prefixLog + sep
-
-// parseStatusLogKey reads a key that newStatusLogKey could have produced.
-func parseStatusLogKey(key Key) (statusLogKey, error) {
-	id, err := parseRequestPK(key.PK)
-	if err != nil {
-		return statusLogKey{}, err
-	}
-	parts, err := splitKey("status log SK", key.SK, prefixLog, 3)
-	if err != nil {
-		return statusLogKey{}, err
+		return EventEntryKey{}, err
 	}
 	at, ok := parseMillis(parts[1])
-	if !ok {
-		return statusLogKey{}, malformed("status log SK", key.SK, "occurredAt is not 13 digits")
+	if !ok || parts[2] != prefixEvent {
+		return EventEntryKey{}, malformed("event list SK", key.SK, "want CAT#<13-digit createdAt>#EVENT#<eventId>")
 	}
-	return statusLogKey{requestID: id, occurredAt: at, suffix: parts[2]}, nil
+	return EventEntryKey{createdAt: at, eventID: parts[3]}, nil
 }
 
-// userPartition is the GSI1 partition key of a user's requests: USER#<userId>.
-type userPartition struct{ userID string }
-
-// newUserPartition returns the GSI1 partition of userID, or an ErrInvalidID error.
-func newUserPartition(userID string) (userPartition, error) {
-	if err := ValidateID("userId", userID); err != nil {
-		return userPartition{}, err
-	}
-	return userPartition{userID: userID}, nil
-}
-
-// text returns the key text USER#<userId>.
-func (p userPartition) text() string { return prefixUser + sep + p.userID }
-
-// parseUserPartition reads text that newUserPartition could have produced.
-func parseUserPartition(s string) (userPartition, error) {
-	parts, err := splitKey("user partition", s, prefixUser, 2)
-	if err != nil {
-		return userPartition{}, err
-	}
-	return userPartition{userID: parts[1]}, nil
-}
-
-// eventPartition is a GSI2 partition key of an event's requests: EVENT#<eventId>,
-// the same text as the PK of the event's own items (which carry no GSI attributes and
-// so never appear on GSI2); or, for an event with index shards (K > 1),
-// EVENT#<eventId>#<shard>, shard 0 to K-1 picked by the request's ID.
-type eventPartition struct {
+// ProgressKey is the key of one second of an event's progress (the arrivals and the
+// requests reached, counted for a place in line) on one of its progress partitions:
+// PK EVENT#<eventId>#PROGRESS#<shard>, SK T#<10-digit unix second>. Build it with
+// NewProgressKey or read it with ParseProgressKey; the zero value is no key.
+type ProgressKey struct {
 	eventID string
-	shard   int // -1: the one partition of an event without index shards
+	shard   int
+	second  int64
 }
 
-// newEventPartition returns the GSI2 partition of eventID without index shards, or
-// an ErrInvalidID error.
-func newEventPartition(eventID string) (eventPartition, error) {
+// NewProgressKey returns the key of the second unixSecond of eventID's progress on
+// shard, or an ErrInvalidID error (eventID), an ErrInvalidTime error (unixSecond
+// outside 10 digits) or an ErrInvalidOptions error (a negative shard).
+func NewProgressKey(eventID string, shard int, unixSecond int64) (ProgressKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
-		return eventPartition{}, err
+		return ProgressKey{}, err
 	}
-	return eventPartition{eventID: eventID, shard: -1}, nil
+	if unixSecond < 0 || unixSecond > maxSeconds {
+		return ProgressKey{}, fmt.Errorf("%w: %d s is outside 0..%d", ErrInvalidTime, unixSecond, int64(maxSeconds))
+	}
+	if shard < 0 {
+		return ProgressKey{}, fmt.Errorf("%w: progress shard %d", ErrInvalidOptions, shard)
+	}
+	return ProgressKey{eventID: eventID, shard: shard, second: unixSecond}, nil
 }
 
-// eventPartitions returns every GSI2 partition of an event with shards index shards.
-func eventPartitions(eventID string, shards int) ([]eventPartition, error) {
-	p, err := newEventPartition(eventID)
-	if err != nil || shards <= 1 {
-		return []eventPartition{p}, err
-	}
-	parts := make([]eventPartition, shards)
-	for i := range parts {
-		parts[i] = eventPartition{eventID: eventID, shard: i}
-	}
-	return parts, nil
+// EventID returns the event's ID.
+func (k ProgressKey) EventID() string { return k.eventID }
+
+// Shard returns the progress partition the item is on.
+func (k ProgressKey) Shard() int { return k.shard }
+
+// UnixSecond returns the second counted, in seconds since the Unix epoch.
+func (k ProgressKey) UnixSecond() int64 { return k.second }
+
+// Key returns the table key: PK EVENT#<eventId>#PROGRESS#<shard>, SK
+// T#<10-digit unix second>.
+func (k ProgressKey) Key() Key {
+	return Key{PK: progressPartition(k.eventID, k.shard), SK: skProgress + sep + fmt.Sprintf("%0*d", secondsDigits, k.second)}
 }
 
-// requestPartition returns the GSI2 partition of a request of an event with shards
-// index shards: its shard is FNV-1a of the request ID, modulo shards.
-func requestPartition(eventID, requestID string, shards int) (eventPartition, error) {
-	p, err := newEventPartition(eventID)
-	if err != nil || shards <= 1 {
-		return p, err
-	}
-	p.shard = shardOf(requestID, shards)
-	return p, nil
+// progressPartition returns the PK of eventID's progress on shard:
+// EVENT#<eventId>#PROGRESS#<shard>.
+func progressPartition(eventID string, shard int) string {
+	return eventPK(eventID) + sep + prefixProgress + sep + strconv.Itoa(shard)
 }
 
-// shardOf spreads request IDs over n shards.
-func shardOf(requestID string, n int) int {
-	h := fnv.New32a()
-	h.Write([]byte(requestID))
-	return int(h.Sum32() % uint32(n))
-}
-
-// text returns the key text EVENT#<eventId>, or EVENT#<eventId>#<shard>.
-func (p eventPartition) text() string {
-	if p.shard < 0 {
-		return eventPK(p.eventID)
-	}
-	return eventPK(p.eventID) + sep + strconv.Itoa(p.shard)
-}
-
-// parseEventPartition reads text that newEventPartition or eventPartitions could have
-// produced.
-func parseEventPartition(s string) (eventPartition, error) {
-	if strings.Count(s, sep) == 1 {
-		id, err := parseEventPK(s)
-		return eventPartition{eventID: id, shard: -1}, err
-	}
-	parts, err := splitKey("event partition", s, prefixEvent, 3)
+// ParseProgressKey reads a key that NewProgressKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseProgressKey(key Key) (ProgressKey, error) {
+	parts, err := splitKey("progress PK", key.PK, prefixEvent, 4)
 	if err != nil {
-		return eventPartition{}, err
+		return ProgressKey{}, err
 	}
-	shard, err := strconv.Atoi(parts[2])
-	if err != nil || shard < 0 || strconv.Itoa(shard) != parts[2] {
-		return eventPartition{}, malformed("event partition", s, "the shard is not a number")
+	shard, ok := parseShard(parts[3])
+	if !ok || parts[2] != prefixProgress {
+		return ProgressKey{}, malformed("progress key", key.PK, "want EVENT#<eventId>#PROGRESS#<shard>")
 	}
-	return eventPartition{eventID: parts[1], shard: shard}, nil
-}
-
-// queueKey is the sort key of a request on GSI1 and GSI2:
-// QAT#<13-digit queuedAt>#REQ#<requestId>. It is written once, when the order time is
-// known, and never changed, so string order is queue order.
-type queueKey struct {
-	queuedAt  EpochMillis
-	requestID string
-}
-
-// newQueueKey returns the queue-order sort key of requestID queued at queuedAt.
-func newQueueKey(queuedAt EpochMillis, requestID string) (queueKey, error) {
-	if err := ValidateID("requestId", requestID); err != nil {
-		return queueKey{}, err
-	}
-	if _, err := formatMillis(queuedAt); err != nil {
-		return queueKey{}, fmt.Errorf("queuedAt: %w", err)
-	}
-	return queueKey{queuedAt: queuedAt, requestID: requestID}, nil
-}
-
-// text returns the key text QAT#<13-digit queuedAt>#REQ#<requestId>.
-func (k queueKey) text() string {
-	at, _ := formatMillis(k.queuedAt) // checked by newQueueKey
-	return prefixQueued + sep + at + sep + requestPK(k.requestID)
-}
-
-// parseQueueKey reads text that newQueueKey could have produced.
-func parseQueueKey(s string) (queueKey, error) {
-	parts, err := splitKey("queue key", s, prefixQueued, 4)
+	sk, err := splitKey("progress SK", key.SK, skProgress, 2)
 	if err != nil {
-		return queueKey{}, err
+		return ProgressKey{}, err
 	}
-	at, ok := parseMillis(parts[1])
-	if !ok {
-		return queueKey{}, malformed("queue key", s, "queuedAt is not 13 digits")
+	second, err := strconv.ParseInt(sk[1], 10, 64)
+	if err != nil || len(sk[1]) != secondsDigits || second < 0 {
+		return ProgressKey{}, malformed("progress key", key.SK, "want T#<10-digit unix second>")
 	}
-	if parts[2] != prefixRequest {
-		return queueKey{}, malformed("queue key", s, "want REQ before the request ID")
-	}
-	return queueKey{queuedAt: at, requestID: parts[3]}, nil
-}
-
-// queuedBefore returns the sort-key bound below which lie exactly the queue keys of
-// requests queued before at: QAT#<13-digit at>. (A key of a request queued at `at`
-// has the bound as a proper prefix and so sorts after it.)
-func queuedBefore(at EpochMillis) (string, error) {
-	s, err := formatMillis(at)
-	if err != nil {
-		return "", err
-	}
-	return prefixQueued + sep + s, nil
+	return ProgressKey{eventID: parts[1], shard: shard, second: second}, nil
 }
 
 // splitKey splits key text into exactly n parts, checks that the first is prefix and
@@ -815,11 +1088,13 @@ func splitKey(kind, text, prefix string, n int) ([]string, error) {
 // IndexKeys are the GSI attributes of a Request item, and only of a Request item
 // (no other item is on an index): GSI1 lists a user's requests, GSI2 an event's, both in queue
 // order. The request's put writes them, from its queuedAt, and nothing changes them.
+// EventConfig.RequestIndexKeys builds them; ParseUserPartition, ParseEventPartition
+// and ParseQueuedAtSortKey read them.
 type IndexKeys struct {
-	GSI1PK string `dynamodbav:"GSI1PK,omitempty"` // USER#<userId>
-	GSI1SK string `dynamodbav:"GSI1SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
-	GSI2PK string `dynamodbav:"GSI2PK,omitempty"` // EVENT#<eventId>, or EVENT#<eventId>#<shard>
-	GSI2SK string `dynamodbav:"GSI2SK,omitempty"` // QAT#<orderAt>#REQ#<requestId>
+	GSI1PK string `dynamodbav:"GSI1PK,omitempty"` // USER#<userId> (UserPartition)
+	GSI1SK string `dynamodbav:"GSI1SK,omitempty"` // QAT#<orderAt>#REQ#<requestId> (QueuedAtSortKey)
+	GSI2PK string `dynamodbav:"GSI2PK,omitempty"` // EVENT#<eventId>, or EVENT#<eventId>#<shard> (EventPartition)
+	GSI2SK string `dynamodbav:"GSI2SK,omitempty"` // QAT#<orderAt>#REQ#<requestId> (QueuedAtSortKey)
 }
 
 // newIndexKeys returns the index keys of a request ordered at orderAt (its queuedAt,
@@ -831,7 +1106,7 @@ func newIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (Index
 // shardedIndexKeys returns the index keys of a request of an event with shards index
 // shards.
 func shardedIndexKeys(eventID, userID, requestID string, orderAt EpochMillis, shards int) (IndexKeys, error) {
-	user, err := newUserPartition(userID)
+	user, err := NewUserPartition(userID)
 	if err != nil {
 		return IndexKeys{}, err
 	}
@@ -839,12 +1114,12 @@ func shardedIndexKeys(eventID, userID, requestID string, orderAt EpochMillis, sh
 	if err != nil {
 		return IndexKeys{}, err
 	}
-	order, err := newQueueKey(orderAt, requestID)
+	order, err := NewQueuedAtSortKey(orderAt, requestID)
 	if err != nil {
 		return IndexKeys{}, err
 	}
 	return IndexKeys{
-		GSI1PK: user.text(), GSI1SK: order.text(),
-		GSI2PK: event.text(), GSI2SK: order.text(),
+		GSI1PK: user.String(), GSI1SK: order.String(),
+		GSI2PK: event.String(), GSI2SK: order.String(),
 	}, nil
 }

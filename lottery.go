@@ -185,12 +185,12 @@ func (c *Client) GetDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 }
 
 func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, error) {
-	key, err := newEventKey(eventID, eventItemDraw)
+	key, err := NewEventKey(eventID, EventItemDraw)
 	if err != nil {
 		return nil, err
 	}
 	var item drawItem
-	if err := c.getFound(ctx, key.key(), true, &item, "get draw", eventID, func() error {
+	if err := c.getFound(ctx, key.Key(), true, &item, "get draw", eventID, func() error {
 		return fmt.Errorf("%w: %s has no draw record", ErrNotLottery, eventID)
 	}); err != nil {
 		return nil, err
@@ -403,7 +403,7 @@ func (c *Client) confirmEntries(ctx context.Context, entries []drawEntry) ([]dra
 // the writes that follow the order spread over the shards instead of falling on one
 // shard's key at a time.
 func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis, before bool) ([]drawEntry, error) {
-	bound, err := queuedBefore(at)
+	bound, err := QueuedAtBound(at)
 	if err != nil {
 		return nil, err
 	}
@@ -431,8 +431,8 @@ func (c *Client) freezeDraw(ctx context.Context, cfg *EventConfig) (*DrawRecord,
 // reveals the seed. When another Draw recorded them first, it returns that one's
 // record.
 func (c *Client) recordEntries(ctx context.Context, cfg *EventConfig, count int64, hash, seedHex string) (*DrawRecord, error) {
-	key, _ := newEventKey(cfg.EventID, eventItemDraw)
-	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.key(), args: args{pEntryCount: count, pEntriesHash: hash, pSeed: seedHex}}})
+	key, _ := NewEventKey(cfg.EventID, EventItemDraw)
+	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{pEntryCount: count, pEntriesHash: hash, pSeed: seedHex}}})
 	var lost *conditionLost
 	if err != nil && !errors.As(err, &lost) {
 		return nil, fmt.Errorf("draw %s: %s: %w", cfg.EventID, drawEntriesRow.name, err)
@@ -452,11 +452,11 @@ func (c *Client) announceDraw(ctx context.Context, cfg *EventConfig) (*DrawRecor
 // TransactWriteItems. A draw no longer in the phase the row leaves was moved on by
 // another Draw: not an error.
 func (c *Client) movePhase(ctx context.Context, eventID string, draw, config *row, a args) error {
-	drawKey, _ := newEventKey(eventID, eventItemDraw)
-	configKey, _ := newEventKey(eventID, eventItemConfig)
+	drawKey, _ := NewEventKey(eventID, EventItemDraw)
+	configKey, _ := NewEventKey(eventID, EventItemConfig)
 	err := c.do(ctx, txOptions{}, []write{
-		{row: draw, key: drawKey.key(), args: a},
-		{row: config, key: configKey.key(), args: a},
+		{row: draw, key: drawKey.Key(), args: a},
+		{row: config, key: configKey.Key(), args: a},
 	})
 	c.events.forget(eventID)
 	var lost *conditionLost

@@ -148,7 +148,7 @@ var errDrawBegan = errors.New("asyncevent: the draw may have begun")
 // entry is the draw's. No item but the request is written: a mass of refusals does not
 // meet on one hot item.
 func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
-	key, err := newRequestKey(ref.RequestID)
+	key, err := NewRequestKey(ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}

@@ -81,11 +81,11 @@ func newOperation(action, actor, target, key string) (operation, error) {
 
 // marker is the put of the operation's marker on eventID, at now.
 func (o operation) marker(eventID string, now EpochMillis) (write, error) {
-	k, err := newOperationKey(eventID, o.action, o.key)
+	k, err := NewOperationKey(eventID, o.action, o.key)
 	if err != nil {
 		return write{}, err
 	}
-	return write{row: &operationRow, item: operationItem{Key: k.key(), operationMarker: operationMarker{
+	return write{row: &operationRow, item: operationItem{Key: k.Key(), operationMarker: operationMarker{
 		EntityType: entity.Operation, EventID: eventID, Action: o.action, Actor: o.actor, Target: o.target,
 		At: now, TTL: expiry(now, operationTTL),
 	}}}, nil
@@ -95,12 +95,12 @@ func (o operation) marker(eventID string, now EpochMillis) (write, error) {
 // consistent): true when an attempt under its key applied. A marker of another
 // operation under the key is an ErrInvalidOptions error.
 func (c *Client) appliedBefore(ctx context.Context, o operation, eventID string) (bool, error) {
-	k, err := newOperationKey(eventID, o.action, o.key)
+	k, err := NewOperationKey(eventID, o.action, o.key)
 	if err != nil {
 		return false, err
 	}
 	var it operationItem
-	found, err := c.getItem(ctx, k.key(), true, &it)
+	found, err := c.getItem(ctx, k.Key(), true, &it)
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("%s %s: read the marker of idempotency key %s: %w", o.action, eventID, o.key, err)

@@ -892,7 +892,7 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Deliv
 // seated ends a request that holds its seat SUCCEEDED, under our lease, where a
 // failure would have ended it.
 func (p *Processor) seated(ctx context.Context, m Message, l *lease) result {
-	reqKey, _ := newRequestKey(m.RequestID) // checked by the start
+	reqKey, _ := NewRequestKey(m.RequestID) // checked by the start
 	t, err := p.c.takeSeat(ctx, reqKey, l.claim)
 	switch {
 	case err != nil:

@@ -52,45 +52,6 @@ const (
 	progressTTL = 7 * 24 * time.Hour
 )
 
-const skProgress = "T"
-
-// progressKey is the key of one second of an event's progress on partition shard:
-// PK EVENT#<eventId>#PROGRESS#<shard>, SK T#<10-digit unix second>.
-type progressKey struct {
-	eventID string
-	shard   int
-	second  int64
-}
-
-func (k progressKey) key() Key {
-	return Key{PK: progressPK(k.eventID, k.shard), SK: skProgress + sep + fmt.Sprintf("%010d", k.second)}
-}
-
-func progressPK(eventID string, shard int) string {
-	return eventPK(eventID) + sep + "PROGRESS" + sep + strconv.Itoa(shard)
-}
-
-// parseProgressKey reads the key of a progress item.
-func parseProgressKey(key Key) (progressKey, error) {
-	parts, err := splitKey("progress PK", key.PK, prefixEvent, 4)
-	if err != nil {
-		return progressKey{}, err
-	}
-	shard, err := strconv.Atoi(parts[3])
-	if err != nil || parts[2] != "PROGRESS" || shard < 0 || strconv.Itoa(shard) != parts[3] {
-		return progressKey{}, malformed("progress key", key.PK, "want EVENT#<eventId>#PROGRESS#<shard>")
-	}
-	sk, err := splitKey("progress SK", key.SK, skProgress, 2)
-	if err != nil {
-		return progressKey{}, err
-	}
-	second, err := strconv.ParseInt(sk[1], 10, 64)
-	if err != nil || len(sk[1]) != 10 || second < 0 {
-		return progressKey{}, malformed("progress key", key.SK, "want T#<10-digit unix second>")
-	}
-	return progressKey{eventID: parts[1], shard: shard, second: second}, nil
-}
-
 // The params of the progress row: a0 … a9 and d0 … d9, the counts of each tenth.
 var (
 	arrivedSlots       = slotNames("a")
@@ -248,13 +209,13 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 	if err != nil {
 		return err
 	}
-	key := progressKey{eventID: k.eventID, shard: m.node % progressShards(cfg), second: k.second}
+	key := ProgressKey{eventID: k.eventID, shard: m.node % progressShards(cfg), second: k.second}
 	a := args{pEntityType: entity.Progress, pEventID: k.eventID, pProgressTTL: time.Unix(k.second, 0).Add(progressTTL).Unix()}
 	for i := range progressSlots {
 		a[param(arrivedSlots[i])] = p.arrived[i]
 		a[param(reachedSlots[i])] = p.reached[i]
 	}
-	if err := m.c.do(ctx, txOptions{}, []write{{row: &progressRow, key: key.key(), args: a}}); err != nil {
+	if err := m.c.do(ctx, txOptions{}, []write{{row: &progressRow, key: key.Key(), args: a}}); err != nil {
 		return fmt.Errorf("progress of %s: %w", k.eventID, err)
 	}
 	return nil
@@ -297,9 +258,9 @@ const progressSpan = 15 * time.Minute
 // Query of each of its progress partitions (SK ≥ T#<since>), all pages.
 func (c *Client) readProgress(ctx context.Context, cfg *EventConfig, since int64) (map[int64][2]int64, error) {
 	tenths := map[int64][2]int64{}
-	from := progressKey{eventID: cfg.EventID, second: since}.key().SK
+	from := ProgressKey{eventID: cfg.EventID, second: since}.Key().SK
 	for shard := range progressShards(cfg) {
-		key := expression.Key(attrPK).Equal(expression.Value(progressPK(cfg.EventID, shard))).
+		key := expression.Key(attrPK).Equal(expression.Value(progressPartition(cfg.EventID, shard))).
 			And(expression.Key(attrSK).GreaterThanEqual(expression.Value(from)))
 		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 		if err != nil {
@@ -315,7 +276,7 @@ func (c *Client) readProgress(ctx context.Context, cfg *EventConfig, since int64
 				if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
 					return nil, err
 				}
-				k, err := parseProgressKey(head)
+				k, err := ParseProgressKey(head)
 				if err != nil {
 					return nil, err
 				}

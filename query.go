@@ -41,7 +41,7 @@ type RequestPage struct {
 // (the put writes its index keys). The cursor is opaque; one handed out for
 // another user's listing is ErrInvalidCursor.
 func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageOptions) (*RequestPage, error) {
-	user, err := newUserPartition(userID)
+	user, err := NewUserPartition(userID)
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +49,12 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 	if err != nil {
 		return nil, err
 	}
-	start, err := decodeCursor(page.Cursor, attrGSI1PK, attrGSI1SK, user.text())
+	start, err := decodeCursor(page.Cursor, attrGSI1PK, attrGSI1SK, user.String())
 	if err != nil {
 		return nil, err
 	}
 	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI1PK).Equal(expression.Value(user.text()))).Build()
+		WithKeyCondition(expression.Key(attrGSI1PK).Equal(expression.Value(user.String()))).Build()
 	if err != nil {
 		return nil, err
 	}
@@ -163,11 +163,11 @@ func decodeCursor(cursor, pkAttr, skAttr, partition string) (map[string]types.At
 	if plain[pkAttr] != partition {
 		return nil, bad("it belongs to another listing")
 	}
-	req, err := parseRequestKey(Key{PK: plain[attrPK], SK: plain[attrSK]})
+	req, err := ParseRequestKey(Key{PK: plain[attrPK], SK: plain[attrSK]})
 	if err != nil {
 		return nil, bad("not a request key")
 	}
-	order, err := parseQueueKey(plain[skAttr])
+	order, err := ParseQueuedAtSortKey(plain[skAttr])
 	if err != nil || order.requestID != req.requestID {
 		return nil, bad("not a queue key of the request")
 	}
@@ -247,7 +247,7 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	if err != nil {
 		return nil, err
 	}
-	parts, err := eventPartitions(eventID, shards)
+	parts, err := EventPartitions(eventID, shards)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 
 // shardReader is where a listing stands in one GSI2 partition of an event.
 type shardReader struct {
-	part  eventPartition
+	part  EventPartition
 	from  map[string]types.AttributeValue   // the next Query starts after this key (nil: at the start)
 	ahead []map[string]types.AttributeValue // read, not listed yet, in the listing's order
 	ended bool                              // nothing lies beyond ahead
@@ -299,7 +299,7 @@ type shardReader struct {
 // readAhead reads the next at most n requests of a shard.
 func (c *Client) readAhead(ctx context.Context, src *shardReader, forward bool, n int) error {
 	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(src.part.text()))).Build()
+		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(src.part.String()))).Build()
 	if err != nil {
 		return err
 	}
@@ -347,7 +347,7 @@ type shardedCursor struct {
 
 // decodeEventCursor reads a listing's cursor into one reader per partition of the
 // event, checking every position against its partition.
-func decodeEventCursor(cursor string, parts []eventPartition) ([]*shardReader, error) {
+func decodeEventCursor(cursor string, parts []EventPartition) ([]*shardReader, error) {
 	sources := make([]*shardReader, len(parts))
 	for i, p := range parts {
 		sources[i] = &shardReader{part: p}
@@ -356,7 +356,7 @@ func decodeEventCursor(cursor string, parts []eventPartition) ([]*shardReader, e
 		return sources, nil
 	}
 	if len(parts) == 1 {
-		start, err := decodeCursor(cursor, attrGSI2PK, attrGSI2SK, parts[0].text())
+		start, err := decodeCursor(cursor, attrGSI2PK, attrGSI2SK, parts[0].String())
 		sources[0].from, sources[0].start = start, start
 		return sources, err
 	}
@@ -380,7 +380,7 @@ func decodeEventCursor(cursor string, parts []eventPartition) ([]*shardReader, e
 		if err != nil {
 			return nil, bad("not a key")
 		}
-		start, err := decodeCursor(base64.RawURLEncoding.EncodeToString(b), attrGSI2PK, attrGSI2SK, parts[shard].text())
+		start, err := decodeCursor(base64.RawURLEncoding.EncodeToString(b), attrGSI2PK, attrGSI2SK, parts[shard].String())
 		if err != nil {
 			return nil, err
 		}
@@ -398,14 +398,14 @@ func decodeEventCursor(cursor string, parts []eventPartition) ([]*shardReader, e
 // cursorAfter returns the cursor of an ascending listing of an event's requests that
 // begins after the request whose queue key is after, in every partition of the event:
 // the requests that follow it in queue order, each shard read afresh.
-func cursorAfter(parts []eventPartition, after queueKey) (string, error) {
+func cursorAfter(parts []EventPartition, after QueuedAtSortKey) (string, error) {
 	sources := make([]*shardReader, len(parts))
 	for i, p := range parts {
 		sources[i] = &shardReader{part: p, last: map[string]types.AttributeValue{
 			attrPK:     &types.AttributeValueMemberS{Value: requestPK(after.requestID)},
 			attrSK:     &types.AttributeValueMemberS{Value: skRequest},
-			attrGSI2PK: &types.AttributeValueMemberS{Value: p.text()},
-			attrGSI2SK: &types.AttributeValueMemberS{Value: after.text()},
+			attrGSI2PK: &types.AttributeValueMemberS{Value: p.String()},
+			attrGSI2SK: &types.AttributeValueMemberS{Value: after.String()},
 		}}
 	}
 	return encodeEventCursor(sources)
@@ -459,7 +459,7 @@ func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *ex
 	if err != nil {
 		return err
 	}
-	parts, err := eventPartitions(eventID, shards)
+	parts, err := EventPartitions(eventID, shards)
 	if err != nil {
 		return err
 	}
@@ -468,7 +468,7 @@ func eachEventPage[T any](ctx context.Context, c *Client, eventID string, sk *ex
 		projection = projection.AddNames(expression.Name(n))
 	}
 	for _, part := range parts {
-		key := expression.Key(attrGSI2PK).Equal(expression.Value(part.text()))
+		key := expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))
 		if sk != nil {
 			key = key.And(*sk)
 		}
@@ -513,13 +513,13 @@ func (c *Client) CountRequests(ctx context.Context, eventID string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	parts, err := eventPartitions(eventID, max(cfg.IndexShards, 1))
+	parts, err := EventPartitions(eventID, max(cfg.IndexShards, 1))
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, part := range parts {
-		expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.text()))).Build()
+		expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(part.String()))).Build()
 		if err != nil {
 			return 0, err
 		}

@@ -254,12 +254,12 @@ func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, er
 }
 
 func (c *Client) getRequest(ctx context.Context, requestID string, consistent bool) (*Request, error) {
-	key, err := newRequestKey(requestID)
+	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return nil, err
 	}
 	var item requestItem
-	if err := c.getFound(ctx, key.key(), consistent, &item, "get request", requestID, func() error {
+	if err := c.getFound(ctx, key.Key(), consistent, &item, "get request", requestID, func() error {
 		return fmt.Errorf("%w: request %s", ErrNotFound, requestID)
 	}); err != nil {
 		return nil, err
@@ -312,7 +312,7 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause er
 	if err := ValidateID("requestId", ref.RequestID); err != nil {
 		return Transition{}, err
 	}
-	lock, err := newLockKey(ref.EventID, ref.UserID)
+	lock, err := NewLockKey(ref.EventID, ref.UserID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -327,7 +327,7 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause er
 		return Transition{Current: cur}, nil // the message got through and won its seat
 	}
 	a := args{pNow: c.now(), pErrorMessage: errorText(cause)}
-	release := write{row: &releaseLockRow, key: lock.key(), args: args{pRequestID: ref.RequestID}}
+	release := write{row: &releaseLockRow, key: lock.Key(), args: args{pRequestID: ref.RequestID}}
 	return c.applyTo(ctx, "mark enqueue failed", ref.RequestID, write{row: &enqueueFailedRow, args: a, note: "enqueue failed"}, txOptions{}, release)
 }
 
@@ -538,7 +538,7 @@ func (c *Client) extendLease(ctx context.Context, requestID, owner string, d tim
 // UpdateItem SET leaseExpiresAt; condition status = PROCESSING AND leaseOwner =
 // owner. A lost condition is no error: applied reports it, the lease is gone.
 func (c *Client) setLeaseExpiry(ctx context.Context, requestID, owner string, at EpochMillis) (applied bool, err error) {
-	key, err := newRequestKey(requestID)
+	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return false, err
 	}

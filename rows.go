@@ -471,8 +471,8 @@ type Transition struct {
 // statuses is tried from one at a time: the likeliest first, then the one a failed
 // condition found, when the row leaves it too. A request met in a less likely status
 // costs a second call.
-func (c *Client) apply(ctx context.Context, key requestKey, w write, tx txOptions, extra ...write) (Transition, error) {
-	w.key = key.key()
+func (c *Client) apply(ctx context.Context, key RequestKey, w write, tx txOptions, extra ...write) (Transition, error) {
+	w.key = key.Key()
 	if !c.opts.StatusLog || w.row.to == "" {
 		return c.applyFrom(ctx, key, "", w, tx, extra)
 	}
@@ -501,7 +501,7 @@ func (r *row) retryFrom(start Status, t Transition) (Status, bool) {
 // applyTo is apply on the request requestID, its error wrapped as "<what>
 // <requestId>: …". An invalid requestID is an ErrInvalidID error, and nothing is sent.
 func (c *Client) applyTo(ctx context.Context, what, requestID string, w write, tx txOptions, extra ...write) (Transition, error) {
-	key, err := newRequestKey(requestID)
+	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return Transition{}, err
 	}
@@ -513,7 +513,7 @@ func (c *Client) applyTo(ctx context.Context, what, requestID string, w write, t
 }
 
 // applyFrom writes w leaving start ("" for any of its statuses).
-func (c *Client) applyFrom(ctx context.Context, key requestKey, start Status, w write, tx txOptions, extra []write) (Transition, error) {
+func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w write, tx txOptions, extra []write) (Transition, error) {
 	ws := []write{w}
 	starts := []Status{start}
 	if c.opts.StatusLog && w.row.to != "" {
@@ -549,7 +549,7 @@ func (c *Client) applyFrom(ctx context.Context, key requestKey, start Status, w 
 
 // lostCondition reads the request a failed condition returned; none means there is no
 // such request.
-func lostCondition(key requestKey, old map[string]types.AttributeValue) (Transition, error) {
+func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transition, error) {
 	if old == nil {
 		return Transition{}, fmt.Errorf("%w: request %s", ErrNotFound, key.requestID)
 	}

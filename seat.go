@@ -124,17 +124,17 @@ type seatPlace struct {
 // seatPlaceOf returns place index of an event of n capacity shards.
 func seatPlaceOf(eventID string, n, index int) (seatPlace, error) {
 	if index == n {
-		key, err := returnsKey(eventID)
-		return seatPlace{index: index, key: key, pool: true}, err
+		key, err := NewReturnsKey(eventID)
+		return seatPlace{index: index, key: key.Key(), pool: true}, err
 	}
-	keys, err := capacityKeys(eventID, n)
+	keys, err := CapacityKeys(eventID, n)
 	if err != nil {
 		return seatPlace{}, err
 	}
 	if index < 0 || index >= len(keys) {
 		return seatPlace{}, fmt.Errorf("%w: seat place %d of an event of %d shards", ErrMalformedMessage, index, n)
 	}
-	return seatPlace{index: index, key: keys[index].key()}, nil
+	return seatPlace{index: index, key: keys[index].Key()}, nil
 }
 
 // The answers of a seat place to a claim.
@@ -383,7 +383,7 @@ func claimBackoff(attempt int) time.Duration {
 // applied and holds the request as it is; when no seat is left SoldOut is set. An
 // event without a CAPACITY item is errNoCapacity.
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
-	if _, err := newRequestKey(ref.RequestID); err != nil {
+	if _, err := NewRequestKey(ref.RequestID); err != nil {
 		return Transition{}, err
 	}
 	if err := ValidateID("eventId", ref.EventID); err != nil {
@@ -417,7 +417,7 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 type seatWalk struct {
 	sc      *seatClaim
 	seats   *seatShards
-	reqKey  requestKey
+	reqKey  RequestKey
 	n       int          // the event's capacity shards; place n is the pool
 	order   []int        // the shards in the order this request tries them
 	home    int          // the request's home shard
@@ -430,7 +430,7 @@ type seatWalk struct {
 }
 
 func (c *Client) newSeatWalk(ctx context.Context, sc *seatClaim, seats *seatShards) (*seatWalk, error) {
-	reqKey, err := newRequestKey(sc.ref.RequestID)
+	reqKey, err := NewRequestKey(sc.ref.RequestID)
 	if err != nil {
 		return nil, err
 	}
@@ -721,7 +721,7 @@ func (c *Client) closeHome(ctx context.Context, ref RequestRef, n int) (bool, er
 // holds, its Hold item and then HELD (the "first-come held" row). A refusal for
 // throughput is sent again for up to bookkeepingTimeout: the seat is spent, and the
 // request must not be left without its result.
-func (c *Client) takeSeat(ctx context.Context, reqKey requestKey, sc *seatClaim) (Transition, error) {
+func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim) (Transition, error) {
 	var (
 		t   Transition
 		err error

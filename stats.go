@@ -175,12 +175,12 @@ func (c *Client) poolSeats(ctx context.Context, cfg *EventConfig) (int64, error)
 	if cfg.HoldFor == 0 && cfg.PoolVersion == 0 {
 		return 0, nil
 	}
-	key, err := returnsKey(cfg.EventID)
+	key, err := NewReturnsKey(cfg.EventID)
 	if err != nil {
 		return 0, err
 	}
 	var r seatReturns
-	if _, err := c.getItem(ctx, key, false, &r); err != nil {
+	if _, err := c.getItem(ctx, key.Key(), false, &r); err != nil {
 		return 0, fmt.Errorf("the pool of %s: %w", cfg.EventID, err)
 	}
 	return r.CapacityRemaining, nil
@@ -189,12 +189,12 @@ func (c *Client) poolSeats(ctx context.Context, cfg *EventConfig) (int64, error)
 // holdStats reads the Returns item of an event with holds (GetItem PK
 // EVENT#<eventId>#RETURNS, SK RETURNS) and sums up its seats' moves.
 func (c *Client) holdStats(ctx context.Context, cfg *EventConfig, st *EventStats) (*HoldStats, error) {
-	key, err := returnsKey(cfg.EventID)
+	key, err := NewReturnsKey(cfg.EventID)
 	if err != nil {
 		return nil, err
 	}
 	var r seatReturns
-	if _, err := c.getItem(ctx, key, false, &r); err != nil {
+	if _, err := c.getItem(ctx, key.Key(), false, &r); err != nil {
 		return nil, fmt.Errorf("stats of %s: %w", cfg.EventID, err)
 	}
 	return &HoldStats{

@@ -54,11 +54,11 @@ func (c *Client) statusLogEntry(requestID string, from, to Status, message strin
 	if _, err := rand.Read(b[:]); err != nil {
 		return write{}, err
 	}
-	key, err := newStatusLogKey(requestID, at, string(to)+"-"+hex.EncodeToString(b[:]))
+	key, err := NewStatusLogKey(requestID, at, string(to)+"-"+hex.EncodeToString(b[:]))
 	if err != nil {
 		return write{}, err
 	}
-	return write{row: &statusLogRow, item: statusLogItem{Key: key.key(), StatusLog: StatusLog{
+	return write{row: &statusLogRow, item: statusLogItem{Key: key.Key(), StatusLog: StatusLog{
 		EntityType: entity.StatusLog, RequestID: requestID, FromStatus: from, ToStatus: to,
 		OccurredAt: at, Message: message, TTL: expiry(at, c.opts.StatusLogTTL),
 	}}}, nil
@@ -69,12 +69,12 @@ func (c *Client) statusLogEntry(requestID string, from, to Status, message strin
 // AND begins_with(SK, "LOG#"), all pages. It is empty when Options.StatusLog was off
 // while the request ran.
 func (c *Client) ListStatusLogs(ctx context.Context, requestID string) ([]StatusLog, error) {
-	key, err := newRequestKey(requestID)
+	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return nil, err
 	}
-	cond := expression.Key(attrPK).Equal(expression.Value(key.key().PK)).
-		And(expression.Key(attrSK).BeginsWith(statusLogPrefix))
+	cond := expression.Key(attrPK).Equal(expression.Value(key.Key().PK)).
+		And(expression.Key(attrSK).BeginsWith(StatusLogPrefix))
 	expr, err := expression.NewBuilder().WithKeyCondition(cond).Build()
 	if err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ type sweepRow struct {
 // twice; several sweepers may run at once. A lock left without its request is not on
 // an index; the user's next click heals it (Submit).
 func (c *Client) Sweep(ctx context.Context, q queue.Queue, eventID string, opts SweepOptions) (*SweepReport, error) {
-	if _, err := newEventPartition(eventID); err != nil {
+	if _, err := NewEventPartition(eventID); err != nil {
 		return nil, err
 	}
 	if opts.StuckAfter <= 0 {

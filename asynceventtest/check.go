@@ -152,7 +152,13 @@ func readEventItems(t testing.TB, c *asyncevent.Client, eventID string, fail fun
 			}
 		case entity.Capacity:
 			if head.EventID == eventID {
-				items.addShard(t, raw, capacityShardOf(head.PK), fail)
+				key, err := asyncevent.ParseEventKey(asyncevent.Key{PK: head.PK, SK: head.SK})
+				if err != nil {
+					fail("capacity item %s/%s: %v", head.PK, head.SK, err)
+					continue
+				}
+				shard, _ := key.Shard() // 0 for the one item of an event without capacity shards
+				items.addShard(t, raw, shard, fail)
 			}
 		case entity.Returns:
 			if head.EventID == eventID {
@@ -442,17 +448,6 @@ func legalPath(prev asyncevent.Status, left map[step]int, n int, last asyncevent
 	return false
 }
 
-// capacityShardOf is the shard of a capacity item's PK: n of
-// EVENT#<eventId>#CAPACITY#<n>, 0 for the single EVENT#<eventId>.
-func capacityShardOf(pk string) int {
-	parts := strings.Split(pk, "#")
-	if len(parts) != 4 {
-		return 0
-	}
-	n, _ := strconv.Atoi(parts[3])
-	return n
-}
-
 // seatToken is the library's seat token of a request: 8 bytes of SHA-256 of
 // "seat\x00" and the request ID, base64 (capacity.go).
 func seatToken(requestID string) string {
@@ -492,12 +487,11 @@ func checkSeats(winners map[string]int, holders map[int][]string, spent map[int]
 // orderAtOf reads the time of a GSI2SK, QAT#<13 digits>#REQ#<requestId>; 0 when it
 // has none.
 func orderAtOf(sk string) asyncevent.EpochMillis {
-	digits, _, ok := strings.Cut(strings.TrimPrefix(sk, "QAT#"), "#")
-	ms, err := strconv.ParseInt(digits, 10, 64)
-	if !ok || err != nil || !strings.HasPrefix(sk, "QAT#") {
+	k, err := asyncevent.ParseQueuedAtSortKey(sk)
+	if err != nil {
 		return 0
 	}
-	return asyncevent.EpochMillis(ms)
+	return k.QueuedAt()
 }
 
 // tokenOwners names the request of each seat token: its ID, status, result and seat

@@ -93,29 +93,6 @@ func (b *Baseline) now() time.Time {
 // requestTTL is the library's default Options.RequestTTL (seed 001 §6: 90 days).
 const requestTTL = 90 * 24 * time.Hour
 
-// The seed's keys (seed 001 §3), as a service that writes the table without the
-// library spells them; its IDs checked as the library checks them.
-func lockKeyOf(eventID, userID string) (asyncevent.Key, error) {
-	if err := errors.Join(asyncevent.ValidateID("eventId", eventID), asyncevent.ValidateID("userId", userID)); err != nil {
-		return asyncevent.Key{}, err
-	}
-	return asyncevent.Key{PK: "IDEMP#" + eventID + "#" + userID, SK: "LOCK"}, nil
-}
-
-func requestKeyOf(requestID string) (asyncevent.Key, error) {
-	if err := asyncevent.ValidateID("requestId", requestID); err != nil {
-		return asyncevent.Key{}, err
-	}
-	return asyncevent.Key{PK: "REQ#" + requestID, SK: "META"}, nil
-}
-
-func capacityKeyOf(eventID string) (asyncevent.Key, error) {
-	if err := asyncevent.ValidateID("eventId", eventID); err != nil {
-		return asyncevent.Key{}, err
-	}
-	return asyncevent.Key{PK: "EVENT#" + eventID, SK: "CAPACITY"}, nil
-}
-
 func keyOf(k asyncevent.Key) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"PK": &types.AttributeValueMemberS{Value: k.PK},
@@ -136,15 +113,16 @@ func conditionFailed(err error) bool {
 // Submit is the baseline's ingest of one click. It returns the request's ID and
 // whether the click was a duplicate.
 func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID string) (requestID string, duplicate bool, err error) {
-	lockKey, err := lockKeyOf(eventID, userID)
+	lk, err := asyncevent.NewLockKey(eventID, userID)
 	if err != nil {
 		return "", false, err
 	}
 	requestID = uuid.Must(uuid.NewV7()).String()
-	reqKey, err := requestKeyOf(requestID)
+	rk, err := asyncevent.NewRequestKey(requestID)
 	if err != nil {
 		return "", false, err
 	}
+	lockKey, reqKey := lk.Key(), rk.Key()
 	now := b.now()
 	lock, err := attributevalue.MarshalMap(rawLock{Key: lockKey, EntityType: "IDEMPOTENCY",
 		EventID: eventID, UserID: userID, RequestID: requestID, CreatedAt: now.UnixMilli()})
@@ -180,7 +158,7 @@ func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID st
 	req, err := attributevalue.MarshalMap(rawRequest{Key: reqKey, EntityType: "REQUEST", RequestID: requestID,
 		EventID: eventID, UserID: userID, EventType: string(asyncevent.FirstCome), Status: string(asyncevent.StatusReceived),
 		UIResult: string(asyncevent.UIPending), RequestedAt: now.UnixMilli(), QueuedAt: queuedAt.UnixMilli(),
-		IdempotencyKey: lockKey.PK, TTL: now.Add(requestTTL).Unix(), IndexKeys: idx})
+		IdempotencyKey: lk.IdempotencyKey(), TTL: now.Add(requestTTL).Unix(), IndexKeys: idx})
 	if err != nil {
 		return "", false, err
 	}
@@ -226,14 +204,15 @@ func (b *Baseline) Process(ctx context.Context, body []byte) (string, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return "", err
 	}
-	reqKey, err := requestKeyOf(m.RequestID)
+	rk, err := asyncevent.NewRequestKey(m.RequestID)
 	if err != nil {
 		return "", err
 	}
-	capKey, err := capacityKeyOf(m.EventID)
+	ck, err := asyncevent.NewEventKey(m.EventID, asyncevent.EventItemCapacity)
 	if err != nil {
 		return "", err
 	}
+	reqKey, capKey := rk.Key(), ck.Key()
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(b.Table),
 		Key:                      keyOf(reqKey),

@@ -20,7 +20,11 @@ const (
 )
 
 func BenchmarkParseLockKey(b *testing.B) {
-	key := asyncevent.Key{PK: "IDEMP#" + hotEvent + "#" + hotUser, SK: "LOCK"}
+	k, err := asyncevent.NewLockKey(hotEvent, hotUser)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := k.Key()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := key.Entity(); err != nil {
@@ -67,11 +71,12 @@ func BenchmarkDecodeMessage(b *testing.B) {
 }
 
 func hotRequestItem() asyncevent.Request {
+	lock, _ := asyncevent.NewLockKey(hotEvent, hotUser)
 	return asyncevent.Request{
 		EntityType: entity.Request, RequestID: hotRequest, EventID: hotEvent, UserID: hotUser,
 		EventType: asyncevent.FirstCome, Status: asyncevent.StatusSucceeded, UIResult: asyncevent.UISuccess,
 		ResultCode: asyncevent.ResultSuccess, RequestedAt: hotMillis, QueuedAt: hotMillis + 3, StartedAt: hotMillis + 40,
-		FinishedAt: hotMillis + 52, IdempotencyKey: "IDEMP#" + hotEvent + "#" + hotUser, LeaseOwner: "worker-1/0a1b2c3d",
+		FinishedAt: hotMillis + 52, IdempotencyKey: lock.IdempotencyKey(), LeaseOwner: "worker-1/0a1b2c3d",
 		LeaseExpiresAt: hotMillis + 30_040, TTL: hotMillis.Time().Unix() + 90*24*3600,
 	}
 }
