@@ -304,7 +304,7 @@
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
 //	    set  ADD void :fenceTokens
 //	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    if   ((status = PROCESSING) AND (leaseOwner = :leaseOwner)) AND (seatEpoch = :epochLeft)
 //	    set  SET seatShard = :seatShard, seatEpoch = :seatEpoch
 //	capacity shard empty           ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)

@@ -545,22 +545,19 @@ func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int
 	t, err := p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
 	if errors.Is(err, ErrNotFound) {
 		// The seat is the request's, but its put has not landed (ingest sent the
-		// message after a put whose answer was lost): come back for it, and on the
-		// last receive write the request from the message, so that the seat is never
-		// spent on no request.
-		if lk, lerr := p.c.LookupParticipation(ctx, m.EventID, m.UserID); lerr == nil && lk.RequestID != m.RequestID || errors.Is(lerr, ErrNotFound) {
+		// message after a put whose answer was lost, and it may never land): the
+		// request is written from the message at once, under a check that its
+		// user's lock names it, and bound; so the seat is spent on no request only
+		// if every receive dies between the claim and this put (the user's next
+		// click, or the dead-letter queue's message sent back, then heals it). A
+		// late put of ingest's fails its condition against this one.
+		if err = p.c.putRequestOf(ctx, m); err == nil {
+			t, err = p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
+		} else if errors.Is(err, ErrNotFound) {
 			// No lock names the request: it will never be written (a message sent
 			// without a participation). Its seat stays taken, for no one.
 			p.opts.Logger.ErrorContext(ctx, "a seat was taken for a message whose user's lock does not name its request: the seat stays unused",
 				slog.String("requestId", m.RequestID), slog.String("eventId", m.EventID))
-			return notFound(), true
-		}
-		if d.ReceiveCount < p.opts.MaxReceives {
-			return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry,
-				Err: fmt.Errorf("request %s holds its seat but is not written yet", m.RequestID)}}, true
-		}
-		if err = p.c.putRequestOf(ctx, m); err == nil {
-			t, err = p.c.bindSeat(ctx, m.Ref(), home, MillisOf(h.began), n, h.hold)
 		}
 	}
 	switch {

@@ -56,6 +56,7 @@ const (
 	pFenceTokens         param = "fenceTokens" // the same, as a one-element string set
 	pSeatShard           param = "seatShard"   // a seat place: a capacity shard, or C for the pool
 	pSeatEpoch           param = "seatEpoch"   // the epoch of a request's claim
+	pSeatEpochLeft       param = "epochLeft"   // the epoch a move leaves
 	pShards              param = "shards"      // capacity shards, as a number set
 	seatEpochNone              = 0             // the epoch of the claims without a lease
 	maxSeatEpoch               = 1 << 20       // a bound on an epoch read back from an item
@@ -98,10 +99,16 @@ var (
 		sets: finalSets(UISuccess, ResultSuccess),
 	}
 	moveSeatRow = row{
-		name: "first-come seat moved", method: "ClaimSeat", item: entity.Request, op: opUpdate, cond: heldUnderLease,
+		name: "first-come seat moved", method: "ClaimSeat", item: entity.Request, op: opUpdate, cond: all(heldUnderLease, atEpoch),
 		sets: []set{setTo(attrSeatShard, pSeatShard), setTo(attrSeatEpoch, pSeatEpoch)},
 	}
 )
+
+// atEpoch: the request's claim is at the epoch a move leaves. A move is a
+// compare-and-set on the epoch, so that a copy of it landing late (an attempt the
+// SDK gave up on, then retried) cannot set back a claim its own delivery moved on
+// since: the epoch only grows.
+var atEpoch = compare(expression.Name(attrSeatEpoch).Equal, pSeatEpochLeft)
 
 // fenceToken is the token that closes a place to the claims of a request at epoch:
 // its seat token, with "@epoch" above epoch 0 (so that a void written before epochs
@@ -636,9 +643,14 @@ const leaveCloseTries = 12
 // and no claim of the place left can land any more.
 func (c *Client) moveSeat(ctx context.Context, sc *seatClaim, place int) (Transition, error) {
 	epoch := sc.epoch + 1
-	t, err := c.applyTo(ctx, "move the seat claim of", sc.ref.RequestID, write{row: &moveSeatRow, args: args{pLeaseOwner: sc.owner, pSeatShard: place, pSeatEpoch: epoch}}, txOptions{})
+	t, err := c.applyTo(ctx, "move the seat claim of", sc.ref.RequestID, write{row: &moveSeatRow,
+		args: args{pLeaseOwner: sc.owner, pSeatShard: place, pSeatEpoch: epoch, pSeatEpochLeft: sc.epoch}}, txOptions{})
 	if err != nil {
 		return t, err
+	}
+	if cur := t.Current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == sc.owner &&
+		cur.SeatEpoch == epoch && cur.SeatShard != nil && *cur.SeatShard == place {
+		t.Applied = true // an earlier attempt of this move landed, its answer lost
 	}
 	if t.Applied {
 		sc.place, sc.epoch, sc.inherited, sc.sent = place, epoch, false, false
