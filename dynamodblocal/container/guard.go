@@ -28,6 +28,9 @@ func loopbackOnly(ctx context.Context, cli client.APIClient, image string) error
 	if err := checkSettings(os.Getenv, cfg.RyukDisabled); err != nil {
 		return err
 	}
+	if err := checkHubPrefix(cfg.HubImageNamePrefix); err != nil {
+		return err
+	}
 	if err := checkDaemonHost(cli.DaemonHost()); err != nil {
 		return err
 	}
@@ -82,6 +85,15 @@ func checkCandidates(getenv func(string) string, tcHost, propHost string) error 
 		if c.host != "" && !strings.HasPrefix(c.host, "unix://") {
 			return fmt.Errorf("%s=%s is not a local socket: not contacted (its host network is not this machine's loopback)", c.name, c.host)
 		}
+	}
+	return nil
+}
+
+// checkHubPrefix wants no Docker Hub prefix: testcontainers-go prepends it to the
+// image name after the image check, and pulls the prefixed name it does not find.
+func checkHubPrefix(prefix string) error {
+	if prefix != "" {
+		return fmt.Errorf("TESTCONTAINERS_HUB_IMAGE_NAME_PREFIX (or hub.image.name.prefix) is %q: testcontainers-go would pull the prefixed image", prefix)
 	}
 	return nil
 }

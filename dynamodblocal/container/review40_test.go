@@ -59,3 +59,8 @@ func TestCheckCandidates(t *testing.T) {
 	require.ErrorContains(t, checkCandidates(env("unix:///x.sock"), "", "tcp://172.17.0.1:2375"), "docker.host",
 		"discovery falls through to docker.host when DOCKER_HOST does not answer")
 }
+
+func TestCheckHubPrefix(t *testing.T) {
+	require.NoError(t, checkHubPrefix(""))
+	require.ErrorContains(t, checkHubPrefix("registry.example.com/mirror"), "pull")
+}
