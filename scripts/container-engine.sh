@@ -213,7 +213,7 @@ stop_engine() {
 record_events() {
 	docker_ events --since "$1" --filter "label=$label=dynamodblocal" --filter event=start \
 		--format "{{index .Actor.Attributes \"$label.dir\"}} {{index .Actor.Attributes \"org.testcontainers.version\"}}" \
-		>"$state/events.log" 2>/dev/null &
+		>"$state/events.log" 2>/dev/null 9>&- &
 	events_pid=$!
 }
 
