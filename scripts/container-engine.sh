@@ -58,6 +58,25 @@ why_not() {
 	[ -n "$npm_version" ] || { echo "no npmVersion in dynamodblocal/install.go"; return; }
 	command -v dockerd >/dev/null 2>&1 || command -v apt-get >/dev/null 2>&1 ||
 		{ echo "no dockerd and no apt-get to install Debian's docker.io"; return; }
+	# A bridge on the machine (another engine's docker0 or br-*, libvirt's virbr0)
+	# fails the tests' guard; and a dockerd started with --bridge=none deletes an
+	# existing docker0, cutting another engine's containers off.
+	local bridges
+	bridges=$(bridge_interfaces)
+	[ -z "$bridges" ] || { echo "the machine has bridge interface(s) $bridges (another engine's?)"; return; }
+}
+
+# bridge_interfaces prints the names of the bridge interfaces of this network
+# namespace, comma-separated.
+bridge_interfaces() {
+	{
+		if command -v ip >/dev/null 2>&1; then
+			ip -o link show type bridge 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}'
+		else
+			for i in /sys/class/net/*; do [ -d "$i/bridge" ] && basename "$i"; done
+		fi
+		[ -e /sys/class/net/docker0 ] && echo docker0
+	} | sort -u | paste -sd, -
 }
 
 # apt_install installs Debian packages, refreshing the lists when the first try fails.
@@ -213,7 +232,7 @@ stop_engine() {
 record_events() {
 	docker_ events --since "$1" --filter "label=$label=dynamodblocal" --filter event=start \
 		--format "{{index .Actor.Attributes \"$label.dir\"}} {{index .Actor.Attributes \"org.testcontainers.version\"}}" \
-		>"$state/events.log" 2>/dev/null &
+		>"$state/events.log" 2>/dev/null 9>&- &
 	events_pid=$!
 }
 

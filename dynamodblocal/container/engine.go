@@ -78,6 +78,12 @@ func (e Engine) StartContainer(ctx context.Context, logf func(format string, arg
 		logf = func(string, ...any) {}
 	}
 	image := e.image()
+	// testcontainers-go's discovery asks each candidate engine for its info: one
+	// that is not on a local socket is refused before it is contacted at all.
+	cfg := testcontainers.ReadConfig().Config
+	if err := checkCandidates(os.Getenv, cfg.TestcontainersHost, cfg.Host); err != nil {
+		return "", nil, fmt.Errorf("container engine passed over: %w", err)
+	}
 	p, err := findEngine(ctx, logf)
 	if err != nil {
 		return "", nil, err

@@ -24,7 +24,11 @@ const reaperNetwork = testcontainers.ReaperDefault
 // would do with it can reach an address other than loopback (the package doc lists
 // the conditions). cli is the engine testcontainers-go found; image must be on it.
 func loopbackOnly(ctx context.Context, cli client.APIClient, image string) error {
-	if err := checkSettings(os.Getenv, testcontainers.ReadConfig().Config.RyukDisabled); err != nil {
+	cfg := testcontainers.ReadConfig().Config
+	if err := checkSettings(os.Getenv, cfg.RyukDisabled); err != nil {
+		return err
+	}
+	if err := checkHubPrefix(cfg.HubImageNamePrefix); err != nil {
 		return err
 	}
 	if err := checkDaemonHost(cli.DaemonHost()); err != nil {
@@ -64,6 +68,32 @@ func checkSettings(getenv func(string) string, ryukDisabled bool) error {
 	}
 	if !ryukDisabled {
 		return errors.New("the reaper is on (set TESTCONTAINERS_RYUK_DISABLED=true: its image would be pulled)")
+	}
+	return nil
+}
+
+// checkCandidates wants every engine testcontainers-go's discovery may ask for its
+// info (tc.host, DOCKER_HOST, docker.host; the default and rootless sockets are
+// local) on a local socket: the discovery connects to each before the other checks
+// can run, so a tcp:// or ssh:// one would be contacted off loopback.
+func checkCandidates(getenv func(string) string, tcHost, propHost string) error {
+	for _, c := range []struct{ name, host string }{
+		{"tc.host (~/.testcontainers.properties)", tcHost},
+		{"DOCKER_HOST", getenv("DOCKER_HOST")},
+		{"docker.host (~/.testcontainers.properties)", propHost},
+	} {
+		if c.host != "" && !strings.HasPrefix(c.host, "unix://") {
+			return fmt.Errorf("%s=%s is not a local socket: not contacted (its host network is not this machine's loopback)", c.name, c.host)
+		}
+	}
+	return nil
+}
+
+// checkHubPrefix wants no Docker Hub prefix: testcontainers-go prepends it to the
+// image name after the image check, and pulls the prefixed name it does not find.
+func checkHubPrefix(prefix string) error {
+	if prefix != "" {
+		return fmt.Errorf("TESTCONTAINERS_HUB_IMAGE_NAME_PREFIX (or hub.image.name.prefix) is %q: testcontainers-go would pull the prefixed image", prefix)
 	}
 	return nil
 }
