@@ -70,7 +70,7 @@ type command struct {
 // commands returns every command, in the order help lists them.
 func commands() []*command {
 	cmds := []*command{
-		tableCreateCmd(), tableCheckCmd(),
+		localCmd(), tableCreateCmd(), tableCheckCmd(),
 		eventCreateCmd(), eventGetCmd(), eventListCmd(),
 		eventCloseCmd(), eventPauseCmd(), eventResumeCmd(), eventExtendCmd(), eventAddCapacityCmd(), eventAuditCmd(),
 		requestGetCmd(), requestConfirmCmd(), requestReleaseCmd(), requestCancelCmd(), requestsListCmd(), logsCmd(),
@@ -329,7 +329,9 @@ key ddblocal, region us-east-1), as the test kit and the demo do: a DynamoDB Loc
 without -sharedDb keeps tables per access key and region, so 'aws dynamodb
 list-tables' sees them only with AWS_ACCESS_KEY_ID=ddblocal. demo and bench
 without -endpoint start an embedded DynamoDB Local (a container through
-testcontainers-go on a loopback-only engine, or Java and npm) and stop it on exit.
+testcontainers-go on a loopback-only engine, or Java and npm) and stop it on exit;
+'asyncevent local' starts one the same way for the other commands, prints the
+export line of its endpoint and keeps it until Ctrl-C.
 
 Lottery seeds: with `+envDrawSecret+` set (a secret of at least 32 bytes, in hex:
 openssl rand -hex 32), the events the CLI creates get a sealed seed (seedMode
