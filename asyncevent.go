@@ -209,6 +209,7 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	if opts.Observer != nil {
 		db = observeDynamoDB(db, opts.Observer, opts.TableName)
 	}
+	db = newTableDB(db, opts.TableName, opts.Clock)
 	opts.ProgressEvery = orDefault(opts.ProgressEvery, defaultProgressEvery)
 	opts.ProgressCacheTTL = orDefault(opts.ProgressCacheTTL, defaultProgressCacheTTL)
 	c := &Client{

@@ -27,7 +27,9 @@ var (
 	// ErrInvalidOptions reports Options or arguments that New or a method refuses.
 	ErrInvalidOptions = errors.New("asyncevent: invalid options")
 
-	// ErrTableNotFound reports that the configured table does not exist.
+	// ErrTableNotFound reports that the configured table does not exist: CheckTable
+	// says so, and so does every other call on it (wrapping DynamoDB's
+	// ResourceNotFoundException), its message naming the table and how to create it.
 	ErrTableNotFound = errors.New("asyncevent: table not found")
 
 	// ErrNotFound reports that a request (or another item asked for by key) does not
@@ -88,7 +90,10 @@ var (
 	ErrNoSeedSource = errors.New("asyncevent: no seed source for a sealed seed")
 
 	// ErrTableMismatch reports a table whose keys or indexes differ from the design.
-	// The error is a *TableMismatchError listing every difference.
+	// The error is a *TableMismatchError listing every difference: from CheckTable
+	// and CreateTable, and from any call that DynamoDB refuses as invalid
+	// (ValidationException, wrapped) on such a table, which the client then
+	// describes (one DescribeTable, reused for 10 seconds).
 	ErrTableMismatch = errors.New("asyncevent: table does not match the design")
 
 	// ErrThrottled reports a call DynamoDB refused for throughput after the SDK's and

@@ -70,7 +70,7 @@ type command struct {
 // commands returns every command, in the order help lists them.
 func commands() []*command {
 	cmds := []*command{
-		tableCreateCmd(), tableCheckCmd(),
+		localCmd(), tableCreateCmd(), tableCheckCmd(),
 		eventCreateCmd(), eventGetCmd(), eventListCmd(),
 		eventCloseCmd(), eventPauseCmd(), eventResumeCmd(), eventExtendCmd(), eventAddCapacityCmd(), eventAuditCmd(),
 		requestGetCmd(), requestConfirmCmd(), requestReleaseCmd(), requestCancelCmd(), requestsListCmd(), logsCmd(),
@@ -79,6 +79,9 @@ func commands() []*command {
 	}
 	return cmds
 }
+
+// libraryPrefix begins the text of the library's errors.
+const libraryPrefix = "asyncevent: "
 
 // usageError is a mistake in the command line: exit code 2.
 type usageError struct{ msg string }
@@ -106,6 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printUsage(stdout)
 			return exitOK
 		}
+		if misplaced, hint := misplacedFlag(top, args); misplaced != nil {
+			return e.failf("asyncevent", "", misplaced, hint, exitUsage)
+		}
 		return e.failf("asyncevent", "", err, "Run 'asyncevent help' for usage.", exitUsage)
 	}
 	rest := top.Args()
@@ -129,7 +135,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printGroupUsage(stdout, rest[1])
 			return exitOK
 		}
-		return e.failf("asyncevent help", "", fmt.Errorf("no help for %q", strings.Join(rest[1:], " ")), "Run 'asyncevent help' for the commands.", exitUsage)
+		hint := "Run 'asyncevent help' for the commands."
+		if near := nearestCommand(rest[1:]); near != "" {
+			hint = fmt.Sprintf("Did you mean 'asyncevent help %s'?\n%s", near, hint)
+		}
+		return e.failf("asyncevent help", "", fmt.Errorf("no help for %q", strings.Join(rest[1:], " ")), hint, exitUsage)
 	}
 
 	cmd, n := lookup(rest)
@@ -137,6 +147,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		hint := "Run 'asyncevent help' for usage."
 		if n == 1 {
 			hint = fmt.Sprintf("Run 'asyncevent help %s' for its commands.", rest[0])
+		}
+		if near := nearestCommand(rest); near != "" && (n == 0 || len(rest) > 1) {
+			hint = fmt.Sprintf("Did you mean 'asyncevent %s'?\n%s", near, hint)
 		}
 		return e.failf("asyncevent", "", fmt.Errorf("unknown command %q", strings.Join(rest[:min(n+1, len(rest))], " ")), hint, exitUsage)
 	}
@@ -155,6 +168,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return e.fail(cmd, err, exitUsage)
 	}
+	if err := checkIDs(cmd, pos); err != nil {
+		return e.fail(cmd, err, exitUsage)
+	}
 	err = cmd.run(ctx, e, fs, pos)
 	var ue *usageError
 	switch {
@@ -162,9 +178,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.As(err, &ue):
 		return e.fail(cmd, err, exitUsage)
-	default:
-		return e.fail(cmd, err, exitFailure)
 	}
+	if msg, hint, ok := e.tableTrouble(err); ok {
+		return e.failf("asyncevent "+cmd.name, "", msg, hint, exitFailure)
+	}
+	return e.fail(cmd, err, exitFailure)
 }
 
 // fail tells of a command's error on stderr (failf), with the command's usage for a
@@ -180,20 +198,23 @@ func (e *env) fail(cmd *command, err error, code int) int {
 
 // failf tells of an error on stderr, with a hint for people, or as one JSON object
 // under -json ({"command", "error", "exit", "usage"}), and returns the exit code.
+// The library's prefix "asyncevent: " is left out of the message: the command's name
+// comes first already.
 func (e *env) failf(command, usage string, err error, hint string, code int) int {
+	msg := strings.ReplaceAll(err.Error(), libraryPrefix, "")
 	if e.json {
 		v := struct {
 			Command string `json:"command"`
 			Error   string `json:"error"`
 			Exit    int    `json:"exit"`
 			Usage   string `json:"usage,omitempty"`
-		}{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: err.Error(), Exit: code, Usage: usage}
+		}{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: msg, Exit: code, Usage: usage}
 		enc := json.NewEncoder(e.stderr)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(v)
 		return code
 	}
-	fmt.Fprintf(e.stderr, "%s: %v\n", command, err)
+	fmt.Fprintf(e.stderr, "%s: %s\n", command, msg)
 	if hint != "" {
 		fmt.Fprintln(e.stderr, hint)
 	}
@@ -308,7 +329,9 @@ key ddblocal, region us-east-1), as the test kit and the demo do: a DynamoDB Loc
 without -sharedDb keeps tables per access key and region, so 'aws dynamodb
 list-tables' sees them only with AWS_ACCESS_KEY_ID=ddblocal. demo and bench
 without -endpoint start an embedded DynamoDB Local (a container through
-testcontainers-go on a loopback-only engine, or Java and npm) and stop it on exit.
+testcontainers-go on a loopback-only engine, or Java and npm) and stop it on exit;
+'asyncevent local' starts one the same way for the other commands, prints the
+export line of its endpoint and keeps it until Ctrl-C.
 
 Lottery seeds: with `+envDrawSecret+` set (a secret of at least 32 bytes, in hex:
 openssl rand -hex 32), the events the CLI creates get a sealed seed (seedMode

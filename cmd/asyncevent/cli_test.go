@@ -1016,7 +1016,7 @@ func TestEventControlUsage(t *testing.T) {
 		{[]string{"resume", "-actor", "alice"}, "missing EVENT_ID"},
 		{[]string{"close", "sale", "other", "-actor", "alice"}, `unexpected argument "other"`},
 		{[]string{"pause", "sale", "-actor", strings.Repeat("a", asyncevent.MaxIDLength+1)}, "actor"},
-		{[]string{"close", "bad id", "-actor", "alice"}, "eventId"},
+		{[]string{"close", "bad id", "-actor", "alice"}, `invalid EVENT_ID "bad id"`},
 		{[]string{"extend", "sale", "-actor", "alice"}, "missing -ends TIME or -cutoff TIME"},
 		{[]string{"extend", "sale", "-ends", "+2h"}, "-actor is required"},
 		{[]string{"extend", "sale", "-actor", "alice", "-ends", "+2h", "-cutoff", "+2h"}, "-ends and -cutoff: give one of them"},

@@ -123,8 +123,8 @@ func TestEventAddCapacityUsage(t *testing.T) {
 		{[]string{"sale", "-seats", "2"}, "-actor is required"},
 		{[]string{"sale", "-actor", "alice", "-seats", "2", "-shard", "2"}, "-shard 2: sale has 2 capacity shards: want 0 to 1"},
 		{[]string{"sale", "-actor", "alice", "-seats", "2", "-shard", "-1"}, "-shard -1: want a capacity shard"},
-		{[]string{"bad id", "-actor", "alice", "-seats", "2"}, "eventId"},
-		{[]string{"bad id", "-actor", "alice", "-seats", "2", "-shard", "0"}, "eventId"},
+		{[]string{"bad id", "-actor", "alice", "-seats", "2"}, `invalid EVENT_ID "bad id"`},
+		{[]string{"bad id", "-actor", "alice", "-seats", "2", "-shard", "0"}, `invalid EVENT_ID "bad id"`},
 	} {
 		args := append([]string{"event", "add-capacity"}, tc.args...)
 		out, errOut, code := f.run(t, args...)
@@ -242,7 +242,7 @@ func TestRequestCancelUsage(t *testing.T) {
 		{[]string{ids[0]}, "-actor is required"},
 		{[]string{"-actor", "bob"}, "missing REQUEST_ID"},
 		{[]string{ids[0], "other", "-actor", "bob"}, `unexpected argument "other"`},
-		{[]string{"bad id", "-actor", "bob"}, "requestId"},
+		{[]string{"bad id", "-actor", "bob"}, `invalid REQUEST_ID "bad id"`},
 		{[]string{ids[0], "-actor", strings.Repeat("a", asyncevent.MaxIDLength+1)}, "actor"},
 	} {
 		args := append([]string{"request", "cancel"}, tc.args...)

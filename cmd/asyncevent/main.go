@@ -1,5 +1,5 @@
-// Command asyncevent is the operator CLI of the asyncevent library: it creates and
-// checks the table, creates, reads and lists events, closes, pauses, resumes and
+// Command asyncevent is the operator CLI of the asyncevent library: it starts a
+// DynamoDB Local for development (local), creates and checks the table, creates, reads and lists events, closes, pauses, resumes and
 // extends them, adds seats to a running first-come event and shows their audit
 // trail, reads requests, lists and status logs, cancels a seat won, confirms and
 // releases the HELD requests of an event with holds and runs its hold sweep,

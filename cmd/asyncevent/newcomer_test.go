@@ -68,7 +68,7 @@ func TestCLISpeaksInItsOwnTerms(t *testing.T) {
 	assert.Contains(t, errOut, "needs -capacity ≥ 1")
 	assert.NotContains(t, errOut, "capacityTotal")
 	_, errOut, _ = f.run(t, "event", "create", "a b", "-capacity", "1")
-	assert.Contains(t, errOut, "invalid EVENT_ID: contains a space at byte 1")
+	assert.Contains(t, errOut, `invalid EVENT_ID "a b": contains a space at byte 1`)
 	_, errOut, _ = f.run(t, "event", "create", "e1", "-capacity", "3000")
 	assert.Contains(t, errOut, "use -capacity-shards ≥ 3", "a field in the middle of a message")
 	_, errOut, _ = f.run(t, "event", "create", "endsAt-sale", "-capacity", "0")

@@ -112,6 +112,9 @@ func (o *requestsListOptions) checkArgs(fs *flag.FlagSet, args []string) error {
 	if err := wantArgs(args, 0, ""); err != nil {
 		return err
 	}
+	if err := checkID("-user", o.user); err != nil {
+		return err
+	}
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "order" || f.Name == "status" || f.Name == "max-read" {

@@ -170,8 +170,8 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 		names := strings.Split(users, ",")
 		for i, n := range names {
 			names[i] = strings.TrimSpace(n)
-			if err := asyncevent.ValidateID("userId", names[i]); err != nil {
-				return nil, usagef("-user %q: %v", names[i], err)
+			if err := checkID("-user", names[i]); err != nil {
+				return nil, err
 			}
 		}
 		return names, nil
@@ -184,6 +184,9 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 			names[i] = fmt.Sprintf("%s%0*d", prefix, max(width, 4), i+1)
 		}
 		if err := asyncevent.ValidateID("userId", names[0]); err != nil {
+			if perr := checkID("-prefix", prefix); perr != nil {
+				return nil, perr
+			}
 			return nil, usagef("-prefix %q: %v", prefix, err)
 		}
 		return names, nil

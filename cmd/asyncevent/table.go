@@ -60,6 +60,8 @@ func tableCheckCmd() *command {
 			switch {
 			case errors.As(err, &mismatch):
 				res.OK, res.Problems = false, mismatch.Problems
+			case errors.Is(err, asyncevent.ErrTableNotFound) && !e.json:
+				return err // said with the command that creates it
 			case errors.Is(err, asyncevent.ErrTableNotFound):
 				res.OK, res.Problems = false, []string{"table not found"}
 			case err != nil:

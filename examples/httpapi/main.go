@@ -19,13 +19,13 @@
 // fauxqs from npm (Node.js 20+; it listens on :4566, FAUXQS_PORT to change), a queue
 // made with one call of the SQS JSON protocol (or the aws CLI's sqs create-queue):
 //
-//	java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -disableTelemetry -port 8000 &
+//	go run ./cmd/asyncevent local   # in another shell; paste here the export DYNAMODB_ENDPOINT=… line it prints
 //	npx fauxqs@1.9.2 &
 //	curl -s localhost:4566/ -H 'X-Amz-Target: AmazonSQS.CreateQueue' \
 //	    -H 'Content-Type: application/x-amz-json-1.0' -d '{"QueueName":"participations"}'
 //	    # {"QueueUrl":"http://sqs.us-east-1.localhost:4566/000000000000/participations"}
 //	export ASYNCEVENT_JWT_SECRET=$(openssl rand -hex 32)
-//	go run ./examples/httpapi -dynamodb-endpoint http://localhost:8000 -create-table \
+//	go run ./examples/httpapi -create-table \
 //	    -sqs-endpoint http://localhost:4566 \
 //	    -queue-url http://sqs.us-east-1.localhost:4566/000000000000/participations \
 //	    -workers 4 -dev

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/asyncevent/asyncevent/dynamodblocal"
+	"github.com/asyncevent/asyncevent/dynamodblocal/container"
+)
+
+// localProbeTimeout bounds the check that a DynamoDB Local named by -endpoint or
+// DYNAMODB_ENDPOINT answers.
+const localProbeTimeout = 10 * time.Second
+
+// localJSON is what local prints under -json, once the DynamoDB Local answers.
+type localJSON struct {
+	Endpoint string            `json:"endpoint"`
+	Source   string            `json:"source"`  // container, jar; env: found, not started here
+	Started  bool              `json:"started"` // false: found, left running on exit
+	Env      map[string]string `json:"env"`     // what the other commands and the AWS CLI need
+}
+
+func localCmd() *command {
+	return &command{
+		name: "local",
+		summary: "start a DynamoDB Local the way the tests do (container, else java and npm), print its endpoint and the export lines, " +
+			"and keep it until Ctrl-C; with -endpoint or " + envEndpoint + " set, check that one instead",
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := wantArgs(args, 0, ""); err != nil {
+				return err
+			}
+			if e.endpoint != "" {
+				return e.findLocal(ctx)
+			}
+			inst, err := container.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
+				fmt.Fprintf(e.stderr, "  "+format+"\n", args...)
+			}})
+			if err != nil {
+				return fmt.Errorf("no DynamoDB Local: %w", err)
+			}
+			defer func() { _ = inst.Stop() }()
+			if err := e.printLocal(inst.Endpoint, inst.Source, true); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			fmt.Fprintln(e.stderr, "stopping DynamoDB Local…")
+			return inst.Stop()
+		},
+	}
+}
+
+// findLocal checks that the DynamoDB Local the global flags name answers and prints
+// its lines; nothing is started, so the command returns at once.
+func (e *env) findLocal(ctx context.Context) error {
+	db, err := e.dynamoDB(ctx)
+	if err != nil {
+		return err
+	}
+	probe, cancel := context.WithTimeout(ctx, localProbeTimeout)
+	defer cancel()
+	if _, err := db.ListTables(probe, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) {
+		o.RetryMaxAttempts = 1
+	}); err != nil {
+		return fmt.Errorf("the DynamoDB Local at %s (from -endpoint or %s) does not answer: unset %s to start one here: %w",
+			e.endpoint, envEndpoint, envEndpoint, err)
+	}
+	return e.printLocal(e.endpoint, dynamodblocal.SourceEnv, false)
+}
+
+// printLocal tells where the DynamoDB Local is and what to export in other shells.
+func (e *env) printLocal(endpoint, source string, started bool) error {
+	env := map[string]string{
+		envEndpoint:             endpoint,
+		"AWS_ACCESS_KEY_ID":     dynamodblocal.AccessKey,
+		"AWS_SECRET_ACCESS_KEY": dynamodblocal.AccessKey,
+		"AWS_REGION":            dynamodblocal.Region,
+	}
+	if e.json {
+		return e.printJSON(localJSON{Endpoint: endpoint, Source: source, Started: started, Env: env})
+	}
+	w := e.stdout
+	if started {
+		fmt.Fprintf(w, "DynamoDB Local (%s) at %s, in memory: its tables go when it stops.\n", source, endpoint)
+	} else {
+		fmt.Fprintf(w, "DynamoDB Local at %s answers (nothing started here).\n", endpoint)
+	}
+	fmt.Fprintf(w, `
+For asyncevent, the examples and the tests, in another shell:
+  export %s=%s
+  asyncevent table create
+For the AWS CLI and SDK programs of your own, which see this CLI's tables only when
+they sign as it does (a DynamoDB Local keeps tables per access key and region):
+  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s
+`, envEndpoint, endpoint, dynamodblocal.AccessKey, dynamodblocal.AccessKey, dynamodblocal.Region)
+	if started {
+		fmt.Fprintln(w, "\nCtrl-C stops it.")
+	}
+	return nil
+}
