@@ -249,9 +249,10 @@
 // doc comment names the row, the operation, the
 // key and the condition. The writes are declared once, beside the items they write,
 // and one engine applies them; the tables below are read off those declarations (a
-// test fails when they disagree). In a condition or update, a word after a colon is
-// a value of the call (:now is the client's clock), and other values are the
-// constants written.
+// test fails when they disagree). In a condition or update, a value the row fixes is
+// written as it is stored: a quoted string ("QUEUED"), a number, true or false; a
+// word after a colon is a value each call binds (:now is the client's clock); any
+// other word is an attribute of the item.
 //
 //		WRITES
 //	row                            method                     operation      key
@@ -268,22 +269,23 @@
 //	message's request: lock        Processor.ProcessOne       ConditionCheck IDEMP#<eventId>#<userId> / LOCK
 //	    if   requestId = :requestId
 //	mark queued                    MarkQueued                 UpdateItem     REQ#<requestId> / META
-//	    if   status = RECEIVED
-//	    set  SET status = QUEUED
+//	    if   status = "RECEIVED"
+//	    set  SET status = "QUEUED"
 //	enqueue failure                MarkEnqueueFailed          UpdateItem     REQ#<requestId> / META
-//	    if   status = RECEIVED
-//	    set  REMOVE queuedAt SET status = FAILED_FINAL, uiResult = FAILED,
-//	         resultCode = FAILED_INGEST_ENQUEUE, failureClass = RETRYABLE,
-//	         errorCode = FAILED_INGEST_ENQUEUE, errorMessage = :errorMessage, finishedAt = :now
+//	    if   status = "RECEIVED"
+//	    set  REMOVE queuedAt SET status = "FAILED_FINAL", uiResult = "FAILED",
+//	         resultCode = "FAILED_INGEST_ENQUEUE", failureClass = "RETRYABLE",
+//	         errorCode = "FAILED_INGEST_ENQUEUE", errorMessage = :errorMessage,
+//	         finishedAt = :now
 //	start processing               StartProcessing            UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED))
-//	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
-//	    set  SET status = PROCESSING, startedAt = :now, leaseOwner = :leaseOwner,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         OR ((status = "PROCESSING") AND (leaseExpiresAt <= :now))
+//	    set  SET status = "PROCESSING", startedAt = :now, leaseOwner = :leaseOwner,
 //	         leaseExpiresAt = :leaseExpiresAt,
 //	         seatShard = if_not_exists(seatShard, :seatShard),
 //	         seatEpoch = if_not_exists(seatEpoch, :seatEpoch)
 //	lease heartbeat                Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
 //	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
@@ -291,81 +293,85 @@
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
 //	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
+//	         finishedAt = :now
 //	first-come seat bound          Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED))
-//	         OR ((status = PROCESSING) AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
-//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = SUCCEEDED, uiResult = SUCCESS,
-//	         resultCode = SUCCESS, finishedAt = :now,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         OR ((status = "PROCESSING") AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
+//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = "SUCCEEDED", uiResult = "SUCCESS",
+//	         resultCode = "SUCCESS", finishedAt = :now,
 //	         startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
 //	first-come seat closed         ClaimSeat, MarkEnqueueFailed UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
 //	    set  ADD void :fenceTokens
 //	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET seatShard = :seatShard, seatEpoch = :seatEpoch
 //	capacity shard empty           ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  ADD emptyShards :shards
 //	capacity shard sold out        ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   attribute_exists (PK)
-//	    set  SET soldOut = :0
+//	    set  SET soldOut = true
 //	first-come capacity rejected   MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now
 //	first-come sold out            RejectSoldOut              UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now, startedAt = :now
 //	hold recorded                  Processor.ProcessOne       PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	first-come seat held           Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED))
-//	         OR ((status = PROCESSING) AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
-//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = HELD, uiResult = HELD,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         OR ((status = "PROCESSING") AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
+//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = "HELD", uiResult = "HELD",
 //	         holdExpiresAt = :holdExpiresAt, startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
 //	first-come held                ClaimSeat                  UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt
 //	first-come waitlisted          RejectSoldOut              UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = WAITLISTED, uiResult = WAITLISTED, startedAt = :now
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", startedAt = :now
 //	first-come waitlisted (lease)  MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = WAITLISTED, uiResult = WAITLISTED
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED"
 //	hold confirmed                 Confirm                    UpdateItem     REQ#<requestId> / META
-//	    if   (status = HELD) AND (holdExpiresAt > :now)
-//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
+//	    if   (status = "HELD") AND (holdExpiresAt > :now)
+//	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
+//	         finishedAt = :now
 //	hold released                  Release                    UpdateItem     REQ#<requestId> / META
-//	    if   (status = HELD) AND (holdExpiresAt = :holdExpiresAt)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_RELEASED,
+//	    if   (status = "HELD") AND (holdExpiresAt = :holdExpiresAt)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
 //	         finishedAt = :now
 //	waitlist left                  Release                    UpdateItem     REQ#<requestId> / META
-//	    if   status = WAITLISTED
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_RELEASED,
+//	    if   status = "WAITLISTED"
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
 //	         finishedAt = :now
 //	hold expired                   SweepHolds                 UpdateItem     REQ#<requestId> / META
-//	    if   (status = HELD) AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_HOLD_EXPIRED,
-//	         finishedAt = :now
+//	    if   (status = "HELD")
+//	         AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
+//	    set  SET status = "REJECTED", uiResult = "REJECTED",
+//	         resultCode = "REJECTED_HOLD_EXPIRED", finishedAt = :now
 //	seat given to the waitlist     Release                    UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1,
 //	         returned 1 SET entityType = if_not_exists(entityType, :entityType),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	hold cleared                   SweepHolds                 DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	waitlist served                SweepHolds                 UpdateItem     REQ#<requestId> / META
-//	    if   status = WAITLISTED
-//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt, servedAt = :now
+//	    if   status = "WAITLISTED"
+//	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt,
+//	         servedAt = :now
 //	returned seat taken            SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   capacityRemaining > 0
 //	    set  ADD served 1 SET capacityRemaining = capacityRemaining - 1, updatedAt = :now
 //	waitlist closed                SweepHolds                 UpdateItem     REQ#<requestId> / META
-//	    if   status = WAITLISTED
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	    if   status = "WAITLISTED"
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now
 //	hold sweep lease               SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   ((attribute_not_exists (sweepUntil)) OR (sweepUntil <= :now))
@@ -374,29 +380,31 @@
 //	         entityType = if_not_exists(entityType, :entityType),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	lottery entry collected        Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (attribute_not_exists (startedAt))
-//	    set  SET status = QUEUED, startedAt = :now
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         AND (attribute_not_exists (startedAt))
+//	    set  SET status = "QUEUED", startedAt = :now
 //	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,
-//	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
+//	         finishedAt = :now, uiPhase = "ANNOUNCED", announcedAt = :now
 //	lottery result (lose)          Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_LOTTERY_LOSE,
-//	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "REJECTED", uiResult = "REJECTED",
+//	         resultCode = "REJECTED_LOTTERY_LOSE", finishedAt = :now, uiPhase = "ANNOUNCED",
+//	         announcedAt = :now
 //	lottery result (closed)        MarkClosed                 UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt > lotteryCutoffAt)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CLOSED,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt > lotteryCutoffAt)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CLOSED",
 //	         finishedAt = :now
 //	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
-//	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
-//	         AND (((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((eventType <> FIRST_COME) OR (leaseOwner = :leaseOwner)))
-//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
+//	    if   (((status = "PROCESSING") OR (status = "QUEUED")) OR (status = "RECEIVED"))
+//	         AND (((((status <> "PROCESSING") OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> "LOTTERY") OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((eventType <> "FIRST_COME") OR (leaseOwner = :leaseOwner)))
+//	    set  SET status = "FAILED_FINAL", uiResult = "FAILED", resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
 //	entry failure                  Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt <= lotteryCutoffAt)
-//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt <= lotteryCutoffAt)
+//	    set  SET status = "FAILED_FINAL", uiResult = "FAILED", resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
 //	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
@@ -409,24 +417,24 @@
 //	    set  SET endsAt = :now, closedAt = :now
 //	event paused                   PauseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
-//	         AND ((attribute_not_exists (paused)) OR (paused = :2))
-//	    set  SET paused = :3
+//	         AND ((attribute_not_exists (paused)) OR (paused = false))
+//	    set  SET paused = true
 //	event resumed                  ResumeEvent                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
-//	         AND (paused = :2)
-//	    set  SET paused = :3
+//	         AND (paused = true)
+//	    set  SET paused = false
 //	event end extended             ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (endsAt > :lead)) AND (endsAt < :endsAt)
 //	    set  SET endsAt = :endsAt
 //	lottery cutoff extended        ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   ((((attribute_exists (PK)) AND (eventType = LOTTERY)) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
+//	    if   ((((attribute_exists (PK)) AND (eventType = "LOTTERY")) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
 //	         AND ((attribute_not_exists (endsAt)) OR (endsAt >= :cutoff))
 //	    set  SET lotteryCutoffAt = :cutoff
 //	hold registry: end moved       ExtendEvent                UpdateItem     HOLD_EVENTS / EVENT#<eventId>
 //	    if   attribute_exists (PK)
 //	    set  SET endsAt = :endsAt
 //	cutoff extended: draw check    ExtendEvent                ConditionCheck EVENT#<eventId> / DRAW
-//	    if   phase = COLLECTING
+//	    if   phase = "COLLECTING"
 //	audit entry                    CloseEvent                 PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	operation marker               AddCapacity, CancelRequest PutItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
@@ -440,7 +448,7 @@
 //	         d9 :d9 SET entityType = if_not_exists(entityType, :entityType),
 //	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
 //	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
+//	    if   (((attribute_exists (PK)) AND (eventType = "FIRST_COME")) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  ADD capacityTotal :seats SET poolVersion = :poolVersion
 //	capacity added to a shard      AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
@@ -464,8 +472,8 @@
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
 //	    set  ADD void :fenceTokens
 //	participation cancelled        CancelRequest              UpdateItem     REQ#<requestId> / META
-//	    if   (status = SUCCEEDED) AND (eventType = FIRST_COME)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CANCELLED,
+//	    if   (status = "SUCCEEDED") AND (eventType = "FIRST_COME")
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CANCELLED",
 //	         finishedAt = :now
 //	seat of a cancel to the pool   CancelRequest              UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1,
@@ -477,20 +485,20 @@
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  SET poolVersion = :poolVersion
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
-//	    if   phase = COLLECTING
-//	    set  SET phase = DRAWING, drawnAt = :now
+//	    if   phase = "COLLECTING"
+//	    set  SET phase = "DRAWING", drawnAt = :now
 //	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
-//	    set  SET phase = DRAWING
+//	    set  SET phase = "DRAWING"
 //	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
-//	    if   (phase = DRAWING) AND (attribute_not_exists (entriesHash))
+//	    if   (phase = "DRAWING") AND (attribute_not_exists (entriesHash))
 //	    set  SET entryCount = :entryCount, entriesHash = :entriesHash, seed = :seed
 //	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
-//	    if   phase = DRAWING
-//	    set  SET phase = ANNOUNCED, announcedAt = :now
+//	    if   phase = "DRAWING"
+//	    set  SET phase = "ANNOUNCED", announcedAt = :now
 //	event: announced               Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
-//	    set  SET phase = ANNOUNCED, announcedAt = :now
+//	    set  SET phase = "ANNOUNCED", announcedAt = :now
 //		READS
 //	row                            method                     operation      key
 //	get request                    GetRequest                 GetItem        REQ#<requestId> / META
