@@ -359,7 +359,7 @@
 //	         resultCode = "REJECTED_HOLD_EXPIRED", finishedAt = :now
 //	seat given to the waitlist     Release                    UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1,
-//	         returned 1 SET entityType = if_not_exists(entityType, :entityType),
+//	         returned 1 SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	hold cleared                   SweepHolds                 DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	waitlist served                SweepHolds                 UpdateItem     REQ#<requestId> / META
@@ -377,7 +377,7 @@
 //	    if   ((attribute_not_exists (sweepUntil)) OR (sweepUntil <= :now))
 //	         OR (sweepOwner = :sweepOwner)
 //	    set  SET sweepOwner = :sweepOwner, sweepUntil = :sweepUntil,
-//	         entityType = if_not_exists(entityType, :entityType),
+//	         entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	lottery entry collected        Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
@@ -445,7 +445,7 @@
 //	progress counted               FlushProgress              UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
 //	    set  ADD a0 :a0, a1 :a1, a2 :a2, a3 :a3, a4 :a4, a5 :a5, a6 :a6, a7 :a7, a8 :a8,
 //	         a9 :a9, d0 :d0, d1 :d1, d2 :d2, d3 :d3, d4 :d4, d5 :d5, d6 :d6, d7 :d7, d8 :d8,
-//	         d9 :d9 SET entityType = if_not_exists(entityType, :entityType),
+//	         d9 :d9 SET entityType = if_not_exists(entityType, "PROGRESS"),
 //	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
 //	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (((attribute_exists (PK)) AND (eventType = "FIRST_COME")) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
@@ -460,7 +460,7 @@
 //	    set  SET poolVersion = :poolVersion
 //	capacity added to the pool     AddCapacity                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining :seats,
-//	         added :seats SET entityType = if_not_exists(entityType, :entityType),
+//	         added :seats SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
 //	pool seat claimed              ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
@@ -477,7 +477,7 @@
 //	         finishedAt = :now
 //	seat of a cancel to the pool   CancelRequest              UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1,
-//	         cancelled 1 SET entityType = if_not_exists(entityType, :entityType),
+//	         cancelled 1 SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
 //	pool version raised            CancelRequest              UpdateItem     EVENT#<eventId> / CONFIG

@@ -185,8 +185,13 @@ func setTo(attr string, v any) set {
 // addTo adds v to attr: a number, or a set's elements (a param, or a constant).
 func addTo(attr string, v any) set { return setTo(attr, v) }
 
-// setIfMissing sets attr to p's value where the item has no attr yet.
-func setIfMissing(attr string, p param) set { return set{attr: attr, param: p, ifMissing: true} }
+// setIfMissing sets attr to v where the item has no attr yet: a constant, or a
+// param's value at each call.
+func setIfMissing(attr string, v any) set {
+	s := setTo(attr, v)
+	s.ifMissing = true
+	return s
+}
 
 // value is the action's value with v's params.
 func (s set) value(v values) expression.ValueBuilder {
