@@ -358,8 +358,8 @@
 //	    set  SET status = "REJECTED", uiResult = "REJECTED",
 //	         resultCode = "REJECTED_HOLD_EXPIRED", finishedAt = :now
 //	seat given to the waitlist     Release                    UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
-//	    set  ADD capacityRemaining 1,
-//	         returned 1 SET entityType = if_not_exists(entityType, "RETURNS"),
+//	    set  ADD capacityRemaining 1, returned 1
+//	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	hold cleared                   SweepHolds                 DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	waitlist served                SweepHolds                 UpdateItem     REQ#<requestId> / META
@@ -459,8 +459,8 @@
 //	    if   attribute_exists (PK)
 //	    set  SET poolVersion = :poolVersion
 //	capacity added to the pool     AddCapacity                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
-//	    set  ADD capacityRemaining :seats,
-//	         added :seats SET entityType = if_not_exists(entityType, "RETURNS"),
+//	    set  ADD capacityRemaining :seats, added :seats
+//	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
 //	pool seat claimed              ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
@@ -476,8 +476,8 @@
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CANCELLED",
 //	         finishedAt = :now
 //	seat of a cancel to the pool   CancelRequest              UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
-//	    set  ADD capacityRemaining 1,
-//	         cancelled 1 SET entityType = if_not_exists(entityType, "RETURNS"),
+//	    set  ADD capacityRemaining 1, cancelled 1
+//	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
 //	pool version raised            CancelRequest              UpdateItem     EVENT#<eventId> / CONFIG
