@@ -12,6 +12,53 @@
 // repository adds the table as the AWS CLI makes it, the items' fields, the result
 // codes and the item lifetimes.
 //
+// # What a service calls
+//
+// A service calls these, grouped here by the screen or the job that needs them; the
+// library's worker does the rest:
+//
+//   - [New] makes a [Client] on one table, [Client.CreateTable] the table (or
+//     [Client.CheckTable] accepts one made with the AWS CLI), [Client.CreateEvent]
+//     an event, first-come or lottery.
+//   - [Client.Submit] is the whole ingest of a click: it answers with the request's
+//     ID before any worker decides it (an HTTP service's 202 Accepted), or, for a
+//     click repeated, with the first request's.
+//   - [Client.GetRequest] reads a request for the user's screen (with its place in
+//     line while it waits), [Client.ListUserRequests] a user's participations, and
+//     [Client.LookupParticipation] a user's request in an event.
+//   - [NewWorker] decides the requests from the queue ([Worker.Start] and
+//     [Worker.Stop], or [Worker.Run]); on AWS Lambda, package awslambda runs the
+//     same [Processor].
+//   - [Client.Confirm] ends a hold as a win once its seat is paid for (HELD →
+//     SUCCEEDED), and [Client.Release] gives the seat up.
+//   - [Client.Draw] draws a lottery after its cutoff, and [Client.VerifyDraw]
+//     re-checks it from the table.
+//   - The operator's controls: [Client.CloseEvent], [Client.PauseEvent],
+//     [Client.ResumeEvent], [Client.ExtendEvent], [Client.AddCapacity],
+//     [Client.CancelRequest].
+//   - The admin's screens: [Client.ListEventRequests], [Client.EventStats],
+//     [Client.QueueStats], [Client.ListEvents], [Client.ListAudit],
+//     [Client.ListStatusLogs], and the reads of an event ([Client.GetEvent],
+//     [Client.GetCapacity], [Client.GetDraw], [Client.CountRequests]).
+//   - Housekeeping: [Client.Sweep] sends again the requests whose message seems
+//     lost, [Client.SweepHolds] runs an event's hold sweep (a Worker runs it for
+//     the events it meets; [Client.HoldEvents] lists them), and
+//     [Client.FlushProgress] writes the counts of the place in line before a
+//     process ends.
+//
+// # Two layers
+//
+// Beneath those calls are the row methods, each named in the access-pattern table
+// (the last section) beside the rows it writes: [Client.Participate],
+// [Client.MarkQueued] and [Client.MarkEnqueueFailed] write the rows of Submit's
+// steps; [Client.StartProcessing], [Client.ClaimSeat], [Client.MarkCapacityRejected],
+// [Client.RejectSoldOut], [Client.MarkFailed] and [Client.MarkClosed] the rows of the
+// worker's (and the draw's). They are the worker's and the test kit's layer:
+// exported as the reference of each row's operation, key and condition, for a
+// worker of one's own and for tests that put a request in a given state. A service
+// that calls Submit and runs a Worker never calls them, and each one's doc comment
+// begins by saying so.
+//
 // # A first event
 //
 // A first-come event with three seats, a click and a worker, on a DynamoDB Local
@@ -245,14 +292,16 @@
 // # Access patterns
 //
 // Each row of the access-pattern table is one method of [Client] (the worker's lease
-// heartbeat and the home claim's bind are [Processor]'s), and its
-// doc comment names the row, the operation, the
-// key and the condition. The writes are declared once, beside the items they write,
-// and one engine applies them; the tables below are read off those declarations (a
-// test fails when they disagree). In a condition or update, a value the row fixes is
-// written as it is stored: a quoted string ("QUEUED"), a number, true or false; a
-// word after a colon is a value each call binds (:now is the client's clock); any
-// other word is an attribute of the item.
+// heartbeat and the home claim's bind are [Processor]'s), and its doc comment names
+// the row, the operation, the key and the condition. The method is a service's call
+// (CreateEvent, Confirm, Draw, a control) or a row method of the worker's layer
+// (MarkQueued, StartProcessing, ClaimSeat…; see "Two layers"), whose rows Submit and
+// the Worker write for a service. The writes are declared once, beside the items they
+// write, and one engine applies them; the tables below are read off those
+// declarations (a test fails when they disagree). In a condition or update, a value
+// the row fixes is written as it is stored: a quoted string ("QUEUED"), a number,
+// true or false; a word after a colon is a value each call binds (:now is the
+// client's clock); any other word is an attribute of the item.
 //
 //		WRITES
 //	row                            method                     operation      key
