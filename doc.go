@@ -24,8 +24,8 @@
 //     ID before any worker decides it (an HTTP service's 202 Accepted), or, for a
 //     click repeated, with the first request's.
 //   - [Client.GetRequest] reads a request for the user's screen (with its place in
-//     line while it waits), [Client.ListUserRequests] a user's participations, and
-//     [Client.LookupParticipation] a user's request in an event.
+//     line while a first-come request waits), [Client.ListUserRequests] a user's
+//     participations, and [Client.LookupParticipation] a user's request in an event.
 //   - [NewWorker] decides the requests from the queue ([Worker.Start] and
 //     [Worker.Stop], or [Worker.Run]); on AWS Lambda, package awslambda runs the
 //     same [Processor].

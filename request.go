@@ -243,8 +243,11 @@ var (
 
 // GetRequest reads one request: the "get request" row of users and admins, GetItem
 // PK REQ#<requestId>, SK META, eventually consistent (a screen that polls may see a
-// status a moment late). An unknown request is ErrNotFound; who may see which
-// request is the caller's decision.
+// status a moment late). A FIRST_COME request that waits in line (RECEIVED or
+// QUEUED) also gets its place in line, Request.Queue, from the event's progress (the
+// "event progress" row), unless the client counts none (Options.ProgressEvery < 0);
+// a failed read of the progress leaves Queue nil. An unknown request is ErrNotFound;
+// who may see which request is the caller's decision.
 func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, error) {
 	r, err := c.getRequest(ctx, requestID, false)
 	if err == nil {
