@@ -149,6 +149,11 @@ const (
 
 // Client runs the access patterns of the design (see the package doc) on one table. It is safe for concurrent
 // use.
+//
+// Its methods are of two layers (package doc, "What a service calls" and "Two layers"): the calls a
+// service makes (Submit, GetRequest, Confirm, Draw, the controls…), and the row methods of the worker's
+// layer (Participate, MarkQueued, StartProcessing, ClaimSeat, MarkFailed…), whose rows Submit and the
+// Worker write for a service; each row method's doc comment says so.
 type Client struct {
 	db     DynamoDB
 	opts   Options

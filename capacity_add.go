@@ -245,7 +245,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 		if err != nil {
 			return EventUpdate{}, false, err
 		}
-		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk.Key(), args: args{pSeats: pool, pNow: now, pEntityType: entity.Returns, pEventID: eventID, pPoolVersion: version}})
+		extra = append(extra, write{row: &poolSeatsAddedRow, key: rk.Key(), args: args{pSeats: pool, pNow: now, pEventID: eventID, pPoolVersion: version}})
 	}
 	detail := fmt.Sprintf("%s: %d on shards, %d on the pool", seatCount(seats), seats-pool, pool)
 	up, err = c.control(ctx, eventID, op.actor, ActionAddCapacity, detail, w, extra...)
@@ -454,7 +454,7 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
 	extra := []write{
 		{row: &cancelRow, key: reqKey.Key(), args: args{pNow: now}},
-		{row: &poolCancelledRow, key: rk.Key(), args: args{pNow: now, pEntityType: entity.Returns, pEventID: req.EventID, pPoolVersion: version}},
+		{row: &poolCancelledRow, key: rk.Key(), args: args{pNow: now, pEventID: req.EventID, pPoolVersion: version}},
 		marker,
 	}
 	for _, k := range keys {

@@ -12,6 +12,53 @@
 // repository adds the table as the AWS CLI makes it, the items' fields, the result
 // codes and the item lifetimes.
 //
+// # What a service calls
+//
+// A service calls these, grouped here by the screen or the job that needs them; the
+// library's worker does the rest:
+//
+//   - [New] makes a [Client] on one table, [Client.CreateTable] the table (or
+//     [Client.CheckTable] accepts one made with the AWS CLI), [Client.CreateEvent]
+//     an event, first-come or lottery.
+//   - [Client.Submit] is the whole ingest of a click: it answers with the request's
+//     ID before any worker decides it (an HTTP service's 202 Accepted), or, for a
+//     click repeated, with the first request's.
+//   - [Client.GetRequest] reads a request for the user's screen (with its place in
+//     line while a first-come request waits), [Client.ListUserRequests] a user's
+//     participations, and [Client.LookupParticipation] a user's request in an event.
+//   - [NewWorker] decides the requests from the queue ([Worker.Start] and
+//     [Worker.Stop], or [Worker.Run]); on AWS Lambda, package awslambda runs the
+//     same [Processor].
+//   - [Client.Confirm] ends a hold as a win once its seat is paid for (HELD →
+//     SUCCEEDED), and [Client.Release] gives the seat up.
+//   - [Client.Draw] draws a lottery after its cutoff, and [Client.VerifyDraw]
+//     re-checks it from the table.
+//   - The operator's controls: [Client.CloseEvent], [Client.PauseEvent],
+//     [Client.ResumeEvent], [Client.ExtendEvent], [Client.AddCapacity],
+//     [Client.CancelRequest].
+//   - The admin's screens: [Client.ListEventRequests], [Client.EventStats],
+//     [Client.QueueStats], [Client.ListEvents], [Client.ListAudit],
+//     [Client.ListStatusLogs], and the reads of an event ([Client.GetEvent],
+//     [Client.GetCapacity], [Client.GetDraw], [Client.CountRequests]).
+//   - Housekeeping: [Client.Sweep] sends again the requests whose message seems
+//     lost, [Client.SweepHolds] runs an event's hold sweep (a Worker runs it for
+//     the events it meets; [Client.HoldEvents] lists them), and
+//     [Client.FlushProgress] writes the counts of the place in line before a
+//     process ends.
+//
+// # Two layers
+//
+// Beneath those calls are the row methods, each named in the access-pattern table
+// (the last section) beside the rows it writes: [Client.Participate],
+// [Client.MarkQueued] and [Client.MarkEnqueueFailed] write the rows of Submit's
+// steps; [Client.StartProcessing], [Client.ClaimSeat], [Client.MarkCapacityRejected],
+// [Client.RejectSoldOut], [Client.MarkFailed] and [Client.MarkClosed] the rows of the
+// worker's (and the draw's). They are the worker's and the test kit's layer:
+// exported as the reference of each row's operation, key and condition, for a
+// worker of one's own and for tests that put a request in a given state. A service
+// that calls Submit and runs a Worker never calls them, and each one's doc comment
+// begins by saying so.
+//
 // # A first event
 //
 // A first-come event with three seats, a click and a worker, on a DynamoDB Local
@@ -245,13 +292,16 @@
 // # Access patterns
 //
 // Each row of the access-pattern table is one method of [Client] (the worker's lease
-// heartbeat and the home claim's bind are [Processor]'s), and its
-// doc comment names the row, the operation, the
-// key and the condition. The writes are declared once, beside the items they write,
-// and one engine applies them; the tables below are read off those declarations (a
-// test fails when they disagree). In a condition or update, a word after a colon is
-// a value of the call (:now is the client's clock), and other values are the
-// constants written.
+// heartbeat and the home claim's bind are [Processor]'s), and its doc comment names
+// the row, the operation, the key and the condition. The method is a service's call
+// (CreateEvent, Confirm, Draw, a control) or a row method of the worker's layer
+// (MarkQueued, StartProcessing, ClaimSeat…; see "Two layers"), whose rows Submit and
+// the Worker write for a service. The writes are declared once, beside the items they
+// write, and one engine applies them; the tables below are read off those
+// declarations (a test fails when they disagree). In a condition or update, a value
+// the row fixes is written as it is stored: a quoted string ("QUEUED"), a number,
+// true or false; a word after a colon is a value each call binds (:now is the
+// client's clock); any other word is an attribute of the item.
 //
 //		WRITES
 //	row                            method                     operation      key
@@ -268,22 +318,23 @@
 //	message's request: lock        Processor.ProcessOne       ConditionCheck IDEMP#<eventId>#<userId> / LOCK
 //	    if   requestId = :requestId
 //	mark queued                    MarkQueued                 UpdateItem     REQ#<requestId> / META
-//	    if   status = RECEIVED
-//	    set  SET status = QUEUED
+//	    if   status = "RECEIVED"
+//	    set  SET status = "QUEUED"
 //	enqueue failure                MarkEnqueueFailed          UpdateItem     REQ#<requestId> / META
-//	    if   status = RECEIVED
-//	    set  REMOVE queuedAt SET status = FAILED_FINAL, uiResult = FAILED,
-//	         resultCode = FAILED_INGEST_ENQUEUE, failureClass = RETRYABLE,
-//	         errorCode = FAILED_INGEST_ENQUEUE, errorMessage = :errorMessage, finishedAt = :now
+//	    if   status = "RECEIVED"
+//	    set  REMOVE queuedAt SET status = "FAILED_FINAL", uiResult = "FAILED",
+//	         resultCode = "FAILED_INGEST_ENQUEUE", failureClass = "RETRYABLE",
+//	         errorCode = "FAILED_INGEST_ENQUEUE", errorMessage = :errorMessage,
+//	         finishedAt = :now
 //	start processing               StartProcessing            UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED))
-//	         OR ((status = PROCESSING) AND (leaseExpiresAt <= :now))
-//	    set  SET status = PROCESSING, startedAt = :now, leaseOwner = :leaseOwner,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         OR ((status = "PROCESSING") AND (leaseExpiresAt <= :now))
+//	    set  SET status = "PROCESSING", startedAt = :now, leaseOwner = :leaseOwner,
 //	         leaseExpiresAt = :leaseExpiresAt,
 //	         seatShard = if_not_exists(seatShard, :seatShard),
 //	         seatEpoch = if_not_exists(seatEpoch, :seatEpoch)
 //	lease heartbeat                Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
 //	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
@@ -291,112 +342,119 @@
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
 //	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
+//	         finishedAt = :now
 //	first-come seat bound          Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED))
-//	         OR ((status = PROCESSING) AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
-//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = SUCCEEDED, uiResult = SUCCESS,
-//	         resultCode = SUCCESS, finishedAt = :now,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         OR ((status = "PROCESSING") AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
+//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = "SUCCEEDED", uiResult = "SUCCESS",
+//	         resultCode = "SUCCESS", finishedAt = :now,
 //	         startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
 //	first-come seat closed         ClaimSeat, MarkEnqueueFailed UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
 //	    set  ADD void :fenceTokens
 //	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
-//	    if   ((status = PROCESSING) AND (leaseOwner = :leaseOwner)) AND (seatEpoch = :epochLeft)
+//	    if   ((status = "PROCESSING") AND (leaseOwner = :leaseOwner))
+//	         AND (seatEpoch = :epochLeft)
 //	    set  SET seatShard = :seatShard, seatEpoch = :seatEpoch
 //	capacity shard empty           ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  ADD emptyShards :shards
 //	capacity shard sold out        ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   attribute_exists (PK)
-//	    set  SET soldOut = :0
+//	    set  SET soldOut = true
 //	first-come capacity rejected   MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now
 //	first-come sold out            RejectSoldOut              UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now, startedAt = :now
 //	hold recorded                  Processor.ProcessOne       PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	first-come seat held           Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED))
-//	         OR ((status = PROCESSING) AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
-//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = HELD, uiResult = HELD,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         OR ((status = "PROCESSING") AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
+//	    set  REMOVE leaseOwner, leaseExpiresAt SET status = "HELD", uiResult = "HELD",
 //	         holdExpiresAt = :holdExpiresAt, startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
 //	first-come held                ClaimSeat                  UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt
 //	first-come waitlisted          RejectSoldOut              UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = WAITLISTED, uiResult = WAITLISTED, startedAt = :now
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", startedAt = :now
 //	first-come waitlisted (lease)  MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
-//	    if   (status = PROCESSING) AND (leaseOwner = :leaseOwner)
-//	    set  SET status = WAITLISTED, uiResult = WAITLISTED
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED"
 //	hold confirmed                 Confirm                    UpdateItem     REQ#<requestId> / META
-//	    if   (status = HELD) AND (holdExpiresAt > :now)
-//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS, finishedAt = :now
+//	    if   (status = "HELD") AND (holdExpiresAt > :now)
+//	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
+//	         finishedAt = :now
 //	hold released                  Release                    UpdateItem     REQ#<requestId> / META
-//	    if   (status = HELD) AND (holdExpiresAt = :holdExpiresAt)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_RELEASED,
+//	    if   (status = "HELD") AND (holdExpiresAt = :holdExpiresAt)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
 //	         finishedAt = :now
 //	waitlist left                  Release                    UpdateItem     REQ#<requestId> / META
-//	    if   status = WAITLISTED
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_RELEASED,
+//	    if   status = "WAITLISTED"
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
 //	         finishedAt = :now
 //	hold expired                   SweepHolds                 UpdateItem     REQ#<requestId> / META
-//	    if   (status = HELD) AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_HOLD_EXPIRED,
-//	         finishedAt = :now
+//	    if   (status = "HELD")
+//	         AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
+//	    set  SET status = "REJECTED", uiResult = "REJECTED",
+//	         resultCode = "REJECTED_HOLD_EXPIRED", finishedAt = :now
 //	seat given to the waitlist     Release                    UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
-//	    set  ADD capacityRemaining 1,
-//	         returned 1 SET entityType = if_not_exists(entityType, :entityType),
+//	    set  ADD capacityRemaining 1, returned 1
+//	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	hold cleared                   SweepHolds                 DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	waitlist served                SweepHolds                 UpdateItem     REQ#<requestId> / META
-//	    if   status = WAITLISTED
-//	    set  SET status = HELD, uiResult = HELD, holdExpiresAt = :holdExpiresAt, servedAt = :now
+//	    if   status = "WAITLISTED"
+//	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt,
+//	         servedAt = :now
 //	returned seat taken            SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   capacityRemaining > 0
 //	    set  ADD served 1 SET capacityRemaining = capacityRemaining - 1, updatedAt = :now
 //	waitlist closed                SweepHolds                 UpdateItem     REQ#<requestId> / META
-//	    if   status = WAITLISTED
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CAPACITY,
+//	    if   status = "WAITLISTED"
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now
 //	hold sweep lease               SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   ((attribute_not_exists (sweepUntil)) OR (sweepUntil <= :now))
 //	         OR (sweepOwner = :sweepOwner)
 //	    set  SET sweepOwner = :sweepOwner, sweepUntil = :sweepUntil,
-//	         entityType = if_not_exists(entityType, :entityType),
+//	         entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
 //	lottery entry collected        Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (attribute_not_exists (startedAt))
-//	    set  SET status = QUEUED, startedAt = :now
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         AND (attribute_not_exists (startedAt))
+//	    set  SET status = "QUEUED", startedAt = :now
 //	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = SUCCEEDED, uiResult = SUCCESS, resultCode = SUCCESS,
-//	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
+//	         finishedAt = :now, uiPhase = "ANNOUNCED", announcedAt = :now
 //	lottery result (lose)          Draw                       UpdateItem     REQ#<requestId> / META
-//	    if   (status = QUEUED) OR (status = RECEIVED)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_LOTTERY_LOSE,
-//	         finishedAt = :now, uiPhase = ANNOUNCED, announcedAt = :now
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "REJECTED", uiResult = "REJECTED",
+//	         resultCode = "REJECTED_LOTTERY_LOSE", finishedAt = :now, uiPhase = "ANNOUNCED",
+//	         announcedAt = :now
 //	lottery result (closed)        MarkClosed                 UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt > lotteryCutoffAt)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CLOSED,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt > lotteryCutoffAt)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CLOSED",
 //	         finishedAt = :now
 //	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
-//	    if   (((status = PROCESSING) OR (status = QUEUED)) OR (status = RECEIVED))
-//	         AND (((((status <> PROCESSING) OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> LOTTERY) OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((eventType <> FIRST_COME) OR (leaseOwner = :leaseOwner)))
-//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
+//	    if   (((status = "PROCESSING") OR (status = "QUEUED")) OR (status = "RECEIVED"))
+//	         AND (((((status <> "PROCESSING") OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> "LOTTERY") OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((eventType <> "FIRST_COME") OR (leaseOwner = :leaseOwner)))
+//	    set  SET status = "FAILED_FINAL", uiResult = "FAILED", resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
 //	entry failure                  Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = QUEUED) OR (status = RECEIVED)) AND (queuedAt <= lotteryCutoffAt)
-//	    set  SET status = FAILED_FINAL, uiResult = FAILED, resultCode = :resultCode,
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt <= lotteryCutoffAt)
+//	    set  SET status = "FAILED_FINAL", uiResult = "FAILED", resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
 //	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
@@ -409,24 +467,24 @@
 //	    set  SET endsAt = :now, closedAt = :now
 //	event paused                   PauseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
-//	         AND ((attribute_not_exists (paused)) OR (paused = :2))
-//	    set  SET paused = :3
+//	         AND ((attribute_not_exists (paused)) OR (paused = false))
+//	    set  SET paused = true
 //	event resumed                  ResumeEvent                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
-//	         AND (paused = :2)
-//	    set  SET paused = :3
+//	         AND (paused = true)
+//	    set  SET paused = false
 //	event end extended             ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (endsAt > :lead)) AND (endsAt < :endsAt)
 //	    set  SET endsAt = :endsAt
 //	lottery cutoff extended        ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   ((((attribute_exists (PK)) AND (eventType = LOTTERY)) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
+//	    if   ((((attribute_exists (PK)) AND (eventType = "LOTTERY")) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
 //	         AND ((attribute_not_exists (endsAt)) OR (endsAt >= :cutoff))
 //	    set  SET lotteryCutoffAt = :cutoff
 //	hold registry: end moved       ExtendEvent                UpdateItem     HOLD_EVENTS / EVENT#<eventId>
 //	    if   attribute_exists (PK)
 //	    set  SET endsAt = :endsAt
 //	cutoff extended: draw check    ExtendEvent                ConditionCheck EVENT#<eventId> / DRAW
-//	    if   phase = COLLECTING
+//	    if   phase = "COLLECTING"
 //	audit entry                    CloseEvent                 PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	operation marker               AddCapacity, CancelRequest PutItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
@@ -437,10 +495,10 @@
 //	progress counted               FlushProgress              UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
 //	    set  ADD a0 :a0, a1 :a1, a2 :a2, a3 :a3, a4 :a4, a5 :a5, a6 :a6, a7 :a7, a8 :a8,
 //	         a9 :a9, d0 :d0, d1 :d1, d2 :d2, d3 :d3, d4 :d4, d5 :d5, d6 :d6, d7 :d7, d8 :d8,
-//	         d9 :d9 SET entityType = if_not_exists(entityType, :entityType),
+//	         d9 :d9 SET entityType = if_not_exists(entityType, "PROGRESS"),
 //	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
 //	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   (((attribute_exists (PK)) AND (eventType = FIRST_COME)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
+//	    if   (((attribute_exists (PK)) AND (eventType = "FIRST_COME")) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  ADD capacityTotal :seats SET poolVersion = :poolVersion
 //	capacity added to a shard      AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
@@ -451,8 +509,8 @@
 //	    if   attribute_exists (PK)
 //	    set  SET poolVersion = :poolVersion
 //	capacity added to the pool     AddCapacity                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
-//	    set  ADD capacityRemaining :seats,
-//	         added :seats SET entityType = if_not_exists(entityType, :entityType),
+//	    set  ADD capacityRemaining :seats, added :seats
+//	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
 //	pool seat claimed              ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
@@ -464,12 +522,12 @@
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
 //	    set  ADD void :fenceTokens
 //	participation cancelled        CancelRequest              UpdateItem     REQ#<requestId> / META
-//	    if   (status = SUCCEEDED) AND (eventType = FIRST_COME)
-//	    set  SET status = REJECTED, uiResult = REJECTED, resultCode = REJECTED_CANCELLED,
+//	    if   (status = "SUCCEEDED") AND (eventType = "FIRST_COME")
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CANCELLED",
 //	         finishedAt = :now
 //	seat of a cancel to the pool   CancelRequest              UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
-//	    set  ADD capacityRemaining 1,
-//	         cancelled 1 SET entityType = if_not_exists(entityType, :entityType),
+//	    set  ADD capacityRemaining 1, cancelled 1
+//	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
 //	pool version raised            CancelRequest              UpdateItem     EVENT#<eventId> / CONFIG
@@ -477,20 +535,20 @@
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  SET poolVersion = :poolVersion
 //	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
-//	    if   phase = COLLECTING
-//	    set  SET phase = DRAWING, drawnAt = :now
+//	    if   phase = "COLLECTING"
+//	    set  SET phase = "DRAWING", drawnAt = :now
 //	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
-//	    set  SET phase = DRAWING
+//	    set  SET phase = "DRAWING"
 //	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
-//	    if   (phase = DRAWING) AND (attribute_not_exists (entriesHash))
+//	    if   (phase = "DRAWING") AND (attribute_not_exists (entriesHash))
 //	    set  SET entryCount = :entryCount, entriesHash = :entriesHash, seed = :seed
 //	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
-//	    if   phase = DRAWING
-//	    set  SET phase = ANNOUNCED, announcedAt = :now
+//	    if   phase = "DRAWING"
+//	    set  SET phase = "ANNOUNCED", announcedAt = :now
 //	event: announced               Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
-//	    set  SET phase = ANNOUNCED, announcedAt = :now
+//	    set  SET phase = "ANNOUNCED", announcedAt = :now
 //		READS
 //	row                            method                     operation      key
 //	get request                    GetRequest                 GetItem        REQ#<requestId> / META

@@ -86,7 +86,6 @@ const (
 // The params of the hold rows.
 const (
 	pHoldExpiresAt param = "holdExpiresAt"
-	pEntityType    param = "entityType"
 	pEventID       param = "eventId"
 	pSweepOwner    param = "sweepOwner"
 	pSweepUntil    param = "sweepUntil"
@@ -109,7 +108,7 @@ var (
 	}
 	// returnsSets name the Returns item on its first write.
 	returnsSets = []set{
-		setIfMissing(attrEntityType, pEntityType), setIfMissing(attrEventID, pEventID), setTo(attrUpdatedAt, pNow),
+		setIfMissing(attrEntityType, entity.Returns), setIfMissing(attrEventID, pEventID), setTo(attrUpdatedAt, pNow),
 	}
 
 	holdRecordRow = row{
@@ -284,7 +283,7 @@ func (c *Client) returnSeat(eventID string) (write, error) {
 	if err != nil {
 		return write{}, err
 	}
-	return write{row: &seatReturnedRow, key: key.Key(), args: args{pNow: c.now(), pEntityType: entity.Returns, pEventID: eventID}}, nil
+	return write{row: &seatReturnedRow, key: key.Key(), args: args{pNow: c.now(), pEventID: eventID}}, nil
 }
 
 // recordHold writes the Hold item of a hold about to be taken, the "hold recorded"
@@ -582,7 +581,7 @@ func (c *Client) takeSweepLease(ctx context.Context, eventID, owner string, d ti
 	}
 	now := c.now()
 	w := write{row: &sweepLeaseRow, key: key.Key(), args: args{
-		pNow: now, pSweepOwner: owner, pSweepUntil: MillisOf(now.Time().Add(d)), pEntityType: entity.Returns, pEventID: eventID,
+		pNow: now, pSweepOwner: owner, pSweepUntil: MillisOf(now.Time().Add(d)), pEventID: eventID,
 	}}
 	err = c.do(ctx, txOptions{}, []write{w})
 	var lost *conditionLost

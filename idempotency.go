@@ -75,6 +75,9 @@ type Participation struct {
 // failed and released it), a lost call whose lock is not there.
 const participateAttempts = 3
 
+// Participate is a row method of the worker's layer, Submit's first step: a service
+// leaves it to Submit (see "Two layers" in the package doc).
+//
 // Participate accepts one user into one event with the design's own two writes, no
 // transaction:
 //

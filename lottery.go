@@ -143,6 +143,9 @@ var (
 	}
 )
 
+// MarkClosed is a row method of the worker's layer, a step of the worker and of
+// Draw: a service leaves it to them (see "Two layers" in the package doc).
+//
 // MarkClosed ends a lottery request queued after the cutoff, the "lottery result
 // (closed)" row: UpdateItem PK REQ#<requestId>, SK META, SET status = REJECTED,
 // uiResult REJECTED, resultCode REJECTED_CLOSED, finishedAt; condition (status =

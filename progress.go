@@ -70,7 +70,7 @@ func slotNames(prefix string) [progressSlots]string {
 // progressRow adds a node's counts of one second to its progress item.
 var progressRow = row{
 	name: "progress counted", method: "FlushProgress", item: entity.Progress, op: opUpdate,
-	sets: []set{setIfMissing(attrEntityType, pEntityType), setIfMissing(attrEventID, pEventID), setIfMissing(attrTTL, pProgressTTL)},
+	sets: []set{setIfMissing(attrEntityType, entity.Progress), setIfMissing(attrEventID, pEventID), setIfMissing(attrTTL, pProgressTTL)},
 	adds: progressAdds(),
 }
 
@@ -210,7 +210,7 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 		return err
 	}
 	key := ProgressKey{eventID: k.eventID, shard: m.node % progressShards(cfg), second: k.second}
-	a := args{pEntityType: entity.Progress, pEventID: k.eventID, pProgressTTL: time.Unix(k.second, 0).Add(progressTTL).Unix()}
+	a := args{pEventID: k.eventID, pProgressTTL: time.Unix(k.second, 0).Add(progressTTL).Unix()}
 	for i := range progressSlots {
 		a[param(arrivedSlots[i])] = p.arrived[i]
 		a[param(reachedSlots[i])] = p.reached[i]

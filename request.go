@@ -243,8 +243,11 @@ var (
 
 // GetRequest reads one request: the "get request" row of users and admins, GetItem
 // PK REQ#<requestId>, SK META, eventually consistent (a screen that polls may see a
-// status a moment late). An unknown request is ErrNotFound; who may see which
-// request is the caller's decision.
+// status a moment late). A FIRST_COME request that waits in line (RECEIVED or
+// QUEUED) also gets its place in line, Request.Queue, from the event's progress (the
+// "event progress" row), unless the client counts none (Options.ProgressEvery < 0);
+// a failed read of the progress leaves Queue nil. An unknown request is ErrNotFound;
+// who may see which request is the caller's decision.
 func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, error) {
 	r, err := c.getRequest(ctx, requestID, false)
 	if err == nil {
@@ -267,6 +270,9 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 	return &item.Request, nil
 }
 
+// MarkQueued is a row method of the worker's layer, Submit's last step: a service
+// leaves it to Submit (see "Two layers" in the package doc).
+//
 // MarkQueued records that a request's message is on the queue: the "mark queued"
 // row, UpdateItem PK REQ#<requestId>, SK META, SET status = QUEUED; condition: status
 // = RECEIVED. It writes nothing else: the request's put wrote its queuedAt and index
@@ -292,6 +298,9 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 	return c.applyTo(ctx, "mark queued", ref.RequestID, write{row: &markQueuedRow, args: args{pQueuedAt: loggedAt}, note: "message sent"}, tx)
 }
 
+// MarkEnqueueFailed is a row method of the worker's layer, Submit's step when the
+// send fails: a service leaves it to Submit (see "Two layers" in the package doc).
+//
 // MarkEnqueueFailed ends a request whose message could not be sent: the "enqueue
 // failure" row, UpdateItem PK REQ#<requestId>, SK META, SET status = FAILED_FINAL,
 // uiResult FAILED, resultCode and errorCode FAILED_INGEST_ENQUEUE, failureClass
@@ -344,6 +353,10 @@ func (c *Client) closeHomeIfFirstCome(ctx context.Context, ref RequestRef) (held
 	return c.closeHome(ctx, ref, max(cfg.CapacityShards, 1))
 }
 
+// StartProcessing is a row method of the worker's layer, the worker's start of a
+// request under a lease: a service leaves it to the Worker (see "Two layers" in the
+// package doc).
+//
 // StartProcessing is the "start processing" row: UpdateItem PK REQ#<requestId>, SK
 // META, SET status = PROCESSING, startedAt, leaseOwner and leaseExpiresAt = now +
 // lease.Duration, and seatShard = if_not_exists(seatShard, the first capacity shard of
@@ -430,6 +443,10 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 	return t, st, nil
 }
 
+// MarkCapacityRejected is a row method of the worker's layer, the worker's end of a
+// request that found no seat under its lease: a service leaves it to the Worker (see
+// "Two layers" in the package doc).
+//
 // MarkCapacityRejected is the "first-come capacity rejected" row: UpdateItem PK
 // REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
 // REJECTED_CAPACITY, finishedAt; condition status = PROCESSING AND leaseOwner =
@@ -456,6 +473,10 @@ func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease
 	return c.applyTo(ctx, "reject", ref.RequestID, w, txOptions{})
 }
 
+// RejectSoldOut is a row method of the worker's layer, the worker's end of a loser of
+// a sold-out event: a service leaves it to the Worker (see "Two layers" in the
+// package doc).
+//
 // RejectSoldOut ends a first-come request of an event known to be sold out, in one
 // write: the "first-come sold out" row, UpdateItem PK REQ#<requestId>, SK META, SET
 // status = REJECTED, uiResult REJECTED, resultCode REJECTED_CAPACITY, finishedAt and
@@ -500,6 +521,10 @@ type Failure struct {
 	Cause     error      // stored as errorMessage, cut to 256 characters
 }
 
+// MarkFailed is a row method of the worker's layer, the worker's end of a request it
+// gives up on: a service leaves it to the Worker (see "Two layers" in the package
+// doc).
+//
 // MarkFailed is the "final failure" row: UpdateItem PK REQ#<requestId>, SK META, SET
 // status = FAILED_FINAL, uiResult FAILED, resultCode, failureClass, errorCode,
 // errorMessage (at most 256 characters), finishedAt; condition: status is PROCESSING,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -184,8 +185,13 @@ func setTo(attr string, v any) set {
 // addTo adds v to attr: a number, or a set's elements (a param, or a constant).
 func addTo(attr string, v any) set { return setTo(attr, v) }
 
-// setIfMissing sets attr to p's value where the item has no attr yet.
-func setIfMissing(attr string, p param) set { return set{attr: attr, param: p, ifMissing: true} }
+// setIfMissing sets attr to v where the item has no attr yet: a constant, or a
+// param's value at each call.
+func setIfMissing(attr string, v any) set {
+	s := setTo(attr, v)
+	s.ifMissing = true
+	return s
+}
 
 // value is the action's value with v's params.
 func (s set) value(v values) expression.ValueBuilder {
@@ -592,9 +598,13 @@ func CanTransition(from, to Status) bool {
 // placeholder matches the name and value placeholders of a built expression.
 var placeholder = regexp.MustCompile(`[#:][0-9]+`)
 
+// docParam matches a param as docValues gives it: :name.
+var docParam = regexp.MustCompile(`^:[A-Za-z][A-Za-z0-9]*$`)
+
 // describe writes text, a part of e, in the words of the access-pattern table:
-// attribute names for their placeholders and values as they are (a row built with
-// docValues shows its params as :name).
+// attribute names for their placeholders, a value the row fixes as a literal (a
+// quoted string, a number, true or false), and a param as :name (a row built with
+// docValues gives each param so). A value of another kind keeps its placeholder.
 func describe(e expression.Expression, text *string) string {
 	if text == nil {
 		return ""
@@ -606,9 +616,16 @@ func describe(e expression.Expression, text *string) string {
 		}
 		switch v := values[ph].(type) {
 		case *types.AttributeValueMemberS:
-			return v.Value
+			if docParam.MatchString(v.Value) {
+				return v.Value
+			}
+			return strconv.Quote(v.Value)
 		case *types.AttributeValueMemberN:
 			return v.Value
+		case *types.AttributeValueMemberBOOL:
+			return strconv.FormatBool(v.Value)
+		case *types.AttributeValueMemberNULL:
+			return "null"
 		}
 		return ph
 	}))

@@ -356,6 +356,9 @@ func claimBackoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// ClaimSeat is a row method of the worker's layer, the worker's seat claim under a
+// lease: a service leaves it to the Worker (see "Two layers" in the package doc).
+//
 // ClaimSeat is the "first-come capacity" and "first-come success" rows, two single
 // writes and no transaction. First UpdateItem of the request's seat place (PK
 // EVENT#<eventId>, SK CAPACITY; with capacity shards the shard its seatShard names,
