@@ -217,15 +217,7 @@ func TestReview39bLastReceiveLostLeavesTheSeatOnNobody(t *testing.T) {
 	ctx := context.Background()
 	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
 	const id = "r"
-	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-	put := hb.Hold(asynceventtest.OnKey("PutItem", "REQ#"+id, ""), 1, asynceventtest.CallerReset)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err := r.ingestThrough(hb, id).Submit(ctx, q, r.event, "r")
-	t.Logf("Submit, its put unanswered (it never lands): %v", err)
-	require.Equal(t, 1, put.Count())
-	ds, err := q.Receive(ctx, 1, 0, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, ds, 1)
+	ds := []queue.Delivery{r.submitPutLost(id, "r")}
 
 	// The first receive: its worker dies on the write of the request.
 	dying := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))

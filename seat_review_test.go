@@ -62,6 +62,25 @@ func (r *delayRig) ingestThrough(db asyncevent.DynamoDB, id string) *asyncevent.
 	return c
 }
 
+// submitPutLost submits user's click with request ID id through an ingest whose
+// put of the request is left unanswered and never lands (a reset after it was sent):
+// Submit sends the message all the same (its put's outcome unknown), which this
+// returns as received.
+func (r *delayRig) submitPutLost(id, user string) queue.Delivery {
+	t := r.t
+	ctx := context.Background()
+	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+	put := hb.Hold(asynceventtest.OnKey("PutItem", "REQ#"+id, ""), 1, asynceventtest.CallerReset)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	_, err := r.ingestThrough(hb, id).Submit(ctx, q, r.event, user)
+	t.Logf("Submit, its put unanswered (it never lands): %v", err)
+	require.Equal(t, 1, put.Count())
+	ds, err := q.Receive(ctx, 1, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 1, "Submit sent the message of a put whose outcome it did not know")
+	return ds[0]
+}
+
 type reviewSubmitted struct {
 	p   asyncevent.Participation
 	err error
@@ -127,15 +146,7 @@ func TestSeatReviewUncertainPutNeverLandsThenTheClose(t *testing.T) {
 	ctx := context.Background()
 	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
 	const id = "r"
-	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-	put := hb.Hold(asynceventtest.OnKey("PutItem", "REQ#"+id, ""), 1, asynceventtest.CallerReset)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err := r.ingestThrough(hb, id).Submit(ctx, q, r.event, "r")
-	t.Logf("Submit, its put unanswered: %v", err)
-	require.Equal(t, 1, put.Count())
-	ds, err := q.Receive(ctx, 1, 0, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, ds, 1, "Submit sent the message of a put whose outcome it did not know")
+	ds := []queue.Delivery{r.submitPutLost(id, "r")}
 	res := asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), ds[0], asyncevent.ProcessOptions{})
 	t.Logf("the worker: %s (message done: %t)", res.Kind, !res.Redeliver)
 	assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "a seat won for a request never written: the worker writes it from the message and binds it: %v", res.Err)
@@ -152,15 +163,7 @@ func TestSeatReviewUncertainPutNeverLandsThenTheCloseHeals(t *testing.T) {
 	ctx := context.Background()
 	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
 	const id = "r"
-	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-	put := hb.Hold(asynceventtest.OnKey("PutItem", "REQ#"+id, ""), 1, asynceventtest.CallerReset)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err := r.ingestThrough(hb, id).Submit(ctx, q, r.event, "r")
-	t.Logf("Submit, its put unanswered: %v", err)
-	require.Equal(t, 1, put.Count())
-	ds, err := q.Receive(ctx, 1, 0, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, ds, 1)
+	ds := []queue.Delivery{r.submitPutLost(id, "r")}
 	dying := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
 	cut := dying.Hold(asynceventtest.OnKey("TransactWriteItems", "REQ#"+id, ""), 0, asynceventtest.CallerReset)
 	res := asynceventtest.WorkDelivery(ctx, t, r.worker(dying, nil), ds[0], asyncevent.ProcessOptions{})
