@@ -2,11 +2,22 @@ package localproc
 
 import (
 	"errors"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
+
+// idleConnTimeout is how long a client of a local service keeps an idle connection:
+// below the servers' own idle timeouts (DynamoDB Local's Jetty closes an idle
+// connection after 30 s, measured; Node's http server, fauxqs's, after 5 s by
+// default), so that a call is never written on a connection the server is closing.
+// The SDK's default (90 s) lost, now and then, a call sent once (a seat claim) to
+// "use of closed network connection" on a connection idle about 30 s.
+const idleConnTimeout = 4 * time.Second
 
 // Options configures the Start of dynamodblocal and of sqslocal. The zero value
 // is ready to use.
@@ -77,5 +88,8 @@ func AWSConfig(endpoint, accessKey string) (aws.Config, error) {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, accessKey, ""),
 		BaseEndpoint: aws.String(endpoint),
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.IdleConnTimeout = idleConnTimeout
+		}),
 	}, nil
 }
