@@ -75,6 +75,13 @@ func (r *delayRig) submit(user string, home int) string {
 	for i := 0; delayHome(id, r.shards) != home; i++ {
 		id = fmt.Sprintf("%s-%d", user, i)
 	}
+	return r.submitAs(user, id)
+}
+
+// submitAs makes user's click under request ID id, keeps the message ingest sent for
+// deliver, and returns id.
+func (r *delayRig) submitAs(user, id string) string {
+	r.t.Helper()
 	r.mu.Lock()
 	r.nextID = id
 	r.mu.Unlock()

@@ -51,21 +51,7 @@ func (r *delayRig) submitOrdered(user string, order []int) string {
 	for i := 0; !slices.Equal(reviewOrder(id, r.shards), order); i++ {
 		id = fmt.Sprintf("%s-%d", user, i)
 	}
-	r.mu.Lock()
-	r.nextID = id
-	r.mu.Unlock()
-	q := queue.NewMemory(queue.MemoryOptions{})
-	p, err := r.c.Submit(context.Background(), q, r.event, user)
-	require.NoError(r.t, err)
-	require.Equal(r.t, id, p.RequestID)
-	ds, err := q.Receive(context.Background(), 1, 0, time.Minute)
-	require.NoError(r.t, err)
-	require.Len(r.t, ds, 1)
-	r.mu.Lock()
-	r.bodies[id] = ds[0].Body
-	r.mu.Unlock()
-	r.clock.Advance(time.Millisecond)
-	return id
+	return r.submitAs(user, id)
 }
 
 // firstAttemptLate sits beneath the SDK (its HTTP client): the first call that
