@@ -408,7 +408,7 @@ type homeState struct {
 	looked bool      // the delivery read it
 	leased bool      // the request goes the leased way: a lease holds it
 	clear  bool      // no seat of the request is on it, nor can be: found empty without its token, or closed to it
-	// hold is the event's EventConfig.HoldFor (0: no holds), as the home shard or the
+	// hold is the event's EventSettings.HoldFor (0: no holds), as the home shard or the
 	// config read for the home claim says, once holdKnown.
 	hold      time.Duration
 	holdKnown bool

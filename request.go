@@ -26,7 +26,7 @@ type Request struct {
 
 	// LOTTERY only: the phase for the screen, the cutoff and the announcement time.
 	// A request goes from COLLECTING straight to ANNOUNCED when the draw finalises
-	// it (one write per entry); DRAWING is the event's phase (EventConfig.Phase) while
+	// it (one write per entry); DRAWING is the event's phase (Event.Phase) while
 	// the draw runs, so a screen that shows it reads the event too.
 	UIPhase         UIPhase     `dynamodbav:"uiPhase,omitempty"`
 	LotteryCutoffAt EpochMillis `dynamodbav:"lotteryCutoffAt,omitempty"`
@@ -62,7 +62,7 @@ type Request struct {
 	// (seat.go), so that none of them lands there later.
 	SeatEpoch int `dynamodbav:"seatEpoch,omitempty"`
 
-	// HoldExpiresAt, of a HELD request (an event with holds, EventConfig.HoldFor), is
+	// HoldExpiresAt, of a HELD request (an event with holds, EventSettings.HoldFor), is
 	// when its hold runs out: Confirm before it makes it SUCCEEDED; the hold sweep
 	// after it gives its seat to the waitlist. Kept once the hold ended (confirmed,
 	// released or expired): the request held a seat.

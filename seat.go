@@ -190,7 +190,7 @@ type seatClaim struct {
 	// end runs the write that ends the lease (the request's SUCCEEDED), so that no
 	// heartbeat rewrites it afterwards; nil runs it as it is.
 	end func(write func())
-	// hold is the event's EventConfig.HoldFor: the seat makes the request HELD for
+	// hold is the event's EventSettings.HoldFor: the seat makes the request HELD for
 	// it, not SUCCEEDED; 0 for an event without holds.
 	hold time.Duration
 

@@ -38,7 +38,7 @@ func newRaceRig(t *testing.T, capacity int64, shards int, holdFor time.Duration)
 		defer r.mu.Unlock()
 		return r.nextID
 	}})
-	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventConfig{
+	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventSettings{
 		EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor,
 	})
 	require.NoError(t, err)

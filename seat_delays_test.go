@@ -55,7 +55,7 @@ func newDelayRig(t *testing.T, capacity int64, shards int) *delayRig {
 		defer r.mu.Unlock()
 		return r.nextID
 	}})
-	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
+	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
 	require.NoError(t, err)
 	return r
 }

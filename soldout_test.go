@@ -22,7 +22,7 @@ func TestSoldOutLoserHasStartedAt(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string

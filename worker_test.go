@@ -71,7 +71,7 @@ func countBy[T comparable](rs []asyncevent.Request, key func(asyncevent.Request)
 func newSale(t *testing.T, capacity int64) *asyncevent.Client {
 	t.Helper()
 	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 	return c
 }
@@ -148,7 +148,7 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 
 	// Ingest wrote the request and sent the message, but had not yet written QUEUED
@@ -190,7 +190,7 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 func submitted(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) (*queue.Memory, []queue.Delivery) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	for _, u := range users {

@@ -12,7 +12,7 @@ import (
 
 // eventView is the event page.
 type eventView struct {
-	Event      *asyncevent.EventConfig
+	Event      *asyncevent.Event
 	Stats      *asyncevent.EventStats
 	Cards      []card // counts
 	Timing     []card // latencies and fairness
@@ -256,7 +256,7 @@ func shardsOf(c *asyncevent.EventCapacity) []shardView {
 }
 
 // lottery reads the draw record and, once the draw has started, verifies it.
-func (u *adminUI) lottery(r *http.Request, ev *asyncevent.EventConfig) (*lotteryView, error) {
+func (u *adminUI) lottery(r *http.Request, ev *asyncevent.Event) (*lotteryView, error) {
 	d, err := u.client.GetDraw(r.Context(), ev.EventID)
 	if err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.EventConfig) (*lottery
 }
 
 // eventCards are the stats rows: the counts, then the latencies and fairness.
-func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotteryView) (counts, timing []card) {
+func eventCards(ev *asyncevent.Event, s *asyncevent.EventStats, lv *lotteryView) (counts, timing []card) {
 	inFlight := s.ByStatus[asyncevent.StatusReceived] + s.ByStatus[asyncevent.StatusQueued] + s.ByStatus[asyncevent.StatusProcessing]
 	n := strconv.Itoa
 	cards := []card{
@@ -460,7 +460,7 @@ func breakdowns(s *asyncevent.EventStats) (byStatus, byResult []countRow) {
 }
 
 // tableOf builds the request table of one page at now.
-func tableOf(ev *asyncevent.EventConfig, s *asyncevent.EventStats, list *asyncevent.RequestPage, opts asyncevent.EventListOptions, pos int, now time.Time) tableView {
+func tableOf(ev *asyncevent.Event, s *asyncevent.EventStats, list *asyncevent.RequestPage, opts asyncevent.EventListOptions, pos int, now time.Time) tableView {
 	t := tableView{
 		Order:     opts.Order,
 		Status:    opts.Status,
@@ -536,7 +536,7 @@ func fmtHoldLeft(r *asyncevent.Request, now time.Time) string {
 // requestPageView is the request page.
 type requestPageView struct {
 	R           *asyncevent.Request
-	Event       *asyncevent.EventConfig // nil if it cannot be read
+	Event       *asyncevent.Event // nil if it cannot be read
 	Steps       []stepView
 	Logs        []logRow
 	LogsEnabled bool

@@ -10,7 +10,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// The commands of an event with holds (EventConfig.HoldFor): a HELD request is
+// The commands of an event with holds (EventSettings.HoldFor): a HELD request is
 // confirmed when paid or released when given up, and the hold sweep ends the holds
 // that ran out and hands the seats given back to the waitlist.
 

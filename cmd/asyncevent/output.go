@@ -33,8 +33,9 @@ type field struct {
 }
 
 // fieldsOf lists the non-zero attributes of one of the library's item structs
-// (Request, EventConfig, …) in the struct's order, named by their dynamodbav tags,
-// so that the CLI shows the names the table stores.
+// (Request, Event, …) in the struct's order, named by their dynamodbav tags,
+// so that the CLI shows the names the table stores. An embedded struct's fields
+// (Event's EventSettings) are listed in its place, as DynamoDB stores them.
 func fieldsOf(v any) []field {
 	rv := reflect.Indirect(reflect.ValueOf(v))
 	var fs []field
@@ -45,6 +46,10 @@ func fieldsOf(v any) []field {
 		}
 		name, _, _ := strings.Cut(sf.Tag.Get("dynamodbav"), ",")
 		if name == "-" {
+			continue
+		}
+		if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
+			fs = append(fs, fieldsOf(rv.Field(i).Interface())...)
 			continue
 		}
 		if name == "" {
