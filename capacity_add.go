@@ -414,7 +414,7 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 		return EventUpdate{}, false, err
 	}
 	refused := func(reason string) (EventUpdate, bool, error) {
-		return EventUpdate{Event: &cfg.Event, Reason: reason, Request: req}, false, nil
+		return EventUpdate{Event: &cfg.Event, Reason: reason, Request: &req.Request}, false, nil
 	}
 	switch {
 	case req.EventType != FirstCome:
@@ -475,7 +475,7 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	if err != nil {
 		return up, false, err
 	}
-	up.Request = cur
+	up.Request = &cur.Request
 	switch {
 	case !up.Applied && cur.Status == StatusRejected && cur.ResultCode == ResultCancelled:
 		up.Reason = cancelledAlready

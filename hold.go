@@ -364,7 +364,7 @@ func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, err
 		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
 	}
 	if req.Status != StatusHeld {
-		return Transition{Current: req}, nil
+		return found(req), nil
 	}
 	n, err := c.capacityShards(ctx, req.EventID)
 	if err != nil {
@@ -421,11 +421,11 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 	var t Transition
 	switch req.Status {
 	case StatusHeld:
-		t, err = c.endHold(ctx, key, req, &releaseRow, "released")
+		t, err = c.endHold(ctx, key, &req.Request, &releaseRow, "released")
 	case StatusWaitlisted:
 		t, err = c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now()}, note: "left the waitlist"}, txOptions{})
 	default:
-		return Transition{Current: req}, nil
+		return found(req), nil
 	}
 	if err != nil {
 		return t, fmt.Errorf("release %s: %w", requestID, err)
@@ -659,7 +659,7 @@ func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
 	t, err := s.c.endHold(ctx, key, req, &expireRow, "hold expired")
 	switch {
 	case errors.Is(err, ErrNotFound):
-		t, err = Transition{Current: &Request{Status: StatusRejected}}, nil // no request: a stray record
+		t, err = found(&storedRequest{Request: Request{Status: StatusRejected}}), nil // no request: a stray record
 	case err != nil:
 		return fmt.Errorf("expire the hold of %s: %w", h.RequestID, err)
 	case t.Applied:
@@ -667,7 +667,7 @@ func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
 		s.report.Expired++
 		return nil
 	}
-	cur := t.Current
+	cur := t.current
 	if !cur.Status.IsTerminal() && !(cur.Status == StatusHeld && cur.HoldExpiresAt != h.ExpiresAt) {
 		return nil // being bound (or HELD on this hold, its clock ahead of ours): next pass
 	}

@@ -272,7 +272,7 @@ func (c *Client) createRequest(ctx context.Context, event *eventItem, lock LockK
 		})
 		switch {
 		case errors.As(rerr, &lost) && lost.index == 1:
-			return c.getRequest(ctx, requestID, true) // it landed
+			return viewOf(c.getRequest(ctx, requestID, true)) // it landed
 		case rerr != nil && !errors.As(rerr, &lost):
 			c.opts.Logger.WarnContext(ctx, "the request's put failed and so did releasing its lock; the next click heals it",
 				slog.String("requestId", requestID), slog.String("eventId", event.EventID), slog.Any("error", rerr))
@@ -295,16 +295,19 @@ func (c *Client) newRequest(event *eventItem, lock LockKey, requestID string, re
 	if err != nil {
 		return requestItem{}, err
 	}
-	req := Request{
-		EntityType: entity.Request, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
-		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
-		RequestedAt: requestedAt, QueuedAt: queuedAt,
+	req := storedRequest{
+		EntityType: entity.Request,
+		Request: Request{
+			RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
+			EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
+			RequestedAt: requestedAt, QueuedAt: queuedAt,
+		},
 		IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
 	}
 	if event.EventType == Lottery {
 		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
 	}
-	return requestItem{Key: key.Key(), IndexKeys: index, Request: req}, nil
+	return requestItem{Key: key.Key(), IndexKeys: index, storedRequest: req}, nil
 }
 
 // errorIngestIncomplete is the errorCode of a request written FAILED_FINAL by

@@ -183,7 +183,7 @@ func (c *Client) redrive(ctx context.Context, q queue.Queue, event *eventItem, l
 	if c.opts.Clock().Sub(p.ParticipatedAt.Time()) < c.opts.RedriveAfter {
 		return p, nil
 	}
-	r, err := c.getRequest(ctx, p.RequestID, true)
+	r, err := viewOf(c.getRequest(ctx, p.RequestID, true))
 	if errors.Is(err, ErrNotFound) && closed && event.EventType == FirstCome {
 		// A message of the request may have gone out (after a put whose answer was
 		// lost) and won its seat: the home shard is closed to it before it is ended
@@ -250,7 +250,9 @@ func (c *Client) healLock(ctx context.Context, event *eventItem, lock LockKey, p
 func (c *Client) rememberQueued(p Participation) {
 	lockStays := p.Request != nil && (p.Request.ResultCode != ResultFailedIngestEnqueue || p.Request.ErrorCode == errorIngestIncomplete)
 	if r := p.Request; lockStays && r.Status != StatusReceived {
-		c.queued.put(r.IdempotencyKey, Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
+		if lock, err := NewLockKey(r.EventID, r.UserID); err == nil { // the IDs of a request written
+			c.queued.put(lock.IdempotencyKey(), Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
+		}
 	}
 }
 

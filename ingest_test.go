@@ -681,7 +681,9 @@ func TestItemLifetimes(t *testing.T) {
 	_, err = c.Submit(ctx, &sendQueue{}, "open", "ann")
 	require.NoError(t, err)
 
-	assert.Equal(t, t0.Add(90*24*time.Hour).Unix(), p.Request.TTL, "requests: 90 days")
+	stored, err := asyncevent.ReadStoredRequest(ctx, c, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, t0.Add(90*24*time.Hour).Unix(), stored.TTL, "requests: 90 days")
 	for _, raw := range items(t, c)[entity.Idempotency] {
 		var l asyncevent.IdempotencyLock
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &l))

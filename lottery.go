@@ -550,8 +550,8 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 	switch {
 	case err != nil:
 		return err
-	case !t.Applied && t.Current.Status != r.to:
-		return fmt.Errorf("%w: entry %s is %s, the draw says %s", ErrDrawMismatch, e.RequestID, t.Current.Status, r.to)
+	case !t.Applied && t.current.Status != r.to:
+		return fmt.Errorf("%w: entry %s is %s, the draw says %s", ErrDrawMismatch, e.RequestID, t.current.Status, r.to)
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func TestReview26PoolSeatOfARedeliveryIsTakenOnce(t *testing.T) {
 	remaining, holders := review26Pool(t, c, "redo")
 	assert.Zero(t, remaining)
 	assert.Equal(t, []string{tokenOf(p.RequestID)}, holders, "one seat, the request's")
-	r, err := c.GetRequest(ctx, p.RequestID)
+	r, err := asyncevent.ReadStoredRequest(ctx, c, p.RequestID)
 	require.NoError(t, err)
 	require.NotNil(t, r.SeatShard)
 	assert.Equal(t, 1, *r.SeatShard, "its seatShard names the pool (shard C)")

@@ -404,7 +404,7 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 		return Transition{}, fmt.Errorf("claim seat %s: %w", ref.RequestID, err)
 	}
 	if req.Status != StatusProcessing || req.LeaseOwner != lease.Owner {
-		return Transition{Current: req}, nil // not held under the caller's lease
+		return found(req), nil // not held under the caller's lease
 	}
 	n, err := c.capacityShards(ctx, ref.EventID)
 	if err != nil {
@@ -651,7 +651,7 @@ func (c *Client) moveSeat(ctx context.Context, sc *seatClaim, place int) (Transi
 	if err != nil {
 		return t, err
 	}
-	if cur := t.Current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == sc.owner &&
+	if cur := t.current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == sc.owner &&
 		cur.SeatEpoch == epoch && cur.SeatShard != nil && *cur.SeatShard == place {
 		t.Applied = true // an earlier attempt of this move landed, its answer lost
 	}

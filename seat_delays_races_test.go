@@ -55,9 +55,9 @@ func (r *delayRig) win(user string, home int, want asyncevent.OutcomeKind) strin
 }
 
 // request reads a request strongly consistently.
-func (r *delayRig) request(id string) *asyncevent.Request {
+func (r *delayRig) request(id string) *asyncevent.StoredRequest {
 	r.t.Helper()
-	req, err := r.c.GetRequest(context.Background(), id)
+	req, err := asyncevent.ReadStoredRequest(context.Background(), r.c, id)
 	require.NoError(r.t, err)
 	return req
 }

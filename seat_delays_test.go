@@ -411,7 +411,7 @@ func otherShard(n, a, b int) int {
 // seatShardOf reads a request's seatShard (-1: none).
 func (r *delayRig) seatShardOf(id string) int {
 	r.t.Helper()
-	req, err := r.c.GetRequest(context.Background(), id)
+	req, err := asyncevent.ReadStoredRequest(context.Background(), r.c, id)
 	require.NoError(r.t, err)
 	if req.SeatShard == nil {
 		return -1

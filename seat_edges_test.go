@@ -113,7 +113,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 		},
 	})
 	<-started
-	r, err := clean.GetRequest(ctx, pr.RequestID)
+	r, err := asyncevent.ReadStoredRequest(ctx, clean, pr.RequestID)
 	require.NoError(t, err)
 	require.NotNil(t, r.SeatShard)
 	x := *r.SeatShard
@@ -126,7 +126,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 	m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
 	res := asynceventtest.Work(ctx, t, b, m, asyncevent.ProcessOptions{LeaseDuration: 30 * time.Second})
 	require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "B takes R over and wins on the other shard: %v", res.Err)
-	r, err = clean.GetRequest(ctx, pr.RequestID)
+	r, err = asyncevent.ReadStoredRequest(ctx, clean, pr.RequestID)
 	require.NoError(t, err)
 	require.NotEqual(t, x, *r.SeatShard, "B moved R's claim off the refusing shard")
 

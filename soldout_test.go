@@ -41,7 +41,7 @@ func TestSoldOutLoserHasStartedAt(t *testing.T) {
 		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	}
 
-	last, err := c.GetRequest(ctx, ids[2])
+	last, err := asyncevent.ReadStoredRequest(ctx, c, ids[2])
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusRejected, last.Status)
 	assert.Equal(t, asyncevent.ResultRejectedCapacity, last.ResultCode)

@@ -65,9 +65,9 @@ func (h *hotKeyTest) participate(t *testing.T, user string) asyncevent.Message {
 		UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
 }
 
-func (h *hotKeyTest) request(t *testing.T, id string) *asyncevent.Request {
+func (h *hotKeyTest) request(t *testing.T, id string) *asyncevent.StoredRequest {
 	t.Helper()
-	r, err := h.clean.GetRequest(context.Background(), id)
+	r, err := asyncevent.ReadStoredRequest(context.Background(), h.clean, id)
 	require.NoError(t, err)
 	return r
 }

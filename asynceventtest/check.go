@@ -380,10 +380,13 @@ func checkHolds(cfg *asyncevent.Event, capacity *asyncevent.EventCapacity, reque
 	checkSeats(winners, holders, spent, tokenOwners(&eventItems{requests: requests}), fail)
 }
 
-// reqItem is a Request as the table holds it, with its index keys.
+// reqItem is a Request item as the table holds it: the request, its index keys and
+// the seat bookkeeping the checks read (attribute names as the library stores them).
 type reqItem struct {
 	asyncevent.Request
 	asyncevent.IndexKeys
+	SeatShard *int `dynamodbav:"seatShard,omitempty"`
+	SeatEpoch int  `dynamodbav:"seatEpoch,omitempty"`
 }
 
 func mustDecode(t testing.TB, raw map[string]types.AttributeValue, out any) {

@@ -430,9 +430,11 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 	v.Queue = newPlaceView(r.Queue)
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
-		v.IdempotencyKey = r.IdempotencyKey
-		if r.Status == asyncevent.StatusProcessing {
-			v.LeaseOwner, v.LeaseExpiresAt = r.LeaseOwner, Timestamp(r.LeaseExpiresAt)
+		if lock, err := asyncevent.NewLockKey(r.EventID, r.UserID); err == nil { // the IDs of a stored request
+			v.IdempotencyKey = lock.IdempotencyKey()
+		}
+		if l := r.Lease; l != nil {
+			v.LeaseOwner, v.LeaseExpiresAt = l.Owner, Timestamp(l.ExpiresAt)
 		}
 	}
 	return v

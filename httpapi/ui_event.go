@@ -590,9 +590,9 @@ func (u *adminUI) renderRequest(w http.ResponseWriter, r *http.Request, sess *ui
 	} else if !errors.Is(err, asyncevent.ErrEventNotFound) && !errors.Is(err, asyncevent.ErrNotFound) {
 		return err
 	}
-	if req.LeaseOwner != "" && req.Status == asyncevent.StatusProcessing { // a finished request's lease is history
-		v.Lease = req.LeaseOwner + " until " + fmtTime(req.LeaseExpiresAt)
-		if req.LeaseExpiresAt != 0 && req.LeaseExpiresAt.Time().Before(u.now()) {
+	if l := req.Lease; l != nil { // set while PROCESSING: a finished request's lease is history
+		v.Lease = l.Owner + " until " + fmtTime(l.ExpiresAt)
+		if l.ExpiresAt != 0 && l.ExpiresAt.Time().Before(u.now()) {
 			v.Lease += " (expired)"
 		}
 	}
