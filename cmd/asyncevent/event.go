@@ -226,7 +226,12 @@ func eventGetCmd() *command {
 				return err
 			}
 			state := cfg.StateAt(time.Now())
-			out := eventJSON{State: string(state), Config: itemJSON(cfg)}
+			key, err := asyncevent.NewEventKey(cfg.EventID, asyncevent.EventItemConfig)
+			if err != nil {
+				return err
+			}
+			config := e.withStored(ctx, key.Key(), fieldsOf(cfg))
+			out := eventJSON{State: string(state), Config: fieldsJSON(config)}
 			var second any
 			switch cfg.EventType {
 			case asyncevent.FirstCome:
@@ -250,7 +255,7 @@ func eventGetCmd() *command {
 				return e.printJSON(out)
 			}
 			fmt.Fprintf(e.stdout, "%s is %s\n\nCONFIG\n", cfg.EventID, state)
-			if err := printItem(e.stdout, cfg); err != nil {
+			if err := printFields(e.stdout, config); err != nil {
 				return err
 			}
 			if second != nil {

@@ -67,8 +67,13 @@ func fieldsOf(v any) []field {
 // itemJSON is an item as a JSON object keyed by its attribute names; times stay epoch
 // milliseconds (and ttl epoch seconds), as stored.
 func itemJSON(v any) map[string]any {
+	return fieldsJSON(fieldsOf(v))
+}
+
+// fieldsJSON is fields as a JSON object keyed by their names.
+func fieldsJSON(fs []field) map[string]any {
 	m := map[string]any{}
-	for _, f := range fieldsOf(v) {
+	for _, f := range fs {
 		m[f.name] = f.value
 	}
 	return m
@@ -77,8 +82,13 @@ func itemJSON(v any) map[string]any {
 // printItem prints an item as a two-column table: attribute and value, times also in
 // RFC 3339.
 func printItem(w io.Writer, v any) error {
+	return printFields(w, fieldsOf(v))
+}
+
+// printFields prints fields as printItem does.
+func printFields(w io.Writer, fs []field) error {
 	tw := newTable(w)
-	for _, f := range fieldsOf(v) {
+	for _, f := range fs {
 		fmt.Fprintf(tw, "%s\t%s\n", f.name, formatValue(f.name, f.value))
 	}
 	return tw.Flush()

@@ -23,15 +23,24 @@ func requestGetCmd() *command {
 			if err != nil {
 				return err
 			}
+			key, err := asyncevent.NewRequestKey(requestID)
+			if err != nil {
+				return err
+			}
+			fs := e.withStored(ctx, key.Key(), fieldsOf(r))
 			if e.json {
-				return e.printJSON(requestJSON(r))
+				m := fieldsJSON(fs)
+				if p := placeOf(r.Queue); p != nil {
+					m["queue"] = p
+				}
+				return e.printJSON(m)
 			}
 			for _, line := range []string{placeLine(r.Queue), holdLine(r, time.Now())} {
 				if line != "" {
 					fmt.Fprintf(e.stdout, "%s\n\n", line)
 				}
 			}
-			return printItem(e.stdout, r)
+			return printFields(e.stdout, fs)
 		}),
 	}
 }
