@@ -541,8 +541,10 @@ type requestPageView struct {
 	Logs        []logRow
 	LogsEnabled bool
 	Lease       string
-	HoldLeft    string     // of a HELD request
-	Place       *placeView // of a request waiting in line
+	// IdempotencyKey is the PK of the request's lock, built from its IDs.
+	IdempotencyKey string
+	HoldLeft       string     // of a HELD request
+	Place          *placeView // of a request waiting in line
 
 	// CanCancel is whether an operator may take the request's seat back: a
 	// SUCCEEDED FIRST_COME request. CancelError is a refused cancel's reason.
@@ -589,6 +591,9 @@ func (u *adminUI) renderRequest(w http.ResponseWriter, r *http.Request, sess *ui
 		v.Event = ev
 	} else if !errors.Is(err, asyncevent.ErrEventNotFound) && !errors.Is(err, asyncevent.ErrNotFound) {
 		return err
+	}
+	if lock, err := asyncevent.NewLockKey(req.EventID, req.UserID); err == nil { // the IDs of a stored request
+		v.IdempotencyKey = lock.IdempotencyKey()
 	}
 	if l := req.Lease; l != nil { // set while PROCESSING: a finished request's lease is history
 		v.Lease = l.Owner + " until " + fmtTime(l.ExpiresAt)

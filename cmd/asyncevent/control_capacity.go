@@ -74,6 +74,9 @@ func eventAddCapacityCmd() *command {
 			if err != nil {
 				return err
 			}
+			if e.json && u.Event != nil {
+				out.Config = e.storedEventJSON(ctx, u.Event)
+			}
 			var capacity *asyncevent.EventCapacity
 			if u.Applied {
 				if capacity, err = c.GetCapacity(ctx, args[0]); err != nil {
@@ -169,11 +172,14 @@ func requestCancelCmd() *command {
 			if err != nil {
 				return err
 			}
+			if e.json && u.Event != nil {
+				out.Config = e.storedEventJSON(ctx, u.Event)
+			}
 			r, err := c.GetRequest(ctx, requestID)
 			if err != nil {
 				return err
 			}
-			out.EventID, out.RequestID, out.Request = r.EventID, requestID, itemJSON(r)
+			out.EventID, out.RequestID, out.Request = r.EventID, requestID, e.storedRequestJSON(ctx, r)
 			return e.reportControl(out, func() string {
 				return fmt.Sprintf("cancelled: %s is %s: its seat went back to %s's pool, %s", requestID, statusText(r), r.EventID, poolUse(u.Event)) + replayedNote(u)
 			}, fmt.Errorf("%s was not cancelled: it is %s", requestID, statusText(r)))

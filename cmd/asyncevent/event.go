@@ -117,7 +117,7 @@ func eventCreateCmd() *command {
 			if err != nil {
 				return err
 			}
-			return printEventCreated(e, cfg)
+			return printEventCreated(ctx, e, cfg)
 		},
 	}
 }
@@ -171,12 +171,12 @@ func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asy
 
 // printEventCreated prints the event created, with a note on stderr when its lottery
 // seed is unsealed.
-func printEventCreated(e *env, cfg *asyncevent.Event) error {
+func printEventCreated(ctx context.Context, e *env, cfg *asyncevent.Event) error {
 	if cfg.SeedMode == seed.Unsealed {
 		fmt.Fprintf(e.stderr, "note: %s\n", unsealedNote)
 	}
 	if e.json {
-		return e.printJSON(eventJSON{Config: itemJSON(cfg)})
+		return e.printJSON(eventJSON{Config: e.storedEventJSON(ctx, cfg)})
 	}
 	fmt.Fprintf(e.stdout, "event %s created\n", cfg.EventID)
 	return printItem(e.stdout, cfg)
@@ -316,7 +316,7 @@ func eventListCmd() *command {
 			if e.json {
 				out := eventsPageJSON{Events: []eventSummaryJSON{}, NextCursor: page.NextCursor}
 				for i, s := range page.Events {
-					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: itemJSON(&page.Events[i].Event)})
+					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: e.storedEventJSON(ctx, &page.Events[i].Event)})
 				}
 				return e.printJSON(out)
 			}

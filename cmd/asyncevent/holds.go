@@ -84,7 +84,7 @@ func (a holdAction) run(ctx context.Context, e *env, c *asyncevent.Client, reque
 	if t.Applied {
 		out.Status, out.ResultCode = string(a.status), string(a.result)
 	} else if cur != nil {
-		out.Status, out.ResultCode, out.Request = string(cur.Status), string(cur.ResultCode), itemJSON(cur)
+		out.Status, out.ResultCode, out.Request = string(cur.Status), string(cur.ResultCode), e.storedRequestJSON(ctx, cur)
 	}
 	if e.json {
 		err = e.printJSON(out)

@@ -169,7 +169,7 @@ func printRequests(e *env, page *asyncevent.RequestPage) error {
 	if e.json {
 		out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
 		for i := range page.Requests {
-			out.Requests = append(out.Requests, itemJSON(&page.Requests[i]))
+			out.Requests = append(out.Requests, e.storedRequestJSON(context.Background(), &page.Requests[i]))
 		}
 		return e.printJSON(out)
 	}

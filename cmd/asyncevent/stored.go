@@ -41,15 +41,18 @@ func (e *env) withStored(ctx context.Context, key asyncevent.Key, fs []field) []
 // storedAttributes reads the row at key (GetItem, eventually consistent) as fields,
 // numbers as int64 (times as EpochMillis), in name order.
 func (e *env) storedAttributes(ctx context.Context, key asyncevent.Key) ([]field, error) {
-	db, err := e.dynamoDB(ctx)
-	if err != nil {
-		return nil, err
+	if e.rows == nil {
+		db, err := e.dynamoDB(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.rows = db
 	}
 	k, err := attributevalue.MarshalMap(key)
 	if err != nil {
 		return nil, err
 	}
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.table), Key: k})
+	out, err := e.rows.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.table), Key: k})
 	if err != nil {
 		return nil, err
 	}
@@ -96,4 +99,22 @@ func storedValue(name string, av types.AttributeValue) any {
 		return fmt.Sprint(av)
 	}
 	return x
+}
+
+// storedEventJSON is itemJSON of an event with its row's bookkeeping attributes.
+func (e *env) storedEventJSON(ctx context.Context, ev *asyncevent.Event) map[string]any {
+	key, err := asyncevent.NewEventKey(ev.EventID, asyncevent.EventItemConfig)
+	if err != nil {
+		return itemJSON(ev)
+	}
+	return fieldsJSON(e.withStored(ctx, key.Key(), fieldsOf(ev)))
+}
+
+// storedRequestJSON is itemJSON of a request with its row's bookkeeping attributes.
+func (e *env) storedRequestJSON(ctx context.Context, r *asyncevent.Request) map[string]any {
+	key, err := asyncevent.NewRequestKey(r.RequestID)
+	if err != nil {
+		return itemJSON(r)
+	}
+	return fieldsJSON(e.withStored(ctx, key.Key(), fieldsOf(r)))
 }
