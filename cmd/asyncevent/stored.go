@@ -31,7 +31,8 @@ func (e *env) withStored(ctx context.Context, key asyncevent.Key, fs []field) []
 		have[f.name] = true
 	}
 	for _, f := range extra {
-		if !have[f.name] && !strings.HasPrefix(f.name, "GSI") && f.name != "PK" && f.name != "SK" {
+		if !have[f.name] && !strings.HasPrefix(f.name, "GSI") && f.name != "PK" && f.name != "SK" &&
+			f.value != false { // as fieldsOf: a false is not shown (a stored 0 is: seatShard 0)
 			fs = append(fs, f)
 		}
 	}
