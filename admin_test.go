@@ -61,7 +61,7 @@ func TestListEventRequestsPagesInBothOrders(t *testing.T) {
 	assert.Equal(t, desc[:20], collect(asyncevent.Descending, 500)[:20], "latest N")
 
 	// A cursor of another event is refused.
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "other", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "other", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	page, err := c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{Limit: 5})
 	require.NoError(t, err)

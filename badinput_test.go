@@ -42,7 +42,7 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 			"ListUserRequests":    func() error { _, err := c.ListUserRequests(ctx, bad, asyncevent.PageOptions{}); return err },
 			"ListStatusLogs":      func() error { _, err := c.ListStatusLogs(ctx, bad); return err },
 			"CreateEvent": func() error {
-				_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: bad, EventType: asyncevent.FirstCome, CapacityTotal: 1})
+				_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: bad, EventType: asyncevent.FirstCome, CapacityTotal: 1})
 				return err
 			},
 			"GetEvent":          func() error { _, err := c.GetEvent(ctx, bad); return err },
@@ -84,7 +84,7 @@ func TestEventSettingsAreChecked(t *testing.T) {
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
 	at := asyncevent.MillisOf(t0)
-	for name, cfg := range map[string]asyncevent.EventConfig{
+	for name, cfg := range map[string]asyncevent.EventSettings{
 		"zero capacity":          {EventID: "e", EventType: asyncevent.FirstCome},
 		"negative capacity":      {EventID: "e", EventType: asyncevent.FirstCome, CapacityTotal: -5},
 		"zero winners":           {EventID: "e", EventType: asyncevent.Lottery, LotteryCutoffAt: at},

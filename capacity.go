@@ -56,7 +56,7 @@ type EventCapacity struct {
 	// it empty, learns that the pool may hold seats.
 	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
 
-	// HoldFor is the event's EventConfig.HoldFor (0: no holds), written with the item,
+	// HoldFor is the event's EventSettings.HoldFor (0: no holds), written with the item,
 	// so that a worker that reads only a request's home shard knows whether its seat
 	// is held (HELD) or won, and its loser waitlisted or rejected.
 	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
@@ -67,7 +67,7 @@ type EventCapacity struct {
 	// before takes a seat here afterwards, however late it lands.
 	Void []string `dynamodbav:"void,omitempty,stringset"`
 
-	// Shards, for an event with capacity shards (EventConfig.CapacityShards > 1), are
+	// Shards, for an event with capacity shards (EventSettings.CapacityShards > 1), are
 	// its shard items, in shard order; the fields above are then their sum (UpdatedAt
 	// the latest). Not stored.
 	Shards []EventCapacity `dynamodbav:"-"`
@@ -146,7 +146,7 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 // capacityItems returns the capacity items of a new FIRST_COME event: one CAPACITY
 // item, or C shards holding capacityTotal ÷ C seats each, the first capacityTotal mod
 // C of them one more.
-func capacityItems(cfg EventConfig, now EpochMillis) []capacityItem {
+func capacityItems(cfg eventItem, now EpochMillis) []capacityItem {
 	keys, _ := CapacityKeys(cfg.EventID, cfg.CapacityShards) // the ID is checked
 	items := make([]capacityItem, len(keys))
 	n := int64(len(keys))
@@ -211,7 +211,7 @@ func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *se
 	if !now && !seats.refreshDue(eventID, c.opts.Clock()) {
 		return // a read at once does not spend the once-a-second one
 	}
-	cfg, err := c.GetEvent(ctx, eventID)
+	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return
 	}

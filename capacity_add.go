@@ -188,12 +188,12 @@ func (c *Client) seatsControl(ctx context.Context, op operation, once func() (Ev
 
 // addCapacity is one attempt of AddCapacity; retry reports a shard emptied meanwhile.
 func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, toShard int, op operation) (up EventUpdate, retry bool, err error) {
-	cfg, err := c.GetEvent(ctx, eventID)
+	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
 	if cfg.EventType != FirstCome {
-		return EventUpdate{Event: cfg, Reason: "only a FIRST_COME event has seats"}, false, nil
+		return EventUpdate{Event: &cfg.Event, Reason: "only a FIRST_COME event has seats"}, false, nil
 	}
 	n := max(cfg.CapacityShards, 1)
 	if toShard >= n {
@@ -219,7 +219,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	// Seats for the pool mark every shard: with the CONFIG, the pool, the audit entry
 	// and the operation's marker, n + 4 items.
 	if pool > 0 && n+4 > maxTransactItems {
-		return EventUpdate{Event: cfg, Reason: fmt.Sprintf("every shard is full or empty, and an event of %d shards cannot mark them all in one transaction: add seats while its shards hold some", n)}, false, nil
+		return EventUpdate{Event: &cfg.Event, Reason: fmt.Sprintf("every shard is full or empty, and an event of %d shards cannot mark them all in one transaction: add seats while its shards hold some", n)}, false, nil
 	}
 	version := cfg.PoolVersion
 	if pool > 0 {
@@ -409,12 +409,12 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	if err != nil {
 		return EventUpdate{}, false, fmt.Errorf("cancel %s: %w", requestID, err)
 	}
-	cfg, err := c.GetEvent(ctx, req.EventID)
+	cfg, err := c.getEvent(ctx, req.EventID)
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
 	refused := func(reason string) (EventUpdate, bool, error) {
-		return EventUpdate{Event: cfg, Reason: reason, Request: req}, false, nil
+		return EventUpdate{Event: &cfg.Event, Reason: reason, Request: &req.Request}, false, nil
 	}
 	switch {
 	case req.EventType != FirstCome:
@@ -475,7 +475,7 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	if err != nil {
 		return up, false, err
 	}
-	up.Request = cur
+	up.Request = &cur.Request
 	switch {
 	case !up.Applied && cur.Status == StatusRejected && cur.ResultCode == ResultCancelled:
 		up.Reason = cancelledAlready

@@ -120,7 +120,7 @@ func lossyTable(t *testing.T, eventID string, capacity int64, shards int) (*asyn
 	t.Helper()
 	db := &lossyDB{DynamoDB: asynceventtest.DynamoDB(t)}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
-	_, err := c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
 	require.NoError(t, err)
 	return c, db
 }
@@ -214,7 +214,7 @@ func TestAddCapacityWithoutAKeyAppliesOnceOnALostAnswer(t *testing.T) {
 			assert.Equal(t, 1, entries)
 			if soldOut {
 				assert.EqualValues(t, [2]int64{0, 3}, [2]int64{shards, pool}, "onto the pool")
-				assert.EqualValues(t, 1, up.Event.PoolVersion, "one version step: one add")
+				assert.EqualValues(t, 1, poolVersion(t, c, "own"), "one version step: one add")
 			} else {
 				assert.EqualValues(t, [2]int64{5, 0}, [2]int64{shards, pool})
 			}

@@ -77,7 +77,7 @@
 //		if err := client.CreateTable(ctx); err != nil {
 //			return err
 //		}
-//		_, err = client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3})
+//		_, err = client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3})
 //		if err != nil {
 //			return err
 //		}
@@ -148,7 +148,7 @@
 //	event list entry EVENTS                               CAT#<createdAt>#EVENT#<eventId>   EventEntryKey
 //	progress second  EVENT#<eventId>#PROGRESS#<shard>     T#<10-digit unix second>          ProgressKey
 //
-// Only Request items carry index keys ([IndexKeys], [EventConfig.RequestIndexKeys]). The request's put writes them,
+// Only Request items carry index keys ([IndexKeys], [EventSettings.RequestIndexKeys]). The request's put writes them,
 // from its queuedAt (taken just before the put: its place in line), and nothing
 // changes them, so a request is on both indexes from the moment it exists:
 //
@@ -166,13 +166,13 @@
 // request writes its GSI2 entry under EVENT#<eventId> about four times (its put,
 // QUEUED, its start, its result), and every seat is one UpdateItem of the CAPACITY
 // item (1 WCU while it is under 1 KB; no transaction). An event created with a layout
-// spreads both: [EventConfig.IndexShards] K puts its requests under
+// spreads both: [EventSettings.IndexShards] K puts its requests under
 // EVENT#<eventId>#<shard> (the shard from the request ID), and
-// [EventConfig.CapacityShards] C splits its capacity over items EVENT#<eventId>#CAPACITY#<shard>
+// [EventSettings.CapacityShards] C splits its capacity over items EVENT#<eventId>#CAPACITY#<shard>
 // / CAPACITY, each on a partition key of its own; readers merge the shards, and
 // ClaimSeat moves on from a shard that is empty or refuses it for throughput, so
 // exactly N still holds. [ShardsFor] derives K = ⌈clicks/s × 4 ÷ 800⌉ and C =
-// ⌈winners/s × 2 ÷ 800⌉ from a peak ([EventConfig.ShardForPeak] also counts the
+// ⌈winners/s × 2 ÷ 800⌉ from a peak ([EventSettings.ShardForPeak] also counts the
 // seats: at most 128 a shard); [github.com/asyncevent/asyncevent/spikeplan.For]
 // adds the throughput the table and indexes need at it, the on-demand quota they
 // pass and the queue's drain time, and
@@ -192,7 +192,7 @@
 //
 // # Holds and the waitlist
 //
-// A FIRST_COME event with [EventConfig.HoldFor] sells seats that must be paid for: a
+// A FIRST_COME event with [EventSettings.HoldFor] sells seats that must be paid for: a
 // winner is HELD (uiResult HELD) until its holdExpiresAt instead of SUCCEEDED, and a
 // loser of the sold-out event WAITLISTED (uiResult WAITLISTED) instead of REJECTED.
 // [Client.Confirm] makes a HELD request SUCCEEDED (payment made); [Client.Release],

@@ -66,7 +66,7 @@ func drawOverABacklog(t *testing.T, shards int, markQueuedFault float64) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{DrawSettleWindow: settle, Clock: clock.Now})
 	cutoff := t0.Add(time.Hour)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: winners,
 		LotteryCutoffAt: asyncevent.MillisOf(cutoff), IndexShards: shards,
 	})

@@ -30,13 +30,13 @@ var cutoff = t0.Add(time.Hour)
 
 // newLottery makes a LOTTERY event "lotto" with k winners and a cutoff an hour after
 // t0, and submits users entries (at t0, on a stopped clock).
-func newLottery(t *testing.T, db asyncevent.DynamoDB, opts asyncevent.Options, k int64, users int) (*asyncevent.Client, *asynceventtest.Clock, *asyncevent.EventConfig) {
+func newLottery(t *testing.T, db asyncevent.DynamoDB, opts asyncevent.Options, k int64, users int) (*asyncevent.Client, *asynceventtest.Clock, *asyncevent.Event) {
 	t.Helper()
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	opts.Clock = clock.Now
 	c := asynceventtest.NewTableOn(t, db, opts)
-	cfg, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery,
+	cfg, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lotto", EventType: asyncevent.Lottery,
 		WinnerCount: k, LotteryCutoffAt: asyncevent.MillisOf(cutoff)})
 	require.NoError(t, err)
 	q := &sendQueue{}

@@ -55,7 +55,7 @@ var (
 	// ingest (PauseEvent): nothing is written.
 	ErrEventPaused = errors.New("asyncevent: event paused")
 
-	// ErrInvalidEvent reports an EventConfig that CreateEvent refuses.
+	// ErrInvalidEvent reports EventSettings that CreateEvent refuses.
 	ErrInvalidEvent = errors.New("asyncevent: invalid event")
 
 	// ErrInvalidCursor reports a page cursor that this library did not hand out for

@@ -11,13 +11,14 @@ import (
 	"github.com/asyncevent/asyncevent/seed"
 )
 
-// EventConfig is the EventConfig item of an event (PK EVENT#<eventId>, SK CONFIG):
-// what kind of event it is, when it is open, and its capacity or lottery settings.
-type EventConfig struct {
-	EntityType entity.Type `dynamodbav:"entityType"` // CONFIG
-	EventID    string      `dynamodbav:"eventId"`
-	EventType  EventType   `dynamodbav:"eventType"`
-	Name       string      `dynamodbav:"name,omitempty"`
+// EventSettings is what a caller sets when it creates an event (CreateEvent): what
+// kind of event it is, when it is open, its capacity or lottery settings and its
+// layout. The rest of the stored EventConfig item (PK EVENT#<eventId>, SK CONFIG) is
+// the library's: what a caller reads back is an Event.
+type EventSettings struct {
+	EventID   string    `dynamodbav:"eventId"`
+	EventType EventType `dynamodbav:"eventType"`
+	Name      string    `dynamodbav:"name,omitempty"`
 
 	// The window in which ingest accepts participations; zero means unbounded.
 	StartsAt EpochMillis `dynamodbav:"startsAt,omitempty"`
@@ -26,16 +27,10 @@ type EventConfig struct {
 	// FIRST_COME: the number of winners N, also held by the event's EventCapacity.
 	CapacityTotal int64 `dynamodbav:"capacityTotal,omitempty"`
 
-	// LOTTERY: the number of winners K, the entry cutoff, the planned and the actual
-	// announcement, SHA-256 of the secret draw seed (hex), published before the draw
-	// so that the seed revealed by the draw can be checked against it, and where the
-	// seed is kept until then (SEALED: Options.Seeds; UNSEALED: on the Draw record).
+	// LOTTERY: the number of winners K, the entry cutoff and the planned announcement.
 	WinnerCount     int64       `dynamodbav:"winnerCount,omitempty"`
 	LotteryCutoffAt EpochMillis `dynamodbav:"lotteryCutoffAt,omitempty"`
 	AnnounceAt      EpochMillis `dynamodbav:"announceAt,omitempty"`
-	AnnouncedAt     EpochMillis `dynamodbav:"announcedAt,omitempty"`
-	SeedCommitment  string      `dynamodbav:"seedCommitment,omitempty"`
-	SeedMode        seed.Mode   `dynamodbav:"seedMode,omitempty"`
 
 	// IndexShards (K) and CapacityShards (C) are the event's layout, fixed when it is
 	// created: with K > 1 its requests' GSI2 partition key is EVENT#<eventId>#<shard>
@@ -50,12 +45,6 @@ type EventConfig struct {
 	IndexShards    int `dynamodbav:"indexShards,omitempty"`
 	CapacityShards int `dynamodbav:"capacityShards,omitempty"`
 
-	// EmptyShards, of a FIRST_COME event, are the capacity shards a seat claim found
-	// empty (with C = 1, shard 0: the event is sold out), added by the workers as they
-	// find them, so that a worker that has not met them yet skips them, and rejects
-	// every request in one write once all are. CreateEvent ignores it.
-	EmptyShards []int `dynamodbav:"emptyShards,omitempty,numberset"`
-
 	// HoldFor, of a FIRST_COME event, turns on holds: a seat claim makes the request
 	// HELD for HoldFor instead of SUCCEEDED, Confirm (payment made) makes it
 	// SUCCEEDED, and Release or the hold's expiry gives the seat to the earliest
@@ -64,17 +53,49 @@ type EventConfig struct {
 	// default) is no holds: a winner is SUCCEEDED at once and a loser REJECTED. From
 	// 10 seconds to 24 hours; fixed when the event is created.
 	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
+}
+
+// Event is an event as a caller reads it (GetEvent, ListEvents, the controls'
+// EventUpdate): its settings, and the state that CreateEvent, the operator's
+// controls and the draw give it.
+type Event struct {
+	EventSettings
+
+	// LOTTERY: SHA-256 of the secret draw seed (hex), published by CreateEvent before
+	// the draw so that the seed the draw reveals can be checked against it; where the
+	// seed is kept until then (SEALED: Options.Seeds; UNSEALED: on the Draw record),
+	// which CreateEvent decides from Options.Seeds; the actual announcement; and the
+	// event's phase: COLLECTING until the draw starts, DRAWING while it finalises the
+	// entries, ANNOUNCED once every entry has its result.
+	SeedCommitment string      `dynamodbav:"seedCommitment,omitempty"`
+	SeedMode       seed.Mode   `dynamodbav:"seedMode,omitempty"`
+	AnnouncedAt    EpochMillis `dynamodbav:"announcedAt,omitempty"`
+	Phase          UIPhase     `dynamodbav:"phase,omitempty"`
 
 	// Paused is set while an operator has paused the event's ingest (PauseEvent,
 	// ResumeEvent): a click is refused with ErrEventPaused. ClosedAt is when an
-	// operator closed it (CloseEvent), which set EndsAt to that time too. CreateEvent
-	// ignores both.
+	// operator closed it (CloseEvent), which set EndsAt to that time too.
 	Paused   bool        `dynamodbav:"paused,omitempty"`
 	ClosedAt EpochMillis `dynamodbav:"closedAt,omitempty"`
 
+	CreatedAt EpochMillis `dynamodbav:"createdAt"`
+}
+
+// eventItem is the EventConfig item's fields as stored: the Event and the library's
+// bookkeeping on it, which no caller sets or reads.
+type eventItem struct {
+	EntityType entity.Type `dynamodbav:"entityType"` // CONFIG
+	Event
+
+	// EmptyShards, of a FIRST_COME event, are the capacity shards a seat claim found
+	// empty (with C = 1, shard 0: the event is sold out), added by the workers as they
+	// find them, so that a worker that has not met them yet skips them, and rejects
+	// every request in one write once all are.
+	EmptyShards []int `dynamodbav:"emptyShards,omitempty,numberset"`
+
 	// PoolVersion, of a FIRST_COME event, counts the changes an operator made to its
 	// seat pool (AddCapacity once its shards were empty, CancelRequest); every
-	// capacity shard carries it too. CreateEvent ignores it.
+	// capacity shard carries it too.
 	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
 
 	// LocksKeptUntil is the earliest a lock of the event's clicks may expire (its
@@ -82,15 +103,9 @@ type EventConfig struct {
 	// no time past it, so that DynamoDB's TTL deletes no lock of an open event. Zero
 	// when the locks are kept for ever. CreateEvent sets it.
 	LocksKeptUntil EpochMillis `dynamodbav:"locksKeptUntil,omitempty"`
-
-	// Phase is a LOTTERY event's phase: COLLECTING until the draw starts, DRAWING
-	// while it finalises the entries, ANNOUNCED once every entry has its result.
-	Phase UIPhase `dynamodbav:"phase,omitempty"`
-
-	CreatedAt EpochMillis `dynamodbav:"createdAt"`
 }
 
-// The attribute names of EventConfig that the workers add to, and that the
+// The attribute names of the EventConfig item that the workers add to, and that the
 // operator's controls write.
 const (
 	attrEmptyShards = "emptyShards"
@@ -101,7 +116,7 @@ const (
 
 type configItem struct {
 	Key
-	EventConfig
+	eventItem
 }
 
 // createEventRow writes each item of a new event, together in one transaction.
@@ -109,7 +124,7 @@ var createEventRow = row{name: "create event", method: "CreateEvent", item: enti
 
 // closesAt returns when ingest stops accepting participations: endsAt, and for a
 // LOTTERY the cutoff if that is earlier; 0 when the event never closes.
-func (e *EventConfig) closesAt() EpochMillis {
+func (e *EventSettings) closesAt() EpochMillis {
 	end := e.EndsAt
 	if e.EventType == Lottery && e.LotteryCutoffAt != 0 && (end == 0 || e.LotteryCutoffAt < end) {
 		end = e.LotteryCutoffAt
@@ -119,7 +134,7 @@ func (e *EventConfig) closesAt() EpochMillis {
 
 // checkOpen reports whether the event takes participations at now: ErrEventNotOpen
 // before startsAt, ErrEventClosed after it closes.
-func (e *EventConfig) checkOpen(now EpochMillis) error {
+func (e *Event) checkOpen(now EpochMillis) error {
 	if end := e.closesAt(); end != 0 && now > end || e.ClosedAt != 0 && now >= e.ClosedAt {
 		return fmt.Errorf("%w: %s closed at %s", ErrEventClosed, e.EventID, end.Time().Format(time.RFC3339Nano))
 	}
@@ -133,7 +148,7 @@ func (e *EventConfig) checkOpen(now EpochMillis) error {
 }
 
 // validate checks a new event's settings.
-func (e *EventConfig) validate() error {
+func (e *EventSettings) validate() error {
 	if err := ValidateID("eventId", e.EventID); err != nil {
 		return err
 	}
@@ -200,7 +215,7 @@ func (e *EventConfig) validate() error {
 	return nil
 }
 
-// The bounds of EventConfig.HoldFor: a hold shorter than MinHoldFor would run out
+// The bounds of EventSettings.HoldFor: a hold shorter than MinHoldFor would run out
 // before a user could pay, and one longer than MaxHoldFor is no hold but a sale.
 const (
 	MinHoldFor = 10 * time.Second
@@ -236,7 +251,7 @@ const maxCapacityShards = 99
 
 // RequestIndexKeys returns the index keys of a request of this event ordered at
 // orderAt, in the event's layout.
-func (e *EventConfig) RequestIndexKeys(userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
+func (e *EventSettings) RequestIndexKeys(userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
 	return shardedIndexKeys(e.EventID, userID, requestID, orderAt, e.IndexShards)
 }
 
@@ -280,15 +295,13 @@ func (c *Client) capacityShards(ctx context.Context, eventID string) (int, error
 // on the Draw record itself (seedMode UNSEALED, with a warning logged). Condition on
 // every item: attribute_not_exists(PK); when it fails the event exists already and
 // the error is ErrEventExists, with nothing changed. Invalid settings are an ErrInvalidEvent or
-// ErrInvalidID error. It returns the stored config.
-func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig, error) {
-	if err := cfg.validate(); err != nil {
+// ErrInvalidID error. It returns the event as stored.
+func (c *Client) CreateEvent(ctx context.Context, settings EventSettings) (*Event, error) {
+	if err := settings.validate(); err != nil {
 		return nil, err
 	}
 	now := c.now()
-	cfg.EntityType, cfg.CreatedAt, cfg.AnnouncedAt, cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = entity.Config, now, 0, "", "", ""
-	cfg.EmptyShards = nil
-	cfg.Paused, cfg.ClosedAt, cfg.PoolVersion, cfg.LocksKeptUntil = false, 0, 0, 0
+	cfg := eventItem{EntityType: entity.Config, Event: Event{EventSettings: settings, CreatedAt: now}}
 	if end := cfg.closesAt(); end != 0 && c.opts.LockTTL > 0 {
 		cfg.LocksKeptUntil = MillisOf(end.Time().Add(c.opts.LockTTL))
 	}
@@ -318,7 +331,7 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	if err := c.listEvent(ctx, &cfg); err != nil {
 		return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 	}
-	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), EventConfig: cfg}}}
+	ws := []write{{row: &createEventRow, item: configItem{Key: configKey.Key(), eventItem: cfg}}}
 	for _, item := range items {
 		ws = append(ws, write{row: &createEventRow, item: item})
 	}
@@ -332,12 +345,22 @@ func (c *Client) CreateEvent(ctx context.Context, cfg EventConfig) (*EventConfig
 	}
 	c.events.forget(cfg.EventID)
 	c.warnUnsealed(ctx, &cfg)
-	return &cfg, nil
+	return &cfg.Event, nil
 }
 
-// GetEvent reads an event's EventConfig: GetItem PK EVENT#<eventId>, SK CONFIG, a
-// strongly consistent read. An unknown event is ErrEventNotFound.
-func (c *Client) GetEvent(ctx context.Context, eventID string) (*EventConfig, error) {
+// GetEvent reads an event's EventConfig item: GetItem PK EVENT#<eventId>, SK CONFIG, a
+// strongly consistent read. It returns the event's settings and state, without the
+// library's bookkeeping on the item. An unknown event is ErrEventNotFound.
+func (c *Client) GetEvent(ctx context.Context, eventID string) (*Event, error) {
+	cfg, err := c.getEvent(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return &cfg.Event, nil
+}
+
+// getEvent is GetEvent's read, with the library's bookkeeping on the event.
+func (c *Client) getEvent(ctx context.Context, eventID string) (*eventItem, error) {
 	key, err := NewEventKey(eventID, EventItemConfig)
 	if err != nil {
 		return nil, err
@@ -348,12 +371,12 @@ func (c *Client) GetEvent(ctx context.Context, eventID string) (*EventConfig, er
 	}); err != nil {
 		return nil, err
 	}
-	return &item.EventConfig, nil
+	return &item.eventItem, nil
 }
 
 // openEvent returns the config of an event that takes participations now, from the
 // client's cache when it is fresh.
-func (c *Client) openEvent(ctx context.Context, eventID string) (*EventConfig, error) {
+func (c *Client) openEvent(ctx context.Context, eventID string) (*eventItem, error) {
 	cfg, err := c.cachedEvent(ctx, eventID)
 	if err != nil {
 		return nil, err
@@ -365,9 +388,9 @@ func (c *Client) openEvent(ctx context.Context, eventID string) (*EventConfig, e
 }
 
 // cachedEvent returns an event's config from the client's cache when it is fresh.
-func (c *Client) cachedEvent(ctx context.Context, eventID string) (*EventConfig, error) {
-	return c.events.get(ctx, eventID, func(ctx context.Context) (*EventConfig, error) {
-		return c.GetEvent(ctx, eventID)
+func (c *Client) cachedEvent(ctx context.Context, eventID string) (*eventItem, error) {
+	return c.events.get(ctx, eventID, func(ctx context.Context) (*eventItem, error) {
+		return c.getEvent(ctx, eventID)
 	})
 }
 
@@ -384,7 +407,7 @@ type eventCache struct {
 
 type eventEntry struct {
 	loaded   chan struct{} // closed when cfg and err are set
-	cfg      *EventConfig
+	cfg      *eventItem
 	err      error
 	loadedAt time.Time // when the read began
 }
@@ -393,7 +416,7 @@ func newEventCache(ttl time.Duration, clock func() time.Time) *eventCache {
 	return &eventCache{ttl: ttl, clock: clock, entries: map[string]*eventEntry{}}
 }
 
-func (ec *eventCache) get(ctx context.Context, eventID string, load func(context.Context) (*EventConfig, error)) (*EventConfig, error) {
+func (ec *eventCache) get(ctx context.Context, eventID string, load func(context.Context) (*eventItem, error)) (*eventItem, error) {
 	cfg, _, err := ec.getAged(ctx, eventID, ec.ttl, load)
 	return cfg, err
 }
@@ -402,7 +425,7 @@ func (ec *eventCache) get(ctx context.Context, eventID string, load func(context
 // (and within the cache's TTL), sharing a read under way that began within it, else
 // from a read of its own; and when that read began. Without a cache (TTL ≤ 0) it
 // reads at once.
-func (ec *eventCache) getAged(ctx context.Context, eventID string, maxAge time.Duration, load func(context.Context) (*EventConfig, error)) (*EventConfig, time.Time, error) {
+func (ec *eventCache) getAged(ctx context.Context, eventID string, maxAge time.Duration, load func(context.Context) (*eventItem, error)) (*eventItem, time.Time, error) {
 	if ec.ttl <= 0 {
 		began := ec.clock()
 		cfg, err := load(ctx)
@@ -441,7 +464,7 @@ func (ec *eventCache) getAged(ctx context.Context, eventID string, maxAge time.D
 
 // peek returns the cached config of an event and when it was read, without reading
 // the table; ok is false when none is cached.
-func (ec *eventCache) peek(eventID string) (cfg *EventConfig, loadedAt time.Time, ok bool) {
+func (ec *eventCache) peek(eventID string) (cfg *eventItem, loadedAt time.Time, ok bool) {
 	ec.mu.Lock()
 	e := ec.entries[eventID]
 	ec.mu.Unlock()

@@ -119,7 +119,7 @@ var (
 // it was applied before).
 type EventUpdate struct {
 	Applied bool
-	Event   *EventConfig
+	Event   *Event
 	Reason  string
 	// Request, of CancelRequest, is the request as it stands after the cancel, or as
 	// the refusal found it (a strongly consistent read); nil for the other controls.
@@ -174,19 +174,20 @@ func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventU
 // that every node's copy of the config learns of the move before the old time
 // comes. An event with holds has its hold registry entry's end moved in the same
 // transaction (the "hold registry: end moved" row), so the sweep goes on to the new
-// end. No time moves past EventConfig.LocksKeptUntil. what is ActionExtendEnd or
+// end. No time moves past the first close plus Options.LockTTL (locksKeptUntil on
+// the EventConfig item, fixed at CreateEvent). what is ActionExtendEnd or
 // ActionExtendCutoff.
 func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, to time.Time) (EventUpdate, error) {
 	at := MillisOf(to)
 	if _, err := formatMillis(at); err != nil {
 		return EventUpdate{}, fmt.Errorf("%w: extend %s: %w", ErrInvalidOptions, eventID, err)
 	}
-	cfg, err := c.GetEvent(ctx, eventID)
+	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return EventUpdate{}, err
 	}
 	if cfg.LocksKeptUntil != 0 && at > cfg.LocksKeptUntil {
-		return EventUpdate{Event: cfg, Reason: "no time moves past " + cfg.LocksKeptUntil.Time().UTC().Format(time.RFC3339) +
+		return EventUpdate{Event: &cfg.Event, Reason: "no time moves past " + cfg.LocksKeptUntil.Time().UTC().Format(time.RFC3339) +
 			": DynamoDB's TTL would then delete the locks of the event's clicks while it is open (Options.LockTTL after its first end)"}, nil
 	}
 	lead := MillisOf(c.opts.Clock().Add(controlLead))
@@ -244,23 +245,23 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 	var lost *conditionLost
 	switch {
 	case errors.As(err, &lost) && lost.index != 1:
-		cur, rerr := c.GetEvent(ctx, eventID)
+		cur, rerr := c.getEvent(ctx, eventID)
 		if rerr != nil {
 			return EventUpdate{}, rerr
 		}
-		return EventUpdate{Event: cur, Reason: refusal(action, cur, c.now()), lost: lost.row}, nil
+		return EventUpdate{Event: &cur.Event, Reason: refusal(action, cur, c.now()), lost: lost.row}, nil
 	case err != nil:
 		return EventUpdate{}, fmt.Errorf("%s %s: %w", action, eventID, err)
 	}
-	cur, err := c.GetEvent(ctx, eventID)
+	cur, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return EventUpdate{Applied: true}, err
 	}
-	return EventUpdate{Applied: true, Event: cur}, nil
+	return EventUpdate{Applied: true, Event: &cur.Event}, nil
 }
 
 // refusal says why a control found the event in no state to take it.
-func refusal(action string, e *EventConfig, now EpochMillis) string {
+func refusal(action string, e *eventItem, now EpochMillis) string {
 	ended := e.ClosedAt != 0 || e.closesAt() != 0 && e.closesAt() < now
 	switch {
 	case action == ActionClose && ended:

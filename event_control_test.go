@@ -41,7 +41,7 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ctl", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ctl", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = c.Submit(ctx, q, "ctl", "before")
@@ -111,11 +111,11 @@ func TestExtendEndAndCutoff(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	end := t0.Add(time.Hour)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 5, EndsAt: asyncevent.MillisOf(end)})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 5, EndsAt: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "open", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "open", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(end)})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
 
 	up, err := c.ExtendEvent(ctx, "fc", "ops", asyncevent.ActionExtendEnd, end.Add(time.Hour))
@@ -162,7 +162,7 @@ func TestCloseReachesEveryNodeWithinTheCacheTTL(t *testing.T) {
 	admin := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	node, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: admin.TableName(), Clock: clock.Now, EventCacheTTL: 5 * time.Second})
 	require.NoError(t, err)
-	_, err = admin.CreateEvent(ctx, asyncevent.EventConfig{EventID: "bound", EventType: asyncevent.FirstCome, CapacityTotal: 50})
+	_, err = admin.CreateEvent(ctx, asyncevent.EventSettings{EventID: "bound", EventType: asyncevent.FirstCome, CapacityTotal: 50})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = node.Submit(ctx, q, "bound", "warm") // the node's copy of the config
@@ -188,7 +188,7 @@ func TestListEvents(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	for _, cfg := range []asyncevent.EventConfig{
+	for _, cfg := range []asyncevent.EventSettings{
 		{EventID: "first", EventType: asyncevent.FirstCome, CapacityTotal: 7, CapacityShards: 3},
 		{EventID: "second", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))},
 		{EventID: "third", EventType: asyncevent.FirstCome, CapacityTotal: 2, StartsAt: asyncevent.MillisOf(t0.Add(time.Hour))},
@@ -197,7 +197,7 @@ func TestListEvents(t *testing.T) {
 		require.NoError(t, err)
 		clock.Advance(time.Second)
 	}
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "first", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "first", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.ErrorIs(t, err, asyncevent.ErrEventExists)
 	_, err = c.PauseEvent(ctx, "first", "ops")
 	require.NoError(t, err)
@@ -205,15 +205,15 @@ func TestListEvents(t *testing.T) {
 	page, err := c.ListEvents(ctx, 2, "")
 	require.NoError(t, err)
 	require.Len(t, page.Events, 1, "the failed CreateEvent's entry, the newest, is passed over")
-	assert.Equal(t, "third", page.Events[0].Config.EventID)
+	assert.Equal(t, "third", page.Events[0].Event.EventID)
 	assert.Equal(t, asyncevent.StateScheduled, page.Events[0].State)
 	require.NotEmpty(t, page.NextCursor)
 	page2, err := c.ListEvents(ctx, 2, page.NextCursor)
 	require.NoError(t, err)
 	require.Len(t, page2.Events, 2)
-	assert.Equal(t, "second", page2.Events[0].Config.EventID)
+	assert.Equal(t, "second", page2.Events[0].Event.EventID)
 	assert.Nil(t, page2.Events[0].SeatsLeft)
-	assert.Equal(t, "first", page2.Events[1].Config.EventID)
+	assert.Equal(t, "first", page2.Events[1].Event.EventID)
 	assert.Equal(t, asyncevent.StatePaused, page2.Events[1].State)
 	require.NotNil(t, page2.Events[1].SeatsLeft)
 	assert.EqualValues(t, 7, *page2.Events[1].SeatsLeft, "summed over its three shards")
@@ -236,7 +236,7 @@ func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
 	end := t0.Add(time.Hour)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "edge", EventType: asyncevent.FirstCome, CapacityTotal: 5,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "edge", EventType: asyncevent.FirstCome, CapacityTotal: 5,
 		EndsAt: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
@@ -276,7 +276,7 @@ func TestCountRequests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "count", EventType: asyncevent.FirstCome, CapacityTotal: 5, IndexShards: 4})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "count", EventType: asyncevent.FirstCome, CapacityTotal: 5, IndexShards: 4})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 9 {

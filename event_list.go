@@ -40,7 +40,7 @@ var eventEntryRow = row{name: "event listed", method: "CreateEvent", item: entit
 // listEvent writes a new event's entry in the event list, the "event listed" row
 // (PutItem PK EVENTS, SK CAT#<createdAt>#EVENT#<eventId>, condition
 // attribute_not_exists(PK)).
-func (c *Client) listEvent(ctx context.Context, cfg *EventConfig) error {
+func (c *Client) listEvent(ctx context.Context, cfg *eventItem) error {
 	k, err := NewEventEntryKey(cfg.CreatedAt, cfg.EventID)
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ const (
 )
 
 // StateAt returns the event's state at t.
-func (e *EventConfig) StateAt(t time.Time) EventState {
+func (e *Event) StateAt(t time.Time) EventState {
 	now := MillisOf(t)
 	switch {
 	case e.Phase == PhaseAnnounced:
@@ -89,8 +89,8 @@ func (e *EventConfig) StateAt(t time.Time) EventState {
 
 // EventSummary is one event of the event list.
 type EventSummary struct {
-	Config EventConfig
-	State  EventState
+	Event Event
+	State EventState
 	// SeatsLeft, of a FIRST_COME event, is the seats its capacity shards hold (the
 	// sum of its capacity items' capacityRemaining) plus the seats on its pool
 	// (added once the shards were empty, or given back, not yet taken); nil for a
@@ -152,7 +152,7 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 	page := &EventPage{Events: []EventSummary{}}
 	now := c.opts.Clock()
 	for _, e := range entries {
-		cfg, err := c.GetEvent(ctx, e.EventID)
+		cfg, err := c.getEvent(ctx, e.EventID)
 		switch {
 		case errors.Is(err, ErrEventNotFound) || err == nil && cfg.CreatedAt != e.CreatedAt:
 			if now.Sub(e.CreatedAt.Time()) > strayEntryAge {
@@ -162,7 +162,7 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 		case err != nil:
 			return nil, err
 		}
-		s := EventSummary{Config: *cfg, State: cfg.StateAt(now)}
+		s := EventSummary{Event: cfg.Event, State: cfg.StateAt(now)}
 		if cfg.EventType == FirstCome {
 			capacity, err := c.GetCapacity(ctx, cfg.EventID)
 			if err != nil && !errors.Is(err, ErrNotFound) {

@@ -31,7 +31,7 @@ func exampleClient(opts asyncevent.Options) *asyncevent.Client {
 func Example() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{}) // asyncevent.New and CreateTable on a DynamoDB Local
-	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
+	if _, err := client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
 		panic(err)
 	}
 	q := queue.NewMemory(queue.MemoryOptions{}) // queue.SQS in production
@@ -76,7 +76,7 @@ func ExampleClient_Submit() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{})
 	q := queue.NewMemory(queue.MemoryOptions{})
-	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{
+	if _, err := client.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "spring-sale", EventType: asyncevent.FirstCome, CapacityTotal: 100,
 	}); err != nil {
 		panic(err)
@@ -108,7 +108,7 @@ func ExampleWorker() {
 	ctx := context.Background()
 	client := exampleClient(asyncevent.Options{})
 	q := queue.NewMemory(queue.MemoryOptions{})
-	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{
+	if _, err := client.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "flash", EventType: asyncevent.FirstCome, CapacityTotal: 2,
 	}); err != nil {
 		panic(err)
@@ -149,7 +149,7 @@ func ExampleClient_Draw() {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	client := exampleClient(asyncevent.Options{Clock: func() time.Time { return clock() }})
-	event, err := client.CreateEvent(ctx, asyncevent.EventConfig{
+	event, err := client.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "lucky", EventType: asyncevent.Lottery, WinnerCount: 3,
 		LotteryCutoffAt: asyncevent.MillisOf(now.Add(time.Hour)),
 	})

@@ -18,9 +18,9 @@ func ExampleValidateID() {
 	// asyncevent: invalid userId: contains the key separator '#' at byte 4
 }
 
-func ExampleEventConfig_RequestIndexKeys() {
+func ExampleEventSettings_RequestIndexKeys() {
 	at := asyncevent.MillisOf(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	event := asyncevent.EventConfig{EventID: "spring-sale"} // one index shard: the seed's keys
+	event := asyncevent.EventSettings{EventID: "spring-sale"} // one index shard: the seed's keys
 	k, err := event.RequestIndexKeys("user-7", "req-1", at)
 	if err != nil {
 		panic(err)
@@ -115,7 +115,7 @@ func ExampleNewEventKey() {
 // An event created with CapacityShards C > 1 holds its capacity on C items, each on a
 // partition key of its own.
 func ExampleCapacityKeys() {
-	keys, err := asyncevent.CapacityKeys("spring-sale", 3) // EventConfig.CapacityShards
+	keys, err := asyncevent.CapacityKeys("spring-sale", 3) // EventSettings.CapacityShards
 	if err != nil {
 		panic(err)
 	}
@@ -201,7 +201,7 @@ func ExampleQueuedAtBound() {
 	if err != nil {
 		panic(err)
 	}
-	parts, err := asyncevent.EventPartitions("spring-sale", 2) // EventConfig.IndexShards
+	parts, err := asyncevent.EventPartitions("spring-sale", 2) // EventSettings.IndexShards
 	if err != nil {
 		panic(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
-// Holds and the waitlist (EventConfig.HoldFor): a seat held until it is paid for.
+// Holds and the waitlist (EventSettings.HoldFor): a seat held until it is paid for.
 //
 // A seat claim of an event with holds makes its request HELD until holdExpiresAt
 // instead of SUCCEEDED, and records the hold's expiry in a Hold item beforehand, so
@@ -207,7 +207,7 @@ type holdEventItem struct {
 	HoldEvent
 }
 
-func newHoldEventItem(cfg *EventConfig) (holdEventItem, error) {
+func newHoldEventItem(cfg *eventItem) (holdEventItem, error) {
 	key, err := NewHoldEventKey(cfg.EventID)
 	if err != nil {
 		return holdEventItem{}, err
@@ -311,7 +311,7 @@ func (c *Client) recordHold(ctx context.Context, ref RequestRef, n int, expiresA
 	}
 }
 
-// holdFor returns an event's EventConfig.HoldFor, from the client's cache; 0 for an
+// holdFor returns an event's EventSettings.HoldFor, from the client's cache; 0 for an
 // event without a config.
 func (c *Client) holdFor(ctx context.Context, eventID string) (time.Duration, error) {
 	cfg, err := c.cachedEvent(ctx, eventID)
@@ -364,7 +364,7 @@ func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, err
 		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
 	}
 	if req.Status != StatusHeld {
-		return Transition{Current: req}, nil
+		return found(req), nil
 	}
 	n, err := c.capacityShards(ctx, req.EventID)
 	if err != nil {
@@ -421,11 +421,11 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 	var t Transition
 	switch req.Status {
 	case StatusHeld:
-		t, err = c.endHold(ctx, key, req, &releaseRow, "released")
+		t, err = c.endHold(ctx, key, &req.Request, &releaseRow, "released")
 	case StatusWaitlisted:
 		t, err = c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now()}, note: "left the waitlist"}, txOptions{})
 	default:
-		return Transition{Current: req}, nil
+		return found(req), nil
 	}
 	if err != nil {
 		return t, fmt.Errorf("release %s: %w", requestID, err)
@@ -506,7 +506,7 @@ type HoldSweepReport struct {
 //     capacityRemaining > 0), the "waitlist served" row (SET status = HELD, uiResult
 //     HELD, holdExpiresAt = now + HoldFor, servedAt; condition status = WAITLISTED) and the
 //     "hold recorded" row (its Hold item).
-//  3. Once the event has closed (EventConfig.EndsAt passed), its WAITLISTED requests
+//  3. Once the event has closed (EventSettings.EndsAt passed), its WAITLISTED requests
 //     end REJECTED_CAPACITY, the "waitlist closed" row (condition status =
 //     WAITLISTED), and a seat given back stays on the Returns item.
 //
@@ -517,7 +517,7 @@ func (c *Client) SweepHolds(ctx context.Context, eventID string, opts HoldSweepO
 		return nil, err
 	}
 	if cfg.EventType != FirstCome || cfg.HoldFor <= 0 {
-		return nil, fmt.Errorf("%w: event %s has no holds (EventConfig.HoldFor)", ErrInvalidOptions, eventID)
+		return nil, fmt.Errorf("%w: event %s has no holds (EventSettings.HoldFor)", ErrInvalidOptions, eventID)
 	}
 	if opts.MaxWrites <= 0 {
 		opts.MaxWrites = DefaultHoldSweepWrites
@@ -597,7 +597,7 @@ func (c *Client) takeSweepLease(ctx context.Context, eventID, owner string, d ti
 // holdSweep is one pass of SweepHolds.
 type holdSweep struct {
 	c      *Client
-	cfg    *EventConfig
+	cfg    *eventItem
 	n      int
 	budget int
 	report *HoldSweepReport
@@ -659,7 +659,7 @@ func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
 	t, err := s.c.endHold(ctx, key, req, &expireRow, "hold expired")
 	switch {
 	case errors.Is(err, ErrNotFound):
-		t, err = Transition{Current: &Request{Status: StatusRejected}}, nil // no request: a stray record
+		t, err = found(&storedRequest{Request: Request{Status: StatusRejected}}), nil // no request: a stray record
 	case err != nil:
 		return fmt.Errorf("expire the hold of %s: %w", h.RequestID, err)
 	case t.Applied:
@@ -667,7 +667,7 @@ func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
 		s.report.Expired++
 		return nil
 	}
-	cur := t.Current
+	cur := t.current
 	if !cur.Status.IsTerminal() && !(cur.Status == StatusHeld && cur.HoldExpiresAt != h.ExpiresAt) {
 		return nil // being bound (or HELD on this hold, its clock ahead of ours): next pass
 	}

@@ -165,7 +165,7 @@ func TestReReviewWalkWithIndexShardsAndEqualQueuedAt(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "eqshards", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2, IndexShards: 5,
 		HoldFor: time.Hour, EndsAt: asyncevent.MillisOf(t0.Add(3 * time.Hour)),
 	})
@@ -355,7 +355,7 @@ func TestReReviewShardForPeakWithHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
-	for i, cfg := range []asyncevent.EventConfig{
+	for i, cfg := range []asyncevent.EventSettings{
 		{EventType: asyncevent.FirstCome, CapacityTotal: 20_000, HoldFor: 10 * time.Minute},
 		{EventType: asyncevent.FirstCome, CapacityTotal: 5_000, HoldFor: 10 * time.Minute},
 	} {
@@ -379,9 +379,9 @@ func TestReReviewHoldRegistry(t *testing.T) {
 	holdsEvent(t, c, "ends", 2, 1, 10*time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
 	holdsEvent(t, c, "forever", 2, 1, 10*time.Minute, 0)
 	holdsEvent(t, c, "wide", 98, 98, 10*time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 2})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "wider", EventType: asyncevent.FirstCome, CapacityTotal: 99, CapacityShards: 99, HoldFor: time.Minute})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "wider", EventType: asyncevent.FirstCome, CapacityTotal: 99, CapacityShards: 99, HoldFor: time.Minute})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent)
 
 	listed := func() []string {

@@ -99,7 +99,7 @@ func TestReviewWaitlistWalkFrontierSkipsIndexShardsThatEnded(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	endsAt := asyncevent.MillisOf(t0.Add(time.Hour))
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "shardwalk", EventType: asyncevent.FirstCome, CapacityTotal: 500, IndexShards: 8,
 		HoldFor: time.Hour, EndsAt: endsAt,
 	})
@@ -173,7 +173,7 @@ func TestReviewFreshWorkerTrustsTheMessagesHoldForMillis(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "trust", 5, 1, 10*time.Minute, 0)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	withHolds := reviewSubmit(t, c, clock, q, "trust", reviewUsers("t", 0, 2))
@@ -344,9 +344,9 @@ func TestReviewHoldsBadInput(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "bad", 1, 1, time.Minute, 0)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "nohold", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "nohold", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})

@@ -20,7 +20,7 @@ import (
 // holdsEvent creates a first-come event with holds of holdFor.
 func holdsEvent(t *testing.T, c *asyncevent.Client, id string, capacity int64, shards int, holdFor time.Duration, endsAt asyncevent.EpochMillis) {
 	t.Helper()
-	_, err := c.CreateEvent(context.Background(), asyncevent.EventConfig{
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventSettings{
 		EventID: id, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards,
 		HoldFor: holdFor, EndsAt: endsAt,
 	})

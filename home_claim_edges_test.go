@@ -66,7 +66,7 @@ func TestAHomeClosedByAFailerThatDiedIsComeBackTo(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4})
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-f")
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func TestAWrongShardCountEndsTheRequest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-m") // leaves the config in c's cache
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestASharedConfigReadSurvivesTheFirstCallersCancel(t *testing.T) {
 	}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 10, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 10, CapacityShards: 2})
 	require.NoError(t, err)
 	var ms []asyncevent.Message
 	for _, u := range []string{"user-a", "user-b", "user-c"} {

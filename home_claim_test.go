@@ -133,7 +133,7 @@ func TestConcurrentHomeClaimsShareOneConfigRead(t *testing.T) {
 	}}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
 	const k = 16
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 100, CapacityShards: 4})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 100, CapacityShards: 4})
 	require.NoError(t, err)
 	var ms []asyncevent.Message
 	for i := range k + 1 {
@@ -170,7 +170,7 @@ func TestAFinalFailureVoidsTheHomeToken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-f")
 	require.NoError(t, err)
@@ -204,7 +204,7 @@ func TestAFailedSendClosesTheHomeShard(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
 	require.NoError(t, err)
 
 	t.Run("the close first", func(t *testing.T) {

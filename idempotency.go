@@ -130,7 +130,7 @@ func (c *Client) Participate(ctx context.Context, eventID, userID string) (Parti
 
 // participateIn is Participate's writes for an open event, under ctx (an ingest
 // context).
-func (c *Client) participateIn(ctx context.Context, event *EventConfig, lock LockKey) (Participation, error) {
+func (c *Client) participateIn(ctx context.Context, event *eventItem, lock LockKey) (Participation, error) {
 	for range participateAttempts {
 		p, err := c.participate(ctx, event, lock)
 		if !errors.Is(err, errRetryParticipate) {
@@ -146,14 +146,14 @@ var errRetryParticipate = errors.New("retry participate")
 
 // newRequestID returns the ID of a new request of event: Options.NewRequestID's, or by
 // default a UUIDv7 on the event's next index shard in turn.
-func (c *Client) newRequestID(event *EventConfig) string {
+func (c *Client) newRequestID(event *eventItem) string {
 	if c.turns == nil {
 		return c.opts.NewRequestID()
 	}
 	return c.turns.newRequestID(event.EventID, event.IndexShards)
 }
 
-func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockKey) (Participation, error) {
+func (c *Client) participate(ctx context.Context, event *eventItem, lock LockKey) (Participation, error) {
 	requestID := c.newRequestID(event)
 	if err := ValidateID("requestId", requestID); err != nil {
 		return Participation{}, fmt.Errorf("Options.NewRequestID: %w", err)
@@ -199,7 +199,7 @@ func (c *Client) participate(ctx context.Context, event *EventConfig, lock LockK
 
 // firstParticipation reads the pair's first participation from the lock a failed
 // put returned (old), or from the table when the store returned none.
-func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, lock LockKey, old map[string]types.AttributeValue) (Participation, error) {
+func (c *Client) firstParticipation(ctx context.Context, event *eventItem, lock LockKey, old map[string]types.AttributeValue) (Participation, error) {
 	if old == nil {
 		p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
 		if errors.Is(err, ErrNotFound) {
@@ -229,7 +229,7 @@ func (c *Client) firstParticipation(ctx context.Context, event *EventConfig, loc
 // user may click again, in one transaction with a check that the request is not there
 // (an earlier attempt of the SDK's retries may have landed); a put whose outcome is
 // unknown is an *uncertainError, so that Submit sends the message all the same.
-func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis, tokenOwner string) (*Request, error) {
+func (c *Client) createRequest(ctx context.Context, event *eventItem, lock LockKey, requestID string, requestedAt EpochMillis, tokenOwner string) (*Request, error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock Loc
 		})
 		switch {
 		case errors.As(rerr, &lost) && lost.index == 1:
-			return c.getRequest(ctx, requestID, true) // it landed
+			return viewOf(c.getRequest(ctx, requestID, true)) // it landed
 		case rerr != nil && !errors.As(rerr, &lost):
 			c.opts.Logger.WarnContext(ctx, "the request's put failed and so did releasing its lock; the next click heals it",
 				slog.String("requestId", requestID), slog.String("eventId", event.EventID), slog.Any("error", rerr))
@@ -285,7 +285,7 @@ func (c *Client) createRequest(ctx context.Context, event *EventConfig, lock Loc
 // newRequest returns a new RECEIVED request of the pair lock names, as its put writes
 // it: queuedAt is now (never before requestedAt), and its index keys follow from it in
 // the event's layout.
-func (c *Client) newRequest(event *EventConfig, lock LockKey, requestID string, requestedAt EpochMillis) (requestItem, error) {
+func (c *Client) newRequest(event *eventItem, lock LockKey, requestID string, requestedAt EpochMillis) (requestItem, error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return requestItem{}, err
@@ -295,16 +295,19 @@ func (c *Client) newRequest(event *EventConfig, lock LockKey, requestID string, 
 	if err != nil {
 		return requestItem{}, err
 	}
-	req := Request{
-		EntityType: entity.Request, RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
-		EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
-		RequestedAt: requestedAt, QueuedAt: queuedAt,
+	req := storedRequest{
+		EntityType: entity.Request,
+		Request: Request{
+			RequestID: requestID, EventID: event.EventID, UserID: lock.userID,
+			EventType: event.EventType, Status: StatusReceived, UIResult: UIPending,
+			RequestedAt: requestedAt, QueuedAt: queuedAt,
+		},
 		IdempotencyKey: lock.IdempotencyKey(), TTL: expiry(requestedAt, c.opts.RequestTTL),
 	}
 	if event.EventType == Lottery {
 		req.UIPhase, req.LotteryCutoffAt = PhaseCollecting, event.LotteryCutoffAt
 	}
-	return requestItem{Key: key.Key(), IndexKeys: index, Request: req}, nil
+	return requestItem{Key: key.Key(), IndexKeys: index, storedRequest: req}, nil
 }
 
 // errorIngestIncomplete is the errorCode of a request written FAILED_FINAL by
@@ -324,7 +327,7 @@ const errorIngestIncomplete = "INGEST_INCOMPLETE"
 // two entries, RECEIVED at requestedAt and FAILED_FINAL at now. The lock stays,
 // naming it: the user's later clicks are its duplicates. A request already there (its first put landed after all) is
 // returned as it is.
-func (c *Client) endIncomplete(ctx context.Context, event *EventConfig, lock LockKey, p Participation) (*Request, error) {
+func (c *Client) endIncomplete(ctx context.Context, event *eventItem, lock LockKey, p Participation) (*Request, error) {
 	item, err := c.newRequest(event, lock, p.RequestID, p.ParticipatedAt)
 	if err != nil {
 		return nil, err

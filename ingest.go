@@ -27,7 +27,7 @@ const bookkeepingTimeout = 10 * time.Second
 // reading its entries: a call cut off by the deadline was sent before it, and the
 // margin covers its way to DynamoDB. The lottery's invariant (the entries the draw
 // freezes are the entries it finalises) relies on this rule.
-func (c *Client) ingestDeadline(event *EventConfig, now, callerDeadline time.Time) time.Time {
+func (c *Client) ingestDeadline(event *eventItem, now, callerDeadline time.Time) time.Time {
 	deadline := now.Add(bookkeepingTimeout)
 	if callerDeadline.After(deadline) {
 		deadline = callerDeadline
@@ -43,7 +43,7 @@ func (c *Client) ingestDeadline(event *EventConfig, now, callerDeadline time.Tim
 // ingestContext returns the context of an ingest's writes: ctx's values without its
 // cancellation, ending at ingestDeadline (measured on the library's clock; ctx's
 // deadline, on the wall clock, is carried over as the time it leaves).
-func (c *Client) ingestContext(ctx context.Context, event *EventConfig) (context.Context, context.CancelFunc) {
+func (c *Client) ingestContext(ctx context.Context, event *eventItem) (context.Context, context.CancelFunc) {
 	now := c.opts.Clock()
 	var callerDeadline time.Time
 	if d, ok := ctx.Deadline(); ok {
@@ -159,7 +159,7 @@ func (c *Client) submit(ctx context.Context, q queue.Queue, eventID, userID stri
 // if it has one (after a close healed, or ended, as redrive does once the event
 // closed; while paused as it stands, nothing written), else the refusal. So a repeat
 // click gets its participation on every node, whether or not the node remembers it.
-func (c *Client) submitRefused(ctx context.Context, q queue.Queue, event *EventConfig, lock LockKey, refusal error) (Participation, error) {
+func (c *Client) submitRefused(ctx context.Context, q queue.Queue, event *eventItem, lock LockKey, refusal error) (Participation, error) {
 	p, err := c.LookupParticipation(ctx, event.EventID, lock.userID)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -179,11 +179,11 @@ func (c *Client) submitRefused(ctx context.Context, q queue.Queue, event *EventC
 // Options.RedriveAfter has passed since its lock: a lock without its request gets it
 // (RECEIVED and sent while the event is open; FAILED_FINAL once it closed), and a
 // request still RECEIVED is sent again.
-func (c *Client) redrive(ctx context.Context, q queue.Queue, event *EventConfig, lock LockKey, p Participation, closed bool) (Participation, error) {
+func (c *Client) redrive(ctx context.Context, q queue.Queue, event *eventItem, lock LockKey, p Participation, closed bool) (Participation, error) {
 	if c.opts.Clock().Sub(p.ParticipatedAt.Time()) < c.opts.RedriveAfter {
 		return p, nil
 	}
-	r, err := c.getRequest(ctx, p.RequestID, true)
+	r, err := viewOf(c.getRequest(ctx, p.RequestID, true))
 	if errors.Is(err, ErrNotFound) && closed && event.EventType == FirstCome {
 		// A message of the request may have gone out (after a put whose answer was
 		// lost) and won its seat: the home shard is closed to it before it is ended
@@ -233,7 +233,7 @@ func (c *Client) redrive(ctx context.Context, q queue.Queue, event *EventConfig,
 // event is open the request is RECEIVED and Submit then sends it; once it closed, it
 // is written FAILED_FINAL (endIncomplete). Each heal's put has a ClientRequestToken
 // of its own.
-func (c *Client) healLock(ctx context.Context, event *EventConfig, lock LockKey, p Participation, closed bool) (*Request, error) {
+func (c *Client) healLock(ctx context.Context, event *eventItem, lock LockKey, p Participation, closed bool) (*Request, error) {
 	if closed {
 		c.opts.Logger.InfoContext(ctx, "ending the request of a lock left without one, after the event closed",
 			slog.String("requestId", p.RequestID), slog.String("eventId", event.EventID))
@@ -250,7 +250,9 @@ func (c *Client) healLock(ctx context.Context, event *EventConfig, lock LockKey,
 func (c *Client) rememberQueued(p Participation) {
 	lockStays := p.Request != nil && (p.Request.ResultCode != ResultFailedIngestEnqueue || p.Request.ErrorCode == errorIngestIncomplete)
 	if r := p.Request; lockStays && r.Status != StatusReceived {
-		c.queued.put(r.IdempotencyKey, Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
+		if lock, err := NewLockKey(r.EventID, r.UserID); err == nil { // the IDs of a request written
+			c.queued.put(lock.IdempotencyKey(), Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
+		}
 	}
 }
 

@@ -27,7 +27,7 @@ func BenchmarkSubmit(b *testing.B) {
 	for _, statusLog := range []bool{false, true} {
 		counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(b))
 		c := asynceventtest.NewTableOn(b, counter, asyncevent.Options{StatusLog: statusLog})
-		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+		_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 		require.NoError(b, err)
 		q := &sendQueue{}
 		_, err = c.Submit(ctx, q, "ev", "warm") // fills the event cache

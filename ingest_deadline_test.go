@@ -13,11 +13,11 @@ import (
 func TestIngestDeadline(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	c := &Client{opts: Options{DrawSettleWindow: 30 * time.Second}}
-	sale := &EventConfig{EventType: FirstCome}
-	lotto := &EventConfig{EventType: Lottery, LotteryCutoffAt: MillisOf(now.Add(5 * time.Second))}
+	sale := &eventItem{Event: Event{EventSettings: EventSettings{EventType: FirstCome}}}
+	lotto := &eventItem{Event: Event{EventSettings: EventSettings{EventType: Lottery, LotteryCutoffAt: MillisOf(now.Add(5 * time.Second))}}}
 	for _, tc := range []struct {
 		name   string
-		event  *EventConfig
+		event  *eventItem
 		caller time.Time
 		want   time.Time
 	}{

@@ -60,7 +60,7 @@ func TestHungUpClientStillCompletesTheIngest(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	opts := asyncevent.Options{Clock: clock.Now, StatusLog: true}
 	admin := asynceventtest.NewTableWith(t, opts)
-	_, err := admin.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 2})
+	_, err := admin.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 2})
 	require.NoError(t, err)
 
 	callerCtx, hangUp := context.WithCancel(ctx)
@@ -112,7 +112,7 @@ func TestLotteryIngestStopsBeforeTheDrawMayBegin(t *testing.T) {
 	opts := asyncevent.Options{Clock: clock.Now, DrawSettleWindow: window, RedriveAfter: time.Minute}
 	admin := asynceventtest.NewTableWith(t, opts)
 	cutoff := asyncevent.MillisOf(t0)
-	_, err := admin.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: cutoff})
+	_, err := admin.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: cutoff})
 	require.NoError(t, err)
 	db := &afterPut{DynamoDB: asynceventtest.DynamoDB(t), prefix: "REQ#", delay: 5 * time.Second}
 	opts.TableName = admin.TableName()
@@ -175,7 +175,7 @@ func TestOrphanLockMetAfterTheEndEndsFailedFinal(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	opts := asyncevent.Options{Clock: clock.Now, RedriveAfter: time.Minute, StatusLog: true}
 	c := asynceventtest.NewTableWith(t, opts)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10,
 		EndsAt: asyncevent.MillisOf(t0.Add(time.Second))})
 	require.NoError(t, err)
 	doomed := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
@@ -288,7 +288,7 @@ func TestHealUsesATokenOfItsOwn(t *testing.T) {
 			return broken.Load() && pk != nil && strings.HasPrefix(pk.Item["PK"].(*types.AttributeValueMemberS).Value, "REQ#")
 		}}
 	c := asynceventtest.NewTableOn(t, ledger, asyncevent.Options{Clock: clock.Now, RedriveAfter: time.Minute, StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
 	q := &sendQueue{}
 

@@ -78,7 +78,7 @@ func newIngest(t *testing.T, opts asyncevent.Options) (*asyncevent.Client, *asyn
 		opts.Clock = clock.Now
 	}
 	c := asynceventtest.NewTableWith(t, opts)
-	_, err := c.CreateEvent(context.Background(), asyncevent.EventConfig{
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventSettings{
 		EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10,
 	})
 	require.NoError(t, err)
@@ -175,7 +175,7 @@ func TestManyUsersAreQueuedAndIndexed(t *testing.T) {
 		}
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &r))
 		assert.Equal(t, asyncevent.StatusQueued, r.Status)
-		want, err := (&asyncevent.EventConfig{EventID: "ev"}).RequestIndexKeys(r.UserID, r.RequestID, r.QueuedAt)
+		want, err := (&asyncevent.EventSettings{EventID: "ev"}).RequestIndexKeys(r.UserID, r.RequestID, r.QueuedAt)
 		require.NoError(t, err)
 		assert.Equal(t, want, r.IndexKeys)
 		assert.Regexp(t, `^QAT#\d{13}#REQ#`+r.RequestID+`$`, r.GSI2SK)
@@ -332,12 +332,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c, clock := newIngest(t, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "later", EventType: asyncevent.FirstCome, CapacityTotal: 1,
 		StartsAt: asyncevent.MillisOf(t0.Add(time.Hour)), EndsAt: asyncevent.MillisOf(t0.Add(2 * time.Hour)),
 	})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute)),
 	})
@@ -390,7 +390,7 @@ func TestCreateEvent(t *testing.T) {
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
 
-	fc, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 1000, Name: "Spring sale"})
+	fc, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 1000, Name: "Spring sale"})
 	require.NoError(t, err)
 	got, err := c.GetEvent(ctx, "fc")
 	require.NoError(t, err)
@@ -400,14 +400,14 @@ func TestCreateEvent(t *testing.T) {
 	assert.Equal(t, int64(1000), capacity.CapacityTotal)
 	assert.Equal(t, int64(1000), capacity.CapacityRemaining)
 
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	assert.ErrorIs(t, err, asyncevent.ErrEventExists)
 	capacity, err = c.GetCapacity(ctx, "fc")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1000), capacity.CapacityRemaining, "the existing event is untouched")
 
 	cutoff := asyncevent.MillisOf(time.Now().Add(time.Hour))
-	lot, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 100, LotteryCutoffAt: cutoff})
+	lot, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 100, LotteryCutoffAt: cutoff})
 	require.NoError(t, err)
 	assert.Regexp(t, `^[0-9a-f]{64}$`, lot.SeedCommitment)
 	assert.Equal(t, asyncevent.PhaseCollecting, lot.Phase)
@@ -422,7 +422,7 @@ func TestCreateEvent(t *testing.T) {
 	_, err = c.GetEvent(ctx, "none")
 	assert.ErrorIs(t, err, asyncevent.ErrEventNotFound)
 
-	for name, bad := range map[string]asyncevent.EventConfig{
+	for name, bad := range map[string]asyncevent.EventSettings{
 		"no type":              {EventID: "x"},
 		"no capacity":          {EventID: "x", EventType: asyncevent.FirstCome},
 		"lottery without K":    {EventID: "x", EventType: asyncevent.Lottery, LotteryCutoffAt: cutoff},
@@ -434,7 +434,7 @@ func TestCreateEvent(t *testing.T) {
 		_, err := c.CreateEvent(ctx, bad)
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent, name)
 	}
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "x#y", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "x#y", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidID)
 	_, err = c.GetEvent(ctx, "x")
 	assert.ErrorIs(t, err, asyncevent.ErrEventNotFound, "no refused event was stored")
@@ -467,7 +467,7 @@ func TestListUserRequestsPages(t *testing.T) {
 	var want []string
 	for i := range 25 {
 		ev := fmt.Sprintf("ev-%02d", i)
-		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: ev, EventType: asyncevent.FirstCome, CapacityTotal: 1})
+		_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: ev, EventType: asyncevent.FirstCome, CapacityTotal: 1})
 		require.NoError(t, err)
 		p, err := c.Submit(ctx, q, ev, "frank")
 		require.NoError(t, err)
@@ -503,7 +503,7 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1, Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
 
 	before := counter.Snapshot()
@@ -539,7 +539,7 @@ func TestLostParticipateResponseIsStillOurs(t *testing.T) {
 				LoseRate: 1, Operations: []string{"PutItem"}, KeyPrefix: prefix,
 			})
 			c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
-			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+			_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 			require.NoError(t, err)
 			q := &sendQueue{}
 
@@ -565,7 +565,7 @@ func TestIngestWritesNoTransaction(t *testing.T) {
 	ctx := context.Background()
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
 	q := &sendQueue{}
 	_, err = c.Submit(ctx, q, "ev", "warm-up") // reads CONFIG into the cache
@@ -603,7 +603,7 @@ func TestLockWithoutRequestHealsOnTheNextClick(t *testing.T) {
 		clock := asynceventtest.NewClock(t0)
 		opts := asyncevent.Options{Clock: clock.Now, RedriveAfter: time.Minute, StatusLog: true}
 		c := asynceventtest.NewTableWith(t, opts)
-		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+		_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 		require.NoError(t, err)
 		doomed := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
 			CrashAfterRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "IDEMP#",
@@ -655,7 +655,7 @@ func TestRefusedRequestPutReleasesTheLock(t *testing.T) {
 		ThrottleRate: 1, Operations: []string{"PutItem"}, KeyPrefix: "REQ#",
 	})
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
 	q := &sendQueue{}
 
@@ -672,16 +672,18 @@ func TestItemLifetimes(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, LockTTL: 48 * time.Hour})
 	end := t0.Add(24 * time.Hour)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1, EndsAt: asyncevent.MillisOf(end)})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1, EndsAt: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "open", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "open", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	p, err := c.Submit(ctx, &sendQueue{}, "ev", "ann")
 	require.NoError(t, err)
 	_, err = c.Submit(ctx, &sendQueue{}, "open", "ann")
 	require.NoError(t, err)
 
-	assert.Equal(t, t0.Add(90*24*time.Hour).Unix(), p.Request.TTL, "requests: 90 days")
+	stored, err := asyncevent.ReadStoredRequest(ctx, c, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, t0.Add(90*24*time.Hour).Unix(), stored.TTL, "requests: 90 days")
 	for _, raw := range items(t, c)[entity.Idempotency] {
 		var l asyncevent.IdempotencyLock
 		require.NoError(t, attributevalue.UnmarshalMap(raw, &l))
@@ -703,7 +705,7 @@ func TestRepeatClicksOnTheSameClientCostNoCall(t *testing.T) {
 	ctx := context.Background()
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1, DuplicateCacheSize: 2})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := &sendQueue{}
 	first, err := c.Submit(ctx, q, "ev", "ann")

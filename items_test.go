@@ -30,12 +30,15 @@ func TestItemAttributeNames(t *testing.T) {
 	rk, _ := NewRequestKey("r1")
 	ik, err := newIndexKeys("e1", "u1", "r1", 1)
 	require.NoError(t, err)
-	full := requestItem{Key: rk.Key(), IndexKeys: ik, Request: Request{
-		EntityType: entity.Request, RequestID: "r1", EventID: "e1", UserID: "u1",
-		EventType: Lottery, Status: StatusFailedFinal, UIPhase: PhaseAnnounced,
-		LotteryCutoffAt: 1, AnnouncedAt: 2, UIResult: UIFailed, ResultCode: ResultFailedWorker,
-		RequestedAt: 3, QueuedAt: 4, StartedAt: 5, FinishedAt: 6,
-		FailureClass: NonRetryable, ErrorCode: "X", ErrorMessage: "m",
+	full := requestItem{Key: rk.Key(), IndexKeys: ik, storedRequest: storedRequest{
+		EntityType: entity.Request,
+		Request: Request{
+			RequestID: "r1", EventID: "e1", UserID: "u1",
+			EventType: Lottery, Status: StatusFailedFinal, UIPhase: PhaseAnnounced,
+			LotteryCutoffAt: 1, AnnouncedAt: 2, UIResult: UIFailed, ResultCode: ResultFailedWorker,
+			RequestedAt: 3, QueuedAt: 4, StartedAt: 5, FinishedAt: 6,
+			FailureClass: NonRetryable, ErrorCode: "X", ErrorMessage: "m",
+		},
 		IdempotencyKey: "IDEMP#e1#u1", LeaseOwner: "w", LeaseExpiresAt: 7, TTL: 8,
 	}}
 	assert.Equal(t, strings.Fields(`GSI1PK GSI1SK GSI2PK GSI2SK PK SK announcedAt entityType
@@ -53,7 +56,7 @@ func TestItemAttributeNames(t *testing.T) {
 		"lock":       lockItem{IdempotencyLock: IdempotencyLock{EntityType: entity.Idempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
 		"capacity":   capacityItem{EventCapacity: EventCapacity{EntityType: entity.Capacity, EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
 		"status log": statusLogItem{StatusLog: StatusLog{EntityType: entity.StatusLog, RequestID: "r", FromStatus: StatusQueued, ToStatus: StatusProcessing, OccurredAt: 1, Message: "m", TTL: 2}},
-		"config":     configItem{EventConfig: EventConfig{EntityType: entity.Config, EventID: "e", EventType: FirstCome, CapacityTotal: 1, CreatedAt: 1}},
+		"config":     configItem{eventItem: eventItem{EntityType: entity.Config, Event: Event{EventSettings: EventSettings{EventID: "e", EventType: FirstCome, CapacityTotal: 1}, CreatedAt: 1}}},
 	} {
 		names := attributeNames(t, item)
 		assert.Contains(t, names, "entityType", name)

@@ -314,7 +314,7 @@ func (i EventItem) valid() bool {
 }
 
 // EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
-// or DRAW; or, for an event with capacity shards (EventConfig.CapacityShards C > 1),
+// or DRAW; or, for an event with capacity shards (EventSettings.CapacityShards C > 1),
 // PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY, shard 0 to C-1: each shard on a
 // partition key of its own, since the items of one partition key share one partition
 // until DynamoDB splits it for heat, minutes into the load, while a drop is decided in
@@ -339,7 +339,7 @@ func NewEventKey(eventID string, item EventItem) (EventKey, error) {
 }
 
 // CapacityKeys returns the keys of a FIRST_COME event's capacity as the library
-// stores it, given the event's EventConfig.CapacityShards: with shards ≤ 1 its one
+// stores it, given the event's EventSettings.CapacityShards: with shards ≤ 1 its one
 // item EVENT#<eventId> / CAPACITY, otherwise the shards EVENT#<eventId>#CAPACITY#0 to
 // EVENT#<eventId>#CAPACITY#<shards-1>, each with SK CAPACITY.
 func CapacityKeys(eventID string, shards int) ([]EventKey, error) {
@@ -516,9 +516,9 @@ func ParseUserPartition(s string) (UserPartition, error) {
 // EventPartition is a GSI2 partition key (GSI2PK) of an event's requests:
 // EVENT#<eventId>, the same text as the PK of the event's own items (which carry no
 // GSI attributes and so never appear on GSI2); or, for an event with index shards
-// (EventConfig.IndexShards K > 1), EVENT#<eventId>#<shard>, shard 0 to K-1 picked by
+// (EventSettings.IndexShards K > 1), EVENT#<eventId>#<shard>, shard 0 to K-1 picked by
 // the request's ID. Build it with NewEventPartition or EventPartitions, or read it
-// with ParseEventPartition; the zero value is no key. EventConfig.RequestIndexKeys
+// with ParseEventPartition; the zero value is no key. EventSettings.RequestIndexKeys
 // gives the partition of one request.
 type EventPartition struct {
 	eventID string
@@ -535,7 +535,7 @@ func NewEventPartition(eventID string) (EventPartition, error) {
 }
 
 // EventPartitions returns every GSI2 partition of an event, given its
-// EventConfig.IndexShards: with shards ≤ 1 the one partition EVENT#<eventId>,
+// EventSettings.IndexShards: with shards ≤ 1 the one partition EVENT#<eventId>,
 // otherwise EVENT#<eventId>#0 to EVENT#<eventId>#<shards-1>. Reading an event's
 // requests in queue order is a Query of each, merged by sort key.
 func EventPartitions(eventID string, shards int) ([]EventPartition, error) {
@@ -1088,7 +1088,7 @@ func splitKey(kind, text, prefix string, n int) ([]string, error) {
 // IndexKeys are the GSI attributes of a Request item, and only of a Request item
 // (no other item is on an index): GSI1 lists a user's requests, GSI2 an event's, both in queue
 // order. The request's put writes them, from its queuedAt, and nothing changes them.
-// EventConfig.RequestIndexKeys builds them; ParseUserPartition, ParseEventPartition
+// EventSettings.RequestIndexKeys builds them; ParseUserPartition, ParseEventPartition
 // and ParseQueuedAtSortKey read them.
 type IndexKeys struct {
 	GSI1PK string `dynamodbav:"GSI1PK,omitempty"` // USER#<userId> (UserPartition)
@@ -1098,7 +1098,7 @@ type IndexKeys struct {
 }
 
 // newIndexKeys returns the index keys of a request ordered at orderAt (its queuedAt,
-// taken just before its put), for an event without index shards; EventConfig.RequestIndexKeys gives those of any event.
+// taken just before its put), for an event without index shards; EventSettings.RequestIndexKeys gives those of any event.
 func newIndexKeys(eventID, userID, requestID string, orderAt EpochMillis) (IndexKeys, error) {
 	return shardedIndexKeys(eventID, userID, requestID, orderAt, 1)
 }

@@ -26,7 +26,7 @@ func (t EventType) Valid() bool { return t == FirstCome || t == Lottery }
 // Status is the backend state of a request (stored as status). A request moves
 // RECEIVED → QUEUED → PROCESSING → SUCCEEDED | REJECTED | FAILED_FINAL; every write of
 // it is conditional on the current status, and a terminal status never changes again.
-// A FIRST_COME event with holds (EventConfig.HoldFor) adds two states that wait for
+// A FIRST_COME event with holds (EventSettings.HoldFor) adds two states that wait for
 // someone else: a winner is HELD until it is confirmed (SUCCEEDED), released or
 // expired (REJECTED), and a loser of a sold-out event is WAITLISTED until a seat given
 // back makes it HELD, or the event closes (REJECTED).
@@ -97,7 +97,7 @@ const (
 	UISuccess  UIResult = "SUCCESS"
 	UIRejected UIResult = "REJECTED"
 	UIFailed   UIResult = "FAILED"
-	// With holds (EventConfig.HoldFor): the seat is the user's until holdExpiresAt,
+	// With holds (EventSettings.HoldFor): the seat is the user's until holdExpiresAt,
 	// once paid for; and the user waits for a seat given back.
 	UIHeld       UIResult = "HELD"
 	UIWaitlisted UIResult = "WAITLISTED"

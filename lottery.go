@@ -239,7 +239,7 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 // equal the recorded one, else ErrDrawMismatch), comes to the same winners and
 // finishes the rest; on an announced event it returns the stored result.
 func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) {
-	cfg, err := c.GetEvent(ctx, eventID)
+	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 
 // drawOpensAt is when Draw may begin: the cutoff plus the settle window. Ingest ends
 // its writes of a request queued by the cutoff before then.
-func (e *EventConfig) drawOpensAt(settle time.Duration) EpochMillis {
+func (e *eventItem) drawOpensAt(settle time.Duration) EpochMillis {
 	return MillisOf(e.LotteryCutoffAt.Time().Add(settle))
 }
 
@@ -315,7 +315,7 @@ func (e *EventConfig) drawOpensAt(settle time.Duration) EpochMillis {
 // entries there will be, each with its last status before the draw (Draw confirms the
 // status of those not yet collected with a strongly consistent read). Every process
 // of an event must use the same window.
-func (c *Client) entryFence(e *EventConfig) time.Time {
+func (c *Client) entryFence(e *eventItem) time.Time {
 	window := c.opts.DrawSettleWindow
 	return e.LotteryCutoffAt.Time().Add(window - min(time.Second, window/4))
 }
@@ -338,7 +338,7 @@ func (e drawEntry) isEntry() bool {
 }
 
 // drawEntries reads the entries of a lottery from GSI2, in queue order.
-func (c *Client) drawEntries(ctx context.Context, cfg *EventConfig) ([]drawEntry, error) {
+func (c *Client) drawEntries(ctx context.Context, cfg *eventItem) ([]drawEntry, error) {
 	all, err := c.queueOrder(ctx, cfg.EventID, cfg.LotteryCutoffAt+1, true)
 	if err != nil {
 		return nil, err
@@ -423,7 +423,7 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 
 // freezeDraw moves the draw from COLLECTING to DRAWING. When another Draw froze it
 // first, it returns that one's record.
-func (c *Client) freezeDraw(ctx context.Context, cfg *EventConfig) (*DrawRecord, error) {
+func (c *Client) freezeDraw(ctx context.Context, cfg *eventItem) (*DrawRecord, error) {
 	if err := c.movePhase(ctx, cfg.EventID, &drawFreezeRow, &eventDrawingRow, args{pNow: c.now()}); err != nil {
 		return nil, err
 	}
@@ -433,7 +433,7 @@ func (c *Client) freezeDraw(ctx context.Context, cfg *EventConfig) (*DrawRecord,
 // recordEntries records the count and hash of the entries a DRAWING draw read, and
 // reveals the seed. When another Draw recorded them first, it returns that one's
 // record.
-func (c *Client) recordEntries(ctx context.Context, cfg *EventConfig, count int64, hash, seedHex string) (*DrawRecord, error) {
+func (c *Client) recordEntries(ctx context.Context, cfg *eventItem, count int64, hash, seedHex string) (*DrawRecord, error) {
 	key, _ := NewEventKey(cfg.EventID, EventItemDraw)
 	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{pEntryCount: count, pEntriesHash: hash, pSeed: seedHex}}})
 	var lost *conditionLost
@@ -444,7 +444,7 @@ func (c *Client) recordEntries(ctx context.Context, cfg *EventConfig, count int6
 }
 
 // announceDraw moves the draw from DRAWING to ANNOUNCED.
-func (c *Client) announceDraw(ctx context.Context, cfg *EventConfig) (*DrawRecord, error) {
+func (c *Client) announceDraw(ctx context.Context, cfg *eventItem) (*DrawRecord, error) {
 	if err := c.movePhase(ctx, cfg.EventID, &drawAnnounceRow, &eventAnnouncedRow, args{pNow: c.now()}); err != nil {
 		return nil, err
 	}
@@ -474,7 +474,7 @@ func (c *Client) movePhase(ctx context.Context, eventID string, draw, config *ro
 
 // finaliseEntries writes each entry's result, DrawConcurrency at a time, then closes
 // the requests queued after the cutoff that are still waiting.
-func (c *Client) finaliseEntries(ctx context.Context, cfg *EventConfig, entries []drawEntry, winners []string) error {
+func (c *Client) finaliseEntries(ctx context.Context, cfg *eventItem, entries []drawEntry, winners []string) error {
 	won := make(map[string]bool, len(winners))
 	for _, id := range winners {
 		won[id] = true
@@ -550,8 +550,8 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 	switch {
 	case err != nil:
 		return err
-	case !t.Applied && t.Current.Status != r.to:
-		return fmt.Errorf("%w: entry %s is %s, the draw says %s", ErrDrawMismatch, e.RequestID, t.Current.Status, r.to)
+	case !t.Applied && t.current.Status != r.to:
+		return fmt.Errorf("%w: entry %s is %s, the draw says %s", ErrDrawMismatch, e.RequestID, t.current.Status, r.to)
 	}
 	return nil
 }
@@ -584,7 +584,7 @@ func (v *Verification) String() string {
 // GetItem before it is reported. Each difference is one of Verification.Problems. A
 // draw that has not started yet is ErrDrawTooEarly.
 func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification, error) {
-	cfg, err := c.GetEvent(ctx, eventID)
+	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}

@@ -62,12 +62,12 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Deliver
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err)
-	case !t.Applied && t.Current.Status.IsTerminal():
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
-	case !t.Applied && t.Current.StartedAt != 0:
+	case !t.Applied && t.current.Status.IsTerminal():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
+	case !t.Applied && t.current.StartedAt != 0:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}
 	case !t.Applied:
-		return p.notStarted(m, t.Current)
+		return p.notStarted(m, t.current)
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
 }
@@ -120,10 +120,10 @@ func (p *Processor) closeLate(ctx context.Context, m Message, d queue.Delivery) 
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err)
-	case !t.Applied && !t.Current.Status.IsTerminal():
-		return p.notStarted(m, t.Current)
+	case !t.Applied && !t.current.Status.IsTerminal():
+		return p.notStarted(m, t.current)
 	case !t.Applied:
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedClosed}}
 }
@@ -175,7 +175,7 @@ func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Tran
 
 // inTimeEntry reports whether r is a lottery request queued by its cutoff that no
 // draw has finalised: one whose failure only failEntry may write.
-func inTimeEntry(r *Request) bool {
+func inTimeEntry(r *storedRequest) bool {
 	return r != nil && r.EventType == Lottery && !r.Status.IsTerminal() && r.QueuedAt <= r.LotteryCutoffAt
 }
 

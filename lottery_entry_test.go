@@ -32,7 +32,7 @@ func newEntryWorld(t *testing.T, users int) *entryWorld {
 	ctx := context.Background()
 	w := &entryWorld{db: asynceventtest.DynamoDB(t), clock: asynceventtest.NewClock(t0)}
 	w.c = asynceventtest.NewTableOn(t, w.db, asyncevent.Options{Clock: w.clock.Now})
-	_, err := w.c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery,
+	_, err := w.c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lotto", EventType: asyncevent.Lottery,
 		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(cutoff)})
 	require.NoError(t, err)
 	q := &sendQueue{}

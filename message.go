@@ -25,7 +25,7 @@ type Message struct {
 	EventType   EventType   `json:"eventType"`
 	RequestedAt EpochMillis `json:"requestedAt"`
 	// CapacityShards is the FIRST_COME event's number of capacity shards (its
-	// EventConfig.CapacityShards, 1 for the single CAPACITY item), so that a worker new
+	// EventSettings.CapacityShards, 1 for the single CAPACITY item), so that a worker new
 	// to the event finds the request's home shard without reading the event's config;
 	// 0 when the sender did not know it (the worker reads the config). It never
 	// differs from the event's: a message that says otherwise is malformed.

@@ -23,7 +23,7 @@ const (
 	ruleSeatsPerShard = 128
 )
 
-// ShardsFor returns the layout (EventConfig.IndexShards and CapacityShards) that
+// ShardsFor returns the layout (EventSettings.IndexShards and CapacityShards) that
 // keeps each of an event's hot keys under 80% of a partition key's 1,000 WCU/s at a
 // peak of clicksPerSecond new participations and winnersPerSecond seats taken:
 //
@@ -35,7 +35,7 @@ const (
 // the put, QUEUED and the result.) Each at least 1 and at most MaxShards (99 capacity
 // shards); winnersPerSecond 0 means a quarter of the clicks. 20,000 clicks/s gives
 // 100 index shards and, for 5,000 winners/s, 13 capacity shards. A claim costs 2 WCU
-// only while its shard holds up to about 128 seats: EventConfig.ShardForPeak also
+// only while its shard holds up to about 128 seats: EventSettings.ShardForPeak also
 // counts the seats. A capacity shard takes no transaction, so its bound is its units
 // alone: no serial bound of one transaction at a time applies. Package spikeplan's
 // For calls it for the layout of its plan.
@@ -64,7 +64,7 @@ func shardsFor(units float64, most int) int {
 // fills (⌈item size ÷ 1 KB⌉ WCU, about 12 bytes a winner) and it takes fewer claims a
 // second than the rule says. The CLI's event create -peak and the HTTP API's
 // peakClicksPerSecond call it.
-func (e *EventConfig) ShardForPeak(clicksPerSecond float64) {
+func (e *EventSettings) ShardForPeak(clicksPerSecond float64) {
 	e.IndexShards, e.CapacityShards = ShardsFor(clicksPerSecond, 0)
 	if e.EventType != FirstCome {
 		e.CapacityShards = 0

@@ -30,14 +30,14 @@ func TestShardsFor(t *testing.T) {
 func TestShardForPeakCountsTheSeats(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  asyncevent.EventConfig
+		cfg  asyncevent.EventSettings
 		k, c int
 	}{
-		{"1,000 seats", asyncevent.EventConfig{EventType: asyncevent.FirstCome, CapacityTotal: 1000}, 100, 13},
-		{"3 seats", asyncevent.EventConfig{EventType: asyncevent.FirstCome, CapacityTotal: 3}, 100, 3},
-		{"a shard per 128 seats", asyncevent.EventConfig{EventType: asyncevent.FirstCome, CapacityTotal: 5000}, 100, 40},
-		{"at most 99 shards", asyncevent.EventConfig{EventType: asyncevent.FirstCome, CapacityTotal: 100000}, 100, 99},
-		{"lottery", asyncevent.EventConfig{EventType: asyncevent.Lottery, WinnerCount: 5}, 100, 0},
+		{"1,000 seats", asyncevent.EventSettings{EventType: asyncevent.FirstCome, CapacityTotal: 1000}, 100, 13},
+		{"3 seats", asyncevent.EventSettings{EventType: asyncevent.FirstCome, CapacityTotal: 3}, 100, 3},
+		{"a shard per 128 seats", asyncevent.EventSettings{EventType: asyncevent.FirstCome, CapacityTotal: 5000}, 100, 40},
+		{"at most 99 shards", asyncevent.EventSettings{EventType: asyncevent.FirstCome, CapacityTotal: 100000}, 100, 99},
+		{"lottery", asyncevent.EventSettings{EventType: asyncevent.Lottery, WinnerCount: 5}, 100, 0},
 	} {
 		cfg := tc.cfg
 		cfg.ShardForPeak(20000)

@@ -67,13 +67,13 @@ func TestProcessOneHeartbeatsWhileTheHandlerRuns(t *testing.T) {
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{
 		LeaseDuration: 2 * time.Second,
 		Handler: asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
-			first, err := c.GetRequest(ctx, m.RequestID)
+			first, err := asyncevent.ReadStoredRequest(ctx, c, m.RequestID)
 			if err != nil {
 				return err
 			}
 			deadline := time.Now().Add(time.Minute)
 			for time.Now().Before(deadline) {
-				r, err := c.GetRequest(ctx, m.RequestID)
+				r, err := asyncevent.ReadStoredRequest(ctx, c, m.RequestID)
 				if err != nil {
 					return err
 				}
@@ -117,7 +117,7 @@ func TestReleasedLeaseIsNotRenewedByTheHeartbeat(t *testing.T) {
 		o, done, _ := p.ProcessOne(ctx, d, 0, func(context.Context) error { return nil })
 		require.Equal(t, asyncevent.OutcomeRetry, o.Kind)
 		require.False(t, done)
-		r, err := c.GetRequest(ctx, o.RequestID)
+		r, err := asyncevent.ReadStoredRequest(ctx, c, o.RequestID)
 		require.NoError(t, err)
 		assert.Equal(t, asyncevent.StatusProcessing, r.Status)
 		assert.LessOrEqual(t, r.LeaseExpiresAt, asyncevent.EpochMillis(handlerDone.Load())+150, "the lease stays released (a renewal would set it 200 ms past a tick after the handler)")

@@ -354,7 +354,7 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 		return p.failed(ctx, m, d, nil, err)
 	}
 	if !t.Applied {
-		return p.notStarted(m, t.Current)
+		return p.notStarted(m, t.current)
 	}
 	st.settle(h.shard, h.clear)
 	l.held = true
@@ -408,7 +408,7 @@ type homeState struct {
 	looked bool      // the delivery read it
 	leased bool      // the request goes the leased way: a lease holds it
 	clear  bool      // no seat of the request is on it, nor can be: found empty without its token, or closed to it
-	// hold is the event's EventConfig.HoldFor (0: no holds), as the home shard or the
+	// hold is the event's EventSettings.HoldFor (0: no holds), as the home shard or the
 	// config read for the home claim says, once holdKnown.
 	hold      time.Duration
 	holdKnown bool
@@ -568,7 +568,7 @@ func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int
 	case t.Applied:
 		return won(h.hold), true
 	}
-	cur := t.Current
+	cur := t.current
 	atHome := cur.SeatShard == nil || *cur.SeatShard == home
 	if cur.Status == StatusProcessing && atHome {
 		// A live lease at home: its holder's claim there finds the seat, as does its
@@ -591,7 +591,7 @@ func (p *Processor) bind(ctx context.Context, m Message, d queue.Delivery, n int
 // boundToSeat reports whether a request was bound to the seat of its seatShard: it
 // won it (SUCCEEDED), holds it (HELD), or held it and gave it to the pool (released,
 // expired, cancelled), which is why the seat is no longer on its shard.
-func boundToSeat(r *Request) bool {
+func boundToSeat(r *storedRequest) bool {
 	switch {
 	case r.Status == StatusSucceeded, r.Status == StatusHeld:
 		return true
@@ -616,8 +616,8 @@ func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d queue.Delive
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}, true
 	case t.Applied:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}, true
-	case t.Current.Status.decided():
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}, true
+	case t.current.Status.decided():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}, true
 	}
 	return result{}, false // PROCESSING: the start sorts out which delivery holds it
 }
@@ -646,7 +646,7 @@ func (p *Processor) handle(ctx context.Context, m Message) error {
 }
 
 // notStarted turns a start that lost its condition into a result.
-func (p *Processor) notStarted(m Message, cur *Request) result {
+func (p *Processor) notStarted(m Message, cur *storedRequest) result {
 	now := p.c.now()
 	switch {
 	case cur.Status.decided():
@@ -693,8 +693,8 @@ func (p *Processor) reject(ctx context.Context, m Message, d queue.Delivery, l *
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
-	case !t.Applied && finalUnder(t.Current, l.Owner):
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	case !t.Applied && finalUnder(t.current, l.Owner):
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
 	case waitlist:
@@ -801,9 +801,9 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d queue.Delivery, 
 			t, err = p.c.MarkFailed(bctx, m.Ref(), f)
 		}
 	})
-	if err == nil && !t.Applied && inTimeEntry(t.Current) {
+	if err == nil && !t.Applied && inTimeEntry(t.current) {
 		// An entry of a draw leaves the running only while the draw is COLLECTING.
-		t, err = p.c.failEntry(bctx, t.Current.Ref(), f)
+		t, err = p.c.failEntry(bctx, t.current.Ref(), f)
 		if errors.Is(err, errDrawBegan) {
 			return leftToDraw()
 		}
@@ -816,13 +816,13 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d queue.Delivery, 
 			kind = OutcomeThrottled
 		}
 		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: kind, Err: errors.Join(cause, err)}}
-	case !t.Applied && t.Current.Status.decided():
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
-	case !t.Applied && held.Owner == "" && t.Current.EventType == FirstCome:
+	case !t.Applied && t.current.Status.decided():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
+	case !t.Applied && held.Owner == "" && t.current.EventType == FirstCome:
 		// A first-come request: it may hold a seat (its home claim, or the claim of
 		// a delivery that started it), so only a lease holder may fail it, after a
 		// look at its shard.
-		return p.takeOverToFail(ctx, m, d, t.Current, class, code, errorCode, cause)
+		return p.takeOverToFail(ctx, m, d, t.current, class, code, errorCode, cause)
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: cause}}
 	}
@@ -836,7 +836,7 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d queue.Delivery, 
 // under a lease of its own and retried while throttled, then failFinal under that
 // lease, which ends it SUCCEEDED instead when its shard holds its seat. A lease still
 // held by another delivery is left to it.
-func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Delivery, cur *Request, class FailureClass, code ResultCode, errorCode string, cause error) result {
+func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Delivery, cur *storedRequest, class FailureClass, code ResultCode, errorCode string, cause error) result {
 	leave := func(err error) result {
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease, Err: errors.Join(cause, err)}}
 	}
@@ -871,8 +871,8 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Deliv
 	switch {
 	case err != nil:
 		return leave(err)
-	case !t.Applied && t.Current.Status.decided():
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.Current.ResultCode}}
+	case !t.Applied && t.current.Status.decided():
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
 	case !t.Applied:
 		return leave(nil)
 	}
@@ -1017,7 +1017,7 @@ func classify(err error) (FailureClass, ResultCode, string) {
 
 // finalUnder reports whether r is decided (final, HELD or WAITLISTED) and was
 // decided under the lease owner.
-func finalUnder(r *Request, owner string) bool {
+func finalUnder(r *storedRequest, owner string) bool {
 	return r != nil && r.Status.decided() && r.LeaseOwner == owner
 }
 

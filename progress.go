@@ -40,7 +40,7 @@ const progressSlots = 10
 const progressShardsPer = 8
 
 // progressShards is the number of the event's progress partitions.
-func progressShards(cfg *EventConfig) int {
+func progressShards(cfg *eventItem) int {
 	return max(1, (max(cfg.IndexShards, 1)+progressShardsPer-1)/progressShardsPer)
 }
 
@@ -256,7 +256,7 @@ const progressSpan = 15 * time.Minute
 
 // readProgress reads the progress items of the event from the second since on: a
 // Query of each of its progress partitions (SK ≥ T#<since>), all pages.
-func (c *Client) readProgress(ctx context.Context, cfg *EventConfig, since int64) (map[int64][2]int64, error) {
+func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) (map[int64][2]int64, error) {
 	tenths := map[int64][2]int64{}
 	from := ProgressKey{eventID: cfg.EventID, second: since}.Key().SK
 	for shard := range progressShards(cfg) {
@@ -539,7 +539,7 @@ const progressAhead = time.Minute
 // While one poll refreshes it the others take the view before; a refresh that
 // failed is not tried again for ProgressCacheTTL (the view before stands meanwhile,
 // if there is one).
-func (c *Client) eventProgress(ctx context.Context, cfg *EventConfig) (*progressView, error) {
+func (c *Client) eventProgress(ctx context.Context, cfg *eventItem) (*progressView, error) {
 	now := c.opts.Clock()
 	e := c.progressReads.entry(cfg.EventID, now)
 	fresh := func(v *progressView) bool { return v != nil && now.Sub(v.readAt) < c.opts.ProgressCacheTTL }

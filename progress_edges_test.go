@@ -109,7 +109,7 @@ func TestALostProgressAnswerIsNotCountedTwice(t *testing.T) {
 		return strings.Contains(pk, "#PROGRESS#") && lost.Add(1) == 1
 	}}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: time.Hour, ProgressCacheTTL: time.Nanosecond})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "dbl", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "dbl", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	for i := range 10 {
@@ -130,7 +130,7 @@ func TestARequestThatFailsAtEnqueueLeavesTheLine(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Now())
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, ProgressEvery: time.Second, ProgressCacheTTL: time.Nanosecond})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ph", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ph", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
 	q := &failingQueue{Queue: queue.NewMemory(queue.MemoryOptions{})}
 	q.fail.Store(true)
@@ -174,7 +174,7 @@ func TestLateCountsReachAWarmCopyWithinAMinute(t *testing.T) {
 	now := time.Now()
 	readerClock := asynceventtest.NewClock(now)
 	reader := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: readerClock.Now, ProgressEvery: time.Hour, ProgressCacheTTL: time.Second})
-	_, err := reader.CreateEvent(ctx, asyncevent.EventConfig{EventID: "late", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	_, err := reader.CreateEvent(ctx, asyncevent.EventSettings{EventID: "late", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = reader.Submit(ctx, q, "late", "on-time")
@@ -214,7 +214,7 @@ func TestAFailedProgressReadIsNotTriedByEveryPoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fail", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fail", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	p, err := c.Submit(ctx, q, "fail", "u")
@@ -241,7 +241,7 @@ func TestProgressCountsUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{ProgressEvery: 3 * time.Millisecond, ProgressCacheTTL: time.Millisecond})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "race", EventType: asyncevent.FirstCome, CapacityTotal: 1000})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "race", EventType: asyncevent.FirstCome, CapacityTotal: 1000})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	var (

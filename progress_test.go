@@ -39,7 +39,7 @@ func TestPlaceInLineIsHonest(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, ProgressEvery: 500 * time.Millisecond, ProgressCacheTTL: 200 * time.Millisecond})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "line", EventType: asyncevent.FirstCome, CapacityTotal: 10, IndexShards: 16})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "line", EventType: asyncevent.FirstCome, CapacityTotal: 10, IndexShards: 16})
 	require.NoError(t, err)
 	// The messages reach the workers' queue in queue order (queuedAt), which a
 	// standard queue keeps only roughly: the test is of the estimate's math, and

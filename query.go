@@ -70,7 +70,7 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 	}
 	result := &RequestPage{Requests: make([]Request, 0, len(items))}
 	for _, it := range items {
-		result.Requests = append(result.Requests, it.Request)
+		result.Requests = append(result.Requests, *it.view())
 	}
 	if result.NextCursor, err = encodeCursor(out.LastEvaluatedKey); err != nil {
 		return nil, err
@@ -277,7 +277,7 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 			return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
 		}
 		if opts.Status == "" || item.Status == opts.Status {
-			page.Requests = append(page.Requests, item.Request)
+			page.Requests = append(page.Requests, *item.view())
 		}
 	}
 	if page.NextCursor, err = encodeEventCursor(sources); err != nil {

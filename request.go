@@ -13,20 +13,23 @@ import (
 	"github.com/asyncevent/asyncevent/entity"
 )
 
-// Request is the Request item (PK REQ#<requestId>, SK META): one participation of a
-// user in an event, tracked from ingest to its final result. Times are epoch
-// milliseconds; a zero time has not happened yet and is not stored.
+// Request is a participation as a caller reads it (GetRequest, the request lists,
+// Submit's Participation, the worker's Transition): one participation of a user in
+// an event, tracked from ingest to its final result. Times are epoch milliseconds; a
+// zero time has not happened yet. The Request item (PK REQ#<requestId>, SK META)
+// stores these fields under the same names, beside the library's bookkeeping (its
+// lock's key, the worker's lease, its seat's place, its expiry), which no caller's
+// type carries.
 type Request struct {
-	EntityType entity.Type `dynamodbav:"entityType"` // REQUEST
-	RequestID  string      `dynamodbav:"requestId"`
-	EventID    string      `dynamodbav:"eventId"`
-	UserID     string      `dynamodbav:"userId"`
-	EventType  EventType   `dynamodbav:"eventType"`
-	Status     Status      `dynamodbav:"status"`
+	RequestID string    `dynamodbav:"requestId"`
+	EventID   string    `dynamodbav:"eventId"`
+	UserID    string    `dynamodbav:"userId"`
+	EventType EventType `dynamodbav:"eventType"`
+	Status    Status    `dynamodbav:"status"`
 
 	// LOTTERY only: the phase for the screen, the cutoff and the announcement time.
 	// A request goes from COLLECTING straight to ANNOUNCED when the draw finalises
-	// it (one write per entry); DRAWING is the event's phase (EventConfig.Phase) while
+	// it (one write per entry); DRAWING is the event's phase (Event.Phase) while
 	// the draw runs, so a screen that shows it reads the event too.
 	UIPhase         UIPhase     `dynamodbav:"uiPhase,omitempty"`
 	LotteryCutoffAt EpochMillis `dynamodbav:"lotteryCutoffAt,omitempty"`
@@ -45,6 +48,38 @@ type Request struct {
 	ErrorCode    string       `dynamodbav:"errorCode,omitempty"`
 	ErrorMessage string       `dynamodbav:"errorMessage,omitempty"`
 
+	// HoldExpiresAt, of a HELD request (an event with holds, EventSettings.HoldFor),
+	// is when its hold runs out: Confirm before it makes it SUCCEEDED; the hold sweep
+	// after it gives its seat to the waitlist. Kept once the hold ended (confirmed,
+	// released or expired): the request held a seat.
+	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt,omitempty"`
+	// ServedAt is when a WAITLISTED request got a seat given back (it then holds no
+	// seat token on a capacity shard: its seat came from the event's Returns item).
+	ServedAt EpochMillis `dynamodbav:"servedAt,omitempty"`
+
+	// Queue, set by GetRequest on a FIRST_COME request that waits in line (RECEIVED
+	// or QUEUED), is its estimated place in line and wait; not stored.
+	Queue *QueueEstimate `dynamodbav:"-"`
+
+	// Lease, set by GetRequest and the request lists on a PROCESSING request, is the
+	// worker that holds it and until when, for an operator's screen (a lease past its
+	// expiry waits for a takeover); nil otherwise.
+	Lease *LeaseState `dynamodbav:"-"`
+}
+
+// LeaseState is the lease a worker holds on a PROCESSING request: the delivery that
+// holds it (Lease.Owner) and when it runs out unless extended.
+type LeaseState struct {
+	Owner     string
+	ExpiresAt EpochMillis
+}
+
+// storedRequest is the Request item's fields as stored: the Request and the
+// library's bookkeeping on it.
+type storedRequest struct {
+	EntityType entity.Type `dynamodbav:"entityType"` // REQUEST
+	Request
+
 	// IdempotencyKey is the PK of the request's lock: IDEMP#<eventId>#<userId>.
 	IdempotencyKey string `dynamodbav:"idempotencyKey"`
 
@@ -62,21 +97,8 @@ type Request struct {
 	// (seat.go), so that none of them lands there later.
 	SeatEpoch int `dynamodbav:"seatEpoch,omitempty"`
 
-	// HoldExpiresAt, of a HELD request (an event with holds, EventConfig.HoldFor), is
-	// when its hold runs out: Confirm before it makes it SUCCEEDED; the hold sweep
-	// after it gives its seat to the waitlist. Kept once the hold ended (confirmed,
-	// released or expired): the request held a seat.
-	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt,omitempty"`
-	// ServedAt is when a WAITLISTED request got a seat given back (it then holds no
-	// seat token on a capacity shard: its seat came from the event's Returns item).
-	ServedAt EpochMillis `dynamodbav:"servedAt,omitempty"`
-
 	// TTL is the expiry in epoch seconds (DynamoDB's TTL unit); 0 keeps the item.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
-
-	// Queue, set by GetRequest on a FIRST_COME request that waits in line (RECEIVED
-	// or QUEUED), is its estimated place in line and wait; not stored.
-	Queue *QueueEstimate `dynamodbav:"-"`
 }
 
 // The attribute names of a Request item that its rows and readers name; a test holds
@@ -114,7 +136,7 @@ const attrLotteryCutoffAt = "lotteryCutoffAt"
 type requestItem struct {
 	Key
 	IndexKeys
-	Request
+	storedRequest
 }
 
 // RequestRef names a request by the IDs its keys are built from: the request's own
@@ -250,13 +272,32 @@ var (
 // who may see which request is the caller's decision.
 func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, error) {
 	r, err := c.getRequest(ctx, requestID, false)
-	if err == nil {
-		c.placeInLine(ctx, r)
+	if err != nil {
+		return nil, err
 	}
-	return r, err
+	v := r.view()
+	c.placeInLine(ctx, v)
+	return v, nil
 }
 
-func (c *Client) getRequest(ctx context.Context, requestID string, consistent bool) (*Request, error) {
+// viewOf is a caller's view of a stored request that getRequest returned.
+func viewOf(r *storedRequest, err error) (*Request, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r.view(), nil
+}
+
+// view returns the request as a caller reads it, with its lease while PROCESSING.
+func (r *storedRequest) view() *Request {
+	if r.Status == StatusProcessing && r.LeaseOwner != "" {
+		r.Lease = &LeaseState{Owner: r.LeaseOwner, ExpiresAt: r.LeaseExpiresAt}
+	}
+	return &r.Request
+}
+
+// getRequest reads a request with the library's bookkeeping on it.
+func (c *Client) getRequest(ctx context.Context, requestID string, consistent bool) (*storedRequest, error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {
 		return nil, err
@@ -267,7 +308,7 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 	}); err != nil {
 		return nil, err
 	}
-	return &item.Request, nil
+	return &item.storedRequest, nil
 }
 
 // MarkQueued is a row method of the worker's layer, Submit's last step: a service
@@ -333,7 +374,7 @@ func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause er
 		if err != nil {
 			return Transition{}, fmt.Errorf("mark enqueue failed %s: %w", ref.RequestID, err)
 		}
-		return Transition{Current: cur}, nil // the message got through and won its seat
+		return found(cur), nil // the message got through and won its seat
 	}
 	a := args{pNow: c.now(), pErrorMessage: errorText(cause)}
 	release := write{row: &releaseLockRow, key: lock.Key(), args: args{pRequestID: ref.RequestID}}
@@ -399,7 +440,7 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 	if err != nil {
 		return t, seatStart{}, err
 	}
-	if cur := t.Current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == lease.Owner {
+	if cur := t.current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == lease.Owner {
 		// Our own start, whose answer was lost and whose retry met it: started. What it
 		// found is unknown, so an earlier delivery's claim may be on its place.
 		st := seatStart{place: shard, epoch: cur.SeatEpoch, inherited: true}

@@ -68,7 +68,7 @@ func TestReview26PoolSeatOfARedeliveryIsTakenOnce(t *testing.T) {
 		return nil, nil, false
 	}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "redo", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "redo", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
@@ -96,7 +96,7 @@ func TestReview26PoolSeatOfARedeliveryIsTakenOnce(t *testing.T) {
 	remaining, holders := review26Pool(t, c, "redo")
 	assert.Zero(t, remaining)
 	assert.Equal(t, []string{tokenOf(p.RequestID)}, holders, "one seat, the request's")
-	r, err := c.GetRequest(ctx, p.RequestID)
+	r, err := asyncevent.ReadStoredRequest(ctx, c, p.RequestID)
 	require.NoError(t, err)
 	require.NotNil(t, r.SeatShard)
 	assert.Equal(t, 1, *r.SeatShard, "its seatShard names the pool (shard C)")
@@ -111,7 +111,7 @@ func TestReview26TwoCancelsOfOneWinnerApplyOnce(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "twice", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "twice", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "twice", 3)
@@ -160,7 +160,7 @@ func TestReview26CutoffDoesNotMoveOnceTheDrawBegan(t *testing.T) {
 	ahead := asynceventtest.NewClock(t0.Add(2 * time.Hour))
 	drawer, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: ahead.Now})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "skew", EventType: asyncevent.Lottery, WinnerCount: 1,
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "skew", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
@@ -187,7 +187,7 @@ func TestReview26SeatsAddedAgainAfterThePoolRanDry(t *testing.T) {
 			ctx := context.Background()
 			clock := asynceventtest.NewClock(t0)
 			c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "again", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: shards})
+			_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "again", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: shards})
 			require.NoError(t, err)
 			q := queue.NewMemory(queue.MemoryOptions{})
 			proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
@@ -224,7 +224,7 @@ func TestReview26EventListCursorTampering(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	for i := range 3 {
-		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: fmt.Sprintf("e%d", i), EventType: asyncevent.FirstCome, CapacityTotal: 1})
+		_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: fmt.Sprintf("e%d", i), EventType: asyncevent.FirstCome, CapacityTotal: 1})
 		require.NoError(t, err)
 		clock.Advance(time.Millisecond)
 	}
@@ -280,7 +280,7 @@ func TestReview26ShardEmptiedBetweenAddsReadAndWrite(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	h := &txHook{DynamoDB: asynceventtest.DynamoDB(t)}
 	c := asynceventtest.NewTableOn(t, h, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "emptied", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "emptied", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
@@ -331,7 +331,7 @@ func TestReview26PoolClaimLandingAfterItsLease(t *testing.T) {
 		return nil, nil, false
 	}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "late", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "late", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})

@@ -27,9 +27,9 @@ func TestReview26ResumeOfAClosedEventIsRefused(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "pc", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "pc", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
 	require.NoError(t, err)
 
@@ -65,7 +65,7 @@ func TestReview26PauseOrCloseOfALotteryPastItsCutoffIsRefused(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
 	require.NoError(t, err)
 	clock.Advance(2 * time.Minute)
@@ -98,7 +98,7 @@ func TestReview26ConcurrentCancelsOfDifferentWinnersAllApply(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fraud", EventType: asyncevent.FirstCome, CapacityTotal: 6, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fraud", EventType: asyncevent.FirstCome, CapacityTotal: 6, CapacityShards: 2})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "fraud", 6)
@@ -134,7 +134,7 @@ func TestReview26AddRacingACancelIsTriedAgain(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "race", EventType: asyncevent.FirstCome, CapacityTotal: 40, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "race", EventType: asyncevent.FirstCome, CapacityTotal: 40, CapacityShards: 2})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := submitAll(t, c, clock, q, "race", 10)
@@ -196,7 +196,7 @@ func TestReview26EventCreatedWhileListingStaysListed(t *testing.T) {
 	c := asynceventtest.NewTableOn(t, gate, asyncevent.Options{})
 	done := make(chan error)
 	go func() {
-		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "new", EventType: asyncevent.FirstCome, CapacityTotal: 3})
+		_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "new", EventType: asyncevent.FirstCome, CapacityTotal: 3})
 		done <- err
 	}()
 	<-gate.entered
@@ -212,7 +212,7 @@ func TestReview26EventCreatedWhileListingStaysListed(t *testing.T) {
 	require.NoError(t, err)
 	var listed []string
 	for _, e := range page.Events {
-		listed = append(listed, e.Config.EventID)
+		listed = append(listed, e.Event.EventID)
 	}
 	assert.Equal(t, []string{"new"}, listed, "an event made while an operator listed the events is missing from the list")
 }
@@ -224,7 +224,7 @@ func TestReview26ConcurrentAddsKeepMaxSeatsPerShard(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "big", EventType: asyncevent.FirstCome, CapacityTotal: asyncevent.MaxSeatsPerShard - 10})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "big", EventType: asyncevent.FirstCome, CapacityTotal: asyncevent.MaxSeatsPerShard - 10})
 	require.NoError(t, err)
 	for round := range 5 {
 		var wg sync.WaitGroup
@@ -252,7 +252,7 @@ func TestReview26RepeatClickOnAPausedEvent(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1, ProgressEvery: -1})
 	other, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now, EventCacheTTL: -1, ProgressEvery: -1})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "rep", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "rep", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	first, err := c.Submit(ctx, q, "rep", "u1")
@@ -281,7 +281,7 @@ func TestReview26EventClosedBeforeItStartsIsClosed(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "off", EventType: asyncevent.FirstCome, CapacityTotal: 5,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "off", EventType: asyncevent.FirstCome, CapacityTotal: 5,
 		StartsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	up, err := c.CloseEvent(ctx, "off", "ops")

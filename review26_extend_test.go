@@ -54,7 +54,7 @@ func TestReview26ExtendedEndKeepsTheLocks(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "month", EventType: asyncevent.FirstCome, CapacityTotal: 5,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "month", EventType: asyncevent.FirstCome, CapacityTotal: 5,
 		EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
@@ -70,7 +70,9 @@ func TestReview26ExtendedEndKeepsTheLocks(t *testing.T) {
 	assert.Equal(t, before, itemsOf(t, c))
 
 	// Up to it: applied, and every lock outlives the new end.
-	newEnd := up.Event.LocksKeptUntil.Time()
+	kept, err := asyncevent.ReadEventBookkeeping(ctx, c, "month")
+	require.NoError(t, err)
+	newEnd := kept.LocksKeptUntil.Time()
 	up, err = c.ExtendEvent(ctx, "month", "ops", asyncevent.ActionExtendEnd, newEnd)
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)

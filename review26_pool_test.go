@@ -52,7 +52,7 @@ func TestReview26PoolDrainedIsRememberedDry(t *testing.T) {
 			var poolClaims atomic.Int64
 			db := &hookDB{DynamoDB: asynceventtest.DynamoDB(t), update: review26PoolClaims(&poolClaims, "dry")}
 			c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, StatusLog: true})
-			_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "dry", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: shards})
+			_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "dry", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: shards})
 			require.NoError(t, err)
 			q := queue.NewMemory(queue.MemoryOptions{})
 			proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})

@@ -35,7 +35,7 @@ func review26SpikeWithCancels(t *testing.T, withCancels bool) {
 	c := asynceventtest.NewTableOn(t, limited, asyncevent.Options{})
 	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName()})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "busy", EventType: asyncevent.FirstCome, CapacityTotal: 1500, CapacityShards: 4})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "busy", EventType: asyncevent.FirstCome, CapacityTotal: 1500, CapacityShards: 4})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	const users = 600

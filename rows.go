@@ -463,6 +463,10 @@ type Transition struct {
 	// was left. Nothing was written.
 	SoldOut bool
 
+	// current is Current with the library's bookkeeping on it (the lease, the
+	// seat's place), for the worker's decisions.
+	current *storedRequest
+
 	// left is the status an applied write left, when the write allowed one status
 	// only (Options.StatusLog tries one at a time); "" when it allowed several.
 	left Status
@@ -498,10 +502,10 @@ func (c *Client) apply(ctx context.Context, key RequestKey, w write, tx txOption
 // again, and from which status: when its condition failed on a request in another
 // status that r leaves too.
 func (r *row) retryFrom(start Status, t Transition) (Status, bool) {
-	if t.Applied || t.Current == nil || t.Current.Status == start || !r.leaves(t.Current.Status) {
+	if t.Applied || t.current == nil || t.current.Status == start || !r.leaves(t.current.Status) {
 		return "", false // applied, or the condition lost for good
 	}
-	return t.Current.Status, true
+	return t.current.Status, true
 }
 
 // applyTo is apply on the request requestID, its error wrapped as "<what>
@@ -553,6 +557,11 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 	return Transition{}, err
 }
 
+// found is the Transition of a request that a condition found: not applied.
+func found(r *storedRequest) Transition {
+	return Transition{Current: &r.Request, current: r}
+}
+
 // lostCondition reads the request a failed condition returned; none means there is no
 // such request.
 func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transition, error) {
@@ -563,7 +572,7 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 	if err := attributevalue.UnmarshalMap(old, &item); err != nil {
 		return Transition{}, err
 	}
-	return Transition{Current: &item.Request}, nil
+	return found(&item.storedRequest), nil
 }
 
 // rows lists every row, in the order of the access-pattern table.

@@ -190,7 +190,7 @@ type seatClaim struct {
 	// end runs the write that ends the lease (the request's SUCCEEDED), so that no
 	// heartbeat rewrites it afterwards; nil runs it as it is.
 	end func(write func())
-	// hold is the event's EventConfig.HoldFor: the seat makes the request HELD for
+	// hold is the event's EventSettings.HoldFor: the seat makes the request HELD for
 	// it, not SUCCEEDED; 0 for an event without holds.
 	hold time.Duration
 
@@ -404,7 +404,7 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 		return Transition{}, fmt.Errorf("claim seat %s: %w", ref.RequestID, err)
 	}
 	if req.Status != StatusProcessing || req.LeaseOwner != lease.Owner {
-		return Transition{Current: req}, nil // not held under the caller's lease
+		return found(req), nil // not held under the caller's lease
 	}
 	n, err := c.capacityShards(ctx, ref.EventID)
 	if err != nil {
@@ -651,7 +651,7 @@ func (c *Client) moveSeat(ctx context.Context, sc *seatClaim, place int) (Transi
 	if err != nil {
 		return t, err
 	}
-	if cur := t.Current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == sc.owner &&
+	if cur := t.current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == sc.owner &&
 		cur.SeatEpoch == epoch && cur.SeatShard != nil && *cur.SeatShard == place {
 		t.Applied = true // an earlier attempt of this move landed, its answer lost
 	}

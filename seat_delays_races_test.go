@@ -38,7 +38,7 @@ func newRaceRig(t *testing.T, capacity int64, shards int, holdFor time.Duration)
 		defer r.mu.Unlock()
 		return r.nextID
 	}})
-	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventConfig{
+	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventSettings{
 		EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor,
 	})
 	require.NoError(t, err)
@@ -55,9 +55,9 @@ func (r *delayRig) win(user string, home int, want asyncevent.OutcomeKind) strin
 }
 
 // request reads a request strongly consistently.
-func (r *delayRig) request(id string) *asyncevent.Request {
+func (r *delayRig) request(id string) *asyncevent.StoredRequest {
 	r.t.Helper()
-	req, err := r.c.GetRequest(context.Background(), id)
+	req, err := asyncevent.ReadStoredRequest(context.Background(), r.c, id)
 	require.NoError(r.t, err)
 	return req
 }

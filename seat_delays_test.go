@@ -55,7 +55,7 @@ func newDelayRig(t *testing.T, capacity int64, shards int) *delayRig {
 		defer r.mu.Unlock()
 		return r.nextID
 	}})
-	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
+	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
 	require.NoError(t, err)
 	return r
 }
@@ -418,7 +418,7 @@ func otherShard(n, a, b int) int {
 // seatShardOf reads a request's seatShard (-1: none).
 func (r *delayRig) seatShardOf(id string) int {
 	r.t.Helper()
-	req, err := r.c.GetRequest(context.Background(), id)
+	req, err := asyncevent.ReadStoredRequest(context.Background(), r.c, id)
 	require.NoError(r.t, err)
 	if req.SeatShard == nil {
 		return -1

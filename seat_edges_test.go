@@ -84,7 +84,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 	a := asynceventtest.NewTableOn(t, gate, asyncevent.Options{})
 	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: a.TableName()})
 	require.NoError(t, err)
-	_, err = a.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
+	_, err = a.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
 
 	q := queue.NewMemory(queue.MemoryOptions{})
@@ -113,7 +113,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 		},
 	})
 	<-started
-	r, err := clean.GetRequest(ctx, pr.RequestID)
+	r, err := asyncevent.ReadStoredRequest(ctx, clean, pr.RequestID)
 	require.NoError(t, err)
 	require.NotNil(t, r.SeatShard)
 	x := *r.SeatShard
@@ -126,7 +126,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 	m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
 	res := asynceventtest.Work(ctx, t, b, m, asyncevent.ProcessOptions{LeaseDuration: 30 * time.Second})
 	require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "B takes R over and wins on the other shard: %v", res.Err)
-	r, err = clean.GetRequest(ctx, pr.RequestID)
+	r, err = asyncevent.ReadStoredRequest(ctx, clean, pr.RequestID)
 	require.NoError(t, err)
 	require.NotEqual(t, x, *r.SeatShard, "B moved R's claim off the refusing shard")
 
@@ -181,7 +181,7 @@ func TestTheLastReceiveEndsARequestAnEarlierDeliveryStarted(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
 	p, err := c.Participate(ctx, "drop", "user-r")
 	require.NoError(t, err)
@@ -235,7 +235,7 @@ func TestALostEmptyShardRecordIsHealed(t *testing.T) {
 	const shards = 4
 	drop := &dropFirstEmptyRecord{DynamoDB: asynceventtest.DynamoDB(t)}
 	c := asynceventtest.NewTableOn(t, drop, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: shards, CapacityShards: shards})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: shards, CapacityShards: shards})
 	require.NoError(t, err)
 	var ms []asyncevent.Message
 	var names []string
@@ -274,7 +274,7 @@ func TestALostEmptyShardRecordIsHealed(t *testing.T) {
 		// read of the home shard, which carries the mark, and the rejection.
 		assert.LessOrEqual(t, total, 2, "a loser of a sold-out event on a new worker: %v", counted.Snapshot().Calls)
 	}
-	ev, err := c.GetEvent(ctx, "drop")
+	ev, err := asyncevent.ReadEventBookkeeping(ctx, c, "drop")
 	require.NoError(t, err)
 	assert.Len(t, ev.EmptyShards, shards, "the sell-out is on the CONFIG after the losers met the shard empty")
 	asynceventtest.CheckEvent(t, c, "drop", asynceventtest.CheckOptions{Users: names})
@@ -323,10 +323,10 @@ func TestTheLayoutCountsWhatAClaimCosts(t *testing.T) {
 	meter := &consumed{DynamoDB: asynceventtest.DynamoDB(t)}
 	c := asynceventtest.NewTableOn(t, meter, asyncevent.Options{})
 	k, cShards := asyncevent.ShardsFor(1000, 0)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "one-shard", EventType: asyncevent.FirstCome, CapacityTotal: seats, IndexShards: k, CapacityShards: cShards})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "one-shard", EventType: asyncevent.FirstCome, CapacityTotal: seats, IndexShards: k, CapacityShards: cShards})
 	require.ErrorIs(t, err, asyncevent.ErrInvalidEvent, "%d seats on %d shards: over MaxSeatsPerShard", seats, cShards)
 
-	cfg := asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: seats}
+	cfg := asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: seats}
 	cfg.ShardForPeak(1000)
 	t.Logf("ShardForPeak(1000 clicks/s) = K %d, C %d for %d seats", cfg.IndexShards, cfg.CapacityShards, seats)
 	_, err = c.CreateEvent(ctx, cfg)

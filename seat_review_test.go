@@ -44,7 +44,7 @@ func newReviewRig(t *testing.T, capacity int64, shards int, holdFor, endsIn time
 		defer r.mu.Unlock()
 		return r.nextID
 	}})
-	cfg := asyncevent.EventConfig{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor}
+	cfg := asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor}
 	if endsIn > 0 {
 		cfg.EndsAt = asyncevent.MillisOf(t0.Add(endsIn))
 	}

@@ -26,7 +26,7 @@ import (
 func (h *hotKeyTest) dropEvent(t *testing.T, eventID string, capacity int64, shards int, users []string) []asyncevent.Message {
 	t.Helper()
 	ctx := context.Background()
-	_, err := h.c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
+	_, err := h.c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
 	require.NoError(t, err)
 	ms := make([]asyncevent.Message, len(users))
 	for i, u := range users {
@@ -233,7 +233,7 @@ func TestANewWorkerLearnsASellOutFromTheEvent(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, asynceventtest.Process(ctx, p, []queue.Delivery{{MessageID: m.RequestID, Body: body, ReceiveCount: 1}}))
 	}
-	ev, err := h.clean.GetEvent(ctx, "drop")
+	ev, err := asyncevent.ReadEventBookkeeping(ctx, h.clean, "drop")
 	require.NoError(t, err)
 	assert.Len(t, ev.EmptyShards, shards)
 

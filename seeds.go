@@ -31,7 +31,7 @@ func seedCommitment(s []byte) string {
 
 // newDrawRecord makes a new LOTTERY event's Draw record and sets the config's
 // seedCommitment, seedMode and phase.
-func (c *Client) newDrawRecord(ctx context.Context, cfg *EventConfig) (DrawRecord, error) {
+func (c *Client) newDrawRecord(ctx context.Context, cfg *eventItem) (DrawRecord, error) {
 	record := DrawRecord{EntityType: entity.Draw, EventID: cfg.EventID, Phase: PhaseCollecting, WinnerCount: cfg.WinnerCount}
 	var drawSeed []byte
 	var err error
@@ -68,7 +68,7 @@ func (c *Client) sourceSeed(ctx context.Context, eventID string) ([]byte, error)
 // hash to the published commitment, else ErrSeedMismatch, so that a draw under a
 // wrong secret stops before it freezes or reveals anything. A sealed event drawn by
 // a client without Options.Seeds is ErrNoSeedSource.
-func (c *Client) revealSeed(ctx context.Context, cfg *EventConfig, record *DrawRecord) (string, error) {
+func (c *Client) revealSeed(ctx context.Context, cfg *eventItem, record *DrawRecord) (string, error) {
 	var drawSeed []byte
 	from := "the seed stored on the Draw record"
 	switch {
@@ -92,7 +92,7 @@ func (c *Client) revealSeed(ctx context.Context, cfg *EventConfig, record *DrawR
 
 // warnUnsealed logs that a LOTTERY event just created has an unsealed seed, so that
 // the development default cannot go unnoticed in production.
-func (c *Client) warnUnsealed(ctx context.Context, cfg *EventConfig) {
+func (c *Client) warnUnsealed(ctx context.Context, cfg *eventItem) {
 	if cfg.EventType == Lottery && cfg.SeedMode == seed.Unsealed {
 		c.opts.Logger.WarnContext(ctx, "lottery seed is UNSEALED: anyone who can read the table can read it before the draw; set Options.Seeds for a real draw",
 			"eventId", cfg.EventID)

@@ -271,7 +271,7 @@ func TestSeedSourceChecks(t *testing.T) {
 	// A source giving a short seed is refused at creation, with nothing written.
 	short := seed.SourceFunc(func(context.Context, string) ([]byte, error) { return []byte("short"), nil })
 	c := asynceventtest.NewTableOn(t, asynceventtest.DynamoDB(t), asyncevent.Options{Seeds: short, Clock: asynceventtest.NewClock(t0).Now})
-	_, err = c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery,
+	_, err = c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "lotto", EventType: asyncevent.Lottery,
 		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(cutoff)})
 	assert.ErrorContains(t, err, "the seed source gave 5 bytes, want at least 32")
 	_, err = c.GetEvent(context.Background(), "lotto")

@@ -22,7 +22,7 @@ func TestShardedEventSettings(t *testing.T) {
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
 	cutoff := asyncevent.MillisOf(time.Now().Add(time.Hour))
-	for _, cfg := range []asyncevent.EventConfig{
+	for _, cfg := range []asyncevent.EventSettings{
 		{EventID: "a", EventType: asyncevent.FirstCome, CapacityTotal: 10, IndexShards: asyncevent.MaxShards + 1},
 		{EventID: "b", EventType: asyncevent.FirstCome, CapacityTotal: 10, CapacityShards: -1},
 		{EventID: "c", EventType: asyncevent.FirstCome, CapacityTotal: 3, CapacityShards: 4},
@@ -33,7 +33,7 @@ func TestShardedEventSettings(t *testing.T) {
 		_, err := c.CreateEvent(ctx, cfg)
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent, cfg.EventID)
 	}
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "g", EventType: asyncevent.FirstCome, CapacityTotal: 2 * asyncevent.MaxSeatsPerShard, CapacityShards: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "g", EventType: asyncevent.FirstCome, CapacityTotal: 2 * asyncevent.MaxSeatsPerShard, CapacityShards: 2})
 	assert.NoError(t, err, "at the bound")
 }
 
@@ -45,7 +45,7 @@ func TestShardedEventReadsAsOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 11, IndexShards: 4, CapacityShards: 3,
 	})
 	require.NoError(t, err)
@@ -120,7 +120,7 @@ func TestShardedLotteryDrawsAndVerifies(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "raffle", EventType: asyncevent.Lottery, WinnerCount: 5, IndexShards: 3,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute)),
 	})

@@ -22,7 +22,7 @@ func TestSoldOutLoserHasStartedAt(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	var ids []string
@@ -41,7 +41,7 @@ func TestSoldOutLoserHasStartedAt(t *testing.T) {
 		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 	}
 
-	last, err := c.GetRequest(ctx, ids[2])
+	last, err := asyncevent.ReadStoredRequest(ctx, c, ids[2])
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusRejected, last.Status)
 	assert.Equal(t, asyncevent.ResultRejectedCapacity, last.ResultCode)

@@ -46,7 +46,7 @@ type EventStats struct {
 	// (QueueStats). Nil when it could not be read, or for a LOTTERY.
 	Queue *QueueStats
 
-	// Holds, of a FIRST_COME event with holds (EventConfig.HoldFor), says how its
+	// Holds, of a FIRST_COME event with holds (EventSettings.HoldFor), says how its
 	// seats moved; nil for other events.
 	Holds *HoldStats
 }
@@ -105,7 +105,7 @@ type statsRow struct {
 // data, eventually consistent), so call it for a screen, not per click. An unknown
 // event is ErrEventNotFound.
 func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, error) {
-	cfg, err := c.GetEvent(ctx, eventID)
+	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 // poolSeats returns the seats on a FIRST_COME event's pool: GetItem PK
 // EVENT#<eventId>#RETURNS, SK RETURNS, when the event has one (holds, or a
 // poolVersion: seats added to it, or a cancel), eventually consistent.
-func (c *Client) poolSeats(ctx context.Context, cfg *EventConfig) (int64, error) {
+func (c *Client) poolSeats(ctx context.Context, cfg *eventItem) (int64, error) {
 	if cfg.HoldFor == 0 && cfg.PoolVersion == 0 {
 		return 0, nil
 	}
@@ -188,7 +188,7 @@ func (c *Client) poolSeats(ctx context.Context, cfg *EventConfig) (int64, error)
 
 // holdStats reads the Returns item of an event with holds (GetItem PK
 // EVENT#<eventId>#RETURNS, SK RETURNS) and sums up its seats' moves.
-func (c *Client) holdStats(ctx context.Context, cfg *EventConfig, st *EventStats) (*HoldStats, error) {
+func (c *Client) holdStats(ctx context.Context, cfg *eventItem, st *EventStats) (*HoldStats, error) {
 	key, err := NewReturnsKey(cfg.EventID)
 	if err != nil {
 		return nil, err

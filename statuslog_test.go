@@ -25,7 +25,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: -1, Clock: clock.Now, StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	message := func(requestID, user string) asyncevent.Message {
 		return asyncevent.Message{RequestID: requestID, EventID: "sale", UserID: user, EventType: asyncevent.FirstCome}
@@ -127,7 +127,7 @@ func TestStatusLogReadsInLifecycleOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 500})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 500})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	var workers []*asyncevent.Worker

@@ -19,7 +19,7 @@ func TestSweepRedrivesStuckRequests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c, clock := newIngest(t, asyncevent.Options{}) // FIRST_COME "ev", capacity 10
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lotto", EventType: asyncevent.Lottery,
 		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 
@@ -149,10 +149,10 @@ func TestSweepFindsLostMessagesAfterTheEventClosed(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1,
 		EndsAt: asyncevent.MillisOf(t0.Add(time.Minute)), IndexShards: 2})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1,
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
 	require.NoError(t, err)
 

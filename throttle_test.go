@@ -49,7 +49,7 @@ func newHotKeyTest(t *testing.T, capacity int64, opts asyncevent.Options, optFns
 	c := asynceventtest.NewTableOn(t, db, opts)
 	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
-	_, err = c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "hot", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err = c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "hot", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 	return &hotKeyTest{c: c, clean: clean, limits: limits, clock: clock}
 }
@@ -65,9 +65,9 @@ func (h *hotKeyTest) participate(t *testing.T, user string) asyncevent.Message {
 		UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
 }
 
-func (h *hotKeyTest) request(t *testing.T, id string) *asyncevent.Request {
+func (h *hotKeyTest) request(t *testing.T, id string) *asyncevent.StoredRequest {
 	t.Helper()
-	r, err := h.clean.GetRequest(context.Background(), id)
+	r, err := asyncevent.ReadStoredRequest(context.Background(), h.clean, id)
 	require.NoError(t, err)
 	return r
 }
@@ -234,7 +234,7 @@ func TestSeatClaimsUnderThrottlesEndWithExactlyN(t *testing.T) {
 	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
 	h := &hotKeyTest{c: c, clean: clean, limits: limits, clock: clock}
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "hot", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "hot", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 
 	names := make([]string, users)

@@ -58,7 +58,7 @@ func TestLostResponsesTakeNoSecondSeat(t *testing.T) {
 		Seed: 8, LoseRate: 0.4, Operations: []string{"PutItem", "TransactWriteItems"},
 	}, func(o *dynamodb.Options) { o.IdempotencyTokenProvider = nil })
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
 
 	const n = 40

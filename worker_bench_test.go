@@ -18,7 +18,7 @@ import (
 func queueUsers(b *testing.B, c *asyncevent.Client, eventID string, capacity int64, n int) *queue.Memory {
 	b.Helper()
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(b, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	work := make(chan int)

@@ -71,7 +71,7 @@ func countBy[T comparable](rs []asyncevent.Request, key func(asyncevent.Request)
 func newSale(t *testing.T, capacity int64) *asyncevent.Client {
 	t.Helper()
 	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 	return c
 }
@@ -148,7 +148,7 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 
 	// Ingest wrote the request and sent the message, but had not yet written QUEUED
@@ -190,7 +190,7 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 func submitted(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) (*queue.Memory, []queue.Delivery) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	for _, u := range users {
@@ -219,7 +219,7 @@ func TestCancelledWorkerIsTakenOverWithoutSpendingTwice(t *testing.T) {
 	assert.Len(t, asynceventtest.Process(ctxA, a, ds), 1, "A did not finish it")
 	m, err := asyncevent.DecodeMessage(ds[0].Body)
 	require.NoError(t, err)
-	r, err := c.GetRequest(ctx, m.RequestID)
+	r, err := asyncevent.ReadStoredRequest(ctx, c, m.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusProcessing, r.Status)
 
@@ -229,7 +229,7 @@ func TestCancelledWorkerIsTakenOverWithoutSpendingTwice(t *testing.T) {
 	ds[0].ReceiveCount = 2
 	b := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{WorkerID: "B", Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error { return nil })})
 	assert.Empty(t, asynceventtest.Process(ctx, b, ds))
-	r, err = c.GetRequest(ctx, m.RequestID)
+	r, err = asyncevent.ReadStoredRequest(ctx, c, m.RequestID)
 	require.NoError(t, err)
 	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
 	assert.Contains(t, r.LeaseOwner, "B/")
@@ -584,7 +584,7 @@ func TestTakenOverLeaseWritesNothing(t *testing.T) {
 	assert.False(t, tr.Applied, "A's seat claim is a lost condition")
 	assert.False(t, tr.SoldOut)
 	require.NotNil(t, tr.Current)
-	assert.Equal(t, "B", tr.Current.LeaseOwner)
+	assert.Equal(t, "B", asyncevent.StoredCurrent(tr).LeaseOwner)
 	tr, err = c.MarkCapacityRejected(ctx, m.Ref(), asyncevent.Lease{Owner: "A"})
 	require.NoError(t, err)
 	assert.False(t, tr.Applied, "A's rejection is a lost condition")
@@ -630,7 +630,7 @@ func TestSoldOutLoserIsOneWrite(t *testing.T) {
 	for _, delivery := range ds[2:] {
 		m, err := asyncevent.DecodeMessage(delivery.Body)
 		require.NoError(t, err)
-		r, err := c.GetRequest(ctx, m.RequestID)
+		r, err := asyncevent.ReadStoredRequest(ctx, c, m.RequestID)
 		require.NoError(t, err)
 		assert.Equal(t, asyncevent.StatusRejected, r.Status)
 		assert.Equal(t, asyncevent.ResultRejectedCapacity, r.ResultCode)

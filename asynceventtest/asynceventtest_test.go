@@ -28,7 +28,7 @@ func TestTableOnOwnDynamoDB(t *testing.T) {
 	_, err := own.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(c.TableName())})
 	require.NoError(t, err, "the table is on the own instance")
 
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "e1", EventType: asyncevent.FirstCome, CapacityTotal: 2})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "e1", EventType: asyncevent.FirstCome, CapacityTotal: 2})
 	require.NoError(t, err)
 	for _, user := range []string{"u1", "u2", "u3"} {
 		_, err := c.Participate(ctx, "e1", user)

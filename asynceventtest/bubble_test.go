@@ -22,7 +22,7 @@ func TestInBubble(t *testing.T) {
 		ctx := context.Background()
 		start := time.Now()
 		c := asynceventtest.NewTable(t)
-		_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+		_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 		require.NoError(t, err)
 		assert.Equal(t, start, time.Now(), "calls to DynamoDB Local take none of the bubble's time")
 

@@ -52,7 +52,7 @@ type CheckReport struct {
 //     each capacity item, one seat token per seat spent, each that of a SUCCEEDED
 //     request whose seatShard is that item's: no seat spent without its winner, none
 //     given twice.
-//   - FIRST_COME with holds (EventConfig.HoldFor), instead of the first two: the seats
+//   - FIRST_COME with holds (EventSettings.HoldFor), instead of the first two: the seats
 //     left on the shards and on the Returns item and the HELD and SUCCEEDED requests
 //     add up to the capacity; the Returns item's counts match the holds released or
 //     expired and the requests served from the waitlist; the shards' seat tokens are
@@ -196,7 +196,7 @@ func (items *eventItems) addShard(t testing.TB, raw map[string]types.AttributeVa
 // checkRequests counts the event's requests into rep and checks each: settled, on
 // its index keys, its status log a path of the lifecycle. It returns each user's
 // live requests.
-func checkRequests(cfg *asyncevent.EventConfig, items *eventItems, opts CheckOptions, rep *CheckReport, fail func(string, ...any)) map[string][]string {
+func checkRequests(cfg *asyncevent.Event, items *eventItems, opts CheckOptions, rep *CheckReport, fail func(string, ...any)) map[string][]string {
 	live := map[string][]string{} // user → live request IDs
 	for id, r := range items.requests {
 		rep.Requests++
@@ -262,7 +262,7 @@ func checkLocks(eventID string, items *eventItems, live map[string][]string, opt
 
 // checkFirstCome checks a FIRST_COME event's seats: its shards, the seats added, won
 // and left, and each seat's token (checkHolds for an event with holds).
-func checkFirstCome(cfg *asyncevent.EventConfig, items *eventItems, won, lost int, opts CheckOptions, fail func(string, ...any)) {
+func checkFirstCome(cfg *asyncevent.Event, items *eventItems, won, lost int, opts CheckOptions, fail func(string, ...any)) {
 	capacity, returns := items.capacity, items.returns
 	if capacity == nil {
 		fail("no CAPACITY item")
@@ -306,7 +306,7 @@ func checkFirstCome(cfg *asyncevent.EventConfig, items *eventItems, won, lost in
 
 // checkLottery checks an announced LOTTERY: min(K, entries) winners, and the draw
 // verifies.
-func checkLottery(ctx context.Context, c *asyncevent.Client, cfg *asyncevent.EventConfig, won, lost int, fail func(string, ...any)) {
+func checkLottery(ctx context.Context, c *asyncevent.Client, cfg *asyncevent.Event, won, lost int, fail func(string, ...any)) {
 	if cfg.Phase != asyncevent.PhaseAnnounced {
 		return
 	}
@@ -329,7 +329,7 @@ func checkLottery(ctx context.Context, c *asyncevent.Client, cfg *asyncevent.Eve
 // the requests that won a seat there (HELD, SUCCEEDED, released or expired, not
 // served from the waitlist); and no request waits on the waitlist while the shards
 // hold seats, nor (settled) while seats given back wait.
-func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity, requests map[string]reqItem, holders map[int][]string, spent map[int]int64,
+func checkHolds(cfg *asyncevent.Event, capacity *asyncevent.EventCapacity, requests map[string]reqItem, holders map[int][]string, spent map[int]int64,
 	waiting, returned, served, added int64, opts CheckOptions, fail func(string, ...any)) {
 	var seated, gaveBack, handedOn, waitlisted int64
 	winners := map[string]int{}
@@ -380,10 +380,13 @@ func checkHolds(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity,
 	checkSeats(winners, holders, spent, tokenOwners(&eventItems{requests: requests}), fail)
 }
 
-// reqItem is a Request as the table holds it, with its index keys.
+// reqItem is a Request item as the table holds it: the request, its index keys and
+// the seat bookkeeping the checks read (attribute names as the library stores them).
 type reqItem struct {
 	asyncevent.Request
 	asyncevent.IndexKeys
+	SeatShard *int `dynamodbav:"seatShard,omitempty"`
+	SeatEpoch int  `dynamodbav:"seatEpoch,omitempty"`
 }
 
 func mustDecode(t testing.TB, raw map[string]types.AttributeValue, out any) {

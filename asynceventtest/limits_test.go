@@ -213,7 +213,7 @@ func TestSpikeUnderScaledDownLimitsEndsWithExactlyNWinners(t *testing.T) {
 	clean, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName()})
 	require.NoError(t, err)
 	const capacity, users = 5, 40
-	_, err = clean.CreateEvent(ctx, asyncevent.EventConfig{EventID: "spike", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err = clean.CreateEvent(ctx, asyncevent.EventSettings{EventID: "spike", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 
 	q := queue.NewMemory(queue.MemoryOptions{})

@@ -33,7 +33,7 @@
 // a request that is still at work.
 //
 // A Handler does not run the hold sweep of an event with holds
-// (asyncevent.EventConfig.HoldFor), as a long-running Worker does: without a sweep, a
+// (asyncevent.EventSettings.HoldFor), as a long-running Worker does: without a sweep, a
 // hold that ran out is never ended and a seat given back never reaches the waitlist.
 // A HoldSweeper runs it in a second function, invoked by an EventBridge schedule
 // (rate(1 minute): holds then end, and seats given back are handed on, within about

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { asynceventtest.Main(m) }
 func batch(t *testing.T, c *asyncevent.Client, capacity int64, users ...string) events.SQSEvent {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: capacity})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	for _, u := range users {

@@ -14,7 +14,7 @@ import (
 
 // SweepOptions configures a HoldSweeper. The zero value is valid.
 type SweepOptions struct {
-	// Events are the IDs of the events with holds (EventConfig.HoldFor) to sweep.
+	// Events are the IDs of the events with holds (EventSettings.HoldFor) to sweep.
 	// Default: every event the hold registry offers at each invocation
 	// (asyncevent.Client.HoldEvents: the events with holds until an hour after their
 	// end and hold). An event without holds, or unknown, fails its sweep at every

@@ -25,7 +25,7 @@ var scheduled = events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "
 func heldSale(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, eventID string, capacity int64, users int) []string {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, HoldFor: 10 * time.Minute})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, HoldFor: 10 * time.Minute})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := make([]string, users)
@@ -64,7 +64,7 @@ func TestHoldSweeperSweepsEachEvent(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	big := heldSale(t, c, clock, "big", 3, 6)
 	small := heldSale(t, c, clock, "small", 1, 2)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 
 	s, err := awslambda.NewHoldSweeper(c, awslambda.SweepOptions{
@@ -176,7 +176,7 @@ func TestHoldSweeperTakesTheRegistrysEvents(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	a := heldSale(t, c, clock, "reg-a", 1, 2)
 	b := heldSale(t, c, clock, "reg-b", 1, 2)
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	listed, err := c.HoldEvents(ctx)
 	require.NoError(t, err)

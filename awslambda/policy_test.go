@@ -72,7 +72,7 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 	h, err := awslambda.New(worker, awslambda.Options{Queue: visibility, ProcessOptions: asyncevent.ProcessOptions{MaxReceives: 5}})
 	require.NoError(t, err)
 
-	for _, cfg := range []asyncevent.EventConfig{
+	for _, cfg := range []asyncevent.EventSettings{
 		{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 2},
 		{EventID: "sharded", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2, IndexShards: 2},
 		{EventID: "holds", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: asyncevent.MinHoldFor},
@@ -97,7 +97,7 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 		return ev
 	}
 	// A throttle: the record comes back later (its visibility set to the backoff).
-	_, err = setup.CreateEvent(ctx, asyncevent.EventConfig{EventID: "busy", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err = setup.CreateEvent(ctx, asyncevent.EventSettings{EventID: "busy", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	_, err = setup.Submit(ctx, q, "busy", "user-busy")
 	require.NoError(t, err)
@@ -180,7 +180,7 @@ func TestTheHoldSweepersRoleGrantsExactlyItsCalls(t *testing.T) {
 	_, err = setup.Confirm(ctx, sale[0])
 	require.NoError(t, err)
 	lonely := heldSale(t, setup, clock, "lonely", 1, 1) // its seat comes back to no one
-	_, err = setup.CreateEvent(ctx, asyncevent.EventConfig{EventID: "closing", EventType: asyncevent.FirstCome, CapacityTotal: 1,
+	_, err = setup.CreateEvent(ctx, asyncevent.EventSettings{EventID: "closing", EventType: asyncevent.FirstCome, CapacityTotal: 1,
 		HoldFor: 10 * time.Minute, EndsAt: asyncevent.MillisOf(clock.Now().Add(5 * time.Minute))})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})

@@ -184,7 +184,7 @@ func (headerAuth) Authenticate(r *http.Request) (Principal, error) {
 func TestAnAuthenticatorOfTheService(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(_ *asyncevent.Options, so *ServerOptions) { so.Authenticator = headerAuth{} })
-	_, err := e.client.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := e.client.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	get := func(path, user string) *http.Response {
 		req, err := http.NewRequest("GET", e.ts.URL+path, nil)

@@ -26,7 +26,7 @@ func TestAdminControlsInBrowser(t *testing.T) {
 	execPath := requireChromium(t)
 	u := newUIEnv(t)
 	ends := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
-	_, err := u.client.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "ops-sale", Name: "Ops sale",
+	_, err := u.client.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "ops-sale", Name: "Ops sale",
 		EventType: asyncevent.FirstCome, CapacityTotal: 2, EndsAt: asyncevent.MillisOf(ends)})
 	require.NoError(t, err)
 	submitAll(t, u.client, u.queue, "ops-sale", 3)

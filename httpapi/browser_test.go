@@ -51,14 +51,14 @@ func TestAdminUIInBrowser(t *testing.T) {
 	pastClient, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: u.client.TableName(), StatusLog: true, Clock: past})
 	require.NoError(t, err)
 	pastQueue := queue.NewMemory(queue.MemoryOptions{Clock: past})
-	_, err = pastClient.CreateEvent(ctx, asyncevent.EventConfig{EventID: "spring-lottery", Name: "Spring lottery", EventType: asyncevent.Lottery,
+	_, err = pastClient.CreateEvent(ctx, asyncevent.EventSettings{EventID: "spring-lottery", Name: "Spring lottery", EventType: asyncevent.Lottery,
 		WinnerCount: 5, LotteryCutoffAt: asyncevent.MillisOf(past().Add(time.Hour))})
 	require.NoError(t, err)
 	submitAll(t, pastClient, pastQueue, "spring-lottery", 30)
 	processConcurrently(t, pastClient, pastQueue, 30)
 
 	// A first-come event: 200 requests for 50 seats, the first 100 processed.
-	_, err = u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "spring-sale", Name: "Spring sale", EventType: asyncevent.FirstCome, CapacityTotal: 50})
+	_, err = u.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "spring-sale", Name: "Spring sale", EventType: asyncevent.FirstCome, CapacityTotal: 50})
 	require.NoError(t, err)
 	submitAll(t, u.client, u.queue, "spring-sale", 200)
 	processConcurrently(t, u.client, u.queue, 100)
@@ -225,7 +225,7 @@ func TestAdminUIInBrowser(t *testing.T) {
 	// An event with holds: 12 requests for 5 seats held for 10 minutes, the rest
 	// waitlisted; the holds section counts them and the table filtered by HELD shows
 	// each hold's time left.
-	_, err = u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "held-sale", Name: "Held sale", EventType: asyncevent.FirstCome,
+	_, err = u.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "held-sale", Name: "Held sale", EventType: asyncevent.FirstCome,
 		CapacityTotal: 5, HoldFor: 10 * time.Minute})
 	require.NoError(t, err)
 	submitAll(t, u.client, u.queue, "held-sale", 12)

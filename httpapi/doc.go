@@ -51,10 +51,10 @@
 // The body of POST /admin/events is the event's settings: eventId, eventType
 // (FIRST_COME or LOTTERY), name, startsAt, endsAt; capacityTotal for a FIRST_COME
 // event; winnerCount, lotteryCutoffAt and announceAt for a LOTTERY. Its layout for a
-// traffic spike (asyncevent.EventConfig.IndexShards and CapacityShards, fixed for the
+// traffic spike (asyncevent.EventSettings.IndexShards and CapacityShards, fixed for the
 // event's life) is optional: indexShards and capacityShards as numbers, or
 // peakClicksPerSecond, the expected peak, from which the library's rule
-// (asyncevent.EventConfig.ShardForPeak) derives them as the CLI's event create -peak
+// (asyncevent.EventSettings.ShardForPeak) derives them as the CLI's event create -peak
 // does (no capacity shards for a LOTTERY; for a FIRST_COME event no more than its
 // seats and at least one per 128 of them), not both. Absent, the event has the
 // design's single keys. A layout CreateEvent refuses is 400 invalid_event, with
@@ -76,7 +76,7 @@
 // created before the event list existed is not on it.
 //
 // Every event view carries state, what the event is doing at ServerOptions.Clock
-// (asyncevent.EventConfig.StateAt): SCHEDULED, OPEN, PAUSED, CLOSED, DRAWING or
+// (asyncevent.Event.StateAt): SCHEDULED, OPEN, PAUSED, CLOSED, DRAWING or
 // ANNOUNCED; paused while an operator has paused its ingest; closedAt once an
 // operator closed it (endsAt then moved to that time too).
 //
@@ -143,7 +143,7 @@
 //
 // # Holds and the waitlist
 //
-// A FIRST_COME event created with holdForSeconds (asyncevent.EventConfig.HoldFor,
+// A FIRST_COME event created with holdForSeconds (asyncevent.EventSettings.HoldFor,
 // asyncevent.MinHoldFor to MaxHoldFor; absent or 0: no holds; out of range: 400
 // invalid_event) keeps a winner's seat HELD until it is paid for, and makes the
 // losers of the sold-out event WAITLISTED instead of REJECTED. The request views

@@ -27,7 +27,7 @@ func newEventListView(p *asyncevent.EventPage, now time.Time) EventListView {
 	v := EventListView{Events: make([]EventSummaryView, 0, len(p.Events)), NextCursor: p.NextCursor}
 	for i := range p.Events {
 		e := &p.Events[i]
-		v.Events = append(v.Events, EventSummaryView{EventView: newEventView(&e.Config, now), SeatsLeft: e.SeatsLeft})
+		v.Events = append(v.Events, EventSummaryView{EventView: newEventView(&e.Event, now), SeatsLeft: e.SeatsLeft})
 	}
 	return v
 }

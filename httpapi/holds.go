@@ -10,7 +10,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// The routes of holds and the waitlist (asyncevent.EventConfig.HoldFor): the paying
+// The routes of holds and the waitlist (asyncevent.EventSettings.HoldFor): the paying
 // service confirms a HELD request, its user or an admin releases a HELD or
 // WAITLISTED one, and an admin runs a pass of an event's hold sweep. A confirm or a
 // release whose condition was lost is 409 status_conflict with the request as it

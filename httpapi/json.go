@@ -155,31 +155,31 @@ type createEventBody struct {
 	LotteryCutoffAt Timestamp            `json:"lotteryCutoffAt"`
 	AnnounceAt      Timestamp            `json:"announceAt"`
 
-	// The event's layout (asyncevent.EventConfig.IndexShards and CapacityShards),
+	// The event's layout (asyncevent.EventSettings.IndexShards and CapacityShards),
 	// fixed for its life: given as is, or derived from the expected peak of clicks
-	// per second (asyncevent.EventConfig.ShardForPeak), not both. All absent: the design's single
+	// per second (asyncevent.EventSettings.ShardForPeak), not both. All absent: the design's single
 	// keys.
 	IndexShards         int     `json:"indexShards"`
 	CapacityShards      int     `json:"capacityShards"`
 	PeakClicksPerSecond float64 `json:"peakClicksPerSecond"`
 
 	// HoldForSeconds, of a FIRST_COME event, turns on holds and the waitlist
-	// (asyncevent.EventConfig.HoldFor): 0 or absent is none, else MinHoldFor to
+	// (asyncevent.EventSettings.HoldFor): 0 or absent is none, else MinHoldFor to
 	// MaxHoldFor in seconds, which CreateEvent checks.
 	HoldForSeconds int64 `json:"holdForSeconds"`
 }
 
-// maxPeakClicksPerSecond bounds the peak given to asyncevent.EventConfig.ShardForPeak:
+// maxPeakClicksPerSecond bounds the peak given to asyncevent.EventSettings.ShardForPeak:
 // every peak above about 160,000 clicks/s has the largest layout already.
 const maxPeakClicksPerSecond = 1e9
 
 // config is the event the body asks for. A peak derives both shard counts by the
-// library's rule, as the CLI's event create -peak does (asyncevent.EventConfig.
+// library's rule, as the CLI's event create -peak does (asyncevent.EventSettings.
 // ShardForPeak: no capacity shards for a LOTTERY, for a FIRST_COME event no more than
 // its seats and at least one per 128 of them), and excludes explicit ones. Shard
 // counts out of range are left to CreateEvent to refuse (asyncevent.ErrInvalidEvent).
-func (b createEventBody) config() (asyncevent.EventConfig, error) {
-	cfg := asyncevent.EventConfig{
+func (b createEventBody) config() (asyncevent.EventSettings, error) {
+	cfg := asyncevent.EventSettings{
 		EventID:         b.EventID,
 		EventType:       b.EventType,
 		Name:            b.Name,
@@ -230,7 +230,7 @@ type EventView struct {
 	Phase           asyncevent.UIPhase   `json:"phase,omitempty"`
 	CreatedAt       Timestamp            `json:"createdAt"`
 
-	// State is what the event is doing at the server's clock (asyncevent.EventConfig.
+	// State is what the event is doing at the server's clock (asyncevent.Event.
 	// StateAt): SCHEDULED, OPEN, PAUSED, CLOSED, DRAWING or ANNOUNCED. Paused is set
 	// while an operator has paused its ingest (it may be CLOSED all the same, once
 	// its end passed); ClosedAt is when an operator closed it, which moved endsAt to
@@ -255,7 +255,7 @@ type EventView struct {
 }
 
 // newEventView is e's view at now.
-func newEventView(e *asyncevent.EventConfig, now time.Time) EventView {
+func newEventView(e *asyncevent.Event, now time.Time) EventView {
 	v := EventView{
 		EventID:         e.EventID,
 		EventType:       e.EventType,
@@ -430,9 +430,11 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 	v.Queue = newPlaceView(r.Queue)
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
-		v.IdempotencyKey = r.IdempotencyKey
-		if r.Status == asyncevent.StatusProcessing {
-			v.LeaseOwner, v.LeaseExpiresAt = r.LeaseOwner, Timestamp(r.LeaseExpiresAt)
+		if lock, err := asyncevent.NewLockKey(r.EventID, r.UserID); err == nil { // the IDs of a stored request
+			v.IdempotencyKey = lock.IdempotencyKey()
+		}
+		if l := r.Lease; l != nil {
+			v.LeaseOwner, v.LeaseExpiresAt = l.Owner, Timestamp(l.ExpiresAt)
 		}
 	}
 	return v

@@ -150,7 +150,7 @@ func TestJWKSTokens(t *testing.T) {
 	p := newIDP(t)
 	a := p.auth(JWKSOptions{UnknownKIDRefresh: time.Hour})
 	e := newEnv(t, func(_ *asyncevent.Options, so *ServerOptions) { so.Authenticator = a })
-	_, err := e.client.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := e.client.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 
 	rsaPub, err := x509.MarshalPKIXPublicKey(p.keys["rsa-1"].Public())

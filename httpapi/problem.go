@@ -71,7 +71,7 @@ const (
 	CodeSeedMismatch         = "seed_mismatch"          // 409: the server's seed source is not the event's (asyncevent.ErrSeedMismatch); nothing drawn
 	CodeNoSeedSource         = "no_seed_source"         // 409: a sealed event, and the server has no seed source (asyncevent.ErrNoSeedSource); nothing drawn
 	CodeStatusConflict       = "status_conflict"        // 409: a confirm or release found the request in a status it does not act on; nothing written, the problem's request shows it
-	CodeNoHolds              = "no_holds"               // 409: a hold sweep of an event without holds (asyncevent.EventConfig.HoldFor)
+	CodeNoHolds              = "no_holds"               // 409: a hold sweep of an event without holds (asyncevent.EventSettings.HoldFor)
 	CodeControlRefused       = "control_refused"        // 409: an operator's control the event's state (or a cancel's request) refuses (asyncevent.EventUpdate.Reason); nothing written, the problem's event shows it
 	CodeEnqueueFailed        = "enqueue_failed"         // 503: asyncevent.ErrEnqueueFailed; the user may try again
 	CodeThrottled            = "throttled"              // 503: DynamoDB refused the throughput (asyncevent.ErrThrottled); try again after Retry-After

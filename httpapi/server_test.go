@@ -127,7 +127,7 @@ func TestParticipateRefusals(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	now := time.Now()
-	for _, cfg := range []asyncevent.EventConfig{
+	for _, cfg := range []asyncevent.EventSettings{
 		{EventID: "later", EventType: asyncevent.FirstCome, CapacityTotal: 1, StartsAt: asyncevent.MillisOf(now.Add(time.Hour))},
 		{EventID: "over", EventType: asyncevent.FirstCome, CapacityTotal: 1, StartsAt: asyncevent.MillisOf(now.Add(-2 * time.Hour)), EndsAt: asyncevent.MillisOf(now.Add(-time.Hour))},
 	} {
@@ -187,7 +187,7 @@ func TestMyParticipationsPagingAndForeignCursor(t *testing.T) {
 	var want []string
 	for i := range events {
 		id := fmt.Sprintf("ev-%02d", i)
-		_, err := e.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: id, EventType: asyncevent.FirstCome, CapacityTotal: 1})
+		_, err := e.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: id, EventType: asyncevent.FirstCome, CapacityTotal: 1})
 		require.NoError(t, err)
 		_, p := e.participate(id, "user-a")
 		want = append(want, p.RequestID)
@@ -385,7 +385,7 @@ func TestSealedLotteryNeedsTheSeedSource(t *testing.T) {
 	require.NoError(t, err)
 	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: e.client.TableName(), Clock: clock.Now, Seeds: seeds})
 	require.NoError(t, err)
-	_, err = operator.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sealed", EventType: asyncevent.Lottery,
+	_, err = operator.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sealed", EventType: asyncevent.Lottery,
 		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(clock.Now().Add(time.Hour))})
 	require.NoError(t, err)
 
@@ -641,7 +641,7 @@ func TestNoQueueMeansNoIngest(t *testing.T) {
 	t.Parallel()
 	client := asynceventtest.NewTable(t)
 	srv := newServer(t, ServerOptions{Client: client})
-	_, err := client.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := client.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	e := &env{t: t, client: client, srv: srv}
 	e.ts = newTestServer(t, srv.Handler())

@@ -24,7 +24,7 @@ func TestUIAddSeats(t *testing.T) {
 	u := newUIEnv(t, withClock(clock))
 	t0 := clock.Now()
 	ctx := t.Context()
-	for _, cfg := range []asyncevent.EventConfig{
+	for _, cfg := range []asyncevent.EventSettings{
 		{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2, EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))},
 		{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))},
 	} {

@@ -128,7 +128,7 @@ type legendItem struct {
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 // outcomeChart reads up to chartMax requests in queue order and lays them out.
-func (u *adminUI) outcomeChart(ctx context.Context, ev *asyncevent.EventConfig, stats *asyncevent.EventStats) (chartView, error) {
+func (u *adminUI) outcomeChart(ctx context.Context, ev *asyncevent.Event, stats *asyncevent.EventStats) (chartView, error) {
 	var classes []string
 	cursor := ""
 	for len(classes) < u.chartMax {

@@ -31,7 +31,7 @@ type eventListPage struct {
 
 // eventRow is one event of the list.
 type eventRow struct {
-	E        asyncevent.EventConfig
+	E        asyncevent.Event
 	State    asyncevent.EventState
 	Seats    string // FIRST_COME: "12 / 50", the seats left of the capacity
 	Full     bool   // FIRST_COME: no seat left
@@ -78,9 +78,9 @@ func eventListOf(p *asyncevent.EventPage, limit int, first bool) eventListPage {
 		l.NextURL = uiPrefix + "?" + base.Encode()
 	}
 	for _, s := range p.Events {
-		row := eventRow{E: s.Config, State: s.State}
+		row := eventRow{E: s.Event, State: s.State}
 		if s.SeatsLeft != nil {
-			row.Seats = strconv.FormatInt(*s.SeatsLeft, 10) + " / " + strconv.FormatInt(s.Config.CapacityTotal, 10)
+			row.Seats = strconv.FormatInt(*s.SeatsLeft, 10) + " / " + strconv.FormatInt(s.Event.CapacityTotal, 10)
 			row.Full = *s.SeatsLeft == 0
 		}
 		l.Rows = append(l.Rows, row)
@@ -114,7 +114,7 @@ const formTimeLayout = "2006-01-02T15:04:05"
 
 // controlsOf reads the event's audit trail and builds its controls; refusal is a
 // refused control's words.
-func (u *adminUI) controlsOf(ctx context.Context, ev *asyncevent.EventConfig, refusal string) (controlsView, error) {
+func (u *adminUI) controlsOf(ctx context.Context, ev *asyncevent.Event, refusal string) (controlsView, error) {
 	trail, err := u.client.ListAudit(ctx, ev.EventID)
 	if err != nil {
 		return controlsView{}, err

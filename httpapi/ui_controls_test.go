@@ -176,7 +176,7 @@ func TestUIControls(t *testing.T) {
 	u := newUIEnv(t, withClock(clock))
 	t0 := clock.Now()
 	ctx := t.Context()
-	_, err := u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", Name: "Sale", EventType: asyncevent.FirstCome,
+	_, err := u.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", Name: "Sale", EventType: asyncevent.FirstCome,
 		CapacityTotal: 5, EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	u.signIn()
@@ -258,7 +258,7 @@ func TestUILotteryCutoffForm(t *testing.T) {
 	clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
 	u := newUIEnv(t, withClock(clock))
 	t0 := clock.Now()
-	_, err := u.client.CreateEvent(t.Context(), asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+	_, err := u.client.CreateEvent(t.Context(), asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	u.signIn()

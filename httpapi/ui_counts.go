@@ -30,7 +30,7 @@ type requestCount struct {
 
 // get returns the event's request count, from the cache while it is fresh, false
 // when it could not be counted (the page shows it unknown rather than fail).
-func (rc *requestCounts) get(ctx context.Context, c *asyncevent.Client, e *asyncevent.EventConfig, state asyncevent.EventState, now time.Time) (int, bool) {
+func (rc *requestCounts) get(ctx context.Context, c *asyncevent.Client, e *asyncevent.Event, state asyncevent.EventState, now time.Time) (int, bool) {
 	rc.mu.Lock()
 	got, ok := rc.counts[e.EventID]
 	rc.mu.Unlock()

@@ -135,7 +135,7 @@ func (u *adminUI) createEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 		}
 	}
 	form := newCreateForm(r.PostForm)
-	ev, err := func() (*asyncevent.EventConfig, error) {
+	ev, err := func() (*asyncevent.Event, error) {
 		body, err := form.body()
 		if err != nil {
 			return nil, err

@@ -12,7 +12,7 @@ import (
 
 // eventView is the event page.
 type eventView struct {
-	Event      *asyncevent.EventConfig
+	Event      *asyncevent.Event
 	Stats      *asyncevent.EventStats
 	Cards      []card // counts
 	Timing     []card // latencies and fairness
@@ -256,7 +256,7 @@ func shardsOf(c *asyncevent.EventCapacity) []shardView {
 }
 
 // lottery reads the draw record and, once the draw has started, verifies it.
-func (u *adminUI) lottery(r *http.Request, ev *asyncevent.EventConfig) (*lotteryView, error) {
+func (u *adminUI) lottery(r *http.Request, ev *asyncevent.Event) (*lotteryView, error) {
 	d, err := u.client.GetDraw(r.Context(), ev.EventID)
 	if err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.EventConfig) (*lottery
 }
 
 // eventCards are the stats rows: the counts, then the latencies and fairness.
-func eventCards(ev *asyncevent.EventConfig, s *asyncevent.EventStats, lv *lotteryView) (counts, timing []card) {
+func eventCards(ev *asyncevent.Event, s *asyncevent.EventStats, lv *lotteryView) (counts, timing []card) {
 	inFlight := s.ByStatus[asyncevent.StatusReceived] + s.ByStatus[asyncevent.StatusQueued] + s.ByStatus[asyncevent.StatusProcessing]
 	n := strconv.Itoa
 	cards := []card{
@@ -460,7 +460,7 @@ func breakdowns(s *asyncevent.EventStats) (byStatus, byResult []countRow) {
 }
 
 // tableOf builds the request table of one page at now.
-func tableOf(ev *asyncevent.EventConfig, s *asyncevent.EventStats, list *asyncevent.RequestPage, opts asyncevent.EventListOptions, pos int, now time.Time) tableView {
+func tableOf(ev *asyncevent.Event, s *asyncevent.EventStats, list *asyncevent.RequestPage, opts asyncevent.EventListOptions, pos int, now time.Time) tableView {
 	t := tableView{
 		Order:     opts.Order,
 		Status:    opts.Status,
@@ -536,13 +536,15 @@ func fmtHoldLeft(r *asyncevent.Request, now time.Time) string {
 // requestPageView is the request page.
 type requestPageView struct {
 	R           *asyncevent.Request
-	Event       *asyncevent.EventConfig // nil if it cannot be read
+	Event       *asyncevent.Event // nil if it cannot be read
 	Steps       []stepView
 	Logs        []logRow
 	LogsEnabled bool
 	Lease       string
-	HoldLeft    string     // of a HELD request
-	Place       *placeView // of a request waiting in line
+	// IdempotencyKey is the PK of the request's lock, built from its IDs.
+	IdempotencyKey string
+	HoldLeft       string     // of a HELD request
+	Place          *placeView // of a request waiting in line
 
 	// CanCancel is whether an operator may take the request's seat back: a
 	// SUCCEEDED FIRST_COME request. CancelError is a refused cancel's reason.
@@ -590,9 +592,12 @@ func (u *adminUI) renderRequest(w http.ResponseWriter, r *http.Request, sess *ui
 	} else if !errors.Is(err, asyncevent.ErrEventNotFound) && !errors.Is(err, asyncevent.ErrNotFound) {
 		return err
 	}
-	if req.LeaseOwner != "" && req.Status == asyncevent.StatusProcessing { // a finished request's lease is history
-		v.Lease = req.LeaseOwner + " until " + fmtTime(req.LeaseExpiresAt)
-		if req.LeaseExpiresAt != 0 && req.LeaseExpiresAt.Time().Before(u.now()) {
+	if lock, err := asyncevent.NewLockKey(req.EventID, req.UserID); err == nil { // the IDs of a stored request
+		v.IdempotencyKey = lock.IdempotencyKey()
+	}
+	if l := req.Lease; l != nil { // set while PROCESSING: a finished request's lease is history
+		v.Lease = l.Owner + " until " + fmtTime(l.ExpiresAt)
+		if l.ExpiresAt != 0 && l.ExpiresAt.Time().Before(u.now()) {
 			v.Lease += " (expired)"
 		}
 	}

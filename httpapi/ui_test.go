@@ -296,7 +296,7 @@ func TestUICSRF(t *testing.T) {
 	var offset atomicDuration
 	u := newUIEnv(t, func(o *asyncevent.Options, _ *ServerOptions) { o.Clock = offset.clock() })
 	ctx := context.Background()
-	_, err := u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+	_, err := u.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
 		LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(time.Hour))})
 	require.NoError(t, err)
 	u.participate("lot", "ann")
@@ -525,7 +525,7 @@ func TestUIDrawRefusedAndDone(t *testing.T) {
 	u := newUIEnv(t, func(o *asyncevent.Options, _ *ServerOptions) { o.Clock = offset.clock() })
 	ctx := context.Background()
 	cutoff := asyncevent.MillisOf(time.Now().Add(time.Hour))
-	_, err := u.client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", Name: "Spring lottery", EventType: asyncevent.Lottery,
+	_, err := u.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", Name: "Spring lottery", EventType: asyncevent.Lottery,
 		WinnerCount: 2, LotteryCutoffAt: cutoff})
 	require.NoError(t, err)
 	for i := range 6 {
@@ -585,7 +585,7 @@ func TestUIEscapesUserData(t *testing.T) {
 	for _, id := range []string{script, bold, img, eventID} {
 		require.NoError(t, asyncevent.ValidateID("id", id), "the test's IDs must be valid IDs")
 	}
-	_, err := u.client.CreateEvent(context.Background(), asyncevent.EventConfig{EventID: eventID, Name: script, EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err := u.client.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: eventID, Name: script, EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	var requests []string
 	for _, user := range []string{script, bold, img} {

@@ -49,7 +49,7 @@ func Example() {
 	if err := client.CreateTable(ctx); err != nil {
 		panic(err)
 	}
-	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 1}); err != nil {
+	if _, err := client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 1}); err != nil {
 		panic(err)
 	}
 

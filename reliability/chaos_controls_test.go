@@ -26,7 +26,7 @@ func TestChaosControls(t *testing.T) {
 	w := newWorld(t, cfg)
 	capacity := int64(atScale(100))
 	ctx := context.Background()
-	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := w.clean.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "chaos-ops", EventType: asyncevent.FirstCome, CapacityTotal: capacity, IndexShards: 8, CapacityShards: 4,
 	})
 	require.NoError(t, err)

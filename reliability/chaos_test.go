@@ -430,7 +430,7 @@ func TestChaosFirstCome(t *testing.T) {
 			w := newWorld(t, cfg)
 			w.mixed = layout.mixed
 			capacity := atScale(300)
-			_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventConfig{
+			_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventSettings{
 				EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity),
 				IndexShards: layout.indexShards, CapacityShards: layout.shards,
 			})
@@ -466,7 +466,7 @@ func TestChaosHolds(t *testing.T) {
 	w := newWorld(t, cfg)
 	capacity := atScale(200)
 	ctx := context.Background()
-	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := w.clean.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "chaos-holds", EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity),
 		IndexShards: 8, CapacityShards: 4, HoldFor: asyncevent.MinHoldFor,
 	})
@@ -599,7 +599,7 @@ func TestChaosLottery(t *testing.T) {
 	clock := w.clock
 	winners := atScale(100)
 	ctx := context.Background()
-	_, err := w.clean.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := w.clean.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "chaos-lottery", EventType: asyncevent.Lottery, WinnerCount: int64(winners),
 		LotteryCutoffAt: asyncevent.MillisOf(clock.Now().Add(time.Hour))})
 	require.NoError(t, err)

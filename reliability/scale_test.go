@@ -62,7 +62,7 @@ func TestScale(t *testing.T) {
 		rate, rate*factor, sale.users, sale.capacity, sale.seconds, seconds, limits.WCU, limits.RCU, factor, limits.Hold(), k, c)
 
 	if os.Getenv("SCALE_ONLY") == "lottery" {
-		lottery := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
+		lottery := runSpike(t, raw, &limits, spike, asyncevent.EventSettings{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
 		if lottery.draw == nil {
 			t.Fatalf("lottery: %s %v", lottery.finality(), lottery.report)
 		}
@@ -70,15 +70,15 @@ func TestScale(t *testing.T) {
 		return
 	}
 	if os.Getenv("SCALE_ONLY") == "derived" {
-		derived := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+		derived := runSpike(t, raw, &limits, sale, asyncevent.EventSettings{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 		scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
 			derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
 		return
 	}
-	free := runSpike(t, raw, nil, sale, asyncevent.EventConfig{EventID: "free", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+	free := runSpike(t, raw, nil, sale, asyncevent.EventSettings{EventID: "free", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("without limits, derived layout: every request final %.1f s after the first click", free.final.Seconds())
 
-	derived := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
+	derived := runSpike(t, raw, &limits, sale, asyncevent.EventSettings{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
 		derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
 	assert.Zero(t, derived.gaveUp, "users who could not take part")
@@ -87,7 +87,7 @@ func TestScale(t *testing.T) {
 	assert.Less(t, derived.throttledShare(), 0.01, "under 1%% of calls throttled")
 	assert.LessOrEqual(t, derived.final.Seconds(), 1.5*free.final.Seconds(), "final within 1.5× the spike without limits")
 
-	lottery := runSpike(t, raw, &limits, spike, asyncevent.EventConfig{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
+	lottery := runSpike(t, raw, &limits, spike, asyncevent.EventSettings{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
 	scale("LOTTERY, derived layout under the limits: %d entries, %d winners, draw %s, verified: %t",
 		lottery.draw.Record.EntryCount, len(lottery.draw.Winners), lottery.drawTime.Round(time.Millisecond), lottery.verified)
 	assert.True(t, lottery.verified)
@@ -95,7 +95,7 @@ func TestScale(t *testing.T) {
 
 	// The single keys last: a choked layout leaves work behind that would slow the
 	// DynamoDB Local the others run on.
-	single := runSpike(t, raw, &limits, sale, asyncevent.EventConfig{EventID: "single", EventType: asyncevent.FirstCome})
+	single := runSpike(t, raw, &limits, sale, asyncevent.EventSettings{EventID: "single", EventType: asyncevent.FirstCome})
 	scale("single keys under the limits: %d of %d calls throttled (%.1f%%), %d users gave up after 20 clicks, ingest p99 %s, %s",
 		single.throttled, single.attempts, single.throttledShare()*100, single.gaveUp, single.p99.Round(time.Millisecond), single.finality())
 
@@ -151,7 +151,7 @@ const sqsTransit = 20 * time.Millisecond
 const spikeGrace = 60 * time.Second
 
 // runSpike plays a spike on one event of its own table, under limits when given.
-func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits, sc spikeConfig, cfg asyncevent.EventConfig) spikeResult {
+func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits, sc spikeConfig, cfg asyncevent.EventSettings) spikeResult {
 	ctx := context.Background()
 	var res spikeResult
 	db := raw

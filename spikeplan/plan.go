@@ -48,7 +48,7 @@ type Plan struct {
 	// assumes: a quarter of the clicks.
 	WinnersPerSecond float64
 
-	// The event's layout for the peak (asyncevent.ShardsFor): EventConfig.IndexShards
+	// The event's layout for the peak (asyncevent.ShardsFor): EventSettings.IndexShards
 	// and CapacityShards.
 	IndexShards, CapacityShards int
 

@@ -61,7 +61,7 @@ func writeHolds(w io.Writer, h *bench.Holds) error {
 	if h == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nholds (EventConfig.HoldFor %s; the library only, the baseline has none), per operation:\n", formatSeconds(h.HoldForSeconds))
+	fmt.Fprintf(w, "\nholds (EventSettings.HoldFor %s; the library only, the baseline has none), per operation:\n", formatSeconds(h.HoldForSeconds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  \tops/s\tDynamoDB calls\tround trips\tWCU\tRCU\twrites by item\tvs. without holds\n")
 	for _, f := range h.Flows {

@@ -120,7 +120,7 @@ func pollBacklog(ctx context.Context, db asyncevent.DynamoDB, table string, o po
 		return nil, err
 	}
 	eventID := fmt.Sprintf("bench-poll-%d", time.Now().UnixMilli())
-	if _, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(o.backlog / 10)}); err != nil {
+	if _, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(o.backlog / 10)}); err != nil {
 		return nil, err
 	}
 	q := queue.NewMemory(queue.MemoryOptions{})

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/asyncevent/asyncevent"
 )
 
@@ -53,9 +55,10 @@ func (g *globals) register(fs *flag.FlagSet) {
 type env struct {
 	globals
 	stdout, stderr io.Writer
-	cmd            *command // the command running
-	localSource    string   // how startLocal got the DynamoDB Local: container, jar; "" if not started here
-	drawSecret     string   // hex, from ASYNCEVENT_DRAW_SECRET; "" for unsealed seeds
+	cmd            *command         // the command running
+	localSource    string           // how startLocal got the DynamoDB Local: container, jar; "" if not started here
+	drawSecret     string           // hex, from ASYNCEVENT_DRAW_SECRET; "" for unsealed seeds
+	rows           *dynamodb.Client // withStored's reader of rows, made on its first read
 }
 
 // command is one subcommand: "stats", or a group's "table create".

@@ -155,7 +155,7 @@ func TestEventCreateAndGet(t *testing.T) {
 func playFirstCome(t *testing.T, f *fixture, eventID string, capacity, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	_, err := f.client(t, asyncevent.Options{}).CreateEvent(ctx, asyncevent.EventConfig{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity)})
+	_, err := f.client(t, asyncevent.Options{}).CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity)})
 	require.NoError(t, err)
 	users := make([]string, n)
 	for i := range users {
@@ -290,7 +290,7 @@ func TestDrawAndVerify(t *testing.T) {
 	// Entries made two hours ago for a cutoff one hour ago, so that the CLI, on the
 	// real clock, may draw at once.
 	c := f.client(t, asyncevent.Options{Clock: pastClock(2 * time.Hour)})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery,
 		WinnerCount: 3, LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(-time.Hour))})
 	require.NoError(t, err)
 
@@ -333,7 +333,7 @@ func TestDrawAndVerify(t *testing.T) {
 	assert.Contains(t, f.ok(t, "verify", "lot"), "verified")
 
 	// A first-come event cannot be drawn.
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
 	_, errOut, code = f.run(t, "draw", "fc")
 	assert.Equal(t, exitFailure, code)
@@ -349,7 +349,7 @@ func TestSweep(t *testing.T) {
 	// A request queued an hour ago whose message was lost (the in-memory queue is
 	// dropped), and one queued now.
 	old := f.client(t, asyncevent.Options{Clock: pastClock(time.Hour)})
-	_, err := old.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := old.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	lost, err := old.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "ev", "user-lost")
 	require.NoError(t, err)
@@ -466,7 +466,7 @@ func TestCLISaysWhatToDoInstead(t *testing.T) {
 	// time the draw opens, in RFC 3339.
 	cutoff := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
 	c := f.client(t, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery,
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery,
 		WinnerCount: 3, LotteryCutoffAt: asyncevent.MillisOf(cutoff)})
 	require.NoError(t, err)
 	opens := cutoff.Add(asyncevent.DefaultDrawSettleWindow).Format("2006-01-02T15:04:05.000Z07:00")
@@ -561,7 +561,7 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 	seeds, err := seed.HMAC(secret)
 	require.NoError(t, err)
 	c := f.client(t, asyncevent.Options{Clock: pastClock(2 * time.Hour), Seeds: seeds})
-	_, err = c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "lot", EventType: asyncevent.Lottery,
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery,
 		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(-time.Hour))})
 	require.NoError(t, err)
 
@@ -584,7 +584,7 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 // playHolds creates cfg, an event with holds, with a client on clock (nil: the real
 // one), runs users through it one at a time in click order, and returns their
 // request IDs: the first CapacityTotal HELD, the others WAITLISTED.
-func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.EventConfig, users int) []string {
+func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.EventSettings, users int) []string {
 	t.Helper()
 	ctx := context.Background()
 	c := f.client(t, asyncevent.Options{Clock: clock})
@@ -645,7 +645,7 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.ok(t, "table", "create")
-	ids := playHolds(t, f, nil, asyncevent.EventConfig{EventID: "sale", CapacityTotal: 2, HoldFor: 10 * time.Minute}, 4)
+	ids := playHolds(t, f, nil, asyncevent.EventSettings{EventID: "sale", CapacityTotal: 2, HoldFor: 10 * time.Minute}, 4)
 
 	out := f.ok(t, "request", "get", ids[0])
 	assert.Regexp(t, `^HELD until \S+ \((9m\d\ds|10m0s) left\): 'asyncevent request confirm `+ids[0]+`' once paid`, out)
@@ -725,7 +725,7 @@ func TestHoldsSweep(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 	// Held an hour ago for ten minutes: every hold ran out 50 minutes ago.
-	ids := playHolds(t, f, pastClock(time.Hour), asyncevent.EventConfig{EventID: "sale", CapacityTotal: 3, HoldFor: 10 * time.Minute}, 6)
+	ids := playHolds(t, f, pastClock(time.Hour), asyncevent.EventSettings{EventID: "sale", CapacityTotal: 3, HoldFor: 10 * time.Minute}, 6)
 
 	assert.Regexp(t, `^HELD, but its hold ran out at \S+ \(\d+m\d+s ago\): too late to confirm; the next hold sweep ends it REJECTED_HOLD_EXPIRED`,
 		f.ok(t, "request", "get", ids[0]))
@@ -762,7 +762,7 @@ func TestHoldsSweep(t *testing.T) {
 	assert.Zero(t, st.Holds.Waitlisted)
 
 	// An event that closed an hour ago: its hold expires, its waitlist ends.
-	playHolds(t, f, pastClock(2*time.Hour), asyncevent.EventConfig{EventID: "closed", CapacityTotal: 1, HoldFor: 10 * time.Minute,
+	playHolds(t, f, pastClock(2*time.Hour), asyncevent.EventSettings{EventID: "closed", CapacityTotal: 1, HoldFor: 10 * time.Minute,
 		EndsAt: asyncevent.MillisOf(time.Now().Add(-time.Hour))}, 3)
 	out = f.ok(t, "holds", "sweep", "closed")
 	assert.Regexp(t, `closed +2 WAITLISTED requests ended REJECTED_CAPACITY`, out)

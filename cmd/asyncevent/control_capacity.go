@@ -74,6 +74,9 @@ func eventAddCapacityCmd() *command {
 			if err != nil {
 				return err
 			}
+			if e.json && u.Event != nil {
+				out.Config = e.storedEventJSON(ctx, u.Event)
+			}
 			var capacity *asyncevent.EventCapacity
 			if u.Applied {
 				if capacity, err = c.GetCapacity(ctx, args[0]); err != nil {
@@ -127,7 +130,7 @@ func checkShard(ctx context.Context, c *asyncevent.Client, eventID string, shard
 // seatsAdded is the line of an applied add: the event's capacity now, the seats left
 // on its shards, and the seats its pool was given by every add (the CONFIG's
 // capacityTotal counts them; the shards' do not).
-func seatsAdded(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity, seats int64) string {
+func seatsAdded(cfg *asyncevent.Event, capacity *asyncevent.EventCapacity, seats int64) string {
 	line := fmt.Sprintf("added: %s to %s, whose capacity is %s: %s left on its capacity shards",
 		plural(seats, "seat"), cfg.EventID, formatInt(int(cfg.CapacityTotal)), plural(capacity.CapacityRemaining, "seat"))
 	if pool := cfg.CapacityTotal - capacity.CapacityTotal; pool > 0 {
@@ -137,7 +140,7 @@ func seatsAdded(cfg *asyncevent.EventConfig, capacity *asyncevent.EventCapacity,
 }
 
 // poolUse says whom the seats on the event's pool go to.
-func poolUse(cfg *asyncevent.EventConfig) string {
+func poolUse(cfg *asyncevent.Event) string {
 	if cfg.HoldFor > 0 {
 		return "for the earliest WAITLISTED requests, at the next hold sweep"
 	}
@@ -169,11 +172,14 @@ func requestCancelCmd() *command {
 			if err != nil {
 				return err
 			}
+			if e.json && u.Event != nil {
+				out.Config = e.storedEventJSON(ctx, u.Event)
+			}
 			r, err := c.GetRequest(ctx, requestID)
 			if err != nil {
 				return err
 			}
-			out.EventID, out.RequestID, out.Request = r.EventID, requestID, itemJSON(r)
+			out.EventID, out.RequestID, out.Request = r.EventID, requestID, e.storedRequestJSON(ctx, r)
 			return e.reportControl(out, func() string {
 				return fmt.Sprintf("cancelled: %s is %s: its seat went back to %s's pool, %s", requestID, statusText(r), r.EventID, poolUse(u.Event)) + replayedNote(u)
 			}, fmt.Errorf("%s was not cancelled: it is %s", requestID, statusText(r)))

@@ -210,7 +210,7 @@ func TestRequestCancelWithHolds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.ok(t, "table", "create")
-	ids := playHolds(t, f, nil, asyncevent.EventConfig{EventID: "sale", CapacityTotal: 1, HoldFor: 10 * time.Minute}, 2) // HELD, WAITLISTED
+	ids := playHolds(t, f, nil, asyncevent.EventSettings{EventID: "sale", CapacityTotal: 1, HoldFor: 10 * time.Minute}, 2) // HELD, WAITLISTED
 
 	refusedCancel := func(requestID, reason string) {
 		t.Helper()

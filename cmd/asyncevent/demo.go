@@ -481,7 +481,7 @@ func (d *demo) run(ctx context.Context) (*demoReport, error) {
 func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 	o := d.o
 	eventID := "demo-first-come-" + d.runID
-	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventConfig{
+	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: eventID, EventType: asyncevent.FirstCome, Name: "Demo: the first " + formatInt(o.capacity) + " win",
 		CapacityTotal: int64(o.capacity),
 	}); err != nil {
@@ -606,7 +606,7 @@ func (d *demo) lottery(ctx context.Context) (*lotteryReport, error) {
 	o := d.o
 	eventID := "demo-lottery-" + d.runID
 	cutoff := d.clock.now().Add(time.Hour)
-	cfg, err := d.admin.CreateEvent(ctx, asyncevent.EventConfig{
+	cfg, err := d.admin.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: eventID, EventType: asyncevent.Lottery, Name: fmt.Sprintf("Demo: %d winners drawn", o.lotteryWinners),
 		WinnerCount: int64(o.lotteryWinners), LotteryCutoffAt: asyncevent.MillisOf(cutoff),
 	})

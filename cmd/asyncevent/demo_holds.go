@@ -38,7 +38,7 @@ func (h *holdsOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&h.skip, "skip-holds", false, "run no sale with holds")
 	fs.IntVar(&h.capacity, "holds-capacity", defaultHoldsCapacity, "seats of the sale with holds")
 	fs.IntVar(&h.submits, "holds-submits", defaultHoldsSubmits, "clicks on the sale with holds, repeat clicks (-repeat) included")
-	fs.DurationVar(&h.holdFor, "hold-for", asyncevent.MinHoldFor, "how long a seat of the sale with holds is held for its payment (EventConfig.HoldFor)")
+	fs.DurationVar(&h.holdFor, "hold-for", asyncevent.MinHoldFor, "how long a seat of the sale with holds is held for its payment (EventSettings.HoldFor)")
 	fs.Float64Var(&h.pay, "holds-pay", defaultHoldsPay,
 		"`fraction` of the spike's holds paid for (Confirm); every hold handed on from the waitlist is paid for")
 	fs.Float64Var(&h.release, "holds-release", defaultHoldsRelease, "`fraction` of the spike's holds given up (Release); the rest lapse")
@@ -273,7 +273,7 @@ func (d *demo) holds(ctx context.Context) (*holdsReport, error) {
 	o := d.o.holds
 	eventID := "demo-holds-" + d.runID
 	endsAt := d.clock.now().Add(time.Hour)
-	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventConfig{
+	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(o.capacity), HoldFor: o.holdFor,
 		EndsAt: asyncevent.MillisOf(endsAt),
 		Name:   fmt.Sprintf("Demo: %s seats held %s each until paid, then a waitlist", formatInt(o.capacity), o.holdFor),

@@ -296,7 +296,7 @@ func TestBench(t *testing.T) {
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1", "-polls", "100", "-poll-backlog", "20")
 	assert.Contains(t, out, "library/baseline")
 	assert.Contains(t, out, "acceptance:")
-	assert.Contains(t, out, "holds (EventConfig.HoldFor 5m0s; the library only, the baseline has none), per operation:")
+	assert.Contains(t, out, "holds (EventSettings.HoldFor 5m0s; the library only, the baseline has none), per operation:")
 	assert.Regexp(t, `(?m)^  holds: worker, first-come winner \(HELD, its Hold item\)\s+[\d.]+\s+[\d.]+ \(.*PutItem 1\.00 .*\)\s.* HOLD 1\.00 .*\+1\.00 calls, .* \(worker, first-come winner\)$`, out)
 	assert.Regexp(t, `(?m)^  holds: SweepHolds, per seat handed on to the waitlist\s+[\d.]+\s+[\d.]+ \(.*TransactWriteItems 1\.00.*\)`, out)
 	assert.Regexp(t, `(?m)^  ceiling: about [\d,]+ participations/s per event \(GSI2:EVENT#\S+ at [\d.]+ WCU per participation\), [\d,]+ winners/s \(1 capacity item × [\d,]+ claims/s, by their units \([\d.]+ WCU per claim on table:EVENT#\S+; no transaction holds a capacity item\)\)$`, out)

@@ -117,7 +117,7 @@ func eventCreateCmd() *command {
 			if err != nil {
 				return err
 			}
-			return printEventCreated(e, cfg)
+			return printEventCreated(ctx, e, cfg)
 		},
 	}
 }
@@ -155,8 +155,8 @@ func (o *eventCreateOptions) check(fs *flag.FlagSet, args []string) (asyncevent.
 }
 
 // config is the event the flags ask for, its layout derived from -peak when given.
-func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asyncevent.EventConfig {
-	cfg := asyncevent.EventConfig{
+func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asyncevent.EventSettings {
+	cfg := asyncevent.EventSettings{
 		EventID: eventID, EventType: et, Name: o.name,
 		StartsAt: o.starts.at, EndsAt: o.ends.at,
 		CapacityTotal: o.capacity, WinnerCount: o.winners, HoldFor: o.holdFor,
@@ -171,12 +171,12 @@ func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asy
 
 // printEventCreated prints the event created, with a note on stderr when its lottery
 // seed is unsealed.
-func printEventCreated(e *env, cfg *asyncevent.EventConfig) error {
+func printEventCreated(ctx context.Context, e *env, cfg *asyncevent.Event) error {
 	if cfg.SeedMode == seed.Unsealed {
 		fmt.Fprintf(e.stderr, "note: %s\n", unsealedNote)
 	}
 	if e.json {
-		return e.printJSON(eventJSON{Config: itemJSON(cfg)})
+		return e.printJSON(eventJSON{Config: e.storedEventJSON(ctx, cfg)})
 	}
 	fmt.Fprintf(e.stdout, "event %s created\n", cfg.EventID)
 	return printItem(e.stdout, cfg)
@@ -226,7 +226,12 @@ func eventGetCmd() *command {
 				return err
 			}
 			state := cfg.StateAt(time.Now())
-			out := eventJSON{State: string(state), Config: itemJSON(cfg)}
+			key, err := asyncevent.NewEventKey(cfg.EventID, asyncevent.EventItemConfig)
+			if err != nil {
+				return err
+			}
+			config := e.withStored(ctx, key.Key(), fieldsOf(cfg))
+			out := eventJSON{State: string(state), Config: fieldsJSON(config)}
 			var second any
 			switch cfg.EventType {
 			case asyncevent.FirstCome:
@@ -250,7 +255,7 @@ func eventGetCmd() *command {
 				return e.printJSON(out)
 			}
 			fmt.Fprintf(e.stdout, "%s is %s\n\nCONFIG\n", cfg.EventID, state)
-			if err := printItem(e.stdout, cfg); err != nil {
+			if err := printFields(e.stdout, config); err != nil {
 				return err
 			}
 			if second != nil {
@@ -311,14 +316,14 @@ func eventListCmd() *command {
 			if e.json {
 				out := eventsPageJSON{Events: []eventSummaryJSON{}, NextCursor: page.NextCursor}
 				for i, s := range page.Events {
-					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: itemJSON(&page.Events[i].Config)})
+					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: e.storedEventJSON(ctx, &page.Events[i].Event)})
 				}
 				return e.printJSON(out)
 			}
 			tw := newTable(e.stdout)
 			fmt.Fprintln(tw, "EVENT ID\tTYPE\tSTATE\tSEATS LEFT\tCREATED\tNAME")
 			for _, s := range page.Events {
-				cfg := s.Config
+				cfg := s.Event
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cfg.EventID, cfg.EventType, s.State, seatsLeft(s), formatMillis(cfg.CreatedAt), orDash(cfg.Name))
 			}
 			if err := tw.Flush(); err != nil {
@@ -336,10 +341,10 @@ func seatsLeft(s asyncevent.EventSummary) string {
 	if s.SeatsLeft == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%s of %s", formatInt(int(*s.SeatsLeft)), formatInt(int(s.Config.CapacityTotal)))
+	return fmt.Sprintf("%s of %s", formatInt(int(*s.SeatsLeft)), formatInt(int(s.Event.CapacityTotal)))
 }
 
-// flagTerms turns the library's names of EventConfig's fields into the flags of
+// flagTerms turns the library's names of EventSettings' fields into the flags of
 // event create that set them, for its error messages.
 var flagTerms = strings.NewReplacer(
 	"eventId", "EVENT_ID", "eventType", "-type", "capacityTotal", "-capacity", "capacityShards", "-capacity-shards",

@@ -175,6 +175,9 @@ func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate
 	if err != nil {
 		return err
 	}
+	if e.json && u.Event != nil {
+		out.Config = e.storedEventJSON(context.Background(), u.Event)
+	}
 	return e.reportControl(out, func() string { return applied(state) + "; " + nodesLearn },
 		fmt.Errorf("%s was not %s: it is %s", eventID, done, orDash(string(state))))
 }

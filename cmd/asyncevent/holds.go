@@ -10,7 +10,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 )
 
-// The commands of an event with holds (EventConfig.HoldFor): a HELD request is
+// The commands of an event with holds (EventSettings.HoldFor): a HELD request is
 // confirmed when paid or released when given up, and the hold sweep ends the holds
 // that ran out and hands the seats given back to the waitlist.
 
@@ -84,7 +84,7 @@ func (a holdAction) run(ctx context.Context, e *env, c *asyncevent.Client, reque
 	if t.Applied {
 		out.Status, out.ResultCode = string(a.status), string(a.result)
 	} else if cur != nil {
-		out.Status, out.ResultCode, out.Request = string(cur.Status), string(cur.ResultCode), itemJSON(cur)
+		out.Status, out.ResultCode, out.Request = string(cur.Status), string(cur.ResultCode), e.storedRequestJSON(ctx, cur)
 	}
 	if e.json {
 		err = e.printJSON(out)

@@ -32,16 +32,6 @@ func placeOf(q *asyncevent.QueueEstimate) *placeJSON {
 	return p
 }
 
-// requestJSON is request get's answer for scripts: the request's attributes and, for
-// one that waits in line, its place ("queue").
-func requestJSON(r *asyncevent.Request) map[string]any {
-	m := itemJSON(r)
-	if p := placeOf(r.Queue); p != nil {
-		m["queue"] = p
-	}
-	return m
-}
-
 // placeLine is what request get says first of a request that waits in line: how many
 // wait before it and for how long; "" for any other request.
 func placeLine(q *asyncevent.QueueEstimate) string {

@@ -33,8 +33,9 @@ type field struct {
 }
 
 // fieldsOf lists the non-zero attributes of one of the library's item structs
-// (Request, EventConfig, …) in the struct's order, named by their dynamodbav tags,
-// so that the CLI shows the names the table stores.
+// (Request, Event, …) in the struct's order, named by their dynamodbav tags,
+// so that the CLI shows the names the table stores. An embedded struct's fields
+// (Event's EventSettings) are listed in its place, as DynamoDB stores them.
 func fieldsOf(v any) []field {
 	rv := reflect.Indirect(reflect.ValueOf(v))
 	var fs []field
@@ -45,6 +46,10 @@ func fieldsOf(v any) []field {
 		}
 		name, _, _ := strings.Cut(sf.Tag.Get("dynamodbav"), ",")
 		if name == "-" {
+			continue
+		}
+		if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
+			fs = append(fs, fieldsOf(rv.Field(i).Interface())...)
 			continue
 		}
 		if name == "" {
@@ -62,8 +67,13 @@ func fieldsOf(v any) []field {
 // itemJSON is an item as a JSON object keyed by its attribute names; times stay epoch
 // milliseconds (and ttl epoch seconds), as stored.
 func itemJSON(v any) map[string]any {
+	return fieldsJSON(fieldsOf(v))
+}
+
+// fieldsJSON is fields as a JSON object keyed by their names.
+func fieldsJSON(fs []field) map[string]any {
 	m := map[string]any{}
-	for _, f := range fieldsOf(v) {
+	for _, f := range fs {
 		m[f.name] = f.value
 	}
 	return m
@@ -72,8 +82,13 @@ func itemJSON(v any) map[string]any {
 // printItem prints an item as a two-column table: attribute and value, times also in
 // RFC 3339.
 func printItem(w io.Writer, v any) error {
+	return printFields(w, fieldsOf(v))
+}
+
+// printFields prints fields as printItem does.
+func printFields(w io.Writer, fs []field) error {
 	tw := newTable(w)
-	for _, f := range fieldsOf(v) {
+	for _, f := range fs {
 		fmt.Fprintf(tw, "%s\t%s\n", f.name, formatValue(f.name, f.value))
 	}
 	return tw.Flush()

@@ -23,15 +23,24 @@ func requestGetCmd() *command {
 			if err != nil {
 				return err
 			}
+			key, err := asyncevent.NewRequestKey(requestID)
+			if err != nil {
+				return err
+			}
+			fs := e.withStored(ctx, key.Key(), fieldsOf(r))
 			if e.json {
-				return e.printJSON(requestJSON(r))
+				m := fieldsJSON(fs)
+				if p := placeOf(r.Queue); p != nil {
+					m["queue"] = p
+				}
+				return e.printJSON(m)
 			}
 			for _, line := range []string{placeLine(r.Queue), holdLine(r, time.Now())} {
 				if line != "" {
 					fmt.Fprintf(e.stdout, "%s\n\n", line)
 				}
 			}
-			return printItem(e.stdout, r)
+			return printFields(e.stdout, fs)
 		}),
 	}
 }
@@ -160,7 +169,7 @@ func printRequests(e *env, page *asyncevent.RequestPage) error {
 	if e.json {
 		out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
 		for i := range page.Requests {
-			out.Requests = append(out.Requests, itemJSON(&page.Requests[i]))
+			out.Requests = append(out.Requests, e.storedRequestJSON(context.Background(), &page.Requests[i]))
 		}
 		return e.printJSON(out)
 	}

@@ -107,8 +107,8 @@ func newClient(ctx context.Context, endpoint string, clock *skipClock) (*asyncev
 // createEvent creates the LOTTERY event, open for entries until cutoff, and prints
 // what it publishes before the draw: the seed's commitment and where the seed is
 // kept.
-func createEvent(ctx context.Context, out io.Writer, client *asyncevent.Client, cutoff time.Time, winners int64) (*asyncevent.EventConfig, error) {
-	event, err := client.CreateEvent(ctx, asyncevent.EventConfig{
+func createEvent(ctx context.Context, out io.Writer, client *asyncevent.Client, cutoff time.Time, winners int64) (*asyncevent.Event, error) {
+	event, err := client.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "spring-lottery", EventType: asyncevent.Lottery, Name: "Spring lottery",
 		WinnerCount: winners, LotteryCutoffAt: asyncevent.MillisOf(cutoff),
 	})

@@ -33,7 +33,7 @@ func run(ctx context.Context) (err error) {
 	if err := client.CreateTable(ctx); err != nil {
 		return fmt.Errorf("create the table: %w", err)
 	}
-	if _, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
+	if _, err := client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3}); err != nil {
 		return fmt.Errorf("create the event: %w", err)
 	}
 

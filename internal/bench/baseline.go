@@ -3,7 +3,7 @@
 // 003's calls without the library. Both run interleaved in one process against the
 // same DynamoDB, each through its own metered client, so that the throughput, the
 // round trips and the capacity they consume can be compared. The flows of an event with
-// holds (EventConfig.HoldFor) are measured on the library alone, against its own flows
+// holds (EventSettings.HoldFor) are measured on the library alone, against its own flows
 // without holds. The operator CLI's bench command prints the Report of Run.
 package bench
 
@@ -151,7 +151,7 @@ func (b *Baseline) Submit(ctx context.Context, q queue.Queue, eventID, userID st
 	// The design's request is on both indexes from its put, its place in line fixed
 	// there, so that a request whose message is lost can be found without a Scan.
 	queuedAt := b.now()
-	idx, err := (&asyncevent.EventConfig{EventID: eventID}).RequestIndexKeys(userID, requestID, asyncevent.MillisOf(queuedAt))
+	idx, err := (&asyncevent.EventSettings{EventID: eventID}).RequestIndexKeys(userID, requestID, asyncevent.MillisOf(queuedAt))
 	if err != nil {
 		return "", false, err
 	}

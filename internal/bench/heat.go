@@ -12,7 +12,7 @@ import (
 
 // Layout is how an event lays out its keys: how many GSI2 partitions its requests
 // spread over (index shards) and how many items its capacity is split into
-// (capacity shards): EventConfig.IndexShards and CapacityShards.
+// (capacity shards): EventSettings.IndexShards and CapacityShards.
 type Layout struct {
 	Name           string
 	IndexShards    int
@@ -152,7 +152,7 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 	}
 	eventID := fmt.Sprintf("%s-heat-%s", cfg.RunID, cfg.Layout.Name)
 	cfg.Layout.CapacityShards = min(cfg.Layout.CapacityShards, cfg.Winners) // no more shards than seats, as CreateEvent wants
-	if _, err := admin.CreateEvent(ctx, asyncevent.EventConfig{
+	if _, err := admin.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(cfg.Winners),
 		IndexShards: cfg.Layout.IndexShards, CapacityShards: cfg.Layout.CapacityShards,
 	}); err != nil {

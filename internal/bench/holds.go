@@ -13,7 +13,7 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
-// The flows of an event with holds (EventConfig.HoldFor), in the order Run measures
+// The flows of an event with holds (EventSettings.HoldFor), in the order Run measures
 // them, on the library only: the raw-SDK baseline has no holds.
 const (
 	// FlowHoldsWinner is FlowWorkerWin's winner on an event with holds: HELD, after
@@ -140,7 +140,7 @@ func workerHolds(ctx context.Context, cfg Config, sd *side, st *roundState, reco
 		return nil
 	}
 	hr := &holdsRound{n: st.n, eventID: st.eventID + "-holds", winners: newQueue(), losers: newQueue()}
-	_, err := sd.holds.CreateEvent(ctx, asyncevent.EventConfig{
+	_, err := sd.holds.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: hr.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(hr.n),
 		CapacityShards: min((hr.n+seatsPerShard-1)/seatsPerShard, ShardedSeats), HoldFor: HoldFor,
 	})

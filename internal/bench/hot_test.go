@@ -70,13 +70,28 @@ func BenchmarkDecodeMessage(b *testing.B) {
 	}
 }
 
-func hotRequestItem() asyncevent.Request {
+// hotItem is a Request item as stored: the caller's Request and the bookkeeping the
+// library stores beside it, under the same attribute names.
+type hotItem struct {
+	EntityType entity.Type `dynamodbav:"entityType"`
+	asyncevent.Request
+	IdempotencyKey string                 `dynamodbav:"idempotencyKey"`
+	LeaseOwner     string                 `dynamodbav:"leaseOwner,omitempty"`
+	LeaseExpiresAt asyncevent.EpochMillis `dynamodbav:"leaseExpiresAt,omitempty"`
+	TTL            int64                  `dynamodbav:"ttl,omitempty"`
+}
+
+func hotRequestItem() hotItem {
 	lock, _ := asyncevent.NewLockKey(hotEvent, hotUser)
-	return asyncevent.Request{
-		EntityType: entity.Request, RequestID: hotRequest, EventID: hotEvent, UserID: hotUser,
-		EventType: asyncevent.FirstCome, Status: asyncevent.StatusSucceeded, UIResult: asyncevent.UISuccess,
-		ResultCode: asyncevent.ResultSuccess, RequestedAt: hotMillis, QueuedAt: hotMillis + 3, StartedAt: hotMillis + 40,
-		FinishedAt: hotMillis + 52, IdempotencyKey: lock.IdempotencyKey(), LeaseOwner: "worker-1/0a1b2c3d",
+	return hotItem{
+		EntityType: entity.Request,
+		Request: asyncevent.Request{
+			RequestID: hotRequest, EventID: hotEvent, UserID: hotUser,
+			EventType: asyncevent.FirstCome, Status: asyncevent.StatusSucceeded, UIResult: asyncevent.UISuccess,
+			ResultCode: asyncevent.ResultSuccess, RequestedAt: hotMillis, QueuedAt: hotMillis + 3, StartedAt: hotMillis + 40,
+			FinishedAt: hotMillis + 52,
+		},
+		IdempotencyKey: lock.IdempotencyKey(), LeaseOwner: "worker-1/0a1b2c3d",
 		LeaseExpiresAt: hotMillis + 30_040, TTL: hotMillis.Time().Unix() + 90*24*3600,
 	}
 }

@@ -275,7 +275,7 @@ type roundState struct {
 
 func newRoundState(ctx context.Context, cfg Config, sd *side, round string, n int) (*roundState, error) {
 	st := &roundState{n: n, eventID: fmt.Sprintf("%s-%s-%s", cfg.RunID, round, sd.name), winners: newQueue(), losers: newQueue()}
-	ec := asyncevent.EventConfig{EventID: st.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(n)}
+	ec := asyncevent.EventSettings{EventID: st.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(n)}
 	if sd.name == "lib" {
 		// The library's shard holds a 12-byte token per winner: at most 64 seats a
 		// shard keep each claim at 1 WCU (asyncevent.MaxSeatsPerShard's doc). The
@@ -470,7 +470,7 @@ func workerSoldOut(ctx context.Context, cfg Config, sd *side, st *roundState, re
 
 func workerSoldOutSharded(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
 	ev := &roundState{n: ShardedSeats, eventID: st.eventID + "-sharded", winners: newQueue(), losers: newQueue()}
-	ec := asyncevent.EventConfig{EventID: ev.eventID, EventType: asyncevent.FirstCome, CapacityTotal: ShardedSeats}
+	ec := asyncevent.EventSettings{EventID: ev.eventID, EventType: asyncevent.FirstCome, CapacityTotal: ShardedSeats}
 	if sd.name == "lib" {
 		ec.CapacityShards = ShardedSeats
 	}

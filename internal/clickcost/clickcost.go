@@ -1,7 +1,7 @@
 // Package clickcost holds what one click and one seat claim cost DynamoDB, as the
 // heat meter measures them on DynamoDB Local (asyncevent bench, its heat rows), and
 // the share of the clicks that win when a caller does not say. The root package's
-// layout rule (ShardsFor, EventConfig.ShardForPeak) and package spikeplan's
+// layout rule (ShardsFor, EventSettings.ShardForPeak) and package spikeplan's
 // throughput read these, and nothing else does, so that the shards and the warm
 // throughput of a peak count the same units.
 package clickcost
@@ -25,7 +25,7 @@ const (
 	// a capacity shard, 1 WCU while the shard item is under 1 KB and 2 under 2 KB.
 	// The item grows by a 12-byte seat token per winner, so its claims cost 1 WCU to
 	// about its 64th winner and 2 to about its 150th: 2 holds for a shard of up to
-	// 128 seats, which EventConfig.ShardForPeak keeps.
+	// 128 seats, which EventSettings.ShardForPeak keeps.
 	ClaimWCU = 2
 
 	// WinnerShare is the share of the clicks that take a seat at the peak when the

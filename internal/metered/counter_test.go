@@ -21,7 +21,7 @@ func TestCounterCountsCallsWritesAndCapacity(t *testing.T) {
 	ctx := context.Background()
 	counter := metered.NewCounter(asynceventtest.DynamoDB(t))
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 
 	before := counter.Snapshot()
@@ -45,7 +45,7 @@ func TestTrackAttributesCallsToAContext(t *testing.T) {
 	ctx := context.Background()
 	counter := metered.NewCounter(asynceventtest.DynamoDB(t))
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	_, err = c.Participate(ctx, "ev", "warm") // reads the event config into the cache
 	require.NoError(t, err)

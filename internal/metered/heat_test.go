@@ -51,7 +51,7 @@ func TestHeatAttributesUnitsToPartitionKeys(t *testing.T) {
 	ctx := context.Background()
 	heat := metered.NewHeat(asynceventtest.DynamoDB(t))
 	c := asynceventtest.NewTableOn(t, metered.NewCounter(heat), asyncevent.Options{})
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 2})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 2})
 	require.NoError(t, err)
 	heat.Reset() // the event's creation is not the spike's
 
@@ -132,7 +132,7 @@ func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
 	heat := metered.NewHeat(asynceventtest.DynamoDB(t))
 	c := asynceventtest.NewTableOn(t, heat, asyncevent.Options{})
 	const users, seats, shards = 12, 6, 3
-	_, err := c.CreateEvent(ctx, asyncevent.EventConfig{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: seats, CapacityShards: shards})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: seats, CapacityShards: shards})
 	require.NoError(t, err)
 	heat.Reset()
 

@@ -25,7 +25,7 @@ func TestAClickThroughTheProxy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := asynceventtest.NewTable(t)
-	_, err := client.CreateEvent(ctx, asyncevent.EventConfig{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	_, err := client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	secret := []byte("ingest-test-secret-0123456789abcdef")
