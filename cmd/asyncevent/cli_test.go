@@ -202,6 +202,10 @@ func TestRequestGetListAndLogs(t *testing.T) {
 	assert.Equal(t, ids[0], req["requestId"])
 	assert.Equal(t, "SUCCEEDED", req["status"])
 	assert.Equal(t, "user-0", req["userId"])
+	// The CLI's -json keeps the row's bookkeeping (CHANGELOG: field names are a promise).
+	for _, name := range []string{"entityType", "idempotencyKey", "ttl", "seatShard"} {
+		assert.Contains(t, req, name)
+	}
 	assert.Contains(t, f.ok(t, "request", "get", ids[0]), "SUCCEEDED")
 	_, errOut, code := f.run(t, "request", "get", "no-such-request")
 	assert.Equal(t, exitFailure, code)
@@ -216,6 +220,9 @@ func TestRequestGetListAndLogs(t *testing.T) {
 	var listed []string
 	for _, r := range append(p1.Requests, p2.Requests...) {
 		listed = append(listed, r["requestId"].(string))
+		assert.Equal(t, "REQUEST", r["entityType"], "a list's rows keep their bookkeeping: %v", r)
+		assert.Contains(t, r, "ttl")
+		assert.Contains(t, r, "idempotencyKey")
 	}
 	assert.Equal(t, ids, listed)
 
@@ -814,6 +821,7 @@ func TestEventList(t *testing.T) {
 	for i, s := range listed {
 		id := s.Config["eventId"].(string)
 		order = append(order, id)
+		assert.Equal(t, "CONFIG", s.Config["entityType"], "a list's rows keep their bookkeeping: %v", s.Config)
 		byID[id] = s
 		if i > 0 {
 			assert.LessOrEqual(t, s.Config["createdAt"], listed[i-1].Config["createdAt"], "newest first: %v", order)

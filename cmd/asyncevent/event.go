@@ -315,8 +315,13 @@ func eventListCmd() *command {
 			}
 			if e.json {
 				out := eventsPageJSON{Events: []eventSummaryJSON{}, NextCursor: page.NextCursor}
+				evs := make([]*asyncevent.Event, len(page.Events))
+				for i := range page.Events {
+					evs[i] = &page.Events[i].Event
+				}
+				configs := e.storedEventsJSON(ctx, evs)
 				for i, s := range page.Events {
-					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: e.storedEventJSON(ctx, &page.Events[i].Event)})
+					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: configs[i]})
 				}
 				return e.printJSON(out)
 			}

@@ -168,9 +168,11 @@ func (o *requestsListOptions) list(ctx context.Context, c *asyncevent.Client, ar
 func printRequests(e *env, page *asyncevent.RequestPage) error {
 	if e.json {
 		out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
+		rs := make([]*asyncevent.Request, len(page.Requests))
 		for i := range page.Requests {
-			out.Requests = append(out.Requests, e.storedRequestJSON(context.Background(), &page.Requests[i]))
+			rs[i] = &page.Requests[i]
 		}
+		out.Requests = append(out.Requests, e.storedRequestsJSON(context.Background(), rs)...)
 		return e.printJSON(out)
 	}
 	tw := newTable(e.stdout)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -21,27 +22,36 @@ import (
 // table under key, so that an operator's get shows the whole row under the names the
 // table stores. A failed read leaves the fields as they are, with a note on stderr.
 func (e *env) withStored(ctx context.Context, key asyncevent.Key, fs []field) []field {
-	extra, err := e.storedAttributes(ctx, key)
+	rows, err := e.storedRows(ctx, []asyncevent.Key{key})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "note: the row's bookkeeping attributes are not shown: %v\n", err)
 		return fs
 	}
+	return mergeStored(fs, rows[key])
+}
+
+// mergeStored appends to fs the stored attributes it lacks, less the table's keys and,
+// as fieldsOf, a stored false (a stored 0 is shown: seatShard 0).
+func mergeStored(fs []field, row map[string]types.AttributeValue) []field {
 	have := map[string]bool{}
 	for _, f := range fs {
 		have[f.name] = true
 	}
-	for _, f := range extra {
-		if !have[f.name] && !strings.HasPrefix(f.name, "GSI") && f.name != "PK" && f.name != "SK" &&
-			f.value != false { // as fieldsOf: a false is not shown (a stored 0 is: seatShard 0)
-			fs = append(fs, f)
+	for _, name := range sortedNames(row) {
+		if have[name] || strings.HasPrefix(name, "GSI") || name == "PK" || name == "SK" {
+			continue
+		}
+		if v := storedValue(name, row[name]); v != false {
+			fs = append(fs, field{name: name, value: v})
 		}
 	}
 	return fs
 }
 
-// storedAttributes reads the row at key (GetItem, eventually consistent) as fields,
-// numbers as int64 (times as EpochMillis), in name order.
-func (e *env) storedAttributes(ctx context.Context, key asyncevent.Key) ([]field, error) {
+// storedRows reads the rows at keys (eventually consistent), by key: one GetItem for
+// one key, BatchGetItem (100 keys a call, unprocessed keys sent again) for a page of
+// them, so that a list's -json costs one more call a page, not one a row.
+func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asyncevent.Key]map[string]types.AttributeValue, error) {
 	if e.rows == nil {
 		db, err := e.dynamoDB(ctx)
 		if err != nil {
@@ -49,19 +59,63 @@ func (e *env) storedAttributes(ctx context.Context, key asyncevent.Key) ([]field
 		}
 		e.rows = db
 	}
-	k, err := attributevalue.MarshalMap(key)
-	if err != nil {
-		return nil, err
+	rows := make(map[asyncevent.Key]map[string]types.AttributeValue, len(keys))
+	if len(keys) == 1 {
+		k, err := attributevalue.MarshalMap(keys[0])
+		if err != nil {
+			return nil, err
+		}
+		out, err := e.rows.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.table), Key: k})
+		if err != nil {
+			return nil, err
+		}
+		rows[keys[0]] = out.Item
+		return rows, nil
 	}
-	out, err := e.rows.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.table), Key: k})
-	if err != nil {
-		return nil, err
+	var unique []asyncevent.Key // BatchGetItem refuses a key twice
+	seen := map[asyncevent.Key]bool{}
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			unique = append(unique, k)
+		}
 	}
-	var fs []field
-	for _, name := range sortedNames(out.Item) {
-		fs = append(fs, field{name: name, value: storedValue(name, out.Item[name])})
+	for chunk := range slices.Chunk(unique, 100) {
+		ks := make([]map[string]types.AttributeValue, len(chunk))
+		for i, key := range chunk {
+			k, err := attributevalue.MarshalMap(key)
+			if err != nil {
+				return nil, err
+			}
+			ks[i] = k
+		}
+		pending := map[string]types.KeysAndAttributes{e.table: {Keys: ks}}
+		for attempt := 0; len(pending) > 0; attempt++ {
+			if attempt == 5 {
+				return nil, fmt.Errorf("rows still unprocessed after %d BatchGetItem calls", attempt)
+			}
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+				}
+			}
+			out, err := e.rows.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
+			if err != nil {
+				return nil, err
+			}
+			for _, item := range out.Responses[e.table] {
+				var key asyncevent.Key
+				if err := attributevalue.UnmarshalMap(item, &key); err != nil {
+					return nil, err
+				}
+				rows[key] = item
+			}
+			pending = out.UnprocessedKeys
+		}
 	}
-	return fs, nil
+	return rows, nil
 }
 
 func sortedNames(item map[string]types.AttributeValue) []string {
@@ -104,18 +158,66 @@ func storedValue(name string, av types.AttributeValue) any {
 
 // storedEventJSON is itemJSON of an event with its row's bookkeeping attributes.
 func (e *env) storedEventJSON(ctx context.Context, ev *asyncevent.Event) map[string]any {
-	key, err := asyncevent.NewEventKey(ev.EventID, asyncevent.EventItemConfig)
-	if err != nil {
-		return itemJSON(ev)
+	return e.storedEventsJSON(ctx, []*asyncevent.Event{ev})[0]
+}
+
+// storedEventsJSON is storedEventJSON of a page of events, read in one call.
+func (e *env) storedEventsJSON(ctx context.Context, evs []*asyncevent.Event) []map[string]any {
+	items := make([]any, len(evs))
+	for i, ev := range evs {
+		items[i] = ev
 	}
-	return fieldsJSON(e.withStored(ctx, key.Key(), fieldsOf(ev)))
+	return e.storedJSON(ctx, items, func(i int) (asyncevent.Key, error) {
+		key, err := asyncevent.NewEventKey(evs[i].EventID, asyncevent.EventItemConfig)
+		return key.Key(), err
+	})
 }
 
 // storedRequestJSON is itemJSON of a request with its row's bookkeeping attributes.
 func (e *env) storedRequestJSON(ctx context.Context, r *asyncevent.Request) map[string]any {
-	key, err := asyncevent.NewRequestKey(r.RequestID)
-	if err != nil {
-		return itemJSON(r)
+	return e.storedRequestsJSON(ctx, []*asyncevent.Request{r})[0]
+}
+
+// storedRequestsJSON is storedRequestJSON of a page of requests, read in one call.
+func (e *env) storedRequestsJSON(ctx context.Context, rs []*asyncevent.Request) []map[string]any {
+	items := make([]any, len(rs))
+	for i, r := range rs {
+		items[i] = r
 	}
-	return fieldsJSON(e.withStored(ctx, key.Key(), fieldsOf(r)))
+	return e.storedJSON(ctx, items, func(i int) (asyncevent.Key, error) {
+		key, err := asyncevent.NewRequestKey(rs[i].RequestID)
+		return key.Key(), err
+	})
+}
+
+// storedJSON is itemJSON of each item with its row's bookkeeping attributes, the rows
+// read in one call; an item whose key cannot be built, or all of them when the read
+// fails (with a note on stderr), is printed as the library returned it.
+func (e *env) storedJSON(ctx context.Context, items []any, keyOf func(int) (asyncevent.Key, error)) []map[string]any {
+	out := make([]map[string]any, len(items))
+	keys := make([]asyncevent.Key, len(items))
+	ok := make([]bool, len(items))
+	var want []asyncevent.Key
+	for i := range items {
+		k, err := keyOf(i)
+		if err == nil {
+			keys[i], ok[i] = k, true
+			want = append(want, k)
+		}
+	}
+	var rows map[asyncevent.Key]map[string]types.AttributeValue
+	if len(want) > 0 {
+		var err error
+		if rows, err = e.storedRows(ctx, want); err != nil {
+			fmt.Fprintf(e.stderr, "note: the rows' bookkeeping attributes are not shown: %v\n", err)
+		}
+	}
+	for i, item := range items {
+		if !ok[i] || rows == nil {
+			out[i] = itemJSON(item)
+			continue
+		}
+		out[i] = fieldsJSON(mergeStored(fieldsOf(item), rows[keys[i]]))
+	}
+	return out
 }
