@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -81,4 +82,16 @@ func TestReview41MissingTableEveryEntryPoint(t *testing.T) {
 	_ = w.Stop(stop)
 	t.Logf("worker log:\n%s", logs.String())
 	assert.True(t, strings.Contains(logs.String(), name), "the worker's log names the table")
+}
+
+// Review 41: docs/library.md says of ErrTableNotFound and the mismatch "DynamoDB's
+// own error stays wrapped in both"; CheckTable's ErrTableNotFound drops it.
+func TestReview41CheckTableKeepsTheSDKError(t *testing.T) {
+	t.Parallel()
+	c, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: asynceventtest.UniqueTableName(t)})
+	require.NoError(t, err)
+	err = c.CheckTable(context.Background())
+	require.ErrorIs(t, err, asyncevent.ErrTableNotFound)
+	var notFound *types.ResourceNotFoundException
+	assert.ErrorAs(t, err, &notFound, "the SDK's error is still there")
 }
