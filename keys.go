@@ -136,7 +136,14 @@ func formatMillis(m EpochMillis) (string, error) {
 
 // parseMillis reads exactly 13 ASCII digits, the only form formatMillis writes.
 func parseMillis(s string) (EpochMillis, bool) {
-	if len(s) != millisDigits {
+	n, ok := parseDigits(s, millisDigits)
+	return EpochMillis(n), ok
+}
+
+// parseDigits reads a number written as exactly width ASCII digits: no sign, no
+// space, the text a builder writes and nothing else.
+func parseDigits(s string, width int) (int64, bool) {
+	if len(s) != width {
 		return 0, false
 	}
 	for i := 0; i < len(s); i++ {
@@ -145,7 +152,7 @@ func parseMillis(s string) (EpochMillis, bool) {
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	return EpochMillis(n), err == nil
+	return n, err == nil
 }
 
 // The key attributes of the table and its indexes, as Key and IndexKeys spell them.
@@ -1059,8 +1066,8 @@ func ParseProgressKey(key Key) (ProgressKey, error) {
 	if err != nil {
 		return ProgressKey{}, err
 	}
-	second, err := strconv.ParseInt(sk[1], 10, 64)
-	if err != nil || len(sk[1]) != secondsDigits || second < 0 {
+	second, ok := parseDigits(sk[1], secondsDigits)
+	if !ok {
 		return ProgressKey{}, malformed("progress key", key.SK, "want T#<10-digit unix second>")
 	}
 	return ProgressKey{eventID: parts[1], shard: shard, second: second}, nil
