@@ -128,7 +128,7 @@ func (c *Client) CheckTable(ctx context.Context) error {
 	out, err := c.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var notFound *types.ResourceNotFoundException
 	if errors.As(err, &notFound) {
-		return fmt.Errorf("%w: %s (%s)", ErrTableNotFound, name, createHint)
+		return fmt.Errorf("%w: %s (%s): %w", ErrTableNotFound, name, createHint, err)
 	}
 	if err != nil {
 		return fmt.Errorf("describe table %s: %w", name, err)

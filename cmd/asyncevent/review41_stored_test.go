@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -29,4 +32,61 @@ func TestReview41MergeStoredMixesTwoReads(t *testing.T) {
 	assert.Equal(t, asyncevent.StatusQueued, got["status"])
 	assert.NotContains(t, got, "resultCode", "a QUEUED request printed with the resultCode of a later read")
 	assert.NotContains(t, got, "finishedAt", "a QUEUED request printed with the finishedAt of a later read")
+}
+
+// The bookkeeping the CLI's -json adds from a read of the row is exactly what the
+// caller types leave out of the stored items: the attributes of the full items of
+// testdata/stored_items.golden that fieldsOf(Request) and fieldsOf(Event) do not
+// print, less the table's keys.
+func TestBookkeepingIsWhatTheCallerTypesLeaveOut(t *testing.T) {
+	golden, err := os.ReadFile("../../testdata/stored_items.golden")
+	require.NoError(t, err)
+	items := map[string]map[string]bool{}
+	var cur string
+	for _, line := range strings.Split(string(golden), "\n") {
+		switch {
+		case strings.HasPrefix(line, "# "):
+			cur = strings.TrimPrefix(line, "# ")
+			items[cur] = map[string]bool{}
+		case strings.Contains(line, " = ") && cur != "":
+			items[cur][strings.SplitN(line, " = ", 2)[0]] = true
+		}
+	}
+	leftOut := map[string]bool{}
+	for item, caller := range map[string]any{"EventConfig item": &asyncevent.Event{}, "Request item": &asyncevent.Request{}} {
+		require.Contains(t, items, item)
+		names := map[string]bool{}
+		for _, f := range allFieldsOf(caller) {
+			names[f] = true
+		}
+		for attr := range items[item] {
+			if !names[attr] && attr != "PK" && attr != "SK" && !strings.HasPrefix(attr, "GSI") {
+				leftOut[attr] = true
+			}
+		}
+	}
+	assert.Equal(t, leftOut, bookkeeping)
+}
+
+// allFieldsOf is the stored names of v's fields, zero or not.
+func allFieldsOf(v any) []string {
+	var names []string
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer {
+			ty = ty.Elem()
+		}
+		for i := 0; i < ty.NumField(); i++ {
+			f := ty.Field(i)
+			if f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			if name, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ","); name != "" && name != "-" {
+				names = append(names, name)
+			}
+		}
+	}
+	walk(reflect.TypeOf(v))
+	return names
 }

@@ -30,15 +30,28 @@ func (e *env) withStored(ctx context.Context, key asyncevent.Key, fs []field) []
 	return mergeStored(fs, rows[key])
 }
 
-// mergeStored appends to fs the stored attributes it lacks, less the table's keys and,
-// as fieldsOf, a stored false (a stored 0 is shown: seatShard 0).
+// bookkeeping are the attributes of a stored request and of a stored event that the
+// library's caller types (Request, Event) leave out: the items' own, which the CLI's
+// -json has always printed. TestBookkeepingIsWhatTheCallerTypesLeaveOut holds the list
+// to the stored items.
+var bookkeeping = map[string]bool{
+	"entityType": true, "ttl": true, // both
+	"idempotencyKey": true, "leaseOwner": true, "leaseExpiresAt": true, "seatShard": true, "seatEpoch": true, // a request
+	"emptyShards": true, "poolVersion": true, "locksKeptUntil": true, // an event
+}
+
+// mergeStored appends to fs the bookkeeping attributes of row it lacks, as fieldsOf
+// would (a stored false is not shown; a stored 0 is: seatShard 0). Only those: every
+// other field is the first read's, so that a list read from an index (which lags the
+// table) and its rows read again never print a row that never was (a QUEUED request
+// with the resultCode of a later read).
 func mergeStored(fs []field, row map[string]types.AttributeValue) []field {
 	have := map[string]bool{}
 	for _, f := range fs {
 		have[f.name] = true
 	}
 	for _, name := range sortedNames(row) {
-		if have[name] || strings.HasPrefix(name, "GSI") || name == "PK" || name == "SK" {
+		if have[name] || !bookkeeping[name] {
 			continue
 		}
 		if v := storedValue(name, row[name]); v != false {
