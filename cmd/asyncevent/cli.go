@@ -146,6 +146,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	cmd, n := lookup(rest)
+	if cmd == nil && n == 1 {
+		if misplaced, hint := flagInGroup(rest); misplaced != nil {
+			return e.failf("asyncevent", "", misplaced, hint, exitUsage)
+		}
+		if len(rest) == 1 { // a group alone: its commands
+			var usage strings.Builder
+			printGroupUsage(&usage, rest[0])
+			return e.failf("asyncevent", "", fmt.Errorf("missing command after %q", rest[0]), strings.TrimSpace(usage.String()), exitUsage)
+		}
+	}
 	if cmd == nil {
 		hint := "Run 'asyncevent help' for usage."
 		if n == 1 {
@@ -211,7 +221,8 @@ func (e *env) failf(command, usage string, err error, hint string, code int) int
 			Error   string `json:"error"`
 			Exit    int    `json:"exit"`
 			Usage   string `json:"usage,omitempty"`
-		}{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: msg, Exit: code, Usage: usage}
+			Hint    string `json:"hint,omitempty"` // what to type instead, as the text output says
+		}{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: msg, Exit: code, Usage: usage, Hint: hint}
 		enc := json.NewEncoder(e.stderr)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(v)

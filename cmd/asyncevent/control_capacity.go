@@ -18,6 +18,14 @@ import (
 // under the key of a run whose answer was lost, it applies nothing twice and says
 // the control was applied before.
 
+// checkKey checks an -idempotency-key as every ID flag is checked: one message, exit 2.
+func checkKey(key string) error {
+	if key == "" {
+		return nil
+	}
+	return checkID("-idempotency-key", key)
+}
+
 // idempotencyKeyFlag is the -idempotency-key flag of the controls of seats.
 func idempotencyKeyFlag(fs *flag.FlagSet, key *string) {
 	fs.StringVar(key, "idempotency-key", "", "run under `KEY` (a UUID, say): a run again under the same key after one whose answer was lost "+
@@ -54,6 +62,9 @@ func eventAddCapacityCmd() *command {
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			toShard, err := addCapacityFlags(fs, args, actor, seats, shard)
 			if err != nil {
+				return err
+			}
+			if err := checkKey(key); err != nil {
 				return err
 			}
 			c, err := e.client(ctx)
@@ -160,6 +171,9 @@ func requestCancelCmd() *command {
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := controlArgs(args, "REQUEST_ID", actor); err != nil {
+				return err
+			}
+			if err := checkKey(key); err != nil {
 				return err
 			}
 			c, err := e.client(ctx)

@@ -61,6 +61,30 @@ func misplacedFlag(top *flag.FlagSet, args []string) (err error, hint string) {
 	return nil, ""
 }
 
+// flagInGroup explains a group's flag put before its command (event -capacity 3
+// create sale): when a later word names a command of the group, the hint is the line
+// with that command moved before the flag. It returns nil when rest (the command line
+// from the group on) is not so.
+func flagInGroup(rest []string) (err error, hint string) {
+	if len(rest) < 3 || !strings.HasPrefix(rest[1], "-") || rest[1] == "-" || rest[1] == "--" {
+		return nil, ""
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(rest[1], "-"), "=")
+	for j := 2; j < len(rest); j++ {
+		cmd, n := lookup([]string{rest[0], rest[j]})
+		if cmd == nil || n != 2 {
+			continue
+		}
+		if commandFlags(cmd).Lookup(name) == nil {
+			return fmt.Errorf("flag -%s is not a flag of %s", name, cmd.name), fmt.Sprintf("Run 'asyncevent help %s' for its flags.", cmd.name)
+		}
+		fixed := append(append([]string{rest[0], rest[j]}, rest[1:j]...), rest[j+1:]...)
+		return fmt.Errorf("flag -%s goes after the command: it is a flag of %s", name, cmd.name),
+			"Did you mean: asyncevent " + shellJoin(fixed)
+	}
+	return nil, ""
+}
+
 // commandFlags returns a flag set with cmd's own flags.
 func commandFlags(cmd *command) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)

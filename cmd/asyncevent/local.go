@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -66,8 +67,11 @@ func (e *env) findLocal(ctx context.Context) error {
 	if _, err := db.ListTables(probe, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) {
 		o.RetryMaxAttempts = 1
 	}); err != nil {
-		return fmt.Errorf("the DynamoDB Local at %s (from -endpoint or %s) does not answer: unset %s to start one here: %w",
-			e.endpoint, envEndpoint, envEndpoint, err)
+		fix := fmt.Sprintf("leave out -endpoint to start one here (and unset %s if it is set)", envEndpoint)
+		if os.Getenv(envEndpoint) == e.endpoint {
+			fix = fmt.Sprintf("unset %s to start one here", envEndpoint)
+		}
+		return fmt.Errorf("the DynamoDB Local at %s does not answer: %s: %w", e.endpoint, fix, err)
 	}
 	return e.printLocal(e.endpoint, dynamodblocal.SourceEnv, false)
 }

@@ -35,7 +35,7 @@ func TestLocalFindsTheOneGiven(t *testing.T) {
 
 	_, errOut, code = cli(t, "-endpoint", "http://127.0.0.1:1", "local")
 	assert.Equal(t, exitFailure, code)
-	assert.Contains(t, errOut, "http://127.0.0.1:1 (from -endpoint or DYNAMODB_ENDPOINT) does not answer: unset DYNAMODB_ENDPOINT to start one here")
+	assert.Contains(t, errOut, "http://127.0.0.1:1 does not answer: leave out -endpoint to start one here")
 }
 
 // local without an endpoint starts a DynamoDB Local as the tests do, prints the export

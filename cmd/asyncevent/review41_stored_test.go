@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
 // Review 41: the lists' -json read a page from an index (eventually consistent, and a
@@ -89,4 +95,34 @@ func allFieldsOf(v any) []string {
 	}
 	walk(reflect.TypeOf(v))
 	return names
+}
+
+// A page's rows are read again in BatchGetItem calls of at most 100 keys, a key asked
+// twice read once (BatchGetItem refuses duplicates), a row the table lacks left out.
+func TestStoredRowsInBatches(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+	e := &env{globals: globals{table: f.table, endpoint: asynceventtest.Endpoint(t)}, stderr: io.Discard}
+	db := asynceventtest.DynamoDB(t)
+	var keys []asyncevent.Key
+	for i := range 150 {
+		k, err := asyncevent.NewRequestKey(fmt.Sprintf("r%03d", i))
+		require.NoError(t, err)
+		keys = append(keys, k.Key())
+		if i%3 == 0 {
+			continue // not on the table
+		}
+		item, err := attributevalue.MarshalMap(map[string]any{"PK": k.Key().PK, "SK": k.Key().SK, "entityType": "REQUEST", "ttl": i})
+		require.NoError(t, err)
+		_, err = db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(f.table), Item: item})
+		require.NoError(t, err)
+	}
+	rows, err := e.storedRows(context.Background(), append(keys, keys[1], keys[149]))
+	require.NoError(t, err)
+	assert.Len(t, rows, 100)
+	for i, k := range keys {
+		_, read := rows[k]
+		assert.Equal(t, i%3 != 0, read, "row %d", i)
+	}
 }

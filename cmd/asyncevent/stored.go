@@ -104,8 +104,8 @@ func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asynce
 		}
 		pending := map[string]types.KeysAndAttributes{e.table: {Keys: ks}}
 		for attempt := 0; len(pending) > 0; attempt++ {
-			if attempt == 5 {
-				return nil, fmt.Errorf("rows still unprocessed after %d BatchGetItem calls", attempt)
+			if attempt == 5 { // the rows read stand; the others print as the library returned them
+				return rows, fmt.Errorf("%d rows still unprocessed after %d BatchGetItem calls", len(pending[e.table].Keys), attempt)
 			}
 			if attempt > 0 {
 				select {
@@ -222,15 +222,16 @@ func (e *env) storedJSON(ctx context.Context, items []any, keyOf func(int) (asyn
 	if len(want) > 0 {
 		var err error
 		if rows, err = e.storedRows(ctx, want); err != nil {
-			fmt.Fprintf(e.stderr, "note: the rows' bookkeeping attributes are not shown: %v\n", err)
+			fmt.Fprintf(e.stderr, "note: rows' bookkeeping attributes are not shown: %v\n", err)
 		}
 	}
 	for i, item := range items {
-		if !ok[i] || rows == nil {
+		row, read := rows[keys[i]]
+		if !ok[i] || !read {
 			out[i] = itemJSON(item)
 			continue
 		}
-		out[i] = fieldsJSON(mergeStored(fieldsOf(item), rows[keys[i]]))
+		out[i] = fieldsJSON(mergeStored(fieldsOf(item), row))
 	}
 	return out
 }

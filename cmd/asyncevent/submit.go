@@ -187,6 +187,10 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 			if perr := checkID("-prefix", prefix); perr != nil {
 				return nil, perr
 			}
+			var bad *asyncevent.InvalidIDError
+			if errors.As(err, &bad) { // the prefix is a valid ID, the names it makes are not (too long)
+				return nil, usagef("invalid -prefix %q: the user IDs it makes (%s) are not: %s", prefix, names[0], bad.Reason)
+			}
 			return nil, usagef("-prefix %q: %v", prefix, err)
 		}
 		return names, nil
