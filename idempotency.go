@@ -98,8 +98,10 @@ const participateAttempts = 3
 //
 // Between the two puts a lock can be left without its request: the process died, or
 // the request's put failed for certain and the lock could not be released (a put that
-// failed for certain releases it: DeleteItem, condition requestId = this request, so
-// the user may click again). Submit heals such a lock on the user's next click once
+// failed for certain releases it, so the user may click again: the "release lock:
+// request absent" row, one transaction of a DeleteItem of the lock, condition
+// requestId = this request, and a ConditionCheck of REQ#<requestId> / META,
+// attribute_not_exists(PK): a lock whose request landed after all is kept). Submit heals such a lock on the user's next click once
 // Options.RedriveAfter has passed: it writes the request from the lock and sends it.
 // A put whose answer was lost is settled within the call: a lock or request found
 // holding this call's own requestId is recognised as its own, not a duplicate. A

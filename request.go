@@ -353,7 +353,8 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 // the request): the Transition is not applied and nothing changes.
 //
 // A FIRST_COME request's home shard is closed to its claims first (the "first-come
-// seat closed" row, UpdateItem of the home shard, ADD void the request's seat token,
+// seat closed" row, UpdateItem of the home shard, ADD void the request's fence token
+// (its seat token at its seatEpoch),
 // condition attribute_exists(PK) AND NOT contains(holders, seatToken)): a message
 // that reached the queue after all may have a claim on its way there. When that finds
 // the request's seat, the message got through and won: not applied, and the
@@ -400,9 +401,10 @@ func (c *Client) closeHomeIfFirstCome(ctx context.Context, ref RequestRef) (held
 //
 // StartProcessing is the "start processing" row: UpdateItem PK REQ#<requestId>, SK
 // META, SET status = PROCESSING, startedAt, leaseOwner and leaseExpiresAt = now +
-// lease.Duration, and seatShard = if_not_exists(seatShard, the first capacity shard of
-// the request's order); condition: status = QUEUED OR status = RECEIVED OR (status =
-// PROCESSING AND leaseExpiresAt ≤ now), the last being a takeover of an expired lease,
+// lease.Duration, seatShard = if_not_exists(seatShard, the first capacity shard of
+// the request's order) and seatEpoch = if_not_exists(seatEpoch, 0); condition:
+// status = QUEUED OR status = RECEIVED OR (status = PROCESSING AND leaseExpiresAt ≤
+// now), the last being a takeover of an expired lease,
 // which keeps the seatShard of the delivery before it. A start whose answer was lost
 // and whose retry meets the request PROCESSING under lease.Owner is applied. A request
 // met RECEIVED (its
@@ -491,8 +493,10 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 // MarkCapacityRejected is the "first-come capacity rejected" row: UpdateItem PK
 // REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
 // REJECTED_CAPACITY, finishedAt; condition status = PROCESSING AND leaseOwner =
-// lease.Owner. A lost condition is not an error: the Transition holds the request as
-// it is.
+// lease.Owner. On an event with holds, whose losers wait for a seat given back until
+// it closes, it is the "first-come waitlisted (lease)" row instead: SET status =
+// WAITLISTED, uiResult WAITLISTED, the same condition. A lost condition is not an
+// error: the Transition holds the request as it is.
 func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
 	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
@@ -505,7 +509,7 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 }
 
 // markCapacityRejected is MarkCapacityRejected, WAITLISTED (the "first-come waitlisted
-// under lease" row) when waitlist is set.
+// (lease)" row) when waitlist is set.
 func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist bool) (Transition, error) {
 	w := write{row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity)}
 	if waitlist {
@@ -523,8 +527,10 @@ func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease
 // status = REJECTED, uiResult REJECTED, resultCode REJECTED_CAPACITY, finishedAt and
 // startedAt, both now (the worker reached it and ended it in the same write, so its
 // detail shows queuedAt → startedAt → finishedAt as every finished request's does);
-// condition: status = QUEUED OR status = RECEIVED. No PROCESSING write, no
-// lease, no handler: the losers are most of a spike. Call it only once a seat claim
+// condition: status = QUEUED OR status = RECEIVED; on an event with holds the
+// "first-come waitlisted" row instead, SET status = WAITLISTED, uiResult WAITLISTED,
+// startedAt, the same condition (it waits for a seat given back until the event
+// closes). No PROCESSING write, no lease, no handler: the losers are most of a spike. Call it only once a seat claim
 // of the event has found no seat left (an empty capacity item stays empty) and the
 // request's home shard shows no seat of it (a home claim may hold one before any
 // write on the request). A lost condition

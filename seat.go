@@ -366,9 +366,13 @@ func claimBackoff(attempt int) time.Duration {
 // every shard is empty): SET capacityRemaining = capacityRemaining - 1, updatedAt,
 // ADD holders the request's seat token, condition capacityRemaining > 0 AND NOT
 // contains(holders, seatToken) AND NOT contains(void, fenceToken) (the seat token at
-// the request's seatEpoch). Then UpdateItem PK REQ#<requestId>, SK META, SET status =
-// SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt, condition status =
-// PROCESSING AND leaseOwner = lease.Owner; with the status log entry. A claim that
+// the request's seatEpoch); on the pool it is the "pool seat claimed" row, the same
+// update of PK EVENT#<eventId>#RETURNS, SK RETURNS. Then UpdateItem PK REQ#<requestId>,
+// SK META, SET status = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, finishedAt,
+// condition status = PROCESSING AND leaseOwner = lease.Owner; on an event with holds
+// the "first-come held" row instead, SET status = HELD, uiResult HELD, holdExpiresAt,
+// the same condition (and the hold's items: EventSettings.HoldFor); with the status
+// log entry. A claim that
 // finds the request's token there (its own send applied but unanswered, or an
 // earlier delivery's claim before it died) has its seat already and goes on to
 // SUCCEEDED: a request never takes two.
@@ -376,22 +380,27 @@ func claimBackoff(attempt int) time.Duration {
 // A place that is empty, closed to the request, or that refuses the claim for
 // throughput three times is left for the next shard of the request's order that is
 // not known empty, then the pool: a place a claim of the request may still land on is
-// closed to it first (the "first-come seat closed" row: UpdateItem of the place, ADD
-// void fenceToken, condition attribute_exists(PK) AND NOT contains(holders,
-// seatToken); when that finds the request's seat, the request takes it), then the
+// closed to it first (the "first-come seat closed" row, or "pool seat closed" on the
+// pool: UpdateItem of the place, ADD void fenceToken, condition attribute_exists(PK)
+// AND NOT contains(holders, seatToken); when that finds the request's seat, the
+// request takes it), then the
 // "first-come seat moved" row, UpdateItem PK REQ#<requestId>, SK META, SET seatShard,
 // seatEpoch (the claim's epoch + 1: one delivery holds the lease, so one writes it),
 // condition status = PROCESSING AND leaseOwner = lease.Owner. With capacity shards, the claim that takes a shard's last seat
 // (capacityRemaining was 1, ReturnValues UPDATED_OLD) adds it to the event's
 // emptyShards (the "capacity shard empty" row, UpdateItem PK EVENT#<eventId>, SK
-// CONFIG, ADD emptyShards). The request is refused (SoldOut) only when every shard
-// is empty and the pool is empty and closed to it; the error matches ErrThrottled
-// when a shard that holds seats refused it and no other has any.
+// CONFIG, ADD emptyShards), and once every shard is empty the claim that finds so
+// sets soldOut on each (the "capacity shard sold out" row: UpdateItem of the shard,
+// SET soldOut = true, condition attribute_exists(PK)). The request is refused
+// (SoldOut) only when every shard is empty and the pool is empty and closed to it; the
+// error matches ErrThrottled when a shard that holds seats refused it and no other
+// has any.
 //
 // Call it after StartProcessing, under the lease it took. A lost condition is not an
 // error: when the request is not PROCESSING under this lease the Transition is not
 // applied and holds the request as it is; when no seat is left SoldOut is set. An
-// event without a CAPACITY item is errNoCapacity.
+// event without a CAPACITY item is an error that names the event and the key it
+// looked for.
 func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
 	if _, err := NewRequestKey(ref.RequestID); err != nil {
 		return Transition{}, err
