@@ -46,16 +46,20 @@ func progressShards(cfg *eventItem) int {
 
 // The defaults of the progress options.
 const (
-	defaultProgressEvery    = time.Second
+	defaultProgressEvery    = 200 * time.Millisecond
 	defaultProgressCacheTTL = time.Second
 	// progressTTL is how long a progress item is kept.
 	progressTTL = 7 * 24 * time.Hour
 )
 
-// The params of the progress row: a0 … a9 and d0 … d9, the counts of each tenth.
+// The params of the progress row: a0 … a9 and d0 … d9, the counts of each tenth,
+// and o0 … o9, the sum over each tenth's arrivals of their millisecond in it plus one
+// (1–100), whose mean tells where in the tenth they came (a sum of 0 is a count
+// written without it: its arrivals are taken as spread over the tenth).
 var (
 	arrivedSlots       = slotNames("a")
 	reachedSlots       = slotNames("d")
+	offsetSlots        = slotNames("o")
 	pProgressTTL param = "progressTtl"
 )
 
@@ -76,7 +80,7 @@ var progressRow = row{
 
 func progressAdds() []set {
 	var adds []set
-	for _, names := range [][progressSlots]string{arrivedSlots, reachedSlots} {
+	for _, names := range [][progressSlots]string{arrivedSlots, reachedSlots, offsetSlots} {
 		for _, n := range names {
 			adds = append(adds, addTo(n, param(n)))
 		}
@@ -87,6 +91,7 @@ func progressAdds() []set {
 // progressCounts is what a node counted of one second of one event.
 type progressCounts struct {
 	arrived, reached [progressSlots]int64
+	offsets          [progressSlots]int64 // each arrival's millisecond in its tenth, plus one
 }
 
 // progressSecond names one second of one event's counts.
@@ -113,7 +118,10 @@ func newProgressMeter(c *Client, every time.Duration) *progressMeter {
 
 // arrived counts a request of eventID queued at.
 func (m *progressMeter) arrived(eventID string, at EpochMillis) {
-	m.count(eventID, at, func(p *progressCounts, slot int) { p.arrived[slot]++ })
+	m.count(eventID, at, func(p *progressCounts, slot int) {
+		p.arrived[slot]++
+		p.offsets[slot] += int64(at)%(1000/progressSlots) + 1
+	})
 }
 
 // reached counts a request of eventID a worker finished at.
@@ -200,6 +208,7 @@ func (m *progressMeter) putBack(k progressSecond, p *progressCounts) {
 	for i := range progressSlots {
 		cur.arrived[i] += p.arrived[i]
 		cur.reached[i] += p.reached[i]
+		cur.offsets[i] += p.offsets[i]
 	}
 }
 
@@ -214,6 +223,7 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 	for i := range progressSlots {
 		a[param(arrivedSlots[i])] = p.arrived[i]
 		a[param(reachedSlots[i])] = p.reached[i]
+		a[param(offsetSlots[i])] = p.offsets[i]
 	}
 	if err := m.c.do(ctx, txOptions{}, []write{{row: &progressRow, key: key.Key(), args: a}}); err != nil {
 		return fmt.Errorf("progress of %s: %w", k.eventID, err)
@@ -224,8 +234,9 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 // FlushProgress writes the counts of the event's progress this client holds now,
 // rather than at the next Options.ProgressEvery: the "progress counted" row, one
 // UpdateItem per event and second counted (PK EVENT#<eventId>#PROGRESS#<p>, SK
-// T#<unix second>, ADD a0 … a9 and d0 … d9, the arrivals and the requests reached in
-// each tenth of the second; no condition). Call it before a process that counted
+// T#<unix second>, ADD a0 … a9, d0 … d9 and o0 … o9: the arrivals and the requests
+// reached in each tenth of the second, and where in the tenth the arrivals came; no
+// condition). Call it before a process that counted
 // (ingest, a worker) ends, such as at the end of a Lambda invocation.
 func (c *Client) FlushProgress(ctx context.Context) error {
 	return c.progress.flush(ctx)
@@ -235,11 +246,19 @@ func (c *Client) FlushProgress(ctx context.Context) error {
 // a second over the last progressSpan at most, cumulative, on top of the counts
 // before it.
 type progressView struct {
-	readAt time.Time
-	first  int64      // the first tenth held (unix tenths of a second)
-	base   [2]int64   // the arrivals and the requests reached before first
-	cum    [2][]int64 // cum[k][i]: the count k (arrived, reached) before tenth first+i+1
+	readAt  time.Time
+	first   int64      // the first tenth held (unix tenths of a second)
+	base    [2]int64   // the arrivals and the requests reached before first
+	cum     [2][]int64 // cum[k][i]: the count k (arrived, reached) before tenth first+i+1
+	offsets []int64    // offsets[i]: tenth first+i's arrivals' sum of millisecond plus one
 }
+
+// tenthCounts is one tenth of a second of an event's progress as read: its
+// arrivals, its requests reached, and its arrivals' sum of millisecond plus one.
+type tenthCounts [3]int64
+
+// arrivalOffsets is the index of a tenthCounts' sum of arrival offsets.
+const arrivalOffsets = 2
 
 // The counts of a view.
 const (
@@ -256,8 +275,8 @@ const progressSpan = 15 * time.Minute
 
 // readProgress reads the progress items of the event from the second since on: a
 // Query of each of its progress partitions (SK ≥ T#<since>), all pages.
-func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) (map[int64][2]int64, error) {
-	tenths := map[int64][2]int64{}
+func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) (map[int64]tenthCounts, error) {
+	tenths := map[int64]tenthCounts{}
 	from := ProgressKey{eventID: cfg.EventID, second: since}.Key().SK
 	for shard := range progressShards(cfg) {
 		key := expression.Key(attrPK).Equal(expression.Value(progressPartition(cfg.EventID, shard))).
@@ -285,6 +304,7 @@ func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) 
 					t := tenths[k.second*progressSlots+int64(i)]
 					t[0] += slots[arrivedSlots[i]]
 					t[1] += slots[reachedSlots[i]]
+					t[arrivalOffsets] += slots[offsetSlots[i]]
 					tenths[k.second*progressSlots+int64(i)] = t
 				}
 			}
@@ -308,7 +328,7 @@ func slotCounts(raw map[string]types.AttributeValue) map[string]int64 {
 
 // newProgressView makes the cumulative view of the counts by tenth, on top of the
 // counts before them (base).
-func newProgressView(tenths map[int64][2]int64, base [2]int64, readAt time.Time) *progressView {
+func newProgressView(tenths map[int64]tenthCounts, base [2]int64, readAt time.Time) *progressView {
 	v := &progressView{readAt: readAt, base: base, first: readAt.UnixMilli() / 100}
 	if len(tenths) == 0 {
 		return v
@@ -326,12 +346,14 @@ func newProgressView(tenths map[int64][2]int64, base [2]int64, readAt time.Time)
 	for k := range v.cum {
 		v.cum[k] = make([]int64, n)
 	}
+	v.offsets = make([]int64, n)
 	for i := range n {
 		c := tenths[first+int64(i)]
 		for k := range v.cum {
 			sum[k] += c[k]
 			v.cum[k][i] = sum[k]
 		}
+		v.offsets[i] = c[arrivalOffsets]
 	}
 	return v
 }
@@ -345,8 +367,7 @@ func (v *progressView) total(k int) int64 {
 }
 
 // at returns the count k before time t (unix milliseconds): every tenth before t's,
-// and the part of t's own tenth up to t, the tenth's counts taken as spread evenly
-// over it.
+// and the part of t's own tenth up to t (within).
 func (v *progressView) at(k int, t int64) float64 {
 	cum := v.cum[k]
 	i := int(t/100 - v.first)
@@ -360,9 +381,75 @@ func (v *progressView) at(k int, t int64) float64 {
 	if i > 0 {
 		before = cum[i-1]
 	}
-	frac := float64(t%100) / 100
-	return float64(before) + frac*float64(cum[i]-before)
+	return float64(before) + v.within(k, i, t%100, cum[i]-before)*float64(cum[i]-before)
 }
+
+// within returns the share of tenth i's n counts k that came before millisecond ms
+// of it. The requests reached are taken as spread evenly over the tenth; the
+// arrivals as spread evenly over a span about their mean millisecond: from the
+// tenth's start to twice the mean, or from twice the mean less the tenth to its
+// end, whichever fits in it. The tenth a burst ends in is filled only in its first
+// part, the one it starts in only in its last, and a request queued there is placed
+// among its tenth's arrivals by that, not as if they were spread over the whole.
+func (v *progressView) within(k, i int, ms int64, n int64) float64 {
+	even := float64(ms) / 100
+	if k != arrivals || n <= 0 || v.offsets == nil || v.offsets[i] <= 0 {
+		return even
+	}
+	mean := float64(v.offsets[i])/float64(n) - 0.5 // of the tenth's continuous milliseconds
+	lo, hi := 0.0, 2*mean
+	if mean > 50 {
+		lo, hi = 2*mean-100, 100
+	}
+	if hi-lo < 1 {
+		hi = lo + 1 // one millisecond: they came at once
+	}
+	return min(max((float64(ms)-lo)/(hi-lo), 0), 1)
+}
+
+// arrivedBefore returns A(q), the requests queued before q (unix ms), when the
+// view's counts are complete up to cut. Up to the read it is nowAt; past the read,
+// where nothing can have been counted yet, the arrivals are carried on at the pace
+// nowAt gives them over the progressPaceWindow before the read.
+func (v *progressView) arrivedBefore(q, cut int64, every time.Duration) float64 {
+	read := v.readAt.UnixMilli()
+	a := v.nowAt(min(q, read), cut, every)
+	if q > read {
+		pace := (a - v.nowAt(read-progressPaceWindow.Milliseconds(), cut, every)) / float64(progressPaceWindow.Milliseconds())
+		a += max(pace, 0) * float64(q-read)
+	}
+	return a
+}
+
+// nowAt returns the arrivals before t (unix ms, at most the read) when the view's
+// counts are complete up to cut: the tenths after cut hold the counts only of the
+// nodes that have written them yet, so they are scaled up by the share of nodes that
+// have. A node writes a moment's counts within every of it, at a phase of its own,
+// so of a moment x a read at r holds about (r − x) ÷ every of the nodes' counts (at
+// least progressNowShare, so that a tenth few nodes wrote yet is not blown up from
+// one early node).
+func (v *progressView) nowAt(t, cut int64, every time.Duration) float64 {
+	if t <= cut {
+		return v.at(arrivals, t)
+	}
+	a := v.at(arrivals, cut)
+	read := v.readAt.UnixMilli()
+	for from := cut; from < t; {
+		to := min((from/100+1)*100, t)
+		share := float64(read-(from+to)/2) / float64(every.Milliseconds())
+		a += (v.at(arrivals, to) - v.at(arrivals, from)) / min(max(share, progressNowShare), 1)
+		from = to
+	}
+	return a
+}
+
+// progressPaceWindow is the span before a read over which arrivedBefore measures the
+// pace of arrivals it carries on past the read.
+const progressPaceWindow = 500 * time.Millisecond
+
+// progressNowShare is the least share of the nodes' counts arrivedBefore takes a
+// tenth past the view's complete counts to hold.
+const progressNowShare = 0.25
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a
 // FIRST_COME event) stands, estimated from the event's progress: the requests queued
@@ -414,21 +501,26 @@ const rateWindow = 5 * time.Second
 // writes its counts every Options.ProgressEvery (this client's, taken as every
 // node's), and a write takes a moment more.
 func (c *Client) progressComplete(v *progressView) int64 {
-	every := c.opts.ProgressEvery
-	if every <= 0 {
-		every = defaultProgressEvery
+	return v.readAt.Add(-c.progressEvery() - progressWriteTime).UnixMilli()
+}
+
+// progressEvery is the period at which the nodes write their counts: this client's,
+// or the default when it counts nothing.
+func (c *Client) progressEvery() time.Duration {
+	if every := c.opts.ProgressEvery; every > 0 {
+		return every
 	}
-	return v.readAt.Add(-every - progressWriteTime).UnixMilli()
+	return defaultProgressEvery
 }
 
 // progressWriteTime is the time a node's write of its counts may take to land (with
 // room: a late write makes the rate, and so every estimate, too low).
-const progressWriteTime = 250 * time.Millisecond
+const progressWriteTime = 100 * time.Millisecond
 
 // rate returns the requests finished a second over the tenths of the rateWindow
 // before cut (unix ms), from the first request finished, in which the line was not
 // empty: the workers' pace while they had work, not diluted by the moments they
-// waited for it. Zero when the line had less than half a second of work in the window.
+// waited for it. Zero when the line had less than 0.3 s of work in the window.
 func (v *progressView) rate(cut int64) float64 {
 	first := max(cut-rateWindow.Milliseconds(), v.firstDone()) / 100
 	var busy, done float64
@@ -440,7 +532,7 @@ func (v *progressView) rate(cut int64) float64 {
 		busy++
 		done += v.at(finished, end) - v.at(finished, start)
 	}
-	if busy < 5 {
+	if busy < 3 {
 		return 0
 	}
 	return done / (busy / 10)
@@ -474,7 +566,7 @@ func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) 
 	rate := v.rate(cut)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	ahead := max(v.at(arrivals, int64(queuedAt))-v.doneBy(now.UnixMilli(), cut, rate), 0)
+	ahead := max(v.arrivedBefore(int64(queuedAt), cut, c.progressEvery())-v.doneBy(now.UnixMilli(), cut, rate), 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt}
 	if rate > 0 {
 		e.Wait = time.Duration(ahead / rate * float64(time.Second))
@@ -517,7 +609,7 @@ type progressEntry struct {
 	used     atomic.Int64                 // when a poll last asked (unix ms), for eviction
 	failedAt time.Time                    // when the last refresh failed, if it did
 	failure  error
-	tenths   map[int64][2]int64 // the counts read of the last progressSpan, by tenth
+	tenths   map[int64]tenthCounts // the counts read of the last progressSpan, by tenth
 	base     [2]int64           // the counts before them
 	fullAt   time.Time          // when the whole span was last read
 }
@@ -530,19 +622,32 @@ type progressEntry struct {
 // after a pause, a clock behind) are read within a minute.
 const progressReread = time.Minute
 
+// progressRefreshGap is the least time between two reads of an event's progress by
+// a node for the polls of requests whose arrivals are still being written.
+const progressRefreshGap = 200 * time.Millisecond
+
 // progressAhead is how far past the read a count's tenth may be and still be
 // taken: a node whose clock runs ahead writes tenths that have not happened yet,
 // which are read again when they have.
 const progressAhead = time.Minute
 
-// eventProgress returns the event's progress, read at most ProgressCacheTTL ago.
+// eventProgress returns the event's progress, read at most ProgressCacheTTL ago, and
+// at most progressRefreshGap ago when a poll asks about a request queued at need
+// (unix ms; 0 for none) past the moment the copy's counts are complete: a request's
+// first polls come while the arrivals before it are being written, and each later
+// read holds more of them.
 // While one poll refreshes it the others take the view before; a refresh that
 // failed is not tried again for ProgressCacheTTL (the view before stands meanwhile,
 // if there is one).
-func (c *Client) eventProgress(ctx context.Context, cfg *eventItem) (*progressView, error) {
+func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, need int64) (*progressView, error) {
 	now := c.opts.Clock()
 	e := c.progressReads.entry(cfg.EventID, now)
-	fresh := func(v *progressView) bool { return v != nil && now.Sub(v.readAt) < c.opts.ProgressCacheTTL }
+	fresh := func(v *progressView) bool {
+		if v == nil || now.Sub(v.readAt) >= c.opts.ProgressCacheTTL {
+			return false
+		}
+		return need <= c.progressComplete(v) || now.Sub(v.readAt) < progressRefreshGap
+	}
 	if v := e.view.Load(); fresh(v) {
 		return v, nil
 	}
@@ -612,9 +717,9 @@ func (pc *progressCache) entry(eventID string, now time.Time) *progressEntry {
 // was read of those seconds before, and the tenths that fall out of the
 // progressSpan are added to the sums before it. Tenths more than progressAhead past
 // now are left out until they come near.
-func (e *progressEntry) merge(fresh map[int64][2]int64, since int64, now time.Time) {
+func (e *progressEntry) merge(fresh map[int64]tenthCounts, since int64, now time.Time) {
 	if e.tenths == nil {
-		e.tenths = map[int64][2]int64{}
+		e.tenths = map[int64]tenthCounts{}
 	}
 	for t := range e.tenths {
 		if t >= since*progressSlots {
@@ -649,7 +754,7 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	if err != nil {
 		return
 	}
-	v, err := c.eventProgress(ctx, cfg)
+	v, err := c.eventProgress(ctx, cfg, int64(r.QueuedAt))
 	if err != nil {
 		c.opts.Logger.WarnContext(ctx, "the progress of an event could not be read", "eventId", r.EventID, "error", err)
 		return
@@ -673,7 +778,7 @@ func (c *Client) QueueStats(ctx context.Context, eventID string) (QueueStats, er
 	case c.progress == nil:
 		return QueueStats{}, fmt.Errorf("%w: this client does not count progress (Options.ProgressEvery < 0)", ErrInvalidEvent)
 	}
-	v, err := c.eventProgress(ctx, cfg)
+	v, err := c.eventProgress(ctx, cfg, 0)
 	if err != nil {
 		return QueueStats{}, err
 	}

@@ -7,7 +7,7 @@ import (
 
 // The workers' rate is their pace over the tenths the line was not empty.
 func TestProgressRate(t *testing.T) {
-	tenths := map[int64][2]int64{0: {1000, 0}}
+	tenths := map[int64]tenthCounts{0: {1000, 0}}
 	for i := int64(10); i < 100; i++ {
 		c := tenths[i]
 		c[1] = 6
@@ -18,9 +18,9 @@ func TestProgressRate(t *testing.T) {
 		t.Fatalf("rate %v, want 60", got)
 	}
 	// An idle line: 10 finished, then nobody waits for 5 s, then 6 a tenth again.
-	idle := map[int64][2]int64{0: {10, 0}, 1: {0, 10}, 60: {100, 6}}
+	idle := map[int64]tenthCounts{0: {10, 0}, 1: {0, 10}, 60: {100, 6}}
 	for i := int64(61); i < 70; i++ {
-		idle[i] = [2]int64{0, 6}
+		idle[i] = tenthCounts{0, 6}
 	}
 	v = newProgressView(idle, [2]int64{}, time.UnixMilli(7000))
 	if got := v.rate(7000); got < 59 || got > 101 {
@@ -36,11 +36,11 @@ func TestProgressOfALongEventIsBounded(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
 	// Two hours: 30 arrivals and 30 finished a second, read a minute at a time.
 	for minute := int64(1); minute <= 120; minute++ {
-		fresh := map[int64][2]int64{}
+		fresh := map[int64]tenthCounts{}
 		since := start.Unix() + (minute-2)*60
 		for sec := max(since, start.Unix()); sec < start.Unix()+minute*60; sec++ {
 			for slot := range int64(progressSlots) {
-				fresh[sec*progressSlots+slot] = [2]int64{3, 3}
+				fresh[sec*progressSlots+slot] = tenthCounts{3, 3}
 			}
 		}
 		e.merge(fresh, since, start.Add(time.Duration(minute)*time.Minute))
@@ -78,7 +78,7 @@ func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	var e progressEntry
 	tenth := now.UnixMilli() / 100
-	e.merge(map[int64][2]int64{tenth: {5, 0}, tenth + 30*24*3600*10: {1, 0}}, now.Unix()-60, now)
+	e.merge(map[int64]tenthCounts{tenth: {5, 0}, tenth + 30*24*3600*10: {1, 0}}, now.Unix()-60, now)
 	v := e.view.Load()
 	if n := len(v.cum[arrivals]); n > int(progressSpan/(100*time.Millisecond))+1 {
 		t.Fatalf("the view holds %d tenths, beyond the span's", n)
