@@ -108,8 +108,15 @@ type progressMeter struct {
 
 	mu      sync.Mutex
 	pending map[progressSecond]*progressCounts
+	late    int64      // the most a count pending came after its moment (ms)
 	armed   bool       // a flush is due
 	flushMu sync.Mutex // one flush at a time
+
+	// lag is how long after its moment a count of this node lands on the table, less
+	// the wait for the next flush (ms): the time from a request's queuedAt to its
+	// count (Submit's puts) and a flush's write, smoothed over the flushes, rising
+	// at once.
+	lag atomic.Int64
 }
 
 func newProgressMeter(c *Client, every time.Duration) *progressMeter {
@@ -134,8 +141,10 @@ func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progress
 		return
 	}
 	k := progressSecond{eventID: eventID, second: int64(at) / 1000}
+	late := int64(m.c.now() - at)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.late = max(m.late, late)
 	add(m.pendingOf(k), int(int64(at)%1000)/(1000/progressSlots))
 }
 
@@ -166,10 +175,12 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	m.flushMu.Lock()
 	defer m.flushMu.Unlock()
 	m.mu.Lock()
-	batch := m.pending
-	m.pending = map[progressSecond]*progressCounts{}
+	batch, late := m.pending, m.late
+	m.pending, m.late = map[progressSecond]*progressCounts{}, 0
 	m.armed = false
 	m.mu.Unlock()
+	began := time.Now()
+	defer func() { m.measured(late + time.Since(began).Milliseconds()) }()
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -197,6 +208,13 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// measured takes in the lag of a flush's counts (ms): the lag rises to it at once
+// and falls towards it by a fifth a flush.
+func (m *progressMeter) measured(lag int64) {
+	old := m.lag.Load()
+	m.lag.Store(max(lag, old-(old-lag)/5))
 }
 
 // putBack returns counts a write could not store to the pending ones, and arms the
@@ -411,11 +429,11 @@ func (v *progressView) within(k, i int, ms int64, n int64) float64 {
 // view's counts are complete up to cut. Up to the read it is nowAt; past the read,
 // where nothing can have been counted yet, the arrivals are carried on at the pace
 // nowAt gives them over the progressPaceWindow before the read.
-func (v *progressView) arrivedBefore(q, cut int64, every time.Duration) float64 {
+func (v *progressView) arrivedBefore(q, cut, lag int64, every time.Duration) float64 {
 	read := v.readAt.UnixMilli()
-	a := v.nowAt(min(q, read), cut, every)
+	a := v.nowAt(min(q, read), cut, lag, every)
 	if q > read {
-		pace := (a - v.nowAt(read-progressPaceWindow.Milliseconds(), cut, every)) / float64(progressPaceWindow.Milliseconds())
+		pace := (a - v.nowAt(read-progressPaceWindow.Milliseconds(), cut, lag, every)) / float64(progressPaceWindow.Milliseconds())
 		a += max(pace, 0) * float64(q-read)
 	}
 	return a
@@ -425,15 +443,16 @@ func (v *progressView) arrivedBefore(q, cut int64, every time.Duration) float64 
 // counts are complete up to cut: the tenths after cut hold the counts only of the
 // nodes that have written them yet, so they are scaled up by the share of nodes that
 // have. A node writes a moment's counts within every of it, at a phase of its own,
-// so of a moment x a read at r holds about (r − x) ÷ every of the nodes' counts (at
+// so of a moment x a read at r holds about (r − lag − x) ÷ every of the nodes'
+// counts (lag: progressLag; at
 // least progressNowShare, so that a tenth few nodes wrote yet is not blown up from
 // one early node).
-func (v *progressView) nowAt(t, cut int64, every time.Duration) float64 {
+func (v *progressView) nowAt(t, cut, lag int64, every time.Duration) float64 {
 	if t <= cut {
 		return v.at(arrivals, t)
 	}
 	a := v.at(arrivals, cut)
-	read := v.readAt.UnixMilli()
+	read := v.readAt.UnixMilli() - lag
 	for from := cut; from < t; {
 		to := min((from/100+1)*100, t)
 		share := float64(read-(from+to)/2) / float64(every.Milliseconds())
@@ -501,8 +520,24 @@ const rateWindow = 5 * time.Second
 // writes its counts every Options.ProgressEvery (this client's, taken as every
 // node's), and a write takes a moment more.
 func (c *Client) progressComplete(v *progressView) int64 {
-	return v.readAt.Add(-c.progressEvery() - progressWriteTime).UnixMilli()
+	return v.readAt.UnixMilli() - c.progressEvery().Milliseconds() - c.progressLag()
 }
+
+// progressLag is how long after its moment a node's count lands on the table, less
+// the wait for its flush (ms): this client's own, measured (taken as every node's),
+// plus progressLagMargin; progressWriteTime while it has measured none.
+func (c *Client) progressLag() int64 {
+	if c.progress != nil {
+		if lag := c.progress.lag.Load(); lag > 0 {
+			return lag + progressLagMargin.Milliseconds()
+		}
+	}
+	return progressWriteTime.Milliseconds()
+}
+
+// progressLagMargin is what progressLag adds to the lag a client measured: other
+// nodes' lag is not the same.
+const progressLagMargin = 25 * time.Millisecond
 
 // progressEvery is the period at which the nodes write their counts: this client's,
 // or the default when it counts nothing.
@@ -513,7 +548,8 @@ func (c *Client) progressEvery() time.Duration {
 	return defaultProgressEvery
 }
 
-// progressWriteTime is the time a node's write of its counts may take to land (with
+// progressWriteTime is the time a node's count may take to land after its moment,
+// less the wait for the next flush, when the client has measured none (with
 // room: a late write makes the rate, and so every estimate, too low).
 const progressWriteTime = 100 * time.Millisecond
 
@@ -566,7 +602,7 @@ func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) 
 	rate := v.rate(cut)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	ahead := max(v.arrivedBefore(int64(queuedAt), cut, c.progressEvery())-v.doneBy(now.UnixMilli(), cut, rate), 0)
+	ahead := max(v.arrivedBefore(int64(queuedAt), cut, c.progressLag(), c.progressEvery())-v.doneBy(now.UnixMilli(), cut, rate), 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt}
 	if rate > 0 {
 		e.Wait = time.Duration(ahead / rate * float64(time.Second))

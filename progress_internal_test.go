@@ -93,7 +93,7 @@ func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
 func TestProgressCompleteWithoutCounting(t *testing.T) {
 	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
 	v := &progressView{readAt: time.Unix(1_800_000_000, 0)}
-	if got, want := c.progressComplete(v), v.readAt.Add(-defaultProgressEvery-progressWriteTime).UnixMilli(); got != want {
+	if got, want := c.progressComplete(v), v.readAt.UnixMilli()-defaultProgressEvery.Milliseconds()-progressWriteTime.Milliseconds(); got != want {
 		t.Fatalf("complete up to %d, want %d", got, want)
 	}
 }
