@@ -468,7 +468,7 @@ const progressPaceWindow = 500 * time.Millisecond
 
 // progressNowShare is the least share of the nodes' counts arrivedBefore takes a
 // tenth past the view's complete counts to hold.
-const progressNowShare = 0.25
+const progressNowShare = 0.5
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a
 // FIRST_COME event) stands, estimated from the event's progress: the requests queued
@@ -514,7 +514,7 @@ type QueuePoint struct {
 }
 
 // rateWindow is the span the workers' rate is measured over.
-const rateWindow = 5 * time.Second
+const rateWindow = 2 * time.Second
 
 // complete is the moment up to which the view's counts are complete: each node
 // writes its counts every Options.ProgressEvery (this client's, taken as every
@@ -667,23 +667,15 @@ const progressRefreshGap = 200 * time.Millisecond
 // which are read again when they have.
 const progressAhead = time.Minute
 
-// eventProgress returns the event's progress, read at most ProgressCacheTTL ago, and
-// at most progressRefreshGap ago when a poll asks about a request queued at need
-// (unix ms; 0 for none) past the moment the copy's counts are complete: a request's
-// first polls come while the arrivals before it are being written, and each later
-// read holds more of them.
-// While one poll refreshes it the others take the view before; a refresh that
-// failed is not tried again for ProgressCacheTTL (the view before stands meanwhile,
-// if there is one).
-func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, need int64) (*progressView, error) {
+// eventProgress returns the event's progress, read less than maxAge ago (at most
+// ProgressCacheTTL). While one poll refreshes it the others take the view before; a
+// refresh that failed is not tried again for ProgressCacheTTL (the view before
+// stands meanwhile, if there is one).
+func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, maxAge time.Duration) (*progressView, error) {
 	now := c.opts.Clock()
 	e := c.progressReads.entry(cfg.EventID, now)
-	fresh := func(v *progressView) bool {
-		if v == nil || now.Sub(v.readAt) >= c.opts.ProgressCacheTTL {
-			return false
-		}
-		return need <= c.progressComplete(v) || now.Sub(v.readAt) < progressRefreshGap
-	}
+	maxAge = min(maxAge, c.opts.ProgressCacheTTL)
+	fresh := func(v *progressView) bool { return v != nil && now.Sub(v.readAt) < maxAge }
 	if v := e.view.Load(); fresh(v) {
 		return v, nil
 	}
@@ -790,12 +782,31 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	if err != nil {
 		return
 	}
-	v, err := c.eventProgress(ctx, cfg, int64(r.QueuedAt))
+	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL)
 	if err != nil {
 		c.opts.Logger.WarnContext(ctx, "the progress of an event could not be read", "eventId", r.EventID, "error", err)
 		return
 	}
-	r.Queue = c.estimate(v, r.QueuedAt, c.opts.Clock())
+	now := c.opts.Clock()
+	r.Queue = c.estimate(v, r.QueuedAt, now)
+	if c.wantsFresher(v, r.Queue, r.QueuedAt, now) {
+		if v, err := c.eventProgress(ctx, cfg, progressRefreshGap); err == nil {
+			r.Queue = c.estimate(v, r.QueuedAt, now)
+		}
+	}
+}
+
+// wantsFresher reports whether a poll of a request queued at q, placed by e from v,
+// would be placed better from a read of the progress as recent as
+// progressRefreshGap allows: the arrivals before it are still being written (q
+// past the complete counts), or the requests the estimate takes as finished since
+// the complete counts, carried on at the workers' rate, are a tenth of those it
+// says are ahead or more (near the front, where a second of the workers is much of
+// the place).
+func (c *Client) wantsFresher(v *progressView, e *QueueEstimate, q EpochMillis, now time.Time) bool {
+	cut := c.progressComplete(v)
+	carried := e.Rate * float64(now.UnixMilli()-cut) / 1000
+	return int64(q) > cut || carried >= 0.1*float64(e.Ahead)
 }
 
 // QueueStats returns the FIRST_COME event's line as a whole from its progress: a
@@ -814,7 +825,7 @@ func (c *Client) QueueStats(ctx context.Context, eventID string) (QueueStats, er
 	case c.progress == nil:
 		return QueueStats{}, fmt.Errorf("%w: this client does not count progress (Options.ProgressEvery < 0)", ErrInvalidEvent)
 	}
-	v, err := c.eventProgress(ctx, cfg, 0)
+	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL)
 	if err != nil {
 		return QueueStats{}, err
 	}
