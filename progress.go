@@ -113,10 +113,11 @@ type progressMeter struct {
 	flushMu sync.Mutex // one flush at a time
 
 	// lag is how long after its moment a count of this node lands on the table, less
-	// the wait for the next flush (ms): the time from a request's queuedAt to its
-	// count (Submit's puts) and a flush's write, smoothed over the flushes, rising
-	// at once.
-	lag atomic.Int64
+	// the wait for the next flush (ms), smoothed over the flushes, rising at once:
+	// for an arrival, the time from its queuedAt to its count (Submit's puts) and a
+	// flush's write; for a request finished (counted when its result was written),
+	// the flush's write alone (writeLag).
+	lag, writeLag atomic.Int64
 }
 
 func newProgressMeter(c *Client, every time.Duration) *progressMeter {
@@ -180,7 +181,7 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	m.armed = false
 	m.mu.Unlock()
 	began := time.Now()
-	defer func() { m.measured(late + time.Since(began).Milliseconds()) }()
+	defer func() { m.measured(late, time.Since(began).Milliseconds()) }()
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -210,11 +211,16 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// measured takes in the lag of a flush's counts (ms): the lag rises to it at once
-// and falls towards it by a fifth a flush.
-func (m *progressMeter) measured(lag int64) {
-	old := m.lag.Load()
-	m.lag.Store(max(lag, old-(old-lag)/5))
+// measured takes in the lags of a flush's counts (ms): its latest count came late
+// after its moment, and its writes took write. Each lag rises to what was measured
+// at once and falls towards it by a fifth a flush.
+func (m *progressMeter) measured(late, write int64) {
+	smooth := func(lag *atomic.Int64, now int64) {
+		old := lag.Load()
+		lag.Store(max(now, old-(old-now)/5))
+	}
+	smooth(&m.lag, late+write)
+	smooth(&m.writeLag, write)
 }
 
 // putBack returns counts a write could not store to the pending ones, and arms the
@@ -477,7 +483,8 @@ const progressNowShare = 0.5
 // order, which a standard queue does only roughly (docs/design.md, "A place in line").
 type QueueEstimate struct {
 	Ahead int64
-	// Wait is Ahead at Rate; zero when Rate is zero (no worker has finished a request
+	// Wait is the time until a worker has decided it: Ahead and then its own turn,
+	// at Rate; zero when Rate is zero (no worker has finished a request
 	// of the event lately: the wait is unknown).
 	Wait time.Duration
 	// Rate is the requests the workers finished a second over the last 5 seconds
@@ -516,23 +523,31 @@ type QueuePoint struct {
 // rateWindow is the span the workers' rate is measured over.
 const rateWindow = 2 * time.Second
 
-// complete is the moment up to which the view's counts are complete: each node
-// writes its counts every Options.ProgressEvery (this client's, taken as every
-// node's), and a write takes a moment more.
-func (c *Client) progressComplete(v *progressView) int64 {
-	return v.readAt.UnixMilli() - c.progressEvery().Milliseconds() - c.progressLag()
+// progressComplete returns the moments (unix ms) up to which the view's counts of
+// arrivals and of requests finished are complete: each node writes its counts every
+// Options.ProgressEvery (this client's, taken as every node's), and a count lands
+// progressLags after its moment and that wait.
+func (c *Client) progressComplete(v *progressView) (arrived, finished int64) {
+	read := v.readAt.UnixMilli() - c.progressEvery().Milliseconds()
+	la, lf := c.progressLags()
+	return read - la, read - lf
 }
 
-// progressLag is how long after its moment a node's count lands on the table, less
-// the wait for its flush (ms): this client's own, measured (taken as every node's),
-// plus progressLagMargin; progressWriteTime while it has measured none.
-func (c *Client) progressLag() int64 {
+// progressLags returns how long after its moment a node's count of an arrival and
+// of a request finished lands on the table, less the wait for its flush (ms): this
+// client's own, measured (taken as every node's), plus progressLagMargin;
+// progressWriteTime while it has measured none.
+func (c *Client) progressLags() (arrived, finished int64) {
+	arrived, finished = progressWriteTime.Milliseconds(), progressWriteTime.Milliseconds()
 	if c.progress != nil {
 		if lag := c.progress.lag.Load(); lag > 0 {
-			return lag + progressLagMargin.Milliseconds()
+			arrived = lag + progressLagMargin.Milliseconds()
+		}
+		if lag := c.progress.writeLag.Load(); lag > 0 {
+			finished = lag + progressLagMargin.Milliseconds()
 		}
 	}
-	return progressWriteTime.Milliseconds()
+	return arrived, finished
 }
 
 // progressLagMargin is what progressLag adds to the lag a client measured: other
@@ -598,26 +613,28 @@ func (v *progressView) firstDone() int64 {
 
 // estimate places a request queued at (unix ms) in line at now.
 func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) *QueueEstimate {
-	cut := c.progressComplete(v)
-	rate := v.rate(cut)
+	cutA, cutD := c.progressComplete(v)
+	lag, _ := c.progressLags()
+	rate := v.rate(cutD)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	ahead := max(v.arrivedBefore(int64(queuedAt), cut, c.progressLag(), c.progressEvery())-v.doneBy(now.UnixMilli(), cut, rate), 0)
+	ahead := max(v.arrivedBefore(int64(queuedAt), cutA, lag, c.progressEvery())-v.doneBy(now.UnixMilli(), cutD, rate), 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt}
 	if rate > 0 {
-		e.Wait = time.Duration(ahead / rate * float64(time.Second))
+		e.Wait = time.Duration((ahead + 1) / rate * float64(time.Second)) // those ahead, then its own turn
 	}
 	return e
 }
 
 // queueStats sums up the event's line at now.
 func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
-	cut := c.progressComplete(v)
-	st := QueueStats{Rate: v.rate(cut), AsOf: v.readAt}
+	cutA, cutD := c.progressComplete(v)
+	cut := min(cutA, cutD)
+	st := QueueStats{Rate: v.rate(cutD), AsOf: v.readAt}
 	if v.total(arrivals) == 0 {
 		return st
 	}
-	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cut, st.Rate), 0) + 0.5)
+	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, st.Rate), 0) + 0.5)
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}
@@ -804,9 +821,9 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 // says are ahead or more (near the front, where a second of the workers is much of
 // the place).
 func (c *Client) wantsFresher(v *progressView, e *QueueEstimate, q EpochMillis, now time.Time) bool {
-	cut := c.progressComplete(v)
-	carried := e.Rate * float64(now.UnixMilli()-cut) / 1000
-	return int64(q) > cut || carried >= 0.1*float64(e.Ahead)
+	cutA, cutD := c.progressComplete(v)
+	carried := e.Rate * float64(now.UnixMilli()-cutD) / 1000
+	return int64(q) > cutA || carried >= 0.1*float64(e.Ahead)
 }
 
 // QueueStats returns the FIRST_COME event's line as a whole from its progress: a

@@ -93,7 +93,8 @@ func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
 func TestProgressCompleteWithoutCounting(t *testing.T) {
 	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
 	v := &progressView{readAt: time.Unix(1_800_000_000, 0)}
-	if got, want := c.progressComplete(v), v.readAt.UnixMilli()-defaultProgressEvery.Milliseconds()-progressWriteTime.Milliseconds(); got != want {
-		t.Fatalf("complete up to %d, want %d", got, want)
+	want := v.readAt.UnixMilli() - defaultProgressEvery.Milliseconds() - progressWriteTime.Milliseconds()
+	if a, d := c.progressComplete(v); a != want || d != want {
+		t.Fatalf("complete up to %d and %d, want %d", a, d, want)
 	}
 }
