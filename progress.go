@@ -663,8 +663,9 @@ type progressEntry struct {
 	failedAt time.Time                    // when the last refresh failed, if it did
 	failure  error
 	tenths   map[int64]tenthCounts // the counts read of the last progressSpan, by tenth
-	base     [2]int64           // the counts before them
-	fullAt   time.Time          // when the whole span was last read
+	base     [2]int64              // the counts before them
+	fullAt   time.Time             // when the whole span was last read
+	minuteAt time.Time             // when the last progressReread was last read
 }
 
 // progressReread is how far back a refresh reads again: a node writes a second's
@@ -674,6 +675,10 @@ type progressEntry struct {
 // that landed later than that (a node throttled for a while, a Lambda worker thawed
 // after a pause, a clock behind) are read within a minute.
 const progressReread = time.Minute
+
+// progressRecent is what a poll's refresh between two reads of the last minute reads
+// again: the seconds whose counts may still be landing.
+const progressRecent = 5 * time.Second
 
 // progressRefreshGap is the least time between two reads of an event's progress by
 // a node for the polls of requests whose arrivals are still being written.
@@ -712,11 +717,14 @@ func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, maxAge time.
 		}
 		return nil, e.failure
 	}
-	since, full := int64(0), true
+	since, full, minute := int64(0), true, true
 	if v := e.view.Load(); v != nil {
 		since, full = v.readAt.Add(-progressReread).Unix(), false
-		if now.Sub(e.fullAt) >= progressReread {
+		switch {
+		case now.Sub(e.fullAt) >= progressReread:
 			since, full = now.Add(-progressSpan).Unix()+1, true // within the span: nothing summed is read again
+		case now.Sub(e.minuteAt) < c.opts.ProgressCacheTTL:
+			since, minute = now.Add(-progressRecent).Unix(), false // a poll's refresh between two of the minute
 		}
 	}
 	read, err := c.readProgress(ctx, cfg, since)
@@ -731,6 +739,9 @@ func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, maxAge time.
 	e.failure = nil
 	if full {
 		e.fullAt = now
+	}
+	if full || minute {
+		e.minuteAt = now
 	}
 	e.merge(read, since, now)
 	return e.view.Load(), nil
