@@ -432,49 +432,22 @@ func (v *progressView) within(k, i int, ms int64, n int64) float64 {
 }
 
 // arrivedBefore returns A(q), the requests queued before q (unix ms), when the
-// view's counts are complete up to cut. Up to the read it is nowAt; past the read,
-// where nothing can have been counted yet, the arrivals are carried on at the pace
-// nowAt gives them over the progressPaceWindow before the read.
-func (v *progressView) arrivedBefore(q, cut, lag int64, every time.Duration) float64 {
-	read := v.readAt.UnixMilli()
-	a := v.nowAt(min(q, read), cut, lag, every)
-	if q > read {
-		pace := (a - v.nowAt(read-progressPaceWindow.Milliseconds(), cut, lag, every)) / float64(progressPaceWindow.Milliseconds())
-		a += max(pace, 0) * float64(q-read)
+// view's counts of arrivals are complete up to cut. Past cut some nodes' counts have
+// not landed yet: the arrivals there are carried on at their pace over the second
+// before cut, as the requests finished are at the workers' rate, and never taken as
+// fewer than the counts that landed already (a burst that began after that second).
+func (v *progressView) arrivedBefore(q, cut int64) float64 {
+	if q <= cut {
+		return v.at(arrivals, q)
 	}
-	return a
+	complete := v.at(arrivals, cut)
+	pace := (complete - v.at(arrivals, cut-progressPaceWindow.Milliseconds())) / float64(progressPaceWindow.Milliseconds())
+	return complete + max(v.at(arrivals, q)-complete, pace*float64(q-cut))
 }
 
-// nowAt returns the arrivals before t (unix ms, at most the read) when the view's
-// counts are complete up to cut: the tenths after cut hold the counts only of the
-// nodes that have written them yet, so they are scaled up by the share of nodes that
-// have. A node writes a moment's counts within every of it, at a phase of its own,
-// so of a moment x a read at r holds about (r − lag − x) ÷ every of the nodes'
-// counts (lag: progressLag; at
-// least progressNowShare, so that a tenth few nodes wrote yet is not blown up from
-// one early node).
-func (v *progressView) nowAt(t, cut, lag int64, every time.Duration) float64 {
-	if t <= cut {
-		return v.at(arrivals, t)
-	}
-	a := v.at(arrivals, cut)
-	read := v.readAt.UnixMilli() - lag
-	for from := cut; from < t; {
-		to := min((from/100+1)*100, t)
-		share := float64(read-(from+to)/2) / float64(every.Milliseconds())
-		a += (v.at(arrivals, to) - v.at(arrivals, from)) / min(max(share, progressNowShare), 1)
-		from = to
-	}
-	return a
-}
-
-// progressPaceWindow is the span before a read over which arrivedBefore measures the
-// pace of arrivals it carries on past the read.
-const progressPaceWindow = 500 * time.Millisecond
-
-// progressNowShare is the least share of the nodes' counts arrivedBefore takes a
-// tenth past the view's complete counts to hold.
-const progressNowShare = 0.5
+// progressPaceWindow is the span before the complete counts over which
+// arrivedBefore measures the pace of arrivals it carries on.
+const progressPaceWindow = time.Second
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a
 // FIRST_COME event) stands, estimated from the event's progress: the requests queued
@@ -521,7 +494,7 @@ type QueuePoint struct {
 }
 
 // rateWindow is the span the workers' rate is measured over.
-const rateWindow = 2 * time.Second
+const rateWindow = 3 * time.Second
 
 // progressComplete returns the moments (unix ms) up to which the view's counts of
 // arrivals and of requests finished are complete: each node writes its counts every
@@ -614,11 +587,10 @@ func (v *progressView) firstDone() int64 {
 // estimate places a request queued at (unix ms) in line at now.
 func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) *QueueEstimate {
 	cutA, cutD := c.progressComplete(v)
-	lag, _ := c.progressLags()
 	rate := v.rate(cutD)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	ahead := max(v.arrivedBefore(int64(queuedAt), cutA, lag, c.progressEvery())-v.doneBy(now.UnixMilli(), cutD, rate), 0)
+	ahead := max(v.arrivedBefore(int64(queuedAt), cutA)-v.doneBy(now.UnixMilli(), cutD, rate), 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt}
 	if rate > 0 {
 		e.Wait = time.Duration((ahead + 1) / rate * float64(time.Second)) // those ahead, then its own turn
