@@ -98,3 +98,81 @@ func TestProgressCompleteWithoutCounting(t *testing.T) {
 		t.Fatalf("complete up to %d and %d, want %d", a, d, want)
 	}
 }
+
+// The tenth a burst ends in holds its arrivals in its first part only: a request
+// queued there is placed among them by where they came (their mean millisecond),
+// not as if they were spread over the whole tenth (issue 42: 33 arrivals in the
+// first 55 ms put the last of them 16 too few ahead).
+func TestProgressArrivalsInsideATenth(t *testing.T) {
+	at := int64(1_800_000_000_000) // a tenth's start
+	var end, start, even tenthCounts
+	for i := range int64(33) {
+		end[arrivals]++
+		end[arrivalOffsets] += i*55/33 + 1 // the first 55 ms
+		start[arrivals]++
+		start[arrivalOffsets] += 45 + i*55/33 + 1 // the last 55 ms
+	}
+	for i := range int64(100) {
+		even[arrivals]++
+		even[arrivalOffsets] += i + 1
+	}
+	tenth := at / 100
+	for _, tc := range []struct {
+		name   string
+		counts tenthCounts
+		ms     int64
+		want   float64
+	}{
+		{"burst ends: at 50 ms", end, 50, 30},
+		{"burst ends: past its last", end, 80, 33},
+		{"burst begins: at 50 ms", start, 50, 3},
+		{"burst begins: at 75 ms", start, 75, 18},
+		{"spread evenly", even, 30, 30},
+		{"written without offsets", tenthCounts{40}, 25, 10},
+	} {
+		v := newProgressView(map[int64]tenthCounts{tenth: tc.counts}, [2]int64{}, time.UnixMilli(at+1000))
+		if got := v.at(arrivals, at+tc.ms); got < tc.want-1.5 || got > tc.want+1.5 {
+			t.Errorf("%s: %.1f arrivals before, want about %.0f", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Past the complete counts, the arrivals are carried on at their pace over the second
+// before them, and never taken as fewer than the counts that landed.
+func TestProgressArrivalsPastTheCompleteCounts(t *testing.T) {
+	base := int64(1_800_000_000_000)
+	tenths := map[int64]tenthCounts{}
+	for i := range int64(10) { // 100 a second up to base
+		tenths[base/100-10+i] = tenthCounts{10, 0, 10 * 50}
+	}
+	v := newProgressView(tenths, [2]int64{}, time.UnixMilli(base+500))
+	if got := v.arrivedBefore(base+300, base); got < 129 || got > 131 {
+		t.Fatalf("carried on: %.1f, want 130 (100, and 30 in 0.3 s at 100/s)", got)
+	}
+	// A burst after the complete counts: what landed of it stands.
+	tenths[base/100+1] = tenthCounts{80, 0, 80 * 50}
+	v = newProgressView(tenths, [2]int64{}, time.UnixMilli(base+500))
+	if got := v.arrivedBefore(base+300, base); got < 179 || got > 181 {
+		t.Fatalf("a burst past the complete counts: %.1f, want the 180 landed", got)
+	}
+}
+
+// A node's lag rises to what it measured at once and falls towards it by a fifth a
+// flush; the complete moments of arrivals and of requests finished follow their own.
+func TestProgressLagMeasured(t *testing.T) {
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
+	c.progress = &progressMeter{c: c}
+	c.progress.measured(300, 20)
+	if a, f := c.progressLags(); a != 320+progressLagMargin.Milliseconds() || f != 20+progressLagMargin.Milliseconds() {
+		t.Fatalf("lags %d, %d after one flush", a, f)
+	}
+	c.progress.measured(0, 20)
+	if a, _ := c.progressLags(); a != 320-(320-20)/5+progressLagMargin.Milliseconds() {
+		t.Fatalf("arrivals' lag %d after a quick flush, want a fifth less", a)
+	}
+	v := &progressView{readAt: time.UnixMilli(1_800_000_000_000)}
+	a, f := c.progressComplete(v)
+	if a >= f || f != v.readAt.UnixMilli()-200-20-progressLagMargin.Milliseconds() {
+		t.Fatalf("complete up to %d (arrivals) and %d (finished)", a, f)
+	}
+}
