@@ -460,12 +460,13 @@ type QueueEstimate struct {
 	// at Rate; zero when Rate is zero (no worker has finished a request
 	// of the event lately: the wait is unknown).
 	Wait time.Duration
-	// Rate is the requests the workers finished a second over the last 5 seconds
+	// Rate is the requests the workers finished a second over the last 3 seconds
 	// that the counts cover.
 	Rate float64
 	// AsOf is when the counts behind the estimate were read; they are complete up to
-	// Options.ProgressEvery plus 250 ms before it, and the estimate carries the
-	// workers on at Rate from there.
+	// Options.ProgressEvery and the nodes' lag before it (0.3 to 0.5 s), and the
+	// estimate carries the workers on at Rate, and the arrivals at their pace, from
+	// there.
 	AsOf time.Time
 }
 
@@ -473,14 +474,14 @@ type QueueEstimate struct {
 type QueueStats struct {
 	// Depth is the requests that arrived and no worker has finished.
 	Depth int64
-	// Rate is the requests the workers finish a second (over the last 5 seconds).
+	// Rate is the requests the workers finish a second (over the last 3 seconds).
 	Rate float64
 	// DrainTime is Depth at Rate; zero when Depth is zero, and when Rate is zero
 	// (the time is then unknown if Depth is not zero).
 	DrainTime time.Duration
 	// Series is the line second by second, from the first arrival or over the last 15
 	// minutes, whichever is shorter, up to the last second whose counts are complete
-	// (AsOf less Options.ProgressEvery and 250 ms): its depth at the second's end, and
+	// (AsOf less Options.ProgressEvery and the nodes' lag): its depth at the second's end, and
 	// the requests the workers finished in that second.
 	Series []QueuePoint
 	AsOf   time.Time
