@@ -8,7 +8,7 @@ GO       ?= go
 # report a spurious "context deadline exceeded" as the time runs out (go.dev/issue/75804).
 FUZZTIME ?= 50000x
 
-.PHONY: demo bench test vet template unit fuzz chaos chromium screenshot scale
+.PHONY: demo bench test vet template unit fuzz chaos chromium screenshot scale line
 
 # The spike demo (a first-come event, a sale with holds, then a lottery) and the benchmark against a
 # raw-SDK baseline, on an embedded DynamoDB Local. Flags go in ARGS, e.g. the issue's
@@ -66,6 +66,15 @@ chaos:
 	for seed in $$(seq 1 $(CHAOS_RUNS)); do \
 		echo "chaos seed $$seed, $(CHAOS_USERS) users"; \
 		CHAOS_SEED=$$seed CHAOS_USERS=$(CHAOS_USERS) $(GO) test -race -count=1 ./reliability || exit 1; \
+	done
+
+# The place in line on a real clock against issue 42's bar (first polls: p90 5%, max
+# 15%, wait p90 10%), without -race, LINE_RUNS times, printing each run's errors.
+LINE_RUNS ?= 5
+line:
+	for run in $$(seq 1 $(LINE_RUNS)); do \
+		echo "line run $$run"; \
+		LINE_STRICT=1 $(GO) test -count=1 -run '^TestPlaceInLineOnARealClock$$' -v . | grep -E -A3 '^\s+line_realclock_test.go:[0-9]+: [0-9]+ clicks|^(ok|FAIL|--- FAIL)'; \
 	done
 
 # One event's spike at 20,000 clicks/s on DynamoDB, played 200 times slower on DynamoDB

@@ -118,15 +118,19 @@ type Options struct {
 	DuplicateCacheSize int
 
 	// ProgressEvery is how often this client writes its counts of the events'
-	// progress: the requests it queued (Submit) and the requests its workers finished
-	// (Processor), one write per event and second counted, from which a poll of a
-	// waiting request tells its place in line (Request.Queue, Client.QueueStats).
-	// Default: 1 second. Negative: nothing counted, no place in line.
+	// progress while it counts: the requests it queued (Submit) and the requests its
+	// workers finished (Processor), one write per event and second counted, from which
+	// a poll of a waiting request tells its place in line (Request.Queue,
+	// Client.QueueStats). The place is as fresh as the slowest node's counts, and the
+	// readers take their own ProgressEvery as every node's: set it alike on every
+	// node. Default: 200 ms. Negative: nothing counted, no place in line.
 	ProgressEvery time.Duration
 
 	// ProgressCacheTTL is how long this client keeps an event's progress it has read,
 	// so that thousands of polls a second cost one read of each of the event's
-	// progress partitions a second. Default: 1 second.
+	// progress partitions a second; a poll that the copy would place poorly (its
+	// request's arrival still being counted, or near the front) reads it again if it
+	// is 200 ms old. Default: 1 second.
 	ProgressCacheTTL time.Duration
 
 	// Observer, if set, watches Submit, the messages it sends, every DynamoDB call

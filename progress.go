@@ -46,16 +46,20 @@ func progressShards(cfg *eventItem) int {
 
 // The defaults of the progress options.
 const (
-	defaultProgressEvery    = time.Second
+	defaultProgressEvery    = 200 * time.Millisecond
 	defaultProgressCacheTTL = time.Second
 	// progressTTL is how long a progress item is kept.
 	progressTTL = 7 * 24 * time.Hour
 )
 
-// The params of the progress row: a0 … a9 and d0 … d9, the counts of each tenth.
+// The params of the progress row: a0 … a9 and d0 … d9, the counts of each tenth,
+// and o0 … o9, the sum over each tenth's arrivals of their millisecond in it plus one
+// (1–100), whose mean tells where in the tenth they came (a sum of 0 is a count
+// written without it: its arrivals are taken as spread over the tenth).
 var (
 	arrivedSlots       = slotNames("a")
 	reachedSlots       = slotNames("d")
+	offsetSlots        = slotNames("o")
 	pProgressTTL param = "progressTtl"
 )
 
@@ -76,7 +80,7 @@ var progressRow = row{
 
 func progressAdds() []set {
 	var adds []set
-	for _, names := range [][progressSlots]string{arrivedSlots, reachedSlots} {
+	for _, names := range [][progressSlots]string{arrivedSlots, reachedSlots, offsetSlots} {
 		for _, n := range names {
 			adds = append(adds, addTo(n, param(n)))
 		}
@@ -87,6 +91,7 @@ func progressAdds() []set {
 // progressCounts is what a node counted of one second of one event.
 type progressCounts struct {
 	arrived, reached [progressSlots]int64
+	offsets          [progressSlots]int64 // each arrival's millisecond in its tenth, plus one
 }
 
 // progressSecond names one second of one event's counts.
@@ -103,8 +108,16 @@ type progressMeter struct {
 
 	mu      sync.Mutex
 	pending map[progressSecond]*progressCounts
+	late    int64      // the most a count pending came after its moment (ms)
 	armed   bool       // a flush is due
 	flushMu sync.Mutex // one flush at a time
+
+	// lag is how long after its moment a count of this node lands on the table, less
+	// the wait for the next flush (ms), smoothed over the flushes, rising at once:
+	// for an arrival, the time from its queuedAt to its count (Submit's puts) and a
+	// flush's write; for a request finished (counted when its result was written),
+	// the flush's write alone (writeLag).
+	lag, writeLag atomic.Int64
 }
 
 func newProgressMeter(c *Client, every time.Duration) *progressMeter {
@@ -113,7 +126,10 @@ func newProgressMeter(c *Client, every time.Duration) *progressMeter {
 
 // arrived counts a request of eventID queued at.
 func (m *progressMeter) arrived(eventID string, at EpochMillis) {
-	m.count(eventID, at, func(p *progressCounts, slot int) { p.arrived[slot]++ })
+	m.count(eventID, at, func(p *progressCounts, slot int) {
+		p.arrived[slot]++
+		p.offsets[slot] += int64(at)%(1000/progressSlots) + 1
+	})
 }
 
 // reached counts a request of eventID a worker finished at.
@@ -126,8 +142,10 @@ func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progress
 		return
 	}
 	k := progressSecond{eventID: eventID, second: int64(at) / 1000}
+	late := int64(m.c.now() - at)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.late = max(m.late, late)
 	add(m.pendingOf(k), int(int64(at)%1000)/(1000/progressSlots))
 }
 
@@ -158,10 +176,12 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	m.flushMu.Lock()
 	defer m.flushMu.Unlock()
 	m.mu.Lock()
-	batch := m.pending
-	m.pending = map[progressSecond]*progressCounts{}
+	batch, late := m.pending, m.late
+	m.pending, m.late = map[progressSecond]*progressCounts{}, 0
 	m.armed = false
 	m.mu.Unlock()
+	began := time.Now()
+	defer func() { m.measured(late, time.Since(began).Milliseconds()) }()
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -191,6 +211,18 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// measured takes in the lags of a flush's counts (ms): its latest count came late
+// after its moment, and its writes took write. Each lag rises to what was measured
+// at once and falls towards it by a fifth a flush.
+func (m *progressMeter) measured(late, write int64) {
+	smooth := func(lag *atomic.Int64, now int64) {
+		old := lag.Load()
+		lag.Store(max(now, old-(old-now)/5))
+	}
+	smooth(&m.lag, late+write)
+	smooth(&m.writeLag, write)
+}
+
 // putBack returns counts a write could not store to the pending ones, and arms the
 // next flush.
 func (m *progressMeter) putBack(k progressSecond, p *progressCounts) {
@@ -200,6 +232,7 @@ func (m *progressMeter) putBack(k progressSecond, p *progressCounts) {
 	for i := range progressSlots {
 		cur.arrived[i] += p.arrived[i]
 		cur.reached[i] += p.reached[i]
+		cur.offsets[i] += p.offsets[i]
 	}
 }
 
@@ -214,6 +247,7 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 	for i := range progressSlots {
 		a[param(arrivedSlots[i])] = p.arrived[i]
 		a[param(reachedSlots[i])] = p.reached[i]
+		a[param(offsetSlots[i])] = p.offsets[i]
 	}
 	if err := m.c.do(ctx, txOptions{}, []write{{row: &progressRow, key: key.Key(), args: a}}); err != nil {
 		return fmt.Errorf("progress of %s: %w", k.eventID, err)
@@ -224,8 +258,9 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 // FlushProgress writes the counts of the event's progress this client holds now,
 // rather than at the next Options.ProgressEvery: the "progress counted" row, one
 // UpdateItem per event and second counted (PK EVENT#<eventId>#PROGRESS#<p>, SK
-// T#<unix second>, ADD a0 … a9 and d0 … d9, the arrivals and the requests reached in
-// each tenth of the second; no condition). Call it before a process that counted
+// T#<unix second>, ADD a0 … a9, d0 … d9 and o0 … o9: the arrivals and the requests
+// reached in each tenth of the second, and where in the tenth the arrivals came; no
+// condition). Call it before a process that counted
 // (ingest, a worker) ends, such as at the end of a Lambda invocation.
 func (c *Client) FlushProgress(ctx context.Context) error {
 	return c.progress.flush(ctx)
@@ -235,11 +270,19 @@ func (c *Client) FlushProgress(ctx context.Context) error {
 // a second over the last progressSpan at most, cumulative, on top of the counts
 // before it.
 type progressView struct {
-	readAt time.Time
-	first  int64      // the first tenth held (unix tenths of a second)
-	base   [2]int64   // the arrivals and the requests reached before first
-	cum    [2][]int64 // cum[k][i]: the count k (arrived, reached) before tenth first+i+1
+	readAt  time.Time
+	first   int64      // the first tenth held (unix tenths of a second)
+	base    [2]int64   // the arrivals and the requests reached before first
+	cum     [2][]int64 // cum[k][i]: the count k (arrived, reached) before tenth first+i+1
+	offsets []int64    // offsets[i]: tenth first+i's arrivals' sum of millisecond plus one
 }
+
+// tenthCounts is one tenth of a second of an event's progress as read: its
+// arrivals, its requests reached, and its arrivals' sum of millisecond plus one.
+type tenthCounts [3]int64
+
+// arrivalOffsets is the index of a tenthCounts' sum of arrival offsets.
+const arrivalOffsets = 2
 
 // The counts of a view.
 const (
@@ -256,8 +299,8 @@ const progressSpan = 15 * time.Minute
 
 // readProgress reads the progress items of the event from the second since on: a
 // Query of each of its progress partitions (SK ≥ T#<since>), all pages.
-func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) (map[int64][2]int64, error) {
-	tenths := map[int64][2]int64{}
+func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) (map[int64]tenthCounts, error) {
+	tenths := map[int64]tenthCounts{}
 	from := ProgressKey{eventID: cfg.EventID, second: since}.Key().SK
 	for shard := range progressShards(cfg) {
 		key := expression.Key(attrPK).Equal(expression.Value(progressPartition(cfg.EventID, shard))).
@@ -285,6 +328,7 @@ func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) 
 					t := tenths[k.second*progressSlots+int64(i)]
 					t[0] += slots[arrivedSlots[i]]
 					t[1] += slots[reachedSlots[i]]
+					t[arrivalOffsets] += slots[offsetSlots[i]]
 					tenths[k.second*progressSlots+int64(i)] = t
 				}
 			}
@@ -308,7 +352,7 @@ func slotCounts(raw map[string]types.AttributeValue) map[string]int64 {
 
 // newProgressView makes the cumulative view of the counts by tenth, on top of the
 // counts before them (base).
-func newProgressView(tenths map[int64][2]int64, base [2]int64, readAt time.Time) *progressView {
+func newProgressView(tenths map[int64]tenthCounts, base [2]int64, readAt time.Time) *progressView {
 	v := &progressView{readAt: readAt, base: base, first: readAt.UnixMilli() / 100}
 	if len(tenths) == 0 {
 		return v
@@ -326,12 +370,14 @@ func newProgressView(tenths map[int64][2]int64, base [2]int64, readAt time.Time)
 	for k := range v.cum {
 		v.cum[k] = make([]int64, n)
 	}
+	v.offsets = make([]int64, n)
 	for i := range n {
 		c := tenths[first+int64(i)]
 		for k := range v.cum {
 			sum[k] += c[k]
 			v.cum[k][i] = sum[k]
 		}
+		v.offsets[i] = c[arrivalOffsets]
 	}
 	return v
 }
@@ -345,8 +391,7 @@ func (v *progressView) total(k int) int64 {
 }
 
 // at returns the count k before time t (unix milliseconds): every tenth before t's,
-// and the part of t's own tenth up to t, the tenth's counts taken as spread evenly
-// over it.
+// and the part of t's own tenth up to t (within).
 func (v *progressView) at(k int, t int64) float64 {
 	cum := v.cum[k]
 	i := int(t/100 - v.first)
@@ -360,9 +405,49 @@ func (v *progressView) at(k int, t int64) float64 {
 	if i > 0 {
 		before = cum[i-1]
 	}
-	frac := float64(t%100) / 100
-	return float64(before) + frac*float64(cum[i]-before)
+	return float64(before) + v.within(k, i, t%100, cum[i]-before)*float64(cum[i]-before)
 }
+
+// within returns the share of tenth i's n counts k that came before millisecond ms
+// of it. The requests reached are taken as spread evenly over the tenth; the
+// arrivals as spread evenly over a span about their mean millisecond: from the
+// tenth's start to twice the mean, or from twice the mean less the tenth to its
+// end, whichever fits in it. The tenth a burst ends in is filled only in its first
+// part, the one it starts in only in its last, and a request queued there is placed
+// among its tenth's arrivals by that, not as if they were spread over the whole.
+func (v *progressView) within(k, i int, ms int64, n int64) float64 {
+	even := float64(ms) / 100
+	if k != arrivals || n <= 0 || v.offsets == nil || v.offsets[i] <= 0 {
+		return even
+	}
+	mean := float64(v.offsets[i])/float64(n) - 0.5 // of the tenth's continuous milliseconds
+	lo, hi := 0.0, 2*mean
+	if mean > 50 {
+		lo, hi = 2*mean-100, 100
+	}
+	if hi-lo < 1 {
+		hi = lo + 1 // one millisecond: they came at once
+	}
+	return min(max((float64(ms)-lo)/(hi-lo), 0), 1)
+}
+
+// arrivedBefore returns A(q), the requests queued before q (unix ms), when the
+// view's counts of arrivals are complete up to cut. Past cut some nodes' counts have
+// not landed yet: the arrivals there are carried on at their pace over the second
+// before cut, as the requests finished are at the workers' rate, and never taken as
+// fewer than the counts that landed already (a burst that began after that second).
+func (v *progressView) arrivedBefore(q, cut int64) float64 {
+	if q <= cut {
+		return v.at(arrivals, q)
+	}
+	complete := v.at(arrivals, cut)
+	pace := (complete - v.at(arrivals, cut-progressPaceWindow.Milliseconds())) / float64(progressPaceWindow.Milliseconds())
+	return complete + max(v.at(arrivals, q)-complete, pace*float64(q-cut))
+}
+
+// progressPaceWindow is the span before the complete counts over which
+// arrivedBefore measures the pace of arrivals it carries on.
+const progressPaceWindow = time.Second
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a
 // FIRST_COME event) stands, estimated from the event's progress: the requests queued
@@ -371,15 +456,17 @@ func (v *progressView) at(k int, t int64) float64 {
 // order, which a standard queue does only roughly (docs/design.md, "A place in line").
 type QueueEstimate struct {
 	Ahead int64
-	// Wait is Ahead at Rate; zero when Rate is zero (no worker has finished a request
+	// Wait is the time until a worker has decided it: Ahead and then its own turn,
+	// at Rate; zero when Rate is zero (no worker has finished a request
 	// of the event lately: the wait is unknown).
 	Wait time.Duration
-	// Rate is the requests the workers finished a second over the last 5 seconds
+	// Rate is the requests the workers finished a second over the last 3 seconds
 	// that the counts cover.
 	Rate float64
 	// AsOf is when the counts behind the estimate were read; they are complete up to
-	// Options.ProgressEvery plus 250 ms before it, and the estimate carries the
-	// workers on at Rate from there.
+	// Options.ProgressEvery and the nodes' lag before it (0.3 to 0.5 s), and the
+	// estimate carries the workers on at Rate, and the arrivals at their pace, from
+	// there.
 	AsOf time.Time
 }
 
@@ -387,14 +474,14 @@ type QueueEstimate struct {
 type QueueStats struct {
 	// Depth is the requests that arrived and no worker has finished.
 	Depth int64
-	// Rate is the requests the workers finish a second (over the last 5 seconds).
+	// Rate is the requests the workers finish a second (over the last 3 seconds).
 	Rate float64
 	// DrainTime is Depth at Rate; zero when Depth is zero, and when Rate is zero
 	// (the time is then unknown if Depth is not zero).
 	DrainTime time.Duration
 	// Series is the line second by second, from the first arrival or over the last 15
 	// minutes, whichever is shorter, up to the last second whose counts are complete
-	// (AsOf less Options.ProgressEvery and 250 ms): its depth at the second's end, and
+	// (AsOf less Options.ProgressEvery and the nodes' lag): its depth at the second's end, and
 	// the requests the workers finished in that second.
 	Series []QueuePoint
 	AsOf   time.Time
@@ -408,27 +495,57 @@ type QueuePoint struct {
 }
 
 // rateWindow is the span the workers' rate is measured over.
-const rateWindow = 5 * time.Second
+const rateWindow = 3 * time.Second
 
-// complete is the moment up to which the view's counts are complete: each node
-// writes its counts every Options.ProgressEvery (this client's, taken as every
-// node's), and a write takes a moment more.
-func (c *Client) progressComplete(v *progressView) int64 {
-	every := c.opts.ProgressEvery
-	if every <= 0 {
-		every = defaultProgressEvery
-	}
-	return v.readAt.Add(-every - progressWriteTime).UnixMilli()
+// progressComplete returns the moments (unix ms) up to which the view's counts of
+// arrivals and of requests finished are complete: each node writes its counts every
+// Options.ProgressEvery (this client's, taken as every node's), and a count lands
+// progressLags after its moment and that wait.
+func (c *Client) progressComplete(v *progressView) (arrived, finished int64) {
+	read := v.readAt.UnixMilli() - c.progressEvery().Milliseconds()
+	la, lf := c.progressLags()
+	return read - la, read - lf
 }
 
-// progressWriteTime is the time a node's write of its counts may take to land (with
+// progressLags returns how long after its moment a node's count of an arrival and
+// of a request finished lands on the table, less the wait for its flush (ms): this
+// client's own, measured (taken as every node's), plus progressLagMargin;
+// progressWriteTime while it has measured none.
+func (c *Client) progressLags() (arrived, finished int64) {
+	arrived, finished = progressWriteTime.Milliseconds(), progressWriteTime.Milliseconds()
+	if c.progress != nil {
+		if lag := c.progress.lag.Load(); lag > 0 {
+			arrived = lag + progressLagMargin.Milliseconds()
+		}
+		if lag := c.progress.writeLag.Load(); lag > 0 {
+			finished = lag + progressLagMargin.Milliseconds()
+		}
+	}
+	return arrived, finished
+}
+
+// progressLagMargin is what progressLag adds to the lag a client measured: other
+// nodes' lag is not the same.
+const progressLagMargin = 25 * time.Millisecond
+
+// progressEvery is the period at which the nodes write their counts: this client's,
+// or the default when it counts nothing.
+func (c *Client) progressEvery() time.Duration {
+	if every := c.opts.ProgressEvery; every > 0 {
+		return every
+	}
+	return defaultProgressEvery
+}
+
+// progressWriteTime is the time a node's count may take to land after its moment,
+// less the wait for the next flush, when the client has measured none (with
 // room: a late write makes the rate, and so every estimate, too low).
-const progressWriteTime = 250 * time.Millisecond
+const progressWriteTime = 100 * time.Millisecond
 
 // rate returns the requests finished a second over the tenths of the rateWindow
 // before cut (unix ms), from the first request finished, in which the line was not
 // empty: the workers' pace while they had work, not diluted by the moments they
-// waited for it. Zero when the line had less than half a second of work in the window.
+// waited for it. Zero when the line had less than 0.3 s of work in the window.
 func (v *progressView) rate(cut int64) float64 {
 	first := max(cut-rateWindow.Milliseconds(), v.firstDone()) / 100
 	var busy, done float64
@@ -440,7 +557,7 @@ func (v *progressView) rate(cut int64) float64 {
 		busy++
 		done += v.at(finished, end) - v.at(finished, start)
 	}
-	if busy < 5 {
+	if busy < 3 {
 		return 0
 	}
 	return done / (busy / 10)
@@ -470,26 +587,27 @@ func (v *progressView) firstDone() int64 {
 
 // estimate places a request queued at (unix ms) in line at now.
 func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) *QueueEstimate {
-	cut := c.progressComplete(v)
-	rate := v.rate(cut)
+	cutA, cutD := c.progressComplete(v)
+	rate := v.rate(cutD)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	ahead := max(v.at(arrivals, int64(queuedAt))-v.doneBy(now.UnixMilli(), cut, rate), 0)
+	ahead := max(v.arrivedBefore(int64(queuedAt), cutA)-v.doneBy(now.UnixMilli(), cutD, rate), 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt}
 	if rate > 0 {
-		e.Wait = time.Duration(ahead / rate * float64(time.Second))
+		e.Wait = time.Duration((ahead + 1) / rate * float64(time.Second)) // those ahead, then its own turn
 	}
 	return e
 }
 
 // queueStats sums up the event's line at now.
 func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
-	cut := c.progressComplete(v)
-	st := QueueStats{Rate: v.rate(cut), AsOf: v.readAt}
+	cutA, cutD := c.progressComplete(v)
+	cut := min(cutA, cutD)
+	st := QueueStats{Rate: v.rate(cutD), AsOf: v.readAt}
 	if v.total(arrivals) == 0 {
 		return st
 	}
-	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cut, st.Rate), 0) + 0.5)
+	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, st.Rate), 0) + 0.5)
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}
@@ -517,9 +635,10 @@ type progressEntry struct {
 	used     atomic.Int64                 // when a poll last asked (unix ms), for eviction
 	failedAt time.Time                    // when the last refresh failed, if it did
 	failure  error
-	tenths   map[int64][2]int64 // the counts read of the last progressSpan, by tenth
-	base     [2]int64           // the counts before them
-	fullAt   time.Time          // when the whole span was last read
+	tenths   map[int64]tenthCounts // the counts read of the last progressSpan, by tenth
+	base     [2]int64              // the counts before them
+	fullAt   time.Time             // when the whole span was last read
+	minuteAt time.Time             // when the last progressReread was last read
 }
 
 // progressReread is how far back a refresh reads again: a node writes a second's
@@ -530,19 +649,28 @@ type progressEntry struct {
 // after a pause, a clock behind) are read within a minute.
 const progressReread = time.Minute
 
+// progressRecent is what a poll's refresh between two reads of the last minute reads
+// again: the seconds whose counts may still be landing.
+const progressRecent = 5 * time.Second
+
+// progressRefreshGap is the least time between two reads of an event's progress by
+// a node for the polls of requests whose arrivals are still being written.
+const progressRefreshGap = 200 * time.Millisecond
+
 // progressAhead is how far past the read a count's tenth may be and still be
 // taken: a node whose clock runs ahead writes tenths that have not happened yet,
 // which are read again when they have.
 const progressAhead = time.Minute
 
-// eventProgress returns the event's progress, read at most ProgressCacheTTL ago.
-// While one poll refreshes it the others take the view before; a refresh that
-// failed is not tried again for ProgressCacheTTL (the view before stands meanwhile,
-// if there is one).
-func (c *Client) eventProgress(ctx context.Context, cfg *eventItem) (*progressView, error) {
+// eventProgress returns the event's progress, read less than maxAge ago (at most
+// ProgressCacheTTL). While one poll refreshes it the others take the view before; a
+// refresh that failed is not tried again for ProgressCacheTTL (the view before
+// stands meanwhile, if there is one).
+func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, maxAge time.Duration) (*progressView, error) {
 	now := c.opts.Clock()
 	e := c.progressReads.entry(cfg.EventID, now)
-	fresh := func(v *progressView) bool { return v != nil && now.Sub(v.readAt) < c.opts.ProgressCacheTTL }
+	maxAge = min(maxAge, c.opts.ProgressCacheTTL)
+	fresh := func(v *progressView) bool { return v != nil && now.Sub(v.readAt) < maxAge }
 	if v := e.view.Load(); fresh(v) {
 		return v, nil
 	}
@@ -562,11 +690,14 @@ func (c *Client) eventProgress(ctx context.Context, cfg *eventItem) (*progressVi
 		}
 		return nil, e.failure
 	}
-	since, full := int64(0), true
+	since, full, minute := int64(0), true, true
 	if v := e.view.Load(); v != nil {
 		since, full = v.readAt.Add(-progressReread).Unix(), false
-		if now.Sub(e.fullAt) >= progressReread {
+		switch {
+		case now.Sub(e.fullAt) >= progressReread:
 			since, full = now.Add(-progressSpan).Unix()+1, true // within the span: nothing summed is read again
+		case now.Sub(e.minuteAt) < c.opts.ProgressCacheTTL:
+			since, minute = now.Add(-progressRecent).Unix(), false // a poll's refresh between two of the minute
 		}
 	}
 	read, err := c.readProgress(ctx, cfg, since)
@@ -581,6 +712,9 @@ func (c *Client) eventProgress(ctx context.Context, cfg *eventItem) (*progressVi
 	e.failure = nil
 	if full {
 		e.fullAt = now
+	}
+	if full || minute {
+		e.minuteAt = now
 	}
 	e.merge(read, since, now)
 	return e.view.Load(), nil
@@ -612,9 +746,9 @@ func (pc *progressCache) entry(eventID string, now time.Time) *progressEntry {
 // was read of those seconds before, and the tenths that fall out of the
 // progressSpan are added to the sums before it. Tenths more than progressAhead past
 // now are left out until they come near.
-func (e *progressEntry) merge(fresh map[int64][2]int64, since int64, now time.Time) {
+func (e *progressEntry) merge(fresh map[int64]tenthCounts, since int64, now time.Time) {
 	if e.tenths == nil {
-		e.tenths = map[int64][2]int64{}
+		e.tenths = map[int64]tenthCounts{}
 	}
 	for t := range e.tenths {
 		if t >= since*progressSlots {
@@ -649,12 +783,31 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	if err != nil {
 		return
 	}
-	v, err := c.eventProgress(ctx, cfg)
+	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL)
 	if err != nil {
 		c.opts.Logger.WarnContext(ctx, "the progress of an event could not be read", "eventId", r.EventID, "error", err)
 		return
 	}
-	r.Queue = c.estimate(v, r.QueuedAt, c.opts.Clock())
+	now := c.opts.Clock()
+	r.Queue = c.estimate(v, r.QueuedAt, now)
+	if c.wantsFresher(v, r.Queue, r.QueuedAt, now) {
+		if v, err := c.eventProgress(ctx, cfg, progressRefreshGap); err == nil {
+			r.Queue = c.estimate(v, r.QueuedAt, now)
+		}
+	}
+}
+
+// wantsFresher reports whether a poll of a request queued at q, placed by e from v,
+// would be placed better from a read of the progress as recent as
+// progressRefreshGap allows: the arrivals before it are still being written (q
+// past the complete counts), or the requests the estimate takes as finished since
+// the complete counts, carried on at the workers' rate, are a tenth of those it
+// says are ahead or more (near the front, where a second of the workers is much of
+// the place).
+func (c *Client) wantsFresher(v *progressView, e *QueueEstimate, q EpochMillis, now time.Time) bool {
+	cutA, cutD := c.progressComplete(v)
+	carried := e.Rate * float64(now.UnixMilli()-cutD) / 1000
+	return int64(q) > cutA || carried >= 0.1*float64(e.Ahead)
 }
 
 // QueueStats returns the FIRST_COME event's line as a whole from its progress: a
@@ -673,7 +826,7 @@ func (c *Client) QueueStats(ctx context.Context, eventID string) (QueueStats, er
 	case c.progress == nil:
 		return QueueStats{}, fmt.Errorf("%w: this client does not count progress (Options.ProgressEvery < 0)", ErrInvalidEvent)
 	}
-	v, err := c.eventProgress(ctx, cfg)
+	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL)
 	if err != nil {
 		return QueueStats{}, err
 	}

@@ -7,7 +7,7 @@ import (
 
 // The workers' rate is their pace over the tenths the line was not empty.
 func TestProgressRate(t *testing.T) {
-	tenths := map[int64][2]int64{0: {1000, 0}}
+	tenths := map[int64]tenthCounts{0: {1000, 0}}
 	for i := int64(10); i < 100; i++ {
 		c := tenths[i]
 		c[1] = 6
@@ -18,9 +18,9 @@ func TestProgressRate(t *testing.T) {
 		t.Fatalf("rate %v, want 60", got)
 	}
 	// An idle line: 10 finished, then nobody waits for 5 s, then 6 a tenth again.
-	idle := map[int64][2]int64{0: {10, 0}, 1: {0, 10}, 60: {100, 6}}
+	idle := map[int64]tenthCounts{0: {10, 0}, 1: {0, 10}, 60: {100, 6}}
 	for i := int64(61); i < 70; i++ {
-		idle[i] = [2]int64{0, 6}
+		idle[i] = tenthCounts{0, 6}
 	}
 	v = newProgressView(idle, [2]int64{}, time.UnixMilli(7000))
 	if got := v.rate(7000); got < 59 || got > 101 {
@@ -36,11 +36,11 @@ func TestProgressOfALongEventIsBounded(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
 	// Two hours: 30 arrivals and 30 finished a second, read a minute at a time.
 	for minute := int64(1); minute <= 120; minute++ {
-		fresh := map[int64][2]int64{}
+		fresh := map[int64]tenthCounts{}
 		since := start.Unix() + (minute-2)*60
 		for sec := max(since, start.Unix()); sec < start.Unix()+minute*60; sec++ {
 			for slot := range int64(progressSlots) {
-				fresh[sec*progressSlots+slot] = [2]int64{3, 3}
+				fresh[sec*progressSlots+slot] = tenthCounts{3, 3}
 			}
 		}
 		e.merge(fresh, since, start.Add(time.Duration(minute)*time.Minute))
@@ -78,7 +78,7 @@ func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	var e progressEntry
 	tenth := now.UnixMilli() / 100
-	e.merge(map[int64][2]int64{tenth: {5, 0}, tenth + 30*24*3600*10: {1, 0}}, now.Unix()-60, now)
+	e.merge(map[int64]tenthCounts{tenth: {5, 0}, tenth + 30*24*3600*10: {1, 0}}, now.Unix()-60, now)
 	v := e.view.Load()
 	if n := len(v.cum[arrivals]); n > int(progressSpan/(100*time.Millisecond))+1 {
 		t.Fatalf("the view holds %d tenths, beyond the span's", n)
@@ -93,7 +93,86 @@ func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
 func TestProgressCompleteWithoutCounting(t *testing.T) {
 	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
 	v := &progressView{readAt: time.Unix(1_800_000_000, 0)}
-	if got, want := c.progressComplete(v), v.readAt.Add(-defaultProgressEvery-progressWriteTime).UnixMilli(); got != want {
-		t.Fatalf("complete up to %d, want %d", got, want)
+	want := v.readAt.UnixMilli() - defaultProgressEvery.Milliseconds() - progressWriteTime.Milliseconds()
+	if a, d := c.progressComplete(v); a != want || d != want {
+		t.Fatalf("complete up to %d and %d, want %d", a, d, want)
+	}
+}
+
+// The tenth a burst ends in holds its arrivals in its first part only: a request
+// queued there is placed among them by where they came (their mean millisecond),
+// not as if they were spread over the whole tenth (issue 42: 33 arrivals in the
+// first 55 ms put the last of them 16 too few ahead).
+func TestProgressArrivalsInsideATenth(t *testing.T) {
+	at := int64(1_800_000_000_000) // a tenth's start
+	var end, start, even tenthCounts
+	for i := range int64(33) {
+		end[arrivals]++
+		end[arrivalOffsets] += i*55/33 + 1 // the first 55 ms
+		start[arrivals]++
+		start[arrivalOffsets] += 45 + i*55/33 + 1 // the last 55 ms
+	}
+	for i := range int64(100) {
+		even[arrivals]++
+		even[arrivalOffsets] += i + 1
+	}
+	tenth := at / 100
+	for _, tc := range []struct {
+		name   string
+		counts tenthCounts
+		ms     int64
+		want   float64
+	}{
+		{"burst ends: at 50 ms", end, 50, 30},
+		{"burst ends: past its last", end, 80, 33},
+		{"burst begins: at 50 ms", start, 50, 3},
+		{"burst begins: at 75 ms", start, 75, 18},
+		{"spread evenly", even, 30, 30},
+		{"written without offsets", tenthCounts{40}, 25, 10},
+	} {
+		v := newProgressView(map[int64]tenthCounts{tenth: tc.counts}, [2]int64{}, time.UnixMilli(at+1000))
+		if got := v.at(arrivals, at+tc.ms); got < tc.want-1.5 || got > tc.want+1.5 {
+			t.Errorf("%s: %.1f arrivals before, want about %.0f", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Past the complete counts, the arrivals are carried on at their pace over the second
+// before them, and never taken as fewer than the counts that landed.
+func TestProgressArrivalsPastTheCompleteCounts(t *testing.T) {
+	base := int64(1_800_000_000_000)
+	tenths := map[int64]tenthCounts{}
+	for i := range int64(10) { // 100 a second up to base
+		tenths[base/100-10+i] = tenthCounts{10, 0, 10 * 50}
+	}
+	v := newProgressView(tenths, [2]int64{}, time.UnixMilli(base+500))
+	if got := v.arrivedBefore(base+300, base); got < 129 || got > 131 {
+		t.Fatalf("carried on: %.1f, want 130 (100, and 30 in 0.3 s at 100/s)", got)
+	}
+	// A burst after the complete counts: what landed of it stands.
+	tenths[base/100+1] = tenthCounts{80, 0, 80 * 50}
+	v = newProgressView(tenths, [2]int64{}, time.UnixMilli(base+500))
+	if got := v.arrivedBefore(base+300, base); got < 179 || got > 181 {
+		t.Fatalf("a burst past the complete counts: %.1f, want the 180 landed", got)
+	}
+}
+
+// A node's lag rises to what it measured at once and falls towards it by a fifth a
+// flush; the complete moments of arrivals and of requests finished follow their own.
+func TestProgressLagMeasured(t *testing.T) {
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
+	c.progress = &progressMeter{c: c}
+	c.progress.measured(300, 20)
+	if a, f := c.progressLags(); a != 320+progressLagMargin.Milliseconds() || f != 20+progressLagMargin.Milliseconds() {
+		t.Fatalf("lags %d, %d after one flush", a, f)
+	}
+	c.progress.measured(0, 20)
+	if a, _ := c.progressLags(); a != 320-(320-20)/5+progressLagMargin.Milliseconds() {
+		t.Fatalf("arrivals' lag %d after a quick flush, want a fifth less", a)
+	}
+	v := &progressView{readAt: time.UnixMilli(1_800_000_000_000)}
+	a, f := c.progressComplete(v)
+	if a >= f || f != v.readAt.UnixMilli()-200-20-progressLagMargin.Milliseconds() {
+		t.Fatalf("complete up to %d (arrivals) and %d (finished)", a, f)
 	}
 }

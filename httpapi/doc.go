@@ -194,13 +194,18 @@
 //	"queue":{"ahead":412,"waitSeconds":14,"ratePerSecond":29.5,"asOf":"2026-05-01T09:00:03.250Z"}
 //
 // ahead is the requests queued before it that no worker has finished; ratePerSecond
-// the requests the workers finish a second while they have work, over the last 10
-// seconds counted; waitSeconds the time until they reach it at that rate, in whole
+// the requests the workers finish a second while they have work, over the last 3
+// seconds counted; waitSeconds the time until they have decided it at that rate (those
+// ahead, then its own turn), in whole
 // seconds rounded up, absent while no rate is measured (a rate of 0: no worker has
 // finished a request lately, the wait is unknown); asOf when this server read the
-// event's progress, which every node writes once a second
+// event's progress, which every node writes every 200 ms
 // (asyncevent.Options.ProgressEvery) and each server reads at most once a second
-// (ProgressCacheTTL), however many users poll. It assumes the workers take requests
+// (ProgressCacheTTL) and, for the polls that need it, at most every 200 ms, however
+// many users poll. The participation's 202 says when to poll first (Retry-After: 1):
+// by then the counts of the arrivals before the request have landed; a poll sooner
+// is told a place in which the arrivals of the last moments are carried on at their
+// pace (docs/design.md, "A place in line", has the errors measured). It assumes the workers take requests
 // in queue order, which a standard queue does only roughly. The member is absent
 // once a worker has reached the request, for a LOTTERY entry, in the listings
 // (/me/participations, the admin's), when the server's client does not count

@@ -448,8 +448,9 @@ func holdLeft(r *asyncevent.Request, now time.Time) time.Duration {
 // PlaceView is where a waiting request stands in its event's line
 // (asyncevent.QueueEstimate): Ahead, the requests queued before it that no worker
 // has finished; RatePerSecond, the requests the workers finish a second while they
-// have work, over the last 5 seconds counted; WaitSeconds, the time until the
-// workers reach it at that rate, in whole seconds rounded up, absent while no rate
+// have work, over the last 3 seconds counted; WaitSeconds, the time until they have
+// decided it at that rate (those ahead, then its own turn), in whole seconds rounded
+// up, absent while no rate
 // is measured (rate 0: no worker has finished a request lately, the wait is
 // unknown, even at the front of the line); AsOf, when the event's progress behind
 // the estimate was read. The estimate assumes the
@@ -550,7 +551,7 @@ type StatsView struct {
 
 // QueueStatsView is a FIRST_COME event's line (asyncevent.QueueStats): Depth, the
 // requests that arrived and no worker has finished; RatePerSecond, the requests the
-// workers finish a second while they have work (over the last 5 seconds counted);
+// workers finish a second while they have work (over the last 3 seconds counted);
 // DrainSeconds, the time to finish Depth at that rate, in whole seconds rounded up,
 // absent while the rate is 0 and requests wait (unknown); AsOf, when the progress
 // was read; and Series, the line second by second from the event's first arrival

@@ -347,7 +347,14 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ Principal) er
 
 // participate is POST /events/{eventId}/participations: the whole ingest of a click
 // for the token's user. 202 with the new request, 200 with the first request of a
-// repeat (duplicate: true); Location names the request to poll.
+// repeat (duplicate: true); Location names the request to poll, and a 202's
+// Retry-After when (pollAfter): by then the counts of the arrivals before it have
+// landed and a first poll is told its place from them (docs/design.md, "A place in
+// line").
+// pollAfter is the 202's Retry-After: the time from a click to its first poll worth
+// making.
+const pollAfter = time.Second
+
 func (s *Server) participate(w http.ResponseWriter, r *http.Request, p Principal) error {
 	eventID, err := pathID(r, "eventId")
 	if err != nil {
@@ -392,6 +399,9 @@ func (s *Server) participate(w http.ResponseWriter, r *http.Request, p Principal
 		code = http.StatusOK
 	}
 	w.Header().Set("Location", "/requests/"+url.PathEscape(part.RequestID))
+	if code == http.StatusAccepted {
+		w.Header().Set("Retry-After", strconv.Itoa(int(pollAfter/time.Second)))
+	}
 	writeJSON(w, code, ParticipationView{
 		RequestID: part.RequestID,
 		EventID:   eventID,

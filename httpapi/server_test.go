@@ -79,6 +79,7 @@ func TestParticipateThenDuplicate(t *testing.T) {
 	assert.NotEmpty(t, first.RequestID)
 	assert.Equal(t, ParticipationView{RequestID: first.RequestID, EventID: "sale", Status: asyncevent.StatusQueued, UIResult: asyncevent.UIPending}, first)
 	assert.Equal(t, "/requests/"+first.RequestID, r.header.Get("Location"))
+	assert.Equal(t, "1", r.header.Get("Retry-After"), "when its place is worth a poll")
 	assert.Contains(t, string(r.body), `"duplicate":false`)
 
 	for range 3 {
@@ -87,6 +88,7 @@ func TestParticipateThenDuplicate(t *testing.T) {
 		again := decode[ParticipationView](t, r)
 		assert.Equal(t, ParticipationView{RequestID: first.RequestID, EventID: "sale", Status: asyncevent.StatusQueued, UIResult: asyncevent.UIPending, Duplicate: true}, again)
 		assert.Equal(t, "/requests/"+first.RequestID, r.header.Get("Location"))
+		assert.Empty(t, r.header.Get("Retry-After"), "a repeat's request was polled before")
 	}
 	assert.Equal(t, 1, e.queue.Len().Visible, "one message for one user, however many clicks")
 

@@ -86,7 +86,7 @@ func queueCards(q *asyncevent.QueueStats) []card {
 
 // rateCard is the rate the workers finish the event's requests at.
 func rateCard(id string, rate float64) card {
-	return card{ID: id, Label: "Rate", Value: fmtRate(rate), Unit: "/s", Note: "requests finished a second while there was work, over the last 5 s"}
+	return card{ID: id, Label: "Rate", Value: fmtRate(rate), Unit: "/s", Note: "requests finished a second while there was work, over the last 3 s"}
 }
 
 // waitCard is c with the time the workers take to finish ahead requests at rate:

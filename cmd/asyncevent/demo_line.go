@@ -30,6 +30,7 @@ const (
 type linePoll struct {
 	requestID string
 	at        time.Time // when the answer came
+	first     bool      // the request's first answer with a place
 	told      asyncevent.QueueEstimate
 }
 
@@ -52,6 +53,7 @@ type lineWatch struct {
 	calls      int                  // GetRequest calls
 	errs       int
 	polls      []linePoll
+	placed     map[string]bool // the requests told a place already
 	samples    []lineSample
 	// cost is what the polling node spent on the polls, set once they stopped.
 	cost metered.Counts
@@ -157,7 +159,11 @@ func (l *lineWatch) poll(ctx context.Context, id string) {
 	case err != nil:
 		l.errs++
 	case r.Queue != nil:
-		l.polls = append(l.polls, linePoll{requestID: id, at: at, told: *r.Queue})
+		if l.placed == nil {
+			l.placed = map[string]bool{}
+		}
+		l.polls = append(l.polls, linePoll{requestID: id, at: at, first: !l.placed[id], told: *r.Queue})
+		l.placed[id] = true
 	}
 }
 
@@ -220,7 +226,7 @@ func (l *lineWatch) report(st *asyncevent.QueueStats, start time.Time) *lineRepo
 		Polls: l.calls, Placed: len(l.polls), PollErrors: l.errs, PollEveryMs: ms(pollEvery), PollsPerTick: pollsPerTick,
 		PerPoll: costOf(l.cost, l.calls, 0), MinAhead: minAhead,
 	}
-	var aheadErrs, waitErrs []float64
+	var aheadErrs, waitErrs, firstErrs []float64
 	for _, p := range l.polls {
 		fin, ok := l.finishedAt[p.requestID]
 		truly := tr.ahead(l.queuedAt[p.requestID], p.at)
@@ -228,13 +234,16 @@ func (l *lineWatch) report(st *asyncevent.QueueStats, start time.Time) *lineRepo
 			continue
 		}
 		aheadErrs = append(aheadErrs, relErr(float64(p.told.Ahead), float64(truly)))
+		if p.first {
+			firstErrs = append(firstErrs, relErr(float64(p.told.Ahead), float64(truly)))
+		}
 		if p.told.Rate == 0 {
 			r.WaitUnknown++
 			continue
 		}
 		waitErrs = append(waitErrs, relErr(p.told.Wait.Seconds(), fin.Sub(p.at).Seconds()))
 	}
-	r.Ahead, r.Wait = spreadOf(aheadErrs), spreadOf(waitErrs)
+	r.Ahead, r.Wait, r.FirstAhead = spreadOf(aheadErrs), spreadOf(waitErrs), spreadOf(firstErrs)
 	r.series(st, start)
 	r.drain(l.samples, tr, start)
 	return r

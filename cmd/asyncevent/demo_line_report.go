@@ -22,6 +22,10 @@ type lineReport struct {
 	// Ahead is |told − true| ÷ true of the requests ahead: those queued before the
 	// request that no worker had finished when the answer came.
 	Ahead errorSpread `json:"aheadError"`
+	// FirstAhead is Ahead of each request's first answer with a place: what a user
+	// is told when it looks first, often before the counts of the arrivals before it
+	// are complete.
+	FirstAhead errorSpread `json:"firstAheadError"`
 	// Wait is |told − true| ÷ true of the wait: until a worker finished the request.
 	Wait errorSpread `json:"waitError"`
 	// WaitUnknown counts the answers, among Ahead's, told no wait (no rate yet).
@@ -132,8 +136,11 @@ func (r *lineReport) aheadText() string {
 	if r.Ahead.Count == 0 {
 		return fmt.Sprintf("not compared: no poll had %d or more requests truly ahead (%s)", r.MinAhead, r.nearFront())
 	}
-	return fmt.Sprintf("off by %s median, %s p90 of the true number ahead, over %s polls (%s)",
-		percent(r.Ahead.P50), percent(r.Ahead.P90), formatInt(r.Ahead.Count), r.nearFront())
+	s := fmt.Sprintf("off by %s median, %s p90 of the true number ahead, over %s polls", percent(r.Ahead.P50), percent(r.Ahead.P90), formatInt(r.Ahead.Count))
+	if r.FirstAhead.Count > 0 {
+		s += fmt.Sprintf("; a request's first answer: %s median, %s p90, over %s", percent(r.FirstAhead.P50), percent(r.FirstAhead.P90), formatInt(r.FirstAhead.Count))
+	}
+	return s + " (" + r.nearFront() + ")"
 }
 
 func (r *lineReport) waitText() string {

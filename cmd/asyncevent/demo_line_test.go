@@ -40,7 +40,7 @@ func TestLineReportAgainstTheTruth(t *testing.T) {
 	l.polls = []linePoll{
 		// At +4.9s no request is finished: 150 ahead, and its own is finished 7.6s
 		// later. Told 10% too many and a wait 20% too short.
-		{requestID: ids[150], at: at49, told: asyncevent.QueueEstimate{Ahead: 165, Wait: 6080 * time.Millisecond, Rate: 25}},
+		{requestID: ids[150], at: at49, first: true, told: asyncevent.QueueEstimate{Ahead: 165, Wait: 6080 * time.Millisecond, Rate: 25}},
 		// At +6s 21 are finished (the 21st at +6s exactly): 79 ahead. Told right, with
 		// no rate yet: no wait.
 		{requestID: ids[100], at: at6, told: asyncevent.QueueEstimate{Ahead: 79}},
@@ -64,6 +64,7 @@ func TestLineReportAgainstTheTruth(t *testing.T) {
 	assert.Equal(t, 3, r.Placed)
 	assert.Equal(t, errorSpread{Count: 2, P50: 0, P90: 0.1}, roundSpread(r.Ahead))
 	assert.Equal(t, errorSpread{Count: 1, P50: 0.2, P90: 0.2}, roundSpread(r.Wait))
+	assert.Equal(t, errorSpread{Count: 1, P50: 0.1, P90: 0.1}, roundSpread(r.FirstAhead), "a request's first answer")
 	assert.Equal(t, 1, r.WaitUnknown)
 	assert.Equal(t, int64(200), r.PeakDepth)
 	assert.Equal(t, 2.0, r.PeakAtSeconds)
@@ -81,8 +82,8 @@ func TestLineReportAgainstTheTruth(t *testing.T) {
 	require.Len(t, rows, 4)
 	assert.Equal(t, row{"polls of the line", "4 GetRequest calls by users waiting (20 every 250ms, spread over the line), 3 told a place in line; " +
 		"per poll: DynamoDB calls 1.25 (GetItem 1.00 + Query 0.25) · 0.62 RCU"}, rows[0])
-	assert.Equal(t, row{"position told", "off by 0.0% median, 10.0% p90 of the true number ahead, over 2 polls " +
-		"(fewer than 50 ahead are left out: near the front a few requests either way are a large share)"}, rows[1])
+	assert.Equal(t, row{"position told", "off by 0.0% median, 10.0% p90 of the true number ahead, over 2 polls; " +
+		"a request's first answer: 10.0% median, 10.0% p90, over 1 (fewer than 50 ahead are left out: near the front a few requests either way are a large share)"}, rows[1])
 	assert.Equal(t, row{"wait told", "off by 20.0% median, 20.0% p90 of the true wait (until a worker finished the request), over 1 of those polls; " +
 		"1 told no wait: no rate measured yet"}, rows[2])
 	assert.Equal(t, row{"line", "peak 200 requests waiting at +2s · the workers finished 66.7 requests/s on average · " +

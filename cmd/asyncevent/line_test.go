@@ -49,11 +49,12 @@ func TestPlaceInLineAndQueueStats(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.ok(t, "table", "create")
-	// The clicks and the worker's results 2.5s in the past: the CLI, on the real
+	// The clicks and the worker's results 1.5s in the past: the CLI, on the real
 	// clock, reads them as complete (a node's counts are, up to Options.ProgressEvery
-	// and a quarter second before they are read: 1.25s) and within the 5s before that,
-	// which give the rate, for as long as its reads come within 3.75s of the worker's.
-	ids := queueUp(t, f.client(t, asyncevent.Options{Clock: pastClock(2500 * time.Millisecond)}), "line", 30, 10, func() { time.Sleep(2 * time.Millisecond) })
+	// and a tenth of a second before they are read: 0.3s) and within the 3s before
+	// that, which give the rate, for as long as its reads come within 1.8s of the
+	// worker's.
+	ids := queueUp(t, f.client(t, asyncevent.Options{Clock: pastClock(1500 * time.Millisecond)}), "line", 30, 10, func() { time.Sleep(2 * time.Millisecond) })
 
 	var last map[string]any
 	f.json(t, &last, "request", "get", ids[29])

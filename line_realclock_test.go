@@ -1,0 +1,366 @@
+package asyncevent_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
+)
+
+// The place in line on a real clock, as users meet it (issue 42): a burst of clicks
+// as fast as the machine ingests them, spread over three ingest nodes, reaches two
+// workers through a queue that delivers in a standard queue's rough order; the
+// workers decide 50 requests a second; every user polls its request when the 202's
+// Retry-After says (one in four sooner: eager) and then every second, each poll on
+// any node. Afterwards the truth of each poll is read from the requests: the requests
+// queued before it whose decision had not yet been acknowledged at the poll. The
+// errors counted are of the polls with at least 20 truly ahead (issue 42's bar);
+// the eager polls' are reported, not held to a bar. make line runs it on the issue's
+// bar without -race; make test holds it to what holds beside every other package.
+func TestPlaceInLineOnARealClock(t *testing.T) {
+	for _, layout := range []struct {
+		name   string
+		shards int
+	}{{"single keys", 1}, {"the 20,000 clicks/s layout", 0}} {
+		t.Run(layout.name, func(t *testing.T) { // alone: the clock is real, and so is the load
+			settings := asyncevent.EventSettings{EventID: "burst", EventType: asyncevent.FirstCome, CapacityTotal: 100}
+			if layout.shards == 0 {
+				settings.ShardForPeak(20_000)
+			}
+			rep := runLine(t, settings, lineRig{clicks: envInt("LINE_CLICKS", 600), nodes: 3, workers: 2, perSecond: 50})
+			t.Log(rep)
+			// The issue's bar (LINE_STRICT=1, make line: a quiet machine, no -race), or
+			// what holds in make test, under -race beside every other package.
+			bar := lineBar{firstP90: 0.25, firstWaitP90: 0.35, laterP90: 0.25}
+			if os.Getenv("LINE_STRICT") != "" {
+				bar = lineBar{firstP90: 0.05, firstMax: 0.15, firstWaitP90: 0.10, laterP90: 0.05, laterMax: 0.15}
+			}
+			assert.Greater(t, rep.first.n, 50, "first polls with at least 20 ahead")
+			assert.LessOrEqual(t, rep.first.p90, bar.firstP90, "first polls: p90 error of the place")
+			assert.LessOrEqual(t, rep.firstWait.p90, bar.firstWaitP90, "first polls: p90 error of the wait")
+			assert.LessOrEqual(t, rep.all.p90, bar.laterP90, "every poll: p90 error of the place")
+			if bar.firstMax > 0 {
+				assert.LessOrEqual(t, rep.first.max, bar.firstMax, "first polls: max error of the place")
+				assert.LessOrEqual(t, rep.all.max, bar.laterMax, "every poll: max error of the place")
+			}
+		})
+	}
+}
+
+// lineBar is the errors a run of the rig may have.
+type lineBar struct {
+	firstP90, firstMax, firstWaitP90, laterP90, laterMax float64
+}
+
+// lineRig is a burst: clicks over nodes ingest nodes, decided by workers at
+// perSecond.
+type lineRig struct {
+	clicks, nodes, workers int
+	perSecond              float64
+}
+
+// linePollResult is one poll that was told a place.
+type linePollResult struct {
+	id    string
+	at    time.Time
+	first bool
+	eager bool // polled before the 202's Retry-After
+	est   asyncevent.QueueEstimate
+}
+
+// spread is the errors of a set of polls.
+type spread struct {
+	n        int
+	p50, p90 float64
+	max      float64
+	bias     float64 // mean signed error: below 0, told too few ahead
+}
+
+func (s spread) String() string {
+	return fmt.Sprintf("n=%d p50=%.1f%% p90=%.1f%% max=%.1f%% bias=%+.1f%%", s.n, 100*s.p50, 100*s.p90, 100*s.max, 100*s.bias)
+}
+
+func spreadOfErrors(signed []float64) spread {
+	if len(signed) == 0 {
+		return spread{}
+	}
+	abs := make([]float64, len(signed))
+	var sum float64
+	for i, e := range signed {
+		abs[i], sum = math.Abs(e), sum+e
+	}
+	slices.Sort(abs)
+	q := func(p float64) float64 { return abs[min(len(abs)-1, int(p*float64(len(abs))))] }
+	return spread{n: len(abs), p50: q(0.5), p90: q(0.9), max: abs[len(abs)-1], bias: sum / float64(len(abs))}
+}
+
+type lineRunReport struct {
+	clicks            int
+	ingest            time.Duration
+	first, all        spread
+	firstWait, allWit spread
+	eager             spread // first polls before the 202's Retry-After
+}
+
+func (r lineRunReport) String() string {
+	return fmt.Sprintf("%d clicks ingested in %v\nfirst polls: place %v; wait %v\nlater polls: place %v; wait %v\neager first polls (before Retry-After): place %v", r.clicks, r.ingest.Round(time.Millisecond), r.first, r.firstWait, r.all, r.allWit, r.eager)
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// runLine runs rig on an event made with settings and measures every poll that
+// was told a place against the truth.
+func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineRunReport {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := asynceventtest.NewTable(t)
+	_, err := first.CreateEvent(ctx, settings)
+	require.NoError(t, err)
+	node := func() *asyncevent.Client {
+		c, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: first.TableName()})
+		require.NoError(t, err)
+		return c
+	}
+	nodes := make([]*asyncevent.Client, rig.nodes)
+	for i := range nodes {
+		nodes[i] = node()
+	}
+	mem := queue.NewMemory(queue.MemoryOptions{})
+	q := newRoughQueue(mem, 50*time.Millisecond)
+
+	var (
+		mu      sync.Mutex
+		decided = map[string]time.Time{}
+		polls   []linePollResult
+		pending sync.WaitGroup
+		open    atomic.Int64
+	)
+	// The workers: each takes perSecond/workers requests a second, one at a time.
+	var workers sync.WaitGroup
+	for w := range rig.workers {
+		wc := node()
+		proc := asyncevent.NewProcessor(wc, asyncevent.ProcessOptions{OnOutcome: func(o asyncevent.Outcome) {
+			if o.ResultCode != "" {
+				mu.Lock()
+				decided[o.RequestID] = time.Now()
+				mu.Unlock()
+			}
+		}})
+		every := time.Duration(float64(time.Second) / (rig.perSecond / float64(rig.workers)))
+		workers.Go(func() {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			_ = w
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				ds, err := mem.Receive(ctx, 1, 0, time.Minute)
+				if err != nil {
+					return
+				}
+				if len(ds) > 0 { // at the pace, however long a message takes
+					workers.Go(func() { asynceventtest.Process(ctx, proc, ds) })
+				}
+			}
+		})
+	}
+
+	// A user polls after the 202's Retry-After (1 s, and up to half a second more),
+	// or, one in four, at once or within that second (eager), and then every second,
+	// on any node, until its request is final.
+	pollUser := func(id string) {
+		defer pending.Done()
+		defer open.Add(-1)
+		eager := rand.IntN(4) == 0
+		if eager {
+			time.Sleep(rand.N(time.Second))
+		} else {
+			time.Sleep(time.Second + rand.N(500*time.Millisecond))
+		}
+		for firstPoll := true; ctx.Err() == nil; firstPoll = false {
+			r, err := nodes[rand.IntN(len(nodes))].GetRequest(ctx, id)
+			if err != nil {
+				return
+			}
+			if r.Status != asyncevent.StatusReceived && r.Status != asyncevent.StatusQueued {
+				return
+			}
+			if r.Queue != nil {
+				mu.Lock()
+				polls = append(polls, linePollResult{id: id, at: time.Now(), first: firstPoll, eager: eager && firstPoll, est: *r.Queue})
+				mu.Unlock()
+			}
+			time.Sleep(time.Second)
+		}
+	}
+
+	began := time.Now()
+	var lags []float64
+	defer func() {
+		if testing.Verbose() {
+			slices.Sort(lags)
+			t.Logf("Submit's time from queuedAt to its answer: p50 %.0f ms, p90 %.0f ms, max %.0f ms", 1000*lags[len(lags)/2], 1000*lags[len(lags)*9/10], 1000*lags[len(lags)-1])
+		}
+	}()
+	var clicks sync.WaitGroup
+	var next atomic.Int64
+	ids := make([]string, rig.clicks)
+	for g := range 24 {
+		clicks.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= rig.clicks {
+					return
+				}
+				p, err := nodes[(i+g)%len(nodes)].Submit(ctx, q, settings.EventID, fmt.Sprintf("user-%05d", i))
+				if !assert.NoError(t, err) {
+					return
+				}
+				ids[i] = p.RequestID
+				mu.Lock()
+				lags = append(lags, time.Since(p.Request.QueuedAt.Time()).Seconds())
+				mu.Unlock()
+				pending.Add(1)
+				open.Add(1)
+				go pollUser(p.RequestID)
+			}
+		})
+	}
+	clicks.Wait()
+	ingest := time.Since(began)
+	pending.Wait()
+	cancel()
+	workers.Wait()
+	q.Wait()
+
+	// The truth: each request's queuedAt, from the table, and when its decision was
+	// acknowledged.
+	queuedAt := map[string]asyncevent.EpochMillis{}
+	for _, id := range ids {
+		r, err := first.GetRequest(context.Background(), id)
+		require.NoError(t, err)
+		queuedAt[id] = r.QueuedAt
+	}
+	order := slices.Clone(ids)
+	slices.SortFunc(order, func(a, b string) int { return cmp.Compare(queuedAt[a], queuedAt[b]) })
+	var firstErrs, allErrs, firstWait, allWait, estErrs, eagerErrs []float64
+	var byAge, byPhase [7][]float64
+	defer func() {
+		if testing.Verbose() {
+			t.Logf("the estimator against the line in queue order: %v", spreadOfErrors(estErrs))
+			for b, errs := range byAge {
+				t.Logf("  polls %v after the click: %v", time.Duration(b)*300*time.Millisecond, spreadOfErrors(errs))
+			}
+			for b, errs := range byPhase {
+				t.Logf("  polls %ds into the run: %v", b, spreadOfErrors(errs))
+			}
+		}
+	}()
+	for _, p := range polls {
+		me := queuedAt[p.id]
+		ahead := 0
+		for _, id := range order {
+			if queuedAt[id] >= me {
+				break
+			}
+			if d, ok := decided[id]; !ok || d.After(p.at) {
+				ahead++
+			}
+		}
+		if ahead < 20 {
+			continue
+		}
+		e := (float64(p.est.Ahead) - float64(ahead)) / float64(ahead)
+		var we float64
+		if d, ok := decided[p.id]; ok && p.est.Rate > 0 {
+			truth := d.Sub(p.at).Seconds()
+			we = (p.est.Wait.Seconds() - truth) / truth
+		}
+		if testing.Verbose() {
+			// Apart: the estimator's error against the line as if decided in queue
+			// order (A(q) − D(p) from the truth), and the queue's disorder.
+			rank, done := 0, 0
+			for _, id := range order {
+				if queuedAt[id] < me {
+					rank++
+				}
+				if d, ok := decided[id]; ok && !d.After(p.at) {
+					done++
+				}
+			}
+			fifo := max(rank-done, 0)
+			ee := (float64(p.est.Ahead) - float64(fifo)) / float64(max(fifo, 1))
+			estErrs = append(estErrs, ee)
+			age := p.at.Sub(time.UnixMilli(int64(me)))
+			b := min(int(age/(300*time.Millisecond)), 4)
+			byAge[b] = append(byAge[b], ee)
+			byPhase[min(int(p.at.Sub(began)/time.Second), 6)] = append(byPhase[min(int(p.at.Sub(began)/time.Second), 6)], ee)
+			if math.Abs(e) > 0.15 && !p.eager && p.first && os.Getenv("LINE_LOG") != "" {
+				t.Logf("poll at +%v (+%v after its click): told %d ahead, %d true, %d in queue order (rank %d, done %d; rate %.1f, asOf -%v)", p.at.Sub(began).Round(time.Millisecond), p.at.Sub(time.UnixMilli(int64(me))).Round(time.Millisecond), p.est.Ahead, ahead, fifo, rank, done, p.est.Rate, p.at.Sub(p.est.AsOf).Round(time.Millisecond))
+			}
+		}
+		if p.eager {
+			eagerErrs = append(eagerErrs, e)
+			continue
+		}
+		allErrs = append(allErrs, e)
+		if p.est.Rate > 0 {
+			allWait = append(allWait, we)
+		}
+		if p.first {
+			firstErrs = append(firstErrs, e)
+			if p.est.Rate > 0 {
+				firstWait = append(firstWait, we)
+			}
+		}
+	}
+	return lineRunReport{clicks: rig.clicks, ingest: ingest, first: spreadOfErrors(firstErrs), all: spreadOfErrors(allErrs), eager: spreadOfErrors(eagerErrs),
+		firstWait: spreadOfErrors(firstWait), allWit: spreadOfErrors(allWait)}
+}
+
+// roughQueue sends each message on after a random delay up to within, as a standard
+// queue's rough order does: messages sent close together come out in any order.
+type roughQueue struct {
+	queue.Queue
+	within time.Duration
+	wg     sync.WaitGroup
+}
+
+func newRoughQueue(q queue.Queue, within time.Duration) *roughQueue {
+	return &roughQueue{Queue: q, within: within}
+}
+
+func (r *roughQueue) Send(ctx context.Context, m queue.OutgoingMessage) error {
+	r.wg.Add(1)
+	time.AfterFunc(rand.N(r.within), func() {
+		defer r.wg.Done()
+		_ = r.Queue.Send(context.WithoutCancel(ctx), m)
+	})
+	return nil
+}
+
+// Wait waits until every message was sent on.
+func (r *roughQueue) Wait() { r.wg.Wait() }
