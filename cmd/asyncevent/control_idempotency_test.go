@@ -33,7 +33,7 @@ func TestSeatControlsUnderAnIdempotencyKey(t *testing.T) {
 	assert.Contains(t, errOut, "idempotency key add-1 was given to another ADD_CAPACITY")
 	_, errOut, code = f.run(t, "event", "add-capacity", "keyed", "-seats", "5", "-actor", "alice", "-idempotency-key", "a#b")
 	assert.Equal(t, exitUsage, code, errOut)
-	assert.Contains(t, errOut, "idempotencyKey")
+	assert.Contains(t, errOut, `invalid -idempotency-key "a#b"`, "named as the other ID flags are")
 
 	cancel := []string{"request", "cancel", ids[0], "-actor", "bob", "-idempotency-key", "cancel-1"}
 	assert.NotContains(t, f.ok(t, cancel...), "applied before")
