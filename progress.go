@@ -807,7 +807,7 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 func (c *Client) wantsFresher(v *progressView, e *QueueEstimate, q EpochMillis, now time.Time) bool {
 	cutA, cutD := c.progressComplete(v)
 	carried := e.Rate * float64(now.UnixMilli()-cutD) / 1000
-	return int64(q) > cutA || carried >= 0.1*float64(e.Ahead)
+	return int64(q) > cutA || (carried > 0 && carried >= 0.1*float64(e.Ahead))
 }
 
 // QueueStats returns the FIRST_COME event's line as a whole from its progress: a

@@ -286,3 +286,46 @@ func TestProgressCountsUnderConcurrency(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 240, st.Depth)
 }
+
+// A poll reads the progress again where its copy would place it poorly, and no more
+// often than every 200 ms a node: a request queued past the counts that are complete
+// (its arrivals still landing) gets a fresher read; a request settled far back in a
+// line no worker moves takes the copy for ProgressCacheTTL.
+func TestAPollRefreshesWhereItsCopyIsStale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(time.Now())
+	admin := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, err := admin.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fresh", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+	node, err := asyncevent.New(counter, asyncevent.Options{TableName: admin.TableName(), Clock: clock.Now, ProgressCacheTTL: 10 * time.Second})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	old, err := node.Submit(ctx, q, "fresh", "early")
+	require.NoError(t, err)
+	clock.Advance(5 * time.Second)
+	young, err := node.Submit(ctx, q, "fresh", "late")
+	require.NoError(t, err)
+	require.NoError(t, node.FlushProgress(ctx))
+	queries := func() int { return counter.Snapshot().Calls["Query"] }
+
+	_, err = node.GetRequest(ctx, old.RequestID) // the first read
+	require.NoError(t, err)
+	base := queries()
+	for range 5 { // the same moment: the copy stands
+		_, err = node.GetRequest(ctx, young.RequestID)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, base, queries(), "within 200 ms, no read again")
+	clock.Advance(250 * time.Millisecond)
+	r, err := node.GetRequest(ctx, young.RequestID)
+	require.NoError(t, err)
+	require.NotNil(t, r.Queue)
+	assert.Equal(t, base+1, queries(), "a request past the complete counts: read again")
+	assert.EqualValues(t, 1, r.Queue.Ahead, "the early request, counted")
+	clock.Advance(250 * time.Millisecond)
+	_, err = node.GetRequest(ctx, old.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, base+1, queries(), "a request settled in a line no worker moves: the copy stands")
+}
