@@ -453,9 +453,26 @@ func TestStatusLogFollowsIngest(t *testing.T) {
 	assert.Equal(t, asyncevent.StatusReceived, logs[0].ToStatus)
 	assert.Equal(t, asyncevent.StatusReceived, logs[1].FromStatus)
 	assert.Equal(t, asyncevent.StatusQueued, logs[1].ToStatus)
-	for _, l := range logs {
-		assert.Equal(t, entity.StatusLog, l.EntityType)
-		assert.Equal(t, asyncevent.MillisOf(t0.Add(30*24*time.Hour)).Time().Unix(), l.TTL)
+	// The stored entries' bookkeeping, which the caller's StatusLog leaves out.
+	key, err := asyncevent.NewRequestKey(p.RequestID)
+	require.NoError(t, err)
+	out, err := asynceventtest.DynamoDB(t).Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(c.TableName()),
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :log)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: key.Key().PK}, ":log": &types.AttributeValueMemberS{Value: asyncevent.StatusLogPrefix},
+		},
+	})
+	require.NoError(t, err)
+	require.Len(t, out.Items, 2)
+	for _, raw := range out.Items {
+		var stored struct {
+			EntityType entity.Type `dynamodbav:"entityType"`
+			TTL        int64       `dynamodbav:"ttl"`
+		}
+		require.NoError(t, attributevalue.UnmarshalMap(raw, &stored))
+		assert.Equal(t, entity.StatusLog, stored.EntityType)
+		assert.Equal(t, asyncevent.MillisOf(t0.Add(30*24*time.Hour)).Time().Unix(), stored.TTL)
 	}
 }
 

@@ -27,20 +27,20 @@ import (
 // after ingest's QUEUED write, is never logged before it on the same clock; the log
 // reads in lifecycle order wherever the processes' clocks agree.
 type StatusLog struct {
-	EntityType entity.Type `dynamodbav:"entityType"` // STATUS_LOG
 	RequestID  string      `dynamodbav:"requestId"`
 	FromStatus Status      `dynamodbav:"fromStatus,omitempty"` // empty for the first entry
 	ToStatus   Status      `dynamodbav:"toStatus"`
 	OccurredAt EpochMillis `dynamodbav:"occurredAt"`
 	Message    string      `dynamodbav:"message,omitempty"`
-
-	// TTL is the expiry in epoch seconds: OccurredAt plus Options.StatusLogTTL.
-	TTL int64 `dynamodbav:"ttl,omitempty"`
 }
 
+// statusLogItem is a StatusLog as stored: its key and the item's bookkeeping.
 type statusLogItem struct {
 	Key
+	EntityType entity.Type `dynamodbav:"entityType"` // STATUS_LOG
 	StatusLog
+	// TTL is the expiry in epoch seconds: OccurredAt plus Options.StatusLogTTL.
+	TTL int64 `dynamodbav:"ttl,omitempty"`
 }
 
 // statusLogRow writes a log entry, in the transaction of its transition.
@@ -58,10 +58,9 @@ func (c *Client) statusLogEntry(requestID string, from, to Status, message strin
 	if err != nil {
 		return write{}, err
 	}
-	return write{row: &statusLogRow, item: statusLogItem{Key: key.Key(), StatusLog: StatusLog{
-		EntityType: entity.StatusLog, RequestID: requestID, FromStatus: from, ToStatus: to,
-		OccurredAt: at, Message: message, TTL: expiry(at, c.opts.StatusLogTTL),
-	}}}, nil
+	return write{row: &statusLogRow, item: statusLogItem{Key: key.Key(), EntityType: entity.StatusLog, StatusLog: StatusLog{
+		RequestID: requestID, FromStatus: from, ToStatus: to, OccurredAt: at, Message: message,
+	}, TTL: expiry(at, c.opts.StatusLogTTL)}}, nil
 }
 
 // ListStatusLogs returns a request's status log, oldest first and entries of the same
