@@ -326,7 +326,7 @@ func (c *Client) CreateEvent(ctx context.Context, settings EventSettings) (*Even
 			return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 		}
 		key, _ := NewEventKey(cfg.EventID, EventItemDraw)
-		items = append(items, drawItem{Key: key.Key(), DrawRecord: record})
+		items = append(items, drawItem{Key: key.Key(), EntityType: entity.Draw, DrawRecord: record})
 	}
 	if err := c.listEvent(ctx, &cfg); err != nil {
 		return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)

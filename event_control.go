@@ -23,7 +23,6 @@ import (
 // AuditEntry records an operator's control of an event (PK EVENT#<eventId>, SK
 // AUDIT#<at>#<suffix>), written in the control's own transaction.
 type AuditEntry struct {
-	EntityType entity.Type `dynamodbav:"entityType"` // AUDIT
 	EventID    string      `dynamodbav:"eventId"`
 	At         EpochMillis `dynamodbav:"at"`
 	Actor      string      `dynamodbav:"actor"`  // who: an admin's sub
@@ -31,8 +30,10 @@ type AuditEntry struct {
 	Detail     string      `dynamodbav:"detail,omitempty"`
 }
 
+// auditItem is an AuditEntry as stored: its key and the item's bookkeeping.
 type auditItem struct {
 	Key
+	EntityType entity.Type `dynamodbav:"entityType"` // AUDIT
 	AuditEntry
 }
 
@@ -230,8 +231,8 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 	if err != nil {
 		return EventUpdate{}, err
 	}
-	entry := write{row: &auditRow, key: ak.Key(), item: auditItem{Key: ak.Key(), AuditEntry: AuditEntry{
-		EntityType: entity.Audit, EventID: eventID, At: now, Actor: actor, Action: action, Detail: detail,
+	entry := write{row: &auditRow, key: ak.Key(), item: auditItem{Key: ak.Key(), EntityType: entity.Audit, AuditEntry: AuditEntry{
+		EventID: eventID, At: now, Actor: actor, Action: action, Detail: detail,
 	}}}
 	w.key = key.Key()
 	if w.args == nil {

@@ -195,15 +195,16 @@ var (
 // sweep finds every such event without a Scan: a Worker sweeps the events listed
 // here as well as those it meets, and a scheduled sweep can take them all.
 type HoldEvent struct {
-	EntityType entity.Type   `dynamodbav:"entityType"` // HOLD_EVENT
-	EventID    string        `dynamodbav:"eventId"`
-	HoldFor    time.Duration `dynamodbav:"holdFor"`
-	EndsAt     EpochMillis   `dynamodbav:"endsAt,omitempty"`
-	CreatedAt  EpochMillis   `dynamodbav:"createdAt"`
+	EventID   string        `dynamodbav:"eventId"`
+	HoldFor   time.Duration `dynamodbav:"holdFor"`
+	EndsAt    EpochMillis   `dynamodbav:"endsAt,omitempty"`
+	CreatedAt EpochMillis   `dynamodbav:"createdAt"`
 }
 
+// holdEventItem is a HoldEvent as stored: its key and the item's bookkeeping.
 type holdEventItem struct {
 	Key
+	EntityType entity.Type `dynamodbav:"entityType"` // HOLD_EVENT
 	HoldEvent
 }
 
@@ -212,8 +213,8 @@ func newHoldEventItem(cfg *eventItem) (holdEventItem, error) {
 	if err != nil {
 		return holdEventItem{}, err
 	}
-	return holdEventItem{Key: key.Key(), HoldEvent: HoldEvent{
-		EntityType: entity.HoldEvent, EventID: cfg.EventID, HoldFor: cfg.HoldFor, EndsAt: cfg.EndsAt, CreatedAt: cfg.CreatedAt,
+	return holdEventItem{Key: key.Key(), EntityType: entity.HoldEvent, HoldEvent: HoldEvent{
+		EventID: cfg.EventID, HoldFor: cfg.HoldFor, EndsAt: cfg.EndsAt, CreatedAt: cfg.CreatedAt,
 	}}, nil
 }
 

@@ -23,7 +23,6 @@ import (
 // seed, as the event's config does; the draw writes the seed on it and records the
 // entries it drew from, so anyone can recompute the winners.
 type DrawRecord struct {
-	EntityType     entity.Type `dynamodbav:"entityType"` // DRAW
 	EventID        string      `dynamodbav:"eventId"`
 	Phase          UIPhase     `dynamodbav:"phase"`
 	WinnerCount    int64       `dynamodbav:"winnerCount"`
@@ -46,8 +45,10 @@ type DrawRecord struct {
 	AnnouncedAt EpochMillis `dynamodbav:"announcedAt,omitempty"`
 }
 
+// drawItem is a DrawRecord as stored: its key and the item's bookkeeping.
 type drawItem struct {
 	Key
+	EntityType entity.Type `dynamodbav:"entityType"` // DRAW
 	DrawRecord
 }
 

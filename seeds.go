@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -32,7 +31,7 @@ func seedCommitment(s []byte) string {
 // newDrawRecord makes a new LOTTERY event's Draw record and sets the config's
 // seedCommitment, seedMode and phase.
 func (c *Client) newDrawRecord(ctx context.Context, cfg *eventItem) (DrawRecord, error) {
-	record := DrawRecord{EntityType: entity.Draw, EventID: cfg.EventID, Phase: PhaseCollecting, WinnerCount: cfg.WinnerCount}
+	record := DrawRecord{EventID: cfg.EventID, Phase: PhaseCollecting, WinnerCount: cfg.WinnerCount}
 	var drawSeed []byte
 	var err error
 	if c.opts.Seeds != nil {
