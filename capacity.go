@@ -23,53 +23,34 @@ import (
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
-// EventCapacity is the EventCapacity item of a FIRST_COME event (PK EVENT#<eventId>,
-// SK CAPACITY), or one of its C shards (PK EVENT#<eventId>#CAPACITY#<shard>, SK
-// CAPACITY), whose capacities sum to the event's. capacityRemaining goes down by one
-// per seat, under the condition capacityRemaining > 0, so the event has at most
-// capacityTotal winners; it goes up only by seats an operator adds to a shard that
-// holds seats, never from 0: an empty shard stays empty, which the seat rules rely on
-// (seat.go).
+// EventCapacity is a FIRST_COME event's seats as a caller reads them (GetCapacity):
+// its EventCapacity item (PK EVENT#<eventId>, SK CAPACITY), or the sum of its C
+// shards (PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY), whose capacities sum to
+// the event's. capacityRemaining goes down by one per seat, under the condition
+// capacityRemaining > 0, so the event has at most capacityTotal winners; it goes up
+// only by seats an operator adds to a shard that holds seats, never from 0: an empty
+// shard stays empty, which the seat rules rely on (seat.go). The item's bookkeeping
+// (whose seats it holds, the claims it is closed to, the pool's version) is the
+// library's own (capacityItem).
 type EventCapacity struct {
-	EntityType        entity.Type `dynamodbav:"entityType"` // CAPACITY
 	EventID           string      `dynamodbav:"eventId"`
 	CapacityTotal     int64       `dynamodbav:"capacityTotal"`
 	CapacityRemaining int64       `dynamodbav:"capacityRemaining"`
 	UpdatedAt         EpochMillis `dynamodbav:"updatedAt"`
-
-	// Holders are the seat tokens of the requests that won a seat on the item, one per
-	// seat spent: the claim that takes a seat adds its request's token in the same
-	// write, so that any later claim of the request here finds its seat instead of
-	// taking another. A token is 8 bytes of SHA-256 of the request ID, base64 (about
-	// 12 bytes a winner on the item). Empty on a sum of shards.
-	Holders []string `dynamodbav:"holders,omitempty,stringset"`
 
 	// SoldOut is set on every shard of an event with capacity shards once all of them
 	// are empty, so that a worker new to the event learns the sell-out from the one
 	// shard it reads.
 	SoldOut bool `dynamodbav:"soldOut,omitempty"`
 
-	// PoolVersion is the version of the event's seat pool (its Returns item) this shard
-	// was told of: 0 while no seat was ever added to the pool (AddCapacity after a
-	// sell-out, CancelRequest); each change of the pool's seats by an operator raises
-	// it on every shard, so that a worker that reads a request's home shard, or meets
-	// it empty, learns that the pool may hold seats.
-	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
-
 	// HoldFor is the event's EventSettings.HoldFor (0: no holds), written with the item,
 	// so that a worker that reads only a request's home shard knows whether its seat
 	// is held (HELD) or won, and its loser waitlisted or rejected.
 	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
 
-	// Void are the fence tokens the item is closed to: a request's seat token at an
-	// epoch of its claim (seat.go's closeTo), written before the request's claim left
-	// the item or the request ended without a seat, so that no claim of it sent
-	// before takes a seat here afterwards, however late it lands.
-	Void []string `dynamodbav:"void,omitempty,stringset"`
-
 	// Shards, for an event with capacity shards (EventSettings.CapacityShards > 1), are
-	// its shard items, in shard order; the fields above are then their sum (UpdatedAt
-	// the latest). Not stored.
+	// its shards, in shard order; the fields above are then their sum (UpdatedAt the
+	// latest). Not stored.
 	Shards []EventCapacity `dynamodbav:"-"`
 }
 
@@ -84,9 +65,32 @@ const (
 	attrCapacityTotal     = "capacityTotal"
 )
 
+// capacityItem is an EventCapacity item as stored: its key, the caller's fields and
+// the seat rules' bookkeeping.
 type capacityItem struct {
 	Key
+	EntityType entity.Type `dynamodbav:"entityType"` // CAPACITY
 	EventCapacity
+
+	// Holders are the seat tokens of the requests that won a seat on the item, one per
+	// seat spent: the claim that takes a seat adds its request's token in the same
+	// write, so that any later claim of the request here finds its seat instead of
+	// taking another. A token is 8 bytes of SHA-256 of the request ID, base64 (about
+	// 12 bytes a winner on the item).
+	Holders []string `dynamodbav:"holders,omitempty,stringset"`
+
+	// PoolVersion is the version of the event's seat pool (its Returns item) this shard
+	// was told of: 0 while no seat was ever added to the pool (AddCapacity after a
+	// sell-out, CancelRequest); each change of the pool's seats by an operator raises
+	// it on every shard, so that a worker that reads a request's home shard, or meets
+	// it empty, learns that the pool may hold seats.
+	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
+
+	// Void are the fence tokens the item is closed to: a request's seat token at an
+	// epoch of its claim (seat.go's closeTo), written before the request's claim left
+	// the item or the request ended without a seat, so that no claim of it sent
+	// before takes a seat here afterwards, however late it lands.
+	Void []string `dynamodbav:"void,omitempty,stringset"`
 }
 
 var (
@@ -123,7 +127,7 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 	if err != nil {
 		return nil, err
 	}
-	sum := &EventCapacity{EntityType: entity.Capacity, EventID: eventID}
+	sum := &EventCapacity{EventID: eventID}
 	for _, key := range keys {
 		var item capacityItem
 		found, err := c.getItem(ctx, key.Key(), true, &item)
@@ -155,9 +159,8 @@ func capacityItems(cfg eventItem, now EpochMillis) []capacityItem {
 		if int64(i) < cfg.CapacityTotal%n {
 			seats++
 		}
-		items[i] = capacityItem{Key: key.Key(), EventCapacity: EventCapacity{
-			EntityType: entity.Capacity, EventID: cfg.EventID,
-			CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now, HoldFor: cfg.HoldFor,
+		items[i] = capacityItem{Key: key.Key(), EntityType: entity.Capacity, EventCapacity: EventCapacity{
+			EventID: cfg.EventID, CapacityTotal: seats, CapacityRemaining: seats, UpdatedAt: now, HoldFor: cfg.HoldFor,
 		}}
 	}
 	return items

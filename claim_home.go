@@ -62,7 +62,7 @@ var (
 )
 
 // readShard reads one capacity item strongly consistently.
-func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*EventCapacity, error) {
+func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*capacityItem, error) {
 	keys, err := CapacityKeys(eventID, n)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*
 	}); err != nil {
 		return nil, err
 	}
-	return &item.EventCapacity, nil
+	return &item, nil
 }
 
 // claimHome sends a claim without a lease on the request's home shard, at epoch 0.
@@ -150,12 +150,12 @@ func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
 }
 
 // holds reports whether a capacity item records the request's seat.
-func holds(item *EventCapacity, requestID string) bool {
+func holds(item *capacityItem, requestID string) bool {
 	return slices.Contains(item.Holders, seatToken(requestID))
 }
 
 // closedHere reports whether a capacity item is closed to the request's claims at
 // epoch 0 (its claims without a lease).
-func closedHere(item *EventCapacity, requestID string) bool {
+func closedHere(item *capacityItem, requestID string) bool {
 	return slices.Contains(item.Void, fenceToken(requestID, seatEpochNone))
 }

@@ -230,7 +230,7 @@ const maxNameLength = 256
 const MaxShards = 128
 
 // MaxSeatsPerShard bounds the seats of one capacity shard. A shard records a 12-byte
-// seat token per winner (EventCapacity.Holders), so that a request never takes two
+// seat token per winner (the item's holders), so that a request never takes two
 // seats, and a claim costs a write unit per started KB of the shard item: 1 WCU for
 // about its first 64 winners, 2 up to about 150, and so on, about 12 for the last of
 // 1,000. So a shard of 1,000 seats takes, at DynamoDB's 1,000 WCU/s per partition

@@ -31,3 +31,38 @@ func ReadStoredRequest(ctx context.Context, c *Client, requestID string) (*Store
 
 // StoredCurrent is a Transition's Current with its bookkeeping.
 func StoredCurrent(t Transition) *StoredRequest { return t.current }
+
+// StoredCapacity is an event's capacity with the library's bookkeeping (seat tokens,
+// fence tokens, pool version) of each item, which the caller's EventCapacity leaves
+// out: for the package's external tests only. Shards holds each shard's item when the
+// event has capacity shards.
+type StoredCapacity struct {
+	EventCapacity
+	Holders     []string
+	Void        []string
+	PoolVersion int64
+	Shards      []StoredCapacity
+}
+
+// ReadStoredCapacity reads an event's capacity items (strongly consistent reads).
+func ReadStoredCapacity(ctx context.Context, c *Client, eventID string) (*StoredCapacity, error) {
+	sum, err := c.GetCapacity(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	n := max(1, len(sum.Shards))
+	out := &StoredCapacity{EventCapacity: *sum}
+	for shard := range n {
+		item, err := c.readShard(ctx, eventID, n, shard)
+		if err != nil {
+			return nil, err
+		}
+		s := StoredCapacity{EventCapacity: item.EventCapacity, Holders: item.Holders, Void: item.Void, PoolVersion: item.PoolVersion}
+		if n == 1 {
+			s.Shards = nil
+			return &s, nil
+		}
+		out.Shards = append(out.Shards, s)
+	}
+	return out, nil
+}

@@ -78,7 +78,7 @@ func TestAHomeClosedByAFailerThatDiedIsComeBackTo(t *testing.T) {
 	})
 	res := asynceventtest.Work(ctx, t, fcl, m, asyncevent.ProcessOptions{Handler: refuse})
 	t.Logf("failer: %s %v", res.Kind, res.Err)
-	before, err := c.GetCapacity(ctx, "drop")
+	before, err := asyncevent.ReadStoredCapacity(ctx, c, "drop")
 	require.NoError(t, err)
 	require.Contains(t, before.Void, tokenOf(p.RequestID))
 	r, err := c.GetRequest(ctx, p.RequestID)

@@ -108,9 +108,9 @@ func isClaimOn(in *dynamodb.UpdateItemInput, pk string) bool {
 	return pkOfKey(in.Key) == pk && isSeatClaim(in)
 }
 
-func shardItem(t *testing.T, c *asyncevent.Client, eventID string, shard int) asyncevent.EventCapacity {
+func shardItem(t *testing.T, c *asyncevent.Client, eventID string, shard int) asyncevent.StoredCapacity {
 	t.Helper()
-	capItem, err := c.GetCapacity(context.Background(), eventID)
+	capItem, err := asyncevent.ReadStoredCapacity(context.Background(), c, eventID)
 	require.NoError(t, err)
 	return capItem.Shards[shard]
 }

@@ -54,7 +54,7 @@ func TestItemAttributeNames(t *testing.T) {
 
 	for name, item := range map[string]any{
 		"lock":       lockItem{IdempotencyLock: IdempotencyLock{EntityType: entity.Idempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
-		"capacity":   capacityItem{EventCapacity: EventCapacity{EntityType: entity.Capacity, EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
+		"capacity":   capacityItem{EntityType: entity.Capacity, EventCapacity: EventCapacity{EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
 		"status log": statusLogItem{EntityType: entity.StatusLog, StatusLog: StatusLog{RequestID: "r", FromStatus: StatusQueued, ToStatus: StatusProcessing, OccurredAt: 1, Message: "m"}, TTL: 2},
 		"config":     configItem{eventItem: eventItem{EntityType: entity.Config, Event: Event{EventSettings: EventSettings{EventID: "e", EventType: FirstCome, CapacityTotal: 1}, CreatedAt: 1}}},
 	} {

@@ -142,7 +142,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 
 	mu := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: pu.RequestID, EventID: "drop", UserID: "user-u", EventType: asyncevent.FirstCome, RequestedAt: r.RequestedAt}
 	resU := asynceventtest.Work(ctx, t, clean, mu, asyncevent.ProcessOptions{})
-	capItem, err := clean.GetCapacity(ctx, "drop")
+	capItem, err := asyncevent.ReadStoredCapacity(ctx, clean, "drop")
 	require.NoError(t, err)
 	for i, s := range capItem.Shards {
 		t.Logf("shard %d: remaining %d holders %v", i, s.CapacityRemaining, s.Holders)

@@ -78,7 +78,7 @@ func TestAHotShardIsLeftForTheOthers(t *testing.T) {
 		}
 	}
 	assert.Positive(t, movedOff, "claims began on the hot shard, and moved on")
-	capItem, err := h.clean.GetCapacity(ctx, "drop")
+	capItem, err := asyncevent.ReadStoredCapacity(ctx, h.clean, "drop")
 	require.NoError(t, err)
 	assert.Equal(t, int64(perShard), capItem.Shards[2].CapacityRemaining, "the hot shard keeps its seats")
 	// A request whose claim only this delivery sent there (its home emptied) leaves

@@ -120,6 +120,7 @@ func TestEventCreateAndGet(t *testing.T) {
 	f.json(t, &got, "event", "get", "spring")
 	assert.Equal(t, "Spring sale", got.Config["name"])
 	assert.Equal(t, 3.0, got.Capacity["capacityRemaining"])
+	assert.Equal(t, "CAPACITY", got.Capacity["entityType"], "the item's bookkeeping, as -json always printed it")
 	assert.Nil(t, got.Draw)
 	out := f.ok(t, "event", "get", "spring")
 	assert.Contains(t, out, "CAPACITY")
@@ -132,6 +133,7 @@ func TestEventCreateAndGet(t *testing.T) {
 	assert.Equal(t, "COLLECTING", lot.Config["phase"])
 	f.json(t, &got, "event", "get", "draw-1")
 	assert.Equal(t, lot.Config["seedCommitment"], got.Draw["seedCommitment"])
+	assert.Equal(t, "DRAW", got.Draw["entityType"])
 	assert.NotContains(t, got.Draw, "seed", "the seed stays sealed until the draw")
 
 	// An event the library refuses is a usage error; a taken ID or an unknown event a failure.
@@ -255,6 +257,8 @@ func TestRequestGetListAndLogs(t *testing.T) {
 	var to []string
 	for _, l := range logs {
 		to = append(to, l["toStatus"].(string))
+		assert.Equal(t, "STATUS_LOG", l["entityType"])
+		assert.Contains(t, l, "ttl", "the rows' bookkeeping, as -json always printed it")
 	}
 	assert.Equal(t, []string{"RECEIVED", "QUEUED", "SUCCEEDED"}, to)
 	assert.Contains(t, f.ok(t, "logs", ids[0]), "won a seat")
@@ -322,6 +326,7 @@ func TestDrawAndVerify(t *testing.T) {
 	assert.Len(t, drawn.Winners, 3)
 	assert.Equal(t, 10.0, drawn.Draw["entryCount"])
 	assert.Equal(t, "ANNOUNCED", drawn.Draw["phase"])
+	assert.Equal(t, "DRAW", drawn.Draw["entityType"])
 	assert.NotEmpty(t, drawn.Draw["seed"])
 
 	// The draw is idempotent: the same winners again.

@@ -93,7 +93,7 @@ func eventAddCapacityCmd() *command {
 				if capacity, err = c.GetCapacity(ctx, args[0]); err != nil {
 					return err
 				}
-				out.Capacity = itemJSON(capacity)
+				out.Capacity = e.capacityJSON(ctx, capacity)
 			}
 			return e.reportControl(out, func() string { return seatsAdded(u.Event, capacity, seats) + replayedNote(u) },
 				fmt.Errorf("%s was not given seats: it is %s", args[0], orDash(string(state))))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -240,7 +241,7 @@ func eventGetCmd() *command {
 					return err
 				}
 				if capacity != nil {
-					out.Capacity, second = itemJSON(capacity), capacity
+					out.Capacity, second = e.capacityJSON(ctx, capacity), capacity
 				}
 			case asyncevent.Lottery:
 				draw, err := c.GetDraw(ctx, cfg.EventID)
@@ -248,7 +249,7 @@ func eventGetCmd() *command {
 					return err
 				}
 				if draw != nil {
-					out.Draw, second = itemJSON(draw), draw
+					out.Draw, second = fieldsJSON(withEntity(fieldsOf(draw), entity.Draw)), draw
 				}
 			}
 			if e.json {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // The operator's controls of an event: close it now, pause and resume its ingest,
@@ -251,7 +252,7 @@ func eventAuditCmd() *command {
 			if e.json {
 				out := []map[string]any{}
 				for i := range trail {
-					out = append(out, itemJSON(&trail[i]))
+					out = append(out, fieldsJSON(withEntity(fieldsOf(&trail[i]), entity.Audit)))
 				}
 				return e.printJSON(out)
 			}

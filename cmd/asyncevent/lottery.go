@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -70,7 +71,7 @@ func drawCmd() *command {
 				return err
 			}
 			if e.json {
-				return e.printJSON(drawJSON{Draw: itemJSON(&res.Record), Winners: append([]string{}, res.Winners...)})
+				return e.printJSON(drawJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)), Winners: append([]string{}, res.Winners...)})
 			}
 			rec := res.Record
 			tw := newTable(e.stdout)

@@ -225,11 +225,7 @@ func logsCmd() *command {
 				}
 			}
 			if e.json {
-				out := []map[string]any{}
-				for i := range logs {
-					out = append(out, itemJSON(&logs[i]))
-				}
-				return e.printJSON(out)
+				return e.printJSON(append([]map[string]any{}, e.statusLogsJSON(ctx, requestID, logs)...))
 			}
 			if len(logs) == 0 {
 				_, err := fmt.Fprintf(e.stdout, "no status log for %s (the status log is written only by clients with Options.StatusLog)\n", requestID)

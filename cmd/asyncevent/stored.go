@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/entity"
 )
 
 // withStored adds to the fields of a library type (a Request, an Event) the
@@ -22,12 +23,17 @@ import (
 // table under key, so that an operator's get shows the whole row under the names the
 // table stores. A failed read leaves the fields as they are, with a note on stderr.
 func (e *env) withStored(ctx context.Context, key asyncevent.Key, fs []field) []field {
+	return e.withStoredOf(ctx, key, fs, bookkeeping)
+}
+
+// withStoredOf is withStored of the bookkeeping attributes names.
+func (e *env) withStoredOf(ctx context.Context, key asyncevent.Key, fs []field, names map[string]bool) []field {
 	rows, err := e.storedRows(ctx, []asyncevent.Key{key})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "note: the row's bookkeeping attributes are not shown: %v\n", err)
 		return fs
 	}
-	return mergeStored(fs, rows[key])
+	return mergeStoredOf(fs, rows[key], names)
 }
 
 // bookkeeping are the attributes of a stored request and of a stored event that the
@@ -46,12 +52,21 @@ var bookkeeping = map[string]bool{
 // table) and its rows read again never print a row that never was (a QUEUED request
 // with the resultCode of a later read).
 func mergeStored(fs []field, row map[string]types.AttributeValue) []field {
+	return mergeStoredOf(fs, row, bookkeeping)
+}
+
+// capacityBookkeeping are the attributes of a stored capacity item that the
+// library's EventCapacity leaves out.
+var capacityBookkeeping = map[string]bool{"entityType": true, "holders": true, "void": true, "poolVersion": true}
+
+// mergeStoredOf is mergeStored of the bookkeeping attributes names.
+func mergeStoredOf(fs []field, row map[string]types.AttributeValue, names map[string]bool) []field {
 	have := map[string]bool{}
 	for _, f := range fs {
 		have[f.name] = true
 	}
 	for _, name := range sortedNames(row) {
-		if have[name] || !bookkeeping[name] {
+		if have[name] || !names[name] {
 			continue
 		}
 		if v := storedValue(name, row[name]); v != false {
@@ -234,4 +249,81 @@ func (e *env) storedJSON(ctx context.Context, items []any, keyOf func(int) (asyn
 		out[i] = fieldsJSON(mergeStored(fieldsOf(item), row))
 	}
 	return out
+}
+
+// withEntity appends an item's entityType, which the library's types leave out, to
+// fs: the CLI's -json has always printed it.
+func withEntity(fs []field, t entity.Type) []field {
+	return append(fs, field{name: "entityType", value: string(t)})
+}
+
+// capacityJSON is itemJSON of an event's capacity with its items' bookkeeping: the
+// item's own for an event of one capacity item, the entity type for a sum of shards
+// (whose tokens are the shards').
+func (e *env) capacityJSON(ctx context.Context, capacity *asyncevent.EventCapacity) map[string]any {
+	fs := fieldsOf(capacity)
+	keys, err := asyncevent.CapacityKeys(capacity.EventID, max(1, len(capacity.Shards)))
+	if err != nil || len(keys) != 1 {
+		return fieldsJSON(withEntity(fs, entity.Capacity))
+	}
+	return fieldsJSON(e.withStoredOf(ctx, keys[0].Key(), fs, capacityBookkeeping))
+}
+
+// statusLogsJSON is itemJSON of a request's status log entries with the rows'
+// entityType and ttl, read again (a Query of the request's LOG# rows) and matched by
+// the moment and the status each entry records.
+func (e *env) statusLogsJSON(ctx context.Context, requestID string, logs []asyncevent.StatusLog) []map[string]any {
+	out := make([]map[string]any, len(logs))
+	ttl := map[string]any{}
+	if key, err := asyncevent.NewRequestKey(requestID); err == nil {
+		if rows, err := e.queryRows(ctx, key.Key().PK, asyncevent.StatusLogPrefix); err != nil {
+			fmt.Fprintf(e.stderr, "note: the log rows' ttl is not shown: %v\n", err)
+		} else {
+			for _, row := range rows {
+				var id struct {
+					OccurredAt int64  `dynamodbav:"occurredAt"`
+					ToStatus   string `dynamodbav:"toStatus"`
+				}
+				if attributevalue.UnmarshalMap(row, &id) == nil && row["ttl"] != nil {
+					ttl[fmt.Sprint(id.OccurredAt, id.ToStatus)] = storedValue("ttl", row["ttl"])
+				}
+			}
+		}
+	}
+	for i := range logs {
+		fs := withEntity(fieldsOf(&logs[i]), entity.StatusLog)
+		if v, ok := ttl[fmt.Sprint(int64(logs[i].OccurredAt), string(logs[i].ToStatus))]; ok {
+			fs = append(fs, field{name: "ttl", value: v})
+		}
+		out[i] = fieldsJSON(fs)
+	}
+	return out
+}
+
+// queryRows reads the rows of partition pk whose sort key begins with prefix, all
+// pages (eventually consistent).
+func (e *env) queryRows(ctx context.Context, pk, prefix string) ([]map[string]types.AttributeValue, error) {
+	if e.rows == nil {
+		db, err := e.dynamoDB(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.rows = db
+	}
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(e.table),
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :prefix)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: pk}, ":prefix": &types.AttributeValueMemberS{Value: prefix},
+		},
+	}
+	var rows []map[string]types.AttributeValue
+	for pages := dynamodb.NewQueryPaginator(e.rows, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, page.Items...)
+	}
+	return rows, nil
 }
