@@ -313,7 +313,7 @@ func TestCanTransitionReadsTheRows(t *testing.T) {
 // as its struct's dynamodbav tag spells it, and sits in the file of an item that has
 // it.
 func TestAttributeNamesMatchTags(t *testing.T) {
-	items := []any{Request{}, storedRequest{}, IdempotencyLock{}, EventCapacity{}, EventSettings{}, Event{}, eventItem{}, DrawRecord{}, StatusLog{}, holdRecord{}, seatReturns{}, AuditEntry{}, eventListing{}, Key{}, IndexKeys{}}
+	items := []any{Request{}, storedRequest{}, IdempotencyLock{}, EventCapacity{}, capacityItem{}, EventSettings{}, Event{}, eventItem{}, DrawRecord{}, drawItem{}, StatusLog{}, statusLogItem{}, holdRecord{}, seatReturns{}, AuditEntry{}, auditItem{}, eventListing{}, Key{}, IndexKeys{}}
 	tags := map[string][]string{} // attribute → the item types that have it
 	for _, it := range items {
 		typ := reflect.TypeOf(it)
