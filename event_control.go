@@ -23,11 +23,11 @@ import (
 // AuditEntry records an operator's control of an event (PK EVENT#<eventId>, SK
 // AUDIT#<at>#<suffix>), written in the control's own transaction.
 type AuditEntry struct {
-	EventID    string      `dynamodbav:"eventId"`
-	At         EpochMillis `dynamodbav:"at"`
-	Actor      string      `dynamodbav:"actor"`  // who: an admin's sub
-	Action     string      `dynamodbav:"action"` // what: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
-	Detail     string      `dynamodbav:"detail,omitempty"`
+	EventID string      `dynamodbav:"eventId"`
+	At      EpochMillis `dynamodbav:"at"`
+	Actor   string      `dynamodbav:"actor"`  // who: an admin's sub
+	Action  string      `dynamodbav:"action"` // what: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
+	Detail  string      `dynamodbav:"detail,omitempty"`
 }
 
 // auditItem is an AuditEntry as stored: its key and the item's bookkeeping.

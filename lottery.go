@@ -23,10 +23,10 @@ import (
 // seed, as the event's config does; the draw writes the seed on it and records the
 // entries it drew from, so anyone can recompute the winners.
 type DrawRecord struct {
-	EventID        string      `dynamodbav:"eventId"`
-	Phase          UIPhase     `dynamodbav:"phase"`
-	WinnerCount    int64       `dynamodbav:"winnerCount"`
-	SeedCommitment string      `dynamodbav:"seedCommitment"` // hex SHA-256 of the seed
+	EventID        string  `dynamodbav:"eventId"`
+	Phase          UIPhase `dynamodbav:"phase"`
+	WinnerCount    int64   `dynamodbav:"winnerCount"`
+	SeedCommitment string  `dynamodbav:"seedCommitment"` // hex SHA-256 of the seed
 
 	// SeedMode is where the seed is kept until the draw: SEALED, by Options.Seeds, the
 	// record holding no seed until the draw writes it; UNSEALED (or absent), on this
