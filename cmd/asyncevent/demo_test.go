@@ -62,7 +62,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	for _, line := range []string{
 		`  place in line\s+as the waiting users polled it, against what happened:`,
 		`    polls of the line\s+[\d,]+ GetRequest calls by users waiting \(20 every 250ms, spread over the line\), [\d,]+ told a place in line(; per poll: DynamoDB calls [\d.]+ \(GetItem [\d.]+( \+ Query [\d.]+)?\) · [\d.]+ RCU)?`,
-		`    position told\s+(off by [\d.]+% median, [\d.]+% p90 of the true number ahead, over [\d,]+ polls|not compared: no poll had 50 or more requests truly ahead) ` +
+		`    position told\s+(off by [\d.]+% median, [\d.]+% p90 of the true number ahead, over [\d,]+ polls(; a request's first answer: [\d.]+% median, [\d.]+% p90, over [\d,]+)?|not compared: no poll had 50 or more requests truly ahead) ` +
 			`\(fewer than 50 ahead are left out: near the front a few requests either way are a large share\)`,
 		`    wait told\s+(off by [\d.]+% median, [\d.]+% p90 of the true wait \(until a worker finished the request\), over [\d,]+ of those polls|not compared: no poll with 50 or more ahead was told a wait)(; [\d,]+ told no wait: no rate measured yet)?`,
 		`    line\s+peak [\d,]+ requests? waiting at \+\S+ · the workers finished [\d.]+ requests/s on average · ` +
