@@ -95,7 +95,12 @@ func TestProcessOneHeartbeatsWhileTheHandlerRuns(t *testing.T) {
 
 // A retryable failure releases the lease at once, and the heartbeat of the message,
 // still running while the release is answered (slowly here), never writes the lease
-// again after it: the next delivery can take the request over without waiting.
+// again after it: the next delivery can take the request over without waiting. The
+// lease is 400 ms, so the heartbeat ticks every 200 ms: it renews the lease at 200 ms,
+// during the handler's 250 ms, and ticks again at 400 ms, while the release (sent at
+// 250 ms) is still being answered; the 150 ms between the handler's end and that tick
+// keep a loaded machine's delays from putting a tick's renewal in flight when the
+// handler ends (the release then waits for it, and its own time is later).
 func TestReleasedLeaseIsNotRenewedByTheHeartbeat(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -104,11 +109,11 @@ func TestReleasedLeaseIsNotRenewedByTheHeartbeat(t *testing.T) {
 	_, ds := submitted(t, c, 10, "u0", "u1", "u2")
 	var handlerDone atomic.Int64
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{
-		LeaseDuration: 200 * time.Millisecond, Backoff: fastRetry,
+		LeaseDuration: 400 * time.Millisecond, Backoff: fastRetry,
 		Handler: asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
 			time.Sleep(250 * time.Millisecond) // past a heartbeat's lease write
 			handlerDone.Store(int64(asyncevent.MillisOf(time.Now())))
-			db.slow.Store(true) // the release's answer takes 250 ms, over two heartbeat ticks
+			db.slow.Store(true) // the release's answer takes 250 ms, over a heartbeat tick
 			return errors.New("busy")
 		}),
 	})
@@ -120,7 +125,7 @@ func TestReleasedLeaseIsNotRenewedByTheHeartbeat(t *testing.T) {
 		r, err := asyncevent.ReadStoredRequest(ctx, c, o.RequestID)
 		require.NoError(t, err)
 		assert.Equal(t, asyncevent.StatusProcessing, r.Status)
-		assert.LessOrEqual(t, r.LeaseExpiresAt, asyncevent.EpochMillis(handlerDone.Load())+150, "the lease stays released (a renewal would set it 200 ms past a tick after the handler)")
+		assert.LessOrEqual(t, r.LeaseExpiresAt, asyncevent.EpochMillis(handlerDone.Load())+150, "the lease stays released (a renewal would set it 400 ms past a tick after the handler)")
 	}
 }
 
