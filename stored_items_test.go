@@ -63,13 +63,23 @@ func renderItem(t *testing.T, name string, item any) string {
 	return b.String()
 }
 
-// TestStoredItemsUnchanged pins the attributes of a fully set EventConfig item and
-// Request item, names, types and values, to testdata/stored_items.golden, written
-// before the caller's types (EventSettings, Event, Request) were split from the stored
-// ones: the table's data is the same whatever a caller's type looks like
+// TestStoredItemsUnchanged pins the attributes of fully set items, names, types and
+// values, to testdata/stored_items.golden: the EventConfig item and the Request item,
+// written before the caller's types (EventSettings, Event, Request) were split from
+// the stored ones, and the StatusLog, Draw record, AuditEntry, HoldEvent and
+// EventCapacity items, written before StatusLog, DrawRecord, AuditEntry, HoldEvent and
+// Capacity were: the table's data is the same whatever a caller's type looks like
 // (CHANGELOG's compatibility promise).
 func TestStoredItemsUnchanged(t *testing.T) {
-	got := renderItem(t, "EventConfig item", fullConfigItem(t)) + "\n" + renderItem(t, "Request item", fullRequestItem(t))
+	got := strings.Join([]string{
+		renderItem(t, "EventConfig item", fullConfigItem(t)),
+		renderItem(t, "Request item", fullRequestItem(t)),
+		renderItem(t, "StatusLog item", fullStatusLogItem()),
+		renderItem(t, "Draw record", fullDrawItem()),
+		renderItem(t, "AuditEntry item", fullAuditItem()),
+		renderItem(t, "HoldEvent item", fullHoldEventItem()),
+		renderItem(t, "EventCapacity item", fullCapacityItem()),
+	}, "\n")
 	golden := filepath.Join("testdata", "stored_items.golden")
 	if *updateStored {
 		require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
@@ -117,5 +127,43 @@ func fullRequestItem(t *testing.T) any {
 		},
 		IdempotencyKey: "IDEMP#e1#u1", LeaseOwner: "w", LeaseExpiresAt: 7,
 		SeatShard: &shard, SeatEpoch: 2, TTL: 8,
+	}}
+}
+
+// fullStatusLogItem is a StatusLog item with every attribute set.
+func fullStatusLogItem() any {
+	return statusLogItem{Key: Key{PK: "REQ#r1", SK: "LOG#0000000000005#QUEUED-abc"}, StatusLog: StatusLog{
+		EntityType: entity.StatusLog, RequestID: "r1", FromStatus: StatusReceived, ToStatus: StatusQueued,
+		OccurredAt: 5, Message: "m", TTL: 6,
+	}}
+}
+
+// fullDrawItem is a Draw record with every attribute set.
+func fullDrawItem() any {
+	return drawItem{Key: Key{PK: "EVENT#e1", SK: "DRAW"}, DrawRecord: DrawRecord{
+		EntityType: entity.Draw, EventID: "e1", Phase: PhaseAnnounced, WinnerCount: 4, SeedCommitment: "abc",
+		SeedMode: seed.Sealed, Seed: "def", EntryCount: 7, EntriesHash: "123", DrawnAt: 8, AnnouncedAt: 9,
+	}}
+}
+
+// fullAuditItem is an AuditEntry item with every attribute set.
+func fullAuditItem() any {
+	return auditItem{Key: Key{PK: "EVENT#e1", SK: "AUDIT#0000000000003#abc"}, AuditEntry: AuditEntry{
+		EntityType: entity.Audit, EventID: "e1", At: 3, Actor: "admin", Action: ActionClose, Detail: "d",
+	}}
+}
+
+// fullHoldEventItem is a HoldEvent item with every attribute set.
+func fullHoldEventItem() any {
+	return holdEventItem{Key: Key{PK: "HOLD_EVENTS", SK: "EVENT#e1"}, HoldEvent: HoldEvent{
+		EntityType: entity.HoldEvent, EventID: "e1", HoldFor: 10 * time.Minute, EndsAt: 2, CreatedAt: 1,
+	}}
+}
+
+// fullCapacityItem is an EventCapacity item with every attribute set.
+func fullCapacityItem() any {
+	return capacityItem{Key: Key{PK: "EVENT#e1#CAPACITY#1", SK: "CAPACITY"}, EventCapacity: EventCapacity{
+		EntityType: entity.Capacity, EventID: "e1", CapacityTotal: 3, CapacityRemaining: 1, UpdatedAt: 4,
+		Holders: []string{"h2", "h1"}, SoldOut: true, PoolVersion: 5, HoldFor: 10 * time.Minute, Void: []string{"v1"},
 	}}
 }
