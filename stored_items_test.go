@@ -132,38 +132,36 @@ func fullRequestItem(t *testing.T) any {
 
 // fullStatusLogItem is a StatusLog item with every attribute set.
 func fullStatusLogItem() any {
-	return statusLogItem{Key: Key{PK: "REQ#r1", SK: "LOG#0000000000005#QUEUED-abc"}, StatusLog: StatusLog{
-		EntityType: entity.StatusLog, RequestID: "r1", FromStatus: StatusReceived, ToStatus: StatusQueued,
-		OccurredAt: 5, Message: "m", TTL: 6,
-	}}
+	return statusLogItem{Key: Key{PK: "REQ#r1", SK: "LOG#0000000000005#QUEUED-abc"}, EntityType: entity.StatusLog, StatusLog: StatusLog{
+		RequestID: "r1", FromStatus: StatusReceived, ToStatus: StatusQueued, OccurredAt: 5, Message: "m",
+	}, TTL: 6}
 }
 
 // fullDrawItem is a Draw record with every attribute set.
 func fullDrawItem() any {
-	return drawItem{Key: Key{PK: "EVENT#e1", SK: "DRAW"}, DrawRecord: DrawRecord{
-		EntityType: entity.Draw, EventID: "e1", Phase: PhaseAnnounced, WinnerCount: 4, SeedCommitment: "abc",
+	return drawItem{Key: Key{PK: "EVENT#e1", SK: "DRAW"}, EntityType: entity.Draw, DrawRecord: DrawRecord{
+		EventID: "e1", Phase: PhaseAnnounced, WinnerCount: 4, SeedCommitment: "abc",
 		SeedMode: seed.Sealed, Seed: "def", EntryCount: 7, EntriesHash: "123", DrawnAt: 8, AnnouncedAt: 9,
 	}}
 }
 
 // fullAuditItem is an AuditEntry item with every attribute set.
 func fullAuditItem() any {
-	return auditItem{Key: Key{PK: "EVENT#e1", SK: "AUDIT#0000000000003#abc"}, AuditEntry: AuditEntry{
-		EntityType: entity.Audit, EventID: "e1", At: 3, Actor: "admin", Action: ActionClose, Detail: "d",
+	return auditItem{Key: Key{PK: "EVENT#e1", SK: "AUDIT#0000000000003#abc"}, EntityType: entity.Audit, AuditEntry: AuditEntry{
+		EventID: "e1", At: 3, Actor: "admin", Action: ActionClose, Detail: "d",
 	}}
 }
 
 // fullHoldEventItem is a HoldEvent item with every attribute set.
 func fullHoldEventItem() any {
-	return holdEventItem{Key: Key{PK: "HOLD_EVENTS", SK: "EVENT#e1"}, HoldEvent: HoldEvent{
-		EntityType: entity.HoldEvent, EventID: "e1", HoldFor: 10 * time.Minute, EndsAt: 2, CreatedAt: 1,
+	return holdEventItem{Key: Key{PK: "HOLD_EVENTS", SK: "EVENT#e1"}, EntityType: entity.HoldEvent, HoldEvent: HoldEvent{
+		EventID: "e1", HoldFor: 10 * time.Minute, EndsAt: 2, CreatedAt: 1,
 	}}
 }
 
 // fullCapacityItem is an EventCapacity item with every attribute set.
 func fullCapacityItem() any {
-	return capacityItem{Key: Key{PK: "EVENT#e1#CAPACITY#1", SK: "CAPACITY"}, EventCapacity: EventCapacity{
-		EntityType: entity.Capacity, EventID: "e1", CapacityTotal: 3, CapacityRemaining: 1, UpdatedAt: 4,
-		Holders: []string{"h2", "h1"}, SoldOut: true, PoolVersion: 5, HoldFor: 10 * time.Minute, Void: []string{"v1"},
-	}}
+	return capacityItem{Key: Key{PK: "EVENT#e1#CAPACITY#1", SK: "CAPACITY"}, EntityType: entity.Capacity, EventCapacity: EventCapacity{
+		EventID: "e1", CapacityTotal: 3, CapacityRemaining: 1, UpdatedAt: 4, SoldOut: true, HoldFor: 10 * time.Minute,
+	}, Holders: []string{"h2", "h1"}, PoolVersion: 5, Void: []string{"v1"}}
 }
