@@ -25,12 +25,14 @@ import (
 //
 // Every node counts what it does in memory and writes its counts once per
 // Options.ProgressEvery: one UpdateItem per second of counts (ADD of ten tenths of
-// arrivals, a0 … a9, and of ten tenths of requests reached, d0 … d9) on one of the
-// event's progress partitions, EVENT#<eventId>#PROGRESS#<p>, SK T#<unix second>; the
-// node's p is fixed at random, so that the nodes spread over the event's
-// progressShards partitions. A reader queries each partition and keeps what it read
-// for Options.ProgressCacheTTL, so thousands of polls a second cost a node one read
-// of each partition a second, and each poll only the GetItem of its request.
+// arrivals, a0 … a9, of ten tenths of requests reached, d0 … d9, and of where in each
+// tenth the arrivals came, o0 … o9) on one of the event's progress partitions,
+// EVENT#<eventId>#PROGRESS#<p>, SK T#<unix second>; the node's p is fixed at random,
+// so that the nodes spread over the event's progressShards partitions. A reader
+// queries each partition and keeps what it read for Options.ProgressCacheTTL, and
+// for the polls it would place poorly at most progressRefreshGap, so thousands of
+// polls a second cost a node a few reads of each partition a second, and each poll
+// about the GetItem of its request.
 
 // progressSlots is the tenths of a second of a progress item.
 const progressSlots = 10

@@ -80,12 +80,9 @@ func mergeStoredOf(fs []field, row map[string]types.AttributeValue, names map[st
 // one key, BatchGetItem (100 keys a call, unprocessed keys sent again) for a page of
 // them, so that a list's -json costs one more call a page, not one a row.
 func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asyncevent.Key]map[string]types.AttributeValue, error) {
-	if e.rows == nil {
-		db, err := e.dynamoDB(ctx)
-		if err != nil {
-			return nil, err
-		}
-		e.rows = db
+	db, err := e.rowReader(ctx)
+	if err != nil {
+		return nil, err
 	}
 	rows := make(map[asyncevent.Key]map[string]types.AttributeValue, len(keys))
 	if len(keys) == 1 {
@@ -93,7 +90,7 @@ func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asynce
 		if err != nil {
 			return nil, err
 		}
-		out, err := e.rows.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.table), Key: k})
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.table), Key: k})
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +126,7 @@ func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asynce
 				case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
 				}
 			}
-			out, err := e.rows.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
+			out, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
 			if err != nil {
 				return nil, err
 			}
@@ -303,12 +300,9 @@ func (e *env) statusLogsJSON(ctx context.Context, requestID string, logs []async
 // queryRows reads the rows of partition pk whose sort key begins with prefix, all
 // pages (eventually consistent).
 func (e *env) queryRows(ctx context.Context, pk, prefix string) ([]map[string]types.AttributeValue, error) {
-	if e.rows == nil {
-		db, err := e.dynamoDB(ctx)
-		if err != nil {
-			return nil, err
-		}
-		e.rows = db
+	db, err := e.rowReader(ctx)
+	if err != nil {
+		return nil, err
 	}
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(e.table),
@@ -318,7 +312,7 @@ func (e *env) queryRows(ctx context.Context, pk, prefix string) ([]map[string]ty
 		},
 	}
 	var rows []map[string]types.AttributeValue
-	for pages := dynamodb.NewQueryPaginator(e.rows, in); pages.HasMorePages(); {
+	for pages := dynamodb.NewQueryPaginator(db, in); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, err
@@ -326,4 +320,16 @@ func (e *env) queryRows(ctx context.Context, pk, prefix string) ([]map[string]ty
 		rows = append(rows, page.Items...)
 	}
 	return rows, nil
+}
+
+// rowReader returns the client that reads rows again, made on its first use.
+func (e *env) rowReader(ctx context.Context) (*dynamodb.Client, error) {
+	if e.rows == nil {
+		db, err := e.dynamoDB(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.rows = db
+	}
+	return e.rows, nil
 }
