@@ -493,10 +493,8 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	progress counted               FlushProgress              UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
-//	    set  ADD a0 :a0, a1 :a1, a2 :a2, a3 :a3, a4 :a4, a5 :a5, a6 :a6, a7 :a7, a8 :a8,
-//	         a9 :a9, d0 :d0, d1 :d1, d2 :d2, d3 :d3, d4 :d4, d5 :d5, d6 :d6, d7 :d7, d8 :d8,
-//	         d9 :d9, o0 :o0, o1 :o1, o2 :o2, o3 :o3, o4 :o4, o5 :o5, o6 :o6, o7 :o7, o8 :o8,
-//	         o9 :o9 SET entityType = if_not_exists(entityType, "PROGRESS"),
+//	    set  ADD a0 :a0 … a9 :a9, d0 :d0 … d9 :d9, h00 :h00 … h99 :h99
+//	         SET entityType = if_not_exists(entityType, "PROGRESS"),
 //	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
 //	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (((attribute_exists (PK)) AND (eventType = "FIRST_COME")) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))

@@ -66,3 +66,7 @@ func ReadStoredCapacity(ctx context.Context, c *Client, eventID string) (*Stored
 	}
 	return out, nil
 }
+
+// EstimateParts returns the arrivals before a request and the requests finished that
+// an estimate took.
+func EstimateParts(e QueueEstimate) (arrived, done float64) { return e.arrived, e.done }

@@ -25,8 +25,8 @@ import (
 //
 // Every node counts what it does in memory and writes its counts once per
 // Options.ProgressEvery: one UpdateItem per second of counts (ADD of ten tenths of
-// arrivals, a0 … a9, of ten tenths of requests reached, d0 … d9, and of where in each
-// tenth the arrivals came, o0 … o9) on one of the event's progress partitions,
+// arrivals, a0 … a9, of ten tenths of requests reached, d0 … d9, and of the arrivals
+// again by hundredth, h00 … h99) on one of the event's progress partitions,
 // EVENT#<eventId>#PROGRESS#<p>, SK T#<unix second>; the node's p is fixed at random,
 // so that the nodes spread over the event's progressShards partitions. A reader
 // queries each partition and keeps what it read for Options.ProgressCacheTTL, and
@@ -36,6 +36,11 @@ import (
 
 // progressSlots is the tenths of a second of a progress item.
 const progressSlots = 10
+
+// progressParts is the hundredths of a tenth by which the arrivals are counted as
+// well: a request near the front is placed among the arrivals of its own tenth
+// (tens of them in a burst, and not evenly spread) by the hundredth they came in.
+const progressParts = 10
 
 // progressShardsPer is the index shards of an event per progress partition: the
 // progress partitions take a write per node a second, not per click.
@@ -55,20 +60,27 @@ const (
 )
 
 // The params of the progress row: a0 … a9 and d0 … d9, the counts of each tenth,
-// and o0 … o9, the sum over each tenth's arrivals of their millisecond in it plus one
-// (1–100), whose mean tells where in the tenth they came (a sum of 0 is a count
-// written without it: its arrivals are taken as spread over the tenth).
+// and h00 … h99, the arrivals of each hundredth (a tenth whose hundredths do not sum
+// to its count was written without them: its arrivals are taken as spread over it).
 var (
-	arrivedSlots       = slotNames("a")
-	reachedSlots       = slotNames("d")
-	offsetSlots        = slotNames("o")
-	pProgressTTL param = "progressTtl"
+	arrivedSlots         = slotNames("a")
+	reachedSlots         = slotNames("d")
+	hundredthSlots       = hundredthNames("h")
+	pProgressTTL   param = "progressTtl"
 )
 
 func slotNames(prefix string) [progressSlots]string {
 	var names [progressSlots]string
 	for i := range names {
 		names[i] = prefix + strconv.Itoa(i)
+	}
+	return names
+}
+
+func hundredthNames(prefix string) [progressSlots * progressParts]string {
+	var names [progressSlots * progressParts]string
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%02d", prefix, i)
 	}
 	return names
 }
@@ -82,7 +94,7 @@ var progressRow = row{
 
 func progressAdds() []set {
 	var adds []set
-	for _, names := range [][progressSlots]string{arrivedSlots, reachedSlots, offsetSlots} {
+	for _, names := range [][]string{arrivedSlots[:], reachedSlots[:], hundredthSlots[:]} {
 		for _, n := range names {
 			adds = append(adds, addTo(n, param(n)))
 		}
@@ -93,7 +105,7 @@ func progressAdds() []set {
 // progressCounts is what a node counted of one second of one event.
 type progressCounts struct {
 	arrived, reached [progressSlots]int64
-	offsets          [progressSlots]int64 // each arrival's millisecond in its tenth, plus one
+	hundredths       [progressSlots * progressParts]int64 // the arrivals again, by hundredth
 }
 
 // progressSecond names one second of one event's counts.
@@ -130,7 +142,7 @@ func newProgressMeter(c *Client, every time.Duration) *progressMeter {
 func (m *progressMeter) arrived(eventID string, at EpochMillis) {
 	m.count(eventID, at, func(p *progressCounts, slot int) {
 		p.arrived[slot]++
-		p.offsets[slot] += int64(at)%(1000/progressSlots) + 1
+		p.hundredths[int64(at)%1000/(1000/(progressSlots*progressParts))]++
 	})
 }
 
@@ -234,7 +246,9 @@ func (m *progressMeter) putBack(k progressSecond, p *progressCounts) {
 	for i := range progressSlots {
 		cur.arrived[i] += p.arrived[i]
 		cur.reached[i] += p.reached[i]
-		cur.offsets[i] += p.offsets[i]
+	}
+	for i, n := range p.hundredths {
+		cur.hundredths[i] += n
 	}
 }
 
@@ -249,7 +263,9 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 	for i := range progressSlots {
 		a[param(arrivedSlots[i])] = p.arrived[i]
 		a[param(reachedSlots[i])] = p.reached[i]
-		a[param(offsetSlots[i])] = p.offsets[i]
+	}
+	for i, n := range p.hundredths {
+		a[param(hundredthSlots[i])] = n
 	}
 	if err := m.c.do(ctx, txOptions{}, []write{{row: &progressRow, key: key.Key(), args: a}}); err != nil {
 		return fmt.Errorf("progress of %s: %w", k.eventID, err)
@@ -260,8 +276,8 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 // FlushProgress writes the counts of the event's progress this client holds now,
 // rather than at the next Options.ProgressEvery: the "progress counted" row, one
 // UpdateItem per event and second counted (PK EVENT#<eventId>#PROGRESS#<p>, SK
-// T#<unix second>, ADD a0 … a9, d0 … d9 and o0 … o9: the arrivals and the requests
-// reached in each tenth of the second, and where in the tenth the arrivals came; no
+// T#<unix second>, ADD a0 … a9, d0 … d9 and h00 … h99: the arrivals and the requests
+// reached in each tenth of the second, and the arrivals in each hundredth; no
 // condition). Call it before a process that counted
 // (ingest, a worker) ends, such as at the end of a Lambda invocation.
 func (c *Client) FlushProgress(ctx context.Context) error {
@@ -272,19 +288,20 @@ func (c *Client) FlushProgress(ctx context.Context) error {
 // a second over the last progressSpan at most, cumulative, on top of the counts
 // before it.
 type progressView struct {
-	readAt  time.Time
-	first   int64      // the first tenth held (unix tenths of a second)
-	base    [2]int64   // the arrivals and the requests reached before first
-	cum     [2][]int64 // cum[k][i]: the count k (arrived, reached) before tenth first+i+1
-	offsets []int64    // offsets[i]: tenth first+i's arrivals' sum of millisecond plus one
+	readAt time.Time
+	first  int64                  // the first tenth held (unix tenths of a second)
+	base   [2]int64               // the arrivals and the requests reached before first
+	cum    [2][]int64             // cum[k][i]: the count k (arrived, reached) before tenth first+i+1
+	parts  [][progressParts]int64 // parts[i]: tenth first+i's arrivals by hundredth
 }
 
 // tenthCounts is one tenth of a second of an event's progress as read: its
-// arrivals, its requests reached, and its arrivals' sum of millisecond plus one.
-type tenthCounts [3]int64
+// arrivals, its requests reached, and then its arrivals by hundredth (from
+// firstPart on).
+type tenthCounts [2 + progressParts]int64
 
-// arrivalOffsets is the index of a tenthCounts' sum of arrival offsets.
-const arrivalOffsets = 2
+// firstPart is the index of a tenthCounts' arrivals in its first hundredth.
+const firstPart = 2
 
 // The counts of a view.
 const (
@@ -330,7 +347,9 @@ func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) 
 					t := tenths[k.second*progressSlots+int64(i)]
 					t[0] += slots[arrivedSlots[i]]
 					t[1] += slots[reachedSlots[i]]
-					t[arrivalOffsets] += slots[offsetSlots[i]]
+					for h := range progressParts {
+						t[firstPart+h] += slots[hundredthSlots[i*progressParts+h]]
+					}
 					tenths[k.second*progressSlots+int64(i)] = t
 				}
 			}
@@ -372,14 +391,14 @@ func newProgressView(tenths map[int64]tenthCounts, base [2]int64, readAt time.Ti
 	for k := range v.cum {
 		v.cum[k] = make([]int64, n)
 	}
-	v.offsets = make([]int64, n)
+	v.parts = make([][progressParts]int64, n)
 	for i := range n {
 		c := tenths[first+int64(i)]
 		for k := range v.cum {
 			sum[k] += c[k]
 			v.cum[k][i] = sum[k]
 		}
-		v.offsets[i] = c[arrivalOffsets]
+		v.parts[i] = [progressParts]int64(c[firstPart:])
 	}
 	return v
 }
@@ -412,25 +431,28 @@ func (v *progressView) at(k int, t int64) float64 {
 
 // within returns the share of tenth i's n counts k that came before millisecond ms
 // of it. The requests reached are taken as spread evenly over the tenth; the
-// arrivals as spread evenly over a span about their mean millisecond: from the
-// tenth's start to twice the mean, or from twice the mean less the tenth to its
-// end, whichever fits in it. The tenth a burst ends in is filled only in its first
-// part, the one it starts in only in its last, and a request queued there is placed
-// among its tenth's arrivals by that, not as if they were spread over the whole.
+// arrivals by the hundredth they came in, spread evenly over it: a burst's tenth
+// holds tens of arrivals, not evenly (the tenth a burst ends in is filled only in
+// its first part), and a request queued there is placed among them by that. A tenth
+// written without its hundredths (their sum is not its count) is taken as even.
 func (v *progressView) within(k, i int, ms int64, n int64) float64 {
 	even := float64(ms) / 100
-	if k != arrivals || n <= 0 || v.offsets == nil || v.offsets[i] <= 0 {
+	if k != arrivals || n <= 0 || v.parts == nil {
 		return even
 	}
-	mean := float64(v.offsets[i])/float64(n) - 0.5 // of the tenth's continuous milliseconds
-	lo, hi := 0.0, 2*mean
-	if mean > 50 {
-		lo, hi = 2*mean-100, 100
+	const width = 100 / progressParts // ms
+	var sum, before int64
+	for h, c := range v.parts[i] {
+		sum += c
+		if int64(h) < ms/width {
+			before += c
+		}
 	}
-	if hi-lo < 1 {
-		hi = lo + 1 // one millisecond: they came at once
+	if sum != n {
+		return even
 	}
-	return min(max((float64(ms)-lo)/(hi-lo), 0), 1)
+	part := float64(v.parts[i][ms/width]) * float64(ms%width) / width
+	return (float64(before) + part) / float64(n)
 }
 
 // arrivedBefore returns A(q), the requests queued before q (unix ms), when the
@@ -470,6 +492,8 @@ type QueueEstimate struct {
 	// estimate carries the workers on at Rate, and the arrivals at their pace, from
 	// there.
 	AsOf time.Time
+
+	arrived, done float64 // the estimate's parts, for the rig's diagnosis
 }
 
 // QueueStats is an event's line as a whole, from its progress (FIRST_COME).
@@ -593,8 +617,9 @@ func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) 
 	rate := v.rate(cutD)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	ahead := max(v.arrivedBefore(int64(queuedAt), cutA)-v.doneBy(now.UnixMilli(), cutD, rate), 0)
-	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt}
+	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, rate)
+	ahead := max(a-d, 0)
+	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt, arrived: a, done: d}
 	if rate > 0 {
 		e.Wait = time.Duration((ahead + 1) / rate * float64(time.Second)) // those ahead, then its own turn
 	}

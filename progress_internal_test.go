@@ -99,22 +99,28 @@ func TestProgressCompleteWithoutCounting(t *testing.T) {
 	}
 }
 
-// The tenth a burst ends in holds its arrivals in its first part only: a request
-// queued there is placed among them by where they came (their mean millisecond),
-// not as if they were spread over the whole tenth (issue 42: 33 arrivals in the
-// first 55 ms put the last of them 16 too few ahead).
+// The tenth a burst ends in holds its arrivals in its first part only, and a
+// burst's arrivals come in clumps: a request queued in a tenth is placed among its
+// arrivals by the hundredth they came in, not as if they were spread over the whole
+// tenth (issue 42: 33 arrivals in the first 55 ms put the last of them 16 too few
+// ahead; clumps inside a tenth put requests 4–6 off at 20 ahead).
 func TestProgressArrivalsInsideATenth(t *testing.T) {
 	at := int64(1_800_000_000_000) // a tenth's start
-	var end, start, even tenthCounts
+	var end, start, even, clumps tenthCounts
+	count := func(c *tenthCounts, ms int64) {
+		c[arrivals]++
+		c[firstPart+int(ms/10)]++
+	}
 	for i := range int64(33) {
-		end[arrivals]++
-		end[arrivalOffsets] += i*55/33 + 1 // the first 55 ms
-		start[arrivals]++
-		start[arrivalOffsets] += 45 + i*55/33 + 1 // the last 55 ms
+		count(&end, i*55/33)        // the first 55 ms
+		count(&start, 45+i*55/33+1) // the last 55 ms
 	}
 	for i := range int64(100) {
-		even[arrivals]++
-		even[arrivalOffsets] += i + 1
+		count(&even, i)
+	}
+	for range 20 { // two clumps of 20, at 12 ms and at 71 ms
+		count(&clumps, 12)
+		count(&clumps, 71)
 	}
 	tenth := at / 100
 	for _, tc := range []struct {
@@ -128,7 +134,9 @@ func TestProgressArrivalsInsideATenth(t *testing.T) {
 		{"burst begins: at 50 ms", start, 50, 3},
 		{"burst begins: at 75 ms", start, 75, 18},
 		{"spread evenly", even, 30, 30},
-		{"written without offsets", tenthCounts{40}, 25, 10},
+		{"clumps: between them", clumps, 40, 20},
+		{"clumps: before the first", clumps, 9, 0},
+		{"written without hundredths", tenthCounts{40}, 25, 10},
 	} {
 		v := newProgressView(map[int64]tenthCounts{tenth: tc.counts}, [2]int64{}, time.UnixMilli(at+1000))
 		if got := v.at(arrivals, at+tc.ms); got < tc.want-1.5 || got > tc.want+1.5 {
@@ -143,14 +151,14 @@ func TestProgressArrivalsPastTheCompleteCounts(t *testing.T) {
 	base := int64(1_800_000_000_000)
 	tenths := map[int64]tenthCounts{}
 	for i := range int64(10) { // 100 a second up to base
-		tenths[base/100-10+i] = tenthCounts{10, 0, 10 * 50}
+		tenths[base/100-10+i] = tenthCounts{10, 0}
 	}
 	v := newProgressView(tenths, [2]int64{}, time.UnixMilli(base+500))
 	if got := v.arrivedBefore(base+300, base); got < 129 || got > 131 {
 		t.Fatalf("carried on: %.1f, want 130 (100, and 30 in 0.3 s at 100/s)", got)
 	}
 	// A burst after the complete counts: what landed of it stands.
-	tenths[base/100+1] = tenthCounts{80, 0, 80 * 50}
+	tenths[base/100+1] = tenthCounts{80, 0}
 	v = newProgressView(tenths, [2]int64{}, time.UnixMilli(base+500))
 	if got := v.arrivedBefore(base+300, base); got < 179 || got > 181 {
 		t.Fatalf("a burst past the complete counts: %.1f, want the 180 landed", got)

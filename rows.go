@@ -619,7 +619,7 @@ func describe(e expression.Expression, text *string) string {
 		return ""
 	}
 	names, values := e.Names(), e.Values()
-	return strings.TrimSpace(placeholder.ReplaceAllStringFunc(strings.ReplaceAll(*text, "\n", " "), func(ph string) string {
+	return collapseRuns(strings.TrimSpace(placeholder.ReplaceAllStringFunc(strings.ReplaceAll(*text, "\n", " "), func(ph string) string {
 		if n, ok := names[ph]; ok {
 			return n
 		}
@@ -637,5 +637,50 @@ func describe(e expression.Expression, text *string) string {
 			return "null"
 		}
 		return ph
-	}))
+	})))
+}
+
+// numberedPair matches an update's "name :name" of a numbered attribute (a0 :a0),
+// with whatever comes before it and after it in its clause.
+var numberedPair = regexp.MustCompile(`^(.*\s)?([a-z]+)([0-9]+) :([a-z]+)([0-9]+)(\s.*)?$`)
+
+// collapseRuns writes three or more numbered attributes of one name set alike and in
+// a row (ADD a0 :a0, a1 :a1, …, a9 :a9) as their first and last: ADD a0 :a0 … a9 :a9.
+func collapseRuns(text string) string {
+	type pair struct {
+		before, name, n, after string
+	}
+	parse := func(clause string) (pair, bool) {
+		m := numberedPair.FindStringSubmatch(clause)
+		if m == nil || m[2] != m[4] || m[3] != m[5] {
+			return pair{}, false
+		}
+		return pair{before: m[1], name: m[2], n: m[3], after: m[6]}, true
+	}
+	follows := func(a, b pair) bool {
+		x, _ := strconv.Atoi(a.n)
+		y, _ := strconv.Atoi(b.n)
+		return a.name == b.name && len(a.n) == len(b.n) && y == x+1 && a.after == "" && b.before == ""
+	}
+	clauses := strings.Split(text, ", ")
+	var out []string
+	for i := 0; i < len(clauses); {
+		first, ok := parse(clauses[i])
+		j, last := i+1, first
+		for ok && j < len(clauses) {
+			next, isPair := parse(clauses[j])
+			if !isPair || !follows(last, next) {
+				break
+			}
+			last, j = next, j+1
+		}
+		if !ok || j-i < 3 {
+			out = append(out, clauses[i])
+			i++
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s%s%s :%s%s … %s%s :%s%s%s", first.before, first.name, first.n, first.name, first.n, last.name, last.n, last.name, last.n, last.after))
+		i = j
+	}
+	return strings.Join(out, ", ")
 }
