@@ -68,6 +68,7 @@ func TestPlaceInLineOnARealClock(t *testing.T) {
 			assert.LessOrEqual(t, rep.first.p90, bar.firstP90, "first polls: p90 error of the place")
 			assert.LessOrEqual(t, rep.firstWait.p90, bar.firstWaitP90, "first polls: p90 error of the wait")
 			assert.LessOrEqual(t, rep.all.p90, bar.laterP90, "every poll: p90 error of the place")
+			assert.LessOrEqual(t, rep.allWit.p90, bar.firstWaitP90, "every poll: p90 error of the wait")
 			if bar.firstMax > 0 {
 				assert.LessOrEqual(t, rep.first.max, bar.firstMax, "first polls: max error of the place")
 				assert.LessOrEqual(t, rep.all.max, bar.laterMax, "every poll: max error of the place")
@@ -296,7 +297,7 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 	var firstErrs, allErrs, firstWait, allWait, estErrs, eagerErrs []float64
 	var byAge, byPhase [7][]float64
 	var floorFirst, floorFirstWait, floorAll []float64
-	var jitter [3][]float64 // the workers' own unevenness over 100, 250 and 400 ms
+	var jitter [3][]float64                   // the workers' own unevenness over 100, 250 and 400 ms
 	var waitTrueRate, waitTrueAhead []float64 // first polls' wait told with the true rate, with the true place
 	doneAt := func(t time.Time) (n int) {
 		for _, d := range decided {
@@ -306,7 +307,7 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 		}
 		return n
 	}
-	var placeByAhead, waitByAhead, waitByPhase [7][]float64
+	var placeByAhead, waitByAhead, waitByPhase, floorWaitByAhead [7][]float64
 	aheadBucket := func(n int) int { // 20–39, 40–79, 80–159, …
 		return min(max(int(math.Log2(float64(n)/20)), 0), 6)
 	}
@@ -324,7 +325,7 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 				t.Logf("  exact counts %v old carried on at the workers' pace: %v", []string{"100ms", "250ms", "400ms"}[i], spreadOfErrors(errs))
 			}
 			for b := range placeByAhead {
-				t.Logf("  polls %d+ ahead: place %v; wait %v", 20<<b, spreadOfErrors(placeByAhead[b]), spreadOfErrors(waitByAhead[b]))
+				t.Logf("  polls %d+ ahead: place %v; wait %v; the floor of first polls' wait %v", 20<<b, spreadOfErrors(placeByAhead[b]), spreadOfErrors(waitByAhead[b]), spreadOfErrors(floorWaitByAhead[b]))
 			}
 			for b, errs := range waitByPhase {
 				t.Logf("  waits told %ds into the run: %v", b, spreadOfErrors(errs))
@@ -438,6 +439,7 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 				if d, ok := decided[p.id]; ok {
 					truth := d.Sub(p.at).Seconds()
 					floorFirstWait = append(floorFirstWait, (float64(ahead+1)/rig.perSecond-truth)/truth)
+					floorWaitByAhead[aheadBucket(ahead)] = append(floorWaitByAhead[aheadBucket(ahead)], (float64(ahead+1)/rig.perSecond-truth)/truth)
 				}
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/asyncevent/asyncevent/entity"
 )
@@ -317,41 +318,67 @@ const (
 const progressSpan = 15 * time.Minute
 
 // readProgress reads the progress items of the event from the second since on: a
-// Query of each of its progress partitions (SK ≥ T#<since>), all pages.
+// Query of each of its progress partitions (SK ≥ T#<since>), all pages, the
+// partitions at once (a refresh's age is the slowest Query's, not their sum).
 func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) (map[int64]tenthCounts, error) {
-	tenths := map[int64]tenthCounts{}
 	from := ProgressKey{eventID: cfg.EventID, second: since}.Key().SK
-	for shard := range progressShards(cfg) {
-		key := expression.Key(attrPK).Equal(expression.Value(progressPartition(cfg.EventID, shard))).
-			And(expression.Key(attrSK).GreaterThanEqual(expression.Value(from)))
-		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
+	shards := progressShards(cfg)
+	read := make([]map[int64]tenthCounts, shards)
+	g, gctx := errgroup.WithContext(ctx)
+	for shard := range shards {
+		g.Go(func() (err error) {
+			read[shard], err = c.readProgressPartition(gctx, cfg.EventID, progressPartition(cfg.EventID, shard), from)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("read the progress of %s: %w", cfg.EventID, err)
+	}
+	tenths := read[0]
+	for _, part := range read[1:] {
+		for t, n := range part {
+			sum := tenths[t]
+			for i := range sum {
+				sum[i] += n[i]
+			}
+			tenths[t] = sum
+		}
+	}
+	return tenths, nil
+}
+
+// readProgressPartition reads one progress partition from the sort key from on.
+func (c *Client) readProgressPartition(ctx context.Context, eventID, partition, from string) (map[int64]tenthCounts, error) {
+	tenths := map[int64]tenthCounts{}
+	key := expression.Key(attrPK).Equal(expression.Value(partition)).
+		And(expression.Key(attrSK).GreaterThanEqual(expression.Value(from)))
+	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
+	if err != nil {
+		return nil, err
+	}
+	for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("read the progress of %s: %w", cfg.EventID, err)
+		for _, raw := range page.Items {
+			var head Key
+			if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
+				return nil, err
 			}
-			for _, raw := range page.Items {
-				var head Key
-				if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
-					return nil, err
+			k, err := ParseProgressKey(head)
+			if err != nil {
+				return nil, err
+			}
+			slots := slotCounts(raw)
+			for i := range progressSlots {
+				t := tenths[k.second*progressSlots+int64(i)]
+				t[arrivals] += slots[arrivedSlots[i]]
+				t[finished] += slots[reachedSlots[i]]
+				for h := range progressParts {
+					t[firstPart+h] += slots[hundredthSlots[i*progressParts+h]]
 				}
-				k, err := ParseProgressKey(head)
-				if err != nil {
-					return nil, err
-				}
-				slots := slotCounts(raw)
-				for i := range progressSlots {
-					t := tenths[k.second*progressSlots+int64(i)]
-					t[0] += slots[arrivedSlots[i]]
-					t[1] += slots[reachedSlots[i]]
-					for h := range progressParts {
-						t[firstPart+h] += slots[hundredthSlots[i*progressParts+h]]
-					}
-					tenths[k.second*progressSlots+int64(i)] = t
-				}
+				tenths[k.second*progressSlots+int64(i)] = t
 			}
 		}
 	}
