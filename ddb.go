@@ -63,11 +63,20 @@ type expressionFields struct {
 	values            *map[string]types.AttributeValue
 }
 
+// bound is a row's plan with one write's values.
+type bound struct {
+	plan   *plan
+	values map[string]types.AttributeValue
+}
+
 // into fills a row's expression for one write into an input.
-func into(f expressionFields, e expression.Expression) {
-	*f.condition, *f.names, *f.values = e.Condition(), e.Names(), e.Values()
+func into(f expressionFields, e bound) {
+	*f.condition, *f.values = e.plan.condition, e.values
+	if len(e.plan.names) > 0 {
+		*f.names = e.plan.names
+	}
 	if f.update != nil {
-		*f.update = e.Update()
+		*f.update = e.plan.update
 	}
 }
 
@@ -75,14 +84,15 @@ func into(f expressionFields, e expression.Expression) {
 // condition leaving that status alone ("" for all its statuses). A failed condition
 // returns the item as it was (ALL_OLD).
 func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
-	v := &callValues{args: w.args}
-	e, err := w.row.build(v, start)
+	p, err := w.row.planOf(start)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
-	if len(v.lacks) > 0 {
-		return types.TransactWriteItem{}, fmt.Errorf("asyncevent: row %q: no value for %s", w.row.name, v.lacks[0])
+	values, err := p.bind(w.row, w.args)
+	if err != nil {
+		return types.TransactWriteItem{}, err
 	}
+	e := bound{p, values}
 	table := aws.String(c.opts.TableName)
 	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
 	switch w.row.op {

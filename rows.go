@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -88,22 +89,6 @@ type values interface {
 	// value is p's value as an operand.
 	value(p param) expression.ValueBuilder
 }
-
-// callValues are a write's args; lacks lists the params they did not give.
-type callValues struct {
-	args  args
-	lacks []param
-}
-
-func (v *callValues) arg(p param) any {
-	a, ok := v.args[p]
-	if !ok {
-		v.lacks = append(v.lacks, p)
-	}
-	return a
-}
-
-func (v *callValues) value(p param) expression.ValueBuilder { return expression.Value(v.arg(p)) }
 
 // docValues give each param as :name, the way the access-pattern table of doc.go
 // shows it.
@@ -233,6 +218,119 @@ func (r *row) build(v values, start Status) (expression.Expression, error) {
 		return e, fmt.Errorf("asyncevent: row %q: %w", r.name, err)
 	}
 	return e, nil
+}
+
+// A plan is a row's expression for one start status, built once (planOf): its text
+// and names as built, the values its constants take, and the param each other value
+// placeholder takes. A write binds its args into the plan's values (bind), so a call
+// pays for its own values, not for building the row's expression again.
+type plan struct {
+	condition, update *string
+	names             map[string]string // shared by every call: read, never written
+	constants         map[string]types.AttributeValue
+	params            []planParam
+}
+
+// planParam is a value placeholder of a plan and the param it takes.
+type planParam struct {
+	placeholder string
+	param       param
+}
+
+// planKey names a plan: a row, leaving a start status.
+type planKey struct {
+	row   *row
+	start Status
+}
+
+// plans holds the plans built, by planKey.
+var plans sync.Map
+
+// paramMark begins the value planValues gives each param, which no write's value is.
+const paramMark = "\x00asyncevent-param\x00"
+
+// planValues give each param a value that names it, so that planOf finds which
+// placeholder of the built expression takes which param.
+type planValues struct{}
+
+func (planValues) arg(p param) any { return paramMark + string(p) }
+func (planValues) value(p param) expression.ValueBuilder {
+	return expression.Value(planValues{}.arg(p))
+}
+
+// planOf returns the row's plan leaving start, built the first time it is asked.
+func (r *row) planOf(start Status) (*plan, error) {
+	if !r.leaves(start) {
+		start = "" // its condition leaves any status of from
+	}
+	k := planKey{r, start}
+	if p, ok := plans.Load(k); ok {
+		return p.(*plan), nil
+	}
+	e, err := r.build(planValues{}, start)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{condition: e.Condition(), update: e.Update(), names: e.Names(), constants: map[string]types.AttributeValue{}}
+	for placeholder, v := range e.Values() {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.HasPrefix(s.Value, paramMark) {
+			p.params = append(p.params, planParam{placeholder, param(strings.TrimPrefix(s.Value, paramMark))})
+			continue
+		}
+		p.constants[placeholder] = v
+	}
+	actual, _ := plans.LoadOrStore(k, p)
+	return actual.(*plan), nil
+}
+
+// bind returns the plan's values with a's: each param's value as the expression
+// package would marshal it. A param a does not give is an error naming it.
+func (p *plan) bind(r *row, a args) (map[string]types.AttributeValue, error) {
+	if len(p.constants)+len(p.params) == 0 {
+		return nil, nil
+	}
+	values := make(map[string]types.AttributeValue, len(p.constants)+len(p.params))
+	for placeholder, v := range p.constants {
+		values[placeholder] = v
+	}
+	for _, pp := range p.params {
+		v, ok := a[pp.param]
+		if !ok {
+			return nil, fmt.Errorf("asyncevent: row %q: no value for %s", r.name, pp.param)
+		}
+		av, err := marshalValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("asyncevent: row %q: %s: %w", r.name, pp.param, err)
+		}
+		values[pp.placeholder] = av
+	}
+	return values, nil
+}
+
+// marshalValue is attributevalue.Marshal of v, without its reflection for the
+// values rows bind most: strings, integers and booleans, of any named type.
+func marshalValue(v any) (types.AttributeValue, error) {
+	switch x := v.(type) {
+	case attributevalue.Marshaler:
+		return x.MarshalDynamoDBAttributeValue()
+	case string:
+		return &types.AttributeValueMemberS{Value: x}, nil
+	case EpochMillis:
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(x), 10)}, nil
+	case int:
+		return &types.AttributeValueMemberN{Value: strconv.Itoa(x)}, nil
+	case int64:
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)}, nil
+	case bool:
+		return &types.AttributeValueMemberBOOL{Value: x}, nil
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.String:
+		return &types.AttributeValueMemberS{Value: rv.String()}, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(rv.Int(), 10)}, nil
+	}
+	return attributevalue.Marshal(v)
 }
 
 // condition is the row's condition leaving start, or any status of from when start

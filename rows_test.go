@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -364,16 +365,16 @@ func TestAttributeNamesMatchTags(t *testing.T) {
 	assert.Greater(t, found, 20, "the attr constants were found")
 }
 
-// BenchmarkRowInput is what turning a write into its SDK input costs: each write
-// builds its row's expression with its own values.
+// BenchmarkRowInput is what turning a write into its SDK input costs: the row's
+// plan is built once, each write binds its own values.
 func BenchmarkRowInput(b *testing.B) {
 	c := &Client{opts: Options{TableName: "t"}}
 	key := Key{PK: "REQ#01a20795-50b4-778f-baec-0a750608711f", SK: "META"}
 	writes := map[string]write{
 		"start processing": {row: &startProcessingRow, key: key,
-			args: args{pNow: EpochMillis(1_795_421_039_191), pLeaseOwner: "worker-1/0a1b2c3d", pLeaseExpiresAt: EpochMillis(1_795_421_069_191), pSeatShard: 3}},
+			args: args{pNow: EpochMillis(1_795_421_039_191), pLeaseOwner: "worker-1/0a1b2c3d", pLeaseExpiresAt: EpochMillis(1_795_421_069_191), pSeatShard: 3, pSeatEpoch: 1}},
 		"first-come capacity": {row: &claimSeatRow, key: Key{PK: "EVENT#spring-sale#CAPACITY#3", SK: "CAPACITY"},
-			args: args{pNow: EpochMillis(1_795_421_039_191), pSeatToken: "tok", pSeatTokens: setOf[string]{"tok"}}},
+			args: args{pNow: EpochMillis(1_795_421_039_191), pSeatToken: "tok", pSeatTokens: setOf[string]{"tok"}, pFenceToken: "fence"}},
 	}
 	for name, w := range writes {
 		b.Run(name, func(b *testing.B) {
@@ -400,6 +401,57 @@ func TestCollapseRuns(t *testing.T) {
 	} {
 		if got := collapseRuns(tc.in); got != tc.want {
 			t.Errorf("collapseRuns(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// argValues give each param its value in a write's args, the way a row's expression
+// was built for every write before plans.
+type argValues args
+
+func (a argValues) arg(p param) any                       { return a[p] }
+func (a argValues) value(p param) expression.ValueBuilder { return expression.Value(a[p]) }
+
+// A row's plan, bound with a write's args, is the expression built for that write
+// with those args: the same text, names and values, for every row leaving each of
+// its statuses, with values of each kind a row binds.
+func TestPlansBindTheBuiltExpression(t *testing.T) {
+	kinds := []func(p param) any{
+		func(p param) any { return "v-" + string(p) },
+		func(p param) any { return EpochMillis(1_795_421_039_191) },
+		func(p param) any { return 7 },
+		func(p param) any { return int64(-3) },
+		func(p param) any { return true },
+		func(p param) any { return StatusQueued },
+		func(p param) any { return setOf[string]{"a", "b"} },
+		func(p param) any { return setOf[int]{1, 2} },
+	}
+	for _, r := range rows() {
+		starts := []Status{""}
+		for _, l := range r.from {
+			starts = append(starts, l.status)
+		}
+		for _, start := range starts {
+			p, err := r.planOf(start)
+			require.NoError(t, err, r.name)
+			for k, kind := range kinds {
+				a := args{}
+				for _, pp := range p.params {
+					a[pp.param] = kind(pp.param)
+				}
+				want, err := r.build(argValues(a), start)
+				require.NoError(t, err, r.name)
+				values, err := p.bind(r, a)
+				require.NoError(t, err, r.name)
+				assert.Equal(t, want.Condition(), p.condition, "%s leaving %q: condition", r.name, start)
+				assert.Equal(t, want.Update(), p.update, "%s leaving %q: update", r.name, start)
+				assert.Equal(t, want.Names(), p.names, "%s leaving %q: names", r.name, start)
+				assert.Equal(t, want.Values(), values, "%s leaving %q: values of kind %d", r.name, start, k)
+			}
+			if len(p.params) > 0 {
+				_, err := p.bind(r, args{})
+				assert.ErrorContains(t, err, "no value for", r.name)
+			}
 		}
 	}
 }
