@@ -18,7 +18,9 @@ import (
 func queueUsers(b *testing.B, c *asyncevent.Client, eventID string, capacity int64, n int) *queue.Memory {
 	b.Helper()
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity})
+	settings := asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity}
+	settings.CapacityShards = int((capacity + asyncevent.MaxSeatsPerShard - 1) / asyncevent.MaxSeatsPerShard) // a shard's seats are bounded
+	_, err := c.CreateEvent(ctx, settings)
 	require.NoError(b, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	work := make(chan int)
