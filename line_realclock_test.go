@@ -34,7 +34,7 @@ import (
 // the eager polls' are reported, not held to a bar, and so is the floor the truth
 // sets (an estimate told the exact place and pace). make line runs it on the issue's
 // bar without -race; make test holds it to what holds beside every other package.
-// With -v it breaks the errors down (by age, by phase, by place); LINE_LOG=place or
+// With -v it breaks the errors down (by place, by phase of the run); LINE_LOG=place or
 // LINE_LOG=wait logs the polls told far off; LINE_EVERY_MS sets the nodes'
 // ProgressEvery.
 func TestPlaceInLineOnARealClock(t *testing.T) {
@@ -286,177 +286,146 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 
 	// The truth: each request's queuedAt, from the table, and when its decision was
 	// acknowledged.
-	queuedAt := map[string]asyncevent.EpochMillis{}
+	run := lineRun{rig: rig, began: began, ingest: ingest, polls: polls, decided: decided, queuedAt: map[string]asyncevent.EpochMillis{}}
 	for _, id := range ids {
 		r, err := first.GetRequest(context.Background(), id)
 		require.NoError(t, err)
-		queuedAt[id] = r.QueuedAt
+		run.queuedAt[id] = r.QueuedAt
 	}
-	order := slices.Clone(ids)
-	slices.SortFunc(order, func(a, b string) int { return cmp.Compare(queuedAt[a], queuedAt[b]) })
-	var firstErrs, allErrs, firstWait, allWait, estErrs, eagerErrs []float64
-	var byAge, byPhase [7][]float64
-	var floorFirst, floorFirstWait, floorAll []float64
-	var jitter [3][]float64                   // the workers' own unevenness over 100, 250 and 400 ms
-	var waitTrueRate, waitTrueAhead []float64 // first polls' wait told with the true rate, with the true place
-	doneAt := func(t time.Time) (n int) {
-		for _, d := range decided {
-			if !d.After(t) {
-				n++
+	run.order = slices.Clone(ids)
+	slices.SortFunc(run.order, func(a, b string) int { return cmp.Compare(run.queuedAt[a], run.queuedAt[b]) })
+	if testing.Verbose() {
+		diagnose(t, &run)
+	}
+	return run.score()
+}
+
+// lineRun is what a run of the rig saw: the polls, and the truth to hold them to.
+type lineRun struct {
+	rig      lineRig
+	began    time.Time
+	ingest   time.Duration
+	polls    []linePollResult
+	decided  map[string]time.Time // when each request's decision was acknowledged
+	queuedAt map[string]asyncevent.EpochMillis
+	order    []string // the requests in queuedAt order
+}
+
+// pollTruth is a poll held to what happened.
+type pollTruth struct {
+	ahead      int     // queued before it and not yet decided at the poll
+	rank, done int     // queued before it; decided, of any place, by the poll
+	place      float64 // the place's error, signed, of ahead
+	wait       float64 // the wait's error, signed, of the true wait (0: no rate told)
+	trueWait   float64 // seconds until its decision (0: not decided)
+}
+
+func (r *lineRun) truthOf(p linePollResult) pollTruth {
+	me := r.queuedAt[p.id]
+	var pt pollTruth
+	for _, id := range r.order {
+		d, ok := r.decided[id]
+		decidedBy := ok && !d.After(p.at)
+		if decidedBy {
+			pt.done++
+		}
+		if r.queuedAt[id] < me {
+			pt.rank++
+			if !decidedBy {
+				pt.ahead++
 			}
 		}
-		return n
 	}
-	var placeByAhead, waitByAhead, waitByPhase, floorWaitByAhead [7][]float64
-	aheadBucket := func(n int) int { // 20–39, 40–79, 80–159, …
-		return min(max(int(math.Log2(float64(n)/20)), 0), 6)
+	pt.place = (float64(p.est.Ahead) - float64(pt.ahead)) / float64(max(pt.ahead, 1))
+	if d, ok := r.decided[p.id]; ok {
+		pt.trueWait = d.Sub(p.at).Seconds()
+		if p.est.Rate > 0 {
+			pt.wait = (p.est.Wait.Seconds() - pt.trueWait) / pt.trueWait
+		}
 	}
-	defer func() {
-		if testing.Verbose() {
-			t.Logf("the estimator against the line in queue order: %v", spreadOfErrors(estErrs))
-			for b, errs := range byAge {
-				t.Logf("  polls %v after the click: %v", time.Duration(b)*300*time.Millisecond, spreadOfErrors(errs))
-			}
-			for b, errs := range byPhase {
-				t.Logf("  polls %ds into the run: %v", b, spreadOfErrors(errs))
-			}
-			t.Logf("  first polls' wait told with the workers' true pace: %v; with the true place: %v", spreadOfErrors(waitTrueRate), spreadOfErrors(waitTrueAhead))
-			for i, errs := range jitter {
-				t.Logf("  exact counts %v old carried on at the workers' pace: %v", []string{"100ms", "250ms", "400ms"}[i], spreadOfErrors(errs))
-			}
-			for b := range placeByAhead {
-				t.Logf("  polls %d+ ahead: place %v; wait %v; the floor of first polls' wait %v", 20<<b, spreadOfErrors(placeByAhead[b]), spreadOfErrors(waitByAhead[b]), spreadOfErrors(floorWaitByAhead[b]))
-			}
-			for b, errs := range waitByPhase {
-				t.Logf("  waits told %ds into the run: %v", b, spreadOfErrors(errs))
-			}
-		}
-	}()
-	for _, p := range polls {
-		me := queuedAt[p.id]
-		ahead := 0
-		for _, id := range order {
-			if queuedAt[id] >= me {
-				break
-			}
-			if d, ok := decided[id]; !ok || d.After(p.at) {
-				ahead++
-			}
-		}
-		if ahead < 20 {
+	return pt
+}
+
+// floorWait is the error of a wait told from the exact place and the workers' exact
+// pace: what the queue's order and the decisions' latency leave to any estimate.
+func (r *lineRun) floorWait(pt pollTruth) float64 {
+	return (float64(pt.ahead+1)/r.rig.perSecond - pt.trueWait) / pt.trueWait
+}
+
+// score measures the polls with at least 20 truly ahead (issue 42's bar).
+func (r *lineRun) score() lineRunReport {
+	var firstErrs, allErrs, firstWait, allWait, eagerErrs, floorFirst, floorFirstWait, floorAll []float64
+	for _, p := range r.polls {
+		pt := r.truthOf(p)
+		if pt.ahead < 20 {
 			continue
-		}
-		e := (float64(p.est.Ahead) - float64(ahead)) / float64(ahead)
-		var we float64
-		if d, ok := decided[p.id]; ok && p.est.Rate > 0 {
-			truth := d.Sub(p.at).Seconds()
-			we = (p.est.Wait.Seconds() - truth) / truth
-		}
-		if testing.Verbose() {
-			// Apart: the estimator's error against the line as if decided in queue
-			// order (A(q) − D(p) from the truth), and the queue's disorder.
-			rank, done := 0, 0
-			for _, id := range order {
-				if queuedAt[id] < me {
-					rank++
-				}
-				if d, ok := decided[id]; ok && !d.After(p.at) {
-					done++
-				}
-			}
-			fifo := max(rank-done, 0)
-			ee := (float64(p.est.Ahead) - float64(fifo)) / float64(max(fifo, 1))
-			estErrs = append(estErrs, ee)
-			age := p.at.Sub(time.UnixMilli(int64(me)))
-			b := min(int(age/(300*time.Millisecond)), 4)
-			byAge[b] = append(byAge[b], ee)
-			byPhase[min(int(p.at.Sub(began)/time.Second), 6)] = append(byPhase[min(int(p.at.Sub(began)/time.Second), 6)], ee)
-			if !p.eager {
-				placeByAhead[aheadBucket(ahead)] = append(placeByAhead[aheadBucket(ahead)], e)
-				if p.est.Rate > 0 {
-					waitByAhead[aheadBucket(ahead)] = append(waitByAhead[aheadBucket(ahead)], we)
-					waitByPhase[min(int(p.at.Sub(began)/time.Second), 6)] = append(waitByPhase[min(int(p.at.Sub(began)/time.Second), 6)], we)
-				}
-			}
-			if os.Getenv("LINE_LOG") == "wait" && !p.eager && math.Abs(we) > 0.3 {
-				between, before, after, never := 0, 0, 0, 0
-				for _, id := range order {
-					if queuedAt[id] >= me {
-						break
-					}
-					if d, ok := decided[id]; !ok {
-						never++
-					} else if d.After(decided[p.id]) {
-						after++
-					}
-				}
-				for id, d := range decided {
-					if d.After(p.at) && d.Before(decided[p.id]) {
-						between++
-						if queuedAt[id] < me {
-							before++
-						}
-					}
-				}
-				t.Logf("poll at +%v: told %d ahead (%d true; %d served before it, %d of them queued before it; %d before it served after it, %d never), wait %v (true %v), rate %.1f, asOf -%v", p.at.Sub(began).Round(time.Millisecond), p.est.Ahead, ahead, between, before, after, never, p.est.Wait.Round(time.Millisecond), decided[p.id].Sub(p.at).Round(time.Millisecond), p.est.Rate, p.at.Sub(p.est.AsOf).Round(time.Millisecond))
-			}
-			if math.Abs(e) > 0.15 && !p.eager && os.Getenv("LINE_LOG") == "place" {
-				ea, ed := asyncevent.EstimateParts(p.est)
-				t.Logf("poll at +%v (+%v after its click): told %d ahead, %d true, %d in queue order (rank %d est %.1f, done %d est %.1f; rate %.1f, asOf -%v)", p.at.Sub(began).Round(time.Millisecond), p.at.Sub(time.UnixMilli(int64(me))).Round(time.Millisecond), p.est.Ahead, ahead, fifo, rank, ea, done, ed, p.est.Rate, p.at.Sub(p.est.AsOf).Round(time.Millisecond))
-			}
 		}
 		if p.eager {
-			eagerErrs = append(eagerErrs, e)
+			eagerErrs = append(eagerErrs, pt.place)
 			continue
 		}
-		{
-			// The floor: what an estimator that knew every count at the poll's moment
-			// and the workers' exact pace would be told wrong by the queue's disorder.
-			rank, done := 0, 0
-			for _, id := range order {
-				if queuedAt[id] < me {
-					rank++
-				}
-				if d, ok := decided[id]; ok && !d.After(p.at) {
-					done++
-				}
-			}
-			fe := (float64(max(rank-done, 0)) - float64(ahead)) / float64(ahead)
-			if d, ok := decided[p.id]; ok && p.first && p.est.Rate > 0 && testing.Verbose() {
-				truth := d.Sub(p.at).Seconds()
-				waitTrueRate = append(waitTrueRate, (float64(p.est.Ahead+1)/rig.perSecond-truth)/truth)
-				waitTrueAhead = append(waitTrueAhead, (float64(ahead+1)/p.est.Rate-truth)/truth)
-			}
-			if testing.Verbose() {
-				for i, s := range []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 400 * time.Millisecond} {
-					carried := float64(doneAt(p.at.Add(-s))) + rig.perSecond*s.Seconds()
-					jitter[i] = append(jitter[i], (float64(done)-carried)/float64(ahead))
-				}
-			}
-			floorAll = append(floorAll, fe)
-			if p.first {
-				floorFirst = append(floorFirst, fe)
-				if d, ok := decided[p.id]; ok {
-					truth := d.Sub(p.at).Seconds()
-					floorFirstWait = append(floorFirstWait, (float64(ahead+1)/rig.perSecond-truth)/truth)
-					floorWaitByAhead[aheadBucket(ahead)] = append(floorWaitByAhead[aheadBucket(ahead)], (float64(ahead+1)/rig.perSecond-truth)/truth)
-				}
-			}
-		}
-		allErrs = append(allErrs, e)
+		fifo := (float64(max(pt.rank-pt.done, 0)) - float64(pt.ahead)) / float64(pt.ahead)
+		allErrs, floorAll = append(allErrs, pt.place), append(floorAll, fifo)
 		if p.est.Rate > 0 {
-			allWait = append(allWait, we)
+			allWait = append(allWait, pt.wait)
 		}
-		if p.first {
-			firstErrs = append(firstErrs, e)
-			if p.est.Rate > 0 {
-				firstWait = append(firstWait, we)
-			}
+		if !p.first {
+			continue
+		}
+		firstErrs, floorFirst = append(firstErrs, pt.place), append(floorFirst, fifo)
+		if p.est.Rate > 0 {
+			firstWait = append(firstWait, pt.wait)
+		}
+		if pt.trueWait > 0 {
+			floorFirstWait = append(floorFirstWait, r.floorWait(pt))
 		}
 	}
-	return lineRunReport{clicks: rig.clicks, ingest: ingest, first: spreadOfErrors(firstErrs), all: spreadOfErrors(allErrs), eager: spreadOfErrors(eagerErrs),
+	return lineRunReport{clicks: r.rig.clicks, ingest: r.ingest, first: spreadOfErrors(firstErrs), all: spreadOfErrors(allErrs), eager: spreadOfErrors(eagerErrs),
 		firstWait: spreadOfErrors(firstWait), allWit: spreadOfErrors(allWait),
 		floorFirst: spreadOfErrors(floorFirst), floorFirstWait: spreadOfErrors(floorFirstWait), floorAll: spreadOfErrors(floorAll)}
+}
+
+// diagnose logs the errors of the polls with at least 20 truly ahead broken down: by
+// place, by the poll's age and phase of the run, the wait told with the true pace and
+// with the true place; LINE_LOG=place or LINE_LOG=wait logs each poll told far off.
+func diagnose(t *testing.T, r *lineRun) {
+	bucket := func(n int) int { return min(max(int(math.Log2(float64(n)/20)), 0), 6) } // 20–39, 40–79, …
+	var place, wait, floor, byPhase [7][]float64
+	var withPace, withPlace []float64
+	for _, p := range r.polls {
+		pt := r.truthOf(p)
+		if pt.ahead < 20 || p.eager {
+			continue
+		}
+		b := bucket(pt.ahead)
+		place[b] = append(place[b], pt.place)
+		if p.est.Rate > 0 && pt.trueWait > 0 {
+			wait[b] = append(wait[b], pt.wait)
+			phase := min(int(p.at.Sub(r.began)/time.Second), 6)
+			byPhase[phase] = append(byPhase[phase], pt.wait)
+			if p.first {
+				floor[b] = append(floor[b], r.floorWait(pt))
+				withPace = append(withPace, (float64(p.est.Ahead+1)/r.rig.perSecond-pt.trueWait)/pt.trueWait)
+				withPlace = append(withPlace, (float64(pt.ahead+1)/p.est.Rate-pt.trueWait)/pt.trueWait)
+			}
+		}
+		switch log := os.Getenv("LINE_LOG"); {
+		case log == "place" && math.Abs(pt.place) > 0.15:
+			ea, ed := asyncevent.EstimateParts(p.est)
+			t.Logf("poll at +%v: told %d ahead, %d true (arrived before it %d, told %.1f; decided %d, told %.1f; rate %.1f, read %v before)",
+				p.at.Sub(r.began).Round(time.Millisecond), p.est.Ahead, pt.ahead, pt.rank, ea, pt.done, ed, p.est.Rate, p.at.Sub(p.est.AsOf).Round(time.Millisecond))
+		case log == "wait" && math.Abs(pt.wait) > 0.3:
+			t.Logf("poll at +%v: told %d ahead (%d true), wait %v (true %.3fs), rate %.1f",
+				p.at.Sub(r.began).Round(time.Millisecond), p.est.Ahead, pt.ahead, p.est.Wait.Round(time.Millisecond), pt.trueWait, p.est.Rate)
+		}
+	}
+	for b := range place {
+		t.Logf("  polls %d+ ahead: place %v; wait %v; first polls' floor of the wait %v", 20<<b, spreadOfErrors(place[b]), spreadOfErrors(wait[b]), spreadOfErrors(floor[b]))
+	}
+	for b, errs := range byPhase {
+		t.Logf("  waits told %ds into the run: %v", b, spreadOfErrors(errs))
+	}
+	t.Logf("  first polls' wait told with the workers' true pace: %v; with the true place: %v", spreadOfErrors(withPace), spreadOfErrors(withPlace))
 }
 
 // roughQueue is a standard queue's best-effort order: messages generally come out
