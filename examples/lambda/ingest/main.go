@@ -47,7 +47,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: os.Getenv("ASYNCEVENT_TABLE")})
+	client, err := asyncevent.New(dynamodb.NewFromConfig(cfg), asyncevent.Options{TableName: os.Getenv("ASYNCEVENT_TABLE"), ProgressEvery: progressEvery})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,11 +88,13 @@ func authenticator(ctx context.Context, getenv func(string) string) (httpapi.Aut
 
 // progressEvery bounds how often an invocation writes the event's progress counts
 // (the place in line): a frozen sandbox runs no timer, and a write per click would
-// heat the progress partitions as much as the clicks.
-const progressEvery = time.Second
+// heat the progress partitions as much as the clicks. It is the client's
+// Options.ProgressEvery too, since a poll takes counts as complete that far behind.
+const progressEvery = 200 * time.Millisecond
 
 // newHandler returns the function's handler: the HTTP API through the adapter, and
-// the progress counts written after an invocation when the last write is a second old.
+// the progress counts written after an invocation when the last write is
+// progressEvery old.
 func newHandler(client *asyncevent.Client, q queue.Queue, auth httpapi.Authenticator, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	so := httpapi.ServerOptions{Client: client, Queue: q, Authenticator: auth}
 	if v := getenv("ASYNCEVENT_USER_RATE"); v != "" {
