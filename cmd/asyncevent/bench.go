@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,7 @@ type benchOptions struct {
 	heatParticipations, heatWinners     int
 	heatPeak                            float64
 	poll                                pollOptions
+	cpuOps                              int // -cpu-ops
 }
 
 func benchCmd() *command {
@@ -30,7 +32,7 @@ func benchCmd() *command {
 	return &command{
 		name: "bench",
 		summary: "measure the library's first-come ingest and worker against the same flows written on the raw SDK, " +
-			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; the flows of an event with holds; and what a poll of a waiting request costs",
+			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; the flows of an event with holds; what a poll of a waiting request costs; and the client's CPU per operation on an in-process endpoint",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every flow on both sides")
 			fs.IntVar(&o.n, "n", bench.DefaultN, "operations per flow, side and round")
@@ -41,6 +43,7 @@ func benchCmd() *command {
 			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default a quarter of the participations)")
 			fs.Float64Var(&o.heatPeak, "heat-peak", 20000, "the peak clicks/s whose derived layout (asyncevent.ShardsFor) the heat run measures beside the default one")
 			o.poll.register(fs)
+			fs.IntVar(&o.cpuOps, "cpu-ops", 2000, "operations per flow, side and round of the client-CPU measurement, on an in-process endpoint (-1: none)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := wantArgs(args, 0, ""); err != nil {
@@ -82,11 +85,18 @@ func benchCmd() *command {
 			if err != nil {
 				return err
 			}
+			var cpu *bench.ClientCPU
+			if o.cpuOps > 0 {
+				progress("the client's CPU per operation, %d operations per flow and side, on an in-process endpoint", o.cpuOps)
+				if cpu, err = bench.MeasureClientCPU(ctx, o.cpuOps); err != nil {
+					return err
+				}
+			}
 			out := benchOutput{
 				Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
 				DynamoDB: e.endpoint, DynamoDBSource: e.localSource, Queue: "in-memory queue",
-				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: append(acceptance(rep), pollAcceptance(poll)...), Heat: heat,
-				Poll: poll,
+				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: slices.Concat(acceptance(rep), pollAcceptance(poll), cpuAcceptance(cpu)), Heat: heat,
+				Poll: poll, ClientCPU: cpu,
 			}
 			if e.json {
 				return e.printJSON(out)
@@ -112,6 +122,9 @@ type benchOutput struct {
 	Heat []bench.LayoutHeat `json:"heat"`
 	// Poll is what a poll of a waiting request costs (-polls), on the library only.
 	Poll *pollFlow `json:"poll,omitempty"`
+	// ClientCPU is the client's CPU and allocations per operation of the flows
+	// measured on an in-process endpoint, on both sides (-cpu-ops).
+	ClientCPU *bench.ClientCPU `json:"clientCPU,omitempty"`
 }
 
 // measureHeat runs the heat run of the default layout and of the one derived for
@@ -248,6 +261,9 @@ func (o benchOutput) writeText(w io.Writer) error {
 		return err
 	}
 	if err := writePoll(w, o.Poll); err != nil {
+		return err
+	}
+	if err := writeCPU(w, o.ClientCPU); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nacceptance:")

@@ -214,7 +214,7 @@ func TestBench(t *testing.T) {
 	// 400 participations in each heat run: about 4 for each of the derived layout's
 	// 100 index shards, so that their mean is not one click's.
 	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1", "-heat-participations", "400",
-		"-polls", "400", "-poll-clients", "20", "-poll-backlog", "50")
+		"-polls", "400", "-poll-clients", "20", "-poll-backlog", "50", "-cpu-ops", "100")
 	require.NotNil(t, rep.Report)
 	require.Len(t, rep.Report.Flows, 6, "with the sold-out flow at 99 capacity shards")
 	assert.Equal(t, bench.FlowIngestNew, rep.Report.Flows[0].Name)
@@ -223,7 +223,13 @@ func TestBench(t *testing.T) {
 		assert.Positive(t, fl.Baseline.Median, fl.Name)
 		assert.Positive(t, fl.Ratio, fl.Name)
 	}
-	require.Len(t, rep.Acceptance, 12, "with the two of an event with holds and the poll's")
+	require.Len(t, rep.Acceptance, 18, "with the two of an event with holds, the poll's and two a flow of the client's CPU")
+	require.NotNil(t, rep.ClientCPU)
+	require.Len(t, rep.ClientCPU.Flows, 3)
+	for _, fl := range rep.ClientCPU.Flows { // the ratios are the machine's: only that they were measured
+		assert.Positive(t, fl.CPURatio, fl.Name)
+		assert.Positive(t, fl.AllocsRatio, fl.Name)
+	}
 	byName := map[string]check{}
 	for _, c := range rep.Acceptance {
 		byName[c.Name] = c

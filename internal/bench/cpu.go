@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/queue"
+)
+
+// FlowPoll is a GetRequest of a request waiting in line (its place told), against
+// the baseline's GetItem of the request unmarshalled into a struct.
+const FlowPoll = "poll of a waiting request"
+
+// ClientCPU is what each flow's operation costs the caller's CPU, on the library and
+// on the baseline, against an Instant endpoint: the SDK's work and the caller's own,
+// not the network's or DynamoDB's.
+type ClientCPU struct {
+	N     int       `json:"n"` // operations per flow, side and round
+	Flows []CPUFlow `json:"flows"`
+}
+
+// CPUFlow is one flow's CPU and allocations per operation on both sides.
+type CPUFlow struct {
+	Name     string  `json:"name"`
+	Library  CPUSide `json:"library"`
+	Baseline CPUSide `json:"baseline"`
+	// CPURatio and AllocsRatio are library ÷ baseline.
+	CPURatio    float64 `json:"cpuRatio"`
+	AllocsRatio float64 `json:"allocsRatio"`
+}
+
+// CPUSide is a flow's costs per operation on one side.
+type CPUSide struct {
+	CPUNsPerOp  float64 `json:"cpuNsPerOp"`
+	AllocsPerOp float64 `json:"allocsPerOp"`
+	BytesPerOp  float64 `json:"bytesPerOp"`
+}
+
+// cpuFlow is a flow's operation on each side: the i-th of a run.
+type cpuFlow struct {
+	name              string
+	library, baseline func(ctx context.Context, i int) error
+}
+
+// cpuRounds is how many times MeasureClientCPU runs each side of a flow, the two
+// sides in turn, so that neither pays alone for the machine's moments.
+const cpuRounds = 3
+
+// MeasureClientCPU measures each flow of cpuFlows on its own Instant endpoint: n
+// operations per side and round, one at a time, after n/10 unmeasured ones.
+func MeasureClientCPU(ctx context.Context, n int) (*ClientCPU, error) {
+	flows, err := cpuFlows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &ClientCPU{N: n}
+	for _, f := range flows {
+		var lib, raw CPUSide
+		next := 0
+		run := func(op func(context.Context, int) error, into *CPUSide, ops int) error {
+			s, err := measureCPU(ops, func() error { next++; return op(ctx, next) })
+			into.CPUNsPerOp += s.CPUNsPerOp / cpuRounds
+			into.AllocsPerOp += s.AllocsPerOp / cpuRounds
+			into.BytesPerOp += s.BytesPerOp / cpuRounds
+			return err
+		}
+		var warm CPUSide
+		if err := errors.Join(run(f.library, &warm, max(n/10, 1)), run(f.baseline, &warm, max(n/10, 1))); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+		for range cpuRounds {
+			if err := errors.Join(run(f.library, &lib, n), run(f.baseline, &raw, n)); err != nil {
+				return nil, fmt.Errorf("%s: %w", f.name, err)
+			}
+		}
+		out.Flows = append(out.Flows, CPUFlow{Name: f.name, Library: lib, Baseline: raw,
+			CPURatio: lib.CPUNsPerOp / raw.CPUNsPerOp, AllocsRatio: lib.AllocsPerOp / raw.AllocsPerOp})
+	}
+	return out, nil
+}
+
+// measureCPU runs op n times and returns the process's CPU time and the heap
+// allocations per run (a GC first, so that the last run's garbage is not counted).
+func measureCPU(n int, op func() error) (CPUSide, error) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cpu := processCPU()
+	for range n {
+		if err := op(); err != nil {
+			return CPUSide{}, err
+		}
+	}
+	cpu = processCPU() - cpu
+	runtime.ReadMemStats(&after)
+	return CPUSide{
+		CPUNsPerOp:  float64(cpu.Nanoseconds()) / float64(n),
+		AllocsPerOp: float64(after.Mallocs-before.Mallocs) / float64(n),
+		BytesPerOp:  float64(after.TotalAlloc-before.TotalAlloc) / float64(n),
+	}, nil
+}
+
+// cpuFlows returns the flows the client's CPU is measured on, each set up on an
+// Instant endpoint of its own: a new participation, a duplicate click on another
+// ingest node than the first one's, and a poll of a waiting request.
+func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
+	const table, eventID = "AsyncEventTable", "cpu"
+	setup := func() (*dynamodb.Client, *asyncevent.Client, *Baseline, error) {
+		db := new(Instant).Client()
+		c, err := asyncevent.New(db, asyncevent.Options{TableName: table})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if _, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 100}); err != nil {
+			return nil, nil, nil, err
+		}
+		return db, c, &Baseline{DB: db, Table: table}, nil
+	}
+	q := discard{}
+	user := func(side string, i int) string { return side + "-" + strconv.Itoa(i) }
+
+	_, newLib, newRaw, err := setup()
+	if err != nil {
+		return nil, err
+	}
+	ingestNew := cpuFlow{name: FlowIngestNew,
+		library: func(ctx context.Context, i int) error {
+			p, err := newLib.Submit(ctx, q, eventID, user("lib", i))
+			return wantDuplicate(p.Duplicate, false, err)
+		},
+		baseline: func(ctx context.Context, i int) error {
+			_, dup, err := newRaw.Submit(ctx, q, eventID, user("raw", i))
+			return wantDuplicate(dup, false, err)
+		},
+	}
+
+	db, first, dupRaw, err := setup()
+	if err != nil {
+		return nil, err
+	}
+	other, err := asyncevent.New(db, asyncevent.Options{TableName: table}) // another ingest node
+	if err != nil {
+		return nil, err
+	}
+	if _, err := first.Submit(ctx, q, eventID, "lib"); err != nil {
+		return nil, err
+	}
+	if _, _, err := dupRaw.Submit(ctx, q, eventID, "raw"); err != nil {
+		return nil, err
+	}
+	ingestDup := cpuFlow{name: FlowIngestDup,
+		library: func(ctx context.Context, _ int) error {
+			p, err := other.Submit(ctx, q, eventID, "lib")
+			return wantDuplicate(p.Duplicate, true, err)
+		},
+		baseline: func(ctx context.Context, _ int) error {
+			_, dup, err := dupRaw.Submit(ctx, q, eventID, "raw")
+			return wantDuplicate(dup, true, err)
+		},
+	}
+
+	db, pollLib, _, err := setup()
+	if err != nil {
+		return nil, err
+	}
+	waiting, err := pollLib.Submit(ctx, q, eventID, "waiting")
+	if err != nil {
+		return nil, err
+	}
+	key, err := asyncevent.NewRequestKey(waiting.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	k := key.Key()
+	get := &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}}}
+	// The endpoint keeps puts, not updates: the request is stored QUEUED, as its
+	// ingest's update left it.
+	stored, err := db.GetItem(ctx, get)
+	if err != nil {
+		return nil, err
+	}
+	stored.Item["status"] = &types.AttributeValueMemberS{Value: string(asyncevent.StatusQueued)}
+	stored.Item["queuedAt"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(waiting.Request.QueuedAt), 10)}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: stored.Item}); err != nil {
+		return nil, err
+	}
+	poll := cpuFlow{name: FlowPoll,
+		library: func(ctx context.Context, _ int) error {
+			r, err := pollLib.GetRequest(ctx, waiting.RequestID)
+			if err == nil && (r.Status != asyncevent.StatusQueued || r.Queue == nil) {
+				err = fmt.Errorf("poll: %s, place told %t: want QUEUED and a place", r.Status, r.Queue != nil)
+			}
+			return err
+		},
+		baseline: func(ctx context.Context, _ int) error {
+			out, err := db.GetItem(ctx, get)
+			if err != nil {
+				return err
+			}
+			var r rawRequest
+			if err := attributevalue.UnmarshalMap(out.Item, &r); err != nil {
+				return err
+			}
+			if r.Status != string(asyncevent.StatusQueued) {
+				return fmt.Errorf("poll: %s, want QUEUED", r.Status)
+			}
+			return nil
+		},
+	}
+	return []cpuFlow{ingestNew, ingestDup, poll}, nil
+}
+
+// wantDuplicate checks that a click took the path its flow measures.
+func wantDuplicate(got, want bool, err error) error {
+	if err == nil && got != want {
+		err = fmt.Errorf("a click answered duplicate=%t, want %t: the flow took another path", got, want)
+	}
+	return err
+}
+
+// discard is a queue whose sends go nowhere: the flows measure the caller's CPU, not
+// a queue's.
+type discard struct{ queue.Queue }
+
+func (discard) Send(context.Context, queue.OutgoingMessage) error { return nil }
