@@ -2,15 +2,18 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/queue"
@@ -43,11 +46,13 @@ type CPUSide struct {
 	CPUNsPerOp  float64 `json:"cpuNsPerOp"`
 	AllocsPerOp float64 `json:"allocsPerOp"`
 	BytesPerOp  float64 `json:"bytesPerOp"`
+	CallsPerOp  float64 `json:"dynamodbCallsPerOp"` // the calls the endpoint answered: the path taken
 }
 
 // cpuFlow is a flow's operation on each side: the i-th of a run.
 type cpuFlow struct {
 	name              string
+	endpoint          *Instant
 	library, baseline func(ctx context.Context, i int) error
 }
 
@@ -67,10 +72,12 @@ func MeasureClientCPU(ctx context.Context, n int) (*ClientCPU, error) {
 		var lib, raw CPUSide
 		next := 0
 		run := func(op func(context.Context, int) error, into *CPUSide, ops int) error {
+			calls := f.endpoint.Calls()
 			s, err := measureCPU(ops, func() error { next++; return op(ctx, next) })
 			into.CPUNsPerOp += s.CPUNsPerOp / cpuRounds
 			into.AllocsPerOp += s.AllocsPerOp / cpuRounds
 			into.BytesPerOp += s.BytesPerOp / cpuRounds
+			into.CallsPerOp += float64(f.endpoint.Calls()-calls) / float64(ops) / cpuRounds
 			return err
 		}
 		var warm CPUSide
@@ -111,28 +118,30 @@ func measureCPU(n int, op func() error) (CPUSide, error) {
 
 // cpuFlows returns the flows the client's CPU is measured on, each set up on an
 // Instant endpoint of its own: a new participation, a duplicate click on another
-// ingest node than the first one's, and a poll of a waiting request.
+// ingest node than the first one's and on the same one, a poll of a waiting request, a first-come
+// winner and a loser once the event is sold out.
 func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 	const table, eventID = "AsyncEventTable", "cpu"
-	setup := func() (*dynamodb.Client, *asyncevent.Client, *Baseline, error) {
-		db := new(Instant).Client()
+	setup := func() (*Instant, *dynamodb.Client, *asyncevent.Client, *Baseline, error) {
+		endpoint := new(Instant)
+		db := endpoint.Client()
 		c, err := asyncevent.New(db, asyncevent.Options{TableName: table})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if _, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 100}); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
-		return db, c, &Baseline{DB: db, Table: table}, nil
+		return endpoint, db, c, &Baseline{DB: db, Table: table}, nil
 	}
 	q := discard{}
 	user := func(side string, i int) string { return side + "-" + strconv.Itoa(i) }
 
-	_, newLib, newRaw, err := setup()
+	newEndpoint, _, newLib, newRaw, err := setup()
 	if err != nil {
 		return nil, err
 	}
-	ingestNew := cpuFlow{name: FlowIngestNew,
+	ingestNew := cpuFlow{name: FlowIngestNew, endpoint: newEndpoint,
 		library: func(ctx context.Context, i int) error {
 			p, err := newLib.Submit(ctx, q, eventID, user("lib", i))
 			return wantDuplicate(p.Duplicate, false, err)
@@ -143,7 +152,7 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 		},
 	}
 
-	db, first, dupRaw, err := setup()
+	dupEndpoint, db, first, dupRaw, err := setup()
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +166,7 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 	if _, _, err := dupRaw.Submit(ctx, q, eventID, "raw"); err != nil {
 		return nil, err
 	}
-	ingestDup := cpuFlow{name: FlowIngestDup,
+	ingestDup := cpuFlow{name: FlowIngestDup, endpoint: dupEndpoint,
 		library: func(ctx context.Context, _ int) error {
 			p, err := other.Submit(ctx, q, eventID, "lib")
 			return wantDuplicate(p.Duplicate, true, err)
@@ -168,7 +177,17 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 		},
 	}
 
-	db, pollLib, _, err := setup()
+	// The repeat click on the node that took the first: the library answers from that
+	// client's memory; the baseline makes its duplicate's two calls.
+	ingestRepeat := cpuFlow{name: FlowIngestRepeat, endpoint: dupEndpoint,
+		library: func(ctx context.Context, _ int) error {
+			p, err := first.Submit(ctx, q, eventID, "lib")
+			return wantDuplicate(p.Duplicate, true, err)
+		},
+		baseline: ingestDup.baseline,
+	}
+
+	pollEndpoint, db, pollLib, _, err := setup()
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +213,7 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: stored.Item}); err != nil {
 		return nil, err
 	}
-	poll := cpuFlow{name: FlowPoll,
+	poll := cpuFlow{name: FlowPoll, endpoint: pollEndpoint,
 		library: func(ctx context.Context, _ int) error {
 			r, err := pollLib.GetRequest(ctx, waiting.RequestID)
 			if err == nil && (r.Status != asyncevent.StatusQueued || r.Queue == nil) {
@@ -217,7 +236,77 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 			return nil
 		},
 	}
-	return []cpuFlow{ingestNew, ingestDup, poll}, nil
+	win, err := workerFlow(ctx, FlowWorkerWin, 1000, asyncevent.ResultSuccess, RawWon)
+	if err != nil {
+		return nil, err
+	}
+	lose, err := workerFlow(ctx, FlowWorkerSoldOut, 0, asyncevent.ResultRejectedCapacity, RawRejected)
+	if err != nil {
+		return nil, err
+	}
+	return []cpuFlow{ingestNew, ingestDup, ingestRepeat, poll, win, lose}, nil
+}
+
+// workerFlow is a message of a new request of a FIRST_COME event whose CAPACITY
+// item holds seats (the flow's winners) or none, the processor having learnt the
+// sell-out (its losers): on the library, a Processor's ProcessOne; on the baseline,
+// its Process. Each operation checks that its request ended as the flow says.
+func workerFlow(ctx context.Context, name string, seats int, want asyncevent.ResultCode, wantRaw string) (cpuFlow, error) {
+	const table, eventID = "AsyncEventTable", "cpu"
+	endpoint := new(Instant)
+	db := endpoint.Client()
+	c, err := asyncevent.New(db, asyncevent.Options{TableName: table})
+	if err != nil {
+		return cpuFlow{}, err
+	}
+	if _, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 1000}); err != nil {
+		return cpuFlow{}, err
+	}
+	if seats == 0 { // the seats are gone: the CAPACITY item as the last claim left it
+		ck, err := asyncevent.NewEventKey(eventID, asyncevent.EventItemCapacity)
+		if err != nil {
+			return cpuFlow{}, err
+		}
+		k := ck.Key()
+		key := map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}}
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key})
+		if err != nil {
+			return cpuFlow{}, err
+		}
+		out.Item["capacityRemaining"] = &types.AttributeValueMemberN{Value: "0"}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: out.Item}); err != nil {
+			return cpuFlow{}, err
+		}
+	}
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	raw := &Baseline{DB: db, Table: table}
+	now := asyncevent.EpochMillis(time.Now().UnixMilli())
+	noKeepAlive := func(context.Context) error { return nil }
+	return cpuFlow{name: name, endpoint: endpoint,
+		library: func(ctx context.Context, i int) error {
+			body, err := asyncevent.EncodeMessage(asyncevent.Message{V: asyncevent.MessageVersion, RequestID: uuid.Must(uuid.NewV7()).String(), EventID: eventID,
+				UserID: "lib-" + strconv.Itoa(i), EventType: asyncevent.FirstCome, RequestedAt: now, CapacityShards: 1})
+			if err != nil {
+				return err
+			}
+			o, _, _ := p.ProcessOne(ctx, queue.Delivery{MessageID: strconv.Itoa(i), Body: body, ReceiveCount: 1}, time.Minute, noKeepAlive)
+			if o.ResultCode != want {
+				return fmt.Errorf("%s: ended %q (%v), want %s: the flow took another path", name, o.ResultCode, o.Err, want)
+			}
+			return nil
+		},
+		baseline: func(ctx context.Context, i int) error {
+			body, err := json.Marshal(rawMessage{RequestID: uuid.Must(uuid.NewV7()).String(), EventID: eventID, UserID: "raw-" + strconv.Itoa(i), RequestedAt: int64(now)})
+			if err != nil {
+				return err
+			}
+			got, err := raw.Process(ctx, body)
+			if err == nil && got != wantRaw {
+				err = fmt.Errorf("%s: the baseline ended %s, want %s", name, got, wantRaw)
+			}
+			return err
+		},
+	}, nil
 }
 
 // wantDuplicate checks that a click took the path its flow measures.

@@ -32,13 +32,19 @@ func BenchmarkClientCPU(b *testing.B) {
 }
 
 // Each flow takes its own path on both sides, every time (each operation checks its
-// answer: a new participation, a duplicate, a QUEUED request with its place), and the
-// measurement reports every flow with its ratios.
+// answer: a new participation, a duplicate, a QUEUED request with its place, a winner,
+// a loser), with the calls that path makes on DynamoDB (the bench's figures against
+// DynamoDB Local), and the measurement reports every flow with its ratios.
 func TestClientCPU(t *testing.T) {
 	rep, err := MeasureClientCPU(context.Background(), 50)
 	require.NoError(t, err)
-	require.Len(t, rep.Flows, 3)
+	require.Len(t, rep.Flows, 6)
+	calls := map[string][2]float64{ // library, baseline
+		FlowIngestNew: {3, 3}, FlowIngestDup: {1, 2}, FlowIngestRepeat: {0, 2}, FlowPoll: {1, 1}, FlowWorkerWin: {2, 3}, FlowWorkerSoldOut: {2, 3},
+	}
 	for _, f := range rep.Flows {
+		assert.InDelta(t, calls[f.Name][0], f.Library.CallsPerOp, 0.05, "%s: the library's calls", f.Name)
+		assert.InDelta(t, calls[f.Name][1], f.Baseline.CallsPerOp, 0.05, "%s: the baseline's calls", f.Name)
 		assert.Positive(t, f.Library.CPUNsPerOp, f.Name)
 		assert.Positive(t, f.Baseline.AllocsPerOp, f.Name)
 		assert.InDelta(t, f.Library.AllocsPerOp/f.Baseline.AllocsPerOp, f.AllocsRatio, 1e-9, f.Name)

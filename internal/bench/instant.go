@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -15,15 +16,20 @@ import (
 
 // Instant is a DynamoDB endpoint inside the process that answers each call at once:
 // the items of PutItem calls and of a transaction's Puts are kept by key and returned
-// to GetItem; a PutItem on conditon attribute_not_exists of a kept key fails its
+// to GetItem; a PutItem on condition attribute_not_exists of a kept key, and an
+// UpdateItem of capacityRemaining on a kept item that has none left, fail their
 // condition with the item (as DynamoDB does with ReturnValuesOnConditionCheckFailure
-// ALL_OLD); every other call succeeds with an empty answer. A client on it runs all
+// ALL_OLD); every other call succeeds with an empty answer, its update not applied. A client on it runs all
 // of the SDK (serialization, signing, retry middleware, deserialization) and none of
 // the network or DynamoDB: what a call costs the caller's CPU.
 type Instant struct {
-	mu   sync.Mutex
-	puts map[string][]byte // the body of each item's last put, by key
+	mu    sync.Mutex
+	puts  map[string][]byte // the body of each item's last put, by key
+	calls atomic.Int64
 }
+
+// Calls is the number of calls the endpoint answered.
+func (in *Instant) Calls() int64 { return in.calls.Load() }
 
 // Client returns an SDK client of the endpoint.
 func (in *Instant) Client() *dynamodb.Client {
@@ -66,6 +72,7 @@ func itemOf(body []byte) string {
 
 // RoundTrip answers one call.
 func (in *Instant) RoundTrip(r *http.Request) (*http.Response, error) {
+	in.calls.Add(1)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, err
@@ -99,6 +106,19 @@ func (in *Instant) answer(target string, body []byte) (int, string) {
 			return http.StatusBadRequest, `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed","Item":` + itemOf(old) + `}`
 		}
 		in.puts[k] = body
+	case "UpdateItem":
+		// A capacity claim on an empty CAPACITY item fails its condition; every other
+		// update succeeds without being applied (the flows keep their items as set up).
+		if bytes.Contains(body, []byte("capacityRemaining")) {
+			var update struct {
+				Key struct{ PK, SK struct{ S string } }
+			}
+			if json.Unmarshal(body, &update) == nil {
+				if put, ok := in.puts[update.Key.PK.S+"\x00"+update.Key.SK.S]; ok && bytes.Contains(put, []byte(`"capacityRemaining":{"N":"0"}`)) {
+					return http.StatusBadRequest, `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed","Item":` + itemOf(put) + `}`
+				}
+			}
+		}
 	case "TransactWriteItems":
 		var tx struct {
 			TransactItems []struct {
