@@ -223,9 +223,9 @@ func TestBench(t *testing.T) {
 		assert.Positive(t, fl.Baseline.Median, fl.Name)
 		assert.Positive(t, fl.Ratio, fl.Name)
 	}
-	require.Len(t, rep.Acceptance, 24, "with the two of an event with holds, the poll's and two a flow of the client's CPU")
+	require.Len(t, rep.Acceptance, 26, "with the two of an event with holds, the poll's and two a flow of the client's CPU")
 	require.NotNil(t, rep.ClientCPU)
-	require.Len(t, rep.ClientCPU.Flows, 6)
+	require.Len(t, rep.ClientCPU.Flows, 7)
 	for _, fl := range rep.ClientCPU.Flows { // the ratios are the machine's: only that they were measured
 		assert.Positive(t, fl.CPURatio, fl.Name)
 		assert.Positive(t, fl.AllocsRatio, fl.Name)

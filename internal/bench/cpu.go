@@ -236,58 +236,79 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 			return nil
 		},
 	}
-	win, err := workerFlow(ctx, FlowWorkerWin, 1000, asyncevent.ResultSuccess, RawWon)
+	win, err := workerFlow(ctx, FlowWorkerWin, workerSetup{}, asyncevent.ResultSuccess, RawWon)
 	if err != nil {
 		return nil, err
 	}
-	lose, err := workerFlow(ctx, FlowWorkerSoldOut, 0, asyncevent.ResultRejectedCapacity, RawRejected)
+	lose, err := workerFlow(ctx, FlowWorkerSoldOut, workerSetup{soldOut: true}, asyncevent.ResultRejectedCapacity, RawRejected)
 	if err != nil {
 		return nil, err
 	}
-	return []cpuFlow{ingestNew, ingestDup, ingestRepeat, poll, win, lose}, nil
+	loseSharded, err := workerFlow(ctx, FlowWorkerSoldOutSharded, workerSetup{soldOut: true, shards: ShardedSeats, newWorkerEach: true}, asyncevent.ResultRejectedCapacity, RawRejected)
+	if err != nil {
+		return nil, err
+	}
+	return []cpuFlow{ingestNew, ingestDup, ingestRepeat, poll, win, lose, loseSharded}, nil
+}
+
+// workerSetup is the event of a worker flow.
+type workerSetup struct {
+	soldOut       bool // every seat taken, its CAPACITY items marked sold out
+	shards        int  // capacity shards of the library's event (the baseline's has one CAPACITY item)
+	newWorkerEach bool // each message on a Client and Processor of its own (a worker new to the event)
 }
 
 // workerFlow is a message of a new request of a FIRST_COME event whose CAPACITY
-// item holds seats (the flow's winners) or none, the processor having learnt the
-// sell-out (its losers): on the library, a Processor's ProcessOne; on the baseline,
-// its Process. Each operation checks that its request ended as the flow says.
-func workerFlow(ctx context.Context, name string, seats int, want asyncevent.ResultCode, wantRaw string) (cpuFlow, error) {
-	const table, eventID = "AsyncEventTable", "cpu"
+// items hold seats (the flow's winners) or none (its losers): on the library, a
+// Processor's ProcessOne; on the baseline, its Process. Each operation checks that
+// its request ended as the flow says.
+func workerFlow(ctx context.Context, name string, setup workerSetup, want asyncevent.ResultCode, wantRaw string) (cpuFlow, error) {
+	const table, eventID, rawEventID = "AsyncEventTable", "cpu", "cpu-raw"
 	endpoint := new(Instant)
 	db := endpoint.Client()
 	c, err := asyncevent.New(db, asyncevent.Options{TableName: table})
 	if err != nil {
 		return cpuFlow{}, err
 	}
-	if _, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 1000}); err != nil {
+	shards := max(setup.shards, 1)
+	for _, ev := range []asyncevent.EventSettings{
+		{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 10 * int64(shards), CapacityShards: setup.shards},
+		{EventID: rawEventID, EventType: asyncevent.FirstCome, CapacityTotal: 10},
+	} {
+		if _, err := c.CreateEvent(ctx, ev); err != nil {
+			return cpuFlow{}, err
+		}
+	}
+	if setup.soldOut {
+		endpoint.sellOut()
+	}
+	worker := func() (*asyncevent.Processor, error) {
+		return asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), nil
+	}
+	if setup.newWorkerEach {
+		worker = func() (*asyncevent.Processor, error) {
+			c, err := asyncevent.New(db, asyncevent.Options{TableName: table, ProgressEvery: -1})
+			return asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), err
+		}
+	}
+	p, err := worker()
+	if err != nil {
 		return cpuFlow{}, err
 	}
-	if seats == 0 { // the seats are gone: the CAPACITY item as the last claim left it
-		ck, err := asyncevent.NewEventKey(eventID, asyncevent.EventItemCapacity)
-		if err != nil {
-			return cpuFlow{}, err
-		}
-		k := ck.Key()
-		key := map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}}
-		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key})
-		if err != nil {
-			return cpuFlow{}, err
-		}
-		out.Item["capacityRemaining"] = &types.AttributeValueMemberN{Value: "0"}
-		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: out.Item}); err != nil {
-			return cpuFlow{}, err
-		}
-	}
-	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	raw := &Baseline{DB: db, Table: table}
 	now := asyncevent.EpochMillis(time.Now().UnixMilli())
 	noKeepAlive := func(context.Context) error { return nil }
 	return cpuFlow{name: name, endpoint: endpoint,
 		library: func(ctx context.Context, i int) error {
 			body, err := asyncevent.EncodeMessage(asyncevent.Message{V: asyncevent.MessageVersion, RequestID: uuid.Must(uuid.NewV7()).String(), EventID: eventID,
-				UserID: "lib-" + strconv.Itoa(i), EventType: asyncevent.FirstCome, RequestedAt: now, CapacityShards: 1})
+				UserID: "lib-" + strconv.Itoa(i), EventType: asyncevent.FirstCome, RequestedAt: now, CapacityShards: shards})
 			if err != nil {
 				return err
+			}
+			if setup.newWorkerEach {
+				if p, err = worker(); err != nil {
+					return err
+				}
 			}
 			o, _, _ := p.ProcessOne(ctx, queue.Delivery{MessageID: strconv.Itoa(i), Body: body, ReceiveCount: 1}, time.Minute, noKeepAlive)
 			if o.ResultCode != want {
@@ -296,7 +317,7 @@ func workerFlow(ctx context.Context, name string, seats int, want asyncevent.Res
 			return nil
 		},
 		baseline: func(ctx context.Context, i int) error {
-			body, err := json.Marshal(rawMessage{RequestID: uuid.Must(uuid.NewV7()).String(), EventID: eventID, UserID: "raw-" + strconv.Itoa(i), RequestedAt: int64(now)})
+			body, err := json.Marshal(rawMessage{RequestID: uuid.Must(uuid.NewV7()).String(), EventID: rawEventID, UserID: "raw-" + strconv.Itoa(i), RequestedAt: int64(now)})
 			if err != nil {
 				return err
 			}

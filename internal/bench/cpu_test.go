@@ -38,9 +38,9 @@ func BenchmarkClientCPU(b *testing.B) {
 func TestClientCPU(t *testing.T) {
 	rep, err := MeasureClientCPU(context.Background(), 50)
 	require.NoError(t, err)
-	require.Len(t, rep.Flows, 6)
+	require.Len(t, rep.Flows, 7)
 	calls := map[string][2]float64{ // library, baseline
-		FlowIngestNew: {3, 3}, FlowIngestDup: {1, 2}, FlowIngestRepeat: {0, 2}, FlowPoll: {1, 1}, FlowWorkerWin: {2, 3}, FlowWorkerSoldOut: {2, 3},
+		FlowIngestNew: {3, 3}, FlowIngestDup: {1, 2}, FlowIngestRepeat: {0, 2}, FlowPoll: {1, 1}, FlowWorkerWin: {2, 3}, FlowWorkerSoldOut: {2, 3}, FlowWorkerSoldOutSharded: {2, 3},
 	}
 	for _, f := range rep.Flows {
 		assert.InDelta(t, calls[f.Name][0], f.Library.CallsPerOp, 0.05, "%s: the library's calls", f.Name)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,4 +137,19 @@ func (in *Instant) answer(target string, body []byte) (int, string) {
 		}
 	}
 	return http.StatusOK, "{}"
+}
+
+// capacityRemaining is a CAPACITY item's seats left, as a put's JSON holds them.
+var capacityRemaining = regexp.MustCompile(`"capacityRemaining":\{"N":"[0-9]+"\}`)
+
+// sellOut takes every seat of the CAPACITY items kept, and marks each sold out, as
+// the last claims of a sold-out event leave them.
+func (in *Instant) sellOut() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for k, put := range in.puts {
+		if strings.HasSuffix(k, "\x00CAPACITY") {
+			in.puts[k] = capacityRemaining.ReplaceAll(put, []byte(`"capacityRemaining":{"N":"0"},"soldOut":{"BOOL":true}`))
+		}
+	}
 }
