@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
@@ -453,5 +454,27 @@ func TestPlansBindTheBuiltExpression(t *testing.T) {
 				assert.ErrorContains(t, err, "no value for", r.name)
 			}
 		}
+	}
+}
+
+// marshalValue encodes every value as attributevalue.Marshal does, its fast paths
+// included: strings (empty, named), integers of each kind and sign, booleans, and
+// what it leaves to the SDK (floats, unsigned, pointers, nil, sets, slices).
+func TestMarshalValueIsTheSDKs(t *testing.T) {
+	s, zero := "x", 0
+	for _, v := range []any{
+		"", "a#b", StatusQueued, EpochMillis(0), EpochMillis(-5), EpochMillis(1_795_421_039_191),
+		0, -1, int8(-3), int16(7), int32(1 << 30), int64(-1 << 40), uint(3), uint64(1 << 63),
+		true, false, 1.5, float32(0.25), &s, &zero, (*string)(nil), nil,
+		setOf[string]{"a"}, setOf[int]{1, 2}, []string{"a", "b"}, entity.Request,
+	} {
+		want, wantErr := attributevalue.Marshal(v)
+		got, err := marshalValue(v)
+		if wantErr != nil {
+			assert.Error(t, err, "%T %v", v, v)
+			continue
+		}
+		require.NoError(t, err, "%T %v", v, v)
+		assert.Equal(t, want, got, "%T %v", v, v)
 	}
 }
