@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -69,11 +70,12 @@ type bound struct {
 	values map[string]types.AttributeValue
 }
 
-// into fills a row's expression for one write into an input.
+// into fills a row's expression for one write into an input. The names are the
+// input's own copy: whoever gets the input may change it.
 func into(f expressionFields, e bound) {
 	*f.condition, *f.values = e.plan.condition, e.values
 	if len(e.plan.names) > 0 {
-		*f.names = e.plan.names
+		*f.names = maps.Clone(e.plan.names)
 	}
 	if f.update != nil {
 		*f.update = e.plan.update

@@ -226,8 +226,8 @@ func (r *row) build(v values, start Status) (expression.Expression, error) {
 // pays for its own values, not for building the row's expression again.
 type plan struct {
 	condition, update *string
-	names             map[string]string // shared by every call: read, never written
-	constants         map[string]types.AttributeValue
+	names             map[string]string               // copied into each input
+	constants         map[string]types.AttributeValue // copied into each input
 	params            []planParam
 }
 
@@ -291,7 +291,7 @@ func (p *plan) bind(r *row, a args) (map[string]types.AttributeValue, error) {
 	}
 	values := make(map[string]types.AttributeValue, len(p.constants)+len(p.params))
 	for placeholder, v := range p.constants {
-		values[placeholder] = v
+		values[placeholder] = cloneValue(v)
 	}
 	for _, pp := range p.params {
 		v, ok := a[pp.param]
@@ -307,11 +307,59 @@ func (p *plan) bind(r *row, a args) (map[string]types.AttributeValue, error) {
 	return values, nil
 }
 
+// cloneValue is a copy of v that shares nothing with it: an input is its caller's to
+// change (a user's DynamoDB wrapper may edit one), so no two inputs share a value.
+func cloneValue(v types.AttributeValue) types.AttributeValue {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return &types.AttributeValueMemberS{Value: x.Value}
+	case *types.AttributeValueMemberN:
+		return &types.AttributeValueMemberN{Value: x.Value}
+	case *types.AttributeValueMemberBOOL:
+		return &types.AttributeValueMemberBOOL{Value: x.Value}
+	case *types.AttributeValueMemberNULL:
+		return &types.AttributeValueMemberNULL{Value: x.Value}
+	case *types.AttributeValueMemberB:
+		return &types.AttributeValueMemberB{Value: slices.Clone(x.Value)}
+	case *types.AttributeValueMemberSS:
+		return &types.AttributeValueMemberSS{Value: slices.Clone(x.Value)}
+	case *types.AttributeValueMemberNS:
+		return &types.AttributeValueMemberNS{Value: slices.Clone(x.Value)}
+	case *types.AttributeValueMemberBS:
+		bs := make([][]byte, len(x.Value))
+		for i, b := range x.Value {
+			bs[i] = slices.Clone(b)
+		}
+		return &types.AttributeValueMemberBS{Value: bs}
+	case *types.AttributeValueMemberL:
+		l := make([]types.AttributeValue, len(x.Value))
+		for i, e := range x.Value {
+			l[i] = cloneValue(e)
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	case *types.AttributeValueMemberM:
+		m := make(map[string]types.AttributeValue, len(x.Value))
+		for k, e := range x.Value {
+			m[k] = cloneValue(e)
+		}
+		return &types.AttributeValueMemberM{Value: m}
+	}
+	return v
+}
+
 // marshalValue is attributevalue.Marshal of v, without its reflection for the
-// values rows bind most: strings, integers and booleans, of any named type.
+// values rows bind most: strings, integers and booleans, of any named type. A nil
+// slice, map or pointer is NULL, as the SDK encodes it, before any Marshaler of its
+// type is asked.
 func marshalValue(v any) (types.AttributeValue, error) {
 	switch x := v.(type) {
 	case attributevalue.Marshaler:
+		switch rv := reflect.ValueOf(v); rv.Kind() {
+		case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
+			if rv.IsNil() {
+				return &types.AttributeValueMemberNULL{Value: true}, nil
+			}
+		}
 		return x.MarshalDynamoDBAttributeValue()
 	case string:
 		return &types.AttributeValueMemberS{Value: x}, nil

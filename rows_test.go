@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -426,6 +427,12 @@ func TestPlansBindTheBuiltExpression(t *testing.T) {
 		func(p param) any { return StatusQueued },
 		func(p param) any { return setOf[string]{"a", "b"} },
 		func(p param) any { return setOf[int]{1, 2} },
+		func(p param) any { return setOf[string](nil) },
+		func(p param) any { return "" },
+		func(p param) any { return nil },
+		func(p param) any { return uint(9) },
+		func(p param) any { return 0.5 },
+		func(p param) any { millis := EpochMillis(3); return &millis },
 	}
 	for _, r := range rows() {
 		starts := []Status{""}
@@ -457,16 +464,25 @@ func TestPlansBindTheBuiltExpression(t *testing.T) {
 	}
 }
 
+type (
+	namedCount int
+	namedText  string
+)
+
 // marshalValue encodes every value as attributevalue.Marshal does, its fast paths
 // included: strings (empty, named), integers of each kind and sign, booleans, and
-// what it leaves to the SDK (floats, unsigned, pointers, nil, sets, slices).
+// what it leaves to the SDK (floats, unsigned, pointers, nil, sets, slices), nil
+// Marshalers among them (NULL, as the SDK has it, not the Marshaler's answer).
 func TestMarshalValueIsTheSDKs(t *testing.T) {
 	s, zero := "x", 0
+	millis := EpochMillis(5)
 	for _, v := range []any{
 		"", "a#b", StatusQueued, EpochMillis(0), EpochMillis(-5), EpochMillis(1_795_421_039_191),
-		0, -1, int8(-3), int16(7), int32(1 << 30), int64(-1 << 40), uint(3), uint64(1 << 63),
+		namedCount(4), namedText(""), namedText("y"), &millis, (*EpochMillis)(nil),
+		0, -1, int8(-3), int16(7), int32(1 << 30), int64(-1 << 40), uint(3), uint8(5), uint64(1 << 63),
 		true, false, 1.5, float32(0.25), &s, &zero, (*string)(nil), nil,
-		setOf[string]{"a"}, setOf[int]{1, 2}, []string{"a", "b"}, entity.Request,
+		setOf[string]{"a"}, setOf[int]{1, 2}, setOf[string]{}, setOf[string](nil), setOf[int](nil),
+		[]string{"a", "b"}, []string{}, []int(nil), []byte("b"), entity.Request,
 	} {
 		want, wantErr := attributevalue.Marshal(v)
 		got, err := marshalValue(v)
@@ -476,5 +492,41 @@ func TestMarshalValueIsTheSDKs(t *testing.T) {
 		}
 		require.NoError(t, err, "%T %v", v, v)
 		assert.Equal(t, want, got, "%T %v", v, v)
+	}
+}
+
+// Each input has maps and values of its own: a caller's DynamoDB wrapper that edits an
+// input (adds a name, rewrites a value in place) changes no later write of the row, and
+// two wrappers doing so at once do not race (go test -race).
+func TestInputsShareNothing(t *testing.T) {
+	c := &Client{opts: Options{TableName: "tab"}}
+	w := write{row: &startProcessingRow, key: Key{PK: "REQ#x", SK: "META"},
+		args: args{pNow: EpochMillis(1), pLeaseOwner: "o", pLeaseExpiresAt: EpochMillis(2), pSeatShard: 3, pSeatEpoch: 1}}
+	want, err := c.input(w, "")
+	require.NoError(t, err)
+	edit := func() {
+		in, err := c.input(w, "")
+		require.NoError(t, err)
+		in.Update.ExpressionAttributeNames["#wrapper"] = "tenant"
+		for _, v := range in.Update.ExpressionAttributeValues {
+			switch v := v.(type) {
+			case *types.AttributeValueMemberS:
+				v.Value = "edited"
+			case *types.AttributeValueMemberNS:
+				v.Value[0] = "-1"
+			}
+		}
+	}
+	var g sync.WaitGroup
+	for range 8 {
+		g.Go(edit)
+	}
+	g.Wait()
+	got, err := c.input(w, "")
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.NotContains(t, got.Update.ExpressionAttributeNames, "#wrapper")
+	for k, v := range got.Update.ExpressionAttributeValues {
+		assert.NotEqual(t, &types.AttributeValueMemberS{Value: "edited"}, v, k)
 	}
 }
