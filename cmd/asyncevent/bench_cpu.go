@@ -38,10 +38,10 @@ func writeCPU(w io.Writer, c *bench.ClientCPU) error {
 	}
 	fmt.Fprintf(w, "\nclient CPU per operation, on an in-process DynamoDB endpoint that answers at once (%s operations per flow, side and round; the SDK's work and the caller's, not the network's or DynamoDB's)\n", formatInt(c.N))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "flow: library | baseline\tCPU µs\tratio\tallocations\tratio\tKB allocated\tDynamoDB calls\t\n")
+	fmt.Fprintf(tw, "flow: library | baseline\tCPU µs\tratio\trounds\tallocations\tratio\tKB allocated\tDynamoDB calls\t\n")
 	for _, f := range c.Flows {
-		fmt.Fprintf(tw, "%s\t%.1f | %.1f\t%.2f×\t%.0f | %.0f\t%.2f×\t%.1f | %.1f\t%.2f | %.2f\t\n", f.Name,
-			f.Library.CPUNsPerOp/1e3, f.Baseline.CPUNsPerOp/1e3, f.CPURatio,
+		fmt.Fprintf(tw, "%s\t%.1f | %.1f\t%.2f×\t%.2f–%.2f×\t%.0f | %.0f\t%.2f×\t%.1f | %.1f\t%.2f | %.2f\t\n", f.Name,
+			f.Library.CPUNsPerOp/1e3, f.Baseline.CPUNsPerOp/1e3, f.CPURatio, f.CPURatioMin, f.CPURatioMax,
 			f.Library.AllocsPerOp, f.Baseline.AllocsPerOp, f.AllocsRatio,
 			f.Library.BytesPerOp/1024, f.Baseline.BytesPerOp/1024, f.Library.CallsPerOp, f.Baseline.CallsPerOp)
 	}

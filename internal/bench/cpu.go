@@ -33,25 +33,37 @@ type ClientCPU struct {
 
 // CPUFlow is one flow's CPU and allocations per operation on both sides.
 type CPUFlow struct {
+	ID       string  `json:"id"` // short and stable, for scripts: "ingest-new", "worker-win"…
 	Name     string  `json:"name"`
 	Library  CPUSide `json:"library"`
 	Baseline CPUSide `json:"baseline"`
-	// CPURatio and AllocsRatio are library ÷ baseline.
+	// CPURatio and AllocsRatio are library ÷ baseline, of the rounds' means.
 	CPURatio    float64 `json:"cpuRatio"`
 	AllocsRatio float64 `json:"allocsRatio"`
+	// CPURatioMin and CPURatioMax are the lowest and highest of the rounds' own ratios
+	// (each round runs the library, then the baseline): how far one round can stray.
+	CPURatioMin float64 `json:"cpuRatioMin"`
+	CPURatioMax float64 `json:"cpuRatioMax"`
 }
 
-// CPUSide is a flow's costs per operation on one side.
+// CPUSide is a flow's costs per operation on one side, the mean of the rounds.
+// CPU is the process's user and system time (getrusage) over the operations: the
+// caller's and the SDK's work, the garbage collector's share of it, and the Instant
+// endpoint's own decoding and answering (measured at about 3% of a new participation
+// on either side, 2026-11-28); the rounds run one operation at a time.
 type CPUSide struct {
-	CPUNsPerOp  float64 `json:"cpuNsPerOp"`
-	AllocsPerOp float64 `json:"allocsPerOp"`
-	BytesPerOp  float64 `json:"bytesPerOp"`
-	CallsPerOp  float64 `json:"dynamodbCallsPerOp"` // the calls the endpoint answered: the path taken
+	CPUNsPerOp float64 `json:"cpuNsPerOp"`
+	// CPUNsPerOpMin and CPUNsPerOpMax are the fastest and slowest round's.
+	CPUNsPerOpMin float64 `json:"cpuNsPerOpMin"`
+	CPUNsPerOpMax float64 `json:"cpuNsPerOpMax"`
+	AllocsPerOp   float64 `json:"allocsPerOp"`
+	BytesPerOp    float64 `json:"bytesPerOp"`
+	CallsPerOp    float64 `json:"dynamodbCallsPerOp"` // the calls the endpoint answered: the path taken
 }
 
 // cpuFlow is a flow's operation on each side: the i-th of a run.
 type cpuFlow struct {
-	name              string
+	id, name          string
 	endpoint          *Instant
 	library, baseline func(ctx context.Context, i int) error
 }
@@ -71,26 +83,45 @@ func MeasureClientCPU(ctx context.Context, n int) (*ClientCPU, error) {
 	for _, f := range flows {
 		var lib, raw CPUSide
 		next := 0
-		run := func(op func(context.Context, int) error, into *CPUSide, ops int) error {
+		run := func(op func(context.Context, int) error, into *CPUSide, ops int) (float64, error) {
 			calls := f.endpoint.Calls()
 			s, err := measureCPU(ops, func() error { next++; return op(ctx, next) })
 			into.CPUNsPerOp += s.CPUNsPerOp / cpuRounds
 			into.AllocsPerOp += s.AllocsPerOp / cpuRounds
 			into.BytesPerOp += s.BytesPerOp / cpuRounds
 			into.CallsPerOp += float64(f.endpoint.Calls()-calls) / float64(ops) / cpuRounds
-			return err
+			if into.CPUNsPerOpMin == 0 || s.CPUNsPerOp < into.CPUNsPerOpMin {
+				into.CPUNsPerOpMin = s.CPUNsPerOp
+			}
+			into.CPUNsPerOpMax = max(into.CPUNsPerOpMax, s.CPUNsPerOp)
+			return s.CPUNsPerOp, err
+		}
+		round := func(lib, raw *CPUSide, ops int) (float64, error) {
+			l, errL := run(f.library, lib, ops)
+			b, errB := run(f.baseline, raw, ops)
+			if err := errors.Join(errL, errB); err != nil {
+				return 0, fmt.Errorf("%s: %w", f.name, err)
+			}
+			return l / b, nil
 		}
 		var warm CPUSide
-		if err := errors.Join(run(f.library, &warm, max(n/10, 1)), run(f.baseline, &warm, max(n/10, 1))); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.name, err)
+		if _, err := round(&warm, &warm, max(n/10, 1)); err != nil {
+			return nil, err
 		}
-		for range cpuRounds {
-			if err := errors.Join(run(f.library, &lib, n), run(f.baseline, &raw, n)); err != nil {
-				return nil, fmt.Errorf("%s: %w", f.name, err)
+		flow := CPUFlow{ID: f.id, Name: f.name}
+		for i := range cpuRounds {
+			ratio, err := round(&lib, &raw, n)
+			if err != nil {
+				return nil, err
 			}
+			if i == 0 {
+				flow.CPURatioMin, flow.CPURatioMax = ratio, ratio
+			}
+			flow.CPURatioMin, flow.CPURatioMax = min(flow.CPURatioMin, ratio), max(flow.CPURatioMax, ratio)
 		}
-		out.Flows = append(out.Flows, CPUFlow{Name: f.name, Library: lib, Baseline: raw,
-			CPURatio: lib.CPUNsPerOp / raw.CPUNsPerOp, AllocsRatio: lib.AllocsPerOp / raw.AllocsPerOp})
+		flow.Library, flow.Baseline = lib, raw
+		flow.CPURatio, flow.AllocsRatio = lib.CPUNsPerOp/raw.CPUNsPerOp, lib.AllocsPerOp/raw.AllocsPerOp
+		out.Flows = append(out.Flows, flow)
 	}
 	return out, nil
 }
@@ -141,7 +172,7 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 	if err != nil {
 		return nil, err
 	}
-	ingestNew := cpuFlow{name: FlowIngestNew, endpoint: newEndpoint,
+	ingestNew := cpuFlow{id: "ingest-new", name: FlowIngestNew, endpoint: newEndpoint,
 		library: func(ctx context.Context, i int) error {
 			p, err := newLib.Submit(ctx, q, eventID, user("lib", i))
 			return wantDuplicate(p.Duplicate, false, err)
@@ -166,7 +197,7 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 	if _, _, err := dupRaw.Submit(ctx, q, eventID, "raw"); err != nil {
 		return nil, err
 	}
-	ingestDup := cpuFlow{name: FlowIngestDup, endpoint: dupEndpoint,
+	ingestDup := cpuFlow{id: "ingest-duplicate", name: FlowIngestDup, endpoint: dupEndpoint,
 		library: func(ctx context.Context, _ int) error {
 			p, err := other.Submit(ctx, q, eventID, "lib")
 			return wantDuplicate(p.Duplicate, true, err)
@@ -179,7 +210,7 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 
 	// The repeat click on the node that took the first: the library answers from that
 	// client's memory; the baseline makes its duplicate's two calls.
-	ingestRepeat := cpuFlow{name: FlowIngestRepeat, endpoint: dupEndpoint,
+	ingestRepeat := cpuFlow{id: "ingest-repeat", name: FlowIngestRepeat, endpoint: dupEndpoint,
 		library: func(ctx context.Context, _ int) error {
 			p, err := first.Submit(ctx, q, eventID, "lib")
 			return wantDuplicate(p.Duplicate, true, err)
@@ -213,7 +244,7 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: stored.Item}); err != nil {
 		return nil, err
 	}
-	poll := cpuFlow{name: FlowPoll, endpoint: pollEndpoint,
+	poll := cpuFlow{id: "poll", name: FlowPoll, endpoint: pollEndpoint,
 		library: func(ctx context.Context, _ int) error {
 			r, err := pollLib.GetRequest(ctx, waiting.RequestID)
 			if err == nil && (r.Status != asyncevent.StatusQueued || r.Queue == nil) {
@@ -236,15 +267,15 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 			return nil
 		},
 	}
-	win, err := workerFlow(ctx, FlowWorkerWin, workerSetup{}, asyncevent.ResultSuccess, RawWon)
+	win, err := workerFlow(ctx, "worker-win", FlowWorkerWin, workerSetup{}, asyncevent.ResultSuccess, RawWon)
 	if err != nil {
 		return nil, err
 	}
-	lose, err := workerFlow(ctx, FlowWorkerSoldOut, workerSetup{soldOut: true}, asyncevent.ResultRejectedCapacity, RawRejected)
+	lose, err := workerFlow(ctx, "worker-sold-out", FlowWorkerSoldOut, workerSetup{soldOut: true}, asyncevent.ResultRejectedCapacity, RawRejected)
 	if err != nil {
 		return nil, err
 	}
-	loseSharded, err := workerFlow(ctx, FlowWorkerSoldOutSharded, workerSetup{soldOut: true, shards: ShardedSeats, newWorkerEach: true}, asyncevent.ResultRejectedCapacity, RawRejected)
+	loseSharded, err := workerFlow(ctx, "worker-sold-out-sharded", FlowWorkerSoldOutSharded, workerSetup{soldOut: true, shards: ShardedSeats, newWorkerEach: true}, asyncevent.ResultRejectedCapacity, RawRejected)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +293,7 @@ type workerSetup struct {
 // items hold seats (the flow's winners) or none (its losers): on the library, a
 // Processor's ProcessOne; on the baseline, its Process. Each operation checks that
 // its request ended as the flow says.
-func workerFlow(ctx context.Context, name string, setup workerSetup, want asyncevent.ResultCode, wantRaw string) (cpuFlow, error) {
+func workerFlow(ctx context.Context, id, name string, setup workerSetup, want asyncevent.ResultCode, wantRaw string) (cpuFlow, error) {
 	const table, eventID, rawEventID = "AsyncEventTable", "cpu", "cpu-raw"
 	endpoint := new(Instant)
 	db := endpoint.Client()
@@ -298,7 +329,7 @@ func workerFlow(ctx context.Context, name string, setup workerSetup, want asynce
 	raw := &Baseline{DB: db, Table: table}
 	now := asyncevent.EpochMillis(time.Now().UnixMilli())
 	noKeepAlive := func(context.Context) error { return nil }
-	return cpuFlow{name: name, endpoint: endpoint,
+	return cpuFlow{id: id, name: name, endpoint: endpoint,
 		library: func(ctx context.Context, i int) error {
 			body, err := asyncevent.EncodeMessage(asyncevent.Message{V: asyncevent.MessageVersion, RequestID: uuid.Must(uuid.NewV7()).String(), EventID: eventID,
 				UserID: "lib-" + strconv.Itoa(i), EventType: asyncevent.FirstCome, RequestedAt: now, CapacityShards: shards})
