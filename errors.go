@@ -69,6 +69,9 @@ var (
 
 	// ErrNotLottery reports a draw asked of an event that is not a LOTTERY.
 	ErrNotLottery = errors.New("asyncevent: not a lottery event")
+	// ErrNoPrequeue reports a pre-queue's serve or verification asked of an event
+	// without one (EventSettings.PrequeueOpensAt).
+	ErrNoPrequeue = errors.New("asyncevent: the event has no pre-queue")
 
 	// ErrDrawTooEarly reports a draw before the lottery's cutoff plus
 	// Options.DrawSettleWindow: nothing is written.

@@ -24,6 +24,13 @@ type EventSettings struct {
 	StartsAt EpochMillis `dynamodbav:"startsAt,omitempty"`
 	EndsAt   EpochMillis `dynamodbav:"endsAt,omitempty"`
 
+	// PrequeueOpensAt, of a FIRST_COME event with StartsAt, opens a pre-queue: the
+	// clicks from then until StartsAt are accepted and wait, decided by nobody until
+	// ServePrequeue serves them in an order drawn from a seed committed now and
+	// revealed at the start, before any click of the sale (docs/design.md, "The
+	// pre-queue"). 0 (the default): no pre-queue. Fixed when the event is created.
+	PrequeueOpensAt EpochMillis `dynamodbav:"prequeueOpensAt,omitempty"`
+
 	// FIRST_COME: the number of winners N, also held by the event's EventCapacity.
 	CapacityTotal int64 `dynamodbav:"capacityTotal,omitempty"`
 
@@ -138,8 +145,8 @@ func (e *Event) checkOpen(now EpochMillis) error {
 	if end := e.closesAt(); end != 0 && now > end || e.ClosedAt != 0 && now >= e.ClosedAt {
 		return fmt.Errorf("%w: %s closed at %s", ErrEventClosed, e.EventID, end.Time().Format(time.RFC3339Nano))
 	}
-	if e.StartsAt != 0 && now < e.StartsAt {
-		return fmt.Errorf("%w: %s opens at %s", ErrEventNotOpen, e.EventID, e.StartsAt.Time().Format(time.RFC3339Nano))
+	if opens := e.opensAt(); opens != 0 && now < opens {
+		return fmt.Errorf("%w: %s opens at %s", ErrEventNotOpen, e.EventID, opens.Time().Format(time.RFC3339Nano))
 	}
 	if e.Paused {
 		return fmt.Errorf("%w: %s", ErrEventPaused, e.EventID)
@@ -158,7 +165,7 @@ func (e *EventSettings) validate() error {
 	for _, t := range []struct {
 		name string
 		at   EpochMillis
-	}{{"startsAt", e.StartsAt}, {"endsAt", e.EndsAt}, {"lotteryCutoffAt", e.LotteryCutoffAt}, {"announceAt", e.AnnounceAt}} {
+	}{{"startsAt", e.StartsAt}, {"endsAt", e.EndsAt}, {"prequeueOpensAt", e.PrequeueOpensAt}, {"lotteryCutoffAt", e.LotteryCutoffAt}, {"announceAt", e.AnnounceAt}} {
 		if _, err := formatMillis(t.at); err != nil {
 			return bad("%s: %v", t.name, err)
 		}
@@ -191,6 +198,12 @@ func (e *EventSettings) validate() error {
 			return bad("winnerCount, lotteryCutoffAt and announceAt are for LOTTERY events")
 		case e.HoldFor != 0 && (e.HoldFor < MinHoldFor || e.HoldFor > MaxHoldFor):
 			return bad("holdFor %s, want 0 (no holds) or %s to %s", e.HoldFor, MinHoldFor, MaxHoldFor)
+		case e.PrequeueOpensAt != 0 && e.StartsAt == 0:
+			return bad("a pre-queue (prequeueOpensAt) needs startsAt, when it is served")
+		case e.PrequeueOpensAt != 0 && e.PrequeueOpensAt >= e.StartsAt:
+			return bad("prequeueOpensAt must be before startsAt")
+		case e.PrequeueOpensAt != 0 && e.HoldFor != 0:
+			return bad("a pre-queue with holds is not supported yet: its waitlist would be served in queue order, not the pre-queue's")
 		case e.HoldFor != 0 && e.CapacityShards > maxCapacityShards-1:
 			return bad("capacityShards %d with holds, want at most %d: CreateEvent writes the event's entry in the hold registry in the same transaction", e.CapacityShards, maxCapacityShards-1)
 		}
@@ -202,6 +215,8 @@ func (e *EventSettings) validate() error {
 			return bad("a LOTTERY event needs lotteryCutoffAt")
 		case e.CapacityTotal != 0:
 			return bad("capacityTotal is for FIRST_COME events")
+		case e.PrequeueOpensAt != 0:
+			return bad("prequeueOpensAt is for FIRST_COME events (a lottery's entries are drawn already)")
 		case e.HoldFor != 0:
 			return bad("holdFor is for FIRST_COME events")
 		case e.StartsAt != 0 && e.LotteryCutoffAt <= e.StartsAt:
@@ -319,6 +334,14 @@ func (c *Client) CreateEvent(ctx context.Context, settings EventSettings) (*Even
 				return nil, err
 			}
 			items = append(items, entry)
+		}
+		if cfg.PrequeueOpensAt != 0 {
+			record, err := c.newDrawRecord(ctx, &cfg)
+			if err != nil {
+				return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
+			}
+			key, _ := NewEventKey(cfg.EventID, EventItemDraw)
+			items = append(items, drawItem{Key: key.Key(), EntityType: entity.Draw, DrawRecord: record})
 		}
 	case Lottery:
 		record, err := c.newDrawRecord(ctx, &cfg)

@@ -61,7 +61,8 @@ type EventState string
 
 // The event states.
 const (
-	StateScheduled EventState = "SCHEDULED" // before startsAt
+	StateScheduled EventState = "SCHEDULED" // before startsAt (before prequeueOpensAt, with a pre-queue)
+	StatePrequeue  EventState = "PREQUEUE"  // a FIRST_COME event's pre-queue takes clicks, until startsAt
 	StateOpen      EventState = "OPEN"      // taking clicks
 	StatePaused    EventState = "PAUSED"    // ingest paused by an operator
 	StateClosed    EventState = "CLOSED"    // past its end (a lottery: its cutoff), until drawn
@@ -73,14 +74,16 @@ const (
 func (e *Event) StateAt(t time.Time) EventState {
 	now := MillisOf(t)
 	switch {
-	case e.Phase == PhaseAnnounced:
+	case e.EventType == Lottery && e.Phase == PhaseAnnounced:
 		return StateAnnounced
 	case e.Phase == PhaseDrawing:
-		return StateDrawing
+		return StateDrawing // a lottery's draw, or a pre-queue being served
 	case e.closesAt() != 0 && now > e.closesAt(), e.ClosedAt != 0 && now >= e.ClosedAt:
 		return StateClosed
-	case e.StartsAt != 0 && now < e.StartsAt:
+	case e.opensAt() != 0 && now < e.opensAt():
 		return StateScheduled
+	case e.prequeueUntil() != 0 && now < e.StartsAt:
+		return StatePrequeue
 	case e.Paused:
 		return StatePaused
 	}

@@ -32,7 +32,7 @@ func (c *Client) ingestDeadline(event *eventItem, now, callerDeadline time.Time)
 	if callerDeadline.After(deadline) {
 		deadline = callerDeadline
 	}
-	if event.EventType == Lottery && event.LotteryCutoffAt != 0 {
+	if event.EventType == Lottery && event.LotteryCutoffAt != 0 || event.isPrequeueEntry(MillisOf(now)) {
 		if fence := c.entryFence(event); fence.Before(deadline) {
 			deadline = fence
 		}

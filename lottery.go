@@ -305,7 +305,7 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 // drawOpensAt is when Draw may begin: the cutoff plus the settle window. Ingest ends
 // its writes of a request queued by the cutoff before then.
 func (e *eventItem) drawOpensAt(settle time.Duration) EpochMillis {
-	return MillisOf(e.LotteryCutoffAt.Time().Add(settle))
+	return MillisOf(e.entriesCutoff().Time().Add(settle))
 }
 
 // entryFence is the moment after which nothing may write a lottery's entries but its
@@ -318,16 +318,18 @@ func (e *eventItem) drawOpensAt(settle time.Duration) EpochMillis {
 // of an event must use the same window.
 func (c *Client) entryFence(e *eventItem) time.Time {
 	window := c.opts.DrawSettleWindow
-	return e.LotteryCutoffAt.Time().Add(window - min(time.Second, window/4))
+	return e.entriesCutoff().Time().Add(window - min(time.Second, window/4))
 }
 
-// drawEntry is what the draw reads of a request.
+// drawEntry is what the draw, and a pre-queue's serve, read of a request.
 type drawEntry struct {
-	RequestID  string      `dynamodbav:"requestId"`
-	Status     Status      `dynamodbav:"status"`
-	ResultCode ResultCode  `dynamodbav:"resultCode"`
-	QueuedAt   EpochMillis `dynamodbav:"queuedAt"`
-	StartedAt  EpochMillis `dynamodbav:"startedAt"` // a lottery entry's: when a worker collected it
+	RequestID   string      `dynamodbav:"requestId"`
+	UserID      string      `dynamodbav:"userId"`
+	RequestedAt EpochMillis `dynamodbav:"requestedAt"`
+	Status      Status      `dynamodbav:"status"`
+	ResultCode  ResultCode  `dynamodbav:"resultCode"`
+	QueuedAt    EpochMillis `dynamodbav:"queuedAt"`
+	StartedAt   EpochMillis `dynamodbav:"startedAt"` // a lottery entry's: when a worker collected it
 }
 
 // isEntry reports whether a request queued by the cutoff takes part in the draw:
@@ -415,7 +417,7 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	if !before {
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
-	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt)
+	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt)
 	slices.SortStableFunc(rows, func(a, b drawEntry) int {
 		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
 	})

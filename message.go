@@ -30,6 +30,11 @@ type Message struct {
 	// 0 when the sender did not know it (the worker reads the config). It never
 	// differs from the event's: a message that says otherwise is malformed.
 	CapacityShards int `json:"capacityShards,omitempty"`
+	// PrequeueUntil is the StartsAt of a FIRST_COME event with a pre-queue (the
+	// requests queued before it are its entries), so that a worker holds the message
+	// back until the pre-queue is served; 0 for an event without one, or when the
+	// sender did not know the event (CapacityShards 0: the worker reads the config).
+	PrequeueUntil EpochMillis `json:"prequeueUntil,omitempty"`
 }
 
 // Ref returns the reference of the message's request.
@@ -46,6 +51,7 @@ func (c *Client) messageOf(r *Request) Message {
 	}
 	if cfg, _, ok := c.events.peek(r.EventID); ok && r.EventType == FirstCome && cfg.EventType == FirstCome {
 		m.CapacityShards = max(cfg.CapacityShards, 1)
+		m.PrequeueUntil = cfg.prequeueUntil()
 	}
 	return m
 }
@@ -130,6 +136,9 @@ func (m Message) validate() error {
 	}
 	if m.CapacityShards < 0 || m.CapacityShards > maxCapacityShards || m.CapacityShards > 0 && m.EventType != FirstCome {
 		return bad("capacityShards %d of a %s event", m.CapacityShards, m.EventType)
+	}
+	if _, err := formatMillis(m.PrequeueUntil); err != nil || m.PrequeueUntil < 0 || m.PrequeueUntil != 0 && m.EventType != FirstCome {
+		return bad("prequeueUntil %d of a %s event", int64(m.PrequeueUntil), m.EventType)
 	}
 	return nil
 }

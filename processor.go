@@ -133,22 +133,25 @@ type OutcomeKind string
 
 // The outcomes of a message.
 const (
-	OutcomeSucceeded   OutcomeKind = "SUCCEEDED"    // the request won; message deleted
-	OutcomeRejected    OutcomeKind = "REJECTED"     // the request lost; message deleted
-	OutcomeCollected   OutcomeKind = "COLLECTED"    // a lottery entry is in; message deleted
-	OutcomeLeftToDraw  OutcomeKind = "LEFT_TO_DRAW" // a lottery entry met after its draw began, which finalises it; message deleted
-	OutcomeFailed      OutcomeKind = "FAILED_FINAL" // the request failed for good
-	OutcomeDuplicate   OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
-	OutcomeRetry       OutcomeKind = "RETRY"        // a retryable failure; message back later
-	OutcomeThrottled   OutcomeKind = "THROTTLED"    // DynamoDB refused a call for throughput after every retry (Err matches ErrThrottled); message back later, the lease left to expire
-	OutcomeLeaseHeld   OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
-	OutcomeLostLease   OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
-	OutcomeMalformed   OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
-	OutcomeDeadLetter  OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message released to the dead-letter queue
-	OutcomeNotFound    OutcomeKind = "NOT_FOUND"    // no such request; message deleted
-	OutcomeHeld        OutcomeKind = "HELD"         // the request holds a seat until it is confirmed (holds); message deleted
-	OutcomeWaitlisted  OutcomeKind = "WAITLISTED"   // sold out: the request waits for a seat given back (holds); message deleted
-	outcomeUnavailable OutcomeKind = ""
+	OutcomeSucceeded  OutcomeKind = "SUCCEEDED"    // the request won; message deleted
+	OutcomeRejected   OutcomeKind = "REJECTED"     // the request lost; message deleted
+	OutcomeCollected  OutcomeKind = "COLLECTED"    // a lottery entry is in; message deleted
+	OutcomeLeftToDraw OutcomeKind = "LEFT_TO_DRAW" // a lottery entry met after its draw began, or a pre-queue's entry, which ServePrequeue decides; message deleted
+	// OutcomeWaitingForPrequeue: a click of a sale whose pre-queue is not served yet;
+	// the message comes back later.
+	OutcomeWaitingForPrequeue OutcomeKind = "WAITING_FOR_PREQUEUE"
+	OutcomeFailed             OutcomeKind = "FAILED_FINAL" // the request failed for good
+	OutcomeDuplicate          OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
+	OutcomeRetry              OutcomeKind = "RETRY"        // a retryable failure; message back later
+	OutcomeThrottled          OutcomeKind = "THROTTLED"    // DynamoDB refused a call for throughput after every retry (Err matches ErrThrottled); message back later, the lease left to expire
+	OutcomeLeaseHeld          OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
+	OutcomeLostLease          OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
+	OutcomeMalformed          OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
+	OutcomeDeadLetter         OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message released to the dead-letter queue
+	OutcomeNotFound           OutcomeKind = "NOT_FOUND"    // no such request; message deleted
+	OutcomeHeld               OutcomeKind = "HELD"         // the request holds a seat until it is confirmed (holds); message deleted
+	OutcomeWaitlisted         OutcomeKind = "WAITLISTED"   // sold out: the request waits for a seat given back (holds); message deleted
+	outcomeUnavailable        OutcomeKind = ""
 )
 
 // leftTheLine reports whether the outcome is a request's first result: it no longer
@@ -196,6 +199,8 @@ type Processor struct {
 	opts ProcessOptions
 
 	seats *seatShards // what it knows of the capacity shards of FIRST_COME events
+
+	serving bool // ServePrequeue's: it decides a pre-queue's entries
 
 	holds sync.Map // event ID → struct{}: the events with holds it has met, for the hold sweep
 }
@@ -317,6 +322,9 @@ func (p *Processor) report(ctx context.Context, o Outcome) {
 // throughput, a request an earlier delivery started) goes the leased way: start, the
 // service's handler, then the seat claim.
 func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, l *lease, extend *extender) result {
+	if r, gated := p.prequeueGate(ctx, m, d); gated {
+		return r
+	}
 	n, err := p.shards(ctx, m)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)

@@ -1,5 +1,5 @@
-// Package draw is the arithmetic of an asyncevent lottery draw: the entries' hash,
-// each entry's score and the winners. It needs no table and no AWS: whoever holds a
+// Package draw is the arithmetic of an asyncevent lottery draw and of a first-come
+// event's pre-queue: the entries' hash, each entry's score, the winners and the order. It needs no table and no AWS: whoever holds a
 // draw's revealed seed and its entries' request IDs recomputes its winners with it
 // alone (asyncevent's Client.VerifyDraw does the same against the table).
 package draw
@@ -74,6 +74,31 @@ func Winners(seed []byte, requestIDs []string, k int) []string {
 		winners[i] = s.id
 	}
 	return winners
+}
+
+// Order returns requestIDs in the order of their Score under the EntriesHash of
+// requestIDs, smallest first: the order in which a pre-queue of these entries is
+// served. Its first k are Winners(seed, requestIDs, k).
+func Order(seed []byte, requestIDs []string) []string {
+	entriesHash := EntriesHash(requestIDs)
+	all := make([]scored, len(requestIDs))
+	for i, id := range requestIDs {
+		all[i] = scored{score: Score(seed, entriesHash, id), id: id}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.less(b) {
+			return -1
+		}
+		if b.less(a) {
+			return 1
+		}
+		return 0
+	})
+	order := make([]string, len(all))
+	for i, s := range all {
+		order[i] = s.id
+	}
+	return order
 }
 
 // scored is an entry with its score; less orders scores as bytes, equal ones by

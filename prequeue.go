@@ -1,0 +1,452 @@
+package asyncevent
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asyncevent/asyncevent/draw"
+	"github.com/asyncevent/asyncevent/queue"
+)
+
+// The pre-queue of a FIRST_COME event (EventSettings.PrequeueOpensAt).
+//
+// The clicks between PrequeueOpensAt and StartsAt are its entries: accepted, queued,
+// and decided by nobody before the start. CreateEvent commits to a secret seed as a
+// lottery's does (the event's Draw record, seedCommitment). From StartsAt plus
+// Options.DrawSettleWindow, ServePrequeue freezes the entries (the requests queued
+// before StartsAt), records their count and draw.EntriesHash, reveals the seed, and
+// serves them in draw.Order: each by the seat claim every first-come request takes,
+// never more at once than the seats left, so that an entry wins only when every entry
+// before it in the order has been decided. Only then do the workers decide the clicks
+// of the sale (queued from StartsAt on), in queue order, with the seats left.
+//
+// Whose request is an entry is fixed by its queuedAt, written with the request's put
+// and never changed; what keeps late writes out of the frozen set is the lottery's
+// discipline: ingest's writes of a click queued before the start end by the entries'
+// fence (entryFence), and the freeze reads after the settle window.
+
+// prequeueLease is the lease of an entry the serve takes the leased way (its home
+// shard empty): no worker delivers an entry's message, so a lease here only keeps two
+// serves running at once apart, and a short one lets a serve that resumes after a
+// crash take over soon.
+const prequeueLease = 5 * time.Second
+
+// prequeueUntil returns the start of a FIRST_COME event with a pre-queue: the
+// requests queued before it are the pre-queue's entries; 0 for an event without one.
+func (e *EventSettings) prequeueUntil() EpochMillis {
+	if e.EventType != FirstCome || e.PrequeueOpensAt == 0 {
+		return 0
+	}
+	return e.StartsAt
+}
+
+// isPrequeueEntry reports whether r is an entry of its event's pre-queue.
+func (e *EventSettings) isPrequeueEntry(queuedAt EpochMillis) bool {
+	until := e.prequeueUntil()
+	return until != 0 && queuedAt < until
+}
+
+// opensAt is when ingest first takes a click: the pre-queue's opening, else StartsAt.
+func (e *EventSettings) opensAt() EpochMillis {
+	if e.EventType == FirstCome && e.PrequeueOpensAt != 0 {
+		return e.PrequeueOpensAt
+	}
+	return e.StartsAt
+}
+
+// entriesCutoff is the last queuedAt of an entry of the event's draw or pre-queue;
+// 0 when it has neither.
+func (e *EventSettings) entriesCutoff() EpochMillis {
+	switch {
+	case e.EventType == Lottery:
+		return e.LotteryCutoffAt
+	case e.prequeueUntil() != 0:
+		return e.prequeueUntil() - 1
+	}
+	return 0
+}
+
+// PrequeueResult is what ServePrequeue did.
+type PrequeueResult struct {
+	// Record is the event's Draw record: the seed revealed, the entries' count and
+	// hash.
+	Record DrawRecord
+	// Order is the entries' request IDs in the order they were served: draw.Order of
+	// the revealed seed and the entries.
+	Order []string
+	// Winners are the entries that won a seat (SUCCEEDED, or HELD with holds), in
+	// the order; Served counts the entries decided by this call.
+	Winners []string
+	Served  int
+}
+
+// ServePrequeue serves the pre-queue of a FIRST_COME event: the "pre-queue: freeze",
+// "record the entries" and "served" rows. It is allowed once StartsAt plus
+// Options.DrawSettleWindow has passed (ErrDrawTooEarly before); an event without a
+// pre-queue is ErrNoPrequeue. It
+//
+//  1. freezes the entries: a TransactWriteItems that moves the Draw record (PK
+//     EVENT#<eventId>, SK DRAW) and the config from COLLECTING to DRAWING, condition
+//     phase = COLLECTING;
+//  2. reads the entries from GSI2 (Query GSI2PK = EVENT#<eventId>, GSI2SK <
+//     QAT#<startsAt>, each index shard, never a Scan): every request queued before
+//     StartsAt, whatever its status (one whose enqueue failed is passed over when
+//     served, winning nothing);
+//  3. records them and reveals the seed, as Draw does (UpdateItem of the Draw record,
+//     condition phase = DRAWING AND attribute_not_exists(entriesHash));
+//  4. serves them in draw.Order(seed, entries): each one's message processed as a
+//     worker without a Handler would (the home claim, or the leased claim when its
+//     home shard is empty; REJECTED_CAPACITY once every seat is taken), at most
+//     min(Options.DrawConcurrency, the seats left) at once, so that no entry takes
+//     a seat an entry before it in the order needs; once no seat is left the rest
+//     are served DrawConcurrency at once;
+//  5. announces: Draw record and config from DRAWING to ANNOUNCED, after which the
+//     workers decide the sale's clicks.
+//
+// It is idempotent and resumable: run again after a crash it finds the same entries
+// (else ErrDrawMismatch), the same order, skips the entries already decided and
+// serves the rest. Seats an operator adds while it runs go to the entries not yet
+// served, in the order.
+func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueResult, error) {
+	cfg, err := c.getEvent(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.prequeueUntil() == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoPrequeue, eventID)
+	}
+	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
+		return nil, fmt.Errorf("%w: the pre-queue of %s can be served from %s", ErrDrawTooEarly, eventID, opens.Time())
+	}
+	record, err := c.getDraw(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	var seedHex string
+	if record.EntriesHash == "" {
+		if seedHex, err = c.revealSeed(ctx, cfg, record); err != nil {
+			return nil, err
+		}
+	}
+	if record.Phase == PhaseCollecting {
+		if record, err = c.freezeDraw(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := c.prequeueEntries(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(entries))
+	byID := make(map[string]drawEntry, len(entries))
+	for i, e := range entries {
+		ids[i], byID[e.RequestID] = e.RequestID, e
+	}
+	hash := draw.EntriesHash(ids)
+	if record.EntriesHash == "" {
+		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash, seedHex); err != nil {
+			return nil, err
+		}
+	}
+	if record.EntryCount != int64(len(ids)) || record.EntriesHash != hash {
+		return nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
+			ErrDrawMismatch, eventID, record.EntryCount, record.EntriesHash, len(ids), hash)
+	}
+	revealed, err := hex.DecodeString(record.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("pre-queue %s: the stored seed is not hex: %w", eventID, err)
+	}
+	res := &PrequeueResult{Order: draw.Order(revealed, ids)}
+	if record.Phase != PhaseAnnounced {
+		if res.Served, err = c.serveEntries(ctx, cfg, res.Order, byID); err != nil {
+			return nil, err
+		}
+		if record, err = c.announceDraw(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	res.Record = *record
+	if res.Winners, err = c.prequeueWinners(ctx, res.Order); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// prequeueEntries reads every request of the event queued before its start from GSI2,
+// in queue order.
+func (c *Client) prequeueEntries(ctx context.Context, cfg *eventItem) ([]drawEntry, error) {
+	return c.queueOrder(ctx, cfg.EventID, cfg.prequeueUntil(), true)
+}
+
+// serveEntries serves the entries in order, skipping those decided already, and
+// returns how many it served.
+func (c *Client) serveEntries(ctx context.Context, cfg *eventItem, order []string, byID map[string]drawEntry) (int, error) {
+	p := NewProcessor(c, ProcessOptions{LeaseDuration: prequeueLease})
+	p.serving = true
+	var waiting []drawEntry
+	for _, id := range order {
+		if e := byID[id]; !e.Status.IsTerminal() {
+			waiting = append(waiting, e)
+		}
+	}
+	served := 0
+	for len(waiting) > 0 {
+		// The seats left, read strongly consistent before each wave: every claim of
+		// an entry decided so far has landed or never will (a token or a fence stops
+		// it), so a wave no larger never takes a seat an entry before it needs.
+		left, err := c.seatsLeft(ctx, cfg)
+		if err != nil {
+			return served, err
+		}
+		n := len(waiting) // no seat left: the rest are refused, in any order
+		if left > 0 {
+			n = int(min(int64(c.opts.DrawConcurrency), left, int64(len(waiting))))
+		}
+		if err := c.serveWave(ctx, p, cfg, waiting[:n]); err != nil {
+			return served, err
+		}
+		served += n
+		waiting = waiting[n:]
+	}
+	return served, nil
+}
+
+// serveWave serves entries at once, DrawConcurrency at a time.
+func (c *Client) serveWave(ctx context.Context, p *Processor, cfg *eventItem, entries []drawEntry) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	work := make(chan drawEntry)
+	for range min(c.opts.DrawConcurrency, len(entries)) {
+		wg.Go(func() {
+			for e := range work {
+				if err := c.serveEntry(ctx, p, cfg, e); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, e := range entries {
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("pre-queue %s: %d entries not served, run ServePrequeue again: %w", cfg.EventID, len(errs), errors.Join(errs...))
+	}
+	return nil
+}
+
+// serveEntry processes an entry's message until it is decided, as the queue would
+// deliver it again after each retry (its last receive ending it FAILED_FINAL, as a
+// worker's would). An entry not decided when ctx ends is an error: no entry after it
+// may be served before it.
+func (c *Client) serveEntry(ctx context.Context, p *Processor, cfg *eventItem, e drawEntry) error {
+	body, err := EncodeMessage(Message{V: MessageVersion, RequestID: e.RequestID, EventID: cfg.EventID, UserID: e.UserID,
+		EventType: FirstCome, RequestedAt: e.RequestedAt, CapacityShards: max(cfg.CapacityShards, 1), PrequeueUntil: cfg.prequeueUntil()})
+	if err != nil {
+		return fmt.Errorf("entry %s: %w", e.RequestID, err)
+	}
+	for receive := 1; ; receive++ {
+		d := queue.Delivery{MessageID: "prequeue-" + e.RequestID, Body: body, ReceiveCount: receive, SentAt: e.QueuedAt.Time()}
+		o, done, retryAfter := p.ProcessOne(ctx, d, 0, nil)
+		if done || o.Kind == OutcomeDeadLetter {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("entry %s: %w", e.RequestID, ctx.Err())
+		case <-time.After(min(max(retryAfter, 10*time.Millisecond), 5*time.Second)):
+		}
+	}
+}
+
+// seatsLeft returns the seats a FIRST_COME event's capacity shards and pool hold,
+// read strongly consistent.
+func (c *Client) seatsLeft(ctx context.Context, cfg *eventItem) (int64, error) {
+	capacity, err := c.GetCapacity(ctx, cfg.EventID)
+	if err != nil {
+		return 0, err
+	}
+	pool, err := c.poolSeats(ctx, cfg)
+	return capacity.CapacityRemaining + pool, err
+}
+
+// prequeueWinners returns the entries of order that won a seat, in order, from each
+// one's request read strongly consistent.
+func (c *Client) prequeueWinners(ctx context.Context, order []string) ([]string, error) {
+	var winners []string
+	for _, id := range order {
+		r, err := c.getRequest(ctx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		if wonSeat(r) {
+			winners = append(winners, id)
+		}
+	}
+	return winners, nil
+}
+
+// wonSeat reports whether a first-come request won a seat, whatever became of it
+// since (held, confirmed, released, expired, cancelled).
+func wonSeat(r *storedRequest) bool {
+	return r.Status == StatusHeld || r.Status == StatusSucceeded ||
+		r.Status == StatusRejected && (r.ResultCode == ResultReleased || r.ResultCode == ResultHoldExpired || r.ResultCode == ResultCancelled)
+}
+
+// prequeueGate holds back what a worker must not decide while a pre-queue waits to
+// be served: an entry's message is acknowledged (the serve decides the entry), and a
+// sale click's comes back later, until the event's config says the pre-queue was
+// served (ANNOUNCED). ServePrequeue's own processor passes. It reports whether it
+// decided the message.
+func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Delivery) (result, bool) {
+	if p.serving {
+		return result{}, false
+	}
+	until := m.PrequeueUntil
+	if until == 0 && m.CapacityShards <= 0 { // a sender that did not know the event
+		cfg, err := p.c.cachedEvent(ctx, m.EventID)
+		if err != nil {
+			return p.failed(ctx, m, d, nil, err), true
+		}
+		until = cfg.prequeueUntil()
+	}
+	if until == 0 {
+		return result{}, false
+	}
+	cfg, err := p.c.cachedEvent(ctx, m.EventID)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err), true
+	}
+	if cfg.Phase == PhaseAnnounced {
+		return result{}, false
+	}
+	if m.RequestedAt < until { // queuedAt ≥ requestedAt: only such a request may be an entry
+		r, err := p.c.getRequest(ctx, m.RequestID, true)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return notFound(), true
+		case err != nil:
+			return p.failed(ctx, m, d, nil, err), true
+		case r.QueuedAt < until:
+			return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}, true
+		}
+	}
+	// A click of the sale, before the pre-queue was served: it comes back later, and
+	// later still each time, within a minute.
+	delay := min(time.Second<<min(max(d.ReceiveCount-1, 0), 6), time.Minute)
+	return result{action: actRetry, delay: delay, outcome: Outcome{Kind: OutcomeWaitingForPrequeue}}, true
+}
+
+// PrequeueVerification is what VerifyPrequeue found.
+type PrequeueVerification struct {
+	EventID    string
+	EntryCount int
+	Order      []string // recomputed from the revealed seed and the entries
+	Winners    int      // entries that won a seat
+	Problems   []string // empty when the pre-queue checks out
+}
+
+// OK reports whether the pre-queue checks out.
+func (v *PrequeueVerification) OK() bool { return len(v.Problems) == 0 }
+
+// String is a human summary.
+func (v *PrequeueVerification) String() string {
+	if v.OK() {
+		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won", v.EventID, v.EntryCount, v.Winners)
+	}
+	return fmt.Sprintf("pre-queue of %s does NOT verify: %s", v.EventID, strings.Join(v.Problems, "; "))
+}
+
+// VerifyPrequeue re-checks a served pre-queue from what is on the table, as anyone
+// holding the revealed seed and the entries could (draw.Order needs no table): the
+// seed against the commitment the event published, the entries read from GSI2
+// against the count and hash the freeze recorded, and the results against the order
+// recomputed from them: the entries that won a seat are the first ones of the order
+// (an entry whose enqueue failed, never in the running, is passed over), and no click
+// of the sale won while an entry was refused for want of a seat. Each entry is read
+// with a strongly consistent GetItem. Each difference is one of Problems. A pre-queue
+// not frozen yet is ErrDrawTooEarly.
+func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueVerification, error) {
+	cfg, err := c.getEvent(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.prequeueUntil() == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoPrequeue, eventID)
+	}
+	record, err := c.getDraw(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	if record.Phase == PhaseCollecting || record.EntriesHash == "" {
+		return nil, fmt.Errorf("%w: the pre-queue of %s has not been frozen", ErrDrawTooEarly, eventID)
+	}
+	v := &PrequeueVerification{EventID: eventID}
+	problem := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
+	revealed, err := hex.DecodeString(record.Seed)
+	if err != nil {
+		problem("the revealed seed is not hex")
+	}
+	if got := seedCommitment(revealed); got != cfg.SeedCommitment || got != record.SeedCommitment {
+		problem("SHA-256 of the revealed seed is %s, the published commitment %s", got, cfg.SeedCommitment)
+	}
+	entries, err := c.prequeueEntries(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.RequestID
+	}
+	v.EntryCount = len(ids)
+	if int64(len(ids)) != record.EntryCount {
+		problem("%d entries on the table, the freeze recorded %d", len(ids), record.EntryCount)
+	}
+	if h := draw.EntriesHash(ids); h != record.EntriesHash {
+		problem("the entries hash to %s, the freeze recorded %s", h, record.EntriesHash)
+	}
+	v.Order = draw.Order(revealed, ids)
+	refused := "" // the first entry of the order refused for want of a seat
+	for _, id := range v.Order {
+		r, err := c.getRequest(ctx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case wonSeat(r):
+			v.Winners++
+			if refused != "" {
+				problem("entry %s won a seat after entry %s, before it in the order, was refused", id, refused)
+			}
+		case r.Status == StatusRejected && r.ResultCode == ResultRejectedCapacity, r.Status == StatusWaitlisted:
+			if refused == "" {
+				refused = id
+			}
+		case !r.Status.IsTerminal() && record.Phase == PhaseAnnounced:
+			problem("entry %s is %s after the pre-queue was served", id, r.Status)
+		}
+	}
+	if refused != "" {
+		sale, err := c.queueOrder(ctx, eventID, cfg.prequeueUntil(), false)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range sale {
+			if e.Status == StatusSucceeded || e.Status == StatusHeld {
+				problem("click %s of the sale won a seat while entry %s was refused", e.RequestID, refused)
+			}
+		}
+	}
+	return v, nil
+}

@@ -1,0 +1,317 @@
+package asyncevent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/draw"
+	"github.com/asyncevent/asyncevent/queue"
+)
+
+// prequeueStart is the start of the pre-queued drops of these tests: their pre-queue
+// opens at t0.
+var prequeueStart = t0.Add(10 * time.Minute)
+
+// prequeueDrop makes a FIRST_COME event "drop" of seats seats on shards capacity
+// shards whose pre-queue opens at t0 and starts at prequeueStart, on a stopped clock
+// at t0.
+func prequeueDrop(t *testing.T, seats int64, shards int) (*asyncevent.Client, *asynceventtest.Clock) {
+	t.Helper()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, err := c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome,
+		CapacityTotal: seats, CapacityShards: shards,
+		PrequeueOpensAt: asyncevent.MillisOf(t0), StartsAt: asyncevent.MillisOf(prequeueStart)})
+	require.NoError(t, err)
+	return c, clock
+}
+
+// clickAll submits a click of each user, 16 at once, and returns their request IDs.
+func clickAll(t *testing.T, c *asyncevent.Client, q queue.Queue, users []string) []string {
+	t.Helper()
+	ids := make([]string, len(users))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, u := range users {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p, err := c.Submit(context.Background(), q, "drop", u)
+			if assert.NoError(t, err, u) {
+				ids[i] = p.RequestID
+			}
+		})
+	}
+	wg.Wait()
+	return ids
+}
+
+// deliverAll hands each message sent so far to p once, one after another in the
+// order sent, and returns the outcomes by request.
+func deliverAll(t *testing.T, p *asyncevent.Processor, q *sendQueue) map[string]asyncevent.Outcome {
+	t.Helper()
+	q.mu.Lock()
+	sent := slices.Clone(q.sent)
+	q.mu.Unlock()
+	outcomes := map[string]asyncevent.Outcome{}
+	for i, m := range sent {
+		o, _, _ := p.ProcessOne(context.Background(), queue.Delivery{MessageID: fmt.Sprint(i), Body: m.Body, ReceiveCount: 1}, 0, nil)
+		outcomes[o.RequestID] = o
+	}
+	return outcomes
+}
+
+func userIDs(prefix string, n int) []string {
+	us := make([]string, n)
+	for i := range us {
+		us[i] = fmt.Sprintf("%s-%03d", prefix, i)
+	}
+	return us
+}
+
+// The pre-queue's promise, end to end: the clicks of the window wait, decided by
+// nobody (a worker acknowledges their messages and holds back the sale's); the serve
+// freezes them, reveals the seed and serves them in the order anyone recomputes from
+// it (SHA-256 outside the library), the first N winning; the sale's clicks lose once
+// the seats are gone; run again, the serve finds the same order and serves nothing;
+// VerifyPrequeue checks it all. On one capacity item and on three shards.
+func TestPrequeueServesTheDrawnOrderFirst(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			c, clock := prequeueDrop(t, 5, shards)
+			q := &sendQueue{}
+			clock.Advance(-time.Second)
+			_, err := c.Submit(ctx, q, "drop", "too-early")
+			require.ErrorIs(t, err, asyncevent.ErrEventNotOpen)
+			clock.Advance(time.Minute)
+
+			entries := clickAll(t, c, q, userIDs("early", 20))
+			worker := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+			for id, o := range deliverAll(t, worker, q) {
+				assert.Equal(t, asyncevent.OutcomeLeftToDraw, o.Kind, id)
+			}
+			d, err := c.GetDraw(ctx, "drop")
+			require.NoError(t, err)
+			assert.Empty(t, d.Seed, "the seed before the freeze")
+
+			clock.Advance(prequeueStart.Sub(clock.Now())) // exactly at the start: a click of the sale
+			sale := clickAll(t, c, q, userIDs("sale", 3))
+			q.sent = q.sent[len(entries):]
+			for id, o := range deliverAll(t, worker, q) {
+				assert.Equal(t, asyncevent.OutcomeWaitingForPrequeue, o.Kind, id)
+			}
+			for _, id := range append(slices.Clone(entries), sale...) {
+				r, err := c.GetRequest(ctx, id)
+				require.NoError(t, err)
+				assert.Equal(t, asyncevent.StatusQueued, r.Status, "%s before the serve", id)
+			}
+
+			_, err = c.ServePrequeue(ctx, "drop")
+			require.ErrorIs(t, err, asyncevent.ErrDrawTooEarly)
+			clock.Advance(asyncevent.DefaultDrawSettleWindow)
+			res, err := c.ServePrequeue(ctx, "drop")
+			require.NoError(t, err)
+
+			ids := slices.Clone(entries)
+			recomputed := recomputeWinners(t, res.Record.Seed, ids, len(ids))
+			assert.Equal(t, recomputed, res.Order, "the order anyone recomputes")
+			assert.Equal(t, recomputed[:5], res.Winners, "the first 5 of the order win")
+			assert.Equal(t, 20, res.Served)
+			for i, id := range res.Order {
+				r, err := c.GetRequest(ctx, id)
+				require.NoError(t, err)
+				if i < 5 {
+					assert.Equal(t, asyncevent.ResultSuccess, r.ResultCode, "entry %d of the order", i)
+				} else {
+					assert.Equal(t, asyncevent.ResultRejectedCapacity, r.ResultCode, "entry %d of the order", i)
+				}
+			}
+
+			clock.Advance(10 * time.Second) // past the worker's cached config
+			for id, o := range deliverAll(t, worker, q) {
+				assert.Equal(t, asyncevent.OutcomeRejected, o.Kind, "%s of the sale, sold out to the pre-queue", id)
+			}
+
+			again, err := c.ServePrequeue(ctx, "drop")
+			require.NoError(t, err)
+			assert.Equal(t, res.Order, again.Order)
+			assert.Equal(t, res.Winners, again.Winners)
+			assert.Zero(t, again.Served)
+
+			v, err := c.VerifyPrequeue(ctx, "drop")
+			require.NoError(t, err)
+			assert.True(t, v.OK(), v.String())
+			assert.Equal(t, 20, v.EntryCount)
+			assert.Equal(t, 5, v.Winners)
+			seed, err := hex.DecodeString(res.Record.Seed)
+			require.NoError(t, err)
+			assert.Equal(t, draw.Order(seed, entries), v.Order)
+		})
+	}
+}
+
+// A pre-queue smaller than the seats: every entry wins, and the sale's clicks take
+// the seats left in queue order once the pre-queue is served, exactly N in all.
+func TestPrequeueLeavesTheRestToTheSale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := prequeueDrop(t, 5, 1)
+	q := &sendQueue{}
+	clock.Advance(time.Minute)
+	entries := clickAll(t, c, q, userIDs("early", 3))
+	clock.Advance(prequeueStart.Sub(clock.Now()) + time.Second)
+	for _, u := range userIDs("sale", 4) {
+		_, err := c.Submit(ctx, q, "drop", u)
+		require.NoError(t, err)
+		clock.Advance(time.Millisecond)
+	}
+	worker := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	deliverAll(t, worker, q)
+	clock.Advance(asyncevent.DefaultDrawSettleWindow)
+	res, err := c.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, entries, res.Winners)
+
+	clock.Advance(10 * time.Second)
+	outcomes := deliverAll(t, worker, q)
+	var won []string
+	for _, m := range q.sent[3:] {
+		got, err := asyncevent.DecodeMessage(m.Body)
+		require.NoError(t, err)
+		if outcomes[got.RequestID].Kind == asyncevent.OutcomeSucceeded {
+			won = append(won, got.UserID)
+		}
+	}
+	assert.Equal(t, []string{"sale-000", "sale-001"}, won, "the seats left, in queue order")
+	capacity, err := c.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	assert.Zero(t, capacity.CapacityRemaining)
+	v, err := c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+}
+
+// The settings of a pre-queue are checked: it needs a start after its opening, is
+// for FIRST_COME events, and not yet with holds; an event without one has no serve.
+func TestPrequeueSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := asynceventtest.NewTable(t)
+	at := asyncevent.MillisOf(t0)
+	for name, s := range map[string]asyncevent.EventSettings{
+		"no start":   {EventID: "a", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at},
+		"after it":   {EventID: "b", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at, StartsAt: at},
+		"a lottery":  {EventID: "c", EventType: asyncevent.Lottery, WinnerCount: 1, PrequeueOpensAt: at, StartsAt: at + 1, LotteryCutoffAt: at + 2},
+		"with holds": {EventID: "d", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at, StartsAt: at + 1, HoldFor: time.Minute},
+	} {
+		_, err := c.CreateEvent(ctx, s)
+		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent, name)
+	}
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+	require.NoError(t, err)
+	_, err = c.ServePrequeue(ctx, "plain")
+	assert.ErrorIs(t, err, asyncevent.ErrNoPrequeue)
+	_, err = c.VerifyPrequeue(ctx, "plain")
+	assert.ErrorIs(t, err, asyncevent.ErrNoPrequeue)
+}
+
+// cancelAfter cancels its context once the n-th write went through it: a serve that
+// stops half-way, as a crashed process would.
+type cancelAfter struct {
+	asyncevent.DynamoDB
+	n      atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.n.Add(-1) == 0 {
+		c.cancel()
+	}
+	return c.DynamoDB.UpdateItem(ctx, in, opts...)
+}
+
+// Exactly N and the order hold through lost answers, writes landing late and a serve
+// that stops half-way: a second serve on another client finds the same entries and
+// order, decides the rest, and the pre-queue verifies with exactly the seats' count
+// of winners, the first ones of the order. On the real clock (leases expire).
+func TestPrequeueResumesAndHoldsExactlyNUnderFaults(t *testing.T) {
+	t.Parallel()
+	const seats, clicks = 7, 40
+	ctx := context.Background()
+	faulty := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
+		Seed: 44, LoseRate: 0.1, LateRate: 0.1, LateBy: 200 * time.Millisecond, Operations: []string{"UpdateItem"},
+	})
+	opts := asyncevent.Options{DrawSettleWindow: time.Second, DrawConcurrency: 4}
+	clean := asynceventtest.NewTableOn(t, faulty, opts)
+	start := time.Now().Add(3 * time.Second)
+	_, err := clean.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome,
+		CapacityTotal: seats, CapacityShards: 2,
+		PrequeueOpensAt: asyncevent.MillisOf(time.Now().Add(-time.Minute)), StartsAt: asyncevent.MillisOf(start)})
+	require.NoError(t, err)
+	entries := clickAll(t, clean, &sendQueue{}, userIDs("early", clicks))
+	time.Sleep(time.Until(start.Add(opts.DrawSettleWindow + 10*time.Millisecond)))
+
+	opts.TableName = clean.TableName()
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	opts.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	stopCtx, stop := context.WithCancel(ctx)
+	crash := &cancelAfter{DynamoDB: faulty, cancel: stop}
+	crash.n.Store(25)
+	crashing, err := asyncevent.New(crash, opts)
+	require.NoError(t, err)
+	_, err = crashing.ServePrequeue(stopCtx, "drop")
+	require.Error(t, err, "the first serve stops half-way")
+	opts.Logger.Info("first serve ended", "error", err)
+
+	faultyAgain, err := asyncevent.New(faulty, opts)
+	require.NoError(t, err)
+	res, err := faultyAgain.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+	faulty.WaitLate()
+	assert.Len(t, res.Order, clicks)
+	assert.ElementsMatch(t, entries, res.Order)
+	assert.Equal(t, res.Order[:seats], res.Winners, "exactly the first seats of the order")
+	v, err := clean.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+	assert.Equal(t, seats, v.Winners)
+	capacity, err := clean.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	assert.Zero(t, capacity.CapacityRemaining)
+	counts := faulty.Counts()
+	assert.Positive(t, counts.Lost+counts.Late, "faults injected")
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
