@@ -315,3 +315,19 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// The sweeper leaves the entries of a pre-queue not served yet alone, however long
+// they wait: ServePrequeue finds them on GSI2 without a message.
+func TestPrequeueEntriesAreNotStuck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := prequeueDrop(t, 2, 1)
+	clock.Advance(time.Second)
+	clickAll(t, c, &sendQueue{}, userIDs("early", 3))
+	clock.Advance(9 * time.Minute)
+	q := &sendQueue{}
+	report, err := c.Sweep(ctx, q, "drop", asyncevent.SweepOptions{StuckAfter: time.Minute, RatePerSecond: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, 3, report.Examined)
+	assert.Empty(t, q.sent, "no entry sent again")
+}

@@ -54,7 +54,8 @@ type sweepRow struct {
 // its put), each FIRST_COME request QUEUED for longer than that, and each request
 // PROCESSING whose lease expired more than opts.StuckAfter ago (a worker died and its
 // message went to the dead-letter queue). A LOTTERY entry waiting QUEUED for its draw
-// is not stuck. Sweep writes nothing: what becomes of a re-sent request, after its
+// is not stuck, nor is an entry of a pre-queue not served yet (the event's config,
+// cached, says so). Sweep writes nothing: what becomes of a re-sent request, after its
 // event closed too, is the worker's decision. Sending again is always safe: the
 // worker's start is conditional, so a request that was only slow is not processed
 // twice; several sweepers may run at once. A lock left without its request is not on
@@ -70,13 +71,19 @@ func (c *Client) Sweep(ctx context.Context, q queue.Queue, eventID string, opts 
 		opts.RatePerSecond = DefaultSweepRate
 	}
 	report := &SweepReport{Resent: map[Status]int{}, Failed: map[string]string{}}
+	// The entries of a pre-queue not served yet wait for ServePrequeue, which finds
+	// them on GSI2: none of them is stuck.
+	var prequeue EpochMillis
+	if cfg, err := c.cachedEvent(ctx, eventID); err == nil && cfg.Phase != PhaseAnnounced {
+		prequeue = cfg.prequeueUntil()
+	}
 	pace := time.NewTicker(time.Duration(float64(time.Second) / opts.RatePerSecond))
 	defer pace.Stop()
 	err := eachEventPage(ctx, c, eventID, nil, []string{attrRequestID, attrUserID, attrEventType, attrStatus, attrRequestedAt, attrQueuedAt, attrLeaseExpiresAt},
 		func(rows []sweepRow) error {
 			for _, r := range rows {
 				report.Examined++
-				if !c.stuck(r, opts.StuckAfter) {
+				if !c.stuck(r, opts.StuckAfter) || r.QueuedAt < prequeue {
 					report.Skipped++
 					continue
 				}
