@@ -353,7 +353,7 @@ type PrequeueVerification struct {
 	EventID    string
 	EntryCount int
 	Order      []string // recomputed from the revealed seed and the entries
-	Winners    int      // entries that won a seat
+	Winners    []string // the entries that won a seat, in the order
 	Problems   []string // empty when the pre-queue checks out
 }
 
@@ -363,7 +363,7 @@ func (v *PrequeueVerification) OK() bool { return len(v.Problems) == 0 }
 // String is a human summary.
 func (v *PrequeueVerification) String() string {
 	if v.OK() {
-		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won", v.EventID, v.EntryCount, v.Winners)
+		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won", v.EventID, v.EntryCount, len(v.Winners))
 	}
 	return fmt.Sprintf("pre-queue of %s does NOT verify: %s", v.EventID, strings.Join(v.Problems, "; "))
 }
@@ -425,7 +425,7 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 		}
 		switch {
 		case wonSeat(r):
-			v.Winners++
+			v.Winners = append(v.Winners, id)
 			if refused != "" {
 				problem("entry %s won a seat after entry %s, before it in the order, was refused", id, refused)
 			}

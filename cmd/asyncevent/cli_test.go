@@ -1048,3 +1048,50 @@ func TestEventControlUsage(t *testing.T) {
 	assert.Equal(t, before, after)
 	assert.Zero(t, auditLen(t, f, "sale"))
 }
+
+// A pre-queued first-come drop through the CLI: created with -prequeue-opens, its
+// clicks wait; draw serves the pre-queue once the start and the settle window have
+// passed (too early before, with when to run it), and verify re-checks it.
+func TestPrequeueServeAndVerify(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+
+	// Clicks made an hour ago in a pre-queue that started ten minutes later, so that
+	// the CLI, on the real clock, may serve at once.
+	c := f.client(t, asyncevent.Options{Clock: pastClock(time.Hour)})
+	start := time.Now().Add(-50 * time.Minute)
+	f.ok(t, "event", "create", "early", "-capacity", "2", "-prequeue-opens", "+1h", "-starts", "+2h")
+	_, errOut, code := f.run(t, "draw", "early")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "too early to serve the pre-queue")
+	_, errOut, code = f.run(t, "event", "create", "bad", "-capacity", "2", "-prequeue-opens", "+1h")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "-prequeue-opens")
+
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2,
+		PrequeueOpensAt: asyncevent.MillisOf(time.Now().Add(-2 * time.Hour)), StartsAt: asyncevent.MillisOf(start)})
+	require.NoError(t, err)
+	_, errOut, code = f.run(t, "verify", "drop")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "not been served yet")
+	for i := range 6 {
+		_, err := c.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "drop", fmt.Sprintf("early-%d", i))
+		require.NoError(t, err)
+	}
+
+	var served prequeueJSON
+	f.json(t, &served, "draw", "drop")
+	assert.Len(t, served.Order, 6)
+	assert.Equal(t, served.Order[:2], served.Winners)
+	assert.Equal(t, "ANNOUNCED", served.Draw["phase"])
+	assert.Contains(t, f.ok(t, "draw", "drop"), "the order served")
+
+	var v verifyJSON
+	f.json(t, &v, "verify", "drop")
+	assert.True(t, v.OK, v.Problems)
+	assert.Equal(t, 6, v.EntryCount)
+	assert.Equal(t, served.Winners, v.Winners)
+	assert.Contains(t, f.ok(t, "verify", "drop"), "pre-queue of drop verified")
+}

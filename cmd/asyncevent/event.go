@@ -73,6 +73,7 @@ type eventCreateOptions struct {
 	peak                             float64
 	holdFor                          time.Duration
 	starts, ends, cutoff, announceAt timeFlag
+	prequeue                         timeFlag
 }
 
 func (o *eventCreateOptions) register(fs *flag.FlagSet) {
@@ -85,6 +86,7 @@ func (o *eventCreateOptions) register(fs *flag.FlagSet) {
 	fs.Var(&o.cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later. "+
 		"The seed is sealed by the secret in "+envDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
 	fs.Var(&o.starts, "starts", "open from this `time` (default: open at once)")
+	fs.Var(&o.prequeue, "prequeue-opens", "FIRST_COME with -starts: open a pre-queue at this `time`: its clicks wait and are served in an order drawn from a committed seed at the start ('asyncevent draw EVENT_ID' serves it, 'asyncevent verify' re-checks it)")
 	fs.Var(&o.ends, "ends", "closed after this `time` (default: never)")
 	fs.Var(&o.announceAt, "announce", "LOTTERY: planned announcement `time`")
 	fs.IntVar(&o.indexShards, "index-shards", 0, "layout: GSI2 partitions `K` of the event's requests (default 1; see -peak)")
@@ -94,7 +96,7 @@ func (o *eventCreateOptions) register(fs *flag.FlagSet) {
 
 func eventCreateCmd() *command {
 	var o eventCreateOptions
-	for _, t := range []*timeFlag{&o.starts, &o.ends, &o.cutoff, &o.announceAt} {
+	for _, t := range []*timeFlag{&o.starts, &o.ends, &o.cutoff, &o.announceAt, &o.prequeue} {
 		t.now = time.Now
 	}
 	return &command{
@@ -159,7 +161,7 @@ func (o *eventCreateOptions) check(fs *flag.FlagSet, args []string) (asyncevent.
 func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asyncevent.EventSettings {
 	cfg := asyncevent.EventSettings{
 		EventID: eventID, EventType: et, Name: o.name,
-		StartsAt: o.starts.at, EndsAt: o.ends.at,
+		StartsAt: o.starts.at, EndsAt: o.ends.at, PrequeueOpensAt: o.prequeue.at,
 		CapacityTotal: o.capacity, WinnerCount: o.winners, HoldFor: o.holdFor,
 		LotteryCutoffAt: o.cutoff.at, AnnounceAt: o.announceAt.at,
 		IndexShards: o.indexShards, CapacityShards: o.capacityShards,
@@ -355,7 +357,7 @@ func seatsLeft(s asyncevent.EventSummary) string {
 var flagTerms = strings.NewReplacer(
 	"eventId", "EVENT_ID", "eventType", "-type", "capacityTotal", "-capacity", "capacityShards", "-capacity-shards",
 	"indexShards", "-index-shards", "winnerCount", "-winners", "lotteryCutoffAt", "-cutoff", "announceAt", "-announce",
-	"startsAt", "-starts", "endsAt", "-ends", "holdFor", "-hold-for", "name is", "-name is",
+	"startsAt", "-starts", "endsAt", "-ends", "prequeueOpensAt", "-prequeue-opens", "holdFor", "-hold-for", "name is", "-name is",
 )
 
 // inFlagTerms is err's text with the fields it names as event create's flags: in the

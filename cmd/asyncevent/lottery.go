@@ -22,7 +22,17 @@ func drawOpens(ctx context.Context, c *asyncevent.Client, eventID string) (opens
 	if err != nil {
 		return "", "", err
 	}
-	return formatMillis(asyncevent.MillisOf(cfg.LotteryCutoffAt.Time().Add(settleWindow))), formatMillis(cfg.LotteryCutoffAt), nil
+	end := cfg.LotteryCutoffAt
+	if hasPrequeue(cfg) {
+		end = cfg.StartsAt
+	}
+	return formatMillis(asyncevent.MillisOf(end.Time().Add(settleWindow))), formatMillis(end), nil
+}
+
+// hasPrequeue reports whether an event is a FIRST_COME one with a pre-queue, whose
+// serve the draw command runs.
+func hasPrequeue(e *asyncevent.Event) bool {
+	return e.EventType == asyncevent.FirstCome && e.PrequeueOpensAt != 0
 }
 
 // tooEarly explains an ErrDrawTooEarly of eventID: what the draw waits for, and from
@@ -55,11 +65,14 @@ func drawCmd() *command {
 	return &command{
 		name:    "draw",
 		args:    "EVENT_ID",
-		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight); idempotent, resumable; a SEALED seed needs " + envDrawSecret,
+		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight), or serve a FIRST_COME event's pre-queue, from 30s after its start; idempotent, resumable; a SEALED seed needs " + envDrawSecret,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&quiet, "quiet", false, "print the summary without the winners' request IDs")
 		},
 		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+			if ev, err := c.GetEvent(ctx, eventID); err == nil && hasPrequeue(ev) {
+				return servePrequeue(ctx, e, c, eventID, quiet)
+			}
 			res, err := c.Draw(ctx, eventID)
 			if errors.Is(err, asyncevent.ErrDrawTooEarly) {
 				return tooEarly(ctx, c, eventID, "too early to draw "+eventID)
@@ -110,8 +123,11 @@ func verifyCmd() *command {
 	return &command{
 		name:    "verify",
 		args:    "EVENT_ID",
-		summary: "re-check a drawn lottery from the table: seed against commitment, entries, every result (exit 1 if it fails)",
+		summary: "re-check a drawn lottery, or a served pre-queue, from the table: seed against commitment, entries, every result (exit 1 if it fails)",
 		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+			if ev, err := c.GetEvent(ctx, eventID); err == nil && hasPrequeue(ev) {
+				return verifyPrequeue(ctx, e, c, eventID)
+			}
 			v, err := c.VerifyDraw(ctx, eventID)
 			if errors.Is(err, asyncevent.ErrDrawTooEarly) {
 				return tooEarly(ctx, c, eventID, eventID+" has not been drawn yet, so there is nothing to verify")
@@ -134,4 +150,79 @@ func verifyCmd() *command {
 			return nil
 		}),
 	}
+}
+
+// prequeueJSON is a pre-queue's serve for scripts.
+type prequeueJSON struct {
+	Draw    map[string]any `json:"draw"`
+	Order   []string       `json:"order"`
+	Winners []string       `json:"winners"`
+}
+
+// servePrequeue runs the draw command on a FIRST_COME event with a pre-queue.
+func servePrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID string, quiet bool) error {
+	res, err := c.ServePrequeue(ctx, eventID)
+	if errors.Is(err, asyncevent.ErrDrawTooEarly) {
+		opens, start, oerr := drawOpens(ctx, c, eventID)
+		if oerr != nil {
+			return fmt.Errorf("too early to serve the pre-queue of %s: %w", eventID, oerr)
+		}
+		return fmt.Errorf("too early to serve the pre-queue of %s: it starts at %s and the serve waits %s more for enqueues still in flight; "+
+			"run 'asyncevent draw %s' from %s", eventID, start, settleWindow, eventID, opens)
+	}
+	if errors.Is(err, asyncevent.ErrNoSeedSource) || errors.Is(err, asyncevent.ErrSeedMismatch) {
+		return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, envDrawSecret)
+	}
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(prequeueJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)),
+			Order: append([]string{}, res.Order...), Winners: append([]string{}, res.Winners...)})
+	}
+	rec := res.Record
+	tw := newTable(e.stdout)
+	fmt.Fprintf(tw, "event\t%s (pre-queue)\n", rec.EventID)
+	fmt.Fprintf(tw, "phase\t%s\n", rec.Phase)
+	fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", formatInt(int(rec.EntryCount)), rec.EntriesHash)
+	fmt.Fprintf(tw, "winners\t%s, the first of the order\n", formatInt(len(res.Winners)))
+	fmt.Fprintf(tw, "served now\t%s\n", formatInt(res.Served))
+	fmt.Fprintf(tw, "seed\t%s (commitment %s)\n", rec.Seed, rec.SeedCommitment)
+	fmt.Fprintf(tw, "seed mode\t%s\n", seedModeText(rec.SeedMode))
+	fmt.Fprintf(tw, "frozen at\t%s\n", formatMillis(rec.DrawnAt))
+	fmt.Fprintf(tw, "served at\t%s\n", formatMillis(rec.AnnouncedAt))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !quiet {
+		fmt.Fprintln(e.stdout, "\nthe order served (the winners first):")
+		for i, id := range res.Order {
+			fmt.Fprintf(e.stdout, "%5d  %s\n", i+1, id)
+		}
+	}
+	return nil
+}
+
+// verifyPrequeue runs the verify command on a FIRST_COME event with a pre-queue.
+func verifyPrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+	v, err := c.VerifyPrequeue(ctx, eventID)
+	if errors.Is(err, asyncevent.ErrDrawTooEarly) {
+		return fmt.Errorf("the pre-queue of %s has not been served yet, so there is nothing to verify", eventID)
+	}
+	if err != nil {
+		return err
+	}
+	if e.json {
+		err = e.printJSON(verifyJSON{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
+			Winners: append([]string{}, v.Winners...), Problems: append([]string{}, v.Problems...)})
+	} else {
+		_, err = fmt.Fprintln(e.stdout, v)
+	}
+	if err != nil {
+		return err
+	}
+	if !v.OK() {
+		return fmt.Errorf("verification of %s failed: %d problems", v.EventID, len(v.Problems))
+	}
+	return nil
 }
