@@ -26,8 +26,8 @@
 //	GET  /admin/events/{eventId}                  an event and its layout, with its capacity (each shard's too) or draw
 //	GET  /admin/events/{eventId}/requests         in queue order, status filter, cursor paging
 //	GET  /admin/events/{eventId}/stats            statistics, a first-come event's line (queue) among them
-//	POST /admin/events/{eventId}/draw             a lottery's draw (409 draw_too_early before cutoff + settle window)
-//	GET  /admin/events/{eventId}/draw/verify      re-check a draw
+//	POST /admin/events/{eventId}/draw             a lottery's draw, or a pre-queue's serve (409 draw_too_early before cutoff, or start, + settle window)
+//	GET  /admin/events/{eventId}/draw/verify      re-check a draw or a served pre-queue
 //	POST /admin/events/{eventId}/holds/sweep      one pass of an event's hold sweep, its report
 //	POST /admin/events/{eventId}/close            close the event now (409 control_refused when it is closed already)
 //	POST /admin/events/{eventId}/pause            pause its ingest: clicks get 409 event_paused
@@ -50,7 +50,7 @@
 //
 // The body of POST /admin/events is the event's settings: eventId, eventType
 // (FIRST_COME or LOTTERY), name, startsAt, endsAt; capacityTotal for a FIRST_COME
-// event; winnerCount, lotteryCutoffAt and announceAt for a LOTTERY. Its layout for a
+// event, and prequeueOpensAt for one with a pre-queue before startsAt; winnerCount, lotteryCutoffAt and announceAt for a LOTTERY. Its layout for a
 // traffic spike (asyncevent.EventSettings.IndexShards and CapacityShards, fixed for the
 // event's life) is optional: indexShards and capacityShards as numbers, or
 // peakClicksPerSecond, the expected peak, from which the library's rule

@@ -154,6 +154,9 @@ type createEventBody struct {
 	WinnerCount     int64                `json:"winnerCount"`
 	LotteryCutoffAt Timestamp            `json:"lotteryCutoffAt"`
 	AnnounceAt      Timestamp            `json:"announceAt"`
+	// PrequeueOpensAt, of a FIRST_COME event with startsAt, opens its pre-queue
+	// (asyncevent.EventSettings.PrequeueOpensAt).
+	PrequeueOpensAt Timestamp `json:"prequeueOpensAt"`
 
 	// The event's layout (asyncevent.EventSettings.IndexShards and CapacityShards),
 	// fixed for its life: given as is, or derived from the expected peak of clicks
@@ -189,6 +192,7 @@ func (b createEventBody) config() (asyncevent.EventSettings, error) {
 		WinnerCount:     b.WinnerCount,
 		LotteryCutoffAt: asyncevent.EpochMillis(b.LotteryCutoffAt),
 		AnnounceAt:      asyncevent.EpochMillis(b.AnnounceAt),
+		PrequeueOpensAt: asyncevent.EpochMillis(b.PrequeueOpensAt),
 		IndexShards:     b.IndexShards,
 		CapacityShards:  b.CapacityShards,
 	}
@@ -224,6 +228,7 @@ type EventView struct {
 	WinnerCount     int64                `json:"winnerCount,omitempty"`
 	LotteryCutoffAt Timestamp            `json:"lotteryCutoffAt,omitzero"`
 	AnnounceAt      Timestamp            `json:"announceAt,omitzero"`
+	PrequeueOpensAt Timestamp            `json:"prequeueOpensAt,omitzero"`
 	AnnouncedAt     Timestamp            `json:"announcedAt,omitzero"`
 	SeedCommitment  string               `json:"seedCommitment,omitempty"`
 	SeedMode        seed.Mode            `json:"seedMode,omitempty"` // LOTTERY: SEALED, or UNSEALED (readable from the table before the draw)
@@ -266,6 +271,7 @@ func newEventView(e *asyncevent.Event, now time.Time) EventView {
 		WinnerCount:     e.WinnerCount,
 		LotteryCutoffAt: Timestamp(e.LotteryCutoffAt),
 		AnnounceAt:      Timestamp(e.AnnounceAt),
+		PrequeueOpensAt: Timestamp(e.PrequeueOpensAt),
 		AnnouncedAt:     Timestamp(e.AnnouncedAt),
 		SeedCommitment:  e.SeedCommitment,
 		SeedMode:        e.SeedMode,
@@ -324,6 +330,8 @@ type DrawView struct {
 	DrawnAt        Timestamp          `json:"drawnAt,omitzero"`
 	AnnouncedAt    Timestamp          `json:"announcedAt,omitzero"`
 	Winners        []string           `json:"winners,omitempty"`
+	// Order, of a served pre-queue, is its entries in the order they were served.
+	Order []string `json:"order,omitempty"`
 }
 
 func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
@@ -349,6 +357,8 @@ type VerificationView struct {
 	EntryCount int      `json:"entryCount"`
 	Winners    []string `json:"winners"`
 	Problems   []string `json:"problems"`
+	// Order, of a pre-queue, is its entries in the order recomputed from the seed.
+	Order []string `json:"order,omitempty"`
 }
 
 // ParticipationView is the answer to POST /events/{eventId}/participations.

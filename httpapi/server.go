@@ -492,6 +492,13 @@ func (s *Server) getEvent(r *http.Request, eventID string, _ Principal) (EventVi
 			return EventView{}, fmt.Errorf("capacity of %s: %w", eventID, err)
 		}
 		v.Capacity = newCapacityView(c)
+		if e.PrequeueOpensAt != 0 {
+			d, err := s.client.GetDraw(r.Context(), eventID)
+			if err != nil {
+				return EventView{}, fmt.Errorf("pre-queue of %s: %w", eventID, err)
+			}
+			v.Draw = newDrawView(d, nil)
+		}
 	case asyncevent.Lottery:
 		d, err := s.client.GetDraw(r.Context(), eventID)
 		if err != nil {
@@ -533,8 +540,18 @@ func (s *Server) eventStats(r *http.Request, eventID string, _ Principal) (Stats
 }
 
 // draw is POST /admin/events/{eventId}/draw: runs (or resumes, or repeats) the draw
-// and answers with the revealed record and the winners.
+// and answers with the revealed record and the winners; of a FIRST_COME event with a
+// pre-queue, serves the pre-queue and answers with its record, order and winners.
 func (s *Server) draw(r *http.Request, eventID string, _ Principal) (*DrawView, error) {
+	if e, err := s.client.GetEvent(r.Context(), eventID); err == nil && e.EventType == asyncevent.FirstCome && e.PrequeueOpensAt != 0 {
+		res, err := s.client.ServePrequeue(r.Context(), eventID)
+		if err != nil {
+			return nil, err
+		}
+		v := newDrawView(&res.Record, res.Winners)
+		v.Order = res.Order
+		return v, nil
+	}
 	res, err := s.client.Draw(r.Context(), eventID)
 	if err != nil {
 		return nil, err
@@ -545,11 +562,20 @@ func (s *Server) draw(r *http.Request, eventID string, _ Principal) (*DrawView, 
 // verifyDraw is GET /admin/events/{eventId}/draw/verify: 200 whether or not the draw
 // checks out; ok and problems say which.
 func (s *Server) verifyDraw(r *http.Request, eventID string, _ Principal) (VerificationView, error) {
-	v, err := s.client.VerifyDraw(r.Context(), eventID)
-	if err != nil {
-		return VerificationView{}, err
+	var view VerificationView
+	if e, err := s.client.GetEvent(r.Context(), eventID); err == nil && e.EventType == asyncevent.FirstCome && e.PrequeueOpensAt != 0 {
+		v, err := s.client.VerifyPrequeue(r.Context(), eventID)
+		if err != nil {
+			return VerificationView{}, err
+		}
+		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems, Order: v.Order}
+	} else {
+		v, err := s.client.VerifyDraw(r.Context(), eventID)
+		if err != nil {
+			return VerificationView{}, err
+		}
+		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems}
 	}
-	view := VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems}
 	if view.Winners == nil {
 		view.Winners = []string{}
 	}

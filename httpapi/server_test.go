@@ -748,3 +748,58 @@ func TestAccessLog(t *testing.T) {
 	raw, _ := json.Marshal(lines)
 	assert.NotContains(t, string(raw), "Bearer", "tokens are never logged")
 }
+
+// A pre-queued first-come drop over HTTP: created with prequeueOpensAt, its clicks
+// wait (the workers decide none of them); POST …/draw serves the pre-queue once the
+// start and the settle window have passed, answering with its order and winners, and
+// GET …/draw/verify re-checks it.
+func TestPrequeueServeAndVerify(t *testing.T) {
+	t.Parallel()
+	clock := asynceventtest.NewClock(time.Now())
+	e := newEnv(t, func(o *asyncevent.Options, so *ServerOptions) { o.Clock, so.Clock = clock.Now, clock.Now })
+	admin := e.admin()
+	start := clock.Now().Add(time.Hour).UTC()
+
+	r := e.do("POST", "/admin/events", admin, map[string]any{
+		"eventId": "drop", "eventType": "FIRST_COME", "capacityTotal": 2,
+		"prequeueOpensAt": clock.Now().UTC().Format(time.RFC3339Nano), "startsAt": start.Format(time.RFC3339Nano),
+	})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	event := decode[EventView](t, r)
+	assert.Equal(t, asyncevent.StatePrequeue, event.State)
+	assert.Len(t, event.SeedCommitment, 64)
+
+	for i := range 5 {
+		e.participate("drop", fmt.Sprintf("user-%02d", i))
+	}
+	e.process()
+	r = e.do("GET", "/admin/events/drop/stats", admin, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Equal(t, map[asyncevent.Status]int{asyncevent.StatusQueued: 5}, decode[StatsView](t, r).ByStatus, "decided by nobody")
+
+	r = e.do("POST", "/admin/events/drop/draw", admin, nil)
+	assert.Equal(t, http.StatusConflict, r.status)
+	assert.Equal(t, CodeDrawTooEarly, r.problem(t).Code)
+
+	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
+	r = e.do("POST", "/admin/events/drop/draw", admin, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	served := decode[DrawView](t, r)
+	assert.Len(t, served.Order, 5)
+	assert.Equal(t, served.Order[:2], served.Winners)
+	assert.NotEmpty(t, served.Seed)
+
+	r = e.do("GET", "/admin/events/drop/draw/verify", admin, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	v := decode[VerificationView](t, r)
+	assert.True(t, v.OK, "problems: %v", v.Problems)
+	assert.Equal(t, served.Order, v.Order)
+	assert.Equal(t, served.Winners, v.Winners)
+
+	r = e.do("GET", "/admin/events/drop", admin, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	got := decode[EventView](t, r)
+	require.NotNil(t, got.Draw)
+	assert.Equal(t, served.Seed, got.Draw.Seed)
+	assert.Equal(t, asyncevent.StateOpen, got.State, "served: the sale goes on")
+}
