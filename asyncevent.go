@@ -171,6 +171,9 @@ type Client struct {
 	// progressReads keeps what it read of it.
 	progress      *progressMeter
 	progressReads progressCache
+	// prequeues keeps, by event ID, what the client read of a pre-queue's order, for
+	// the places of its entries (*prequeueView).
+	prequeues sync.Map
 }
 
 // tableNamePattern is DynamoDB's rule for table names.

@@ -110,6 +110,11 @@ func TestPrequeueServesTheDrawnOrderFirst(t *testing.T) {
 			d, err := c.GetDraw(ctx, "drop")
 			require.NoError(t, err)
 			assert.Empty(t, d.Seed, "the seed before the freeze")
+			waiting, err := c.GetRequest(ctx, entries[0])
+			require.NoError(t, err)
+			require.NotNil(t, waiting.Prequeue, "an entry's view says it waits in the pre-queue")
+			assert.False(t, waiting.Prequeue.Frozen)
+			assert.Nil(t, waiting.Queue, "no place in a line")
 
 			clock.Advance(prequeueStart.Sub(clock.Now())) // exactly at the start: a click of the sale
 			sale := clickAll(t, c, q, userIDs("sale", 3))
@@ -285,6 +290,18 @@ func TestPrequeueResumesAndHoldsExactlyNUnderFaults(t *testing.T) {
 	_, err = crashing.ServePrequeue(stopCtx, "drop")
 	require.Error(t, err, "the first serve stops half-way")
 	opts.Logger.Info("first serve ended", "error", err)
+	placed := map[string]int64{} // the entries still waiting, by their place in the drawn order
+	for _, id := range entries {
+		r, err := clean.GetRequest(ctx, id)
+		require.NoError(t, err)
+		if r.Status == asyncevent.StatusQueued {
+			require.NotNil(t, r.Prequeue, id)
+			assert.True(t, r.Prequeue.Frozen, id)
+			assert.EqualValues(t, clicks, r.Prequeue.Entries)
+			placed[id] = r.Prequeue.Place
+		}
+	}
+	require.NotEmpty(t, placed, "the first serve stopped before the last entry")
 
 	faultyAgain, err := asyncevent.New(faulty, opts)
 	require.NoError(t, err)
@@ -294,6 +311,9 @@ func TestPrequeueResumesAndHoldsExactlyNUnderFaults(t *testing.T) {
 	assert.Len(t, res.Order, clicks)
 	assert.ElementsMatch(t, entries, res.Order)
 	assert.Equal(t, res.Order[:seats], res.Winners, "exactly the first seats of the order")
+	for id, place := range placed {
+		assert.Equal(t, id, res.Order[place-1], "a waiting entry's view told its place in the order")
+	}
 	v, err := clean.VerifyPrequeue(ctx, "drop")
 	require.NoError(t, err)
 	assert.True(t, v.OK(), v.String())

@@ -837,6 +837,10 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	if err != nil {
 		return
 	}
+	if cfg.isPrequeueEntry(r.QueuedAt) {
+		c.placeInPrequeue(ctx, cfg, r)
+		return
+	}
 	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL)
 	if err != nil {
 		c.opts.Logger.WarnContext(ctx, "the progress of an event could not be read", "eventId", r.EventID, "error", err)

@@ -61,6 +61,11 @@ type Request struct {
 	// or QUEUED), is its estimated place in line and wait; not stored.
 	Queue *QueueEstimate `dynamodbav:"-"`
 
+	// Prequeue, set by GetRequest on an entry of a first-come event's pre-queue that
+	// is still waiting (RECEIVED or QUEUED), says where it stands in the drawn order;
+	// Queue is then unset (the order is drawn, not queued). Not stored.
+	Prequeue *PrequeuePlace `dynamodbav:"-"`
+
 	// Lease, set by GetRequest and the request lists on a PROCESSING request, is the
 	// worker that holds it and until when, for an operator's screen (a lease past its
 	// expiry waits for a takeover); nil otherwise.

@@ -402,6 +402,9 @@ type RequestView struct {
 	// is its estimated place in line; absent once a worker reached it, and in the
 	// listings.
 	Queue *PlaceView `json:"queue,omitempty"`
+	// Prequeue, of an entry of a pre-queue still waiting: whether its order is drawn
+	// yet, and then its place in it (asyncevent.PrequeuePlace).
+	Prequeue *PrequeuePlaceView `json:"prequeue,omitempty"`
 
 	// Admin only. The lease only while the request is PROCESSING: it means nothing
 	// once a worker is done with it.
@@ -438,6 +441,9 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 		v.HoldSecondsLeft = &left
 	}
 	v.Queue = newPlaceView(r.Queue)
+	if p := r.Prequeue; p != nil {
+		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, AsOf: Timestamp(asyncevent.MillisOf(p.AsOf))}
+	}
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
 		if lock, err := asyncevent.NewLockKey(r.EventID, r.UserID); err == nil { // the IDs of a stored request
@@ -465,6 +471,16 @@ func holdLeft(r *asyncevent.Request, now time.Time) time.Duration {
 // unknown, even at the front of the line); AsOf, when the event's progress behind
 // the estimate was read. The estimate assumes the
 // workers take requests in queue order, which a standard queue does only roughly.
+// PrequeuePlaceView is where a waiting entry of a pre-queue stands: frozen, its place
+// in the drawn order (1 is served first) among entries, for seats seats.
+type PrequeuePlaceView struct {
+	Frozen  bool      `json:"frozen"`
+	Place   int64     `json:"place,omitempty"`
+	Entries int64     `json:"entries,omitempty"`
+	Seats   int64     `json:"seats"`
+	AsOf    Timestamp `json:"asOf"`
+}
+
 type PlaceView struct {
 	Ahead         int64     `json:"ahead"`
 	WaitSeconds   *int64    `json:"waitSeconds,omitempty"`

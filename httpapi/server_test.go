@@ -773,6 +773,15 @@ func TestPrequeueServeAndVerify(t *testing.T) {
 		e.participate("drop", fmt.Sprintf("user-%02d", i))
 	}
 	e.process()
+	r = e.do("GET", "/admin/events/drop/requests", admin, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	first := decode[PageView](t, r).Requests[0]
+	r = e.do("GET", "/requests/"+first.RequestID, token(t, mustGetUser(t, e, first.RequestID), RoleUser), nil)
+	require.Equal(t, http.StatusOK, r.status)
+	waiting := decode[RequestView](t, r)
+	require.NotNil(t, waiting.Prequeue, "body: %s", r.body)
+	assert.False(t, waiting.Prequeue.Frozen)
+	assert.Nil(t, waiting.Queue)
 	r = e.do("GET", "/admin/events/drop/stats", admin, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	assert.Equal(t, map[asyncevent.Status]int{asyncevent.StatusQueued: 5}, decode[StatsView](t, r).ByStatus, "decided by nobody")

@@ -33,9 +33,12 @@ func requestGetCmd() *command {
 				if p := placeOf(r.Queue); p != nil {
 					m["queue"] = p
 				}
+				if p := r.Prequeue; p != nil {
+					m["prequeue"] = map[string]any{"frozen": p.Frozen, "place": p.Place, "entries": p.Entries, "seats": p.Seats}
+				}
 				return e.printJSON(m)
 			}
-			for _, line := range []string{placeLine(r.Queue), holdLine(r, time.Now())} {
+			for _, line := range []string{placeLine(r.Queue), prequeueLine(r.Prequeue), holdLine(r, time.Now())} {
 				if line != "" {
 					fmt.Fprintf(e.stdout, "%s\n\n", line)
 				}
@@ -239,4 +242,15 @@ func logsCmd() *command {
 			return tw.Flush()
 		}),
 	}
+}
+
+// prequeueLine says where a waiting entry of a pre-queue stands; "" for others.
+func prequeueLine(p *asyncevent.PrequeuePlace) string {
+	switch {
+	case p == nil:
+		return ""
+	case !p.Frozen:
+		return fmt.Sprintf("in the pre-queue: its order is drawn at the start, %s seats", formatInt(int(p.Seats)))
+	}
+	return fmt.Sprintf("in the pre-queue: place %s of %s in the drawn order, %s seats", formatInt(int(p.Place)), formatInt(int(p.Entries)), formatInt(int(p.Seats)))
 }
