@@ -35,6 +35,7 @@ type demoOptions struct {
 	seed           uint64
 	sqs            sqsFlags
 	holds          holdsOptions
+	prequeue       prequeueOptions
 }
 
 // The default scenario: issue 9's, with 12,000 clicks instead of 20,000 and 3,000
@@ -60,7 +61,7 @@ func demoCmd() *command {
 	return &command{
 		name: "demo",
 		summary: "the traffic-spike demo: a first-come event hit by concurrent clicks and repeat clicks, " +
-			"a sale with holds and a waitlist, then a lottery drawn and verified; prints a report (and -report FILE.html)",
+			"a sale with holds and a waitlist, a drop whose pre-queue is served in a drawn order, then a lottery drawn and verified; prints a report (and -report FILE.html)",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.capacity, "capacity", defaultDemoCapacity, "first-come capacity `N` (the winners)")
 			fs.IntVar(&o.submits, "submits", defaultDemoSubmits, "first-come clicks, repeat clicks included")
@@ -73,6 +74,7 @@ func demoCmd() *command {
 			fs.StringVar(&o.report, "report", "", "also write a self-contained HTML report to this `file`")
 			fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order and of the fates of the holds (default: random)")
 			o.holds.register(fs)
+			o.prequeue.register(fs)
 			o.sqs.register(fs, false)
 		},
 		run: runDemo(&o),
@@ -92,7 +94,7 @@ func (o *demoOptions) check() error {
 	case !o.skipLottery && (o.lotteryEntries < 1 || o.lotteryWinners < 1):
 		return usagef("-lottery-entries and -lottery-winners must be at least 1 (or -skip-lottery)")
 	}
-	return o.holds.check()
+	return errors.Join(o.holds.check(), o.prequeue.check())
 }
 
 func runDemo(o *demoOptions) func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
@@ -463,6 +465,11 @@ func (d *demo) run(ctx context.Context) (*demoReport, error) {
 	rep.FirstCome = fc
 	if !d.o.holds.skip {
 		if rep.Holds, err = d.holds(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !d.o.prequeue.skip {
+		if rep.Prequeue, err = d.prequeue(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -26,6 +26,7 @@ type demoReport struct {
 	Queue          string           `json:"queue"`
 	FirstCome      *firstComeReport `json:"firstCome"`
 	Holds          *holdsReport     `json:"holds,omitempty"` // the sale with holds
+	Prequeue       *prequeueReport  `json:"prequeue,omitempty"`
 	Lottery        *lotteryReport   `json:"lottery,omitempty"`
 	Total          time.Duration    `json:"-"`
 	TotalSeconds   float64          `json:"totalSeconds"`
@@ -190,6 +191,9 @@ func (r *demoReport) failure() error {
 	if h := r.Holds; h != nil {
 		errs = append(errs, h.failures()...)
 	}
+	if p := r.Prequeue; p != nil {
+		errs = append(errs, p.failures()...)
+	}
 	if l := r.Lottery; l != nil {
 		if !l.Verified {
 			errs = append(errs, fmt.Errorf("lottery: %s", l.Verification))
@@ -240,6 +244,11 @@ func (r *demoReport) writeText(w io.Writer) error {
 	}
 	if h := r.Holds; h != nil {
 		if err := h.writeText(w); err != nil {
+			return err
+		}
+	}
+	if p := r.Prequeue; p != nil {
+		if err := p.writeText(w); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "demo.html")
 	out, errOut, code := f.run(t, "demo", "-capacity", "20", "-submits", "200", "-clients", "6", "-workers", "3",
 		"-holds-capacity", "10", "-holds-submits", "60",
+		"-prequeue-seats", "6", "-prequeue-entries", "40", "-prequeue-sale", "10",
 		"-lottery-entries", "100", "-lottery-winners", "5", "-report", report, "-seed", "7")
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 
@@ -32,6 +33,9 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  duplicates blocked\s+40 `), out)
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  requests by status\s+REJECTED 140 · SUCCEEDED 20$`), out)
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  verification\s+OK: draw of demo-lottery-\S+ verified: 100 entries, 5 winners$`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  verification\s+OK: pre-queue of demo-prequeue-\S+ verified: 40 entries, the first 6 in the order won$`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  pre-queue\s+40 entered before the start; the workers left 40 of their messages to the serve, decided none$`), out)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^  sale winners\s+0 `), out)
 
 	// The sale with holds: 48 users for 10 seats; of the spike's 10 holds 6 are paid
 	// for, 2 given up and 2 left to lapse; the 4 seats given back go to the waitlist,
@@ -120,7 +124,14 @@ func TestDemoJSON(t *testing.T) {
 	var rep demoReport
 	f.json(t, &rep, "demo", "-capacity", "5", "-submits", "60", "-clients", "4", "-workers", "2",
 		"-holds-capacity", "4", "-holds-submits", "30", "-holds-pay", "0.5", "-holds-release", "0.25",
+		"-prequeue-seats", "8", "-prequeue-entries", "5", "-prequeue-sale", "6",
 		"-lottery-entries", "30", "-lottery-winners", "3")
+	p := rep.Prequeue
+	require.NotNil(t, p)
+	assert.True(t, p.Verified, p.Verification)
+	assert.Equal(t, 5, p.Winners, "every entry of a pre-queue smaller than the seats")
+	assert.Equal(t, 3, p.SaleWinners, "the seats it left, to the sale")
+	assert.Equal(t, map[string]int{"SUCCEEDED": 8, "REJECTED": 3}, p.Stats.ByStatus)
 	fc := rep.FirstCome
 	require.NotNil(t, fc)
 	assert.Equal(t, 5, fc.Winners)
@@ -192,7 +203,7 @@ func TestDemoJSON(t *testing.T) {
 func TestDemoWithFewerUsersThanSeats(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	out := f.ok(t, "demo", "-capacity", "50", "-submits", "20", "-clients", "3", "-workers", "2", "-skip-lottery", "-skip-holds")
+	out := f.ok(t, "demo", "-capacity", "50", "-submits", "20", "-clients", "3", "-workers", "2", "-skip-lottery", "-skip-holds", "-skip-prequeue")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+16 = every participant, fewer than the capacity`), out)
 	assert.NotContains(t, out, "LOTTERY")
 	assert.NotContains(t, out, "HOLDS")
@@ -201,7 +212,7 @@ func TestDemoWithFewerUsersThanSeats(t *testing.T) {
 func TestDemoOnSQS(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	out := f.ok(t, "demo", "-capacity", "5", "-submits", "40", "-clients", "4", "-workers", "2", "-skip-lottery", "-skip-holds",
+	out := f.ok(t, "demo", "-capacity", "5", "-submits", "40", "-clients", "4", "-workers", "2", "-skip-lottery", "-skip-holds", "-skip-prequeue",
 		"-sqs-endpoint", asynceventtest.SQSEndpoint(t))
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+5 = capacity`), out)
 	assert.Contains(t, out, "SQS queue http")
