@@ -471,15 +471,20 @@ func (u *adminUI) findRequest(w http.ResponseWriter, r *http.Request, _ *uiSessi
 	return nil
 }
 
-// draw is POST /admin/ui/events/{eventId}/draw: runs (or resumes) the draw, then
-// shows the event (its verification included). A refusal, such as a draw before
+// draw is POST /admin/ui/events/{eventId}/draw: runs (or resumes) the draw, or
+// serves a first-come event's pre-queue, then shows the event (its verification
+// included). A refusal, such as a draw before
 // the cutoff, is shown on the event page.
 func (u *adminUI) draw(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
 	eventID, err := pathID(r, "eventId")
 	if err != nil {
 		return err
 	}
-	if _, err := u.client.Draw(r.Context(), eventID); err != nil {
+	run := func() error { _, err := u.client.Draw(r.Context(), eventID); return err }
+	if ev, err := u.client.GetEvent(r.Context(), eventID); err == nil && ev.EventType == asyncevent.FirstCome && ev.PrequeueOpensAt != 0 {
+		run = func() error { _, err := u.client.ServePrequeue(r.Context(), eventID); return err }
+	}
+	if err := run(); err != nil {
 		p, _, internal := problemFor(err)
 		if internal || p.Status == http.StatusNotFound {
 			return err

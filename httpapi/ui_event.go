@@ -123,6 +123,22 @@ type lotteryView struct {
 	VerifyError  string
 	Winners      []string // the first winners, for links
 	MoreWinners  int
+
+	// A FIRST_COME event's pre-queue, shown in the same section: its window, and once
+	// served the head of the drawn order with the winners marked.
+	Prequeue             bool
+	PrequeueOpensAt      asyncevent.EpochMillis
+	StartsAt             asyncevent.EpochMillis
+	PrequeueVerification *asyncevent.PrequeueVerification
+	Head                 []headEntry
+	MoreInOrder          int
+}
+
+// headEntry is one entry of a pre-queue's drawn order, as the event page lists it.
+type headEntry struct {
+	Place     int
+	RequestID string
+	Won       bool
 }
 
 // maxWinnersShown bounds the winners listed on the event page.
@@ -195,6 +211,13 @@ func (u *adminUI) renderEvent(w http.ResponseWriter, r *http.Request, sess *uiSe
 	}
 	if ev.EventType == asyncevent.Lottery {
 		lv, err := u.lottery(r, ev)
+		if err != nil {
+			return err
+		}
+		v.Lottery = lv
+	}
+	if ev.EventType == asyncevent.FirstCome && ev.PrequeueOpensAt != 0 {
+		lv, err := u.prequeue(r, ev)
 		if err != nil {
 			return err
 		}
@@ -283,6 +306,47 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.Event) (*lotteryView, 
 	lv.Winners = ver.Winners
 	if len(lv.Winners) > maxWinnersShown {
 		lv.Winners, lv.MoreWinners = lv.Winners[:maxWinnersShown], len(ver.Winners)-maxWinnersShown
+	}
+	return lv, nil
+}
+
+// prequeue reads a FIRST_COME event's pre-queue (its Draw record) and, once its
+// entries are frozen, verifies it and lists the head of its drawn order.
+func (u *adminUI) prequeue(r *http.Request, ev *asyncevent.Event) (*lotteryView, error) {
+	d, err := u.client.GetDraw(r.Context(), ev.EventID)
+	if err != nil {
+		return nil, err
+	}
+	lv := &lotteryView{Draw: d, Prequeue: true, PrequeueOpensAt: ev.PrequeueOpensAt, StartsAt: ev.StartsAt,
+		DrawOpensAt: asyncevent.MillisOf(ev.StartsAt.Time().Add(u.settleWindow))}
+	switch d.Phase {
+	case asyncevent.PhaseCollecting, "":
+		lv.CanDraw, lv.DrawLabel = true, "Serve the pre-queue"
+		lv.NotYet = asyncevent.MillisOf(u.now()) < lv.DrawOpensAt
+		return lv, nil
+	case asyncevent.PhaseDrawing:
+		lv.CanDraw, lv.DrawLabel = true, "Resume serving the pre-queue"
+	}
+	ver, err := u.client.VerifyPrequeue(r.Context(), ev.EventID)
+	if err != nil {
+		p, _, internal := problemFor(err)
+		if internal {
+			return nil, err
+		}
+		lv.VerifyError = p.Detail
+		return lv, nil
+	}
+	lv.PrequeueVerification = ver
+	won := map[string]bool{}
+	for _, id := range ver.Winners {
+		won[id] = true
+	}
+	for i, id := range ver.Order {
+		if i == maxWinnersShown {
+			lv.MoreInOrder = len(ver.Order) - i
+			break
+		}
+		lv.Head = append(lv.Head, headEntry{Place: i + 1, RequestID: id, Won: won[id]})
 	}
 	return lv, nil
 }

@@ -741,3 +741,45 @@ func TestUITimeoutIsLogged(t *testing.T) {
 	assert.Contains(t, u.logs.String(), `"msg":"request ran out of time"`)
 	assert.Contains(t, u.logs.String(), `"requestTimeoutPassed":true`)
 }
+
+// A pre-queued first-come drop on the admin page: its window and its commitment
+// before the start, the serve button disabled until the start plus the settle
+// window; once served, the seed, the verification and the head of the drawn order
+// with its winners marked.
+func TestUIPrequeue(t *testing.T) {
+	t.Parallel()
+	var offset atomicDuration
+	u := newUIEnv(t, func(o *asyncevent.Options, so *ServerOptions) { o.Clock = offset.clock() })
+	ctx := context.Background()
+	start := asyncevent.MillisOf(time.Now().Add(time.Hour))
+	_, err := u.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", Name: "Drop", EventType: asyncevent.FirstCome,
+		CapacityTotal: 2, PrequeueOpensAt: asyncevent.MillisOf(time.Now()), StartsAt: start})
+	require.NoError(t, err)
+	for i := range 5 {
+		u.participate("drop", fmt.Sprintf("user-%d", i))
+	}
+	u.processN(10)
+	u.signIn()
+
+	page := u.get("/admin/ui/events/drop")
+	require.Equal(t, http.StatusOK, page.status)
+	body := string(page.body)
+	assert.Contains(t, body, "<h2>Pre-queue</h2>")
+	assert.Contains(t, body, `id="prequeue-window"`)
+	assert.Contains(t, body, `id="draw-button" disabled>Serve the pre-queue</button>`)
+	assert.Contains(t, body, "the start plus the settle window")
+	assert.Contains(t, body, "revealed by the draw")
+
+	offset.add(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
+	r := u.post("/admin/ui/events/drop/draw", url.Values{"csrf": {csrf(t, page)}})
+	require.Equal(t, http.StatusSeeOther, r.status, "body: %s", r.body)
+	r = u.get("/admin/ui/events/drop")
+	require.Equal(t, http.StatusOK, r.status)
+	body = string(r.body)
+	assert.Contains(t, body, `id="verification" data-ok="true"`)
+	assert.Contains(t, body, `<dd id="draw-entries">5</dd>`)
+	assert.Contains(t, body, `id="draw-seed"`)
+	assert.Contains(t, body, `id="prequeue-head"`)
+	assert.Equal(t, 2, strings.Count(body, `<span class="badge o-success">won</span>`), "the first two of the order won")
+	assert.NotContains(t, body, `id="draw-button"`, "nothing left to serve")
+}
