@@ -202,8 +202,6 @@ func (e *EventSettings) validate() error {
 			return bad("a pre-queue (prequeueOpensAt) needs startsAt, when it is served")
 		case e.PrequeueOpensAt != 0 && e.PrequeueOpensAt >= e.StartsAt:
 			return bad("prequeueOpensAt must be before startsAt")
-		case e.PrequeueOpensAt != 0 && e.HoldFor != 0:
-			return bad("a pre-queue with holds is not supported yet: its waitlist would be served in queue order, not the pre-queue's")
 		case e.HoldFor != 0 && e.CapacityShards > maxCapacityShards-1:
 			return bad("capacityShards %d with holds, want at most %d: CreateEvent writes the event's entry in the hold registry in the same transaction", e.CapacityShards, maxCapacityShards-1)
 		}

@@ -701,6 +701,15 @@ func (s *holdSweep) serve(ctx context.Context) error {
 		return err
 	}
 	left := r.CapacityRemaining
+	if left > 0 && s.budget > 0 && s.cfg.prequeueUntil() != 0 {
+		// A pre-queue's entries come first, in their drawn order; the sale's
+		// clicks, waitlisted only once the pre-queue was served, after them.
+		done, err := s.serveDrawn(ctx, &left)
+		if err != nil || !done || s.cfg.Phase != PhaseAnnounced {
+			s.report.Waiting = max(left, 0)
+			return err
+		}
+	}
 	if left > 0 && s.budget > 0 {
 		err = s.walk(ctx, func(req *Request) (settled, stop bool, err error) {
 			if req.Status != StatusWaitlisted {
@@ -722,6 +731,48 @@ func (s *holdSweep) serve(ctx context.Context) error {
 	}
 	s.report.Waiting = max(left, 0)
 	return err
+}
+
+// serveDrawn hands the seats given back to the pre-queue's waitlisted entries in
+// their drawn order, from past the entries this client found settled for good, and
+// reports whether every entry is settled (the sale's waitlist comes next). Each
+// entry's status is read strongly consistent; the "waitlist served" row's condition
+// (WAITLISTED) decides.
+func (s *holdSweep) serveDrawn(ctx context.Context, left *int64) (bool, error) {
+	view, err := s.c.prequeueOrder(ctx, s.cfg)
+	defer view.mu.Unlock()
+	if err != nil || view.order == nil {
+		return false, err // not frozen yet: nobody of the pre-queue is waitlisted
+	}
+	moving := true
+	for i := view.settled; i < len(view.order); i++ {
+		if *left <= 0 || s.budget <= 0 {
+			return false, nil
+		}
+		req, err := s.c.getRequest(ctx, view.order[i], true)
+		if err != nil {
+			return false, err
+		}
+		if req.Status == StatusWaitlisted {
+			served, gone, err := s.serveOne(ctx, &req.Request)
+			switch {
+			case err != nil:
+				return false, err
+			case gone:
+				*left = 0
+				return false, nil
+			case served:
+				*left--
+				s.budget--
+				s.report.Served++
+				req.Status = StatusHeld
+			}
+		}
+		if moving = moving && (req.Status.IsTerminal() || req.Status == StatusHeld); moving {
+			view.settled = i + 1
+		}
+	}
+	return moving, nil
 }
 
 // close ends the waitlist of an event that closed.

@@ -300,8 +300,9 @@ func (c *Client) prequeueWinners(ctx context.Context, order []string) ([]string,
 // wonSeat reports whether a first-come request won a seat, whatever became of it
 // since (held, confirmed, released, expired, cancelled).
 func wonSeat(r *storedRequest) bool {
-	return r.Status == StatusHeld || r.Status == StatusSucceeded ||
-		r.Status == StatusRejected && (r.ResultCode == ResultReleased || r.ResultCode == ResultHoldExpired || r.ResultCode == ResultCancelled)
+	held := r.HoldExpiresAt != 0 // a released request that was HELD, not one that left the waitlist
+	return r.Status == StatusHeld || r.Status == StatusSucceeded || r.Status == StatusRejected &&
+		(r.ResultCode == ResultReleased && held || r.ResultCode == ResultHoldExpired || r.ResultCode == ResultCancelled)
 }
 
 // prequeueGate holds back what a worker must not decide while a pre-queue waits to

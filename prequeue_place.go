@@ -24,59 +24,73 @@ type PrequeuePlace struct {
 }
 
 // prequeueView is what a client read of a pre-queue: its Draw record, and once it is
-// frozen the entries' places in the order, which never change.
+// frozen the entries' drawn order and places, which never change.
 type prequeueView struct {
 	mu     sync.Mutex
 	readAt time.Time
 	record *DrawRecord
+	order  []string
 	places map[string]int64
+	// settled, for the hold sweep, is how many entries at the head of the order are
+	// settled for good (final, or HELD: neither is WAITLISTED again).
+	settled int
 }
 
-// placeInPrequeue sets r's Prequeue: frozen or not, from the event's Draw record read
-// at most once per Options.ProgressCacheTTL by this client; once frozen, its place,
-// from the order this client computes once for the event (a Query of the entries on
-// GSI2, the serve's own read, and draw.Order). A failed read leaves it unset: the
-// request is still the answer.
-func (c *Client) placeInPrequeue(ctx context.Context, cfg *eventItem, r *Request) {
+// prequeueOrder returns the client's view of the event's pre-queue, with its Draw
+// record read at most once per Options.ProgressCacheTTL until it is frozen, and then
+// its order, computed once (a Query of the entries on GSI2, the serve's own read, and
+// draw.Order). The view's order is nil until the freeze recorded the entries and
+// GSI2 shows all of them. The caller holds the view's lock.
+func (c *Client) prequeueOrder(ctx context.Context, cfg *eventItem) (*prequeueView, error) {
 	v, _ := c.prequeues.LoadOrStore(cfg.EventID, &prequeueView{})
 	view := v.(*prequeueView)
 	view.mu.Lock()
-	defer view.mu.Unlock()
 	now := c.opts.Clock()
 	if view.record == nil || view.record.EntriesHash == "" && now.Sub(view.readAt) >= c.opts.ProgressCacheTTL {
 		record, err := c.getDraw(ctx, cfg.EventID)
 		if err != nil {
-			c.opts.Logger.WarnContext(ctx, "the pre-queue of an event could not be read", "eventId", cfg.EventID, "error", err)
-			return
+			return view, err
 		}
 		view.record, view.readAt = record, now
 	}
-	place := &PrequeuePlace{Seats: cfg.CapacityTotal, AsOf: view.readAt}
-	r.Prequeue = place
-	if view.record.EntriesHash == "" || view.record.Seed == "" {
+	if view.order != nil || view.record.EntriesHash == "" || view.record.Seed == "" {
+		return view, nil
+	}
+	seed, err := hex.DecodeString(view.record.Seed)
+	if err != nil {
+		return view, err
+	}
+	entries, err := c.prequeueEntries(ctx, cfg)
+	if err != nil {
+		return view, err
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.RequestID
+	}
+	if draw.EntriesHash(ids) != view.record.EntriesHash {
+		return view, nil // GSI2 not caught up with the freeze yet: no order until it is
+	}
+	view.order = draw.Order(seed, ids)
+	view.places = make(map[string]int64, len(ids))
+	for i, id := range view.order {
+		view.places[id] = int64(i + 1)
+	}
+	return view, nil
+}
+
+// placeInPrequeue sets r's Prequeue: frozen or not, and once frozen its place in the
+// drawn order (prequeueOrder). A failed read leaves it unset: the request is still
+// the answer.
+func (c *Client) placeInPrequeue(ctx context.Context, cfg *eventItem, r *Request) {
+	view, err := c.prequeueOrder(ctx, cfg)
+	defer view.mu.Unlock()
+	if err != nil {
+		c.opts.Logger.WarnContext(ctx, "the pre-queue of an event could not be read", "eventId", cfg.EventID, "error", err)
 		return
 	}
-	if view.places == nil {
-		seed, err := hex.DecodeString(view.record.Seed)
-		if err != nil {
-			return
-		}
-		entries, err := c.prequeueEntries(ctx, cfg)
-		if err != nil {
-			c.opts.Logger.WarnContext(ctx, "the pre-queue's entries could not be read", "eventId", cfg.EventID, "error", err)
-			return
-		}
-		ids := make([]string, len(entries))
-		for i, e := range entries {
-			ids[i] = e.RequestID
-		}
-		if draw.EntriesHash(ids) != view.record.EntriesHash {
-			return // GSI2 not caught up with the freeze yet: no place until it is
-		}
-		view.places = make(map[string]int64, len(ids))
-		for i, id := range draw.Order(seed, ids) {
-			view.places[id] = int64(i + 1)
-		}
+	r.Prequeue = &PrequeuePlace{Seats: cfg.CapacityTotal, AsOf: view.readAt}
+	if view.order != nil {
+		r.Prequeue.Frozen, r.Prequeue.Entries, r.Prequeue.Place = true, view.record.EntryCount, view.places[r.RequestID]
 	}
-	place.Frozen, place.Entries, place.Place = true, view.record.EntryCount, view.places[r.RequestID]
 }

@@ -213,8 +213,8 @@ func TestPrequeueLeavesTheRestToTheSale(t *testing.T) {
 	assert.True(t, v.OK(), v.String())
 }
 
-// The settings of a pre-queue are checked: it needs a start after its opening, is
-// for FIRST_COME events, and not yet with holds; an event without one has no serve.
+// The settings of a pre-queue are checked: it needs a start after its opening and is
+// for FIRST_COME events; an event without one has no serve.
 func TestPrequeueSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -224,7 +224,6 @@ func TestPrequeueSettings(t *testing.T) {
 		"no start":   {EventID: "a", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at},
 		"after it":   {EventID: "b", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at, StartsAt: at},
 		"a lottery":  {EventID: "c", EventType: asyncevent.Lottery, WinnerCount: 1, PrequeueOpensAt: at, StartsAt: at + 1, LotteryCutoffAt: at + 2},
-		"with holds": {EventID: "d", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at, StartsAt: at + 1, HoldFor: time.Minute},
 	} {
 		_, err := c.CreateEvent(ctx, s)
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent, name)
@@ -350,4 +349,80 @@ func TestPrequeueEntriesAreNotStuck(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, report.Examined)
 	assert.Empty(t, q.sent, "no entry sent again")
+}
+
+// With holds, the seats given back go to the pre-queue's waitlisted entries in the
+// drawn order, not in queue order, and to the sale's waitlisted clicks only after
+// every entry: a release hands the next entry of the order its seat, expiries hand on
+// theirs, and the pre-queue still verifies.
+func TestPrequeueWithHoldsServesTheWaitlistInTheDrawnOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 3,
+		HoldFor: time.Minute, PrequeueOpensAt: asyncevent.MillisOf(t0), StartsAt: asyncevent.MillisOf(prequeueStart)})
+	require.NoError(t, err)
+	q := &sendQueue{}
+	clock.Advance(time.Second)
+	clickAll(t, c, q, userIDs("early", 8))
+	clock.Advance(prequeueStart.Sub(clock.Now()))
+	sale := clickAll(t, c, q, userIDs("sale", 2))
+	worker := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	deliverAll(t, worker, q)
+	clock.Advance(asyncevent.DefaultDrawSettleWindow)
+	res, err := c.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+	require.Equal(t, res.Order[:3], res.Winners)
+	clock.Advance(10 * time.Second)
+	deliverAll(t, worker, q)
+	status := func(id string) asyncevent.Status {
+		r, err := c.GetRequest(ctx, id)
+		require.NoError(t, err)
+		return r.Status
+	}
+	for i, id := range res.Order {
+		want := asyncevent.StatusWaitlisted
+		if i < 3 {
+			want = asyncevent.StatusHeld
+		}
+		assert.Equal(t, want, status(id), "entry %d of the order", i)
+	}
+	for _, id := range sale {
+		assert.Equal(t, asyncevent.StatusWaitlisted, status(id), "a click of the sale")
+	}
+
+	_, err = c.Release(ctx, res.Order[1])
+	require.NoError(t, err)
+	_, err = c.SweepHolds(ctx, "drop", asyncevent.HoldSweepOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusHeld, status(res.Order[3]), "the next entry of the drawn order")
+	for _, id := range res.Order[4:] {
+		assert.Equal(t, asyncevent.StatusWaitlisted, status(id))
+	}
+	_, err = c.Confirm(ctx, res.Order[0])
+	require.NoError(t, err)
+
+	clock.Advance(2 * time.Minute) // order[2] and order[3] lapse: their seats to order[4] and order[5]
+	_, err = c.SweepHolds(ctx, "drop", asyncevent.HoldSweepOptions{})
+	require.NoError(t, err)
+	for i, id := range res.Order {
+		want := asyncevent.StatusWaitlisted
+		switch {
+		case i == 0:
+			want = asyncevent.StatusSucceeded
+		case i <= 3:
+			want = asyncevent.StatusRejected
+		case i <= 5:
+			want = asyncevent.StatusHeld
+		}
+		assert.Equal(t, want, status(id), "entry %d of the order", i)
+	}
+	for _, id := range sale {
+		assert.Equal(t, asyncevent.StatusWaitlisted, status(id), "the sale waits behind every entry")
+	}
+	v, err := c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+	assert.Equal(t, res.Order[:6], v.Winners)
 }
