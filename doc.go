@@ -480,6 +480,10 @@
 //	    if   ((((attribute_exists (PK)) AND (eventType = "LOTTERY")) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
 //	         AND ((attribute_not_exists (endsAt)) OR (endsAt >= :cutoff))
 //	    set  SET lotteryCutoffAt = :cutoff
+//	pre-queue start extended       ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	    if   ((((attribute_exists (PK)) AND (attribute_exists (prequeueOpensAt))) AND (startsAt > :lead)) AND (startsAt < :startsAt))
+//	         AND ((attribute_not_exists (endsAt)) OR (endsAt > :startsAt))
+//	    set  SET startsAt = :startsAt
 //	hold registry: end moved       ExtendEvent                UpdateItem     HOLD_EVENTS / EVENT#<eventId>
 //	    if   attribute_exists (PK)
 //	    set  SET endsAt = :endsAt

@@ -115,10 +115,12 @@ type eventItem struct {
 // The attribute names of the EventConfig item that the workers add to, and that the
 // operator's controls write.
 const (
-	attrEmptyShards = "emptyShards"
-	attrEndsAt      = "endsAt"
-	attrPaused      = "paused"
-	attrClosedAt    = "closedAt"
+	attrEmptyShards     = "emptyShards"
+	attrEndsAt          = "endsAt"
+	attrStartsAt        = "startsAt"
+	attrPrequeueOpensAt = "prequeueOpensAt"
+	attrPaused          = "paused"
+	attrClosedAt        = "closedAt"
 )
 
 type configItem struct {

@@ -44,6 +44,7 @@ const (
 	ActionResume       = "RESUME"
 	ActionExtendEnd    = "EXTEND_END"
 	ActionExtendCutoff = "EXTEND_CUTOFF"
+	ActionExtendStart  = "EXTEND_START" // a pre-queued event's start: its pre-queue takes clicks longer
 	ActionAddCapacity  = "ADD_CAPACITY"
 	ActionCancel       = "CANCEL"
 )
@@ -52,6 +53,7 @@ const (
 const (
 	pEndsAt = param("endsAt")
 	pCutoff = param("cutoff")
+	pStart  = param("startsAt")
 	pLead   = param("lead") // now + controlLead: a time moved must lie beyond it
 )
 
@@ -81,6 +83,12 @@ var (
 			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.value(pCutoff)))
 		})
 	drawNotBegun = phaseIs(PhaseCollecting)
+	startMovable = all(configExists, fixed(expression.AttributeExists(expression.Name(attrPrequeueOpensAt))),
+		compare(expression.Name(attrStartsAt).GreaterThan, pLead),
+		compare(expression.Name(attrStartsAt).LessThan, pStart),
+		func(v values) expression.ConditionBuilder {
+			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(v.value(pStart)))
+		})
 
 	eventClosedRow = row{
 		name: "event closed", method: "CloseEvent", item: entity.Config, op: opUpdate, cond: openToClose,
@@ -105,6 +113,10 @@ var (
 	cutoffExtendedRow = row{
 		name: "lottery cutoff extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: cutoffMovable,
 		sets: []set{setTo(attrLotteryCutoffAt, pCutoff)},
+	}
+	startExtendedRow = row{
+		name: "pre-queue start extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: startMovable,
+		sets: []set{setTo(attrStartsAt, pStart)},
 	}
 	drawNotBegunRow = row{
 		name: "cutoff extended: draw check", method: "ExtendEvent", item: entity.Draw, op: opCheck, cond: drawNotBegun,
@@ -177,7 +189,14 @@ func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventU
 // transaction (the "hold registry: end moved" row), so the sweep goes on to the new
 // end. No time moves past the first close plus Options.LockTTL (locksKeptUntil on
 // the EventConfig item, fixed at CreateEvent). what is ActionExtendEnd or
-// ActionExtendCutoff.
+// ActionExtendCutoff; or ActionExtendStart, which moves a pre-queued FIRST_COME
+// event's start later, so that its pre-queue takes clicks longer (the "pre-queue
+// start extended" row: SET startsAt = to; condition attribute_exists(prequeueOpensAt)
+// AND startsAt > now + 10 s AND startsAt < to AND (attribute_not_exists(endsAt) OR
+// endsAt > to), with a ConditionCheck of its Draw record, phase = COLLECTING). The
+// requests queued before the new start are the pre-queue's entries; a worker holds
+// back the messages of the clicks between the two starts, whatever their message
+// says, until the pre-queue is served, which decides them.
 func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, to time.Time) (EventUpdate, error) {
 	at := MillisOf(to)
 	if _, err := formatMillis(at); err != nil {
@@ -211,8 +230,15 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 		}
 		check := write{row: &drawNotBegunRow, key: draw.Key()}
 		return c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check)
+	case ActionExtendStart:
+		draw, err := NewEventKey(eventID, EventItemDraw)
+		if err != nil {
+			return EventUpdate{}, err
+		}
+		check := write{row: &drawNotBegunRow, key: draw.Key()}
+		return c.control(ctx, eventID, actor, what, detail, write{row: &startExtendedRow, args: args{pStart: at, pLead: lead}}, check)
 	}
-	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff)
+	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s, %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff, ActionExtendStart)
 }
 
 // control applies a control of the event's CONFIG with its audit entry.
@@ -281,6 +307,10 @@ func refusal(action string, e *eventItem, now EpochMillis) string {
 		return "the end has passed, is less than 10 s away, or is not before the new one"
 	case action == ActionExtendCutoff && e.EventType != Lottery:
 		return "only a LOTTERY has a cutoff"
+	case action == ActionExtendStart && e.prequeueUntil() == 0:
+		return "only a FIRST_COME event with a pre-queue has its start moved"
+	case action == ActionExtendStart:
+		return "the start has passed, is less than 10 s away, is not before the new one, is not before the event's end, or the pre-queue's serve began"
 	case action == ActionAddCapacity && ended:
 		return "the event is closed"
 	case action == ActionAddCapacity:

@@ -426,3 +426,55 @@ func TestPrequeueWithHoldsServesTheWaitlistInTheDrawnOrder(t *testing.T) {
 	assert.True(t, v.OK(), v.String())
 	assert.Equal(t, res.Order[:6], v.Winners)
 }
+
+// An operator moves a pre-queue's start later: the clicks until the new start are
+// entries, served with the others once it has passed, and the start no longer moves
+// once the pre-queue's serve began; a pause refuses the pre-queue's clicks as any.
+func TestPrequeueStartExtendedAndPaused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := prequeueDrop(t, 2, 1)
+	q := &sendQueue{}
+	clock.Advance(time.Minute)
+	clickAll(t, c, q, userIDs("early", 3))
+
+	_, err := c.PauseEvent(ctx, "drop", "ops")
+	require.NoError(t, err)
+	_, err = c.Submit(ctx, q, "drop", "paused-out")
+	require.ErrorIs(t, err, asyncevent.ErrEventPaused)
+	_, err = c.ResumeEvent(ctx, "drop", "ops")
+	require.NoError(t, err)
+
+	later := prequeueStart.Add(10 * time.Minute)
+	up, err := c.ExtendEvent(ctx, "drop", "ops", asyncevent.ActionExtendStart, later)
+	require.NoError(t, err)
+	require.True(t, up.Applied, up.Reason)
+	assert.Equal(t, asyncevent.MillisOf(later), up.Event.StartsAt)
+
+	clock.Advance(prequeueStart.Sub(clock.Now()) + time.Minute) // past the old start: still the pre-queue
+	lateEntry, err := c.Submit(ctx, q, "drop", "between-the-starts")
+	require.NoError(t, err)
+	worker := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
+	outcomes := deliverAll(t, worker, q)
+	assert.Equal(t, asyncevent.OutcomeLeftToDraw, outcomes[lateEntry.RequestID].Kind)
+	clock.Advance(asyncevent.DefaultDrawSettleWindow)
+	_, err = c.ServePrequeue(ctx, "drop")
+	require.ErrorIs(t, err, asyncevent.ErrDrawTooEarly, "the serve waits for the new start")
+
+	clock.Advance(later.Sub(clock.Now()) + asyncevent.DefaultDrawSettleWindow)
+	res, err := c.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.Contains(t, res.Order, lateEntry.RequestID)
+	assert.Len(t, res.Order, 4)
+
+	up, err = c.ExtendEvent(ctx, "drop", "ops", asyncevent.ActionExtendStart, later.Add(time.Hour))
+	require.NoError(t, err)
+	assert.False(t, up.Applied, "no start moves once the serve began")
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 1,
+		StartsAt: asyncevent.MillisOf(clock.Now().Add(time.Hour))})
+	require.NoError(t, err)
+	up, err = c.ExtendEvent(ctx, "plain", "ops", asyncevent.ActionExtendStart, clock.Now().Add(2*time.Hour))
+	require.NoError(t, err)
+	assert.False(t, up.Applied)
+	assert.Contains(t, up.Reason, "pre-queue")
+}

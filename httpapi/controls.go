@@ -30,23 +30,34 @@ func (s *Server) control(do controlFunc) idFunc[EventView] {
 	}
 }
 
-// extendBody is the body of POST /admin/events/{eventId}/extend: the new end, or a
-// LOTTERY's new entry cutoff; exactly one.
+// extendBody is the body of POST /admin/events/{eventId}/extend: the new end, a
+// LOTTERY's new entry cutoff, or a pre-queued FIRST_COME event's new start; exactly
+// one.
 type extendBody struct {
 	EndsAt          *Timestamp `json:"endsAt"`
 	LotteryCutoffAt *Timestamp `json:"lotteryCutoffAt"`
+	StartsAt        *Timestamp `json:"startsAt"`
 }
 
 // target is the time the body moves (asyncevent.ActionExtendEnd or
 // ActionExtendCutoff) and where to.
 func (b extendBody) target() (what string, to time.Time, err error) {
-	switch {
-	case b.EndsAt != nil && b.LotteryCutoffAt == nil:
-		return asyncevent.ActionExtendEnd, asyncevent.EpochMillis(*b.EndsAt).Time(), nil
-	case b.LotteryCutoffAt != nil && b.EndsAt == nil:
-		return asyncevent.ActionExtendCutoff, asyncevent.EpochMillis(*b.LotteryCutoffAt).Time(), nil
+	given := 0
+	for _, t := range []*Timestamp{b.EndsAt, b.LotteryCutoffAt, b.StartsAt} {
+		if t != nil {
+			given++
+		}
 	}
-	return "", time.Time{}, newHTTPError(http.StatusBadRequest, CodeInvalidBody, "give endsAt or lotteryCutoffAt, exactly one: the time to move, and where to")
+	switch {
+	case given != 1:
+	case b.EndsAt != nil:
+		return asyncevent.ActionExtendEnd, asyncevent.EpochMillis(*b.EndsAt).Time(), nil
+	case b.LotteryCutoffAt != nil:
+		return asyncevent.ActionExtendCutoff, asyncevent.EpochMillis(*b.LotteryCutoffAt).Time(), nil
+	case b.StartsAt != nil:
+		return asyncevent.ActionExtendStart, asyncevent.EpochMillis(*b.StartsAt).Time(), nil
+	}
+	return "", time.Time{}, newHTTPError(http.StatusBadRequest, CodeInvalidBody, "give endsAt, lotteryCutoffAt or startsAt (of a pre-queued event), exactly one: the time to move, and where to")
 }
 
 // extendEvent is POST /admin/events/{eventId}/extend: moves the event's end, or a

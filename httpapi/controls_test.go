@@ -223,7 +223,7 @@ func TestControlRoutesRefusals(t *testing.T) {
 		{"POST", "/admin/events/sale/extend", map[string]any{"endsAt": rfc(time.Now().Add(time.Hour)), "lotteryCutoffAt": rfc(time.Now().Add(time.Hour))}, http.StatusBadRequest, CodeInvalidBody},
 		{"POST", "/admin/events/sale/extend", map[string]any{"endsAt": 1767225600000}, http.StatusBadRequest, CodeInvalidBody},
 		{"POST", "/admin/events/sale/extend", map[string]any{"endsAt": "tomorrow"}, http.StatusBadRequest, CodeInvalidBody},
-		{"POST", "/admin/events/sale/extend", map[string]any{"startsAt": rfc(time.Now())}, http.StatusBadRequest, CodeUnknownField},
+		{"POST", "/admin/events/sale/extend", map[string]any{"startsAt": rfc(time.Now())}, http.StatusConflict, CodeControlRefused}, // a start moves on a pre-queued event only
 		{"POST", "/admin/events/sale/extend", `{"endsAt":`, http.StatusBadRequest, CodeMalformedJSON},
 		{"POST", "/admin/events/sale/extend", nil, http.StatusBadRequest, CodeMalformedJSON},
 		{"GET", "/admin/events/sale/close", nil, http.StatusMethodNotAllowed, CodeMethodNotAllowed},

@@ -89,10 +89,12 @@
 //   - POST /admin/events/{eventId}/pause stops its ingest until
 //     POST /admin/events/{eventId}/resume: meanwhile a click gets 409 event_paused
 //     and writes nothing; what was queued is still processed.
-//   - POST /admin/events/{eventId}/extend takes {"endsAt": "…"} or
-//     {"lotteryCutoffAt": "…"}, exactly one (else 400 invalid_body), and moves that
-//     time later: only while it is more than 10 seconds away, never earlier, a
-//     cutoff never past the end nor once the draw began, and only a LOTTERY has one.
+//   - POST /admin/events/{eventId}/extend takes {"endsAt": "…"},
+//     {"lotteryCutoffAt": "…"} or {"startsAt": "…"}, exactly one (else 400
+//     invalid_body), and moves that time later: only while it is more than 10
+//     seconds away, never earlier, a cutoff never past the end nor once the draw
+//     began, and only a LOTTERY has one; a start only of a FIRST_COME event with a
+//     pre-queue, before the end and before its serve began.
 //   - POST /admin/events/{eventId}/capacity takes {"seats": n} and, optionally,
 //     "shard": k, and adds n seats (1 to asyncevent.MaxAddSeats, else 400
 //     invalid_body) to a FIRST_COME event that has not ended: onto the capacity

@@ -119,19 +119,20 @@ func controlArgs(args []string, what, actor string) error {
 
 func eventExtendCmd() *command {
 	var (
-		actor        string
-		ends, cutoff timeFlag
+		actor                string
+		ends, cutoff, starts timeFlag
 	)
-	ends.now, cutoff.now = time.Now, time.Now
+	ends.now, cutoff.now, starts.now = time.Now, time.Now, time.Now
 	return &command{
 		name: "event extend",
-		args: "EVENT_ID -actor NAME (-ends TIME | -cutoff TIME)",
-		summary: "move an event's end (-ends TIME) or a lottery's entry cutoff (-cutoff TIME) later, while the old one is over 10s away " +
-			"(a cutoff only before the draw began); else not applied, exit 1",
+		args: "EVENT_ID -actor NAME (-ends TIME | -cutoff TIME | -starts TIME)",
+		summary: "move an event's end (-ends TIME), a lottery's entry cutoff (-cutoff TIME) or a pre-queued event's start (-starts TIME) later, while the old one is over 10s away " +
+			"(a cutoff or a start only before the draw or the serve began); else not applied, exit 1",
 		flags: func(fs *flag.FlagSet) {
 			actorFlag(fs, &actor)
 			fs.Var(&ends, "ends", "the new end: a `time` (RFC 3339, epoch ms, or +duration from now) after the present end")
 			fs.Var(&cutoff, "cutoff", "LOTTERY: the new entry cutoff: a `time` after the present one and not after the event's end")
+			fs.Var(&starts, "starts", "FIRST_COME with a pre-queue: the new start, until which the pre-queue takes clicks: a `time` after the present one and before the event's end")
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			if err := controlArgs(args, "EVENT_ID", actor); err != nil {
@@ -144,14 +145,16 @@ func eventExtendCmd() *command {
 				to         time.Time
 			)
 			switch {
-			case set["ends"] && set["cutoff"]:
-				return usagef("-ends and -cutoff: give one of them, one extension at a time")
+			case len(set) > 2 || len(set) == 2 && !set["actor"]:
+				return usagef("-ends, -cutoff and -starts: give one of them, one extension at a time")
 			case set["ends"]:
 				what, done, to = asyncevent.ActionExtendEnd, "extended", ends.at.Time()
 			case set["cutoff"]:
 				what, done, to = asyncevent.ActionExtendCutoff, "extended", cutoff.at.Time()
+			case set["starts"]:
+				what, done, to = asyncevent.ActionExtendStart, "extended", starts.at.Time()
 			default:
-				return usagef("missing -ends TIME or -cutoff TIME: what to move later")
+				return usagef("missing -ends TIME, -cutoff TIME or -starts TIME: what to move later")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
@@ -161,6 +164,9 @@ func eventExtendCmd() *command {
 			return printControl(e, args[0], what, done, u, err, func(asyncevent.EventState) string {
 				if what == asyncevent.ActionExtendCutoff {
 					return fmt.Sprintf("extended: %s takes lottery entries until %s", args[0], formatMillis(u.Event.LotteryCutoffAt))
+				}
+				if what == asyncevent.ActionExtendStart {
+					return fmt.Sprintf("extended: %s takes pre-queue clicks until %s", args[0], formatMillis(u.Event.StartsAt))
 				}
 				return fmt.Sprintf("extended: %s ends at %s", args[0], formatMillis(u.Event.EndsAt))
 			})
