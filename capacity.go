@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
@@ -113,7 +114,7 @@ func seatToken(requestID string) string {
 // GetCapacity reads a FIRST_COME event's EventCapacity: GetItem PK EVENT#<eventId>,
 // SK CAPACITY, a strongly consistent read; for an event with capacity shards, GetItem
 // of each shard (PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY), summed, with the
-// shards in Shards. An event without one
+// shards in Shards (read partitionReads at a time). An event without one
 // (unknown, or a LOTTERY) is ErrNotFound.
 func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacity, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
@@ -127,18 +128,29 @@ func (c *Client) GetCapacity(ctx context.Context, eventID string) (*EventCapacit
 	if err != nil {
 		return nil, err
 	}
+	items := make([]capacityItem, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(partitionReads) // each shard is a partition key of its own
+	for i, key := range keys {
+		g.Go(func() error {
+			found, err := c.getItem(gctx, key.Key(), true, &items[i])
+			switch {
+			case err != nil:
+				return fmt.Errorf("get capacity %s: %w", eventID, err)
+			case !found:
+				return fmt.Errorf("%w: capacity of %s (%s)", ErrNotFound, eventID, key.Key().SK)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if len(items) == 1 {
+		return &items[0].EventCapacity, nil
+	}
 	sum := &EventCapacity{EventID: eventID}
-	for _, key := range keys {
-		var item capacityItem
-		found, err := c.getItem(ctx, key.Key(), true, &item)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("get capacity %s: %w", eventID, err)
-		case !found:
-			return nil, fmt.Errorf("%w: capacity of %s (%s)", ErrNotFound, eventID, key.Key().SK)
-		case len(keys) == 1:
-			return &item.EventCapacity, nil
-		}
+	for _, item := range items {
 		sum.CapacityTotal += item.CapacityTotal
 		sum.CapacityRemaining += item.CapacityRemaining
 		sum.UpdatedAt = max(sum.UpdatedAt, item.UpdatedAt)

@@ -221,9 +221,9 @@ func TestPrequeueSettings(t *testing.T) {
 	c := asynceventtest.NewTable(t)
 	at := asyncevent.MillisOf(t0)
 	for name, s := range map[string]asyncevent.EventSettings{
-		"no start":   {EventID: "a", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at},
-		"after it":   {EventID: "b", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at, StartsAt: at},
-		"a lottery":  {EventID: "c", EventType: asyncevent.Lottery, WinnerCount: 1, PrequeueOpensAt: at, StartsAt: at + 1, LotteryCutoffAt: at + 2},
+		"no start":  {EventID: "a", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at},
+		"after it":  {EventID: "b", EventType: asyncevent.FirstCome, CapacityTotal: 1, PrequeueOpensAt: at, StartsAt: at},
+		"a lottery": {EventID: "c", EventType: asyncevent.Lottery, WinnerCount: 1, PrequeueOpensAt: at, StartsAt: at + 1, LotteryCutoffAt: at + 2},
 	} {
 		_, err := c.CreateEvent(ctx, s)
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent, name)

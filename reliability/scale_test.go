@@ -34,7 +34,9 @@ import (
 // on the design's single keys and on the layout ShardsFor derives for the rate; and
 // a LOTTERY of 100 clicks/s for 30 s on the derived layout. SCALE=1 runs it
 // (SCALE_RATE lowers the rate and the limits together, SCALE_USERS the sale's users,
-// SCALE_SECONDS the lottery's length; SCALE_ONLY=derived or lottery runs one spike;
+// SCALE_SECONDS the lottery's length, SCALE_PREQUEUE the pre-queue's entries; a
+// pre-queue of 100,000 entries ÷ 200 for half as many seats, served at its start;
+// SCALE_ONLY=derived, lottery or prequeue runs one spike;
 // SCALE_KEYS=1 logs the refusals by key).
 func TestScale(t *testing.T) {
 	if os.Getenv("SCALE") == "" {
@@ -69,6 +71,20 @@ func TestScale(t *testing.T) {
 		scale("LOTTERY: %d entries, draw %s, verified: %t, draw throttles %d %v", lottery.draw.Record.EntryCount, lottery.drawTime, lottery.verified, lottery.drawThrottled, lottery.drawReasons)
 		return
 	}
+	prequeue := func() prequeueResult {
+		entries := int(envFloat("SCALE_PREQUEUE", 100000/factor))
+		p := runPrequeue(t, raw, limits, rate, entries, entries/2, k, c)
+		scale("PRE-QUEUE, derived layout under the limits: %d entries (%.0f on DynamoDB) for %d seats; serve %s, first winner %s and last %s after the serve may begin; %d calls throttled while serving %v (%d while clicking); %d winners, verified: %t",
+			p.entries, float64(p.entries)*factor, p.seats, p.serve.Round(time.Millisecond), p.firstWinner.Round(time.Millisecond), p.lastWinner.Round(time.Millisecond),
+			p.serveThrottled, p.serveReasons, p.clickThrottled, p.winners, p.verified)
+		assert.True(t, p.verified, "the pre-queue verifies")
+		assert.Equal(t, p.seats, p.winners, "exactly N winners")
+		return p
+	}
+	if os.Getenv("SCALE_ONLY") == "prequeue" {
+		prequeue()
+		return
+	}
 	if os.Getenv("SCALE_ONLY") == "derived" {
 		derived := runSpike(t, raw, &limits, sale, asyncevent.EventSettings{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 		scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
@@ -93,15 +109,18 @@ func TestScale(t *testing.T) {
 	assert.True(t, lottery.verified)
 	assert.Zero(t, lottery.gaveUp, "users who could not take part")
 
+	pre := prequeue()
+
 	// The single keys last: a choked layout leaves work behind that would slow the
 	// DynamoDB Local the others run on.
 	single := runSpike(t, raw, &limits, sale, asyncevent.EventSettings{EventID: "single", EventType: asyncevent.FirstCome})
 	scale("single keys under the limits: %d of %d calls throttled (%.1f%%), %d users gave up after 20 clicks, ingest p99 %s, %s",
 		single.throttled, single.attempts, single.throttledShare()*100, single.gaveUp, single.p99.Round(time.Millisecond), single.finality())
 
-	scale("summary: at %.0f clicks/s (%.0f on DynamoDB) single keys throttle %.1f%% of calls and %s; K = %d, C = %d throttle %.2f%%, exactly %d winners, final in %.1f s (%.1f s without limits); the lottery of %d entries draws and verifies",
+	scale("summary: at %.0f clicks/s (%.0f on DynamoDB) single keys throttle %.1f%% of calls and %s; K = %d, C = %d throttle %.2f%%, exactly %d winners, final in %.1f s (%.1f s without limits); the lottery of %d entries draws and verifies; a pre-queue of %d entries is served in %.1f s, its first winner %.1f s after the serve may begin",
 		rate, rate*factor, single.throttledShare()*100, single.finality(), k, c, derived.throttledShare()*100,
-		derived.report.ByStatus[asyncevent.StatusSucceeded], derived.final.Seconds(), free.final.Seconds(), lottery.draw.Record.EntryCount)
+		derived.report.ByStatus[asyncevent.StatusSucceeded], derived.final.Seconds(), free.final.Seconds(), lottery.draw.Record.EntryCount,
+		pre.entries, pre.serve.Seconds(), pre.firstWinner.Seconds())
 }
 
 type spikeConfig struct {
