@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +91,13 @@ func runPrequeue(t *testing.T, raw *dynamodb.Client, limits asynceventtest.Limit
 	after := limited.Counts()
 	res.serveThrottled = after.Throttled + after.Conflicts - res.clickThrottled
 	res.serveReasons = after.Reasons
+	if os.Getenv("SCALE_KEYS") != "" {
+		classes := map[string]int{}
+		for k, n := range after.Keys {
+			classes[regexp.MustCompile(`[0-9a-f-]{8,}|\d+`).ReplaceAllString(k, "N")] += n
+		}
+		t.Logf("pre-queue: refusals by key, numbers folded to N: %v", classes)
+	}
 	res.winners = len(served.Winners)
 	for _, id := range served.Winners {
 		r, err := admin.GetRequest(ctx, id)
