@@ -104,7 +104,7 @@ type PrequeueResult struct {
 //     home shard is empty; REJECTED_CAPACITY once every seat is taken), at most
 //     min(Options.DrawConcurrency, the seats left) at once, so that no entry takes
 //     a seat an entry before it in the order needs; once no seat is left the rest
-//     are served DrawConcurrency at once;
+//     are refused 4 × DrawConcurrency at once;
 //  5. announces: Draw record and config from DRAWING to ANNOUNCED, after which the
 //     workers decide the sale's clicks.
 //
@@ -203,11 +203,11 @@ func (c *Client) serveEntries(ctx context.Context, cfg *eventItem, order []strin
 		if err != nil {
 			return served, err
 		}
-		n := len(waiting) // no seat left: the rest are refused, in any order
+		n, at := len(waiting), refuseConcurrency*c.opts.DrawConcurrency // no seat left: the rest are refused, in any order
 		if left > 0 {
-			n = int(min(int64(c.opts.DrawConcurrency), left, int64(len(waiting))))
+			n, at = int(min(int64(c.opts.DrawConcurrency), left, int64(len(waiting)))), c.opts.DrawConcurrency
 		}
-		if err := c.serveWave(ctx, p, cfg, waiting[:n]); err != nil {
+		if err := c.serveWave(ctx, p, cfg, waiting[:n], at); err != nil {
 			return served, err
 		}
 		served += n
@@ -216,15 +216,21 @@ func (c *Client) serveEntries(ctx context.Context, cfg *eventItem, order []strin
 	return served, nil
 }
 
-// serveWave serves entries at once, DrawConcurrency at a time.
-func (c *Client) serveWave(ctx context.Context, p *Processor, cfg *eventItem, entries []drawEntry) error {
+// refuseConcurrency is how many times DrawConcurrency entries the serve refuses at
+// once, once no seat is left: a refusal is a look at the entry's home shard and one
+// write of the request, spread over the event's index shards, and the order no longer
+// matters.
+const refuseConcurrency = 4
+
+// serveWave serves entries, at most at a time at once.
+func (c *Client) serveWave(ctx context.Context, p *Processor, cfg *eventItem, entries []drawEntry, at int) error {
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 	)
 	work := make(chan drawEntry)
-	for range min(c.opts.DrawConcurrency, len(entries)) {
+	for range min(at, len(entries)) {
 		wg.Go(func() {
 			for e := range work {
 				if err := c.serveEntry(ctx, p, cfg, e); err != nil {
