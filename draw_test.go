@@ -333,7 +333,7 @@ func TestVerifyDrawReportsTampering(t *testing.T) {
 	require.NoError(t, err)
 	v, err = c.VerifyDraw(ctx, "lotto")
 	require.NoError(t, err)
-	assert.Contains(t, v.String(), "29 entries on the table, the draw froze 30")
+	assert.Contains(t, v.String(), "29 entries on the table, the freeze recorded 30")
 	assert.Contains(t, v.String(), "the entries hash to")
 
 	_, err = c.Draw(ctx, "lotto")

@@ -559,6 +559,27 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 	return nil
 }
 
+// checkFrozen checks what a draw or a pre-queue's freeze recorded against the table,
+// telling problem each difference: the revealed seed against the commitment the
+// event published, and the entries ids against the recorded count and hash. It
+// returns the revealed seed.
+func checkFrozen(cfg *eventItem, record *DrawRecord, ids []string, problem func(format string, args ...any)) []byte {
+	revealed, err := hex.DecodeString(record.Seed)
+	if err != nil {
+		problem("the revealed seed is not hex")
+	}
+	if got := seedCommitment(revealed); got != cfg.SeedCommitment || got != record.SeedCommitment {
+		problem("SHA-256 of the revealed seed is %s, the published commitment %s", got, cfg.SeedCommitment)
+	}
+	if int64(len(ids)) != record.EntryCount {
+		problem("%d entries on the table, the freeze recorded %d", len(ids), record.EntryCount)
+	}
+	if h := draw.EntriesHash(ids); h != record.EntriesHash {
+		problem("the entries hash to %s, the freeze recorded %s", h, record.EntriesHash)
+	}
+	return revealed
+}
+
 // Verification is what VerifyDraw found.
 type Verification struct {
 	EventID    string
@@ -601,13 +622,6 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	v := &Verification{EventID: eventID}
 	problem := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
 
-	revealed, err := hex.DecodeString(record.Seed)
-	if err != nil {
-		problem("the revealed seed is not hex")
-	}
-	if got := seedCommitment(revealed); got != cfg.SeedCommitment || got != record.SeedCommitment {
-		problem("SHA-256 of the revealed seed is %s, the published commitment %s", got, cfg.SeedCommitment)
-	}
 	all, err := c.queueOrder(ctx, eventID, cfg.LotteryCutoffAt+1, true)
 	if err != nil {
 		return nil, err
@@ -621,12 +635,7 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 		}
 	}
 	v.EntryCount = len(ids)
-	if int64(len(ids)) != record.EntryCount {
-		problem("%d entries on the table, the draw froze %d", len(ids), record.EntryCount)
-	}
-	if h := draw.EntriesHash(ids); h != record.EntriesHash {
-		problem("the entries hash to %s, the draw froze %s", h, record.EntriesHash)
-	}
+	revealed := checkFrozen(cfg, record, ids, problem)
 	v.Winners = draw.Winners(revealed, ids, int(record.WinnerCount))
 	won := map[string]bool{}
 	for _, id := range v.Winners {

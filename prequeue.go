@@ -401,13 +401,6 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	}
 	v := &PrequeueVerification{EventID: eventID}
 	problem := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
-	revealed, err := hex.DecodeString(record.Seed)
-	if err != nil {
-		problem("the revealed seed is not hex")
-	}
-	if got := seedCommitment(revealed); got != cfg.SeedCommitment || got != record.SeedCommitment {
-		problem("SHA-256 of the revealed seed is %s, the published commitment %s", got, cfg.SeedCommitment)
-	}
 	entries, err := c.prequeueEntries(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -417,13 +410,7 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 		ids[i] = e.RequestID
 	}
 	v.EntryCount = len(ids)
-	if int64(len(ids)) != record.EntryCount {
-		problem("%d entries on the table, the freeze recorded %d", len(ids), record.EntryCount)
-	}
-	if h := draw.EntriesHash(ids); h != record.EntriesHash {
-		problem("the entries hash to %s, the freeze recorded %s", h, record.EntriesHash)
-	}
-	v.Order = draw.Order(revealed, ids)
+	v.Order = draw.Order(checkFrozen(cfg, record, ids, problem), ids)
 	refused := "" // the first entry of the order refused for want of a seat
 	for _, id := range v.Order {
 		r, err := c.getRequest(ctx, id, true)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -119,19 +120,26 @@ type lotteryView struct {
 	DrawLabel    string
 	DrawOpensAt  asyncevent.EpochMillis // the cutoff plus the settle window
 	NotYet       bool                   // the draw cannot run before DrawOpensAt
-	Verification *asyncevent.Verification
+	Verification *checkView             // once the draw, or the pre-queue's freeze, began
 	VerifyError  string
 	Winners      []string // the first winners, for links
 	MoreWinners  int
 
 	// A FIRST_COME event's pre-queue, shown in the same section: its window, and once
 	// served the head of the drawn order with the winners marked.
-	Prequeue             bool
-	PrequeueOpensAt      asyncevent.EpochMillis
-	StartsAt             asyncevent.EpochMillis
-	PrequeueVerification *asyncevent.PrequeueVerification
-	Head                 []headEntry
-	MoreInOrder          int
+	Prequeue        bool
+	PrequeueOpensAt asyncevent.EpochMillis
+	StartsAt        asyncevent.EpochMillis
+	Head            []headEntry
+	MoreInOrder     int
+}
+
+// checkView is what a verification found, as the event page says it: Said names what
+// it checked beside the seed and the entries.
+type checkView struct {
+	OK       bool
+	Said     string
+	Problems []string
 }
 
 // headEntry is one entry of a pre-queue's drawn order, as the event page lists it.
@@ -302,7 +310,8 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.Event) (*lotteryView, 
 		lv.VerifyError = p.Detail
 		return lv, nil
 	}
-	lv.Verification = ver
+	lv.Verification = &checkView{OK: ver.OK(), Problems: ver.Problems,
+		Said: fmt.Sprintf("the %d winners recomputed from the seed are exactly the requests marked SUCCEEDED", len(ver.Winners))}
 	lv.Winners = ver.Winners
 	if len(lv.Winners) > maxWinnersShown {
 		lv.Winners, lv.MoreWinners = lv.Winners[:maxWinnersShown], len(ver.Winners)-maxWinnersShown
@@ -336,7 +345,8 @@ func (u *adminUI) prequeue(r *http.Request, ev *asyncevent.Event) (*lotteryView,
 		lv.VerifyError = p.Detail
 		return lv, nil
 	}
-	lv.PrequeueVerification = ver
+	lv.Verification = &checkView{OK: ver.OK(), Problems: ver.Problems,
+		Said: fmt.Sprintf("the %d winners are the first entries of the order recomputed from the seed, and no click of the sale won while an entry was refused", len(ver.Winners))}
 	won := map[string]bool{}
 	for _, id := range ver.Winners {
 		won[id] = true
