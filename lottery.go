@@ -330,6 +330,8 @@ type drawEntry struct {
 	ResultCode  ResultCode  `dynamodbav:"resultCode"`
 	QueuedAt    EpochMillis `dynamodbav:"queuedAt"`
 	StartedAt   EpochMillis `dynamodbav:"startedAt"` // a lottery entry's: when a worker collected it
+	// HoldExpiresAt, of a pre-queue's entry with holds: set once it held a seat.
+	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt"`
 }
 
 // isEntry reports whether a request queued by the cutoff takes part in the draw:
@@ -417,7 +419,7 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	if !before {
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
-	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt)
+	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrHoldExpiresAt)
 	slices.SortStableFunc(rows, func(a, b drawEntry) int {
 		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
 	})

@@ -355,6 +355,44 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 	return result{action: actRetry, delay: delay, outcome: Outcome{Kind: OutcomeWaitingForPrequeue}}, true
 }
 
+// checkServed holds the results of a served pre-queue's entries, each as state gives
+// it, to its order: the winners, in the order, and the problems.
+func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRecord, order []string, state func(string) (*storedRequest, error)) (winners, problems []string, err error) {
+	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	refused := "" // the first entry of the order refused for want of a seat
+	for _, id := range order {
+		r, err := state(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case wonSeat(r):
+			winners = append(winners, id)
+			if refused != "" {
+				problem("entry %s won a seat after entry %s, before it in the order, was refused", id, refused)
+			}
+		case r.Status == StatusRejected && r.ResultCode == ResultRejectedCapacity, r.Status == StatusWaitlisted:
+			if refused == "" {
+				refused = id
+			}
+		case !r.Status.IsTerminal() && record.Phase == PhaseAnnounced:
+			problem("entry %s is %s after the pre-queue was served", id, r.Status)
+		}
+	}
+	if refused != "" {
+		sale, err := c.queueOrder(ctx, cfg.EventID, cfg.prequeueUntil(), false)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range sale {
+			if e.Status == StatusSucceeded || e.Status == StatusHeld {
+				problem("click %s of the sale won a seat while entry %s was refused", e.RequestID, refused)
+			}
+		}
+	}
+	return winners, problems, nil
+}
+
 // PrequeueVerification is what VerifyPrequeue found.
 type PrequeueVerification struct {
 	EventID    string
@@ -382,8 +420,9 @@ func (v *PrequeueVerification) String() string {
 // recomputed from them: the entries that won a seat are the first ones of the order
 // (an entry whose enqueue failed, never in the running, is passed over), and no click
 // of the sale won while an entry was refused for want of a seat. Each entry is read
-// with a strongly consistent GetItem. Each difference is one of Problems. A pre-queue
-// not frozen yet is ErrDrawTooEarly.
+// as GSI2 shows it, and again with a strongly consistent GetItem when that shows a
+// problem. Each difference is one of Problems. A pre-queue not frozen yet is
+// ErrDrawTooEarly.
 func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueVerification, error) {
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
@@ -411,36 +450,19 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	}
 	v.EntryCount = len(ids)
 	v.Order = draw.Order(checkFrozen(cfg, record, ids, problem), ids)
-	refused := "" // the first entry of the order refused for want of a seat
-	for _, id := range v.Order {
-		r, err := c.getRequest(ctx, id, true)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case wonSeat(r):
-			v.Winners = append(v.Winners, id)
-			if refused != "" {
-				problem("entry %s won a seat after entry %s, before it in the order, was refused", id, refused)
-			}
-		case r.Status == StatusRejected && r.ResultCode == ResultRejectedCapacity, r.Status == StatusWaitlisted:
-			if refused == "" {
-				refused = id
-			}
-		case !r.Status.IsTerminal() && record.Phase == PhaseAnnounced:
-			problem("entry %s is %s after the pre-queue was served", id, r.Status)
-		}
+	// The results as GSI2 shows them (eventually consistent) first; only when they
+	// show a problem is every entry read again, strongly consistent, and that says.
+	onIndex := make(map[string]*storedRequest, len(entries))
+	for _, e := range entries {
+		onIndex[e.RequestID] = &storedRequest{Request: Request{RequestID: e.RequestID, Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}}
 	}
-	if refused != "" {
-		sale, err := c.queueOrder(ctx, eventID, cfg.prequeueUntil(), false)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range sale {
-			if e.Status == StatusSucceeded || e.Status == StatusHeld {
-				problem("click %s of the sale won a seat while entry %s was refused", e.RequestID, refused)
-			}
-		}
+	winners, problems, err := c.checkServed(ctx, cfg, record, v.Order, func(id string) (*storedRequest, error) { return onIndex[id], nil })
+	if err == nil && len(problems) > 0 {
+		winners, problems, err = c.checkServed(ctx, cfg, record, v.Order, func(id string) (*storedRequest, error) { return c.getRequest(ctx, id, true) })
 	}
+	if err != nil {
+		return nil, err
+	}
+	v.Winners, v.Problems = winners, append(v.Problems, problems...)
 	return v, nil
 }

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -477,4 +479,45 @@ func TestPrequeueStartExtendedAndPaused(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, up.Applied)
 	assert.Contains(t, up.Reason, "pre-queue")
+}
+
+// VerifyPrequeue catches a serve that broke the order: an entry made to win after one
+// before it was refused, and a click of the sale made to win while entries were
+// refused, each written behind the library's back.
+func TestVerifyPrequeueCatchesABrokenOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := prequeueDrop(t, 2, 1)
+	q := &sendQueue{}
+	clock.Advance(time.Minute)
+	clickAll(t, c, q, userIDs("early", 5))
+	clock.Advance(prequeueStart.Sub(clock.Now()))
+	sale := clickAll(t, c, q, userIDs("sale", 1))
+	clock.Advance(asyncevent.DefaultDrawSettleWindow)
+	res, err := c.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+	v, err := c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	require.True(t, v.OK(), v.String())
+
+	force := func(id string, status asyncevent.Status, code asyncevent.ResultCode) {
+		key, err := asyncevent.NewRequestKey(id)
+		require.NoError(t, err)
+		_, err = asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(c.TableName()), Key: map[string]types.AttributeValue{
+				"PK": &types.AttributeValueMemberS{Value: key.Key().PK}, "SK": &types.AttributeValueMemberS{Value: key.Key().SK}},
+			UpdateExpression:          aws.String("SET #s = :s, resultCode = :c"),
+			ExpressionAttributeNames:  map[string]string{"#s": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: string(status)}, ":c": &types.AttributeValueMemberS{Value: string(code)}},
+		})
+		require.NoError(t, err)
+	}
+	force(res.Order[1], asyncevent.StatusRejected, asyncevent.ResultRejectedCapacity)
+	force(res.Order[3], asyncevent.StatusSucceeded, asyncevent.ResultSuccess)
+	force(sale[0], asyncevent.StatusSucceeded, asyncevent.ResultSuccess)
+	v, err = c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.False(t, v.OK())
+	assert.Contains(t, v.String(), fmt.Sprintf("entry %s won a seat after entry %s", res.Order[3], res.Order[1]))
+	assert.Contains(t, v.String(), fmt.Sprintf("click %s of the sale won a seat", sale[0]))
 }
