@@ -521,3 +521,37 @@ func TestVerifyPrequeueCatchesABrokenOrder(t *testing.T) {
 	assert.Contains(t, v.String(), fmt.Sprintf("entry %s won a seat after entry %s", res.Order[3], res.Order[1]))
 	assert.Contains(t, v.String(), fmt.Sprintf("click %s of the sale won a seat", sale[0]))
 }
+
+// A sealed seed (Options.Seeds) is nowhere on the table before the freeze, only its
+// commitment, and the serve reveals it; the workers' backlog of the entries' messages,
+// delivered after the serve, changes nothing (each entry is decided already).
+func TestPrequeueSealedSeedAndABacklogAtTheFreeze(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, Seeds: hmacSeeds(t, newSecret(t))})
+	ev, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2,
+		PrequeueOpensAt: asyncevent.MillisOf(t0), StartsAt: asyncevent.MillisOf(prequeueStart)})
+	require.NoError(t, err)
+	assert.Len(t, ev.SeedCommitment, 64)
+	q := &sendQueue{}
+	clock.Advance(time.Minute)
+	clickAll(t, c, q, userIDs("early", 6))
+	for _, item := range asynceventtest.ScanTable(t, c.TableName()) {
+		_, has := item["seed"]
+		assert.False(t, has, "no seed on the table before the freeze: %v", item["PK"])
+	}
+
+	clock.Advance(prequeueStart.Sub(clock.Now()) + asyncevent.DefaultDrawSettleWindow)
+	res, err := c.ServePrequeue(ctx, "drop") // no worker took any entry's message yet
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Record.Seed)
+	clock.Advance(10 * time.Second)
+	for id, o := range deliverAll(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q) {
+		assert.Equal(t, asyncevent.OutcomeDuplicate, o.Kind, "%s: decided by the serve", id)
+	}
+	v, err := c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+	assert.Equal(t, res.Order[:2], v.Winners)
+}
