@@ -127,14 +127,14 @@ type benchOutput struct {
 	ClientCPU *bench.ClientCPU `json:"clientCPU,omitempty"`
 }
 
-// measureHeat runs the heat run of the default layout and of the one derived for
-// -heat-peak; none with -heat-participations -1.
+// measureHeat runs the heat run of the default layout, of the one derived for
+// -heat-peak, and of that one with a pre-queue; none with -heat-participations -1.
 func (o *benchOptions) measureHeat(ctx context.Context, db asyncevent.DynamoDB, table string, progress func(string, ...any)) ([]bench.LayoutHeat, error) {
 	var heat []bench.LayoutHeat
 	if o.heatParticipations < 0 {
 		return heat, nil
 	}
-	for _, l := range []bench.Layout{bench.DefaultLayout, bench.LayoutFor(o.heatPeak)} {
+	for _, l := range []bench.Layout{bench.DefaultLayout, bench.LayoutFor(o.heatPeak), bench.LayoutFor(o.heatPeak).WithPrequeue()} {
 		h, err := bench.MeasureHeat(ctx, bench.HeatConfig{
 			DB: db, Table: table, Layout: l, Participations: cmp.Or(o.heatParticipations, 2*o.n), Winners: o.heatWinners,
 			Clients: o.clients, Workers: o.workers, Progress: progress,

@@ -287,7 +287,7 @@ func TestBench(t *testing.T) {
 	assert.Equal(t, 12, holds.Flows[0].Library.Ops)
 	assert.Equal(t, 1.0, holds.Flows[0].WritesPerOp[entity.Hold])
 	assert.NotEmpty(t, rep.Machine)
-	require.Len(t, rep.Heat, 2, "the default layout and the one derived for 20,000 clicks/s")
+	require.Len(t, rep.Heat, 3, "the default layout, the one derived for 20,000 clicks/s, and that one with a pre-queue")
 	h := rep.Heat[0]
 	assert.Equal(t, "default", h.Layout)
 	assert.Equal(t, 400, h.Participations)
@@ -309,6 +309,13 @@ func TestBench(t *testing.T) {
 	assert.GreaterOrEqual(t, d.CeilingParticipationsPerSec, 20000.0)
 	assert.GreaterOrEqual(t, d.CeilingWinnersPerSec, 5000.0)
 	assert.Equal(t, "units", d.WinnersBound)
+	// The same layout with a pre-queue: its serve at the start heats no key more.
+	pq := rep.Heat[2]
+	assert.Equal(t, "derived-20000-prequeue", pq.Layout)
+	assert.Equal(t, d.IndexShards, pq.IndexShards)
+	assert.GreaterOrEqual(t, pq.CeilingParticipationsPerSec, 20000.0)
+	assert.GreaterOrEqual(t, pq.CeilingWinnersPerSec, 5000.0)
+	assert.Equal(t, 100, pq.Winners)
 
 	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1", "-polls", "100", "-poll-backlog", "20")
 	assert.Contains(t, out, "library/baseline")

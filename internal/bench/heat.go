@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asyncevent/asyncevent"
@@ -17,6 +18,15 @@ type Layout struct {
 	Name           string
 	IndexShards    int
 	CapacityShards int
+	// Prequeue gives the event a pre-queue: every click is an entry, and the heat
+	// counts its serve at the start (ServePrequeue) besides the clicks.
+	Prequeue bool
+}
+
+// WithPrequeue is l with a pre-queue, named <l.Name>-prequeue.
+func (l Layout) WithPrequeue() Layout {
+	l.Name, l.Prequeue = l.Name+"-prequeue", true
+	return l
 }
 
 // DefaultLayout is the design's keys: GSI2PK EVENT#<eventId>, one CAPACITY item.
@@ -132,8 +142,9 @@ func LayoutHeatOf(l Layout, c metered.Ceiling) LayoutHeat {
 }
 
 // MeasureHeat runs one FIRST_COME event of cfg.Layout as a spike (Participations users
-// click once each from Clients callers while Workers process the messages) through a
-// metered.Heat, and reports its hottest partition keys and the ceilings they put on
+// click once each from Clients callers while Workers process the messages; with a
+// pre-queue, the clicks are its entries, which ServePrequeue serves once the event's
+// clock skipped to its start) through a metered.Heat, and reports its hottest partition keys and the ceilings they put on
 // the event on DynamoDB. The event is created through an unmetered client, so only
 // the spike's own calls count.
 func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
@@ -143,7 +154,9 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 		return nil, err
 	}
 	heat := metered.NewHeat(cfg.DB)
-	client, err := asyncevent.New(heat, asyncevent.Options{TableName: cfg.Table})
+	var skipped atomic.Int64 // how far a pre-queue's clock has skipped to its start
+	clock := func() time.Time { return time.Now().Add(time.Duration(skipped.Load())) }
+	client, err := asyncevent.New(heat, asyncevent.Options{TableName: cfg.Table, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +165,15 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 	}
 	eventID := fmt.Sprintf("%s-heat-%s", cfg.RunID, cfg.Layout.Name)
 	cfg.Layout.CapacityShards = min(cfg.Layout.CapacityShards, cfg.Winners) // no more shards than seats, as CreateEvent wants
-	if _, err := admin.CreateEvent(ctx, asyncevent.EventSettings{
+	settings := asyncevent.EventSettings{
 		EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(cfg.Winners),
 		IndexShards: cfg.Layout.IndexShards, CapacityShards: cfg.Layout.CapacityShards,
-	}); err != nil {
+	}
+	const prequeueFor = time.Hour // the pre-queue's window; its clock skips to the start
+	if cfg.Layout.Prequeue {
+		settings.PrequeueOpensAt, settings.StartsAt = asyncevent.MillisOf(time.Now()), asyncevent.MillisOf(time.Now().Add(prequeueFor))
+	}
+	if _, err := admin.CreateEvent(ctx, settings); err != nil {
 		return nil, err
 	}
 	cfg.Progress("heat, layout %s: %d participations for %d seats, %d clients, %d workers", cfg.Layout.Name, cfg.Participations, cfg.Winners, cfg.Clients, cfg.Workers)
@@ -186,6 +204,12 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 	}
 	if err := errors.Join(ingest, drained, w.Stop(ctx)); err != nil {
 		return nil, fmt.Errorf("heat, layout %s: %w", cfg.Layout.Name, err)
+	}
+	if cfg.Layout.Prequeue {
+		skipped.Store(int64(prequeueFor + asyncevent.DefaultDrawSettleWindow + time.Second))
+		if _, err := client.ServePrequeue(ctx, eventID); err != nil {
+			return nil, fmt.Errorf("heat, layout %s: %w", cfg.Layout.Name, err)
+		}
 	}
 	st, err := admin.EventStats(ctx, eventID)
 	if err != nil {
