@@ -555,3 +555,42 @@ func TestPrequeueSealedSeedAndABacklogAtTheFreeze(t *testing.T) {
 	assert.True(t, v.OK(), v.String())
 	assert.Equal(t, res.Order[:2], v.Winners)
 }
+
+// Two operators serve the same pre-queue at once, on two clients: exactly N winners,
+// the first N of the drawn order, and both serves come to the same order.
+func TestPrequeueTwoServesAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const seats, clicks = 7, 30
+	c, clock := prequeueDrop(t, seats, 3)
+	clock.Advance(time.Minute)
+	entries := clickAll(t, c, &sendQueue{}, userIDs("early", clicks))
+	clock.Advance(prequeueStart.Sub(clock.Now()) + asyncevent.DefaultDrawSettleWindow)
+	other, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now, DrawConcurrency: 3})
+	require.NoError(t, err)
+	var results [2]*asyncevent.PrequeueResult
+	var g sync.WaitGroup
+	for i, cl := range []*asyncevent.Client{c, other} {
+		g.Go(func() {
+			res, err := cl.ServePrequeue(ctx, "drop")
+			if assert.NoError(t, err) {
+				results[i] = res
+			}
+		})
+	}
+	g.Wait()
+	require.NotNil(t, results[0])
+	require.NotNil(t, results[1])
+	assert.Equal(t, results[0].Order, results[1].Order)
+	assert.ElementsMatch(t, entries, results[0].Order)
+	v, err := c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+	assert.Equal(t, results[0].Order[:seats], v.Winners)
+	st, err := c.EventStats(ctx, "drop")
+	require.NoError(t, err)
+	assert.Zero(t, st.Fairness.Inversions, "the entries' drawn order is no inversion of queue order")
+	capacity, err := c.GetCapacity(ctx, "drop")
+	require.NoError(t, err)
+	assert.Zero(t, capacity.CapacityRemaining)
+}

@@ -75,7 +75,9 @@ type Durations struct {
 // Fairness reports how far a FIRST_COME event's outcomes strayed from queue order.
 type Fairness struct {
 	// Inversions counts the requests rejected for capacity (or, with holds, left
-	// WAITLISTED) while a request queued later won a seat (or held one).
+	// WAITLISTED) while a request queued later won a seat (or held one). A
+	// pre-queue's entries are left out: they are served in their drawn order
+	// (VerifyPrequeue checks it), the clicks of the sale after them in queue order.
 	Inversions int
 	// MaxGap is the largest such distance in queue time: the last winner's queuedAt
 	// minus the inverted loser's queuedAt.
@@ -163,7 +165,11 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		if cfg.HoldFor == 0 {
 			pool = max(cfg.CapacityShards, 1)
 		}
-		st.Fairness = fairness(rows, pool)
+		sale := rows // a pre-queue's entries go in their drawn order, not queue order: VerifyPrequeue checks them
+		if until := cfg.prequeueUntil(); until != 0 {
+			sale = slices.DeleteFunc(slices.Clone(rows), func(r statsRow) bool { return r.QueuedAt < until })
+		}
+		st.Fairness = fairness(sale, pool)
 	}
 	return st, nil
 }
