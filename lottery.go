@@ -332,6 +332,9 @@ type drawEntry struct {
 	StartedAt   EpochMillis `dynamodbav:"startedAt"` // a lottery entry's: when a worker collected it
 	// HoldExpiresAt, of a pre-queue's entry with holds: set once it held a seat.
 	HoldExpiresAt EpochMillis `dynamodbav:"holdExpiresAt"`
+	// SeatShard, of a first-come request: where its seat was claimed (the pool's
+	// number for a seat added or given back).
+	SeatShard *int `dynamodbav:"seatShard"`
 }
 
 // isEntry reports whether a request queued by the cutoff takes part in the draw:
@@ -419,7 +422,7 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	if !before {
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
-	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrHoldExpiresAt)
+	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrHoldExpiresAt, attrSeatShard)
 	slices.SortStableFunc(rows, func(a, b drawEntry) int {
 		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
 	})

@@ -359,6 +359,11 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 // it, to its order: the winners, in the order, and the problems.
 func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRecord, order []string, state func(string) (*storedRequest, error)) (winners, problems []string, err error) {
 	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	// A seat on the pool (added by an operator, or given back by a cancel) reached it
+	// after the requests refused before were turned away: taking it breaks no order.
+	// With holds, the pool serves the waitlist, in the drawn order.
+	pool := max(cfg.CapacityShards, 1)
+	fromPool := func(seat *int) bool { return cfg.HoldFor == 0 && seat != nil && *seat == pool }
 	refused := "" // the first entry of the order refused for want of a seat
 	for _, id := range order {
 		r, err := state(id)
@@ -368,7 +373,7 @@ func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRe
 		switch {
 		case wonSeat(r):
 			winners = append(winners, id)
-			if refused != "" {
+			if refused != "" && !fromPool(r.SeatShard) {
 				problem("entry %s won a seat after entry %s, before it in the order, was refused", id, refused)
 			}
 		case r.Status == StatusRejected && r.ResultCode == ResultRejectedCapacity, r.Status == StatusWaitlisted:
@@ -385,7 +390,7 @@ func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRe
 			return nil, nil, err
 		}
 		for _, e := range sale {
-			if e.Status == StatusSucceeded || e.Status == StatusHeld {
+			if (e.Status == StatusSucceeded || e.Status == StatusHeld) && !fromPool(e.SeatShard) {
 				problem("click %s of the sale won a seat while entry %s was refused", e.RequestID, refused)
 			}
 		}
@@ -454,7 +459,7 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	// show a problem is every entry read again, strongly consistent, and that says.
 	onIndex := make(map[string]*storedRequest, len(entries))
 	for _, e := range entries {
-		onIndex[e.RequestID] = &storedRequest{Request: Request{RequestID: e.RequestID, Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}}
+		onIndex[e.RequestID] = &storedRequest{Request: Request{RequestID: e.RequestID, Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}, SeatShard: e.SeatShard}
 	}
 	winners, problems, err := c.checkServed(ctx, cfg, record, v.Order, func(id string) (*storedRequest, error) { return onIndex[id], nil })
 	if err == nil && len(problems) > 0 {

@@ -594,3 +594,37 @@ func TestPrequeueTwoServesAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, capacity.CapacityRemaining)
 }
+
+// Seats an operator adds after the serve, and a winner's seat given back by a cancel,
+// reach the event's pool after the entries were refused: the sale's clicks take them,
+// and the pre-queue still verifies (a pool seat breaks no order).
+func TestPrequeueSeatsAddedOrCancelledAfterTheServe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := prequeueDrop(t, 2, 1)
+	q := &sendQueue{}
+	clock.Advance(time.Minute)
+	clickAll(t, c, q, userIDs("early", 4))
+	clock.Advance(prequeueStart.Sub(clock.Now()))
+	sale := clickAll(t, c, q, userIDs("sale", 1))
+	clock.Advance(asyncevent.DefaultDrawSettleWindow)
+	res, err := c.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+
+	up, err := c.AddCapacity(ctx, "drop", asyncevent.AddCapacityInput{Seats: 1, Actor: "ops"})
+	require.NoError(t, err)
+	require.True(t, up.Applied, up.Reason)
+	up, err = c.CancelRequest(ctx, res.Winners[0], asyncevent.CancelRequestInput{Actor: "ops"})
+	require.NoError(t, err)
+	require.True(t, up.Applied, up.Reason)
+	late := clickAll(t, c, q, userIDs("later", 1))
+	clock.Advance(10 * time.Second)
+	q.sent = q.sent[4:]
+	outcomes := deliverAll(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
+	for _, id := range append(sale, late...) {
+		assert.Equal(t, asyncevent.OutcomeSucceeded, outcomes[id].Kind, "%s: a seat from the pool", id)
+	}
+	v, err := c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+}
