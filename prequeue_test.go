@@ -628,3 +628,44 @@ func TestPrequeueSeatsAddedOrCancelledAfterTheServe(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, v.OK(), v.String())
 }
+
+// The boundary of the pre-queue is the start, to the millisecond: a click 1 ms before
+// it is an entry, one at it a click of the sale; a worker new to the event (no copy
+// of its config) holds the sale's click back, and with a message that does not name
+// the pre-queue (a sender that did not know the event) it reads the config and does
+// the same.
+func TestPrequeueBoundaryAndANewWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := prequeueDrop(t, 1, 1)
+	q := &sendQueue{}
+	clock.Advance(prequeueStart.Sub(clock.Now()) - time.Millisecond)
+	before, err := c.Submit(ctx, q, "drop", "just-before")
+	require.NoError(t, err)
+	clock.Advance(time.Millisecond)
+	at, err := c.Submit(ctx, q, "drop", "at-the-start")
+	require.NoError(t, err)
+
+	fresh, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	worker := asyncevent.NewProcessor(fresh, asyncevent.ProcessOptions{})
+	outcomes := deliverAll(t, worker, q)
+	assert.Equal(t, asyncevent.OutcomeLeftToDraw, outcomes[before.RequestID].Kind)
+	assert.Equal(t, asyncevent.OutcomeWaitingForPrequeue, outcomes[at.RequestID].Kind)
+	r, err := c.GetRequest(ctx, at.RequestID)
+	require.NoError(t, err)
+	body, err := asyncevent.EncodeMessage(asyncevent.Message{V: asyncevent.MessageVersion, RequestID: at.RequestID, EventID: "drop",
+		UserID: "at-the-start", EventType: asyncevent.FirstCome, RequestedAt: r.RequestedAt}) // no capacityShards, no prequeueUntil
+	require.NoError(t, err)
+	another, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	o, done, _ := asyncevent.NewProcessor(another, asyncevent.ProcessOptions{}).ProcessOne(ctx, queue.Delivery{MessageID: "m", Body: body, ReceiveCount: 1}, 0, nil)
+	assert.False(t, done)
+	assert.Equal(t, asyncevent.OutcomeWaitingForPrequeue, o.Kind)
+
+	clock.Advance(asyncevent.DefaultDrawSettleWindow)
+	res, err := c.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.Equal(t, []string{before.RequestID}, res.Order)
+	assert.Equal(t, []string{before.RequestID}, res.Winners)
+}
