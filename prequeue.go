@@ -349,10 +349,25 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 			return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}, true
 		}
 	}
-	// A click of the sale, before the pre-queue was served: it comes back later, and
-	// later still each time, within a minute.
-	delay := min(time.Second<<min(max(d.ReceiveCount-1, 0), 6), time.Minute)
-	return result{action: actRetry, delay: delay, outcome: Outcome{Kind: OutcomeWaitingForPrequeue}}, true
+	// A click of the sale, before the pre-queue was served: it comes back once the
+	// serve may have begun, and later each time it finds it not done yet.
+	return result{action: actRetry, delay: prequeueHold(cfg.drawOpensAt(p.c.opts.DrawSettleWindow), p.c.now(), d.ReceiveCount),
+		outcome: Outcome{Kind: OutcomeWaitingForPrequeue}}, true
+}
+
+// prequeueHolds are how long a sale's click waits, receive after receive, once its
+// pre-queue's serve may begin: a queue dead-letters a message after its receive
+// limit (SQS's maxReceiveCount, 5 in the project's template), so the receives are
+// spent after the serve may begin, not during the settle window before it. With 5,
+// the last comes 51 s after the serve may begin; a click still waiting then is
+// dead-lettered with its request QUEUED, which Sweep sends again.
+var prequeueHolds = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute}
+
+// prequeueHold is how long a sale's click waits on its receive-th receive at now,
+// when its pre-queue's serve may begin at opens.
+func prequeueHold(opens, now EpochMillis, receive int) time.Duration {
+	wait := max(opens.Time().Sub(now.Time()), 0)
+	return wait + prequeueHolds[min(max(receive-1, 0), len(prequeueHolds)-1)]
 }
 
 // checkServed holds the results of a served pre-queue's entries, each as state gives
