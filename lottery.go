@@ -18,8 +18,8 @@ import (
 	"github.com/asyncevent/asyncevent/seed"
 )
 
-// DrawRecord is the Draw record of a LOTTERY event (PK EVENT#<eventId>, SK DRAW). It
-// is created with the event, holding seedCommitment, the SHA-256 of the draw's secret
+// DrawRecord is the Draw record of a LOTTERY event, or of a FIRST_COME event's
+// pre-queue (PK EVENT#<eventId>, SK DRAW). It is created with the event, holding seedCommitment, the SHA-256 of the draw's secret
 // seed, as the event's config does; the draw writes the seed on it and records the
 // entries it drew from, so anyone can recompute the winners.
 type DrawRecord struct {
@@ -172,8 +172,9 @@ type DrawResult struct {
 	Winners []string   // the winners' request IDs, best score first
 }
 
-// GetDraw reads a LOTTERY event's Draw record: GetItem PK EVENT#<eventId>, SK DRAW, a
-// strongly consistent read. While the event is COLLECTING the record comes back
+// GetDraw reads a LOTTERY event's Draw record, or a pre-queued FIRST_COME event's
+// (its seed commitment, and once frozen its entries and seed): GetItem PK
+// EVENT#<eventId>, SK DRAW, a strongly consistent read. While the event is COLLECTING the record comes back
 // without a seed: a sealed event has none stored yet, and an unsealed one's (its
 // SeedMode says so) is kept out of the library's answers, though not out of the
 // table. An event without one is ErrNotLottery.
