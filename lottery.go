@@ -19,9 +19,10 @@ import (
 )
 
 // DrawRecord is the Draw record of a LOTTERY event, or of a FIRST_COME event's
-// pre-queue (PK EVENT#<eventId>, SK DRAW). It is created with the event, holding seedCommitment, the SHA-256 of the draw's secret
-// seed, as the event's config does; the draw writes the seed on it and records the
-// entries it drew from, so anyone can recompute the winners.
+// pre-queue (PK EVENT#<eventId>, SK DRAW). It is created with the event, holding
+// seedCommitment, the SHA-256 of the draw's secret seed, as the event's config does;
+// the draw (or the pre-queue's serve) writes the seed on it and records the entries it
+// drew from, so anyone can recompute the winners (or the order).
 type DrawRecord struct {
 	EventID        string  `dynamodbav:"eventId"`
 	Phase          UIPhase `dynamodbav:"phase"`
