@@ -734,8 +734,9 @@ func (s *holdSweep) serve(ctx context.Context) error {
 }
 
 // serveDrawn hands the seats given back to the pre-queue's waitlisted entries in
-// their drawn order, from past the entries this client found settled for good, and
-// reports whether every entry is settled (the sale's waitlist comes next). Each
+// their drawn order, from past the entries this client found settled for good, up to
+// the first entry the serve has not decided yet, and reports whether every entry is
+// settled (the sale's waitlist comes next). Each
 // entry's status is read strongly consistent; the "waitlist served" row's condition
 // (WAITLISTED) decides.
 func (s *holdSweep) serveDrawn(ctx context.Context, left *int64) (bool, error) {
@@ -770,6 +771,9 @@ func (s *holdSweep) serveDrawn(ctx context.Context, left *int64) (bool, error) {
 		}
 		if moving = moving && (req.Status.IsTerminal() || req.Status == StatusHeld); moving {
 			view.settled = i + 1
+		}
+		if !req.Status.IsTerminal() && req.Status != StatusHeld && req.Status != StatusWaitlisted {
+			return false, nil // undecided yet (the serve runs): no entry after it goes first
 		}
 	}
 	return moving, nil

@@ -110,8 +110,11 @@ type PrequeueResult struct {
 //
 // It is idempotent and resumable: run again after a crash it finds the same entries
 // (else ErrDrawMismatch), the same order, skips the entries already decided and
-// serves the rest. Seats an operator adds while it runs go to the entries not yet
-// served, in the order.
+// serves the rest. Seats an operator adds (or a cancel gives back) while it runs go
+// to the entries not yet served: in the order when they arrive before a wave of
+// claims (the serve reads the seats before each wave); one that arrives while a wave
+// of refusals is in flight goes to whichever entry of it asks first, as it would to
+// any request after a refusal.
 func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueResult, error) {
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
@@ -203,7 +206,11 @@ func (c *Client) serveEntries(ctx context.Context, cfg *eventItem, order []strin
 		if err != nil {
 			return served, err
 		}
-		n, at := len(waiting), refuseConcurrency*c.opts.DrawConcurrency // no seat left: the rest are refused, in any order
+		// No seat left: the next entries are refused, many at once (a seat that
+		// reaches the pool meanwhile, added or given back, goes to whichever asks
+		// first, as it would to any request after a refusal); the seats are read
+		// again before each such wave.
+		n, at := min(len(waiting), refuseConcurrency*c.opts.DrawConcurrency), refuseConcurrency*c.opts.DrawConcurrency
 		if left > 0 {
 			n, at = int(min(int64(c.opts.DrawConcurrency), left, int64(len(waiting)))), c.opts.DrawConcurrency
 		}
@@ -253,9 +260,10 @@ func (c *Client) serveWave(ctx context.Context, p *Processor, cfg *eventItem, en
 }
 
 // serveEntry processes an entry's message until it is decided, as the queue would
-// deliver it again after each retry (its last receive ending it FAILED_FINAL, as a
-// worker's would). An entry not decided when ctx ends is an error: no entry after it
-// may be served before it.
+// deliver it again after each retry, but never as its last receive: a retryable
+// failure never ends an entry (only a final one, such as its handler's refusal). An
+// entry not decided when ctx ends is an error: no entry after it may be served before
+// it.
 func (c *Client) serveEntry(ctx context.Context, p *Processor, cfg *eventItem, e drawEntry) error {
 	body, err := EncodeMessage(Message{V: MessageVersion, RequestID: e.RequestID, EventID: cfg.EventID, UserID: e.UserID,
 		EventType: FirstCome, RequestedAt: e.RequestedAt, CapacityShards: max(cfg.CapacityShards, 1), PrequeueUntil: cfg.prequeueUntil()})
@@ -263,7 +271,10 @@ func (c *Client) serveEntry(ctx context.Context, p *Processor, cfg *eventItem, e
 		return fmt.Errorf("entry %s: %w", e.RequestID, err)
 	}
 	for receive := 1; ; receive++ {
-		d := queue.Delivery{MessageID: "prequeue-" + e.RequestID, Body: body, ReceiveCount: receive, SentAt: e.QueuedAt.Time()}
+		// Never the queue's last receive: an entry is not failed for a run of
+		// retryable errors (its retries go on until it is decided, or ctx ends and a
+		// later serve resumes it), which would hand its seat to the next entry.
+		d := queue.Delivery{MessageID: "prequeue-" + e.RequestID, Body: body, ReceiveCount: min(receive, p.opts.MaxReceives-1), SentAt: e.QueuedAt.Time()}
 		o, done, retryAfter := p.ProcessOne(ctx, d, 0, nil)
 		if done || o.Kind == OutcomeDeadLetter {
 			return nil
@@ -276,15 +287,32 @@ func (c *Client) serveEntry(ctx context.Context, p *Processor, cfg *eventItem, e
 	}
 }
 
-// seatsLeft returns the seats a FIRST_COME event's capacity shards and pool hold,
-// read strongly consistent.
+// seatsLeft returns the seats an entry's claim may take: those of a FIRST_COME
+// event's capacity shards and, without holds, of its pool (seats added, or given back
+// by a cancel), each read strongly consistent. With holds the pool's seats go to the
+// waitlist (the hold sweep, in the drawn order), never to a claim.
 func (c *Client) seatsLeft(ctx context.Context, cfg *eventItem) (int64, error) {
 	capacity, err := c.GetCapacity(ctx, cfg.EventID)
+	if err != nil || cfg.HoldFor > 0 {
+		return capacityRemaining(capacity), err
+	}
+	key, err := NewReturnsKey(cfg.EventID)
 	if err != nil {
 		return 0, err
 	}
-	pool, err := c.poolSeats(ctx, cfg)
-	return capacity.CapacityRemaining + pool, err
+	var pool seatReturns
+	if _, err := c.getItem(ctx, key.Key(), true, &pool); err != nil {
+		return 0, fmt.Errorf("the pool of %s: %w", cfg.EventID, err)
+	}
+	return capacity.CapacityRemaining + pool.CapacityRemaining, nil
+}
+
+// capacityRemaining is c's seats, 0 for none.
+func capacityRemaining(c *EventCapacity) int64 {
+	if c == nil {
+		return 0
+	}
+	return c.CapacityRemaining
 }
 
 // prequeueWinners returns the entries of order that won a seat, in order, from each
@@ -320,11 +348,19 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 	if p.serving {
 		return result{}, false
 	}
+	// A failure here is retried, never made final: the message may be an entry's,
+	// which only the serve decides (and a sale's click waits anyway).
+	retry := func(err error) (result, bool) {
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true
+	}
 	until := m.PrequeueUntil
 	if until == 0 && m.CapacityShards <= 0 { // a sender that did not know the event
 		cfg, err := p.c.cachedEvent(ctx, m.EventID)
+		if errors.Is(err, ErrEventNotFound) {
+			return result{}, false // the worker's own path says what becomes of it
+		}
 		if err != nil {
-			return p.failed(ctx, m, d, nil, err), true
+			return retry(err)
 		}
 		until = cfg.prequeueUntil()
 	}
@@ -333,7 +369,7 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 	}
 	cfg, err := p.c.cachedEvent(ctx, m.EventID)
 	if err != nil {
-		return p.failed(ctx, m, d, nil, err), true
+		return retry(err)
 	}
 	if cfg.Phase == PhaseAnnounced {
 		return result{}, false
@@ -344,7 +380,7 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 		case errors.Is(err, ErrNotFound):
 			return notFound(), true
 		case err != nil:
-			return p.failed(ctx, m, d, nil, err), true
+			return retry(err)
 		case r.QueuedAt < until:
 			return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}, true
 		}
@@ -405,7 +441,8 @@ func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRe
 			return nil, nil, err
 		}
 		for _, e := range sale {
-			if (e.Status == StatusSucceeded || e.Status == StatusHeld) && !fromPool(e.SeatShard) {
+			won := wonSeat(&storedRequest{Request: Request{Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}})
+			if won && !fromPool(e.SeatShard) {
 				problem("click %s of the sale won a seat while entry %s was refused", e.RequestID, refused)
 			}
 		}
@@ -420,6 +457,9 @@ type PrequeueVerification struct {
 	Order      []string // recomputed from the revealed seed and the entries
 	Winners    []string // the entries that won a seat, in the order
 	Problems   []string // empty when the pre-queue checks out
+	// Served reports whether the serve is done (the pre-queue ANNOUNCED); before, the
+	// entries not decided yet are no problem, and Winners are those so far.
+	Served bool
 }
 
 // OK reports whether the pre-queue checks out.
@@ -427,6 +467,9 @@ func (v *PrequeueVerification) OK() bool { return len(v.Problems) == 0 }
 
 // String is a human summary.
 func (v *PrequeueVerification) String() string {
+	if v.OK() && !v.Served {
+		return fmt.Sprintf("pre-queue of %s verified so far (its serve is not done): %d entries, the first %d in the order won", v.EventID, v.EntryCount, len(v.Winners))
+	}
 	if v.OK() {
 		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won", v.EventID, v.EntryCount, len(v.Winners))
 	}
@@ -458,7 +501,7 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	if record.Phase == PhaseCollecting || record.EntriesHash == "" {
 		return nil, fmt.Errorf("%w: the pre-queue of %s has not been frozen", ErrDrawTooEarly, eventID)
 	}
-	v := &PrequeueVerification{EventID: eventID}
+	v := &PrequeueVerification{EventID: eventID, Served: record.Phase == PhaseAnnounced}
 	problem := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
 	entries, err := c.prequeueEntries(ctx, cfg)
 	if err != nil {

@@ -26,11 +26,12 @@ type PrequeuePlace struct {
 // prequeueView is what a client read of a pre-queue: its Draw record, and once it is
 // frozen the entries' drawn order and places, which never change.
 type prequeueView struct {
-	mu     sync.Mutex
-	readAt time.Time
-	record *DrawRecord
-	order  []string
-	places map[string]int64
+	mu      sync.Mutex
+	readAt  time.Time
+	triedAt time.Time // when the entries were last read for the order
+	record  *DrawRecord
+	order   []string
+	places  map[string]int64
 	// settled, for the hold sweep, is how many entries at the head of the order are
 	// settled for good (final, or HELD: neither is WAITLISTED again).
 	settled int
@@ -56,6 +57,10 @@ func (c *Client) prequeueOrder(ctx context.Context, cfg *eventItem) (*prequeueVi
 	if view.order != nil || view.record.EntriesHash == "" || view.record.Seed == "" {
 		return view, nil
 	}
+	if !view.triedAt.IsZero() && now.Sub(view.triedAt) < c.opts.ProgressCacheTTL {
+		return view, nil // the index lagged the freeze a moment ago: not read again so soon
+	}
+	view.triedAt = now
 	seed, err := hex.DecodeString(view.record.Seed)
 	if err != nil {
 		return view, err
