@@ -501,16 +501,7 @@ func TestVerifyPrequeueCatchesABrokenOrder(t *testing.T) {
 	require.True(t, v.OK(), v.String())
 
 	force := func(id string, status asyncevent.Status, code asyncevent.ResultCode) {
-		key, err := asyncevent.NewRequestKey(id)
-		require.NoError(t, err)
-		_, err = asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(c.TableName()), Key: map[string]types.AttributeValue{
-				"PK": &types.AttributeValueMemberS{Value: key.Key().PK}, "SK": &types.AttributeValueMemberS{Value: key.Key().SK}},
-			UpdateExpression:          aws.String("SET #s = :s, resultCode = :c"),
-			ExpressionAttributeNames:  map[string]string{"#s": "status"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: string(status)}, ":c": &types.AttributeValueMemberS{Value: string(code)}},
-		})
-		require.NoError(t, err)
+		behindTheLibrary(t, c, id, "SET #s = :s, resultCode = :c", map[string]types.AttributeValue{":s": str(string(status)), ":c": str(string(code))})
 	}
 	force(res.Order[1], asyncevent.StatusRejected, asyncevent.ResultRejectedCapacity)
 	force(res.Order[3], asyncevent.StatusSucceeded, asyncevent.ResultSuccess)
@@ -688,16 +679,7 @@ func TestPrequeueHoldSweepStopsAtAnUndecidedEntry(t *testing.T) {
 	res, err := c.ServePrequeue(ctx, "drop")
 	require.NoError(t, err)
 
-	key, err := asyncevent.NewRequestKey(res.Order[2])
-	require.NoError(t, err)
-	_, err = asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(c.TableName()), Key: map[string]types.AttributeValue{
-			"PK": &types.AttributeValueMemberS{Value: key.Key().PK}, "SK": &types.AttributeValueMemberS{Value: key.Key().SK}},
-		UpdateExpression:          aws.String("SET #s = :s"),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: string(asyncevent.StatusQueued)}},
-	})
-	require.NoError(t, err)
+	behindTheLibrary(t, c, res.Order[2], "SET #s = :s", map[string]types.AttributeValue{":s": str(string(asyncevent.StatusQueued))})
 	_, err = c.Release(ctx, res.Order[0])
 	require.NoError(t, err)
 	_, err = c.SweepHolds(ctx, "drop", asyncevent.HoldSweepOptions{})
@@ -708,3 +690,20 @@ func TestPrequeueHoldSweepStopsAtAnUndecidedEntry(t *testing.T) {
 		assert.Equal(t, asyncevent.StatusWaitlisted, r.Status, "no seat past an undecided entry")
 	}
 }
+
+// behindTheLibrary writes a request's attributes directly (update, with #s for its
+// status), as a broken writer would: for tests of what the library finds.
+func behindTheLibrary(t *testing.T, c *asyncevent.Client, requestID, update string, values map[string]types.AttributeValue) {
+	t.Helper()
+	key, err := asyncevent.NewRequestKey(requestID)
+	require.NoError(t, err)
+	_, err = asynceventtest.DynamoDB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(c.TableName()), Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: key.Key().PK}, "SK": &types.AttributeValueMemberS{Value: key.Key().SK}},
+		UpdateExpression: aws.String(update), ExpressionAttributeNames: map[string]string{"#s": "status"}, ExpressionAttributeValues: values,
+	})
+	require.NoError(t, err)
+}
+
+// str is a string attribute value.
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -6,14 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
-	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
 // Review 44: VerifyPrequeue's check of the sale ("no click of the sale won while an
@@ -40,19 +37,8 @@ func TestReview44VerifyMissesASaleWinnerCancelledAfterwards(t *testing.T) {
 	require.Equal(t, res.Order[:2], res.Winners)
 
 	// The sale's click made a winner on shard 0 while entries 2 to 4 were refused.
-	key, err := asyncevent.NewRequestKey(sale[0])
-	require.NoError(t, err)
-	_, err = asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(c.TableName()), Key: map[string]types.AttributeValue{
-			"PK": &types.AttributeValueMemberS{Value: key.Key().PK}, "SK": &types.AttributeValueMemberS{Value: key.Key().SK}},
-		UpdateExpression:         aws.String("SET #s = :s, resultCode = :c, uiResult = :c, seatShard = :z"),
-		ExpressionAttributeNames: map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":s": &types.AttributeValueMemberS{Value: string(asyncevent.StatusSucceeded)},
-			":c": &types.AttributeValueMemberS{Value: string(asyncevent.ResultSuccess)},
-			":z": &types.AttributeValueMemberN{Value: "0"}},
-	})
-	require.NoError(t, err)
+	behindTheLibrary(t, c, sale[0], "SET #s = :s, resultCode = :c, uiResult = :c, seatShard = :z", map[string]types.AttributeValue{
+		":s": str(string(asyncevent.StatusSucceeded)), ":c": str(string(asyncevent.ResultSuccess)), ":z": &types.AttributeValueMemberN{Value: "0"}})
 	v, err := c.VerifyPrequeue(ctx, "drop")
 	require.NoError(t, err)
 	require.False(t, v.OK(), "caught while it stands")
