@@ -441,8 +441,15 @@ func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRe
 			return nil, nil, err
 		}
 		for _, e := range sale {
-			won := wonSeat(&storedRequest{Request: Request{Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}})
-			if won && !fromPool(e.SeatShard) {
+			r := &storedRequest{Request: Request{Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}, SeatShard: e.SeatShard}
+			if !r.Status.IsTerminal() && r.Status != StatusHeld && r.Status != StatusWaitlisted {
+				// Undecided on GSI2, which is read eventually consistent: it may have
+				// won a moment ago; the request itself says.
+				if r, err = c.getRequest(ctx, e.RequestID, true); err != nil {
+					return nil, nil, err
+				}
+			}
+			if wonSeat(r) && !fromPool(r.SeatShard) {
 				problem("click %s of the sale won a seat while entry %s was refused", e.RequestID, refused)
 			}
 		}
