@@ -84,9 +84,11 @@ func TestReview44ReleaseDuringTheServeServesOneEntryAWave(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, released)
 	t.Logf("served %d entries in %s with %d reads of the capacity item", res.Served, time.Since(began), db.reads.Load())
-	// Without the release the same serve makes 37 such reads (the entries' looks at
-	// their home shard included); with it, 198: a wave for each entry.
-	assert.Less(t, db.reads.Load(), int64(60), "strong reads of the capacity item: a wave for each entry?")
+	// The reads are the waves' (seatsLeft) and the losers' looks at their home shard
+	// (one each once the serve's processor knows the event sold out: from 37 to 99 of
+	// them, as the refusals race). A wave for each entry adds one read per entry: 198
+	// measured with the defect; at most 99 looks and a few waves without it.
+	assert.Less(t, db.reads.Load(), int64(150), "strong reads of the capacity item: a wave for each entry?")
 
 	_, err = c.SweepHolds(ctx, "drop", asyncevent.HoldSweepOptions{})
 	require.NoError(t, err)
