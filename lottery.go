@@ -278,19 +278,9 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	for i, e := range entries {
 		ids[i] = e.RequestID
 	}
-	hash := draw.EntriesHash(ids)
-	if record.EntriesHash == "" {
-		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash, seedHex); err != nil {
-			return nil, err
-		}
-	}
-	if record.EntryCount != int64(len(ids)) || record.EntriesHash != hash {
-		return nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
-			ErrDrawMismatch, eventID, record.EntryCount, record.EntriesHash, len(ids), hash)
-	}
-	revealed, err := hex.DecodeString(record.Seed)
+	record, revealed, err := c.frozenEntries(ctx, cfg, record, ids, seedHex)
 	if err != nil {
-		return nil, fmt.Errorf("draw %s: the stored seed is not hex: %w", eventID, err)
+		return nil, err
 	}
 	winners := draw.Winners(revealed, ids, int(record.WinnerCount))
 	if record.Phase != PhaseAnnounced {
@@ -438,6 +428,28 @@ func (c *Client) freezeDraw(ctx context.Context, cfg *eventItem) (*DrawRecord, e
 		return nil, err
 	}
 	return c.getDraw(ctx, cfg.EventID)
+}
+
+// frozenEntries records the count and hash of the entries ids a freeze read, with
+// the revealed seed, unless an earlier call recorded them; then ids must be those
+// (else ErrDrawMismatch). It returns the record and the seed.
+func (c *Client) frozenEntries(ctx context.Context, cfg *eventItem, record *DrawRecord, ids []string, seedHex string) (*DrawRecord, []byte, error) {
+	hash := draw.EntriesHash(ids)
+	var err error
+	if record.EntriesHash == "" {
+		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash, seedHex); err != nil {
+			return nil, nil, err
+		}
+	}
+	if record.EntryCount != int64(len(ids)) || record.EntriesHash != hash {
+		return nil, nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
+			ErrDrawMismatch, cfg.EventID, record.EntryCount, record.EntriesHash, len(ids), hash)
+	}
+	revealed, err := hex.DecodeString(record.Seed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: the stored seed is not hex: %w", cfg.EventID, err)
+	}
+	return record, revealed, nil
 }
 
 // recordEntries records the count and hash of the entries a DRAWING draw read, and

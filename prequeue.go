@@ -2,7 +2,6 @@ package asyncevent
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -150,19 +149,9 @@ func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueRe
 	for i, e := range entries {
 		ids[i], byID[e.RequestID] = e.RequestID, e
 	}
-	hash := draw.EntriesHash(ids)
-	if record.EntriesHash == "" {
-		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash, seedHex); err != nil {
-			return nil, err
-		}
-	}
-	if record.EntryCount != int64(len(ids)) || record.EntriesHash != hash {
-		return nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
-			ErrDrawMismatch, eventID, record.EntryCount, record.EntriesHash, len(ids), hash)
-	}
-	revealed, err := hex.DecodeString(record.Seed)
+	record, revealed, err := c.frozenEntries(ctx, cfg, record, ids, seedHex)
 	if err != nil {
-		return nil, fmt.Errorf("pre-queue %s: the stored seed is not hex: %w", eventID, err)
+		return nil, err
 	}
 	res := &PrequeueResult{Order: draw.Order(revealed, ids)}
 	if record.Phase != PhaseAnnounced {
@@ -174,7 +163,7 @@ func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueRe
 		}
 	}
 	res.Record = *record
-	if res.Winners, err = c.prequeueWinners(ctx, res.Order); err != nil {
+	if res.Winners, err = c.prequeueWinners(ctx, cfg, res.Order); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -293,8 +282,11 @@ func (c *Client) serveEntry(ctx context.Context, p *Processor, cfg *eventItem, e
 // waitlist (the hold sweep, in the drawn order), never to a claim.
 func (c *Client) seatsLeft(ctx context.Context, cfg *eventItem) (int64, error) {
 	capacity, err := c.GetCapacity(ctx, cfg.EventID)
-	if err != nil || cfg.HoldFor > 0 {
-		return capacityRemaining(capacity), err
+	if err != nil {
+		return 0, err
+	}
+	if cfg.HoldFor > 0 {
+		return capacity.CapacityRemaining, nil
 	}
 	key, err := NewReturnsKey(cfg.EventID)
 	if err != nil {
@@ -307,28 +299,37 @@ func (c *Client) seatsLeft(ctx context.Context, cfg *eventItem) (int64, error) {
 	return capacity.CapacityRemaining + pool.CapacityRemaining, nil
 }
 
-// capacityRemaining is c's seats, 0 for none.
-func capacityRemaining(c *EventCapacity) int64 {
-	if c == nil {
-		return 0
+// prequeueWinners returns the entries of order that won a seat, in order: each as a
+// fresh read of GSI2 shows it, and read again strongly consistent only where the index
+// still shows it undecided (it lags the serve's last writes by a moment), not a
+// GetItem per entry.
+func (c *Client) prequeueWinners(ctx context.Context, cfg *eventItem, order []string) ([]string, error) {
+	entries, err := c.prequeueEntries(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	return c.CapacityRemaining
-}
-
-// prequeueWinners returns the entries of order that won a seat, in order, from each
-// one's request read strongly consistent.
-func (c *Client) prequeueWinners(ctx context.Context, order []string) ([]string, error) {
+	onIndex := make(map[string]drawEntry, len(entries))
+	for _, e := range entries {
+		onIndex[e.RequestID] = e
+	}
 	var winners []string
 	for _, id := range order {
-		r, err := c.getRequest(ctx, id, true)
-		if err != nil {
-			return nil, err
+		r := onIndex[id].stored()
+		if !r.Status.IsTerminal() && r.Status != StatusHeld && r.Status != StatusWaitlisted {
+			if r, err = c.getRequest(ctx, id, true); err != nil {
+				return nil, err
+			}
 		}
 		if wonSeat(r) {
 			winners = append(winners, id)
 		}
 	}
 	return winners, nil
+}
+
+// stored is what e tells of its request, as the request item would.
+func (e drawEntry) stored() *storedRequest {
+	return &storedRequest{Request: Request{RequestID: e.RequestID, Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}, SeatShard: e.SeatShard}
 }
 
 // wonSeat reports whether a first-come request won a seat, whatever became of it
@@ -441,7 +442,7 @@ func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRe
 			return nil, nil, err
 		}
 		for _, e := range sale {
-			r := &storedRequest{Request: Request{Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}, SeatShard: e.SeatShard}
+			r := e.stored()
 			if !r.Status.IsTerminal() && r.Status != StatusHeld && r.Status != StatusWaitlisted {
 				// Undecided on GSI2, which is read eventually consistent: it may have
 				// won a moment ago; the request itself says.
@@ -524,7 +525,7 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	// show a problem is every entry read again, strongly consistent, and that says.
 	onIndex := make(map[string]*storedRequest, len(entries))
 	for _, e := range entries {
-		onIndex[e.RequestID] = &storedRequest{Request: Request{RequestID: e.RequestID, Status: e.Status, ResultCode: e.ResultCode, HoldExpiresAt: e.HoldExpiresAt}, SeatShard: e.SeatShard}
+		onIndex[e.RequestID] = e.stored()
 	}
 	winners, problems, err := c.checkServed(ctx, cfg, record, v.Order, func(id string) (*storedRequest, error) { return onIndex[id], nil })
 	if err == nil && len(problems) > 0 {
