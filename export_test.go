@@ -70,3 +70,7 @@ func ReadStoredCapacity(ctx context.Context, c *Client, eventID string) (*Stored
 // EstimateParts returns the arrivals before a request and the requests finished that
 // an estimate took.
 func EstimateParts(e QueueEstimate) (arrived, done float64) { return e.arrived, e.done }
+
+// EstimateCut returns the moment up to which an estimate counted the requests
+// finished in full (unix ms), and their count then.
+func EstimateCut(e QueueEstimate) (cut int64, counted float64) { return e.doneCut, e.doneCounted }

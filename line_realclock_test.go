@@ -31,8 +31,9 @@ import (
 // any node. Afterwards the truth of each poll is read from the requests: the requests
 // queued before it whose decision had not yet been acknowledged at the poll. The
 // errors counted are of the polls with at least 20 truly ahead (issue 42's bar);
-// the eager polls' are reported, not held to a bar, and so is the floor the truth
-// sets (an estimate told the exact place and pace). make line runs it on the issue's
+// the eager polls' are reported, not held to a bar, and so are the floors the truth
+// sets (the wait told from the exact place and pace; the place told from exact counts
+// a tenth of a second old). make line runs it on the issue's
 // bar without -race; make test holds it to what holds beside every other package.
 // With -v it breaks the errors down (by place, by phase of the run); LINE_LOG=place or
 // LINE_LOG=wait logs the polls told far off; LINE_EVERY_MS sets the nodes'
@@ -134,10 +135,13 @@ type lineRunReport struct {
 	// What the queue's disorder alone makes of an estimate from exact counts at the
 	// poll's moment and the workers' exact pace.
 	floorFirst, floorFirstWait, floorAll, floorAllWait spread
+	// What the decisions' own jitter makes of an estimate from exact counts a tenth
+	// of a second before the poll, carried on at the workers' exact pace.
+	staleFirst, staleAll spread
 }
 
 func (r lineRunReport) String() string {
-	return fmt.Sprintf("%d clicks ingested in %v\nfirst polls: place %v; wait %v\nevery poll: place %v; wait %v\neager first polls (before Retry-After): place %v\nthe queue's disorder alone: first polls: place %v; wait %v; every poll: place %v; wait %v", r.clicks, r.ingest.Round(time.Millisecond), r.first, r.firstWait, r.all, r.allWait, r.eager, r.floorFirst, r.floorFirstWait, r.floorAll, r.floorAllWait)
+	return fmt.Sprintf("%d clicks ingested in %v\nfirst polls: place %v; wait %v\nevery poll: place %v; wait %v\neager first polls (before Retry-After): place %v\nthe queue's disorder alone: first polls: place %v; wait %v; every poll: place %v; wait %v\nexact counts a tenth of a second old: first polls: place %v; every poll: place %v", r.clicks, r.ingest.Round(time.Millisecond), r.first, r.firstWait, r.all, r.allWait, r.eager, r.floorFirst, r.floorFirstWait, r.floorAll, r.floorAllWait, r.staleFirst, r.staleAll)
 }
 
 func envInt(name string, def int) int {
@@ -318,7 +322,11 @@ type pollTruth struct {
 	place      float64 // the place's error, signed, of ahead
 	wait       float64 // the wait's error, signed, of the true wait (0: no rate told)
 	trueWait   float64 // seconds until its decision (0: not decided)
+	stale      float64 // the place's error told from exact counts staleFor old
 }
+
+// staleFor is how old the exact counts of the stale floor are.
+const staleFor = 100 * time.Millisecond
 
 func (r *lineRun) truthOf(p linePollResult) pollTruth {
 	me := r.queuedAt[p.id]
@@ -337,6 +345,14 @@ func (r *lineRun) truthOf(p linePollResult) pollTruth {
 		}
 	}
 	pt.place = (float64(p.est.Ahead) - float64(pt.ahead)) / float64(max(pt.ahead, 1))
+	doneThen := 0
+	for _, d := range r.decided {
+		if d.Before(p.at.Add(-staleFor)) {
+			doneThen++
+		}
+	}
+	told := float64(pt.rank) - (float64(doneThen) + r.rig.perSecond*staleFor.Seconds())
+	pt.stale = (max(told, 0) - float64(pt.ahead)) / float64(max(pt.ahead, 1))
 	if d, ok := r.decided[p.id]; ok {
 		pt.trueWait = d.Sub(p.at).Seconds()
 		if p.est.Rate > 0 {
@@ -354,7 +370,7 @@ func (r *lineRun) floorWait(pt pollTruth) float64 {
 
 // score measures the polls with at least 20 truly ahead (issue 42's bar).
 func (r *lineRun) score() lineRunReport {
-	var firstErrs, allErrs, firstWait, allWait, eagerErrs, floorFirst, floorFirstWait, floorAll, floorAllWait []float64
+	var firstErrs, allErrs, firstWait, allWait, eagerErrs, floorFirst, floorFirstWait, floorAll, floorAllWait, staleFirst, staleAll []float64
 	for _, p := range r.polls {
 		pt := r.truthOf(p)
 		if pt.ahead < 20 {
@@ -365,7 +381,7 @@ func (r *lineRun) score() lineRunReport {
 			continue
 		}
 		fifo := (float64(max(pt.rank-pt.done, 0)) - float64(pt.ahead)) / float64(pt.ahead)
-		allErrs, floorAll = append(allErrs, pt.place), append(floorAll, fifo)
+		allErrs, floorAll, staleAll = append(allErrs, pt.place), append(floorAll, fifo), append(staleAll, pt.stale)
 		if p.est.Rate > 0 {
 			allWait = append(allWait, pt.wait)
 		}
@@ -375,7 +391,7 @@ func (r *lineRun) score() lineRunReport {
 		if !p.first {
 			continue
 		}
-		firstErrs, floorFirst = append(firstErrs, pt.place), append(floorFirst, fifo)
+		firstErrs, floorFirst, staleFirst = append(firstErrs, pt.place), append(floorFirst, fifo), append(staleFirst, pt.stale)
 		if p.est.Rate > 0 {
 			firstWait = append(firstWait, pt.wait)
 		}
@@ -386,7 +402,7 @@ func (r *lineRun) score() lineRunReport {
 	return lineRunReport{clicks: r.rig.clicks, ingest: r.ingest, first: spreadOfErrors(firstErrs), all: spreadOfErrors(allErrs), eager: spreadOfErrors(eagerErrs),
 		firstWait: spreadOfErrors(firstWait), allWait: spreadOfErrors(allWait),
 		floorFirst: spreadOfErrors(floorFirst), floorFirstWait: spreadOfErrors(floorFirstWait), floorAll: spreadOfErrors(floorAll),
-		floorAllWait: spreadOfErrors(floorAllWait)}
+		floorAllWait: spreadOfErrors(floorAllWait), staleFirst: spreadOfErrors(staleFirst), staleAll: spreadOfErrors(staleAll)}
 }
 
 // diagnose logs the errors of the polls with at least 20 truly ahead broken down: by
@@ -416,6 +432,16 @@ func diagnose(t *testing.T, r *lineRun) {
 		switch log := os.Getenv("LINE_LOG"); {
 		case log == "place" && math.Abs(pt.place) > 0.15:
 			ea, ed := asyncevent.EstimateParts(p.est)
+			cut, dc := asyncevent.EstimateCut(p.est)
+			trueAt := func(ms int64) (n int) {
+				for _, d := range r.decided {
+					if d.UnixMilli() < ms {
+						n++
+					}
+				}
+				return n
+			}
+			t.Logf("  cut %v before the poll: counted %.1f, true %d; true 300ms before cut %d", p.at.Sub(time.UnixMilli(cut)).Round(time.Millisecond), dc, trueAt(cut), trueAt(cut-300))
 			t.Logf("poll at +%v: told %d ahead, %d true (arrived before it %d, told %.1f; decided %d, told %.1f; rate %.1f, read %v before)",
 				p.at.Sub(r.began).Round(time.Millisecond), p.est.Ahead, pt.ahead, pt.rank, ea, pt.done, ed, p.est.Rate, p.at.Sub(p.est.AsOf).Round(time.Millisecond))
 		case log == "wait" && math.Abs(pt.wait) > 0.3:

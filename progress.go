@@ -520,7 +520,12 @@ type QueueEstimate struct {
 	// there.
 	AsOf time.Time
 
-	arrived, done float64 // the estimate's parts, for the rig's diagnosis
+	// The estimate's parts, for the rig's diagnosis: the arrivals before the request
+	// and the requests finished it took, the moment up to which the finished were
+	// counted in full (unix ms), and their count then.
+	arrived, done float64
+	doneCut       int64
+	doneCounted   float64
 }
 
 // QueueStats is an event's line as a whole, from its progress (FIRST_COME).
@@ -596,11 +601,16 @@ func (c *Client) progressEvery() time.Duration {
 const progressWriteTime = 100 * time.Millisecond
 
 // rate returns the requests finished a second over the tenths of the rateWindow
-// before cut (unix ms), from the first request finished, in which the line was not
-// empty: the workers' pace while they had work, not diluted by the moments they
+// before cut (unix ms), after the tenth the first request was finished in, in which
+// the line was not empty: the workers' pace while they had work, not diluted by the moments they
 // waited for it. Zero when the line had less than 0.3 s of work in the window.
 func (v *progressView) rate(cut int64) float64 {
-	first := max(cut-rateWindow.Milliseconds(), v.firstDone()) / 100
+	first := cut/100 - rateWindow.Milliseconds()/100
+	if done := v.firstDone() / 100; done >= first {
+		// The workers began inside the window: their first tenth counts only the
+		// part after their first decision came back, and would dilute the pace.
+		first = done + 1
+	}
 	var busy, done float64
 	for t := first; (t+1)*100 <= cut; t++ {
 		start, end := t*100, (t+1)*100
@@ -646,7 +656,7 @@ func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) 
 	// the whole ones below A(queuedAt).
 	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, rate)
 	ahead := max(a-d, 0)
-	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt, arrived: a, done: d}
+	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt, arrived: a, done: d, doneCut: cutD, doneCounted: v.at(finished, cutD)}
 	if rate > 0 {
 		e.Wait = time.Duration((ahead + 1) / rate * float64(time.Second)) // those ahead, then its own turn
 	}

@@ -26,6 +26,16 @@ func TestProgressRate(t *testing.T) {
 	if got := v.rate(7000); got < 59 || got > 101 {
 		t.Fatalf("rate %v over an idle line, want the busy tenths' pace", got)
 	}
+	// Workers that begin late in a tenth a burst filled: their first tenth holds one
+	// decision, the next ones five, their pace (50 a second), not 43.
+	start := map[int64]tenthCounts{0: {300, 1}}
+	for i := int64(1); i < 6; i++ {
+		start[i] = tenthCounts{0, 5}
+	}
+	v = newProgressView(start, [2]int64{}, time.UnixMilli(900))
+	if got := v.rate(600); got != 50 {
+		t.Fatalf("rate %v as the workers begin, want 50", got)
+	}
 }
 
 // A long event: what a node holds by tenth stays within the progressSpan, the
