@@ -24,16 +24,16 @@ import (
 // can say how many wait before it and for how long (docs/design.md, "A place in
 // line").
 //
-// Every node counts what it does in memory and writes its counts once per
-// Options.ProgressEvery: one UpdateItem per second of counts (ADD of ten tenths of
+// Every node counts what it does in memory and writes its counts at each multiple of
+// Options.ProgressEvery on its clock: one UpdateItem per second of counts (ADD of ten tenths of
 // arrivals, a0 … a9, of ten tenths of requests reached, d0 … d9, and of the arrivals
 // again by hundredth, h00 … h99) on one of the event's progress partitions,
 // EVENT#<eventId>#PROGRESS#<p>, SK T#<unix second>; the node's p is fixed at random,
 // so that the nodes spread over the event's progressShards partitions. A reader
 // queries each partition and keeps what it read for Options.ProgressCacheTTL, and
-// for the polls it would place poorly at most progressRefreshGap, so thousands of
-// polls a second cost a node a few reads of each partition a second, and each poll
-// about the GetItem of its request.
+// for the polls it would place poorly until the nodes' next flush has landed, so
+// thousands of polls a second cost a node a few reads of each partition a second, and
+// each poll about the GetItem of its request.
 
 // progressSlots is the tenths of a second of a progress item.
 const progressSlots = 10
@@ -174,7 +174,10 @@ func (m *progressMeter) pendingOf(k progressSecond) *progressCounts {
 	}
 	if !m.armed {
 		m.armed = true
-		time.AfterFunc(m.every, func() { _ = m.flush(context.Background()) })
+		// At the next multiple of every on the clock, as on every node: a reader then
+		// knows which moments every node's counts cover once the writes of that flush
+		// have had time to land, whatever its nodes' phases (progressComplete).
+		time.AfterFunc(untilFlush(int64(m.c.now()), m.every), func() { _ = m.flush(context.Background()) })
 	}
 	return p
 }
@@ -556,13 +559,38 @@ type QueuePoint struct {
 const rateWindow = 3 * time.Second
 
 // progressComplete returns the moments (unix ms) up to which the view's counts of
-// arrivals and of requests finished are complete: each node writes its counts every
-// Options.ProgressEvery (this client's, taken as every node's), and a count lands
-// progressLags after its moment and that wait.
+// arrivals and of requests finished are complete. Each node writes its counts at
+// the multiples of Options.ProgressEvery on its clock (this client's, taken as
+// every node's), and a flush's writes land within the finished lag after it: the
+// last flush landed by the read covers every request finished before its moment,
+// and every arrival before that moment less the time an arrival takes to be counted
+// (Submit's puts: the arrivals' lag less the write's).
 func (c *Client) progressComplete(v *progressView) (arrived, finished int64) {
-	read := v.readAt.UnixMilli() - c.progressEvery().Milliseconds()
 	la, lf := c.progressLags()
-	return read - la, read - lf
+	flushed := lastFlush(v.readAt.UnixMilli()-lf, c.progressEvery())
+	return flushed - max(la-lf, 0), flushed
+}
+
+// lastFlush returns the last multiple of every at or before t (unix ms): the moment
+// of the nodes' last flush by t.
+func lastFlush(t int64, every time.Duration) int64 {
+	e := max(every.Milliseconds(), 1)
+	return t - t%e
+}
+
+// untilFlush returns the time from now (unix ms) to the next flush: the next
+// multiple of every after it.
+func untilFlush(now int64, every time.Duration) time.Duration {
+	next := lastFlush(now, every) + max(every.Milliseconds(), 1)
+	return time.Duration(next-now) * time.Millisecond
+}
+
+// sinceLanded returns how long ago the writes of the nodes' last flush before now
+// landed: a view read since then holds every count a read could hold now.
+func (c *Client) sinceLanded(now time.Time) time.Duration {
+	_, lf := c.progressLags()
+	landed := lastFlush(now.UnixMilli()-lf, c.progressEvery()) + lf
+	return time.Duration(now.UnixMilli()-landed) * time.Millisecond
 }
 
 // progressLags returns how long after its moment a node's count of an arrival and
@@ -717,10 +745,6 @@ const progressReread = time.Minute
 // again: the seconds whose counts may still be landing.
 const progressRecent = 5 * time.Second
 
-// progressRefreshGap is the least time between two reads of an event's progress by
-// a node for the polls of requests whose arrivals are still being written.
-const progressRefreshGap = 200 * time.Millisecond
-
 // progressAhead is how far past the read a count's tenth may be and still be
 // taken: a node whose clock runs ahead writes tenths that have not happened yet,
 // which are read again when they have.
@@ -859,15 +883,15 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	now := c.opts.Clock()
 	r.Queue = c.estimate(v, r.QueuedAt, now)
 	if c.wantsFresher(v, r.Queue, r.QueuedAt, now) {
-		if v, err := c.eventProgress(ctx, cfg, progressRefreshGap); err == nil {
+		if v, err := c.eventProgress(ctx, cfg, c.sinceLanded(now)); err == nil {
 			r.Queue = c.estimate(v, r.QueuedAt, now)
 		}
 	}
 }
 
 // wantsFresher reports whether a poll of a request queued at q, placed by e from v,
-// would be placed better from a read of the progress as recent as
-// progressRefreshGap allows: the arrivals before it are still being written (q
+// would be placed better from a read of the progress since the nodes' last flush
+// landed (one read per flush at most): the arrivals before it are still being written (q
 // past the complete counts), or the requests the estimate takes as finished since
 // the complete counts, carried on at the workers' rate, are a tenth of those it
 // says are ahead or more (near the front, where a second of the workers is much of

@@ -103,8 +103,8 @@ func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
 func TestProgressCompleteWithoutCounting(t *testing.T) {
 	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
 	v := &progressView{readAt: time.Unix(1_800_000_000, 0)}
-	want := v.readAt.UnixMilli() - defaultProgressEvery.Milliseconds() - progressWriteTime.Milliseconds()
-	if a, d := c.progressComplete(v); a != want || d != want {
+	want := lastFlush(v.readAt.UnixMilli()-progressWriteTime.Milliseconds(), defaultProgressEvery)
+	if a, d := c.progressComplete(v); a != want || d != want || want != v.readAt.UnixMilli()-200 {
 		t.Fatalf("complete up to %d and %d, want %d", a, d, want)
 	}
 }
@@ -188,9 +188,47 @@ func TestProgressLagMeasured(t *testing.T) {
 	if a, _ := c.progressLags(); a != 320-(320-20)/5+progressLagMargin.Milliseconds() {
 		t.Fatalf("arrivals' lag %d after a quick flush, want a fifth less", a)
 	}
-	v := &progressView{readAt: time.UnixMilli(1_800_000_000_000)}
+	// Read 60 ms after a flush: its writes (45 ms with the margin) have landed, so the
+	// requests finished are complete up to it, the arrivals up to it less the time
+	// an arrival took to be counted (240 ms).
+	v := &progressView{readAt: time.UnixMilli(1_800_000_000_060)}
+	la, lf := c.progressLags()
 	a, f := c.progressComplete(v)
-	if a >= f || f != v.readAt.UnixMilli()-200-20-progressLagMargin.Milliseconds() {
+	if f != 1_800_000_000_000 || a != f-(la-lf) || la-lf != 240 {
 		t.Fatalf("complete up to %d (arrivals) and %d (finished)", a, f)
+	}
+	// Read 40 ms after it: they may still be landing, so the flush before it.
+	v.readAt = time.UnixMilli(1_800_000_000_040)
+	if _, f := c.progressComplete(v); f != 1_800_000_000_000-200 {
+		t.Fatalf("complete up to %d before the last flush landed", f)
+	}
+}
+
+// Every node flushes at the multiples of ProgressEvery on its clock, whatever the
+// moment of its first count: a reader knows what a flush covered.
+func TestProgressFlushesAtTheMultiples(t *testing.T) {
+	for _, tc := range []struct {
+		now   int64
+		every time.Duration
+		want  time.Duration
+	}{
+		{1_800_000_000_000, 200 * time.Millisecond, 200 * time.Millisecond},
+		{1_800_000_000_001, 200 * time.Millisecond, 199 * time.Millisecond},
+		{1_800_000_000_199, 200 * time.Millisecond, time.Millisecond},
+		{1_800_000_000_250, time.Second, 750 * time.Millisecond},
+	} {
+		if got := untilFlush(tc.now, tc.every); got != tc.want {
+			t.Errorf("untilFlush(%d, %v) = %v, want %v", tc.now, tc.every, got, tc.want)
+		}
+	}
+	// A poll's refresh is due once the writes of the last flush have landed.
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
+	c.progress = &progressMeter{c: c}
+	c.progress.measured(0, 20) // lands 45 ms after its flush, with the margin
+	if got := c.sinceLanded(time.UnixMilli(1_800_000_000_050)); got != 5*time.Millisecond {
+		t.Fatalf("since the last flush landed: %v, want 5ms", got)
+	}
+	if got := c.sinceLanded(time.UnixMilli(1_800_000_000_040)); got != 195*time.Millisecond {
+		t.Fatalf("since the last flush landed: %v, want 195ms (the flush before)", got)
 	}
 }
