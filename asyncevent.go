@@ -118,7 +118,7 @@ type Options struct {
 	DuplicateCacheSize int
 
 	// ProgressEvery is how often this client writes its counts of the events'
-	// progress while it counts: the requests it queued (Submit) and the requests its
+	// progress while it counts, at the multiples of it on the clock: the requests it queued (Submit) and the requests its
 	// workers finished (Processor), one write per event and second counted, from which
 	// a poll of a waiting request tells its place in line (Request.Queue,
 	// Client.QueueStats). The place is as fresh as the slowest node's counts, and the
@@ -129,8 +129,9 @@ type Options struct {
 	// ProgressCacheTTL is how long this client keeps an event's progress it has read,
 	// so that thousands of polls a second cost one read of each of the event's
 	// progress partitions a second; a poll that the copy would place poorly (its
-	// request's arrival still being counted, or near the front) reads it again if it
-	// is 200 ms old. Default: 1 second.
+	// request's arrival still being counted, or near the front) reads it again once
+	// the nodes' writes of a later flush have landed (once per ProgressEvery at most).
+	// Default: 1 second.
 	ProgressCacheTTL time.Duration
 
 	// Observer, if set, watches Submit, the messages it sends, every DynamoDB call

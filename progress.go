@@ -518,9 +518,9 @@ type QueueEstimate struct {
 	// that the counts cover.
 	Rate float64
 	// AsOf is when the counts behind the estimate were read; they are complete up to
-	// Options.ProgressEvery and the nodes' lag before it (0.3 to 0.5 s), and the
-	// estimate carries the workers on at Rate, and the arrivals at their pace, from
-	// there.
+	// the nodes' last flush whose writes had landed by then (0.05 to 0.3 s before
+	// it), and the estimate carries the workers on at Rate, and the arrivals at their
+	// pace, from there.
 	AsOf time.Time
 
 	// The estimate's parts, for the rig's diagnosis: the arrivals before the request
@@ -542,7 +542,7 @@ type QueueStats struct {
 	DrainTime time.Duration
 	// Series is the line second by second, from the first arrival or over the last 15
 	// minutes, whichever is shorter, up to the last second whose counts are complete
-	// (AsOf less Options.ProgressEvery and the nodes' lag): its depth at the second's end, and
+	// (the nodes' last flush landed by AsOf): its depth at the second's end, and
 	// the requests the workers finished in that second.
 	Series []QueuePoint
 	AsOf   time.Time

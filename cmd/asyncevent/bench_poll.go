@@ -19,8 +19,9 @@ import (
 // The poll flow: what it costs when the users of a spike poll their request while it
 // waits in line (GetRequest, with its place in line from the event's progress). Each
 // poll reads its request; the event's progress is read by a node once per
-// Options.ProgressCacheTTL, and at most every 200 ms while polls need it fresher,
-// whatever the polls, so on a busy node a poll costs about one read.
+// Options.ProgressCacheTTL, and at most once per flush of the nodes' counts while
+// polls need it fresher, whatever the polls, so on a busy node a poll costs about one
+// read.
 
 // pollOptions are bench's flags of the poll flow.
 type pollOptions struct {
