@@ -629,27 +629,35 @@ func (c *Client) progressEvery() time.Duration {
 const progressWriteTime = 100 * time.Millisecond
 
 // rate returns the requests finished a second over the tenths of the rateWindow
-// before cut (unix ms), after the tenth the first request was finished in, in which
-// the line was not empty: the workers' pace while they had work, not diluted by the moments they
+// before cut (unix ms), from the first request finished, in which the line was not
+// empty: the workers' pace while they had work, not diluted by the moments they
 // waited for it. Zero when the line had less than 0.3 s of work in the window.
 func (v *progressView) rate(cut int64) float64 {
-	first := cut/100 - rateWindow.Milliseconds()/100
-	if done := v.firstDone() / 100; done >= first {
-		// The workers began inside the window: their first tenth counts only the
-		// part after their first decision came back, and would dilute the pace.
-		first = done + 1
-	}
-	var busy, done float64
-	for t := first; (t+1)*100 <= cut; t++ {
+	from := cut/100 - rateWindow.Milliseconds()/100
+	began := v.firstDone() / 100
+	var busy, done, first float64
+	for t := max(from, began); (t+1)*100 <= cut; t++ {
 		start, end := t*100, (t+1)*100
 		if v.at(arrivals, start)-v.at(finished, start) < 1 && v.at(finished, end) == v.at(finished, start) {
 			continue // nobody waited, and nobody was finished
 		}
-		busy++
-		done += v.at(finished, end) - v.at(finished, start)
+		n := v.at(finished, end) - v.at(finished, start)
+		busy, done = busy+1, done+n
+		if t == began {
+			first = n
+		}
 	}
 	if busy < 3 {
 		return 0
+	}
+	// The workers began inside the window: the tenth of their first decision holds
+	// only the part after it. Fewer decisions than their later tenths' mean there
+	// dilute their pace (read 5–10% low for their first 3 s), so it is left out; as
+	// many or more (a batch, then nothing) are their work, and stay in.
+	if began >= from && busy > 3 {
+		if later := (done - first) / (busy - 1); first < later {
+			return later * 10
+		}
 	}
 	return done / (busy / 10)
 }

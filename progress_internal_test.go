@@ -36,6 +36,13 @@ func TestProgressRate(t *testing.T) {
 	if got := v.rate(600); got != 50 {
 		t.Fatalf("rate %v as the workers begin, want 50", got)
 	}
+	// A batch of 10 in the workers' first tenth, then nothing while 20 wait: the
+	// batch is their work over the tenths since (10 a second), not a partial tenth.
+	batch := map[int64]tenthCounts{0: {30, 10}}
+	v = newProgressView(batch, [2]int64{}, time.UnixMilli(1500))
+	if got := v.rate(1000); got != 10 {
+		t.Fatalf("rate %v after a batch, want 10", got)
+	}
 }
 
 // A long event: what a node holds by tenth stays within the progressSpan, the

@@ -184,7 +184,7 @@ func pollAcceptance(f *pollFlow) []check {
 	}
 	calls := f.PerPoll.Calls
 	return []check{{
-		Name:  "DynamoDB calls per poll of a waiting request ≈ 1 (the GetItem of its request; the event's progress read at most every 200 ms per node)",
+		Name:  "DynamoDB calls per poll of a waiting request ≈ 1 (the GetItem of its request; the event's progress read once per flush of the counts, every 200 ms, per node)",
 		Value: calls,
 		Shown: fmt.Sprintf("%.3f (GetItem of the request %.3f + cached CONFIG reads %.4f + progress Queries %.4f: %d in %s); %s of %s told a place in line",
 			calls, f.RequestReads, f.ConfigReads, float64(f.ProgressReads)/float64(f.Polls), f.ProgressReads, formatSeconds(f.Seconds),
