@@ -198,6 +198,9 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	m.pending, m.late = map[progressSecond]*progressCounts{}, 0
 	m.armed = false
 	m.mu.Unlock()
+	if len(batch) == 0 {
+		return nil // an explicit flush took them before the timer: nothing to measure
+	}
 	began := time.Now()
 	defer func() { m.measured(late, time.Since(began).Milliseconds()) }()
 	var (
@@ -559,23 +562,27 @@ type QueuePoint struct {
 const rateWindow = 3 * time.Second
 
 // progressComplete returns the moments (unix ms) up to which the view's counts of
-// arrivals and of requests finished are complete. Each node writes its counts at
-// the multiples of Options.ProgressEvery on its clock (this client's, taken as
-// every node's), and a flush's writes land within the finished lag after it: the
-// last flush landed by the read covers every request finished before its moment,
-// and every arrival before that moment less the time an arrival takes to be counted
-// (Submit's puts: the arrivals' lag less the write's).
+// arrivals and of requests finished are taken as complete. Each node writes its
+// counts at the multiples of Options.ProgressEvery on its clock (this client's, taken
+// as every node's), and a flush's writes land within the write's lag after it (this
+// client's, taken as every node's): the last flush landed by the read covers every
+// request finished before its moment. A node slower than that, or behind on its
+// clock, has not landed it yet, so doneBy carries the workers on from the flush before
+// as well, and takes the larger. The arrivals are taken as complete a flush earlier,
+// less the time an arrival takes to be counted (Submit's puts), and those that landed
+// after are taken as they are (arrivedBefore).
 func (c *Client) progressComplete(v *progressView) (arrived, finished int64) {
 	la, lf := c.progressLags()
-	flushed := lastFlush(v.readAt.UnixMilli()-lf, c.progressEvery())
-	return flushed - max(la-lf, 0), flushed
+	every := c.progressEvery()
+	flushed := lastFlush(v.readAt.UnixMilli()-lf, every)
+	return flushed - every.Milliseconds() - max(la-lf, 0), flushed
 }
 
 // lastFlush returns the last multiple of every at or before t (unix ms): the moment
 // of the nodes' last flush by t.
 func lastFlush(t int64, every time.Duration) int64 {
 	e := max(every.Milliseconds(), 1)
-	return t - t%e
+	return t - ((t%e)+e)%e
 }
 
 // untilFlush returns the time from now (unix ms) to the next flush: the next
@@ -585,13 +592,19 @@ func untilFlush(now int64, every time.Duration) time.Duration {
 	return time.Duration(next-now) * time.Millisecond
 }
 
-// sinceLanded returns how long ago the writes of the nodes' last flush before now
-// landed: a view read since then holds every count a read could hold now.
-func (c *Client) sinceLanded(now time.Time) time.Duration {
+// refreshAge returns the age past which a view no longer holds what a read could
+// hold at now: it was read before the writes of the nodes' last flush landed. Never
+// less than progressRefreshGap, so that polls read at most that often however short
+// ProgressEvery is.
+func (c *Client) refreshAge(now time.Time) time.Duration {
 	_, lf := c.progressLags()
-	landed := lastFlush(now.UnixMilli()-lf, c.progressEvery()) + lf
-	return time.Duration(now.UnixMilli()-landed) * time.Millisecond
+	landed := time.UnixMilli(lastFlush(now.UnixMilli()-lf, c.progressEvery()) + lf)
+	return max(now.Sub(landed)+time.Nanosecond, progressRefreshGap) // a view read at landed is fresh
 }
+
+// progressRefreshGap is the least time between two reads of an event's progress by
+// a node for the polls it would place poorly.
+const progressRefreshGap = 100 * time.Millisecond
 
 // progressLags returns how long after its moment a node's count of an arrival and
 // of a request finished lands on the table, less the wait for its flush (ms): this
@@ -662,10 +675,13 @@ func (v *progressView) rate(cut int64) float64 {
 	return done / (busy / 10)
 }
 
-// doneBy returns the requests reached by now (unix ms): the complete counts up to
-// cut, carried on at rate, no more than every arrival.
-func (v *progressView) doneBy(now, cut int64, rate float64) float64 {
-	d := v.at(finished, cut) + rate*float64(max(now-cut, 0))/1000
+// doneBy returns the requests reached by now (unix ms): the counts up to cut, the
+// nodes' last flush, carried on at rate, or those up to the flush every before it,
+// carried on likewise, whichever is more (a node whose last flush has not landed yet
+// hides decisions, never adds any), no more than every arrival.
+func (v *progressView) doneBy(now, cut int64, every time.Duration, rate float64) float64 {
+	carried := func(from int64) float64 { return v.at(finished, from) + rate*float64(max(now-from, 0))/1000 }
+	d := max(carried(cut), carried(cut-every.Milliseconds()))
 	return min(d, float64(v.total(arrivals)))
 }
 
@@ -690,7 +706,7 @@ func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) 
 	rate := v.rate(cutD)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, rate)
+	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, c.progressEvery(), rate)
 	ahead := max(a-d, 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt, arrived: a, done: d, doneCut: cutD, doneCounted: v.at(finished, cutD)}
 	if rate > 0 {
@@ -707,7 +723,7 @@ func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
 	if v.total(arrivals) == 0 {
 		return st
 	}
-	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, st.Rate), 0) + 0.5)
+	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, c.progressEvery(), st.Rate), 0) + 0.5)
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}
@@ -891,7 +907,7 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	now := c.opts.Clock()
 	r.Queue = c.estimate(v, r.QueuedAt, now)
 	if c.wantsFresher(v, r.Queue, r.QueuedAt, now) {
-		if v, err := c.eventProgress(ctx, cfg, c.sinceLanded(now)); err == nil {
+		if v, err := c.eventProgress(ctx, cfg, c.refreshAge(now)); err == nil {
 			r.Queue = c.estimate(v, r.QueuedAt, now)
 		}
 	}

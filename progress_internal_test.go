@@ -1,6 +1,8 @@
 package asyncevent
 
 import (
+	"context"
+	"math"
 	"testing"
 	"time"
 )
@@ -111,8 +113,8 @@ func TestProgressCompleteWithoutCounting(t *testing.T) {
 	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
 	v := &progressView{readAt: time.Unix(1_800_000_000, 0)}
 	want := lastFlush(v.readAt.UnixMilli()-progressWriteTime.Milliseconds(), defaultProgressEvery)
-	if a, d := c.progressComplete(v); a != want || d != want || want != v.readAt.UnixMilli()-200 {
-		t.Fatalf("complete up to %d and %d, want %d", a, d, want)
+	if a, d := c.progressComplete(v); a != want-200 || d != want || want != v.readAt.UnixMilli()-200 {
+		t.Fatalf("complete up to %d and %d, want %d and %d", a, d, want-200, want)
 	}
 }
 
@@ -196,12 +198,12 @@ func TestProgressLagMeasured(t *testing.T) {
 		t.Fatalf("arrivals' lag %d after a quick flush, want a fifth less", a)
 	}
 	// Read 60 ms after a flush: its writes (45 ms with the margin) have landed, so the
-	// requests finished are complete up to it, the arrivals up to it less the time
-	// an arrival took to be counted (240 ms).
+	// requests finished are complete up to it, the arrivals up to the flush before
+	// less the time an arrival took to be counted (240 ms).
 	v := &progressView{readAt: time.UnixMilli(1_800_000_000_060)}
 	la, lf := c.progressLags()
 	a, f := c.progressComplete(v)
-	if f != 1_800_000_000_000 || a != f-(la-lf) || la-lf != 240 {
+	if f != 1_800_000_000_000 || a != f-200-(la-lf) || la-lf != 240 {
 		t.Fatalf("complete up to %d (arrivals) and %d (finished)", a, f)
 	}
 	// Read 40 ms after it: they may still be landing, so the flush before it.
@@ -228,14 +230,68 @@ func TestProgressFlushesAtTheMultiples(t *testing.T) {
 			t.Errorf("untilFlush(%d, %v) = %v, want %v", tc.now, tc.every, got, tc.want)
 		}
 	}
-	// A poll's refresh is due once the writes of the last flush have landed.
+	if got := lastFlush(-250, 200*time.Millisecond); got != -400 {
+		t.Errorf("lastFlush(-250) = %d, want -400 (a clock before 1970)", got)
+	}
+	// A poll's refresh is due once the writes of the last flush have landed, and
+	// never sooner than progressRefreshGap after the last read.
 	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
 	c.progress = &progressMeter{c: c}
 	c.progress.measured(0, 20) // lands 45 ms after its flush, with the margin
-	if got := c.sinceLanded(time.UnixMilli(1_800_000_000_050)); got != 5*time.Millisecond {
-		t.Fatalf("since the last flush landed: %v, want 5ms", got)
+	if got := c.refreshAge(time.UnixMilli(1_800_000_000_050)); got != progressRefreshGap {
+		t.Fatalf("refresh age %v 5 ms after the flush landed, want the gap", got)
 	}
-	if got := c.sinceLanded(time.UnixMilli(1_800_000_000_040)); got != 195*time.Millisecond {
-		t.Fatalf("since the last flush landed: %v, want 195ms (the flush before)", got)
+	if got := c.refreshAge(time.UnixMilli(1_800_000_000_040)); got != 195*time.Millisecond+time.Nanosecond {
+		t.Fatalf("refresh age %v, want 195ms (the flush before landed then)", got)
+	}
+	// A clock frozen on the moment a flush landed: the view read then is fresh.
+	landed := time.UnixMilli(1_800_000_000_045)
+	if age := c.refreshAge(landed); !(landed.Sub(landed) < age) {
+		t.Fatalf("a view read as the flush landed is stale (age %v): polls would read again and again", age)
+	}
+	c.opts.ProgressEvery = 10 * time.Millisecond
+	if got := c.refreshAge(time.UnixMilli(1_800_000_000_000)); got != progressRefreshGap {
+		t.Fatalf("refresh age %v with flushes every 10 ms, want the gap", got)
+	}
+}
+
+// A node slower than the reader takes it to be, whose last flush has not landed by
+// the read: the workers are carried on from the flush before, not read as stopped.
+func TestProgressASlowNodesLastFlush(t *testing.T) {
+	const F = int64(1_800_000_000_000)
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
+	c.progress = &progressMeter{c: c}
+	c.progress.measured(0, 20) // lags 45 ms with the margin
+	start, burst, readAt := F-5000, int64(330), F+45
+	tenths := map[int64]tenthCounts{start/100 - 1: {burst, 0}}
+	for t := start / 100; t < F/100; t++ {
+		n := tenths[t]
+		n[finished] += 3 // a node whose flush at F landed
+		if (t+1)*100 <= F-200 {
+			n[finished] += 3 // a node whose flush at F lands at F+50
+		}
+		tenths[t] = n
+	}
+	v := newProgressView(tenths, [2]int64{}, time.UnixMilli(readAt))
+	e := c.estimate(v, EpochMillis(start), time.UnixMilli(readAt))
+	if truth := float64(burst) - 60*float64(readAt-start)/1000; math.Abs(float64(e.Ahead)-truth) > 2 {
+		t.Fatalf("ahead %d (rate %.1f), truly %.1f", e.Ahead, e.Rate, truth)
+	}
+}
+
+// An explicit flush with nothing pending (the timer's, after FlushProgress took the
+// counts) measures nothing: the lags stay what the writes took.
+func TestProgressEmptyFlushesMeasureNothing(t *testing.T) {
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond, Clock: time.Now}}
+	c.progress = newProgressMeter(c, 200*time.Millisecond)
+	c.progress.measured(30, 40)
+	la, lf := c.progressLags()
+	for range 3 {
+		if err := c.FlushProgress(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, f := c.progressLags(); a != la || f != lf {
+		t.Fatalf("lags %d/%d after empty flushes, were %d/%d", a, f, la, lf)
 	}
 }
