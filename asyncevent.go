@@ -130,7 +130,8 @@ type Options struct {
 	// so that thousands of polls a second cost one read of each of the event's
 	// progress partitions a second; a poll that the copy would place poorly (its
 	// request's arrival still being counted, or near the front) reads it again once
-	// the nodes' writes of a later flush have landed (once per ProgressEvery at most).
+	// the nodes' writes of a later flush have landed (once per flush, and at most
+	// every 100 ms).
 	// Default: 1 second.
 	ProgressCacheTTL time.Duration
 

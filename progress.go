@@ -522,7 +522,7 @@ type QueueEstimate struct {
 	Rate float64
 	// AsOf is when the counts behind the estimate were read; they are complete up to
 	// the nodes' last flush whose writes had landed by then (0.05 to 0.3 s before
-	// it), and the estimate carries the workers on at Rate, and the arrivals at their
+	// it; the arrivals a flush more and Submit's puts), and the estimate carries the workers on at Rate, and the arrivals at their
 	// pace, from there.
 	AsOf time.Time
 
@@ -915,7 +915,7 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 
 // wantsFresher reports whether a poll of a request queued at q, placed by e from v,
 // would be placed better from a read of the progress since the nodes' last flush
-// landed (one read per flush at most): the arrivals before it are still being written (q
+// landed (one read per flush at most, and at most every progressRefreshGap): the arrivals before it are still being written (q
 // past the complete counts), or the requests the estimate takes as finished since
 // the complete counts, carried on at the workers' rate, are a tenth of those it
 // says are ahead or more (near the front, where a second of the workers is much of

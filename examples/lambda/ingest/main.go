@@ -89,7 +89,9 @@ func authenticator(ctx context.Context, getenv func(string) string) (httpapi.Aut
 // progressEvery bounds how often an invocation writes the event's progress counts
 // (the place in line): a frozen sandbox runs no timer, and a write per click would
 // heat the progress partitions as much as the clicks. It is the client's
-// Options.ProgressEvery too, since a poll takes counts as complete that far behind.
+// Options.ProgressEvery too, whose multiples readers take as every node's flushes: a
+// count this function writes later than the next of them (no invocation came since)
+// is read as it lands, the estimate carrying the line on meanwhile.
 const progressEvery = 200 * time.Millisecond
 
 // newHandler returns the function's handler: the HTTP API through the adapter, and
