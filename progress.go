@@ -564,18 +564,28 @@ const rateWindow = 3 * time.Second
 // progressComplete returns the moments (unix ms) up to which the view's counts of
 // arrivals and of requests finished are taken as complete. Each node writes its
 // counts at the multiples of Options.ProgressEvery on its clock (this client's, taken
-// as every node's), and a flush's writes land within the write's lag after it (this
-// client's, taken as every node's): the last flush landed by the read covers every
-// request finished before its moment. A node slower than that, or behind on its
-// clock, has not landed it yet, so doneBy carries the workers on from the flush before
-// as well, and takes the larger. The arrivals are taken as complete a flush earlier,
-// less the time an arrival takes to be counted (Submit's puts), and those that landed
-// after are taken as they are (arrivedBefore).
+// as every node's): the last flush landed by the read (flushLanded) covers every
+// request finished before its moment, and every arrival before it less the time an
+// arrival takes to be counted (Submit's puts: this client's, measured, with
+// progressLagMargin; progressWriteTime before it measured any).
 func (c *Client) progressComplete(v *progressView) (arrived, finished int64) {
-	la, lf := c.progressLags()
-	every := c.progressEvery()
-	flushed := lastFlush(v.readAt.UnixMilli()-lf, every)
-	return flushed - every.Milliseconds() - max(la-lf, 0), flushed
+	flushed := c.flushLanded(v.readAt)
+	late := progressWriteTime.Milliseconds()
+	if c.progress != nil && c.progress.lag.Load() > 0 {
+		la, lf := c.progressLags()
+		late = max(la-lf, 0) + progressLagMargin.Milliseconds()
+	}
+	return flushed - late, flushed
+}
+
+// flushLanded returns the moment (unix ms) of the nodes' last flush whose writes
+// have landed by t: the last multiple of ProgressEvery at least twice this client's
+// write lag (measured, with progressLagMargin) before t. Twice: a node whose write
+// or timer is slower than this client's, or whose clock is behind, lands later, and
+// a flush read before it landed hides a whole ProgressEvery of its counts.
+func (c *Client) flushLanded(t time.Time) int64 {
+	_, lf := c.progressLags()
+	return lastFlush(t.UnixMilli()-2*lf, c.progressEvery())
 }
 
 // lastFlush returns the last multiple of every at or before t (unix ms): the moment
@@ -592,14 +602,11 @@ func untilFlush(now int64, every time.Duration) time.Duration {
 	return time.Duration(next-now) * time.Millisecond
 }
 
-// refreshAge returns the age past which a view no longer holds what a read could
-// hold at now: it was read before the writes of the nodes' last flush landed. Never
-// less than progressRefreshGap, so that polls read at most that often however short
-// ProgressEvery is.
-func (c *Client) refreshAge(now time.Time) time.Duration {
+// landedAt returns when the writes of the nodes' last flush by now are taken to
+// have landed: a view read since then holds every flush a read could hold now.
+func (c *Client) landedAt(now time.Time) time.Time {
 	_, lf := c.progressLags()
-	landed := time.UnixMilli(lastFlush(now.UnixMilli()-lf, c.progressEvery()) + lf)
-	return max(now.Sub(landed)+time.Nanosecond, progressRefreshGap) // a view read at landed is fresh
+	return time.UnixMilli(c.flushLanded(now) + 2*lf)
 }
 
 // progressRefreshGap is the least time between two reads of an event's progress by
@@ -649,6 +656,7 @@ func (v *progressView) rate(cut int64) float64 {
 	from := cut/100 - rateWindow.Milliseconds()/100
 	began := v.firstDone() / 100
 	var busy, done, first float64
+	counted := false // the tenth the workers began in is among the busy ones
 	for t := max(from, began); (t+1)*100 <= cut; t++ {
 		start, end := t*100, (t+1)*100
 		if v.at(arrivals, start)-v.at(finished, start) < 1 && v.at(finished, end) == v.at(finished, start) {
@@ -657,7 +665,7 @@ func (v *progressView) rate(cut int64) float64 {
 		n := v.at(finished, end) - v.at(finished, start)
 		busy, done = busy+1, done+n
 		if t == began {
-			first = n
+			first, counted = n, true
 		}
 	}
 	if busy < 3 {
@@ -667,7 +675,7 @@ func (v *progressView) rate(cut int64) float64 {
 	// only the part after it. Fewer decisions than their later tenths' mean there
 	// dilute their pace (read 5–10% low for their first 3 s), so it is left out; as
 	// many or more (a batch, then nothing) are their work, and stay in.
-	if began >= from && busy > 3 {
+	if counted && began >= from && busy > 3 {
 		if later := (done - first) / (busy - 1); first < later {
 			return later * 10
 		}
@@ -675,13 +683,10 @@ func (v *progressView) rate(cut int64) float64 {
 	return done / (busy / 10)
 }
 
-// doneBy returns the requests reached by now (unix ms): the counts up to cut, the
-// nodes' last flush, carried on at rate, or those up to the flush every before it,
-// carried on likewise, whichever is more (a node whose last flush has not landed yet
-// hides decisions, never adds any), no more than every arrival.
-func (v *progressView) doneBy(now, cut int64, every time.Duration, rate float64) float64 {
-	carried := func(from int64) float64 { return v.at(finished, from) + rate*float64(max(now-from, 0))/1000 }
-	d := max(carried(cut), carried(cut-every.Milliseconds()))
+// doneBy returns the requests reached by now (unix ms): the complete counts up to
+// cut, carried on at rate, no more than every arrival.
+func (v *progressView) doneBy(now, cut int64, rate float64) float64 {
+	d := v.at(finished, cut) + rate*float64(max(now-cut, 0))/1000
 	return min(d, float64(v.total(arrivals)))
 }
 
@@ -706,7 +711,7 @@ func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) 
 	rate := v.rate(cutD)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, c.progressEvery(), rate)
+	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, rate)
 	ahead := max(a-d, 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt, arrived: a, done: d, doneCut: cutD, doneCounted: v.at(finished, cutD)}
 	if rate > 0 {
@@ -723,7 +728,7 @@ func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
 	if v.total(arrivals) == 0 {
 		return st
 	}
-	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, c.progressEvery(), st.Rate), 0) + 0.5)
+	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, st.Rate), 0) + 0.5)
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}
@@ -775,14 +780,16 @@ const progressRecent = 5 * time.Second
 const progressAhead = time.Minute
 
 // eventProgress returns the event's progress, read less than maxAge ago (at most
-// ProgressCacheTTL). While one poll refreshes it the others take the view before; a
+// ProgressCacheTTL), or, if landed is not zero, at or after landed. While one poll refreshes it the others take the view before; a
 // refresh that failed is not tried again for ProgressCacheTTL (the view before
 // stands meanwhile, if there is one).
-func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, maxAge time.Duration) (*progressView, error) {
+func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, maxAge time.Duration, landed time.Time) (*progressView, error) {
 	now := c.opts.Clock()
 	e := c.progressReads.entry(cfg.EventID, now)
 	maxAge = min(maxAge, c.opts.ProgressCacheTTL)
-	fresh := func(v *progressView) bool { return v != nil && now.Sub(v.readAt) < maxAge }
+	fresh := func(v *progressView) bool {
+		return v != nil && (now.Sub(v.readAt) < maxAge || (!landed.IsZero() && !v.readAt.Before(landed)))
+	}
 	if v := e.view.Load(); fresh(v) {
 		return v, nil
 	}
@@ -899,7 +906,7 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 		c.placeInPrequeue(ctx, cfg, r)
 		return
 	}
-	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL)
+	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL, time.Time{})
 	if err != nil {
 		c.opts.Logger.WarnContext(ctx, "the progress of an event could not be read", "eventId", r.EventID, "error", err)
 		return
@@ -907,7 +914,7 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	now := c.opts.Clock()
 	r.Queue = c.estimate(v, r.QueuedAt, now)
 	if c.wantsFresher(v, r.Queue, r.QueuedAt, now) {
-		if v, err := c.eventProgress(ctx, cfg, c.refreshAge(now)); err == nil {
+		if v, err := c.eventProgress(ctx, cfg, progressRefreshGap, c.landedAt(now)); err == nil {
 			r.Queue = c.estimate(v, r.QueuedAt, now)
 		}
 	}
@@ -942,7 +949,7 @@ func (c *Client) QueueStats(ctx context.Context, eventID string) (QueueStats, er
 	case c.progress == nil:
 		return QueueStats{}, fmt.Errorf("%w: this client does not count progress (Options.ProgressEvery < 0)", ErrInvalidEvent)
 	}
-	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL)
+	v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL, time.Time{})
 	if err != nil {
 		return QueueStats{}, err
 	}

@@ -112,9 +112,9 @@ func TestProgressFromAClockAheadIsLeftOutUntilItComes(t *testing.T) {
 func TestProgressCompleteWithoutCounting(t *testing.T) {
 	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
 	v := &progressView{readAt: time.Unix(1_800_000_000, 0)}
-	want := lastFlush(v.readAt.UnixMilli()-progressWriteTime.Milliseconds(), defaultProgressEvery)
-	if a, d := c.progressComplete(v); a != want-200 || d != want || want != v.readAt.UnixMilli()-200 {
-		t.Fatalf("complete up to %d and %d, want %d and %d", a, d, want-200, want)
+	want := v.readAt.UnixMilli() - 200 // the last flush 200 ms (twice the default write's lag) before
+	if a, d := c.progressComplete(v); a != want-progressWriteTime.Milliseconds() || d != want {
+		t.Fatalf("complete up to %d and %d, want %d and %d", a, d, want-progressWriteTime.Milliseconds(), want)
 	}
 }
 
@@ -197,17 +197,19 @@ func TestProgressLagMeasured(t *testing.T) {
 	if a, _ := c.progressLags(); a != 320-(320-20)/5+progressLagMargin.Milliseconds() {
 		t.Fatalf("arrivals' lag %d after a quick flush, want a fifth less", a)
 	}
-	// Read 60 ms after a flush: its writes (45 ms with the margin) have landed, so the
-	// requests finished are complete up to it, the arrivals up to the flush before
-	// less the time an arrival took to be counted (240 ms).
-	v := &progressView{readAt: time.UnixMilli(1_800_000_000_060)}
+	// Read 95 ms after a flush: its writes (45 ms with the margin, taken twice for the
+	// nodes slower than this one) have landed, so the requests finished are complete
+	// up to it, the arrivals up to it less the time an arrival took to be counted
+	// (240 ms, and the margin).
+	v := &progressView{readAt: time.UnixMilli(1_800_000_000_095)}
 	la, lf := c.progressLags()
 	a, f := c.progressComplete(v)
-	if f != 1_800_000_000_000 || a != f-200-(la-lf) || la-lf != 240 {
+	if f != 1_800_000_000_000 || a != f-(la-lf)-progressLagMargin.Milliseconds() || la-lf != 240 {
 		t.Fatalf("complete up to %d (arrivals) and %d (finished)", a, f)
 	}
-	// Read 40 ms after it: they may still be landing, so the flush before it.
-	v.readAt = time.UnixMilli(1_800_000_000_040)
+	// Read 60 ms after it: it may still be landing on a slower node, so the flush
+	// before it.
+	v.readAt = time.UnixMilli(1_800_000_000_060)
 	if _, f := c.progressComplete(v); f != 1_800_000_000_000-200 {
 		t.Fatalf("complete up to %d before the last flush landed", f)
 	}
@@ -233,30 +235,21 @@ func TestProgressFlushesAtTheMultiples(t *testing.T) {
 	if got := lastFlush(-250, 200*time.Millisecond); got != -400 {
 		t.Errorf("lastFlush(-250) = %d, want -400 (a clock before 1970)", got)
 	}
-	// A poll's refresh is due once the writes of the last flush have landed, and
-	// never sooner than progressRefreshGap after the last read.
+	// A poll's refresh is due once the writes of the last flush have landed (twice
+	// this client's lag after it).
 	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
 	c.progress = &progressMeter{c: c}
 	c.progress.measured(0, 20) // lands 45 ms after its flush, with the margin
-	if got := c.refreshAge(time.UnixMilli(1_800_000_000_050)); got != progressRefreshGap {
-		t.Fatalf("refresh age %v 5 ms after the flush landed, want the gap", got)
+	if got := c.landedAt(time.UnixMilli(1_800_000_000_095)); !got.Equal(time.UnixMilli(1_800_000_000_090)) {
+		t.Fatalf("landed at %v, want 90 ms after the flush", got.UnixMilli())
 	}
-	if got := c.refreshAge(time.UnixMilli(1_800_000_000_040)); got != 195*time.Millisecond+time.Nanosecond {
-		t.Fatalf("refresh age %v, want 195ms (the flush before landed then)", got)
-	}
-	// A clock frozen on the moment a flush landed: the view read then is fresh.
-	landed := time.UnixMilli(1_800_000_000_045)
-	if age := c.refreshAge(landed); !(landed.Sub(landed) < age) {
-		t.Fatalf("a view read as the flush landed is stale (age %v): polls would read again and again", age)
-	}
-	c.opts.ProgressEvery = 10 * time.Millisecond
-	if got := c.refreshAge(time.UnixMilli(1_800_000_000_000)); got != progressRefreshGap {
-		t.Fatalf("refresh age %v with flushes every 10 ms, want the gap", got)
+	if got := c.landedAt(time.UnixMilli(1_800_000_000_080)); !got.Equal(time.UnixMilli(1_800_000_000_090 - 200)) {
+		t.Fatalf("landed at %v, want the flush before's", got.UnixMilli())
 	}
 }
 
-// A node slower than the reader takes it to be, whose last flush has not landed by
-// the read: the workers are carried on from the flush before, not read as stopped.
+// A node up to twice as slow as the reader, whose last flush has not landed by the
+// read: the counts are taken as complete up to the flush before, not read as stopped.
 func TestProgressASlowNodesLastFlush(t *testing.T) {
 	const F = int64(1_800_000_000_000)
 	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
@@ -276,6 +269,41 @@ func TestProgressASlowNodesLastFlush(t *testing.T) {
 	e := c.estimate(v, EpochMillis(start), time.UnixMilli(readAt))
 	if truth := float64(burst) - 60*float64(readAt-start)/1000; math.Abs(float64(e.Ahead)-truth) > 2 {
 		t.Fatalf("ahead %d (rate %.1f), truly %.1f", e.Ahead, e.Rate, truth)
+	}
+}
+
+// Workers that stop: the estimate carries them on from the last flush landed, so a
+// stall is told within ProgressEvery and twice the lag of its start, not later.
+func TestProgressAStallInTheLastPeriod(t *testing.T) {
+	const F = int64(1_800_000_000_000)
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
+	c.progress = &progressMeter{c: c}
+	c.progress.measured(0, 20) // lags 45 ms with the margin
+	start := F - 5000
+	tenths := map[int64]tenthCounts{start/100 - 1: {400, 0}}
+	for t := start / 100; t < (F-200)/100; t++ {
+		tenths[t] = tenthCounts{0, 5} // 50 a second, then nothing from F − 200
+	}
+	readAt := F + 195
+	v := newProgressView(tenths, [2]int64{}, time.UnixMilli(readAt))
+	e := c.estimate(v, EpochMillis(start), time.UnixMilli(readAt))
+	truth := 400 - 50*4.8
+	if bound := 50 * (0.2 + 2*0.045); float64(e.Ahead) < truth-bound {
+		t.Fatalf("ahead %d (rate %.1f), truly %.0f: the stall hidden beyond %.1f", e.Ahead, e.Rate, truth, bound)
+	}
+}
+
+// A second wave after an idle spell longer than the view: the tenths before the
+// wave's first decision are not its workers' first.
+func TestProgressRateOfASecondWave(t *testing.T) {
+	const s = int64(1_800_000_000)
+	tenths := map[int64]tenthCounts{s * 10: {0, 0}, s*10 + 1: {300, 0}}
+	for i := int64(2); i < 10; i++ {
+		tenths[s*10+i] = tenthCounts{0, 5}
+	}
+	v := newProgressView(tenths, [2]int64{1000, 1000}, time.UnixMilli(s*1000+900))
+	if got := v.rate(s*1000 + 600); got != 50 {
+		t.Fatalf("rate %v of a second wave, want 50", got)
 	}
 }
 

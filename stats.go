@@ -149,7 +149,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 		}
 	}
 	if cfg.EventType == FirstCome && c.progress != nil {
-		if v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL); err == nil {
+		if v, err := c.eventProgress(ctx, cfg, c.opts.ProgressCacheTTL, time.Time{}); err == nil {
 			q := c.queueStats(v, c.opts.Clock())
 			// The requests read just now say the depth exactly; the progress, the rate.
 			q.Depth = int64(st.ByStatus[StatusReceived] + st.ByStatus[StatusQueued] + st.ByStatus[StatusProcessing])
