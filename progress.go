@@ -521,8 +521,8 @@ type QueueEstimate struct {
 	// that the counts cover.
 	Rate float64
 	// AsOf is when the counts behind the estimate were read; they are complete up to
-	// the nodes' last flush whose writes had landed by then (0.05 to 0.3 s before
-	// it; the arrivals a flush more and Submit's puts), and the estimate carries the workers on at Rate, and the arrivals at their
+	// the nodes' last flush whose writes had landed by then (0.1 to 0.3 s before
+	// it; the arrivals less Submit's puts), and the estimate carries the workers on at Rate, and the arrivals at their
 	// pace, from there.
 	AsOf time.Time
 
@@ -545,7 +545,7 @@ type QueueStats struct {
 	DrainTime time.Duration
 	// Series is the line second by second, from the first arrival or over the last 15
 	// minutes, whichever is shorter, up to the last second whose counts are complete
-	// (the nodes' last flush landed by AsOf): its depth at the second's end, and
+	// (the nodes' last flush landed by AsOf, less Submit's puts): its depth at the second's end, and
 	// the requests the workers finished in that second.
 	Series []QueuePoint
 	AsOf   time.Time
