@@ -25,9 +25,9 @@ import (
 // line").
 //
 // Every node counts what it does in memory and writes its counts at each multiple of
-// Options.ProgressEvery on its clock: one UpdateItem per second of counts (ADD of ten tenths of
-// arrivals, a0 … a9, of ten tenths of requests reached, d0 … d9, and of the arrivals
-// again by hundredth, h00 … h99) on one of the event's progress partitions,
+// Options.ProgressEvery on its clock: one UpdateItem per second of counts (ADD of ten
+// tenths of arrivals, a0 … a9, of ten tenths of requests reached, d0 … d9, and of the
+// arrivals again by hundredth, h00 … h99) on one of the event's progress partitions,
 // EVENT#<eventId>#PROGRESS#<p>, SK T#<unix second>; the node's p is fixed at random,
 // so that the nodes spread over the event's progressShards partitions. A reader
 // queries each partition and keeps what it read for Options.ProgressCacheTTL, and
@@ -522,8 +522,8 @@ type QueueEstimate struct {
 	Rate float64
 	// AsOf is when the counts behind the estimate were read; they are complete up to
 	// the nodes' last flush whose writes had landed by then (0.1 to 0.3 s before
-	// it; the arrivals less Submit's puts), and the estimate carries the workers on at Rate, and the arrivals at their
-	// pace, from there.
+	// it; the arrivals less Submit's puts), and the estimate carries the workers on
+	// at Rate, and the arrivals at their pace, from there.
 	AsOf time.Time
 
 	// The estimate's parts, for the rig's diagnosis: the arrivals before the request
@@ -780,7 +780,8 @@ const progressRecent = 5 * time.Second
 const progressAhead = time.Minute
 
 // eventProgress returns the event's progress, read less than maxAge ago (at most
-// ProgressCacheTTL), or, if landed is not zero, at or after landed. While one poll refreshes it the others take the view before; a
+// ProgressCacheTTL), or, if landed is not zero, at or after landed. While one poll
+// refreshes it the others take the view before; a
 // refresh that failed is not tried again for ProgressCacheTTL (the view before
 // stands meanwhile, if there is one).
 func (c *Client) eventProgress(ctx context.Context, cfg *eventItem, maxAge time.Duration, landed time.Time) (*progressView, error) {
@@ -922,7 +923,8 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 
 // wantsFresher reports whether a poll of a request queued at q, placed by e from v,
 // would be placed better from a read of the progress since the nodes' last flush
-// landed (one read per flush at most, and at most every progressRefreshGap): the arrivals before it are still being written (q
+// landed (one read per flush at most, and at most every progressRefreshGap): the
+// arrivals before it are still being written (q
 // past the complete counts), or the requests the estimate takes as finished since
 // the complete counts, carried on at the workers' rate, are a tenth of those it
 // says are ahead or more (near the front, where a second of the workers is much of
