@@ -52,7 +52,7 @@ func (o *submitOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.users, "user", "", "the `NAMES` of the users who click, comma-separated, in order (a name twice clicks twice)")
 	fs.IntVar(&o.count, "users", 0, "`N` users click, named by -prefix and a number (user-0001 …)")
 	fs.StringVar(&o.prefix, "prefix", "user-", "the name `PREFIX` of -users")
-	fs.IntVar(&o.parallel, "parallel", 1, "`clicks` at once (1: one after another, in order; the workers decide in about that order)")
+	fs.IntVar(&o.parallel, "parallel", 1, "`clicks` at once, and messages the CLI's worker decides at once (1: one after another, decided in click order)")
 	fs.StringVar(&o.q.queueURL, "queue-url", "", "the workers' SQS queue `URL` (env "+envQueueURL+"); empty: an in-memory queue and a worker in the CLI")
 	fs.StringVar(&o.q.endpoint, "sqs-endpoint", o.q.endpoint, "SQS endpoint `URL` of a local SQS such as fauxqs (env "+envSQSEndpoint+"); empty: AWS")
 }
@@ -231,10 +231,11 @@ func clickAll(ctx context.Context, c *asyncevent.Client, q queue.Queue, eventID 
 }
 
 // clickAndDecide submits the clicks to an in-memory queue that a worker of the CLI
-// drains, and returns them with each request's outcome.
+// drains, parallel messages at once (one at a time: in click order, the queue's),
+// and returns them with each request's outcome.
 func clickAndDecide(ctx context.Context, c *asyncevent.Client, eventID string, who []string, parallel int) ([]clickJSON, error) {
 	mq := queue.NewMemory(queue.MemoryOptions{})
-	w, err := asyncevent.NewWorker(c, mq, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond})
+	w, err := asyncevent.NewWorker(c, mq, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond, Concurrency: parallel})
 	if err != nil {
 		return nil, err
 	}
