@@ -281,7 +281,7 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 }
 
 // FlushProgress writes the counts of the event's progress this client holds now,
-// rather than at the next Options.ProgressEvery: the "progress counted" row, one
+// rather than at the next multiple of Options.ProgressEvery: the "progress counted" row, one
 // UpdateItem per event and second counted (PK EVENT#<eventId>#PROGRESS#<p>, SK
 // T#<unix second>, ADD a0 … a9, d0 … d9 and h00 … h99: the arrivals and the requests
 // reached in each tenth of the second, and the arrivals in each hundredth; no

@@ -2,7 +2,6 @@ package asyncevent_test
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,10 +18,8 @@ import (
 // waveCounter counts the serve's strongly consistent reads of the capacity item (one
 // a wave: seatsLeft), and runs then once right after the first request is HELD.
 type waveCounter struct {
-	asyncevent.DynamoDB
+	afterFirstStatus
 	reads atomic.Int64
-	once  sync.Once
-	then  func()
 }
 
 func (w *waveCounter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -30,18 +27,6 @@ func (w *waveCounter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o 
 		w.reads.Add(1)
 	}
 	return w.DynamoDB.GetItem(ctx, in, o...)
-}
-
-func (w *waveCounter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	out, err := w.DynamoDB.UpdateItem(ctx, in, o...)
-	if err == nil && len(pkOf(in.Key)) > 4 && pkOf(in.Key)[:4] == "REQ#" {
-		for _, v := range in.ExpressionAttributeValues {
-			if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(asyncevent.StatusHeld) {
-				w.once.Do(w.then)
-			}
-		}
-	}
-	return out, err
 }
 
 // Review 44, at scale: with holds, seatsLeft counts the pool's seats, which only the
@@ -65,7 +50,7 @@ func TestReview44ReleaseDuringTheServeServesOneEntryAWave(t *testing.T) {
 	clickAll(t, c, &sendQueue{}, userIDs("early", 100))
 	clock.Advance(prequeueStart.Sub(clock.Now()) + asyncevent.DefaultDrawSettleWindow)
 
-	db := &waveCounter{DynamoDB: asynceventtest.DynamoDB(t)}
+	db := &waveCounter{afterFirstStatus: afterFirstStatus{DynamoDB: asynceventtest.DynamoDB(t), status: asyncevent.StatusHeld}}
 	var released string
 	db.then = func() {
 		// The first winner gives its seat back at once (Release, by its request).

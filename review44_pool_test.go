@@ -16,19 +16,20 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
-// afterFirstWin runs then, once, right after the first write that makes a request
-// SUCCEEDED has landed.
-type afterFirstWin struct {
+// afterFirstStatus runs then, once, right after the first write that gives a request
+// status has landed.
+type afterFirstStatus struct {
 	asyncevent.DynamoDB
-	once sync.Once
-	then func()
+	status asyncevent.Status
+	once   sync.Once
+	then   func()
 }
 
-func (a *afterFirstWin) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+func (a *afterFirstStatus) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	out, err := a.DynamoDB.UpdateItem(ctx, in, o...)
 	if err == nil && len(pkOf(in.Key)) > 4 && pkOf(in.Key)[:4] == "REQ#" {
 		for _, v := range in.ExpressionAttributeValues {
-			if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(asyncevent.StatusSucceeded) {
+			if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(a.status) {
 				a.once.Do(a.then)
 			}
 		}
@@ -60,7 +61,7 @@ func TestReview44SeatAddedDuringTheServeGoesToARandomEntry(t *testing.T) {
 			clickAll(t, c, &sendQueue{}, userIDs("early", 40))
 			clock.Advance(prequeueStart.Sub(clock.Now()) + asyncevent.DefaultDrawSettleWindow)
 
-			db := &afterFirstWin{DynamoDB: asynceventtest.DynamoDB(t)}
+			db := &afterFirstStatus{DynamoDB: asynceventtest.DynamoDB(t), status: asyncevent.StatusSucceeded}
 			db.then = func() {
 				up, err := c.AddCapacity(ctx, "drop", asyncevent.AddCapacityInput{Seats: 1, Actor: "ops"})
 				if assert.NoError(t, err) {
