@@ -44,7 +44,8 @@
 //     lost, [Client.SweepHolds] runs an event's hold sweep (a Worker runs it for
 //     the events it meets; [Client.HoldEvents] lists them), and
 //     [Client.FlushProgress] writes the counts of the place in line before a
-//     process ends.
+//     process ends ([Client.FlushDueProgress] once they are due, for a process
+//     frozen between invocations).
 //
 // # Two layers
 //

@@ -411,7 +411,16 @@ func (r *lineRun) score() lineRunReport {
 func diagnose(t *testing.T, r *lineRun) {
 	bucket := func(n int) int { return min(max(int(math.Log2(float64(n)/20)), 0), 6) } // 20–39, 40–79, …
 	var place, wait, floor, byPhase [7][]float64
-	var withPace, withPlace []float64
+	var withPace, withPlace, withArrivals, withDecided, withFit []float64
+	var decidedMs []int64
+	for _, d := range r.decided {
+		decidedMs = append(decidedMs, d.UnixMilli())
+	}
+	slices.Sort(decidedMs)
+	doneAt := func(ms int64) float64 {
+		i, _ := slices.BinarySearch(decidedMs, ms)
+		return float64(i)
+	}
 	for _, p := range r.polls {
 		pt := r.truthOf(p)
 		if pt.ahead < 20 || p.eager {
@@ -419,6 +428,27 @@ func diagnose(t *testing.T, r *lineRun) {
 		}
 		b := bucket(pt.ahead)
 		place[b] = append(place[b], pt.place)
+		ea, ed := asyncevent.EstimateParts(p.est)
+		withArrivals = append(withArrivals, (max(float64(pt.rank)-ed, 0)-float64(pt.ahead))/float64(pt.ahead))
+		withDecided = append(withDecided, (max(ea-float64(pt.done), 0)-float64(pt.ahead))/float64(pt.ahead))
+		if cut, _ := asyncevent.EstimateCut(p.est); cut > 0 {
+			// a least-squares line through D over the tenths of the 3 s before cut
+			var n, sx, sy, sxx, sxy float64
+			for t := cut - 3000; t <= cut; t += 100 {
+				x, y := float64(t-cut)/1000, doneAt(t)
+				if y == 0 {
+					continue
+				}
+				n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
+			}
+			if n > 5 {
+				slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
+				icept := (sy - slope*sx) / n
+				x := float64(p.at.UnixMilli()-cut) / 1000
+				fit := icept + slope*x
+				withFit = append(withFit, (max(float64(pt.rank)-fit, 0)-float64(pt.ahead))/float64(pt.ahead))
+			}
+		}
 		if p.est.Rate > 0 && pt.trueWait > 0 {
 			wait[b] = append(wait[b], pt.wait)
 			phase := min(int(p.at.Sub(r.began)/time.Second), 6)
@@ -455,6 +485,7 @@ func diagnose(t *testing.T, r *lineRun) {
 	for b, errs := range byPhase {
 		t.Logf("  waits told %ds into the run: %v", b, spreadOfErrors(errs))
 	}
+	t.Logf("  places told with the exact arrivals before them: %v; with the exact decisions: %v; exact arrivals, decisions on a line fit: %v", spreadOfErrors(withArrivals), spreadOfErrors(withDecided), spreadOfErrors(withFit))
 	t.Logf("  first polls' wait told with the workers' true pace: %v; with the true place: %v", spreadOfErrors(withPace), spreadOfErrors(withPlace))
 }
 

@@ -124,7 +124,8 @@ type progressMeter struct {
 	mu      sync.Mutex
 	pending map[progressSecond]*progressCounts
 	late    int64      // the most a count pending came after its moment (ms)
-	armed   bool       // a flush is due
+	armed   bool       // counts are pending, and a timer will write them
+	due     int64      // when they are due (unix ms): the multiple of every after the first
 	flushMu sync.Mutex // one flush at a time
 
 	// lag is how long after its moment a count of this node lands on the table, less
@@ -177,7 +178,10 @@ func (m *progressMeter) pendingOf(k progressSecond) *progressCounts {
 		// At the next multiple of every on the clock, as on every node: a reader then
 		// knows which moments every node's counts cover once the writes of that flush
 		// have had time to land, whatever its nodes' phases (progressComplete).
-		time.AfterFunc(untilFlush(int64(m.c.now()), m.every), func() { _ = m.flush(context.Background()) })
+		now := int64(m.c.now())
+		wait := untilFlush(now, m.every)
+		m.due = now + wait.Milliseconds()
+		time.AfterFunc(wait, func() { _ = m.flush(context.Background()) })
 	}
 	return p
 }
@@ -278,6 +282,32 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 		return fmt.Errorf("progress of %s: %w", k.eventID, err)
 	}
 	return nil
+}
+
+// flushDue writes the counts pending if their multiple of every has come: a
+// timer should have written them, and a frozen process runs none.
+func (m *progressMeter) flushDue(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	due := m.armed && int64(m.c.now()) >= m.due
+	m.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return m.flush(ctx)
+}
+
+// FlushDueProgress is FlushProgress when the counts this client holds are due: a
+// multiple of Options.ProgressEvery has come since the first of them was made,
+// which readers take as written by then. A process frozen between invocations (an
+// AWS Lambda sandbox) runs no timer: calling it at the end of each invocation writes
+// the counts at the first invocation after the multiple they are due at, as near it
+// as the invocations come, and at most once a multiple (not once a click). It
+// writes nothing otherwise.
+func (c *Client) FlushDueProgress(ctx context.Context) error {
+	return c.progress.flushDue(ctx)
 }
 
 // FlushProgress writes the counts of the event's progress this client holds now,

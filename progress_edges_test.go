@@ -329,3 +329,40 @@ func TestAPollRefreshesWhereItsCopyIsStale(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, base+1, queries(), "a request settled in a line no worker moves: the copy stands")
 }
+
+// A process frozen between invocations runs no timer: FlushDueProgress writes the
+// counts once their multiple of ProgressEvery has come, and not before.
+func TestProgressIsFlushedWhenDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var writes atomic.Int32
+	db := &loseDB{DynamoDB: asynceventtest.DynamoDB(t), lose: func(op, pk string) bool {
+		if strings.Contains(pk, "#PROGRESS#") {
+			writes.Add(1)
+		}
+		return false
+	}}
+	every := 10 * time.Minute // no timer fires during the test
+	clock := asynceventtest.NewClock(time.Now().Truncate(every).Add(time.Second))
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "due", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	for i := range 3 {
+		_, err := c.Submit(ctx, q, "due", fmt.Sprintf("u%d", i))
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.FlushDueProgress(ctx))
+	assert.Zero(t, writes.Load(), "not due before the next multiple")
+	clock.Advance(every - 2*time.Second)
+	require.NoError(t, c.FlushDueProgress(ctx))
+	assert.Zero(t, writes.Load(), "a second before it")
+	clock.Advance(time.Second)
+	require.NoError(t, c.FlushDueProgress(ctx))
+	assert.EqualValues(t, 1, writes.Load(), "at the multiple: one write for the event's second")
+	require.NoError(t, c.FlushDueProgress(ctx))
+	assert.EqualValues(t, 1, writes.Load(), "nothing pending after it")
+	st, err := c.QueueStats(ctx, "due")
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, st.Depth)
+}

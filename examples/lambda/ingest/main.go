@@ -86,17 +86,17 @@ func authenticator(ctx context.Context, getenv func(string) string) (httpapi.Aut
 	return httpapi.NewJWKSAuthenticator(ctx, opts)
 }
 
-// progressEvery bounds how often an invocation writes the event's progress counts
-// (the place in line): a frozen sandbox runs no timer, and a write per click would
-// heat the progress partitions as much as the clicks. It is the client's
-// Options.ProgressEvery too, whose multiples readers take as every node's flushes: a
-// count this function writes later than the next of them (no invocation came since)
-// is read as it lands, the estimate carrying the line on meanwhile.
+// progressEvery is the client's Options.ProgressEvery: the multiples of it at which
+// every node writes its counts of the event's progress (the place in line), and
+// readers take them as written. A frozen sandbox runs no timer, and a write per click
+// would heat the progress partitions as much as the clicks: an invocation writes the
+// counts once their multiple has come (Client.FlushDueProgress). A count made just
+// before a sandbox's last invocation is written at its shutdown (SIGTERM), and read
+// as it lands, the estimate carrying the line on meanwhile.
 const progressEvery = 200 * time.Millisecond
 
 // newHandler returns the function's handler: the HTTP API through the adapter, and
-// the progress counts written after an invocation when the last write is
-// progressEvery old.
+// the progress counts written after an invocation when they are due.
 func newHandler(client *asyncevent.Client, q queue.Queue, auth httpapi.Authenticator, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	so := httpapi.ServerOptions{Client: client, Queue: q, Authenticator: auth}
 	if v := getenv("ASYNCEVENT_USER_RATE"); v != "" {
@@ -111,14 +111,10 @@ func newHandler(client *asyncevent.Client, q queue.Queue, auth httpapi.Authentic
 		return nil, err
 	}
 	adapter := httpadapter.NewV2(preflight(srv.Handler()))
-	var flushed time.Time
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		resp, err := adapter.ProxyWithContext(ctx, req)
-		if time.Since(flushed) >= progressEvery { // one invocation at a time per sandbox
-			flushed = time.Now()
-			if ferr := client.FlushProgress(ctx); ferr != nil {
-				log.Printf("the progress counts were not written: %v", ferr)
-			}
+		if ferr := client.FlushDueProgress(ctx); ferr != nil {
+			log.Printf("the progress counts were not written: %v", ferr)
 		}
 		return resp, err
 	}, nil
