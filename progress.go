@@ -566,7 +566,9 @@ type QueueEstimate struct {
 
 // QueueStats is an event's line as a whole, from its progress (FIRST_COME).
 type QueueStats struct {
-	// Depth is the requests that arrived and no worker has finished.
+	// Depth is the requests that arrived and no worker has finished: the arrivals
+	// whose counts have not landed yet carried on as for a request's Ahead, which is
+	// never more than Depth.
 	Depth int64
 	// Rate is the requests the workers finish a second (over the last 3 seconds).
 	Rate float64
@@ -758,7 +760,10 @@ func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
 	if v.total(arrivals) == 0 {
 		return st
 	}
-	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, st.Rate), 0) + 0.5)
+	// The arrivals by now as a request queued now is told them (carried on past cA),
+	// or every count landed if more: no request is told more ahead than Depth.
+	arrived := max(float64(v.total(arrivals)), v.arrivedBefore(now.UnixMilli(), cutA))
+	st.Depth = int64(max(arrived-v.doneBy(now.UnixMilli(), cutD, st.Rate), 0) + 0.5)
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}

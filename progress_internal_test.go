@@ -323,3 +323,25 @@ func TestProgressEmptyFlushesMeasureNothing(t *testing.T) {
 		t.Fatalf("lags %d/%d after empty flushes, were %d/%d", a, f, la, lf)
 	}
 }
+
+// The line's depth carries the arrivals past the complete counts on as a request's
+// place does: a request queued just now is never told more ahead than the depth.
+func TestProgressDepthHoldsEveryPlace(t *testing.T) {
+	base := int64(1_800_000_000_000)
+	tenths := map[int64]tenthCounts{}
+	for i := range int64(10) { // 100 a second up to base, none landed after it yet
+		tenths[base/100-10+i] = tenthCounts{10, 0}
+	}
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
+	now := time.UnixMilli(base + 400)
+	v := newProgressView(tenths, [2]int64{}, now)
+	cutA, _ := c.progressComplete(v)
+	e := c.estimate(v, EpochMillis(now.UnixMilli()-1), now)
+	st := c.queueStats(v, now)
+	if e.Ahead <= int64(v.at(arrivals, cutA)) {
+		t.Fatalf("a request queued now: %d ahead, want the arrivals past %d carried on", e.Ahead, cutA)
+	}
+	if st.Depth < e.Ahead {
+		t.Fatalf("depth %d, less than the %d a request queued now is told are ahead", st.Depth, e.Ahead)
+	}
+}
