@@ -35,7 +35,9 @@ import (
 // sets (the wait told from the exact place and pace; the place told from exact counts
 // a tenth of a second old). make line runs it on the issue's
 // bar without -race; make test holds it to what holds beside every other package.
-// With -v it breaks the errors down (by place, by phase of the run); LINE_LOG=place or
+// With -v it breaks the errors down (by place, by phase of the run, and the place
+// told from the exact arrivals before each request with the estimate's decisions,
+// and the reverse: which of the two counts a place's error comes from); LINE_LOG=place or
 // LINE_LOG=wait logs the polls told far off; LINE_EVERY_MS sets the nodes'
 // ProgressEvery.
 func TestPlaceInLineOnARealClock(t *testing.T) {
@@ -411,16 +413,7 @@ func (r *lineRun) score() lineRunReport {
 func diagnose(t *testing.T, r *lineRun) {
 	bucket := func(n int) int { return min(max(int(math.Log2(float64(n)/20)), 0), 6) } // 20–39, 40–79, …
 	var place, wait, floor, byPhase [7][]float64
-	var withPace, withPlace, withArrivals, withDecided, withFit []float64
-	var decidedMs []int64
-	for _, d := range r.decided {
-		decidedMs = append(decidedMs, d.UnixMilli())
-	}
-	slices.Sort(decidedMs)
-	doneAt := func(ms int64) float64 {
-		i, _ := slices.BinarySearch(decidedMs, ms)
-		return float64(i)
-	}
+	var withPace, withPlace, withArrivals, withDecided []float64
 	for _, p := range r.polls {
 		pt := r.truthOf(p)
 		if pt.ahead < 20 || p.eager {
@@ -431,24 +424,6 @@ func diagnose(t *testing.T, r *lineRun) {
 		ea, ed := asyncevent.EstimateParts(p.est)
 		withArrivals = append(withArrivals, (max(float64(pt.rank)-ed, 0)-float64(pt.ahead))/float64(pt.ahead))
 		withDecided = append(withDecided, (max(ea-float64(pt.done), 0)-float64(pt.ahead))/float64(pt.ahead))
-		if cut, _ := asyncevent.EstimateCut(p.est); cut > 0 {
-			// a least-squares line through D over the tenths of the 3 s before cut
-			var n, sx, sy, sxx, sxy float64
-			for t := cut - 3000; t <= cut; t += 100 {
-				x, y := float64(t-cut)/1000, doneAt(t)
-				if y == 0 {
-					continue
-				}
-				n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
-			}
-			if n > 5 {
-				slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
-				icept := (sy - slope*sx) / n
-				x := float64(p.at.UnixMilli()-cut) / 1000
-				fit := icept + slope*x
-				withFit = append(withFit, (max(float64(pt.rank)-fit, 0)-float64(pt.ahead))/float64(pt.ahead))
-			}
-		}
 		if p.est.Rate > 0 && pt.trueWait > 0 {
 			wait[b] = append(wait[b], pt.wait)
 			phase := min(int(p.at.Sub(r.began)/time.Second), 6)
@@ -461,7 +436,6 @@ func diagnose(t *testing.T, r *lineRun) {
 		}
 		switch log := os.Getenv("LINE_LOG"); {
 		case log == "place" && math.Abs(pt.place) > 0.15:
-			ea, ed := asyncevent.EstimateParts(p.est)
 			cut, dc := asyncevent.EstimateCut(p.est)
 			trueAt := func(ms int64) (n int) {
 				for _, d := range r.decided {
@@ -485,7 +459,7 @@ func diagnose(t *testing.T, r *lineRun) {
 	for b, errs := range byPhase {
 		t.Logf("  waits told %ds into the run: %v", b, spreadOfErrors(errs))
 	}
-	t.Logf("  places told with the exact arrivals before them: %v; with the exact decisions: %v; exact arrivals, decisions on a line fit: %v", spreadOfErrors(withArrivals), spreadOfErrors(withDecided), spreadOfErrors(withFit))
+	t.Logf("  places told with the exact arrivals before them: %v; with the exact decisions: %v", spreadOfErrors(withArrivals), spreadOfErrors(withDecided))
 	t.Logf("  first polls' wait told with the workers' true pace: %v; with the true place: %v", spreadOfErrors(withPace), spreadOfErrors(withPlace))
 }
 
