@@ -294,6 +294,10 @@ func (m *progressMeter) flushDue(ctx context.Context) error {
 	due := m.armed && int64(m.c.now()) >= m.due
 	m.mu.Unlock()
 	if !due {
+		// A timer's flush may be writing now (a thawed process's timer fires at
+		// once): wait for it, so that the process is not frozen in its writes.
+		m.flushMu.Lock()
+		m.flushMu.Unlock()
 		return nil
 	}
 	return m.flush(ctx)
@@ -305,7 +309,8 @@ func (m *progressMeter) flushDue(ctx context.Context) error {
 // AWS Lambda sandbox) runs no timer: calling it at the end of each invocation writes
 // the counts at the first invocation after the multiple they are due at, as near it
 // as the invocations come, and at most once a multiple (not once a click). It
-// writes nothing otherwise.
+// writes nothing otherwise, but waits for a flush its timer began (a thawed
+// process's timer fires at once), so that the process is not frozen in its writes.
 func (c *Client) FlushDueProgress(ctx context.Context) error {
 	return c.progress.flushDue(ctx)
 }
