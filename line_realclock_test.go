@@ -422,8 +422,8 @@ func diagnose(t *testing.T, r *lineRun) {
 		b := bucket(pt.ahead)
 		place[b] = append(place[b], pt.place)
 		ea, ed := asyncevent.EstimateParts(p.est)
-		withArrivals = append(withArrivals, (max(float64(pt.rank)-ed, 0)-float64(pt.ahead))/float64(pt.ahead))
-		withDecided = append(withDecided, (max(ea-float64(pt.done), 0)-float64(pt.ahead))/float64(pt.ahead))
+		withArrivals = append(withArrivals, (float64(int64(max(float64(pt.rank)-ed, 0)))-float64(pt.ahead))/float64(pt.ahead)) // whole requests, as Ahead
+		withDecided = append(withDecided, (float64(int64(max(ea-float64(pt.done), 0)))-float64(pt.ahead))/float64(pt.ahead))
 		if p.est.Rate > 0 && pt.trueWait > 0 {
 			wait[b] = append(wait[b], pt.wait)
 			phase := min(int(p.at.Sub(r.began)/time.Second), 6)

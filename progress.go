@@ -123,10 +123,13 @@ type progressMeter struct {
 
 	mu      sync.Mutex
 	pending map[progressSecond]*progressCounts
-	late    int64      // the most a count pending came after its moment (ms)
-	armed   bool       // counts are pending, and a timer will write them
-	due     int64      // when they are due (unix ms): the multiple of every after the first
-	flushMu sync.Mutex // one flush at a time
+	late    int64       // the most a count pending came after its moment (ms)
+	armed   bool        // counts are pending, and timer will write them
+	timer   *time.Timer // the flush at due
+	due     int64       // when they are due (unix ms): the multiple of every after the first
+	wrote   int64       // when a flush last took counts to write (unix ms)
+
+	flushing chan struct{} // one flush at a time: held while a flush runs
 
 	// lag is how long after its moment a count of this node lands on the table, less
 	// the wait for the next flush (ms), smoothed over the flushes, rising at once:
@@ -137,7 +140,7 @@ type progressMeter struct {
 }
 
 func newProgressMeter(c *Client, every time.Duration) *progressMeter {
-	return &progressMeter{c: c, every: every, node: rand.IntN(1 << 20), pending: map[progressSecond]*progressCounts{}}
+	return &progressMeter{c: c, every: every, node: rand.IntN(1 << 20), pending: map[progressSecond]*progressCounts{}, flushing: make(chan struct{}, 1)}
 }
 
 // arrived counts a request of eventID queued at.
@@ -181,7 +184,7 @@ func (m *progressMeter) pendingOf(k progressSecond) *progressCounts {
 		now := int64(m.c.now())
 		wait := untilFlush(now, m.every)
 		m.due = now + wait.Milliseconds()
-		time.AfterFunc(wait, func() { _ = m.flush(context.Background()) })
+		m.timer = time.AfterFunc(wait, func() { _ = m.flush(context.Background()) })
 	}
 	return p
 }
@@ -195,12 +198,18 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	if m == nil {
 		return nil // progress not counted
 	}
-	m.flushMu.Lock()
-	defer m.flushMu.Unlock()
+	if err := m.lockFlush(ctx); err != nil {
+		return err
+	}
+	defer func() { <-m.flushing }()
 	m.mu.Lock()
 	batch, late := m.pending, m.late
 	m.pending, m.late = map[progressSecond]*progressCounts{}, 0
-	m.armed = false
+	if m.armed {
+		m.armed = false
+		m.timer.Stop() // its counts are these: a timer that has fired finds none
+		m.wrote = int64(m.c.now())
+	}
 	m.mu.Unlock()
 	if len(batch) == 0 {
 		return nil // an explicit flush took them before the timer: nothing to measure
@@ -215,6 +224,7 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	stale := m.c.opts.Clock().Add(-progressSpan).Unix()
 	for k, p := range batch { // at once: a late write makes every reader's rate too low
 		if k.second < stale {
+			m.c.opts.Logger.WarnContext(ctx, "progress counts older than the span a reader holds are dropped (their process was frozen or stalled)", "eventId", k.eventID, "second", k.second)
 			continue
 		}
 		wg.Go(func() {
@@ -284,33 +294,50 @@ func (m *progressMeter) write(ctx context.Context, k progressSecond, p *progress
 	return nil
 }
 
-// flushDue writes the counts pending if their multiple of every has come: a
-// timer should have written them, and a frozen process runs none.
+// lockFlush waits for the flush under way, if one is, or for ctx.
+func (m *progressMeter) lockFlush(ctx context.Context) error {
+	select {
+	case m.flushing <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("progress: waiting for the flush under way: %w", ctx.Err())
+	}
+}
+
+// flushDue writes the counts pending if their multiple of every has come (a timer
+// should have written them, and a frozen process runs none), or if no flush took
+// counts since the last multiple (a process invoked less often than every writes
+// each invocation's counts at its end, rather than at its next invocation).
 func (m *progressMeter) flushDue(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
 	m.mu.Lock()
-	due := m.armed && int64(m.c.now()) >= m.due
+	now := int64(m.c.now())
+	due := m.armed && (now >= m.due || m.wrote < lastFlush(now, m.every))
 	m.mu.Unlock()
-	if !due {
-		// A timer's flush may be writing now (a thawed process's timer fires at
-		// once): wait for it, so that the process is not frozen in its writes.
-		m.flushMu.Lock()
-		m.flushMu.Unlock()
-		return nil
+	if due {
+		return m.flush(ctx)
 	}
-	return m.flush(ctx)
+	// A timer's flush may be writing now (a thawed process's timer fires at once):
+	// wait for it, so that the process is not frozen in its writes.
+	if err := m.lockFlush(ctx); err != nil {
+		return err
+	}
+	<-m.flushing
+	return nil
 }
 
-// FlushDueProgress is FlushProgress when the counts this client holds are due: a
-// multiple of Options.ProgressEvery has come since the first of them was made,
-// which readers take as written by then. A process frozen between invocations (an
-// AWS Lambda sandbox) runs no timer: calling it at the end of each invocation writes
-// the counts at the first invocation after the multiple they are due at, as near it
-// as the invocations come, and at most once a multiple (not once a click). It
-// writes nothing otherwise, but waits for a flush its timer began (a thawed
-// process's timer fires at once), so that the process is not frozen in its writes.
+// FlushDueProgress is FlushProgress when the counts this client holds are due: the
+// multiple of Options.ProgressEvery after the first of them has come (readers take
+// them as written by then), or no flush has written counts since the last multiple.
+// A process frozen between invocations (an AWS Lambda sandbox) runs no timer:
+// calling it at the end of each invocation writes an invocation's counts at once
+// when the invocations come less often than ProgressEvery, and otherwise at the
+// first invocation after each multiple: at most one write per event and second
+// counted a multiple, not one a click. It writes nothing otherwise, but waits (for
+// ctx at most) for a flush its timer began, since a thawed process's timer fires at
+// once, so that the process is not frozen in its writes.
 func (c *Client) FlushDueProgress(ctx context.Context) error {
 	return c.progress.flushDue(ctx)
 }
@@ -572,8 +599,9 @@ type QueueEstimate struct {
 // QueueStats is an event's line as a whole, from its progress (FIRST_COME).
 type QueueStats struct {
 	// Depth is the requests that arrived and no worker has finished: the arrivals
-	// whose counts have not landed yet carried on as for a request's Ahead, which is
-	// never more than Depth.
+	// whose counts have landed (not carried on past them, as a request's Ahead is:
+	// a request queued in a burst's last moments can be told more ahead than Depth,
+	// and Depth does not count arrivals that never came once a burst has ended).
 	Depth int64
 	// Rate is the requests the workers finish a second (over the last 3 seconds).
 	Rate float64
@@ -721,10 +749,10 @@ func (v *progressView) rate(cut int64) float64 {
 }
 
 // doneBy returns the requests reached by now (unix ms): the complete counts up to
-// cut, carried on at rate, no more than every arrival.
-func (v *progressView) doneBy(now, cut int64, rate float64) float64 {
+// cut, carried on at rate, no more than the arrivals by now (arrived).
+func (v *progressView) doneBy(now, cut int64, arrived, rate float64) float64 {
 	d := v.at(finished, cut) + rate*float64(max(now-cut, 0))/1000
-	return min(d, float64(v.total(arrivals)))
+	return min(d, arrived)
 }
 
 // firstDone returns the start of the first tenth with a request finished (unix ms),
@@ -748,7 +776,10 @@ func (c *Client) estimate(v *progressView, queuedAt EpochMillis, now time.Time) 
 	rate := v.rate(cutD)
 	// The request's own arrival is in its tenth's count: the requests before it are
 	// the whole ones below A(queuedAt).
-	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, rate)
+	// The workers carried on reach no further than the arrivals carried on by now:
+	// on a line they keep up with, a request just queued has none ahead.
+	arrivedByNow := max(float64(v.total(arrivals)), v.arrivedBefore(now.UnixMilli(), cutA))
+	a, d := v.arrivedBefore(int64(queuedAt), cutA), v.doneBy(now.UnixMilli(), cutD, arrivedByNow, rate)
 	ahead := max(a-d, 0)
 	e := &QueueEstimate{Ahead: int64(ahead), Rate: rate, AsOf: v.readAt, arrived: a, done: d, doneCut: cutD, doneCounted: v.at(finished, cutD)}
 	if rate > 0 {
@@ -765,10 +796,7 @@ func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
 	if v.total(arrivals) == 0 {
 		return st
 	}
-	// The arrivals by now as a request queued now is told them (carried on past cA),
-	// or every count landed if more: no request is told more ahead than Depth.
-	arrived := max(float64(v.total(arrivals)), v.arrivedBefore(now.UnixMilli(), cutA))
-	st.Depth = int64(max(arrived-v.doneBy(now.UnixMilli(), cutD, st.Rate), 0) + 0.5)
+	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, float64(v.total(arrivals)), st.Rate), 0) + 0.5)
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}

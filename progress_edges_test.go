@@ -330,8 +330,10 @@ func TestAPollRefreshesWhereItsCopyIsStale(t *testing.T) {
 	assert.Equal(t, base+1, queries(), "a request settled in a line no worker moves: the copy stands")
 }
 
-// A process frozen between invocations runs no timer: FlushDueProgress writes the
-// counts once their multiple of ProgressEvery has come, and not before.
+// A process frozen between invocations runs no timer: FlushDueProgress writes an
+// invocation's counts at once when nothing was written since the last multiple of
+// ProgressEvery (invocations sparser than it), and otherwise once that multiple
+// has come, not before (review 50).
 func TestProgressIsFlushedWhenDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -344,27 +346,42 @@ func TestProgressIsFlushedWhenDue(t *testing.T) {
 	}}
 	every := 10 * time.Minute // no timer fires during the test
 	clock := asynceventtest.NewClock(time.Now().Truncate(every).Add(time.Second))
-	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond})
+	opts := asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond}
+	c := asynceventtest.NewTableOn(t, db, opts)
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "due", EventType: asyncevent.FirstCome, CapacityTotal: 100})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	for i := range 3 {
-		_, err := c.Submit(ctx, q, "due", fmt.Sprintf("u%d", i))
+	submit := func(user string) {
+		_, err := c.Submit(ctx, q, "due", user)
 		require.NoError(t, err)
 	}
+	submit("u0")
 	require.NoError(t, c.FlushDueProgress(ctx))
-	assert.Zero(t, writes.Load(), "not due before the next multiple")
+	assert.EqualValues(t, 1, writes.Load(), "an invocation after none since the multiple: written at once")
+	readerOpts := opts
+	readerOpts.TableName = c.TableName()
+	reader, err := asyncevent.New(asynceventtest.DynamoDB(t), readerOpts)
+	require.NoError(t, err)
+	st, err := reader.QueueStats(ctx, "due")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, st.Depth, "another node reads it")
+
+	for i := range 3 {
+		submit(fmt.Sprintf("u%d", i+1))
+	}
+	require.NoError(t, c.FlushDueProgress(ctx))
+	assert.EqualValues(t, 1, writes.Load(), "written once since the multiple: not before the next")
 	clock.Advance(every - 2*time.Second)
 	require.NoError(t, c.FlushDueProgress(ctx))
-	assert.Zero(t, writes.Load(), "a second before it")
+	assert.EqualValues(t, 1, writes.Load(), "a second before it")
 	clock.Advance(time.Second)
 	require.NoError(t, c.FlushDueProgress(ctx))
-	assert.EqualValues(t, 1, writes.Load(), "at the multiple: one write for the event's second")
+	assert.EqualValues(t, 2, writes.Load(), "at the multiple: one write for the event's second")
 	require.NoError(t, c.FlushDueProgress(ctx))
-	assert.EqualValues(t, 1, writes.Load(), "nothing pending after it")
-	st, err := c.QueueStats(ctx, "due")
+	assert.EqualValues(t, 2, writes.Load(), "nothing pending after it")
+	st, err = reader.QueueStats(ctx, "due")
 	require.NoError(t, err)
-	assert.EqualValues(t, 3, st.Depth)
+	assert.EqualValues(t, 4, st.Depth)
 }
 
 // heldWrites holds each progress write until release is closed.
@@ -412,4 +429,31 @@ func TestFlushDueProgressWaitsForAFlushUnderWay(t *testing.T) {
 	close(db.release)
 	require.NoError(t, <-timer)
 	require.NoError(t, <-due)
+}
+
+// FlushDueProgress waits for a flush under way for its context at most: an
+// invocation is not held past its deadline by a stalled write (review 50).
+func TestFlushDueProgressHonoursItsContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := &heldWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 1), release: make(chan struct{})}
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: 10 * time.Minute})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ctx", EventType: asyncevent.FirstCome, CapacityTotal: 10})
+	require.NoError(t, err)
+	_, err = c.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "ctx", "u1")
+	require.NoError(t, err)
+	timer := make(chan error, 1)
+	go func() { timer <- c.FlushProgress(ctx) }() // the timer's flush, stalled
+	<-db.began
+	defer func() { close(db.release); <-timer }()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.FlushDueProgress(short) }()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(5 * time.Second):
+		t.Fatal("FlushDueProgress still waiting after its context's deadline")
+	}
 }

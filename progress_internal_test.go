@@ -324,24 +324,42 @@ func TestProgressEmptyFlushesMeasureNothing(t *testing.T) {
 	}
 }
 
-// The line's depth carries the arrivals past the complete counts on as a request's
-// place does: a request queued just now is never told more ahead than the depth.
-func TestProgressDepthHoldsEveryPlace(t *testing.T) {
+// On a steady line the workers keep up with, a request just queued has none ahead
+// and the line no depth: the workers carried on past the counts reach no further
+// than the arrivals carried on (review 50).
+func TestProgressALineTheWorkersKeepUpWith(t *testing.T) {
 	base := int64(1_800_000_000_000)
 	tenths := map[int64]tenthCounts{}
-	for i := range int64(10) { // 100 a second up to base, none landed after it yet
-		tenths[base/100-10+i] = tenthCounts{10, 0}
+	for i := range int64(32) { // 100 a second arrived and decided, landed up to base+200
+		tenths[base/100-30+i] = tenthCounts{10, 10}
 	}
 	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
 	now := time.UnixMilli(base + 400)
 	v := newProgressView(tenths, [2]int64{}, now)
-	cutA, _ := c.progressComplete(v)
-	e := c.estimate(v, EpochMillis(now.UnixMilli()-1), now)
-	st := c.queueStats(v, now)
-	if e.Ahead <= int64(v.at(arrivals, cutA)) {
-		t.Fatalf("a request queued now: %d ahead, want the arrivals past %d carried on", e.Ahead, cutA)
+	if e := c.estimate(v, EpochMillis(now.UnixMilli()-10), now); e.Ahead > 1 {
+		t.Errorf("a request queued 10 ms ago is told %d ahead, none truly are", e.Ahead)
 	}
-	if st.Depth < e.Ahead {
-		t.Fatalf("depth %d, less than the %d a request queued now is told are ahead", st.Depth, e.Ahead)
+	if st := c.queueStats(v, now); st.Depth > 1 {
+		t.Errorf("depth %d of a line the workers keep up with", st.Depth)
+	}
+}
+
+// Once a burst has ended and its counts have landed, the depth counts no arrival
+// that never came: it is of the counts landed, not carried on (review 50).
+func TestProgressDepthAfterABurst(t *testing.T) {
+	base := int64(1_800_000_000_000)
+	tenths := map[int64]tenthCounts{}
+	for i := range int64(10) { // 1,000 a second, ended at base
+		tenths[base/100-10+i] = tenthCounts{100, 0}
+	}
+	for i := range int64(5) { // then the workers at 50 a second, and no arrival
+		tenths[base/100+i] = tenthCounts{0, 5}
+	}
+	c := &Client{opts: Options{ProgressEvery: 200 * time.Millisecond}}
+	now := time.UnixMilli(base + 600)
+	v := newProgressView(tenths, [2]int64{}, now)
+	st := c.queueStats(v, now)
+	if truth := v.total(arrivals) - v.total(finished) - 10; float64(st.Depth) > 1.05*float64(truth) { // 10 more decided by now
+		t.Fatalf("depth %d, true about %d", st.Depth, truth)
 	}
 }

@@ -15,8 +15,9 @@
 //
 // A CORS preflight (OPTIONS) is answered 204 with no body: API Gateway, configured for
 // CORS, adds the headers. The event's progress counts (the place in line) are written
-// after an invocation when the last write is a second old, and when Lambda shuts the
-// instance down (SIGTERM), so that an instance that goes idle loses none.
+// after an invocation when they are due (Client.FlushDueProgress: at once when the
+// invocations come less often than ProgressEvery, else at the first one after each of
+// its multiples), and when Lambda shuts the instance down (SIGTERM).
 package main
 
 import (
@@ -90,9 +91,10 @@ func authenticator(ctx context.Context, getenv func(string) string) (httpapi.Aut
 // every node writes its counts of the event's progress (the place in line), and
 // readers take them as written. A frozen sandbox runs no timer, and a write per click
 // would heat the progress partitions as much as the clicks: an invocation writes the
-// counts once their multiple has come (Client.FlushDueProgress). A count made just
-// before a sandbox's last invocation is written at its shutdown (SIGTERM), and read
-// as it lands, the estimate carrying the line on meanwhile.
+// counts when they are due (Client.FlushDueProgress). A count made by a sandbox that
+// wrote once since the last multiple waits for its next invocation after the next
+// one, or its shutdown (SIGTERM), and is read as it lands, the estimate carrying the
+// line on meanwhile.
 const progressEvery = 200 * time.Millisecond
 
 // newHandler returns the function's handler: the HTTP API through the adapter, and
