@@ -285,6 +285,10 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 	clicks.Wait()
 	close(burstIn)
 	ingest := time.Since(began)
+	workersFrom := began // when the workers began taking messages
+	if rig.afterBurst {
+		workersFrom = began.Add(ingest)
+	}
 	pending.Wait()
 	cancel()
 	workers.Wait()
@@ -292,7 +296,7 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 
 	// The truth: each request's queuedAt, from the table, and when its decision was
 	// acknowledged.
-	run := lineRun{rig: rig, began: began, ingest: ingest, polls: polls, decided: decided, queuedAt: map[string]asyncevent.EpochMillis{}}
+	run := lineRun{rig: rig, began: began, workersFrom: workersFrom, ingest: ingest, polls: polls, decided: decided, queuedAt: map[string]asyncevent.EpochMillis{}}
 	for _, id := range ids {
 		r, err := first.GetRequest(context.Background(), id)
 		require.NoError(t, err)
@@ -308,13 +312,14 @@ func runLine(t *testing.T, settings asyncevent.EventSettings, rig lineRig) lineR
 
 // lineRun is what a run of the rig saw: the polls, and the truth to hold them to.
 type lineRun struct {
-	rig      lineRig
-	began    time.Time
-	ingest   time.Duration
-	polls    []linePollResult
-	decided  map[string]time.Time // when each request's decision was acknowledged
-	queuedAt map[string]asyncevent.EpochMillis
-	order    []string // the requests in queuedAt order
+	rig         lineRig
+	began       time.Time
+	workersFrom time.Time // when the workers began
+	ingest      time.Duration
+	polls       []linePollResult
+	decided     map[string]time.Time // when each request's decision was acknowledged
+	queuedAt    map[string]asyncevent.EpochMillis
+	order       []string // the requests in queuedAt order
 }
 
 // pollTruth is a poll held to what happened.
@@ -353,7 +358,9 @@ func (r *lineRun) truthOf(p linePollResult) pollTruth {
 			doneThen++
 		}
 	}
-	told := float64(pt.rank) - (float64(doneThen) + r.rig.perSecond*staleFor.Seconds())
+	// carried on at the workers' pace over staleFor, or over the part of it they ran
+	carried := min(staleFor, max(p.at.Sub(r.workersFrom), 0))
+	told := float64(pt.rank) - (float64(doneThen) + r.rig.perSecond*carried.Seconds())
 	pt.stale = (max(told, 0) - float64(pt.ahead)) / float64(max(pt.ahead, 1))
 	if d, ok := r.decided[p.id]; ok {
 		pt.trueWait = d.Sub(p.at).Seconds()
