@@ -123,7 +123,7 @@ type progressMeter struct {
 
 	mu      sync.Mutex
 	pending map[progressSecond]*progressCounts
-	late    int64       // the most a count pending came after its moment (ms)
+	late    lateness    // how long after their moments the counts pending came
 	armed   bool        // counts are pending, and timer will write them
 	timer   *time.Timer // the flush at due
 	due     int64       // when they are due (unix ms): the multiple of every after the first
@@ -164,7 +164,7 @@ func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progress
 	late := int64(m.c.now() - at)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.late = max(m.late, late)
+	m.late.add(late)
 	add(m.pendingOf(k), int(int64(at)%1000)/(1000/progressSlots))
 }
 
@@ -203,8 +203,8 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	}
 	defer func() { <-m.flushing }()
 	m.mu.Lock()
-	batch, late := m.pending, m.late
-	m.pending, m.late = map[progressSecond]*progressCounts{}, 0
+	batch, late := m.pending, m.late.high()
+	m.pending, m.late = map[progressSecond]*progressCounts{}, lateness{}
 	if m.armed {
 		m.armed = false
 		m.timer.Stop() // its counts are these: a timer that has fired finds none
@@ -256,6 +256,39 @@ func (m *progressMeter) measured(late, write int64) {
 	}
 	smooth(&m.lag, late+write)
 	smooth(&m.writeLag, write)
+}
+
+// lateness is how long after their moments a flush's counts came (ms), by
+// hundredth of a second, to a second and more.
+type lateness struct {
+	n     int
+	parts [101]int // parts[i]: the counts i hundredths late; the last, a second or more
+	most  int64
+}
+
+func (l *lateness) add(ms int64) {
+	l.n++
+	l.parts[min(max(ms, 0)/10, int64(len(l.parts)-1))]++
+	l.most = max(l.most, ms)
+}
+
+// high returns how late the counts came, leaving out the latest hundredth of them
+// when there are a hundred or more: one put retried for seconds should not move
+// every reader's complete arrivals back by as much (progressComplete), for the
+// flushes the lag takes to fall, for the sake of one request. It is the end of the
+// hundredth of a second that holds the 99th percentile (at most the latest count),
+// or the latest count when that is a second or more.
+func (l *lateness) high() int64 {
+	if l.n < 100 {
+		return l.most
+	}
+	keep, seen := l.n-l.n/100, 0 // the counts it covers
+	for i, c := range l.parts[:len(l.parts)-1] {
+		if seen += c; seen >= keep {
+			return min(int64(i+1)*10, l.most)
+		}
+	}
+	return l.most
 }
 
 // putBack returns counts a write could not store to the pending ones, and arms the

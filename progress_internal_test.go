@@ -363,3 +363,35 @@ func TestProgressDepthAfterABurst(t *testing.T) {
 		t.Fatalf("depth %d, true about %d", st.Depth, truth)
 	}
 }
+
+// A flush's lateness leaves out its latest hundredth when it counted a hundred or
+// more: one put retried for seconds does not move the complete arrivals back.
+func TestProgressLatenessLeavesOutTheLatestHundredth(t *testing.T) {
+	var l lateness
+	for range 10 {
+		l.add(35)
+	}
+	l.add(2000)
+	if got := l.high(); got != 2000 {
+		t.Fatalf("11 counts: %d, want the latest, 2000", got)
+	}
+	for range 189 {
+		l.add(35)
+	}
+	if got := l.high(); got != 40 {
+		t.Fatalf("200 counts, one 2 s late: %d, want 40 (the hundredth that holds the 99th percentile)", got)
+	}
+	for range 2 {
+		l.add(1500)
+	}
+	if got := l.high(); got != 2000 {
+		t.Fatalf("3 of 202 late: %d, want the latest", got)
+	}
+	var quick lateness
+	for range 150 {
+		quick.add(3)
+	}
+	if got := quick.high(); got != 3 {
+		t.Fatalf("%d, want the latest count's 3 (within its hundredth)", got)
+	}
+}
