@@ -128,6 +128,7 @@ type progressMeter struct {
 	timer   *time.Timer // the flush at due
 	due     int64       // when they are due (unix ms): the multiple of every after the first
 	wrote   int64       // when a flush last took counts to write (unix ms)
+	gen     int64       // the arming of timer
 
 	flushing chan struct{} // one flush at a time: held while a flush runs
 
@@ -145,7 +146,7 @@ func newProgressMeter(c *Client, every time.Duration) *progressMeter {
 
 // arrived counts a request of eventID queued at.
 func (m *progressMeter) arrived(eventID string, at EpochMillis) {
-	m.count(eventID, at, func(p *progressCounts, slot int) {
+	m.count(eventID, at, true, func(p *progressCounts, slot int) {
 		p.arrived[slot]++
 		p.hundredths[int64(at)%1000/(1000/(progressSlots*progressParts))]++
 	})
@@ -153,10 +154,10 @@ func (m *progressMeter) arrived(eventID string, at EpochMillis) {
 
 // reached counts a request of eventID a worker finished at.
 func (m *progressMeter) reached(eventID string, at EpochMillis) {
-	m.count(eventID, at, func(p *progressCounts, slot int) { p.reached[slot]++ })
+	m.count(eventID, at, false, func(p *progressCounts, slot int) { p.reached[slot]++ })
 }
 
-func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progressCounts, int)) {
+func (m *progressMeter) count(eventID string, at EpochMillis, arrival bool, add func(*progressCounts, int)) {
 	if m == nil || at <= 0 {
 		return
 	}
@@ -164,7 +165,9 @@ func (m *progressMeter) count(eventID string, at EpochMillis, add func(*progress
 	late := int64(m.c.now() - at)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.late.add(late)
+	if arrival {
+		m.late.add(late)
+	}
 	add(m.pendingOf(k), int(int64(at)%1000)/(1000/progressSlots))
 }
 
@@ -184,7 +187,9 @@ func (m *progressMeter) pendingOf(k progressSecond) *progressCounts {
 		now := int64(m.c.now())
 		wait := untilFlush(now, m.every)
 		m.due = now + wait.Milliseconds()
-		m.timer = time.AfterFunc(wait, func() { _ = m.flush(context.Background()) })
+		m.gen++
+		gen := m.gen
+		m.timer = time.AfterFunc(wait, func() { _ = m.flushOf(context.Background(), gen) })
 	}
 	return p
 }
@@ -194,7 +199,10 @@ func (m *progressMeter) pendingOf(k progressSecond) *progressCounts {
 // throughput (not applied); after any other error they are dropped, since the write
 // may have been applied with its answer lost, and an ADD sent again would count them
 // twice. Counts older than progressSpan are dropped as well: no reader looks there.
-func (m *progressMeter) flush(ctx context.Context) error {
+func (m *progressMeter) flush(ctx context.Context) error { return m.flushOf(ctx, 0) }
+
+// flushOf is flush; a timer's (gen, its arming) flushes only if its arming stands.
+func (m *progressMeter) flushOf(ctx context.Context, gen int64) error {
 	if m == nil {
 		return nil // progress not counted
 	}
@@ -203,12 +211,24 @@ func (m *progressMeter) flush(ctx context.Context) error {
 	}
 	defer func() { <-m.flushing }()
 	m.mu.Lock()
+	if gen != 0 && (!m.armed || m.gen != gen) {
+		m.mu.Unlock()
+		return nil // a flush took this timer's counts while it waited
+	}
+	if len(m.pending) > 0 && ctx.Err() != nil { // leave them to the timer, unsent
+		m.mu.Unlock()
+		return fmt.Errorf("progress: %w", ctx.Err())
+	}
 	batch, late := m.pending, m.late.high()
 	m.pending, m.late = map[progressSecond]*progressCounts{}, lateness{}
 	if m.armed {
 		m.armed = false
-		m.timer.Stop() // its counts are these: a timer that has fired finds none
-		m.wrote = int64(m.c.now())
+		m.timer.Stop() // its counts are these: a timer that has fired finds them taken (gen)
+		// A timer that fired a multiple late (a thawed process's) wrote a pause's
+		// counts: the invocation that thawed it still writes its own at its end.
+		if now := int64(m.c.now()); gen == 0 || now < m.due+m.every.Milliseconds() {
+			m.wrote = now
+		}
 	}
 	m.mu.Unlock()
 	if len(batch) == 0 {
@@ -332,6 +352,11 @@ func (m *progressMeter) lockFlush(ctx context.Context) error {
 	select {
 	case m.flushing <- struct{}{}:
 		return nil
+	default:
+	}
+	select {
+	case m.flushing <- struct{}{}:
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("progress: waiting for the flush under way: %w", ctx.Err())
 	}
@@ -340,7 +365,8 @@ func (m *progressMeter) lockFlush(ctx context.Context) error {
 // flushDue writes the counts pending if their multiple of every has come (a timer
 // should have written them, and a frozen process runs none), or if no flush took
 // counts since the last multiple (a process invoked less often than every writes
-// each invocation's counts at its end, rather than at its next invocation).
+// each invocation's counts at its end, rather than at its next invocation; a timer
+// that fired a multiple or more late, a thawed process's, is not such a flush).
 func (m *progressMeter) flushDue(ctx context.Context) error {
 	if m == nil {
 		return nil
@@ -366,11 +392,12 @@ func (m *progressMeter) flushDue(ctx context.Context) error {
 // them as written by then), or no flush has written counts since the last multiple.
 // A process frozen between invocations (an AWS Lambda sandbox) runs no timer:
 // calling it at the end of each invocation writes an invocation's counts at once
-// when the invocations come less often than ProgressEvery, and otherwise at the
-// first invocation after each multiple: at most one write per event and second
-// counted a multiple, not one a click. It writes nothing otherwise, but waits (for
-// ctx at most) for a flush its timer began, since a thawed process's timer fires at
-// once, so that the process is not frozen in its writes.
+// when the invocations come less often than ProgressEvery (a thawed timer's write of
+// the counts a pause held does not count), and otherwise at the first invocation
+// after each multiple: at most one write per event and second counted a multiple
+// (one more after a thaw), not one a click. It writes nothing otherwise, but waits
+// (for ctx at most) for a flush its timer began, since a thawed process's timer
+// fires at once, so that the process is not frozen in its writes.
 func (c *Client) FlushDueProgress(ctx context.Context) error {
 	return c.progress.flushDue(ctx)
 }

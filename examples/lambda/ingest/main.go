@@ -92,9 +92,9 @@ func authenticator(ctx context.Context, getenv func(string) string) (httpapi.Aut
 // readers take them as written. A frozen sandbox runs no timer, and a write per click
 // would heat the progress partitions as much as the clicks: an invocation writes the
 // counts when they are due (Client.FlushDueProgress). A count made by a sandbox that
-// wrote once since the last multiple waits for its next invocation after the next
-// one, or its shutdown (SIGTERM), and is read as it lands, the estimate carrying the
-// line on meanwhile.
+// wrote once since the last multiple waits for its first invocation after the next
+// multiple, or its shutdown (SIGTERM), and is read as it lands, the estimate carrying
+// the line on meanwhile.
 const progressEvery = 200 * time.Millisecond
 
 // newHandler returns the function's handler: the HTTP API through the adapter, and

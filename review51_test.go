@@ -1,0 +1,112 @@
+package asyncevent_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
+)
+
+// gatedWrites holds each progress write until a token comes on proceed (or proceed
+// is closed), and counts the writes let through.
+type gatedWrites struct {
+	asyncevent.DynamoDB
+	began   chan struct{}
+	proceed chan struct{}
+	writes  atomic.Int64
+}
+
+func (d *gatedWrites) Unwrap() asyncevent.DynamoDB { return d.DynamoDB }
+
+func (d *gatedWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if strings.Contains(pkS(in.Key), "#PROGRESS#") {
+		d.began <- struct{}{}
+		<-d.proceed
+		d.writes.Add(1)
+	}
+	return d.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+// A timer that fired while another flush held the lock, which took its counts, writes
+// nothing: the counts of a later arming wait for their own timer, at the next
+// multiple (at most one write per event and second counted a multiple; review 51).
+func TestReview51AFiredTimerTakesALaterArmingsCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	every := 400 * time.Millisecond
+	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{}, 16)}
+	clock := asynceventtest.NewClock(time.Now().Truncate(every).Add(10 * time.Millisecond))
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "stale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	submit := func(user string) {
+		_, err := c.Submit(ctx, q, "stale", user)
+		require.NoError(t, err)
+	}
+	defer close(db.proceed)
+
+	submit("u1") // arms T1, due K+400
+	a := make(chan error, 1)
+	go func() { a <- c.FlushDueProgress(ctx) }() // nothing written since K: at once; stops T1
+	<-db.began                                   // A holds the flush, its write held
+	submit("u2")                                 // arms T2: 390 ms of real time, due K+400
+	clock.Advance(every)                         // K+410: u2's multiple has come
+	b := make(chan error, 1)
+	go func() { b <- c.FlushDueProgress(ctx) }() // due: waits for A, first in line
+	time.Sleep(every + 100*time.Millisecond)     // T2 fires, its flush waits for A, second in line
+	db.proceed <- struct{}{}                     // A's write lands; B takes u2 (T2 has fired: Stop fails)
+	require.NoError(t, <-a)
+	<-db.began   // B's write held
+	submit("u3") // arms T3: due K+800, 390 ms of real time away
+	db.proceed <- struct{}{}
+	require.NoError(t, <-b)
+	// B released the flush: T2's waiting flush must leave u3 to T3.
+	select {
+	case <-db.began:
+		db.proceed <- struct{}{}
+		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("u3's counts written at once after B (%d writes in all, 2 in the multiple at K+400), not at their multiple K+800", db.writes.Load())
+	case <-time.After(200 * time.Millisecond): // T3 fires only at 390 ms
+	}
+}
+
+// An invocation's counts are written at its end when the invocations come less often
+// than ProgressEvery, also after a thaw: the thawed timer that writes the pause's
+// counts (a multiple or more late) does not count as the write since the multiple
+// (review 51).
+func TestReview51AThawedTimerHoldsTheNextInvocationsCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	every := 200 * time.Millisecond
+	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{})}
+	close(db.proceed) // no write held
+	clock := asynceventtest.NewClock(time.Now().Truncate(time.Second).Add(10 * time.Millisecond))
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "thawed", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	invoke := func(user string) {
+		_, err := c.Submit(ctx, q, "thawed", user)
+		require.NoError(t, err)
+		require.NoError(t, c.FlushDueProgress(ctx))
+	}
+	invoke("u1") // K+10: written at once
+	require.EqualValues(t, 1, db.writes.Load())
+	clock.Advance(40 * time.Millisecond)
+	invoke("u2") // K+50: the second in the multiple, pending; its timer due K+200 ("frozen")
+	require.EqualValues(t, 1, db.writes.Load())
+	clock.Advance(5 * time.Second) // the next invocation, 5 s later: the sandbox is thawed
+	require.Eventually(t, func() bool { return db.writes.Load() == 2 }, 10*time.Second, 5*time.Millisecond,
+		"the thawed timer fires at once and writes u2")
+	invoke("u3") // 5 s after the last invocation: sparser than ProgressEvery
+	require.EqualValues(t, 3, db.writes.Load(), "an invocation 5 s after the last: its count is written at its end")
+}
