@@ -384,33 +384,13 @@ func TestProgressIsFlushedWhenDue(t *testing.T) {
 	assert.EqualValues(t, 4, st.Depth)
 }
 
-// heldWrites holds each progress write until release is closed.
-type heldWrites struct {
-	asyncevent.DynamoDB
-	began   chan struct{}
-	release chan struct{}
-}
-
-func (d *heldWrites) Unwrap() asyncevent.DynamoDB { return d.DynamoDB }
-
-func (d *heldWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if strings.Contains(pkS(in.Key), "#PROGRESS#") {
-		select {
-		case d.began <- struct{}{}:
-		default:
-		}
-		<-d.release
-	}
-	return d.DynamoDB.UpdateItem(ctx, in, o...)
-}
-
 // A thawed process's timer flushes at once, beside the invocation: FlushDueProgress
 // at the invocation's end waits for that flush's writes, so that the process is not
 // frozen in the middle of them.
 func TestFlushDueProgressWaitsForAFlushUnderWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := &heldWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 1), release: make(chan struct{})}
+	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{})}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: 10 * time.Minute})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "thaw", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
@@ -426,7 +406,7 @@ func TestFlushDueProgressWaitsForAFlushUnderWay(t *testing.T) {
 		t.Fatal("FlushDueProgress returned while a flush was writing")
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(db.release)
+	close(db.proceed)
 	require.NoError(t, <-timer)
 	require.NoError(t, <-due)
 }
@@ -436,7 +416,7 @@ func TestFlushDueProgressWaitsForAFlushUnderWay(t *testing.T) {
 func TestFlushDueProgressHonoursItsContext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := &heldWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 1), release: make(chan struct{})}
+	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{})}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: 10 * time.Minute})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ctx", EventType: asyncevent.FirstCome, CapacityTotal: 10})
 	require.NoError(t, err)
@@ -445,7 +425,7 @@ func TestFlushDueProgressHonoursItsContext(t *testing.T) {
 	timer := make(chan error, 1)
 	go func() { timer <- c.FlushProgress(ctx) }() // the timer's flush, stalled
 	<-db.began
-	defer func() { close(db.release); <-timer }()
+	defer func() { close(db.proceed); <-timer }()
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
