@@ -856,7 +856,8 @@ func (c *Client) queueStats(v *progressView, now time.Time) QueueStats {
 	if v.total(arrivals) == 0 {
 		return st
 	}
-	st.Depth = int64(max(float64(v.total(arrivals))-v.doneBy(now.UnixMilli(), cutD, float64(v.total(arrivals)), st.Rate), 0) + 0.5)
+	landed := float64(v.total(arrivals))
+	st.Depth = int64(max(landed-v.doneBy(now.UnixMilli(), cutD, landed, st.Rate), 0) + 0.5)
 	if st.Rate > 0 {
 		st.DrainTime = time.Duration(float64(st.Depth) / st.Rate * float64(time.Second))
 	}

@@ -384,18 +384,51 @@ func TestProgressIsFlushedWhenDue(t *testing.T) {
 	assert.EqualValues(t, 4, st.Depth)
 }
 
+// gatedWrites holds each progress write until a token comes on proceed (or proceed
+// is closed), and counts the writes let through.
+type gatedWrites struct {
+	asyncevent.DynamoDB
+	began   chan struct{}
+	proceed chan struct{}
+	writes  atomic.Int64
+}
+
+func (d *gatedWrites) Unwrap() asyncevent.DynamoDB { return d.DynamoDB }
+
+func (d *gatedWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if strings.Contains(pkS(in.Key), "#PROGRESS#") {
+		d.began <- struct{}{}
+		<-d.proceed
+		d.writes.Add(1)
+	}
+	return d.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+// gatedProgress returns a client on a table of its own whose progress writes pass
+// through a gatedWrites (proceed gates them), with a FIRST_COME event, and a
+// function that submits a user's click to it.
+func gatedProgress(t *testing.T, opts asyncevent.Options, proceed chan struct{}) (*asyncevent.Client, *gatedWrites, func(user string)) {
+	t.Helper()
+	ctx := context.Background()
+	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: proceed}
+	c := asynceventtest.NewTableOn(t, db, opts)
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "gated", EventType: asyncevent.FirstCome, CapacityTotal: 100})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	return c, db, func(user string) {
+		_, err := c.Submit(ctx, q, "gated", user)
+		require.NoError(t, err)
+	}
+}
+
 // A thawed process's timer flushes at once, beside the invocation: FlushDueProgress
 // at the invocation's end waits for that flush's writes, so that the process is not
 // frozen in the middle of them.
 func TestFlushDueProgressWaitsForAFlushUnderWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{})}
-	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: 10 * time.Minute})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "thaw", EventType: asyncevent.FirstCome, CapacityTotal: 10})
-	require.NoError(t, err)
-	_, err = c.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "thaw", "u1")
-	require.NoError(t, err)
+	c, db, submit := gatedProgress(t, asyncevent.Options{ProgressEvery: 10 * time.Minute}, make(chan struct{}))
+	submit("u1")
 	timer := make(chan error, 1)
 	go func() { timer <- c.FlushProgress(ctx) }() // the timer's flush
 	<-db.began
@@ -416,12 +449,8 @@ func TestFlushDueProgressWaitsForAFlushUnderWay(t *testing.T) {
 func TestFlushDueProgressHonoursItsContext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{})}
-	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{ProgressEvery: 10 * time.Minute})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ctx", EventType: asyncevent.FirstCome, CapacityTotal: 10})
-	require.NoError(t, err)
-	_, err = c.Submit(ctx, queue.NewMemory(queue.MemoryOptions{}), "ctx", "u1")
-	require.NoError(t, err)
+	c, db, submit := gatedProgress(t, asyncevent.Options{ProgressEvery: 10 * time.Minute}, make(chan struct{}))
+	submit("u1")
 	timer := make(chan error, 1)
 	go func() { timer <- c.FlushProgress(ctx) }() // the timer's flush, stalled
 	<-db.began

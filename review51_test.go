@@ -2,38 +2,14 @@ package asyncevent_test
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
-	"github.com/asyncevent/asyncevent/queue"
 )
-
-// gatedWrites holds each progress write until a token comes on proceed (or proceed
-// is closed), and counts the writes let through.
-type gatedWrites struct {
-	asyncevent.DynamoDB
-	began   chan struct{}
-	proceed chan struct{}
-	writes  atomic.Int64
-}
-
-func (d *gatedWrites) Unwrap() asyncevent.DynamoDB { return d.DynamoDB }
-
-func (d *gatedWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if strings.Contains(pkS(in.Key), "#PROGRESS#") {
-		d.began <- struct{}{}
-		<-d.proceed
-		d.writes.Add(1)
-	}
-	return d.DynamoDB.UpdateItem(ctx, in, o...)
-}
 
 // A timer that fired while another flush held the lock, which took its counts, writes
 // nothing: the counts of a later arming wait for their own timer, at the next
@@ -42,16 +18,8 @@ func TestReview51AFiredTimerTakesALaterArmingsCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	every := 400 * time.Millisecond
-	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{}, 16)}
 	clock := asynceventtest.NewClock(time.Now().Truncate(every).Add(10 * time.Millisecond))
-	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "stale", EventType: asyncevent.FirstCome, CapacityTotal: 100})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	submit := func(user string) {
-		_, err := c.Submit(ctx, q, "stale", user)
-		require.NoError(t, err)
-	}
+	c, db, submit := gatedProgress(t, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond}, make(chan struct{}, 16))
 	defer close(db.proceed)
 
 	submit("u1") // arms T1, due K+400
@@ -87,16 +55,12 @@ func TestReview51AThawedTimerHoldsTheNextInvocationsCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	every := 200 * time.Millisecond
-	db := &gatedWrites{DynamoDB: asynceventtest.DynamoDB(t), began: make(chan struct{}, 16), proceed: make(chan struct{})}
-	close(db.proceed) // no write held
+	proceed := make(chan struct{})
+	close(proceed) // no write held
 	clock := asynceventtest.NewClock(time.Now().Truncate(time.Second).Add(10 * time.Millisecond))
-	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "thawed", EventType: asyncevent.FirstCome, CapacityTotal: 100})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
+	c, db, submit := gatedProgress(t, asyncevent.Options{Clock: clock.Now, ProgressEvery: every, ProgressCacheTTL: time.Nanosecond}, proceed)
 	invoke := func(user string) {
-		_, err := c.Submit(ctx, q, "thawed", user)
-		require.NoError(t, err)
+		submit(user)
 		require.NoError(t, c.FlushDueProgress(ctx))
 	}
 	invoke("u1") // K+10: written at once
