@@ -1045,7 +1045,7 @@ func (c *Client) placeInLine(ctx context.Context, r *Request) {
 	r.Queue = c.estimate(v, r.QueuedAt, now)
 	if c.wantsFresher(v, r.Queue, r.QueuedAt, now) {
 		if v, err := c.eventProgress(ctx, cfg, progressRefreshGap, c.landedAt(now)); err == nil {
-			r.Queue = c.estimate(v, r.QueuedAt, now)
+			r.Queue = c.estimate(v, r.QueuedAt, c.opts.Clock()) // as of the answer, not of before the read
 		}
 	}
 }
