@@ -503,6 +503,7 @@ func TestARefreshedPollIsPlacedAsOfItsAnswer(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, db.slow.Load(), "the poll read the progress again")
 	require.NotNil(t, r.Queue)
+	require.Positive(t, r.Queue.Rate, "the workers' rate, carried on")
 	_, done := asyncevent.EstimateParts(*r.Queue)
 	cut, counted := asyncevent.EstimateCut(*r.Queue)
 	answered := clock.Now().UnixMilli() // the read's 400 ms later
