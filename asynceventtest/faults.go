@@ -73,11 +73,44 @@ type FaultyDynamoDB struct {
 	db     asyncevent.DynamoDB
 	faults *planner
 	dead   atomic.Bool
-	late   sync.WaitGroup // the late writes not landed yet
+	late   onTheWire // the late writes not landed yet
 }
 
 // WaitLate waits until every late write (FaultPlan.LateRate) sent so far has landed.
-func (f *FaultyDynamoDB) WaitLate() { f.late.Wait() }
+// A late write may be sent while WaitLate waits (a client's background flush of its
+// progress, say): it is waited for too.
+func (f *FaultyDynamoDB) WaitLate() { f.late.wait() }
+
+// onTheWire counts the writes sent and not landed. Unlike a sync.WaitGroup, a write
+// may be added while another goroutine waits for none.
+type onTheWire struct {
+	mu     sync.Mutex
+	landed sync.Cond // L is mu, set by the first wait
+	n      int
+}
+
+func (w *onTheWire) add() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+}
+
+func (w *onTheWire) done() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n--; w.n == 0 {
+		w.landed.Broadcast()
+	}
+}
+
+func (w *onTheWire) wait() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.landed.L = &w.mu
+	for w.n > 0 {
+		w.landed.Wait()
+	}
+}
 
 // NewFaultyDynamoDB returns a FaultyDynamoDB around db.
 func NewFaultyDynamoDB(db asyncevent.DynamoDB, plan FaultPlan) *FaultyDynamoDB {
@@ -244,9 +277,9 @@ func call[O any](ctx context.Context, f *FaultyDynamoDB, op string, pks []string
 		}
 		return nil, injected(op, kind)
 	case lateFault:
-		f.late.Add(1)
+		f.late.add()
 		time.AfterFunc(f.faults.lateBy(), func() {
-			defer f.late.Done()
+			defer f.late.done()
 			_, _ = do(context.WithoutCancel(ctx)) // on the wire: neither the caller's end nor a Kill stops it
 		})
 		return nil, injected(op, kind)
