@@ -85,7 +85,7 @@ func (f *FaultyDynamoDB) WaitLate() { f.late.wait() }
 // may be added while another goroutine waits for none.
 type onTheWire struct {
 	mu     sync.Mutex
-	landed sync.Cond // L is mu, set by the first wait
+	landed sync.Cond // L is mu
 	n      int
 }
 
@@ -106,7 +106,6 @@ func (w *onTheWire) done() {
 func (w *onTheWire) wait() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.landed.L = &w.mu
 	for w.n > 0 {
 		w.landed.Wait()
 	}
@@ -114,7 +113,9 @@ func (w *onTheWire) wait() {
 
 // NewFaultyDynamoDB returns a FaultyDynamoDB around db.
 func NewFaultyDynamoDB(db asyncevent.DynamoDB, plan FaultPlan) *FaultyDynamoDB {
-	return &FaultyDynamoDB{db: db, faults: newPlanner(plan)}
+	f := &FaultyDynamoDB{db: db, faults: newPlanner(plan)}
+	f.late.landed.L = &f.late.mu
+	return f
 }
 
 // Unwrap returns the client f wraps.
