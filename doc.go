@@ -430,7 +430,7 @@
 //	    set  SET sweepOwner = :sweepOwner, sweepUntil = :sweepUntil,
 //	         entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
-//	lottery entry collected        Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	lottery entry collected        Processor.ProcessOne, Draw UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
 //	         AND (attribute_not_exists (startedAt))
 //	    set  SET status = "QUEUED", startedAt = :now
@@ -443,6 +443,10 @@
 //	    set  SET status = "REJECTED", uiResult = "REJECTED",
 //	         resultCode = "REJECTED_LOTTERY_LOSE", finishedAt = :now, uiPhase = "ANNOUNCED",
 //	         announcedAt = :now
+//	lottery result (not drawn)     Draw, Processor.ProcessOne UpdateItem     REQ#<requestId> / META
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt <= lotteryCutoffAt)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_NOT_DRAWN",
+//	         finishedAt = :now, uiPhase = "ANNOUNCED", announcedAt = :now
 //	lottery result (closed)        MarkClosed                 UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt > lotteryCutoffAt)
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CLOSED",
@@ -454,7 +458,8 @@
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
 //	entry failure                  Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
-//	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt <= lotteryCutoffAt)
+//	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
+//	         AND ((queuedAt <= lotteryCutoffAt) AND (attribute_not_exists (startedAt)))
 //	    set  SET status = "FAILED_FINAL", uiResult = "FAILED", resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
@@ -544,9 +549,11 @@
 //	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = "DRAWING"
+//	draw: entries chunk            Draw, ServePrequeue        PutItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>
 //	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   (phase = "DRAWING") AND (attribute_not_exists (entriesHash))
-//	    set  SET entryCount = :entryCount, entriesHash = :entriesHash, seed = :seed
+//	    set  SET entryCount = :entryCount, entriesHash = :entriesHash,
+//	         entryChunks = :entryChunks, seed = :seed
 //	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = "DRAWING"
 //	    set  SET phase = "ANNOUNCED", announcedAt = :now
@@ -566,6 +573,7 @@
 //	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG
 //	get capacity                   GetCapacity                GetItem        EVENT#<eventId> / CAPACITY
 //	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
+//	recorded entries               Draw, ServePrequeue, VerifyDraw, VerifyPrequeue, GetRequest GetItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent
 //	hold registry                  HoldEvents                 Query          HOLD_EVENTS, every event with holds
 //	event list                     ListEvents                 Query          EVENTS, newest first, limit 20
 //	audit trail                    ListAudit                  Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")

@@ -163,7 +163,9 @@ func TestDrawResumesAfterAStopHalfWay(t *testing.T) {
 
 	// Half of the finalisations (transactions, with the status log), then the
 	// process dies.
-	half := &halfway{DynamoDB: asynceventtest.DynamoDB(t), left: 100}
+	// The draw first collects the 200 entries no worker reached (so that no failure
+	// can land on them once recorded), then finalises.
+	half := &halfway{DynamoDB: asynceventtest.DynamoDB(t), left: 200 + 100}
 	broken, err := asyncevent.New(half, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now, StatusLog: true, DrawConcurrency: 4})
 	require.NoError(t, err)
 	_, err = broken.Draw(ctx, "lotto")
@@ -333,11 +335,24 @@ func TestVerifyDrawReportsTampering(t *testing.T) {
 	require.NoError(t, err)
 	v, err = c.VerifyDraw(ctx, "lotto")
 	require.NoError(t, err)
-	assert.Contains(t, v.String(), "29 entries on the table, the freeze recorded 30")
-	assert.Contains(t, v.String(), "the entries hash to")
+	assert.Contains(t, v.String(), "recorded entry "+winner+" is not on the table")
 
+	// The recorded entries altered: one ID of the chunk dropped.
+	record, err := c.GetDraw(ctx, "lotto")
+	require.NoError(t, err)
+	chunk := map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: "EVENT#lotto#ENTRIES#0"},
+		"SK": &types.AttributeValueMemberS{Value: "SET#" + record.EntriesHash},
+	}
+	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(c.TableName()), Key: chunk,
+		UpdateExpression:          aws.String("SET ids = :ids"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ids": &types.AttributeValueMemberS{Value: winner + "\n"}}})
+	require.NoError(t, err)
+	v, err = c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Contains(t, v.String(), "the recorded entries of lotto hash to")
 	_, err = c.Draw(ctx, "lotto")
-	assert.ErrorIs(t, err, asyncevent.ErrDrawMismatch, "a draw does not vouch for entries it cannot reproduce")
+	assert.ErrorIs(t, err, asyncevent.ErrDrawMismatch, "a draw does not vouch for entries it cannot read back as recorded")
 	fc := newSale(t, 1)
 	_, err = fc.Draw(ctx, "sale")
 	assert.True(t, errors.Is(err, asyncevent.ErrNotLottery))

@@ -23,6 +23,7 @@ import (
 //	EventCapacity    PK EVENT#<eventId>                   SK CAPACITY                             EventKey
 //	  capacity shard PK EVENT#<eventId>#CAPACITY#<n>      SK CAPACITY   (C > 1: a PK each)        EventKey
 //	Draw record      PK EVENT#<eventId>                   SK DRAW                                 EventKey
+//	recorded entries PK EVENT#<eventId>#ENTRIES#<chunk>   SK SET#<entriesHash>                    EntriesKey
 //	StatusLog        PK REQ#<requestId>                   SK LOG#<occurredAt>#<suffix>            StatusLogKey
 //	Hold             PK EVENT#<eventId>#HOLDS#<shard>     SK EXP#<expiresAt>#REQ#<requestId>      HoldKey
 //	Returns          PK EVENT#<eventId>#RETURNS           SK RETURNS                              ReturnsKey
@@ -58,6 +59,10 @@ const (
 	// second of a progress item.
 	prefixProgress = "PROGRESS"
 	skProgress     = "T"
+	// prefixEntries names the partitions of a draw's recorded entries; skEntrySet
+	// prefixes the hash of the set a chunk belongs to.
+	prefixEntries = "ENTRIES"
+	skEntrySet    = "SET"
 
 	skRequest = "META"
 	skLock    = "LOCK"
@@ -179,7 +184,8 @@ type Key struct {
 // [ParseRequestKey], Idempotency [ParseLockKey], Config, Capacity and Draw
 // [ParseEventKey], StatusLog [ParseStatusLogKey], Hold [ParseHoldKey], Returns
 // [ParseReturnsKey], HoldEvent [ParseHoldEventKey], Audit [ParseAuditKey], Operation
-// [ParseOperationKey], EventEntry [ParseEventEntryKey], Progress [ParseProgressKey].
+// [ParseOperationKey], EventEntry [ParseEventEntryKey], Progress [ParseProgressKey],
+// Entries [ParseEntriesKey].
 func (k Key) Entity() (entity.Type, error) {
 	if _, err := ParseRequestKey(k); err == nil {
 		return entity.Request, nil
@@ -215,6 +221,9 @@ func (k Key) Entity() (entity.Type, error) {
 	}
 	if _, err := ParseProgressKey(k); err == nil {
 		return entity.Progress, nil
+	}
+	if _, err := ParseEntriesKey(k); err == nil {
+		return entity.Entries, nil
 	}
 	return "", malformed("key", k.PK+" / "+k.SK, "not the key of any item of the table")
 }
@@ -1071,6 +1080,80 @@ func ParseProgressKey(key Key) (ProgressKey, error) {
 		return ProgressKey{}, malformed("progress key", key.SK, "want T#<10-digit unix second>")
 	}
 	return ProgressKey{eventID: parts[1], shard: shard, second: second}, nil
+}
+
+// EntriesKey is the key of one chunk of the entries a draw (or a pre-queue's serve)
+// recorded: PK EVENT#<eventId>#ENTRIES#<chunk>, SK SET#<entriesHash>, the hash being
+// the 64 hex digits of draw.EntriesHash of the whole set. Each chunk is on a
+// partition key of its own, so that recording a large set spreads its one-off writes;
+// the hash in the key keeps the chunks of two sets apart. Build it with
+// NewEntriesKey or read it with ParseEntriesKey; the zero value is no key.
+type EntriesKey struct {
+	eventID, entriesHash string
+	chunk                int
+}
+
+// NewEntriesKey returns the key of chunk chunk of the entries of eventID whose hash
+// is entriesHash, or an ErrInvalidID error (eventID, or a hash that is not 64
+// lower-case hex digits) or an ErrInvalidOptions error (a negative chunk).
+func NewEntriesKey(eventID, entriesHash string, chunk int) (EntriesKey, error) {
+	if err := ValidateID("eventId", eventID); err != nil {
+		return EntriesKey{}, err
+	}
+	if !isHashHex(entriesHash) {
+		return EntriesKey{}, fmt.Errorf("%w: entriesHash %q: want 64 lower-case hex digits", ErrInvalidID, entriesHash)
+	}
+	if chunk < 0 {
+		return EntriesKey{}, fmt.Errorf("%w: entries chunk %d", ErrInvalidOptions, chunk)
+	}
+	return EntriesKey{eventID: eventID, entriesHash: entriesHash, chunk: chunk}, nil
+}
+
+// EventID returns the event's ID.
+func (k EntriesKey) EventID() string { return k.eventID }
+
+// EntriesHash returns the hash of the set the chunk belongs to.
+func (k EntriesKey) EntriesHash() string { return k.entriesHash }
+
+// Chunk returns the chunk's number, from 0.
+func (k EntriesKey) Chunk() int { return k.chunk }
+
+// Key returns the table key: PK EVENT#<eventId>#ENTRIES#<chunk>, SK
+// SET#<entriesHash>.
+func (k EntriesKey) Key() Key {
+	return Key{PK: eventPK(k.eventID) + sep + prefixEntries + sep + strconv.Itoa(k.chunk), SK: skEntrySet + sep + k.entriesHash}
+}
+
+// ParseEntriesKey reads a key that NewEntriesKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseEntriesKey(key Key) (EntriesKey, error) {
+	parts, err := splitKey("entries PK", key.PK, prefixEvent, 4)
+	if err != nil {
+		return EntriesKey{}, err
+	}
+	chunk, ok := parseShard(parts[3])
+	if !ok || parts[2] != prefixEntries {
+		return EntriesKey{}, malformed("entries PK", key.PK, "want EVENT#<eventId>#ENTRIES#<chunk>")
+	}
+	sk, err := splitKey("entries SK", key.SK, skEntrySet, 2)
+	if err != nil || !isHashHex(sk[1]) {
+		return EntriesKey{}, malformed("entries SK", key.SK, "want SET#<64 hex digits>")
+	}
+	return EntriesKey{eventID: parts[1], entriesHash: sk[1], chunk: chunk}, nil
+}
+
+// isHashHex reports whether s is a SHA-256 as draw.EntriesHash writes it: 64
+// lower-case hex digits.
+func isHashHex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // splitKey splits key text into exactly n parts, checks that the first is prefix and

@@ -39,9 +39,11 @@ type DrawRecord struct {
 	Seed string `dynamodbav:"seed,omitempty"`
 
 	// Set by the draw: how many entries it drew from, SHA-256 (hex) of their sorted
-	// request IDs, and when it ran and was announced.
+	// request IDs, how many chunks hold those IDs (EntriesKey: the entries by name,
+	// written before this record names them), and when it ran and was announced.
 	EntryCount  int64       `dynamodbav:"entryCount,omitempty"`
 	EntriesHash string      `dynamodbav:"entriesHash,omitempty"`
+	EntryChunks int64       `dynamodbav:"entryChunks,omitempty"`
 	DrawnAt     EpochMillis `dynamodbav:"drawnAt,omitempty"`
 	AnnouncedAt EpochMillis `dynamodbav:"announcedAt,omitempty"`
 }
@@ -58,6 +60,7 @@ const (
 	attrPhase       = "phase"
 	attrEntryCount  = "entryCount"
 	attrEntriesHash = "entriesHash"
+	attrEntryChunks = "entryChunks"
 	attrDrawnAt     = "drawnAt"
 	attrSeed        = "seed"
 )
@@ -66,6 +69,7 @@ const (
 const (
 	pEntryCount  param = "entryCount"
 	pEntriesHash param = "entriesHash"
+	pEntryChunks param = "entryChunks"
 	pSeed        param = "seed"
 )
 
@@ -104,7 +108,7 @@ var (
 	}
 	drawEntriesRow = row{
 		name: "draw: record the entries", method: "Draw", item: entity.Draw, op: opUpdate, cond: entriesUnrecorded,
-		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash), setTo(attrSeed, pSeed)},
+		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash), setTo(attrEntryChunks, pEntryChunks), setTo(attrSeed, pSeed)},
 	}
 	drawAnnounceRow = row{
 		name: "draw: announce", method: "Draw", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseDrawing),
@@ -133,14 +137,19 @@ var (
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedAfterCutoff, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedClosed),
 	}
+	lotteryNotDrawnRow = row{
+		name: "lottery result (not drawn)", method: "Draw, Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedByCutoff, to: StatusRejected,
+		sets: append(finalSets(UIRejected, ResultNotDrawn), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
+	}
 	lotteryCollectRow = row{
-		name: "lottery entry collected", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		name: "lottery entry collected", method: "Processor.ProcessOne, Draw", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: notCollected, to: StatusQueued,
 		sets: []set{setTo(attrStartedAt, pNow)},
 	}
 	entryFailureRow = row{
 		name: "entry failure", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedByCutoff, to: StatusFailedFinal,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: all(queuedByCutoff, notCollected), to: StatusFailedFinal,
 		sets: failureSets,
 	}
 )
@@ -210,37 +219,43 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 //
 //  1. freezes the entries: a TransactWriteItems that moves the Draw record (PK
 //     EVENT#<eventId>, SK DRAW) and the config from COLLECTING to DRAWING, drawnAt,
-//     condition phase = COLLECTING. Nothing joins or leaves the entries by then:
-//     ingest's writes of a request and a worker's failure of an entry end by the
-//     entries' fence (the moment the draw may begin, less up to a second), and from
-//     it on a worker leaves an entry it meets to the draw;
+//     condition phase = COLLECTING;
 //  2. reads the entries from GSI2 (Query GSI2PK = EVENT#<eventId>, GSI2SK <
 //     QAT#<cutoff + 1 ms>, each index shard, in pages, never a Scan): the requests
 //     queued by the cutoff that are RECEIVED or QUEUED (or already finalised by this
-//     draw), whether or not a worker has collected them yet; the status of each one
-//     not collected is confirmed with a strongly consistent GetItem PK
-//     REQ#<requestId>, SK META, as GSI2 is read eventually consistent;
-//  3. records them and reveals the seed: UpdateItem of the Draw record, SET
-//     entryCount, draw.EntriesHash and seed, condition phase = DRAWING AND
+//     draw), whether or not a worker has collected them yet; each one not collected
+//     yet is collected by the draw itself (the "lottery entry collected" row,
+//     condition (status = QUEUED OR status = RECEIVED) AND
+//     attribute_not_exists(startedAt)), so that no failure can land on it afterwards
+//     (the "entry failure" row's condition holds attribute_not_exists(startedAt)); an
+//     entry whose collect is refused because it failed first is no entry;
+//  3. records them by name and reveals the seed: their IDs in chunks (the "draw:
+//     entries chunk" row, PutItem PK EVENT#<eventId>#ENTRIES#<n>, SK
+//     SET#<entriesHash>), then UpdateItem of the Draw record, SET entryCount,
+//     draw.EntriesHash, entryChunks and seed, condition phase = DRAWING AND
 //     attribute_not_exists(entriesHash). A sealed seed comes from Options.Seeds
 //     (without it ErrNoSeedSource), and a seed that does not hash to the published
 //     commitment is ErrSeedMismatch; both are found before the freeze, so that a
 //     draw refused for them writes nothing;
-//  4. picks the winners, the K entries with the smallest draw.Score (all of them if
-//     fewer than K);
-//  5. finalises each entry with UpdateItem PK REQ#<requestId>, SK META, SET status =
-//     SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, or status = REJECTED, uiResult
-//     REJECTED, resultCode REJECTED_LOTTERY_LOSE, and uiPhase ANNOUNCED, announcedAt,
-//     finishedAt; condition status = QUEUED OR status = RECEIVED
-//     (Options.DrawConcurrency at once); requests queued after the cutoff that are
-//     still waiting end REJECTED_CLOSED;
+//  4. picks the winners among the recorded entries, the K with the smallest
+//     draw.Score (all of them if fewer than K);
+//  5. finalises each recorded entry with UpdateItem PK REQ#<requestId>, SK META, SET
+//     status = SUCCEEDED, uiResult SUCCESS, resultCode SUCCESS, or status =
+//     REJECTED, uiResult REJECTED, resultCode REJECTED_LOTTERY_LOSE, and uiPhase
+//     ANNOUNCED, announcedAt, finishedAt; condition status = QUEUED OR status =
+//     RECEIVED (Options.DrawConcurrency at once); a request queued by the cutoff
+//     that is not in the record (its put landed after it) ends REJECTED_NOT_DRAWN
+//     (the "lottery result (not drawn)" row), and one queued after the cutoff that is
+//     still waiting REJECTED_CLOSED;
 //  6. announces: Draw record and config from DRAWING to ANNOUNCED, announcedAt.
 //
-// So the set of entries the draw records is exactly the set it finalises, also when
-// the workers still hold a backlog of the event's messages. Draw is idempotent and
-// resumable: run again after a crash it finds the same entries (their hash must
-// equal the recorded one, else ErrDrawMismatch), comes to the same winners and
-// finishes the rest; on an announced event it returns the stored result.
+// The record is the truth: once it names the entries, they are the draw's, whatever
+// reaches the table later, and no clock decides what it holds. Draw is idempotent and
+// resumable: run again after a crash it reads the recorded set back (a chunk missing
+// or altered is ErrDrawMismatch, as is a recorded entry gone from the table or given
+// another result), comes to the same winners and finishes the rest, answering each
+// request that landed since by the rule above; on an announced event it returns the
+// stored result.
 func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) {
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
@@ -252,39 +267,17 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
 		return nil, fmt.Errorf("%w: %s can be drawn from %s", ErrDrawTooEarly, eventID, opens.Time())
 	}
-	record, err := c.getDraw(ctx, eventID)
+	record, onTable, err := c.frozenSet(ctx, cfg, cfg.LotteryCutoffAt+1, c.collectForDraw)
 	if err != nil {
 		return nil, err
 	}
-	var seedHex string
-	if record.EntriesHash == "" {
-		if seedHex, err = c.revealSeed(ctx, cfg, record); err != nil {
-			return nil, err
-		}
-	}
-	if record.Phase == PhaseCollecting {
-		if record, err = c.freezeDraw(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	entries, err := c.drawEntries(ctx, cfg)
-	if err == nil && record.EntriesHash == "" {
-		entries, err = c.confirmEntries(ctx, entries)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.RequestID
-	}
-	record, revealed, err := c.frozenEntries(ctx, cfg, record, ids, seedHex)
+	ids, revealed, err := c.drawnSet(ctx, cfg, record)
 	if err != nil {
 		return nil, err
 	}
 	winners := draw.Winners(revealed, ids, int(record.WinnerCount))
 	if record.Phase != PhaseAnnounced {
-		if err := c.finaliseEntries(ctx, cfg, entries, winners); err != nil {
+		if err := c.finaliseEntries(ctx, cfg, ids, onTable, winners); err != nil {
 			return nil, err
 		}
 		if record, err = c.announceDraw(ctx, cfg); err != nil {
@@ -292,6 +285,88 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 		}
 	}
 	return &DrawResult{Record: *record, Winners: winners}, nil
+}
+
+// frozenSet takes a draw or a pre-queue's serve from wherever it stands to a record
+// of its entries: the seed checked against the commitment, the freeze, then, unless
+// the record names the entries already, the requests queued before `before` read from
+// GSI2, kept by keep (the draw collects its entries; the serve keeps every request),
+// and recorded. It returns the Draw record and the requests before `before` as GSI2
+// showed them (the recorded set and what landed since).
+func (c *Client) frozenSet(ctx context.Context, cfg *eventItem, before EpochMillis, keep func(context.Context, []drawEntry) ([]drawEntry, error)) (*DrawRecord, []drawEntry, error) {
+	record, err := c.getDraw(ctx, cfg.EventID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var seedHex string
+	if record.EntriesHash == "" {
+		if seedHex, err = c.revealSeed(ctx, cfg, record); err != nil {
+			return nil, nil, err
+		}
+	}
+	if record.Phase == PhaseCollecting {
+		if record, err = c.freezeDraw(ctx, cfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	onTable, err := c.queueOrder(ctx, cfg.EventID, before, true)
+	if err != nil || record.EntriesHash != "" {
+		return record, onTable, err
+	}
+	entries, err := keep(ctx, onTable)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.RequestID
+	}
+	if record, err = c.recordEntries(ctx, cfg, ids, seedHex); err != nil {
+		return nil, nil, err
+	}
+	return record, onTable, nil
+}
+
+// drawnSet reads back the entries the record names (recordedEntries) and the revealed
+// seed. A record from before the entries were recorded by name is read as it was
+// drawn: the entries on the table now, which must hash as recorded.
+func (c *Client) drawnSet(ctx context.Context, cfg *eventItem, record *DrawRecord) ([]string, []byte, error) {
+	ids, err := c.recordedEntries(ctx, cfg.EventID, record)
+	if errors.Is(err, errRecordedBefore) {
+		ids, err = c.entriesOnTable(ctx, cfg, record)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	revealed, err := hex.DecodeString(record.Seed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: the stored seed is not hex: %w", cfg.EventID, err)
+	}
+	return ids, revealed, nil
+}
+
+// entriesOnTable reads the entries of a draw recorded by count and hash only from
+// GSI2, as that version did, and checks them against the record.
+func (c *Client) entriesOnTable(ctx context.Context, cfg *eventItem, record *DrawRecord) ([]string, error) {
+	before := cfg.LotteryCutoffAt + 1
+	if cfg.EventType != Lottery {
+		before = cfg.prequeueUntil()
+	}
+	all, err := c.queueOrder(ctx, cfg.EventID, before, true)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range all {
+		if cfg.EventType != Lottery || e.isEntry() {
+			ids = append(ids, e.RequestID)
+		}
+	}
+	if h := draw.EntriesHash(ids); int64(len(ids)) != record.EntryCount || h != record.EntriesHash {
+		return nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
+			ErrDrawMismatch, cfg.EventID, record.EntryCount, record.EntriesHash, len(ids), h)
+	}
+	return ids, nil
 }
 
 // drawOpensAt is when Draw may begin: the cutoff plus the settle window. Ingest ends
@@ -337,62 +412,46 @@ func (e drawEntry) isEntry() bool {
 		e.Status == StatusRejected && e.ResultCode == ResultLotteryLose
 }
 
-// drawEntries reads the entries of a lottery from GSI2, in queue order.
-func (c *Client) drawEntries(ctx context.Context, cfg *eventItem) ([]drawEntry, error) {
-	all, err := c.queueOrder(ctx, cfg.EventID, cfg.LotteryCutoffAt+1, true)
-	if err != nil {
-		return nil, err
-	}
-	entries := all[:0]
-	for _, e := range all {
+// collectForDraw keeps the lottery's entries of the requests GSI2 showed queued by
+// the cutoff, having collected, with the "lottery entry collected" row, each one the
+// index shows not collected yet. A collected entry can no longer fail (the "entry
+// failure" row's condition), so the set the draw records stays the set it
+// finalises whatever failure lands later; GSI2 is read eventually consistent, so an
+// entry whose collect is refused is taken as the refusal found it: collected by a
+// worker meanwhile (an entry), or failed (no entry).
+func (c *Client) collectForDraw(ctx context.Context, onTable []drawEntry) ([]drawEntry, error) {
+	var entries []drawEntry
+	for _, e := range onTable {
 		if e.isEntry() {
 			entries = append(entries, e)
 		}
 	}
-	return entries, nil
-}
-
-// confirmEntries reads again, strongly consistent, each entry that GSI2 shows not yet
-// collected, and keeps those still entries. GSI2 is read eventually consistent: an
-// entry failed just before the fence may still show there as waiting. A collected
-// entry cannot have failed since (its only writes after the collect are the draw's),
-// so it needs no read.
-func (c *Client) confirmEntries(ctx context.Context, entries []drawEntry) ([]drawEntry, error) {
-	confirmed := make([]drawEntry, len(entries))
 	var (
-		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	work := make(chan int)
-	for range c.opts.DrawConcurrency {
-		wg.Go(func() {
-			for i := range work {
-				e := entries[i]
-				if e.StartedAt == 0 && !e.Status.IsTerminal() {
-					r, err := c.getRequest(ctx, e.RequestID, true)
-					if err != nil {
-						mu.Lock()
-						errs = append(errs, err)
-						mu.Unlock()
-						continue
-					}
-					e.Status, e.ResultCode, e.StartedAt = r.Status, r.ResultCode, r.StartedAt
-				}
-				confirmed[i] = e
-			}
-		})
+	err := c.eachChunk(ctx, len(entries), func(i int) error {
+		e := &entries[i]
+		if e.StartedAt != 0 || e.Status.IsTerminal() {
+			return nil
+		}
+		t, err := c.collectEntry(ctx, e.RequestID)
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			return nil
+		}
+		if !t.Applied {
+			e.Status, e.ResultCode, e.StartedAt = t.current.Status, t.current.ResultCode, t.current.StartedAt
+		}
+		return nil
+	})
+	if err = errors.Join(append(errs, err)...); err != nil {
+		return nil, fmt.Errorf("draw: collecting the entries: %w", err)
 	}
-	for i := range entries {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("draw: confirming the entries: %w", errors.Join(errs...))
-	}
-	kept := confirmed[:0]
-	for _, e := range confirmed {
+	kept := entries[:0]
+	for _, e := range entries {
 		if e.isEntry() {
 			kept = append(kept, e)
 		}
@@ -430,34 +489,17 @@ func (c *Client) freezeDraw(ctx context.Context, cfg *eventItem) (*DrawRecord, e
 	return c.getDraw(ctx, cfg.EventID)
 }
 
-// frozenEntries records the count and hash of the entries ids a freeze read, with
-// the revealed seed, unless an earlier call recorded them; then ids must be those
-// (else ErrDrawMismatch). It returns the record and the seed.
-func (c *Client) frozenEntries(ctx context.Context, cfg *eventItem, record *DrawRecord, ids []string, seedHex string) (*DrawRecord, []byte, error) {
-	hash := draw.EntriesHash(ids)
-	var err error
-	if record.EntriesHash == "" {
-		if record, err = c.recordEntries(ctx, cfg, int64(len(ids)), hash, seedHex); err != nil {
-			return nil, nil, err
-		}
-	}
-	if record.EntryCount != int64(len(ids)) || record.EntriesHash != hash {
-		return nil, nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
-			ErrDrawMismatch, cfg.EventID, record.EntryCount, record.EntriesHash, len(ids), hash)
-	}
-	revealed, err := hex.DecodeString(record.Seed)
+// recordEntries records the entries ids a DRAWING draw (or serve) read, by name
+// (their chunks) and then by count and hash, revealing the seed. When another call
+// recorded them first, it returns that one's record: its set stands.
+func (c *Client) recordEntries(ctx context.Context, cfg *eventItem, ids []string, seedHex string) (*DrawRecord, error) {
+	hash, chunks, err := c.writeEntries(ctx, cfg.EventID, ids)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: the stored seed is not hex: %w", cfg.EventID, err)
+		return nil, err
 	}
-	return record, revealed, nil
-}
-
-// recordEntries records the count and hash of the entries a DRAWING draw read, and
-// reveals the seed. When another Draw recorded them first, it returns that one's
-// record.
-func (c *Client) recordEntries(ctx context.Context, cfg *eventItem, count int64, hash, seedHex string) (*DrawRecord, error) {
 	key, _ := NewEventKey(cfg.EventID, EventItemDraw)
-	err := c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{pEntryCount: count, pEntriesHash: hash, pSeed: seedHex}}})
+	err = c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{
+		pEntryCount: int64(len(ids)), pEntriesHash: hash, pEntryChunks: int64(chunks), pSeed: seedHex}}})
 	var lost *conditionLost
 	if err != nil && !errors.As(err, &lost) {
 		return nil, fmt.Errorf("draw %s: %s: %w", cfg.EventID, drawEntriesRow.name, err)
@@ -494,64 +536,71 @@ func (c *Client) movePhase(ctx context.Context, eventID string, draw, config *ro
 	return nil
 }
 
-// finaliseEntries writes each entry's result, DrawConcurrency at a time, then closes
-// the requests queued after the cutoff that are still waiting.
-func (c *Client) finaliseEntries(ctx context.Context, cfg *eventItem, entries []drawEntry, winners []string) error {
+// finaliseEntries writes the result of each recorded entry, DrawConcurrency at a
+// time, reading again, strongly consistent, one GSI2 did not show; then answers the
+// requests that are not in the record and still wait: those queued by the cutoff
+// (their put landed after the record) end REJECTED_NOT_DRAWN, those queued after it
+// REJECTED_CLOSED.
+func (c *Client) finaliseEntries(ctx context.Context, cfg *eventItem, recorded []string, onTable []drawEntry, winners []string) error {
 	won := make(map[string]bool, len(winners))
 	for _, id := range winners {
 		won[id] = true
+	}
+	inRecord := make(map[string]bool, len(recorded))
+	for _, id := range recorded {
+		inRecord[id] = true
+	}
+	byID := make(map[string]drawEntry, len(onTable))
+	for _, e := range onTable {
+		byID[e.RequestID] = e
 	}
 	late, err := c.queueOrder(ctx, cfg.EventID, cfg.LotteryCutoffAt+1, false)
 	if err != nil {
 		return err
 	}
-	work := make(chan func() error)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for range c.opts.DrawConcurrency {
-		wg.Go(func() {
-			for job := range work {
-				if err := job(); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
+	var jobs []func() error
+	for _, id := range recorded {
+		jobs = append(jobs, func() error {
+			e, ok := byID[id]
+			if !ok {
+				r, err := c.getRequest(ctx, id, true)
+				if errors.Is(err, ErrNotFound) {
+					return fmt.Errorf("%w: recorded entry %s is gone from the table", ErrDrawMismatch, id)
 				}
+				if err != nil {
+					return err
+				}
+				e = drawEntry{RequestID: id, Status: r.Status, ResultCode: r.ResultCode}
 			}
+			return c.finaliseEntry(ctx, e, won[id])
 		})
 	}
-	feed := func(job func() error) bool {
-		select {
-		case work <- job:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	for _, e := range entries {
-		if !feed(func() error { return c.finaliseEntry(ctx, e, won[e.RequestID]) }) {
-			break
+	for _, e := range onTable {
+		if !inRecord[e.RequestID] && (e.Status == StatusQueued || e.Status == StatusReceived) {
+			jobs = append(jobs, func() error { _, err := c.markNotDrawn(ctx, e.RequestID); return err })
 		}
 	}
 	for _, e := range late {
-		if e.Status != StatusQueued && e.Status != StatusReceived {
-			continue
-		}
-		if !feed(func() error { _, err := c.MarkClosed(ctx, e.RequestID); return err }) {
-			break
+		if e.Status == StatusQueued || e.Status == StatusReceived {
+			jobs = append(jobs, func() error { _, err := c.MarkClosed(ctx, e.RequestID); return err })
 		}
 	}
-	close(work)
-	wg.Wait()
-	if ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("draw %s: %d entries not finalised, run Draw again: %w", cfg.EventID, len(errs), errors.Join(errs...))
+	if err := c.eachChunk(ctx, len(jobs), func(i int) error { return jobs[i]() }); err != nil {
+		return fmt.Errorf("draw %s: entries not finalised, run Draw again: %w", cfg.EventID, err)
 	}
 	return nil
+}
+
+// markNotDrawn ends a lottery request queued by the cutoff that the draw's record
+// does not name: the "lottery result (not drawn)" row, UpdateItem PK
+// REQ#<requestId>, SK META, SET status = REJECTED, uiResult REJECTED, resultCode
+// REJECTED_NOT_DRAWN, uiPhase ANNOUNCED, announcedAt, finishedAt; condition (status =
+// QUEUED OR status = RECEIVED) AND queuedAt ≤ lotteryCutoffAt. It is sent only by
+// Draw, for a request it read back as absent from the record, and by a worker once
+// the event is ANNOUNCED (every recorded entry is final by then, so the condition
+// refuses them). A lost condition is not an error.
+func (c *Client) markNotDrawn(ctx context.Context, requestID string) (Transition, error) {
+	return c.applyTo(ctx, "not drawn", requestID, write{row: &lotteryNotDrawnRow, args: args{pNow: c.now()}, note: "landed after the draw recorded its entries"}, txOptions{})
 }
 
 // finaliseEntry writes the result of one entry: the "lottery result (win)" or
@@ -578,11 +627,9 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 	return nil
 }
 
-// checkFrozen checks what a draw or a pre-queue's freeze recorded against the table,
-// telling problem each difference: the revealed seed against the commitment the
-// event published, and the entries ids against the recorded count and hash. It
-// returns the revealed seed.
-func checkFrozen(cfg *eventItem, record *DrawRecord, ids []string, problem func(format string, args ...any)) []byte {
+// checkSeed checks the seed a draw or a pre-queue's freeze revealed against the
+// commitment the event published, telling problem what differs, and returns it.
+func checkSeed(cfg *eventItem, record *DrawRecord, problem func(format string, args ...any)) []byte {
 	revealed, err := hex.DecodeString(record.Seed)
 	if err != nil {
 		problem("the revealed seed is not hex")
@@ -590,21 +637,67 @@ func checkFrozen(cfg *eventItem, record *DrawRecord, ids []string, problem func(
 	if got := seedCommitment(revealed); got != cfg.SeedCommitment || got != record.SeedCommitment {
 		problem("SHA-256 of the revealed seed is %s, the published commitment %s", got, cfg.SeedCommitment)
 	}
+	return revealed
+}
+
+// verifiedSet reads back the set a draw or a pre-queue's freeze recorded, for a
+// verifier: the recorded chunks, checked against the record's count and hash. When
+// they cannot be read back as recorded (a chunk missing or altered), problem says so
+// and the set is taken from onTable, the requests GSI2 shows (keep picks the
+// entries), as is the set of a record from before the chunks, checked against the
+// record's count and hash.
+func (c *Client) verifiedSet(ctx context.Context, cfg *eventItem, record *DrawRecord, onTable []drawEntry, keep func(drawEntry) bool, problem func(format string, args ...any)) ([]string, error) {
+	ids, err := c.recordedEntries(ctx, cfg.EventID, record)
+	switch {
+	case err == nil:
+		return ids, nil
+	case errors.Is(err, ErrDrawMismatch):
+		problem("%v", err)
+	case !errors.Is(err, errRecordedBefore):
+		return nil, err
+	}
+	ids = nil
+	for _, e := range onTable {
+		if keep(e) {
+			ids = append(ids, e.RequestID)
+		}
+	}
 	if int64(len(ids)) != record.EntryCount {
 		problem("%d entries on the table, the freeze recorded %d", len(ids), record.EntryCount)
 	}
 	if h := draw.EntriesHash(ids); h != record.EntriesHash {
 		problem("the entries hash to %s, the freeze recorded %s", h, record.EntriesHash)
 	}
-	return revealed
+	return ids, nil
+}
+
+// lateArrivals returns the requests of onTable that are not in the recorded set ids
+// and that keep takes for what would have been entries: they reached the table after
+// the record, and the record shows them absent.
+func lateArrivals(ids []string, onTable []drawEntry, keep func(drawEntry) bool) []string {
+	inRecord := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		inRecord[id] = true
+	}
+	var late []string
+	for _, e := range onTable {
+		if !inRecord[e.RequestID] && keep(e) {
+			late = append(late, e.RequestID)
+		}
+	}
+	return late
 }
 
 // Verification is what VerifyDraw found.
 type Verification struct {
 	EventID    string
 	EntryCount int
-	Winners    []string // recomputed from the revealed seed and the entries
-	Problems   []string // empty when the draw checks out
+	Winners    []string // recomputed from the revealed seed and the recorded entries
+	// Late are the requests queued by the cutoff whose put reached the table after
+	// the draw recorded its entries: absent from the recorded set, so no entries of
+	// the draw; each ends REJECTED_NOT_DRAWN. They are no problem of the draw.
+	Late     []string
+	Problems []string // empty when the draw checks out
 }
 
 // OK reports whether the draw checks out.
@@ -612,20 +705,30 @@ func (v *Verification) OK() bool { return len(v.Problems) == 0 }
 
 // String is a human summary.
 func (v *Verification) String() string {
-	if v.OK() {
-		return fmt.Sprintf("draw of %s verified: %d entries, %d winners", v.EventID, v.EntryCount, len(v.Winners))
+	late := ""
+	if len(v.Late) > 0 {
+		late = fmt.Sprintf(" (%d late arrivals, absent from the record: %s)", len(v.Late), strings.Join(v.Late, ", "))
 	}
-	return fmt.Sprintf("draw of %s does NOT verify: %s", v.EventID, strings.Join(v.Problems, "; "))
+	if v.OK() {
+		return fmt.Sprintf("draw of %s verified: %d entries, %d winners%s", v.EventID, v.EntryCount, len(v.Winners), late)
+	}
+	return fmt.Sprintf("draw of %s does NOT verify: %s%s", v.EventID, strings.Join(v.Problems, "; "), late)
 }
 
 // VerifyDraw re-checks a drawn lottery from what is on the table, as anyone holding
 // the revealed seed and the entry list could, without a seed source: the seed
-// against the commitment the config published, the entries read from GSI2 against
-// the count and hash the draw froze, and every entry's result against the winners
-// recomputed from the seed and the entries (draw.Winners); an entry whose result on
-// GSI2 (read eventually consistent) differs is read again with a strongly consistent
-// GetItem before it is reported. Each difference is one of Verification.Problems. A
-// draw that has not started yet is ErrDrawTooEarly.
+// against the commitment the config published; the recorded entries (the chunks, PK
+// EVENT#<eventId>#ENTRIES#<n>, SK SET#<entriesHash>, read strongly consistent)
+// against the count and hash the Draw record holds; every recorded entry's result,
+// as GSI2 shows it, against the winners recomputed from the seed and the recorded
+// entries (draw.Winners), an entry whose result differs (or that GSI2 does not show)
+// being read again with a strongly consistent GetItem before it is reported; and no
+// request the record does not name holding a result only the draw gives
+// (SUCCEEDED, REJECTED_LOTTERY_LOSE). The requests queued by the cutoff that are not
+// in the record and did not fail are listed apart (Verification.Late): they landed
+// after the record, which still verifies. Each difference is one of
+// Verification.Problems. A draw whose entries are not recorded yet is
+// ErrDrawTooEarly.
 func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification, error) {
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
@@ -635,7 +738,7 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	if err != nil {
 		return nil, err
 	}
-	if record.Phase == PhaseCollecting {
+	if record.Phase == PhaseCollecting || record.EntriesHash == "" {
 		return nil, fmt.Errorf("%w: %s has not been drawn", ErrDrawTooEarly, eventID)
 	}
 	v := &Verification{EventID: eventID}
@@ -645,17 +748,14 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	byID := map[string]drawEntry{}
-	for _, e := range all {
-		if e.isEntry() {
-			ids = append(ids, e.RequestID)
-			byID[e.RequestID] = e
-		}
+	ids, err := c.verifiedSet(ctx, cfg, record, all, drawEntry.isEntry, problem)
+	if err != nil {
+		return nil, err
 	}
+	revealed := checkSeed(cfg, record, problem)
 	v.EntryCount = len(ids)
-	revealed := checkFrozen(cfg, record, ids, problem)
 	v.Winners = draw.Winners(revealed, ids, int(record.WinnerCount))
+	v.Late = lateArrivals(ids, all, func(e drawEntry) bool { return e.Status != StatusFailedFinal })
 	won := map[string]bool{}
 	for _, id := range v.Winners {
 		won[id] = true
@@ -673,23 +773,38 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 		}
 		return ""
 	}
+	byID := make(map[string]drawEntry, len(all))
+	for _, e := range all {
+		byID[e.RequestID] = e
+	}
 	for _, id := range ids {
-		p := resultProblem(id, byID[id].Status)
-		if p == "" {
+		e, shown := byID[id]
+		if p := resultProblem(id, e.Status); shown && p == "" {
 			continue
 		}
 		// GSI2 is read eventually consistent: the entry itself has the last word.
 		r, err := c.getRequest(ctx, id, true)
+		if errors.Is(err, ErrNotFound) {
+			problem("recorded entry %s is not on the table", id)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		if p = resultProblem(id, r.Status); p != "" {
+		if p := resultProblem(id, r.Status); p != "" {
 			problem("%s", p)
 		}
 	}
+	inRecord := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		inRecord[id] = true
+	}
 	for _, e := range all {
-		if !e.isEntry() && e.Status == StatusSucceeded {
-			problem("request %s is SUCCEEDED (%s) but is not an entry", e.RequestID, e.ResultCode)
+		if inRecord[e.RequestID] {
+			continue
+		}
+		if e.Status == StatusSucceeded || e.ResultCode == ResultLotteryLose {
+			problem("request %s is %s (%s) but is not a recorded entry", e.RequestID, e.Status, e.ResultCode)
 		}
 	}
 	return v, nil

@@ -21,12 +21,18 @@ import (
 //     collected (startedAt written, once: a redelivered collected entry is a
 //     duplicate);
 //   - an entry met from the entries' fence on (entryFence: the moment the draw may
-//     begin, less a margin) is left to the draw, its message acknowledged: the draw
-//     finalises it like any other, collected or not;
+//     begin, less a margin), or once the event is DRAWING, is left to the draw, its
+//     message acknowledged: the draw finalises it like any other, collected or not,
+//     or, when its put landed after the draw recorded the entries, ends it
+//     REJECTED_NOT_DRAWN;
+//   - a request queued by the cutoff met once the event is ANNOUNCED and still
+//     waiting is no recorded entry (the draw finalised all of those before it
+//     announced): it ends REJECTED_NOT_DRAWN (the Sweep sends such a request again);
 //   - an entry's final failure (the handler refused it, its receives ran out) is
-//     written only before the entries' fence, the moment the draw may begin less a
-//     margin (entryFence), under that deadline, as ingest's writes are; from then on
-//     the entry is the draw's, whatever the handler says of it.
+//     sent only before the entries' fence, under that deadline, so that it rarely
+//     meets a draw under way; what keeps a failure that lands later out of the draw
+//     is no clock but the "entry failure" row's condition, attribute_not_exists
+//     (startedAt): the draw collects every entry it records before it records it.
 
 // lotteryEntry processes a LOTTERY message.
 func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Delivery, extend *extender) result {
@@ -44,12 +50,19 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Deliver
 		return p.notStarted(m, r)
 	case r.QueuedAt > r.LotteryCutoffAt:
 		return p.closeLate(ctx, m, d)
+	}
+	event, err := p.c.cachedEvent(ctx, m.EventID)
+	if err != nil {
+		return p.failed(ctx, m, d, nil, err)
+	}
+	switch {
+	case event.Phase == PhaseAnnounced:
+		// The draw finalised every entry it recorded before it announced: one still
+		// waiting is not in the record (its put landed after it).
+		return p.notDrawn(ctx, m, d)
 	case r.StartedAt != 0:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}
-	}
-	if past, err := p.pastFence(ctx, m.EventID); err != nil {
-		return p.failed(ctx, m, d, nil, err)
-	} else if past {
+	case event.Phase == PhaseDrawing || !p.c.opts.Clock().Before(p.c.entryFence(event)):
 		return leftToDraw()
 	}
 	stop := p.keepVisible(ctx, m, extend)
@@ -103,15 +116,19 @@ func leftToDraw() result {
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}
 }
 
-// pastFence reports whether the event's entries are the draw's alone: from the
-// entries' fence on, a worker neither collects nor fails an entry, so that its handler
-// cannot ask for what would not be written.
-func (p *Processor) pastFence(ctx context.Context, eventID string) (bool, error) {
-	event, err := p.c.cachedEvent(ctx, eventID)
-	if err != nil {
-		return false, err
+// notDrawn ends a request queued by the cutoff that an announced draw did not
+// record REJECTED_NOT_DRAWN.
+func (p *Processor) notDrawn(ctx context.Context, m Message, d queue.Delivery) result {
+	t, err := p.c.markNotDrawn(ctx, m.RequestID)
+	switch {
+	case err != nil:
+		return p.failed(ctx, m, d, nil, err)
+	case !t.Applied && !t.current.Status.IsTerminal():
+		return p.notStarted(m, t.current)
+	case !t.Applied:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
 	}
-	return !p.c.opts.Clock().Before(p.c.entryFence(event)), nil
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultNotDrawn}}
 }
 
 // closeLate ends a request queued after the cutoff REJECTED_CLOSED.

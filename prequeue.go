@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,10 +25,13 @@ import (
 // before it in the order has been decided. Only then do the workers decide the clicks
 // of the sale (queued from StartsAt on), in queue order, with the seats left.
 //
-// Whose request is an entry is fixed by its queuedAt, written with the request's put
-// and never changed; what keeps late writes out of the frozen set is the lottery's
-// discipline: ingest's writes of a click queued before the start end by the entries'
-// fence (entryFence), and the freeze reads after the settle window.
+// Whose request may be an entry is fixed by its queuedAt, written with the request's
+// put and never changed; which ones are is fixed by the record (the entries by name,
+// EntriesKey): a request queued before the start whose put lands after the record is
+// a late arrival, which joins the sale's line after the drawn order. Ingest's writes
+// of a click queued before the start end by the entries' fence (entryFence), and the
+// freeze reads after the settle window, so that late arrivals are rare; no clock
+// decides what the record holds.
 
 // prequeueLease is the lease of an entry the serve takes the leased way (its home
 // shard empty): no worker delivers an entry's message, so a lease here only keeps two
@@ -79,9 +83,15 @@ type PrequeueResult struct {
 	// the revealed seed and the entries.
 	Order []string
 	// Winners are the entries that won a seat (SUCCEEDED, or HELD with holds), in
-	// the order; Served counts the entries decided by this call.
+	// the order; Served counts the requests decided by this call.
 	Winners []string
 	Served  int
+	// Late are the requests queued before the start that the record does not name:
+	// their put reached the table after the entries were recorded. They are no
+	// entries; each joins the sale's line after the drawn order, ahead of the sale's
+	// clicks (the serve decides those it finds, in queue order, after the last
+	// entry; the workers, once the pre-queue is served, any that land later).
+	Late []string
 }
 
 // ServePrequeue serves the pre-queue of a FIRST_COME event: the "pre-queue: freeze",
@@ -96,24 +106,29 @@ type PrequeueResult struct {
 //     QAT#<startsAt>, each index shard, never a Scan): every request queued before
 //     StartsAt, whatever its status (one whose enqueue failed is passed over when
 //     served, winning nothing);
-//  3. records them and reveals the seed, as Draw does (UpdateItem of the Draw record,
-//     condition phase = DRAWING AND attribute_not_exists(entriesHash));
-//  4. serves them in draw.Order(seed, entries): each one's message processed as a
-//     worker without a Handler would (the home claim, or the leased claim when its
-//     home shard is empty; REJECTED_CAPACITY once every seat is taken), at most
-//     min(Options.DrawConcurrency, the seats left) at once, so that no entry takes
-//     a seat an entry before it in the order needs; once no seat is left the rest
-//     are refused 4 × DrawConcurrency at once;
+//  3. records them by name and reveals the seed, as Draw does (the "draw: entries
+//     chunk" puts, then UpdateItem of the Draw record, condition phase = DRAWING AND
+//     attribute_not_exists(entriesHash));
+//  4. serves the recorded entries in draw.Order(seed, entries): each one's message
+//     processed as a worker without a Handler would (the home claim, or the leased
+//     claim when its home shard is empty; REJECTED_CAPACITY once every seat is
+//     taken), at most min(Options.DrawConcurrency, the seats left) at once, so that
+//     no entry takes a seat an entry before it in the order needs; once no seat is
+//     left the rest are refused 4 × DrawConcurrency at once. Then the late arrivals
+//     it found (queued before StartsAt, not in the record: their put landed after
+//     it) in queue order, the head of the sale's line (PrequeueResult.Late);
 //  5. announces: Draw record and config from DRAWING to ANNOUNCED, after which the
-//     workers decide the sale's clicks.
+//     workers decide the sale's clicks, and any late arrival that lands later, as
+//     the sale's.
 //
-// It is idempotent and resumable: run again after a crash it finds the same entries
-// (else ErrDrawMismatch), the same order, skips the entries already decided and
-// serves the rest. Seats an operator adds (or a cancel gives back) while it runs go
-// to the entries not yet served: in the order when they arrive before a wave of
-// claims (the serve reads the seats before each wave); one that arrives while a wave
-// of refusals is in flight goes to whichever entry of it asks first, as it would to
-// any request after a refusal.
+// The record is the truth: run again after a crash, it reads the recorded set back
+// (a chunk missing or altered, or a recorded entry gone from the table, is
+// ErrDrawMismatch), draws the same order, skips the requests already decided and
+// serves the rest, whatever landed since. Seats an operator adds (or a cancel gives
+// back) while it runs go to the entries not yet served: in the order when they
+// arrive before a wave of claims (the serve reads the seats before each wave); one
+// that arrives while a wave of refusals is in flight goes to whichever entry of it
+// asks first, as it would to any request after a refusal.
 func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueResult, error) {
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
@@ -125,37 +140,23 @@ func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueRe
 	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
 		return nil, fmt.Errorf("%w: the pre-queue of %s can be served from %s", ErrDrawTooEarly, eventID, opens.Time())
 	}
-	record, err := c.getDraw(ctx, eventID)
+	record, onTable, err := c.frozenSet(ctx, cfg, cfg.prequeueUntil(), func(_ context.Context, all []drawEntry) ([]drawEntry, error) { return all, nil })
 	if err != nil {
 		return nil, err
 	}
-	var seedHex string
-	if record.EntriesHash == "" {
-		if seedHex, err = c.revealSeed(ctx, cfg, record); err != nil {
-			return nil, err
-		}
-	}
-	if record.Phase == PhaseCollecting {
-		if record, err = c.freezeDraw(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	entries, err := c.prequeueEntries(ctx, cfg)
+	ids, revealed, err := c.drawnSet(ctx, cfg, record)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(entries))
-	byID := make(map[string]drawEntry, len(entries))
-	for i, e := range entries {
-		ids[i], byID[e.RequestID] = e.RequestID, e
-	}
-	record, revealed, err := c.frozenEntries(ctx, cfg, record, ids, seedHex)
-	if err != nil {
-		return nil, err
-	}
-	res := &PrequeueResult{Order: draw.Order(revealed, ids)}
+	res := &PrequeueResult{Order: draw.Order(revealed, ids), Late: lateArrivals(ids, onTable, func(drawEntry) bool { return true })}
 	if record.Phase != PhaseAnnounced {
-		if res.Served, err = c.serveEntries(ctx, cfg, res.Order, byID); err != nil {
+		byID, err := c.servedEntries(ctx, ids, onTable)
+		if err != nil {
+			return nil, err
+		}
+		// The late arrivals join the sale's line after the drawn order, in queue
+		// order, ahead of the sale's clicks (queued from the start on).
+		if res.Served, err = c.serveEntries(ctx, cfg, append(slices.Clone(res.Order), res.Late...), byID); err != nil {
 			return nil, err
 		}
 		if record, err = c.announceDraw(ctx, cfg); err != nil {
@@ -167,6 +168,31 @@ func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueRe
 		return nil, err
 	}
 	return res, nil
+}
+
+// servedEntries returns the requests a serve decides by ID: those GSI2 showed, and
+// each recorded entry it did not show read with a strongly consistent GetItem; a
+// recorded entry gone from the table is ErrDrawMismatch.
+func (c *Client) servedEntries(ctx context.Context, recorded []string, onTable []drawEntry) (map[string]drawEntry, error) {
+	byID := make(map[string]drawEntry, len(onTable))
+	for _, e := range onTable {
+		byID[e.RequestID] = e
+	}
+	for _, id := range recorded {
+		if _, ok := byID[id]; ok {
+			continue
+		}
+		r, err := c.getRequest(ctx, id, true)
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%w: recorded entry %s is gone from the table", ErrDrawMismatch, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		byID[id] = drawEntry{RequestID: id, UserID: r.UserID, RequestedAt: r.RequestedAt, Status: r.Status, ResultCode: r.ResultCode,
+			QueuedAt: r.QueuedAt, StartedAt: r.StartedAt, HoldExpiresAt: r.HoldExpiresAt, SeatShard: r.SeatShard}
+	}
+	return byID, nil
 }
 
 // prequeueEntries reads every request of the event queued before its start from GSI2,
@@ -409,7 +435,7 @@ func prequeueHold(opens, now EpochMillis, receive int) time.Duration {
 
 // checkServed holds the results of a served pre-queue's entries, each as state gives
 // it, to its order: the winners, in the order, and the problems.
-func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRecord, order []string, state func(string) (*storedRequest, error)) (winners, problems []string, err error) {
+func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRecord, order, late []string, state func(string) (*storedRequest, error)) (winners, problems []string, err error) {
 	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	// A seat on the pool (added by an operator, or given back by a cancel) reached it
 	// after the requests refused before were turned away: taking it breaks no order.
@@ -437,6 +463,16 @@ func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRe
 		}
 	}
 	if refused != "" {
+		// The late arrivals and the sale's clicks come after the drawn order.
+		for _, id := range late {
+			r, err := c.getRequest(ctx, id, true)
+			if err != nil {
+				return nil, nil, err
+			}
+			if wonSeat(r) && !fromPool(r.SeatShard) {
+				problem("late arrival %s won a seat while entry %s was refused", id, refused)
+			}
+		}
 		sale, err := c.queueOrder(ctx, cfg.EventID, cfg.prequeueUntil(), false)
 		if err != nil {
 			return nil, nil, err
@@ -464,7 +500,11 @@ type PrequeueVerification struct {
 	EntryCount int
 	Order      []string // recomputed from the revealed seed and the entries
 	Winners    []string // the entries that won a seat, in the order
-	Problems   []string // empty when the pre-queue checks out
+	// Late are the requests queued before the start that the record does not name
+	// (their put reached the table after it), in queue order: no entries, each shown
+	// absent from the recorded set; they join the sale's line after the drawn order.
+	Late     []string
+	Problems []string // empty when the pre-queue checks out
 	// Served reports whether the serve is done (the pre-queue ANNOUNCED); before, the
 	// entries not decided yet are no problem, and Winners are those so far.
 	Served bool
@@ -475,25 +515,32 @@ func (v *PrequeueVerification) OK() bool { return len(v.Problems) == 0 }
 
 // String is a human summary.
 func (v *PrequeueVerification) String() string {
+	late := ""
+	if len(v.Late) > 0 {
+		late = fmt.Sprintf(" (%d late arrivals, absent from the record: %s)", len(v.Late), strings.Join(v.Late, ", "))
+	}
 	if v.OK() && !v.Served {
-		return fmt.Sprintf("pre-queue of %s verified so far (its serve is not done): %d entries, the first %d in the order won", v.EventID, v.EntryCount, len(v.Winners))
+		return fmt.Sprintf("pre-queue of %s verified so far (its serve is not done): %d entries, the first %d in the order won%s", v.EventID, v.EntryCount, len(v.Winners), late)
 	}
 	if v.OK() {
-		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won", v.EventID, v.EntryCount, len(v.Winners))
+		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won%s", v.EventID, v.EntryCount, len(v.Winners), late)
 	}
-	return fmt.Sprintf("pre-queue of %s does NOT verify: %s", v.EventID, strings.Join(v.Problems, "; "))
+	return fmt.Sprintf("pre-queue of %s does NOT verify: %s%s", v.EventID, strings.Join(v.Problems, "; "), late)
 }
 
 // VerifyPrequeue re-checks a served pre-queue from what is on the table, as anyone
 // holding the revealed seed and the entries could (draw.Order needs no table): the
-// seed against the commitment the event published, the entries read from GSI2
+// seed against the commitment the event published, the recorded entries (the chunks,
+// PK EVENT#<eventId>#ENTRIES#<n>, SK SET#<entriesHash>, read strongly consistent)
 // against the count and hash the freeze recorded, and the results against the order
 // recomputed from them: the entries that won a seat are the first ones of the order
-// (an entry whose enqueue failed, never in the running, is passed over), and no click
-// of the sale won while an entry was refused for want of a seat. Each entry is read
-// as GSI2 shows it, and again with a strongly consistent GetItem when that shows a
-// problem. Each difference is one of Problems. A pre-queue not frozen yet is
-// ErrDrawTooEarly.
+// (an entry whose enqueue failed, never in the running, is passed over), and neither a
+// late arrival nor a click of the sale won while an entry was refused for want of a
+// seat. The requests queued before the start that the record does not name are
+// listed apart (PrequeueVerification.Late): they landed after the record, which
+// still verifies. Each entry is read as GSI2 shows it, and again with a strongly
+// consistent GetItem when that shows a problem. Each difference is one of Problems.
+// A pre-queue not frozen yet is ErrDrawTooEarly.
 func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueVerification, error) {
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
@@ -515,21 +562,33 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.RequestID
+	every := func(drawEntry) bool { return true }
+	ids, err := c.verifiedSet(ctx, cfg, record, entries, every, problem)
+	if err != nil {
+		return nil, err
 	}
 	v.EntryCount = len(ids)
-	v.Order = draw.Order(checkFrozen(cfg, record, ids, problem), ids)
+	v.Order = draw.Order(checkSeed(cfg, record, problem), ids)
+	v.Late = lateArrivals(ids, entries, every)
 	// The results as GSI2 shows them (eventually consistent) first; only when they
 	// show a problem is every entry read again, strongly consistent, and that says.
 	onIndex := make(map[string]*storedRequest, len(entries))
 	for _, e := range entries {
 		onIndex[e.RequestID] = e.stored()
 	}
-	winners, problems, err := c.checkServed(ctx, cfg, record, v.Order, func(id string) (*storedRequest, error) { return onIndex[id], nil })
+	shown := func(id string) (*storedRequest, error) {
+		if r, ok := onIndex[id]; ok {
+			return r, nil
+		}
+		return c.getRequest(ctx, id, true) // a recorded entry GSI2 does not show
+	}
+	winners, problems, err := c.checkServed(ctx, cfg, record, v.Order, v.Late, shown)
 	if err == nil && len(problems) > 0 {
-		winners, problems, err = c.checkServed(ctx, cfg, record, v.Order, func(id string) (*storedRequest, error) { return c.getRequest(ctx, id, true) })
+		winners, problems, err = c.checkServed(ctx, cfg, record, v.Order, v.Late, func(id string) (*storedRequest, error) { return c.getRequest(ctx, id, true) })
+	}
+	if errors.Is(err, ErrNotFound) {
+		problem("a recorded entry is not on the table: %v", err)
+		err = nil
 	}
 	if err != nil {
 		return nil, err

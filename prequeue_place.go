@@ -3,6 +3,7 @@ package asyncevent
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"sync"
 	"time"
 
@@ -19,6 +20,10 @@ type PrequeuePlace struct {
 	// Entries the entries frozen; Seats is the event's capacity, so a Place up to
 	// Seats wins unless an entry before it fails.
 	Place, Entries, Seats int64
+	// Late reports a request queued before the start whose put reached the table
+	// after the entries were recorded (Frozen, Place 0): it is no entry, and joins
+	// the sale's line after the drawn order.
+	Late bool
 	// AsOf is when the Draw record behind it was read.
 	AsOf time.Time
 }
@@ -39,9 +44,9 @@ type prequeueView struct {
 
 // prequeueOrder returns the client's view of the event's pre-queue, with its Draw
 // record read at most once per Options.ProgressCacheTTL until it is frozen, and then
-// its order, computed once (a Query of the entries on GSI2, the serve's own read, and
-// draw.Order). The view's order is nil until the freeze recorded the entries and
-// GSI2 shows all of them. The caller holds the view's lock.
+// its order, computed once (the recorded entries read back, recordedEntries, and
+// draw.Order). The view's order is nil until the freeze recorded the entries. The
+// caller holds the view's lock.
 func (c *Client) prequeueOrder(ctx context.Context, cfg *eventItem) (*prequeueView, error) {
 	v, _ := c.prequeues.LoadOrStore(cfg.EventID, &prequeueView{})
 	view := v.(*prequeueView)
@@ -65,16 +70,23 @@ func (c *Client) prequeueOrder(ctx context.Context, cfg *eventItem) (*prequeueVi
 	if err != nil {
 		return view, err
 	}
-	entries, err := c.prequeueEntries(ctx, cfg)
+	ids, err := c.recordedEntries(ctx, cfg.EventID, view.record)
+	if errors.Is(err, errRecordedBefore) {
+		// Recorded by count and hash only: the entries GSI2 shows, once they hash so.
+		var entries []drawEntry
+		if entries, err = c.prequeueEntries(ctx, cfg); err != nil {
+			return view, err
+		}
+		ids = make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.RequestID
+		}
+		if draw.EntriesHash(ids) != view.record.EntriesHash {
+			return view, nil
+		}
+	}
 	if err != nil {
 		return view, err
-	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.RequestID
-	}
-	if draw.EntriesHash(ids) != view.record.EntriesHash {
-		return view, nil // GSI2 not caught up with the freeze yet: no order until it is
 	}
 	view.order = draw.Order(seed, ids)
 	view.places = make(map[string]int64, len(ids))
@@ -97,5 +109,6 @@ func (c *Client) placeInPrequeue(ctx context.Context, cfg *eventItem, r *Request
 	r.Prequeue = &PrequeuePlace{Seats: cfg.CapacityTotal, AsOf: view.readAt}
 	if view.order != nil {
 		r.Prequeue.Frozen, r.Prequeue.Entries, r.Prequeue.Place = true, view.record.EntryCount, view.places[r.RequestID]
+		r.Prequeue.Late = r.Prequeue.Place == 0
 	}
 }

@@ -728,9 +728,9 @@ func rows() []*row {
 		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &bindSeatRow, &seatClosedRow, &moveSeatRow, &shardEmptyRow, &shardSoldOutRow, &capacityRejectedRow, &soldOutRow,
 		&holdRecordRow, &bindHoldRow, &takeHoldRow, &waitlistRow, &waitlistLeasedRow, &confirmRow, &releaseRow, &waitlistLeftRow,
 		&expireRow, &seatReturnedRow, &holdClearedRow, &serveRow, &returnedSeatTakenRow, &waitlistClosedRow, &sweepLeaseRow,
-		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow,
+		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryNotDrawnRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow,
 		&statusLogRow, &createEventRow, &eventClosedRow, &eventPausedRow, &eventResumedRow, &endExtendedRow, &cutoffExtendedRow, &startExtendedRow, &holdEventEndRow, &drawNotBegunRow, &auditRow, &operationRow, &eventEntryRow, &eventEntryGoneRow,
-		&progressRow, &seatsAddedRow, &shardSeatsAddedRow, &poolMarkedRow, &poolSeatsAddedRow, &poolClaimRow, &poolSeatClosedRow, &cancelRow, &poolCancelledRow, &poolVersionRow, &drawFreezeRow, &eventDrawingRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,
+		&progressRow, &seatsAddedRow, &shardSeatsAddedRow, &poolMarkedRow, &poolSeatsAddedRow, &poolClaimRow, &poolSeatClosedRow, &cancelRow, &poolCancelledRow, &poolVersionRow, &drawFreezeRow, &eventDrawingRow, &entriesChunkRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,
 	}
 }
 

@@ -48,6 +48,7 @@ var readRows = []docRow{
 	{name: "get event", method: "GetEvent", operation: "GetItem", key: "EVENT#<eventId> / CONFIG"},
 	{name: "get capacity", method: "GetCapacity", operation: "GetItem", key: "EVENT#<eventId> / CAPACITY"},
 	{name: "get draw", method: "GetDraw", operation: "GetItem", key: "EVENT#<eventId> / DRAW"},
+	{name: "recorded entries", method: "Draw, ServePrequeue", operation: "GetItem", key: "EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent (also VerifyDraw, VerifyPrequeue, a pre-queue place)"},
 	{name: "hold registry", method: "HoldEvents", operation: "Query", key: "HOLD_EVENTS, every event with holds"},
 	{name: "event list", method: "ListEvents", operation: "Query", key: "EVENTS, newest first, limit 20"},
 	{name: "audit trail", method: "ListAudit", operation: "Query", key: `EVENT#<eventId>, begins_with(SK, "AUDIT#")`},
@@ -71,6 +72,7 @@ func keyOf(r *row) string {
 		entity.Audit:       "EVENT#<eventId> / AUDIT#<at>#<suffix>",
 		entity.Operation:   "EVENT#<eventId> / OP#<action>#<idempotencyKey>",
 		entity.Progress:    "EVENT#<eventId>#PROGRESS#<p> / T#<second>",
+		entity.Entries:     "EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>",
 		entity.EventEntry:  "EVENTS / CAT#<createdAt>#EVENT#<eventId>",
 		entity.HoldEvent:   "HOLD_EVENTS / EVENT#<eventId>",
 	}[r.item]

@@ -54,7 +54,8 @@ type sweepRow struct {
 // its put), each FIRST_COME request QUEUED for longer than that, and each request
 // PROCESSING whose lease expired more than opts.StuckAfter ago (a worker died and its
 // message went to the dead-letter queue). A LOTTERY entry waiting QUEUED for its draw
-// is not stuck, nor is an entry of a pre-queue not served yet (the event's config,
+// is not stuck until the draw is announced (one still QUEUED then landed after the
+// draw recorded its entries, and the worker answers it REJECTED_NOT_DRAWN), nor is an entry of a pre-queue not served yet (the event's config,
 // cached, says so). Sweep writes nothing: what becomes of a re-sent request, after its
 // event closed too, is the worker's decision. Sending again is always safe: the
 // worker's start is conditional, so a request that was only slow is not processed
@@ -74,8 +75,11 @@ func (c *Client) Sweep(ctx context.Context, q queue.Queue, eventID string, opts 
 	// The entries of a pre-queue not served yet wait for ServePrequeue, which finds
 	// them on GSI2: none of them is stuck.
 	var prequeue EpochMillis
+	drawn := false
 	if cfg, err := c.cachedEvent(ctx, eventID); err == nil && cfg.Phase != PhaseAnnounced {
 		prequeue = cfg.prequeueUntil()
+	} else if err == nil {
+		drawn = cfg.EventType == Lottery
 	}
 	pace := time.NewTicker(time.Duration(float64(time.Second) / opts.RatePerSecond))
 	defer pace.Stop()
@@ -83,7 +87,7 @@ func (c *Client) Sweep(ctx context.Context, q queue.Queue, eventID string, opts 
 		func(rows []sweepRow) error {
 			for _, r := range rows {
 				report.Examined++
-				if !c.stuck(r, opts.StuckAfter) || r.QueuedAt < prequeue {
+				if !c.stuck(r, opts.StuckAfter, drawn) || r.QueuedAt < prequeue {
 					report.Skipped++
 					continue
 				}
@@ -108,14 +112,16 @@ func (c *Client) Sweep(ctx context.Context, q queue.Queue, eventID string, opts 
 	return report, nil
 }
 
-// stuck reports whether a request's message seems lost.
-func (c *Client) stuck(r sweepRow, after time.Duration) bool {
+// stuck reports whether a request's message seems lost; drawn, that its event is a
+// lottery whose draw was announced (a request still QUEUED then landed after the
+// draw's record, and waits for a worker to answer it).
+func (c *Client) stuck(r sweepRow, after time.Duration, drawn bool) bool {
 	limit := MillisOf(c.opts.Clock().Add(-after))
 	switch r.Status {
 	case StatusReceived:
 		return r.QueuedAt != 0 && r.QueuedAt < limit
 	case StatusQueued:
-		return r.EventType == FirstCome && r.QueuedAt != 0 && r.QueuedAt < limit
+		return (r.EventType == FirstCome || drawn) && r.QueuedAt != 0 && r.QueuedAt < limit
 	case StatusProcessing:
 		return r.LeaseExpiresAt < limit
 	}

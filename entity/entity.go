@@ -21,4 +21,5 @@ const (
 	Operation   Type = "OPERATION"   // a control of an event's seats applied under an idempotency key
 	EventEntry  Type = "EVENT_ENTRY" // an event in the event list
 	Progress    Type = "PROGRESS"    // one second of an event's progress, for a place in line
+	Entries     Type = "ENTRIES"     // a chunk of the entries a draw or a pre-queue's serve recorded
 )
