@@ -126,16 +126,16 @@ type ResultCode string
 
 // The result codes.
 const (
-	ResultSuccess             ResultCode = "SUCCESS"
-	ResultRejectedCapacity    ResultCode = "REJECTED_CAPACITY"
-	ResultRejectedDuplicate   ResultCode = "REJECTED_DUPLICATE"
-	ResultLotteryLose         ResultCode = "REJECTED_LOTTERY_LOSE"
-	ResultRejectedClosed      ResultCode = "REJECTED_CLOSED"
+	ResultSuccess           ResultCode = "SUCCESS"
+	ResultRejectedCapacity  ResultCode = "REJECTED_CAPACITY"
+	ResultRejectedDuplicate ResultCode = "REJECTED_DUPLICATE"
+	ResultLotteryLose       ResultCode = "REJECTED_LOTTERY_LOSE"
+	ResultRejectedClosed    ResultCode = "REJECTED_CLOSED"
 	// ResultNotDrawn: a lottery request queued by the cutoff (by its own ingest's
 	// clock) whose put reached the table after the draw recorded its entries, so it
 	// is not one of them (a slow network, a frozen process, a skewed clock): the
 	// record decides the draw, and this request is answered so, never left waiting.
-	ResultNotDrawn ResultCode = "REJECTED_NOT_DRAWN"
+	ResultNotDrawn            ResultCode = "REJECTED_NOT_DRAWN"
 	ResultFailedIngestEnqueue ResultCode = "FAILED_INGEST_ENQUEUE"
 	ResultFailedWorker        ResultCode = "FAILED_WORKER"
 	ResultFailedValidation    ResultCode = "FAILED_VALIDATION"
