@@ -77,9 +77,12 @@ var (
 	// Options.DrawSettleWindow: nothing is written.
 	ErrDrawTooEarly = errors.New("asyncevent: too early to draw")
 
-	// ErrDrawMismatch reports a draw that cannot resume because the entries on the
-	// table are no longer the ones it froze (count or hash differ), or an entry holds a
-	// result other than the draw's.
+	// ErrDrawMismatch reports a draw (or a pre-queue's serve) that cannot go on from
+	// its record: the recorded entries cannot be read back as recorded (a chunk
+	// missing, or bytes that do not hash to entriesHash), a recorded entry is gone
+	// from the table, or one holds a result other than the draw's. A request that
+	// reached the table after the record is none of these: it is answered by a rule
+	// (REJECTED_NOT_DRAWN, or the sale's line).
 	ErrDrawMismatch = errors.New("asyncevent: entries differ from the draw's")
 
 	// ErrSeedMismatch reports a draw whose seed does not hash to the commitment the
