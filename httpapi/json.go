@@ -442,7 +442,7 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 	}
 	v.Queue = newPlaceView(r.Queue)
 	if p := r.Prequeue; p != nil {
-		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, AsOf: Timestamp(asyncevent.MillisOf(p.AsOf))}
+		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, AsOf: Timestamp(asyncevent.MillisOf(p.AsOf))}
 	}
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
@@ -472,12 +472,15 @@ func holdLeft(r *asyncevent.Request, now time.Time) time.Duration {
 // the estimate was read. The estimate assumes the
 // workers take requests in queue order, which a standard queue does only roughly.
 // PrequeuePlaceView is where a waiting entry of a pre-queue stands: frozen, its place
-// in the drawn order (1 is served first) among entries, for seats seats.
+// in the drawn order (1 is served first) among entries, for seats seats; late when the
+// request reached the table after the entries were recorded (no place: it joins the
+// sale's line after the drawn order).
 type PrequeuePlaceView struct {
 	Frozen  bool      `json:"frozen"`
 	Place   int64     `json:"place,omitempty"`
 	Entries int64     `json:"entries,omitempty"`
 	Seats   int64     `json:"seats"`
+	Late    bool      `json:"late,omitempty"`
 	AsOf    Timestamp `json:"asOf"`
 }
 

@@ -499,7 +499,7 @@ var (
 	}
 	resultOrder = []asyncevent.ResultCode{
 		asyncevent.ResultSuccess, asyncevent.ResultReleased, asyncevent.ResultHoldExpired, asyncevent.ResultCancelled,
-		asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose,
+		asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose, asyncevent.ResultNotDrawn,
 		asyncevent.ResultRejectedClosed, asyncevent.ResultRejectedDuplicate, asyncevent.ResultFailedIngestEnqueue,
 		asyncevent.ResultFailedWorker, asyncevent.ResultFailedValidation, asyncevent.ResultFailedSerde,
 	}

@@ -34,7 +34,7 @@ func requestGetCmd() *command {
 					m["queue"] = p
 				}
 				if p := r.Prequeue; p != nil {
-					m["prequeue"] = map[string]any{"frozen": p.Frozen, "place": p.Place, "entries": p.Entries, "seats": p.Seats}
+					m["prequeue"] = map[string]any{"frozen": p.Frozen, "place": p.Place, "entries": p.Entries, "seats": p.Seats, "late": p.Late}
 				}
 				return e.printJSON(m)
 			}
@@ -251,6 +251,8 @@ func prequeueLine(p *asyncevent.PrequeuePlace) string {
 		return ""
 	case !p.Frozen:
 		return fmt.Sprintf("in the pre-queue: its order is drawn at the start, %s seats", formatInt(int(p.Seats)))
+	case p.Late:
+		return fmt.Sprintf("reached the table after the pre-queue's %s entries were recorded: first in the sale's line, after the drawn order", formatInt(int(p.Entries)))
 	}
 	return fmt.Sprintf("in the pre-queue: place %s of %s in the drawn order, %s seats", formatInt(int(p.Place)), formatInt(int(p.Entries)), formatInt(int(p.Seats)))
 }
