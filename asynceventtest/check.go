@@ -92,7 +92,7 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	case asyncevent.FirstCome:
 		checkFirstCome(cfg, items, won, rep.ByCode[asyncevent.ResultRejectedCapacity], opts, fail)
 	case asyncevent.Lottery:
-		checkLottery(ctx, c, cfg, won, rep.ByCode[asyncevent.ResultLotteryLose], fail)
+		checkLottery(ctx, c, cfg, won, rep.ByCode[asyncevent.ResultLotteryLose], rep.ByCode[asyncevent.ResultNotDrawn], fail)
 	}
 	return rep
 }
@@ -304,9 +304,10 @@ func checkFirstCome(cfg *asyncevent.Event, items *eventItems, won, lost int, opt
 	checkSeats(winners, items.holders, items.spent, tokenOwners(items), fail)
 }
 
-// checkLottery checks an announced LOTTERY: min(K, entries) winners, and the draw
-// verifies.
-func checkLottery(ctx context.Context, c *asyncevent.Client, cfg *asyncevent.Event, won, lost int, fail func(string, ...any)) {
+// checkLottery checks an announced LOTTERY: min(K, entries) winners, the draw
+// verifies, and each of the notDrawn requests ended REJECTED_NOT_DRAWN is one the
+// verifier finds absent from the record.
+func checkLottery(ctx context.Context, c *asyncevent.Client, cfg *asyncevent.Event, won, lost, notDrawn int, fail func(string, ...any)) {
 	if cfg.Phase != asyncevent.PhaseAnnounced {
 		return
 	}
@@ -319,6 +320,8 @@ func checkLottery(ctx context.Context, c *asyncevent.Client, cfg *asyncevent.Eve
 		fail("VerifyDraw: %v", err)
 	} else if !v.OK() {
 		fail("VerifyDraw: %s", v)
+	} else if notDrawn > len(v.Late) {
+		fail("%d requests REJECTED_NOT_DRAWN, the verifier finds %d absent from the record", notDrawn, len(v.Late))
 	}
 }
 
