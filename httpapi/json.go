@@ -359,6 +359,10 @@ type VerificationView struct {
 	Problems   []string `json:"problems"`
 	// Order, of a pre-queue, is its entries in the order recomputed from the seed.
 	Order []string `json:"order,omitempty"`
+	// Late are the requests that reached the table after the entries were recorded,
+	// absent from the record: a lottery's end REJECTED_NOT_DRAWN, a pre-queue's join
+	// the sale's line after the drawn order. They are no problem of the draw.
+	Late []string `json:"late,omitempty"`
 }
 
 // ParticipationView is the answer to POST /events/{eventId}/participations.

@@ -568,13 +568,13 @@ func (s *Server) verifyDraw(r *http.Request, eventID string, _ Principal) (Verif
 		if err != nil {
 			return VerificationView{}, err
 		}
-		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems, Order: v.Order}
+		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems, Order: v.Order, Late: v.Late}
 	} else {
 		v, err := s.client.VerifyDraw(r.Context(), eventID)
 		if err != nil {
 			return VerificationView{}, err
 		}
-		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems}
+		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems, Late: v.Late}
 	}
 	if view.Winners == nil {
 		view.Winners = []string{}

@@ -142,6 +142,15 @@ type checkView struct {
 	Problems []string
 }
 
+// lateSaid tells the late arrivals a verification listed apart, and what became of
+// them; "" when there are none.
+func lateSaid(late []string, became string) string {
+	if len(late) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d requests reached the table after the entries were recorded, absent from the record (%s)", len(late), became)
+}
+
 // headEntry is one entry of a pre-queue's drawn order, as the event page lists it.
 type headEntry struct {
 	Place     int
@@ -311,7 +320,7 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.Event) (*lotteryView, 
 		return lv, nil
 	}
 	lv.Verification = &checkView{OK: ver.OK(), Problems: ver.Problems,
-		Said: fmt.Sprintf("the %d winners recomputed from the seed are exactly the requests marked SUCCEEDED", len(ver.Winners))}
+		Said: fmt.Sprintf("the %d winners recomputed from the seed are exactly the requests marked SUCCEEDED%s", len(ver.Winners), lateSaid(ver.Late, "REJECTED_NOT_DRAWN"))}
 	lv.Winners = ver.Winners
 	if len(lv.Winners) > maxWinnersShown {
 		lv.Winners, lv.MoreWinners = lv.Winners[:maxWinnersShown], len(ver.Winners)-maxWinnersShown
@@ -346,7 +355,7 @@ func (u *adminUI) prequeue(r *http.Request, ev *asyncevent.Event) (*lotteryView,
 		return lv, nil
 	}
 	lv.Verification = &checkView{OK: ver.OK(), Problems: ver.Problems,
-		Said: fmt.Sprintf("the %d winners are the first entries of the order recomputed from the seed, and no click of the sale won while an entry was refused", len(ver.Winners))}
+		Said: fmt.Sprintf("the %d winners are the first entries of the order recomputed from the seed, and no click of the sale won while an entry was refused%s", len(ver.Winners), lateSaid(ver.Late, "in the sale's line after the drawn order"))}
 	won := map[string]bool{}
 	for _, id := range ver.Winners {
 		won[id] = true
