@@ -573,7 +573,7 @@
 //	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG
 //	get capacity                   GetCapacity                GetItem        EVENT#<eventId> / CAPACITY
 //	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
-//	recorded entries               Draw, ServePrequeue, VerifyDraw, VerifyPrequeue, GetRequest GetItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent
+//	recorded entries               Draw, ServePrequeue        GetItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent (also VerifyDraw, VerifyPrequeue, a pre-queue place)
 //	hold registry                  HoldEvents                 Query          HOLD_EVENTS, every event with holds
 //	event list                     ListEvents                 Query          EVENTS, newest first, limit 20
 //	audit trail                    ListAudit                  Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
