@@ -547,7 +547,8 @@
 //	    if   phase = "COLLECTING"
 //	    set  SET phase = "DRAWING", drawnAt = :now
 //	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
-//	    if   attribute_exists (PK)
+//	    if   (attribute_exists (PK))
+//	         AND (((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt = :cutoffAsRead)) AND ((attribute_not_exists (startsAt)) OR (startsAt = :startAsRead)))
 //	    set  SET phase = "DRAWING"
 //	draw: entries chunk            Draw, ServePrequeue        PutItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>
 //	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW

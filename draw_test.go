@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,7 +330,23 @@ func TestVerifyDrawReportsTampering(t *testing.T) {
 	v, err := c.VerifyDraw(ctx, "lotto")
 	require.NoError(t, err)
 	assert.False(t, v.OK())
-	assert.Contains(t, v.String(), "entry "+loser+" lost but is SUCCEEDED")
+	assert.Contains(t, v.String(), "entry "+loser+" lost but is SUCCEEDED (SUCCESS)")
+
+	// A loser's result code rewritten, its status left REJECTED.
+	var other string
+	for _, r := range requestsOf(t, c, "lotto") {
+		if r.Status == asyncevent.StatusRejected && r.RequestID != loser {
+			other = r.RequestID
+			break
+		}
+	}
+	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(c.TableName()), Key: key(other),
+		UpdateExpression:          aws.String("SET resultCode = :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberS{Value: "REJECTED_NOT_DRAWN"}}})
+	require.NoError(t, err)
+	v, err = c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Contains(t, v.String(), "entry "+other+" lost but is REJECTED (REJECTED_NOT_DRAWN)")
 
 	// A winner deleted.
 	_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(c.TableName()), Key: key(winner)})
@@ -356,4 +374,99 @@ func TestVerifyDrawReportsTampering(t *testing.T) {
 	fc := newSale(t, 1)
 	_, err = fc.Draw(ctx, "sale")
 	assert.True(t, errors.Is(err, asyncevent.ErrNotLottery))
+}
+
+// Anyone can recompute a draw from a raw Scan with docs/design.md alone ("Recomputing
+// a draw by hand"): the chunks' bytes, in order, hash to entriesHash and hold
+// entryCount sorted IDs; the seed hashes to the commitment; the winners are the K
+// smallest scores; each request's status says so.
+func TestDrawRecomputedByHandFromTheRecord(t *testing.T) {
+	t.Parallel()
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 30)
+	clock.Advance(2 * time.Hour)
+	_, err := c.Draw(context.Background(), "lotto")
+	require.NoError(t, err)
+	items := asynceventtest.ScanTable(t, c.TableName())
+	find := func(pk, sk string) map[string]types.AttributeValue {
+		for _, it := range items {
+			if attrS(it["PK"]) == pk && attrS(it["SK"]) == sk {
+				return it
+			}
+		}
+		return nil
+	}
+	record := find("EVENT#lotto", "DRAW")
+	require.NotNil(t, record)
+	hash := attrS(record["entriesHash"])
+	var set []byte
+	for n := range attrN(record, "entryChunks") {
+		chunk := find(fmt.Sprintf("EVENT#lotto#ENTRIES#%d", n), "SET#"+hash)
+		require.NotNil(t, chunk, "chunk %d", n)
+		set = append(set, attrS(chunk["ids"])...)
+	}
+	sum := sha256.Sum256(set)
+	require.Equal(t, hash, hex.EncodeToString(sum[:]))
+	ids := strings.Split(strings.TrimSuffix(string(set), "\n"), "\n")
+	require.Equal(t, attrN(record, "entryCount"), int64(len(ids)))
+	require.True(t, sort.StringsAreSorted(ids))
+	seed, err := hex.DecodeString(attrS(record["seed"]))
+	require.NoError(t, err)
+	commitment := sha256.Sum256(seed)
+	require.Equal(t, attrS(record["seedCommitment"]), hex.EncodeToString(commitment[:]))
+	won := recomputeWinners(t, attrS(record["seed"]), ids, int(attrN(record, "winnerCount")))
+	for _, it := range items {
+		if attrS(it["SK"]) != "META" || attrS(it["eventId"]) != "lotto" {
+			continue
+		}
+		want := "REJECTED"
+		if slices.Contains(won, attrS(it["requestId"])) {
+			want = "SUCCEEDED"
+		}
+		assert.Equal(t, want, attrS(it["status"]), attrS(it["requestId"]))
+	}
+}
+
+// An operator who moves the cutoff while a draw begins (their clock well before the
+// cutoff, the drawing process's past it and the settle window): whichever commits
+// first, the other is refused. The freeze does not record a set under the cutoff it
+// read once the event's is another.
+func TestDrawFreezeRefusedWhenTheCutoffMoved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 10)
+	behind := func() time.Time { return clock.Now().Add(-2 * time.Hour) }
+	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: behind})
+	require.NoError(t, err)
+	clock.Advance(2 * time.Hour)
+	later := cutoff.Add(time.Hour)
+	hook := &beforeFreeze{DynamoDB: asynceventtest.DynamoDB(t), do: func() {
+		up, err := operator.ExtendEvent(ctx, "lotto", "ops", asyncevent.ActionExtendCutoff, later)
+		require.NoError(t, err)
+		require.True(t, up.Applied, up.Reason)
+	}}
+	drawer, err := asyncevent.New(hook, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	_, err = drawer.Draw(ctx, "lotto")
+	require.ErrorIs(t, err, asyncevent.ErrDrawTooEarly)
+	record, err := c.GetDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.PhaseCollecting, record.Phase, "nothing frozen under the old cutoff")
+	clock.Advance(later.Sub(clock.Now()) + time.Minute)
+	res, err := drawer.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Len(t, res.Winners, 5)
+}
+
+// beforeFreeze runs do once, just before the first freeze transaction is sent.
+type beforeFreeze struct {
+	asyncevent.DynamoDB
+	once sync.Once
+	do   func()
+}
+
+func (b *beforeFreeze) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if u := in.TransactItems[0].Update; u != nil && attrS(u.Key["SK"]) == "DRAW" && slices.Contains(slices.Collect(maps.Values(u.ExpressionAttributeNames)), "drawnAt") {
+		b.once.Do(b.do)
+	}
+	return b.DynamoDB.TransactWriteItems(ctx, in, o...)
 }

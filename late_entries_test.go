@@ -65,6 +65,53 @@ func TestLateArrivals(t *testing.T) {
 	}
 }
 
+// A pre-queue's late arrival that lands right after the record, its message met by a
+// worker while the serve runs, joins the sale's line after the drawn order and ahead
+// of the sale's clicks: the serve reads the last moments before the start again once
+// its record is written, and the worker holds the message back instead of
+// acknowledging it. 5 seats, 3 entries: the late arrival takes the fourth, one of the
+// two sale clicks the fifth.
+func TestALateArrivalGoesBeforeTheSale(t *testing.T) {
+	t.Parallel()
+	r := newLateRig(t, true, false)
+	r.click(userIDs("early", 3))
+	r.deliver()
+	r.clock.Advance(r.opens.Sub(r.clock.Now()))
+	var lateMessage asyncevent.Outcome
+	k := &killAfterRecord{DynamoDB: asynceventtest.DynamoDB(t), onRecord: func() {
+		lq := &sendQueue{}
+		p, err := r.late.Submit(r.ctx, lq, r.eventID, lateUser)
+		require.NoError(t, err)
+		r.lateID = p.RequestID
+		for _, o := range deliverAll(t, asyncevent.NewProcessor(r.c, asyncevent.ProcessOptions{}), lq) {
+			lateMessage = o
+		}
+	}}
+	c, err := asyncevent.New(k, asyncevent.Options{TableName: r.c.TableName(), Clock: r.clock.Now, DrawSettleWindow: time.Second})
+	require.NoError(t, err)
+	res, err := c.ServePrequeue(r.ctx, r.eventID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.OutcomeWaitingForPrequeue, lateMessage.Kind, "met while the serve runs, the message comes back later")
+	assert.Equal(t, []string{r.lateID}, res.Late)
+	sale := &sendQueue{}
+	for _, u := range userIDs("sale", 2) {
+		_, err := r.c.Submit(r.ctx, sale, r.eventID, u)
+		require.NoError(t, err)
+	}
+	r.clock.Advance(5 * time.Second) // past the cached config that said DRAWING
+	deliverAll(t, asyncevent.NewProcessor(r.c, asyncevent.ProcessOptions{}), sale)
+	byUser := map[string]asyncevent.Request{}
+	for _, q := range r.requests() {
+		byUser[q.UserID] = q
+	}
+	assert.Equal(t, asyncevent.StatusSucceeded, byUser[lateUser].Status, "queued before the start, it goes before the sale's clicks")
+	assert.ElementsMatch(t, []asyncevent.Status{asyncevent.StatusSucceeded, asyncevent.StatusRejected},
+		[]asyncevent.Status{byUser["sale-000"].Status, byUser["sale-001"].Status})
+	v, err := r.c.VerifyPrequeue(r.ctx, r.eventID)
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+}
+
 // lateRig is one event, its clients and the late participation.
 type lateRig struct {
 	t        *testing.T
@@ -176,13 +223,14 @@ func (r *lateRig) decide(kill, skew bool) {
 }
 
 // settle lets the workers and the sweeper run on what is left: every message sent
-// delivered again, then Sweep, then what it sent.
+// delivered again, then Sweep, then only what it sent.
 func (r *lateRig) settle() {
 	r.deliver()
 	r.clock.Advance(10 * time.Minute)
-	_, err := r.c.Sweep(r.ctx, r.q, r.eventID, asyncevent.SweepOptions{StuckAfter: time.Minute, RatePerSecond: 1000})
+	swept := &sendQueue{}
+	_, err := r.c.Sweep(r.ctx, swept, r.eventID, asyncevent.SweepOptions{StuckAfter: time.Minute, RatePerSecond: 1000})
 	require.NoError(r.t, err)
-	r.deliver()
+	deliverAll(r.t, asyncevent.NewProcessor(r.c, asyncevent.ProcessOptions{}), swept)
 }
 
 // giveSeatsBack releases two holds and lets the rest lapse, sweeps, then confirms

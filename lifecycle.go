@@ -132,9 +132,10 @@ const (
 	ResultLotteryLose       ResultCode = "REJECTED_LOTTERY_LOSE"
 	ResultRejectedClosed    ResultCode = "REJECTED_CLOSED"
 	// ResultNotDrawn: a lottery request queued by the cutoff (by its own ingest's
-	// clock) whose put reached the table after the draw recorded its entries, so it
-	// is not one of them (a slow network, a frozen process, a skewed clock): the
-	// record decides the draw, and this request is answered so, never left waiting.
+	// clock) that the draw's record does not name: its put reached the table after
+	// the draw read its entries (a slow network, a frozen process, a skewed clock),
+	// or GSI2 did not show it yet. The record decides the draw, and this request is
+	// answered so, never left waiting.
 	ResultNotDrawn            ResultCode = "REJECTED_NOT_DRAWN"
 	ResultFailedIngestEnqueue ResultCode = "FAILED_INGEST_ENQUEUE"
 	ResultFailedWorker        ResultCode = "FAILED_WORKER"

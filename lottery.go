@@ -81,6 +81,21 @@ func phaseIs(p UIPhase) cond {
 // eventExists: the item is there to update.
 var eventExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
 
+// The params of the freeze: the cutoff and the start of the event as the draw read
+// them.
+const (
+	pCutoffAsRead param = "cutoffAsRead"
+	pStartAsRead  param = "startAsRead"
+)
+
+// entriesBoundsAsRead: the config's lotteryCutoffAt and startsAt are those the draw
+// read (each absent, or equal): an ExtendEvent that moved them after the read makes
+// the freeze fail, so that no set is recorded under a cutoff or a start that is no
+// longer the event's.
+var entriesBoundsAsRead = all(
+	either(fixed(expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt))), compare(expression.Name(attrLotteryCutoffAt).Equal, pCutoffAsRead)),
+	either(fixed(expression.AttributeNotExists(expression.Name(attrStartsAt))), compare(expression.Name(attrStartsAt).Equal, pStartAsRead)))
+
 // entriesUnrecorded: the draw is DRAWING and its entries are not recorded yet.
 var entriesUnrecorded = all(phaseIs(PhaseDrawing), fixed(expression.AttributeNotExists(expression.Name(attrEntriesHash))))
 
@@ -115,7 +130,7 @@ var (
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
 	eventDrawingRow = row{
-		name: "event: drawing", method: "Draw", item: entity.Config, op: opUpdate, cond: eventExists,
+		name: "event: drawing", method: "Draw", item: entity.Config, op: opUpdate, cond: all(eventExists, entriesBoundsAsRead),
 		sets: []set{setTo(attrPhase, PhaseDrawing)},
 	}
 	eventAnnouncedRow = row{
@@ -219,7 +234,8 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 //
 //  1. freezes the entries: a TransactWriteItems that moves the Draw record (PK
 //     EVENT#<eventId>, SK DRAW) and the config from COLLECTING to DRAWING, drawnAt,
-//     condition phase = COLLECTING;
+//     condition phase = COLLECTING (and, on the config, the cutoff and start as
+//     read: an ExtendEvent that moved them meanwhile makes it ErrDrawTooEarly);
 //  2. reads the entries from GSI2 (Query GSI2PK = EVENT#<eventId>, GSI2SK <
 //     QAT#<cutoff + 1 ms>, each index shard, in pages, never a Scan): the requests
 //     queued by the cutoff that are RECEIVED or QUEUED (or already finalised by this
@@ -244,9 +260,11 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 //     REJECTED, uiResult REJECTED, resultCode REJECTED_LOTTERY_LOSE, and uiPhase
 //     ANNOUNCED, announcedAt, finishedAt; condition status = QUEUED OR status =
 //     RECEIVED (Options.DrawConcurrency at once); a request queued by the cutoff
-//     that is not in the record (its put landed after it) ends REJECTED_NOT_DRAWN
-//     (the "lottery result (not drawn)" row), and one queued after the cutoff that is
-//     still waiting REJECTED_CLOSED;
+//     that is not in the record (its put landed after the read; those queued in the
+//     last Options.DrawSettleWindow plus 10 s before the cutoff are read again once
+//     the record is written) ends REJECTED_NOT_DRAWN (the "lottery result (not
+//     drawn)" row), and one queued after the cutoff that is still waiting
+//     REJECTED_CLOSED;
 //  6. announces: Draw record and config from DRAWING to ANNOUNCED, announcedAt.
 //
 // The record is the truth: once it names the entries, they are the draw's, whatever
@@ -324,7 +342,42 @@ func (c *Client) frozenSet(ctx context.Context, cfg *eventItem, before EpochMill
 	if record, err = c.recordEntries(ctx, cfg, ids, seedHex); err != nil {
 		return nil, nil, err
 	}
-	return record, onTable, nil
+	// What landed between the read and the record is answered now, not left to the
+	// workers and Sweep: the requests queued in the last moments before `before`
+	// (where a put held past the fence, or sent by a clock behind, falls) are read
+	// again. Liveness only: one queued earlier that lands later still gets its answer
+	// from a worker, or Sweep.
+	tail, err := c.queueBetween(ctx, cfg.EventID, before-EpochMillis((c.opts.DrawSettleWindow+bookkeepingTimeout)/time.Millisecond), before)
+	if err != nil {
+		return nil, nil, err
+	}
+	return record, mergeEntries(onTable, tail), nil
+}
+
+// mergeEntries returns the requests of a and b, in queue order, b's view of a request
+// in both replacing a's.
+func mergeEntries(a, b []drawEntry) []drawEntry {
+	fresh := make(map[string]drawEntry, len(b))
+	for _, e := range b {
+		fresh[e.RequestID] = e
+	}
+	merged := make([]drawEntry, 0, len(a)+len(b))
+	for _, e := range a {
+		if f, ok := fresh[e.RequestID]; ok {
+			e = f
+			delete(fresh, e.RequestID)
+		}
+		merged = append(merged, e)
+	}
+	for _, e := range b {
+		if _, ok := fresh[e.RequestID]; ok {
+			merged = append(merged, e)
+		}
+	}
+	slices.SortStableFunc(merged, func(x, y drawEntry) int {
+		return cmp.Or(cmp.Compare(x.QueuedAt, y.QueuedAt), strings.Compare(x.RequestID, y.RequestID))
+	})
+	return merged
 }
 
 // drawnSet reads back the entries the record names (recordedEntries) and the revealed
@@ -480,10 +533,35 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	return rows, err
 }
 
+// queueBetween reads an event's requests queued at from or later and before to from
+// GSI2, in queue order, as queueOrder does.
+func (c *Client) queueBetween(ctx context.Context, eventID string, from, to EpochMillis) ([]drawEntry, error) {
+	lo, err := QueuedAtBound(max(from, 0))
+	if err != nil {
+		return nil, err
+	}
+	hi, err := QueuedAtBound(to)
+	if err != nil {
+		return nil, err
+	}
+	sk := expression.Key(attrGSI2SK).Between(expression.Value(lo), expression.Value(hi))
+	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrHoldExpiresAt, attrSeatShard)
+	rows = slices.DeleteFunc(rows, func(e drawEntry) bool { return e.QueuedAt >= to })
+	slices.SortStableFunc(rows, func(a, b drawEntry) int {
+		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
+	})
+	return rows, err
+}
+
 // freezeDraw moves the draw from COLLECTING to DRAWING. When another Draw froze it
 // first, it returns that one's record.
 func (c *Client) freezeDraw(ctx context.Context, cfg *eventItem) (*DrawRecord, error) {
-	if err := c.movePhase(ctx, cfg.EventID, &drawFreezeRow, &eventDrawingRow, args{pNow: c.now()}); err != nil {
+	a := args{pNow: c.now(), pCutoffAsRead: cfg.LotteryCutoffAt, pStartAsRead: cfg.StartsAt}
+	if err := c.movePhase(ctx, cfg.EventID, &drawFreezeRow, &eventDrawingRow, a); err != nil {
+		var lost *conditionLost
+		if errors.As(err, &lost) && lost.row == &eventDrawingRow {
+			return nil, fmt.Errorf("%w: the cutoff or start of %s moved since it was read (ExtendEvent): run it again", ErrDrawTooEarly, cfg.EventID)
+		}
 		return nil, err
 	}
 	return c.getDraw(ctx, cfg.EventID)
@@ -564,11 +642,13 @@ func (c *Client) finaliseEntries(ctx context.Context, cfg *eventItem, recorded [
 			e, ok := byID[id]
 			if !ok {
 				r, err := c.getRequest(ctx, id, true)
-				if errors.Is(err, ErrNotFound) {
+				switch {
+				case errors.Is(err, ErrNotFound):
 					return fmt.Errorf("%w: recorded entry %s is gone from the table", ErrDrawMismatch, id)
-				}
-				if err != nil {
+				case err != nil:
 					return err
+				case r.EventID != cfg.EventID || r.QueuedAt == 0 || r.QueuedAt > cfg.LotteryCutoffAt:
+					return fmt.Errorf("%w: recorded entry %s is no request of %s queued by its cutoff", ErrDrawMismatch, id, cfg.EventID)
 				}
 				e = drawEntry{RequestID: id, Status: r.Status, ResultCode: r.ResultCode}
 			}
@@ -612,17 +692,32 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 		r = &lotteryWinRow
 	}
 	if e.Status.IsTerminal() {
-		if e.Status != r.to {
-			return fmt.Errorf("%w: entry %s is %s, the draw says %s", ErrDrawMismatch, e.RequestID, e.Status, r.to)
-		}
-		return nil
+		return drawnAs(e.RequestID, e.Status, e.ResultCode, won)
 	}
 	t, err := c.applyTo(ctx, "finalise", e.RequestID, write{row: r, args: args{pNow: c.now()}}, txOptions{})
 	switch {
 	case err != nil:
 		return err
-	case !t.Applied && t.current.Status != r.to:
-		return fmt.Errorf("%w: entry %s is %s, the draw says %s", ErrDrawMismatch, e.RequestID, t.current.Status, r.to)
+	case !t.Applied:
+		return drawnAs(e.RequestID, t.current.Status, t.current.ResultCode, won)
+	}
+	return nil
+}
+
+// drawnResult is the status and result code the draw gives an entry that won, or
+// lost.
+func drawnResult(won bool) (Status, ResultCode) {
+	if won {
+		return StatusSucceeded, ResultSuccess
+	}
+	return StatusRejected, ResultLotteryLose
+}
+
+// drawnAs checks that a final entry holds the result the draw gives it: else
+// ErrDrawMismatch.
+func drawnAs(id string, status Status, code ResultCode, won bool) error {
+	if wantStatus, wantCode := drawnResult(won); status != wantStatus || code != wantCode {
+		return fmt.Errorf("%w: entry %s is %s (%s), the draw says %s (%s)", ErrDrawMismatch, id, status, code, wantStatus, wantCode)
 	}
 	return nil
 }
@@ -760,16 +855,17 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	for _, id := range v.Winners {
 		won[id] = true
 	}
-	resultProblem := func(id string, status Status) string {
+	resultProblem := func(id string, status Status, code ResultCode) string {
 		waiting := status == StatusQueued || status == StatusReceived
+		wantStatus, wantCode := drawnResult(won[id])
 		switch {
 		case waiting && record.Phase == PhaseAnnounced:
 			return fmt.Sprintf("entry %s has no result", id)
 		case waiting:
-		case won[id] && status != StatusSucceeded:
-			return fmt.Sprintf("entry %s won but is %s", id, status)
-		case !won[id] && status != StatusRejected:
-			return fmt.Sprintf("entry %s lost but is %s", id, status)
+		case won[id] && (status != wantStatus || code != wantCode):
+			return fmt.Sprintf("entry %s won but is %s (%s)", id, status, code)
+		case !won[id] && (status != wantStatus || code != wantCode):
+			return fmt.Sprintf("entry %s lost but is %s (%s)", id, status, code)
 		}
 		return ""
 	}
@@ -779,19 +875,22 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	}
 	for _, id := range ids {
 		e, shown := byID[id]
-		if p := resultProblem(id, e.Status); shown && p == "" {
+		if p := resultProblem(id, e.Status, e.ResultCode); shown && p == "" {
 			continue
 		}
 		// GSI2 is read eventually consistent: the entry itself has the last word.
 		r, err := c.getRequest(ctx, id, true)
-		if errors.Is(err, ErrNotFound) {
+		switch {
+		case errors.Is(err, ErrNotFound):
 			problem("recorded entry %s is not on the table", id)
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return nil, err
+		case r.EventID != eventID || r.QueuedAt == 0 || r.QueuedAt > cfg.LotteryCutoffAt:
+			problem("recorded entry %s is no request of %s queued by its cutoff (event %s, queued at %d)", id, eventID, r.EventID, r.QueuedAt)
+			continue
 		}
-		if p := resultProblem(id, r.Status); p != "" {
+		if p := resultProblem(id, r.Status, r.ResultCode); p != "" {
 			problem("%s", p)
 		}
 	}

@@ -86,11 +86,12 @@ type PrequeueResult struct {
 	// the order; Served counts the requests decided by this call.
 	Winners []string
 	Served  int
-	// Late are the requests queued before the start that the record does not name:
-	// their put reached the table after the entries were recorded. They are no
-	// entries; each joins the sale's line after the drawn order, ahead of the sale's
-	// clicks (the serve decides those it finds, in queue order, after the last
-	// entry; the workers, once the pre-queue is served, any that land later).
+	// Late are the requests queued before the start that the record does not name
+	// (their put reached the table after the entries were read), as this call found
+	// them. They are no entries; each joins the sale's line after the drawn order:
+	// those the serve finds it decides, in queue order, after the last entry and
+	// ahead of the sale's clicks; one that lands later the workers decide with the
+	// sale's clicks once the pre-queue is served.
 	Late []string
 }
 
@@ -115,8 +116,10 @@ type PrequeueResult struct {
 //     taken), at most min(Options.DrawConcurrency, the seats left) at once, so that
 //     no entry takes a seat an entry before it in the order needs; once no seat is
 //     left the rest are refused 4 × DrawConcurrency at once. Then the late arrivals
-//     it found (queued before StartsAt, not in the record: their put landed after
-//     it) in queue order, the head of the sale's line (PrequeueResult.Late);
+//     it found (queued before StartsAt, not in the record; the requests queued in
+//     the last Options.DrawSettleWindow plus 10 s before the start are read again
+//     once the record is written) in queue order, the head of the sale's line
+//     (PrequeueResult.Late);
 //  5. announces: Draw record and config from DRAWING to ANNOUNCED, after which the
 //     workers decide the sale's clicks, and any late arrival that lands later, as
 //     the sale's.
@@ -150,7 +153,7 @@ func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueRe
 	}
 	res := &PrequeueResult{Order: draw.Order(revealed, ids), Late: lateArrivals(ids, onTable, func(drawEntry) bool { return true })}
 	if record.Phase != PhaseAnnounced {
-		byID, err := c.servedEntries(ctx, ids, onTable)
+		byID, err := c.servedEntries(ctx, cfg, ids, onTable)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +176,7 @@ func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueRe
 // servedEntries returns the requests a serve decides by ID: those GSI2 showed, and
 // each recorded entry it did not show read with a strongly consistent GetItem; a
 // recorded entry gone from the table is ErrDrawMismatch.
-func (c *Client) servedEntries(ctx context.Context, recorded []string, onTable []drawEntry) (map[string]drawEntry, error) {
+func (c *Client) servedEntries(ctx context.Context, cfg *eventItem, recorded []string, onTable []drawEntry) (map[string]drawEntry, error) {
 	byID := make(map[string]drawEntry, len(onTable))
 	for _, e := range onTable {
 		byID[e.RequestID] = e
@@ -183,11 +186,13 @@ func (c *Client) servedEntries(ctx context.Context, recorded []string, onTable [
 			continue
 		}
 		r, err := c.getRequest(ctx, id, true)
-		if errors.Is(err, ErrNotFound) {
+		switch {
+		case errors.Is(err, ErrNotFound):
 			return nil, fmt.Errorf("%w: recorded entry %s is gone from the table", ErrDrawMismatch, id)
-		}
-		if err != nil {
+		case err != nil:
 			return nil, err
+		case r.EventID != cfg.EventID || r.QueuedAt == 0 || r.QueuedAt >= cfg.prequeueUntil():
+			return nil, fmt.Errorf("%w: recorded entry %s is no request of %s queued before its start", ErrDrawMismatch, id, cfg.EventID)
 		}
 		byID[id] = drawEntry{RequestID: id, UserID: r.UserID, RequestedAt: r.RequestedAt, Status: r.Status, ResultCode: r.ResultCode,
 			QueuedAt: r.QueuedAt, StartedAt: r.StartedAt, HoldExpiresAt: r.HoldExpiresAt, SeatShard: r.SeatShard}
@@ -367,10 +372,13 @@ func wonSeat(r *storedRequest) bool {
 }
 
 // prequeueGate holds back what a worker must not decide while a pre-queue waits to
-// be served: an entry's message is acknowledged (the serve decides the entry), and a
-// sale click's comes back later, until the event's config says the pre-queue was
-// served (ANNOUNCED). ServePrequeue's own processor passes. It reports whether it
-// decided the message.
+// be served: an entry's message met before the serve began (COLLECTING) is
+// acknowledged (the serve reads the entry from GSI2 and decides it), and every other
+// message (a sale's click, or a request queued before the start met once the serve
+// began, which is the serve's if its record names it and a late arrival otherwise)
+// comes back later, until the event's config says the pre-queue was served
+// (ANNOUNCED). ServePrequeue's own processor passes. It reports whether it decided
+// the message.
 func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Delivery) (result, bool) {
 	if p.serving {
 		return result{}, false
@@ -408,9 +416,13 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 			return notFound(), true
 		case err != nil:
 			return retry(err)
-		case r.QueuedAt < until:
+		case r.QueuedAt < until && cfg.Phase == PhaseCollecting:
 			return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}, true
 		}
+		// Met once the serve began (DRAWING): a recorded entry is the serve's, and
+		// a late arrival's turn comes after the drawn order, as a click of the sale.
+		// Either way it comes back, as a sale's click does: a recorded entry is
+		// decided by then (a duplicate), a late arrival decided then.
 	}
 	// A click of the sale, before the pre-queue was served: it comes back once the
 	// serve may have begun, and later each time it finds it not done yet.
@@ -492,6 +504,42 @@ func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRe
 		}
 	}
 	return winners, problems, nil
+}
+
+// checkSeated tells problem when more requests of the event hold a seat (SUCCEEDED
+// or HELD) than it has seats (capacityTotal, seats added included): entries are the
+// requests queued before the start, as GSI2 showed them; the sale's are read here.
+// A count over the seats as GSI2 shows it is counted again from strongly consistent
+// reads of the requests it counted, as the index may show a hold given back and its
+// seat's next holder both HELD.
+func (c *Client) checkSeated(ctx context.Context, cfg *eventItem, entries []drawEntry, problem func(format string, args ...any)) error {
+	sale, err := c.queueOrder(ctx, cfg.EventID, cfg.prequeueUntil(), false)
+	if err != nil {
+		return err
+	}
+	var seated []string
+	for _, e := range append(slices.Clone(entries), sale...) {
+		if e.Status == StatusSucceeded || e.Status == StatusHeld {
+			seated = append(seated, e.RequestID)
+		}
+	}
+	if int64(len(seated)) <= cfg.CapacityTotal {
+		return nil
+	}
+	n := 0
+	for _, id := range seated {
+		r, err := c.getRequest(ctx, id, true)
+		if err != nil {
+			return err
+		}
+		if r.Status == StatusSucceeded || r.Status == StatusHeld {
+			n++
+		}
+	}
+	if int64(n) > cfg.CapacityTotal {
+		problem("%d requests hold a seat (SUCCEEDED or HELD), the event has %d", n, cfg.CapacityTotal)
+	}
+	return nil
 }
 
 // PrequeueVerification is what VerifyPrequeue found.
@@ -589,6 +637,9 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	if errors.Is(err, ErrNotFound) {
 		problem("a recorded entry is not on the table: %v", err)
 		err = nil
+	}
+	if err == nil {
+		err = c.checkSeated(ctx, cfg, entries, problem)
 	}
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -707,3 +708,44 @@ func behindTheLibrary(t *testing.T, c *asyncevent.Client, requestID, update stri
 
 // str is a string attribute value.
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+// VerifyPrequeue counts the seats: a request forged onto the table, queued before the
+// start and SUCCEEDED on the pool's seat, is a late arrival the record does not name,
+// and a sixth winner of five seats.
+func TestVerifyPrequeueCountsTheSeats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := prequeueDrop(t, 5, 1)
+	q := &sendQueue{}
+	ids := clickAll(t, c, q, userIDs("u", 20))
+	deliverAll(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
+	clock.Advance(prequeueStart.Sub(clock.Now()) + time.Minute)
+	_, err := c.ServePrequeue(ctx, "drop")
+	require.NoError(t, err)
+	v, err := c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	require.True(t, v.OK(), v.String())
+
+	var item map[string]types.AttributeValue
+	for _, it := range asynceventtest.ScanTable(t, c.TableName()) {
+		if attrS(it["PK"]) == "REQ#"+ids[0] && attrS(it["SK"]) == "META" {
+			item = it
+		}
+	}
+	require.NotNil(t, item)
+	forged := "f0f0f0f0-0000-4000-8000-000000000000"
+	for k, av := range item {
+		if sv, ok := av.(*types.AttributeValueMemberS); ok {
+			item[k] = &types.AttributeValueMemberS{Value: strings.ReplaceAll(sv.Value, ids[0], forged)}
+		}
+	}
+	item["status"] = &types.AttributeValueMemberS{Value: "SUCCEEDED"}
+	item["resultCode"] = &types.AttributeValueMemberS{Value: "SUCCESS"}
+	item["seatShard"] = &types.AttributeValueMemberN{Value: "1"} // the pool of an event of one shard
+	_, err = asynceventtest.DynamoDB(t).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.TableName()), Item: item})
+	require.NoError(t, err)
+	v, err = c.VerifyPrequeue(ctx, "drop")
+	require.NoError(t, err)
+	assert.Equal(t, []string{forged}, v.Late)
+	assert.Contains(t, v.String(), "6 requests hold a seat (SUCCEEDED or HELD), the event has 5")
+}

@@ -252,7 +252,7 @@ func prequeueLine(p *asyncevent.PrequeuePlace) string {
 	case !p.Frozen:
 		return fmt.Sprintf("in the pre-queue: its order is drawn at the start, %s seats", formatInt(int(p.Seats)))
 	case p.Late:
-		return fmt.Sprintf("reached the table after the pre-queue's %s entries were recorded: first in the sale's line, after the drawn order", formatInt(int(p.Entries)))
+		return fmt.Sprintf("reached the table after the pre-queue's %s entries were recorded: in the sale's line, after the drawn order", formatInt(int(p.Entries)))
 	}
 	return fmt.Sprintf("in the pre-queue: place %s of %s in the drawn order, %s seats", formatInt(int(p.Place)), formatInt(int(p.Entries)), formatInt(int(p.Seats)))
 }
