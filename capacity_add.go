@@ -2,6 +2,7 @@ package asyncevent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -81,11 +82,14 @@ type AddCapacityInput struct {
 	Actor string
 	// IdempotencyKey makes a call given again after its answer was lost apply once:
 	// of the calls under one key, at most one adds the seats, for a day at least, and
-	// the others answer Applied with EventUpdate.Replayed. Give each add a key of its
-	// own (a UUID), and the same key to its retries; it follows the rules of
-	// ValidateID. A key given to another add (other seats, shard or actor) is an
-	// ErrInvalidOptions error. Default: a key of the call's own, which keeps its own
-	// attempts from applying twice but not a retry by the caller.
+	// the others answer Applied with EventUpdate.Replayed. A call under it that is
+	// refused (the event closed, say) records the refusal under the key, and the
+	// calls under it then answer not applied with that reason, for a day at least
+	// (see AddCapacity). Give each add a key of its own (a UUID), and the same key to
+	// its retries; it follows the rules of ValidateID. A key given to another add
+	// (other seats, shard or actor) is an ErrInvalidOptions error. Default: a key of
+	// the call's own, which keeps its own attempts from applying twice but not a retry
+	// by the caller.
 	IdempotencyKey string
 }
 
@@ -130,8 +134,23 @@ func seatCount(n int64) string {
 // A retry applies nothing twice (see operation.go): an attempt refused whose
 // marker is there answers Applied, Replayed, with the event as it stands. An attempt
 // whose answer was lost (a connection reset, a timeout) is sent again by the call,
-// twice at most; the error of a call that never learned its outcome names its
-// idempotency key, under which a retry applies the seats once.
+// twice at most; the error of a call that never learned its outcome says that the
+// outcome is unknown and names its idempotency key, under which a call again applies
+// the seats once at most.
+//
+// Not applied stays true. An attempt whose answer was lost may land later, its
+// condition read with its sender's now (sent in the event's last millisecond, it
+// would find the event open after the end and add the seats). So a refusal after a
+// write of the call that got no answer, or under in.IdempotencyKey (the call may
+// follow one that never learned its outcome), is first recorded: the "operation
+// marker" row alone (PutItem PK EVENT#<eventId>, SK OP#ADD_CAPACITY#<idempotencyKey>,
+// outcome REFUSED and the reason; condition attribute_not_exists(PK)), on which every
+// attempt under the key, its own put of the marker failing, is refused when it
+// lands. A marker there already answers as it records: Applied, Replayed, or not
+// applied with the reason recorded. A key so refused stays refused for a day at
+// least: a call again under it answers not applied, with that reason, whatever the
+// event's state then; a new add takes a new key. A refusal under a key of the
+// call's own whose writes were all answered records nothing.
 func (c *Client) AddCapacity(ctx context.Context, eventID string, in AddCapacityInput) (EventUpdate, error) {
 	if in.Seats < 1 || in.Seats > MaxAddSeats {
 		return EventUpdate{}, fmt.Errorf("%w: add %d seats, want 1 to %d", ErrInvalidOptions, in.Seats, MaxAddSeats)
@@ -159,28 +178,40 @@ const seatsControlAttempts = 6
 // reason other than another change of the seats at the same moment (retry false),
 // or has been tried seatsControlAttempts times; between tries it waits a few
 // milliseconds, as the other change's transaction commits. A refused attempt whose
-// operation's marker is there answers the operation applied before (replayed); an
-// attempt left unanswered is tried again, operationResends times at most, and the
-// error of a call that never learned its outcome (its sends unanswered, its ctx
-// ended) names its key.
+// operation's marker is there answers as the marker records: applied before
+// (Replayed), or refused before, with its reason. An attempt left unanswered is
+// tried again, operationResends times at most, and the error of a call that never
+// learned its outcome (its sends unanswered, its ctx ended, or an error after a
+// write that got no answer) names its key. A refusal after a write of the call that
+// got no answer, or under the caller's key, is answered once fenced (see
+// operation.go): the marker REFUSED, so that no attempt under the key still on its
+// way applies.
 func (c *Client) seatsControl(ctx context.Context, op operation, once func() (EventUpdate, bool, error)) (EventUpdate, error) {
 	resent := 0
+	unsure := false // a write of the call got no answer: it may land yet
 	for attempt := 1; ; attempt++ {
 		up, retry, err := once()
+		unsure = unsure || up.unknown
 		if err == nil && !up.Applied && up.Event != nil {
-			if up, err = c.replayed(ctx, op, up); err != nil || up.Applied {
+			var settled bool
+			if up, settled, err = c.recorded(ctx, op, up); err != nil || settled {
 				return up, err
 			}
 		}
 		switch {
 		case unanswered(ctx, err) && resent < operationResends:
 			resent++
-		case unanswered(ctx, err) || err != nil && ctx.Err() != nil:
-			return up, fmt.Errorf("%w (the outcome is unknown: a call again under idempotency key %s applies it once)", err, op.key)
+		case unanswered(ctx, err) || err != nil && (ctx.Err() != nil || unsure && !errors.Is(err, ErrInvalidOptions)):
+			return up, op.unknown(err)
+		case err == nil && !up.Applied && up.Event != nil && (unsure || op.callers) && (!retry || attempt >= seatsControlAttempts):
+			return c.fence(ctx, op, up)
 		case !retry || attempt >= seatsControlAttempts:
 			return up, err
 		}
 		if err := ctxsleep.Sleep(ctx, claimBackoff(attempt)); err != nil {
+			if unsure {
+				err = op.unknown(err)
+			}
 			return up, err
 		}
 	}
@@ -360,9 +391,11 @@ type CancelRequestInput struct {
 	// with EventUpdate.Replayed, for a day at least. Give each cancel a key of its own
 	// (a UUID), and the same key to its retries; it follows the rules of ValidateID.
 	// A key given to another cancel (another request or actor) is an
-	// ErrInvalidOptions error. Default: a key of the call's own, which keeps its own
-	// attempts apart; a retry by the caller then answers not applied, the request
-	// being REJECTED_CANCELLED already (see CancelRequest).
+	// ErrInvalidOptions error. A call under it that is refused records the refusal
+	// under the key, and the calls under it then answer not applied with that
+	// reason, for a day at least (see CancelRequest). Default: a key of the call's
+	// own, which keeps its own attempts apart; a retry by the caller then answers not
+	// applied, the request being REJECTED_CANCELLED already (see CancelRequest).
 	IdempotencyKey string
 }
 
@@ -393,7 +426,16 @@ type CancelRequestInput struct {
 // stands; without that key it answers not applied, Reason "the request is REJECTED
 // (REJECTED_CANCELLED), cancelled already … : it holds no seat". An attempt whose
 // answer was lost is sent again by the call, twice at most, under the call's key, so
-// that its answer is applied (Replayed) when the lost attempt applied.
+// that its answer is applied (Replayed) when the lost attempt applied; the error of
+// a call that never learned its outcome says that the outcome is unknown and names
+// its key. A refusal after a write of the call that got no answer, or under
+// in.IdempotencyKey, is recorded as AddCapacity's is (the "operation marker" row
+// alone, SK OP#CANCEL#<idempotencyKey>, outcome REFUSED and the reason; condition
+// attribute_not_exists(PK)) before it is answered, and the key then stays refused
+// for a day at least. A cancel's own conditions already leave no refusal that an
+// attempt still on its way could outlive (a request leaves SUCCEEDED only
+// cancelled, the pool's version only grows, a cancel after the close is applied):
+// the record keeps one rule for both controls of seats.
 func (c *Client) CancelRequest(ctx context.Context, requestID string, in CancelRequestInput) (EventUpdate, error) {
 	op, err := newOperation(ActionCancel, in.Actor, "request "+requestID, in.IdempotencyKey)
 	if err != nil {

@@ -144,7 +144,8 @@ type EventUpdate struct {
 	// Event (and Request) are as they stand now, and Reason says so.
 	Replayed bool
 
-	lost *row // the write whose condition refused the control
+	lost    *row // the write whose condition refused the control
+	unknown bool // the control's write got no answer: it may have applied, or apply yet
 }
 
 // CloseEvent closes an event now: ingest refuses its clicks from then on
@@ -241,7 +242,8 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s, %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff, ActionExtendStart)
 }
 
-// control applies a control of the event's CONFIG with its audit entry.
+// control applies a control of the event's CONFIG with its audit entry. The error
+// of a write that got no answer (or whose ctx ended) comes with up.unknown.
 func (c *Client) control(ctx context.Context, eventID, actor, action, detail string, w write, extra ...write) (EventUpdate, error) {
 	key, err := NewEventKey(eventID, EventItemConfig)
 	if err != nil {
@@ -278,7 +280,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 		}
 		return EventUpdate{Event: &cur.Event, Reason: refusal(action, cur, c.now()), lost: lost.row}, nil
 	case err != nil:
-		return EventUpdate{}, fmt.Errorf("%s %s: %w", action, eventID, err)
+		return EventUpdate{unknown: unanswered(ctx, err) || ctx.Err() != nil}, fmt.Errorf("%s %s: %w", action, eventID, err)
 	}
 	cur, err := c.getEvent(ctx, eventID)
 	if err != nil {
