@@ -19,6 +19,16 @@ import (
 // of the event's CONFIG and an AuditEntry saying who did it, so a refused control
 // writes nothing and every applied one is on record. The nodes learn of a change
 // when their copy of the config expires (Options.EventCacheTTL, 5 s by default).
+//
+// The library sends each of these once. A write that got no answer (a reset
+// connection, a timeout after the SDK's retries) is an error saying that the outcome
+// is unknown, never a refusal: the write may have applied, or may land later, when
+// DynamoDB reads its condition with the values the call bound (its now, and now +
+// 10 s) against the CONFIG as it stands then, and applies it, its audit entry with
+// it, if the condition holds. So a refusal is always the answer of the call's own
+// write: nothing of the call applied, and nothing of it is left to land. A call
+// again is a call of its own, answered as the event then stands; the write left on
+// its way lands as the row's condition says (see each control).
 
 // AuditEntry records an operator's control of an event (PK EVENT#<eventId>, SK
 // AUDIT#<at>#<suffix>), written in the control's own transaction.
@@ -152,13 +162,22 @@ type EventUpdate struct {
 // (ErrEventClosed), on every node once its copy of the config has expired. The "event
 // closed" row, UpdateItem PK EVENT#<eventId>, SK CONFIG, SET endsAt = now, closedAt =
 // now; condition attribute_exists(PK) AND attribute_not_exists(closedAt) AND
-// (attribute_not_exists(endsAt) OR endsAt ≥ now); with an audit entry (PK
-// EVENT#<eventId>, SK AUDIT#<now>#<suffix>) naming actor, in one TransactWriteItems.
-// The event is open through the millisecond of its end and closed from the
-// millisecond of its close. A LOTTERY's cutoff does not move: its entries queued by
-// then are drawn. An event already closed is not applied.
+// (attribute_not_exists(endsAt) OR endsAt ≥ now) AND
+// (attribute_not_exists(lotteryCutoffAt) OR lotteryCutoffAt ≥ now); with an audit
+// entry (PK EVENT#<eventId>, SK AUDIT#<now>#<suffix>) naming actor, in one
+// TransactWriteItems. The event is open through the millisecond of its end and
+// closed from the millisecond of its close. A LOTTERY's cutoff does not move: its
+// entries queued by then are drawn. An event already closed is not applied.
+//
+// A close whose write got no answer is an error that says its outcome is unknown
+// (sent once, see above). If the write lands later, it applies unless the event has
+// a closedAt by then or its end (a LOTTERY's cutoff) came before the call's time,
+// and then closes the event as of the call's time: endsAt and closedAt set to it, a
+// time already past. So a close again that finds the event closed ("closed
+// already") is a true answer whatever the first write does: that write can only
+// record an earlier close of an event that is closed.
 func (c *Client) CloseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
-	return c.control(ctx, eventID, actor, ActionClose, "", write{row: &eventClosedRow, args: args{pNow: c.now()}})
+	return sentOnce(c.control(ctx, eventID, actor, ActionClose, "", write{row: &eventClosedRow, args: args{pNow: c.now()}}))
 }
 
 // PauseEvent stops an event's ingest until ResumeEvent: a click gets ErrEventPaused and
@@ -166,16 +185,26 @@ func (c *Client) CloseEvent(ctx context.Context, eventID, actor string) (EventUp
 // UpdateItem PK EVENT#<eventId>, SK CONFIG, SET paused = true; condition
 // attribute_exists(PK) AND attribute_not_exists(closedAt) AND
 // (attribute_not_exists(endsAt) OR endsAt ≥ now) AND
-// (attribute_not_exists(paused) OR paused = false); with its audit entry.
+// (attribute_not_exists(lotteryCutoffAt) OR lotteryCutoffAt ≥ now) AND
+// (attribute_not_exists(paused) OR paused = false); with its audit entry. A pause
+// whose write got no answer is an error that says its outcome is unknown (sent once,
+// see above); if the write lands later, it pauses the event whenever it finds it not
+// paused and, as of the call's time, open: after a resume made meanwhile too. Read
+// the audit trail before a resume that must stand.
 func (c *Client) PauseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
-	return c.control(ctx, eventID, actor, ActionPause, "", write{row: &eventPausedRow, args: args{pNow: c.now()}})
+	return sentOnce(c.control(ctx, eventID, actor, ActionPause, "", write{row: &eventPausedRow, args: args{pNow: c.now()}}))
 }
 
 // ResumeEvent takes a paused event's clicks again: the "event resumed" row, UpdateItem
-// PK EVENT#<eventId>, SK CONFIG, SET paused = false; condition paused = true; with its
-// audit entry.
+// PK EVENT#<eventId>, SK CONFIG, SET paused = false; condition attribute_exists(PK)
+// AND attribute_not_exists(closedAt) AND (attribute_not_exists(endsAt) OR endsAt ≥
+// now) AND (attribute_not_exists(lotteryCutoffAt) OR lotteryCutoffAt ≥ now) AND
+// paused = true; with its audit entry. A resume whose write got no answer is
+// an error that says its outcome is unknown (sent once, see above); if the write
+// lands later, it resumes the event whenever it finds it paused and, as of the
+// call's time, open: after a pause made meanwhile too.
 func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
-	return c.control(ctx, eventID, actor, ActionResume, "", write{row: &eventResumedRow, args: args{pNow: c.now()}})
+	return sentOnce(c.control(ctx, eventID, actor, ActionResume, "", write{row: &eventResumedRow, args: args{pNow: c.now()}}))
 }
 
 // ExtendEvent moves an event's end later (the "event end extended" row: UpdateItem PK
@@ -198,6 +227,15 @@ func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventU
 // requests queued before the new start are the pre-queue's entries; a worker holds
 // back the messages of the clicks between the two starts, whatever their message
 // says, until the pre-queue is served, which decides them.
+//
+// An extend whose write got no answer is an error that says its outcome is unknown
+// (sent once, see above). If the write lands later, its condition is read with the
+// call's now + 10 s, not with the time it lands: it applies whenever the time it
+// moves was more than 10 s after the call's now and is still before to (and, for a
+// cutoff or a start, the draw has not begun), so a time that has passed meanwhile is
+// moved on: an end that passed, and the event takes clicks again; a cutoff that
+// passed, while the draw has not begun. An extend again that is refused ("the end
+// has passed…") does not stop that write; read the event and its audit trail.
 func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, to time.Time) (EventUpdate, error) {
 	at := MillisOf(to)
 	if _, err := formatMillis(at); err != nil {
@@ -223,23 +261,33 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 			}
 			extra = append(extra, write{row: &holdEventEndRow, key: key.Key(), args: args{pEndsAt: at}})
 		}
-		return c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}}, extra...)
+		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}}, extra...))
 	case ActionExtendCutoff:
 		draw, err := NewEventKey(eventID, EventItemDraw)
 		if err != nil {
 			return EventUpdate{}, err
 		}
 		check := write{row: &drawNotBegunRow, key: draw.Key()}
-		return c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check)
+		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check))
 	case ActionExtendStart:
 		draw, err := NewEventKey(eventID, EventItemDraw)
 		if err != nil {
 			return EventUpdate{}, err
 		}
 		check := write{row: &drawNotBegunRow, key: draw.Key()}
-		return c.control(ctx, eventID, actor, what, detail, write{row: &startExtendedRow, args: args{pStart: at, pLead: lead}}, check)
+		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &startExtendedRow, args: args{pStart: at, pLead: lead}}, check))
 	}
 	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s, %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff, ActionExtendStart)
+}
+
+// sentOnce is the answer of a control the library sends once (close, pause, resume,
+// extend): the error of a write that got no answer says that its outcome is unknown.
+func sentOnce(up EventUpdate, err error) (EventUpdate, error) {
+	if up.unknown {
+		err = fmt.Errorf("%w (the outcome is unknown: the write may have applied, or may apply when it lands, its condition read with this call's time; "+
+			"the event's audit trail shows it once it has; a call again is answered as the event then stands)", err)
+	}
+	return up, err
 }
 
 // control applies a control of the event's CONFIG with its audit entry. The error

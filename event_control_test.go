@@ -291,3 +291,53 @@ func TestCountRequests(t *testing.T) {
 	_, err = c.CountRequests(ctx, "nope")
 	assert.ErrorIs(t, err, asyncevent.ErrEventNotFound)
 }
+
+// Close, pause, resume and extend are sent once: an attempt that got no answer is an
+// error that says the outcome is unknown, never a refusal; the held write lands
+// after the event's end, and the audit trail tells whether it applied.
+func TestEventControlsAfterAnUnansweredAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		action  string
+		prepare func(t *testing.T, b *lateBundle)
+		control func(b *lateBundle) (asyncevent.EventUpdate, error)
+	}{
+		{asyncevent.ActionClose, nil, func(b *lateBundle) (asyncevent.EventUpdate, error) {
+			return b.c.CloseEvent(ctx, lateEvent, "ops")
+		}},
+		{asyncevent.ActionPause, nil, func(b *lateBundle) (asyncevent.EventUpdate, error) {
+			return b.c.PauseEvent(ctx, lateEvent, "ops")
+		}},
+		{asyncevent.ActionResume, func(t *testing.T, b *lateBundle) {
+			up, err := b.c.PauseEvent(ctx, lateEvent, "ops")
+			require.NoError(t, err)
+			require.True(t, up.Applied, up.Reason)
+		}, func(b *lateBundle) (asyncevent.EventUpdate, error) {
+			return b.c.ResumeEvent(ctx, lateEvent, "ops")
+		}},
+		{asyncevent.ActionExtendEnd, nil, func(b *lateBundle) (asyncevent.EventUpdate, error) {
+			return b.c.ExtendEvent(ctx, lateEvent, "ops", asyncevent.ActionExtendEnd, b.end.Add(time.Hour))
+		}},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			t.Parallel()
+			b := lateSetup(t)
+			if tc.prepare != nil {
+				tc.prepare(t, b)
+			}
+			held := b.hb.Hold(onLate, 1, asynceventtest.CallerReset)
+			up, err := tc.control(b)
+			require.Error(t, err)
+			assert.ErrorContains(t, err, "the outcome is unknown")
+			assert.False(t, up.Applied)
+			assert.Empty(t, up.Reason, "no refusal is claimed")
+			require.Equal(t, 1, held.Count(), "sent once")
+
+			b.passEnd()
+			require.NoError(t, held.Land(ctx))
+			_, _, _, entries := seatsOf(t, b.c, lateEvent, tc.action)
+			assert.Equal(t, held.Outcome().Applied, entries == 1, "the audit trail tells the outcome: %s", held.Outcome())
+		})
+	}
+}
