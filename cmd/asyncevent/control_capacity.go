@@ -16,7 +16,9 @@ import (
 // learn of the seats at once, from the capacity shards, not from their copy of the
 // config, so these print no EventCacheTTL. Each takes -idempotency-key: run again
 // under the key of a run whose answer was lost, it applies nothing twice and says
-// the control was applied before.
+// the control was applied before; a run refused under a key is recorded under it
+// (so that the lost run's write cannot apply later), and a run again under that key
+// prints the same refusal.
 
 // checkKey checks an -idempotency-key as every ID flag is checked: one message, exit 2.
 func checkKey(key string) error {
@@ -29,7 +31,8 @@ func checkKey(key string) error {
 // idempotencyKeyFlag is the -idempotency-key flag of the controls of seats.
 func idempotencyKeyFlag(fs *flag.FlagSet, key *string) {
 	fs.StringVar(key, "idempotency-key", "", "run under `KEY` (a UUID, say): a run again under the same key after one whose answer was lost "+
-		"applies nothing twice and says it was applied before (default: a key of the run's own, which its error names when it never learned the outcome)")
+		"applies nothing twice and says it was applied before, or prints the refusal recorded under the key (a new run then takes a new key) "+
+		"(default: a key of the run's own, which its error names when it never learned the outcome)")
 }
 
 // replayedNote is what an applied control's line adds when the control had been
