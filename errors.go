@@ -85,6 +85,14 @@ var (
 	// (REJECTED_NOT_DRAWN, or the sale's line).
 	ErrDrawMismatch = errors.New("asyncevent: entries differ from the draw's")
 
+	// ErrOutcomeUnknown reports an operator's control whose write got no answer (a
+	// connection reset, a timeout, the caller's deadline): it may have applied, or may
+	// apply when it lands. AddCapacity and CancelRequest name their idempotency key,
+	// under which a call again applies at most once and answers what was done; a
+	// close, pause, resume or extend is sent once, and the event's audit trail shows it
+	// once it applied.
+	ErrOutcomeUnknown = errors.New("asyncevent: the outcome is unknown")
+
 	// ErrSeedMismatch reports a draw whose seed does not hash to the commitment the
 	// event published: Options.Seeds is not the source the event was created with
 	// (a wrong secret), or the stored seed was changed. Nothing is written: the draw

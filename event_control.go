@@ -284,8 +284,8 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 // extend): the error of a write that got no answer says that its outcome is unknown.
 func sentOnce(up EventUpdate, err error) (EventUpdate, error) {
 	if up.unknown {
-		err = fmt.Errorf("%w (the outcome is unknown: the write may have applied, or may apply when it lands, its condition read with this call's time; "+
-			"the event's audit trail shows it once it has; a call again is answered as the event then stands)", err)
+		err = fmt.Errorf("%w: %w (the write may have applied, or may apply when it lands, its condition read with this call's time; "+
+			"the event's audit trail shows it once it has; a call again is answered as the event then stands)", ErrOutcomeUnknown, err)
 	}
 	return up, err
 }

@@ -329,7 +329,7 @@ func TestEventControlsAfterAnUnansweredAttempt(t *testing.T) {
 			held := b.hb.Hold(onLate, 1, asynceventtest.CallerReset)
 			up, err := tc.control(b)
 			require.Error(t, err)
-			assert.ErrorContains(t, err, "the outcome is unknown")
+			assert.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown)
 			assert.False(t, up.Applied)
 			assert.Empty(t, up.Reason, "no refusal is claimed")
 			require.Equal(t, 1, held.Count(), "sent once")

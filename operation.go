@@ -218,7 +218,7 @@ func (c *Client) fence(ctx context.Context, o operation, up EventUpdate) (EventU
 
 // unknown is err of a call of o that never learned its outcome.
 func (o operation) unknown(err error) error {
-	return fmt.Errorf("%w (the outcome is unknown: a call again under idempotency key %s applies it once at most, and its answer stands)", err, o.key)
+	return fmt.Errorf("%w: %w (a call again under idempotency key %s applies it once at most, and its answer stands)", ErrOutcomeUnknown, err, o.key)
 }
 
 // unanswered reports a call whose answer never came (the connection failed or was

@@ -99,7 +99,7 @@ func TestAddCapacityAfterAnUnansweredAttempt(t *testing.T) {
 		{"a call again under its key after the end", func(t *testing.T, b *lateBundle) (*asynceventtest.Held, asyncevent.EventUpdate) {
 			held := b.hb.Hold(onLate, 3, asynceventtest.CallerReset) // the call's send and its two resends
 			_, err := b.c.AddCapacity(context.Background(), lateEvent, keyed)
-			require.ErrorContains(t, err, "the outcome is unknown")
+			require.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown)
 			require.ErrorContains(t, err, keyed.IdempotencyKey)
 			b.passEnd()
 			up, err := b.c.AddCapacity(context.Background(), lateEvent, keyed)
@@ -109,7 +109,7 @@ func TestAddCapacityAfterAnUnansweredAttempt(t *testing.T) {
 		{"a call again under its key after a close", func(t *testing.T, b *lateBundle) (*asynceventtest.Held, asyncevent.EventUpdate) {
 			held := b.hb.Hold(onLate, 3, asynceventtest.CallerReset)
 			_, err := b.c.AddCapacity(context.Background(), lateEvent, keyed)
-			require.ErrorContains(t, err, "the outcome is unknown")
+			require.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown)
 			closed, err := b.c.CloseEvent(context.Background(), lateEvent, "ops")
 			require.NoError(t, err)
 			require.True(t, closed.Applied, closed.Reason)
@@ -159,7 +159,7 @@ func TestCancelRequestAfterAnUnansweredAttempt(t *testing.T) {
 			in := asyncevent.CancelRequestInput{Actor: "ops", IdempotencyKey: "refund-late"}
 			held := b.hb.Hold(onLate, 3, asynceventtest.CallerReset)
 			_, err := b.c.CancelRequest(context.Background(), b.won[0], in)
-			require.ErrorContains(t, err, "the outcome is unknown")
+			require.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown)
 			b.passEnd()
 			other, err := b.c.CancelRequest(context.Background(), b.won[0], asyncevent.CancelRequestInput{Actor: "ops-bob"})
 			require.NoError(t, err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -28,6 +29,22 @@ func TestThrottledIs503WithRetryAfter(t *testing.T) {
 	assert.Equal(t, CodeThrottled, p.Code)
 	assert.NotContains(t, p.Detail, "Provisioned", "the cause stays in the log")
 	assert.Contains(t, e.logs.String(), "ProvisionedThroughputExceededException")
+}
+
+// A control whose write got no answer is a 503 outcome_unknown, not a plain timeout's
+// "try again": the caller learns it may have applied, and that a call again under the
+// same Idempotency-Key applies it once at most.
+func TestOutcomeUnknownIs503(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.srv.Mount("GET /unknown", Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.srv.WriteError(w, r, fmt.Errorf("%w: add capacity e: %w", asyncevent.ErrOutcomeUnknown, context.DeadlineExceeded))
+	}))
+	r := e.do("GET", "/unknown", "", nil)
+	assert.Equal(t, http.StatusServiceUnavailable, r.status)
+	p := r.problem(t)
+	assert.Equal(t, CodeOutcomeUnknown, p.Code)
+	assert.Contains(t, p.Detail, "Idempotency-Key")
 }
 
 func TestProblemDetailsSpeakTheAPIsLanguage(t *testing.T) {
