@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -469,4 +470,144 @@ func (b *beforeFreeze) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 		b.once.Do(b.do)
 	}
 	return b.DynamoDB.TransactWriteItems(ctx, in, o...)
+}
+
+// crashAfterFreeze lets writes through until its freeze transaction passed, then fails
+// every write: a Draw that froze and died before recording its entries.
+type crashAfterFreeze struct {
+	asyncevent.DynamoDB
+	mu     sync.Mutex
+	frozen bool
+}
+
+func (b *crashAfterFreeze) dead() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.frozen }
+
+func (b *crashAfterFreeze) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if b.dead() {
+		return nil, errors.New("killed")
+	}
+	out, err := b.DynamoDB.TransactWriteItems(ctx, in, o...)
+	if u := in.TransactItems[0].Update; err == nil && u != nil && attrS(u.Key["SK"]) == "DRAW" {
+		b.mu.Lock()
+		b.frozen = true
+		b.mu.Unlock()
+	}
+	return out, err
+}
+func (b *crashAfterFreeze) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if b.dead() {
+		return nil, errors.New("killed")
+	}
+	return b.DynamoDB.PutItem(ctx, in, o...)
+}
+func (b *crashAfterFreeze) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if b.dead() {
+		return nil, errors.New("killed")
+	}
+	return b.DynamoDB.UpdateItem(ctx, in, o...)
+}
+
+// Draw A reads the cutoff, the operator extends it, Draw B freezes under the new one
+// and dies before recording; A's freeze then fails on both items: A goes on under the
+// cutoff of the freeze, not the one it read, and a request queued between the two
+// cutoffs is an entry.
+func TestDrawRecordsUnderTheCutoffOfItsFreeze(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 10)
+	behind := func() time.Time { return clock.Now().Add(-2 * time.Hour) }
+	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: behind})
+	require.NoError(t, err)
+	clock.Advance(2 * time.Hour)
+	later := cutoff.Add(time.Hour)
+	between := func() time.Time { return cutoff.Add(30 * time.Minute) }
+	ahead := func() time.Time { return later.Add(time.Hour) }
+	var lateID string
+	hook := &beforeFreeze{DynamoDB: asynceventtest.DynamoDB(t), do: func() {
+		up, err := operator.ExtendEvent(ctx, "lotto", "ops", asyncevent.ActionExtendCutoff, later)
+		require.NoError(t, err)
+		require.True(t, up.Applied, up.Reason)
+		sub, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: between})
+		require.NoError(t, err)
+		r, err := sub.Submit(ctx, &sendQueue{}, "lotto", "user-late")
+		require.NoError(t, err)
+		lateID = r.RequestID
+		b, err := asyncevent.New(&crashAfterFreeze{DynamoDB: asynceventtest.DynamoDB(t)}, asyncevent.Options{TableName: c.TableName(), Clock: ahead})
+		require.NoError(t, err)
+		_, err = b.Draw(ctx, "lotto")
+		require.Error(t, err, "B dies after its freeze")
+	}}
+	drawer, err := asyncevent.New(hook, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+	require.NoError(t, err)
+	_, err = drawer.Draw(ctx, "lotto")
+	require.ErrorIs(t, err, asyncevent.ErrDrawTooEarly, "frozen under the later cutoff, not yet past it and its settle window")
+	clock.Advance(later.Add(asyncevent.DefaultDrawSettleWindow).Sub(clock.Now()) + time.Second)
+	_, err = drawer.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	r, err := c.GetRequest(ctx, lateID)
+	require.NoError(t, err)
+	assert.Contains(t, []asyncevent.ResultCode{asyncevent.ResultSuccess, asyncevent.ResultLotteryLose}, r.ResultCode,
+		"queued by the event's cutoff, it is an entry")
+	v, err := c.VerifyDraw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+	assert.Equal(t, 11, v.EntryCount)
+}
+
+// A resumed draw goes on from its record whatever landed since, and refuses only what
+// the record cannot explain: a recorded entry final with another result than the
+// draw's (its status or its result code), or no longer a request of the event queued
+// by the cutoff. Killed right after the record, each entry tampered with, resumed.
+func TestDrawResumeRefusesWhatTheRecordCannotExplain(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		tamper string // an UpdateItem expression on one recorded entry
+		names  map[string]string
+		values map[string]types.AttributeValue
+		want   string
+	}{
+		{name: "final with another result code", tamper: "SET #s = :s, resultCode = :c", names: map[string]string{"#s": "status"},
+			values: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: "REJECTED"}, ":c": &types.AttributeValueMemberS{Value: "REJECTED_CAPACITY"}},
+			want:   "is REJECTED (REJECTED_CAPACITY), the draw says REJECTED (REJECTED_LOTTERY_LOSE)"},
+		{name: "queued after the cutoff now", tamper: "SET queuedAt = :q, GSI2SK = :k",
+			values: map[string]types.AttributeValue{
+				":q": &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(asyncevent.MillisOf(cutoff.Add(time.Minute))), 10)},
+				":k": &types.AttributeValueMemberS{Value: fmt.Sprintf("QAT#%013d#REQ#moved", asyncevent.MillisOf(cutoff.Add(time.Minute)))}},
+			want: "is no request of lotto queued by its cutoff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 12)
+			clock.Advance(2 * time.Hour)
+			killed, err := asyncevent.New(&killAfterRecord{DynamoDB: asynceventtest.DynamoDB(t), kill: true, onRecord: func() {}},
+				asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
+			require.NoError(t, err)
+			_, err = killed.Draw(ctx, "lotto")
+			require.Error(t, err)
+			// A loser of the recorded draw: its status stays REJECTED, only its code is off.
+			record, err := c.GetDraw(ctx, "lotto")
+			require.NoError(t, err)
+			var ids []string
+			for _, r := range requestsOf(t, c, "lotto") {
+				ids = append(ids, r.RequestID)
+			}
+			won := recomputeWinners(t, record.Seed, ids, 5)
+			id := ids[slices.IndexFunc(ids, func(id string) bool { return !slices.Contains(won, id) })]
+			_, err = asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(c.TableName()),
+				Key: map[string]types.AttributeValue{
+					"PK": &types.AttributeValueMemberS{Value: "REQ#" + id}, "SK": &types.AttributeValueMemberS{Value: "META"}},
+				UpdateExpression: aws.String(tt.tamper), ExpressionAttributeValues: tt.values,
+				ExpressionAttributeNames: tt.names})
+			require.NoError(t, err)
+			_, err = c.Draw(ctx, "lotto")
+			require.ErrorIs(t, err, asyncevent.ErrDrawMismatch)
+			assert.ErrorContains(t, err, tt.want)
+			v, err := c.VerifyDraw(ctx, "lotto")
+			require.NoError(t, err)
+			assert.False(t, v.OK(), v.String())
+		})
+	}
 }

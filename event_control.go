@@ -20,9 +20,11 @@ import (
 // writes nothing and every applied one is on record. The nodes learn of a change
 // when their copy of the config expires (Options.EventCacheTTL, 5 s by default).
 //
-// The library sends each of these once. A write that got no answer (a reset
-// connection, a timeout after the SDK's retries) is an error saying that the outcome
-// is unknown, never a refusal: the write may have applied, or may land later, when
+// The library sends each of these once: each attempt is a single send that the SDK
+// does not repeat, and the library sends it again only after an answer saying it was
+// not written (a transaction conflict). A write that got no answer (a reset
+// connection, a timeout) is an error wrapping ErrOutcomeUnknown, never a refusal nor
+// a throttle of a resend of it: the write may have applied, or may land later, when
 // DynamoDB reads its condition with the values the call bound (its now, and now +
 // 10 s) against the CONFIG as it stands then, and applies it, its audit entry with
 // it, if the condition holds. So a refusal is always the answer of the call's own
@@ -317,7 +319,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 	if _, ok := w.args[pNow]; !ok {
 		w.args[pNow] = now
 	}
-	err = c.do(ctx, txOptions{}, append([]write{w, entry}, extra...))
+	err = c.do(ctx, txOptions{answered: true}, append([]write{w, entry}, extra...))
 	c.events.forget(eventID)
 	var lost *conditionLost
 	switch {

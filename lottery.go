@@ -285,7 +285,7 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
 		return nil, fmt.Errorf("%w: %s can be drawn from %s", ErrDrawTooEarly, eventID, opens.Time())
 	}
-	record, onTable, err := c.frozenSet(ctx, cfg, cfg.LotteryCutoffAt+1, c.collectForDraw)
+	cfg, record, onTable, err := c.frozenSet(ctx, cfg, c.collectForDraw)
 	if err != nil {
 		return nil, err
 	}
@@ -311,36 +311,49 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 // GSI2, kept by keep (the draw collects its entries; the serve keeps every request),
 // and recorded. It returns the Draw record and the requests before `before` as GSI2
 // showed them (the recorded set and what landed since).
-func (c *Client) frozenSet(ctx context.Context, cfg *eventItem, before EpochMillis, keep func(context.Context, []drawEntry) ([]drawEntry, error)) (*DrawRecord, []drawEntry, error) {
+//
+// The set is read under the event's config as it stands once frozen, not as cfg
+// had it: ExtendEvent moves the cutoff or the start only while the Draw record is
+// COLLECTING, so from the freeze on they are the event's for good, whoever froze it;
+// a draw whose clock has not passed them plus the settle window is ErrDrawTooEarly
+// (frozen, nothing recorded: run it again). It returns that config.
+func (c *Client) frozenSet(ctx context.Context, cfg *eventItem, keep func(context.Context, []drawEntry) ([]drawEntry, error)) (*eventItem, *DrawRecord, []drawEntry, error) {
 	record, err := c.getDraw(ctx, cfg.EventID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var seedHex string
 	if record.EntriesHash == "" {
 		if seedHex, err = c.revealSeed(ctx, cfg, record); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if record.Phase == PhaseCollecting {
 		if record, err = c.freezeDraw(ctx, cfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+	}
+	if cfg, err = c.getEvent(ctx, cfg.EventID); err != nil {
+		return nil, nil, nil, err
+	}
+	before := cfg.entriesCutoff() + 1
+	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); record.EntriesHash == "" && c.now() < opens {
+		return nil, nil, nil, fmt.Errorf("%w: %s was frozen under entries until %s, and can be drawn from %s", ErrDrawTooEarly, cfg.EventID, before.Time(), opens.Time())
 	}
 	onTable, err := c.queueOrder(ctx, cfg.EventID, before, true)
 	if err != nil || record.EntriesHash != "" {
-		return record, onTable, err
+		return cfg, record, onTable, err
 	}
 	entries, err := keep(ctx, onTable)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ids := make([]string, len(entries))
 	for i, e := range entries {
 		ids[i] = e.RequestID
 	}
 	if record, err = c.recordEntries(ctx, cfg, ids, seedHex); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// What landed between the read and the record is answered now, not left to the
 	// workers and Sweep: the requests queued in the last moments before `before`
@@ -349,9 +362,9 @@ func (c *Client) frozenSet(ctx context.Context, cfg *eventItem, before EpochMill
 	// from a worker, or Sweep.
 	tail, err := c.queueBetween(ctx, cfg.EventID, before-EpochMillis((c.opts.DrawSettleWindow+bookkeepingTimeout)/time.Millisecond), before)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return record, mergeEntries(onTable, tail), nil
+	return cfg, record, mergeEntries(onTable, tail), nil
 }
 
 // mergeEntries returns the requests of a and b, in queue order, b's view of a request

@@ -190,7 +190,7 @@ func (c *Client) fence(ctx context.Context, o operation, up EventUpdate) (EventU
 		return EventUpdate{}, err
 	}
 	for sent := 0; ; sent++ {
-		err = c.do(ctx, txOptions{}, []write{w})
+		err = c.do(ctx, txOptions{answered: true}, []write{w})
 		var lost *conditionLost
 		switch {
 		case err == nil:

@@ -1,11 +1,22 @@
 package asyncevent_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -231,4 +242,167 @@ func operationMarkers(t *testing.T, c *asyncevent.Client) []map[string]types.Att
 		}
 	}
 	return out
+}
+
+// landFirst lands held before any PutItem of an operation marker: the attempt in
+// flight lands between the call's refusal and its fence.
+type landFirst struct {
+	asyncevent.DynamoDB
+	held *asynceventtest.Held
+}
+
+func (l *landFirst) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if sk, ok := in.Item["SK"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(sk.Value, "OP#") && l.held != nil {
+		if err := l.held.Land(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return l.DynamoDB.PutItem(ctx, in, o...)
+}
+
+func operationSetup(t *testing.T, db asyncevent.DynamoDB, clock *asynceventtest.Clock) *asyncevent.Client {
+	ctx := context.Background()
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
+	end := t0.Add(time.Minute)
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: lateEvent, EventType: asyncevent.FirstCome, CapacityTotal: 2, EndsAt: asyncevent.MillisOf(end)})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	won := submitAll(t, c, clock, q, lateEvent, 2)
+	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
+	require.Len(t, byStatus(t, c, won)[asyncevent.StatusSucceeded], 2)
+	clock.Advance(end.Add(-20 * time.Second).Sub(clock.Now()))
+	return c
+}
+
+// The attempt in flight lands just before the fence's put (the refused marker's):
+// the fence finds the applied marker, and the call answers applied, replayed.
+func TestAddCapacityFenceMeetsTheLandedAttempt(t *testing.T) {
+	t.Parallel()
+	clock := asynceventtest.NewClock(t0)
+	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+	lf := &landFirst{DynamoDB: hb}
+	c := operationSetup(t, lf, clock)
+	end := t0.Add(time.Minute)
+	lf.held = hb.Hold(func(op string, in any) bool {
+		if !onLate(op, in) {
+			return false
+		}
+		clock.Advance(end.Add(time.Millisecond).Sub(clock.Now()))
+		return true
+	}, 1, asynceventtest.CallerReset)
+	up, err := c.AddCapacity(context.Background(), lateEvent, asyncevent.AddCapacityInput{Seats: 2, Actor: "ops"})
+	require.NoError(t, err)
+	require.Equal(t, 1, lf.held.Count())
+	require.True(t, lf.held.Outcome().Applied, "the held attempt applied before the fence: %s", lf.held.Outcome())
+	ev, err := c.GetEvent(context.Background(), lateEvent)
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, ev.CapacityTotal)
+	assert.True(t, up.Applied, "seats added, answered: %s", up.Reason)
+	assert.True(t, up.Replayed)
+}
+
+// scriptHTTP answers the TransactWriteItems of an add by script: the first is applied
+// and its answer lost; the SDK's retries (same ClientRequestToken) get resp.
+type scriptHTTP struct {
+	next  dynamodb.HTTPClient
+	errTy string
+	match string
+	mu    sync.Mutex
+	n     int
+}
+
+func (s *scriptHTTP) Do(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+		return s.next.Do(req)
+	}
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(s.match)) {
+		return s.next.Do(req)
+	}
+	s.mu.Lock()
+	s.n++
+	n := s.n
+	s.mu.Unlock()
+	switch {
+	case n == 1:
+		resp, err := s.next.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer (after applied)")}
+	case n <= 3 && s.errTy != "":
+		b := []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#` + s.errTy + `","message":"injected"}`)
+		h := http.Header{}
+		h.Set("Content-Type", "application/x-amz-json-1.0")
+		h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(b)), 10))
+		h.Set("X-Amzn-Requestid", "injected")
+		return &http.Response{Status: "400 Bad Request", StatusCode: 400, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req}, nil
+	}
+	return s.next.Do(req)
+}
+
+// The SDK's own resends of an add whose answer was lost, refused (throttled, or the
+// first still in progress): the call sends each attempt once, so it knows the answer
+// was lost, and never says not applied, nor throttled, of seats it added.
+func TestAddCapacityThroughTheSDKsResends(t *testing.T) {
+	t.Parallel()
+	for _, errTy := range []string{"ThrottlingException", "TransactionInProgressException"} {
+		t.Run(errTy, func(t *testing.T) {
+			t.Parallel()
+			raw := asynceventtest.DynamoDB(t)
+			sh := &scriptHTTP{errTy: errTy, match: "OP#ADD_CAPACITY#"}
+			db := dynamodb.New(raw.Options(), func(o *dynamodb.Options) {
+				sh.next = o.HTTPClient
+				o.HTTPClient = sh
+				o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+					so.RateLimiter = ratelimit.None
+					so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+				})
+			})
+			clock := asynceventtest.NewClock(t0)
+			c := operationSetup(t, db, clock)
+			up, err := c.AddCapacity(context.Background(), lateEvent, asyncevent.AddCapacityInput{Seats: 2, Actor: "ops"})
+			t.Logf("answer: applied=%v err=%v", up.Applied, err)
+			ev, gerr := c.GetEvent(context.Background(), lateEvent)
+			require.NoError(t, gerr)
+			t.Logf("capacityTotal after the call: %d; ErrThrottled=%v ErrOutcomeUnknown=%v", ev.CapacityTotal, errors.Is(err, asyncevent.ErrThrottled), errors.Is(err, asyncevent.ErrOutcomeUnknown))
+			if ev.CapacityTotal == 4 && !up.Applied {
+				assert.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown, "the seats were added, the call said neither applied nor unknown")
+			}
+		})
+	}
+}
+
+// The same for a pause: applied and told so, or unknown, never refused or throttled.
+func TestEventControlsThroughTheSDKsResends(t *testing.T) {
+	t.Parallel()
+	for _, errTy := range []string{"ThrottlingException", "TransactionInProgressException", ""} {
+		t.Run(errTy, func(t *testing.T) {
+			t.Parallel()
+			raw := asynceventtest.DynamoDB(t)
+			sh := &scriptHTTP{errTy: errTy, match: "xx-no-match"}
+			db := dynamodb.New(raw.Options(), func(o *dynamodb.Options) {
+				sh.next = o.HTTPClient
+				o.HTTPClient = sh
+				o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+					so.RateLimiter = ratelimit.None
+					so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+				})
+			})
+			clock := asynceventtest.NewClock(t0)
+			c := operationSetup(t, db, clock)
+			sh.match = "AUDIT#"
+			up, err := c.PauseEvent(context.Background(), lateEvent, "ops")
+			ev, gerr := c.GetEvent(context.Background(), lateEvent)
+			require.NoError(t, gerr)
+			t.Logf("pause: applied=%v paused=%v ErrThrottled=%v ErrOutcomeUnknown=%v err=%v", up.Applied, ev.Paused, errors.Is(err, asyncevent.ErrThrottled), errors.Is(err, asyncevent.ErrOutcomeUnknown), err)
+			if ev.Paused && !up.Applied {
+				assert.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown)
+			}
+		})
+	}
 }

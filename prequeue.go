@@ -143,7 +143,7 @@ func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueRe
 	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
 		return nil, fmt.Errorf("%w: the pre-queue of %s can be served from %s", ErrDrawTooEarly, eventID, opens.Time())
 	}
-	record, onTable, err := c.frozenSet(ctx, cfg, cfg.prequeueUntil(), func(_ context.Context, all []drawEntry) ([]drawEntry, error) { return all, nil })
+	cfg, record, onTable, err := c.frozenSet(ctx, cfg, func(_ context.Context, all []drawEntry) ([]drawEntry, error) { return all, nil })
 	if err != nil {
 		return nil, err
 	}

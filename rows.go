@@ -498,6 +498,12 @@ type txOptions struct {
 	// once sends the call once: neither the SDK nor do sends it again when it is
 	// refused, for a write that may be left undone (another write does its work).
 	once bool
+	// answered makes each attempt a single send that the SDK does not repeat, so
+	// that an attempt whose answer was lost is told as such (a transport error),
+	// never hidden behind the refusal or the throttle of a resend of it; do still
+	// sends again after a refusal that says nothing was written. An operator's
+	// control tells its caller whether it applied.
+	answered bool
 	// old, if set, receives the attributes a single UpdateItem changed, as they were
 	// before it (ReturnValues UPDATED_OLD). A transaction returns none.
 	old *map[string]types.AttributeValue
@@ -558,7 +564,7 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 // TransactWriteItems.
 func (c *Client) send(ctx context.Context, tx txOptions, items []types.TransactWriteItem, attempt int) error {
 	var optFns []func(*dynamodb.Options)
-	if tx.once {
+	if tx.once || tx.answered {
 		optFns = append(optFns, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	}
 	if len(items) == 1 {

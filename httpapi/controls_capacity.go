@@ -14,7 +14,9 @@ import (
 // (asyncevent.Client.AddCapacity) and a won seat cancelled
 // (asyncevent.Client.CancelRequest). Each is on the event's audit trail with the
 // admin's sub; refused, each is 409 control_refused with nothing written, as the
-// event's other controls. Each takes an Idempotency-Key header (the capacity route
+// event's other controls (under an Idempotency-Key, the refusal itself is recorded on
+// the key's marker, so that a call again under it gets the same 409); a write that
+// got no answer is 503 outcome_unknown. Each takes an Idempotency-Key header (the capacity route
 // also an idempotencyKey body field): a call sent again under the key of one that
 // applied, its answer lost, applies nothing again and answers 200 with replayed
 // true (asyncevent.EventUpdate.Replayed).

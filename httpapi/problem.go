@@ -68,7 +68,7 @@ const (
 	CodeDrawTooEarly         = "draw_too_early"         // 409: asyncevent.ErrDrawTooEarly
 	CodeNotLottery           = "not_lottery"            // 409: asyncevent.ErrNotLottery
 	CodeDrawMismatch         = "draw_mismatch"          // 409: asyncevent.ErrDrawMismatch
-	CodeOutcomeUnknown       = "outcome_unknown"        // 503: an operator's control got no answer from DynamoDB (asyncevent.ErrOutcomeUnknown): it may have applied; call again under the same Idempotency-Key, or read the event
+	CodeOutcomeUnknown       = "outcome_unknown"        // 503: an operator's control got no answer from DynamoDB (asyncevent.ErrOutcomeUnknown): it may have applied; read the event (a call again under the same Idempotency-Key applies it at most once)
 	CodeSeedMismatch         = "seed_mismatch"          // 409: the server's seed source is not the event's (asyncevent.ErrSeedMismatch); nothing drawn
 	CodeNoSeedSource         = "no_seed_source"         // 409: a sealed event, and the server has no seed source (asyncevent.ErrNoSeedSource); nothing drawn
 	CodeStatusConflict       = "status_conflict"        // 409: a confirm or release found the request in a status it does not act on; nothing written, the problem's request shows it
@@ -179,17 +179,18 @@ func problemFor(err error) (p Problem, header http.Header, internal bool) {
 		status, code, detail = http.StatusServiceUnavailable, CodeEnqueueFailed, "the request could not be queued; try again"
 		header = http.Header{"Retry-After": {"1"}}
 		internal = true
+	case errors.Is(err, asyncevent.ErrOutcomeUnknown):
+		// Before the throttle's and the deadline's cases: an unknown outcome is not a
+		// plain "try again" (a resend after an unanswered attempt may be throttled).
+		status, code, detail = http.StatusServiceUnavailable, CodeOutcomeUnknown,
+			"the outcome is unknown: the change may have applied, or may apply when its write lands; read the event and its audit trail before acting again (a call again under the same Idempotency-Key, if one was sent, applies it at most once)"
+		header = http.Header{"Retry-After": {"1"}}
+		internal = true
 	case errors.Is(err, asyncevent.ErrThrottled):
 		// Nothing half-written is left behind (the library's promise for
 		// ErrThrottled); the cause, a hot partition key, stays in the log.
 		status, code, detail = http.StatusServiceUnavailable, CodeThrottled, "too many requests for this event right now; try again"
 		header = http.Header{"Retry-After": {throttledRetryAfter}}
-		internal = true
-	case errors.Is(err, asyncevent.ErrOutcomeUnknown):
-		// Before the deadline's case: an unknown outcome is not a plain "try again".
-		status, code, detail = http.StatusServiceUnavailable, CodeOutcomeUnknown,
-			"the outcome is unknown: it may have applied; call again under the same Idempotency-Key, or read the event"
-		header = http.Header{"Retry-After": {"1"}}
 		internal = true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		status, code, detail = http.StatusServiceUnavailable, CodeTimeout, "the request took too long; try again"

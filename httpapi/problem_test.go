@@ -45,6 +45,10 @@ func TestOutcomeUnknownIs503(t *testing.T) {
 	p := r.problem(t)
 	assert.Equal(t, CodeOutcomeUnknown, p.Code)
 	assert.Contains(t, p.Detail, "Idempotency-Key")
+
+	// A resend after an unanswered attempt, throttled: still unknown, not throttled.
+	p, _, _ = problemFor(fmt.Errorf("%w: add capacity e: %w", asyncevent.ErrOutcomeUnknown, fmt.Errorf("%w: x", asyncevent.ErrThrottled)))
+	assert.Equal(t, CodeOutcomeUnknown, p.Code)
 }
 
 func TestProblemDetailsSpeakTheAPIsLanguage(t *testing.T) {

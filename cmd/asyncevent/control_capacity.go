@@ -12,7 +12,9 @@ import (
 // The operator's controls of a FIRST_COME event's seats: add seats while it runs, and
 // cancel a seat won (a refund, a fraud), which goes back to the event's pool. Each is
 // a control like close or pause: it names its actor, the event's audit trail records
-// it, and one its state refuses writes nothing, prints why and exits 1. The workers
+// it, and one its state refuses changes no seat, prints why and exits 1 (under
+// -idempotency-key the refusal is recorded on the key, so a run again under it is
+// refused alike). The workers
 // learn of the seats at once, from the capacity shards, not from their copy of the
 // config, so these print no EventCacheTTL. Each takes -idempotency-key: run again
 // under the key of a run whose answer was lost, it applies nothing twice and says
