@@ -49,7 +49,7 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Deliver
 	case r.Status != StatusReceived && r.Status != StatusQueued:
 		return p.notStarted(m, r)
 	case r.QueuedAt > r.LotteryCutoffAt:
-		return p.closeLate(ctx, m, d)
+		return p.rejectEntry(ctx, m, d, p.c.MarkClosed, ResultRejectedClosed)
 	}
 	event, err := p.c.cachedEvent(ctx, m.EventID)
 	if err != nil {
@@ -59,7 +59,7 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Deliver
 	case event.Phase == PhaseAnnounced:
 		// The draw finalised every entry it recorded before it announced: one still
 		// waiting is not in the record (its put landed after it).
-		return p.notDrawn(ctx, m, d)
+		return p.rejectEntry(ctx, m, d, p.c.markNotDrawn, ResultNotDrawn)
 	case r.StartedAt != 0:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}
 	case event.Phase == PhaseDrawing || !p.c.opts.Clock().Before(p.c.entryFence(event)):
@@ -116,10 +116,11 @@ func leftToDraw() result {
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}
 }
 
-// notDrawn ends a request queued by the cutoff that an announced draw did not
-// record REJECTED_NOT_DRAWN.
-func (p *Processor) notDrawn(ctx context.Context, m Message, d queue.Delivery) result {
-	t, err := p.c.markNotDrawn(ctx, m.RequestID)
+// rejectEntry ends a lottery request REJECTED with code by end (MarkClosed, for one
+// queued after the cutoff; markNotDrawn, for one queued by it that an announced draw
+// did not record).
+func (p *Processor) rejectEntry(ctx context.Context, m Message, d queue.Delivery, end func(context.Context, string) (Transition, error), code ResultCode) result {
+	t, err := end(ctx, m.RequestID)
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err)
@@ -128,21 +129,7 @@ func (p *Processor) notDrawn(ctx context.Context, m Message, d queue.Delivery) r
 	case !t.Applied:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
 	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultNotDrawn}}
-}
-
-// closeLate ends a request queued after the cutoff REJECTED_CLOSED.
-func (p *Processor) closeLate(ctx context.Context, m Message, d queue.Delivery) result {
-	t, err := p.c.MarkClosed(ctx, m.RequestID)
-	switch {
-	case err != nil:
-		return p.failed(ctx, m, d, nil, err)
-	case !t.Applied && !t.current.Status.IsTerminal():
-		return p.notStarted(m, t.current)
-	case !t.Applied:
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
-	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedClosed}}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: code}}
 }
 
 // collectEntry is the "lottery entry collected" row: UpdateItem PK REQ#<requestId>,

@@ -345,64 +345,52 @@ func (s *scriptHTTP) Do(req *http.Request) (*http.Response, error) {
 	return s.next.Do(req)
 }
 
-// The SDK's own resends of an add whose answer was lost, refused (throttled, or the
-// first still in progress): the call sends each attempt once, so it knows the answer
-// was lost, and never says not applied, nor throttled, of seats it added.
-func TestAddCapacityThroughTheSDKsResends(t *testing.T) {
+// The SDK's own resends of a control whose first send applied and whose answer was
+// lost, refused (throttled, or the first still in progress) or answered: the library
+// sends each attempt once, so it knows the answer was lost, and never says not
+// applied, nor throttled, of a change it made. An add and a pause, judged from the
+// event.
+func TestControlsThroughTheSDKsResends(t *testing.T) {
 	t.Parallel()
-	for _, errTy := range []string{"ThrottlingException", "TransactionInProgressException"} {
-		t.Run(errTy, func(t *testing.T) {
-			t.Parallel()
-			raw := asynceventtest.DynamoDB(t)
-			sh := &scriptHTTP{errTy: errTy, match: "OP#ADD_CAPACITY#"}
-			db := dynamodb.New(raw.Options(), func(o *dynamodb.Options) {
-				sh.next = o.HTTPClient
-				o.HTTPClient = sh
-				o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-					so.RateLimiter = ratelimit.None
-					so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
-				})
-			})
-			clock := asynceventtest.NewClock(t0)
-			c := operationSetup(t, db, clock)
-			up, err := c.AddCapacity(context.Background(), lateEvent, asyncevent.AddCapacityInput{Seats: 2, Actor: "ops"})
-			t.Logf("answer: applied=%v err=%v", up.Applied, err)
-			ev, gerr := c.GetEvent(context.Background(), lateEvent)
-			require.NoError(t, gerr)
-			t.Logf("capacityTotal after the call: %d; ErrThrottled=%v ErrOutcomeUnknown=%v", ev.CapacityTotal, errors.Is(err, asyncevent.ErrThrottled), errors.Is(err, asyncevent.ErrOutcomeUnknown))
-			if ev.CapacityTotal == 4 && !up.Applied {
-				assert.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown, "the seats were added, the call said neither applied nor unknown")
-			}
-		})
+	controls := map[string]struct {
+		match   string // the request body of the control's transaction holds it
+		control func(*asyncevent.Client) (asyncevent.EventUpdate, error)
+		applied func(*asyncevent.Event) bool
+	}{
+		"add capacity": {match: "OP#ADD_CAPACITY#",
+			control: func(c *asyncevent.Client) (asyncevent.EventUpdate, error) {
+				return c.AddCapacity(context.Background(), lateEvent, asyncevent.AddCapacityInput{Seats: 2, Actor: "ops"})
+			},
+			applied: func(ev *asyncevent.Event) bool { return ev.CapacityTotal == 4 }},
+		"pause": {match: "AUDIT#",
+			control: func(c *asyncevent.Client) (asyncevent.EventUpdate, error) {
+				return c.PauseEvent(context.Background(), lateEvent, "ops")
+			},
+			applied: func(ev *asyncevent.Event) bool { return ev.Paused }},
 	}
-}
-
-// The same for a pause: applied and told so, or unknown, never refused or throttled.
-func TestEventControlsThroughTheSDKsResends(t *testing.T) {
-	t.Parallel()
-	for _, errTy := range []string{"ThrottlingException", "TransactionInProgressException", ""} {
-		t.Run(errTy, func(t *testing.T) {
-			t.Parallel()
-			raw := asynceventtest.DynamoDB(t)
-			sh := &scriptHTTP{errTy: errTy, match: "xx-no-match"}
-			db := dynamodb.New(raw.Options(), func(o *dynamodb.Options) {
-				sh.next = o.HTTPClient
-				o.HTTPClient = sh
-				o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-					so.RateLimiter = ratelimit.None
-					so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+	for name, ctl := range controls {
+		for _, errTy := range []string{"ThrottlingException", "TransactionInProgressException", ""} {
+			t.Run(name+"/"+errTy, func(t *testing.T) {
+				t.Parallel()
+				sh := &scriptHTTP{errTy: errTy, match: "no transaction before the set-up's end"}
+				db := dynamodb.New(asynceventtest.DynamoDB(t).Options(), func(o *dynamodb.Options) {
+					sh.next = o.HTTPClient
+					o.HTTPClient = sh
+					o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+						so.RateLimiter = ratelimit.None
+						so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+					})
 				})
+				c := operationSetup(t, db, asynceventtest.NewClock(t0))
+				sh.match = ctl.match
+				up, err := ctl.control(c)
+				ev, gerr := c.GetEvent(context.Background(), lateEvent)
+				require.NoError(t, gerr)
+				require.True(t, ctl.applied(ev), "the first send applied")
+				if !up.Applied {
+					assert.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown, "applied, and the call said neither applied nor unknown: %v", err)
+				}
 			})
-			clock := asynceventtest.NewClock(t0)
-			c := operationSetup(t, db, clock)
-			sh.match = "AUDIT#"
-			up, err := c.PauseEvent(context.Background(), lateEvent, "ops")
-			ev, gerr := c.GetEvent(context.Background(), lateEvent)
-			require.NoError(t, gerr)
-			t.Logf("pause: applied=%v paused=%v ErrThrottled=%v ErrOutcomeUnknown=%v err=%v", up.Applied, ev.Paused, errors.Is(err, asyncevent.ErrThrottled), errors.Is(err, asyncevent.ErrOutcomeUnknown), err)
-			if ev.Paused && !up.Applied {
-				assert.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown)
-			}
-		})
+		}
 	}
 }
