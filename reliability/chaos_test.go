@@ -1,6 +1,8 @@
 // Package reliability holds the chaos suite: ingest and workers of asyncevent run
 // under injected DynamoDB faults, duplicated and reordered deliveries, dropped deletes
-// and killed workers, and the invariants of the design are checked afterwards.
+// and killed workers (and, for the draws and the pre-queues, request puts that land
+// late, ingest clocks that lag, and draws killed and resumed), and the invariants of
+// the design are checked afterwards.
 //
 // Replay a run with CHAOS_SEED=<seed>; scale it with CHAOS_USERS=<n>.
 package reliability
@@ -244,15 +246,21 @@ func (w *world) stopWorkers() {
 	w.procs = nil
 }
 
-// click submits a user until the library answers without error, as a user who sees
-// an error clicks again; and as a user who polls the answer's request and does not
-// find it (its ingest died, or failed, between the lock and the request), clicks again
-// once Options.RedriveAfter has passed, which heals the lock.
+// click submits a user through the faulty ingest until the library answers without
+// error (clickOn).
 func (w *world) click(ctx context.Context, eventID, user string) error {
+	return w.clickOn(ctx, w.ingest, eventID, user)
+}
+
+// clickOn submits a user through ingest until the library answers without error, as
+// a user who sees an error clicks again; and as a user who polls the answer's request
+// and does not find it (its ingest died, or failed, between the lock and the
+// request), clicks again once Options.RedriveAfter has passed, which heals the lock.
+func (w *world) clickOn(ctx context.Context, ingest *asyncevent.Client, eventID, user string) error {
 	var err error
 	for attempt := range 12 {
 		var p asyncevent.Participation
-		if p, err = w.ingest.Submit(ctx, w.queue, eventID, user); err == nil {
+		if p, err = ingest.Submit(ctx, w.queue, eventID, user); err == nil {
 			if _, err = w.clean.GetRequest(ctx, p.RequestID); err == nil {
 				return nil
 			}
