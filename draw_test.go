@@ -434,17 +434,8 @@ func TestDrawRecomputedByHandFromTheRecord(t *testing.T) {
 func TestDrawFreezeRefusedWhenTheCutoffMoved(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 10)
-	behind := func() time.Time { return clock.Now().Add(-2 * time.Hour) }
-	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: behind})
-	require.NoError(t, err)
-	clock.Advance(2 * time.Hour)
-	later := cutoff.Add(time.Hour)
-	hook := &beforeFreeze{DynamoDB: asynceventtest.DynamoDB(t), do: func() {
-		up, err := operator.ExtendEvent(ctx, "lotto", "ops", asyncevent.ActionExtendCutoff, later)
-		require.NoError(t, err)
-		require.True(t, up.Applied, up.Reason)
-	}}
+	c, clock, later, extend := cutoffMover(t)
+	hook := &beforeFreeze{DynamoDB: asynceventtest.DynamoDB(t), do: extend}
 	drawer, err := asyncevent.New(hook, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
 	_, err = drawer.Draw(ctx, "lotto")
@@ -456,6 +447,24 @@ func TestDrawFreezeRefusedWhenTheCutoffMoved(t *testing.T) {
 	res, err := drawer.Draw(ctx, "lotto")
 	require.NoError(t, err)
 	assert.Len(t, res.Winners, 5)
+}
+
+// cutoffMover returns a lottery of 10 entries whose clock is at the cutoff plus an
+// hour, later (the cutoff an hour later), and extend, which moves the cutoff to later
+// as an operator whose clock is two hours behind does (an ExtendEvent that applies).
+func cutoffMover(t *testing.T) (c *asyncevent.Client, clock *asynceventtest.Clock, later time.Time, extend func()) {
+	t.Helper()
+	c, clock, _ = newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 10)
+	behind := func() time.Time { return clock.Now().Add(-2 * time.Hour) }
+	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: behind})
+	require.NoError(t, err)
+	clock.Advance(2 * time.Hour)
+	later = cutoff.Add(time.Hour)
+	return c, clock, later, func() {
+		up, err := operator.ExtendEvent(context.Background(), "lotto", "ops", asyncevent.ActionExtendCutoff, later)
+		require.NoError(t, err)
+		require.True(t, up.Applied, up.Reason)
+	}
 }
 
 // beforeFreeze runs do once, just before the first freeze transaction is sent.
@@ -514,19 +523,12 @@ func (b *crashAfterFreeze) UpdateItem(ctx context.Context, in *dynamodb.UpdateIt
 func TestDrawRecordsUnderTheCutoffOfItsFreeze(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 5, 10)
-	behind := func() time.Time { return clock.Now().Add(-2 * time.Hour) }
-	operator, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: behind})
-	require.NoError(t, err)
-	clock.Advance(2 * time.Hour)
-	later := cutoff.Add(time.Hour)
+	c, clock, later, extend := cutoffMover(t)
 	between := func() time.Time { return cutoff.Add(30 * time.Minute) }
 	ahead := func() time.Time { return later.Add(time.Hour) }
 	var lateID string
 	hook := &beforeFreeze{DynamoDB: asynceventtest.DynamoDB(t), do: func() {
-		up, err := operator.ExtendEvent(ctx, "lotto", "ops", asyncevent.ActionExtendCutoff, later)
-		require.NoError(t, err)
-		require.True(t, up.Applied, up.Reason)
+		extend()
 		sub, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: between})
 		require.NoError(t, err)
 		r, err := sub.Submit(ctx, &sendQueue{}, "lotto", "user-late")

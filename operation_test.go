@@ -46,10 +46,15 @@ type lateBundle struct {
 
 func lateSetup(t *testing.T) *lateBundle {
 	t.Helper()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
 	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-	c := asynceventtest.NewTableOn(t, hb, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
+	return lateSetupOn(t, hb, hb, asynceventtest.NewClock(t0))
+}
+
+// lateSetupOn is lateSetup on db (hb, if not nil, beneath it).
+func lateSetupOn(t *testing.T, db asyncevent.DynamoDB, hb *asynceventtest.HoldBack, clock *asynceventtest.Clock) *lateBundle {
+	t.Helper()
+	ctx := context.Background()
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
 	end := t0.Add(time.Minute)
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: lateEvent, EventType: asyncevent.FirstCome, CapacityTotal: 2, EndsAt: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
@@ -260,20 +265,6 @@ func (l *landFirst) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ..
 	return l.DynamoDB.PutItem(ctx, in, o...)
 }
 
-func operationSetup(t *testing.T, db asyncevent.DynamoDB, clock *asynceventtest.Clock) *asyncevent.Client {
-	ctx := context.Background()
-	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	end := t0.Add(time.Minute)
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: lateEvent, EventType: asyncevent.FirstCome, CapacityTotal: 2, EndsAt: asyncevent.MillisOf(end)})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	won := submitAll(t, c, clock, q, lateEvent, 2)
-	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
-	require.Len(t, byStatus(t, c, won)[asyncevent.StatusSucceeded], 2)
-	clock.Advance(end.Add(-20 * time.Second).Sub(clock.Now()))
-	return c
-}
-
 // The attempt in flight lands just before the fence's put (the refused marker's):
 // the fence finds the applied marker, and the call answers applied, replayed.
 func TestAddCapacityFenceMeetsTheLandedAttempt(t *testing.T) {
@@ -281,7 +272,7 @@ func TestAddCapacityFenceMeetsTheLandedAttempt(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
 	lf := &landFirst{DynamoDB: hb}
-	c := operationSetup(t, lf, clock)
+	c := lateSetupOn(t, lf, hb, clock).c
 	end := t0.Add(time.Minute)
 	lf.held = hb.Hold(func(op string, in any) bool {
 		if !onLate(op, in) {
@@ -381,7 +372,7 @@ func TestControlsThroughTheSDKsResends(t *testing.T) {
 						so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
 					})
 				})
-				c := operationSetup(t, db, asynceventtest.NewClock(t0))
+				c := lateSetupOn(t, db, nil, asynceventtest.NewClock(t0)).c
 				sh.match = ctl.match
 				up, err := ctl.control(c)
 				ev, gerr := c.GetEvent(context.Background(), lateEvent)
