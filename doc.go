@@ -246,11 +246,11 @@
 //  7. GSI keys only on Request items.
 //  8. Fairness is queuedAt, and the library reports how far processing order strayed;
 //     a FIFO queue with one message group per event keeps it exactly.
-//  9. The entries a draw freezes are the entries it finalises, whatever the workers
-//     still hold: none queued by the cutoff is closed as late, a worker leaves one it
-//     meets from the entries' fence on to the draw, and ingest's writes and an entry's failure
-//     end by the entries' fence (the draw's opening less a margin), so that the draw
-//     reads every entry there will be.
+//  9. The entries a draw records are the entries it finalises, whatever the workers
+//     still hold and whatever lands later: the record names them (by ID, in chunks),
+//     a resumed draw goes on from it, a failure cannot land on an entry it recorded
+//     (the draw collects each one first), and a request queued by the cutoff whose
+//     put lands after the record ends REJECTED_NOT_DRAWN. No clock decides the set.
 //
 // # Lottery
 //
@@ -259,13 +259,15 @@
 // table holds nothing the seed follows from; without a source the seed is random and
 // stored on the Draw record, readable by any reader of the table (seedMode UNSEALED,
 // for development). After the cutoff (and Options.DrawSettleWindow), [Client.Draw]
-// freezes the entries — the requests queued by the cutoff — recording their count
-// and [draw.EntriesHash], reveals the seed on the Draw record, and the K entries with the
-// smallest [draw.Score], SHA-256(seed ‖ entries hash ‖ requestId), win: a score
-// depends on the whole entry set, so no one can pick one before the freeze. Each
-// entry is finalised under a condition, so a draw stopped half-way can run again and
-// comes to the same winners. [Client.VerifyDraw] recomputes the commitment, the
-// entries and every result from the table.
+// freezes the entries — the requests queued by the cutoff — recording them by ID
+// ([EntriesKey]) and then their count and [draw.EntriesHash], reveals the seed on the
+// Draw record, and the K entries with the smallest [draw.Score], SHA-256(seed ‖
+// entries hash ‖ requestId), win: a score depends on the whole entry set, so no one
+// can pick one before the freeze. Each entry is finalised under a condition, so a
+// draw stopped half-way can run again and comes to the same winners, from its
+// record. [Client.VerifyDraw] recomputes the commitment, the recorded entries and
+// every result from the table, and lists the requests that landed after the record
+// apart.
 //
 // # Worker
 //
