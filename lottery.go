@@ -387,9 +387,7 @@ func mergeEntries(a, b []drawEntry) []drawEntry {
 			merged = append(merged, e)
 		}
 	}
-	slices.SortStableFunc(merged, func(x, y drawEntry) int {
-		return cmp.Or(cmp.Compare(x.QueuedAt, y.QueuedAt), strings.Compare(x.RequestID, y.RequestID))
-	})
+	slices.SortStableFunc(merged, inQueueOrder)
 	return merged
 }
 
@@ -539,11 +537,7 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 	if !before {
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
-	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrHoldExpiresAt, attrSeatShard)
-	slices.SortStableFunc(rows, func(a, b drawEntry) int {
-		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
-	})
-	return rows, err
+	return c.queueRows(ctx, eventID, sk)
 }
 
 // queueBetween reads an event's requests queued at from or later and before to from
@@ -557,13 +551,21 @@ func (c *Client) queueBetween(ctx context.Context, eventID string, from, to Epoc
 	if err != nil {
 		return nil, err
 	}
-	sk := expression.Key(attrGSI2SK).Between(expression.Value(lo), expression.Value(hi))
+	rows, err := c.queueRows(ctx, eventID, expression.Key(attrGSI2SK).Between(expression.Value(lo), expression.Value(hi)))
+	return slices.DeleteFunc(rows, func(e drawEntry) bool { return e.QueuedAt >= to }), err
+}
+
+// queueRows reads the event's requests whose GSI2SK meets sk, with just the fields of
+// a drawEntry, in queue order.
+func (c *Client) queueRows(ctx context.Context, eventID string, sk expression.KeyConditionBuilder) ([]drawEntry, error) {
 	rows, err := allEventRows[drawEntry](ctx, c, eventID, &sk, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrHoldExpiresAt, attrSeatShard)
-	rows = slices.DeleteFunc(rows, func(e drawEntry) bool { return e.QueuedAt >= to })
-	slices.SortStableFunc(rows, func(a, b drawEntry) int {
-		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
-	})
+	slices.SortStableFunc(rows, inQueueOrder)
 	return rows, err
+}
+
+// inQueueOrder orders requests by (queuedAt, requestId).
+func inQueueOrder(a, b drawEntry) int {
+	return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
 }
 
 // freezeDraw moves the draw from COLLECTING to DRAWING. When another Draw froze it
