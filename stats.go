@@ -72,16 +72,37 @@ type Durations struct {
 	P50, P95, Max time.Duration
 }
 
-// Fairness reports how far a FIRST_COME event's outcomes strayed from queue order.
+// Fairness reports how far a FIRST_COME event's outcomes strayed from queue order,
+// counted over its requests ranked by (queuedAt, requestId), the GSI2SK order. A
+// winner is a request that won a seat (SUCCEEDED, or with holds HELD or with a
+// holdExpiresAt: confirmed, released, expired); a loser one rejected for capacity
+// (or, with holds, left WAITLISTED). A pre-queue's entries are left out: they are
+// served in their drawn order (VerifyPrequeue checks it), the clicks of the sale
+// after them in queue order.
+//
+// Inversions counts losers, LateWinners counts winners, of the same pairs (a loser
+// ranked before a winner): three losers before one winner are three inversions and
+// one late winner. They are zero together, and both gaps span the same pair, the
+// earliest such loser and the latest such winner, so MaxGap and LateWinnerMaxGap
+// are equal.
 type Fairness struct {
-	// Inversions counts the requests rejected for capacity (or, with holds, left
-	// WAITLISTED) while a request queued later won a seat (or held one). A
-	// pre-queue's entries are left out: they are served in their drawn order
-	// (VerifyPrequeue checks it), the clicks of the sale after them in queue order.
+	// Inversions counts the losers ranked before at least one winner: each is a
+	// request that lost while a request queued after it won.
 	Inversions int
 	// MaxGap is the largest such distance in queue time: the last winner's queuedAt
 	// minus the inverted loser's queuedAt.
 	MaxGap time.Duration
+	// LateWinners counts the winners ranked after at least one loser: each won
+	// while a request queued before it lost. A ranked admission
+	// (AdmissionRanked) promises none.
+	LateWinners int
+	// LateWinnerMaxGap is the largest winner's queuedAt minus the queuedAt of the
+	// earliest-ranked loser before it.
+	LateWinnerMaxGap time.Duration
+	// Late counts the requests answered ResultLate (REJECTED_LATE): the ranked
+	// admission passed their place without seeing them. They are not losers of the
+	// line and count in neither Inversions nor LateWinners.
+	Late int
 }
 
 // statsRow is what EventStats reads of a request.
@@ -214,31 +235,76 @@ func (c *Client) holdStats(ctx context.Context, cfg *eventItem, st *EventStats) 
 // statsRows reads an event's requests from GSI2, in queue order over all its shards.
 func (c *Client) statsRows(ctx context.Context, eventID string) ([]statsRow, error) {
 	rows, err := allEventRows[statsRow](ctx, c, eventID, nil, attrGSI2SK, attrStatus, attrResultCode, attrQueuedAt, attrStartedAt, attrFinishedAt, attrLeaseOwner, attrSeatShard, attrHoldExpiresAt)
-	slices.SortStableFunc(rows, func(a, b statsRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK) })
+	slices.SortStableFunc(rows, inQueueRank)
 	return rows, err
 }
 
-// fairness counts the capacity losers that were queued before some winner. rows are
-// in queue order. With holds a winner is any request that held a seat (HELD, or
-// with a holdExpiresAt: confirmed, released, expired), and a loser one still
-// WAITLISTED or rejected for capacity. A winner whose seatShard is pool took a seat
-// that reached the event's pool after the losers before it were turned away (seats
-// added, or a cancel's), which is no inversion: it is left out.
+// inQueueRank orders requests by rank, (queuedAt, requestId): their GSI2SK's order.
+func inQueueRank(a, b statsRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK) }
+
+// fairness counts the inversions and the late winners of rows, in queue order (see
+// Fairness). A winner whose seatShard is pool took a seat that reached the event's
+// pool after the losers before it were turned away (seats added, or a cancel's),
+// which is no inversion: it is neither winner nor loser.
 func fairness(rows []statsRow, pool int) Fairness {
 	var f Fairness
-	var lastWin EpochMillis // the latest queuedAt of a winner queued after the current row
+	firstLoss := -1 // the index of the first loser in queue order
+	for i, r := range rows {
+		switch lineRoleOf(r, pool) {
+		case lineLate:
+			f.Late++
+		case lineLoser:
+			if firstLoss < 0 {
+				firstLoss = i
+			}
+		case lineWinner:
+			if firstLoss >= 0 {
+				f.LateWinners++
+				f.LateWinnerMaxGap = max(f.LateWinnerMaxGap, r.QueuedAt.Time().Sub(rows[firstLoss].QueuedAt.Time()))
+			}
+		}
+	}
+	lastWin := -1 // the index of the winner with the latest queuedAt after the current row
 	for i := len(rows) - 1; i >= 0; i-- {
-		r := rows[i]
-		switch {
-		case r.SeatShard != nil && *r.SeatShard == pool:
-		case r.Status == StatusSucceeded, r.Status == StatusHeld, r.HoldExpiresAt != 0:
-			lastWin = max(lastWin, r.QueuedAt)
-		case (r.ResultCode == ResultRejectedCapacity || r.Status == StatusWaitlisted) && lastWin > r.QueuedAt:
-			f.Inversions++
-			f.MaxGap = max(f.MaxGap, lastWin.Time().Sub(r.QueuedAt.Time()))
+		switch r := rows[i]; lineRoleOf(r, pool) {
+		case lineWinner:
+			if lastWin < 0 || r.QueuedAt > rows[lastWin].QueuedAt {
+				lastWin = i
+			}
+		case lineLoser:
+			if lastWin >= 0 {
+				f.Inversions++
+				f.MaxGap = max(f.MaxGap, rows[lastWin].QueuedAt.Time().Sub(r.QueuedAt.Time()))
+			}
 		}
 	}
 	return f
+}
+
+// lineRole is what a request is to Fairness.
+type lineRole int
+
+const (
+	lineOther  lineRole = iota // not decided, failed, a duplicate, or a pool seat
+	lineWinner                 // won a seat (SUCCEEDED, HELD, or held one)
+	lineLoser                  // rejected for capacity, or WAITLISTED
+	lineLate                   // REJECTED_LATE: passed unseen by the ranked admission
+)
+
+// lineRoleOf returns r's role in its event's line; pool is the seatShard of a claim
+// on the pool (-1 for an event with holds, whose waitlist orders the pool's seats).
+func lineRoleOf(r statsRow, pool int) lineRole {
+	switch {
+	case r.ResultCode == ResultLate:
+		return lineLate
+	case r.SeatShard != nil && *r.SeatShard == pool:
+		return lineOther
+	case r.Status == StatusSucceeded, r.Status == StatusHeld, r.HoldExpiresAt != 0:
+		return lineWinner
+	case r.ResultCode == ResultRejectedCapacity, r.Status == StatusWaitlisted:
+		return lineLoser
+	}
+	return lineOther
 }
 
 // summarise returns the count, median, 95th percentile (nearest rank) and maximum.

@@ -569,9 +569,15 @@ type StatsView struct {
 
 	QueueWait  DurationsView `json:"queueWait"`
 	Processing DurationsView `json:"processing"`
-	Fairness   struct {
-		Inversions int     `json:"inversions"`
-		MaxGapMs   float64 `json:"maxGapMs"`
+	// Fairness (asyncevent.Fairness): inversions count the losers queued before a
+	// winner, lateWinners the winners queued after a loser (zero together); late
+	// counts the REJECTED_LATE requests, in neither.
+	Fairness struct {
+		Inversions         int     `json:"inversions"`
+		MaxGapMs           float64 `json:"maxGapMs"`
+		LateWinners        int     `json:"lateWinners"`
+		LateWinnerMaxGapMs float64 `json:"lateWinnerMaxGapMs"`
+		Late               int     `json:"late"`
 	} `json:"fairness"`
 
 	// Holds, of a FIRST_COME event with holds only.
@@ -687,6 +693,9 @@ func newStatsView(s *asyncevent.EventStats) StatsView {
 	}
 	v.Fairness.Inversions = s.Fairness.Inversions
 	v.Fairness.MaxGapMs = float64(s.Fairness.MaxGap) / float64(time.Millisecond)
+	v.Fairness.LateWinners = s.Fairness.LateWinners
+	v.Fairness.LateWinnerMaxGapMs = float64(s.Fairness.LateWinnerMaxGap) / float64(time.Millisecond)
+	v.Fairness.Late = s.Fairness.Late
 	v.Holds = newHoldStatsView(s.Holds)
 	v.Queue = newQueueStatsView(s.Queue)
 	return v

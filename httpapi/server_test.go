@@ -266,6 +266,8 @@ func TestFirstComeOutcomesStatsAndFilters(t *testing.T) {
 	assert.Equal(t, 30, stats.QueueWait.Count)
 	assert.GreaterOrEqual(t, stats.Processing.Count, 10)
 	assert.LessOrEqual(t, stats.Processing.Count, 30)
+	assert.Equal(t, stats.Fairness.Inversions == 0, stats.Fairness.LateWinners == 0, "the losers and the winners of the same pairs: zero together")
+	assert.Regexp(t, `"fairness":\{"inversions":\d+,"maxGapMs":[\d.]+,"lateWinners":\d+,"lateWinnerMaxGapMs":[\d.]+,"late":0\}`, string(r.body))
 
 	r = e.do("GET", "/admin/events/sale", admin, nil)
 	require.Equal(t, http.StatusOK, r.status)

@@ -406,7 +406,15 @@ func eventCards(ev *asyncevent.Event, s *asyncevent.EventStats, lv *lotteryView)
 		if s.Fairness.Inversions > 0 {
 			c.Tone, c.Note = "warn", "rejected while a later request won; max gap "+fmtDuration(s.Fairness.MaxGap)+" in queue time"
 		}
-		timing = append(timing, c)
+		late := card{ID: "stat-late-winners", Label: "Late winners", Value: n(s.Fairness.LateWinners), Tone: "good",
+			Note: "no request won while one queued before it lost"}
+		if s.Fairness.LateWinners > 0 {
+			late.Tone, late.Note = "warn", "won while an earlier request lost; up to "+fmtDuration(s.Fairness.LateWinnerMaxGap)+" later in queue time"
+		}
+		if s.Fairness.Late > 0 {
+			late.Note += "; " + n(s.Fairness.Late) + " REJECTED_LATE, in neither count"
+		}
+		timing = append(timing, c, late)
 	}
 	return cards, timing
 }
@@ -508,7 +516,7 @@ var (
 	}
 	resultOrder = []asyncevent.ResultCode{
 		asyncevent.ResultSuccess, asyncevent.ResultReleased, asyncevent.ResultHoldExpired, asyncevent.ResultCancelled,
-		asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose, asyncevent.ResultNotDrawn,
+		asyncevent.ResultRejectedCapacity, asyncevent.ResultLotteryLose, asyncevent.ResultNotDrawn, asyncevent.ResultLate,
 		asyncevent.ResultRejectedClosed, asyncevent.ResultRejectedDuplicate, asyncevent.ResultFailedIngestEnqueue,
 		asyncevent.ResultFailedWorker, asyncevent.ResultFailedValidation, asyncevent.ResultFailedSerde,
 	}

@@ -416,6 +416,15 @@ func TestUIEventPage(t *testing.T) {
 	}
 	assert.Contains(t, body, `id="stat-queue-wait"`)
 	assert.Contains(t, body, `id="stat-inversions"`)
+	// Beside the losers queued before a winner, the winners queued after a loser:
+	// the same pairs, so zero together.
+	value := func(id string) string {
+		m := regexp.MustCompile(`id="` + id + `">\s*<div class="label">[^<]*</div>\s*<div class="value">(\d+)</div>`).FindStringSubmatch(body)
+		require.Len(t, m, 2, id)
+		return m[1]
+	}
+	assert.Contains(t, body, `<div class="label">Late winners</div>`)
+	assert.Equal(t, value("stat-inversions") == "0", value("stat-late-winners") == "0")
 	chart := regexp.MustCompile(`(?s)<svg id="outcome-chart".*?</svg>`).FindString(body)
 	assert.Equal(t, 12, strings.Count(chart, `<g class="col">`), "one chart column per request")
 	assert.Equal(t, 5, strings.Count(chart, `<rect class="o-success"`), "five green columns")

@@ -587,7 +587,7 @@ func (d *demo) firstComeReport(ctx context.Context, sp *spikeRun) (*firstComeRep
 		Winners: st.ByStatus[asyncevent.StatusSucceeded], ExpectedWinners: min(o.capacity, newN),
 		CapacityRemaining: st.CapacityRemaining,
 		Stats:             statsOf(st), fairness: st.Fairness, queueWait: st.QueueWait, processing: st.Processing,
-		Inversions: st.Fairness.Inversions, StrictOrder: d.strictOrder,
+		Inversions: st.Fairness.Inversions, LateWinners: st.Fairness.LateWinners, StrictOrder: d.strictOrder,
 		Latency: latencyOf(all), NewLatency: latencyOf(c.newLat), DupLatency: latencyOf(c.dupLat),
 		IngestSeconds: sp.ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
 		PerParticipation: costOf(c.newCost, newN, int(sp.sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),

@@ -47,9 +47,12 @@ type firstComeReport struct {
 
 	Winners         int `json:"winners"`
 	ExpectedWinners int `json:"expectedWinners"` // min(capacity, new participations)
-	// Inversions counts the requests rejected while one queued after them won a seat.
-	// A standard queue allows some; strict order (StrictOrder) promises none.
+	// Inversions counts the requests rejected while one queued after them won a seat,
+	// LateWinners the winners queued after a request that was rejected: the losers
+	// and the winners of the same pairs, zero together. A standard queue allows
+	// some; strict order (StrictOrder) promises none.
 	Inversions        int       `json:"inversions"`
+	LateWinners       int       `json:"lateWinners"`
 	StrictOrder       bool      `json:"strictOrder"` // a FIFO queue: one message group per event
 	CapacityRemaining int64     `json:"capacityRemaining"`
 	Stats             statsJSON `json:"stats"`

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -110,6 +111,12 @@ func TestDemoVerdictNamesInversions(t *testing.T) {
 	assert.NotContains(t, standard.verdict(), "every promise held")
 	assert.Contains(t, standard.verdict(), "3 inversions of queue order, which a standard queue allows")
 
+	// The fairness line counts the losers and the winners of the same pairs: three
+	// losers queued before one winner.
+	assert.Equal(t, "3 inversions: requests rejected while one queued up to 5ms later won a seat; "+
+		"1 late winner queued after a refused request, up to 5ms later; 2 REJECTED_LATE (passed unseen by the ranked admission, in neither count)",
+		formatFairness(asyncevent.Fairness{Inversions: 3, MaxGap: 5 * time.Millisecond, LateWinners: 1, LateWinnerMaxGap: 5 * time.Millisecond, Late: 2}))
+
 	strict := report(1, true)
 	require.Error(t, strict.failure())
 	assert.Contains(t, strict.verdict(), "1 inversion of queue order on a FIFO queue, which promises none")
@@ -140,6 +147,9 @@ func TestDemoJSON(t *testing.T) {
 	assert.Equal(t, 12, fc.DuplicatesBlocked)
 	assert.Equal(t, 0, fc.IngestErrors)
 	assert.Equal(t, map[string]int{"SUCCEEDED": 5, "REJECTED": 43}, fc.Stats.ByStatus)
+	assert.Equal(t, fc.Stats.Fairness.Inversions, fc.Inversions)
+	assert.Equal(t, fc.Stats.Fairness.LateWinners, fc.LateWinners)
+	assert.Equal(t, fc.Inversions == 0, fc.LateWinners == 0, "the losers and the winners of the same pairs: zero together")
 	assert.Zero(t, fc.PerParticipation.ByCall["TransactWriteItems"])
 	assert.Equal(t, 2.0, fc.PerParticipation.ByCall["PutItem"])
 	assert.Equal(t, 1.0, fc.PerParticipation.ByCall["UpdateItem"])

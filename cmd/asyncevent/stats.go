@@ -37,9 +37,21 @@ type holdStatsJSON struct {
 	SeatsWaiting  int64 `json:"seatsWaiting"`
 }
 
+// fairnessJSON is asyncevent.Fairness for scripts: inversions count losers,
+// lateWinners winners, of the same pairs; late counts REJECTED_LATE, in neither.
 type fairnessJSON struct {
-	Inversions int     `json:"inversions"`
-	MaxGapMs   float64 `json:"maxGapMs"`
+	Inversions         int     `json:"inversions"`
+	MaxGapMs           float64 `json:"maxGapMs"`
+	LateWinners        int     `json:"lateWinners"`
+	LateWinnerMaxGapMs float64 `json:"lateWinnerMaxGapMs"`
+	Late               int     `json:"late"`
+}
+
+func fairnessOf(f asyncevent.Fairness) fairnessJSON {
+	return fairnessJSON{
+		Inversions: f.Inversions, MaxGapMs: ms(f.MaxGap),
+		LateWinners: f.LateWinners, LateWinnerMaxGapMs: ms(f.LateWinnerMaxGap), Late: f.Late,
+	}
 }
 
 func statsOf(st *asyncevent.EventStats) statsJSON {
@@ -48,7 +60,7 @@ func statsOf(st *asyncevent.EventStats) statsJSON {
 		ByStatus: map[string]int{}, ByResultCode: map[string]int{},
 		CapacityTotal: st.CapacityTotal, CapacityRemaining: st.CapacityRemaining,
 		QueueWait: durationsOf(st.QueueWait), Processing: durationsOf(st.Processing),
-		Fairness: fairnessJSON{Inversions: st.Fairness.Inversions, MaxGapMs: ms(st.Fairness.MaxGap)},
+		Fairness: fairnessOf(st.Fairness),
 		Queue:    queueOf(st.Queue),
 	}
 	for s, n := range st.ByStatus {
@@ -67,16 +79,27 @@ func statsOf(st *asyncevent.EventStats) statsJSON {
 	return out
 }
 
-// formatFairness is the fairness line of a FIRST_COME event.
+// formatFairness is the fairness line of a FIRST_COME event: its inversions (the
+// losers queued before a winner) beside its late winners (the winners queued after
+// a loser), and its REJECTED_LATE requests, which are neither.
 func formatFairness(f asyncevent.Fairness) string {
-	if f.Inversions == 0 {
-		return "0 inversions: no request lost its seat to one queued after it"
+	s := "0 inversions, 0 late winners: no request lost its seat to one queued after it"
+	if f.Inversions > 0 || f.LateWinners > 0 {
+		what := "inversions: requests"
+		if f.Inversions == 1 {
+			what = "inversion: a request"
+		}
+		winners := "late winners"
+		if f.LateWinners == 1 {
+			winners = "late winner"
+		}
+		s = fmt.Sprintf("%s %s rejected while one queued up to %s later won a seat; %s %s queued after a refused request, up to %s later",
+			formatInt(f.Inversions), what, formatDuration(f.MaxGap), formatInt(f.LateWinners), winners, formatDuration(f.LateWinnerMaxGap))
 	}
-	what := "inversions: requests"
-	if f.Inversions == 1 {
-		what = "inversion: a request"
+	if f.Late > 0 {
+		s += fmt.Sprintf("; %s REJECTED_LATE (passed unseen by the ranked admission, in neither count)", formatInt(f.Late))
 	}
-	return fmt.Sprintf("%s %s rejected while one queued up to %s later won a seat", formatInt(f.Inversions), what, formatDuration(f.MaxGap))
+	return s
 }
 
 func statsCmd() *command {
