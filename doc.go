@@ -376,6 +376,14 @@
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now, startedAt = :now
+//	ranked: late rejected (lease)  Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_LATE",
+//	         finishedAt = :now
+//	ranked: late rejected          Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	    if   (status = "QUEUED") OR (status = "RECEIVED")
+//	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_LATE",
+//	         finishedAt = :now, startedAt = :now
 //	hold recorded                  Processor.ProcessOne       PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	first-come seat held           Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
@@ -563,6 +571,26 @@
 //	event: announced               Draw                       UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = "ANNOUNCED", announcedAt = :now
+//	admission: lease               Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	    if   ((attribute_not_exists (leaseOwner)) OR (leaseOwner = :leaseOwner))
+//	         OR (leaseExpiresAt <= :now)
+//	    set  SET entityType = if_not_exists(entityType, "ADMISSION"),
+//	         through = if_not_exists(through, "QAT#"),
+//	         refusing = if_not_exists(refusing, false), leaseOwner = :leaseOwner,
+//	         leaseExpiresAt = :leaseExpiresAt
+//	admission: wave                Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    set  ADD waves 1 SET through = :through, wave = :wave, leaseExpiresAt = :leaseExpiresAt
+//	admission: wave (late)         Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    set  ADD waves 1 DELETE late :late SET through = :through, wave = :wave,
+//	         leaseExpiresAt = :leaseExpiresAt
+//	admission: late arrival        Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	    if   refusing = false
+//	    set  ADD late :late
+//	admission: refusing            Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    set  SET refusing = true, wave = :wave
 //		READS
 //	row                            method                     operation      key
 //	get request                    GetRequest                 GetItem        REQ#<requestId> / META
@@ -576,6 +604,8 @@
 //	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG
 //	get capacity                   GetCapacity                GetItem        EVENT#<eventId> / CAPACITY
 //	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
+//	admission: record              Processor.ProcessOne       GetItem        EVENT#<eventId> / ADMISSION, strongly consistent, each tick while a delivery waits
+//	admission: line                Processor.ProcessOne       Query GSI2     EVENT#<eventId>, GSI2SK BETWEEN through AND QAT#<now - settle>, each shard, one page
 //	recorded entries               Draw, ServePrequeue        GetItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent (also VerifyDraw, VerifyPrequeue, a pre-queue place)
 //	hold registry                  HoldEvents                 Query          HOLD_EVENTS, every event with holds
 //	event list                     ListEvents                 Query          EVENTS, newest first, limit 20

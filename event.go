@@ -60,6 +60,24 @@ type EventSettings struct {
 	// default) is no holds: a winner is SUCCEEDED at once and a loser REJECTED. From
 	// 10 seconds to 24 hours; fixed when the event is created.
 	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
+
+	// Admission, of a FIRST_COME event, is how its winners are chosen, fixed when
+	// the event is created. AdmissionProcessing (the default): each worker decides
+	// the messages it receives, in the order it happens to process them, so a
+	// request queued later may win while one queued before it loses (EventStats
+	// reports how often: Fairness.LateWinners); a FIFO queue does not change that,
+	// since a message is sent after its request's put, whose latency reorders them.
+	// AdmissionRanked: winners are decided by rank, (queuedAt, requestId), by one
+	// admission per event that decides the line in waves a settle delay behind now
+	// (docs/design.md, "Ranked admission"): no request wins while one ranked before
+	// it was refused for want of a seat.
+	Admission Admission `dynamodbav:"admission,omitempty"`
+	// RankSettle, of a ranked event, is how far behind now the admission reads the
+	// line: a request is ranked once RankSettle has passed since its queuedAt, so
+	// that the puts in flight land first. A put that lands later still is a late
+	// arrival (ResultLate once the seats are gone). Stored in nanoseconds; 0 is
+	// DefaultRankSettle; from MinRankSettle to MaxRankSettle.
+	RankSettle time.Duration `dynamodbav:"rankSettle,omitempty"`
 }
 
 // Event is an event as a caller reads it (GetEvent, ListEvents, the controls'
@@ -204,6 +222,14 @@ func (e *EventSettings) validate() error {
 			return bad("a pre-queue (prequeueOpensAt) needs startsAt, when it is served")
 		case e.PrequeueOpensAt != 0 && e.PrequeueOpensAt >= e.StartsAt:
 			return bad("prequeueOpensAt must be before startsAt")
+		case e.Admission != AdmissionProcessing && e.Admission != AdmissionRanked:
+			return bad("admission %q, want %q or %q", string(e.Admission), AdmissionProcessing, AdmissionRanked)
+		case e.RankSettle != 0 && e.Admission != AdmissionRanked:
+			return bad("rankSettle is for a ranked admission")
+		case e.RankSettle != 0 && (e.RankSettle < MinRankSettle || e.RankSettle > MaxRankSettle):
+			return bad("rankSettle %s, want 0 (%s) or %s to %s", e.RankSettle, DefaultRankSettle, MinRankSettle, MaxRankSettle)
+		case e.Admission == AdmissionRanked && e.PrequeueOpensAt != 0:
+			return bad("a ranked admission with a pre-queue is not supported: the pre-queue's drawn order decides its entries")
 		case e.HoldFor != 0 && e.CapacityShards > maxCapacityShards-1:
 			return bad("capacityShards %d with holds, want at most %d: CreateEvent writes the event's entry in the hold registry in the same transaction", e.CapacityShards, maxCapacityShards-1)
 		}
@@ -219,6 +245,8 @@ func (e *EventSettings) validate() error {
 			return bad("prequeueOpensAt is for FIRST_COME events (a lottery's entries are drawn already)")
 		case e.HoldFor != 0:
 			return bad("holdFor is for FIRST_COME events")
+		case e.Admission != AdmissionProcessing || e.RankSettle != 0:
+			return bad("admission and rankSettle are for FIRST_COME events")
 		case e.StartsAt != 0 && e.LotteryCutoffAt <= e.StartsAt:
 			return bad("lotteryCutoffAt must be after startsAt")
 		case e.AnnounceAt != 0 && e.AnnounceAt < e.LotteryCutoffAt:

@@ -195,7 +195,7 @@ func (k Key) Entity() (entity.Type, error) {
 	}
 	if e, err := ParseEventKey(k); err == nil {
 		return map[EventItem]entity.Type{
-			EventItemConfig: entity.Config, EventItemCapacity: entity.Capacity, EventItemDraw: entity.Draw,
+			EventItemConfig: entity.Config, EventItemCapacity: entity.Capacity, EventItemDraw: entity.Draw, EventItemAdmission: entity.Admission,
 		}[e.item], nil
 	}
 	if _, err := ParseStatusLogKey(k); err == nil {
@@ -323,14 +323,18 @@ const (
 	EventItemConfig   EventItem = "CONFIG"   // EventConfig
 	EventItemCapacity EventItem = "CAPACITY" // EventCapacity (FIRST_COME), or one of its shards
 	EventItemDraw     EventItem = "DRAW"     // Draw record (LOTTERY)
+	// EventItemAdmission is a ranked FIRST_COME event's admission record
+	// (EventSettings.Admission AdmissionRanked): how far down the line it has
+	// decided, the wave it is deciding, whether it has begun refusing.
+	EventItemAdmission EventItem = "ADMISSION"
 )
 
 func (i EventItem) valid() bool {
-	return i == EventItemConfig || i == EventItemCapacity || i == EventItemDraw
+	return i == EventItemConfig || i == EventItemCapacity || i == EventItemDraw || i == EventItemAdmission
 }
 
-// EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY
-// or DRAW; or, for an event with capacity shards (EventSettings.CapacityShards C > 1),
+// EventKey is the key of an item of an event: PK EVENT#<eventId>, SK CONFIG, CAPACITY,
+// DRAW or ADMISSION; or, for an event with capacity shards (EventSettings.CapacityShards C > 1),
 // PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY, shard 0 to C-1: each shard on a
 // partition key of its own, since the items of one partition key share one partition
 // until DynamoDB splits it for heat, minutes into the load, while a drop is decided in

@@ -136,7 +136,14 @@ const (
 	// the draw read its entries (a slow network, a frozen process, a skewed clock),
 	// or GSI2 did not show it yet. The record decides the draw, and this request is
 	// answered so, never left waiting.
-	ResultNotDrawn            ResultCode = "REJECTED_NOT_DRAWN"
+	ResultNotDrawn ResultCode = "REJECTED_NOT_DRAWN"
+	// ResultLate: a request of a ranked event (EventSettings.Admission
+	// AdmissionRanked) that the admission had passed without seeing (its put, or
+	// its GSI2 entry, landed after the admission read its place in the line: a slow
+	// network, a frozen process, an ingest clock behind) and that found no seat left
+	// once the admission had begun refusing. It is answered so, never left waiting,
+	// and it is no inversion of the line: the admission never saw it.
+	ResultLate                ResultCode = "REJECTED_LATE"
 	ResultFailedIngestEnqueue ResultCode = "FAILED_INGEST_ENQUEUE"
 	ResultFailedWorker        ResultCode = "FAILED_WORKER"
 	ResultFailedValidation    ResultCode = "FAILED_VALIDATION"

@@ -35,6 +35,19 @@ type Message struct {
 	// back until the pre-queue is served; 0 for an event without one, or when the
 	// sender did not know the event (CapacityShards 0: the worker reads the config).
 	PrequeueUntil EpochMillis `json:"prequeueUntil,omitempty"`
+	// Ranked is set for a FIRST_COME event whose admission is ranked
+	// (EventSettings.Admission), so that a worker leaves the request to the
+	// admission without reading the event's config; a worker of a version without
+	// ranked admissions refuses such a message as malformed.
+	Ranked bool `json:"ranked,omitempty"`
+	// QueuedAt is the request's queuedAt, of a ranked event's message: with the
+	// requestId it is the request's rank, so that a worker waits for the admission
+	// without reading the request first. 0 when the sender did not know it.
+	QueuedAt EpochMillis `json:"queuedAt,omitempty"`
+
+	// late is set by the worker for a request of a ranked event that the admission
+	// passed without seeing: a refusal for want of a seat is then ResultLate.
+	late bool
 }
 
 // Ref returns the reference of the message's request.
@@ -52,6 +65,9 @@ func (c *Client) messageOf(r *Request) Message {
 	if cfg, _, ok := c.events.peek(r.EventID); ok && r.EventType == FirstCome && cfg.EventType == FirstCome {
 		m.CapacityShards = max(cfg.CapacityShards, 1)
 		m.PrequeueUntil = cfg.prequeueUntil()
+		if m.Ranked = cfg.Admission == AdmissionRanked; m.Ranked {
+			m.QueuedAt = r.QueuedAt
+		}
 	}
 	return m
 }
@@ -139,6 +155,12 @@ func (m Message) validate() error {
 	}
 	if _, err := formatMillis(m.PrequeueUntil); err != nil || m.PrequeueUntil < 0 || m.PrequeueUntil != 0 && m.EventType != FirstCome {
 		return bad("prequeueUntil %d of a %s event", int64(m.PrequeueUntil), m.EventType)
+	}
+	if m.Ranked && (m.EventType != FirstCome || m.PrequeueUntil != 0) {
+		return bad("ranked of a %s event", m.EventType)
+	}
+	if _, err := formatMillis(m.QueuedAt); err != nil || m.QueuedAt < 0 || m.QueuedAt != 0 && (!m.Ranked || m.QueuedAt < m.RequestedAt) {
+		return bad("queuedAt %d of a message not ranked, or before its requestedAt", int64(m.QueuedAt))
 	}
 	return nil
 }

@@ -203,6 +203,11 @@ type Processor struct {
 	serving bool // ServePrequeue's: it decides a pre-queue's entries
 
 	holds sync.Map // event ID → struct{}: the events with holds it has met, for the hold sweep
+
+	admitting    bool       // a ranked admission's: it decides the requests of a wave
+	admissions   sync.Map   // event ID → *admission: the ranked events it has met
+	admitterOnce sync.Once  // makes admitter
+	admitter     *Processor // decides the waves of the admissions it runs
 }
 
 // holdEvents returns the events with holds the processor has met.
@@ -325,6 +330,11 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 	if r, gated := p.prequeueGate(ctx, m, d); gated {
 		return r
 	}
+	r, gated, late := p.rankedGate(ctx, m, d, extend)
+	if gated {
+		return r
+	}
+	m.late = late
 	n, err := p.shards(ctx, m)
 	if err != nil {
 		return p.failed(ctx, m, d, nil, err)
@@ -614,7 +624,7 @@ func boundToSeat(r *storedRequest) bool {
 // started the request.
 func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d queue.Delivery, hold time.Duration) (result, bool) {
 	waitlist := p.waitlists(ctx, m.EventID, hold)
-	t, err := p.c.rejectSoldOut(ctx, m.Ref(), waitlist)
+	t, err := p.c.rejectSoldOut(ctx, m.Ref(), waitlist, m.late)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return notFound(), true
@@ -623,7 +633,7 @@ func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d queue.Delive
 	case t.Applied && waitlist:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}, true
 	case t.Applied:
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}, true
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: seatRefusal(m)}}, true
 	case t.current.Status.decided():
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}, true
 	}
@@ -697,7 +707,7 @@ func (p *Processor) reject(ctx context.Context, m Message, d queue.Delivery, l *
 		err error
 	)
 	waitlist := p.waitlists(ctx, m.EventID, hold)
-	l.end(func() { t, err = p.c.markCapacityRejected(ctx, m.Ref(), l.Lease, waitlist) })
+	l.end(func() { t, err = p.c.markCapacityRejected(ctx, m.Ref(), l.Lease, waitlist, m.late) })
 	switch {
 	case err != nil:
 		return p.failed(ctx, m, d, l, err)
@@ -708,7 +718,16 @@ func (p *Processor) reject(ctx context.Context, m Message, d queue.Delivery, l *
 	case waitlist:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}
 	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: ResultRejectedCapacity}}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: seatRefusal(m)}}
+}
+
+// seatRefusal is the result code of a request refused for want of a seat: ResultLate
+// for a late arrival of a ranked event, REJECTED_CAPACITY otherwise.
+func seatRefusal(m Message) ResultCode {
+	if m.late {
+		return ResultLate
+	}
+	return ResultRejectedCapacity
 }
 
 // waitlists reports whether a sold-out event's loser is WAITLISTED rather than

@@ -260,6 +260,19 @@ var (
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
 		sets: append(finalSets(UIRejected, ResultRejectedCapacity), setTo(attrStartedAt, pNow)),
 	}
+	// A request of a ranked event that its admission passed without seeing, refused
+	// for want of a seat: ResultLate, not REJECTED_CAPACITY (docs/design.md, "Ranked
+	// admission").
+	lateRejectedRow = row{
+		name: "ranked: late rejected (lease)", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultLate),
+	}
+	lateSoldOutRow = row{
+		name: "ranked: late rejected", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
+		sets: append(finalSets(UIRejected, ResultLate), setTo(attrStartedAt, pNow)),
+	}
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: failable,
@@ -510,15 +523,19 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 	if err != nil {
 		return Transition{}, err
 	}
-	return c.markCapacityRejected(ctx, ref, lease, waitlist)
+	return c.markCapacityRejected(ctx, ref, lease, waitlist, false)
 }
 
 // markCapacityRejected is MarkCapacityRejected, WAITLISTED (the "first-come waitlisted
-// (lease)" row) when waitlist is set.
-func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist bool) (Transition, error) {
+// (lease)" row) when waitlist is set, and the "ranked: late rejected (lease)"
+// row (ResultLate) for a late arrival of a ranked event without holds.
+func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist, late bool) (Transition, error) {
 	w := write{row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity)}
-	if waitlist {
+	switch {
+	case waitlist:
 		w.row, w.note = &waitlistLeasedRow, "waitlisted"
+	case late:
+		w.row, w.note = &lateRejectedRow, string(ResultLate)
 	}
 	return c.applyTo(ctx, "reject", ref.RequestID, w, txOptions{})
 }
@@ -550,15 +567,19 @@ func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition,
 	if err != nil {
 		return Transition{}, err
 	}
-	return c.rejectSoldOut(ctx, ref, waitlist)
+	return c.rejectSoldOut(ctx, ref, waitlist, false)
 }
 
 // rejectSoldOut is RejectSoldOut, WAITLISTED (the "first-come waitlisted" row) when
-// waitlist is set.
-func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist bool) (Transition, error) {
+// waitlist is set, and the "ranked: late rejected" row (ResultLate) for a
+// late arrival of a ranked event without holds.
+func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist, late bool) (Transition, error) {
 	w := write{row: &soldOutRow, args: args{pNow: c.now()}, note: "sold out"}
-	if waitlist {
+	switch {
+	case waitlist:
 		w.row, w.note = &waitlistRow, "waitlisted"
+	case late:
+		w.row, w.note = &lateSoldOutRow, string(ResultLate)
 	}
 	return c.applyTo(ctx, "reject sold out", ref.RequestID, w, txOptions{})
 }

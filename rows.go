@@ -731,12 +731,13 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 func rows() []*row {
 	return []*row{
 		&participateRow, &createRequestRow, &incompleteRequestRow, &releaseLockRow, &requestAbsentRow, &lockOfRequestRow, &markQueuedRow, &enqueueFailedRow,
-		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &bindSeatRow, &seatClosedRow, &moveSeatRow, &shardEmptyRow, &shardSoldOutRow, &capacityRejectedRow, &soldOutRow,
+		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &bindSeatRow, &seatClosedRow, &moveSeatRow, &shardEmptyRow, &shardSoldOutRow, &capacityRejectedRow, &soldOutRow, &lateRejectedRow, &lateSoldOutRow,
 		&holdRecordRow, &bindHoldRow, &takeHoldRow, &waitlistRow, &waitlistLeasedRow, &confirmRow, &releaseRow, &waitlistLeftRow,
 		&expireRow, &seatReturnedRow, &holdClearedRow, &serveRow, &returnedSeatTakenRow, &waitlistClosedRow, &sweepLeaseRow,
 		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryNotDrawnRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow,
 		&statusLogRow, &createEventRow, &eventClosedRow, &eventPausedRow, &eventResumedRow, &endExtendedRow, &cutoffExtendedRow, &startExtendedRow, &holdEventEndRow, &drawNotBegunRow, &auditRow, &operationRow, &eventEntryRow, &eventEntryGoneRow,
 		&progressRow, &seatsAddedRow, &shardSeatsAddedRow, &poolMarkedRow, &poolSeatsAddedRow, &poolClaimRow, &poolSeatClosedRow, &cancelRow, &poolCancelledRow, &poolVersionRow, &drawFreezeRow, &eventDrawingRow, &entriesChunkRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,
+		&admissionLeaseRow, &admissionWaveRow, &admissionLateWaveRow, &admissionLateRow, &admissionRefusingRow,
 	}
 }
 

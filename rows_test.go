@@ -48,6 +48,8 @@ var readRows = []docRow{
 	{name: "get event", method: "GetEvent", operation: "GetItem", key: "EVENT#<eventId> / CONFIG"},
 	{name: "get capacity", method: "GetCapacity", operation: "GetItem", key: "EVENT#<eventId> / CAPACITY"},
 	{name: "get draw", method: "GetDraw", operation: "GetItem", key: "EVENT#<eventId> / DRAW"},
+	{name: "admission: record", method: "Processor.ProcessOne", operation: "GetItem", key: "EVENT#<eventId> / ADMISSION, strongly consistent, each tick while a delivery waits"},
+	{name: "admission: line", method: "Processor.ProcessOne", operation: "Query GSI2", key: "EVENT#<eventId>, GSI2SK BETWEEN through AND QAT#<now - settle>, each shard, one page"},
 	{name: "recorded entries", method: "Draw, ServePrequeue", operation: "GetItem", key: "EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent (also VerifyDraw, VerifyPrequeue, a pre-queue place)"},
 	{name: "hold registry", method: "HoldEvents", operation: "Query", key: "HOLD_EVENTS, every event with holds"},
 	{name: "event list", method: "ListEvents", operation: "Query", key: "EVENTS, newest first, limit 20"},
@@ -66,6 +68,7 @@ func keyOf(r *row) string {
 		entity.Capacity:    "EVENT#<eventId> / CAPACITY",
 		entity.Config:      "EVENT#<eventId> / CONFIG",
 		entity.Draw:        "EVENT#<eventId> / DRAW",
+		entity.Admission:   "EVENT#<eventId> / ADMISSION",
 		entity.StatusLog:   "REQ#<requestId> / LOG#<occurredAt>#<suffix>",
 		entity.Hold:        "EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>",
 		entity.Returns:     "EVENT#<eventId>#RETURNS / RETURNS",
@@ -318,7 +321,7 @@ func TestCanTransitionReadsTheRows(t *testing.T) {
 // as its struct's dynamodbav tag spells it, and sits in the file of an item that has
 // it.
 func TestAttributeNamesMatchTags(t *testing.T) {
-	items := []any{Request{}, storedRequest{}, IdempotencyLock{}, EventCapacity{}, capacityItem{}, EventSettings{}, Event{}, eventItem{}, DrawRecord{}, drawItem{}, StatusLog{}, statusLogItem{}, holdRecord{}, seatReturns{}, AuditEntry{}, auditItem{}, eventListing{}, Key{}, IndexKeys{}}
+	items := []any{Request{}, storedRequest{}, IdempotencyLock{}, EventCapacity{}, capacityItem{}, EventSettings{}, Event{}, eventItem{}, DrawRecord{}, drawItem{}, admissionItem{}, StatusLog{}, statusLogItem{}, holdRecord{}, seatReturns{}, AuditEntry{}, auditItem{}, eventListing{}, Key{}, IndexKeys{}}
 	tags := map[string][]string{} // attribute → the item types that have it
 	for _, it := range items {
 		typ := reflect.TypeOf(it)

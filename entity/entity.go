@@ -22,4 +22,5 @@ const (
 	EventEntry  Type = "EVENT_ENTRY" // an event in the event list
 	Progress    Type = "PROGRESS"    // one second of an event's progress, for a place in line
 	Entries     Type = "ENTRIES"     // a chunk of the entries a draw or a pre-queue's serve recorded
+	Admission   Type = "ADMISSION"   // how far a ranked event's admission has decided its line
 )

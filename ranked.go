@@ -1,0 +1,628 @@
+package asyncevent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/queue"
+)
+
+// Ranked admission (EventSettings.Admission AdmissionRanked): the winners of a
+// first-come event are decided by rank, (queuedAt, requestId), the order of GSI2SK,
+// not by the order the workers happen to process the messages.
+//
+// One admission per event decides the line, holding a lease on the event's
+// admission record (PK EVENT#<eventId>, SK ADMISSION). It reads the requests ranked
+// after the record's watermark (through) and queued at least RankSettle ago from GSI2,
+// merged over the index shards, and decides them in waves: a wave is at most the
+// seats left (read strongly consistent before it), it is written on the record by
+// name with the new watermark before any of its claims (a compare-and-set on the
+// watermark as read, under the lease), and every request of it is decided before the
+// next wave begins. So a request can lose for want of a seat only once every request
+// ranked before it has won or ended without a seat for another reason. Once the seats
+// are gone the record says so (refusing), and every worker refuses the rest at once.
+//
+// The record is the truth. A request ranked at or before the watermark that no wave
+// names and that is not decided (its put, or its GSI2 entry, landed after the
+// admission read its place: a slow network, a frozen process, an ingest clock
+// behind) is a late arrival. It is decided where the admission stands when a worker
+// meets it: while the admission is not refusing, the worker adds it to the record's
+// late set (condition: not refusing) and the admission's next wave takes it first,
+// so it wins if that wave has a seat for it; once the admission is refusing, the
+// worker ends it ResultLate. It is never handed a seat ahead of a request already
+// refused for want of one (no claim runs beside a wave but the wave's own, and the
+// admission refuses only once every wave is decided and no seat is left), and never
+// left waiting. Exactly N stays with the seat claim (tokens and fences): two
+// admissions at once (a lease taken over while its holder still runs) decide the same
+// recorded wave, and the record's compare-and-set lets only one of them write the
+// next.
+
+// Admission is how a FIRST_COME event's winners are chosen (EventSettings.Admission).
+type Admission string
+
+// The admissions.
+const (
+	// AdmissionProcessing decides each request when a worker processes its message.
+	AdmissionProcessing Admission = ""
+	// AdmissionRanked decides the requests by rank, (queuedAt, requestId), a settle
+	// delay behind now.
+	AdmissionRanked Admission = "RANKED"
+)
+
+// The bounds of EventSettings.RankSettle.
+const (
+	DefaultRankSettle = 100 * time.Millisecond
+	MinRankSettle     = 10 * time.Millisecond
+	MaxRankSettle     = 10 * time.Second
+)
+
+// rankSettle is the event's settle delay.
+func (e *EventSettings) rankSettle() time.Duration { return orDefault(e.RankSettle, DefaultRankSettle) }
+
+const (
+	// rankTick is how often an admission reads its line, and how often a process
+	// that does not hold the admission's lease reads the record.
+	rankTick = 25 * time.Millisecond
+	// admissionLease is how long an admission holds its record before another
+	// process may take it over: liveness only (the record's compare-and-set decides).
+	admissionLease = 3 * time.Second
+	// admissionIdle is how long an admission goes on once no delivery of its process
+	// waits on it.
+	admissionIdle = 2 * time.Second
+	// waveTimeout bounds the deciding of one wave: a wave not decided by then is
+	// resumed from the record.
+	waveTimeout = 30 * time.Second
+)
+
+// initialThrough is the watermark of an admission that has decided nothing: below
+// every rank (each GSI2SK begins with QAT#<13 digits>).
+const initialThrough = prefixQueued + sep
+
+// The attributes of the admission record.
+const (
+	attrThrough  = "through"
+	attrWave     = "wave"
+	attrWaves    = "waves"
+	attrRefusing = "refusing"
+	attrLate     = "late"
+)
+
+// The params of the admission's rows.
+const (
+	pThrough       param = "through"
+	pThroughAsRead param = "throughAsRead"
+	pWave          param = "wave"
+	pLate          param = "late"
+)
+
+// admissionItem is a ranked event's admission record.
+type admissionItem struct {
+	EntityType entity.Type `dynamodbav:"entityType"` // ADMISSION
+	// Through is the GSI2SK of the last request the admission has passed: every
+	// request ranked at or before it is decided, or is in Wave, or is a late arrival.
+	Through string `dynamodbav:"through"`
+	// Wave names the requests of the latest wave, which are decided before the next.
+	Wave  []string `dynamodbav:"wave"`
+	Waves int64    `dynamodbav:"waves"`
+	// Refusing: the admission found no seat left once every wave was decided; every
+	// request not decided is then refused by the worker that meets it.
+	Refusing bool `dynamodbav:"refusing"`
+	// Late names the late arrivals workers found while the admission was not
+	// refusing: its next wave takes them first.
+	Late           []string    `dynamodbav:"late,stringset,omitempty"`
+	Owner          string      `dynamodbav:"leaseOwner"`
+	LeaseExpiresAt EpochMillis `dynamodbav:"leaseExpiresAt"`
+}
+
+// passed reports whether the admission has passed rank without deciding it: rank is
+// at or before its watermark and no wave of it names id.
+func (r *admissionItem) passed(rank, id string) bool {
+	return rank <= r.Through && !slices.Contains(r.Wave, id)
+}
+
+var (
+	// admissionOwned: this process holds the lease, and the watermark is where it
+	// read it, and the admission has not begun refusing.
+	admissionOwned = all(leaseHeld, compare(expression.Name(attrThrough).Equal, pThroughAsRead),
+		fixed(expression.Name(attrRefusing).NotEqual(expression.Value(true))))
+
+	admissionLeaseRow = row{
+		name: "admission: lease", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate,
+		cond: either(fixed(expression.AttributeNotExists(expression.Name(attrLeaseOwner))), leaseHeld, leaseExpired),
+		sets: []set{setIfMissing(attrEntityType, entity.Admission), setIfMissing(attrThrough, initialThrough), setIfMissing(attrRefusing, false),
+			setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
+	}
+	admissionWaveRow = row{
+		name: "admission: wave", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
+		sets: []set{setTo(attrThrough, pThrough), setTo(attrWave, pWave), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
+		adds: []set{addTo(attrWaves, 1)},
+	}
+	// The wave that takes late arrivals takes them out of the late set too.
+	admissionLateWaveRow = row{
+		name: "admission: wave (late)", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
+		sets:    admissionWaveRow.sets,
+		adds:    admissionWaveRow.adds,
+		deletes: []set{addTo(attrLate, pLate)},
+	}
+	admissionLateRow = row{
+		name: "admission: late arrival", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate,
+		cond: fixed(expression.Name(attrRefusing).Equal(expression.Value(false))),
+		adds: []set{addTo(attrLate, pLate)},
+	}
+	admissionRefusingRow = row{
+		name: "admission: refusing", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
+		sets: []set{setTo(attrRefusing, true), setTo(attrWave, pWave)},
+	}
+)
+
+// admission is one process's part in a ranked event's admission: the record as last
+// read, the deliveries waiting on it, and the loop that reads it (and, holding the
+// lease, decides the line) while any wait.
+type admission struct {
+	p     *Processor // the admitting processor: it decides a wave's requests
+	cfg   *eventItem
+	key   Key
+	owner string
+
+	mu      sync.Mutex
+	waiters int
+	running bool
+	rec     *admissionItem // as last read or written; nil before the first read
+	changed chan struct{}  // closed when rec changes
+}
+
+// admissionOf returns the process's admission of a ranked event.
+func (p *Processor) admissionOf(cfg *eventItem) (*admission, error) {
+	if a, ok := p.admissions.Load(cfg.EventID); ok {
+		return a.(*admission), nil
+	}
+	key, err := NewEventKey(cfg.EventID, EventItemAdmission)
+	if err != nil {
+		return nil, err
+	}
+	p.admitterOnce.Do(func() {
+		p.admitter = &Processor{c: p.c, opts: p.opts, seats: p.seats, admitting: true}
+	})
+	a := &admission{p: p.admitter, cfg: cfg, key: key.Key(), owner: p.opts.WorkerID + "/admission", changed: make(chan struct{})}
+	actual, _ := p.admissions.LoadOrStore(cfg.EventID, a)
+	return actual.(*admission), nil
+}
+
+// view returns the record as last read (nil before the first read) and a channel
+// closed when it changes.
+func (a *admission) view() (*admissionItem, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rec, a.changed
+}
+
+// publish makes rec the record the waiting deliveries see.
+func (a *admission) publish(rec *admissionItem) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rec = rec
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// join counts a waiting delivery, and starts the loop if it is not running.
+func (a *admission) join(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.waiters++
+	if !a.running {
+		a.running = true
+		go a.run(context.WithoutCancel(ctx))
+	}
+}
+
+// leave uncounts a waiting delivery.
+func (a *admission) leave() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.waiters--
+}
+
+// idle reports whether no delivery has waited for admissionIdle; it then stops the
+// loop, under the same lock join starts it under.
+func (a *admission) idle(since *time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.waiters > 0 {
+		*since = time.Now()
+		return false
+	}
+	if time.Since(*since) < admissionIdle {
+		return false
+	}
+	a.running = false
+	return true
+}
+
+// rankedGate leaves a request of a ranked event to its admission: the delivery waits
+// (its message kept hidden) until the admission has decided the request, or passed it
+// without seeing it (a late arrival, which the worker's own path then decides, late
+// set), or begun refusing (the worker's own path refuses it). It reports whether it
+// decided the message. The admitting processor passes.
+func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery, extend *extender) (res result, gated, late bool) {
+	if p.admitting {
+		return result{}, false, false
+	}
+	retry := func(err error) (result, bool, bool) {
+		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true, false
+	}
+	if !m.Ranked && m.CapacityShards > 0 {
+		return result{}, false, false // its sender knew the event: not ranked
+	}
+	cfg, err := p.c.cachedEvent(ctx, m.EventID)
+	switch {
+	case errors.Is(err, ErrEventNotFound):
+		return result{}, false, false // the worker's own path says what becomes of it
+	case err != nil:
+		return retry(err)
+	case cfg.Admission != AdmissionRanked:
+		return result{}, false, false
+	}
+	a, err := p.admissionOf(cfg)
+	if err != nil {
+		return retry(err)
+	}
+	// The request as it stands: read once the admission has passed its rank, and
+	// first only when the message does not carry its queuedAt.
+	look := func() (*storedRequest, result, bool) {
+		r, err := p.c.getRequest(ctx, m.RequestID, true)
+		switch {
+		case errors.Is(err, ErrNotFound) && d.ReceiveCount >= p.opts.MaxReceives:
+			// Its put never landed (or lands later still: it is then on GSI2 for
+			// the admission, or for Sweep once passed).
+			return nil, notFound(), true
+		case err != nil:
+			res, _, _ := retry(err)
+			return nil, res, true
+		case r.Status.decided():
+			return nil, decidedResult(r), true
+		}
+		return r, result{}, false
+	}
+	queuedAt := m.QueuedAt
+	if queuedAt == 0 {
+		r, res, done := look()
+		if done {
+			return res, true, false
+		}
+		queuedAt = r.QueuedAt
+	}
+	index, err := cfg.RequestIndexKeys(m.UserID, m.RequestID, queuedAt)
+	if err != nil {
+		return retry(err)
+	}
+	rank := index.GSI2SK
+
+	a.join(ctx)
+	defer a.leave()
+	stop := p.keepVisible(ctx, m, extend)
+	defer stop()
+	giveUp := time.NewTimer(p.opts.LeaseDuration)
+	defer giveUp.Stop()
+	asked := false // this delivery added the request to the record's late set
+	for {
+		rec, changed := a.view()
+		if rec != nil && rec.Refusing && rank > rec.Through {
+			// Ranked after every wave, once no seat was left: refused as any
+			// request after the last seat (its own path's conditions say if it was
+			// decided already).
+			return result{}, false, false
+		}
+		if rec != nil && (rec.Refusing || rank <= rec.Through) {
+			// Passed or being decided: the request itself says which.
+			if _, res, done := look(); done {
+				return res, true, false
+			}
+			switch {
+			case rec.Refusing:
+				return result{}, false, true // a late arrival, once no seat is left: ResultLate
+			case rec.passed(rank, m.RequestID) && !asked && !slices.Contains(rec.Late, m.RequestID):
+				// A late arrival while seats may be left: the admission's next wave
+				// takes it first. A refusal of the write means the admission began
+				// refusing meanwhile: the next read of the record says so.
+				if err := ignoreLost(a.write(ctx, &admissionLateRow, args{pLate: setOf[string]{m.RequestID}})); err != nil {
+					return retry(err)
+				}
+				asked = true
+			}
+			// In the wave being decided, or waiting for the next: wait, reading
+			// the request again each tick (a wave's end is not written on the
+			// record).
+			select {
+			case <-changed:
+			case <-time.After(rankTick):
+			case <-giveUp.C:
+				return result{action: actRetry, delay: time.Second, outcome: Outcome{Kind: OutcomeRetry, Err: errAdmissionSlow}}, true, false
+			case <-ctx.Done():
+				return retry(ctx.Err())
+			}
+			continue
+		}
+		select {
+		case <-changed:
+		case <-giveUp.C:
+			return result{action: actRetry, delay: time.Second, outcome: Outcome{Kind: OutcomeRetry, Err: errAdmissionSlow}}, true, false
+		case <-ctx.Done():
+			return retry(ctx.Err())
+		}
+	}
+}
+
+// errAdmissionSlow: a delivery waited a whole lease for the admission; its message
+// comes back.
+var errAdmissionSlow = errors.New("asyncevent: the ranked admission has not reached the request yet")
+
+// decidedResult is the result of a delivery that found its request decided already.
+func decidedResult(r *storedRequest) result {
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: r.ResultCode}}
+}
+
+// run reads the record every tick while deliveries wait and, holding the lease,
+// decides the line.
+func (a *admission) run(ctx context.Context) {
+	log := a.p.opts.Logger.With(slog.String("eventId", a.cfg.EventID))
+	since := time.Now()
+	decided := "" // the watermark of the last wave this process decided
+	for !a.idle(&since) {
+		full, err := a.step(ctx, &decided)
+		if err != nil {
+			log.WarnContext(ctx, "ranked admission", slog.Any("error", err))
+		}
+		if !full || err != nil {
+			_ = ctxsleep.Sleep(ctx, rankTick)
+		}
+	}
+}
+
+// step reads the record and, holding the lease, decides the next wave. It reports
+// whether the line read was full (more to read at once).
+func (a *admission) step(ctx context.Context, decided *string) (full bool, err error) {
+	c := a.p.c
+	rec, err := a.read(ctx)
+	if err != nil {
+		return false, err
+	}
+	if rec.Through == *decided {
+		rec.Wave = nil // decided here: every request of it is final
+	}
+	a.publish(rec)
+	now := c.now()
+	if rec.Refusing || rec.Owner != a.owner && rec.Owner != "" && rec.LeaseExpiresAt > now {
+		return false, nil
+	}
+	if rec.Owner != a.owner || rec.LeaseExpiresAt-now < EpochMillis(admissionLease.Milliseconds()/2) {
+		if err := a.write(ctx, &admissionLeaseRow, args{pNow: now, pLeaseOwner: a.owner, pLeaseExpiresAt: now + EpochMillis(admissionLease.Milliseconds())}); err != nil {
+			return false, ignoreLost(err)
+		}
+		return true, nil // read the record as written
+	}
+	if len(rec.Wave) > 0 {
+		// A wave written and not known decided (this process crashed, or another
+		// one's lease ran out): decide it before any other.
+		if err := a.resume(ctx, rec.Wave); err != nil {
+			return false, err
+		}
+		*decided = rec.Through
+		return true, nil
+	}
+	left, err := c.seatsLeft(ctx, a.cfg)
+	if err != nil {
+		return false, err
+	}
+	if left <= 0 {
+		return false, ignoreLost(a.write(ctx, &admissionRefusingRow, args{pLeaseOwner: a.owner, pThroughAsRead: rec.Through, pWave: []string{}}))
+	}
+	size := int(min(left, int64(waveSize(c))))
+	// The late arrivals first: they are ranked before everything the line holds.
+	wave, taken, err := a.lateArrivals(ctx, rec.Late, size)
+	if err != nil {
+		return false, err
+	}
+	line, full, err := c.lineAfter(ctx, a.cfg, rec.Through, now-EpochMillis(a.cfg.rankSettle().Milliseconds()), size-len(wave))
+	if err != nil {
+		return false, err
+	}
+	if len(line) == 0 && len(taken) == 0 {
+		return false, nil
+	}
+	through := rec.Through
+	for _, e := range line {
+		if len(wave) == size {
+			full = true
+			break
+		}
+		through = e.GSI2SK
+		if !e.Status.decided() {
+			wave = append(wave, e.drawEntry)
+		}
+	}
+	ids := make([]string, len(wave))
+	for i, e := range wave {
+		ids[i] = e.RequestID
+	}
+	waveRow, v := &admissionWaveRow, args{pLeaseOwner: a.owner, pThroughAsRead: rec.Through, pThrough: through, pWave: ids,
+		pLeaseExpiresAt: now + EpochMillis(admissionLease.Milliseconds())}
+	if len(taken) > 0 {
+		waveRow, v[pLate] = &admissionLateWaveRow, setOf[string](taken)
+	}
+	if err := a.write(ctx, waveRow, v); err != nil {
+		return false, ignoreLost(err)
+	}
+	a.publish(&admissionItem{EntityType: entity.Admission, Through: through, Wave: ids, Owner: a.owner, LeaseExpiresAt: rec.LeaseExpiresAt})
+	if err := a.decide(ctx, wave); err != nil {
+		return false, err
+	}
+	*decided = through
+	a.publish(&admissionItem{EntityType: entity.Admission, Through: through, Owner: a.owner, LeaseExpiresAt: rec.LeaseExpiresAt})
+	return full, nil
+}
+
+// waveSize is the most requests an admission decides at once.
+func waveSize(c *Client) int { return 4 * c.opts.DrawConcurrency }
+
+// resume decides the requests of a recorded wave.
+func (a *admission) resume(ctx context.Context, ids []string) error {
+	wave, _, err := a.undecided(ctx, ids, len(ids))
+	if err != nil {
+		return err
+	}
+	return a.decide(ctx, wave)
+}
+
+// lateArrivals returns the first at most size late arrivals of the record's late
+// set not decided yet, and every ID of the set it took (decided ones too), which the
+// wave takes out of the set.
+func (a *admission) lateArrivals(ctx context.Context, late []string, size int) (wave []drawEntry, taken []string, err error) {
+	late = slices.Clone(late)
+	slices.Sort(late)
+	return a.undecided(ctx, late, size)
+}
+
+// undecided returns the requests of ids not decided yet, each read strongly
+// consistent, at most size of them, and the IDs it looked at.
+func (a *admission) undecided(ctx context.Context, ids []string, size int) (wave []drawEntry, looked []string, err error) {
+	for _, id := range ids {
+		if len(wave) == size {
+			break
+		}
+		looked = append(looked, id)
+		r, err := a.p.c.getRequest(ctx, id, true)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue // the record names requests that were on the table: none is ever deleted
+		case err != nil:
+			return nil, nil, err
+		case r.Status.decided():
+			continue
+		}
+		wave = append(wave, drawEntry{RequestID: id, UserID: r.UserID, RequestedAt: r.RequestedAt, Status: r.Status, QueuedAt: r.QueuedAt})
+	}
+	return wave, looked, nil
+}
+
+// decide decides every request of a wave at once, each as a worker without a Handler
+// would (its seat claim), until each is decided or waveTimeout passes.
+func (a *admission) decide(ctx context.Context, wave []drawEntry) error {
+	if len(wave) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, waveTimeout)
+	defer cancel()
+	return a.p.c.serveWave(ctx, a.p, a.cfg, wave, len(wave))
+}
+
+// read reads the record strongly consistent; a record not written yet is the zero
+// record.
+func (a *admission) read(ctx context.Context) (*admissionItem, error) {
+	var rec admissionItem
+	if _, err := a.p.c.getItem(ctx, a.key, true, &rec); err != nil {
+		return nil, fmt.Errorf("admission of %s: %w", a.cfg.EventID, err)
+	}
+	return &rec, nil
+}
+
+// write makes one of the record's rows.
+func (a *admission) write(ctx context.Context, r *row, v args) error {
+	return a.p.c.do(ctx, txOptions{}, []write{{row: r, key: a.key, args: v}})
+}
+
+// ignoreLost: a lost condition on the record is an outcome (another process holds it,
+// or moved it on): the next step reads it again.
+func ignoreLost(err error) error {
+	var lost *conditionLost
+	if errors.As(err, &lost) {
+		return nil
+	}
+	return err
+}
+
+// lineRow is a request of an event's line as the admission reads it.
+type lineRow struct {
+	GSI2SK string `dynamodbav:"GSI2SK"`
+	drawEntry
+}
+
+// lineAfter reads the event's requests ranked after through and queued before upTo
+// from GSI2, in rank order: at most limit from each index shard (one Query page each),
+// merged, and cut where a shard that had more ends, so that no request is missing
+// before the last one returned. full reports that a shard had more.
+func (c *Client) lineAfter(ctx context.Context, cfg *eventItem, through string, upTo EpochMillis, limit int) (rows []lineRow, full bool, err error) {
+	hi, err := QueuedAtBound(max(upTo, 0))
+	if err != nil {
+		return nil, false, err
+	}
+	if hi <= through {
+		return nil, false, nil
+	}
+	parts, err := EventPartitions(cfg.EventID, max(cfg.IndexShards, 1))
+	if err != nil {
+		return nil, false, err
+	}
+	names := []string{attrGSI2SK, attrRequestID, attrUserID, attrRequestedAt, attrStatus, attrResultCode, attrQueuedAt}
+	projection := expression.NamesList(expression.Name(names[0]))
+	for _, n := range names[1:] {
+		projection = projection.AddNames(expression.Name(n))
+	}
+	byPart := make([][]lineRow, len(parts))
+	more := make([]bool, len(parts))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(partitionReads)
+	for i, part := range parts {
+		g.Go(func() error {
+			key := expression.Key(attrGSI2PK).Equal(expression.Value(part.String())).
+				And(expression.Key(attrGSI2SK).Between(expression.Value(through), expression.Value(hi)))
+			expr, err := expression.NewBuilder().WithKeyCondition(key).WithProjection(projection).Build()
+			if err != nil {
+				return err
+			}
+			in := c.query(IndexEvent, expr)
+			in.Limit = aws.Int32(int32(limit + 1)) // the watermark itself may be the first
+			out, err := c.db.Query(gctx, in)
+			if err != nil {
+				return fmt.Errorf("read the line of %s: %w", cfg.EventID, err)
+			}
+			if err := attributevalue.UnmarshalListOfMaps(out.Items, &byPart[i]); err != nil {
+				return fmt.Errorf("read the line of %s: %w", cfg.EventID, err)
+			}
+			more[i] = out.LastEvaluatedKey != nil
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, false, err
+	}
+	cut := hi
+	for i, part := range byPart {
+		if more[i] && len(part) > 0 {
+			full = true
+			cut = min(cut, part[len(part)-1].GSI2SK)
+		}
+	}
+	for _, part := range byPart {
+		for _, r := range part {
+			if r.GSI2SK > through && r.GSI2SK <= cut {
+				rows = append(rows, r)
+			}
+		}
+	}
+	slices.SortFunc(rows, func(a, b lineRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK) })
+	return rows, full, nil
+}

@@ -1,0 +1,294 @@
+package asyncevent_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/queue"
+)
+
+// rankedRig is a ranked first-come event "sale" on a fresh table, with ingest
+// clients and workers of their own.
+type rankedRig struct {
+	t       *testing.T
+	ctx     context.Context
+	c       *asyncevent.Client
+	q       queue.Queue
+	seats   int
+	eventID string
+}
+
+func newRankedRig(t *testing.T, seats int, settings func(*asyncevent.EventSettings)) *rankedRig {
+	t.Helper()
+	r := &rankedRig{t: t, ctx: context.Background(), c: asynceventtest.NewTable(t), q: queue.NewMemory(queue.MemoryOptions{}), seats: seats, eventID: "sale"}
+	s := asyncevent.EventSettings{EventID: r.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(seats), Admission: asyncevent.AdmissionRanked}
+	if settings != nil {
+		settings(&s)
+	}
+	_, err := r.c.CreateEvent(r.ctx, s)
+	require.NoError(t, err)
+	return r
+}
+
+// client returns another client of the rig's table, on db (nil: the test's
+// DynamoDB Local) with clock (nil: the real one).
+func (r *rankedRig) client(db asyncevent.DynamoDB, clock func() time.Time) *asyncevent.Client {
+	r.t.Helper()
+	if db == nil {
+		db = asynceventtest.DynamoDB(r.t)
+	}
+	c, err := asyncevent.New(db, asyncevent.Options{TableName: r.c.TableName(), Clock: clock})
+	require.NoError(r.t, err)
+	return c
+}
+
+// submit clicks for users on c, from clients goroutines at once.
+func (r *rankedRig) submit(c *asyncevent.Client, users []string, clients int) {
+	r.t.Helper()
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range clients {
+		wg.Go(func() {
+			for u := range work {
+				_, err := c.Submit(r.ctx, r.q, r.eventID, u)
+				assert.NoError(r.t, err, u)
+			}
+		})
+	}
+	for _, u := range users {
+		work <- u
+	}
+	close(work)
+	wg.Wait()
+}
+
+// workers starts n workers, each on a client of its own, whose handler-less claims
+// run in an order of their own (a jittered receive).
+func (r *rankedRig) workers(n int, opts func(i int) (asyncevent.DynamoDB, func() time.Time)) {
+	r.t.Helper()
+	for i := range n {
+		var db asyncevent.DynamoDB
+		var clock func() time.Time
+		if opts != nil {
+			db, clock = opts(i)
+		}
+		runWorker(r.t, r.client(db, clock), r.q, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10})
+	}
+}
+
+// judged is the event's requests from a raw Scan, ranked by (queuedAt, requestId),
+// once each is final.
+func (r *rankedRig) judged(users int) []asyncevent.Request {
+	r.t.Helper()
+	var rs []asyncevent.Request
+	eventually(r.t, "every request final", func() bool {
+		rs = requestsOf(r.t, r.c, r.eventID)
+		return len(rs) == users && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool { return !q.Status.IsTerminal() })
+	})
+	slices.SortFunc(rs, func(a, b asyncevent.Request) int {
+		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
+	})
+	return rs
+}
+
+// checkRanked holds the ranked admission's promises on rs (in rank order): exactly
+// seats winners (fewer users: all), no winner ranked after a request refused for want
+// of a seat, and every ResultLate request refused only once a seat went to a request
+// ranked after it... which the admission had seen first.
+func checkRanked(t *testing.T, rs []asyncevent.Request, seats int) (winners, late int) {
+	t.Helper()
+	refused := -1
+	for i, q := range rs {
+		switch {
+		case q.Status == asyncevent.StatusSucceeded:
+			winners++
+			if refused >= 0 {
+				t.Errorf("late winner: %s (rank %d, queued %d) won after %s (rank %d, queued %d) was refused",
+					q.RequestID, i, q.QueuedAt, rs[refused].RequestID, refused, rs[refused].QueuedAt)
+			}
+		case q.ResultCode == asyncevent.ResultRejectedCapacity:
+			if refused < 0 {
+				refused = i
+			}
+		case q.ResultCode == asyncevent.ResultLate:
+			late++
+		default:
+			t.Errorf("request %s ended %s %s", q.RequestID, q.Status, q.ResultCode)
+		}
+	}
+	assert.Equal(t, min(seats, len(rs)), winners, "exactly N winners")
+	return winners, late
+}
+
+func usersN(prefix string, n int) []string {
+	us := make([]string, n)
+	for i := range us {
+		us[i] = fmt.Sprintf("%s%04d", prefix, i)
+	}
+	return us
+}
+
+func TestRankedAdmission(t *testing.T) {
+	t.Parallel()
+
+	t.Run("many ingest clients and workers: no late winner, exactly N", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 40, nil)
+		r.workers(4, nil)
+		users := usersN("u", 400)
+		rand.Shuffle(len(users), func(i, j int) { users[i], users[j] = users[j], users[i] })
+		var wg sync.WaitGroup
+		for i := range 4 {
+			c := r.client(nil, nil)
+			wg.Go(func() { r.submit(c, users[i*100:(i+1)*100], 8) })
+		}
+		wg.Wait()
+		_, late := checkRanked(t, r.judged(len(users)), r.seats)
+		assert.Zero(t, late, "no write was held back")
+	})
+
+	t.Run("index and capacity shards", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 30, func(s *asyncevent.EventSettings) { s.IndexShards, s.CapacityShards = 4, 3 })
+		r.workers(3, nil)
+		r.submit(r.client(nil, nil), usersN("u", 200), 16)
+		checkRanked(t, r.judged(200), r.seats)
+	})
+
+	t.Run("fewer users than seats: every one wins", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 50, nil)
+		r.workers(2, nil)
+		r.submit(r.c, usersN("u", 20), 4)
+		checkRanked(t, r.judged(20), r.seats)
+	})
+
+	t.Run("a put held back lands behind the watermark once the seats are gone: REJECTED_LATE", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 10, nil)
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		held := hb.Hold(requestPut, 1, asynceventtest.CallerWaits)
+		slow := r.client(hb, nil)
+		done := make(chan error, 1)
+		go func() {
+			_, err := slow.Submit(r.ctx, r.q, r.eventID, "slow")
+			done <- err
+		}()
+		require.NoError(t, held.Caught(r.ctx))
+		time.Sleep(5 * time.Millisecond) // the others are queued after it
+		r.workers(2, nil)
+		r.submit(r.c, usersN("u", 60), 8)
+		eventually(t, "the admission refusing", func() bool { return admissionRefusing(t, r) })
+		require.NoError(t, held.Land(r.ctx))
+		require.NoError(t, <-done)
+		rs := r.judged(61)
+		_, late := checkRanked(t, rs, r.seats)
+		assert.Equal(t, 1, late, "the held put is a late arrival")
+		assert.Equal(t, asyncevent.ResultLate, find(rs, "slow").ResultCode)
+	})
+
+	t.Run("a put held back lands behind the watermark while seats are left: it wins", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 30, nil)
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		held := hb.Hold(requestPut, 1, asynceventtest.CallerWaits)
+		slow := r.client(hb, nil)
+		done := make(chan error, 1)
+		go func() {
+			_, err := slow.Submit(r.ctx, r.q, r.eventID, "slow")
+			done <- err
+		}()
+		require.NoError(t, held.Caught(r.ctx))
+		time.Sleep(5 * time.Millisecond)
+		r.workers(2, nil)
+		r.submit(r.c, usersN("u", 10), 4)
+		eventually(t, "the ten decided", func() bool {
+			n := 0
+			for _, q := range requestsOf(t, r.c, r.eventID) {
+				if q.Status.IsTerminal() {
+					n++
+				}
+			}
+			return n == 10
+		})
+		require.NoError(t, held.Land(r.ctx))
+		require.NoError(t, <-done)
+		rs := r.judged(11)
+		checkRanked(t, rs, r.seats)
+		assert.Equal(t, asyncevent.StatusSucceeded, find(rs, "slow").Status)
+	})
+
+	t.Run("an ingest clock 2 s behind: its clicks are late arrivals, never late winners", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 20, nil)
+		r.workers(3, nil)
+		behind := r.client(nil, func() time.Time { return time.Now().Add(-2 * time.Second) })
+		var wg sync.WaitGroup
+		wg.Go(func() { r.submit(r.c, usersN("u", 150), 8) })
+		wg.Go(func() { time.Sleep(300 * time.Millisecond); r.submit(behind, usersN("b", 50), 4) })
+		wg.Wait()
+		checkRanked(t, r.judged(200), r.seats)
+	})
+
+	t.Run("a lease taken over while its holder still runs (a clock 10 s ahead)", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 40, nil)
+		r.workers(4, func(i int) (asyncevent.DynamoDB, func() time.Time) {
+			if i%2 == 1 {
+				return nil, func() time.Time { return time.Now().Add(time.Duration(i) * 5 * time.Second) }
+			}
+			return nil, nil
+		})
+		r.submit(r.c, usersN("u", 300), 16)
+		checkRanked(t, r.judged(300), r.seats)
+	})
+}
+
+// requestPut matches the put of a request (ingest's second write).
+func requestPut(op string, in any) bool {
+	p, ok := in.(*dynamodb.PutItemInput)
+	if !ok || op != "PutItem" {
+		return false
+	}
+	pk, ok := p.Item["PK"].(*types.AttributeValueMemberS)
+	return ok && strings.HasPrefix(pk.Value, "REQ#")
+}
+
+// admissionRefusing reports whether the rig's admission record says it is refusing.
+func admissionRefusing(t *testing.T, r *rankedRig) bool {
+	for _, it := range asynceventtest.ScanTable(t, r.c.TableName()) {
+		var rec struct {
+			SK       string `dynamodbav:"SK"`
+			Refusing bool   `dynamodbav:"refusing"`
+		}
+		require.NoError(t, attributevalue.UnmarshalMap(it, &rec))
+		if rec.SK == "ADMISSION" {
+			return rec.Refusing
+		}
+	}
+	return false
+}
+
+func find(rs []asyncevent.Request, user string) asyncevent.Request {
+	for _, q := range rs {
+		if q.UserID == user {
+			return q
+		}
+	}
+	return asyncevent.Request{}
+}
