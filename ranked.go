@@ -297,19 +297,26 @@ func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery,
 		}
 		return r, result{}, false
 	}
-	queuedAt := m.QueuedAt
-	if queuedAt == 0 {
-		r, res, done := look()
-		if done {
+	// The rank the message names lets a delivery wait without a read; every
+	// decision rests on the rank the request itself holds (a message may name
+	// another queuedAt: a put whose answer was lost, then healed by a later click).
+	rankOf := func(queuedAt EpochMillis) (string, error) {
+		index, err := cfg.RequestIndexKeys(m.UserID, m.RequestID, queuedAt)
+		return index.GSI2SK, err
+	}
+	var stored *storedRequest // as last read; nil until then
+	rank, err := rankOf(m.QueuedAt)
+	if m.QueuedAt == 0 {
+		var res result
+		var done bool
+		if stored, res, done = look(); done {
 			return res, true, false
 		}
-		queuedAt = r.QueuedAt
+		rank, err = rankOf(stored.QueuedAt)
 	}
-	index, err := cfg.RequestIndexKeys(m.UserID, m.RequestID, queuedAt)
 	if err != nil {
 		return retry(err)
 	}
-	rank := index.GSI2SK
 
 	a.join(ctx)
 	defer a.leave()
@@ -320,20 +327,29 @@ func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery,
 	asked := false // this delivery added the request to the record's late set
 	for {
 		rec, changed := a.view()
-		if rec != nil && rec.Refusing && rank > rec.Through {
-			// Ranked after every wave, once no seat was left: refused as any
-			// request after the last seat (its own path's conditions say if it was
-			// decided already).
-			return result{}, false, false
-		}
+		tick := (<-chan time.Time)(nil)
 		if rec != nil && (rec.Refusing || rank <= rec.Through) {
-			// Passed or being decided: the request itself says which.
-			if _, res, done := look(); done {
+			// Passed, being decided, or refused: the request itself says which.
+			r, res, done := look()
+			if done {
 				return res, true, false
 			}
+			if stored == nil || r.QueuedAt != stored.QueuedAt {
+				if rank, err = rankOf(r.QueuedAt); err != nil {
+					return retry(err)
+				}
+			}
+			stored = r
 			switch {
+			case rec.Refusing && rank > rec.Through:
+				// Ranked after every wave, once no seat was left: refused as any
+				// request after the last seat.
+				return result{}, false, false
 			case rec.Refusing:
 				return result{}, false, true // a late arrival, once no seat is left: ResultLate
+			case rank > rec.Through:
+				// The message named an older rank: wait for the admission.
+				continue
 			case rec.passed(rank, m.RequestID) && !asked && !slices.Contains(rec.Late, m.RequestID):
 				// A late arrival while seats may be left: the admission's next wave
 				// takes it first. A refusal of the write means the admission began
@@ -343,21 +359,13 @@ func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery,
 				}
 				asked = true
 			}
-			// In the wave being decided, or waiting for the next: wait, reading
-			// the request again each tick (a wave's end is not written on the
-			// record).
-			select {
-			case <-changed:
-			case <-time.After(rankTick):
-			case <-giveUp.C:
-				return result{action: actRetry, delay: time.Second, outcome: Outcome{Kind: OutcomeRetry, Err: errAdmissionSlow}}, true, false
-			case <-ctx.Done():
-				return retry(ctx.Err())
-			}
-			continue
+			// In the wave being decided, or waiting for the next: the request is
+			// read again each tick (a wave's end is not written on the record).
+			tick = time.After(rankTick)
 		}
 		select {
 		case <-changed:
+		case <-tick:
 		case <-giveUp.C:
 			return result{action: actRetry, delay: time.Second, outcome: Outcome{Kind: OutcomeRetry, Err: errAdmissionSlow}}, true, false
 		case <-ctx.Done():
@@ -450,7 +458,7 @@ func (a *admission) step(ctx context.Context, decided *string) (full bool, err e
 			break
 		}
 		through = e.GSI2SK
-		if !e.Status.decided() {
+		if !e.Status.decided() && !slices.ContainsFunc(wave, func(w drawEntry) bool { return w.RequestID == e.RequestID }) {
 			wave = append(wave, e.drawEntry)
 		}
 	}

@@ -1,10 +1,12 @@
 package asynceventtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +61,11 @@ type CheckReport struct {
 //     those of the requests that won a seat there; no request is WAITLISTED while a
 //     shard holds a seat, nor (unless opts.Unsettled) while a seat given back waits.
 //     HELD and WAITLISTED requests wait for a person, and count as settled.
+//   - FIRST_COME with a ranked admission (EventSettings.Admission): no winner (SUCCEEDED
+//     or HELD, or a hold's end) ranked by (queuedAt, requestId) after a request
+//     refused for want of a seat (REJECTED_CAPACITY, or WAITLISTED), a seat of the
+//     pool (added, or given back by a cancel) aside; REJECTED_LATE only once a seat
+//     went to a request ranked after it, never while none did.
 //   - LOTTERY, once announced: exactly min(K, entries) SUCCEEDED, and VerifyDraw clean.
 //   - No request left non-final (unless opts.Unsettled; QUEUED lottery entries before
 //     the draw are fine).
@@ -90,7 +97,10 @@ func CheckEvent(t testing.TB, c *asyncevent.Client, eventID string, opts CheckOp
 	won := rep.ByStatus[asyncevent.StatusSucceeded]
 	switch cfg.EventType {
 	case asyncevent.FirstCome:
-		checkFirstCome(cfg, items, won, rep.ByCode[asyncevent.ResultRejectedCapacity], opts, fail)
+		checkFirstCome(cfg, items, won, rep.ByCode[asyncevent.ResultRejectedCapacity]+rep.ByCode[asyncevent.ResultLate], opts, fail)
+		if cfg.Admission == asyncevent.AdmissionRanked {
+			checkRanked(cfg, items, fail)
+		}
 	case asyncevent.Lottery:
 		checkLottery(ctx, c, cfg, won, rep.ByCode[asyncevent.ResultLotteryLose], rep.ByCode[asyncevent.ResultNotDrawn], fail)
 	}
@@ -302,6 +312,37 @@ func checkFirstCome(cfg *asyncevent.Event, items *eventItems, won, lost int, opt
 		}
 	}
 	checkSeats(winners, items.holders, items.spent, tokenOwners(items), fail)
+}
+
+// checkRanked checks a ranked FIRST_COME event's order: no late winner, and no late
+// arrival refused unless a request ranked after it won (the admission had passed it).
+func checkRanked(cfg *asyncevent.Event, items *eventItems, fail func(string, ...any)) {
+	pool := max(cfg.CapacityShards, 1)
+	rs := slices.Collect(maps.Values(items.requests))
+	slices.SortFunc(rs, func(a, b reqItem) int {
+		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
+	})
+	won := func(r reqItem) bool {
+		return r.Status == asyncevent.StatusSucceeded || r.Status == asyncevent.StatusHeld || r.HoldExpiresAt != 0
+	}
+	var refused, late *reqItem
+	for i := range rs {
+		r := &rs[i]
+		switch {
+		case r.SeatShard != nil && *r.SeatShard == pool:
+		case won(*r) && refused != nil:
+			fail("late winner: %s (queuedAt %d) won after %s (queuedAt %d) was refused for want of a seat", r.RequestID, r.QueuedAt, refused.RequestID, refused.QueuedAt)
+		case won(*r):
+			late = nil // a request ranked after the late arrival won: the admission had passed it
+		case refused == nil && (r.ResultCode == asyncevent.ResultRejectedCapacity || r.Status == asyncevent.StatusWaitlisted):
+			refused = r
+		case r.ResultCode == asyncevent.ResultLate && late == nil:
+			late = r
+		}
+	}
+	if late != nil {
+		fail("%s ended REJECTED_LATE, yet no request ranked after it won", late.RequestID)
+	}
 }
 
 // checkLottery checks an announced LOTTERY: min(K, entries) winners, the draw

@@ -427,10 +427,14 @@ func TestChaosFirstCome(t *testing.T) {
 		indexShards, shards int
 		users               int
 		mixed               bool
+		admission           asyncevent.Admission
 	}{
-		{"one shard", 1, 1, users, false},
-		{"K=8 C=4", 8, 4, users / 2, false},
-		{"K=8 C=4 mixed workers", 8, 4, users / 2, true},
+		{"one shard", 1, 1, users, false, asyncevent.AdmissionProcessing},
+		{"K=8 C=4", 8, 4, users / 2, false, asyncevent.AdmissionProcessing},
+		{"K=8 C=4 mixed workers", 8, 4, users / 2, true, asyncevent.AdmissionProcessing},
+		// Ranked: CheckEvent finds no winner ranked after a request refused for want
+		// of a seat, whatever the faults, kills and late writes.
+		{"ranked K=4 C=2 mixed workers", 4, 2, users / 2, true, asyncevent.AdmissionRanked},
 	} {
 		t.Run(layout.name, func(t *testing.T) {
 			t.Parallel()
@@ -440,7 +444,7 @@ func TestChaosFirstCome(t *testing.T) {
 			capacity := atScale(300)
 			_, err := w.clean.CreateEvent(context.Background(), asyncevent.EventSettings{
 				EventID: "chaos-sale", EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity),
-				IndexShards: layout.indexShards, CapacityShards: layout.shards,
+				IndexShards: layout.indexShards, CapacityShards: layout.shards, Admission: layout.admission,
 			})
 			require.NoError(t, err)
 
