@@ -35,7 +35,12 @@ type rankedRig struct {
 
 func newRankedRig(t *testing.T, seats int, settings func(*asyncevent.EventSettings)) *rankedRig {
 	t.Helper()
-	r := &rankedRig{t: t, ctx: context.Background(), c: asynceventtest.NewTable(t), q: queue.NewMemory(queue.MemoryOptions{}), seats: seats, eventID: "sale"}
+	return newRankedRigOn(t, seats, queue.NewMemory(queue.MemoryOptions{}), settings)
+}
+
+func newRankedRigOn(t *testing.T, seats int, q queue.Queue, settings func(*asyncevent.EventSettings)) *rankedRig {
+	t.Helper()
+	r := &rankedRig{t: t, ctx: context.Background(), c: asynceventtest.NewTable(t), q: q, seats: seats, eventID: "sale"}
 	s := asyncevent.EventSettings{EventID: r.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(seats), Admission: asyncevent.AdmissionRanked}
 	if settings != nil {
 		settings(&s)
@@ -162,6 +167,95 @@ func TestRankedAdmission(t *testing.T) {
 		assert.Zero(t, late, "no write was held back")
 	})
 
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("on SQS (fauxqs), FIFO %t", fifo), func(t *testing.T) {
+			t.Parallel()
+			r := newRankedRigOn(t, 15, asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: fifo}), nil)
+			r.workers(3, nil)
+			var wg sync.WaitGroup
+			for i := range 3 {
+				c := r.client(nil, nil)
+				wg.Go(func() { r.submit(c, usersN(fmt.Sprintf("c%d-", i), 40), 4) })
+			}
+			wg.Wait()
+			checkRanked(t, r.judged(120), r.seats)
+		})
+	}
+
+	t.Run("messages processed last-sent first: the first N by rank win all the same", func(t *testing.T) {
+		t.Parallel()
+		for _, admission := range []asyncevent.Admission{asyncevent.AdmissionProcessing, asyncevent.AdmissionRanked} {
+			r := newRankedRig(t, 5, func(s *asyncevent.EventSettings) { s.Admission = admission })
+			sent := submitInOrder(t, r.c, r.q, 20)
+			ds := receiveAll(t, r.q, len(sent))
+			p := asyncevent.NewProcessor(r.client(nil, nil), asyncevent.ProcessOptions{})
+			for i := len(ds) - 1; i >= 0; i-- {
+				_, done, _ := p.ProcessOne(r.ctx, ds[i], 0, nil)
+				require.True(t, done)
+			}
+			rs := r.judged(len(sent))
+			st, err := r.c.EventStats(r.ctx, r.eventID)
+			require.NoError(t, err)
+			if admission == asyncevent.AdmissionProcessing {
+				// The default decides in processing order: the last five sent win.
+				assert.Equal(t, 5, st.Fairness.LateWinners, "processing order: every winner is a late winner")
+				continue
+			}
+			checkRanked(t, rs, r.seats)
+			assert.Zero(t, st.Fairness.LateWinners)
+			for i, q := range rs {
+				assert.Equal(t, i < r.seats, q.Status == asyncevent.StatusSucceeded, "rank %d: %s", i, q.Status)
+			}
+		}
+	})
+
+	t.Run("holds: the first N by rank hold, the rest wait in rank order", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 3, func(s *asyncevent.EventSettings) { s.HoldFor = time.Minute })
+		r.workers(2, nil)
+		r.submit(r.c, usersN("u", 12), 6)
+		var rs []asyncevent.Request
+		eventually(t, "every request held or waitlisted", func() bool {
+			rs = requestsOf(t, r.c, r.eventID)
+			return len(rs) == 12 && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool {
+				return q.Status != asyncevent.StatusHeld && q.Status != asyncevent.StatusWaitlisted
+			})
+		})
+		slices.SortFunc(rs, func(a, b asyncevent.Request) int {
+			return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
+		})
+		for i, q := range rs {
+			assert.Equal(t, i < r.seats, q.Status == asyncevent.StatusHeld, "rank %d: %s", i, q.Status)
+		}
+		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
+	})
+
+	t.Run("an admission stuck mid-wave is taken over: the recorded wave is decided, its held claims land on their tokens", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 10, nil)
+		r.submit(r.c, usersN("u", 40), 8)
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		claims := hb.Hold(capacityWrite, 0, asynceventtest.CallerWaits)
+		stuck := r.client(hb, nil)
+		runWorker(t, stuck, r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
+		require.NoError(t, claims.Caught(r.ctx)) // the stuck worker holds the lease and has recorded a wave
+		r.workers(2, nil)                          // they wait out its lease, take the record over and resume the wave
+		eventually(t, "every seat taken", func() bool {
+			n := 0
+			for _, q := range requestsOf(t, r.c, r.eventID) {
+				if q.Status == asyncevent.StatusSucceeded {
+					n++
+				}
+			}
+			return n == r.seats
+		})
+		claims.Stop()
+		require.NoError(t, claims.Land(r.ctx))
+		rs := r.judged(40)
+		checkRanked(t, rs, r.seats)
+		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
+	})
+
 	t.Run("index and capacity shards", func(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 30, func(s *asyncevent.EventSettings) { s.IndexShards, s.CapacityShards = 4, 3 })
@@ -257,6 +351,28 @@ func TestRankedAdmission(t *testing.T) {
 		r.submit(r.c, usersN("u", 300), 16)
 		checkRanked(t, r.judged(300), r.seats)
 	})
+}
+
+// capacityWrite matches a write of a capacity item (a seat claim).
+func capacityWrite(op string, in any) bool {
+	u, ok := in.(*dynamodb.UpdateItemInput)
+	if !ok || op != "UpdateItem" {
+		return false
+	}
+	sk, ok := u.Key["SK"].(*types.AttributeValueMemberS)
+	return ok && sk.Value == "CAPACITY"
+}
+
+// receiveAll receives n messages of q.
+func receiveAll(t *testing.T, q queue.Queue, n int) []queue.Delivery {
+	t.Helper()
+	var ds []queue.Delivery
+	for len(ds) < n {
+		got, err := q.Receive(context.Background(), n-len(ds), time.Second, time.Minute)
+		require.NoError(t, err)
+		ds = append(ds, got...)
+	}
+	return ds
 }
 
 // requestPut matches the put of a request (ingest's second write).
