@@ -19,7 +19,8 @@
 //
 //   - [New] makes a [Client] on one table, [Client.CreateTable] the table (or
 //     [Client.CheckTable] accepts one made with the AWS CLI), [Client.CreateEvent]
-//     an event, first-come or lottery.
+//     an event, first-come or lottery; a first-come event decides its winners in
+//     processing order, or by rank with EventSettings.Admission AdmissionRanked.
 //   - [Client.Submit] is the whole ingest of a click: it answers with the request's
 //     ID before any worker decides it (an HTTP service's 202 Accepted), or, for a
 //     click repeated, with the first request's.
@@ -244,8 +245,13 @@
 //  5. No stuck PROCESSING: a worker holds a lease that expires.
 //  6. Every status write is conditional; a lost condition is an outcome, not an error.
 //  7. GSI keys only on Request items.
-//  8. Fairness is queuedAt, and the library reports how far processing order strayed;
-//     a FIFO queue with one message group per event keeps it exactly.
+//  8. Fairness is queuedAt. A ranked event (EventSettings.Admission AdmissionRanked)
+//     decides its winners by rank, (queuedAt, requestId): no request wins while one
+//     ranked before it was refused for want of a seat; a request the admission passed
+//     without seeing is a late arrival, decided where the admission stands (ranked.go;
+//     docs/design.md, "Ranked admission"). By default winners are decided in
+//     processing order and EventStats reports how far it strayed (late winners,
+//     inversions); a FIFO queue keeps send order, which is not queuedAt's order.
 //  9. The entries a draw records are the entries it finalises, whatever the workers
 //     still hold and whatever lands later: the record names them (by ID, in chunks),
 //     a resumed draw goes on from it, a failure cannot land on an entry it recorded

@@ -239,7 +239,7 @@ func TestRankedAdmission(t *testing.T) {
 		stuck := r.client(hb, nil)
 		runWorker(t, stuck, r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
 		require.NoError(t, claims.Caught(r.ctx)) // the stuck worker holds the lease and has recorded a wave
-		r.workers(2, nil)                          // they wait out its lease, take the record over and resume the wave
+		r.workers(2, nil)                        // they wait out its lease, take the record over and resume the wave
 		eventually(t, "every seat taken", func() bool {
 			n := 0
 			for _, q := range requestsOf(t, r.c, r.eventID) {
