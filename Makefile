@@ -82,7 +82,8 @@ line:
 
 # One event's spike at 20,000 clicks/s on DynamoDB, played 200 times slower on DynamoDB
 # Local against per-key limits 200 times lower: the design's single keys, the layout
-# ShardsFor derives, and a lottery (about 3½ minutes; the summary line comes last).
+# ShardsFor derives, the same sale ranked (AdmissionRanked), and a lottery (about 3½
+# minutes; the summary line comes last).
 # SCALE_RATE lowers the rate and the limits together on a slower machine.
 scale:
 	@SCALE=1 $(GO) test -count=1 -timeout 20m -run '^TestScale$$' -v ./reliability > scale.log 2>&1; status=$$?; \

@@ -2,6 +2,7 @@ package asyncevent
 
 import (
 	"math"
+	"time"
 
 	"github.com/asyncevent/asyncevent/internal/clickcost"
 )
@@ -14,6 +15,9 @@ const (
 	// keyWCULimit is DynamoDB's limit on one partition key: 1,000 WCU/s, on the table
 	// and on each GSI apart.
 	keyWCULimit = 1000
+	// keyRCULimit is DynamoDB's limit on one partition key: 3,000 RCU/s (strongly
+	// consistent reads of up to 4 KB), on the table and on each GSI apart.
+	keyRCULimit = 3000
 	// shardBudget is the share of keyWCULimit one shard may take at the peak: 80%,
 	// for the bursts around it.
 	shardBudget = 0.8 * keyWCULimit
@@ -79,3 +83,73 @@ func (e *EventSettings) ShardForPeak(clicksPerSecond float64) {
 		e.CapacityShards = min(e.CapacityShards, maxCapacityShards-1)
 	}
 }
+
+// RankedBound is what one ranked admission (EventSettings.Admission AdmissionRanked)
+// can decide, and what its record costs the event's partition key. The admission is
+// one per event whatever the workers and the shards, so it bounds the event's
+// winners a second beside the per-partition bounds of ShardsFor: the event takes the
+// smaller of the two.
+type RankedBound struct {
+	// WaveSize is the most requests one wave decides: 4 × Options.DrawConcurrency
+	// (64 by default), or the seats left if fewer.
+	WaveSize int
+	// RoundTrips is a wave's sequential round trips to DynamoDB, one after another:
+	// the record's read; the seats (the capacity shards, 10 at a time, then the pool
+	// of seats given back, which an event with holds does not read); the line (a
+	// Query per index shard, 10 at a time); the record's write; then the wave's
+	// claims all at once, each the seat and then SUCCEEDED (and, with holds, the
+	// PutItem of its Hold item). 7 on the design's single keys.
+	RoundTrips int
+	// CallLatency is one call's latency the bound assumes.
+	CallLatency time.Duration
+	// WinnersPerSecond is WaveSize ÷ (RoundTrips × CallLatency): the most winners the
+	// event's admission decides a second.
+	WinnersPerSecond float64
+	// LineQueriesPerSecond is the admission's Queries of GSI2 a second while
+	// deliveries wait and no wave is full: one per index shard every 25 ms.
+	LineQueriesPerSecond float64
+	// RecordRCU is one strongly consistent read of the record: 1 RCU while it is
+	// under 4 KB (a wave of 64 request IDs is about 3 KB; the late arrivals it
+	// names add to it).
+	RecordRCU int
+	// RecordRCUPerWorker is what one worker (a Worker's Processor) with deliveries
+	// waiting on the admission reads of the record a second, on the event's
+	// partition key EVENT#<eventId>: one strongly consistent GetItem every 25 ms.
+	RecordRCUPerWorker float64
+	// MaxWorkers is how many such workers the partition key's 3,000 RCU/s takes at
+	// once, the record's reads alone.
+	MaxWorkers int
+}
+
+// RankedBound returns the bound of a ranked admission of an event of e's layout
+// (IndexShards, CapacityShards, HoldFor) on c's options, each call taking
+// callLatency (10 ms on DynamoDB is a planning figure, not a measurement: DynamoDB
+// Local is no guide to DynamoDB's latency). At 10 ms on the design's single keys:
+// 64 ÷ (7 × 10 ms) ≈ 914 winners/s, and 40 RCU/s a worker, 75 workers on the
+// partition key. The CLI's plan -ranked prints it.
+func (c *Client) RankedBound(e EventSettings, callLatency time.Duration) RankedBound {
+	k, cs := max(e.IndexShards, 1), max(e.CapacityShards, 1)
+	pool := 1
+	claim := 2
+	if e.HoldFor > 0 {
+		pool, claim = 0, 3
+	}
+	b := RankedBound{
+		WaveSize:    waveSize(c),
+		RoundTrips:  1 + ceilDiv(cs, partitionReads) + pool + ceilDiv(k, partitionReads) + 1 + claim,
+		CallLatency: callLatency,
+	}
+	if callLatency > 0 {
+		b.WinnersPerSecond = float64(b.WaveSize) / (float64(b.RoundTrips) * callLatency.Seconds())
+	}
+	perSecond := float64(time.Second) / float64(rankTick)
+	b.LineQueriesPerSecond = float64(k) * perSecond
+	// The record: its keys, watermark, lease and counters in about 256 bytes, and a
+	// request ID of 36 characters (40 bytes stored) per request of the wave.
+	b.RecordRCU = ceilDiv(256+40*b.WaveSize, 4096)
+	b.RecordRCUPerWorker = float64(b.RecordRCU) * perSecond
+	b.MaxWorkers = int(keyRCULimit / b.RecordRCUPerWorker)
+	return b
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -2,10 +2,13 @@ package asyncevent_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
 func TestShardsFor(t *testing.T) {
@@ -42,5 +45,40 @@ func TestShardForPeakCountsTheSeats(t *testing.T) {
 		cfg := tc.cfg
 		cfg.ShardForPeak(20000)
 		assert.Equal(t, [2]int{tc.k, tc.c}, [2]int{cfg.IndexShards, cfg.CapacityShards}, tc.name)
+	}
+}
+
+func TestRankedBound(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		settings              asyncevent.EventSettings
+		opts                  asyncevent.Options
+		wave, trips           int
+		winnersPerSec         float64
+		lineQueries           float64
+		recordRCU, maxWorkers int
+	}{
+		// The record, the capacity item, the pool, the line, the record, the seat, SUCCEEDED.
+		{name: "single keys", wave: 64, trips: 7, winnersPerSec: 64 / 0.070, lineQueries: 40, recordRCU: 1, maxWorkers: 75},
+		// The 13 capacity shards and the 100 index shards are read 10 at a time.
+		{name: "the layout of 20,000 clicks/s", settings: asyncevent.EventSettings{IndexShards: 100, CapacityShards: 13},
+			wave: 64, trips: 17, winnersPerSec: 64 / 0.170, lineQueries: 4000, recordRCU: 1, maxWorkers: 75},
+		// No pool read; the PutItem of the Hold item after the seat.
+		{name: "holds", settings: asyncevent.EventSettings{HoldFor: time.Minute}, wave: 64, trips: 7, winnersPerSec: 64 / 0.070, lineQueries: 40, recordRCU: 1, maxWorkers: 75},
+		// 128 request IDs make a record over 4 KB: 2 RCU a read.
+		{name: "DrawConcurrency 32", opts: asyncevent.Options{DrawConcurrency: 32}, wave: 128, trips: 7, winnersPerSec: 128 / 0.070, lineQueries: 40, recordRCU: 2, maxWorkers: 37},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := asyncevent.New(asynceventtest.DynamoDB(t), tc.opts)
+			require.NoError(t, err)
+			b := c.RankedBound(tc.settings, 10*time.Millisecond)
+			assert.Equal(t, tc.wave, b.WaveSize)
+			assert.Equal(t, tc.trips, b.RoundTrips)
+			assert.InDelta(t, tc.winnersPerSec, b.WinnersPerSecond, 1e-6)
+			assert.InDelta(t, tc.lineQueries, b.LineQueriesPerSecond, 1e-9)
+			assert.Equal(t, tc.recordRCU, b.RecordRCU)
+			assert.InDelta(t, 40*float64(tc.recordRCU), b.RecordRCUPerWorker, 1e-9, "a read every 25 ms")
+			assert.Equal(t, tc.maxWorkers, b.MaxWorkers, "3,000 RCU/s on EVENT#<eventId>")
+		})
 	}
 }

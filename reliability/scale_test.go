@@ -36,7 +36,9 @@ import (
 // (SCALE_RATE lowers the rate and the limits together, SCALE_USERS the sale's users,
 // SCALE_SECONDS the lottery's length, SCALE_PREQUEUE the pre-queue's entries; a
 // pre-queue of 100,000 entries ÷ 200 for half as many seats, served at its start;
-// SCALE_ONLY=derived, lottery or prequeue runs one spike;
+// the sale again on a ranked event (AdmissionRanked) of the derived layout, held to
+// exactly N, no late winner judged from a raw Scan, under 1% throttled;
+// SCALE_ONLY=derived, ranked, lottery or prequeue runs one spike;
 // SCALE_KEYS=1 logs the refusals by key).
 func TestScale(t *testing.T) {
 	if os.Getenv("SCALE") == "" {
@@ -85,23 +87,34 @@ func TestScale(t *testing.T) {
 		prequeue()
 		return
 	}
+	rankedSale := func() spikeResult {
+		return scaleRanked(t, func(cfg asyncevent.EventSettings) spikeResult { return runSpike(t, raw, &limits, sale, cfg) }, k, c, scale)
+	}
+	if os.Getenv("SCALE_ONLY") == "ranked" {
+		rankedSale()
+		return
+	}
 	if os.Getenv("SCALE_ONLY") == "derived" {
 		derived := runSpike(t, raw, &limits, sale, asyncevent.EventSettings{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
-		scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
-			derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
+		scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s; %d late winners (largest gap %s); queuedAt to decision p50 %s, p95 %s",
+			derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality(),
+			derived.lateWinners, derived.lateGap, derived.decisionP50, derived.decisionP95)
 		return
 	}
 	free := runSpike(t, raw, nil, sale, asyncevent.EventSettings{EventID: "free", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
 	scale("without limits, derived layout: every request final %.1f s after the first click", free.final.Seconds())
 
 	derived := runSpike(t, raw, &limits, sale, asyncevent.EventSettings{EventID: "derived", EventType: asyncevent.FirstCome, IndexShards: k, CapacityShards: c})
-	scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s",
-		derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality())
+	scale("derived layout under the limits: %d of %d calls throttled (%.2f%%: %v), ingest p99 %s, %s; %d late winners (largest gap %s); queuedAt to decision p50 %s, p95 %s",
+		derived.throttled, derived.attempts, derived.throttledShare()*100, derived.reasons, derived.p99.Round(time.Millisecond), derived.finality(),
+		derived.lateWinners, derived.lateGap, derived.decisionP50, derived.decisionP95)
 	assert.Zero(t, derived.gaveUp, "users who could not take part")
 	assert.Equal(t, 1000, derived.report.ByStatus[asyncevent.StatusSucceeded], "exactly N winners")
 	assert.True(t, derived.allFinal, "every request final")
 	assert.Less(t, derived.throttledShare(), 0.01, "under 1%% of calls throttled")
 	assert.LessOrEqual(t, derived.final.Seconds(), 1.5*free.final.Seconds(), "final within 1.5× the spike without limits")
+
+	ranked := rankedSale()
 
 	lottery := runSpike(t, raw, &limits, spike, asyncevent.EventSettings{EventID: "raffle", EventType: asyncevent.Lottery, IndexShards: k})
 	scale("LOTTERY, derived layout under the limits: %d entries, %d winners, draw %s, verified: %t",
@@ -117,10 +130,11 @@ func TestScale(t *testing.T) {
 	scale("single keys under the limits: %d of %d calls throttled (%.1f%%), %d users gave up after 20 clicks, ingest p99 %s, %s",
 		single.throttled, single.attempts, single.throttledShare()*100, single.gaveUp, single.p99.Round(time.Millisecond), single.finality())
 
-	scale("summary: at %.0f clicks/s (%.0f on DynamoDB) single keys throttle %.1f%% of calls and %s; K = %d, C = %d throttle %.2f%%, exactly %d winners, final in %.1f s (%.1f s without limits); the lottery of %d entries draws and verifies; a pre-queue of %d entries is served in %.1f s, its first winner %.1f s after the serve may begin",
+	scale("summary: at %.0f clicks/s (%.0f on DynamoDB) single keys throttle %.1f%% of calls and %s; K = %d, C = %d throttle %.2f%%, exactly %d winners, final in %.1f s (%.1f s without limits), %d late winners; ranked, %.2f%%, exactly %d winners, %d late winners, final in %.1f s; the lottery of %d entries draws and verifies; a pre-queue of %d entries is served in %.1f s, its first winner %.1f s after the serve may begin",
 		rate, rate*factor, single.throttledShare()*100, single.finality(), k, c, derived.throttledShare()*100,
-		derived.report.ByStatus[asyncevent.StatusSucceeded], derived.final.Seconds(), free.final.Seconds(), lottery.draw.Record.EntryCount,
-		pre.entries, pre.serve.Seconds(), pre.firstWinner.Seconds())
+		derived.report.ByStatus[asyncevent.StatusSucceeded], derived.final.Seconds(), free.final.Seconds(), derived.lateWinners,
+		ranked.throttledShare()*100, ranked.report.ByStatus[asyncevent.StatusSucceeded], ranked.lateWinners, ranked.final.Seconds(),
+		lottery.draw.Record.EntryCount, pre.entries, pre.serve.Seconds(), pre.firstWinner.Seconds())
 }
 
 type spikeConfig struct {
@@ -146,6 +160,9 @@ type spikeResult struct {
 	verified            bool
 	drawThrottled       int
 	drawReasons         map[string]int
+	// judged is a FIRST_COME event's requests judged from a raw Scan: its late
+	// winners and its decisions' latency.
+	judged
 }
 
 func (r spikeResult) throttledShare() float64 {
@@ -308,6 +325,9 @@ func runSpike(t *testing.T, raw *dynamodb.Client, limits *asynceventtest.Limits,
 		v, err := admin.VerifyDraw(ctx, cfg.EventID)
 		require.NoError(t, err)
 		res.verified = v.OK()
+	}
+	if cfg.EventType == asyncevent.FirstCome {
+		res.judged = judge(t, c.TableName(), cfg.EventID)
 	}
 	res.report = asynceventtest.CheckEvent(t, admin, cfg.EventID, asynceventtest.CheckOptions{})
 	_ = w.Stop(ctx)

@@ -24,7 +24,9 @@ type benchOptions struct {
 	heatParticipations, heatWinners     int
 	heatPeak                            float64
 	poll                                pollOptions
-	cpuOps                              int // -cpu-ops
+	cpuOps                              int     // -cpu-ops
+	latencyClicks                       int     // -latency-clicks
+	latencyRate                         float64 // -latency-rate
 }
 
 func benchCmd() *command {
@@ -32,7 +34,7 @@ func benchCmd() *command {
 	return &command{
 		name: "bench",
 		summary: "measure the library's first-come ingest and worker against the same flows written on the raw SDK, " +
-			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; the flows of an event with holds; what a poll of a waiting request costs; and the client's CPU per operation on an in-process endpoint",
+			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; the flows of an event with holds; a ranked event's winners against the standard mode's, with their extra reads and added latency; what a poll of a waiting request costs; and the client's CPU per operation on an in-process endpoint",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every flow on both sides")
 			fs.IntVar(&o.n, "n", bench.DefaultN, "operations per flow, side and round")
@@ -43,6 +45,8 @@ func benchCmd() *command {
 			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default a quarter of the participations)")
 			fs.Float64Var(&o.heatPeak, "heat-peak", 20000, "the peak clicks/s whose derived layout (asyncevent.ShardsFor) the heat run measures beside the default one")
 			o.poll.register(fs)
+			fs.IntVar(&o.latencyClicks, "latency-clicks", 0, "clicks of the ranked latency run, on a standard event and on a ranked one, against a running worker (default n; -1: none)")
+			fs.Float64Var(&o.latencyRate, "latency-rate", bench.DefaultLatencyRate, "clicks/s of the ranked latency run")
 			fs.IntVar(&o.cpuOps, "cpu-ops", 2000, "operations per flow, side and round of the client-CPU measurement, on an in-process endpoint (-1: none)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
@@ -51,6 +55,9 @@ func benchCmd() *command {
 			}
 			if o.rounds < 1 || o.n < 2 || o.clients < 1 || o.workers < 1 {
 				return usagef("-rounds, -clients and -workers must be at least 1, -n at least 2")
+			}
+			if o.latencyRate <= 0 {
+				return usagef("-latency-rate must be more than 0")
 			}
 			if err := o.poll.check(); err != nil {
 				return err
@@ -70,7 +77,7 @@ func benchCmd() *command {
 			}
 			rep, err := bench.Run(ctx, bench.Config{
 				DB: db, Table: e.table, Rounds: o.rounds, N: o.n, Clients: o.clients, Workers: o.workers, Warmup: o.warmup,
-				Progress: progress,
+				LatencyClicks: o.latencyClicks, LatencyRate: o.latencyRate, Progress: progress,
 			})
 			if err != nil {
 				return err
@@ -96,7 +103,7 @@ func benchCmd() *command {
 				Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
 				DynamoDB: e.endpoint, DynamoDBSource: e.localSource, Queue: "in-memory queue",
 				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: slices.Concat(acceptance(rep), pollAcceptance(poll), cpuAcceptance(cpu)), Heat: heat,
-				Poll: poll, ClientCPU: cpu,
+				RankedAcceptance: rankedAcceptance(rep), Poll: poll, ClientCPU: cpu,
 			}
 			if e.json {
 				return e.printJSON(out)
@@ -117,6 +124,9 @@ type benchOutput struct {
 	Seconds        float64       `json:"seconds"`
 	Report         *bench.Report `json:"report"`
 	Acceptance     []check       `json:"acceptance"`
+	// RankedAcceptance is the checks of the ranked mode (report.ranked), apart
+	// from Acceptance.
+	RankedAcceptance []check `json:"rankedAcceptance,omitempty"`
 	// Heat is the heat of each event layout measured: its hottest partition key and
 	// the ceilings that key puts on one event on DynamoDB.
 	Heat []bench.LayoutHeat `json:"heat"`
@@ -260,6 +270,9 @@ func (o benchOutput) writeText(w io.Writer) error {
 	if err := writeHolds(w, r.Holds); err != nil {
 		return err
 	}
+	if err := writeRankedBench(w, r.Ranked); err != nil {
+		return err
+	}
 	if err := writePoll(w, o.Poll); err != nil {
 		return err
 	}
@@ -268,7 +281,7 @@ func (o benchOutput) writeText(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "\nacceptance:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range o.Acceptance {
+	for _, c := range slices.Concat(o.Acceptance, o.RankedAcceptance) {
 		verdict := "ok"
 		if !c.OK {
 			verdict = "MISSED"

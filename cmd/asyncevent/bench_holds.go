@@ -71,7 +71,7 @@ func writeHolds(w io.Writer, h *bench.Holds) error {
 			versus = fmt.Sprintf("%+.2f calls, %+.1f WCU, %+.2f RCU (%s)", v.ExtraCalls, v.ExtraWCU, v.ExtraRCU, v.Flow)
 		}
 		fmt.Fprintf(tw, "  %s\t%.1f\t%s\t%.2f\t%.1f\t%.2f\t%s\t%s\n", f.Name, f.Library.Median, callsOf(p.DynamoDBCalls, p.Calls),
-			p.RoundTrips, p.WCU, p.RCU, writesOf(f.WritesPerOp), versus)
+			p.RoundTrips, p.WCU, p.RCU, byKind(f.WritesPerOp), versus)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -88,16 +88,4 @@ func callsOf(total float64, byOp map[string]float64) string {
 		ops = append(ops, fmt.Sprintf("%s %.2f", op, byOp[op]))
 	}
 	return fmt.Sprintf("%.2f (%s)", total, strings.Join(ops, " + "))
-}
-
-// writesOf says the write requests per operation by kind of item: "HOLD 1.00 · REQUEST 1.00".
-func writesOf(byKind map[entity.Type]float64) string {
-	parts := make([]string, 0, len(byKind))
-	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
-		parts = append(parts, fmt.Sprintf("%s %.2f", kind, byKind[kind]))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " · ")
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/spikeplan"
 )
 
@@ -20,7 +21,13 @@ type planOptions struct {
 	concurrency int
 	messageTime time.Duration
 	duration    time.Duration
+	ranked      bool          // -ranked
+	callLatency time.Duration // -call-latency
 }
+
+// defaultCallLatency is one DynamoDB call's latency plan -ranked assumes: a planning
+// figure, not a measurement (DynamoDB Local is no guide to DynamoDB's latency).
+const defaultCallLatency = 10 * time.Millisecond
 
 func (o *planOptions) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.peak, "peak", 0, "the expected peak of new participations `per second` (required)")
@@ -28,6 +35,8 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.concurrency, "concurrency", spikeplan.DefaultDrainConcurrency, "messages the workers process at once, over all workers, for the drain time")
 	fs.DurationVar(&o.messageTime, "message-time", spikeplan.DefaultMessageTime, "one message's time in a worker, for the drain time (an assumption: a winner's three writes at about 10 ms each)")
 	fs.DurationVar(&o.duration, "duration", spikeplan.DefaultDuration, "how long the peak lasts, for the drain time")
+	fs.BoolVar(&o.ranked, "ranked", false, "the event decides its winners by rank (EventSettings.Admission RANKED): also print what its one admission decides a second and what its record's reads cost the event's partition key")
+	fs.DurationVar(&o.callLatency, "call-latency", defaultCallLatency, "one DynamoDB call's latency, for -ranked's bound (an assumption)")
 }
 
 // check checks plan's flags before anything is read.
@@ -37,6 +46,8 @@ func (o *planOptions) check() error {
 		return usagef("-peak: the expected clicks per second, more than 0")
 	case o.concurrency < 1 || o.messageTime <= 0 || o.duration <= 0:
 		return usagef("-concurrency must be at least 1, -message-time and -duration more than 0")
+	case o.callLatency <= 0:
+		return usagef("-call-latency must be more than 0")
 	}
 	return nil
 }
@@ -69,7 +80,12 @@ func planCmd() *command {
 				return err
 			}
 			p.Drain = spikeplan.DrainFor(int64(math.Ceil(o.peak*o.duration.Seconds())), o.concurrency, o.messageTime)
-			if err := printPlan(e, p, o.peak, o.apply); err != nil {
+			var ranked *asyncevent.RankedBound
+			if o.ranked {
+				b := c.RankedBound(asyncevent.EventSettings{EventType: asyncevent.FirstCome, IndexShards: p.IndexShards, CapacityShards: p.CapacityShards}, o.callLatency)
+				ranked = &b
+			}
+			if err := printPlan(e, p, o.peak, o.apply, ranked); err != nil {
 				return err
 			}
 			if !o.apply || len(p.Short) == 0 {
@@ -87,9 +103,11 @@ func planCmd() *command {
 // printPlan prints the plan for the peak: the event's layout, the units/s the table
 // and its indexes need beside their warm throughput, whether that is short (and
 // -apply not given), and the limits beyond it.
-func printPlan(e *env, p *spikeplan.Plan, peak float64, apply bool) error {
+func printPlan(e *env, p *spikeplan.Plan, peak float64, apply bool, ranked *asyncevent.RankedBound) error {
 	if e.json {
-		return e.printJSON(newPlanJSON(p, p.Short))
+		out := newPlanJSON(p, p.Short)
+		out.Ranked = newRankedJSON(p, ranked)
+		return e.printJSON(out)
 	}
 	fmt.Fprintf(e.stdout, "peak %.0f clicks/s, %.0f winners/s (a quarter): event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n",
 		peak, p.WinnersPerSecond, p.IndexShards, p.CapacityShards, peak)
@@ -113,7 +131,62 @@ func printPlan(e *env, p *spikeplan.Plan, peak float64, apply bool) error {
 		fmt.Fprintln(e.stdout, "\nshort of warm throughput: rerun with -apply to raise it (UpdateTable WarmThroughput: one-way, and billed)")
 	}
 	writeLimits(e.stdout, e.table, p)
+	writeRanked(e.stdout, p, ranked)
 	return nil
+}
+
+// writeRanked prints, for plan -ranked, the bound of the event's one admission
+// beside the partition keys' and what its record's reads cost.
+func writeRanked(w io.Writer, p *spikeplan.Plan, b *asyncevent.RankedBound) {
+	if b == nil {
+		return
+	}
+	atATime := func(n int, what string) string {
+		if n > 10 {
+			return fmt.Sprintf("%s, 10 at a time", what)
+		}
+		return what
+	}
+	fmt.Fprintf(w, "ranked admission: one admission per event decides at most %d winners a wave, a wave %d round trips one after another "+
+		"(the record's read; the seats: %s, then the pool; the line: %s; the record's write; the wave's claims at once: the seat, then SUCCEEDED): "+
+		"at %s a call about %d ÷ (%d × %s) = %s winners/s per event, whatever the workers\n",
+		b.WaveSize, b.RoundTrips, atATime(p.CapacityShards, pluralShards(p.CapacityShards)), atATime(p.IndexShards, fmt.Sprintf("a Query of each of %d index shards", p.IndexShards)),
+		formatDuration(b.CallLatency), b.WaveSize, b.RoundTrips, formatDuration(b.CallLatency), formatInt(int(b.WinnersPerSecond)))
+	if b.WinnersPerSecond < p.WinnersPerSecond {
+		fmt.Fprintf(w, "  below the %s winners/s the capacity shards take at the peak: the event decides the smaller, so its winners wait longer than the settle delay "+
+			"(the line grows by about %s a second while the peak lasts)\n",
+			formatInt(int(p.WinnersPerSecond)), formatInt(int(p.WinnersPerSecond-b.WinnersPerSecond)))
+	} else {
+		fmt.Fprintf(w, "  above the peak's %s winners/s: the admission keeps up with the peak\n", formatInt(int(p.WinnersPerSecond)))
+	}
+	fmt.Fprintf(w, "  its record: each worker with deliveries waiting on it reads it every 25 ms, strongly consistent, %d RCU, on the event's partition key EVENT#<eventId>: "+
+		"%s RCU/s a worker; that key's 3,000 RCU/s takes at most about %d such workers\n", b.RecordRCU, formatFloat(b.RecordRCUPerWorker), b.MaxWorkers)
+	fmt.Fprintf(w, "  its line: while deliveries wait and no wave is full, a Query of each index shard every 25 ms: %s Queries/s on GSI2\n",
+		formatInt(int(b.LineQueriesPerSecond)))
+}
+
+// rankedJSON is plan -ranked's bound in -json.
+type rankedJSON struct {
+	WaveSize             int     `json:"waveSize"`
+	RoundTripsPerWave    int     `json:"roundTripsPerWave"`
+	CallLatencyMs        float64 `json:"callLatencyMs"`
+	WinnersPerSecond     float64 `json:"winnersPerSecond"`
+	BelowPeak            bool    `json:"belowPeak"` // the admission decides fewer winners a second than the plan's peak
+	LineQueriesPerSecond float64 `json:"lineQueriesPerSecond"`
+	RecordRCU            int     `json:"recordRcu"`
+	RecordRCUPerWorker   float64 `json:"recordRcuPerWorker"`
+	MaxWorkers           int     `json:"maxWorkers"`
+}
+
+func newRankedJSON(p *spikeplan.Plan, b *asyncevent.RankedBound) *rankedJSON {
+	if b == nil {
+		return nil
+	}
+	return &rankedJSON{
+		WaveSize: b.WaveSize, RoundTripsPerWave: b.RoundTrips, CallLatencyMs: float64(b.CallLatency) / float64(time.Millisecond),
+		WinnersPerSecond: b.WinnersPerSecond, BelowPeak: b.WinnersPerSecond < p.WinnersPerSecond,
+		LineQueriesPerSecond: b.LineQueriesPerSecond, RecordRCU: b.RecordRCU, RecordRCUPerWorker: b.RecordRCUPerWorker, MaxWorkers: b.MaxWorkers,
+	}
 }
 
 // writeLimits prints what holds the drop beyond warm throughput: the on-demand quota
@@ -155,6 +228,8 @@ func writeLimits(w io.Writer, table string, p *spikeplan.Plan) {
 type planJSON struct {
 	Plan  planFigures               `json:"plan"`
 	Short map[string]throughputJSON `json:"short"`
+	// Ranked is the bound of a ranked admission (-ranked).
+	Ranked *rankedJSON `json:"ranked,omitempty"`
 }
 
 type planFigures struct {

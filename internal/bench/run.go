@@ -40,6 +40,13 @@ type Config struct {
 	// Default: N/5; negative: none.
 	Warmup int
 
+	// LatencyClicks is how many clicks the latency run plays on each of its two
+	// events (Ranked.Latency), after the rounds. Default: N; negative: no latency
+	// run.
+	LatencyClicks int
+	// LatencyRate is the latency run's clicks a second. Default: DefaultLatencyRate.
+	LatencyRate float64
+
 	// RunID prefixes the event IDs, so that runs on one table do not meet.
 	// Default: the start time.
 	RunID string
@@ -90,6 +97,9 @@ type Report struct {
 	Store *Flow `json:"store,omitempty"`
 	// Holds is the flows of an event with holds, measured on the library only.
 	Holds *Holds `json:"holds,omitempty"`
+	// Ranked is the flow of a ranked event's winners (FlowWorkerWinRanked) against
+	// the baseline and against the library's standard mode, and the latency run.
+	Ranked *Ranked `json:"ranked,omitempty"`
 }
 
 // Flow is one flow measured on both sides.
@@ -139,6 +149,12 @@ func (c *Config) setDefaults() {
 	if c.Warmup == 0 {
 		c.Warmup = c.N / 5
 	}
+	if c.LatencyClicks == 0 {
+		c.LatencyClicks = c.N
+	}
+	if c.LatencyRate <= 0 {
+		c.LatencyRate = DefaultLatencyRate
+	}
 	if c.RunID == "" {
 		c.RunID = fmt.Sprintf("bench%d", time.Now().UnixMilli())
 	}
@@ -163,9 +179,12 @@ type side struct {
 
 type measured struct {
 	opsPerSec []float64
-	ops       int
-	counts    metered.Counts
-	sends     int64
+	// decidedPerSec is, per round, the winners over the time from the flow's start
+	// to the last winner's decision (finishedAt), where a flow records it.
+	decidedPerSec []float64
+	ops           int
+	counts        metered.Counts
+	sends         int64
 }
 
 // Run measures the flows on both sides, interleaved: in each round every flow runs on
@@ -173,11 +192,15 @@ type measured struct {
 // round), with N operations each. A round is, per side: a FIRST_COME event with
 // capacity N; N new participations from Clients concurrent callers; N repeat clicks of
 // the same users; the N messages processed by Workers concurrent workers (all win, and
-// the event is sold out); then N more users, whose messages are processed by a worker
+// the event is sold out); the same on a ranked event of the library's
+// (FlowWorkerWinRanked, Report.Ranked; the baseline's raw winner flow again on its
+// side), on N users of its own; then N more users, whose messages are processed by a worker
 // that has already seen the event sold out (one message first, unmeasured); on the
 // library only, the same on an event with holds, then its holds confirmed, released
 // and expired and their seats handed on to the waitlist (Report.Holds; workerHolds
-// says how); last, the store calibration FlowStoreTransaction (Report.Store).
+// says how); last, the store calibration FlowStoreTransaction (Report.Store). After
+// the rounds, the latency run (Report.Ranked.Latency): Config.LatencyClicks clicks
+// at LatencyRate on a standard event, then on a ranked one, against a running worker.
 //
 // The library's winners are processed by an asyncevent.Worker; its sold-out messages by
 // an asyncevent.Processor driven like the baseline's loop, since only a processor that
@@ -227,7 +250,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("round %d: %w", r+1, err)
 		}
 	}
-	return report(cfg, lib, raw), nil
+	rep := report(cfg, lib, raw)
+	if cfg.LatencyClicks > 0 && rep.Ranked != nil {
+		lat, err := measureRankedLatency(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		rep.Ranked.Latency = lat
+	}
+	return rep, nil
 }
 
 // runRoundPair runs one round on both sides, flow by flow.
@@ -277,13 +308,18 @@ func newRoundState(ctx context.Context, cfg Config, sd *side, round string, n in
 	st := &roundState{n: n, eventID: fmt.Sprintf("%s-%s-%s", cfg.RunID, round, sd.name), winners: newQueue(), losers: newQueue()}
 	ec := asyncevent.EventSettings{EventID: st.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(n)}
 	if sd.name == "lib" {
-		// The library's shard holds a 12-byte token per winner: at most 64 seats a
-		// shard keep each claim at 1 WCU (asyncevent.MaxSeatsPerShard's doc). The
-		// baseline's CAPACITY item holds a count only.
-		ec.CapacityShards = min((n+seatsPerShard-1)/seatsPerShard, ShardedSeats)
+		ec.CapacityShards = libCapacityShards(n)
 	}
 	_, err := sd.client.CreateEvent(ctx, ec)
 	return st, err
+}
+
+// libCapacityShards is the capacity shards of the library's event of n seats. The
+// library's shard holds a 12-byte token per winner: at most 64 seats a shard keep
+// each claim at 1 WCU (asyncevent.MaxSeatsPerShard's doc). The baseline's CAPACITY
+// item holds a count only.
+func libCapacityShards(n int) int {
+	return min((n+seatsPerShard-1)/seatsPerShard, ShardedSeats)
 }
 
 // ShardedSeats is the seats, and the capacity shards, of FlowWorkerSoldOutSharded's
@@ -296,12 +332,18 @@ const seatsPerShard = 64
 
 type step func(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error
 
-var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerSoldOut, workerSoldOutSharded, workerHolds, storeTransaction}
+var steps = []step{ingestNew, ingestDup, ingestRepeat, workerWin, workerWinRanked, workerSoldOut, workerSoldOutSharded, workerHolds, storeTransaction}
 
 // measure runs f, which does ops operations, and records its throughput and costs
 // under flow.
 func measure(sd *side, flow string, q *CountingQueue, ops int, record bool, f func() error) error {
-	before := sd.counter.Snapshot()
+	return measureOn(sd, sd.counter, flow, q, ops, record, f)
+}
+
+// measureOn is measure with the costs counted on counter: a flow whose client is
+// counted apart.
+func measureOn(sd *side, counter *metered.Counter, flow string, q *CountingQueue, ops int, record bool, f func() error) error {
+	before := counter.Snapshot()
 	var sendsBefore int64
 	if q != nil {
 		sendsBefore = q.Sends()
@@ -321,7 +363,7 @@ func measure(sd *side, flow string, q *CountingQueue, ops int, record bool, f fu
 	}
 	m.opsPerSec = append(m.opsPerSec, float64(ops)/elapsed.Seconds())
 	m.ops += ops
-	m.counts = m.counts.Add(sd.counter.Snapshot().Sub(before))
+	m.counts = m.counts.Add(counter.Snapshot().Sub(before))
 	if q != nil {
 		m.sends += q.Sends() - sendsBefore
 	}
@@ -404,23 +446,12 @@ type outcomes struct{ done, won atomic.Int64 }
 
 func workerWin(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
 	var out outcomes
+	start := time.Now()
 	err := measure(sd, FlowWorkerWin, nil, st.n, record, func() error {
 		if sd.name == "raw" {
 			return drain(ctx, memory(st.winners), cfg.Workers, rawHandler(sd, &out))
 		}
-		w, err := asyncevent.NewWorker(sd.client, st.winners, asyncevent.WorkerOptions{
-			Concurrency: cfg.Workers, WaitTime: 50 * time.Millisecond,
-			HoldSweepEvery: -1, // no holds here; the table's other events' sweeps are not this flow's
-			ProcessOptions: asyncevent.ProcessOptions{OnOutcome: libOutcome(&out)},
-		})
-		if err != nil {
-			return err
-		}
-		if err := w.Start(ctx); err != nil {
-			return err
-		}
-		werr := waitEmpty(ctx, memory(st.winners))
-		return errors.Join(werr, w.Stop(ctx))
+		return workUntilEmpty(ctx, cfg, sd.client, st.winners, &out)
 	})
 	if err != nil {
 		return err
@@ -428,7 +459,28 @@ func workerWin(ctx context.Context, cfg Config, sd *side, st *roundState, record
 	if got := out.won.Load(); got != int64(st.n) {
 		return fmt.Errorf("%s: %d winners of %d messages, want all", FlowWorkerWin, got, st.n)
 	}
-	return nil
+	if sd.name == "raw" {
+		return nil
+	}
+	return recordDecided(ctx, sd, sd.client, FlowWorkerWin, st, start, record) // beside the ranked flow's
+}
+
+// workUntilEmpty runs an asyncevent.Worker of cfg.Workers on client over q, which
+// receives no more messages, until q is empty.
+func workUntilEmpty(ctx context.Context, cfg Config, client *asyncevent.Client, q *CountingQueue, out *outcomes) error {
+	w, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{
+		Concurrency: cfg.Workers, WaitTime: 50 * time.Millisecond,
+		HoldSweepEvery: -1, // no holds here; the table's other events' sweeps are not this flow's
+		ProcessOptions: asyncevent.ProcessOptions{OnOutcome: libOutcome(out)},
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	werr := waitEmpty(ctx, memory(q))
+	return errors.Join(werr, w.Stop(ctx))
 }
 
 func workerSoldOut(ctx context.Context, cfg Config, sd *side, st *roundState, record bool) error {
@@ -635,6 +687,7 @@ func report(cfg Config, lib, raw *side) *Report {
 		r.Flows = append(r.Flows, f)
 	}
 	r.Holds = holdsReport(lib)
+	r.Ranked = rankedReport(lib, raw)
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
@@ -82,4 +83,41 @@ func TestRunMeasuresBothSides(t *testing.T) {
 	assert.Equal(t, 0.0, sharded.Library.PerOp.CapacityWrites)
 
 	checkHolds(t, r.Holds, 20*2)
+	checkRanked(t, r.Ranked, 20*2)
+}
+
+// checkRanked checks the ranked flow of a run of ops winners in all and its
+// latency run (Config.LatencyClicks defaults to N).
+func checkRanked(t *testing.T, k *bench.Ranked, ops int) {
+	t.Helper()
+	require.NotNil(t, k)
+	assert.Equal(t, bench.FlowWorkerWinRanked, k.Flow.Name)
+	assert.Equal(t, ops, k.Flow.Library.Ops)
+	assert.Equal(t, ops, k.Flow.Baseline.Ops)
+	assert.Positive(t, k.Flow.Ratio)
+	assert.Positive(t, k.VersusStandard)
+	assert.Positive(t, k.DecidedPerSec)
+	assert.Positive(t, k.StandardDecidedPerSec)
+	// The raw winner flow, as FlowWorkerWin's baseline.
+	assert.Equal(t, 3.0, k.Flow.Baseline.PerOp.DynamoDBCalls)
+	// A ranked winner is a standard one's seat and SUCCEEDED, decided by the
+	// admission, whose record each wave reads and writes and whose line it queries.
+	assert.InDelta(t, 1.0, k.Flow.Library.PerOp.CapacityWrites, 0.35)
+	assert.Positive(t, k.ReadsPerOp[entity.Admission], "the record read")
+	assert.Positive(t, k.WritesPerOp[entity.Admission], "the waves written on the record")
+	assert.Positive(t, k.QueriesPerOp, "the line read from GSI2")
+	assert.GreaterOrEqual(t, k.ReadsPerOp[entity.Request], 1.0, "each delivery reads its request once decided")
+	assert.Positive(t, k.Extra.Reads)
+
+	l := k.Latency
+	require.NotNil(t, l)
+	assert.Equal(t, 20, l.Standard.Decided)
+	assert.Equal(t, 20, l.Ranked.Decided)
+	assert.Equal(t, 100.0, l.SettleMs)
+	assert.Equal(t, 25.0, l.TickMs)
+	// No ranked request is decided before its settle delay has passed since its
+	// queuedAt (by the one clock of this machine).
+	assert.GreaterOrEqual(t, l.Ranked.MedianMs, l.SettleMs)
+	assert.LessOrEqual(t, l.Ranked.MedianMs, l.Ranked.P95Ms)
+	assert.LessOrEqual(t, l.Ranked.P95Ms, l.Ranked.MaxMs)
 }
