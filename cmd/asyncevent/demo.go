@@ -31,6 +31,7 @@ type demoOptions struct {
 	lotteryEntries int
 	lotteryWinners int
 	skipLottery    bool
+	ranked         bool
 	report         string
 	seed           uint64
 	sqs            sqsFlags
@@ -71,6 +72,7 @@ func demoCmd() *command {
 			fs.IntVar(&o.lotteryEntries, "lottery-entries", defaultDemoEntries, "users entering the lottery")
 			fs.IntVar(&o.lotteryWinners, "lottery-winners", defaultDemoWinners, "lottery winners `K`")
 			fs.BoolVar(&o.skipLottery, "skip-lottery", false, "run the first-come event only")
+			fs.BoolVar(&o.ranked, "ranked", false, "decide the first-come event by rank (Admission: AdmissionRanked): no late winner, promised")
 			fs.StringVar(&o.report, "report", "", "also write a self-contained HTML report to this `file`")
 			fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order and of the fates of the holds (default: random)")
 			o.holds.register(fs)
@@ -485,12 +487,20 @@ func (d *demo) run(ctx context.Context) (*demoReport, error) {
 	return rep, nil
 }
 
+// admissionOf is the first-come event's admission.
+func admissionOf(ranked bool) asyncevent.Admission {
+	if ranked {
+		return asyncevent.AdmissionRanked
+	}
+	return asyncevent.AdmissionProcessing
+}
+
 func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 	o := d.o
 	eventID := "demo-first-come-" + d.runID
 	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: eventID, EventType: asyncevent.FirstCome, Name: "Demo: the first " + formatInt(o.capacity) + " win",
-		CapacityTotal: int64(o.capacity),
+		CapacityTotal: int64(o.capacity), Admission: admissionOf(o.ranked),
 	}); err != nil {
 		return nil, err
 	}
@@ -587,7 +597,7 @@ func (d *demo) firstComeReport(ctx context.Context, sp *spikeRun) (*firstComeRep
 		Winners: st.ByStatus[asyncevent.StatusSucceeded], ExpectedWinners: min(o.capacity, newN),
 		CapacityRemaining: st.CapacityRemaining,
 		Stats:             statsOf(st), fairness: st.Fairness, queueWait: st.QueueWait, processing: st.Processing,
-		Inversions: st.Fairness.Inversions, LateWinners: st.Fairness.LateWinners, StrictOrder: d.strictOrder,
+		Inversions: st.Fairness.Inversions, LateWinners: st.Fairness.LateWinners, StrictOrder: d.strictOrder, Ranked: o.ranked,
 		Latency: latencyOf(all), NewLatency: latencyOf(c.newLat), DupLatency: latencyOf(c.dupLat),
 		IngestSeconds: sp.ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
 		PerParticipation: costOf(c.newCost, newN, int(sp.sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),

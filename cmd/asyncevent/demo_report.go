@@ -49,11 +49,13 @@ type firstComeReport struct {
 	ExpectedWinners int `json:"expectedWinners"` // min(capacity, new participations)
 	// Inversions counts the requests rejected while one queued after them won a seat,
 	// LateWinners the winners queued after a request that was rejected: the losers
-	// and the winners of the same pairs, zero together. A standard queue allows
-	// some; strict order (StrictOrder) promises none.
+	// and the winners of the same pairs, zero together. Processing order allows some,
+	// on a FIFO queue too (StrictOrder: it keeps send order, not queuedAt's); a ranked
+	// admission (Ranked) promises none.
 	Inversions        int       `json:"inversions"`
 	LateWinners       int       `json:"lateWinners"`
 	StrictOrder       bool      `json:"strictOrder"` // a FIFO queue: one message group per event
+	Ranked            bool      `json:"ranked"`      // the event's admission is ranked
 	CapacityRemaining int64     `json:"capacityRemaining"`
 	Stats             statsJSON `json:"stats"`
 
@@ -187,8 +189,8 @@ func (r *demoReport) failure() error {
 		if fc.IngestErrors > 0 {
 			errs = append(errs, fmt.Errorf("first-come: %d clicks failed, the first: %s", fc.IngestErrors, fc.FirstIngestError))
 		}
-		if fc.StrictOrder && fc.Inversions > 0 {
-			errs = append(errs, fmt.Errorf("first-come: %s of queue order on a FIFO queue, which promises none", inversions(fc.Inversions)))
+		if fc.Ranked && fc.LateWinners > 0 {
+			errs = append(errs, fmt.Errorf("first-come: %d late winners in a ranked admission, which promises none", fc.LateWinners))
 		}
 	}
 	if h := r.Holds; h != nil {
@@ -221,7 +223,7 @@ func (r *demoReport) verdict() string {
 	if fc == nil || fc.Inversions == 0 {
 		return "every promise held"
 	}
-	return fmt.Sprintf("the promises held; %s of queue order, which a standard queue allows and this report counts (strict order needs a FIFO queue)",
+	return fmt.Sprintf("the promises held; %s of queue order, which processing order allows and this report counts (a ranked admission, -ranked, decides by rank)",
 		inversions(fc.Inversions))
 }
 

@@ -75,7 +75,7 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	} {
 		assert.Regexp(t, `(?m)^`+line+`$`, out)
 	}
-	verdict := `(every promise held|the promises held; [\d,]+ inversions? of queue order, which a standard queue allows and this report counts \(strict order needs a FIFO queue\))`
+	verdict := `(every promise held|the promises held; [\d,]+ inversions? of queue order, which processing order allows and this report counts \(a ranked admission, -ranked, decides by rank\))`
 	assert.Regexp(t, `(?m)^verdict: `+verdict+`$`, out)
 
 	// Progress on stderr, as plain lines: stderr is not a terminal here.
@@ -97,19 +97,22 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 }
 
 // The verdict holds the report to what the library promises: inversions of queue
-// order are named, never promised away, and fail it only in strict order.
+// order are named, never promised away, and fail it only in a ranked admission.
 func TestDemoVerdictNamesInversions(t *testing.T) {
 	t.Parallel()
-	report := func(inversions int, strict bool) *demoReport {
-		return &demoReport{FirstCome: &firstComeReport{Winners: 5, ExpectedWinners: 5, Inversions: inversions, StrictOrder: strict}}
+	report := func(inversions int, ranked bool) *demoReport {
+		return &demoReport{FirstCome: &firstComeReport{Winners: 5, ExpectedWinners: 5, Inversions: inversions, LateWinners: min(inversions, 1), Ranked: ranked}}
 	}
 	assert.Equal(t, "every promise held", report(0, false).verdict())
 	assert.NoError(t, report(0, true).failure())
 
 	standard := report(3, false)
-	assert.NoError(t, standard.failure(), "a standard queue promises no order")
+	assert.NoError(t, standard.failure(), "processing order promises no order")
 	assert.NotContains(t, standard.verdict(), "every promise held")
-	assert.Contains(t, standard.verdict(), "3 inversions of queue order, which a standard queue allows")
+	assert.Contains(t, standard.verdict(), "3 inversions of queue order, which processing order allows")
+	fifo := report(3, false)
+	fifo.FirstCome.StrictOrder = true
+	assert.NoError(t, fifo.failure(), "a FIFO queue keeps send order, not queuedAt's: no promise either")
 
 	// The fairness line counts the losers and the winners of the same pairs: three
 	// losers queued before one winner.
@@ -119,7 +122,7 @@ func TestDemoVerdictNamesInversions(t *testing.T) {
 
 	strict := report(1, true)
 	require.Error(t, strict.failure())
-	assert.Contains(t, strict.verdict(), "1 inversion of queue order on a FIFO queue, which promises none")
+	assert.Contains(t, strict.verdict(), "1 late winners in a ranked admission, which promises none")
 	var page bytes.Buffer
 	require.NoError(t, renderHTML(&page, strict))
 	assert.Contains(t, page.String(), `<p class="verdict bad">`)
