@@ -170,6 +170,13 @@ type createEventBody struct {
 	// (asyncevent.EventSettings.HoldFor): 0 or absent is none, else MinHoldFor to
 	// MaxHoldFor in seconds, which CreateEvent checks.
 	HoldForSeconds int64 `json:"holdForSeconds"`
+
+	// Admission, of a FIRST_COME event, is "RANKED" to decide its winners by rank
+	// (asyncevent.EventSettings.Admission AdmissionRanked), absent or "" for
+	// processing order; RankSettleMs its settle delay in milliseconds (absent or 0:
+	// asyncevent.DefaultRankSettle), which CreateEvent checks.
+	Admission    asyncevent.Admission `json:"admission"`
+	RankSettleMs int64                `json:"rankSettleMs"`
 }
 
 // maxPeakClicksPerSecond bounds the peak given to asyncevent.EventSettings.ShardForPeak:
@@ -202,6 +209,11 @@ func (b createEventBody) config() (asyncevent.EventSettings, error) {
 			b.HoldForSeconds, int64(asyncevent.MinHoldFor/time.Second), int64(asyncevent.MaxHoldFor/time.Second)))
 	}
 	cfg.HoldFor = time.Duration(b.HoldForSeconds) * time.Second
+	if b.RankSettleMs < 0 || b.RankSettleMs > int64(asyncevent.MaxRankSettle/time.Millisecond) {
+		return cfg, newHTTPError(http.StatusBadRequest, CodeInvalidEvent, fmt.Sprintf("rankSettleMs %d: want 0 (the default) or %d to %d",
+			b.RankSettleMs, asyncevent.MinRankSettle.Milliseconds(), asyncevent.MaxRankSettle.Milliseconds()))
+	}
+	cfg.Admission, cfg.RankSettle = b.Admission, time.Duration(b.RankSettleMs)*time.Millisecond
 	switch peak := b.PeakClicksPerSecond; {
 	case peak < 0 || math.IsNaN(peak) || math.IsInf(peak, 0):
 		return cfg, newHTTPError(http.StatusBadRequest, CodeInvalidEvent,
@@ -253,6 +265,11 @@ type EventView struct {
 	// payment; absent without holds.
 	HoldForSeconds int64 `json:"holdForSeconds,omitempty"`
 
+	// Admission is "RANKED" for a FIRST_COME event that decides its winners by rank,
+	// with its settle delay; both absent for processing order.
+	Admission    asyncevent.Admission `json:"admission,omitempty"`
+	RankSettleMs int64                `json:"rankSettleMs,omitempty"`
+
 	// FIRST_COME: the capacity item, read with the event. LOTTERY: the draw record
 	// (its seed appears once the draw has started).
 	Capacity *CapacityView `json:"capacity,omitempty"`
@@ -282,6 +299,13 @@ func newEventView(e *asyncevent.Event, now time.Time) EventView {
 		ClosedAt:        Timestamp(e.ClosedAt),
 		IndexShards:     max(e.IndexShards, 1),
 		HoldForSeconds:  int64(e.HoldFor / time.Second),
+		Admission:       e.Admission,
+	}
+	if e.Admission == asyncevent.AdmissionRanked {
+		v.RankSettleMs = e.RankSettle.Milliseconds()
+		if v.RankSettleMs == 0 {
+			v.RankSettleMs = asyncevent.DefaultRankSettle.Milliseconds()
+		}
 	}
 	if e.EventType == asyncevent.FirstCome {
 		v.CapacityShards = max(e.CapacityShards, 1)

@@ -651,6 +651,31 @@ func TestEventCreateWithHolds(t *testing.T) {
 	assert.Equal(t, exitFailure, code, "no event was created")
 }
 
+func TestEventCreateRanked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.ok(t, "table", "create")
+
+	var ev eventJSON
+	f.json(t, &ev, "event", "create", "sale", "-capacity", "3", "-ranked", "-rank-settle", "200ms")
+	assert.Equal(t, "RANKED", ev.Config["admission"])
+	assert.EqualValues(t, 200*time.Millisecond, ev.Config["rankSettle"], "stored as Go stores a time.Duration: nanoseconds")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-capacity", "3", "-ranked", "-rank-settle", "1ms"}, "rankSettle 1ms"},
+		{[]string{"-capacity", "3", "-rank-settle", "200ms"}, "rankSettle is for a ranked admission"},
+		{[]string{"-type", "lottery", "-winners", "1", "-cutoff", "+1h", "-ranked"}, "-ranked: only for a FIRST_COME event"},
+	} {
+		_, errOut, code := f.run(t, append([]string{"event", "create", "bad"}, tc.args...)...)
+		assert.NotEqual(t, exitOK, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+	_, _, code := f.run(t, "event", "get", "bad")
+	assert.Equal(t, exitFailure, code, "no event was created")
+}
+
 // A sale with holds seen from the CLI: a HELD request with the time left on its hold,
 // a WAITLISTED one; a confirm, a release, a confirm too late and one twice; the
 // release's seat handed on by the hold sweep; the holds in the stats.

@@ -72,6 +72,8 @@ type eventCreateOptions struct {
 	indexShards, capacityShards      int
 	peak                             float64
 	holdFor                          time.Duration
+	ranked                           bool
+	rankSettle                       time.Duration
 	starts, ends, cutoff, announceAt timeFlag
 	prequeue                         timeFlag
 }
@@ -82,6 +84,8 @@ func (o *eventCreateOptions) register(fs *flag.FlagSet) {
 	fs.Int64Var(&o.capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
 	fs.DurationVar(&o.holdFor, "hold-for", 0, "FIRST_COME: hold each seat won for `DURATION` ("+asyncevent.MinHoldFor.String()+" to "+asyncevent.MaxHoldFor.String()+
 		") until 'asyncevent request confirm' (paid); a release or the hold's expiry gives it to the earliest WAITLISTED request. 0: no holds, a seat won is SUCCEEDED")
+	fs.BoolVar(&o.ranked, "ranked", false, "FIRST_COME: decide the winners by rank (queuedAt, requestId), a settle delay behind now, instead of in processing order: no request wins while one ranked before it was refused")
+	fs.DurationVar(&o.rankSettle, "rank-settle", 0, "FIRST_COME with -ranked: how far behind now the line is read (default "+asyncevent.DefaultRankSettle.String()+"; "+asyncevent.MinRankSettle.String()+" to "+asyncevent.MaxRankSettle.String()+")")
 	fs.Int64Var(&o.winners, "winners", 0, "LOTTERY: the number of winners `K`")
 	fs.Var(&o.cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later. "+
 		"The seed is sealed by the secret in "+envDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
@@ -162,7 +166,7 @@ func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asy
 	cfg := asyncevent.EventSettings{
 		EventID: eventID, EventType: et, Name: o.name,
 		StartsAt: o.starts.at, EndsAt: o.ends.at, PrequeueOpensAt: o.prequeue.at,
-		CapacityTotal: o.capacity, WinnerCount: o.winners, HoldFor: o.holdFor,
+		CapacityTotal: o.capacity, WinnerCount: o.winners, HoldFor: o.holdFor, Admission: admissionOf(o.ranked), RankSettle: o.rankSettle,
 		LotteryCutoffAt: o.cutoff.at, AnnounceAt: o.announceAt.at,
 		IndexShards: o.indexShards, CapacityShards: o.capacityShards,
 	}
@@ -195,7 +199,7 @@ func typeFlagsAgree(fs *flag.FlagSet, et asyncevent.EventType) error {
 			if et != asyncevent.Lottery {
 				wrong = append(wrong, "-"+f.Name)
 			}
-		case "capacity", "hold-for":
+		case "capacity", "hold-for", "ranked", "rank-settle":
 			if et != asyncevent.FirstCome {
 				wrong = append(wrong, "-"+f.Name)
 			}
