@@ -586,11 +586,15 @@
 //	         leaseExpiresAt = :leaseExpiresAt
 //	admission: wave                Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
-//	    set  ADD waves 1 SET through = :through, wave = :wave, leaseExpiresAt = :leaseExpiresAt
+//	    set  ADD waves 1 SET through = :through, wave = :wave, waveDone = false,
+//	         leaseExpiresAt = :leaseExpiresAt
 //	admission: wave (late)         Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
 //	    set  ADD waves 1 DELETE late :late SET through = :through, wave = :wave,
-//	         leaseExpiresAt = :leaseExpiresAt
+//	         waveDone = false, leaseExpiresAt = :leaseExpiresAt
+//	admission: wave decided        Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    set  SET waveDone = true
 //	admission: late arrival        Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   refusing = false
 //	    set  ADD late :late

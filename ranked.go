@@ -95,6 +95,7 @@ const initialThrough = prefixQueued + sep
 const (
 	attrThrough  = "through"
 	attrWave     = "wave"
+	attrWaveDone = "waveDone"
 	attrWaves    = "waves"
 	attrRefusing = "refusing"
 	attrLate     = "late"
@@ -114,9 +115,11 @@ type admissionItem struct {
 	// Through is the GSI2SK of the last request the admission has passed: every
 	// request ranked at or before it is decided, or is in Wave, or is a late arrival.
 	Through string `dynamodbav:"through"`
-	// Wave names the requests of the latest wave, which are decided before the next.
-	Wave  []string `dynamodbav:"wave"`
-	Waves int64    `dynamodbav:"waves"`
+	// Wave names the requests of the latest wave, which are decided before the next;
+	// WaveDone records that they are.
+	Wave     []string `dynamodbav:"wave"`
+	WaveDone bool     `dynamodbav:"waveDone"`
+	Waves    int64    `dynamodbav:"waves"`
 	// Refusing: the admission found no seat left once every wave was decided; every
 	// request not decided is then refused by the worker that meets it.
 	Refusing bool `dynamodbav:"refusing"`
@@ -147,8 +150,12 @@ var (
 	}
 	admissionWaveRow = row{
 		name: "admission: wave", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
-		sets: []set{setTo(attrThrough, pThrough), setTo(attrWave, pWave), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
+		sets: []set{setTo(attrThrough, pThrough), setTo(attrWave, pWave), setTo(attrWaveDone, false), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 		adds: []set{addTo(attrWaves, 1)},
+	}
+	admissionWaveDoneRow = row{
+		name: "admission: wave decided", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
+		sets: []set{setTo(attrWaveDone, true)},
 	}
 	// The wave that takes late arrivals takes them out of the late set too.
 	admissionLateWaveRow = row{
@@ -182,6 +189,10 @@ type admission struct {
 	running bool
 	rec     *admissionItem // as last read or written; nil before the first read
 	changed chan struct{}  // closed when rec changes
+
+	// left, the loop's own: the seats left as last read strongly consistent, less
+	// the requests of the waves decided since under this lease; -1 when not known.
+	left int64
 }
 
 // admissionOf returns the process's admission of a ranked event.
@@ -328,7 +339,14 @@ func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery,
 	for {
 		rec, changed := a.view()
 		tick := (<-chan time.Time)(nil)
-		if rec != nil && (rec.Refusing || rank <= rec.Through) {
+		inWave := rec != nil && slices.Contains(rec.Wave, m.RequestID)
+		switch {
+		case inWave && rec.WaveDone:
+			// Its wave is recorded decided: the admission decided it.
+			return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}, true, false
+		case inWave:
+			// Its wave is being decided: wait for the record to say so.
+		case rec != nil && (rec.Refusing || rank <= rec.Through):
 			// Passed, being decided, or refused: the request itself says which.
 			r, res, done := look()
 			if done {
@@ -359,8 +377,8 @@ func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery,
 				}
 				asked = true
 			}
-			// In the wave being decided, or waiting for the next: the request is
-			// read again each tick (a wave's end is not written on the record).
+			// Waiting for the next wave (a late arrival): the request is read
+			// again each tick.
 			tick = time.After(rankTick)
 		}
 		select {
@@ -388,9 +406,9 @@ func decidedResult(r *storedRequest) result {
 func (a *admission) run(ctx context.Context) {
 	log := a.p.opts.Logger.With(slog.String("eventId", a.cfg.EventID))
 	since := time.Now()
-	decided := "" // the watermark of the last wave this process decided
+	a.left = -1
 	for !a.idle(&since) {
-		full, err := a.step(ctx, &decided)
+		full, err := a.step(ctx)
 		if err != nil {
 			log.WarnContext(ctx, "ranked admission", slog.Any("error", err))
 		}
@@ -402,43 +420,50 @@ func (a *admission) run(ctx context.Context) {
 
 // step reads the record and, holding the lease, decides the next wave. It reports
 // whether the line read was full (more to read at once).
-func (a *admission) step(ctx context.Context, decided *string) (full bool, err error) {
+func (a *admission) step(ctx context.Context) (full bool, err error) {
 	c := a.p.c
 	rec, err := a.read(ctx)
 	if err != nil {
 		return false, err
 	}
-	if rec.Through == *decided {
-		rec.Wave = nil // decided here: every request of it is final
-	}
 	a.publish(rec)
 	now := c.now()
 	if rec.Refusing || rec.Owner != a.owner && rec.Owner != "" && rec.LeaseExpiresAt > now {
+		a.left = -1
 		return false, nil
 	}
 	if rec.Owner != a.owner || rec.LeaseExpiresAt-now < EpochMillis(admissionLease.Milliseconds()/2) {
+		if rec.Owner != a.owner {
+			a.left = -1 // another process may have decided waves since
+		}
 		if err := a.write(ctx, &admissionLeaseRow, args{pNow: now, pLeaseOwner: a.owner, pLeaseExpiresAt: now + EpochMillis(admissionLease.Milliseconds())}); err != nil {
 			return false, ignoreLost(err)
 		}
 		return true, nil // read the record as written
 	}
-	if len(rec.Wave) > 0 {
+	if len(rec.Wave) > 0 && !rec.WaveDone {
 		// A wave written and not known decided (this process crashed, or another
 		// one's lease ran out): decide it before any other.
-		if err := a.resume(ctx, rec.Wave); err != nil {
+		wave, _, err := a.undecided(ctx, rec.Wave, len(rec.Wave))
+		if err != nil {
 			return false, err
 		}
-		*decided = rec.Through
-		return true, nil
+		return true, a.finish(ctx, rec, wave)
 	}
-	left, err := c.seatsLeft(ctx, a.cfg)
-	if err != nil {
-		return false, err
+	// The seats left: read strongly consistent when not known, and again before the
+	// admission refuses; in between, those read less the requests of the waves since
+	// (nothing else takes a seat before the record says refusing: seats added or
+	// given back only add), a count never above the seats left.
+	if a.left <= 0 {
+		if a.left, err = c.seatsLeft(ctx, a.cfg); err != nil {
+			a.left = -1
+			return false, err
+		}
 	}
-	if left <= 0 {
+	if a.left <= 0 {
 		return false, ignoreLost(a.write(ctx, &admissionRefusingRow, args{pLeaseOwner: a.owner, pThroughAsRead: rec.Through, pWave: []string{}}))
 	}
-	size := int(min(left, int64(waveSize(c))))
+	size := int(min(a.left, int64(waveSize(c))))
 	// The late arrivals first: they are ranked before everything the line holds.
 	wave, taken, err := a.lateArrivals(ctx, rec.Late, size)
 	if err != nil {
@@ -472,28 +497,35 @@ func (a *admission) step(ctx context.Context, decided *string) (full bool, err e
 		waveRow, v[pLate] = &admissionLateWaveRow, setOf[string](taken)
 	}
 	if err := a.write(ctx, waveRow, v); err != nil {
+		a.left = -1
 		return false, ignoreLost(err)
 	}
-	a.publish(&admissionItem{EntityType: entity.Admission, Through: through, Wave: ids, Owner: a.owner, LeaseExpiresAt: rec.LeaseExpiresAt})
+	rec = &admissionItem{EntityType: entity.Admission, Through: through, Wave: ids, Owner: a.owner, LeaseExpiresAt: rec.LeaseExpiresAt}
+	a.publish(rec)
+	return full, a.finish(ctx, rec, wave)
+}
+
+// finish decides the undecided requests of rec's wave, then records the wave decided
+// ("admission: wave decided"), so that the deliveries waiting on its requests end
+// without reading them.
+func (a *admission) finish(ctx context.Context, rec *admissionItem, wave []drawEntry) error {
 	if err := a.decide(ctx, wave); err != nil {
-		return false, err
+		a.left = -1
+		return err
 	}
-	*decided = through
-	a.publish(&admissionItem{EntityType: entity.Admission, Through: through, Owner: a.owner, LeaseExpiresAt: rec.LeaseExpiresAt})
-	return full, nil
+	a.left -= int64(len(wave))
+	if err := a.write(ctx, &admissionWaveDoneRow, args{pLeaseOwner: a.owner, pThroughAsRead: rec.Through}); err != nil {
+		a.left = -1
+		return ignoreLost(err)
+	}
+	done := *rec
+	done.WaveDone = true
+	a.publish(&done)
+	return nil
 }
 
 // waveSize is the most requests an admission decides at once.
 func waveSize(c *Client) int { return 4 * c.opts.DrawConcurrency }
-
-// resume decides the requests of a recorded wave.
-func (a *admission) resume(ctx context.Context, ids []string) error {
-	wave, _, err := a.undecided(ctx, ids, len(ids))
-	if err != nil {
-		return err
-	}
-	return a.decide(ctx, wave)
-}
 
 // lateArrivals returns the first at most size late arrivals of the record's late
 // set not decided yet, and every ID of the set it took (decided ones too), which the

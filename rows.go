@@ -737,7 +737,7 @@ func rows() []*row {
 		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryNotDrawnRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow,
 		&statusLogRow, &createEventRow, &eventClosedRow, &eventPausedRow, &eventResumedRow, &endExtendedRow, &cutoffExtendedRow, &startExtendedRow, &holdEventEndRow, &drawNotBegunRow, &auditRow, &operationRow, &eventEntryRow, &eventEntryGoneRow,
 		&progressRow, &seatsAddedRow, &shardSeatsAddedRow, &poolMarkedRow, &poolSeatsAddedRow, &poolClaimRow, &poolSeatClosedRow, &cancelRow, &poolCancelledRow, &poolVersionRow, &drawFreezeRow, &eventDrawingRow, &entriesChunkRow, &drawEntriesRow, &drawAnnounceRow, &eventAnnouncedRow,
-		&admissionLeaseRow, &admissionWaveRow, &admissionLateWaveRow, &admissionLateRow, &admissionRefusingRow,
+		&admissionLeaseRow, &admissionWaveRow, &admissionLateWaveRow, &admissionWaveDoneRow, &admissionLateRow, &admissionRefusingRow,
 	}
 }
 
