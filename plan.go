@@ -94,11 +94,12 @@ type RankedBound struct {
 	// (64 by default), or the seats left if fewer.
 	WaveSize int
 	// RoundTrips is a wave's sequential round trips to DynamoDB, one after another:
-	// the record's read; the seats (the capacity shards, 10 at a time, then the pool
-	// of seats given back, which an event with holds does not read); the line (a
-	// Query per index shard, 10 at a time); the record's write; then the wave's
-	// claims all at once, each the seat and then SUCCEEDED (and, with holds, the
-	// PutItem of its Hold item). 7 on the design's single keys.
+	// the record's read; the line (a Query per index shard, 10 at a time); the
+	// record's write; the wave's claims all at once, each the seat and then
+	// SUCCEEDED (and, with holds, the PutItem of its Hold item); the record's "wave
+	// decided". 6 on the design's single keys. The seats left (the capacity shards,
+	// 10 at a time, then the pool) are read when the admission takes its lease and
+	// when the waves have spent what it read, not each wave.
 	RoundTrips int
 	// CallLatency is one call's latency the bound assumes.
 	CallLatency time.Duration
@@ -125,18 +126,17 @@ type RankedBound struct {
 // (IndexShards, CapacityShards, HoldFor) on c's options, each call taking
 // callLatency (10 ms on DynamoDB is a planning figure, not a measurement: DynamoDB
 // Local is no guide to DynamoDB's latency). At 10 ms on the design's single keys:
-// 64 ÷ (7 × 10 ms) ≈ 914 winners/s, and 40 RCU/s a worker, 75 workers on the
+// 64 ÷ (6 × 10 ms) ≈ 1,067 winners/s, and 40 RCU/s a worker, 75 workers on the
 // partition key. The CLI's plan -ranked prints it.
 func (c *Client) RankedBound(e EventSettings, callLatency time.Duration) RankedBound {
-	k, cs := max(e.IndexShards, 1), max(e.CapacityShards, 1)
-	pool := 1
+	k := max(e.IndexShards, 1)
 	claim := 2
 	if e.HoldFor > 0 {
-		pool, claim = 0, 3
+		claim = 3
 	}
 	b := RankedBound{
 		WaveSize:    waveSize(c),
-		RoundTrips:  1 + ceilDiv(cs, partitionReads) + pool + ceilDiv(k, partitionReads) + 1 + claim,
+		RoundTrips:  1 + ceilDiv(k, partitionReads) + 1 + claim + 1,
 		CallLatency: callLatency,
 	}
 	if callLatency > 0 {

@@ -148,9 +148,10 @@ func writeRanked(w io.Writer, p *spikeplan.Plan, b *asyncevent.RankedBound) {
 		return what
 	}
 	fmt.Fprintf(w, "ranked admission: one admission per event decides at most %d winners a wave, a wave %d round trips one after another "+
-		"(the record's read; the seats: %s, then the pool; the line: %s; the record's write; the wave's claims at once: the seat, then SUCCEEDED): "+
+		"(the record's read; the line: %s; the record's write; the wave's claims at once: the seat, then SUCCEEDED; the record's \"wave decided\"; "+
+		"the seats, %s and the pool, only when those counted off are spent): "+
 		"at %s a call about %d ÷ (%d × %s) = %s winners/s per event, whatever the workers\n",
-		b.WaveSize, b.RoundTrips, atATime(p.CapacityShards, pluralShards(p.CapacityShards)), atATime(p.IndexShards, fmt.Sprintf("a Query of each of %d index shards", p.IndexShards)),
+		b.WaveSize, b.RoundTrips, atATime(p.IndexShards, fmt.Sprintf("a Query of each of %d index shards", p.IndexShards)), atATime(p.CapacityShards, pluralShards(p.CapacityShards)),
 		formatDuration(b.CallLatency), b.WaveSize, b.RoundTrips, formatDuration(b.CallLatency), formatInt(int(b.WinnersPerSecond)))
 	if b.WinnersPerSecond < p.WinnersPerSecond {
 		fmt.Fprintf(w, "  below the %s winners/s the capacity shards take at the peak: the event decides the smaller, so its winners wait longer than the settle delay "+
