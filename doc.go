@@ -582,24 +582,27 @@
 //	         OR (leaseExpiresAt <= :now)
 //	    set  SET entityType = if_not_exists(entityType, "ADMISSION"),
 //	         through = if_not_exists(through, "QAT#"),
-//	         refusing = if_not_exists(refusing, false), leaseOwner = :leaseOwner,
+//	         refusing = if_not_exists(refusing, false), waves = if_not_exists(waves, 0),
+//	         lateAdds = if_not_exists(lateAdds, 0), leaseOwner = :leaseOwner,
 //	         leaseExpiresAt = :leaseExpiresAt
 //	admission: wave                Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
-//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    if   (((leaseOwner = :leaseOwner) AND (waves = :wavesAsRead)) AND (refusing = false))
+//	         AND (lateAdds = :lateAddsAsRead)
 //	    set  ADD waves 1 SET through = :through, wave = :wave, waveDone = false,
 //	         leaseExpiresAt = :leaseExpiresAt
 //	admission: wave (late)         Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
-//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    if   (((leaseOwner = :leaseOwner) AND (waves = :wavesAsRead)) AND (refusing = false))
+//	         AND (lateAdds = :lateAddsAsRead)
 //	    set  ADD waves 1 DELETE late :late SET through = :through, wave = :wave,
 //	         waveDone = false, leaseExpiresAt = :leaseExpiresAt
 //	admission: wave decided        Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
-//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    if   (leaseOwner = :leaseOwner) AND (waves = :waves)
 //	    set  SET waveDone = true
 //	admission: late arrival        Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   refusing = false
-//	    set  ADD late :late
+//	    set  ADD late :late, lateAdds 1
 //	admission: refusing            Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
-//	    if   ((leaseOwner = :leaseOwner) AND (through = :throughAsRead)) AND (refusing <> true)
+//	    if   ((leaseOwner = :leaseOwner) AND (waves = :wavesAsRead)) AND (refusing = false)
 //	    set  SET refusing = true, wave = :wave
 //		READS
 //	row                            method                     operation      key

@@ -274,6 +274,9 @@ func (c *Client) serveWave(ctx context.Context, p *Processor, cfg *eventItem, en
 	close(work)
 	wg.Wait()
 	if len(errs) > 0 {
+		if p.admitting {
+			return fmt.Errorf("ranked admission of %s: %d requests of the wave not decided (the admission resumes the wave): %w", cfg.EventID, len(errs), errors.Join(errs...))
+		}
 		return fmt.Errorf("pre-queue %s: %d entries not served, run ServePrequeue again: %w", cfg.EventID, len(errs), errors.Join(errs...))
 	}
 	return nil
@@ -295,6 +298,12 @@ func (c *Client) serveEntry(ctx context.Context, p *Processor, cfg *eventItem, e
 		// retryable errors (its retries go on until it is decided, or ctx ends and a
 		// later serve resumes it), which would hand its seat to the next entry.
 		d := queue.Delivery{MessageID: "prequeue-" + e.RequestID, Body: body, ReceiveCount: min(receive, p.opts.MaxReceives-1), SentAt: e.QueuedAt.Time()}
+		if p.admitting {
+			// A ranked admission's wave: its retries count as receives, so that a
+			// request whose Handler keeps failing ends FAILED_FINAL on the last, as
+			// from a queue, and the line goes on.
+			d.MessageID, d.ReceiveCount = "admission-"+e.RequestID, receive
+		}
 		o, done, retryAfter := p.ProcessOne(ctx, d, 0, nil)
 		if done || o.Kind == OutcomeDeadLetter {
 			return nil

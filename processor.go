@@ -630,7 +630,7 @@ func (p *Processor) rejectSoldOut(ctx context.Context, m Message, d queue.Delive
 		return notFound(), true
 	case err != nil:
 		return p.failed(ctx, m, d, nil, err), true
-	case t.Applied && waitlist:
+	case t.Applied && waitlist && !m.late:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}, true
 	case t.Applied:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: seatRefusal(m)}}, true
@@ -715,7 +715,7 @@ func (p *Processor) reject(ctx context.Context, m Message, d queue.Delivery, l *
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
 	case !t.Applied:
 		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
-	case waitlist:
+	case waitlist && !m.late:
 		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: seatRefusal(m)}}

@@ -99,14 +99,17 @@ const (
 	attrWaves    = "waves"
 	attrRefusing = "refusing"
 	attrLate     = "late"
+	attrLateAdds = "lateAdds"
 )
 
 // The params of the admission's rows.
 const (
 	pThrough       param = "through"
-	pThroughAsRead param = "throughAsRead"
 	pWave          param = "wave"
 	pLate          param = "late"
+	pWavesAsRead   param = "wavesAsRead"
+	pLateAsRead    param = "lateAddsAsRead"
+	pWaves         param = "waves"
 )
 
 // admissionItem is a ranked event's admission record.
@@ -119,7 +122,11 @@ type admissionItem struct {
 	// WaveDone records that they are.
 	Wave     []string `dynamodbav:"wave"`
 	WaveDone bool     `dynamodbav:"waveDone"`
-	Waves    int64    `dynamodbav:"waves"`
+	// Waves counts the waves written, LateAdds the late arrivals added: the wave
+	// rows' compare-and-set names both as read, so that a wave is never written over
+	// a late arrival added after the read, nor a write's stale copy over a later one.
+	Waves    int64 `dynamodbav:"waves"`
+	LateAdds int64 `dynamodbav:"lateAdds"`
 	// Refusing: the admission found no seat left once every wave was decided; every
 	// request not decided is then refused by the worker that meets it.
 	Refusing bool `dynamodbav:"refusing"`
@@ -137,37 +144,43 @@ func (r *admissionItem) passed(rank, id string) bool {
 }
 
 var (
-	// admissionOwned: this process holds the lease, and the watermark is where it
-	// read it, and the admission has not begun refusing.
-	admissionOwned = all(leaseHeld, compare(expression.Name(attrThrough).Equal, pThroughAsRead),
-		fixed(expression.Name(attrRefusing).NotEqual(expression.Value(true))))
+	// notRefusing: the admission has not begun refusing (the lease row sets
+	// refusing false, so the attribute is there to compare).
+	notRefusing = fixed(expression.Name(attrRefusing).Equal(expression.Value(false)))
+	// admissionOwned: this process holds the lease, no wave was written since it read
+	// the record, and the admission has not begun refusing.
+	admissionOwned = all(leaseHeld, compare(expression.Name(attrWaves).Equal, pWavesAsRead), notRefusing)
+	// waveUnchanged: admissionOwned, and no late arrival was added since the read
+	// either: a wave never leaves out a late arrival added before it was written.
+	waveUnchanged = all(admissionOwned, compare(expression.Name(attrLateAdds).Equal, pLateAsRead))
 
 	admissionLeaseRow = row{
 		name: "admission: lease", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate,
 		cond: either(fixed(expression.AttributeNotExists(expression.Name(attrLeaseOwner))), leaseHeld, leaseExpired),
 		sets: []set{setIfMissing(attrEntityType, entity.Admission), setIfMissing(attrThrough, initialThrough), setIfMissing(attrRefusing, false),
-			setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
+			setIfMissing(attrWaves, 0), setIfMissing(attrLateAdds, 0), setTo(attrLeaseOwner, pLeaseOwner), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 	}
 	admissionWaveRow = row{
-		name: "admission: wave", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
+		name: "admission: wave", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: waveUnchanged,
 		sets: []set{setTo(attrThrough, pThrough), setTo(attrWave, pWave), setTo(attrWaveDone, false), setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 		adds: []set{addTo(attrWaves, 1)},
 	}
 	admissionWaveDoneRow = row{
-		name: "admission: wave decided", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
+		name: "admission: wave decided", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate,
+		cond: all(leaseHeld, compare(expression.Name(attrWaves).Equal, pWaves)),
 		sets: []set{setTo(attrWaveDone, true)},
 	}
 	// The wave that takes late arrivals takes them out of the late set too.
 	admissionLateWaveRow = row{
-		name: "admission: wave (late)", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
+		name: "admission: wave (late)", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: waveUnchanged,
 		sets:    admissionWaveRow.sets,
 		adds:    admissionWaveRow.adds,
 		deletes: []set{addTo(attrLate, pLate)},
 	}
 	admissionLateRow = row{
 		name: "admission: late arrival", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate,
-		cond: fixed(expression.Name(attrRefusing).Equal(expression.Value(false))),
-		adds: []set{addTo(attrLate, pLate)},
+		cond: notRefusing,
+		adds: []set{addTo(attrLate, pLate), addTo(attrLateAdds, 1)},
 	}
 	admissionRefusingRow = row{
 		name: "admission: refusing", method: "Processor.ProcessOne", item: entity.Admission, op: opUpdate, cond: admissionOwned,
@@ -461,7 +474,7 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 		}
 	}
 	if a.left <= 0 {
-		return false, ignoreLost(a.write(ctx, &admissionRefusingRow, args{pLeaseOwner: a.owner, pThroughAsRead: rec.Through, pWave: []string{}}))
+		return false, ignoreLost(a.write(ctx, &admissionRefusingRow, args{pLeaseOwner: a.owner, pWavesAsRead: rec.Waves, pWave: []string{}}))
 	}
 	size := int(min(a.left, int64(waveSize(c))))
 	// The late arrivals first: they are ranked before everything the line holds.
@@ -491,7 +504,7 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 	for i, e := range wave {
 		ids[i] = e.RequestID
 	}
-	waveRow, v := &admissionWaveRow, args{pLeaseOwner: a.owner, pThroughAsRead: rec.Through, pThrough: through, pWave: ids,
+	waveRow, v := &admissionWaveRow, args{pLeaseOwner: a.owner, pWavesAsRead: rec.Waves, pLateAsRead: rec.LateAdds, pThrough: through, pWave: ids,
 		pLeaseExpiresAt: now + EpochMillis(admissionLease.Milliseconds())}
 	if len(taken) > 0 {
 		waveRow, v[pLate] = &admissionLateWaveRow, setOf[string](taken)
@@ -500,7 +513,8 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 		a.left = -1
 		return false, ignoreLost(err)
 	}
-	rec = &admissionItem{EntityType: entity.Admission, Through: through, Wave: ids, Owner: a.owner, LeaseExpiresAt: rec.LeaseExpiresAt}
+	rec = &admissionItem{EntityType: entity.Admission, Through: through, Wave: ids, Waves: rec.Waves + 1, LateAdds: rec.LateAdds,
+		Owner: a.owner, LeaseExpiresAt: rec.LeaseExpiresAt}
 	a.publish(rec)
 	return full, a.finish(ctx, rec, wave)
 }
@@ -514,7 +528,7 @@ func (a *admission) finish(ctx context.Context, rec *admissionItem, wave []drawE
 		return err
 	}
 	a.left -= int64(len(wave))
-	if err := a.write(ctx, &admissionWaveDoneRow, args{pLeaseOwner: a.owner, pThroughAsRead: rec.Through}); err != nil {
+	if err := a.write(ctx, &admissionWaveDoneRow, args{pLeaseOwner: a.owner, pWaves: rec.Waves}); err != nil {
 		a.left = -1
 		return ignoreLost(err)
 	}

@@ -3,6 +3,9 @@ package asyncevent_test
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -256,6 +259,188 @@ func TestRankedAdmission(t *testing.T) {
 		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
 	})
 
+	t.Run("a Handler that keeps failing for one request: it ends FAILED_FINAL on its last try and the line goes on", func(t *testing.T) {
+		t.Parallel()
+		for _, admission := range []asyncevent.Admission{asyncevent.AdmissionProcessing, asyncevent.AdmissionRanked} {
+			t.Run(string(admission)+"/", func(t *testing.T) {
+				t.Parallel()
+				r := newRankedRig(t, 3, func(s *asyncevent.EventSettings) { s.Admission = admission })
+				ids := submitInOrder(t, r.c, r.q, 12)
+				poison := ids[0]
+				h := asyncevent.HandlerFunc(func(ctx context.Context, m asyncevent.Message) error {
+					if m.RequestID == poison {
+						return errors.New("payment service says 503 for this user")
+					}
+					return nil
+				})
+				runWorker(t, r.client(nil, nil), r.q, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10,
+					ProcessOptions: asyncevent.ProcessOptions{Handler: h, LeaseDuration: 5 * time.Second}})
+				deadline := time.Now().Add(45 * time.Second) // beyond waveTimeout (30 s)
+				for time.Now().Before(deadline) {
+					st := statusesOf(t, r.c, r.eventID)
+					if st[asyncevent.StatusQueued]+st[asyncevent.StatusProcessing]+st[asyncevent.StatusReceived] == 0 {
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				st := statusesOf(t, r.c, r.eventID)
+				t.Logf("%s after up to 45 s: %v", admission, st)
+				assert.Zero(t, st[asyncevent.StatusQueued]+st[asyncevent.StatusProcessing]+st[asyncevent.StatusReceived],
+					"every request final (poison %s)", poison)
+			})
+		}
+	})
+
+	t.Run("a wave of late arrivals alone whose claim is held past the wave's timeout is resumed, never taken for decided", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 4, nil)
+		ctx := r.ctx
+
+		// X's put is held: its queuedAt is before u1's and u2's.
+		ingest := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		heldPut := ingest.Hold(requestPut, 1, asynceventtest.CallerWaits)
+		slow := r.client(ingest, nil)
+		xDone := make(chan error, 1)
+		go func() {
+			_, err := slow.Submit(ctx, r.q, r.eventID, "x")
+			xDone <- err
+		}()
+		require.NoError(t, heldPut.Caught(ctx))
+		time.Sleep(5 * time.Millisecond)
+		first := submitUsers(t, r, "u1", "u2")
+
+		// One worker process: it holds the admission.
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		wc := r.client(hb, nil)
+		runWorker(t, wc, r.q, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10,
+			ProcessOptions: asyncevent.ProcessOptions{LeaseDuration: 2 * time.Minute}})
+		eventually(t, "wave 1 decided", func() bool {
+			rs := requestsOf(t, r.c, r.eventID)
+			return countBy(rs, func(q asyncevent.Request) asyncevent.Status { return q.Status })[asyncevent.StatusSucceeded] == 2
+		})
+		_ = first
+
+		// X lands behind the watermark: the late set, then a late-only wave {X} at the
+		// same watermark, whose claim is held on the wire past waveTimeout.
+		xClaim := hb.Hold(capacityWrite, 1, asynceventtest.CallerWaits)
+		require.NoError(t, heldPut.Land(ctx))
+		require.NoError(t, <-xDone)
+		require.NoError(t, xClaim.Caught(ctx))
+		through, wave, _, _ := admissionRecord(t, r)
+		t.Logf("late wave recorded: through %s wave %v", through, wave)
+		require.Len(t, wave, 1)
+
+		// More clicks, ranked after the watermark; the claim of the first of the next
+		// wave is held so that X's claim lands between the wave's two claims.
+		more := submitUsers(t, r, "u3", "u4", "u5", "u6", "u7", "u8")
+		u3Claim := hb.Hold(claimOf(more["u3"]), 1, asynceventtest.CallerWaits)
+		waitCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		if err := u3Claim.Caught(waitCtx); err != nil {
+			th, w, l, ref := admissionRecord(t, r)
+			t.Logf("record: through %s wave %v late %v refusing %v", th, w, l, ref)
+			for _, q := range requestsOf(t, r.c, r.eventID) {
+				t.Logf("%s %s %s %s", q.UserID, q.RequestID, q.Status, q.ResultCode)
+			}
+			t.Fatalf("the next wave's claim was not caught: %v", err)
+		}
+		through2, wave2, _, _ := admissionRecord(t, r)
+		t.Logf("next wave recorded: through %s wave %v (X=%s)", through2, wave2, wave[0])
+		eventually(t, "u4 decided", func() bool {
+			return find(requestsOf(t, r.c, r.eventID), "u4").Status.IsTerminal()
+		})
+		require.NoError(t, xClaim.Land(ctx))
+		t.Logf("X's claim landed: %v", xClaim.Outcome())
+		require.NoError(t, u3Claim.Land(ctx))
+		t.Logf("u3's claim landed: %v", u3Claim.Outcome())
+
+		rs := r.judged(9)
+		for i, q := range rs {
+			t.Logf("rank %d %s %s %s", i, q.UserID, q.Status, q.ResultCode)
+		}
+		checkRanked(t, rs, r.seats)
+		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
+	})
+
+	t.Run("a late arrival added while the wave write is on the wire: the write fails, the next wave takes it first", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 3, nil)
+		ctx := r.ctx
+
+		ingest := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		heldPut := ingest.Hold(requestPut, 1, asynceventtest.CallerWaits)
+		slow := r.client(ingest, nil)
+		xDone := make(chan error, 1)
+		go func() {
+			_, err := slow.Submit(ctx, r.q, r.eventID, "x")
+			xDone <- err
+		}()
+		require.NoError(t, heldPut.Caught(ctx))
+		time.Sleep(5 * time.Millisecond)
+		submitUsers(t, r, "u1", "u2")
+
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		runWorker(t, r.client(hb, nil), r.q, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10})
+		eventually(t, "wave 1 decided", func() bool {
+			rs := requestsOf(t, r.c, r.eventID)
+			return countBy(rs, func(q asyncevent.Request) asyncevent.Status { return q.Status })[asyncevent.StatusSucceeded] == 2
+		})
+
+		waveWrite := hb.Hold(admissionWaveWrite, 1, asynceventtest.CallerWaits)
+		submitUsers(t, r, "u3", "u4", "u5", "u6", "u7", "u8")
+		require.NoError(t, waveWrite.Caught(ctx)) // the next wave (the last seat), not landed yet
+
+		require.NoError(t, heldPut.Land(ctx))
+		require.NoError(t, <-xDone)
+		x := find(requestsOf(t, r.c, r.eventID), "x").RequestID
+		eventually(t, "X in the record's late set", func() bool {
+			_, _, late, refusing := admissionRecord(t, r)
+			require.False(t, refusing)
+			return slices.Contains(late, x)
+		})
+		require.NoError(t, waveWrite.Land(ctx))
+		t.Logf("wave write landed after X's late write: %v", waveWrite.Outcome())
+
+		rs := r.judged(9)
+		for i, q := range rs {
+			t.Logf("rank %d %s %s %s", i, q.UserID, q.Status, q.ResultCode)
+		}
+		checkRanked(t, rs, r.seats)
+		assert.Equal(t, asyncevent.StatusSucceeded, find(rs, "x").Status,
+			"X was in the late set, not refusing, before the wave that took the last seat was written")
+	})
+
+	t.Run("holds: a late arrival met once the admission refuses ends REJECTED_LATE, not on the waitlist", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 4, func(s *asyncevent.EventSettings) { s.HoldFor = time.Minute })
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		held := hb.Hold(requestPut, 1, asynceventtest.CallerWaits)
+		slow := r.client(hb, nil)
+		done := make(chan error, 1)
+		go func() {
+			_, err := slow.Submit(r.ctx, r.q, r.eventID, "slow")
+			done <- err
+		}()
+		require.NoError(t, held.Caught(r.ctx))
+		time.Sleep(5 * time.Millisecond)
+		r.workers(2, nil)
+		r.submit(r.c, usersN("u", 12), 4)
+		eventually(t, "the admission refusing", func() bool { return admissionRefusing(t, r) })
+		require.NoError(t, held.Land(r.ctx))
+		require.NoError(t, <-done)
+		eventually(t, "slow decided", func() bool {
+			s := find(requestsOf(t, r.c, r.eventID), "slow").Status
+			return s == asyncevent.StatusWaitlisted || s.IsTerminal() || s == asyncevent.StatusHeld
+		})
+		q := find(requestsOf(t, r.c, r.eventID), "slow")
+		t.Logf("the late arrival: %s %s", q.Status, q.ResultCode)
+		st, err := r.c.EventStats(r.ctx, r.eventID)
+		require.NoError(t, err)
+		t.Logf("fairness: %+v", st.Fairness)
+		assert.Zero(t, st.Fairness.LateWinners, "late winners")
+		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
+	})
+
 	t.Run("index and capacity shards", func(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 30, func(s *asyncevent.EventSettings) { s.IndexShards, s.CapacityShards = 4, 3 })
@@ -351,6 +536,84 @@ func TestRankedAdmission(t *testing.T) {
 		r.submit(r.c, usersN("u", 300), 16)
 		checkRanked(t, r.judged(300), r.seats)
 	})
+}
+
+// statusesOf counts the event's requests by status.
+func statusesOf(t *testing.T, c *asyncevent.Client, eventID string) map[asyncevent.Status]int {
+	return countBy(requestsOf(t, c, eventID), func(r asyncevent.Request) asyncevent.Status { return r.Status })
+}
+
+// admissionWaveWrite matches the admission's wave rows (they SET wave and ADD waves).
+func admissionWaveWrite(op string, in any) bool {
+	u, ok := in.(*dynamodb.UpdateItemInput)
+	if !ok || op != "UpdateItem" || u.UpdateExpression == nil {
+		return false
+	}
+	sk, ok := u.Key["SK"].(*types.AttributeValueMemberS)
+	return ok && sk.Value == "ADMISSION" && strings.Contains(*u.UpdateExpression, "ADD") && slices.Contains(mapValues(u.ExpressionAttributeNames), "wave")
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// claimOf matches a seat claim (capacity write) that names requestID.
+func claimOf(requestID string) asynceventtest.Match {
+	return func(op string, in any) bool {
+		sum := sha256.Sum256([]byte("seat\x00" + requestID))
+		token := base64.RawStdEncoding.EncodeToString(sum[:8])
+		if !capacityWrite(op, in) {
+			return false
+		}
+		for _, v := range in.(*dynamodb.UpdateItemInput).ExpressionAttributeValues {
+			switch v := v.(type) {
+			case *types.AttributeValueMemberS:
+				if strings.HasPrefix(v.Value, token) {
+					return true
+				}
+			case *types.AttributeValueMemberSS:
+				if slices.Contains(v.Value, token) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// admissionRecord returns what the rig's admission record holds.
+func admissionRecord(t *testing.T, r *rankedRig) (through string, wave, late []string, refusing bool) {
+	for _, it := range asynceventtest.ScanTable(t, r.c.TableName()) {
+		var rec struct {
+			SK       string   `dynamodbav:"SK"`
+			Through  string   `dynamodbav:"through"`
+			Wave     []string `dynamodbav:"wave"`
+			Late     []string `dynamodbav:"late,stringset"`
+			Refusing bool     `dynamodbav:"refusing"`
+		}
+		require.NoError(t, attributevalue.UnmarshalMap(it, &rec))
+		if rec.SK == "ADMISSION" {
+			return rec.Through, rec.Wave, rec.Late, rec.Refusing
+		}
+	}
+	return "", nil, nil, false
+}
+
+// submitUsers submits users one after another on the rig's client and returns their
+// request IDs by user.
+func submitUsers(t *testing.T, r *rankedRig, users ...string) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for _, u := range users {
+		p, err := r.c.Submit(r.ctx, r.q, r.eventID, u)
+		require.NoError(t, err)
+		ids[u] = p.RequestID
+	}
+	return ids
 }
 
 // capacityWrite matches a write of a capacity item (a seat claim).

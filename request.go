@@ -528,14 +528,14 @@ func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease
 
 // markCapacityRejected is MarkCapacityRejected, WAITLISTED (the "first-come waitlisted
 // (lease)" row) when waitlist is set, and the "ranked: late rejected (lease)"
-// row (ResultLate) for a late arrival of a ranked event without holds.
+// row (ResultLate) for a late arrival of a ranked event, with holds or without.
 func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist, late bool) (Transition, error) {
 	w := write{row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity)}
 	switch {
+	case late: // with holds too: no place on a waitlist the admission ranked without it
+		w.row, w.note = &lateRejectedRow, string(ResultLate)
 	case waitlist:
 		w.row, w.note = &waitlistLeasedRow, "waitlisted"
-	case late:
-		w.row, w.note = &lateRejectedRow, string(ResultLate)
 	}
 	return c.applyTo(ctx, "reject", ref.RequestID, w, txOptions{})
 }
@@ -572,14 +572,14 @@ func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition,
 
 // rejectSoldOut is RejectSoldOut, WAITLISTED (the "first-come waitlisted" row) when
 // waitlist is set, and the "ranked: late rejected" row (ResultLate) for a
-// late arrival of a ranked event without holds.
+// late arrival of a ranked event, with holds or without.
 func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist, late bool) (Transition, error) {
 	w := write{row: &soldOutRow, args: args{pNow: c.now()}, note: "sold out"}
 	switch {
+	case late: // with holds too: no place on a waitlist the admission ranked without it
+		w.row, w.note = &lateSoldOutRow, string(ResultLate)
 	case waitlist:
 		w.row, w.note = &waitlistRow, "waitlisted"
-	case late:
-		w.row, w.note = &lateSoldOutRow, string(ResultLate)
 	}
 	return c.applyTo(ctx, "reject sold out", ref.RequestID, w, txOptions{})
 }
