@@ -53,6 +53,27 @@ func newRankedRigOn(t *testing.T, seats int, q queue.Queue, settings func(*async
 	return r
 }
 
+// slowClick starts a click of user whose request put is held back, and returns once
+// the put is caught (the clicks after it are queued after it); land lands the put and
+// waits for the click's answer.
+func (r *rankedRig) slowClick(user string) (land func()) {
+	r.t.Helper()
+	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(r.t))
+	held := hb.Hold(requestPut, 1, asynceventtest.CallerWaits)
+	slow := r.client(hb, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := slow.Submit(r.ctx, r.q, r.eventID, user)
+		done <- err
+	}()
+	require.NoError(r.t, held.Caught(r.ctx))
+	time.Sleep(5 * time.Millisecond)
+	return func() {
+		require.NoError(r.t, held.Land(r.ctx))
+		require.NoError(r.t, <-done)
+	}
+}
+
 // client returns another client of the rig's table, on db (nil: the test's
 // DynamoDB Local) with clock (nil: the real one).
 func (r *rankedRig) client(db asyncevent.DynamoDB, clock func() time.Time) *asyncevent.Client {
@@ -297,16 +318,7 @@ func TestRankedAdmission(t *testing.T) {
 		ctx := r.ctx
 
 		// X's put is held: its queuedAt is before u1's and u2's.
-		ingest := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-		heldPut := ingest.Hold(requestPut, 1, asynceventtest.CallerWaits)
-		slow := r.client(ingest, nil)
-		xDone := make(chan error, 1)
-		go func() {
-			_, err := slow.Submit(ctx, r.q, r.eventID, "x")
-			xDone <- err
-		}()
-		require.NoError(t, heldPut.Caught(ctx))
-		time.Sleep(5 * time.Millisecond)
+		landX := r.slowClick("x")
 		first := submitUsers(t, r, "u1", "u2")
 
 		// One worker process: it holds the admission.
@@ -323,8 +335,7 @@ func TestRankedAdmission(t *testing.T) {
 		// X lands behind the watermark: the late set, then a late-only wave {X} at the
 		// same watermark, whose claim is held on the wire past waveTimeout.
 		xClaim := hb.Hold(capacityWrite, 1, asynceventtest.CallerWaits)
-		require.NoError(t, heldPut.Land(ctx))
-		require.NoError(t, <-xDone)
+		landX()
 		require.NoError(t, xClaim.Caught(ctx))
 		through, wave, _, _ := admissionRecord(t, r)
 		t.Logf("late wave recorded: through %s wave %v", through, wave)
@@ -367,16 +378,8 @@ func TestRankedAdmission(t *testing.T) {
 		r := newRankedRig(t, 3, nil)
 		ctx := r.ctx
 
-		ingest := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-		heldPut := ingest.Hold(requestPut, 1, asynceventtest.CallerWaits)
-		slow := r.client(ingest, nil)
-		xDone := make(chan error, 1)
-		go func() {
-			_, err := slow.Submit(ctx, r.q, r.eventID, "x")
-			xDone <- err
-		}()
-		require.NoError(t, heldPut.Caught(ctx))
-		time.Sleep(5 * time.Millisecond)
+		// X's put is held: its queuedAt is before u1's and u2's.
+		landX := r.slowClick("x")
 		submitUsers(t, r, "u1", "u2")
 
 		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
@@ -390,8 +393,7 @@ func TestRankedAdmission(t *testing.T) {
 		submitUsers(t, r, "u3", "u4", "u5", "u6", "u7", "u8")
 		require.NoError(t, waveWrite.Caught(ctx)) // the next wave (the last seat), not landed yet
 
-		require.NoError(t, heldPut.Land(ctx))
-		require.NoError(t, <-xDone)
+		landX()
 		x := find(requestsOf(t, r.c, r.eventID), "x").RequestID
 		eventually(t, "X in the record's late set", func() bool {
 			_, _, late, refusing := admissionRecord(t, r)
@@ -413,21 +415,11 @@ func TestRankedAdmission(t *testing.T) {
 	t.Run("holds: a late arrival met once the admission refuses ends REJECTED_LATE, not on the waitlist", func(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 4, func(s *asyncevent.EventSettings) { s.HoldFor = time.Minute })
-		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-		held := hb.Hold(requestPut, 1, asynceventtest.CallerWaits)
-		slow := r.client(hb, nil)
-		done := make(chan error, 1)
-		go func() {
-			_, err := slow.Submit(r.ctx, r.q, r.eventID, "slow")
-			done <- err
-		}()
-		require.NoError(t, held.Caught(r.ctx))
-		time.Sleep(5 * time.Millisecond)
+		land := r.slowClick("slow")
 		r.workers(2, nil)
 		r.submit(r.c, usersN("u", 12), 4)
 		eventually(t, "the admission refusing", func() bool { return admissionRefusing(t, r) })
-		require.NoError(t, held.Land(r.ctx))
-		require.NoError(t, <-done)
+		land()
 		eventually(t, "slow decided", func() bool {
 			s := find(requestsOf(t, r.c, r.eventID), "slow").Status
 			return s == asyncevent.StatusWaitlisted || s.IsTerminal() || s == asyncevent.StatusHeld
@@ -460,21 +452,11 @@ func TestRankedAdmission(t *testing.T) {
 	t.Run("a put held back lands behind the watermark once the seats are gone: REJECTED_LATE", func(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 10, nil)
-		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-		held := hb.Hold(requestPut, 1, asynceventtest.CallerWaits)
-		slow := r.client(hb, nil)
-		done := make(chan error, 1)
-		go func() {
-			_, err := slow.Submit(r.ctx, r.q, r.eventID, "slow")
-			done <- err
-		}()
-		require.NoError(t, held.Caught(r.ctx))
-		time.Sleep(5 * time.Millisecond) // the others are queued after it
+		land := r.slowClick("slow")
 		r.workers(2, nil)
 		r.submit(r.c, usersN("u", 60), 8)
 		eventually(t, "the admission refusing", func() bool { return admissionRefusing(t, r) })
-		require.NoError(t, held.Land(r.ctx))
-		require.NoError(t, <-done)
+		land()
 		rs := r.judged(61)
 		_, late := checkRanked(t, rs, r.seats)
 		assert.Equal(t, 1, late, "the held put is a late arrival")
@@ -484,16 +466,7 @@ func TestRankedAdmission(t *testing.T) {
 	t.Run("a put held back lands behind the watermark while seats are left: it wins", func(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 30, nil)
-		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
-		held := hb.Hold(requestPut, 1, asynceventtest.CallerWaits)
-		slow := r.client(hb, nil)
-		done := make(chan error, 1)
-		go func() {
-			_, err := slow.Submit(r.ctx, r.q, r.eventID, "slow")
-			done <- err
-		}()
-		require.NoError(t, held.Caught(r.ctx))
-		time.Sleep(5 * time.Millisecond)
+		land := r.slowClick("slow")
 		r.workers(2, nil)
 		r.submit(r.c, usersN("u", 10), 4)
 		eventually(t, "the ten decided", func() bool {
@@ -505,8 +478,7 @@ func TestRankedAdmission(t *testing.T) {
 			}
 			return n == 10
 		})
-		require.NoError(t, held.Land(r.ctx))
-		require.NoError(t, <-done)
+		land()
 		rs := r.judged(11)
 		checkRanked(t, rs, r.seats)
 		assert.Equal(t, asyncevent.StatusSucceeded, find(rs, "slow").Status)
