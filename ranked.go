@@ -104,12 +104,12 @@ const (
 
 // The params of the admission's rows.
 const (
-	pThrough       param = "through"
-	pWave          param = "wave"
-	pLate          param = "late"
-	pWavesAsRead   param = "wavesAsRead"
-	pLateAsRead    param = "lateAddsAsRead"
-	pWaves         param = "waves"
+	pThrough     param = "through"
+	pWave        param = "wave"
+	pLate        param = "late"
+	pWavesAsRead param = "wavesAsRead"
+	pLateAsRead  param = "lateAddsAsRead"
+	pWaves       param = "waves"
 )
 
 // admissionItem is a ranked event's admission record.
