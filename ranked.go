@@ -28,10 +28,11 @@ import (
 // admission record (PK EVENT#<eventId>, SK ADMISSION). It reads the requests ranked
 // after the record's watermark (through) and queued at least RankSettle ago from GSI2,
 // merged over the index shards, and decides them in waves: a wave is at most the
-// seats left (read strongly consistent before it), it is written on the record by
-// name with the new watermark before any of its claims (a compare-and-set on the
-// watermark as read, under the lease), and every request of it is decided before the
-// next wave begins. So a request can lose for want of a seat only once every request
+// seats left (read strongly consistent, less the requests of the admission's own
+// waves since, while no other wave was written), it is written on the record by name
+// with the new watermark before any of its claims (a compare-and-set on the record's
+// counts of waves and of late arrivals as read, under the lease), and every request
+// of it is decided, and the wave recorded decided, before the next wave begins. So a request can lose for want of a seat only once every request
 // ranked before it has won or ended without a seat for another reason. Once the seats
 // are gone the record says so (refusing), and every worker refuses the rest at once.
 //
@@ -204,8 +205,9 @@ type admission struct {
 	changed chan struct{}  // closed when rec changes
 
 	// left, the loop's own: the seats left as last read strongly consistent, less
-	// the requests of the waves decided since under this lease; -1 when not known.
-	left int64
+	// the requests of the waves this loop decided since; -1 when not known. It
+	// holds while the record's count of waves is leftAt: any other wave sets it aside.
+	left, leftAt int64
 }
 
 // admissionOf returns the process's admission of a ranked event.
@@ -220,7 +222,7 @@ func (p *Processor) admissionOf(cfg *eventItem) (*admission, error) {
 	p.admitterOnce.Do(func() {
 		p.admitter = &Processor{c: p.c, opts: p.opts, seats: p.seats, admitting: true}
 	})
-	a := &admission{p: p.admitter, cfg: cfg, key: key.Key(), owner: p.opts.WorkerID + "/admission", changed: make(chan struct{})}
+	a := &admission{p: p.admitter, cfg: cfg, key: key.Key(), owner: p.opts.WorkerID + "/admission/" + randomHex(4), changed: make(chan struct{})}
 	actual, _ := p.admissions.LoadOrStore(cfg.EventID, a)
 	return actual.(*admission), nil
 }
@@ -440,6 +442,11 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 		return false, err
 	}
 	a.publish(rec)
+	if rec.Waves != a.leftAt {
+		// A wave this loop did not count (another process's, or one before its
+		// read): its claims are not in the count.
+		a.left = -1
+	}
 	now := c.now()
 	if rec.Refusing || rec.Owner != a.owner && rec.Owner != "" && rec.LeaseExpiresAt > now {
 		a.left = -1
@@ -464,14 +471,19 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 		return true, a.finish(ctx, rec, wave)
 	}
 	// The seats left: read strongly consistent when not known, and again before the
-	// admission refuses; in between, those read less the requests of the waves since
-	// (nothing else takes a seat before the record says refusing: seats added or
-	// given back only add), a count never above the seats left.
+	// admission refuses; in between, those read less the requests of this loop's
+	// waves since, while the record counts no other wave (nothing else takes a seat
+	// before the record says refusing: seats added or given back only add), a count
+	// never above the seats left.
 	if a.left <= 0 {
+		// Read after the record: a wave another process writes from now on changes
+		// the record's count of waves, which this loop's own wave write names as read
+		// (and fails on), and which the next step's read sets the count aside for.
 		if a.left, err = c.seatsLeft(ctx, a.cfg); err != nil {
 			a.left = -1
 			return false, err
 		}
+		a.leftAt = rec.Waves
 	}
 	if a.left <= 0 {
 		return false, ignoreLost(a.write(ctx, &admissionRefusingRow, args{pLeaseOwner: a.owner, pWavesAsRead: rec.Waves, pWave: []string{}}))
@@ -528,6 +540,7 @@ func (a *admission) finish(ctx context.Context, rec *admissionItem, wave []drawE
 		return err
 	}
 	a.left -= int64(len(wave))
+	a.leftAt = rec.Waves
 	if err := a.write(ctx, &admissionWaveDoneRow, args{pLeaseOwner: a.owner, pWaves: rec.Waves}); err != nil {
 		a.left = -1
 		return ignoreLost(err)

@@ -433,6 +433,102 @@ func TestRankedAdmission(t *testing.T) {
 		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
 	})
 
+	t.Run("an admission whose read of its record is answered late, after another process decided waves, reads the seats again", func(t *testing.T) {
+		t.Parallel()
+		idA, idB := "A", "B"
+		r := newRankedRig(t, 8, nil)
+		ctx := r.ctx
+		qA, qB := queue.NewMemory(queue.MemoryOptions{}), queue.NewMemory(queue.MemoryOptions{})
+
+		hbA := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		slowA := &slowAdmissionAnswer{DynamoDB: hbA}
+		cA := clientOn(t, r, slowA, nil, 1) // waves of at most 4
+		cB := clientOn(t, r, nil, nil, 1)
+		runWorker(t, cA, qA, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10, ProcessOptions: asyncevent.ProcessOptions{WorkerID: idA}})
+		runWorker(t, cB, qB, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10, ProcessOptions: asyncevent.ProcessOptions{WorkerID: idB}})
+
+		// A click from an ingest clock an hour ahead: ranked after everything, its
+		// delivery keeps A's admission running (as any stream of clicks would).
+		ahead := clientOn(t, r, nil, func() time.Time { return time.Now().Add(time.Hour) }, 0)
+		_, err := ahead.Submit(ctx, qA, r.eventID, "keeper")
+		require.NoError(t, err)
+
+		// Wave(s) of A: u0..u3 win; A counts 4 seats left.
+		for i := range 4 {
+			_, err := r.c.Submit(ctx, qA, r.eventID, fmt.Sprintf("u%d", i))
+			require.NoError(t, err)
+		}
+		eventually(t, "u0..u3 won", func() bool {
+			return statusesOf(t, r.c, r.eventID)[asyncevent.StatusSucceeded] == 4
+		})
+		rec := readAdmission(t, r)
+		t.Logf("after A's waves: owner %s waves %d done %v", rec.Owner, rec.Waves, rec.WaveDone)
+		require.True(t, strings.HasPrefix(rec.Owner, idA))
+
+		// A's next read of the record is answered late.
+		slowA.arm()
+		<-slowA.caught
+
+		// Meanwhile B (deliveries of u4, u5) takes the lease over once A's runs out,
+		// decides u4 and u5, and goes idle.
+		for _, u := range []string{"u4", "u5"} {
+			_, err := r.c.Submit(ctx, qB, r.eventID, u)
+			require.NoError(t, err)
+		}
+		eventually(t, "u4, u5 won", func() bool {
+			return statusesOf(t, r.c, r.eventID)[asyncevent.StatusSucceeded] == 6
+		})
+		eventually(t, "B's lease ran out", func() bool {
+			rec := readAdmission(t, r)
+			if idA == idB {
+				return rec.WaveDone && rec.Waves >= 4
+			}
+			return strings.HasPrefix(rec.Owner, idB) && rec.WaveDone && rec.LeaseExpiresAt < time.Now().UnixMilli()-200
+		})
+		rec = readAdmission(t, r)
+		t.Logf("after B's wave: owner %s waves %d done %v wave %v", rec.Owner, rec.Waves, rec.WaveDone, rec.Wave)
+
+		// Four more clicks, on A's queue; u6's claim is held so that the order of the
+		// wave's claims is the one that shows the fault.
+		ids := map[string]string{}
+		for _, u := range []string{"u6", "u7", "u8", "u9"} {
+			p, err := r.c.Submit(ctx, qA, r.eventID, u)
+			require.NoError(t, err)
+			ids[u] = p.RequestID
+		}
+		u6Claim := hbA.Hold(claimOf(ids["u6"]), 1, asynceventtest.CallerWaits)
+		time.Sleep(300 * time.Millisecond) // past RankSettle
+		close(slowA.release)
+
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := u6Claim.Caught(wctx); err != nil {
+			rec := readAdmission(t, r)
+			t.Logf("record: %+v", rec)
+			t.Fatalf("u6's claim not caught: %v", err)
+		}
+		rec = readAdmission(t, r)
+		t.Logf("A's wave after the slow read: owner %s waves %d wave %v (2 seats left)", rec.Owner, rec.Waves, rec.Wave)
+		eventually(t, "u7, u8, u9 decided", func() bool {
+			rs := requestsOf(t, r.c, r.eventID)
+			return find(rs, "u7").Status.IsTerminal() && find(rs, "u8").Status.IsTerminal() && find(rs, "u9").Status.IsTerminal()
+		})
+		require.NoError(t, u6Claim.Land(ctx))
+		eventually(t, "u6 decided", func() bool { return find(requestsOf(t, r.c, r.eventID), "u6").Status.IsTerminal() })
+
+		var rs []asyncevent.Request
+		for _, q := range requestsOf(t, r.c, r.eventID) {
+			if q.UserID != "keeper" {
+				rs = append(rs, q)
+			}
+		}
+		rs = byRank(rs)
+		for i, q := range rs {
+			t.Logf("rank %d %s %s %s", i, q.UserID, q.Status, q.ResultCode)
+		}
+		checkRanked(t, rs, r.seats)
+	})
+
 	t.Run("index and capacity shards", func(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 30, func(s *asyncevent.EventSettings) { s.IndexShards, s.CapacityShards = 4, 3 })
@@ -586,6 +682,80 @@ func submitUsers(t *testing.T, r *rankedRig, users ...string) map[string]string 
 		ids[u] = p.RequestID
 	}
 	return ids
+}
+
+// slowAdmissionAnswer delays the answer of the next strongly consistent read of the
+// ADMISSION record once armed: the read is made (it sees the record as it is then),
+// its answer comes back only when released (a slow network, a GC pause, a frozen
+// Lambda environment).
+type slowAdmissionAnswer struct {
+	asyncevent.DynamoDB
+	mu      sync.Mutex
+	armed   bool
+	caught  chan struct{}
+	release chan struct{}
+}
+
+func (s *slowAdmissionAnswer) arm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed, s.caught, s.release = true, make(chan struct{}), make(chan struct{})
+}
+
+func (s *slowAdmissionAnswer) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := s.DynamoDB.GetItem(ctx, in, o...)
+	sk, ok := in.Key["SK"].(*types.AttributeValueMemberS)
+	if ok && sk.Value == "ADMISSION" {
+		s.mu.Lock()
+		take := s.armed
+		s.armed = false
+		caught, release := s.caught, s.release
+		s.mu.Unlock()
+		if take {
+			close(caught)
+			<-release
+		}
+	}
+	return out, err
+}
+
+type rawAdmission struct {
+	SK             string   `dynamodbav:"SK"`
+	Through        string   `dynamodbav:"through"`
+	Wave           []string `dynamodbav:"wave"`
+	WaveDone       bool     `dynamodbav:"waveDone"`
+	Waves          int64    `dynamodbav:"waves"`
+	Refusing       bool     `dynamodbav:"refusing"`
+	Owner          string   `dynamodbav:"leaseOwner"`
+	LeaseExpiresAt int64    `dynamodbav:"leaseExpiresAt"`
+}
+
+func readAdmission(t *testing.T, r *rankedRig) rawAdmission {
+	for _, it := range asynceventtest.ScanTable(t, r.c.TableName()) {
+		var rec rawAdmission
+		require.NoError(t, attributevalue.UnmarshalMap(it, &rec))
+		if rec.SK == "ADMISSION" {
+			return rec
+		}
+	}
+	return rawAdmission{}
+}
+
+func clientOn(t *testing.T, r *rankedRig, db asyncevent.DynamoDB, clock func() time.Time, drawConcurrency int) *asyncevent.Client {
+	t.Helper()
+	if db == nil {
+		db = asynceventtest.DynamoDB(t)
+	}
+	c, err := asyncevent.New(db, asyncevent.Options{TableName: r.c.TableName(), Clock: clock, DrawConcurrency: drawConcurrency})
+	require.NoError(t, err)
+	return c
+}
+
+func byRank(rs []asyncevent.Request) []asyncevent.Request {
+	slices.SortFunc(rs, func(a, b asyncevent.Request) int {
+		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
+	})
+	return rs
 }
 
 // capacityWrite matches a write of a capacity item (a seat claim).
