@@ -208,6 +208,9 @@ type admission struct {
 	// the requests of the waves this loop decided since; -1 when not known. It
 	// holds while the record's count of waves is leftAt: any other wave sets it aside.
 	left, leftAt int64
+	// decided is the number of the last wave this loop decided (the record's count
+	// of waves once it was written), whose end the record may not say yet.
+	decided int64
 }
 
 // admissionOf returns the process's admission of a ranked event.
@@ -461,7 +464,8 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 		}
 		return true, nil // read the record as written
 	}
-	if len(rec.Wave) > 0 && !rec.WaveDone {
+	decidedHere := rec.Waves == a.decided && rec.Owner == a.owner
+	if len(rec.Wave) > 0 && !rec.WaveDone && !decidedHere {
 		// A wave written and not known decided (this process crashed, or another
 		// one's lease ran out): decide it before any other.
 		wave, _, err := a.undecided(ctx, rec.Wave, len(rec.Wave))
@@ -499,6 +503,12 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 		return false, err
 	}
 	if len(line) == 0 && len(taken) == 0 {
+		if len(rec.Wave) > 0 && !rec.WaveDone && decidedHere {
+			// A lull: the wave this loop decided is recorded decided, so that the
+			// deliveries of other processes waiting on it end without a read (a
+			// next wave says as much, which a busy line writes instead).
+			return false, ignoreLost(a.write(ctx, &admissionWaveDoneRow, args{pLeaseOwner: a.owner, pWaves: rec.Waves}))
+		}
 		return false, nil
 	}
 	through := rec.Through
@@ -531,9 +541,10 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 	return full, a.finish(ctx, rec, wave)
 }
 
-// finish decides the undecided requests of rec's wave, then records the wave decided
-// ("admission: wave decided"), so that the deliveries waiting on its requests end
-// without reading them.
+// finish decides the undecided requests of rec's wave. The deliveries of this
+// process waiting on them end at once; those of others when the record moves on: the
+// next wave (written only once this one is decided), or, in a lull, "admission: wave
+// decided" (step).
 func (a *admission) finish(ctx context.Context, rec *admissionItem, wave []drawEntry) error {
 	if err := a.decide(ctx, wave); err != nil {
 		a.left = -1
@@ -541,10 +552,7 @@ func (a *admission) finish(ctx context.Context, rec *admissionItem, wave []drawE
 	}
 	a.left -= int64(len(wave))
 	a.leftAt = rec.Waves
-	if err := a.write(ctx, &admissionWaveDoneRow, args{pLeaseOwner: a.owner, pWaves: rec.Waves}); err != nil {
-		a.left = -1
-		return ignoreLost(err)
-	}
+	a.decided = rec.Waves
 	done := *rec
 	done.WaveDone = true
 	a.publish(&done)
