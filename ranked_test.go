@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -129,10 +130,7 @@ func (r *rankedRig) judged(users int) []asyncevent.Request {
 		rs = requestsOf(r.t, r.c, r.eventID)
 		return len(rs) == users && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool { return !q.Status.IsTerminal() })
 	})
-	slices.SortFunc(rs, func(a, b asyncevent.Request) int {
-		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
-	})
-	return rs
+	return byRank(rs)
 }
 
 // checkRanked holds the ranked admission's promises on rs (in rank order): exactly
@@ -245,10 +243,7 @@ func TestRankedAdmission(t *testing.T) {
 				return q.Status != asyncevent.StatusHeld && q.Status != asyncevent.StatusWaitlisted
 			})
 		})
-		slices.SortFunc(rs, func(a, b asyncevent.Request) int {
-			return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
-		})
-		for i, q := range rs {
+		for i, q := range byRank(rs) {
 			assert.Equal(t, i < r.seats, q.Status == asyncevent.StatusHeld, "rank %d: %s", i, q.Status)
 		}
 		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
@@ -613,20 +608,19 @@ func statusesOf(t *testing.T, c *asyncevent.Client, eventID string) map[asynceve
 
 // admissionWaveWrite matches the admission's wave rows (they SET wave and ADD waves).
 func admissionWaveWrite(op string, in any) bool {
-	u, ok := in.(*dynamodb.UpdateItemInput)
-	if !ok || op != "UpdateItem" || u.UpdateExpression == nil {
-		return false
-	}
-	sk, ok := u.Key["SK"].(*types.AttributeValueMemberS)
-	return ok && sk.Value == "ADMISSION" && strings.Contains(*u.UpdateExpression, "ADD") && slices.Contains(mapValues(u.ExpressionAttributeNames), "wave")
+	u, ok := updateOf(op, in, "ADMISSION")
+	return ok && u.UpdateExpression != nil && strings.Contains(*u.UpdateExpression, "ADD") &&
+		slices.Contains(slices.Collect(maps.Values(u.ExpressionAttributeNames)), "wave")
 }
 
-func mapValues(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
+// updateOf is the UpdateItem input of a write of an item whose SK is sk.
+func updateOf(op string, in any, sk string) (*dynamodb.UpdateItemInput, bool) {
+	u, ok := in.(*dynamodb.UpdateItemInput)
+	if !ok || op != "UpdateItem" {
+		return nil, false
 	}
-	return out
+	key, ok := u.Key["SK"].(*types.AttributeValueMemberS)
+	return u, ok && key.Value == sk
 }
 
 // claimOf matches a seat claim (capacity write) that names requestID.
@@ -655,20 +649,8 @@ func claimOf(requestID string) asynceventtest.Match {
 
 // admissionRecord returns what the rig's admission record holds.
 func admissionRecord(t *testing.T, r *rankedRig) (through string, wave, late []string, refusing bool) {
-	for _, it := range asynceventtest.ScanTable(t, r.c.TableName()) {
-		var rec struct {
-			SK       string   `dynamodbav:"SK"`
-			Through  string   `dynamodbav:"through"`
-			Wave     []string `dynamodbav:"wave"`
-			Late     []string `dynamodbav:"late,stringset"`
-			Refusing bool     `dynamodbav:"refusing"`
-		}
-		require.NoError(t, attributevalue.UnmarshalMap(it, &rec))
-		if rec.SK == "ADMISSION" {
-			return rec.Through, rec.Wave, rec.Late, rec.Refusing
-		}
-	}
-	return "", nil, nil, false
+	rec := readAdmission(t, r)
+	return rec.Through, rec.Wave, rec.Late, rec.Refusing
 }
 
 // submitUsers submits users one after another on the rig's client and returns their
@@ -723,6 +705,7 @@ type rawAdmission struct {
 	SK             string   `dynamodbav:"SK"`
 	Through        string   `dynamodbav:"through"`
 	Wave           []string `dynamodbav:"wave"`
+	Late           []string `dynamodbav:"late,stringset"`
 	WaveDone       bool     `dynamodbav:"waveDone"`
 	Waves          int64    `dynamodbav:"waves"`
 	Refusing       bool     `dynamodbav:"refusing"`
@@ -760,12 +743,8 @@ func byRank(rs []asyncevent.Request) []asyncevent.Request {
 
 // capacityWrite matches a write of a capacity item (a seat claim).
 func capacityWrite(op string, in any) bool {
-	u, ok := in.(*dynamodb.UpdateItemInput)
-	if !ok || op != "UpdateItem" {
-		return false
-	}
-	sk, ok := u.Key["SK"].(*types.AttributeValueMemberS)
-	return ok && sk.Value == "CAPACITY"
+	_, ok := updateOf(op, in, "CAPACITY")
+	return ok
 }
 
 // receiveAll receives n messages of q.
@@ -791,19 +770,7 @@ func requestPut(op string, in any) bool {
 }
 
 // admissionRefusing reports whether the rig's admission record says it is refusing.
-func admissionRefusing(t *testing.T, r *rankedRig) bool {
-	for _, it := range asynceventtest.ScanTable(t, r.c.TableName()) {
-		var rec struct {
-			SK       string `dynamodbav:"SK"`
-			Refusing bool   `dynamodbav:"refusing"`
-		}
-		require.NoError(t, attributevalue.UnmarshalMap(it, &rec))
-		if rec.SK == "ADMISSION" {
-			return rec.Refusing
-		}
-	}
-	return false
-}
+func admissionRefusing(t *testing.T, r *rankedRig) bool { return readAdmission(t, r).Refusing }
 
 func find(rs []asyncevent.Request, user string) asyncevent.Request {
 	for _, q := range rs {
