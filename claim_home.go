@@ -2,13 +2,17 @@ package asyncevent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/entity"
 )
@@ -29,8 +33,44 @@ import (
 
 // The params of the home claim's rows.
 const (
-	pStartedAt param = "startedAt" // when the delivery that bound a seat began
+	pStartedAt  param = "startedAt"  // when the delivery that bound a seat began
+	pWaveSeats  param = "waveSeats"  // the seats a wave's write takes
+	pSeatsTaken param = "seatsTaken" // the same, negated: ADD to capacityRemaining
+	pWaveTokens param = "waveTokens" // the seat tokens of a wave's write, as a string set
 )
+
+// maxWaveClaim is the most home seats one "first-come wave seats" write takes: its
+// condition has two terms a seat, which keeps it well within DynamoDB's 4 KB
+// expression.
+const maxWaveClaim = 25
+
+// waveTokenParam is the param of the seat token of a wave write's i-th request.
+func waveTokenParam(i int) param { return param("seatToken" + strconv.Itoa(i+1)) }
+
+// waveClaimRows[k] is the "first-come wave seats" row of k requests (2 ≤ k ≤
+// maxWaveClaim; rows()'s entry is k = 2): k home claims at epoch 0 in one write,
+// all or none. Each request's pair of terms is a home claim's own condition (its
+// token not yet on the shard, the shard not closed to it: the fence token at epoch 0
+// is the seat token), so the write takes exactly the seats those k claims would;
+// any delivery may send such a claim at any time (seat.go), so the rules hold as
+// they are.
+var waveClaimRows = func() (rs [maxWaveClaim + 1]*row) {
+	for k := 2; k <= maxWaveClaim; k++ {
+		conds := []cond{compare(expression.Name(attrCapacityRemaining).GreaterThanEqual, pWaveSeats)}
+		for i := range k {
+			token := waveTokenParam(i)
+			conds = append(conds,
+				not(func(v values) expression.ConditionBuilder { return expression.Contains(expression.Name(attrHolders), v.arg(token)) }),
+				not(func(v values) expression.ConditionBuilder { return expression.Contains(expression.Name(attrVoid), v.arg(token)) }))
+		}
+		rs[k] = &row{
+			name: "first-come wave seats", method: "Processor.ProcessOne", item: entity.Capacity, op: opUpdate, cond: all(conds...),
+			sets: []set{setTo(attrUpdatedAt, pNow)},
+			adds: []set{addTo(attrCapacityRemaining, pSeatsTaken), addTo(attrHolders, pWaveTokens)},
+		}
+	}
+	return rs
+}()
 
 var (
 	// atHome: a PROCESSING request whose claims go to its home shard (none moved
@@ -88,6 +128,54 @@ func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int) (cl
 	sc := &seatClaim{seatStart: seatStart{place: home}, ref: ref}
 	res, err := c.claimOn(ctx, at, sc)
 	return res, sc, err
+}
+
+// claimWaveSeats takes the home seats of requests whose home is shard, in one write:
+// the "first-come wave seats" row, UpdateItem PK EVENT#<eventId> (or
+// EVENT#<eventId>#CAPACITY#<shard>), SK CAPACITY, ADD capacityRemaining −k, holders
+// the k seat tokens, SET updatedAt; condition capacityRemaining ≥ k AND, for each
+// request, NOT contains(holders, seatToken) AND NOT contains(void, seatToken). It
+// takes 2 to maxWaveClaim requests. A shard found with fewer seats than requests,
+// and none of theirs, is sent again the first of them it can seat. It returns how
+// many of ids (the first ones) hold their seat, and whether the write took the
+// shard's last seats. A lost condition took nothing; an error may have landed: each
+// request's own home claim then finds its seat, or takes one.
+func (c *Client) claimWaveSeats(ctx context.Context, eventID string, n, shard int, ids []string) (taken int, emptied bool, err error) {
+	if len(ids) < 2 || len(ids) > maxWaveClaim {
+		return 0, false, fmt.Errorf("asyncevent: a wave's write takes 2 to %d seats, not %d", maxWaveClaim, len(ids))
+	}
+	at, err := seatPlaceOf(eventID, n, shard)
+	if err != nil || at.pool {
+		return 0, false, err
+	}
+	for {
+		tokens := make(setOf[string], len(ids))
+		v := args{pNow: c.now(), pWaveSeats: len(ids), pSeatsTaken: -len(ids), pWaveTokens: tokens}
+		for i, id := range ids {
+			tokens[i] = seatToken(id)
+			v[waveTokenParam(i)] = tokens[i]
+		}
+		var before map[string]types.AttributeValue
+		err := c.do(ctx, txOptions{once: true, old: &before}, []write{{row: waveClaimRows[len(ids)], key: at.key, args: v}})
+		var lost *conditionLost
+		if errors.As(err, &lost) && lost.old != nil {
+			var item capacityItem
+			if attributevalue.UnmarshalMap(lost.old, &item) != nil || item.CapacityRemaining < 2 || item.CapacityRemaining >= int64(len(ids)) ||
+				slices.ContainsFunc(tokens, func(t string) bool { return slices.Contains(item.Holders, t) || slices.Contains(item.Void, t) }) {
+				return 0, false, err
+			}
+			ids = ids[:item.CapacityRemaining] // short of seats alone: the first it can seat
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		var was struct {
+			Remaining *int64 `dynamodbav:"capacityRemaining"`
+		}
+		err = attributevalue.UnmarshalMap(before, &was)
+		return len(ids), err == nil && was.Remaining != nil && *was.Remaining == int64(len(ids)), nil
+	}
 }
 
 // bindSeat writes SUCCEEDED for a request that holds a seat on its home shard,

@@ -350,6 +350,10 @@
 //	         AND (NOT (contains (void, :fenceToken)))
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
+//	first-come wave seats          Processor.ProcessOne       UpdateItem     EVENT#<eventId> / CAPACITY
+//	    if   ((((capacityRemaining >= :waveSeats) AND (NOT (contains (holders, :seatToken1)))) AND (NOT (contains (void, :seatToken1)))) AND (NOT (contains (holders, :seatToken2))))
+//	         AND (NOT (contains (void, :seatToken2)))
+//	    set  ADD capacityRemaining :seatsTaken, holders :waveTokens SET updatedAt = :now
 //	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",

@@ -74,3 +74,12 @@ func EstimateParts(e QueueEstimate) (arrived, done float64) { return e.arrived, 
 // EstimateCut returns the moment up to which an estimate counted the requests
 // finished in full (unix ms), and their count then.
 func EstimateCut(e QueueEstimate) (cut int64, counted float64) { return e.doneCut, e.doneCounted }
+
+// ClaimWaveSeats is the ranked admission's write of a wave's home seats on one shard
+// (the "first-come wave seats" row), for the package's external tests only.
+func ClaimWaveSeats(ctx context.Context, c *Client, eventID string, n, shard int, requestIDs []string) (taken int, emptied bool, err error) {
+	return c.claimWaveSeats(ctx, eventID, n, shard, requestIDs)
+}
+
+// MaxWaveClaim is the most seats one wave write takes.
+const MaxWaveClaim = maxWaveClaim

@@ -208,6 +208,7 @@ type Processor struct {
 	admissions   sync.Map   // event ID → *admission: the ranked events it has met
 	admitterOnce sync.Once  // makes admitter
 	admitter     *Processor // decides the waves of the admissions it runs
+	waveSeats    sync.Map   // the admitter's: request ID → struct{}, its home seat taken by its wave's write
 }
 
 // holdEvents returns the events with holds the processor has met.
@@ -438,6 +439,15 @@ type homeState struct {
 // decided the message.
 func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int, h *homeState) (result, bool) {
 	ev := m.EventID
+	if _, taken := p.waveSeats.LoadAndDelete(m.RequestID); taken {
+		// Its wave's write took its home seat (a home claim of it that won): bind it.
+		cfg, err := p.c.cachedEvent(ctx, ev)
+		if err != nil {
+			return p.failed(ctx, m, d, nil, err), true
+		}
+		h.hold, h.holdKnown = cfg.HoldFor, true
+		return p.bind(ctx, m, d, n, h)
+	}
 	if p.newTo(ev) || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
 		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
 			return r, done

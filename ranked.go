@@ -601,7 +601,50 @@ func (a *admission) decide(ctx context.Context, wave []drawEntry) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, waveTimeout)
 	defer cancel()
+	a.claimWave(ctx, wave)
 	return a.p.c.serveWave(ctx, a.p, a.cfg, wave, len(wave))
+}
+
+// claimWave takes the home seats of a wave's requests before they are decided: one
+// write of each home shard for up to maxWaveClaim of its requests at once (the
+// "first-come wave seats" row), where each would otherwise send its own home claim.
+// A request whose seat a write took is then only bound. What a write does not take
+// (a shard with fewer seats than requests, a request its token or a fence already
+// names there, a write refused or unanswered) the requests' own claims sort out, one
+// at a time, as a worker's would. Without a Handler only: a Handler runs before a
+// request's claim.
+func (a *admission) claimWave(ctx context.Context, wave []drawEntry) {
+	p, ev, n := a.p, a.cfg.EventID, max(a.cfg.CapacityShards, 1)
+	if p.opts.Handler != nil || p.seats.soldOut(ev) {
+		return
+	}
+	byShard := map[int][]string{}
+	for _, e := range wave {
+		if shard := shardOf(e.RequestID, n); !p.seats.isEmpty(ev, shard) {
+			byShard[shard] = append(byShard[shard], e.RequestID)
+		}
+	}
+	var wg sync.WaitGroup
+	for shard, ids := range byShard {
+		for chunk := range slices.Chunk(ids, maxWaveClaim) {
+			if len(chunk) < 2 {
+				continue // a home claim of its own is the same one write
+			}
+			wg.Go(func() {
+				taken, emptied, err := p.c.claimWaveSeats(ctx, ev, n, shard, chunk)
+				if err != nil {
+					return
+				}
+				for _, id := range chunk[:taken] {
+					p.waveSeats.Store(id, struct{}{})
+				}
+				if emptied && n > 1 {
+					p.c.shardEmpty(ctx, ev, shard, n, p.seats, recordAlways)
+				}
+			})
+		}
+	}
+	wg.Wait()
 }
 
 // read reads the record strongly consistent; a record not written yet is the zero

@@ -731,7 +731,7 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 func rows() []*row {
 	return []*row{
 		&participateRow, &createRequestRow, &incompleteRequestRow, &releaseLockRow, &requestAbsentRow, &lockOfRequestRow, &markQueuedRow, &enqueueFailedRow,
-		&startProcessingRow, &extendLeaseRow, &claimSeatRow, &takeSeatRow, &bindSeatRow, &seatClosedRow, &moveSeatRow, &shardEmptyRow, &shardSoldOutRow, &capacityRejectedRow, &soldOutRow, &lateRejectedRow, &lateSoldOutRow,
+		&startProcessingRow, &extendLeaseRow, &claimSeatRow, waveClaimRows[2], &takeSeatRow, &bindSeatRow, &seatClosedRow, &moveSeatRow, &shardEmptyRow, &shardSoldOutRow, &capacityRejectedRow, &soldOutRow, &lateRejectedRow, &lateSoldOutRow,
 		&holdRecordRow, &bindHoldRow, &takeHoldRow, &waitlistRow, &waitlistLeasedRow, &confirmRow, &releaseRow, &waitlistLeftRow,
 		&expireRow, &seatReturnedRow, &holdClearedRow, &serveRow, &returnedSeatTakenRow, &waitlistClosedRow, &sweepLeaseRow,
 		&lotteryCollectRow, &lotteryWinRow, &lotteryLoseRow, &lotteryNotDrawnRow, &lotteryClosedRow, &finalFailureRow, &entryFailureRow,
