@@ -95,9 +95,9 @@ type RankedBound struct {
 	WaveSize int
 	// RoundTrips is a wave's sequential round trips to DynamoDB, one after another:
 	// the record's read; the line (a Query per index shard, 10 at a time); the
-	// record's write; the wave's claims all at once, each the seat and then
-	// SUCCEEDED (and, with holds, the PutItem of its Hold item); the record's "wave
-	// decided". 6 on the design's single keys. The seats left (the capacity shards,
+	// record's write; the wave's seats (one write of each home shard for up to 25
+	// of its requests, all at once), then each request's SUCCEEDED (and, with holds,
+	// the PutItem of its Hold item first); the record's "wave decided". 6 on the design's single keys. The seats left (the capacity shards,
 	// 10 at a time, then the pool) are read when the admission takes its lease and
 	// when the waves have spent what it read, not each wave.
 	RoundTrips int

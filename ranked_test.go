@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -524,6 +525,50 @@ func TestRankedAdmission(t *testing.T) {
 		checkRanked(t, rs, r.seats)
 	})
 
+	t.Run("a wave's seat write unanswered, landing after its requests' own claims: it takes no seat", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 10, nil)
+		r.submit(r.c, usersN("u", 40), 8)
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		wave := hb.Hold(waveSeatsWrite, 1, asynceventtest.CallerReset)
+		runWorker(t, r.client(hb, nil), r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
+		require.NoError(t, wave.Caught(r.ctx))
+		rs := r.judged(40)
+		require.NoError(t, wave.Land(r.ctx))
+		assert.True(t, wave.Outcome().ConditionFailed, "the late write found its requests' tokens: %s", wave.Outcome())
+		checkRanked(t, rs, r.seats)
+		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
+		left, err := r.c.GetCapacity(r.ctx, r.eventID)
+		require.NoError(t, err)
+		assert.Zero(t, left.CapacityRemaining, "no seat taken twice, none lost")
+	})
+
+	t.Run("a wave's seat write applied, its answer lost: its requests bind the seats it took", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 10, func(s *asyncevent.EventSettings) { s.CapacityShards = 2 })
+		r.submit(r.c, usersN("u", 40), 8)
+		var lost atomic.Int32
+		db := &hookDB{DynamoDB: asynceventtest.DynamoDB(t), update: func(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error, bool) {
+			if !waveSeatsWrite("UpdateItem", in) || lost.Load() >= 2 {
+				return nil, nil, false
+			}
+			out, err := asynceventtest.DynamoDB(t).UpdateItem(ctx, in)
+			if err != nil {
+				return out, err, true
+			}
+			lost.Add(1) // applied, and the answer lost
+			return nil, errors.New("read tcp: connection reset by peer"), true
+		}}
+		runWorker(t, r.client(db, nil), r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
+		rs := r.judged(40)
+		require.GreaterOrEqual(t, lost.Load(), int32(1), "a wave write's answer was lost")
+		checkRanked(t, rs, r.seats)
+		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
+		left, err := r.c.GetCapacity(r.ctx, r.eventID)
+		require.NoError(t, err)
+		assert.Zero(t, left.CapacityRemaining, "every seat the lost answers took went to its request")
+	})
+
 	t.Run("index and capacity shards", func(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 30, func(s *asyncevent.EventSettings) { s.IndexShards, s.CapacityShards = 4, 3 })
@@ -739,6 +784,20 @@ func byRank(rs []asyncevent.Request) []asyncevent.Request {
 		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
 	})
 	return rs
+}
+
+// waveSeatsWrite matches the ranked admission's write of a wave's home seats: a
+// capacity write that adds several seat tokens at once.
+func waveSeatsWrite(op string, in any) bool {
+	if !capacityWrite(op, in) {
+		return false
+	}
+	for _, v := range in.(*dynamodb.UpdateItemInput).ExpressionAttributeValues {
+		if ss, ok := v.(*types.AttributeValueMemberSS); ok && len(ss.Value) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // capacityWrite matches a write of a capacity item (a seat claim).
