@@ -88,6 +88,18 @@ func (r *rankedRig) client(db asyncevent.DynamoDB, clock func() time.Time) *asyn
 	return c
 }
 
+// checkEverySeatWon holds the ranked promises on rs (checkRanked, CheckEvent) when
+// there are more users than seats, and that no seat is left: none taken twice, none
+// taken for no winner.
+func (r *rankedRig) checkEverySeatWon(rs []asyncevent.Request) {
+	r.t.Helper()
+	checkRanked(r.t, rs, r.seats)
+	asynceventtest.CheckEvent(r.t, r.c, r.eventID, asynceventtest.CheckOptions{})
+	left, err := r.c.GetCapacity(r.ctx, r.eventID)
+	require.NoError(r.t, err)
+	assert.Zero(r.t, left.CapacityRemaining, "every seat went to a winner")
+}
+
 // submit clicks for users on c, from clients goroutines at once.
 func (r *rankedRig) submit(c *asyncevent.Client, users []string, clients int) {
 	r.t.Helper()
@@ -536,11 +548,7 @@ func TestRankedAdmission(t *testing.T) {
 		rs := r.judged(40)
 		require.NoError(t, wave.Land(r.ctx))
 		assert.True(t, wave.Outcome().ConditionFailed, "the late write found its requests' tokens: %s", wave.Outcome())
-		checkRanked(t, rs, r.seats)
-		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
-		left, err := r.c.GetCapacity(r.ctx, r.eventID)
-		require.NoError(t, err)
-		assert.Zero(t, left.CapacityRemaining, "no seat taken twice, none lost")
+		r.checkEverySeatWon(rs)
 	})
 
 	t.Run("a wave's seat write applied, its answer lost: its requests bind the seats it took", func(t *testing.T) {
@@ -562,11 +570,7 @@ func TestRankedAdmission(t *testing.T) {
 		runWorker(t, r.client(db, nil), r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
 		rs := r.judged(40)
 		require.GreaterOrEqual(t, lost.Load(), int32(1), "a wave write's answer was lost")
-		checkRanked(t, rs, r.seats)
-		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
-		left, err := r.c.GetCapacity(r.ctx, r.eventID)
-		require.NoError(t, err)
-		assert.Zero(t, left.CapacityRemaining, "every seat the lost answers took went to its request")
+		r.checkEverySeatWon(rs)
 	})
 
 	t.Run("index and capacity shards", func(t *testing.T) {
