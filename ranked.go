@@ -86,6 +86,10 @@ const (
 	// waveTimeout bounds the deciding of one wave: a wave not decided by then is
 	// resumed from the record.
 	waveTimeout = 30 * time.Second
+	// waveClaimTimeout bounds a wave's seat writes: a write unanswered by then is left
+	// (it may still land), and its requests send their own claims, so that one write
+	// that hangs never holds the whole wave.
+	waveClaimTimeout = 2 * time.Second
 )
 
 // initialThrough is the watermark of an admission that has decided nothing: below
@@ -618,6 +622,8 @@ func (a *admission) claimWave(ctx context.Context, wave []drawEntry) {
 	if p.opts.Handler != nil || p.seats.soldOut(ev) {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, waveClaimTimeout)
+	defer cancel()
 	byShard := map[int][]string{}
 	for _, e := range wave {
 		if shard := shardOf(e.RequestID, n); !p.seats.isEmpty(ev, shard) {
@@ -632,6 +638,11 @@ func (a *admission) claimWave(ctx context.Context, wave []drawEntry) {
 			}
 			wg.Go(func() {
 				taken, emptied, err := p.c.claimWaveSeats(ctx, ev, n, shard, chunk)
+				var lost *conditionLost
+				if err != nil && !errors.As(err, &lost) {
+					p.opts.Logger.WarnContext(ctx, "a wave's seat write failed: its requests claim one by one",
+						slog.String("eventId", ev), slog.Int("shard", shard), slog.Int("requests", len(chunk)), slog.Any("error", err))
+				}
 				if err != nil {
 					return
 				}

@@ -141,7 +141,7 @@ func (r *rankedRig) judged(users int) []asyncevent.Request {
 	var rs []asyncevent.Request
 	eventually(r.t, "every request final", func() bool {
 		rs = requestsOf(r.t, r.c, r.eventID)
-		return len(rs) == users && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool { return !q.Status.IsTerminal() })
+		return allFinal(rs, users)
 	})
 	return byRank(rs)
 }
@@ -555,22 +555,61 @@ func TestRankedAdmission(t *testing.T) {
 		t.Parallel()
 		r := newRankedRig(t, 10, func(s *asyncevent.EventSettings) { s.CapacityShards = 2 })
 		r.submit(r.c, usersN("u", 40), 8)
-		var lost atomic.Int32
-		db := &hookDB{DynamoDB: asynceventtest.DynamoDB(t), update: func(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error, bool) {
-			if !waveSeatsWrite("UpdateItem", in) || lost.Load() >= 2 {
-				return nil, nil, false
-			}
-			out, err := asynceventtest.DynamoDB(t).UpdateItem(ctx, in)
-			if err != nil {
-				return out, err, true
-			}
-			lost.Add(1) // applied, and the answer lost
-			return nil, errors.New("read tcp: connection reset by peer"), true
-		}}
-		runWorker(t, r.client(db, nil), r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
+		var applied atomic.Int32
+		runWorker(t, r.client(countWaveWrites(t, &applied, 2), nil), r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
 		rs := r.judged(40)
-		require.GreaterOrEqual(t, lost.Load(), int32(1), "a wave write's answer was lost")
+		require.GreaterOrEqual(t, applied.Load(), int32(1), "a wave write's answer was lost")
 		r.checkEverySeatWon(rs)
+	})
+
+	t.Run("a wave's seat write that hangs: its requests claim one by one, not held for the wave's timeout", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 10, nil)
+		r.submit(r.c, usersN("u", 40), 8)
+		hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+		wave := hb.Hold(waveSeatsWrite, 1, asynceventtest.CallerWaits)
+		runWorker(t, r.client(hb, nil), r.q, asyncevent.WorkerOptions{Concurrency: 8, BatchSize: 8})
+		require.NoError(t, wave.Caught(r.ctx))
+		// Liveness: every request final while the write is still on the wire, well
+		// before the wave's own 30 s bound would have let its requests go on.
+		deadline := time.Now().Add(15 * time.Second)
+		for !allFinal(requestsOf(t, r.c, r.eventID), 40) {
+			require.True(t, time.Now().Before(deadline), "the wave's requests wait on its hung write")
+			time.Sleep(50 * time.Millisecond)
+		}
+		require.NoError(t, wave.Land(r.ctx))
+		r.checkEverySeatWon(r.judged(40))
+	})
+
+	t.Run("one capacity shard, waves wider than a write: several writes on one item at once", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 60, nil)
+		r.submit(r.c, usersN("u", 400), 8)
+		var applied atomic.Int32
+		runWorker(t, r.client(countWaveWrites(t, &applied, 0), nil), r.q, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10})
+		rs := r.judged(400)
+		assert.GreaterOrEqual(t, applied.Load(), int32(3), "a wave of 60 on one shard is three writes")
+		r.checkEverySeatWon(rs)
+	})
+
+	t.Run("holds, the first wave writes' answers lost: the first N by rank hold", func(t *testing.T) {
+		t.Parallel()
+		r := newRankedRig(t, 30, func(s *asyncevent.EventSettings) { s.HoldFor = time.Minute; s.CapacityShards = 2 })
+		r.submit(r.c, usersN("u", 80), 8)
+		var applied atomic.Int32
+		runWorker(t, r.client(countWaveWrites(t, &applied, 2), nil), r.q, asyncevent.WorkerOptions{Concurrency: 16, BatchSize: 10})
+		var rs []asyncevent.Request
+		eventually(t, "every request held or waitlisted", func() bool {
+			rs = requestsOf(t, r.c, r.eventID)
+			return len(rs) == 80 && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool {
+				return q.Status != asyncevent.StatusHeld && q.Status != asyncevent.StatusWaitlisted
+			})
+		})
+		assert.GreaterOrEqual(t, applied.Load(), int32(2))
+		for i, q := range byRank(rs) {
+			assert.Equal(t, i < r.seats, q.Status == asyncevent.StatusHeld, "rank %d: %s", i, q.Status)
+		}
+		asynceventtest.CheckEvent(t, r.c, r.eventID, asynceventtest.CheckOptions{})
 	})
 
 	t.Run("index and capacity shards", func(t *testing.T) {
@@ -788,6 +827,28 @@ func byRank(rs []asyncevent.Request) []asyncevent.Request {
 		return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
 	})
 	return rs
+}
+
+// countWaveWrites is the test's DynamoDB Local, counting in applied the wave seat
+// writes it applied, of which it answers the first lose with a connection reset (the
+// write applied, its answer lost).
+func countWaveWrites(t *testing.T, applied *atomic.Int32, lose int32) asyncevent.DynamoDB {
+	db := asynceventtest.DynamoDB(t)
+	return &hookDB{DynamoDB: db, update: func(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error, bool) {
+		if !waveSeatsWrite("UpdateItem", in) {
+			return nil, nil, false
+		}
+		out, err := db.UpdateItem(ctx, in)
+		if err == nil && applied.Add(1) <= lose {
+			return nil, errors.New("read tcp: connection reset by peer"), true
+		}
+		return out, err, true
+	}}
+}
+
+// allFinal reports whether rs are users requests, each final.
+func allFinal(rs []asyncevent.Request, users int) bool {
+	return len(rs) == users && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool { return !q.Status.IsTerminal() })
 }
 
 // waveSeatsWrite matches the ranked admission's write of a wave's home seats: a
