@@ -613,3 +613,35 @@ func TestDrawResumeRefusesWhatTheRecordCannotExplain(t *testing.T) {
 		})
 	}
 }
+
+// DrawOpensAt is the moment Draw and ServePrequeue stop answering ErrDrawTooEarly on
+// this client: the entries' cutoff plus its own DrawSettleWindow.
+func TestDrawOpensAt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	window := 3 * time.Second
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{DrawSettleWindow: window}, 2, 4)
+	ev, err := c.GetEvent(ctx, "lotto")
+	require.NoError(t, err)
+	opens, ok := c.DrawOpensAt(ev)
+	require.True(t, ok)
+	assert.Equal(t, asyncevent.MillisOf(ev.LotteryCutoffAt.Time().Add(window)), opens)
+	clock.Advance(opens.Time().Add(-time.Millisecond).Sub(clock.Now()))
+	_, err = c.Draw(ctx, "lotto")
+	require.ErrorIs(t, err, asyncevent.ErrDrawTooEarly, "a millisecond before")
+	clock.Advance(time.Millisecond)
+	_, err = c.Draw(ctx, "lotto")
+	require.NoError(t, err, "at the moment it says")
+
+	start := asyncevent.MillisOf(cutoff.Add(2 * time.Hour))
+	pre := &asyncevent.Event{EventSettings: asyncevent.EventSettings{EventType: asyncevent.FirstCome, PrequeueOpensAt: asyncevent.MillisOf(clock.Now()), StartsAt: start}}
+	opens, ok = c.DrawOpensAt(pre)
+	assert.True(t, ok)
+	// A pre-queue's entries are the requests queued before its start: its cutoff is
+	// the millisecond before.
+	assert.Equal(t, asyncevent.MillisOf(start.Time().Add(window-time.Millisecond)), opens, "a pre-queue's serve: its cutoff plus the window")
+	_, ok = c.DrawOpensAt(&asyncevent.Event{EventSettings: asyncevent.EventSettings{EventType: asyncevent.FirstCome}})
+	assert.False(t, ok, "a sale without a pre-queue has no draw")
+	_, ok = c.DrawOpensAt(nil)
+	assert.False(t, ok)
+}

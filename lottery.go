@@ -439,6 +439,20 @@ func (e *eventItem) drawOpensAt(settle time.Duration) EpochMillis {
 	return MillisOf(e.entriesCutoff().Time().Add(settle))
 }
 
+// DrawOpensAt is when e's draw may begin on this client: for a LOTTERY event Draw,
+// for a FIRST_COME event with a pre-queue ServePrequeue; before it they answer
+// ErrDrawTooEarly. It is the entries' cutoff (LotteryCutoffAt; for a pre-queue the
+// millisecond before StartsAt) plus Options.DrawSettleWindow; ok is false for an
+// event without a draw.
+// The one rule the CLI and the HTTP API show, so that what they print is when the
+// call succeeds.
+func (c *Client) DrawOpensAt(e *Event) (opens EpochMillis, ok bool) {
+	if e == nil || e.EventType != Lottery && e.PrequeueOpensAt == 0 {
+		return 0, false
+	}
+	return (&eventItem{Event: *e}).drawOpensAt(c.opts.DrawSettleWindow), true
+}
+
 // entryFence is the moment after which nothing may write a lottery's entries but its
 // draw: the moment Draw may begin (the cutoff plus Options.DrawSettleWindow) less a
 // margin, the smaller of one second and a quarter of the window, for a call cut off

@@ -49,9 +49,8 @@ type AdminUIOptions struct {
 	// Default: DefaultChartRequests (2000).
 	ChartRequests int
 
-	// DrawSettleWindow is the Client's Options.DrawSettleWindow: the event page's
-	// draw button is enabled from a lottery's cutoff plus this. Default:
-	// asyncevent.DefaultDrawSettleWindow.
+	// Deprecated: the draw button follows the Client's own
+	// Options.DrawSettleWindow (Client.DrawOpensAt); this field is ignored.
 	DrawSettleWindow time.Duration
 
 	// Clock tells the time for session expiry, for enabling the draw button and for
@@ -71,17 +70,16 @@ const defaultPageSize = 50
 
 // adminUI serves the pages.
 type adminUI struct {
-	srv          *Server
-	client       *asyncevent.Client
-	keys         sessionKeys
-	sessionTTL   time.Duration
-	chartMax     int
-	now          func() time.Time
-	settleWindow time.Duration
-	pages        map[string]*template.Template
-	static       fs.FS
-	assetHash    map[string]string // file name → short content hash, for cache busting
-	counts       requestCounts     // the home page's request counts
+	srv        *Server
+	client     *asyncevent.Client
+	keys       sessionKeys
+	sessionTTL time.Duration
+	chartMax   int
+	now        func() time.Time
+	pages      map[string]*template.Template
+	static     fs.FS
+	assetHash  map[string]string // file name → short content hash, for cache busting
+	counts     requestCounts     // the home page's request counts
 }
 
 // MountAdminUI adds the admin web UI under /admin/ui/, behind the server's timeout
@@ -134,24 +132,20 @@ func newAdminUI(s *Server, opts AdminUIOptions) (*adminUI, error) {
 	if opts.Clock == nil {
 		opts.Clock = s.now
 	}
-	if opts.DrawSettleWindow <= 0 {
-		opts.DrawSettleWindow = asyncevent.DefaultDrawSettleWindow
-	}
 	static, err := fs.Sub(uiFiles, "ui/static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
 	u := &adminUI{
-		srv:          s,
-		client:       s.client,
-		keys:         newSessionKeys(opts.SessionSecret),
-		sessionTTL:   opts.SessionTTL,
-		chartMax:     opts.ChartRequests,
-		now:          opts.Clock,
-		settleWindow: opts.DrawSettleWindow,
-		pages:        map[string]*template.Template{},
-		static:       static,
-		assetHash:    map[string]string{},
+		srv:        s,
+		client:     s.client,
+		keys:       newSessionKeys(opts.SessionSecret),
+		sessionTTL: opts.SessionTTL,
+		chartMax:   opts.ChartRequests,
+		now:        opts.Clock,
+		pages:      map[string]*template.Template{},
+		static:     static,
+		assetHash:  map[string]string{},
 	}
 	entries, _ := fs.ReadDir(static, ".")
 	for _, e := range entries {

@@ -118,7 +118,7 @@ type lotteryView struct {
 	Draw         *asyncevent.DrawRecord
 	CanDraw      bool
 	DrawLabel    string
-	DrawOpensAt  asyncevent.EpochMillis // the cutoff plus the settle window
+	DrawOpensAt  asyncevent.EpochMillis // Client.DrawOpensAt
 	NotYet       bool                   // the draw cannot run before DrawOpensAt
 	Verification *checkView             // once the draw, or the pre-queue's freeze, began
 	VerifyError  string
@@ -301,7 +301,8 @@ func (u *adminUI) lottery(r *http.Request, ev *asyncevent.Event) (*lotteryView, 
 	if err != nil {
 		return nil, err
 	}
-	lv := &lotteryView{Draw: d, DrawOpensAt: asyncevent.MillisOf(ev.LotteryCutoffAt.Time().Add(u.settleWindow))}
+	opens, _ := u.client.DrawOpensAt(ev)
+	lv := &lotteryView{Draw: d, DrawOpensAt: opens}
 	switch d.Phase {
 	case asyncevent.PhaseCollecting, "":
 		lv.CanDraw, lv.DrawLabel = true, "Run the draw"
@@ -335,8 +336,8 @@ func (u *adminUI) prequeue(r *http.Request, ev *asyncevent.Event) (*lotteryView,
 	if err != nil {
 		return nil, err
 	}
-	lv := &lotteryView{Draw: d, Prequeue: true, PrequeueOpensAt: ev.PrequeueOpensAt, StartsAt: ev.StartsAt,
-		DrawOpensAt: asyncevent.MillisOf(ev.StartsAt.Time().Add(u.settleWindow))}
+	opens, _ := u.client.DrawOpensAt(ev)
+	lv := &lotteryView{Draw: d, Prequeue: true, PrequeueOpensAt: ev.PrequeueOpensAt, StartsAt: ev.StartsAt, DrawOpensAt: opens}
 	switch d.Phase {
 	case asyncevent.PhaseCollecting, "":
 		lv.CanDraw, lv.DrawLabel = true, "Serve the pre-queue"

@@ -5,28 +5,26 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
-// settleWindow is how long after a lottery's cutoff the CLI's client waits before
-// it draws (Options.DrawSettleWindow, left at its default): the time an enqueue
-// still in flight at the cutoff needs to reach the table.
-const settleWindow = asyncevent.DefaultDrawSettleWindow
-
-// drawOpens is when eventID can be drawn, in RFC 3339, with the cutoff it follows.
-func drawOpens(ctx context.Context, c *asyncevent.Client, eventID string) (opens, cutoff string, err error) {
+// drawOpens is when eventID can be drawn (Client.DrawOpensAt), in RFC 3339, with the
+// cutoff it follows and the settle window between them.
+func drawOpens(ctx context.Context, c *asyncevent.Client, eventID string) (opens, cutoff string, settle time.Duration, err error) {
 	cfg, err := c.GetEvent(ctx, eventID)
 	if err != nil {
-		return "", "", err
+		return "", "", 0, err
 	}
-	end := cfg.LotteryCutoffAt
+	end, last := cfg.LotteryCutoffAt, cfg.LotteryCutoffAt
 	if hasPrequeue(cfg) {
-		end = cfg.StartsAt
+		end, last = cfg.StartsAt, cfg.StartsAt-1 // its entries are queued before the start
 	}
-	return formatMillis(asyncevent.MillisOf(end.Time().Add(settleWindow))), formatMillis(end), nil
+	at, _ := c.DrawOpensAt(cfg)
+	return formatMillis(at), formatMillis(end), at.Time().Sub(last.Time()), nil
 }
 
 // hasPrequeue reports whether an event is a FIRST_COME one with a pre-queue, whose
@@ -38,12 +36,12 @@ func hasPrequeue(e *asyncevent.Event) bool {
 // tooEarly explains an ErrDrawTooEarly of eventID: what the draw waits for, and from
 // when it can run.
 func tooEarly(ctx context.Context, c *asyncevent.Client, eventID, what string) error {
-	opens, cutoff, err := drawOpens(ctx, c, eventID)
+	opens, cutoff, settle, err := drawOpens(ctx, c, eventID)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return fmt.Errorf("%s: entries close at %s and the draw waits %s more for enqueues still in flight; "+
-		"run 'asyncevent draw %s' from %s", what, cutoff, settleWindow, eventID, opens)
+		"run 'asyncevent draw %s' from %s", what, cutoff, settle, eventID, opens)
 }
 
 // drawJSON is a draw's result for scripts.
@@ -163,12 +161,12 @@ type prequeueJSON struct {
 func servePrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID string, quiet bool) error {
 	res, err := c.ServePrequeue(ctx, eventID)
 	if errors.Is(err, asyncevent.ErrDrawTooEarly) {
-		opens, start, oerr := drawOpens(ctx, c, eventID)
+		opens, start, settle, oerr := drawOpens(ctx, c, eventID)
 		if oerr != nil {
 			return fmt.Errorf("too early to serve the pre-queue of %s: %w", eventID, oerr)
 		}
 		return fmt.Errorf("too early to serve the pre-queue of %s: it starts at %s and the serve waits %s more for enqueues still in flight; "+
-			"run 'asyncevent draw %s' from %s", eventID, start, settleWindow, eventID, opens)
+			"run 'asyncevent draw %s' from %s", eventID, start, settle, eventID, opens)
 	}
 	if errors.Is(err, asyncevent.ErrNoSeedSource) || errors.Is(err, asyncevent.ErrSeedMismatch) {
 		return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, envDrawSecret)
