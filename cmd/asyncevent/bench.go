@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
@@ -50,33 +51,33 @@ func benchCmd() *command {
 			fs.IntVar(&o.cpuOps, "cpu-ops", 2000, "operations per flow, side and round of the client-CPU measurement, on an in-process endpoint (-1: none)")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 0, ""); err != nil {
+			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
 			}
 			if o.rounds < 1 || o.n < 2 || o.clients < 1 || o.workers < 1 {
-				return usagef("-rounds, -clients and -workers must be at least 1, -n at least 2")
+				return clikit.Usagef("-rounds, -clients and -workers must be at least 1, -n at least 2")
 			}
 			if o.latencyRate <= 0 {
-				return usagef("-latency-rate must be more than 0")
+				return clikit.Usagef("-latency-rate must be more than 0")
 			}
 			if err := o.poll.check(); err != nil {
 				return err
 			}
-			stopLocal, err := e.startLocal(ctx)
+			stopLocal, err := e.StartLocal(ctx)
 			if err != nil {
 				return err
 			}
 			defer stopLocal()
-			db, err := e.dynamoDB(ctx)
+			db, err := e.DynamoDB(ctx)
 			if err != nil {
 				return err
 			}
 			started := time.Now()
 			progress := func(format string, args ...any) {
-				fmt.Fprintf(e.stderr, "bench: "+format+"\n", args...)
+				fmt.Fprintf(e.Stderr, "bench: "+format+"\n", args...)
 			}
 			rep, err := bench.Run(ctx, bench.Config{
-				DB: db, Table: e.table, Rounds: o.rounds, N: o.n, Clients: o.clients, Workers: o.workers, Warmup: o.warmup,
+				DB: db, Table: e.Table, Rounds: o.rounds, N: o.n, Clients: o.clients, Workers: o.workers, Warmup: o.warmup,
 				LatencyClicks: o.latencyClicks, LatencyRate: o.latencyRate, Progress: progress,
 			})
 			if err != nil {
@@ -84,11 +85,11 @@ func benchCmd() *command {
 			}
 			var poll *pollFlow
 			if o.poll.polls >= 0 {
-				if poll, err = measurePolls(ctx, db, e.table, o.poll, progress); err != nil {
+				if poll, err = measurePolls(ctx, db, e.Table, o.poll, progress); err != nil {
 					return err
 				}
 			}
-			heat, err := o.measureHeat(ctx, db, e.table, progress)
+			heat, err := o.measureHeat(ctx, db, e.Table, progress)
 			if err != nil {
 				return err
 			}
@@ -101,14 +102,14 @@ func benchCmd() *command {
 			}
 			out := benchOutput{
 				Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
-				DynamoDB: e.endpoint, DynamoDBSource: e.localSource, Queue: "in-memory queue",
+				DynamoDB: e.Endpoint, DynamoDBSource: e.LocalSource, Queue: "in-memory queue",
 				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: slices.Concat(acceptance(rep), pollAcceptance(poll), cpuAcceptance(cpu)), Heat: heat,
 				RankedAcceptance: rankedAcceptance(rep), Poll: poll, ClientCPU: cpu,
 			}
-			if e.json {
-				return e.printJSON(out)
+			if e.JSON {
+				return e.PrintJSON(out)
 			}
-			return out.writeText(e.stdout)
+			return out.writeText(e.Stdout)
 		},
 	}
 }
@@ -238,7 +239,7 @@ func (o benchOutput) writeText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "asyncevent bench · %s · %s\n", o.Date.Format("2006-01-02 15:04 MST"), o.Machine)
 	fmt.Fprintf(w, "%s · %s · %d rounds × %s operations per flow and side, interleaved · %d ingest clients · %d workers · %s\n\n",
-		src, o.Queue, r.Rounds, formatInt(r.N), r.Clients, r.Workers, formatSeconds(o.Seconds))
+		src, o.Queue, r.Rounds, clikit.FormatInt(r.N), r.Clients, r.Workers, clikit.FormatSeconds(o.Seconds))
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "throughput, ops/s (median of rounds)\tlibrary\tbaseline\tlibrary/baseline\t\n")
@@ -305,7 +306,7 @@ func writeHeat(w io.Writer, h bench.LayoutHeat) error {
 	c := h.Ceiling
 	fmt.Fprintf(w, "\nheat, layout %s (index shards %d, capacity shards %d): one event, %s participations, %s winners, "+
 		"on DynamoDB's %s WCU/s per partition key (table and each GSI apart)\n",
-		h.Layout, h.IndexShards, h.CapacityShards, formatInt(h.Participations), formatInt(h.Winners), formatInt(metered.KeyWCULimit))
+		h.Layout, h.IndexShards, h.CapacityShards, clikit.FormatInt(h.Participations), clikit.FormatInt(h.Winners), clikit.FormatInt(metered.KeyWCULimit))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  hottest key\t\tWCU/participation\tpeak WCU/s here\tpeak RCU/s here\n")
 	for _, index := range append([]string{metered.TableIndex}, metered.Indexes()...) {
@@ -319,9 +320,9 @@ func writeHeat(w io.Writer, h bench.LayoutHeat) error {
 		return err
 	}
 	fmt.Fprintf(w, "  ceiling: about %s participations/s per event (%s at %.2f WCU per participation)",
-		formatInt(int(h.CeilingParticipationsPerSec)), h.HottestKey, h.HottestWCUPerParticipation)
+		clikit.FormatInt(int(h.CeilingParticipationsPerSec)), h.HottestKey, h.HottestWCUPerParticipation)
 	if c.WCUPerClaim > 0 {
-		fmt.Fprintf(w, ", %s winners/s (%s)", formatInt(int(h.CeilingWinnersPerSec)), claimBounds(c))
+		fmt.Fprintf(w, ", %s winners/s (%s)", clikit.FormatInt(int(h.CeilingWinnersPerSec)), claimBounds(c))
 	}
 	fmt.Fprintln(w)
 	return nil
@@ -331,29 +332,18 @@ func writeHeat(w io.Writer, h bench.LayoutHeat) error {
 // there are: "13 capacity shards × 964 claims/s, by their units (1.04 WCU per claim
 // on table:EVENT#…#CAPACITY#<shard> (mean of 13 shards)); no transaction holds them".
 func claimBounds(c metered.Ceiling) string {
-	s := fmt.Sprintf("%s × %s claims/s, ", pluralShards(c.CapacityShards), formatInt(int(c.ClaimsPerSecPerShard)))
+	s := fmt.Sprintf("%s × %s claims/s, ", clikit.PluralShards(c.CapacityShards), clikit.FormatInt(int(c.ClaimsPerSecPerShard)))
 	units := fmt.Sprintf("%.2f WCU per claim on %s", c.WCUPerClaim, c.CapacityKey)
 	switch {
 	case c.WinnersBound == metered.BoundSerial:
 		s += fmt.Sprintf("by one transaction at a time per item (%s ms each; its units would allow %s: %s)",
-			formatFloat(metered.TransactionHold.Seconds()*1000), formatInt(int(c.ClaimsPerSecUnits)), units)
+			clikit.FormatFloat(metered.TransactionHold.Seconds()*1000), clikit.FormatInt(int(c.ClaimsPerSecUnits)), units)
 	case c.ClaimsPerSecSerial > 0:
-		s += fmt.Sprintf("by their units (%s; transactions on it would allow %s)", units, formatInt(int(c.ClaimsPerSecSerial)))
+		s += fmt.Sprintf("by their units (%s; transactions on it would allow %s)", units, clikit.FormatInt(int(c.ClaimsPerSecSerial)))
 	default:
 		s += fmt.Sprintf("by their units (%s; no transaction holds a capacity item)", units)
 	}
 	return s
-}
-
-func pluralShards(n int) string {
-	if n == 1 {
-		return "1 capacity item"
-	}
-	return fmt.Sprintf("%d capacity shards", n)
-}
-
-func formatFloat(v float64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.1f", v), "0"), ".")
 }
 
 // machine describes the machine for the report: OS, architecture, CPUs and, where

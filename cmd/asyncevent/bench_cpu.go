@@ -5,6 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
@@ -36,7 +37,7 @@ func writeCPU(w io.Writer, c *bench.ClientCPU) error {
 	if c == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nclient CPU per operation, on an in-process DynamoDB endpoint that answers at once (%s operations per flow, side and round; the SDK's work and the caller's, not the network's or DynamoDB's)\n", formatInt(c.N))
+	fmt.Fprintf(w, "\nclient CPU per operation, on an in-process DynamoDB endpoint that answers at once (%s operations per flow, side and round; the SDK's work and the caller's, not the network's or DynamoDB's)\n", clikit.FormatInt(c.N))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "flow: library | baseline\tCPU µs\tratio\trounds\tallocations\tratio\tKB allocated\tDynamoDB calls\t\n")
 	for _, f := range c.Flows {

@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
@@ -61,7 +59,7 @@ func writeHolds(w io.Writer, h *bench.Holds) error {
 	if h == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nholds (EventSettings.HoldFor %s; the library only, the baseline has none), per operation:\n", formatSeconds(h.HoldForSeconds))
+	fmt.Fprintf(w, "\nholds (EventSettings.HoldFor %s; the library only, the baseline has none), per operation:\n", clikit.FormatSeconds(h.HoldForSeconds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  \tops/s\tDynamoDB calls\tround trips\tWCU\tRCU\twrites by item\tvs. without holds\n")
 	for _, f := range h.Flows {
@@ -70,7 +68,7 @@ func writeHolds(w io.Writer, h *bench.Holds) error {
 		if v := f.Versus; v != nil {
 			versus = fmt.Sprintf("%+.2f calls, %+.1f WCU, %+.2f RCU (%s)", v.ExtraCalls, v.ExtraWCU, v.ExtraRCU, v.Flow)
 		}
-		fmt.Fprintf(tw, "  %s\t%.1f\t%s\t%.2f\t%.1f\t%.2f\t%s\t%s\n", f.Name, f.Library.Median, callsOf(p.DynamoDBCalls, p.Calls),
+		fmt.Fprintf(tw, "  %s\t%.1f\t%s\t%.2f\t%.1f\t%.2f\t%s\t%s\n", f.Name, f.Library.Median, clikit.CallsOf(p.DynamoDBCalls, p.Calls),
 			p.RoundTrips, p.WCU, p.RCU, byKind(f.WritesPerOp), versus)
 	}
 	if err := tw.Flush(); err != nil {
@@ -78,14 +76,4 @@ func writeHolds(w io.Writer, h *bench.Holds) error {
 	}
 	_, err := fmt.Fprintln(w, "  (one operation: a message for the workers, a call for Confirm and Release, a hold expired or a seat handed on for SweepHolds)")
 	return err
-}
-
-// callsOf says the calls per operation with their split by operation:
-// "3.05 (GetItem 0.01 + PutItem 1.00 + UpdateItem 2.04)".
-func callsOf(total float64, byOp map[string]float64) string {
-	ops := make([]string, 0, len(byOp))
-	for _, op := range slices.Sorted(maps.Keys(byOp)) {
-		ops = append(ops, fmt.Sprintf("%s %.2f", op, byOp[op]))
-	}
-	return fmt.Sprintf("%.2f (%s)", total, strings.Join(ops, " + "))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
@@ -44,7 +45,7 @@ func (p *pollOptions) register(fs *flag.FlagSet) {
 
 func (p *pollOptions) check() error {
 	if p.polls >= 0 && (p.polls < 1 || p.clients < 1 || p.backlog < 5) {
-		return usagef("-polls and -poll-clients must be at least 1 (or -polls -1), -poll-backlog at least 5")
+		return clikit.Usagef("-polls and -poll-clients must be at least 1 (or -polls -1), -poll-backlog at least 5")
 	}
 	return nil
 }
@@ -59,8 +60,8 @@ type pollFlow struct {
 	PollsPerSec float64 `json:"pollsPerSec"`
 	// Placed counts the answers with a place in line: every one, as every request
 	// polled waits.
-	Placed  int      `json:"placed"`
-	PerPoll costJSON `json:"perPoll"`
+	Placed  int             `json:"placed"`
+	PerPoll clikit.CostJSON `json:"perPoll"`
 	// RequestReads, ConfigReads: GetItem calls per poll of the request, and of the
 	// event's CONFIG (cached per client for Options.EventCacheTTL).
 	RequestReads float64 `json:"requestReadsPerPoll"`
@@ -77,7 +78,7 @@ func measurePolls(ctx context.Context, db asyncevent.DynamoDB, table string, o p
 	if err != nil {
 		return nil, err
 	}
-	progress("poll: %s polls of %s waiting requests from %d goroutines on one client", formatInt(o.polls), formatInt(len(waiting)), o.clients)
+	progress("poll: %s polls of %s waiting requests from %d goroutines on one client", clikit.FormatInt(o.polls), clikit.FormatInt(len(waiting)), o.clients)
 	counter := metered.NewCounter(db)
 	node, err := asyncevent.New(counter, asyncevent.Options{TableName: table})
 	if err != nil {
@@ -104,7 +105,7 @@ func measurePolls(ctx context.Context, db asyncevent.DynamoDB, table string, o p
 	return &pollFlow{
 		Polls: o.polls, Clients: o.clients, Backlog: o.backlog, Waiting: len(waiting),
 		Seconds: elapsed.Seconds(), PollsPerSec: n / elapsed.Seconds(), Placed: int(placed.Load()),
-		PerPoll:      costOf(cost, o.polls, 0),
+		PerPoll:      clikit.CostOf(cost, o.polls, 0),
 		RequestReads: float64(cost.Reads[entity.Request]) / n, ConfigReads: float64(cost.Reads[entity.Config]) / n,
 		ProgressReads: cost.Calls["Query"],
 	}, nil
@@ -187,8 +188,8 @@ func pollAcceptance(f *pollFlow) []check {
 		Name:  "DynamoDB calls per poll of a waiting request ≈ 1 (the GetItem of its request; the event's progress read once per flush of the counts, every 200 ms, per node)",
 		Value: calls,
 		Shown: fmt.Sprintf("%.3f (GetItem of the request %.3f + cached CONFIG reads %.4f + progress Queries %.4f: %d in %s); %s of %s told a place in line",
-			calls, f.RequestReads, f.ConfigReads, float64(f.ProgressReads)/float64(f.Polls), f.ProgressReads, formatSeconds(f.Seconds),
-			formatInt(f.Placed), formatInt(f.Polls)),
+			calls, f.RequestReads, f.ConfigReads, float64(f.ProgressReads)/float64(f.Polls), f.ProgressReads, clikit.FormatSeconds(f.Seconds),
+			clikit.FormatInt(f.Placed), clikit.FormatInt(f.Polls)),
 		OK: f.RequestReads == 1 && calls <= 1.05 && f.Placed == f.Polls,
 	}}
 }
@@ -201,7 +202,7 @@ func writePoll(w io.Writer, f *pollFlow) error {
 	_, err := fmt.Fprintf(w, "\npoll of a waiting request (GetRequest with its place in line; the library only): %s polls from %d goroutines on one client, "+
 		"over %s waiting requests of an event of %s, in %s (%.0f polls/s)\n"+
 		"  per poll: DynamoDB calls %s · %.2f RCU · %.3f GetItem of the request · %.4f of the event's CONFIG; the event's progress read %d times (Query)\n",
-		formatInt(f.Polls), f.Clients, formatInt(f.Waiting), formatInt(f.Backlog), formatSeconds(f.Seconds), f.PollsPerSec,
-		callsOf(f.PerPoll.Calls, f.PerPoll.ByCall), f.PerPoll.RCU, f.RequestReads, f.ConfigReads, f.ProgressReads)
+		clikit.FormatInt(f.Polls), f.Clients, clikit.FormatInt(f.Waiting), clikit.FormatInt(f.Backlog), clikit.FormatSeconds(f.Seconds), f.PollsPerSec,
+		clikit.CallsOf(f.PerPoll.Calls, f.PerPoll.ByCall), f.PerPoll.RCU, f.RequestReads, f.ConfigReads, f.ProgressReads)
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
@@ -75,7 +76,7 @@ func writeRankedBench(w io.Writer, k *bench.Ranked) error {
 		k.DecidedPerSec, k.StandardDecidedPerSec, k.VersusStandardDecided, waveMs(k))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  per ranked winner\tDynamoDB calls\tWCU\tRCU\tGetItem by item\twrites by item\n")
-	fmt.Fprintf(tw, "  \t%s\t%.2f\t%.2f\t%s\t%s\n", callsOf(l.PerOp.DynamoDBCalls, l.PerOp.Calls), l.PerOp.WCU, l.PerOp.RCU, byKind(k.ReadsPerOp), byKind(k.WritesPerOp))
+	fmt.Fprintf(tw, "  \t%s\t%.2f\t%.2f\t%s\t%s\n", clikit.CallsOf(l.PerOp.DynamoDBCalls, l.PerOp.Calls), l.PerOp.WCU, l.PerOp.RCU, byKind(k.ReadsPerOp), byKind(k.WritesPerOp))
 	fmt.Fprintf(tw, "  beyond a standard winner\t%+.2f\t%+.2f\t%+.2f\t%+.2f reads\t\n", k.Extra.Calls, k.Extra.WCU, k.Extra.RCU, k.Extra.Reads)
 	if err := tw.Flush(); err != nil {
 		return err
@@ -83,7 +84,7 @@ func writeRankedBench(w io.Writer, k *bench.Ranked) error {
 	if lat := k.Latency; lat != nil {
 		fmt.Fprintf(w, "  latency, queuedAt to decision, %s clicks at %.0f/s against a running worker, each a winner: standard median %.0f ms, p95 %.0f ms; ranked median %.0f ms, p95 %.0f ms (%+.0f ms): "+
 			"about the settle delay (%.0f ms), plus up to a tick (%.0f ms) until the admission reads its line, plus a wave\n",
-			formatInt(lat.Clicks), lat.ClicksPerSec, lat.Standard.MedianMs, lat.Standard.P95Ms, lat.Ranked.MedianMs, lat.Ranked.P95Ms,
+			clikit.FormatInt(lat.Clicks), lat.ClicksPerSec, lat.Standard.MedianMs, lat.Standard.P95Ms, lat.Ranked.MedianMs, lat.Ranked.P95Ms,
 			lat.Ranked.MedianMs-lat.Standard.MedianMs, lat.SettleMs, lat.TickMs)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // Exit codes.
@@ -22,43 +23,11 @@ const (
 	exitUsage   = 2
 )
 
-// Environment variables that give the global flags their defaults.
-const (
-	envTable       = "ASYNCEVENT_TABLE"
-	envRegion      = "AWS_REGION"
-	envEndpoint    = "DYNAMODB_ENDPOINT"
-	envSQSEndpoint = "SQS_ENDPOINT"
-	envQueueURL    = "ASYNCEVENT_QUEUE_URL"
-
-	// envDrawSecret holds the secret that seals lottery seeds (seed.HMAC),
-	// in hex. An environment variable rather than a flag, so that it shows in no
-	// process listing or shell history.
-	envDrawSecret = "ASYNCEVENT_DRAW_SECRET"
-)
-
-// globals are the flags every command takes, before or after its name.
-type globals struct {
-	table    string
-	region   string
-	endpoint string
-	json     bool
-}
-
-func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.table, "table", g.table, "DynamoDB table `name` (env "+envTable+")")
-	fs.StringVar(&g.region, "region", g.region, "AWS `region` (env "+envRegion+"; default: the AWS config's, us-east-1 with -endpoint)")
-	fs.StringVar(&g.endpoint, "endpoint", g.endpoint, "DynamoDB endpoint `URL`, e.g. a DynamoDB Local (env "+envEndpoint+"); empty: AWS")
-	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of tables, for scripts")
-}
-
-// env is what a command runs with.
+// env is what a command runs with: what every command shares, and the CLI's own.
 type env struct {
-	globals
-	stdout, stderr io.Writer
-	cmd            *command         // the command running
-	localSource    string           // how startLocal got the DynamoDB Local: container, jar; "" if not started here
-	drawSecret     string           // hex, from ASYNCEVENT_DRAW_SECRET; "" for unsealed seeds
-	rows           *dynamodb.Client // withStored's reader of rows, made on its first read
+	clikit.Env
+	cmd  *command         // the command running
+	rows *dynamodb.Client // withStored's reader of rows, made on its first read
 }
 
 // command is one subcommand: "stats", or a group's "table create".
@@ -86,27 +55,18 @@ func commands() []*command {
 // libraryPrefix begins the text of the library's errors.
 const libraryPrefix = "asyncevent: "
 
-// usageError is a mistake in the command line: exit code 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
 // run is the CLI: it parses args (without the program name), runs the command and
 // returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, drawSecret: os.Getenv(envDrawSecret), globals: globals{
-		table:    envOr(envTable, asyncevent.DefaultTableName),
-		region:   os.Getenv(envRegion),
-		endpoint: os.Getenv(envEndpoint),
-	}}
-	e.json = wantsJSON(args) // before any parse, so that every error heeds it
+	e := &env{Env: clikit.Env{Stdout: stdout, Stderr: stderr, DrawSecret: os.Getenv(clikit.EnvDrawSecret), Globals: clikit.Globals{
+		Table:    clikit.EnvOr(clikit.EnvTable, asyncevent.DefaultTableName),
+		Region:   os.Getenv(clikit.EnvRegion),
+		Endpoint: os.Getenv(clikit.EnvEndpoint),
+	}}}
+	e.JSON = wantsJSON(args) // before any parse, so that every error heeds it
 	top := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
 	top.SetOutput(io.Discard)
-	e.register(top)
+	e.Register(top)
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printUsage(stdout)
@@ -119,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rest := top.Args()
 	if len(rest) == 0 {
-		if e.json {
+		if e.JSON {
 			return e.failf("asyncevent", "", errors.New("missing command"), "", exitUsage)
 		}
 		printUsage(stderr)
@@ -169,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e.cmd = cmd
 	fs := flag.NewFlagSet("asyncevent "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	e.register(fs)
+	e.Register(fs)
 	if cmd.flags != nil {
 		cmd.flags(fs)
 	}
@@ -185,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return e.fail(cmd, err, exitUsage)
 	}
 	err = cmd.run(ctx, e, fs, pos)
-	var ue *usageError
+	var ue *clikit.UsageError
 	switch {
 	case err == nil:
 		return exitOK
@@ -215,7 +175,7 @@ func (e *env) fail(cmd *command, err error, code int) int {
 // comes first already.
 func (e *env) failf(command, usage string, err error, hint string, code int) int {
 	msg := strings.ReplaceAll(err.Error(), libraryPrefix, "")
-	if e.json {
+	if e.JSON {
 		v := struct {
 			Command string `json:"command"`
 			Error   string `json:"error"`
@@ -223,14 +183,14 @@ func (e *env) failf(command, usage string, err error, hint string, code int) int
 			Usage   string `json:"usage,omitempty"`
 			Hint    string `json:"hint,omitempty"` // what to type instead, as the text output says
 		}{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: msg, Exit: code, Usage: usage, Hint: hint}
-		enc := json.NewEncoder(e.stderr)
+		enc := json.NewEncoder(e.Stderr)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(v)
 		return code
 	}
-	fmt.Fprintf(e.stderr, "%s: %s\n", command, msg)
+	fmt.Fprintf(e.Stderr, "%s: %s\n", command, msg)
 	if hint != "" {
-		fmt.Fprintln(e.stderr, hint)
+		fmt.Fprintln(e.Stderr, hint)
 	}
 	return code
 }
@@ -296,17 +256,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// wantArgs checks the number of positional arguments.
-func wantArgs(args []string, n int, what string) error {
-	switch {
-	case len(args) < n:
-		return usagef("missing %s", what)
-	case len(args) > n:
-		return usagef("unexpected argument %q", args[n])
-	}
-	return nil
-}
-
 func cmdLine(c *command) string {
 	s := c.name + " [flags]"
 	if c.args != "" {
@@ -332,8 +281,8 @@ Commands:
 Global flags (before or after the command):
 `)
 	fs := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
-	g := globals{table: asyncevent.DefaultTableName}
-	g.register(fs)
+	g := clikit.Globals{Table: asyncevent.DefaultTableName}
+	g.Register(fs)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprint(w, `
@@ -347,7 +296,7 @@ testcontainers-go on a loopback-only engine, or Java and npm) and stop it on exi
 'asyncevent local' starts one the same way for the other commands, prints the
 export line of its endpoint and keeps it until Ctrl-C.
 
-Lottery seeds: with `+envDrawSecret+` set (a secret of at least 32 bytes, in hex:
+Lottery seeds: with `+clikit.EnvDrawSecret+` set (a secret of at least 32 bytes, in hex:
 openssl rand -hex 32), the events the CLI creates get a sealed seed (seedMode
 SEALED), derived from the secret, and their draw needs the same secret. Without it
 the seed is stored on the DRAW item (seedMode UNSEALED): anyone who can read the
@@ -385,18 +334,11 @@ func printCommandUsage(w io.Writer, c *command) {
 	fmt.Fprintln(w, "\nGlobal flags: -table, -region, -endpoint, -json (see 'asyncevent help').")
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // withID is the run of a subcommand that takes one ID (named what in usage errors)
 // and a connected client.
 func withID(what string, run func(ctx context.Context, e *env, c *asyncevent.Client, id string) error) func(context.Context, *env, *flag.FlagSet, []string) error {
 	return func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-		if err := wantArgs(args, 1, what); err != nil {
+		if err := clikit.WantArgs(args, 1, what); err != nil {
 			return err
 		}
 		c, err := e.client(ctx)

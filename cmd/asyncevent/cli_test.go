@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/queue"
 	"github.com/asyncevent/asyncevent/seed"
 )
@@ -270,7 +271,7 @@ func TestStats(t *testing.T) {
 	f.ok(t, "table", "create")
 	playFirstCome(t, f, "ev", 2, 5)
 
-	var st statsJSON
+	var st clikit.StatsJSON
 	f.json(t, &st, "stats", "ev")
 	assert.Equal(t, "ev", st.EventID)
 	assert.Equal(t, "FIRST_COME", st.EventType)
@@ -283,7 +284,7 @@ func TestStats(t *testing.T) {
 	// sold out (then one write rejects it, without startedAt).
 	assert.GreaterOrEqual(t, st.QueueWait.Count, 2)
 	assert.LessOrEqual(t, st.QueueWait.Count, 5)
-	assert.Equal(t, fairnessJSON{}, st.Fairness, "clicked one at a time, decided in queue order")
+	assert.Equal(t, clikit.FairnessJSON{}, st.Fairness, "clicked one at a time, decided in queue order")
 
 	out := f.ok(t, "stats", "ev")
 	assert.Contains(t, out, "0 inversions, 0 late winners")
@@ -553,22 +554,22 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 	f.ok(t, "table", "create")
 	secret := bytes.Repeat([]byte{0x5e}, seed.MinSecretBytes)
 
-	t.Setenv(envDrawSecret, "")
+	t.Setenv(clikit.EnvDrawSecret, "")
 	out, errOut, code := f.run(t, "-json", "event", "create", "open", "-type", "lottery", "-winners", "1", "-cutoff", "+1h")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, `"seedMode": "UNSEALED"`)
 	assert.Contains(t, errOut, "seed UNSEALED")
-	assert.Contains(t, errOut, envDrawSecret)
+	assert.Contains(t, errOut, clikit.EnvDrawSecret)
 
-	t.Setenv(envDrawSecret, hex.EncodeToString(secret))
+	t.Setenv(clikit.EnvDrawSecret, hex.EncodeToString(secret))
 	out, errOut, code = f.run(t, "-json", "event", "create", "sealed", "-type", "lottery", "-winners", "1", "-cutoff", "+1h")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, `"seedMode": "SEALED"`)
 	assert.Empty(t, errOut)
-	t.Setenv(envDrawSecret, "abc")
+	t.Setenv(clikit.EnvDrawSecret, "abc")
 	_, errOut, code = f.run(t, "event", "get", "sealed")
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errOut, envDrawSecret)
+	assert.Contains(t, errOut, clikit.EnvDrawSecret)
 
 	// A sealed lottery whose draw may run now.
 	seeds, err := seed.HMAC(secret)
@@ -578,17 +579,17 @@ func TestDrawSecretFromTheEnvironment(t *testing.T) {
 		WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(-time.Hour))})
 	require.NoError(t, err)
 
-	t.Setenv(envDrawSecret, "")
+	t.Setenv(clikit.EnvDrawSecret, "")
 	_, errOut, code = f.run(t, "draw", "lot")
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "sealed seed")
-	assert.Contains(t, errOut, envDrawSecret)
-	t.Setenv(envDrawSecret, hex.EncodeToString(bytes.Repeat([]byte{1}, seed.MinSecretBytes)))
+	assert.Contains(t, errOut, clikit.EnvDrawSecret)
+	t.Setenv(clikit.EnvDrawSecret, hex.EncodeToString(bytes.Repeat([]byte{1}, seed.MinSecretBytes)))
 	_, errOut, code = f.run(t, "draw", "lot")
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, errOut, "does not match its commitment")
 
-	t.Setenv(envDrawSecret, hex.EncodeToString(secret))
+	t.Setenv(clikit.EnvDrawSecret, hex.EncodeToString(secret))
 	out = f.ok(t, "draw", "lot")
 	assert.Regexp(t, `seed mode +SEALED`, out)
 	assert.Contains(t, f.ok(t, "verify", "lot"), "verified")
@@ -738,10 +739,10 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	assert.Equal(t, holdSweepJSON{EventID: "sale", Passes: 1, Served: 1}, sw)
 	assert.Regexp(t, `^HELD until`, f.ok(t, "request", "get", ids[2]))
 
-	var st statsJSON
+	var st clikit.StatsJSON
 	f.json(t, &st, "stats", "sale")
 	require.NotNil(t, st.Holds)
-	assert.Equal(t, holdStatsJSON{HoldForMs: 600000, Held: 1, Confirmed: 1, Released: 2, SeatsReturned: 1, SeatsServed: 1}, *st.Holds)
+	assert.Equal(t, clikit.HoldStatsJSON{HoldForMs: 600000, Held: 1, Confirmed: 1, Released: 2, SeatsReturned: 1, SeatsServed: 1}, *st.Holds)
 	out = f.ok(t, "stats", "sale")
 	assert.Regexp(t, `holds +10m0s each: 1 held, 1 confirmed, 2 released, 0 expired`, out)
 	assert.Regexp(t, `waitlist +0 waiting`, out)
@@ -749,7 +750,7 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 
 	// An event without holds has no holds figures.
 	playFirstCome(t, f, "plain", 1, 1)
-	var plain statsJSON
+	var plain clikit.StatsJSON
 	f.json(t, &plain, "stats", "plain")
 	assert.Nil(t, plain.Holds)
 	assert.NotContains(t, f.ok(t, "stats", "plain"), "holds")
@@ -791,7 +792,7 @@ func TestHoldsSweep(t *testing.T) {
 	out, _, code = f.run(t, "request", "confirm", ids[0])
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, out, "not applied: the request is REJECTED (REJECTED_HOLD_EXPIRED): its hold ended before the confirm: refund the payment")
-	var st statsJSON
+	var st clikit.StatsJSON
 	f.json(t, &st, "stats", "sale")
 	require.NotNil(t, st.Holds)
 	assert.Equal(t, 3, st.Holds.Expired)

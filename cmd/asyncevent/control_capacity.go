@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // The operator's controls of a FIRST_COME event's seats: add seats while it runs, and
@@ -59,7 +60,7 @@ func eventAddCapacityCmd() *command {
 			"once every shard is empty onto its pool, which the next requests claim; else not applied, exit 1",
 		flags: func(fs *flag.FlagSet) {
 			actorFlag(fs, &actor)
-			fs.Int64Var(&seats, "seats", 0, fmt.Sprintf("the number of seats `N` to add (required, 1 to %s)", formatInt(asyncevent.MaxAddSeats)))
+			fs.Int64Var(&seats, "seats", 0, fmt.Sprintf("the number of seats `N` to add (required, 1 to %s)", clikit.FormatInt(asyncevent.MaxAddSeats)))
 			fs.IntVar(&shard, "shard", 0, "put the seats on capacity shard `K` (0 to the event's capacityShards − 1) while it holds seats, "+
 				"else on the pool (default: spread over the shards that hold seats)")
 			idempotencyKeyFlag(fs, &key)
@@ -90,7 +91,7 @@ func eventAddCapacityCmd() *command {
 			if err != nil {
 				return err
 			}
-			if e.json && u.Event != nil {
+			if e.JSON && u.Event != nil {
 				out.Config = e.storedEventJSON(ctx, u.Event)
 			}
 			var capacity *asyncevent.EventCapacity
@@ -116,13 +117,13 @@ func addCapacityFlags(fs *flag.FlagSet, args []string, actor string, seats int64
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case !set["seats"]:
-		return 0, usagef("missing -seats N: the number of seats to add")
+		return 0, clikit.Usagef("missing -seats N: the number of seats to add")
 	case seats < 1 || seats > asyncevent.MaxAddSeats:
-		return 0, usagef("-seats %d: want 1 to %s", seats, formatInt(asyncevent.MaxAddSeats))
+		return 0, clikit.Usagef("-seats %d: want 1 to %s", seats, clikit.FormatInt(asyncevent.MaxAddSeats))
 	case !set["shard"]:
 		return -1, nil
 	case shard < 0:
-		return 0, usagef("-shard %d: want a capacity shard, 0 or more (leave -shard out to spread the seats)", shard)
+		return 0, clikit.Usagef("-shard %d: want a capacity shard, 0 or more (leave -shard out to spread the seats)", shard)
 	}
 	return shard, nil
 }
@@ -133,12 +134,12 @@ func checkShard(ctx context.Context, c *asyncevent.Client, eventID string, shard
 	cfg, err := c.GetEvent(ctx, eventID)
 	switch {
 	case errors.Is(err, asyncevent.ErrInvalidID):
-		return usagef("%v", err)
+		return clikit.Usagef("%v", err)
 	case err != nil:
 		return err
 	}
 	if n := max(cfg.CapacityShards, 1); cfg.EventType == asyncevent.FirstCome && shard >= n {
-		return usagef("-shard %d: %s has %d capacity shards: want 0 to %d", shard, eventID, n, n-1)
+		return clikit.Usagef("-shard %d: %s has %d capacity shards: want 0 to %d", shard, eventID, n, n-1)
 	}
 	return nil
 }
@@ -148,9 +149,9 @@ func checkShard(ctx context.Context, c *asyncevent.Client, eventID string, shard
 // capacityTotal counts them; the shards' do not).
 func seatsAdded(cfg *asyncevent.Event, capacity *asyncevent.EventCapacity, seats int64) string {
 	line := fmt.Sprintf("added: %s to %s, whose capacity is %s: %s left on its capacity shards",
-		plural(seats, "seat"), cfg.EventID, formatInt(int(cfg.CapacityTotal)), plural(capacity.CapacityRemaining, "seat"))
+		clikit.Plural(seats, "seat"), cfg.EventID, clikit.FormatInt(int(cfg.CapacityTotal)), clikit.Plural(capacity.CapacityRemaining, "seat"))
 	if pool := cfg.CapacityTotal - capacity.CapacityTotal; pool > 0 {
-		line += fmt.Sprintf("; %s added to its pool so far, %s", plural(pool, "seat"), poolUse(cfg))
+		line += fmt.Sprintf("; %s added to its pool so far, %s", clikit.Plural(pool, "seat"), poolUse(cfg))
 	}
 	return line
 }
@@ -191,7 +192,7 @@ func requestCancelCmd() *command {
 			if err != nil {
 				return err
 			}
-			if e.json && u.Event != nil {
+			if e.JSON && u.Event != nil {
 				out.Config = e.storedEventJSON(ctx, u.Event)
 			}
 			r, err := c.GetRequest(ctx, requestID)

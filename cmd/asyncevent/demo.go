@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
@@ -34,7 +35,7 @@ type demoOptions struct {
 	ranked         bool
 	report         string
 	seed           uint64
-	sqs            sqsFlags
+	sqs            clikit.SQSFlags
 	holds          holdsOptions
 	prequeue       prequeueOptions
 }
@@ -58,7 +59,7 @@ const stallTimeout = 2 * time.Minute
 
 func demoCmd() *command {
 	var o demoOptions
-	o.sqs.endpoint = envOr(envSQSEndpoint, "")
+	o.sqs.Endpoint = clikit.EnvOr(clikit.EnvSQSEndpoint, "")
 	return &command{
 		name: "demo",
 		summary: "the traffic-spike demo: a first-come event hit by concurrent clicks and repeat clicks, " +
@@ -77,7 +78,7 @@ func demoCmd() *command {
 			fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order and of the fates of the holds (default: random)")
 			o.holds.register(fs)
 			o.prequeue.register(fs)
-			o.sqs.register(fs, false)
+			o.sqs.Register(fs, false)
 		},
 		run: runDemo(&o),
 	}
@@ -86,28 +87,28 @@ func demoCmd() *command {
 func (o *demoOptions) check() error {
 	switch {
 	case o.capacity < 1:
-		return usagef("-capacity must be at least 1")
+		return clikit.Usagef("-capacity must be at least 1")
 	case o.submits < 1:
-		return usagef("-submits must be at least 1")
+		return clikit.Usagef("-submits must be at least 1")
 	case o.clients < 1 || o.workers < 1:
-		return usagef("-clients and -workers must be at least 1")
+		return clikit.Usagef("-clients and -workers must be at least 1")
 	case o.repeat < 0 || o.repeat >= 1:
-		return usagef("-repeat must be in [0, 1)")
+		return clikit.Usagef("-repeat must be in [0, 1)")
 	case !o.skipLottery && (o.lotteryEntries < 1 || o.lotteryWinners < 1):
-		return usagef("-lottery-entries and -lottery-winners must be at least 1 (or -skip-lottery)")
+		return clikit.Usagef("-lottery-entries and -lottery-winners must be at least 1 (or -skip-lottery)")
 	}
 	return errors.Join(o.holds.check(), o.prequeue.check())
 }
 
 func runDemo(o *demoOptions) func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 	return func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-		if err := wantArgs(args, 0, ""); err != nil {
+		if err := clikit.WantArgs(args, 0, ""); err != nil {
 			return err
 		}
 		if err := o.check(); err != nil {
 			return err
 		}
-		stopLocal, err := e.startLocal(ctx)
+		stopLocal, err := e.StartLocal(ctx)
 		if err != nil {
 			return err
 		}
@@ -125,12 +126,12 @@ func runDemo(o *demoOptions) func(ctx context.Context, e *env, _ *flag.FlagSet, 
 			if err := writeHTMLReport(o.report, rep); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stderr, "HTML report written to %s\n", o.report)
+			fmt.Fprintf(e.Stderr, "HTML report written to %s\n", o.report)
 		}
-		if e.json {
-			err = e.printJSON(rep)
+		if e.JSON {
+			err = e.PrintJSON(rep)
 		} else {
-			err = rep.writeText(e.stdout)
+			err = rep.writeText(e.Stdout)
 		}
 		if err != nil {
 			return err
@@ -170,12 +171,12 @@ type demo struct {
 }
 
 func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
-	db, err := e.dynamoDB(ctx)
+	db, err := e.DynamoDB(ctx)
 	if err != nil {
 		return nil, err
 	}
 	d := &demo{e: e, o: o, clock: &skipClock{}, runID: time.Now().UTC().Format("20060102-150405")}
-	opts, err := e.options()
+	opts, err := e.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -216,18 +217,18 @@ func (d *demo) close() {
 // new queue on -sqs-endpoint (deleted at the end).
 func (d *demo) openQueue(ctx context.Context) (queue.Queue, string, error) {
 	s := d.o.sqs
-	if s.queueURL == "" && s.endpoint == "" {
+	if s.QueueURL == "" && s.Endpoint == "" {
 		return queue.NewMemory(queue.MemoryOptions{}), "in-memory queue", nil
 	}
-	sc, err := s.sqsClient(ctx, d.e.region)
+	sc, err := s.Client(ctx, d.e.Region)
 	if err != nil {
 		return nil, "", err
 	}
-	url := s.queueURL
+	url := s.QueueURL
 	if url == "" {
 		out, err := sc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("asyncevent-demo-" + d.runID)})
 		if err != nil {
-			return nil, "", fmt.Errorf("create a demo queue on %s: %w", s.endpoint, err)
+			return nil, "", fmt.Errorf("create a demo queue on %s: %w", s.Endpoint, err)
 		}
 		url = aws.ToString(out.QueueUrl)
 		d.cleanup = append(d.cleanup, func() {
@@ -238,7 +239,7 @@ func (d *demo) openQueue(ctx context.Context) (queue.Queue, string, error) {
 	}
 	q, err := queue.NewSQS(sc, url)
 	if err != nil {
-		return nil, "", usagef("%v", err)
+		return nil, "", clikit.Usagef("%v", err)
 	}
 	d.strictOrder = q.FIFO()
 	return q, "SQS queue " + url, nil
@@ -454,8 +455,8 @@ func scheduleClicks(submits int, repeat float64, seed uint64) (users []string, d
 func (d *demo) run(ctx context.Context) (*demoReport, error) {
 	began := time.Now()
 	rep := &demoReport{
-		StartedAt: began.UTC(), Table: d.e.table, DynamoDB: d.e.endpoint, Queue: d.queueDesc,
-		DynamoDBSource: d.e.localSource,
+		StartedAt: began.UTC(), Table: d.e.Table, DynamoDB: d.e.Endpoint, Queue: d.queueDesc,
+		DynamoDBSource: d.e.LocalSource,
 	}
 	if rep.DynamoDB == "" {
 		rep.DynamoDB = "AWS"
@@ -487,26 +488,18 @@ func (d *demo) run(ctx context.Context) (*demoReport, error) {
 	return rep, nil
 }
 
-// admissionOf is the first-come event's admission.
-func admissionOf(ranked bool) asyncevent.Admission {
-	if ranked {
-		return asyncevent.AdmissionRanked
-	}
-	return asyncevent.AdmissionProcessing
-}
-
 func (d *demo) firstCome(ctx context.Context) (*firstComeReport, error) {
 	o := d.o
 	eventID := "demo-first-come-" + d.runID
 	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventSettings{
-		EventID: eventID, EventType: asyncevent.FirstCome, Name: "Demo: the first " + formatInt(o.capacity) + " win",
-		CapacityTotal: int64(o.capacity), Admission: admissionOf(o.ranked),
+		EventID: eventID, EventType: asyncevent.FirstCome, Name: "Demo: the first " + clikit.FormatInt(o.capacity) + " win",
+		CapacityTotal: int64(o.capacity), Admission: clikit.AdmissionOf(o.ranked),
 	}); err != nil {
 		return nil, err
 	}
 	users, distinct := o.schedule()
-	fmt.Fprintf(d.e.stderr, "first-come %s: capacity %s, %s clicks (%s users, %s repeat clicks) from %d clients, %d workers, %s\n",
-		eventID, formatInt(o.capacity), formatInt(o.submits), formatInt(distinct), formatInt(o.submits-distinct), o.clients, o.workers, d.queueDesc)
+	fmt.Fprintf(d.e.Stderr, "first-come %s: capacity %s, %s clicks (%s users, %s repeat clicks) from %d clients, %d workers, %s\n",
+		eventID, clikit.FormatInt(o.capacity), clikit.FormatInt(o.submits), clikit.FormatInt(distinct), clikit.FormatInt(o.submits-distinct), o.clients, o.workers, d.queueDesc)
 	sp, err := d.spike(ctx, eventID, users, distinct)
 	if err != nil {
 		return nil, err
@@ -541,15 +534,15 @@ func (d *demo) spike(ctx context.Context, eventID string, users []string, distin
 		return nil, err
 	}
 	var ingestDone atomic.Bool
-	stopProgress := startProgress(d.e.stderr, func() status {
+	stopProgress := startProgress(d.e.Stderr, func() status {
 		submitted, final, expected := int(c.submitted.Load()), int(t.finals.Load()), distinct
 		if ingestDone.Load() {
 			expected = int(c.newOne.Load())
 		}
 		total := o.submits + expected
 		return status{label: "first-come", fraction: float64(submitted+final) / float64(max(total, 1)),
-			detail: fmt.Sprintf("clicks %s/%s · final %s/%s · winners %s", formatInt(submitted), formatInt(o.submits),
-				formatInt(final), formatInt(expected), formatInt(int(t.won.Load())))}
+			detail: fmt.Sprintf("clicks %s/%s · final %s/%s · winners %s", clikit.FormatInt(submitted), clikit.FormatInt(o.submits),
+				clikit.FormatInt(final), clikit.FormatInt(expected), clikit.FormatInt(int(t.won.Load())))}
 	})
 	stopPolls := sp.line.start(ctx)
 	d.submitAll(ctx, c, eventID, users, sp.start)
@@ -596,11 +589,11 @@ func (d *demo) firstComeReport(ctx context.Context, sp *spikeRun) (*firstComeRep
 		NewParticipations: newN, DuplicatesBlocked: dupN, IngestErrors: c.errs,
 		Winners: st.ByStatus[asyncevent.StatusSucceeded], ExpectedWinners: min(o.capacity, newN),
 		CapacityRemaining: st.CapacityRemaining,
-		Stats:             statsOf(st), fairness: st.Fairness, queueWait: st.QueueWait, processing: st.Processing,
+		Stats:             clikit.StatsOf(st), fairness: st.Fairness, queueWait: st.QueueWait, processing: st.Processing,
 		Inversions: st.Fairness.Inversions, LateWinners: st.Fairness.LateWinners, StrictOrder: d.strictOrder, Ranked: o.ranked,
 		Latency: latencyOf(all), NewLatency: latencyOf(c.newLat), DupLatency: latencyOf(c.dupLat),
 		IngestSeconds: sp.ingestTime.Seconds(), EndToEndSeconds: endToEnd.Seconds(),
-		PerParticipation: costOf(c.newCost, newN, int(sp.sends)), PerDuplicate: costOf(c.dupCost, dupN, 0),
+		PerParticipation: clikit.CostOf(c.newCost, newN, int(sp.sends)), PerDuplicate: clikit.CostOf(c.dupCost, dupN, 0),
 		Messages: t.messages(), Outcomes: map[string]int{},
 		CapacityWrites: sp.workerCost.Writes[entity.Capacity],
 		Line:           sp.line.report(st.Queue, sp.start),
@@ -609,7 +602,7 @@ func (d *demo) firstComeReport(ctx context.Context, sp *spikeRun) (*firstComeRep
 	if c.firstErr != nil {
 		r.FirstIngestError = c.firstErr.Error()
 	}
-	r.PerMessage = costOf(sp.workerCost, r.Messages, 0)
+	r.PerMessage = clikit.CostOf(sp.workerCost, r.Messages, 0)
 	t.mu.Lock()
 	for k, n := range t.kinds {
 		r.Outcomes[string(k)] = n
@@ -630,8 +623,8 @@ func (d *demo) lottery(ctx context.Context) (*lotteryReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(d.e.stderr, "lottery %s: %s entries, %s winners, entries until %s (the clock skips the hour)\n",
-		eventID, formatInt(o.lotteryEntries), formatInt(o.lotteryWinners), cutoff.UTC().Format(time.RFC3339))
+	fmt.Fprintf(d.e.Stderr, "lottery %s: %s entries, %s winners, entries until %s (the clock skips the hour)\n",
+		eventID, clikit.FormatInt(o.lotteryEntries), clikit.FormatInt(o.lotteryWinners), cutoff.UTC().Format(time.RFC3339))
 	users := make([]string, o.lotteryEntries)
 	for i := range users {
 		users[i] = fmt.Sprintf("entrant-%06d", i)
@@ -644,11 +637,11 @@ func (d *demo) lottery(ctx context.Context) (*lotteryReport, error) {
 		return nil, err
 	}
 	c := newClicks()
-	stopProgress := startProgress(d.e.stderr, func() status {
+	stopProgress := startProgress(d.e.Stderr, func() status {
 		submitted := int(c.submitted.Load())
 		final := int(t.finals.Load())
 		return status{label: "lottery", fraction: float64(submitted+final) / float64(2*o.lotteryEntries),
-			detail: fmt.Sprintf("entries %s/%s · collected %s", formatInt(submitted), formatInt(o.lotteryEntries), formatInt(final))}
+			detail: fmt.Sprintf("entries %s/%s · collected %s", clikit.FormatInt(submitted), clikit.FormatInt(o.lotteryEntries), clikit.FormatInt(final))}
 	})
 	d.submitAll(ctx, c, eventID, users, start)
 	werr := waitFinal(ctx, t, int(c.newOne.Load()))
@@ -660,7 +653,7 @@ func (d *demo) lottery(ctx context.Context) (*lotteryReport, error) {
 
 	d.clock.skip(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
 	drawStart := time.Now()
-	stopProgress = startProgress(d.e.stderr, func() status {
+	stopProgress = startProgress(d.e.Stderr, func() status {
 		return status{label: "draw", fraction: -1, detail: "freezing the entries, revealing the seed, finalising each entry…"}
 	})
 	res, err := d.admin.Draw(ctx, eventID)
@@ -682,7 +675,7 @@ func (d *demo) lottery(ctx context.Context) (*lotteryReport, error) {
 		Entered: int(c.newOne.Load()), IngestErrors: c.errs, Collected: int(t.finals.Load()),
 		EntryCount: int(res.Record.EntryCount), EntriesHash: res.Record.EntriesHash,
 		Seed: res.Record.Seed, SeedCommitment: cfg.SeedCommitment, SeedMode: res.Record.SeedMode,
-		Winners: len(res.Winners), Stats: statsOf(st),
+		Winners: len(res.Winners), Stats: clikit.StatsOf(st),
 		CollectSeconds: collect.Seconds(), DrawSeconds: drawTime.Seconds(),
 		Verified: v.OK(), Verification: v.String(), Problems: append([]string{}, v.Problems...),
 		Latency: latencyOf(c.newLat),

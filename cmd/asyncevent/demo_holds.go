@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
@@ -49,11 +50,11 @@ func (h *holdsOptions) check() error {
 	case h.skip:
 		return nil
 	case h.capacity < 1 || h.submits < 1:
-		return usagef("-holds-capacity and -holds-submits must be at least 1 (or -skip-holds)")
+		return clikit.Usagef("-holds-capacity and -holds-submits must be at least 1 (or -skip-holds)")
 	case h.holdFor < asyncevent.MinHoldFor || h.holdFor > asyncevent.MaxHoldFor:
-		return usagef("-hold-for must be from %s to %s", asyncevent.MinHoldFor, asyncevent.MaxHoldFor)
+		return clikit.Usagef("-hold-for must be from %s to %s", asyncevent.MinHoldFor, asyncevent.MaxHoldFor)
 	case h.pay < 0 || h.release < 0 || h.pay+h.release > 1:
-		return usagef("-holds-pay and -holds-release must be fractions that add up to at most 1")
+		return clikit.Usagef("-holds-pay and -holds-release must be fractions that add up to at most 1")
 	}
 	return nil
 }
@@ -276,16 +277,16 @@ func (d *demo) holds(ctx context.Context) (*holdsReport, error) {
 	if _, err := d.admin.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(o.capacity), HoldFor: o.holdFor,
 		EndsAt: asyncevent.MillisOf(endsAt),
-		Name:   fmt.Sprintf("Demo: %s seats held %s each until paid, then a waitlist", formatInt(o.capacity), o.holdFor),
+		Name:   fmt.Sprintf("Demo: %s seats held %s each until paid, then a waitlist", clikit.FormatInt(o.capacity), o.holdFor),
 	}); err != nil {
 		return nil, err
 	}
 	users, distinct, rng := scheduleClicks(o.submits, d.o.repeat, d.o.seed)
 	s := &holdsSale{d: d, eventID: eventID, plan: fates(o.capacity, o.pay, o.release, rng), decided: map[string]holdFate{}}
 	payN, releaseN := countFates(s.plan)
-	fmt.Fprintf(d.e.stderr, "holds %s: capacity %s, each seat held %s, %s clicks (%s users); of the spike's holds %s paid for, %s given up, %s left to lapse\n",
-		eventID, formatInt(o.capacity), o.holdFor, formatInt(o.submits), formatInt(distinct),
-		formatInt(payN), formatInt(releaseN), formatInt(len(s.plan)-payN-releaseN))
+	fmt.Fprintf(d.e.Stderr, "holds %s: capacity %s, each seat held %s, %s clicks (%s users); of the spike's holds %s paid for, %s given up, %s left to lapse\n",
+		eventID, clikit.FormatInt(o.capacity), o.holdFor, clikit.FormatInt(o.submits), clikit.FormatInt(distinct),
+		clikit.FormatInt(payN), clikit.FormatInt(releaseN), clikit.FormatInt(len(s.plan)-payN-releaseN))
 
 	start := time.Now()
 	t := newTracker(start)
@@ -295,10 +296,10 @@ func (d *demo) holds(ctx context.Context) (*holdsReport, error) {
 		return nil, err
 	}
 	c := newClicks()
-	stopProgress := startProgress(d.e.stderr, func() status {
+	stopProgress := startProgress(d.e.Stderr, func() status {
 		return status{label: "holds", fraction: -1, detail: fmt.Sprintf("clicks %s/%s · held %s · paid %s · given up %s · lapsing %s · paid from the waitlist %s",
-			formatInt(int(c.submitted.Load())), formatInt(o.submits), formatInt(int(s.held.Load())), formatInt(int(s.paid.Load())),
-			formatInt(int(s.released.Load())), formatInt(int(s.lapsing.Load())), formatInt(int(s.servedPaid.Load())))}
+			clikit.FormatInt(int(c.submitted.Load())), clikit.FormatInt(o.submits), clikit.FormatInt(int(s.held.Load())), clikit.FormatInt(int(s.paid.Load())),
+			clikit.FormatInt(int(s.released.Load())), clikit.FormatInt(int(s.lapsing.Load())), clikit.FormatInt(int(s.servedPaid.Load())))}
 	})
 	settleCtx, stopSettling := context.WithCancel(ctx)
 	defer stopSettling()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // holdsReport is what the sale with holds showed: how its seats moved.
@@ -58,7 +59,7 @@ type holdsReport struct {
 	// once the event closed.
 	ClosedWaitlist int `json:"closedWaitlist"`
 	// Stats is the event's statistics after the close.
-	Stats statsJSON `json:"stats"`
+	Stats clikit.StatsJSON `json:"stats"`
 
 	IngestSeconds float64 `json:"ingestSeconds"` // first click to last click answered
 	SpikeSeconds  float64 `json:"spikeSeconds"`  // first click to the last message's outcome
@@ -74,7 +75,7 @@ func (s *holdsSale) report(o holdsOptions, c *clicks, before, after *asyncevent.
 		Held: int(s.held.Load()), ExpectedHeld: min(o.capacity, newN), Waitlisted: int(s.waitlisted.Load()),
 		Paid: int(s.paid.Load()), Released: int(s.released.Load()), Lapsed: int(s.lapsing.Load()),
 		ServedPaid: int(s.servedPaid.Load()), LateConfirms: int(s.lateConfirms.Load()), LateReleases: int(s.lateReleases.Load()),
-		CapacityRemaining: before.CapacityRemaining, Stats: statsOf(after),
+		CapacityRemaining: before.CapacityRemaining, Stats: clikit.StatsOf(after),
 	}
 	if c.firstErr != nil {
 		r.FirstIngestError = c.firstErr.Error()
@@ -120,7 +121,7 @@ func (h *holdsReport) failures() []error {
 func (h *holdsReport) heldVerdict() string {
 	switch {
 	case h.Held != h.ExpectedHeld:
-		return "WRONG: want " + formatInt(h.ExpectedHeld)
+		return "WRONG: want " + clikit.FormatInt(h.ExpectedHeld)
 	case h.ExpectedHeld < h.Capacity:
 		return "= every participant, fewer than the capacity"
 	}
@@ -135,51 +136,51 @@ func (h *holdsReport) seatsCheck() string {
 		verdict = "WRONG"
 	}
 	return fmt.Sprintf("%s: confirmed %s ≤ capacity %s; %s confirmed + %s held + %s given back, not handed on + %s never claimed = %s",
-		verdict, formatInt(h.Confirmed), formatInt(h.Capacity), formatInt(h.Confirmed), formatInt(h.HeldLeft),
-		formatInt(int(h.SeatsWaiting)), formatInt(int(h.CapacityRemaining)), formatInt(int(h.seatsAccounted())))
+		verdict, clikit.FormatInt(h.Confirmed), clikit.FormatInt(h.Capacity), clikit.FormatInt(h.Confirmed), clikit.FormatInt(h.HeldLeft),
+		clikit.FormatInt(int(h.SeatsWaiting)), clikit.FormatInt(int(h.CapacityRemaining)), clikit.FormatInt(int(h.seatsAccounted())))
 }
 
 // rows are the sale's figures, label and value, for the text and the HTML report.
 func (h *holdsReport) rows() []row {
-	holdFor := formatDuration(time.Duration(h.HoldForSeconds * float64(time.Second)))
+	holdFor := clikit.FormatDuration(time.Duration(h.HoldForSeconds * float64(time.Second)))
 	rs := []row{
-		{"clicks", fmt.Sprintf("%s from %d clients, %s of them repeat clicks by the same user", formatInt(h.Clicks), h.Clients, formatInt(h.ScheduledRepeats))},
-		{"new participations", fmt.Sprintf("%s (%s duplicates blocked)", formatInt(h.NewParticipations), formatInt(h.DuplicatesBlocked))},
+		{"clicks", fmt.Sprintf("%s from %d clients, %s of them repeat clicks by the same user", clikit.FormatInt(h.Clicks), h.Clients, clikit.FormatInt(h.ScheduledRepeats))},
+		{"new participations", fmt.Sprintf("%s (%s duplicates blocked)", clikit.FormatInt(h.NewParticipations), clikit.FormatInt(h.DuplicatesBlocked))},
 	}
 	if h.IngestErrors > 0 {
-		rs = append(rs, row{"failed clicks", fmt.Sprintf("%s (first: %s)", formatInt(h.IngestErrors), h.FirstIngestError)})
+		rs = append(rs, row{"failed clicks", fmt.Sprintf("%s (first: %s)", clikit.FormatInt(h.IngestErrors), h.FirstIngestError)})
 	}
 	rs = append(rs,
 		row{"held", fmt.Sprintf("%s %s by the spike's claims (HELD, each with its Hold item); %s waitlisted (WAITLISTED)",
-			formatInt(h.Held), h.heldVerdict(), formatInt(h.Waitlisted))},
+			clikit.FormatInt(h.Held), h.heldVerdict(), clikit.FormatInt(h.Waitlisted))},
 		row{"confirmed", fmt.Sprintf("%s: %s of the spike's holds paid for + %s handed on from the waitlist and paid for",
-			formatInt(h.Confirmed), formatInt(h.Paid), formatInt(h.ServedPaid))},
-		row{"released", fmt.Sprintf("%s given up (Release): the seat to the waitlist at once", formatInt(h.Released))},
-		row{"expired", fmt.Sprintf("%s never paid for: the workers' sweep ended them once their %s ran out", formatInt(h.Expired), holdFor)},
+			clikit.FormatInt(h.Confirmed), clikit.FormatInt(h.Paid), clikit.FormatInt(h.ServedPaid))},
+		row{"released", fmt.Sprintf("%s given up (Release): the seat to the waitlist at once", clikit.FormatInt(h.Released))},
+		row{"expired", fmt.Sprintf("%s never paid for: the workers' sweep ended them once their %s ran out", clikit.FormatInt(h.Expired), holdFor)},
 	)
 	if h.LateConfirms+h.LateReleases > 0 {
 		rs = append(rs, row{"too late", fmt.Sprintf("%s confirms (a refund each) and %s releases found the hold ended",
-			formatInt(h.LateConfirms), formatInt(h.LateReleases))})
+			clikit.FormatInt(h.LateConfirms), clikit.FormatInt(h.LateReleases))})
 	}
 	rs = append(rs,
 		row{"handed on", fmt.Sprintf("%s of the %s seats given back (released or expired) went to the earliest waitlisted, HELD in turn; %s waiting for no one",
-			formatInt(int(h.SeatsServed)), formatInt(int(h.SeatsReturned)), formatInt(int(h.SeatsWaiting)))},
+			clikit.FormatInt(int(h.SeatsServed)), clikit.FormatInt(int(h.SeatsReturned)), clikit.FormatInt(int(h.SeatsWaiting)))},
 		row{"waitlisted at close", fmt.Sprintf("%s still waiting when the sale closed: the sweep ended %s REJECTED_CAPACITY",
-			formatInt(h.WaitlistedLeft), formatInt(h.ClosedWaitlist))},
-		row{"requests by status", formatCounts(h.Stats.ByStatus)},
-		row{"result codes", formatCounts(h.Stats.ByResultCode)},
+			clikit.FormatInt(h.WaitlistedLeft), clikit.FormatInt(h.ClosedWaitlist))},
+		row{"requests by status", clikit.FormatCounts(h.Stats.ByStatus)},
+		row{"result codes", clikit.FormatCounts(h.Stats.ByResultCode)},
 		row{"seats", h.seatsCheck()},
 		row{"timeline", fmt.Sprintf("clicks answered in %s, every message's outcome in %s, the sale settled %s after the first click",
-			formatSeconds(h.IngestSeconds), formatSeconds(h.SpikeSeconds), formatSeconds(h.SettleSeconds))},
+			clikit.FormatSeconds(h.IngestSeconds), clikit.FormatSeconds(h.SpikeSeconds), clikit.FormatSeconds(h.SettleSeconds))},
 	)
 	return rs
 }
 
 // writeText prints the sale's part of the report.
 func (h *holdsReport) writeText(w io.Writer) error {
-	holdFor := formatDuration(time.Duration(h.HoldForSeconds * float64(time.Second)))
+	holdFor := clikit.FormatDuration(time.Duration(h.HoldForSeconds * float64(time.Second)))
 	fmt.Fprintf(w, "\nFIRST_COME WITH HOLDS %s: capacity %s, each seat held %s until paid for, then a waitlist\n",
-		h.EventID, formatInt(h.Capacity), holdFor)
+		h.EventID, clikit.FormatInt(h.Capacity), holdFor)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range h.rows() {
 		fmt.Fprintf(tw, "  %s\t%s\n", r.Label, r.Value)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // chart is the first-come event over time: the cumulative new participations
@@ -88,14 +90,14 @@ func newChart(arrivals, wins, rejections []time.Duration, end time.Duration) *ch
 	}
 	for i := 0; i <= 5; i++ {
 		at := time.Duration(float64(end) * float64(i) / 5)
-		c.XTicks = append(c.XTicks, tick{X: x(at), Y: c.Base + 18, Label: formatDuration(at.Round(100 * time.Millisecond))})
+		c.XTicks = append(c.XTicks, tick{X: x(at), Y: c.Base + 18, Label: clikit.FormatDuration(at.Round(100 * time.Millisecond))})
 		n := maxY * i / 5
-		c.YTicks = append(c.YTicks, tick{X: c.Left - 8, Y: y(n) + 4, Grid: y(n), Label: formatInt(n)})
+		c.YTicks = append(c.YTicks, tick{X: c.Left - 8, Y: y(n) + 4, Grid: y(n), Label: clikit.FormatInt(n)})
 		w := maxW * i / 5
-		c.WTicks = append(c.WTicks, tick{X: c.Right + 8, Y: yw(w) + 4, Label: formatInt(w)})
+		c.WTicks = append(c.WTicks, tick{X: c.Right + 8, Y: yw(w) + 4, Label: clikit.FormatInt(w)})
 	}
 	if len(wins) > 0 {
-		c.SoldOut = &tick{X: x(lastWin), Y: c.Top + 12, Label: "last seat at " + formatDuration(lastWin.Round(10*time.Millisecond))}
+		c.SoldOut = &tick{X: x(lastWin), Y: c.Top + 12, Label: "last seat at " + clikit.FormatDuration(lastWin.Round(10*time.Millisecond))}
 	}
 	return c
 }
@@ -128,22 +130,22 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 	if fc := r.FirstCome; fc != nil {
 		d.Chart = fc.chart
 		d.FC = []row{
-			{"capacity", formatInt(fc.Capacity)},
-			{"clicks", fmt.Sprintf("%s from %d clients (%s repeat clicks)", formatInt(fc.Clicks), fc.Clients, formatInt(fc.ScheduledRepeats))},
-			{"new participations", formatInt(fc.NewParticipations)},
-			{"duplicates blocked", formatInt(fc.DuplicatesBlocked)},
-			{"winners", fmt.Sprintf("%s (want %s)", formatInt(fc.Winners), formatInt(fc.ExpectedWinners))},
-			{"requests by status", formatCounts(fc.Stats.ByStatus)},
-			{"result codes", formatCounts(fc.Stats.ByResultCode)},
+			{"capacity", clikit.FormatInt(fc.Capacity)},
+			{"clicks", fmt.Sprintf("%s from %d clients (%s repeat clicks)", clikit.FormatInt(fc.Clicks), fc.Clients, clikit.FormatInt(fc.ScheduledRepeats))},
+			{"new participations", clikit.FormatInt(fc.NewParticipations)},
+			{"duplicates blocked", clikit.FormatInt(fc.DuplicatesBlocked)},
+			{"winners", fmt.Sprintf("%s (want %s)", clikit.FormatInt(fc.Winners), clikit.FormatInt(fc.ExpectedWinners))},
+			{"requests by status", clikit.FormatCounts(fc.Stats.ByStatus)},
+			{"result codes", clikit.FormatCounts(fc.Stats.ByResultCode)},
 			{"ingest latency", fmt.Sprintf("%s (new %s; duplicate %s)", fc.Latency, fc.NewLatency, fc.DupLatency)},
-			{"queue wait", formatDurations(fc.queueWait)},
-			{"processing", formatDurations(fc.processing) + " (the requests a worker worked on; the sold-out event's losers are rejected in one write each)"},
-			{"end to end", formatSeconds(fc.EndToEndSeconds)},
+			{"queue wait", clikit.FormatDurations(fc.queueWait)},
+			{"processing", clikit.FormatDurations(fc.processing) + " (the requests a worker worked on; the sold-out event's losers are rejected in one write each)"},
+			{"end to end", clikit.FormatSeconds(fc.EndToEndSeconds)},
 			{"per new participation", fc.PerParticipation.String()},
 			{"per duplicate click", fc.PerDuplicate.String() + " (a repeat on the node that took the first click is answered from its memory; on another node it is one failed conditional PutItem, as in the bench)"},
 			{"per message", fc.PerMessage.String()},
-			{"CAPACITY writes", fmt.Sprintf("%s (%s seats)", formatInt(fc.CapacityWrites), formatInt(fc.Winners))},
-			{"fairness", formatFairness(fc.fairness)},
+			{"CAPACITY writes", fmt.Sprintf("%s (%s seats)", clikit.FormatInt(fc.CapacityWrites), clikit.FormatInt(fc.Winners))},
+			{"fairness", clikit.FormatFairness(fc.fairness)},
 			{"hottest keys", formatHottest(fc.Heat)},
 		}
 		if l := fc.Line; l != nil {
@@ -158,15 +160,15 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 	}
 	if l := r.Lottery; l != nil {
 		d.Lottery = []row{
-			{"entrants", formatInt(l.Entrants)},
-			{"entries collected", formatInt(l.Collected)},
-			{"winners", fmt.Sprintf("%s of %s", formatInt(l.Winners), formatInt(l.WinnerCount))},
-			{"requests by status", formatCounts(l.Stats.ByStatus)},
+			{"entrants", clikit.FormatInt(l.Entrants)},
+			{"entries collected", clikit.FormatInt(l.Collected)},
+			{"winners", fmt.Sprintf("%s of %s", clikit.FormatInt(l.Winners), clikit.FormatInt(l.WinnerCount))},
+			{"requests by status", clikit.FormatCounts(l.Stats.ByStatus)},
 			{"seed commitment", l.SeedCommitment},
 			{"revealed seed", l.Seed},
-			{"seed mode", seedModeText(l.SeedMode)},
+			{"seed mode", clikit.SeedModeText(l.SeedMode)},
 			{"entries hash", l.EntriesHash},
-			{"collect / draw", formatSeconds(l.CollectSeconds) + " / " + formatSeconds(l.DrawSeconds)},
+			{"collect / draw", clikit.FormatSeconds(l.CollectSeconds) + " / " + clikit.FormatSeconds(l.DrawSeconds)},
 			{"verification", l.Verification},
 		}
 	}
@@ -174,7 +176,7 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 }
 
 var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
-	"formatInt": formatInt,
+	"formatInt": clikit.FormatInt,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
 
@@ -223,8 +224,8 @@ func (l *lineWatch) report(st *asyncevent.QueueStats, start time.Time) *lineRepo
 	defer l.mu.Unlock()
 	tr := l.truth()
 	r := &lineReport{
-		Polls: l.calls, Placed: len(l.polls), PollErrors: l.errs, PollEveryMs: ms(pollEvery), PollsPerTick: pollsPerTick,
-		PerPoll: costOf(l.cost, l.calls, 0), MinAhead: minAhead,
+		Polls: l.calls, Placed: len(l.polls), PollErrors: l.errs, PollEveryMs: clikit.Ms(pollEvery), PollsPerTick: pollsPerTick,
+		PerPoll: clikit.CostOf(l.cost, l.calls, 0), MinAhead: minAhead,
 	}
 	var aheadErrs, waitErrs, firstErrs []float64
 	for _, p := range l.polls {

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // lineReport is how the place in line the polling users were told compares with what
 // happened, and the line as a whole.
 type lineReport struct {
-	Polls        int      `json:"polls"`  // GetRequest calls of requests waiting when picked
-	Placed       int      `json:"placed"` // answers with a place in line (the others had just finished)
-	PollErrors   int      `json:"pollErrors"`
-	PollEveryMs  float64  `json:"pollEveryMs"`
-	PollsPerTick int      `json:"pollsPerTick"`
-	PerPoll      costJSON `json:"perPoll"` // what the polling node spent, per poll
+	Polls        int             `json:"polls"`  // GetRequest calls of requests waiting when picked
+	Placed       int             `json:"placed"` // answers with a place in line (the others had just finished)
+	PollErrors   int             `json:"pollErrors"`
+	PollEveryMs  float64         `json:"pollEveryMs"`
+	PollsPerTick int             `json:"pollsPerTick"`
+	PerPoll      clikit.CostJSON `json:"perPoll"` // what the polling node spent, per poll
 	// MinAhead is the fewest requests truly ahead of a poll that Ahead and Wait count.
 	MinAhead int `json:"minAhead"`
 	// Ahead is |told − true| ÷ true of the requests ahead: those queued before the
@@ -117,14 +118,14 @@ func (r *lineReport) rows() []row {
 
 func (r *lineReport) pollsText() string {
 	s := fmt.Sprintf("%s GetRequest calls by users waiting (%d every %s, spread over the line), %s told a place in line",
-		formatInt(r.Polls), r.PollsPerTick, formatMs(r.PollEveryMs), formatInt(r.Placed))
+		clikit.FormatInt(r.Polls), r.PollsPerTick, formatMs(r.PollEveryMs), clikit.FormatInt(r.Placed))
 	if r.PollErrors > 0 {
-		s += fmt.Sprintf(", %s failed", formatInt(r.PollErrors))
+		s += fmt.Sprintf(", %s failed", clikit.FormatInt(r.PollErrors))
 	}
 	if r.Polls == 0 {
 		return s
 	}
-	return s + fmt.Sprintf("; per poll: DynamoDB calls %s · %.2f RCU", callsOf(r.PerPoll.Calls, r.PerPoll.ByCall), r.PerPoll.RCU)
+	return s + fmt.Sprintf("; per poll: DynamoDB calls %s · %.2f RCU", clikit.CallsOf(r.PerPoll.Calls, r.PerPoll.ByCall), r.PerPoll.RCU)
 }
 
 // nearFront says why the polls near the front are left out.
@@ -136,9 +137,9 @@ func (r *lineReport) aheadText() string {
 	if r.Ahead.Count == 0 {
 		return fmt.Sprintf("not compared: no poll had %d or more requests truly ahead (%s)", r.MinAhead, r.nearFront())
 	}
-	s := fmt.Sprintf("off by %s median, %s p90 of the true number ahead, over %s polls", percent(r.Ahead.P50), percent(r.Ahead.P90), formatInt(r.Ahead.Count))
+	s := fmt.Sprintf("off by %s median, %s p90 of the true number ahead, over %s polls", percent(r.Ahead.P50), percent(r.Ahead.P90), clikit.FormatInt(r.Ahead.Count))
 	if r.FirstAhead.Count > 0 {
-		s += fmt.Sprintf("; a request's first answer: %s median, %s p90, over %s", percent(r.FirstAhead.P50), percent(r.FirstAhead.P90), formatInt(r.FirstAhead.Count))
+		s += fmt.Sprintf("; a request's first answer: %s median, %s p90, over %s", percent(r.FirstAhead.P50), percent(r.FirstAhead.P90), clikit.FormatInt(r.FirstAhead.Count))
 	}
 	return s + " (" + r.nearFront() + ")"
 }
@@ -149,23 +150,23 @@ func (r *lineReport) waitText() string {
 		s = fmt.Sprintf("not compared: no poll with %d or more ahead was told a wait", r.MinAhead)
 	} else {
 		s = fmt.Sprintf("off by %s median, %s p90 of the true wait (until a worker finished the request), over %s of those polls",
-			percent(r.Wait.P50), percent(r.Wait.P90), formatInt(r.Wait.Count))
+			percent(r.Wait.P50), percent(r.Wait.P90), clikit.FormatInt(r.Wait.Count))
 	}
 	if r.WaitUnknown > 0 {
-		s += fmt.Sprintf("; %s told no wait: no rate measured yet", formatInt(r.WaitUnknown))
+		s += fmt.Sprintf("; %s told no wait: no rate measured yet", clikit.FormatInt(r.WaitUnknown))
 	}
 	return s
 }
 
 func (r *lineReport) lineText() string {
 	s := fmt.Sprintf("peak %s waiting at +%s · the workers finished %s requests/s on average",
-		plural(r.PeakDepth, "request"), formatSeconds(r.PeakAtSeconds), formatRate(r.MeanRatePerSec))
+		clikit.Plural(r.PeakDepth, "request"), clikit.FormatSeconds(r.PeakAtSeconds), clikit.FormatRate(r.MeanRatePerSec))
 	if r.DrainDepth == 0 {
 		return s + " · no line to drain seen by a poll"
 	}
 	return s + fmt.Sprintf(" · at the deepest line a poll saw (+%s: %s waiting, told %s ahead) the drain time told was %s, it took %s",
-		formatSeconds(r.DrainAtSeconds), plural(r.DrainDepth, "request"), formatInt(int(r.DrainDepthTold)),
-		formatSeconds(r.DrainToldSeconds), formatSeconds(r.DrainTookSeconds))
+		clikit.FormatSeconds(r.DrainAtSeconds), clikit.Plural(r.DrainDepth, "request"), clikit.FormatInt(int(r.DrainDepthTold)),
+		clikit.FormatSeconds(r.DrainToldSeconds), clikit.FormatSeconds(r.DrainTookSeconds))
 }
 
 // percent writes a fraction as a percentage: "4.2%".

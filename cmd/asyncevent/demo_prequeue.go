@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // prequeueOptions are the flags of the demo's pre-queued drop.
@@ -37,33 +38,33 @@ func (p *prequeueOptions) register(fs *flag.FlagSet) {
 
 func (p *prequeueOptions) check() error {
 	if !p.skip && (p.seats < 1 || p.entries < 1 || p.sale < 0) {
-		return usagef("-prequeue-seats and -prequeue-entries must be at least 1, -prequeue-sale at least 0 (or -skip-prequeue)")
+		return clikit.Usagef("-prequeue-seats and -prequeue-entries must be at least 1, -prequeue-sale at least 0 (or -skip-prequeue)")
 	}
 	return nil
 }
 
 // prequeueReport is what the pre-queued drop did.
 type prequeueReport struct {
-	EventID          string    `json:"eventId"`
-	Seats            int       `json:"seats"`
-	Entered          int       `json:"entered"` // new participations in the pre-queue
-	SaleClicks       int       `json:"saleClicks"`
-	IngestErrors     int       `json:"ingestErrors"`
-	FirstIngestError string    `json:"firstIngestError,omitempty"`
-	LeftToServe      int       `json:"leftToServe"` // entry messages the workers left to the serve
-	HeldBack         int       `json:"heldBack"`    // sale messages the workers held back before the serve
-	EntryCount       int       `json:"entryCount"`
-	Winners          int       `json:"winners"`
-	FirstServed      []string  `json:"firstServed"` // the head of the drawn order
-	SaleWinners      int       `json:"saleWinners"`
-	SeedCommitment   string    `json:"seedCommitment"`
-	Seed             string    `json:"seed"`
-	EntriesHash      string    `json:"entriesHash"`
-	ServeSeconds     float64   `json:"serveSeconds"`
-	Verified         bool      `json:"verified"`
-	Verification     string    `json:"verification"`
-	Problems         []string  `json:"problems"`
-	Stats            statsJSON `json:"stats"`
+	EventID          string           `json:"eventId"`
+	Seats            int              `json:"seats"`
+	Entered          int              `json:"entered"` // new participations in the pre-queue
+	SaleClicks       int              `json:"saleClicks"`
+	IngestErrors     int              `json:"ingestErrors"`
+	FirstIngestError string           `json:"firstIngestError,omitempty"`
+	LeftToServe      int              `json:"leftToServe"` // entry messages the workers left to the serve
+	HeldBack         int              `json:"heldBack"`    // sale messages the workers held back before the serve
+	EntryCount       int              `json:"entryCount"`
+	Winners          int              `json:"winners"`
+	FirstServed      []string         `json:"firstServed"` // the head of the drawn order
+	SaleWinners      int              `json:"saleWinners"`
+	SeedCommitment   string           `json:"seedCommitment"`
+	Seed             string           `json:"seed"`
+	EntriesHash      string           `json:"entriesHash"`
+	ServeSeconds     float64          `json:"serveSeconds"`
+	Verified         bool             `json:"verified"`
+	Verification     string           `json:"verification"`
+	Problems         []string         `json:"problems"`
+	Stats            clikit.StatsJSON `json:"stats"`
 }
 
 // prequeue runs a pre-queued first-come drop: users click in the pre-queue (the
@@ -83,8 +84,8 @@ func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(d.e.stderr, "pre-queue %s: %s users before the start, %s after, %s seats (the clock skips to the start)\n",
-		eventID, formatInt(o.entries), formatInt(o.sale), formatInt(o.seats))
+	fmt.Fprintf(d.e.Stderr, "pre-queue %s: %s users before the start, %s after, %s seats (the clock skips to the start)\n",
+		eventID, clikit.FormatInt(o.entries), clikit.FormatInt(o.sale), clikit.FormatInt(o.seats))
 
 	t := newTracker(time.Now())
 	stopWorkers, err := d.startWorkers(ctx, t)
@@ -135,7 +136,7 @@ func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
 		EntryCount: int(res.Record.EntryCount), Winners: len(res.Winners), FirstServed: res.Order[:min(5, len(res.Order))],
 		SaleWinners: int(t.won.Load()), SeedCommitment: cfg.SeedCommitment, Seed: res.Record.Seed,
 		EntriesHash: res.Record.EntriesHash, ServeSeconds: serve.Seconds(),
-		Verified: v.OK(), Verification: v.String(), Problems: append([]string{}, v.Problems...), Stats: statsOf(st),
+		Verified: v.OK(), Verification: v.String(), Problems: append([]string{}, v.Problems...), Stats: clikit.StatsOf(st),
 	}
 	for _, c := range []*clicks{early, late} {
 		if c.firstErr != nil && r.FirstIngestError == "" {
@@ -204,16 +205,16 @@ func (p *prequeueReport) writeText(w io.Writer) error {
 	if !p.Verified {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "\nFIRST_COME WITH A PRE-QUEUE %s: %s seats, the pre-queue served in a drawn order before the sale\n", p.EventID, formatInt(p.Seats))
+	fmt.Fprintf(w, "\nFIRST_COME WITH A PRE-QUEUE %s: %s seats, the pre-queue served in a drawn order before the sale\n", p.EventID, clikit.FormatInt(p.Seats))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  pre-queue\t%s entered before the start; the workers left %s of their messages to the serve, decided none\n",
-		formatInt(p.Entered), formatInt(p.LeftToServe))
-	fmt.Fprintf(tw, "  sale\t%s clicked from the start; held back %s times until the pre-queue was served\n", formatInt(p.SaleClicks), formatInt(p.HeldBack))
+		clikit.FormatInt(p.Entered), clikit.FormatInt(p.LeftToServe))
+	fmt.Fprintf(tw, "  sale\t%s clicked from the start; held back %s times until the pre-queue was served\n", clikit.FormatInt(p.SaleClicks), clikit.FormatInt(p.HeldBack))
 	fmt.Fprintf(tw, "  serve\t%s entries frozen, served in the drawn order in %s: %s won, the first of the order\n",
-		formatInt(p.EntryCount), formatSeconds(p.ServeSeconds), formatInt(p.Winners))
+		clikit.FormatInt(p.EntryCount), clikit.FormatSeconds(p.ServeSeconds), clikit.FormatInt(p.Winners))
 	fmt.Fprintf(tw, "  head of the order\t%v\n", p.FirstServed)
-	fmt.Fprintf(tw, "  sale winners\t%s (the seats the pre-queue left)\n", formatInt(p.SaleWinners))
-	fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(p.Stats.ByStatus))
+	fmt.Fprintf(tw, "  sale winners\t%s (the seats the pre-queue left)\n", clikit.FormatInt(p.SaleWinners))
+	fmt.Fprintf(tw, "  requests by status\t%s\n", clikit.FormatCounts(p.Stats.ByStatus))
 	fmt.Fprintf(tw, "  seed commitment\t%s (published at creation)\n", p.SeedCommitment)
 	fmt.Fprintf(tw, "  revealed seed\t%s\n", p.Seed)
 	fmt.Fprintf(tw, "  entries hash\t%s\n", p.EntriesHash)

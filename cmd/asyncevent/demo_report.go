@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/seed"
@@ -52,12 +52,12 @@ type firstComeReport struct {
 	// and the winners of the same pairs, zero together. Processing order allows some,
 	// on a FIFO queue too (StrictOrder: it keeps send order, not queuedAt's); a ranked
 	// admission (Ranked) promises none.
-	Inversions        int       `json:"inversions"`
-	LateWinners       int       `json:"lateWinners"`
-	StrictOrder       bool      `json:"strictOrder"` // a FIFO queue: one message group per event
-	Ranked            bool      `json:"ranked"`      // the event's admission is ranked
-	CapacityRemaining int64     `json:"capacityRemaining"`
-	Stats             statsJSON `json:"stats"`
+	Inversions        int              `json:"inversions"`
+	LateWinners       int              `json:"lateWinners"`
+	StrictOrder       bool             `json:"strictOrder"` // a FIFO queue: one message group per event
+	Ranked            bool             `json:"ranked"`      // the event's admission is ranked
+	CapacityRemaining int64            `json:"capacityRemaining"`
+	Stats             clikit.StatsJSON `json:"stats"`
 
 	Latency    latencyJSON `json:"ingestLatency"` // every click, as the client saw it
 	NewLatency latencyJSON `json:"newParticipationLatency"`
@@ -66,12 +66,12 @@ type firstComeReport struct {
 	IngestSeconds   float64 `json:"ingestSeconds"`   // first click to last click answered
 	EndToEndSeconds float64 `json:"endToEndSeconds"` // first click to last request final
 
-	PerParticipation costJSON       `json:"perParticipation"`
-	PerDuplicate     costJSON       `json:"perDuplicate"`
-	PerMessage       costJSON       `json:"perMessage"`
-	Messages         int            `json:"messages"` // deliveries the workers processed
-	Outcomes         map[string]int `json:"outcomes"`
-	CapacityWrites   int            `json:"capacityWrites"` // write requests on the CAPACITY item, failed conditions included
+	PerParticipation clikit.CostJSON `json:"perParticipation"`
+	PerDuplicate     clikit.CostJSON `json:"perDuplicate"`
+	PerMessage       clikit.CostJSON `json:"perMessage"`
+	Messages         int             `json:"messages"` // deliveries the workers processed
+	Outcomes         map[string]int  `json:"outcomes"`
+	CapacityWrites   int             `json:"capacityWrites"` // write requests on the CAPACITY item, failed conditions included
 	// Heat is the event's hottest partition key and the ceilings it puts on the event
 	// on DynamoDB, as bench reports them.
 	Heat bench.LayoutHeat `json:"heat"`
@@ -85,26 +85,26 @@ type firstComeReport struct {
 }
 
 type lotteryReport struct {
-	EventID          string      `json:"eventId"`
-	Entrants         int         `json:"entrants"`
-	WinnerCount      int         `json:"winnerCount"`
-	Entered          int         `json:"entered"`
-	IngestErrors     int         `json:"ingestErrors"`
-	FirstIngestError string      `json:"firstIngestError,omitempty"`
-	Collected        int         `json:"collected"`
-	EntryCount       int         `json:"entryCount"`
-	EntriesHash      string      `json:"entriesHash"`
-	Seed             string      `json:"seed"`
-	SeedCommitment   string      `json:"seedCommitment"`
-	SeedMode         seed.Mode   `json:"seedMode"`
-	Winners          int         `json:"winners"`
-	Stats            statsJSON   `json:"stats"`
-	Latency          latencyJSON `json:"ingestLatency"`
-	CollectSeconds   float64     `json:"collectSeconds"`
-	DrawSeconds      float64     `json:"drawSeconds"`
-	Verified         bool        `json:"verified"`
-	Verification     string      `json:"verification"`
-	Problems         []string    `json:"problems"`
+	EventID          string           `json:"eventId"`
+	Entrants         int              `json:"entrants"`
+	WinnerCount      int              `json:"winnerCount"`
+	Entered          int              `json:"entered"`
+	IngestErrors     int              `json:"ingestErrors"`
+	FirstIngestError string           `json:"firstIngestError,omitempty"`
+	Collected        int              `json:"collected"`
+	EntryCount       int              `json:"entryCount"`
+	EntriesHash      string           `json:"entriesHash"`
+	Seed             string           `json:"seed"`
+	SeedCommitment   string           `json:"seedCommitment"`
+	SeedMode         seed.Mode        `json:"seedMode"`
+	Winners          int              `json:"winners"`
+	Stats            clikit.StatsJSON `json:"stats"`
+	Latency          latencyJSON      `json:"ingestLatency"`
+	CollectSeconds   float64          `json:"collectSeconds"`
+	DrawSeconds      float64          `json:"drawSeconds"`
+	Verified         bool             `json:"verified"`
+	Verification     string           `json:"verification"`
+	Problems         []string         `json:"problems"`
 }
 
 type latencyJSON struct {
@@ -122,7 +122,7 @@ func latencyOf(ds []time.Duration) latencyJSON {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	rank := func(p int) time.Duration { return s[(len(s)*p+99)/100-1] }
-	return latencyJSON{Count: len(s), P50Ms: ms(rank(50)), P99Ms: ms(rank(99)), MaxMs: ms(s[len(s)-1])}
+	return latencyJSON{Count: len(s), P50Ms: clikit.Ms(rank(50)), P99Ms: clikit.Ms(rank(99)), MaxMs: clikit.Ms(s[len(s)-1])}
 }
 
 func (l latencyJSON) String() string {
@@ -133,50 +133,7 @@ func (l latencyJSON) String() string {
 }
 
 func formatMs(v float64) string {
-	return formatDuration(time.Duration(v * float64(time.Millisecond)))
-}
-
-// costJSON is the mean cost of one operation.
-type costJSON struct {
-	Count      int                `json:"count"`
-	Calls      float64            `json:"dynamodbCalls"`
-	RoundTrips float64            `json:"roundTrips"`
-	WCU        float64            `json:"wcu"`
-	RCU        float64            `json:"rcu"`
-	QueueSends float64            `json:"queueSends"`
-	ByCall     map[string]float64 `json:"byCall"`
-}
-
-func costOf(c metered.Counts, n, sends int) costJSON {
-	out := costJSON{Count: n, ByCall: map[string]float64{}}
-	if n == 0 {
-		return out
-	}
-	f := float64(n)
-	out.Calls, out.RoundTrips = float64(c.DataCalls())/f, float64(c.RoundTrips())/f
-	out.WCU, out.RCU, out.QueueSends = c.WCU/f, c.RCU/f, float64(sends)/f
-	for op, k := range c.Calls {
-		out.ByCall[op] = float64(k) / f
-	}
-	return out
-}
-
-func (c costJSON) String() string {
-	if c.Count == 0 {
-		return "-"
-	}
-	ops := make([]string, 0, len(c.ByCall))
-	for _, op := range slices.Sorted(maps.Keys(c.ByCall)) {
-		ops = append(ops, fmt.Sprintf("%s %.2f", op, c.ByCall[op]))
-	}
-	s := fmt.Sprintf("%.2f calls (%s) · %.2f round trips · %.2f WCU", c.Calls, strings.Join(ops, " + "), c.RoundTrips, c.WCU)
-	if c.RCU > 0 {
-		s += fmt.Sprintf(" · %.2f RCU", c.RCU)
-	}
-	if c.QueueSends > 0 {
-		s += fmt.Sprintf(" + %.2f queue sends", c.QueueSends)
-	}
-	return s
+	return clikit.FormatDuration(time.Duration(v * float64(time.Millisecond)))
 }
 
 // failure says why the demo did not show what it promises, or nil.
@@ -232,7 +189,7 @@ func inversions(n int) string {
 	if n == 1 {
 		return "1 inversion"
 	}
-	return formatInt(n) + " inversions"
+	return clikit.FormatInt(n) + " inversions"
 }
 
 // writeText prints the final report.
@@ -262,61 +219,61 @@ func (r *demoReport) writeText(w io.Writer) error {
 		if !l.Verified {
 			verdict = "FAILED"
 		}
-		fmt.Fprintf(w, "\nLOTTERY %s: %s winners among %s entrants\n", l.EventID, formatInt(l.WinnerCount), formatInt(l.Entrants))
+		fmt.Fprintf(w, "\nLOTTERY %s: %s winners among %s entrants\n", l.EventID, clikit.FormatInt(l.WinnerCount), clikit.FormatInt(l.Entrants))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "  entries\t%s entered, %s collected by the workers in %s (ingest latency %s)\n",
-			formatInt(l.Entered), formatInt(l.Collected), formatSeconds(l.CollectSeconds), l.Latency)
-		fmt.Fprintf(tw, "  draw\t%s entries frozen, %s winners in %s\n", formatInt(l.EntryCount), formatInt(l.Winners), formatSeconds(l.DrawSeconds))
-		fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(l.Stats.ByStatus))
+			clikit.FormatInt(l.Entered), clikit.FormatInt(l.Collected), clikit.FormatSeconds(l.CollectSeconds), l.Latency)
+		fmt.Fprintf(tw, "  draw\t%s entries frozen, %s winners in %s\n", clikit.FormatInt(l.EntryCount), clikit.FormatInt(l.Winners), clikit.FormatSeconds(l.DrawSeconds))
+		fmt.Fprintf(tw, "  requests by status\t%s\n", clikit.FormatCounts(l.Stats.ByStatus))
 		fmt.Fprintf(tw, "  seed commitment\t%s (published at creation)\n", l.SeedCommitment)
 		fmt.Fprintf(tw, "  revealed seed\t%s\n", l.Seed)
-		fmt.Fprintf(tw, "  seed mode\t%s\n", seedModeText(l.SeedMode))
+		fmt.Fprintf(tw, "  seed mode\t%s\n", clikit.SeedModeText(l.SeedMode))
 		fmt.Fprintf(tw, "  entries hash\t%s\n", l.EntriesHash)
 		fmt.Fprintf(tw, "  verification\t%s: %s\n", verdict, l.Verification)
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "\nverdict: %s\ntotal %s\n", r.verdict(), formatSeconds(r.TotalSeconds))
+	_, err := fmt.Fprintf(w, "\nverdict: %s\ntotal %s\n", r.verdict(), clikit.FormatSeconds(r.TotalSeconds))
 	return err
 }
 
 // writeText prints the first-come event's part of the report.
 func (fc *firstComeReport) writeText(w io.Writer) error {
-	fmt.Fprintf(w, "FIRST_COME %s: capacity %s\n", fc.EventID, formatInt(fc.Capacity))
+	fmt.Fprintf(w, "FIRST_COME %s: capacity %s\n", fc.EventID, clikit.FormatInt(fc.Capacity))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	verdict := "= capacity"
 	if fc.ExpectedWinners < fc.Capacity {
 		verdict = "= every participant, fewer than the capacity"
 	}
 	if fc.Winners != fc.ExpectedWinners {
-		verdict = fmt.Sprintf("WRONG: want %s", formatInt(fc.ExpectedWinners))
+		verdict = fmt.Sprintf("WRONG: want %s", clikit.FormatInt(fc.ExpectedWinners))
 	}
-	fmt.Fprintf(tw, "  clicks\t%s from %d clients, %s of them repeat clicks by the same user\n", formatInt(fc.Clicks), fc.Clients, formatInt(fc.ScheduledRepeats))
-	fmt.Fprintf(tw, "  new participations\t%s\n", formatInt(fc.NewParticipations))
-	fmt.Fprintf(tw, "  duplicates blocked\t%s (answered with the user's first requestId)\n", formatInt(fc.DuplicatesBlocked))
+	fmt.Fprintf(tw, "  clicks\t%s from %d clients, %s of them repeat clicks by the same user\n", clikit.FormatInt(fc.Clicks), fc.Clients, clikit.FormatInt(fc.ScheduledRepeats))
+	fmt.Fprintf(tw, "  new participations\t%s\n", clikit.FormatInt(fc.NewParticipations))
+	fmt.Fprintf(tw, "  duplicates blocked\t%s (answered with the user's first requestId)\n", clikit.FormatInt(fc.DuplicatesBlocked))
 	if fc.IngestErrors > 0 {
-		fmt.Fprintf(tw, "  failed clicks\t%s (first: %s)\n", formatInt(fc.IngestErrors), fc.FirstIngestError)
+		fmt.Fprintf(tw, "  failed clicks\t%s (first: %s)\n", clikit.FormatInt(fc.IngestErrors), fc.FirstIngestError)
 	}
-	fmt.Fprintf(tw, "  winners\t%s %s (capacityRemaining %s)\n", formatInt(fc.Winners), verdict, formatInt(int(fc.CapacityRemaining)))
-	fmt.Fprintf(tw, "  requests by status\t%s\n", formatCounts(fc.Stats.ByStatus))
-	fmt.Fprintf(tw, "  result codes\t%s\n", formatCounts(fc.Stats.ByResultCode))
+	fmt.Fprintf(tw, "  winners\t%s %s (capacityRemaining %s)\n", clikit.FormatInt(fc.Winners), verdict, clikit.FormatInt(int(fc.CapacityRemaining)))
+	fmt.Fprintf(tw, "  requests by status\t%s\n", clikit.FormatCounts(fc.Stats.ByStatus))
+	fmt.Fprintf(tw, "  result codes\t%s\n", clikit.FormatCounts(fc.Stats.ByResultCode))
 	fmt.Fprintf(tw, "  ingest latency\t%s (new %s; duplicate %s)\n", fc.Latency, fc.NewLatency, fc.DupLatency)
-	fmt.Fprintf(tw, "  queue wait\t%s\n", formatDurations(fc.queueWait))
-	fmt.Fprintf(tw, "  processing\t%s\n", formatDurations(fc.processing))
+	fmt.Fprintf(tw, "  queue wait\t%s\n", clikit.FormatDurations(fc.queueWait))
+	fmt.Fprintf(tw, "  processing\t%s\n", clikit.FormatDurations(fc.processing))
 	if rest := fc.NewParticipations - fc.processing.Count; rest > 0 && fc.processing.Count > 0 {
 		fmt.Fprintf(tw, "  \t(the requests a worker worked on: the seats' winners, and any it leased; the other %s, the sold-out event's losers, were rejected in one write each, after a failed try at a seat or without one)\n",
-			formatInt(rest))
+			clikit.FormatInt(rest))
 	}
 	fmt.Fprintf(tw, "  end to end\t%s from the first click to the last result (clicks answered in %s)\n",
-		formatSeconds(fc.EndToEndSeconds), formatSeconds(fc.IngestSeconds))
+		clikit.FormatSeconds(fc.EndToEndSeconds), clikit.FormatSeconds(fc.IngestSeconds))
 	fmt.Fprintf(tw, "  per new participation\t%s\n", fc.PerParticipation)
 	fmt.Fprintf(tw, "  per duplicate click\t%s\n", fc.PerDuplicate)
 	fmt.Fprintf(tw, "  \t(here the node that took a user's first click answers the repeat from its memory, without a call; on another node it is the lock's failed conditional PutItem, 1 call and 1 WCU: the bench's \"duplicate click\")\n")
-	fmt.Fprintf(tw, "  per message\t%s (%s messages, %d workers)\n", fc.PerMessage, formatInt(fc.Messages), fc.Workers)
+	fmt.Fprintf(tw, "  per message\t%s (%s messages, %d workers)\n", fc.PerMessage, clikit.FormatInt(fc.Messages), fc.Workers)
 	fmt.Fprintf(tw, "  CAPACITY writes\t%s: %s seats + %s tries by workers that had not yet seen the sell-out\n",
-		formatInt(fc.CapacityWrites), formatInt(fc.Winners), formatInt(fc.CapacityWrites-fc.Winners))
-	fmt.Fprintf(tw, "  fairness\t%s\n", formatFairness(fc.fairness))
+		clikit.FormatInt(fc.CapacityWrites), clikit.FormatInt(fc.Winners), clikit.FormatInt(fc.CapacityWrites-fc.Winners))
+	fmt.Fprintf(tw, "  fairness\t%s\n", clikit.FormatFairness(fc.fairness))
 	fmt.Fprintf(tw, "  hottest keys\t%s\n", formatHottest(fc.Heat))
 	fmt.Fprintf(tw, "  on DynamoDB\t%s\n", ceilingSentence(fc.Heat))
 	if l := fc.Line; l != nil {
@@ -326,10 +283,6 @@ func (fc *firstComeReport) writeText(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
-}
-
-func formatSeconds(s float64) string {
-	return formatDuration(time.Duration(s * float64(time.Second)))
 }
 
 // formatHottest lists the hottest key of the table and of each GSI with its WCU per
@@ -354,14 +307,14 @@ func ceilingSentence(h bench.LayoutHeat) string {
 		return "no write was measured"
 	}
 	s := fmt.Sprintf("this event would throttle above about %s clicks/s: each new participation writes %.1f units to one partition key (%s), and DynamoDB gives one key %s a second",
-		formatInt(roughly(h.CeilingParticipationsPerSec)), h.HottestWCUPerParticipation, h.HottestKey, formatInt(metered.KeyWCULimit))
+		clikit.FormatInt(roughly(h.CeilingParticipationsPerSec)), h.HottestWCUPerParticipation, h.HottestKey, clikit.FormatInt(metered.KeyWCULimit))
 	if h.CeilingWinnersPerSec > 0 {
 		c := h.Ceiling
 		s += fmt.Sprintf("; its seats could go at most about %s winners/s: %s × about %s claims/s",
-			formatInt(roughly(h.CeilingWinnersPerSec)), pluralShards(c.CapacityShards), formatInt(roughly(c.ClaimsPerSecPerShard)))
+			clikit.FormatInt(roughly(h.CeilingWinnersPerSec)), clikit.PluralShards(c.CapacityShards), clikit.FormatInt(roughly(c.ClaimsPerSecPerShard)))
 		switch {
 		case c.WinnersBound == metered.BoundSerial:
-			s += fmt.Sprintf(", one transaction at a time per item (%s ms each)", formatFloat(metered.TransactionHold.Seconds()*1000))
+			s += fmt.Sprintf(", one transaction at a time per item (%s ms each)", clikit.FormatFloat(metered.TransactionHold.Seconds()*1000))
 		case c.ClaimsPerSecSerial > 0:
 			s += fmt.Sprintf(", %.1f units per claim on %s", c.WCUPerClaim, c.CapacityKey)
 		default:

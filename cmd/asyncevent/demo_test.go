@@ -15,6 +15,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
@@ -118,7 +119,7 @@ func TestDemoVerdictNamesInversions(t *testing.T) {
 	// losers queued before one winner.
 	assert.Equal(t, "3 inversions: requests rejected while one queued up to 5ms later won a seat; "+
 		"1 late winner queued after a refused request, up to 5ms later; 2 REJECTED_LATE (passed unseen by the ranked admission, in neither count)",
-		formatFairness(asyncevent.Fairness{Inversions: 3, MaxGap: 5 * time.Millisecond, LateWinners: 1, LateWinnerMaxGap: 5 * time.Millisecond, Late: 2}))
+		clikit.FormatFairness(asyncevent.Fairness{Inversions: 3, MaxGap: 5 * time.Millisecond, LateWinners: 1, LateWinnerMaxGap: 5 * time.Millisecond, Late: 2}))
 
 	strict := report(1, true)
 	require.Error(t, strict.failure())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
 )
@@ -59,7 +60,7 @@ func parseTime(s string, now time.Time) (asyncevent.EpochMillis, error) {
 func parseEventType(s string) (asyncevent.EventType, error) {
 	t := asyncevent.EventType(strings.ToUpper(strings.ReplaceAll(s, "-", "_")))
 	if !t.Valid() {
-		return "", usagef("-type %q: want first-come or lottery", s)
+		return "", clikit.Usagef("-type %q: want first-come or lottery", s)
 	}
 	return t, nil
 }
@@ -88,7 +89,7 @@ func (o *eventCreateOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.rankSettle, "rank-settle", 0, "FIRST_COME with -ranked: how far behind now the line is read (default "+asyncevent.DefaultRankSettle.String()+"; "+asyncevent.MinRankSettle.String()+" to "+asyncevent.MaxRankSettle.String()+")")
 	fs.Int64Var(&o.winners, "winners", 0, "LOTTERY: the number of winners `K`")
 	fs.Var(&o.cutoff, "cutoff", "LOTTERY: entries until this `time` (RFC 3339, epoch ms, or +duration from now); the draw can run 30s later. "+
-		"The seed is sealed by the secret in "+envDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
+		"The seed is sealed by the secret in "+clikit.EnvDrawSecret+" (hex) when set, and the draw needs the same; else it is UNSEALED, readable from the table")
 	fs.Var(&o.starts, "starts", "open from this `time` (default: open at once)")
 	fs.Var(&o.prequeue, "prequeue-opens", "FIRST_COME with -starts: open a pre-queue at this `time`: its clicks wait and are served in an order drawn from a committed seed at the start ('asyncevent draw EVENT_ID' serves it, 'asyncevent verify' re-checks it)")
 	fs.Var(&o.ends, "ends", "closed after this `time` (default: never)")
@@ -119,7 +120,7 @@ func eventCreateCmd() *command {
 			}
 			cfg, err := c.CreateEvent(ctx, o.config(args[0], et))
 			if errors.Is(err, asyncevent.ErrInvalidEvent) || errors.Is(err, asyncevent.ErrInvalidID) {
-				return usagef("%s", inFlagTerms(err, args[0]))
+				return clikit.Usagef("%s", inFlagTerms(err, args[0]))
 			}
 			if err != nil {
 				return err
@@ -132,7 +133,7 @@ func eventCreateCmd() *command {
 // check checks the command line of event create before anything is read, and
 // returns the event's type. The library checks the rest of the event it is given.
 func (o *eventCreateOptions) check(fs *flag.FlagSet, args []string) (asyncevent.EventType, error) {
-	if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+	if err := clikit.WantArgs(args, 1, "EVENT_ID"); err != nil {
 		return "", err
 	}
 	et, err := parseEventType(o.typ)
@@ -143,7 +144,7 @@ func (o *eventCreateOptions) check(fs *flag.FlagSet, args []string) (asyncevent.
 		return "", err
 	}
 	if o.holdFor != 0 && (o.holdFor < asyncevent.MinHoldFor || o.holdFor > asyncevent.MaxHoldFor) {
-		return "", usagef("-hold-for %s: want %s to %s (or 0: no holds)", o.holdFor, asyncevent.MinHoldFor, asyncevent.MaxHoldFor)
+		return "", clikit.Usagef("-hold-for %s: want %s to %s (or 0: no holds)", o.holdFor, asyncevent.MinHoldFor, asyncevent.MaxHoldFor)
 	}
 	now := asyncevent.MillisOf(time.Now())
 	for _, t := range []struct {
@@ -152,11 +153,11 @@ func (o *eventCreateOptions) check(fs *flag.FlagSet, args []string) (asyncevent.
 		what string
 	}{{"-ends", o.ends.at, "the event would be closed from the start"}, {"-cutoff", o.cutoff.at, "the lottery would take no entry"}} {
 		if t.at != 0 && t.at <= now {
-			return "", usagef("%s %s is past: %s", t.flag, t.at.Time().UTC().Format(time.RFC3339), t.what)
+			return "", clikit.Usagef("%s %s is past: %s", t.flag, t.at.Time().UTC().Format(time.RFC3339), t.what)
 		}
 	}
 	if o.peak > 0 && (o.indexShards != 0 || o.capacityShards != 0) {
-		return "", usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
+		return "", clikit.Usagef("-peak derives -index-shards and -capacity-shards: give one or the others")
 	}
 	return et, nil
 }
@@ -166,7 +167,7 @@ func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asy
 	cfg := asyncevent.EventSettings{
 		EventID: eventID, EventType: et, Name: o.name,
 		StartsAt: o.starts.at, EndsAt: o.ends.at, PrequeueOpensAt: o.prequeue.at,
-		CapacityTotal: o.capacity, WinnerCount: o.winners, HoldFor: o.holdFor, Admission: admissionOf(o.ranked), RankSettle: o.rankSettle,
+		CapacityTotal: o.capacity, WinnerCount: o.winners, HoldFor: o.holdFor, Admission: clikit.AdmissionOf(o.ranked), RankSettle: o.rankSettle,
 		LotteryCutoffAt: o.cutoff.at, AnnounceAt: o.announceAt.at,
 		IndexShards: o.indexShards, CapacityShards: o.capacityShards,
 	}
@@ -180,13 +181,13 @@ func (o *eventCreateOptions) config(eventID string, et asyncevent.EventType) asy
 // seed is unsealed.
 func printEventCreated(ctx context.Context, e *env, cfg *asyncevent.Event) error {
 	if cfg.SeedMode == seed.Unsealed {
-		fmt.Fprintf(e.stderr, "note: %s\n", unsealedNote)
+		fmt.Fprintf(e.Stderr, "note: %s\n", unsealedNote)
 	}
-	if e.json {
-		return e.printJSON(eventJSON{Config: e.storedEventJSON(ctx, cfg)})
+	if e.JSON {
+		return e.PrintJSON(eventJSON{Config: e.storedEventJSON(ctx, cfg)})
 	}
-	fmt.Fprintf(e.stdout, "event %s created\n", cfg.EventID)
-	return printItem(e.stdout, cfg)
+	fmt.Fprintf(e.Stdout, "event %s created\n", cfg.EventID)
+	return printItem(e.Stdout, cfg)
 }
 
 // typeFlagsAgree refuses flags of the other event type: -winners, -cutoff and
@@ -209,9 +210,9 @@ func typeFlagsAgree(fs *flag.FlagSet, et asyncevent.EventType) error {
 	case len(wrong) == 0:
 		return nil
 	case et == asyncevent.Lottery:
-		return usagef("%s: only for a FIRST_COME event; a lottery takes -winners K -cutoff TIME", strings.Join(wrong, ", "))
+		return clikit.Usagef("%s: only for a FIRST_COME event; a lottery takes -winners K -cutoff TIME", strings.Join(wrong, ", "))
 	}
-	return usagef("%s: only for a LOTTERY event; add -type lottery", strings.Join(wrong, ", "))
+	return clikit.Usagef("%s: only for a LOTTERY event; add -type lottery", strings.Join(wrong, ", "))
 }
 
 // eventJSON is an event's items for scripts.
@@ -258,16 +259,16 @@ func eventGetCmd() *command {
 					out.Draw, second = fieldsJSON(withEntity(fieldsOf(draw), entity.Draw)), draw
 				}
 			}
-			if e.json {
-				return e.printJSON(out)
+			if e.JSON {
+				return e.PrintJSON(out)
 			}
-			fmt.Fprintf(e.stdout, "%s is %s\n\nCONFIG\n", cfg.EventID, state)
-			if err := printFields(e.stdout, config); err != nil {
+			fmt.Fprintf(e.Stdout, "%s is %s\n\nCONFIG\n", cfg.EventID, state)
+			if err := printFields(e.Stdout, config); err != nil {
 				return err
 			}
 			if second != nil {
-				fmt.Fprintf(e.stdout, "\n%s\n", map[asyncevent.EventType]string{asyncevent.FirstCome: "CAPACITY", asyncevent.Lottery: "DRAW"}[cfg.EventType])
-				return printItem(e.stdout, second)
+				fmt.Fprintf(e.Stdout, "\n%s\n", map[asyncevent.EventType]string{asyncevent.FirstCome: "CAPACITY", asyncevent.Lottery: "DRAW"}[cfg.EventType])
+				return printItem(e.Stdout, second)
 			}
 			return nil
 		}),
@@ -301,11 +302,11 @@ func eventListCmd() *command {
 			fs.StringVar(&cursor, "cursor", "", "continue from the `cursor` a previous page printed")
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 0, ""); err != nil {
+			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
 			}
 			if limit < 0 {
-				return usagef("-limit must not be negative")
+				return clikit.Usagef("-limit must not be negative")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
@@ -314,13 +315,13 @@ func eventListCmd() *command {
 			page, err := c.ListEvents(ctx, limit, cursor)
 			switch {
 			case errors.Is(err, asyncevent.ErrInvalidCursor):
-				return usagef("-cursor: %v", err)
+				return clikit.Usagef("-cursor: %v", err)
 			case errors.Is(err, asyncevent.ErrInvalidOptions):
-				return usagef("-limit: %v", err)
+				return clikit.Usagef("-limit: %v", err)
 			case err != nil:
 				return err
 			}
-			if e.json {
+			if e.JSON {
 				out := eventsPageJSON{Events: []eventSummaryJSON{}, NextCursor: page.NextCursor}
 				evs := make([]*asyncevent.Event, len(page.Events))
 				for i := range page.Events {
@@ -330,9 +331,9 @@ func eventListCmd() *command {
 				for i, s := range page.Events {
 					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: configs[i]})
 				}
-				return e.printJSON(out)
+				return e.PrintJSON(out)
 			}
-			tw := newTable(e.stdout)
+			tw := newTable(e.Stdout)
 			fmt.Fprintln(tw, "EVENT ID\tTYPE\tSTATE\tSEATS LEFT\tCREATED\tNAME")
 			for _, s := range page.Events {
 				cfg := s.Event
@@ -341,7 +342,7 @@ func eventListCmd() *command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			pageFooter(e.stdout, len(page.Events), "event", page.NextCursor)
+			pageFooter(e.Stdout, len(page.Events), "event", page.NextCursor)
 			return nil
 		},
 	}
@@ -353,7 +354,7 @@ func seatsLeft(s asyncevent.EventSummary) string {
 	if s.SeatsLeft == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%s of %s", formatInt(int(*s.SeatsLeft)), formatInt(int(s.Event.CapacityTotal)))
+	return fmt.Sprintf("%s of %s", clikit.FormatInt(int(*s.SeatsLeft)), clikit.FormatInt(int(s.Event.CapacityTotal)))
 }
 
 // flagTerms turns the library's names of EventSettings' fields into the flags of

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
 )
 
@@ -108,11 +109,11 @@ func (ctl eventControl) command() *command {
 // controlArgs checks what every control needs: the ID of what it controls (named
 // what: EVENT_ID, REQUEST_ID) and an actor.
 func controlArgs(args []string, what, actor string) error {
-	if err := wantArgs(args, 1, what); err != nil {
+	if err := clikit.WantArgs(args, 1, what); err != nil {
 		return err
 	}
 	if actor == "" {
-		return usagef("-actor is required: who does this, for the event's audit trail")
+		return clikit.Usagef("-actor is required: who does this, for the event's audit trail")
 	}
 	return nil
 }
@@ -146,7 +147,7 @@ func eventExtendCmd() *command {
 			)
 			switch {
 			case len(set) > 2 || len(set) == 2 && !set["actor"]:
-				return usagef("-ends, -cutoff and -starts: give one of them, one extension at a time")
+				return clikit.Usagef("-ends, -cutoff and -starts: give one of them, one extension at a time")
 			case set["ends"]:
 				what, done, to = asyncevent.ActionExtendEnd, "extended", ends.at.Time()
 			case set["cutoff"]:
@@ -154,7 +155,7 @@ func eventExtendCmd() *command {
 			case set["starts"]:
 				what, done, to = asyncevent.ActionExtendStart, "extended", starts.at.Time()
 			default:
-				return usagef("missing -ends TIME, -cutoff TIME or -starts TIME: what to move later")
+				return clikit.Usagef("missing -ends TIME, -cutoff TIME or -starts TIME: what to move later")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
@@ -182,7 +183,7 @@ func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate
 	if err != nil {
 		return err
 	}
-	if e.json && u.Event != nil {
+	if e.JSON && u.Event != nil {
 		out.Config = e.storedEventJSON(context.Background(), u.Event)
 	}
 	return e.reportControl(out, func() string { return applied(state) + "; " + nodesLearn },
@@ -194,7 +195,7 @@ func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate
 func controlOutcome(eventID, action string, u asyncevent.EventUpdate, err error) (controlJSON, asyncevent.EventState, error) {
 	switch {
 	case errors.Is(err, asyncevent.ErrInvalidOptions) || errors.Is(err, asyncevent.ErrInvalidID):
-		return controlJSON{}, "", usagef("%v", err)
+		return controlJSON{}, "", clikit.Usagef("%v", err)
 	case err != nil:
 		return controlJSON{}, "", err
 	}
@@ -219,12 +220,12 @@ func controlOutcome(eventID, action string, u asyncevent.EventUpdate, err error)
 func (e *env) reportControl(out controlJSON, applied func() string, notApplied error) error {
 	var err error
 	switch {
-	case e.json:
-		err = e.printJSON(out)
+	case e.JSON:
+		err = e.PrintJSON(out)
 	case out.Applied:
-		_, err = fmt.Fprintln(e.stdout, applied())
+		_, err = fmt.Fprintln(e.Stdout, applied())
 	default:
-		_, err = fmt.Fprintf(e.stdout, "not applied: %s\n", out.Reason)
+		_, err = fmt.Fprintf(e.Stdout, "not applied: %s\n", out.Reason)
 	}
 	if err == nil && !out.Applied {
 		return notApplied
@@ -255,18 +256,18 @@ func eventAuditCmd() *command {
 					return err
 				}
 			}
-			if e.json {
+			if e.JSON {
 				out := []map[string]any{}
 				for i := range trail {
 					out = append(out, fieldsJSON(withEntity(fieldsOf(&trail[i]), entity.Audit)))
 				}
-				return e.printJSON(out)
+				return e.PrintJSON(out)
 			}
 			if len(trail) == 0 {
-				_, err := fmt.Fprintf(e.stdout, "no audit entries for %s: no operator has closed, paused, resumed or extended it, added seats to it or cancelled a seat of it\n", eventID)
+				_, err := fmt.Fprintf(e.Stdout, "no audit entries for %s: no operator has closed, paused, resumed or extended it, added seats to it or cancelled a seat of it\n", eventID)
 				return err
 			}
-			tw := newTable(e.stdout)
+			tw := newTable(e.Stdout)
 			fmt.Fprintln(tw, "AT\tACTOR\tACTION\tDETAIL")
 			for _, a := range trail {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatMillis(a.At), a.Actor, a.Action, orDash(a.Detail))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
 
@@ -201,7 +202,7 @@ func checkID(name, id string) error {
 	err := asyncevent.ValidateID(name, id)
 	var bad *asyncevent.InvalidIDError
 	if errors.As(err, &bad) {
-		return usagef("invalid %s %q: %s", name, id, bad.Reason)
+		return clikit.Usagef("invalid %s %q: %s", name, id, bad.Reason)
 	}
 	return err
 }
@@ -214,17 +215,17 @@ func (e *env) tableTrouble(err error) (msg error, hint string, ok bool) {
 	case errors.Is(err, asyncevent.ErrTableNotFound):
 		where := "on AWS"
 		switch {
-		case e.endpoint != "":
-			where = "at " + e.endpoint
-		case e.region != "":
-			where = "on AWS in " + e.region
+		case e.Endpoint != "":
+			where = "at " + e.Endpoint
+		case e.Region != "":
+			where = "on AWS in " + e.Region
 		}
 		hint = "Create it: " + e.sameFlags("table create")
-		if e.endpoint != "" {
+		if e.Endpoint != "" {
 			hint += fmt.Sprintf("\n(A DynamoDB Local without -sharedDb keeps tables per access key and region: this CLI signs as %s in %s, so a table made with other credentials is not seen here.)",
 				dynamodblocal.AccessKey, dynamodblocal.Region)
 		}
-		return fmt.Errorf("table %s not found %s", e.table, where), hint, true
+		return fmt.Errorf("table %s not found %s", e.Table, where), hint, true
 	case errors.As(err, &mismatch):
 		return fmt.Errorf("table %s does not match the design: %s", mismatch.Table, strings.Join(mismatch.Problems, "; ")),
 			"Run '" + e.sameFlags("table check") + "' to list the differences, or name a table of the design with -table (" + e.sameFlags("table create") + " makes one).", true
@@ -236,14 +237,14 @@ func (e *env) tableTrouble(err error) (msg error, hint string, ok bool) {
 // environment would not give, so that the line runs as it is in the same shell.
 func (e *env) sameFlags(command string) string {
 	parts := []string{"asyncevent"}
-	if e.endpoint != os.Getenv(envEndpoint) {
-		parts = append(parts, "-endpoint", e.endpoint)
+	if e.Endpoint != os.Getenv(clikit.EnvEndpoint) {
+		parts = append(parts, "-endpoint", e.Endpoint)
 	}
-	if e.region != os.Getenv(envRegion) {
-		parts = append(parts, "-region", e.region)
+	if e.Region != os.Getenv(clikit.EnvRegion) {
+		parts = append(parts, "-region", e.Region)
 	}
-	if e.table != envOr(envTable, asyncevent.DefaultTableName) {
-		parts = append(parts, "-table", e.table)
+	if e.Table != clikit.EnvOr(clikit.EnvTable, asyncevent.DefaultTableName) {
+		parts = append(parts, "-table", e.Table)
 	}
 	return shellJoin(parts) + " " + command
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // The commands of an event with holds (EventSettings.HoldFor): a HELD request is
@@ -86,12 +87,12 @@ func (a holdAction) run(ctx context.Context, e *env, c *asyncevent.Client, reque
 	} else if cur != nil {
 		out.Status, out.ResultCode, out.Request = string(cur.Status), string(cur.ResultCode), e.storedRequestJSON(ctx, cur)
 	}
-	if e.json {
-		err = e.printJSON(out)
+	if e.JSON {
+		err = e.PrintJSON(out)
 	} else if t.Applied {
-		_, err = fmt.Fprintf(e.stdout, a.appliedFmt+"\n", requestID)
+		_, err = fmt.Fprintf(e.Stdout, a.appliedFmt+"\n", requestID)
 	} else {
-		_, err = fmt.Fprintf(e.stdout, "not applied: the request is %s: %s\n", statusText(cur), a.whyNot(cur, time.Now()))
+		_, err = fmt.Fprintf(e.Stdout, "not applied: the request is %s: %s\n", statusText(cur), a.whyNot(cur, time.Now()))
 	}
 	switch {
 	case err != nil:
@@ -155,10 +156,10 @@ func holdLine(r *asyncevent.Request, now time.Time) string {
 		left := r.HoldExpiresAt.Time().Sub(now)
 		if left <= 0 {
 			return fmt.Sprintf("HELD, but its hold ran out at %s (%s ago): too late to confirm; the next hold sweep ends it %s",
-				formatMillis(r.HoldExpiresAt), formatDuration(-left), asyncevent.ResultHoldExpired)
+				formatMillis(r.HoldExpiresAt), clikit.FormatDuration(-left), asyncevent.ResultHoldExpired)
 		}
 		return fmt.Sprintf("HELD until %s (%s left): 'asyncevent request confirm %s' once paid, 'asyncevent request release %s' to give it up",
-			formatMillis(r.HoldExpiresAt), formatDuration(left), r.RequestID, r.RequestID)
+			formatMillis(r.HoldExpiresAt), clikit.FormatDuration(left), r.RequestID, r.RequestID)
 	case r.Status == asyncevent.StatusWaitlisted:
 		return fmt.Sprintf("WAITLISTED: waits for a seat given back, which the hold sweep hands on in queue order, until the event closes; "+
 			"'asyncevent request release %s' takes it off the waitlist", r.RequestID)
@@ -204,11 +205,11 @@ func holdsSweepCmd() *command {
 			fs.IntVar(&maxWrites, "max-writes", 0, fmt.Sprintf("at most `N` requests moved by one pass (default %d)", asyncevent.DefaultHoldSweepWrites))
 		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+			if err := clikit.WantArgs(args, 1, "EVENT_ID"); err != nil {
 				return err
 			}
 			if maxWrites < 0 {
-				return usagef("-max-writes must not be negative")
+				return clikit.Usagef("-max-writes must not be negative")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
@@ -241,17 +242,17 @@ func holdsSweepCmd() *command {
 }
 
 func printHoldSweep(e *env, s holdSweepJSON) error {
-	if e.json {
-		return e.printJSON(s)
+	if e.JSON {
+		return e.PrintJSON(s)
 	}
-	tw := newTable(e.stdout)
+	tw := newTable(e.Stdout)
 	fmt.Fprintf(tw, "event\t%s\n", s.EventID)
-	fmt.Fprintf(tw, "passes\t%s\n", formatInt(s.Passes))
-	fmt.Fprintf(tw, "expired\t%s holds that ran out, their seats given back\n", formatInt(s.Expired))
-	fmt.Fprintf(tw, "served\t%s WAITLISTED requests now HELD on a seat given back\n", formatInt(s.Served))
-	fmt.Fprintf(tw, "closed\t%s WAITLISTED requests ended %s: the event closed\n", formatInt(s.Closed), asyncevent.ResultRejectedCapacity)
-	fmt.Fprintf(tw, "cleared\t%s records of holds that had ended otherwise\n", formatInt(s.Cleared))
-	fmt.Fprintf(tw, "waiting\t%s seats given back and not handed on yet\n", formatInt(int(s.Waiting)))
+	fmt.Fprintf(tw, "passes\t%s\n", clikit.FormatInt(s.Passes))
+	fmt.Fprintf(tw, "expired\t%s holds that ran out, their seats given back\n", clikit.FormatInt(s.Expired))
+	fmt.Fprintf(tw, "served\t%s WAITLISTED requests now HELD on a seat given back\n", clikit.FormatInt(s.Served))
+	fmt.Fprintf(tw, "closed\t%s WAITLISTED requests ended %s: the event closed\n", clikit.FormatInt(s.Closed), asyncevent.ResultRejectedCapacity)
+	fmt.Fprintf(tw, "cleared\t%s records of holds that had ended otherwise\n", clikit.FormatInt(s.Cleared))
+	fmt.Fprintf(tw, "waiting\t%s seats given back and not handed on yet\n", clikit.FormatInt(int(s.Waiting)))
 	if s.More {
 		fmt.Fprintf(tw, "more\tthe pass reached -max-writes: run it again\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // The place in line of a waiting request (request get) and the line of a FIRST_COME
@@ -26,7 +27,7 @@ func placeOf(q *asyncevent.QueueEstimate) *placeJSON {
 	}
 	p := &placeJSON{Ahead: q.Ahead, RatePerSec: q.Rate, AsOf: asyncevent.MillisOf(q.AsOf)}
 	if q.Rate > 0 {
-		wait := ms(q.Wait)
+		wait := clikit.Ms(q.Wait)
 		p.WaitMs = &wait
 	}
 	return p
@@ -38,77 +39,25 @@ func placeLine(q *asyncevent.QueueEstimate) string {
 	if q == nil {
 		return ""
 	}
-	s := fmt.Sprintf("place in line: %s ahead", plural(q.Ahead, "request"))
+	s := fmt.Sprintf("place in line: %s ahead", clikit.Plural(q.Ahead, "request"))
 	if q.Rate == 0 {
 		return s + "; its wait is unknown: the workers have not finished requests for half a second of the last 5s"
 	}
 	return s + fmt.Sprintf(", its turn in about %s at the workers' %s requests/s (the line as of %s; an estimate, as a standard queue keeps order only roughly)",
-		formatDuration(q.Wait), formatRate(q.Rate), formatMillis(asyncevent.MillisOf(q.AsOf)))
-}
-
-// queueJSON is asyncevent.QueueStats for scripts.
-type queueJSON struct {
-	Depth      int64   `json:"depth"`
-	RatePerSec float64 `json:"ratePerSec"`
-	// DrainTimeMs is absent when unknown: no worker finished a request lately.
-	DrainTimeMs *float64               `json:"drainTimeMs,omitempty"`
-	AsOf        asyncevent.EpochMillis `json:"asOf"`
-	Series      []queuePointJSON       `json:"series"`
-}
-
-// queuePointJSON is one second of the line: its depth at the second's end and the
-// requests the workers finished in it.
-type queuePointJSON struct {
-	At         asyncevent.EpochMillis `json:"at"`
-	Depth      int64                  `json:"depth"`
-	RatePerSec float64                `json:"ratePerSec"`
-}
-
-func queueOf(q *asyncevent.QueueStats) *queueJSON {
-	if q == nil {
-		return nil
-	}
-	out := &queueJSON{Depth: q.Depth, RatePerSec: q.Rate, AsOf: asyncevent.MillisOf(q.AsOf), Series: []queuePointJSON{}}
-	if q.Rate > 0 {
-		drain := ms(q.DrainTime)
-		out.DrainTimeMs = &drain
-	}
-	for _, p := range q.Series {
-		out.Series = append(out.Series, queuePointJSON{At: asyncevent.MillisOf(p.At), Depth: p.Depth, RatePerSec: p.Rate})
-	}
-	return out
+		clikit.FormatDuration(q.Wait), clikit.FormatRate(q.Rate), formatMillis(asyncevent.MillisOf(q.AsOf)))
 }
 
 // formatQueue is the queue line of stats: the line's depth, the workers' rate and the
 // time to drain it.
 func formatQueue(q *asyncevent.QueueStats) string {
-	s := fmt.Sprintf("%s waiting · the workers finish %s requests/s", plural(q.Depth, "request"), formatRate(q.Rate))
+	s := fmt.Sprintf("%s waiting · the workers finish %s requests/s", clikit.Plural(q.Depth, "request"), clikit.FormatRate(q.Rate))
 	switch {
 	case q.Depth == 0:
 		s += " · nothing to drain"
 	case q.Rate == 0:
 		s += " · drain time unknown: the workers have not finished requests for half a second of the last 5s"
 	default:
-		s += " · drained in about " + formatDuration(q.DrainTime)
+		s += " · drained in about " + clikit.FormatDuration(q.DrainTime)
 	}
 	return s + fmt.Sprintf(" (as of %s)", formatMillis(asyncevent.MillisOf(q.AsOf)))
-}
-
-// formatRate writes a rate of requests a second: 3 significant digits at most.
-func formatRate(r float64) string {
-	switch {
-	case r >= 100:
-		return fmt.Sprintf("%.0f", r)
-	case r >= 10:
-		return fmt.Sprintf("%.1f", r)
-	}
-	return fmt.Sprintf("%.2f", r)
-}
-
-// plural writes a count of things: "1 request", "1,234 requests".
-func plural(n int64, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return formatInt(int(n)) + " " + thing + "s"
 }

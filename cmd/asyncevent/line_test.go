@@ -12,6 +12,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -77,7 +78,7 @@ func TestPlaceInLineAndQueueStats(t *testing.T) {
 	assert.NotContains(t, first, "queue", "a final request waits in no line")
 	assert.NotContains(t, f.ok(t, "request", "get", ids[0]), "place in line")
 
-	var st statsJSON
+	var st clikit.StatsJSON
 	f.json(t, &st, "stats", "line")
 	require.NotNil(t, st.Queue)
 	assert.Positive(t, st.Queue.Depth)
@@ -115,7 +116,7 @@ func TestPlaceInLineWithoutRate(t *testing.T) {
 		f.ok(t, "request", "get", ids[2]))
 	assert.Regexp(t, `^place in line: 0 requests ahead;`, f.ok(t, "request", "get", ids[0]))
 
-	var st statsJSON
+	var st clikit.StatsJSON
 	f.json(t, &st, "stats", "cold")
 	require.NotNil(t, st.Queue)
 	assert.Equal(t, int64(3), st.Queue.Depth)
@@ -130,7 +131,7 @@ func TestLotteryStatsHaveNoQueue(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 	f.ok(t, "event", "create", "-type", "lottery", "-winners", "2", "-cutoff", "+1h", "lot")
-	var st statsJSON
+	var st clikit.StatsJSON
 	f.json(t, &st, "stats", "lot")
 	assert.Nil(t, st.Queue)
 	assert.NotContains(t, f.ok(t, "stats", "lot"), "waiting")

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 	"github.com/asyncevent/asyncevent/dynamodblocal/container"
 )
@@ -30,16 +31,16 @@ func localCmd() *command {
 	return &command{
 		name: "local",
 		summary: "start a DynamoDB Local the way the tests do (container, else java and npm), print its endpoint and the export lines, " +
-			"and keep it until Ctrl-C; with -endpoint or " + envEndpoint + " set, check that one instead",
+			"and keep it until Ctrl-C; with -endpoint or " + clikit.EnvEndpoint + " set, check that one instead",
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 0, ""); err != nil {
+			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
 			}
-			if e.endpoint != "" {
+			if e.Endpoint != "" {
 				return e.findLocal(ctx)
 			}
 			inst, err := container.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
-				fmt.Fprintf(e.stderr, "  "+format+"\n", args...)
+				fmt.Fprintf(e.Stderr, "  "+format+"\n", args...)
 			}})
 			if err != nil {
 				return fmt.Errorf("no DynamoDB Local: %w", err)
@@ -49,7 +50,7 @@ func localCmd() *command {
 				return err
 			}
 			<-ctx.Done()
-			fmt.Fprintln(e.stderr, "stopping DynamoDB Local…")
+			fmt.Fprintln(e.Stderr, "stopping DynamoDB Local…")
 			return inst.Stop()
 		},
 	}
@@ -58,7 +59,7 @@ func localCmd() *command {
 // findLocal checks that the DynamoDB Local the global flags name answers and prints
 // its lines; nothing is started, so the command returns at once.
 func (e *env) findLocal(ctx context.Context) error {
-	db, err := e.dynamoDB(ctx)
+	db, err := e.DynamoDB(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,27 +68,27 @@ func (e *env) findLocal(ctx context.Context) error {
 	if _, err := db.ListTables(probe, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}, func(o *dynamodb.Options) {
 		o.RetryMaxAttempts = 1
 	}); err != nil {
-		fix := fmt.Sprintf("leave out -endpoint to start one here (and unset %s if it is set)", envEndpoint)
-		if os.Getenv(envEndpoint) == e.endpoint {
-			fix = fmt.Sprintf("unset %s to start one here", envEndpoint)
+		fix := fmt.Sprintf("leave out -endpoint to start one here (and unset %s if it is set)", clikit.EnvEndpoint)
+		if os.Getenv(clikit.EnvEndpoint) == e.Endpoint {
+			fix = fmt.Sprintf("unset %s to start one here", clikit.EnvEndpoint)
 		}
-		return fmt.Errorf("the DynamoDB Local at %s does not answer: %s: %w", e.endpoint, fix, err)
+		return fmt.Errorf("the DynamoDB Local at %s does not answer: %s: %w", e.Endpoint, fix, err)
 	}
-	return e.printLocal(e.endpoint, dynamodblocal.SourceEnv, false)
+	return e.printLocal(e.Endpoint, dynamodblocal.SourceEnv, false)
 }
 
 // printLocal tells where the DynamoDB Local is and what to export in other shells.
 func (e *env) printLocal(endpoint, source string, started bool) error {
 	env := map[string]string{
-		envEndpoint:             endpoint,
+		clikit.EnvEndpoint:      endpoint,
 		"AWS_ACCESS_KEY_ID":     dynamodblocal.AccessKey,
 		"AWS_SECRET_ACCESS_KEY": dynamodblocal.AccessKey,
 		"AWS_REGION":            dynamodblocal.Region,
 	}
-	if e.json {
-		return e.printJSON(localJSON{Endpoint: endpoint, Source: source, Started: started, Env: env})
+	if e.JSON {
+		return e.PrintJSON(localJSON{Endpoint: endpoint, Source: source, Started: started, Env: env})
 	}
-	w := e.stdout
+	w := e.Stdout
 	if started {
 		fmt.Fprintf(w, "DynamoDB Local (%s) at %s, in memory: its tables go when it stops.\n", source, endpoint)
 	} else {
@@ -100,7 +101,7 @@ For asyncevent, the examples and the tests, in another shell:
 For the AWS CLI and SDK programs of your own, which see this CLI's tables only when
 they sign as it does (a DynamoDB Local keeps tables per access key and region):
   export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s
-`, envEndpoint, endpoint, dynamodblocal.AccessKey, dynamodblocal.AccessKey, dynamodblocal.Region)
+`, clikit.EnvEndpoint, endpoint, dynamodblocal.AccessKey, dynamodblocal.AccessKey, dynamodblocal.Region)
 	if started {
 		fmt.Fprintln(w, "\nCtrl-C stops it.")
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/seed"
 )
 
 // drawOpens is when eventID can be drawn (Client.DrawOpensAt), in RFC 3339, with the
@@ -50,20 +50,12 @@ type drawJSON struct {
 	Winners []string       `json:"winners"`
 }
 
-// seedModeText says what a lottery's seed mode means for its draw.
-func seedModeText(m seed.Mode) string {
-	if m == seed.Sealed {
-		return "SEALED: the table held only its commitment until the draw"
-	}
-	return "UNSEALED: the seed was on the table from the event's creation (development only)"
-}
-
 func drawCmd() *command {
 	var quiet bool
 	return &command{
 		name:    "draw",
 		args:    "EVENT_ID",
-		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight), or serve a FIRST_COME event's pre-queue, from 30s after its start; idempotent, resumable; a SEALED seed needs " + envDrawSecret,
+		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight), or serve a FIRST_COME event's pre-queue, from 30s after its start; idempotent, resumable; a SEALED seed needs " + clikit.EnvDrawSecret,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&quiet, "quiet", false, "print the summary without the winners' request IDs")
 		},
@@ -76,31 +68,31 @@ func drawCmd() *command {
 				return tooEarly(ctx, c, eventID, "too early to draw "+eventID)
 			}
 			if errors.Is(err, asyncevent.ErrNoSeedSource) || errors.Is(err, asyncevent.ErrSeedMismatch) {
-				return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, envDrawSecret)
+				return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, clikit.EnvDrawSecret)
 			}
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(drawJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)), Winners: append([]string{}, res.Winners...)})
+			if e.JSON {
+				return e.PrintJSON(drawJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)), Winners: append([]string{}, res.Winners...)})
 			}
 			rec := res.Record
-			tw := newTable(e.stdout)
+			tw := newTable(e.Stdout)
 			fmt.Fprintf(tw, "event\t%s\n", rec.EventID)
 			fmt.Fprintf(tw, "phase\t%s\n", rec.Phase)
-			fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", formatInt(int(rec.EntryCount)), rec.EntriesHash)
-			fmt.Fprintf(tw, "winners\t%s of %s drawn\n", formatInt(len(res.Winners)), formatInt(int(rec.WinnerCount)))
+			fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", clikit.FormatInt(int(rec.EntryCount)), rec.EntriesHash)
+			fmt.Fprintf(tw, "winners\t%s of %s drawn\n", clikit.FormatInt(len(res.Winners)), clikit.FormatInt(int(rec.WinnerCount)))
 			fmt.Fprintf(tw, "seed\t%s (commitment %s)\n", rec.Seed, rec.SeedCommitment)
-			fmt.Fprintf(tw, "seed mode\t%s\n", seedModeText(rec.SeedMode))
+			fmt.Fprintf(tw, "seed mode\t%s\n", clikit.SeedModeText(rec.SeedMode))
 			fmt.Fprintf(tw, "drawn at\t%s\n", formatMillis(rec.DrawnAt))
 			fmt.Fprintf(tw, "announced at\t%s\n", formatMillis(rec.AnnouncedAt))
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if !quiet {
-				fmt.Fprintln(e.stdout, "\nwinners, best score first:")
+				fmt.Fprintln(e.Stdout, "\nwinners, best score first:")
 				for i, id := range res.Winners {
-					fmt.Fprintf(e.stdout, "%5d  %s\n", i+1, id)
+					fmt.Fprintf(e.Stdout, "%5d  %s\n", i+1, id)
 				}
 			}
 			return nil
@@ -133,11 +125,11 @@ func verifyCmd() *command {
 			if err != nil {
 				return err
 			}
-			if e.json {
-				err = e.printJSON(verifyJSON{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
+			if e.JSON {
+				err = e.PrintJSON(verifyJSON{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
 					Winners: append([]string{}, v.Winners...), Problems: append([]string{}, v.Problems...)})
 			} else {
-				_, err = fmt.Fprintln(e.stdout, v)
+				_, err = fmt.Fprintln(e.Stdout, v)
 			}
 			if err != nil {
 				return err
@@ -169,33 +161,33 @@ func servePrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID st
 			"run 'asyncevent draw %s' from %s", eventID, start, settle, eventID, opens)
 	}
 	if errors.Is(err, asyncevent.ErrNoSeedSource) || errors.Is(err, asyncevent.ErrSeedMismatch) {
-		return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, envDrawSecret)
+		return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, clikit.EnvDrawSecret)
 	}
 	if err != nil {
 		return err
 	}
-	if e.json {
-		return e.printJSON(prequeueJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)),
+	if e.JSON {
+		return e.PrintJSON(prequeueJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)),
 			Order: append([]string{}, res.Order...), Winners: append([]string{}, res.Winners...)})
 	}
 	rec := res.Record
-	tw := newTable(e.stdout)
+	tw := newTable(e.Stdout)
 	fmt.Fprintf(tw, "event\t%s (pre-queue)\n", rec.EventID)
 	fmt.Fprintf(tw, "phase\t%s\n", rec.Phase)
-	fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", formatInt(int(rec.EntryCount)), rec.EntriesHash)
-	fmt.Fprintf(tw, "winners\t%s, the first of the order\n", formatInt(len(res.Winners)))
-	fmt.Fprintf(tw, "served now\t%s\n", formatInt(res.Served))
+	fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", clikit.FormatInt(int(rec.EntryCount)), rec.EntriesHash)
+	fmt.Fprintf(tw, "winners\t%s, the first of the order\n", clikit.FormatInt(len(res.Winners)))
+	fmt.Fprintf(tw, "served now\t%s\n", clikit.FormatInt(res.Served))
 	fmt.Fprintf(tw, "seed\t%s (commitment %s)\n", rec.Seed, rec.SeedCommitment)
-	fmt.Fprintf(tw, "seed mode\t%s\n", seedModeText(rec.SeedMode))
+	fmt.Fprintf(tw, "seed mode\t%s\n", clikit.SeedModeText(rec.SeedMode))
 	fmt.Fprintf(tw, "frozen at\t%s\n", formatMillis(rec.DrawnAt))
 	fmt.Fprintf(tw, "served at\t%s\n", formatMillis(rec.AnnouncedAt))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if !quiet {
-		fmt.Fprintln(e.stdout, "\nthe order served (the winners first):")
+		fmt.Fprintln(e.Stdout, "\nthe order served (the winners first):")
 		for i, id := range res.Order {
-			fmt.Fprintf(e.stdout, "%5d  %s\n", i+1, id)
+			fmt.Fprintf(e.Stdout, "%5d  %s\n", i+1, id)
 		}
 	}
 	return nil
@@ -210,11 +202,11 @@ func verifyPrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID s
 	if err != nil {
 		return err
 	}
-	if e.json {
-		err = e.printJSON(verifyJSON{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
+	if e.JSON {
+		err = e.PrintJSON(verifyJSON{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
 			Winners: append([]string{}, v.Winners...), Problems: append([]string{}, v.Problems...)})
 	} else {
-		_, err = fmt.Fprintln(e.stdout, v)
+		_, err = fmt.Fprintln(e.Stdout, v)
 	}
 	if err != nil {
 		return err

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,13 +11,6 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 )
-
-// printJSON writes v as indented JSON, one document per command.
-func (e *env) printJSON(v any) error {
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
 
 // newTable returns a tabwriter for a human table on w; Flush it.
 func newTable(w io.Writer) *tabwriter.Writer {
@@ -117,80 +108,4 @@ func formatMillis(m asyncevent.EpochMillis) string {
 		return "-"
 	}
 	return m.Time().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
-// formatDuration rounds a duration for a human: 3 significant digits.
-func formatDuration(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0s"
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Second:
-		return d.Round(100 * time.Microsecond).String()
-	case d < time.Minute:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
-
-// formatInt writes n with thousands separators: 20,000.
-func formatInt(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// formatCounts writes a count per key, biggest first: "SUCCEEDED 1,000 · REJECTED 15,000".
-func formatCounts[K ~string](m map[K]int) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b K) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		return strings.Compare(string(a), string(b))
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %s", k, formatInt(m[k]))
-	}
-	return strings.Join(parts, " · ")
-}
-
-// durationsJSON is asyncevent.Durations for scripts, in milliseconds.
-type durationsJSON struct {
-	Count int     `json:"count"`
-	P50   float64 `json:"p50Ms"`
-	P95   float64 `json:"p95Ms"`
-	Max   float64 `json:"maxMs"`
-}
-
-func durationsOf(d asyncevent.Durations) durationsJSON {
-	return durationsJSON{Count: d.Count, P50: ms(d.P50), P95: ms(d.P95), Max: ms(d.Max)}
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func formatDurations(d asyncevent.Durations) string {
-	if d.Count == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("p50 %s · p95 %s · max %s (%s)", formatDuration(d.P50), formatDuration(d.P95), formatDuration(d.Max), plural(int64(d.Count), "request"))
 }

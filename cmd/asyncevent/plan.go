@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/spikeplan"
 )
 
@@ -43,11 +44,11 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 func (o *planOptions) check() error {
 	switch {
 	case o.peak <= 0:
-		return usagef("-peak: the expected clicks per second, more than 0")
+		return clikit.Usagef("-peak: the expected clicks per second, more than 0")
 	case o.concurrency < 1 || o.messageTime <= 0 || o.duration <= 0:
-		return usagef("-concurrency must be at least 1, -message-time and -duration more than 0")
+		return clikit.Usagef("-concurrency must be at least 1, -message-time and -duration more than 0")
 	case o.callLatency <= 0:
-		return usagef("-call-latency must be more than 0")
+		return clikit.Usagef("-call-latency must be more than 0")
 	}
 	return nil
 }
@@ -61,13 +62,13 @@ func planCmd() *command {
 			"take to drain the queue; -apply raises the warm throughput that is short",
 		flags: o.register,
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 0, ""); err != nil {
+			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
 			}
 			if err := o.check(); err != nil {
 				return err
 			}
-			db, err := e.dynamoDB(ctx)
+			db, err := e.DynamoDB(ctx)
 			if err != nil {
 				return err
 			}
@@ -91,10 +92,10 @@ func planCmd() *command {
 			if !o.apply || len(p.Short) == 0 {
 				return nil
 			}
-			if e.endpoint != "" {
-				return fmt.Errorf("-apply with -endpoint %s: warm throughput is DynamoDB's on AWS; DynamoDB Local does not support it (its UpdateTable fails), so nothing was applied; run plan -apply without -endpoint against AWS", e.endpoint)
+			if e.Endpoint != "" {
+				return fmt.Errorf("-apply with -endpoint %s: warm throughput is DynamoDB's on AWS; DynamoDB Local does not support it (its UpdateTable fails), so nothing was applied; run plan -apply without -endpoint against AWS", e.Endpoint)
 			}
-			fmt.Fprintln(e.stderr, "raising the warm throughput of the table and its indexes: a one-way change, billed by AWS")
+			fmt.Fprintln(e.Stderr, "raising the warm throughput of the table and its indexes: a one-way change, billed by AWS")
 			return spikeplan.Apply(ctx, db, c.TableName(), p)
 		},
 	}
@@ -104,20 +105,20 @@ func planCmd() *command {
 // and its indexes need beside their warm throughput, whether that is short (and
 // -apply not given), and the limits beyond it.
 func printPlan(e *env, p *spikeplan.Plan, peak float64, apply bool, ranked *asyncevent.RankedBound) error {
-	if e.json {
+	if e.JSON {
 		out := newPlanJSON(p, p.Short)
 		out.Ranked = newRankedJSON(p, ranked)
-		return e.printJSON(out)
+		return e.PrintJSON(out)
 	}
-	fmt.Fprintf(e.stdout, "peak %.0f clicks/s, %.0f winners/s (a quarter): event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n",
+	fmt.Fprintf(e.Stdout, "peak %.0f clicks/s, %.0f winners/s (a quarter): event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n",
 		peak, p.WinnersPerSecond, p.IndexShards, p.CapacityShards, peak)
-	fmt.Fprintf(e.stdout, "  rule: index shards ⌈clicks/s × 4 WCU ÷ 800⌉ (GSI2: put, QUEUED, PROCESSING, final), capacity shards ⌈winners/s × 2 WCU ÷ 800⌉ (one claim, up to 128 seats a shard)\n\n")
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(e.Stdout, "  rule: index shards ⌈clicks/s × 4 WCU ÷ 800⌉ (GSI2: put, QUEUED, PROCESSING, final), capacity shards ⌈winners/s × 2 WCU ÷ 800⌉ (one claim, up to 128 seats a shard)\n\n")
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tneeds WCU/s\tneeds RCU/s\twarm WCU/s\twarm RCU/s\t")
 	for _, name := range []string{"", "GSI1", "GSI2"} {
 		label := name
 		if label == "" {
-			label = "table " + e.table
+			label = "table " + e.Table
 		}
 		need, warm := p.Need[name], p.Warm[name]
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", label, need.WriteUnitsPerSecond, need.ReadUnitsPerSecond, warm.WriteUnitsPerSecond, warm.ReadUnitsPerSecond)
@@ -126,12 +127,12 @@ func printPlan(e *env, p *spikeplan.Plan, peak float64, apply bool, ranked *asyn
 		return err
 	}
 	if len(p.Short) == 0 {
-		fmt.Fprintln(e.stdout, "\nthe table and its indexes are warm enough")
+		fmt.Fprintln(e.Stdout, "\nthe table and its indexes are warm enough")
 	} else if !apply {
-		fmt.Fprintln(e.stdout, "\nshort of warm throughput: rerun with -apply to raise it (UpdateTable WarmThroughput: one-way, and billed)")
+		fmt.Fprintln(e.Stdout, "\nshort of warm throughput: rerun with -apply to raise it (UpdateTable WarmThroughput: one-way, and billed)")
 	}
-	writeLimits(e.stdout, e.table, p)
-	writeRanked(e.stdout, p, ranked)
+	writeLimits(e.Stdout, e.Table, p)
+	writeRanked(e.Stdout, p, ranked)
 	return nil
 }
 
@@ -151,19 +152,19 @@ func writeRanked(w io.Writer, p *spikeplan.Plan, b *asyncevent.RankedBound) {
 		"(the record's read; the line: %s; the record's write; the wave's claims at once: the seat, then SUCCEEDED; the record's \"wave decided\"; "+
 		"the seats, %s and the pool, only when those counted off are spent): "+
 		"at %s a call about %d ÷ (%d × %s) = %s winners/s per event, whatever the workers\n",
-		b.WaveSize, b.RoundTrips, atATime(p.IndexShards, fmt.Sprintf("a Query of each of %d index shards", p.IndexShards)), atATime(p.CapacityShards, pluralShards(p.CapacityShards)),
-		formatDuration(b.CallLatency), b.WaveSize, b.RoundTrips, formatDuration(b.CallLatency), formatInt(int(b.WinnersPerSecond)))
+		b.WaveSize, b.RoundTrips, atATime(p.IndexShards, fmt.Sprintf("a Query of each of %d index shards", p.IndexShards)), atATime(p.CapacityShards, clikit.PluralShards(p.CapacityShards)),
+		clikit.FormatDuration(b.CallLatency), b.WaveSize, b.RoundTrips, clikit.FormatDuration(b.CallLatency), clikit.FormatInt(int(b.WinnersPerSecond)))
 	if b.WinnersPerSecond < p.WinnersPerSecond {
 		fmt.Fprintf(w, "  below the %s winners/s the capacity shards take at the peak: the event decides the smaller, so its winners wait longer than the settle delay "+
 			"(the line grows by about %s a second while the peak lasts)\n",
-			formatInt(int(p.WinnersPerSecond)), formatInt(int(p.WinnersPerSecond-b.WinnersPerSecond)))
+			clikit.FormatInt(int(p.WinnersPerSecond)), clikit.FormatInt(int(p.WinnersPerSecond-b.WinnersPerSecond)))
 	} else {
-		fmt.Fprintf(w, "  above the peak's %s winners/s: the admission keeps up with the peak\n", formatInt(int(p.WinnersPerSecond)))
+		fmt.Fprintf(w, "  above the peak's %s winners/s: the admission keeps up with the peak\n", clikit.FormatInt(int(p.WinnersPerSecond)))
 	}
 	fmt.Fprintf(w, "  its record: each worker with deliveries waiting on it reads it every 25 ms, strongly consistent, %d RCU, on the event's partition key EVENT#<eventId>: "+
-		"%s RCU/s a worker; that key's 3,000 RCU/s takes at most about %d such workers\n", b.RecordRCU, formatFloat(b.RecordRCUPerWorker), b.MaxWorkers)
+		"%s RCU/s a worker; that key's 3,000 RCU/s takes at most about %d such workers\n", b.RecordRCU, clikit.FormatFloat(b.RecordRCUPerWorker), b.MaxWorkers)
 	fmt.Fprintf(w, "  its line: while deliveries wait and no wave is full, a Query of each index shard every 25 ms: %s Queries/s on GSI2\n",
-		formatInt(int(b.LineQueriesPerSecond)))
+		clikit.FormatInt(int(b.LineQueriesPerSecond)))
 }
 
 // rankedJSON is plan -ranked's bound in -json.
@@ -204,24 +205,24 @@ func writeLimits(w io.Writer, table string, p *spikeplan.Plan) {
 		if need, ok := p.OverQuota[name]; ok {
 			var over []string
 			if need.WriteUnitsPerSecond > p.Quota.WriteUnitsPerSecond {
-				over = append(over, formatInt(int(need.WriteUnitsPerSecond))+" WCU/s")
+				over = append(over, clikit.FormatInt(int(need.WriteUnitsPerSecond))+" WCU/s")
 			}
 			if need.ReadUnitsPerSecond > p.Quota.ReadUnitsPerSecond {
-				over = append(over, formatInt(int(need.ReadUnitsPerSecond))+" RCU/s")
+				over = append(over, clikit.FormatInt(int(need.ReadUnitsPerSecond))+" RCU/s")
 			}
 			fmt.Fprintf(w, "on-demand quota: %s needs %s, above AWS's default of %s per table and per index: "+
 				"ask AWS (Service Quotas) to raise the account's quota ahead of the drop\n",
-				label(name), strings.Join(over, " and "), formatInt(spikeplan.DefaultOnDemandQuota))
+				label(name), strings.Join(over, " and "), clikit.FormatInt(spikeplan.DefaultOnDemandQuota))
 		}
 		if need, ok := p.Capped[name]; ok {
 			m := p.OnDemandMax[name]
 			fmt.Fprintf(w, "on-demand maximum: %s is capped at %s WCU/s and %s RCU/s, under the %s WCU/s and %s RCU/s it needs (UpdateTable OnDemandThroughput)\n",
-				label(name), formatInt(int(m.WriteUnitsPerSecond)), formatInt(int(m.ReadUnitsPerSecond)), formatInt(int(need.WriteUnitsPerSecond)), formatInt(int(need.ReadUnitsPerSecond)))
+				label(name), clikit.FormatInt(int(m.WriteUnitsPerSecond)), clikit.FormatInt(int(m.ReadUnitsPerSecond)), clikit.FormatInt(int(need.WriteUnitsPerSecond)), clikit.FormatInt(int(need.ReadUnitsPerSecond)))
 		}
 	}
 	d := p.Drain
 	fmt.Fprintf(w, "drain: %s messages, %d at once, %s each: the workers need about %s to drain the queue (users wait up to that for a result)\n",
-		formatInt(int(d.Clicks)), d.Concurrency, formatDuration(d.MessageTime), formatDuration(d.Time))
+		clikit.FormatInt(int(d.Clicks)), d.Concurrency, clikit.FormatDuration(d.MessageTime), clikit.FormatDuration(d.Time))
 }
 
 // planJSON is plan's output for scripts: the library's spikeplan.Plan in the CLI's own

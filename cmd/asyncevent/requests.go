@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 func requestGetCmd() *command {
@@ -28,7 +29,7 @@ func requestGetCmd() *command {
 				return err
 			}
 			fs := e.withStored(ctx, key.Key(), fieldsOf(r))
-			if e.json {
+			if e.JSON {
 				m := fieldsJSON(fs)
 				if p := placeOf(r.Queue); p != nil {
 					m["queue"] = p
@@ -36,14 +37,14 @@ func requestGetCmd() *command {
 				if p := r.Prequeue; p != nil {
 					m["prequeue"] = map[string]any{"frozen": p.Frozen, "place": p.Place, "entries": p.Entries, "seats": p.Seats, "late": p.Late}
 				}
-				return e.printJSON(m)
+				return e.PrintJSON(m)
 			}
 			for _, line := range []string{placeLine(r.Queue), prequeueLine(r.Prequeue), holdLine(r, time.Now())} {
 				if line != "" {
-					fmt.Fprintf(e.stdout, "%s\n\n", line)
+					fmt.Fprintf(e.Stdout, "%s\n\n", line)
 				}
 			}
-			return printFields(e.stdout, fs)
+			return printFields(e.Stdout, fs)
 		}),
 	}
 }
@@ -106,11 +107,11 @@ func (o *requestsListOptions) check(fs *flag.FlagSet, args []string) (asyncevent
 	}
 	switch {
 	case opts.Order != asyncevent.Ascending && opts.Order != asyncevent.Descending:
-		return asyncevent.EventListOptions{}, usagef("-order %q: want asc or desc", o.order)
+		return asyncevent.EventListOptions{}, clikit.Usagef("-order %q: want asc or desc", o.order)
 	case o.status != "" && !opts.Status.Valid():
-		return asyncevent.EventListOptions{}, usagef("-status %q: want one of RECEIVED, QUEUED, PROCESSING, HELD, WAITLISTED, SUCCEEDED, REJECTED, FAILED_FINAL (in any case)", o.status)
+		return asyncevent.EventListOptions{}, clikit.Usagef("-status %q: want one of RECEIVED, QUEUED, PROCESSING, HELD, WAITLISTED, SUCCEEDED, REJECTED, FAILED_FINAL (in any case)", o.status)
 	case o.limit < 0 || o.maxRead < 0:
-		return asyncevent.EventListOptions{}, usagef("-limit and -max-read must not be negative")
+		return asyncevent.EventListOptions{}, clikit.Usagef("-limit and -max-read must not be negative")
 	}
 	return opts, nil
 }
@@ -119,9 +120,9 @@ func (o *requestsListOptions) check(fs *flag.FlagSet, args []string) (asyncevent
 // which takes none of the flags of an event's list.
 func (o *requestsListOptions) checkArgs(fs *flag.FlagSet, args []string) error {
 	if o.user == "" {
-		return wantArgs(args, 1, "EVENT_ID (or -user USER_ID)")
+		return clikit.WantArgs(args, 1, "EVENT_ID (or -user USER_ID)")
 	}
-	if err := wantArgs(args, 0, ""); err != nil {
+	if err := clikit.WantArgs(args, 0, ""); err != nil {
 		return err
 	}
 	if err := checkID("-user", o.user); err != nil {
@@ -134,7 +135,7 @@ func (o *requestsListOptions) checkArgs(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	if len(bad) > 0 {
-		return usagef("%s: only for an event's list", strings.Join(bad, ", "))
+		return clikit.Usagef("%s: only for an event's list", strings.Join(bad, ", "))
 	}
 	return nil
 }
@@ -152,7 +153,7 @@ func (o *requestsListOptions) list(ctx context.Context, c *asyncevent.Client, ar
 		page, err = c.ListEventRequests(ctx, args[0], opts)
 	}
 	if errors.Is(err, asyncevent.ErrInvalidCursor) || errors.Is(err, asyncevent.ErrInvalidOptions) {
-		return nil, usagef("%v", err)
+		return nil, clikit.Usagef("%v", err)
 	}
 	if err != nil {
 		return nil, err
@@ -169,16 +170,16 @@ func (o *requestsListOptions) list(ctx context.Context, c *asyncevent.Client, ar
 // printRequests prints a page of requests in the order read, and the cursor of the
 // next page.
 func printRequests(e *env, page *asyncevent.RequestPage) error {
-	if e.json {
+	if e.JSON {
 		out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
 		rs := make([]*asyncevent.Request, len(page.Requests))
 		for i := range page.Requests {
 			rs[i] = &page.Requests[i]
 		}
 		out.Requests = append(out.Requests, e.storedRequestsJSON(context.Background(), rs)...)
-		return e.printJSON(out)
+		return e.PrintJSON(out)
 	}
-	tw := newTable(e.stdout)
+	tw := newTable(e.Stdout)
 	fmt.Fprintln(tw, "QUEUED AT\tREQUEST ID\tEVENT\tUSER\tSTATUS\tRESULT")
 	for _, r := range page.Requests {
 		at := r.QueuedAt
@@ -190,14 +191,14 @@ func printRequests(e *env, page *asyncevent.RequestPage) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	pageFooter(e.stdout, len(page.Requests), "request", page.NextCursor)
+	pageFooter(e.Stdout, len(page.Requests), "request", page.NextCursor)
 	return nil
 }
 
 // pageFooter ends a listed page: how many items it held, and the cursor of the next
 // page when there is one.
 func pageFooter(w io.Writer, n int, noun, cursor string) {
-	fmt.Fprint(w, plural(int64(n), noun))
+	fmt.Fprint(w, clikit.Plural(int64(n), noun))
 	if cursor != "" {
 		fmt.Fprintf(w, "; next page: -cursor %s", cursor)
 	}
@@ -227,14 +228,14 @@ func logsCmd() *command {
 					return err
 				}
 			}
-			if e.json {
-				return e.printJSON(append([]map[string]any{}, e.statusLogsJSON(ctx, requestID, logs)...))
+			if e.JSON {
+				return e.PrintJSON(append([]map[string]any{}, e.statusLogsJSON(ctx, requestID, logs)...))
 			}
 			if len(logs) == 0 {
-				_, err := fmt.Fprintf(e.stdout, "no status log for %s (the status log is written only by clients with Options.StatusLog)\n", requestID)
+				_, err := fmt.Fprintf(e.Stdout, "no status log for %s (the status log is written only by clients with Options.StatusLog)\n", requestID)
 				return err
 			}
-			tw := newTable(e.stdout)
+			tw := newTable(e.Stdout)
 			fmt.Fprintln(tw, "OCCURRED AT\tFROM\tTO\tMESSAGE")
 			for _, l := range logs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatMillis(l.OccurredAt), orDash(string(l.FromStatus)), l.ToStatus, l.Message)
@@ -250,9 +251,9 @@ func prequeueLine(p *asyncevent.PrequeuePlace) string {
 	case p == nil:
 		return ""
 	case !p.Frozen:
-		return fmt.Sprintf("in the pre-queue: its order is drawn at the start, %s seats", formatInt(int(p.Seats)))
+		return fmt.Sprintf("in the pre-queue: its order is drawn at the start, %s seats", clikit.FormatInt(int(p.Seats)))
 	case p.Late:
-		return fmt.Sprintf("reached the table after the pre-queue's %s entries were recorded: in the sale's line, after the drawn order", formatInt(int(p.Entries)))
+		return fmt.Sprintf("reached the table after the pre-queue's %s entries were recorded: in the sale's line, after the drawn order", clikit.FormatInt(int(p.Entries)))
 	}
-	return fmt.Sprintf("in the pre-queue: place %s of %s in the drawn order, %s seats", formatInt(int(p.Place)), formatInt(int(p.Entries)), formatInt(int(p.Seats)))
+	return fmt.Sprintf("in the pre-queue: place %s of %s in the drawn order, %s seats", clikit.FormatInt(int(p.Place)), clikit.FormatInt(int(p.Entries)), clikit.FormatInt(int(p.Seats)))
 }

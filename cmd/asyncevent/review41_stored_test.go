@@ -17,6 +17,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 // Review 41: the lists' -json read a page from an index (eventually consistent, and a
@@ -103,7 +104,7 @@ func TestStoredRowsInBatches(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.ok(t, "table", "create")
-	e := &env{globals: globals{table: f.table, endpoint: asynceventtest.Endpoint(t)}, stderr: io.Discard}
+	e := &env{Env: clikit.Env{Globals: clikit.Globals{Table: f.table, Endpoint: asynceventtest.Endpoint(t)}, Stderr: io.Discard}}
 	db := asynceventtest.DynamoDB(t)
 	var keys []asyncevent.Key
 	for i := range 150 {

@@ -30,7 +30,7 @@ func (e *env) withStored(ctx context.Context, key asyncevent.Key, fs []field) []
 func (e *env) withStoredOf(ctx context.Context, key asyncevent.Key, fs []field, names map[string]bool) []field {
 	rows, err := e.storedRows(ctx, []asyncevent.Key{key})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "note: the row's bookkeeping attributes are not shown: %v\n", err)
+		fmt.Fprintf(e.Stderr, "note: the row's bookkeeping attributes are not shown: %v\n", err)
 		return fs
 	}
 	return mergeStoredOf(fs, rows[key], names)
@@ -90,7 +90,7 @@ func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asynce
 		if err != nil {
 			return nil, err
 		}
-		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.table), Key: k})
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.Table), Key: k})
 		if err != nil {
 			return nil, err
 		}
@@ -114,10 +114,10 @@ func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asynce
 			}
 			ks[i] = k
 		}
-		pending := map[string]types.KeysAndAttributes{e.table: {Keys: ks}}
+		pending := map[string]types.KeysAndAttributes{e.Table: {Keys: ks}}
 		for attempt := 0; len(pending) > 0; attempt++ {
 			if attempt == 5 { // the rows read stand; the others print as the library returned them
-				return rows, fmt.Errorf("%d rows still unprocessed after %d BatchGetItem calls", len(pending[e.table].Keys), attempt)
+				return rows, fmt.Errorf("%d rows still unprocessed after %d BatchGetItem calls", len(pending[e.Table].Keys), attempt)
 			}
 			if attempt > 0 {
 				select {
@@ -130,7 +130,7 @@ func (e *env) storedRows(ctx context.Context, keys []asyncevent.Key) (map[asynce
 			if err != nil {
 				return nil, err
 			}
-			for _, item := range out.Responses[e.table] {
+			for _, item := range out.Responses[e.Table] {
 				var key asyncevent.Key
 				if err := attributevalue.UnmarshalMap(item, &key); err != nil {
 					return nil, err
@@ -234,7 +234,7 @@ func (e *env) storedJSON(ctx context.Context, items []any, keyOf func(int) (asyn
 	if len(want) > 0 {
 		var err error
 		if rows, err = e.storedRows(ctx, want); err != nil {
-			fmt.Fprintf(e.stderr, "note: rows' bookkeeping attributes are not shown: %v\n", err)
+			fmt.Fprintf(e.Stderr, "note: rows' bookkeeping attributes are not shown: %v\n", err)
 		}
 	}
 	for i, item := range items {
@@ -274,7 +274,7 @@ func (e *env) statusLogsJSON(ctx context.Context, requestID string, logs []async
 	ttl := map[string]any{}
 	if key, err := asyncevent.NewRequestKey(requestID); err == nil {
 		if rows, err := e.queryRows(ctx, key.Key().PK, asyncevent.StatusLogPrefix); err != nil {
-			fmt.Fprintf(e.stderr, "note: the log rows' ttl is not shown: %v\n", err)
+			fmt.Fprintf(e.Stderr, "note: the log rows' ttl is not shown: %v\n", err)
 		} else {
 			for _, row := range rows {
 				var id struct {
@@ -305,7 +305,7 @@ func (e *env) queryRows(ctx context.Context, pk, prefix string) ([]map[string]ty
 		return nil, err
 	}
 	in := &dynamodb.QueryInput{
-		TableName:              aws.String(e.table),
+		TableName:              aws.String(e.Table),
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :prefix)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": &types.AttributeValueMemberS{Value: pk}, ":prefix": &types.AttributeValueMemberS{Value: prefix},
@@ -325,7 +325,7 @@ func (e *env) queryRows(ctx context.Context, pk, prefix string) ([]map[string]ty
 // rowReader returns the client that reads rows again, made on its first use.
 func (e *env) rowReader(ctx context.Context) (*dynamodb.Client, error) {
 	if e.rows == nil {
-		db, err := e.dynamoDB(ctx)
+		db, err := e.DynamoDB(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/queue"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -41,7 +42,7 @@ type submitJSON struct {
 
 // submitOptions are the flags of submit.
 type submitOptions struct {
-	q        sqsFlags
+	q        clikit.SQSFlags
 	users    string
 	count    int
 	prefix   string
@@ -53,13 +54,13 @@ func (o *submitOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.count, "users", 0, "`N` users click, named by -prefix and a number (user-0001 …)")
 	fs.StringVar(&o.prefix, "prefix", "user-", "the name `PREFIX` of -users")
 	fs.IntVar(&o.parallel, "parallel", 1, "`clicks` at once, and messages the CLI's worker decides at once (1: one after another, decided in click order)")
-	fs.StringVar(&o.q.queueURL, "queue-url", "", "the workers' SQS queue `URL` (env "+envQueueURL+"); empty: an in-memory queue and a worker in the CLI")
-	fs.StringVar(&o.q.endpoint, "sqs-endpoint", o.q.endpoint, "SQS endpoint `URL` of a local SQS such as fauxqs (env "+envSQSEndpoint+"); empty: AWS")
+	fs.StringVar(&o.q.QueueURL, "queue-url", "", "the workers' SQS queue `URL` (env "+clikit.EnvQueueURL+"); empty: an in-memory queue and a worker in the CLI")
+	fs.StringVar(&o.q.Endpoint, "sqs-endpoint", o.q.Endpoint, "SQS endpoint `URL` of a local SQS such as fauxqs (env "+clikit.EnvSQSEndpoint+"); empty: AWS")
 }
 
 func submitCmd() *command {
 	var o submitOptions
-	o.q.endpoint = envOr(envSQSEndpoint, "")
+	o.q.Endpoint = clikit.EnvOr(clikit.EnvSQSEndpoint, "")
 	return &command{
 		name: "submit",
 		args: "EVENT_ID (-user NAME[,NAME…] | -users N)",
@@ -71,8 +72,8 @@ func submitCmd() *command {
 			if err != nil {
 				return err
 			}
-			if o.q.queueURL == "" {
-				o.q.queueURL = envOr(envQueueURL, "")
+			if o.q.QueueURL == "" {
+				o.q.QueueURL = clikit.EnvOr(clikit.EnvQueueURL, "")
 			}
 			c, err := e.client(ctx)
 			if err != nil {
@@ -82,21 +83,21 @@ func submitCmd() *command {
 				return err
 			}
 			out := submitJSON{EventID: args[0], Queue: "memory", ByStatus: map[string]int{}}
-			if o.q.queueURL != "" {
+			if o.q.QueueURL != "" {
 				out.Queue = "sqs"
 			}
 			if out.Clicks, err = o.click(ctx, e, c, args[0], who); err != nil {
 				return err
 			}
 			if err := c.FlushProgress(ctx); err != nil { // the place in line of what waits
-				fmt.Fprintf(e.stderr, "note: the event's progress counts were not written: %v\n", err)
+				fmt.Fprintf(e.Stderr, "note: the event's progress counts were not written: %v\n", err)
 			}
 			out.tally()
 			if err := printClicks(e, out); err != nil {
 				return err
 			}
 			if out.Failed > 0 {
-				return fmt.Errorf("%s of %s failed", plural(int64(out.Failed), "click"), plural(int64(len(out.Clicks)), "click"))
+				return fmt.Errorf("%s of %s failed", clikit.Plural(int64(out.Failed), "click"), clikit.Plural(int64(len(out.Clicks)), "click"))
 			}
 			return nil
 		},
@@ -106,23 +107,23 @@ func submitCmd() *command {
 // check checks the command line of submit before anything is read, and returns the
 // users who click, in order.
 func (o *submitOptions) check(fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := wantArgs(args, 1, "EVENT_ID"); err != nil {
+	if err := clikit.WantArgs(args, 1, "EVENT_ID"); err != nil {
 		return nil, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case set["prefix"] && !set["users"]:
-		return nil, usagef("-prefix names the users of -users N")
+		return nil, clikit.Usagef("-prefix names the users of -users N")
 	case set["users"] && o.count < 1:
-		return nil, usagef("-users %d: want 1 to %s", o.count, formatInt(maxSubmitUsers))
+		return nil, clikit.Usagef("-users %d: want 1 to %s", o.count, clikit.FormatInt(maxSubmitUsers))
 	}
 	who, err := clickers(o.users, o.count, o.prefix)
 	if err != nil {
 		return nil, err
 	}
 	if o.parallel < 1 {
-		return nil, usagef("-parallel %d: want 1 or more", o.parallel)
+		return nil, clikit.Usagef("-parallel %d: want 1 or more", o.parallel)
 	}
 	return who, nil
 }
@@ -130,21 +131,21 @@ func (o *submitOptions) check(fs *flag.FlagSet, args []string) ([]string, error)
 // click makes the click of each user: sent to the workers' SQS queue with -queue-url,
 // else decided by a worker of the CLI.
 func (o *submitOptions) click(ctx context.Context, e *env, c *asyncevent.Client, eventID string, who []string) ([]clickJSON, error) {
-	if o.q.queueURL == "" {
+	if o.q.QueueURL == "" {
 		return clickAndDecide(ctx, c, eventID, who, o.parallel)
 	}
-	sc, err := o.q.sqsClient(ctx, e.region)
+	sc, err := o.q.Client(ctx, e.Region)
 	if err != nil {
 		return nil, err
 	}
-	q, err := queue.NewSQS(sc, o.q.queueURL)
+	q, err := queue.NewSQS(sc, o.q.QueueURL)
 	if err != nil {
-		return nil, usagef("-queue-url: %v", err)
+		return nil, clikit.Usagef("-queue-url: %v", err)
 	}
 	// A queue that is not there would fail every click's send, each request ending
 	// FAILED_FINAL: look first.
-	if _, err := sc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &o.q.queueURL}); err != nil {
-		return nil, fmt.Errorf("-queue-url %s: %w", o.q.queueURL, err)
+	if _, err := sc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &o.q.QueueURL}); err != nil {
+		return nil, fmt.Errorf("-queue-url %s: %w", o.q.QueueURL, err)
 	}
 	return clickAll(ctx, c, q, eventID, who, o.parallel), nil
 }
@@ -165,7 +166,7 @@ func (s *submitJSON) tally() {
 func clickers(users string, count int, prefix string) ([]string, error) {
 	switch {
 	case users != "" && count != 0:
-		return nil, usagef("-user and -users: give one of them")
+		return nil, clikit.Usagef("-user and -users: give one of them")
 	case users != "":
 		names := strings.Split(users, ",")
 		for i, n := range names {
@@ -176,7 +177,7 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 		}
 		return names, nil
 	case count < 0 || count > maxSubmitUsers:
-		return nil, usagef("-users %d: want 1 to %s", count, formatInt(maxSubmitUsers))
+		return nil, clikit.Usagef("-users %d: want 1 to %s", count, clikit.FormatInt(maxSubmitUsers))
 	case count > 0:
 		width := len(fmt.Sprint(count))
 		names := make([]string, count)
@@ -189,13 +190,13 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 			}
 			var bad *asyncevent.InvalidIDError
 			if errors.As(err, &bad) { // the prefix is a valid ID, the names it makes are not (too long)
-				return nil, usagef("invalid -prefix %q: the user IDs it makes (%s) are not: %s", prefix, names[0], bad.Reason)
+				return nil, clikit.Usagef("invalid -prefix %q: the user IDs it makes (%s) are not: %s", prefix, names[0], bad.Reason)
 			}
-			return nil, usagef("-prefix %q: %v", prefix, err)
+			return nil, clikit.Usagef("-prefix %q: %v", prefix, err)
 		}
 		return names, nil
 	}
-	return nil, usagef("missing -user NAME or -users N")
+	return nil, clikit.Usagef("missing -user NAME or -users N")
 }
 
 // clickAll submits a click of each user to queue, parallel at once, and returns them
@@ -261,10 +262,10 @@ func clickAndDecide(ctx context.Context, c *asyncevent.Client, eventID string, w
 }
 
 func printClicks(e *env, out submitJSON) error {
-	if e.json {
-		return e.printJSON(out)
+	if e.JSON {
+		return e.PrintJSON(out)
 	}
-	tw := newTable(e.stdout)
+	tw := newTable(e.Stdout)
 	fmt.Fprintln(tw, "USER\tREQUEST ID\tDUPLICATE\tSTATUS\tRESULT")
 	for _, k := range out.Clicks {
 		if k.Error != "" {
@@ -278,7 +279,7 @@ func printClicks(e *env, out submitJSON) error {
 	}
 	var parts []string
 	for _, st := range slices.Sorted(maps.Keys(out.ByStatus)) {
-		parts = append(parts, fmt.Sprintf("%s %s", st, formatInt(out.ByStatus[st])))
+		parts = append(parts, fmt.Sprintf("%s %s", st, clikit.FormatInt(out.ByStatus[st])))
 	}
 	dups := 0
 	for _, k := range out.Clicks {
@@ -286,13 +287,13 @@ func printClicks(e *env, out submitJSON) error {
 			dups++
 		}
 	}
-	line := fmt.Sprintf("%s: %s, %s", plural(int64(len(out.Clicks)), "click"), plural(int64(len(out.Clicks)-dups-out.Failed), "new request"), plural(int64(dups), "duplicate"))
+	line := fmt.Sprintf("%s: %s, %s", clikit.Plural(int64(len(out.Clicks)), "click"), clikit.Plural(int64(len(out.Clicks)-dups-out.Failed), "new request"), clikit.Plural(int64(dups), "duplicate"))
 	if len(parts) > 0 {
 		line += " · " + strings.Join(parts, " · ")
 	}
 	if out.Queue == "sqs" {
 		line += " (sent to the workers' queue: 'asyncevent request get ID' shows what they decide)"
 	}
-	fmt.Fprintln(e.stdout, line)
+	fmt.Fprintln(e.Stdout, line)
 	return nil
 }

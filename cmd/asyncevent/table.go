@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
 func tableCreateCmd() *command {
@@ -14,7 +15,7 @@ func tableCreateCmd() *command {
 		name:    "table create",
 		summary: "create the table (PK/SK, GSI1, GSI2, TTL on ttl), or accept it if it exists and matches",
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 0, ""); err != nil {
+			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
 			}
 			c, err := e.client(ctx)
@@ -24,10 +25,10 @@ func tableCreateCmd() *command {
 			if err := c.CreateTable(ctx); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(tableJSON{Table: c.TableName(), OK: true})
+			if e.JSON {
+				return e.PrintJSON(tableJSON{Table: c.TableName(), OK: true})
 			}
-			_, err = fmt.Fprintf(e.stdout, "table %s is ready: PK/SK, GSI1 (GSI1PK/GSI1SK), GSI2 (GSI2PK/GSI2SK), TTL on ttl\n", c.TableName())
+			_, err = fmt.Fprintf(e.Stdout, "table %s is ready: PK/SK, GSI1 (GSI1PK/GSI1SK), GSI2 (GSI2PK/GSI2SK), TTL on ttl\n", c.TableName())
 			return err
 		},
 	}
@@ -47,7 +48,7 @@ func tableCheckCmd() *command {
 		name:    "table check",
 		summary: "compare the table with the design (keys, GSI1, GSI2) and name every difference",
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := wantArgs(args, 0, ""); err != nil {
+			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
 			}
 			c, err := e.client(ctx)
@@ -60,23 +61,23 @@ func tableCheckCmd() *command {
 			switch {
 			case errors.As(err, &mismatch):
 				res.OK, res.Problems = false, mismatch.Problems
-			case errors.Is(err, asyncevent.ErrTableNotFound) && !e.json:
+			case errors.Is(err, asyncevent.ErrTableNotFound) && !e.JSON:
 				return err // said with the command that creates it
 			case errors.Is(err, asyncevent.ErrTableNotFound):
 				res.OK, res.Problems = false, []string{"table not found"}
 			case err != nil:
 				return err
 			}
-			if e.json {
-				if err := e.printJSON(res); err != nil {
+			if e.JSON {
+				if err := e.PrintJSON(res); err != nil {
 					return err
 				}
 			} else if res.OK {
-				fmt.Fprintf(e.stdout, "table %s matches the design\n", res.Table)
+				fmt.Fprintf(e.Stdout, "table %s matches the design\n", res.Table)
 			} else {
-				fmt.Fprintf(e.stdout, "table %s does not match the design:\n", res.Table)
+				fmt.Fprintf(e.Stdout, "table %s does not match the design:\n", res.Table)
 				for _, p := range res.Problems {
-					fmt.Fprintf(e.stdout, "  - %s\n", p)
+					fmt.Fprintf(e.Stdout, "  - %s\n", p)
 				}
 			}
 			if !res.OK {
