@@ -8,7 +8,7 @@ GO       ?= go
 # report a spurious "context deadline exceeded" as the time runs out (go.dev/issue/75804).
 FUZZTIME ?= 50000x
 
-.PHONY: demo bench test vet template unit fuzz chaos chromium screenshot scale line
+.PHONY: demo bench test vet template unit fuzz chaos chromium screenshot scale line mutants
 
 # The spike demo (a first-come event, a sale with holds, then a lottery) and the benchmark against a
 # raw-SDK baseline, on an embedded DynamoDB Local. Flags go in ARGS, e.g. the issue's
@@ -88,3 +88,10 @@ line:
 scale:
 	@SCALE=1 $(GO) test -count=1 -timeout 20m -run '^TestScale$$' -v ./reliability > scale.log 2>&1; status=$$?; \
 		grep -o 'scale: .*' scale.log; grep -E -- '--- FAIL|Error:|Messages:' scale.log; exit $$status
+
+# Issue 56's guard before a rule's code moves: each weakening of a rule listed in
+# internal/mutants/table.go is planted alone in a copy of the code, and the tests named
+# for it must fail (a mutant that survives, or does not compile, fails the target).
+# One DynamoDB Local for the run, narrow -run patterns, no -race: a few minutes.
+mutants:
+	$(GO) run ./internal/mutants -go $(GO)
