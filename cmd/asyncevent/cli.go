@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/demo"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
@@ -50,6 +51,21 @@ func commands() []*command {
 		demoCmd(), benchCmd(),
 	}
 	return cmds
+}
+
+// demoCmd is the spike demo, package demo.
+func demoCmd() *command { return packaged("demo", demo.Summary, &demo.Options{}) }
+
+// packaged is a command whose flags and run live in a package of their own (demo,
+// bench); it takes no positional argument.
+func packaged(name, summary string, r clikit.Runner) *command {
+	return &command{name: name, summary: summary, flags: r.Register,
+		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
+			if err := clikit.WantArgs(args, 0, ""); err != nil {
+				return err
+			}
+			return r.Run(ctx, &e.Env)
+		}}
 }
 
 // libraryPrefix begins the text of the library's errors.

@@ -1,4 +1,9 @@
-package main
+// Package demo is the traffic-spike demo of the asyncevent CLI (asyncevent demo): a
+// first-come event hit by concurrent clicks and repeat clicks, a sale with holds and
+// a waitlist, a drop whose pre-queue is served in a drawn order, then a lottery drawn
+// and verified, reported as text, JSON or an HTML page. The CLI runs it through
+// Options: its flags (Register) and its run (Run).
+package demo
 
 import (
 	"context"
@@ -22,8 +27,13 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
-// demoOptions are the demo's flags. The defaults are the issue's scenario.
-type demoOptions struct {
+// Summary is the demo's line in the CLI's help.
+const Summary = "the traffic-spike demo: a first-come event hit by concurrent clicks and repeat clicks, " +
+	"a sale with holds and a waitlist, a drop whose pre-queue is served in a drawn order, then a lottery drawn and verified; prints a report (and -report FILE.html)"
+
+// Options are the demo's flags, which Register declares. The defaults are the issue's
+// scenario.
+type Options struct {
 	capacity       int
 	submits        int
 	clients        int
@@ -57,34 +67,26 @@ const (
 // stallTimeout ends a phase that makes no progress at all for this long.
 const stallTimeout = 2 * time.Minute
 
-func demoCmd() *command {
-	var o demoOptions
+// Register declares the demo's flags on fs; -sqs-endpoint defaults to SQS_ENDPOINT.
+func (o *Options) Register(fs *flag.FlagSet) {
 	o.sqs.Endpoint = clikit.EnvOr(clikit.EnvSQSEndpoint, "")
-	return &command{
-		name: "demo",
-		summary: "the traffic-spike demo: a first-come event hit by concurrent clicks and repeat clicks, " +
-			"a sale with holds and a waitlist, a drop whose pre-queue is served in a drawn order, then a lottery drawn and verified; prints a report (and -report FILE.html)",
-		flags: func(fs *flag.FlagSet) {
-			fs.IntVar(&o.capacity, "capacity", defaultDemoCapacity, "first-come capacity `N` (the winners)")
-			fs.IntVar(&o.submits, "submits", defaultDemoSubmits, "first-come clicks, repeat clicks included")
-			fs.IntVar(&o.clients, "clients", defaultDemoClients, "concurrent clients clicking")
-			fs.Float64Var(&o.repeat, "repeat", defaultDemoRepeat, "`fraction` of the clicks that are repeat clicks by a user who clicked already")
-			fs.IntVar(&o.workers, "workers", defaultDemoWorkers, "workers, each processing one message at a time")
-			fs.IntVar(&o.lotteryEntries, "lottery-entries", defaultDemoEntries, "users entering the lottery")
-			fs.IntVar(&o.lotteryWinners, "lottery-winners", defaultDemoWinners, "lottery winners `K`")
-			fs.BoolVar(&o.skipLottery, "skip-lottery", false, "run the first-come event only")
-			fs.BoolVar(&o.ranked, "ranked", false, "decide the first-come event by rank (Admission: AdmissionRanked): no late winner, promised")
-			fs.StringVar(&o.report, "report", "", "also write a self-contained HTML report to this `file`")
-			fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order and of the fates of the holds (default: random)")
-			o.holds.register(fs)
-			o.prequeue.register(fs)
-			o.sqs.Register(fs, false)
-		},
-		run: runDemo(&o),
-	}
+	fs.IntVar(&o.capacity, "capacity", defaultDemoCapacity, "first-come capacity `N` (the winners)")
+	fs.IntVar(&o.submits, "submits", defaultDemoSubmits, "first-come clicks, repeat clicks included")
+	fs.IntVar(&o.clients, "clients", defaultDemoClients, "concurrent clients clicking")
+	fs.Float64Var(&o.repeat, "repeat", defaultDemoRepeat, "`fraction` of the clicks that are repeat clicks by a user who clicked already")
+	fs.IntVar(&o.workers, "workers", defaultDemoWorkers, "workers, each processing one message at a time")
+	fs.IntVar(&o.lotteryEntries, "lottery-entries", defaultDemoEntries, "users entering the lottery")
+	fs.IntVar(&o.lotteryWinners, "lottery-winners", defaultDemoWinners, "lottery winners `K`")
+	fs.BoolVar(&o.skipLottery, "skip-lottery", false, "run the first-come event only")
+	fs.BoolVar(&o.ranked, "ranked", false, "decide the first-come event by rank (Admission: AdmissionRanked): no late winner, promised")
+	fs.StringVar(&o.report, "report", "", "also write a self-contained HTML report to this `file`")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the click order and of the fates of the holds (default: random)")
+	o.holds.register(fs)
+	o.prequeue.register(fs)
+	o.sqs.Register(fs, false)
 }
 
-func (o *demoOptions) check() error {
+func (o *Options) check() error {
 	switch {
 	case o.capacity < 1:
 		return clikit.Usagef("-capacity must be at least 1")
@@ -100,44 +102,42 @@ func (o *demoOptions) check() error {
 	return errors.Join(o.holds.check(), o.prequeue.check())
 }
 
-func runDemo(o *demoOptions) func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-	return func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-		if err := clikit.WantArgs(args, 0, ""); err != nil {
-			return err
-		}
-		if err := o.check(); err != nil {
-			return err
-		}
-		stopLocal, err := e.StartLocal(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopLocal()
-		d, err := newDemo(ctx, e, o)
-		if err != nil {
-			return err
-		}
-		defer d.close()
-		rep, err := d.run(ctx)
-		if err != nil {
-			return err
-		}
-		if o.report != "" {
-			if err := writeHTMLReport(o.report, rep); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.Stderr, "HTML report written to %s\n", o.report)
-		}
-		if e.JSON {
-			err = e.PrintJSON(rep)
-		} else {
-			err = rep.writeText(e.Stdout)
-		}
-		if err != nil {
-			return err
-		}
-		return rep.failure()
+// Run runs the scenario on e's DynamoDB (an embedded DynamoDB Local without
+// -endpoint) and prints its report: text, JSON (-json), and an HTML page with
+// -report. It fails when the report shows a promise broken.
+func (o *Options) Run(ctx context.Context, e *clikit.Env) error {
+	if err := o.check(); err != nil {
+		return err
 	}
+	stopLocal, err := e.StartLocal(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopLocal()
+	d, err := newDemo(ctx, e, o)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	rep, err := d.run(ctx)
+	if err != nil {
+		return err
+	}
+	if o.report != "" {
+		if err := writeHTMLReport(o.report, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.Stderr, "HTML report written to %s\n", o.report)
+	}
+	if e.JSON {
+		err = e.PrintJSON(rep)
+	} else {
+		err = rep.writeText(e.Stdout)
+	}
+	if err != nil {
+		return err
+	}
+	return rep.failure()
 }
 
 // skipClock is the real clock plus an offset that can jump forward, so that a
@@ -149,8 +149,8 @@ func (c *skipClock) skip(d time.Duration) { c.offset.Add(int64(d)) }
 
 // demo is one run of the scenario.
 type demo struct {
-	e     *env
-	o     *demoOptions
+	e     *clikit.Env
+	o     *Options
 	clock *skipClock
 	runID string
 
@@ -170,7 +170,7 @@ type demo struct {
 	cleanup     []func()
 }
 
-func newDemo(ctx context.Context, e *env, o *demoOptions) (*demo, error) {
+func newDemo(ctx context.Context, e *clikit.Env, o *Options) (*demo, error) {
 	db, err := e.DynamoDB(ctx)
 	if err != nil {
 		return nil, err
@@ -425,7 +425,7 @@ func waitFinal(ctx context.Context, t *tracker, want int) error {
 
 // schedule returns the users of the first-come clicks in click order: submits clicks,
 // of which round(submits × repeat) repeat a user who clicks more than once, shuffled.
-func (o *demoOptions) schedule() (users []string, distinct int) {
+func (o *Options) schedule() (users []string, distinct int) {
 	users, distinct, _ = scheduleClicks(o.submits, o.repeat, o.seed)
 	return users, distinct
 }
