@@ -60,8 +60,12 @@ var waveClaimRows = func() (rs [maxWaveClaim + 1]*row) {
 		for i := range k {
 			token := waveTokenParam(i)
 			conds = append(conds,
-				not(func(v values) expression.ConditionBuilder { return expression.Contains(expression.Name(attrHolders), v.arg(token)) }),
-				not(func(v values) expression.ConditionBuilder { return expression.Contains(expression.Name(attrVoid), v.arg(token)) }))
+				not(func(v values) expression.ConditionBuilder {
+					return expression.Contains(expression.Name(attrHolders), v.arg(token))
+				}),
+				not(func(v values) expression.ConditionBuilder {
+					return expression.Contains(expression.Name(attrVoid), v.arg(token))
+				}))
 		}
 		rs[k] = &row{
 			name: "first-come wave seats", method: "Processor.ProcessOne", item: entity.Capacity, op: opUpdate, cond: all(conds...),
