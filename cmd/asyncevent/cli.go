@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/benchcmd"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/demo"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
@@ -55,6 +56,9 @@ func commands() []*command {
 
 // demoCmd is the spike demo, package demo.
 func demoCmd() *command { return packaged("demo", demo.Summary, &demo.Options{}) }
+
+// benchCmd is the benchmark against a raw-SDK baseline, package benchcmd.
+func benchCmd() *command { return packaged("bench", benchcmd.Summary, &benchcmd.Options{}) }
 
 // packaged is a command whose flags and run live in a package of their own (demo,
 // bench); it takes no positional argument.

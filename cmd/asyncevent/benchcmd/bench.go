@@ -1,4 +1,8 @@
-package main
+// Package benchcmd is the benchmark command of the asyncevent CLI (asyncevent
+// bench): it runs the measuring engine of internal/bench, the library's flows
+// against the same flows on the raw SDK, and holds the figures to the acceptance
+// checks. The CLI runs it through Options: its flags (Register) and its run (Run).
+package benchcmd
 
 import (
 	"bufio"
@@ -20,7 +24,12 @@ import (
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
 
-type benchOptions struct {
+// Summary is the bench's line in the CLI's help.
+const Summary = "measure the library's first-come ingest and worker against the same flows written on the raw SDK, " +
+	"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; the flows of an event with holds; a ranked event's winners against the standard mode's, with their extra reads and added latency; what a poll of a waiting request costs; and the client's CPU per operation on an in-process endpoint"
+
+// Options are the bench's flags, which Register declares.
+type Options struct {
 	rounds, n, clients, workers, warmup int
 	heatParticipations, heatWinners     int
 	heatPeak                            float64
@@ -30,88 +39,82 @@ type benchOptions struct {
 	latencyRate                         float64 // -latency-rate
 }
 
-func benchCmd() *command {
-	var o benchOptions
-	return &command{
-		name: "bench",
-		summary: "measure the library's first-come ingest and worker against the same flows written on the raw SDK, " +
-			"interleaved on one DynamoDB: ops/s, ratio, round trips, WCU, CAPACITY writes; the flows of an event with holds; a ranked event's winners against the standard mode's, with their extra reads and added latency; what a poll of a waiting request costs; and the client's CPU per operation on an in-process endpoint",
-		flags: func(fs *flag.FlagSet) {
-			fs.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every flow on both sides")
-			fs.IntVar(&o.n, "n", bench.DefaultN, "operations per flow, side and round")
-			fs.IntVar(&o.clients, "clients", bench.DefaultClients, "concurrent ingest callers")
-			fs.IntVar(&o.workers, "workers", bench.DefaultWorkers, "messages processed at once")
-			fs.IntVar(&o.warmup, "warmup", 0, "unmeasured operations per flow and side before the first round (default n/5; -1: none)")
-			fs.IntVar(&o.heatParticipations, "heat-participations", 0, "participations in the heat run of each layout (default 2n; -1: no heat run)")
-			fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default a quarter of the participations)")
-			fs.Float64Var(&o.heatPeak, "heat-peak", 20000, "the peak clicks/s whose derived layout (asyncevent.ShardsFor) the heat run measures beside the default one")
-			o.poll.register(fs)
-			fs.IntVar(&o.latencyClicks, "latency-clicks", 0, "clicks of the ranked latency run, on a standard event and on a ranked one, against a running worker (default n; -1: none)")
-			fs.Float64Var(&o.latencyRate, "latency-rate", bench.DefaultLatencyRate, "clicks/s of the ranked latency run")
-			fs.IntVar(&o.cpuOps, "cpu-ops", 2000, "operations per flow, side and round of the client-CPU measurement, on an in-process endpoint (-1: none)")
-		},
-		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
-			if err := clikit.WantArgs(args, 0, ""); err != nil {
-				return err
-			}
-			if o.rounds < 1 || o.n < 2 || o.clients < 1 || o.workers < 1 {
-				return clikit.Usagef("-rounds, -clients and -workers must be at least 1, -n at least 2")
-			}
-			if o.latencyRate <= 0 {
-				return clikit.Usagef("-latency-rate must be more than 0")
-			}
-			if err := o.poll.check(); err != nil {
-				return err
-			}
-			stopLocal, err := e.StartLocal(ctx)
-			if err != nil {
-				return err
-			}
-			defer stopLocal()
-			db, err := e.DynamoDB(ctx)
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			progress := func(format string, args ...any) {
-				fmt.Fprintf(e.Stderr, "bench: "+format+"\n", args...)
-			}
-			rep, err := bench.Run(ctx, bench.Config{
-				DB: db, Table: e.Table, Rounds: o.rounds, N: o.n, Clients: o.clients, Workers: o.workers, Warmup: o.warmup,
-				LatencyClicks: o.latencyClicks, LatencyRate: o.latencyRate, Progress: progress,
-			})
-			if err != nil {
-				return err
-			}
-			var poll *pollFlow
-			if o.poll.polls >= 0 {
-				if poll, err = measurePolls(ctx, db, e.Table, o.poll, progress); err != nil {
-					return err
-				}
-			}
-			heat, err := o.measureHeat(ctx, db, e.Table, progress)
-			if err != nil {
-				return err
-			}
-			var cpu *bench.ClientCPU
-			if o.cpuOps > 0 {
-				progress("the client's CPU per operation, %d operations per flow and side, on an in-process endpoint", o.cpuOps)
-				if cpu, err = bench.MeasureClientCPU(ctx, o.cpuOps); err != nil {
-					return err
-				}
-			}
-			out := benchOutput{
-				Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
-				DynamoDB: e.Endpoint, DynamoDBSource: e.LocalSource, Queue: "in-memory queue",
-				Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: slices.Concat(acceptance(rep), pollAcceptance(poll), cpuAcceptance(cpu)), Heat: heat,
-				RankedAcceptance: rankedAcceptance(rep), Poll: poll, ClientCPU: cpu,
-			}
-			if e.JSON {
-				return e.PrintJSON(out)
-			}
-			return out.writeText(e.Stdout)
-		},
+// Register declares the bench's flags on fs.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.IntVar(&o.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every flow on both sides")
+	fs.IntVar(&o.n, "n", bench.DefaultN, "operations per flow, side and round")
+	fs.IntVar(&o.clients, "clients", bench.DefaultClients, "concurrent ingest callers")
+	fs.IntVar(&o.workers, "workers", bench.DefaultWorkers, "messages processed at once")
+	fs.IntVar(&o.warmup, "warmup", 0, "unmeasured operations per flow and side before the first round (default n/5; -1: none)")
+	fs.IntVar(&o.heatParticipations, "heat-participations", 0, "participations in the heat run of each layout (default 2n; -1: no heat run)")
+	fs.IntVar(&o.heatWinners, "heat-winners", 0, "seats in the heat run (default a quarter of the participations)")
+	fs.Float64Var(&o.heatPeak, "heat-peak", 20000, "the peak clicks/s whose derived layout (asyncevent.ShardsFor) the heat run measures beside the default one")
+	o.poll.register(fs)
+	fs.IntVar(&o.latencyClicks, "latency-clicks", 0, "clicks of the ranked latency run, on a standard event and on a ranked one, against a running worker (default n; -1: none)")
+	fs.Float64Var(&o.latencyRate, "latency-rate", bench.DefaultLatencyRate, "clicks/s of the ranked latency run")
+	fs.IntVar(&o.cpuOps, "cpu-ops", 2000, "operations per flow, side and round of the client-CPU measurement, on an in-process endpoint (-1: none)")
+}
+
+// Run measures the flows on e's DynamoDB (an embedded DynamoDB Local without
+// -endpoint), and the client's CPU on an in-process endpoint, and prints the report
+// with its acceptance checks: text, or JSON with -json.
+func (o *Options) Run(ctx context.Context, e *clikit.Env) error {
+	if o.rounds < 1 || o.n < 2 || o.clients < 1 || o.workers < 1 {
+		return clikit.Usagef("-rounds, -clients and -workers must be at least 1, -n at least 2")
 	}
+	if o.latencyRate <= 0 {
+		return clikit.Usagef("-latency-rate must be more than 0")
+	}
+	if err := o.poll.check(); err != nil {
+		return err
+	}
+	stopLocal, err := e.StartLocal(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopLocal()
+	db, err := e.DynamoDB(ctx)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(e.Stderr, "bench: "+format+"\n", args...)
+	}
+	rep, err := bench.Run(ctx, bench.Config{
+		DB: db, Table: e.Table, Rounds: o.rounds, N: o.n, Clients: o.clients, Workers: o.workers, Warmup: o.warmup,
+		LatencyClicks: o.latencyClicks, LatencyRate: o.latencyRate, Progress: progress,
+	})
+	if err != nil {
+		return err
+	}
+	var poll *pollFlow
+	if o.poll.polls >= 0 {
+		if poll, err = measurePolls(ctx, db, e.Table, o.poll, progress); err != nil {
+			return err
+		}
+	}
+	heat, err := o.measureHeat(ctx, db, e.Table, progress)
+	if err != nil {
+		return err
+	}
+	var cpu *bench.ClientCPU
+	if o.cpuOps > 0 {
+		progress("the client's CPU per operation, %d operations per flow and side, on an in-process endpoint", o.cpuOps)
+		if cpu, err = bench.MeasureClientCPU(ctx, o.cpuOps); err != nil {
+			return err
+		}
+	}
+	out := benchOutput{
+		Date: started.UTC(), Machine: machine(), Command: "asyncevent " + strings.Join(os.Args[1:], " "),
+		DynamoDB: e.Endpoint, DynamoDBSource: e.LocalSource, Queue: "in-memory queue",
+		Seconds: time.Since(started).Seconds(), Report: rep, Acceptance: slices.Concat(acceptance(rep), pollAcceptance(poll), cpuAcceptance(cpu)), Heat: heat,
+		RankedAcceptance: rankedAcceptance(rep), Poll: poll, ClientCPU: cpu,
+	}
+	if e.JSON {
+		return e.PrintJSON(out)
+	}
+	return out.writeText(e.Stdout)
 }
 
 // benchOutput is what bench prints.
@@ -140,7 +143,7 @@ type benchOutput struct {
 
 // measureHeat runs the heat run of the default layout, of the one derived for
 // -heat-peak, and of that one with a pre-queue; none with -heat-participations -1.
-func (o *benchOptions) measureHeat(ctx context.Context, db asyncevent.DynamoDB, table string, progress func(string, ...any)) ([]bench.LayoutHeat, error) {
+func (o *Options) measureHeat(ctx context.Context, db asyncevent.DynamoDB, table string, progress func(string, ...any)) ([]bench.LayoutHeat, error) {
 	var heat []bench.LayoutHeat
 	if o.heatParticipations < 0 {
 		return heat, nil

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"encoding/json"
@@ -8,17 +8,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit/clikittest"
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
+func TestMain(m *testing.M) { asynceventtest.Main(m) }
+
 func TestBench(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := clikittest.New(t)
 	var rep benchOutput
 	// 400 participations in each heat run: about 4 for each of the derived layout's
 	// 100 index shards, so that their mean is not one click's.
-	f.json(t, &rep, "bench", "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1", "-heat-participations", "400",
+	f.JSON(t, &rep, &Options{}, "-rounds", "1", "-n", "12", "-clients", "3", "-workers", "2", "-warmup", "-1", "-heat-participations", "400",
 		"-polls", "400", "-poll-clients", "20", "-poll-backlog", "50", "-cpu-ops", "100")
 	require.NotNil(t, rep.Report)
 	require.Len(t, rep.Report.Flows, 6, "with the sold-out flow at 99 capacity shards")
@@ -112,7 +116,7 @@ func TestBench(t *testing.T) {
 	assert.GreaterOrEqual(t, pq.CeilingWinnersPerSec, 5000.0)
 	assert.Equal(t, 100, pq.Winners)
 
-	out := f.ok(t, "bench", "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1", "-polls", "100", "-poll-backlog", "20")
+	out := f.OK(t, &Options{}, "-rounds", "1", "-n", "6", "-clients", "2", "-workers", "2", "-warmup", "-1", "-polls", "100", "-poll-backlog", "20")
 	assert.Contains(t, out, "library/baseline")
 	assert.Contains(t, out, "acceptance:")
 	assert.Contains(t, out, "holds (EventSettings.HoldFor 5m0s; the library only, the baseline has none), per operation:")
