@@ -106,23 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if rest[0] == "help" {
-		if len(rest) == 1 {
-			printUsage(stdout)
-			return exitOK
-		}
-		switch cmd, n := lookup(rest[1:]); {
-		case cmd != nil && n == len(rest)-1:
-			printCommandUsage(stdout, cmd)
-			return exitOK
-		case n == 1 && len(rest) == 2:
-			printGroupUsage(stdout, rest[1])
-			return exitOK
-		}
-		hint := "Run 'asyncevent help' for the commands."
-		if near := nearestCommand(rest[1:]); near != "" {
-			hint = fmt.Sprintf("Did you mean 'asyncevent help %s'?\n%s", near, hint)
-		}
-		return e.failf("asyncevent help", "", fmt.Errorf("no help for %q", strings.Join(rest[1:], " ")), hint, exitUsage)
+		return e.help(rest[1:])
 	}
 
 	cmd, n := lookup(rest)
@@ -146,6 +130,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return e.failf("asyncevent", "", fmt.Errorf("unknown command %q", strings.Join(rest[:min(n+1, len(rest))], " ")), hint, exitUsage)
 	}
+	return e.runCommand(ctx, cmd, rest[n:])
+}
+
+// help is "asyncevent help" followed by words: the usage of the CLI, of a command or
+// of a group of commands.
+func (e *env) help(words []string) int {
+	if len(words) == 0 {
+		printUsage(e.Stdout)
+		return exitOK
+	}
+	switch cmd, n := lookup(words); {
+	case cmd != nil && n == len(words):
+		printCommandUsage(e.Stdout, cmd)
+		return exitOK
+	case n == 1 && len(words) == 1:
+		printGroupUsage(e.Stdout, words[0])
+		return exitOK
+	}
+	hint := "Run 'asyncevent help' for the commands."
+	if near := nearestCommand(words); near != "" {
+		hint = fmt.Sprintf("Did you mean 'asyncevent help %s'?\n%s", near, hint)
+	}
+	return e.failf("asyncevent help", "", fmt.Errorf("no help for %q", strings.Join(words, " ")), hint, exitUsage)
+}
+
+// runCommand parses cmd's flags and arguments, runs it and returns the exit code.
+func (e *env) runCommand(ctx context.Context, cmd *command, args []string) int {
 	e.cmd = cmd
 	fs := flag.NewFlagSet("asyncevent "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -153,10 +164,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cmd.flags != nil {
 		cmd.flags(fs)
 	}
-	pos, err := parseInterleaved(fs, rest[n:])
+	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printCommandUsage(stdout, cmd)
+			printCommandUsage(e.Stdout, cmd)
 			return exitOK
 		}
 		return e.fail(cmd, err, exitUsage)
