@@ -16,6 +16,7 @@ import (
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/benchcmd"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/demo"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
+	"github.com/asyncevent/asyncevent/dynamodblocal/container"
 )
 
 // Exit codes.
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Table:    clikit.EnvOr(clikit.EnvTable, asyncevent.DefaultTableName),
 		Region:   os.Getenv(clikit.EnvRegion),
 		Endpoint: os.Getenv(clikit.EnvEndpoint),
-	}}}
+	}, StartDynamoDBLocal: container.Start}}
 	e.JSON = wantsJSON(args) // before any parse, so that every error heeds it
 	top := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
 	top.SetOutput(io.Discard)

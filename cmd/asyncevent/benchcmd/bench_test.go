@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { asynceventtest.Main(m) }
 
 func TestBench(t *testing.T) {
 	t.Parallel()
-	f := clikittest.New(t)
+	f := clikittest.New(asynceventtest.Endpoint(t), asynceventtest.NewTable(t).TableName())
 	var rep benchOutput
 	// 400 participations in each heat run: about 4 for each of the derived layout's
 	// 100 index shards, so that their mean is not one click's.

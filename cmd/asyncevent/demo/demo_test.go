@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { asynceventtest.Main(m) }
 
 func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	t.Parallel()
-	f := clikittest.New(t)
+	f := clikittest.New(asynceventtest.Endpoint(t), asynceventtest.NewTable(t).TableName())
 	report := filepath.Join(t.TempDir(), "demo.html")
 	out, errOut, err := f.Run(t, &Options{}, false, "-capacity", "20", "-submits", "200", "-clients", "6", "-workers", "3",
 		"-holds-capacity", "10", "-holds-submits", "60",
@@ -131,7 +131,7 @@ func TestDemoVerdictNamesInversions(t *testing.T) {
 
 func TestDemoJSON(t *testing.T) {
 	t.Parallel()
-	f := clikittest.New(t)
+	f := clikittest.New(asynceventtest.Endpoint(t), asynceventtest.NewTable(t).TableName())
 	var rep demoReport
 	f.JSON(t, &rep, &Options{}, "-capacity", "5", "-submits", "60", "-clients", "4", "-workers", "2",
 		"-holds-capacity", "4", "-holds-submits", "30", "-holds-pay", "0.5", "-holds-release", "0.25",
@@ -216,7 +216,7 @@ func TestDemoJSON(t *testing.T) {
 
 func TestDemoWithFewerUsersThanSeats(t *testing.T) {
 	t.Parallel()
-	f := clikittest.New(t)
+	f := clikittest.New(asynceventtest.Endpoint(t), asynceventtest.NewTable(t).TableName())
 	out := f.OK(t, &Options{}, "-capacity", "50", "-submits", "20", "-clients", "3", "-workers", "2", "-skip-lottery", "-skip-holds", "-skip-prequeue")
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+16 = every participant, fewer than the capacity`), out)
 	assert.NotContains(t, out, "LOTTERY")
@@ -225,7 +225,7 @@ func TestDemoWithFewerUsersThanSeats(t *testing.T) {
 
 func TestDemoOnSQS(t *testing.T) {
 	t.Parallel()
-	f := clikittest.New(t)
+	f := clikittest.New(asynceventtest.Endpoint(t), asynceventtest.NewTable(t).TableName())
 	out := f.OK(t, &Options{}, "-capacity", "5", "-submits", "40", "-clients", "4", "-workers", "2", "-skip-lottery", "-skip-holds", "-skip-prequeue",
 		"-sqs-endpoint", asynceventtest.SQSEndpoint(t))
 	assert.Regexp(t, regexp.MustCompile(`(?m)^  winners\s+5 = capacity`), out)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
-	"github.com/asyncevent/asyncevent/dynamodblocal/container"
 	"github.com/asyncevent/asyncevent/internal/sqslocal"
 	"github.com/asyncevent/asyncevent/seed"
 )
@@ -74,15 +73,19 @@ func (e *Env) Options() (asyncevent.Options, error) {
 }
 
 // StartLocal gives demo and bench a DynamoDB Local when no endpoint was given: it
-// starts one (a container through testcontainers-go on a loopback-only engine, or the
-// jar with Java and npm) and sets the endpoint. The
-// returned function stops it.
+// starts one with StartDynamoDBLocal (in the CLI a container through
+// testcontainers-go on a loopback-only engine, or the jar with Java and npm) and
+// sets the endpoint. The returned function stops it.
 func (e *Env) StartLocal(ctx context.Context) (stop func(), err error) {
 	if e.Endpoint != "" {
 		return func() {}, nil
 	}
 	fmt.Fprintln(e.Stderr, "starting an embedded DynamoDB Local (set -endpoint or "+EnvEndpoint+" to use a running one)…")
-	inst, err := container.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
+	start := e.StartDynamoDBLocal
+	if start == nil {
+		start = dynamodblocal.Start
+	}
+	inst, err := start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
 		fmt.Fprintf(e.Stderr, "  "+format+"\n", args...)
 	}})
 	if err != nil {

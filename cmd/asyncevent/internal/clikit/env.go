@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
 
 // Environment variables that give the global flags their defaults.
@@ -49,6 +51,12 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	LocalSource    string // how StartLocal got the DynamoDB Local: container, jar; "" if not started here
 	DrawSecret     string // hex, from ASYNCEVENT_DRAW_SECRET; "" for unsealed seeds
+
+	// StartDynamoDBLocal is how StartLocal starts a DynamoDB Local. The CLI sets
+	// dynamodblocal/container's Start (a container first, else the jar), so that
+	// testcontainers-go is built into the CLI only, not into the packages that share
+	// this one. Default (nil): dynamodblocal.Start, the jar.
+	StartDynamoDBLocal func(ctx context.Context, opts dynamodblocal.Options) (*dynamodblocal.Instance, error)
 }
 
 // Runner is a command that lives in a package of its own: it declares its flags,

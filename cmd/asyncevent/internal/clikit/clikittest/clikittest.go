@@ -1,6 +1,7 @@
 // Package clikittest runs the CLI's commands that live in packages of their own
-// (demo, bench) in their tests as the CLI runs them: on a fresh table of the test
-// binary's DynamoDB Local (package asynceventtest), with what they print captured.
+// (demo, bench) in their tests as the CLI runs them, with -endpoint and -table, and
+// captures what they print. The tests name the DynamoDB Local and the table (from
+// package asynceventtest), so that this package builds no container path.
 package clikittest
 
 import (
@@ -13,21 +14,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
-// Fixture is a fresh table on the test binary's DynamoDB Local.
+// Fixture is a table on a DynamoDB Local.
 type Fixture struct {
-	Table string
+	Endpoint string
+	Table    string
 }
 
-// New returns a fixture whose table is deleted when the test ends.
-func New(t *testing.T) *Fixture {
-	t.Helper()
-	name := asynceventtest.UniqueTableName(t)
-	t.Cleanup(func() { asynceventtest.DeleteTable(t, name) })
-	return &Fixture{Table: name}
+// New returns the fixture of table at the DynamoDB Local at endpoint.
+func New(endpoint, table string) *Fixture {
+	return &Fixture{Endpoint: endpoint, Table: table}
 }
 
 // Run runs r with args (its flags) as "asyncevent -endpoint … -table … <command>
@@ -40,7 +38,7 @@ func (f *Fixture) Run(t *testing.T, r clikit.Runner, json bool, args ...string) 
 	require.Empty(t, fs.Args(), "the command takes flags only")
 	var out, errb bytes.Buffer
 	e := &clikit.Env{
-		Globals: clikit.Globals{Table: f.Table, Endpoint: asynceventtest.Endpoint(t), JSON: json},
+		Globals: clikit.Globals{Table: f.Table, Endpoint: f.Endpoint, JSON: json},
 		Stdout:  &out, Stderr: &errb,
 	}
 	err = r.Run(context.Background(), e)
