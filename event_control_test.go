@@ -341,3 +341,202 @@ func TestEventControlsAfterAnUnansweredAttempt(t *testing.T) {
 		})
 	}
 }
+
+// A cutoff never moves once the draw began, whatever the clocks: with a Draw run by
+// a process whose clock is two hours ahead (so that its draw begins while the
+// operator's clock still puts the cutoff an hour away), ExtendEvent's ConditionCheck
+// of the Draw record (phase = COLLECTING) refuses the move and writes nothing.
+func TestCutoffDoesNotMoveOnceTheDrawBegan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	ahead := asynceventtest.NewClock(t0.Add(2 * time.Hour))
+	drawer, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: ahead.Now})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "skew", EventType: asyncevent.Lottery, WinnerCount: 1,
+		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	submitAll(t, c, clock, q, "skew", 3)
+	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
+	_, err = drawer.Draw(ctx, "skew")
+	require.NoError(t, err)
+
+	before := itemsOf(t, c)
+	up, err := c.ExtendEvent(ctx, "skew", "ops", asyncevent.ActionExtendCutoff, t0.Add(3*time.Hour))
+	require.NoError(t, err)
+	assert.False(t, up.Applied, "the draw began: the cutoff stays")
+	assert.Contains(t, up.Reason, "the draw began")
+	assert.Equal(t, before, itemsOf(t, c))
+}
+
+// A closed event cannot be resumed. Pause, then close: ResumeEvent's condition is
+// paused = true alone (pausedNow), so the resume of the closed event is applied: a
+// RESUME entry on the audit trail, paused = false, 200 over HTTP, for an event that
+// takes no click. The design: "resume only a paused one"; the issue: a click on a
+// closed event gets a 409 and writes nothing. The same for a lottery paused before
+// its cutoff and resumed after it.
+func TestResumeOfAClosedEventIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "pc", EventType: asyncevent.FirstCome, CapacityTotal: 5})
+	require.NoError(t, err)
+	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
+	require.NoError(t, err)
+
+	for _, id := range []string{"pc", "lot"} {
+		up, err := c.PauseEvent(ctx, id, "ops")
+		require.NoError(t, err)
+		require.True(t, up.Applied, up.Reason)
+	}
+	clock.Advance(time.Millisecond)
+	up, err := c.CloseEvent(ctx, "pc", "ops")
+	require.NoError(t, err)
+	require.True(t, up.Applied, up.Reason)
+	clock.Advance(2 * time.Minute) // the lottery's cutoff has passed
+
+	for _, id := range []string{"pc", "lot"} {
+		cfg, err := c.GetEvent(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, asyncevent.StateClosed, cfg.StateAt(clock.Now()), id)
+		before := itemsOf(t, c)
+		up, err := c.ResumeEvent(ctx, id, "ops")
+		require.NoError(t, err)
+		assert.False(t, up.Applied, "%s: the resume of a CLOSED event is applied", id)
+		assert.Equal(t, before, itemsOf(t, c), "%s: a refused control writes nothing, its audit entry included", id)
+	}
+}
+
+// A lottery past its cutoff is CLOSED (StateAt, and ingest refuses its clicks), but
+// the controls' notEnded condition looks at closedAt and endsAt only, not at the
+// cutoff: a pause and a close of such a lottery (or of one drawn) are applied, each
+// with an audit entry, for an event whose ingest is over.
+func TestPauseOrCloseOfALotteryPastItsCutoffIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
+		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
+	require.NoError(t, err)
+	clock.Advance(2 * time.Minute)
+	cfg, err := c.GetEvent(ctx, "lot")
+	require.NoError(t, err)
+	require.Equal(t, asyncevent.StateClosed, cfg.StateAt(clock.Now()))
+	q := queue.NewMemory(queue.MemoryOptions{})
+	_, err = c.Submit(ctx, q, "lot", "late")
+	require.ErrorIs(t, err, asyncevent.ErrEventClosed, "ingest: closed")
+
+	for name, control := range map[string]func(context.Context, string, string) (asyncevent.EventUpdate, error){
+		"pause": c.PauseEvent, "close": c.CloseEvent,
+	} {
+		before := itemsOf(t, c)
+		up, err := control(ctx, "lot", "ops")
+		require.NoError(t, err)
+		assert.False(t, up.Applied, "%s of a CLOSED lottery (its cutoff passed) is applied", name)
+		assert.Equal(t, before, itemsOf(t, c), "%s: nothing written", name)
+	}
+}
+
+// An operator closes a drop before it starts (it is called off). StateAt checks
+// startsAt before closedAt, so the event stays SCHEDULED until its startsAt (the list,
+// the event page, whose controls stay offered) and a click is ErrEventNotOpen ("opens
+// at …"), not ErrEventClosed, until then.
+func TestEventClosedBeforeItStartsIsClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "off", EventType: asyncevent.FirstCome, CapacityTotal: 5,
+		StartsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
+	require.NoError(t, err)
+	up, err := c.CloseEvent(ctx, "off", "ops")
+	require.NoError(t, err)
+	require.True(t, up.Applied, up.Reason)
+	clock.Advance(time.Second)
+	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(clock.Now()), "a closed event")
+	q := queue.NewMemory(queue.MemoryOptions{})
+	_, err = c.Submit(ctx, q, "off", "early")
+	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
+	page, err := c.ListEvents(ctx, 0, "")
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	assert.Equal(t, asyncevent.StateClosed, page.Events[0].State, "the list")
+}
+
+// ExtendEvent moves the CONFIG's endsAt and nothing else, but two items carry a copy
+// of the end written before the move:
+//
+//   - the hold registry's entry (HOLD_EVENTS / EVENT#<eventId>, endsAt from
+//     CreateEvent): HoldEvents stops listing the event an hour after its first end
+//     plus HoldFor, so a worker started later (a deploy) and the scheduled
+//     HoldSweeper, which sweep the registry's events, no longer end its holds or
+//     serve its waitlist while it still sells;
+//   - every IdempotencyLock written before the move (ttl = the end as it was +
+//     LockTTL, 7 days): an end moved further than that lets DynamoDB's TTL delete the
+//     locks of an open event, and a user's next click makes a second request.
+func TestExtendedEndReachesTheHoldRegistry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	holdsEvent(t, c, "long", 2, 1, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
+	up, err := c.ExtendEvent(ctx, "long", "ops", asyncevent.ActionExtendEnd, t0.Add(6*time.Hour))
+	require.NoError(t, err)
+	require.True(t, up.Applied, up.Reason)
+
+	clock.Advance(3 * time.Hour) // open: its end is 3 hours away
+	cfg, err := c.GetEvent(ctx, "long")
+	require.NoError(t, err)
+	require.Equal(t, asyncevent.StateOpen, cfg.StateAt(clock.Now()))
+	listed, err := c.HoldEvents(ctx)
+	require.NoError(t, err)
+	var ids []string
+	for _, e := range listed {
+		ids = append(ids, e.EventID)
+	}
+	assert.Contains(t, ids, "long", "an open event with holds, its end extended, is missing from the hold registry's list")
+}
+
+func TestExtendedEndKeepsTheLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := asynceventtest.NewClock(t0)
+	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "month", EventType: asyncevent.FirstCome, CapacityTotal: 5,
+		EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
+	require.NoError(t, err)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	_, err = c.Submit(ctx, q, "month", "early")
+	require.NoError(t, err)
+
+	// Past the first end plus LockTTL (7 days): refused, nothing written.
+	before := itemsOf(t, c)
+	up, err := c.ExtendEvent(ctx, "month", "ops", asyncevent.ActionExtendEnd, t0.Add(30*24*time.Hour))
+	require.NoError(t, err)
+	require.False(t, up.Applied, "an end past the locks' TTL")
+	assert.Contains(t, up.Reason, "TTL would then delete the locks")
+	assert.Equal(t, before, itemsOf(t, c))
+
+	// Up to it: applied, and every lock outlives the new end.
+	kept, err := asyncevent.ReadEventBookkeeping(ctx, c, "month")
+	require.NoError(t, err)
+	newEnd := kept.LocksKeptUntil.Time()
+	up, err = c.ExtendEvent(ctx, "month", "ops", asyncevent.ActionExtendEnd, newEnd)
+	require.NoError(t, err)
+	require.True(t, up.Applied, up.Reason)
+	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
+		var lock asyncevent.IdempotencyLock
+		require.NoError(t, attributevalue.UnmarshalMap(raw, &lock))
+		if lock.EntityType != entity.Idempotency {
+			continue
+		}
+		assert.GreaterOrEqual(t, lock.TTL, newEnd.Unix(),
+			"the lock of %s expires at %s, before the event's extended end %s: TTL deletes it while the event is open",
+			lock.UserID, time.Unix(lock.TTL, 0).UTC(), newEnd)
+	}
+}

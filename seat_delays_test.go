@@ -11,19 +11,32 @@ package asyncevent_test
 // rejected or failed while its token holds one.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
@@ -712,4 +725,505 @@ func TestSeatDelaysWorkersSevenSecondsApart(t *testing.T) {
 		t.Errorf("3 seats, 3 users came: %d SUCCEEDED", rep.succeeded)
 	}
 	asynceventtest.CheckEvent(t, r.c, r.event, asynceventtest.CheckOptions{})
+}
+
+// reviewOrder is the library's claimOrder: the order in which a request tries n
+// capacity shards (FNV-64a of its ID seeds a permutation; its home shard first).
+func reviewOrder(id string, n int) []int {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	order := rand.New(rand.NewPCG(h.Sum64(), 0)).Perm(n)
+	first := slices.Index(order, delayHome(id, n))
+	order[0], order[first] = order[first], order[0]
+	return order
+}
+
+// submitOrdered is submit for a request whose claim order over the rig's shards is
+// order exactly.
+func (r *delayRig) submitOrdered(user string, order []int) string {
+	r.t.Helper()
+	id := user
+	for i := 0; !slices.Equal(reviewOrder(id, r.shards), order); i++ {
+		id = fmt.Sprintf("%s-%d", user, i)
+	}
+	return r.submitAs(user, id)
+}
+
+// firstAttemptLate sits beneath the SDK (its HTTP client): the first call that
+// match picks is kept on the wire and its caller told the connection was reset, so
+// the SDK's retryer sends the call again, and that attempt goes through. The first
+// attempt lands when the test says (Land): a request that reached DynamoDB after the
+// SDK gave up on it and its retry was answered, as a slow network does.
+type firstAttemptLate struct {
+	next  dynamodb.HTTPClient
+	match func(target string, body []byte) bool
+
+	mu     sync.Mutex
+	held   *http.Request
+	caught bool
+}
+
+func (f *firstAttemptLate) Do(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	f.mu.Lock()
+	catch := !f.caught && f.match(req.Header.Get("X-Amz-Target"), body)
+	if catch {
+		f.caught = true
+		held := req.Clone(context.Background())
+		held.Body = io.NopCloser(bytes.NewReader(body))
+		held.ContentLength = int64(len(body))
+		held.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		f.held = held
+	}
+	f.mu.Unlock()
+	if catch {
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer (the attempt is still on the wire)")}
+	}
+	return f.next.Do(req)
+}
+
+// Land sends the attempt kept on the wire, and returns DynamoDB's status code and
+// answer to it.
+func (f *firstAttemptLate) Land(t *testing.T) (int, string) {
+	t.Helper()
+	f.mu.Lock()
+	held := f.held
+	f.held = nil
+	f.mu.Unlock()
+	require.NotNil(t, held, "no attempt was kept on the wire")
+	resp, err := f.next.Do(held)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// lateFirstAttemptClient returns a client of the test's DynamoDB Local whose HTTP
+// calls go through f, with the SDK's standard retryer (fast backoff, no quota).
+func lateFirstAttemptClient(t *testing.T, f *firstAttemptLate) *dynamodb.Client {
+	base := asynceventtest.DynamoDB(t)
+	return dynamodb.New(base.Options(), func(o *dynamodb.Options) {
+		f.next = o.HTTPClient
+		if f.next == nil {
+			f.next = awshttp.NewBuildableClient()
+		}
+		o.HTTPClient = f
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.RateLimiter = ratelimit.None
+			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 5 * time.Millisecond, nil })
+		})
+	})
+}
+
+// either matches what a or b matches.
+func either(a, b asynceventtest.Match) asynceventtest.Match {
+	return func(op string, in any) bool { return a(op, in) || b(op, in) }
+}
+
+// R1. A move's first attempt lands after a later move of the same lease: the
+// request's claim place rolls back, and a claim at the later place is left unfenced.
+//
+// moveSeat ("first-come seat moved") is conditioned on the lease alone (status =
+// PROCESSING AND leaseOwner = owner), not on the epoch it moves from. Its write is
+// sent with the SDK's retries, so a first attempt still on the wire when the SDK
+// gave up and its retry was answered can land after the delivery's next move.
+//
+// Shards 0, 1, 2 of one seat each; R's home is 0 and its order 0, 1, 2. Worker A
+// (no Handler, new to the event) is refused for throughput on shards 0 and 1. A's
+// home claim is refused; A starts R at 0@0, is refused, closes 0@0 and moves R to
+// 1@1: the move's first attempt stays on the wire, the SDK's retry applies. A is
+// refused on 1 (its own definite refusals: no close) and moves R to 2@2; A's claim
+// at 2@2 is sent and stays on the wire (A told the connection was reset): A gives
+// the message back and releases its lease. Then the move to 1@1's first attempt
+// lands: its condition (PROCESSING, leaseOwner A) holds, and R's seatShard and
+// seatEpoch go back to 1@1. Worker B takes R over at 1@1 and wins shard 1's seat.
+// A's claim at 2@2 lands: shard 2 was never closed to R at epoch 2 (B never went
+// there), so it takes the seat: R holds two seats, and a later user is refused.
+func TestStaleMoveRollsTheClaimBack(t *testing.T) {
+	r := newDelayRig(t, 3, 3)
+	id := r.submitOrdered("r", []int{0, 1, 2})
+
+	late := &firstAttemptLate{match: func(target string, body []byte) bool {
+		s := string(body)
+		return strings.HasSuffix(target, ".UpdateItem") && strings.Contains(s, "REQ#"+id) &&
+			strings.Contains(s, "seatEpoch") && !strings.Contains(s, "if_not_exists")
+	}}
+	hb := asynceventtest.NewHoldBack(lateFirstAttemptClient(t, late))
+	claim2 := hb.Hold(r.claimOn(2), 0, asynceventtest.CallerReset)
+	a := r.worker(refuseClaims{DynamoDB: hb, match: either(r.claimOn(0), r.claimOn(1))}, nil)
+	res := r.deliver(context.Background(), a, id, 1, asyncevent.ProcessOptions{})
+	claim2.Stop()
+	require.True(t, res.Redeliver, "A's claim on shard 2 was left unanswered: the message comes back")
+	require.Equal(t, 1, claim2.Count(), "A's claim at shard 2 is on the wire")
+	require.Equal(t, 2, r.seatShardOf(id), "A moved R to shard 2")
+
+	status, answer := late.Land(t)
+	t.Logf("the move to shard 1's first attempt landed: %d %s", status, answer)
+	t.Logf("R's seatShard now %d (epoch %d)", r.seatShardOf(id), r.request(id).SeatEpoch)
+
+	r.clock.Advance(time.Minute)
+	b := r.work(id)
+	t.Logf("B: %s", b.Kind)
+
+	r.land("A's claim at shard 2", claim2)
+
+	for i, home := range []int{0, 1, 2} {
+		u := r.submit(fmt.Sprintf("u%d", i), home)
+		r.work(u)
+	}
+	rep := judgeSeats(t, r.c, r.event)
+	if rep.succeeded != 3 {
+		t.Errorf("%d SUCCEEDED for 3 seats and 4 users: want 3", rep.succeeded)
+	}
+	asynceventtest.CheckEvent(t, r.c, r.event, asynceventtest.CheckOptions{})
+}
+
+// R2. A request whose put never landed was written by its message's last receive
+// only: when that one delivery died on the write, the message went to the
+// dead-letter queue and the seat stayed spent on a request that does not exist.
+// Now the first receive that finds its seat and no request writes the request from
+// the message: here the first receive's worker dies on that write (its writes on the
+// request cut, never landing), and the second receive writes it and wins. The user,
+// told their click failed, does not click again; the next user is refused.
+func TestLastReceiveLostLeavesTheSeatOnNobody(t *testing.T) {
+	ctx := context.Background()
+	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
+	const id = "r"
+	ds := []queue.Delivery{r.submitPutLost(id, "r")}
+
+	// The first receive: its worker dies on the write of the request.
+	dying := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+	write := dying.Hold(asynceventtest.OnKey("TransactWriteItems", "REQ#"+id, ""), 0, asynceventtest.CallerReset)
+	d := ds[0]
+	d.ReceiveCount = 1
+	res := asynceventtest.WorkDelivery(ctx, t, r.worker(dying, nil), d, asyncevent.ProcessOptions{})
+	t.Logf("receive 1: %s %v (message done: %t); %d writes on the request cut", res.Kind, res.Err, !res.Redeliver, write.Count())
+	require.True(t, res.Redeliver, "a delivery whose writes were cut comes back")
+	r.clock.Advance(time.Minute)
+
+	d.ReceiveCount = 2
+	res = asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), d, asyncevent.ProcessOptions{})
+	t.Logf("receive 2: %s %v", res.Kind, res.Err)
+	assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "the second receive writes the request from its message and wins")
+
+	u := r.submit("u2", 0)
+	r.work(u)
+	rep := judgeSeats(t, r.c, r.event)
+	if rep.succeeded != 1 {
+		t.Errorf("%d SUCCEEDED for 1 seat and 2 users: want 1", rep.succeeded)
+	}
+	asynceventtest.CheckEvent(t, r.c, r.event, asynceventtest.CheckOptions{})
+}
+
+// newReviewRig is newRaceRig with an end endsIn after t0 (0: none) and holds of
+// holdFor (0: none).
+func newReviewRig(t *testing.T, capacity int64, shards int, holdFor, endsIn time.Duration) *delayRig {
+	t.Helper()
+	r := &delayRig{t: t, clock: asynceventtest.NewClock(t0), event: "late", shards: max(shards, 1), bodies: map[string][]byte{}}
+	r.c = asynceventtest.NewTableWith(t, asyncevent.Options{Clock: r.clock.Now, ProgressEvery: -1, NewRequestID: func() string {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.nextID
+	}})
+	cfg := asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor}
+	if endsIn > 0 {
+		cfg.EndsAt = asyncevent.MillisOf(t0.Add(endsIn))
+	}
+	_, err := r.c.CreateEvent(context.Background(), cfg)
+	require.NoError(t, err)
+	return r
+}
+
+// ingestThrough is an ingest process on db whose next request is id.
+func (r *delayRig) ingestThrough(db asyncevent.DynamoDB, id string) *asyncevent.Client {
+	r.t.Helper()
+	c, err := asyncevent.New(db, asyncevent.Options{TableName: r.c.TableName(), Clock: r.clock.Now, ProgressEvery: -1,
+		NewRequestID: func() string { return id }})
+	require.NoError(r.t, err)
+	return c
+}
+
+// submitPutLost submits user's click with request ID id through an ingest whose
+// put of the request is left unanswered and never lands (a reset after it was sent):
+// Submit sends the message all the same (its put's outcome unknown), which this
+// returns as received.
+func (r *delayRig) submitPutLost(id, user string) queue.Delivery {
+	t := r.t
+	ctx := context.Background()
+	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+	put := hb.Hold(asynceventtest.OnKey("PutItem", "REQ#"+id, ""), 1, asynceventtest.CallerReset)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	_, err := r.ingestThrough(hb, id).Submit(ctx, q, r.event, user)
+	t.Logf("Submit, its put unanswered (it never lands): %v", err)
+	require.Equal(t, 1, put.Count())
+	ds, err := q.Receive(ctx, 1, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 1, "Submit sent the message of a put whose outcome it did not know")
+	return ds[0]
+}
+
+type reviewSubmitted struct {
+	p   asyncevent.Participation
+	err error
+}
+
+// F1a. Ingest's request put is left unanswered (a reset after it was sent), so Submit
+// sends the message anyway (enqueueUncertain). A worker without a Handler gets it
+// before the put lands: its home claim takes the seat (the claim comes before any
+// write on the request), the bind finds no request (NOT_FOUND) and the message is
+// deleted. The put lands, then ingest's MarkQueued: the user is told the click was
+// accepted, the request is QUEUED with its token on the home shard and no message
+// anywhere. Nothing in a worker brings it back (Sweep is an operator's command), and
+// the next user is refused.
+func TestSeatUncertainPutLandsAfterTheSeat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newReviewRig(t, 1, 1, 0, 0)
+	const id = "r"
+	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+	put := hb.Hold(asynceventtest.OnKey("PutItem", "REQ#"+id, ""), 1, asynceventtest.CallerReset)
+	mark := hb.Hold(asynceventtest.OnKey("UpdateItem", "REQ#"+id, ""), 1, asynceventtest.CallerWaits)
+	ic := r.ingestThrough(hb, id)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	subc := make(chan reviewSubmitted, 1)
+	go func() {
+		p, err := ic.Submit(ctx, q, r.event, "r")
+		subc <- reviewSubmitted{p, err}
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, mark.Caught(wctx), "ingest sent the message and is marking it queued")
+	require.Equal(t, 1, put.Count(), "the request's put is on the wire")
+	ds, err := q.Receive(ctx, 1, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	res := asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), ds[0], asyncevent.ProcessOptions{})
+	t.Logf("the worker, before the put landed: %s (message done: %t)", res.Kind, !res.Redeliver)
+	assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "a seat won for a request not written yet: the worker writes it from the message and binds it: %v", res.Err)
+	r.land("the request's put", put) // its condition fails against the request the worker wrote
+	r.land("ingest's MarkQueued", mark)
+	sub := <-subc
+	require.NoError(t, sub.err, "the click is accepted")
+	t.Logf("Submit: request %s, %s", sub.p.RequestID, sub.p.Request.Status)
+
+	ds[0].ReceiveCount = 2
+	res = asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), ds[0], asyncevent.ProcessOptions{})
+	assert.Equal(t, asyncevent.OutcomeDuplicate, res.Kind, "a redelivery finds it decided: %v", res.Err)
+	r.clock.Advance(time.Minute)
+	u := r.submit("u", 0)
+	t.Logf("the next user: %s", r.work(u).Kind)
+	got := r.request(id)
+	assert.Equal(t, asyncevent.StatusSucceeded, got.Status)
+	judgeSeats(t, r.c, r.event)
+}
+
+// F1b. As F1a, but the put never lands (the reset was the whole story). The user gets
+// an error; the seat is spent on a request that does not exist; the next user is
+// refused. The event closes; the user clicks again: the lock without its request is
+// ended FAILED_FINAL (INGEST_INCOMPLETE) by endIncomplete, which closes nothing:
+// a FAILED_FINAL request whose token holds a seat.
+func TestSeatUncertainPutNeverLandsThenTheClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
+	const id = "r"
+	ds := []queue.Delivery{r.submitPutLost(id, "r")}
+	res := asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), ds[0], asyncevent.ProcessOptions{})
+	t.Logf("the worker: %s (message done: %t)", res.Kind, !res.Redeliver)
+	assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "a seat won for a request never written: the worker writes it from the message and binds it: %v", res.Err)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.request(id).Status)
+	judgeSeats(t, r.c, r.event)
+}
+
+// F1b, the close first. The put never lands and the message's delivery died on its
+// write of the request (its transaction cut) when the event closes; the user clicks again: the heal of the
+// lock without its request closes the home shard first, finds the seat, and heals the
+// request as if the event were open: RECEIVED and sent, and its message binds it.
+func TestSeatUncertainPutNeverLandsThenTheCloseHeals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
+	const id = "r"
+	ds := []queue.Delivery{r.submitPutLost(id, "r")}
+	dying := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+	cut := dying.Hold(asynceventtest.OnKey("TransactWriteItems", "REQ#"+id, ""), 0, asynceventtest.CallerReset)
+	res := asynceventtest.WorkDelivery(ctx, t, r.worker(dying, nil), ds[0], asyncevent.ProcessOptions{})
+	require.True(t, res.Redeliver)
+	require.Equal(t, 1, cut.Count(), "the worker's write of the request was cut")
+
+	r.clock.Advance(11 * time.Minute) // past the end
+	q2 := queue.NewMemory(queue.MemoryOptions{})
+	p, err := r.c.Submit(ctx, q2, r.event, "r")
+	require.NoError(t, err)
+	require.NotNil(t, p.Request)
+	t.Logf("r clicks again after the close: request %s %s %s", p.RequestID, p.Request.Status, p.Request.ErrorCode)
+	assert.NotEqual(t, asyncevent.StatusFailedFinal, p.Request.Status, "its seat is won: not ended without it")
+	sds, err := q2.Receive(ctx, 1, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, sds, 1, "the healed request is sent")
+	res = asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), sds[0], asyncevent.ProcessOptions{})
+	assert.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+	judgeSeats(t, r.c, r.event)
+}
+
+// F2. An item as a worker of the version before issue 39 leaves it: a request whose
+// claim left its home shard for throughput (listed "left" on the config, home not
+// voided), PROCESSING on shard 1 without seatEpoch, its worker gone (the upgrade
+// stopped it, as the CHANGELOG says), its message still on the queue. A worker of
+// this version without a Handler sends the home claim first, takes a seat on shard 0,
+// cannot bind it (seatShard 1), goes the leased way, takes R over on shard 1 and wins
+// a second seat there.
+func TestSeatLegacyItemMovedOffItsHome(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newReviewRig(t, 4, 2, 0, 0)
+	rID := r.submit("r", 0)
+	_, err := asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(r.c.TableName()),
+		Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: "REQ#" + rID}, "SK": &types.AttributeValueMemberS{Value: "META"},
+		},
+		UpdateExpression:         aws.String("SET #st = :p, seatShard = :s, leaseOwner = :o, leaseExpiresAt = :exp, startedAt = :at"),
+		ExpressionAttributeNames: map[string]string{"#st": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":p":   &types.AttributeValueMemberS{Value: string(asyncevent.StatusProcessing)},
+			":s":   &types.AttributeValueMemberN{Value: "1"},
+			":o":   &types.AttributeValueMemberS{Value: "v-before-39/gone"},
+			":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(asyncevent.MillisOf(t0)), 10)},
+			":at":  &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(asyncevent.MillisOf(t0)), 10)},
+		},
+	})
+	require.NoError(t, err)
+	r.clock.Advance(time.Minute)
+	t.Logf("R on a worker of this version: %s", r.work(rID).Kind)
+	for _, u := range []struct {
+		name string
+		home int
+	}{{"u1", 0}, {"u2", 1}, {"u3", 1}} {
+		t.Logf("%s: %s", u.name, r.work(r.submit(u.name, u.home)).Kind)
+	}
+	rep := judgeSeats(t, r.c, r.event)
+	if rep.succeeded != 4 {
+		t.Errorf("4 seats, 4 users: %d SUCCEEDED", rep.succeeded)
+	}
+}
+
+// P3. A deadline (Worker.Stop's grace, a Lambda deadline) on the last receive, after
+// the claim was sent and before SUCCEEDED. Two shards of one seat, shard 0 sold; R
+// (home 0) claims on shard 1 and the deadline comes with the claim on the wire. The
+// final failure closes shard 1 first (under its bookkeeping context), which finds R's
+// seat (the claim landed first): R must end SUCCEEDED on that last receive, not stay
+// PROCESSING with its message dead-lettered (takeSeat's write runs under a context of
+// its own, so the ended one does not cut it).
+func TestSeatDeadlineBetweenSeatAndResultOnTheLastReceive(t *testing.T) {
+	t.Parallel()
+	r := newReviewRig(t, 2, 2, 0, 0)
+	r.win("first", 0, asyncevent.OutcomeSucceeded)
+	rID := r.submit("r", 0)
+	shard1 := "EVENT#" + r.event + "#CAPACITY#1"
+	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
+	claim := hb.Hold(onItem("UpdateItem", shard1, "ADD holders"), 1, asynceventtest.CallerWaits)
+	closing := hb.Hold(onItem("UpdateItem", shard1, "ADD void"), 1, asynceventtest.CallerWaits)
+	ctx, deadline := context.WithCancel(context.Background())
+	done := r.async(ctx, r.worker(hb, nil), rID, asyncevent.DefaultMaxReceives, asyncevent.ProcessOptions{})
+	caught, _ := caughtOrDone(t, claim, done)
+	require.True(t, caught, "R's claim on shard 1 was sent")
+	deadline()
+	caught, _ = caughtOrDone(t, closing, done)
+	require.True(t, caught, "the final failure closes shard 1 to R first")
+	r.land("R's claim on shard 1, sent before the deadline", claim)
+	r.land("the final failure's close of shard 1", closing)
+	res := <-done
+	t.Logf("R's last receive: %s %s, redeliver %t: %v", res.Kind, res.ResultCode, res.Redeliver, res.Err)
+	require.Equal(t, asyncevent.StatusSucceeded, r.request(rID).Status)
+	r.win("u", 1, asyncevent.OutcomeRejected)
+	r.judgeRace(2)
+}
+
+// P1. The bind's leaseExpiresAt ≤ now is liveness only. Worker A (a Handler) holds R
+// PROCESSING on its home shard under a live lease, its handler running. Worker B,
+// without a Handler and its clock 40 s ahead, claims R's home seat and binds it
+// (the lease has run out by B's clock). A's handler returns; its claim meets R's
+// token and its SUCCEEDED loses its condition. One seat for R.
+func TestSeatBinderClockAheadOfALiveLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newReviewRig(t, 2, 1, 0, 0)
+	rID := r.submit("r", 0)
+	slow, started, release := slowHandler()
+	aDone := r.async(ctx, r.worker(asynceventtest.DynamoDB(t), nil), rID, 1, asyncevent.ProcessOptions{Handler: slow, LeaseDuration: 30 * time.Second})
+	<-started
+	b := r.worker(asynceventtest.DynamoDB(t), asynceventtest.SkewedClock(r.clock.Now, 40*time.Second))
+	require.Equal(t, asyncevent.OutcomeSucceeded, r.deliver(ctx, b, rID, 2, asyncevent.ProcessOptions{}).Kind)
+	close(release)
+	aRes := <-aDone
+	t.Logf("A, its handler back: %s", aRes.Kind)
+	r.win("u", 0, asyncevent.OutcomeSucceeded)
+	r.win("v", 0, asyncevent.OutcomeRejected)
+	r.judgeRace(2)
+}
+
+// sendFailsAfter is a queue whose first Send puts the message on q, then waits until
+// release is closed and reports a failure: a send that went through, its answer lost.
+type sendFailsAfter struct {
+	queue.Queue
+	sent, release chan struct{}
+}
+
+func (s *sendFailsAfter) Send(ctx context.Context, m queue.OutgoingMessage) error {
+	if err := s.Queue.Send(ctx, m); err != nil {
+		return err
+	}
+	close(s.sent)
+	<-s.release
+	return errors.New("send: connection reset (the message got through)")
+}
+
+// P2. docs/design.md's row "a send reported failed that went through", under a lease:
+// the send goes through; a worker with a Handler starts R on its home shard before
+// MarkEnqueueFailed runs; MarkEnqueueFailed closes the home shard at epoch 0 and its
+// FAILED_FINAL loses (R is PROCESSING); R's claim meets the close and comes back to
+// its home at epoch 1, where it wins the one seat.
+func TestSeatSendFailedButWentThroughUnderALease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newReviewRig(t, 1, 1, 0, 0)
+	mem := queue.NewMemory(queue.MemoryOptions{})
+	fq := &sendFailsAfter{Queue: mem, sent: make(chan struct{}), release: make(chan struct{})}
+	r.mu.Lock()
+	r.nextID = "r"
+	r.mu.Unlock()
+	subc := make(chan reviewSubmitted, 1)
+	go func() {
+		p, err := r.c.Submit(ctx, fq, r.event, "r")
+		subc <- reviewSubmitted{p, err}
+	}()
+	<-fq.sent
+	ds, err := mem.Receive(ctx, 1, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	slow, started, release := slowHandler()
+	aDone := make(chan asynceventtest.WorkResult, 1)
+	go func() {
+		aDone <- asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), ds[0], asyncevent.ProcessOptions{Handler: slow})
+	}()
+	<-started
+	close(fq.release)
+	sub := <-subc
+	t.Logf("Submit, its send reported failed: %v (request %v)", sub.err, sub.p.Request != nil && sub.p.Request.Status == asyncevent.StatusProcessing)
+	close(release)
+	res := <-aDone
+	require.Equal(t, asyncevent.OutcomeSucceeded, res.Kind, "%v", res.Err)
+	require.Equal(t, 1, r.request("r").SeatEpoch, "R won on its home at epoch 1, past MarkEnqueueFailed's close at epoch 0")
+	r.win("u", 0, asyncevent.OutcomeRejected)
+	r.judgeRace(1)
 }

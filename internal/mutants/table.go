@@ -22,7 +22,7 @@ var mutants = []mutant{
 		old:  "cond: all(heldUnderLease, atEpoch),",
 		new:  "cond: heldUnderLease,",
 		pkg:  ".",
-		run:  "^TestReview39bStaleMoveRollsTheClaimBack$",
+		run:  "^TestStaleMoveRollsTheClaimBack$",
 	},
 	{
 		name: "close-without-holders",
@@ -31,7 +31,7 @@ var mutants = []mutant{
 		old:  "notHeldHere = all(placeExists, notHolder)",
 		new:  "notHeldHere = placeExists",
 		pkg:  ".",
-		run:  "^(TestAFailedSendClosesTheHomeShard|TestSeatReviewUncertainPutNeverLandsThenTheCloseHeals|TestSeatReviewLegacyItemMovedOffItsHome)$/^the_claim_first$",
+		run:  "^(TestAFailedSendClosesTheHomeShard|TestSeatUncertainPutNeverLandsThenTheCloseHeals|TestSeatLegacyItemMovedOffItsHome)$/^the_claim_first$",
 	},
 	{
 		name: "release-without-status",
@@ -85,7 +85,7 @@ var mutants = []mutant{
 		old:  "if held, err := c.closeHomeIfFirstCome(ctx, ref); err != nil || held {",
 		new:  "if held, err := false, error(nil); err != nil || held {",
 		pkg:  ".",
-		run:  "^(TestAFailedSendClosesTheHomeShard|TestSeatReviewSendFailedButWentThroughUnderALease)$",
+		run:  "^(TestAFailedSendClosesTheHomeShard|TestSeatSendFailedButWentThroughUnderALease)$",
 	},
 	{
 		name: "sold-out-leaves-processing",
@@ -103,7 +103,7 @@ var mutants = []mutant{
 		old:  "seatLeftWithRoom = all(seatLeft, func(v values)",
 		new:  "seatLeftWithRoom = all(func(v values)",
 		pkg:  ".",
-		run:  "^TestReview26ShardEmptiedBetweenAddsReadAndWrite$",
+		run:  "^TestShardEmptiedBetweenAddsReadAndWrite$",
 	},
 	{
 		name: "marker-overwrites",
