@@ -26,7 +26,7 @@ import (
 // type leaves out, so a request the index still shows QUEUED and the second read finds
 // SUCCEEDED prints as status QUEUED with resultCode SUCCESS and a finishedAt: a row
 // that never existed. (The old CLI printed the one read it made.)
-func TestReview41MergeStoredMixesTwoReads(t *testing.T) {
+func TestMergeStoredMixesTwoReads(t *testing.T) {
 	listed := &asyncevent.Request{RequestID: "r1", EventID: "e", UserID: "u", EventType: asyncevent.FirstCome,
 		Status: asyncevent.StatusQueued, UIResult: asyncevent.UIPending, RequestedAt: 1, QueuedAt: 2}
 	later := *listed
