@@ -100,9 +100,11 @@ func checkRanked(t *testing.T, k *bench.Ranked, ops int) {
 	assert.Positive(t, k.StandardDecidedPerSec)
 	// The raw winner flow, as FlowWorkerWin's baseline.
 	assert.Equal(t, 3.0, k.Flow.Baseline.PerOp.DynamoDBCalls)
-	// A ranked winner is a standard one's seat and SUCCEEDED, decided by the
-	// admission, whose record each wave reads and writes and whose line it queries.
-	assert.InDelta(t, 1.0, k.Flow.Library.PerOp.CapacityWrites, 0.35)
+	// A ranked winner is SUCCEEDED on a seat its wave took in one write of its home
+	// shard for up to 25 requests, decided by the admission, whose record each wave
+	// reads and writes and whose line it queries.
+	assert.Positive(t, k.Flow.Library.PerOp.CapacityWrites)
+	assert.Less(t, k.Flow.Library.PerOp.CapacityWrites, 0.5, "the wave's seats in a write, not one a winner")
 	assert.Positive(t, k.ReadsPerOp[entity.Admission], "the record read")
 	assert.Positive(t, k.WritesPerOp[entity.Admission], "the waves written on the record")
 	assert.Positive(t, k.QueriesPerOp, "the line read from GSI2")
