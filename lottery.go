@@ -275,25 +275,12 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 // request that landed since by the rule above; on an announced event it returns the
 // stored result.
 func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) {
-	cfg, err := c.getEvent(ctx, eventID)
+	o, err := c.openDraw(ctx, eventID, false)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.EventType != Lottery {
-		return nil, fmt.Errorf("%w: %s is %s", ErrNotLottery, eventID, cfg.EventType)
-	}
-	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
-		return nil, fmt.Errorf("%w: %s can be drawn from %s", ErrDrawTooEarly, eventID, opens.Time())
-	}
-	cfg, record, onTable, err := c.frozenSet(ctx, cfg, c.collectForDraw)
-	if err != nil {
-		return nil, err
-	}
-	ids, revealed, err := c.drawnSet(ctx, cfg, record)
-	if err != nil {
-		return nil, err
-	}
-	winners := draw.Winners(revealed, ids, int(record.WinnerCount))
+	cfg, record, onTable, ids := o.cfg, o.record, o.onTable, o.ids
+	winners := draw.Winners(o.revealed, ids, int(record.WinnerCount))
 	if record.Phase != PhaseAnnounced {
 		if err := c.finaliseEntries(ctx, cfg, ids, onTable, winners); err != nil {
 			return nil, err
@@ -303,6 +290,49 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 		}
 	}
 	return &DrawResult{Record: *record, Winners: winners}, nil
+}
+
+// openedDraw is where a draw or a pre-queue's serve stands once opened (openDraw):
+// the event's config as frozen, its Draw record, the requests GSI2 showed before the
+// cutoff, the recorded entries by ID, and the revealed seed.
+type openedDraw struct {
+	cfg      *eventItem
+	record   *DrawRecord
+	onTable  []drawEntry
+	ids      []string
+	revealed []byte
+}
+
+// openDraw is how Draw (prequeue false) and ServePrequeue (true) begin: the event,
+// which must have that kind of draw (ErrNotLottery, ErrNoPrequeue), refused before
+// DrawOpensAt (ErrDrawTooEarly), its entries frozen and recorded (frozenSet: a draw
+// collects its entries, a serve keeps every request) and read back from the record,
+// the seed revealed.
+func (c *Client) openDraw(ctx context.Context, eventID string, prequeue bool) (*openedDraw, error) {
+	cfg, err := c.getEvent(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	keep, what := c.collectForDraw, eventID+" can be drawn"
+	switch {
+	case prequeue && cfg.prequeueUntil() == 0:
+		return nil, fmt.Errorf("%w: %s", ErrNoPrequeue, eventID)
+	case prequeue:
+		keep, what = func(_ context.Context, all []drawEntry) ([]drawEntry, error) { return all, nil }, "the pre-queue of "+eventID+" can be served"
+	case cfg.EventType != Lottery:
+		return nil, fmt.Errorf("%w: %s is %s", ErrNotLottery, eventID, cfg.EventType)
+	}
+	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
+		return nil, fmt.Errorf("%w: %s from %s", ErrDrawTooEarly, what, opens.Time())
+	}
+	o := &openedDraw{}
+	if o.cfg, o.record, o.onTable, err = c.frozenSet(ctx, cfg, keep); err != nil {
+		return nil, err
+	}
+	if o.ids, o.revealed, err = c.drawnSet(ctx, o.cfg, o.record); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // frozenSet takes a draw or a pre-queue's serve from wherever it stands to a record

@@ -133,25 +133,12 @@ type PrequeueResult struct {
 // that arrives while a wave of refusals is in flight goes to whichever entry of it
 // asks first, as it would to any request after a refusal.
 func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueResult, error) {
-	cfg, err := c.getEvent(ctx, eventID)
+	o, err := c.openDraw(ctx, eventID, true)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.prequeueUntil() == 0 {
-		return nil, fmt.Errorf("%w: %s", ErrNoPrequeue, eventID)
-	}
-	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
-		return nil, fmt.Errorf("%w: the pre-queue of %s can be served from %s", ErrDrawTooEarly, eventID, opens.Time())
-	}
-	cfg, record, onTable, err := c.frozenSet(ctx, cfg, func(_ context.Context, all []drawEntry) ([]drawEntry, error) { return all, nil })
-	if err != nil {
-		return nil, err
-	}
-	ids, revealed, err := c.drawnSet(ctx, cfg, record)
-	if err != nil {
-		return nil, err
-	}
-	res := &PrequeueResult{Order: draw.Order(revealed, ids), Late: lateArrivals(ids, onTable, func(drawEntry) bool { return true })}
+	cfg, record, onTable, ids := o.cfg, o.record, o.onTable, o.ids
+	res := &PrequeueResult{Order: draw.Order(o.revealed, ids), Late: lateArrivals(ids, onTable, func(drawEntry) bool { return true })}
 	if record.Phase != PhaseAnnounced {
 		byID, err := c.servedEntries(ctx, cfg, ids, onTable)
 		if err != nil {
