@@ -1,36 +1,25 @@
 package asyncevent
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
+	"github.com/asyncevent/asyncevent/internal/ddb"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
-// DynamoDB is the part of the DynamoDB API the library uses. *dynamodb.Client
-// satisfies it; tests can pass a wrapper that injects faults.
-type DynamoDB interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-
-	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-}
-
-var _ DynamoDB = (*dynamodb.Client)(nil)
+// DynamoDB is the part of the DynamoDB API the library uses: GetItem, PutItem,
+// UpdateItem, DeleteItem, Query and TransactWriteItems, and for the table
+// CreateTable, DescribeTable, DescribeTimeToLive and UpdateTimeToLive, each with the
+// signature of *dynamodb.Client's method. *dynamodb.Client satisfies it; tests can
+// pass a wrapper that injects faults. (Declared once, in internal/ddb, for the
+// library's internal packages too.)
+type DynamoDB = ddb.API
 
 // DefaultTableName is the table name of the design, used when Options.TableName is empty.
 const DefaultTableName = "AsyncEventTable"
