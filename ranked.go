@@ -291,113 +291,106 @@ func (a *admission) idle(since *time.Time) bool {
 // set), or begun refusing (the worker's own path refuses it). It reports whether it
 // decided the message. The admitting processor passes.
 func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery, extend *extender) (res result, gated, late bool) {
-	if p.admitting {
-		return result{}, false, false
+	if p.admitting || !m.Ranked && m.CapacityShards > 0 {
+		return result{}, false, false // the admission's own, or its sender knew the event: not ranked
 	}
-	retry := func(err error) (result, bool, bool) {
-		return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true, false
-	}
-	if !m.Ranked && m.CapacityShards > 0 {
-		return result{}, false, false // its sender knew the event: not ranked
-	}
+	w := &rankedWait{p: p, m: m, d: d}
 	cfg, err := p.c.cachedEvent(ctx, m.EventID)
 	switch {
 	case errors.Is(err, ErrEventNotFound):
 		return result{}, false, false // the worker's own path says what becomes of it
 	case err != nil:
-		return retry(err)
+		return w.retry(err)
 	case cfg.Admission != AdmissionRanked:
 		return result{}, false, false
 	}
-	a, err := p.admissionOf(cfg)
-	if err != nil {
-		return retry(err)
-	}
-	// The request as it stands: read once the admission has passed its rank, and
-	// first only when the message does not carry its queuedAt.
-	look := func() (*storedRequest, result, bool) {
-		r, err := p.c.getRequest(ctx, m.RequestID, true)
-		switch {
-		case errors.Is(err, ErrNotFound) && d.ReceiveCount >= p.opts.MaxReceives:
-			// Its put never landed (or lands later still: it is then on GSI2 for
-			// the admission, or for Sweep once passed).
-			return nil, notFound(), true
-		case err != nil:
-			res, _, _ := retry(err)
-			return nil, res, true
-		case r.Status.decided():
-			return nil, decidedResult(r), true
-		}
-		return r, result{}, false
+	w.cfg = cfg
+	if w.a, err = p.admissionOf(cfg); err != nil {
+		return w.retry(err)
 	}
 	// The rank the message names lets a delivery wait without a read; every
 	// decision rests on the rank the request itself holds (a message may name
 	// another queuedAt: a put whose answer was lost, then healed by a later click).
-	rankOf := func(queuedAt EpochMillis) (string, error) {
-		index, err := cfg.RequestIndexKeys(m.UserID, m.RequestID, queuedAt)
-		return index.GSI2SK, err
-	}
-	var stored *storedRequest // as last read; nil until then
-	rank, err := rankOf(m.QueuedAt)
+	w.rank, err = w.rankOf(m.QueuedAt)
 	if m.QueuedAt == 0 {
 		var res result
 		var done bool
-		if stored, res, done = look(); done {
+		if w.stored, res, done = w.look(ctx); done {
 			return res, true, false
 		}
-		rank, err = rankOf(stored.QueuedAt)
+		w.rank, err = w.rankOf(w.stored.QueuedAt)
 	}
 	if err != nil {
-		return retry(err)
+		return w.retry(err)
 	}
-
-	a.join(ctx)
-	defer a.leave()
+	w.a.join(ctx)
+	defer w.a.leave()
 	stop := p.keepVisible(ctx, m, extend)
 	defer stop()
-	giveUp := time.NewTimer(p.opts.LeaseDuration)
+	return w.wait(ctx)
+}
+
+// rankedWait is a delivery of a ranked event's message waiting on its admission.
+type rankedWait struct {
+	p      *Processor
+	m      Message
+	d      queue.Delivery
+	cfg    *eventItem
+	a      *admission
+	rank   string         // the request's rank, as the message or the request last said
+	stored *storedRequest // the request as last read; nil until then
+	asked  bool           // this delivery added the request to the record's late set
+}
+
+// retry gives the message back after the processor's backoff.
+func (w *rankedWait) retry(err error) (result, bool, bool) {
+	return result{action: actRetry, delay: w.p.opts.Backoff(w.d.ReceiveCount), outcome: Outcome{Kind: OutcomeRetry, Err: err}}, true, false
+}
+
+// rankOf is the rank (GSI2SK) of the message's request queued at queuedAt.
+func (w *rankedWait) rankOf(queuedAt EpochMillis) (string, error) {
+	index, err := w.cfg.RequestIndexKeys(w.m.UserID, w.m.RequestID, queuedAt)
+	return index.GSI2SK, err
+}
+
+// look reads the request as it stands (strongly consistent), and reports whether
+// that decided the delivery: the request decided, missing on the last receive, or
+// the read failed.
+func (w *rankedWait) look(ctx context.Context) (*storedRequest, result, bool) {
+	r, err := w.p.c.getRequest(ctx, w.m.RequestID, true)
+	switch {
+	case errors.Is(err, ErrNotFound) && w.d.ReceiveCount >= w.p.opts.MaxReceives:
+		// Its put never landed (or lands later still: it is then on GSI2 for the
+		// admission, or for Sweep once passed).
+		return nil, notFound(), true
+	case err != nil:
+		res, _, _ := w.retry(err)
+		return nil, res, true
+	case r.Status.decided():
+		return nil, decidedResult(r), true
+	}
+	return r, result{}, false
+}
+
+// wait waits until the admission decided the request, passed it without seeing it
+// (a late arrival) or began refusing, the record read each tick by the admission's
+// loop; it gives the message back after a whole lease.
+func (w *rankedWait) wait(ctx context.Context) (res result, gated, late bool) {
+	giveUp := time.NewTimer(w.p.opts.LeaseDuration)
 	defer giveUp.Stop()
-	asked := false // this delivery added the request to the record's late set
 	for {
-		rec, changed := a.view()
+		rec, changed := w.a.view()
 		tick := (<-chan time.Time)(nil)
-		inWave := rec != nil && slices.Contains(rec.Wave, m.RequestID)
+		inWave := rec != nil && slices.Contains(rec.Wave, w.m.RequestID)
 		switch {
 		case inWave && rec.WaveDone:
 			// Its wave is recorded decided: the admission decided it.
 			return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate}}, true, false
 		case inWave:
 			// Its wave is being decided: wait for the record to say so.
-		case rec != nil && (rec.Refusing || rank <= rec.Through):
-			// Passed, being decided, or refused: the request itself says which.
-			r, res, done := look()
-			if done {
-				return res, true, false
-			}
-			if stored == nil || r.QueuedAt != stored.QueuedAt {
-				if rank, err = rankOf(r.QueuedAt); err != nil {
-					return retry(err)
-				}
-			}
-			stored = r
-			switch {
-			case rec.Refusing && rank > rec.Through:
-				// Ranked after every wave, once no seat was left: refused as any
-				// request after the last seat.
-				return result{}, false, false
-			case rec.Refusing:
-				return result{}, false, true // a late arrival, once no seat is left: ResultLate
-			case rank > rec.Through:
-				// The message named an older rank: wait for the admission.
-				continue
-			case rec.passed(rank, m.RequestID) && !asked && !slices.Contains(rec.Late, m.RequestID):
-				// A late arrival while seats may be left: the admission's next wave
-				// takes it first. A refusal of the write means the admission began
-				// refusing meanwhile: the next read of the record says so.
-				if err := ignoreLost(a.write(ctx, &admissionLateRow, args{pLate: setOf[string]{m.RequestID}})); err != nil {
-					return retry(err)
-				}
-				asked = true
+		case rec != nil && (rec.Refusing || w.rank <= rec.Through):
+			if res, gated, late, done := w.passed(ctx, rec); done {
+				return res, gated, late
 			}
 			// Waiting for the next wave (a late arrival): the request is read
 			// again each tick.
@@ -409,9 +402,49 @@ func (p *Processor) rankedGate(ctx context.Context, m Message, d queue.Delivery,
 		case <-giveUp.C:
 			return result{action: actRetry, delay: time.Second, outcome: Outcome{Kind: OutcomeRetry, Err: errAdmissionSlow}}, true, false
 		case <-ctx.Done():
-			return retry(ctx.Err())
+			return w.retry(ctx.Err())
 		}
 	}
+}
+
+// passed handles a request the record has passed, or every one once it refuses:
+// the request itself, read, says whether it was decided, is refused (the worker's
+// own path), or is a late arrival that joins the record's late set while seats may
+// be left. done is false while the delivery goes on waiting.
+func (w *rankedWait) passed(ctx context.Context, rec *admissionItem) (res result, gated, late, done bool) {
+	r, res, decided := w.look(ctx)
+	if decided {
+		return res, true, false, true
+	}
+	if w.stored == nil || r.QueuedAt != w.stored.QueuedAt {
+		rank, err := w.rankOf(r.QueuedAt)
+		if err != nil {
+			res, gated, late := w.retry(err)
+			return res, gated, late, true
+		}
+		w.rank = rank
+	}
+	w.stored = r
+	switch {
+	case rec.Refusing && w.rank > rec.Through:
+		// Ranked after every wave, once no seat was left: refused as any request
+		// after the last seat.
+		return result{}, false, false, true
+	case rec.Refusing:
+		return result{}, false, true, true // a late arrival, once no seat is left: ResultLate
+	case w.rank > rec.Through:
+		return result{}, false, false, false // the message named an older rank: wait for the admission
+	case rec.passed(w.rank, w.m.RequestID) && !w.asked && !slices.Contains(rec.Late, w.m.RequestID):
+		// A late arrival while seats may be left: the admission's next wave takes it
+		// first. A refusal of the write means the admission began refusing
+		// meanwhile: the next read of the record says so.
+		if err := ignoreLost(w.a.write(ctx, &admissionLateRow, args{pLate: setOf[string]{w.m.RequestID}})); err != nil {
+			res, gated, late := w.retry(err)
+			return res, gated, late, true
+		}
+		w.asked = true
+	}
+	return result{}, false, false, false
 }
 
 // errAdmissionSlow: a delivery waited a whole lease for the admission; its message
@@ -496,6 +529,15 @@ func (a *admission) step(ctx context.Context) (full bool, err error) {
 	if a.left <= 0 {
 		return false, ignoreLost(a.write(ctx, &admissionRefusingRow, args{pLeaseOwner: a.owner, pWavesAsRead: rec.Waves, pWave: []string{}}))
 	}
+	return a.nextWave(ctx, rec, now, decidedHere)
+}
+
+// nextWave reads the late arrivals and the line after the record's watermark, writes
+// the next wave of at most the seats left on the record (its compare-and-set), and
+// decides it; in a lull it says the last wave this loop decided is decided. It
+// reports whether the line read was full.
+func (a *admission) nextWave(ctx context.Context, rec *admissionItem, now EpochMillis, decidedHere bool) (full bool, err error) {
+	c := a.p.c
 	size := int(min(a.left, int64(waveSize(c))))
 	// The late arrivals first: they are ranked before everything the line holds.
 	wave, taken, err := a.lateArrivals(ctx, rec.Late, size)
