@@ -208,52 +208,64 @@ func (e *EventSettings) validate() error {
 	}
 	switch e.EventType {
 	case FirstCome:
-		switch {
-		case e.CapacityTotal < 1:
-			return bad("a FIRST_COME event needs capacityTotal ≥ 1")
-		case seatsPerShard(e.CapacityTotal, e.CapacityShards) > MaxSeatsPerShard:
-			return bad("%d seats on one capacity shard, more than %d: its record of holders would near DynamoDB's 400 KB item limit; use capacityShards ≥ %d",
-				seatsPerShard(e.CapacityTotal, e.CapacityShards), MaxSeatsPerShard, (e.CapacityTotal+MaxSeatsPerShard-1)/MaxSeatsPerShard)
-		case e.WinnerCount != 0 || e.LotteryCutoffAt != 0 || e.AnnounceAt != 0:
-			return bad("winnerCount, lotteryCutoffAt and announceAt are for LOTTERY events")
-		case e.HoldFor != 0 && (e.HoldFor < MinHoldFor || e.HoldFor > MaxHoldFor):
-			return bad("holdFor %s, want 0 (no holds) or %s to %s", e.HoldFor, MinHoldFor, MaxHoldFor)
-		case e.PrequeueOpensAt != 0 && e.StartsAt == 0:
-			return bad("a pre-queue (prequeueOpensAt) needs startsAt, when it is served")
-		case e.PrequeueOpensAt != 0 && e.PrequeueOpensAt >= e.StartsAt:
-			return bad("prequeueOpensAt must be before startsAt")
-		case e.Admission != AdmissionProcessing && e.Admission != AdmissionRanked:
-			return bad("admission %q, want %q or %q", string(e.Admission), AdmissionProcessing, AdmissionRanked)
-		case e.RankSettle != 0 && e.Admission != AdmissionRanked:
-			return bad("rankSettle is for a ranked admission")
-		case e.RankSettle != 0 && (e.RankSettle < MinRankSettle || e.RankSettle > MaxRankSettle):
-			return bad("rankSettle %s, want 0 (%s) or %s to %s", e.RankSettle, DefaultRankSettle, MinRankSettle, MaxRankSettle)
-		case e.Admission == AdmissionRanked && e.PrequeueOpensAt != 0:
-			return bad("a ranked admission with a pre-queue is not supported: the pre-queue's drawn order decides its entries")
-		case e.HoldFor != 0 && e.CapacityShards > maxCapacityShards-1:
-			return bad("capacityShards %d with holds, want at most %d: CreateEvent writes the event's entry in the hold registry in the same transaction", e.CapacityShards, maxCapacityShards-1)
-		}
+		return e.validateFirstCome(bad)
 	case Lottery:
-		switch {
-		case e.WinnerCount < 1:
-			return bad("a LOTTERY event needs winnerCount ≥ 1")
-		case e.LotteryCutoffAt == 0:
-			return bad("a LOTTERY event needs lotteryCutoffAt")
-		case e.CapacityTotal != 0:
-			return bad("capacityTotal is for FIRST_COME events")
-		case e.PrequeueOpensAt != 0:
-			return bad("prequeueOpensAt is for FIRST_COME events (a lottery's entries are drawn already)")
-		case e.HoldFor != 0:
-			return bad("holdFor is for FIRST_COME events")
-		case e.Admission != AdmissionProcessing || e.RankSettle != 0:
-			return bad("admission and rankSettle are for FIRST_COME events")
-		case e.StartsAt != 0 && e.LotteryCutoffAt <= e.StartsAt:
-			return bad("lotteryCutoffAt must be after startsAt")
-		case e.AnnounceAt != 0 && e.AnnounceAt < e.LotteryCutoffAt:
-			return bad("announceAt must not be before lotteryCutoffAt")
-		}
-	default:
-		return bad("eventType %q, want FIRST_COME or LOTTERY", string(e.EventType))
+		return e.validateLottery(bad)
+	}
+	return bad("eventType %q, want FIRST_COME or LOTTERY", string(e.EventType))
+}
+
+// validateFirstCome checks what only a FIRST_COME event may set, each refusal made by
+// bad.
+func (e *EventSettings) validateFirstCome(bad func(format string, args ...any) error) error {
+	switch {
+	case e.CapacityTotal < 1:
+		return bad("a FIRST_COME event needs capacityTotal ≥ 1")
+	case seatsPerShard(e.CapacityTotal, e.CapacityShards) > MaxSeatsPerShard:
+		return bad("%d seats on one capacity shard, more than %d: its record of holders would near DynamoDB's 400 KB item limit; use capacityShards ≥ %d",
+			seatsPerShard(e.CapacityTotal, e.CapacityShards), MaxSeatsPerShard, (e.CapacityTotal+MaxSeatsPerShard-1)/MaxSeatsPerShard)
+	case e.WinnerCount != 0 || e.LotteryCutoffAt != 0 || e.AnnounceAt != 0:
+		return bad("winnerCount, lotteryCutoffAt and announceAt are for LOTTERY events")
+	case e.HoldFor != 0 && (e.HoldFor < MinHoldFor || e.HoldFor > MaxHoldFor):
+		return bad("holdFor %s, want 0 (no holds) or %s to %s", e.HoldFor, MinHoldFor, MaxHoldFor)
+	case e.PrequeueOpensAt != 0 && e.StartsAt == 0:
+		return bad("a pre-queue (prequeueOpensAt) needs startsAt, when it is served")
+	case e.PrequeueOpensAt != 0 && e.PrequeueOpensAt >= e.StartsAt:
+		return bad("prequeueOpensAt must be before startsAt")
+	case e.Admission != AdmissionProcessing && e.Admission != AdmissionRanked:
+		return bad("admission %q, want %q or %q", string(e.Admission), AdmissionProcessing, AdmissionRanked)
+	case e.RankSettle != 0 && e.Admission != AdmissionRanked:
+		return bad("rankSettle is for a ranked admission")
+	case e.RankSettle != 0 && (e.RankSettle < MinRankSettle || e.RankSettle > MaxRankSettle):
+		return bad("rankSettle %s, want 0 (%s) or %s to %s", e.RankSettle, DefaultRankSettle, MinRankSettle, MaxRankSettle)
+	case e.Admission == AdmissionRanked && e.PrequeueOpensAt != 0:
+		return bad("a ranked admission with a pre-queue is not supported: the pre-queue's drawn order decides its entries")
+	case e.HoldFor != 0 && e.CapacityShards > maxCapacityShards-1:
+		return bad("capacityShards %d with holds, want at most %d: CreateEvent writes the event's entry in the hold registry in the same transaction", e.CapacityShards, maxCapacityShards-1)
+	}
+	return nil
+}
+
+// validateLottery checks what a LOTTERY event needs, and refuses what only a
+// FIRST_COME event may set, each refusal made by bad.
+func (e *EventSettings) validateLottery(bad func(format string, args ...any) error) error {
+	switch {
+	case e.WinnerCount < 1:
+		return bad("a LOTTERY event needs winnerCount ≥ 1")
+	case e.LotteryCutoffAt == 0:
+		return bad("a LOTTERY event needs lotteryCutoffAt")
+	case e.CapacityTotal != 0:
+		return bad("capacityTotal is for FIRST_COME events")
+	case e.PrequeueOpensAt != 0:
+		return bad("prequeueOpensAt is for FIRST_COME events (a lottery's entries are drawn already)")
+	case e.HoldFor != 0:
+		return bad("holdFor is for FIRST_COME events")
+	case e.Admission != AdmissionProcessing || e.RankSettle != 0:
+		return bad("admission and rankSettle are for FIRST_COME events")
+	case e.StartsAt != 0 && e.LotteryCutoffAt <= e.StartsAt:
+		return bad("lotteryCutoffAt must be after startsAt")
+	case e.AnnounceAt != 0 && e.AnnounceAt < e.LotteryCutoffAt:
+		return bad("announceAt must not be before lotteryCutoffAt")
 	}
 	return nil
 }
