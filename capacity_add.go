@@ -36,13 +36,13 @@ const (
 var (
 	addable  = all(configExists, fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome))), notEnded)
 	samePool = func(v values) expression.ConditionBuilder {
-		return expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(v.value(pPrevPoolVersion)))
+		return expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(v.Value(pPrevPoolVersion)))
 	}
 	configAddCap = all(addable, samePool)
 	// seatLeftWithRoom: the shard holds seats, and room for the seats added
 	// (MaxSeatsPerShard), also when another add read it at the same moment.
 	seatLeftWithRoom = all(seatLeft, func(v values) expression.ConditionBuilder {
-		return expression.Name(attrCapacityTotal).LessThanEqual(v.value(pShardRoom))
+		return expression.Name(attrCapacityTotal).LessThanEqual(v.Value(pShardRoom))
 	})
 
 	seatsAddedRow = row{
@@ -455,59 +455,12 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
-	refused := func(reason string) (EventUpdate, bool, error) {
+	if reason := c.cancelRefusal(cfg, req); reason != "" {
 		return EventUpdate{Event: &cfg.Event, Reason: reason, Request: &req.Request}, false, nil
 	}
-	switch {
-	case req.EventType != FirstCome:
-		return refused("only a FIRST_COME seat can be cancelled")
-	case req.Status == StatusHeld || req.Status == StatusWaitlisted:
-		return refused("the request is " + string(req.Status) + ": Release ends it")
-	case req.Status == StatusRejected && req.ResultCode == ResultCancelled:
-		return refused(cancelledAlready)
-	case req.Status == StatusRejected:
-		return refused("the request is REJECTED (" + string(req.ResultCode) + "): it holds no seat")
-	case req.Status != StatusSucceeded:
-		return refused("the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat")
-	}
-	n := max(cfg.CapacityShards, 1)
-	items := n + 5 // the CONFIG, the audit entry, the request, the pool, the marker, every shard
-	if c.opts.StatusLog {
-		items++
-	}
-	if items > maxTransactItems {
-		return refused(fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n))
-	}
-	keys, err := CapacityKeys(req.EventID, n)
+	w, extra, err := c.cancelWrites(requestID, cfg, req, op)
 	if err != nil {
 		return EventUpdate{}, false, err
-	}
-	rk, err := NewReturnsKey(req.EventID)
-	if err != nil {
-		return EventUpdate{}, false, err
-	}
-	reqKey, _ := NewRequestKey(requestID) // checked by the read
-	version := cfg.PoolVersion + 1
-	now := c.now()
-	marker, err := op.marker(req.EventID, now)
-	if err != nil {
-		return EventUpdate{}, false, err
-	}
-	w := write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
-	extra := []write{
-		{row: &cancelRow, key: reqKey.Key(), args: args{pNow: now}},
-		{row: &poolCancelledRow, key: rk.Key(), args: args{pNow: now, pEventID: req.EventID, pPoolVersion: version}},
-		marker,
-	}
-	for _, k := range keys {
-		extra = append(extra, write{row: &poolMarkedRow, key: k.Key(), args: args{pPoolVersion: version}})
-	}
-	if c.opts.StatusLog {
-		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+op.actor, now)
-		if err != nil {
-			return EventUpdate{}, false, err
-		}
-		extra = append(extra, entry)
 	}
 	up, err = c.control(ctx, req.EventID, op.actor, ActionCancel, "request "+requestID, w, extra...)
 	if err != nil {
@@ -527,6 +480,73 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 		return up, true, nil // another change of the seats came first: read again
 	}
 	return up, false, nil
+}
+
+// cancelRefusal is the reason a cancel of req is not applied, before any write: a
+// request that holds no seat a cancel gives back, or an event of too many shards to
+// mark in one transaction; "" when it may be tried.
+func (c *Client) cancelRefusal(cfg *eventItem, req *storedRequest) string {
+	switch {
+	case req.EventType != FirstCome:
+		return "only a FIRST_COME seat can be cancelled"
+	case req.Status == StatusHeld || req.Status == StatusWaitlisted:
+		return "the request is " + string(req.Status) + ": Release ends it"
+	case req.Status == StatusRejected && req.ResultCode == ResultCancelled:
+		return cancelledAlready
+	case req.Status == StatusRejected:
+		return "the request is REJECTED (" + string(req.ResultCode) + "): it holds no seat"
+	case req.Status != StatusSucceeded:
+		return "the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat"
+	}
+	n := max(cfg.CapacityShards, 1)
+	items := n + 5 // the CONFIG, the audit entry, the request, the pool, the marker, every shard
+	if c.opts.StatusLog {
+		items++
+	}
+	if items > maxTransactItems {
+		return fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n)
+	}
+	return ""
+}
+
+// cancelWrites are the writes of a cancel of requestID (req, as read), in one
+// transaction: w, the "pool version raised" row on the CONFIG, and extra, the request
+// cancelled, its seat to the pool, the operation's marker, the pool version on every
+// shard and, with Options.StatusLog, the request's log entry.
+func (c *Client) cancelWrites(requestID string, cfg *eventItem, req *storedRequest, op operation) (w write, extra []write, err error) {
+	n := max(cfg.CapacityShards, 1)
+	keys, err := CapacityKeys(req.EventID, n)
+	if err != nil {
+		return write{}, nil, err
+	}
+	rk, err := NewReturnsKey(req.EventID)
+	if err != nil {
+		return write{}, nil, err
+	}
+	reqKey, _ := NewRequestKey(requestID) // checked by the read
+	version := cfg.PoolVersion + 1
+	now := c.now()
+	marker, err := op.marker(req.EventID, now)
+	if err != nil {
+		return write{}, nil, err
+	}
+	w = write{row: &poolVersionRow, args: args{pPoolVersion: version, pPrevPoolVersion: cfg.PoolVersion}}
+	extra = []write{
+		{row: &cancelRow, key: reqKey.Key(), args: args{pNow: now}},
+		{row: &poolCancelledRow, key: rk.Key(), args: args{pNow: now, pEventID: req.EventID, pPoolVersion: version}},
+		marker,
+	}
+	for _, k := range keys {
+		extra = append(extra, write{row: &poolMarkedRow, key: k.Key(), args: args{pPoolVersion: version}})
+	}
+	if c.opts.StatusLog {
+		entry, err := c.statusLogEntry(requestID, StatusSucceeded, StatusRejected, cancelRow.name+" by "+op.actor, now)
+		if err != nil {
+			return write{}, nil, err
+		}
+		extra = append(extra, entry)
+	}
+	return w, extra, nil
 }
 
 // cancelledAlready is the reason of a cancel that finds its request cancelled, by a

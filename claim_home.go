@@ -61,10 +61,10 @@ var waveClaimRows = func() (rs [maxWaveClaim + 1]*row) {
 			token := waveTokenParam(i)
 			conds = append(conds,
 				not(func(v values) expression.ConditionBuilder {
-					return expression.Contains(expression.Name(attrHolders), v.arg(token))
+					return expression.Contains(expression.Name(attrHolders), v.Arg(token))
 				}),
 				not(func(v values) expression.ConditionBuilder {
-					return expression.Contains(expression.Name(attrVoid), v.arg(token))
+					return expression.Contains(expression.Name(attrVoid), v.Arg(token))
 				}))
 		}
 		rs[k] = &row{
@@ -84,7 +84,7 @@ var (
 	// writes SUCCEEDED, and the lease's clock decides only who does (liveness).
 	atHome = func(v values) expression.ConditionBuilder {
 		return expression.AttributeNotExists(expression.Name(attrSeatShard)).
-			Or(expression.Name(attrSeatShard).Equal(v.value(pSeatShard))).
+			Or(expression.Name(attrSeatShard).Equal(v.Value(pSeatShard))).
 			And(leaseExpired(v))
 	}
 	capacityExists = fixed(expression.AttributeExists(expression.Name(attrPK)))

@@ -14,7 +14,7 @@ import (
 func TestWaveSeatsWithinExpressionLimits(t *testing.T) {
 	p, err := waveClaimRows[maxWaveClaim].planOf("")
 	require.NoError(t, err)
-	for _, text := range []string{*p.condition, *p.update} {
+	for _, text := range []string{*p.Condition, *p.Update} {
 		assert.LessOrEqual(t, len(text), 4096, text)
 		operators := len(regexp.MustCompile(`\b(AND|OR|NOT|contains|attribute_exists|attribute_not_exists|size|BETWEEN|IN)\b|>=|<=|<>|=|<|>|[+-]`).FindAllString(text, -1))
 		assert.LessOrEqual(t, operators, 300, text)

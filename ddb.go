@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/asyncevent/asyncevent/internal/rowplan"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -66,19 +67,19 @@ type expressionFields struct {
 
 // bound is a row's plan with one write's values.
 type bound struct {
-	plan   *plan
+	plan   *rowplan.Plan
 	values map[string]types.AttributeValue
 }
 
 // into fills a row's expression for one write into an input. The names are the
 // input's own copy: whoever gets the input may change it.
 func into(f expressionFields, e bound) {
-	*f.condition, *f.values = e.plan.condition, e.values
-	if len(e.plan.names) > 0 {
-		*f.names = maps.Clone(e.plan.names)
+	*f.condition, *f.values = e.plan.Condition, e.values
+	if len(e.plan.Names) > 0 {
+		*f.names = maps.Clone(e.plan.Names)
 	}
 	if f.update != nil {
-		*f.update = e.plan.update
+		*f.update = e.plan.Update
 	}
 }
 
@@ -90,7 +91,7 @@ func (c *Client) input(w write, start Status) (types.TransactWriteItem, error) {
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
-	values, err := p.bind(w.row, w.args)
+	values, err := rowplan.Bind(p, w.args)
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}

@@ -77,11 +77,11 @@ const controlLead = 10 * time.Second
 var (
 	notEnded = func(v values) expression.ConditionBuilder {
 		return expression.AttributeNotExists(expression.Name(attrClosedAt)).
-			And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.value(pNow)))).
+			And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.Value(pNow)))).
 			And(cutoffAhead(v))
 	}
 	cutoffAhead = func(v values) expression.ConditionBuilder {
-		return expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt)).Or(expression.Name(attrLotteryCutoffAt).GreaterThanEqual(v.value(pNow)))
+		return expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt)).Or(expression.Name(attrLotteryCutoffAt).GreaterThanEqual(v.Value(pNow)))
 	}
 	notPaused     = fixed(expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false))))
 	openToClose   = all(configExists, notEnded)
@@ -92,14 +92,14 @@ var (
 		compare(expression.Name(attrLotteryCutoffAt).GreaterThan, pLead),
 		compare(expression.Name(attrLotteryCutoffAt).LessThan, pCutoff),
 		func(v values) expression.ConditionBuilder {
-			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.value(pCutoff)))
+			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.Value(pCutoff)))
 		})
 	drawNotBegun = phaseIs(PhaseCollecting)
 	startMovable = all(configExists, fixed(expression.AttributeExists(expression.Name(attrPrequeueOpensAt))),
 		compare(expression.Name(attrStartsAt).GreaterThan, pLead),
 		compare(expression.Name(attrStartsAt).LessThan, pStart),
 		func(v values) expression.ConditionBuilder {
-			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(v.value(pStart)))
+			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(v.Value(pStart)))
 		})
 
 	eventClosedRow = row{

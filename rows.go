@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,6 +15,7 @@ import (
 
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/internal/rowplan"
 )
 
 // The rows of the access-pattern table, and the one engine that writes them.
@@ -75,166 +72,73 @@ type leave struct {
 	when   cond
 }
 
-// param names a value that a row's conditions and actions take at each call.
-type param string
-
-// args are a write's values of its row's params, each of the Go type its attribute
-// holds: EpochMillis for a time, a setOf for a set, and so on.
-type args map[param]any
-
-// values gives a row's conditions and actions the values of their params.
-type values interface {
-	// arg is p's value, as the expression package takes a value (Contains).
-	arg(p param) any
-	// value is p's value as an operand.
-	value(p param) expression.ValueBuilder
-}
-
-// docValues give each param as :name, the way the access-pattern table of doc.go
-// shows it.
-type docValues struct{}
-
-func (docValues) arg(p param) any                       { return ":" + string(p) }
-func (docValues) value(p param) expression.ValueBuilder { return expression.Value(docValues{}.arg(p)) }
+// The vocabulary of a row's conditions and actions is internal/rowplan's, the engine
+// that builds a row's expression once and binds each call's values into it.
+type (
+	// param names a value that a row's conditions and actions take at each call.
+	param = rowplan.Param
+	// args are a write's values of its row's params, each of the Go type its
+	// attribute holds: EpochMillis for a time, a setOf for a set, and so on.
+	args = rowplan.Args
+	// values gives a row's conditions and actions the values of their params.
+	values = rowplan.Values
+	// A cond is a condition of a row, which may take params' values from v.
+	cond = rowplan.Cond
+	// set is one action of an update on an attribute, with a constant or a
+	// param's value.
+	set = rowplan.Action
+)
 
 // setOf marshals to a DynamoDB set: a number set (NS) of ints, a string set (SS) of
 // strings.
-type setOf[T int | string] []T
-
-// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
-func (s setOf[T]) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
-	elems := make([]string, len(s))
-	for i, v := range s {
-		elems[i] = fmt.Sprint(v)
-	}
-	if _, numbers := any(s).(setOf[int]); numbers {
-		return &types.AttributeValueMemberNS{Value: elems}, nil
-	}
-	return &types.AttributeValueMemberSS{Value: elems}, nil
-}
-
-// A cond is a condition of a row, which may take params' values from v.
-type cond func(v values) expression.ConditionBuilder
+type setOf[T int | string] = rowplan.SetOf[T]
 
 // fixed is a cond that takes no param.
-func fixed(c expression.ConditionBuilder) cond {
-	return func(values) expression.ConditionBuilder { return c }
-}
+func fixed(c expression.ConditionBuilder) cond { return rowplan.Fixed(c) }
 
 // compare is the cond that op holds against p's value, as in
 // compare(expression.Name(attrEndsAt).LessThan, pEndsAt).
 func compare(op func(expression.OperandBuilder) expression.ConditionBuilder, p param) cond {
-	return func(v values) expression.ConditionBuilder { return op(v.value(p)) }
+	return rowplan.Compare(op, p)
 }
 
 // all is the cond that each of cs holds, read left to right: all(a, b, c) is
 // ((a AND b) AND c).
-func all(cs ...cond) cond { return fold(expression.ConditionBuilder.And, cs) }
+func all(cs ...cond) cond { return rowplan.All(cs...) }
 
 // either is the cond that one of cs holds, read left to right like all.
-func either(cs ...cond) cond { return fold(expression.ConditionBuilder.Or, cs) }
-
-// fold joins cs left to right with join.
-func fold(join func(a, b expression.ConditionBuilder, more ...expression.ConditionBuilder) expression.ConditionBuilder, cs []cond) cond {
-	return func(v values) expression.ConditionBuilder {
-		c := cs[0](v)
-		for _, next := range cs[1:] {
-			c = join(c, next(v))
-		}
-		return c
-	}
-}
+func either(cs ...cond) cond { return rowplan.Either(cs...) }
 
 // not is the cond that c does not hold.
-func not(c cond) cond {
-	return func(v values) expression.ConditionBuilder { return expression.Not(c(v)) }
-}
-
-// set is one action of an update on attr, with a constant or a param's value.
-type set struct {
-	attr      string
-	constant  any   // a value, or an operand of constants
-	param     param // when not "", the value; constant is unused
-	ifMissing bool  // a SET only where the item has no attr yet
-}
+func not(c cond) cond { return rowplan.Not(c) }
 
 // setTo sets attr to v: a constant, a param's value at each call, or an operand
 // (expression.Name(attr).Minus(expression.Value(1))).
-func setTo(attr string, v any) set {
-	if p, ok := v.(param); ok {
-		return set{attr: attr, param: p}
-	}
-	return set{attr: attr, constant: v}
-}
+func setTo(attr string, v any) set { return rowplan.SetTo(attr, v) }
 
 // addTo adds v to attr: a number, or a set's elements (a param, or a constant).
-func addTo(attr string, v any) set { return setTo(attr, v) }
+func addTo(attr string, v any) set { return rowplan.SetTo(attr, v) }
 
 // setIfMissing sets attr to v where the item has no attr yet: a constant, or a
 // param's value at each call.
-func setIfMissing(attr string, v any) set {
-	s := setTo(attr, v)
-	s.ifMissing = true
-	return s
-}
+func setIfMissing(attr string, v any) set { return rowplan.SetIfMissing(attr, v) }
 
-// value is the action's value with v's params.
-func (s set) value(v values) expression.ValueBuilder {
-	if s.param != "" {
-		return v.value(s.param)
+// expression is the row's declaration as the engine reads it.
+func (r *row) expression() *rowplan.Row {
+	from := make([]rowplan.Leave, len(r.from))
+	for i, l := range r.from {
+		from[i] = rowplan.Leave{Status: string(l.status), When: l.when}
 	}
-	return expression.Value(s.constant)
-}
-
-// operand is a SET action's operand with v's params.
-func (s set) operand(v values) expression.OperandBuilder {
-	if o, ok := s.constant.(expression.OperandBuilder); ok {
-		return o
+	return &rowplan.Row{
+		Name: r.name, StatusAttr: attrStatus, From: from, To: string(r.to), Guard: r.guard, Cond: r.cond,
+		Sets: r.sets, Adds: r.adds, Deletes: r.deletes, Removes: r.removes,
 	}
-	if s.ifMissing {
-		return expression.IfNotExists(expression.Name(s.attr), s.value(v))
-	}
-	return s.value(v)
 }
 
 // build is the row's expression for one write: its condition leaving start ("" for
-// any status of from), and its update, with v's values. A row without condition or
-// update (a delete whatever the item holds) has an empty one.
+// any status of from), and its update, with v's values.
 func (r *row) build(v values, start Status) (expression.Expression, error) {
-	c := r.condition(v, start)
-	u, updates := r.update(v)
-	if c == nil && !updates {
-		return expression.Expression{}, nil
-	}
-	b := expression.NewBuilder()
-	if c != nil {
-		b = b.WithCondition(*c)
-	}
-	if updates {
-		b = b.WithUpdate(u)
-	}
-	e, err := b.Build()
-	if err != nil {
-		return e, fmt.Errorf("asyncevent: row %q: %w", r.name, err)
-	}
-	return e, nil
-}
-
-// A plan is a row's expression for one start status, built once (planOf): its text
-// and names as built, the values its constants take, and the param each other value
-// placeholder takes. A write binds its args into the plan's values (bind), so a call
-// pays for its own values, not for building the row's expression again.
-type plan struct {
-	condition, update *string
-	names             map[string]string               // copied into each input
-	constants         map[string]types.AttributeValue // copied into each input
-	params            []planParam
-}
-
-// planParam is a value placeholder of a plan and the param it takes.
-type planParam struct {
-	placeholder string
-	param       param
+	return r.expression().Build(v, string(start))
 }
 
 // planKey names a plan: a row, leaving a start status.
@@ -246,199 +150,21 @@ type planKey struct {
 // plans holds the plans built, by planKey.
 var plans sync.Map
 
-// paramMark begins the value planValues gives each param, which no write's value is.
-const paramMark = "\x00asyncevent-param\x00"
-
-// planValues give each param a value that names it, so that planOf finds which
-// placeholder of the built expression takes which param.
-type planValues struct{}
-
-func (planValues) arg(p param) any { return paramMark + string(p) }
-func (planValues) value(p param) expression.ValueBuilder {
-	return expression.Value(planValues{}.arg(p))
-}
-
 // planOf returns the row's plan leaving start, built the first time it is asked.
-func (r *row) planOf(start Status) (*plan, error) {
+func (r *row) planOf(start Status) (*rowplan.Plan, error) {
 	if !r.leaves(start) {
 		start = "" // its condition leaves any status of from
 	}
 	k := planKey{r, start}
 	if p, ok := plans.Load(k); ok {
-		return p.(*plan), nil
+		return p.(*rowplan.Plan), nil
 	}
-	e, err := r.build(planValues{}, start)
+	p, err := rowplan.New(r.expression(), string(start))
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{condition: e.Condition(), update: e.Update(), names: e.Names(), constants: map[string]types.AttributeValue{}}
-	for placeholder, v := range e.Values() {
-		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.HasPrefix(s.Value, paramMark) {
-			p.params = append(p.params, planParam{placeholder, param(strings.TrimPrefix(s.Value, paramMark))})
-			continue
-		}
-		p.constants[placeholder] = v
-	}
 	actual, _ := plans.LoadOrStore(k, p)
-	return actual.(*plan), nil
-}
-
-// bind returns the plan's values with a's: each param's value as the expression
-// package would marshal it. A param a does not give is an error naming it.
-func (p *plan) bind(r *row, a args) (map[string]types.AttributeValue, error) {
-	if len(p.constants)+len(p.params) == 0 {
-		return nil, nil
-	}
-	values := make(map[string]types.AttributeValue, len(p.constants)+len(p.params))
-	for placeholder, v := range p.constants {
-		values[placeholder] = cloneValue(v)
-	}
-	for _, pp := range p.params {
-		v, ok := a[pp.param]
-		if !ok {
-			return nil, fmt.Errorf("asyncevent: row %q: no value for %s", r.name, pp.param)
-		}
-		av, err := marshalValue(v)
-		if err != nil {
-			return nil, fmt.Errorf("asyncevent: row %q: %s: %w", r.name, pp.param, err)
-		}
-		values[pp.placeholder] = av
-	}
-	return values, nil
-}
-
-// cloneValue is a copy of v that shares nothing with it: an input is its caller's to
-// change (a user's DynamoDB wrapper may edit one), so no two inputs share a value.
-func cloneValue(v types.AttributeValue) types.AttributeValue {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return &types.AttributeValueMemberS{Value: x.Value}
-	case *types.AttributeValueMemberN:
-		return &types.AttributeValueMemberN{Value: x.Value}
-	case *types.AttributeValueMemberBOOL:
-		return &types.AttributeValueMemberBOOL{Value: x.Value}
-	case *types.AttributeValueMemberNULL:
-		return &types.AttributeValueMemberNULL{Value: x.Value}
-	case *types.AttributeValueMemberB:
-		return &types.AttributeValueMemberB{Value: slices.Clone(x.Value)}
-	case *types.AttributeValueMemberSS:
-		return &types.AttributeValueMemberSS{Value: slices.Clone(x.Value)}
-	case *types.AttributeValueMemberNS:
-		return &types.AttributeValueMemberNS{Value: slices.Clone(x.Value)}
-	case *types.AttributeValueMemberBS:
-		bs := make([][]byte, len(x.Value))
-		for i, b := range x.Value {
-			bs[i] = slices.Clone(b)
-		}
-		return &types.AttributeValueMemberBS{Value: bs}
-	case *types.AttributeValueMemberL:
-		l := make([]types.AttributeValue, len(x.Value))
-		for i, e := range x.Value {
-			l[i] = cloneValue(e)
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	case *types.AttributeValueMemberM:
-		m := make(map[string]types.AttributeValue, len(x.Value))
-		for k, e := range x.Value {
-			m[k] = cloneValue(e)
-		}
-		return &types.AttributeValueMemberM{Value: m}
-	}
-	return v
-}
-
-// marshalValue is attributevalue.Marshal of v, without its reflection for the
-// values rows bind most: strings, integers and booleans, of any named type. A nil
-// slice, map or pointer is NULL, as the SDK encodes it, before any Marshaler of its
-// type is asked.
-func marshalValue(v any) (types.AttributeValue, error) {
-	switch x := v.(type) {
-	case attributevalue.Marshaler:
-		switch rv := reflect.ValueOf(v); rv.Kind() {
-		case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
-			if rv.IsNil() {
-				return &types.AttributeValueMemberNULL{Value: true}, nil
-			}
-		}
-		return x.MarshalDynamoDBAttributeValue()
-	case string:
-		return &types.AttributeValueMemberS{Value: x}, nil
-	case EpochMillis:
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(x), 10)}, nil
-	case int:
-		return &types.AttributeValueMemberN{Value: strconv.Itoa(x)}, nil
-	case int64:
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)}, nil
-	case bool:
-		return &types.AttributeValueMemberBOOL{Value: x}, nil
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.String:
-		return &types.AttributeValueMemberS{Value: rv.String()}, nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(rv.Int(), 10)}, nil
-	}
-	return attributevalue.Marshal(v)
-}
-
-// condition is the row's condition leaving start, or any status of from when start
-// is "" or not one of them; nil when the row has none.
-func (r *row) condition(v values, start Status) *expression.ConditionBuilder {
-	if len(r.from) == 0 {
-		if r.cond == nil {
-			return nil
-		}
-		c := r.cond(v)
-		return &c
-	}
-	if !r.leaves(start) {
-		start = ""
-	}
-	var cond expression.ConditionBuilder
-	first := true
-	for _, l := range r.from {
-		if start != "" && l.status != start {
-			continue
-		}
-		c := expression.Name(attrStatus).Equal(expression.Value(l.status))
-		if l.when != nil {
-			c = c.And(l.when(v))
-		}
-		if first {
-			cond, first = c, false
-		} else {
-			cond = cond.Or(c)
-		}
-	}
-	if r.guard != nil {
-		cond = cond.And(r.guard(v))
-	}
-	return &cond
-}
-
-// update is the row's update: its status, then its actions in order; false when it
-// writes nothing.
-func (r *row) update(v values) (expression.UpdateBuilder, bool) {
-	var u expression.UpdateBuilder
-	if r.to == "" && len(r.sets)+len(r.adds)+len(r.deletes)+len(r.removes) == 0 {
-		return u, false
-	}
-	if r.to != "" {
-		u = u.Set(expression.Name(attrStatus), expression.Value(r.to))
-	}
-	for _, s := range r.sets {
-		u = u.Set(expression.Name(s.attr), s.operand(v))
-	}
-	for _, a := range r.adds {
-		u = u.Add(expression.Name(a.attr), a.value(v))
-	}
-	for _, d := range r.deletes {
-		u = u.Delete(expression.Name(d.attr), d.value(v))
-	}
-	for _, name := range r.removes {
-		u = u.Remove(expression.Name(name))
-	}
-	return u, true
+	return actual.(*rowplan.Plan), nil
 }
 
 // logTime is the param of the time the row's status-log entry records.
@@ -755,85 +481,4 @@ func CanTransition(from, to Status) bool {
 		}
 	}
 	return false
-}
-
-// placeholder matches the name and value placeholders of a built expression.
-var placeholder = regexp.MustCompile(`[#:][0-9]+`)
-
-// docParam matches a param as docValues gives it: :name.
-var docParam = regexp.MustCompile(`^:[A-Za-z][A-Za-z0-9]*$`)
-
-// describe writes text, a part of e, in the words of the access-pattern table:
-// attribute names for their placeholders, a value the row fixes as a literal (a
-// quoted string, a number, true or false), and a param as :name (a row built with
-// docValues gives each param so). A value of another kind keeps its placeholder.
-func describe(e expression.Expression, text *string) string {
-	if text == nil {
-		return ""
-	}
-	names, values := e.Names(), e.Values()
-	return collapseRuns(strings.TrimSpace(placeholder.ReplaceAllStringFunc(strings.ReplaceAll(*text, "\n", " "), func(ph string) string {
-		if n, ok := names[ph]; ok {
-			return n
-		}
-		switch v := values[ph].(type) {
-		case *types.AttributeValueMemberS:
-			if docParam.MatchString(v.Value) {
-				return v.Value
-			}
-			return strconv.Quote(v.Value)
-		case *types.AttributeValueMemberN:
-			return v.Value
-		case *types.AttributeValueMemberBOOL:
-			return strconv.FormatBool(v.Value)
-		case *types.AttributeValueMemberNULL:
-			return "null"
-		}
-		return ph
-	})))
-}
-
-// numberedPair matches an update's "name :name" of a numbered attribute (a0 :a0),
-// with whatever comes before it and after it in its clause.
-var numberedPair = regexp.MustCompile(`^(.*\s)?([a-z]+)([0-9]+) :([a-z]+)([0-9]+)(\s.*)?$`)
-
-// collapseRuns writes three or more numbered attributes of one name set alike and in
-// a row (ADD a0 :a0, a1 :a1, …, a9 :a9) as their first and last: ADD a0 :a0 … a9 :a9.
-func collapseRuns(text string) string {
-	type pair struct {
-		before, name, n, after string
-	}
-	parse := func(clause string) (pair, bool) {
-		m := numberedPair.FindStringSubmatch(clause)
-		if m == nil || m[2] != m[4] || m[3] != m[5] {
-			return pair{}, false
-		}
-		return pair{before: m[1], name: m[2], n: m[3], after: m[6]}, true
-	}
-	follows := func(a, b pair) bool {
-		x, _ := strconv.Atoi(a.n)
-		y, _ := strconv.Atoi(b.n)
-		return a.name == b.name && len(a.n) == len(b.n) && y == x+1 && a.after == "" && b.before == ""
-	}
-	clauses := strings.Split(text, ", ")
-	var out []string
-	for i := 0; i < len(clauses); {
-		first, ok := parse(clauses[i])
-		j, last := i+1, first
-		for ok && j < len(clauses) {
-			next, isPair := parse(clauses[j])
-			if !isPair || !follows(last, next) {
-				break
-			}
-			last, j = next, j+1
-		}
-		if !ok || j-i < 3 {
-			out = append(out, clauses[i])
-			i++
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s%s%s :%s%s … %s%s :%s%s%s", first.before, first.name, first.n, first.name, first.n, last.name, last.n, last.name, last.n, last.after))
-		i = j
-	}
-	return strings.Join(out, ", ")
 }

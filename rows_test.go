@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/rowplan"
 )
 
 // The access-pattern table of doc.go is the team's reference; these tests hold it to
@@ -86,13 +87,13 @@ func keyOf(r *row) string {
 func writeRows() []docRow {
 	var out []docRow
 	for _, r := range rows() {
-		e, err := r.build(docValues{}, "")
+		e, err := r.build(rowplan.DocValues{}, "")
 		if err != nil {
 			panic(err)
 		}
 		out = append(out, docRow{
 			name: r.name, method: r.method, operation: string(r.op), key: keyOf(r),
-			condition: describe(e, e.Condition()), update: describe(e, e.Update()),
+			condition: rowplan.Describe(e, e.Condition()), update: rowplan.Describe(e, e.Update()),
 		})
 	}
 	return out
@@ -217,6 +218,7 @@ func TestAccessPatternTable(t *testing.T) {
 		return
 	}
 
+	placeholder := regexp.MustCompile(`[#:][0-9]+`)
 	assert.False(t, placeholder.MatchString(want), "a value of the access-pattern table is a bare placeholder (describe gives no literal for its kind):\n%s", placeholder.FindAllString(want, -1))
 
 	stated := parseTable(doc[start:end])
@@ -273,7 +275,7 @@ func hasMethod(name string) bool {
 func TestRowsFillEveryParam(t *testing.T) {
 	c := &Client{opts: Options{TableName: "t"}}
 	for _, r := range rows() {
-		e, err := r.build(docValues{}, "")
+		e, err := r.build(rowplan.DocValues{}, "")
 		require.NoError(t, err, r.name)
 		takesParams := slices.ContainsFunc(slices.Collect(maps.Values(e.Values())), func(v types.AttributeValue) bool {
 			s, ok := v.(*types.AttributeValueMemberS)
@@ -297,11 +299,11 @@ func TestRowsBuild(t *testing.T) {
 			starts = append(starts, l.status)
 		}
 		for _, start := range starts {
-			e, err := r.build(docValues{}, start)
+			e, err := r.build(rowplan.DocValues{}, start)
 			require.NoError(t, err, "%s from %q", r.name, start)
 			assert.Equal(t, r.op == opUpdate, e.Update() != nil, "%s: an update row must set something, and only an update row may", r.name)
 			if start != "" && len(r.from) > 1 {
-				assert.Contains(t, describe(e, e.Condition()), string(start), r.name)
+				assert.Contains(t, rowplan.Describe(e, e.Condition()), string(start), r.name)
 			}
 		}
 	}
@@ -396,29 +398,12 @@ func BenchmarkRowInput(b *testing.B) {
 	}
 }
 
-// The access-pattern table writes a run of numbered attributes set alike as its first
-// and last, and nothing else that way.
-func TestCollapseRuns(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"ADD a0 :a0, a1 :a1, a2 :a2 SET x = :x", "ADD a0 :a0 … a2 :a2 SET x = :x"},
-		{"ADD a0 :a0, a1 :a1, d0 :d0, d1 :d1, d2 :d2", "ADD a0 :a0, a1 :a1, d0 :d0 … d2 :d2"},
-		{"ADD h08 :h08, h09 :h09, h10 :h10", "ADD h08 :h08 … h10 :h10"},
-		{"ADD a0 :a0, a2 :a2, a3 :a3", "ADD a0 :a0, a2 :a2, a3 :a3"}, // not in a row
-		{"ADD a0 :b0, a1 :b1, a2 :b2", "ADD a0 :b0, a1 :b1, a2 :b2"}, // set otherwise
-		{"SET x = if_not_exists(x, :x), y = :y", "SET x = if_not_exists(x, :x), y = :y"},
-	} {
-		if got := collapseRuns(tc.in); got != tc.want {
-			t.Errorf("collapseRuns(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // argValues give each param its value in a write's args, the way a row's expression
 // was built for every write before plans.
 type argValues args
 
-func (a argValues) arg(p param) any                       { return a[p] }
-func (a argValues) value(p param) expression.ValueBuilder { return expression.Value(a[p]) }
+func (a argValues) Arg(p param) any                       { return a[p] }
+func (a argValues) Value(p param) expression.ValueBuilder { return expression.Value(a[p]) }
 
 // A row's plan, bound with a write's args, is the expression built for that write
 // with those args: the same text, names and values, for every row leaving each of
@@ -450,20 +435,20 @@ func TestPlansBindTheBuiltExpression(t *testing.T) {
 			require.NoError(t, err, r.name)
 			for k, kind := range kinds {
 				a := args{}
-				for _, pp := range p.params {
-					a[pp.param] = kind(pp.param)
+				for _, pp := range p.Params() {
+					a[pp] = kind(pp)
 				}
 				want, err := r.build(argValues(a), start)
 				require.NoError(t, err, r.name)
-				values, err := p.bind(r, a)
+				values, err := rowplan.Bind(p, a)
 				require.NoError(t, err, r.name)
-				assert.Equal(t, want.Condition(), p.condition, "%s leaving %q: condition", r.name, start)
-				assert.Equal(t, want.Update(), p.update, "%s leaving %q: update", r.name, start)
-				assert.Equal(t, want.Names(), p.names, "%s leaving %q: names", r.name, start)
+				assert.Equal(t, want.Condition(), p.Condition, "%s leaving %q: condition", r.name, start)
+				assert.Equal(t, want.Update(), p.Update, "%s leaving %q: update", r.name, start)
+				assert.Equal(t, want.Names(), p.Names, "%s leaving %q: names", r.name, start)
 				assert.Equal(t, want.Values(), values, "%s leaving %q: values of kind %d", r.name, start, k)
 			}
-			if len(p.params) > 0 {
-				_, err := p.bind(r, args{})
+			if len(p.Params()) > 0 {
+				_, err := rowplan.Bind(p, args{})
 				assert.ErrorContains(t, err, "no value for", r.name)
 			}
 		}
@@ -491,7 +476,7 @@ func TestMarshalValueIsTheSDKs(t *testing.T) {
 		[]string{"a", "b"}, []string{}, []int(nil), []byte("b"), entity.Request,
 	} {
 		want, wantErr := attributevalue.Marshal(v)
-		got, err := marshalValue(v)
+		got, err := rowplan.MarshalValue(v)
 		if wantErr != nil {
 			assert.Error(t, err, "%T %v", v, v)
 			continue

@@ -72,12 +72,12 @@ var (
 	seatLeft = fixed(expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0)))
 	// holder: the request's token is on the place.
 	holder = func(v values) expression.ConditionBuilder {
-		return expression.Contains(expression.Name(attrHolders), v.arg(pSeatToken))
+		return expression.Contains(expression.Name(attrHolders), v.Arg(pSeatToken))
 	}
 	notHolder = not(holder)
 	// notClosed: the place is not closed to the claims of the request at this epoch.
 	notClosed = not(func(v values) expression.ConditionBuilder {
-		return expression.Contains(expression.Name(attrVoid), v.arg(pFenceToken))
+		return expression.Contains(expression.Name(attrVoid), v.Arg(pFenceToken))
 	})
 	seatFree    = all(seatLeft, notHolder, notClosed)
 	placeExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
