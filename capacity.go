@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/internal/seatcache"
 )
 
 // EventCapacity is a FIRST_COME event's seats as a caller reads them (GetCapacity):
@@ -205,13 +205,13 @@ const (
 // shardEmpty records that a shard has no seat left: in seats, and as record says on
 // the event's config for the workers that have not met it; and, at most once a
 // second, reads the shards the others recorded (healEmpty).
-func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatShards, record recordEmpty) {
-	news := seats.add(eventID, shard, n)
+func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, seats *seatcache.Shards, record recordEmpty) {
+	news := seats.Add(eventID, shard, n)
 	switch {
 	case record == recordAlways, record == recordIfNew && news:
 		c.recordEmpty(ctx, eventID, n, []int{shard})
 	case (record == recordIfUnlisted || record == recordIfUnlistedNow) && news:
-		seats.unrecorded(eventID, shard)
+		seats.Unrecorded(eventID, shard)
 	}
 	c.healEmpty(ctx, eventID, n, seats, news && record == recordIfUnlistedNow)
 }
@@ -222,16 +222,16 @@ func (c *Client) shardEmpty(ctx context.Context, eventID string, shard, n int, s
 // record of the claim that emptied one was lost (a crash between the two writes, a
 // throttle), and the workers new to the event would otherwise pay a failed claim on
 // it each, for good.
-func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *seatShards, now bool) {
-	if !now && !seats.refreshDue(eventID, c.opts.Clock()) {
+func (c *Client) healEmpty(ctx context.Context, eventID string, n int, seats *seatcache.Shards, now bool) {
+	if !now && !seats.RefreshDue(eventID, c.opts.Clock()) {
 		return // a read at once does not spend the once-a-second one
 	}
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return
 	}
-	seats.know(eventID, n, cfg.EmptyShards)
-	if missing := seats.takeUnrecorded(eventID, cfg.EmptyShards); len(missing) > 0 {
+	seats.Know(eventID, n, cfg.EmptyShards)
+	if missing := seats.TakeUnrecorded(eventID, cfg.EmptyShards); len(missing) > 0 {
 		c.recordEmpty(ctx, eventID, n, missing)
 	}
 }
@@ -276,156 +276,6 @@ func claimOrder(requestID string, n int) []int {
 	first := slices.Index(order, shardOf(requestID, n))
 	order[0], order[first] = order[first], order[0]
 	return order
-}
-
-// seatShards is what a Processor knows of the capacity shards of FIRST_COME events:
-// the shards found empty, by its own claims or read off the event's emptyShards
-// (capacity never grows back; once every shard of an event is, the event is sold
-// out). It is safe for concurrent use.
-type seatShards struct {
-	mu      sync.Mutex
-	byEvent map[string]*eventShards
-	looked  map[string]bool // the events firstLook was asked about
-	pools   map[string]*seatPool
-}
-
-type eventShards struct {
-	n          int
-	empty      map[int]bool
-	unrecorded map[int]bool // found empty by a claim, not yet seen on the event's emptyShards
-	refreshed  time.Time    // when the event's emptyShards was last read
-}
-
-func newSeatShards() *seatShards { return &seatShards{byEvent: map[string]*eventShards{}} }
-
-// event returns what s knows of the n shards of eventID. s.mu is held.
-func (s *seatShards) event(eventID string, n int) *eventShards {
-	e := s.byEvent[eventID]
-	if e == nil || e.n != n {
-		e = &eventShards{n: n, empty: map[int]bool{}}
-		s.byEvent[eventID] = e
-	}
-	return e
-}
-
-// add records that shard of eventID (of n shards) is empty, and reports whether it
-// was news.
-func (s *seatShards) add(eventID string, shard, n int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.event(eventID, n)
-	if e.empty[shard] {
-		return false
-	}
-	e.empty[shard] = true
-	return true
-}
-
-// unrecorded notes a shard of eventID that a claim found empty, for healEmpty.
-func (s *seatShards) unrecorded(eventID string, shard int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.byEvent[eventID]; e != nil {
-		if e.unrecorded == nil {
-			e.unrecorded = map[int]bool{}
-		}
-		e.unrecorded[shard] = true
-	}
-}
-
-// takeUnrecorded returns the shards noted unrecorded that listed lacks, and forgets
-// them all.
-func (s *seatShards) takeUnrecorded(eventID string, listed []int) []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.byEvent[eventID]
-	if e == nil {
-		return nil
-	}
-	var missing []int
-	for shard := range e.unrecorded {
-		if !slices.Contains(listed, shard) {
-			missing = append(missing, shard)
-		}
-	}
-	e.unrecorded = nil
-	slices.Sort(missing)
-	return missing
-}
-
-// hasUnrecorded reports whether a shard of eventID is noted unrecorded.
-func (s *seatShards) hasUnrecorded(eventID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.byEvent[eventID]
-	return e != nil && len(e.unrecorded) > 0
-}
-
-// know records shards of eventID (of n shards) that others found empty.
-func (s *seatShards) know(eventID string, n int, shards []int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.event(eventID, n)
-	for _, shard := range shards {
-		if shard >= 0 && shard < n {
-			e.empty[shard] = true
-		}
-	}
-}
-
-// refreshDue reports whether the event's emptyShards was last read a second or more
-// before now, and if so counts it read now.
-func (s *seatShards) refreshDue(eventID string, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.byEvent[eventID]
-	if e == nil || now.Sub(e.refreshed) < time.Second {
-		return false
-	}
-	e.refreshed = now
-	return true
-}
-
-func (s *seatShards) isEmpty(eventID string, shard int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.byEvent[eventID]
-	return e != nil && e.empty[shard]
-}
-
-// next returns the first shard of order (of an event of n shards) neither known
-// empty nor in skip; -1 when there is none.
-func (s *seatShards) next(eventID string, order []int, n int, skip map[int]bool) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.event(eventID, n)
-	for _, shard := range order {
-		if !e.empty[shard] && !skip[shard] {
-			return shard
-		}
-	}
-	return -1
-}
-
-// firstLook reports whether this is the first time s is asked about eventID: a worker
-// new to the event.
-func (s *seatShards) firstLook(eventID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.looked == nil {
-		s.looked = map[string]bool{}
-	}
-	first := !s.looked[eventID]
-	s.looked[eventID] = true
-	return first
-}
-
-// soldOut reports whether every shard of the event is known empty.
-func (s *seatShards) soldOut(eventID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.byEvent[eventID]
-	return e != nil && len(e.empty) == e.n
 }
 
 // requestToken derives a ClientRequestToken (at most 36 characters) from a request,

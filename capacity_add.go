@@ -318,46 +318,6 @@ func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
 	return share
 }
 
-// seatPool is what a Processor knows of an event's seat pool.
-type seatPool struct {
-	version int64 // the highest version met on a capacity item
-	dry     int64 // the version at which a claim found the pool empty
-}
-
-// learnPool records the pool version a capacity item showed.
-func (s *seatShards) learnPool(eventID string, version int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pools == nil {
-		s.pools = map[string]*seatPool{}
-	}
-	p := s.pools[eventID]
-	if p == nil {
-		p = &seatPool{}
-		s.pools[eventID] = p
-	}
-	p.version = max(p.version, version)
-}
-
-// poolOpen reports whether the event's pool may hold seats: a version is known (from
-// the processor's capacity items, or met) that no claim found dry.
-func (s *seatShards) poolOpen(eventID string, met int64) bool {
-	s.learnPool(eventID, met)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.pools[eventID]
-	return p.version > 0 && p.dry < p.version
-}
-
-// poolDry records that a claim found the pool empty at version.
-func (s *seatShards) poolDry(eventID string, version int64) {
-	s.learnPool(eventID, version)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.pools[eventID]
-	p.dry = max(p.dry, version)
-}
-
 // ResultCancelled is the result code of a FIRST_COME participation an operator
 // cancelled (CancelRequest): its seat went back to the event's pool.
 const ResultCancelled ResultCode = "REJECTED_CANCELLED"

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/internal/seatcache"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -198,7 +199,7 @@ type Processor struct {
 	c    *Client
 	opts ProcessOptions
 
-	seats *seatShards // what it knows of the capacity shards of FIRST_COME events
+	seats *seatcache.Shards // what it knows of the capacity shards of FIRST_COME events
 
 	serving bool // ServePrequeue's: it decides a pre-queue's entries
 
@@ -224,7 +225,7 @@ func (p *Processor) holdEvents() []string {
 // NewProcessor returns a Processor of c's table.
 func NewProcessor(c *Client, opts ProcessOptions) *Processor {
 	opts.setDefaults(c)
-	return &Processor{c: c, opts: opts, seats: newSeatShards()}
+	return &Processor{c: c, opts: opts, seats: seatcache.New()}
 }
 
 // lease is this delivery's claim on a request.
@@ -361,7 +362,7 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 	}
 	first := h.shard
 	if h.clear {
-		if next := p.seats.next(m.EventID, claimOrder(m.RequestID, n), n, map[int]bool{h.shard: true}); next >= 0 {
+		if next := p.seats.Next(m.EventID, claimOrder(m.RequestID, n), n, map[int]bool{h.shard: true}); next >= 0 {
 			first = next
 		}
 	}

@@ -661,14 +661,14 @@ func (a *admission) decide(ctx context.Context, wave []drawEntry) error {
 // request's claim.
 func (a *admission) claimWave(ctx context.Context, wave []drawEntry) {
 	p, ev, n := a.p, a.cfg.EventID, max(a.cfg.CapacityShards, 1)
-	if p.opts.Handler != nil || p.seats.soldOut(ev) {
+	if p.opts.Handler != nil || p.seats.SoldOut(ev) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, waveClaimTimeout)
 	defer cancel()
 	byShard := map[int][]string{}
 	for _, e := range wave {
-		if shard := shardOf(e.RequestID, n); !p.seats.isEmpty(ev, shard) {
+		if shard := shardOf(e.RequestID, n); !p.seats.IsEmpty(ev, shard) {
 			byShard[shard] = append(byShard[shard], e.RequestID)
 		}
 	}

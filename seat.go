@@ -17,6 +17,7 @@ import (
 
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/internal/seatcache"
 )
 
 // The seat rules, in one place (docs/design.md, "The seat claim").
@@ -429,13 +430,13 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 	if err != nil {
 		return Transition{}, err
 	}
-	return c.claimSeat(ctx, &seatClaim{seatStart: st, ref: ref, owner: lease.Owner, hold: hold}, newSeatShards())
+	return c.claimSeat(ctx, &seatClaim{seatStart: st, ref: ref, owner: lease.Owner, hold: hold}, seatcache.New())
 }
 
 // seatWalk is one claim's walk over its event's seat places.
 type seatWalk struct {
 	sc      *seatClaim
-	seats   *seatShards
+	seats   *seatcache.Shards
 	reqKey  RequestKey
 	n       int          // the event's capacity shards; place n is the pool
 	order   []int        // the shards in the order this request tries them
@@ -448,7 +449,7 @@ type seatWalk struct {
 	reopen []int
 }
 
-func (c *Client) newSeatWalk(ctx context.Context, sc *seatClaim, seats *seatShards) (*seatWalk, error) {
+func (c *Client) newSeatWalk(ctx context.Context, sc *seatClaim, seats *seatcache.Shards) (*seatWalk, error) {
 	reqKey, err := NewRequestKey(sc.ref.RequestID)
 	if err != nil {
 		return nil, err
@@ -467,7 +468,7 @@ func (c *Client) newSeatWalk(ctx context.Context, sc *seatClaim, seats *seatShar
 // shards, and tells seats what it finds: it claims on sc's place and, while a place
 // is empty, closed to the request, or refuses it for throughput, moves the claim
 // (under the lease) to the next shard with seats, then to the event's pool.
-func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatShards) (Transition, error) {
+func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatcache.Shards) (Transition, error) {
 	w, err := c.newSeatWalk(ctx, sc, seats)
 	if err != nil {
 		return Transition{}, err
@@ -553,7 +554,7 @@ func (c *Client) closeHomeOfAnOlderVersion(ctx context.Context, w *seatWalk) err
 func (c *Client) tryShard(ctx context.Context, w *seatWalk) (claimResult, error) {
 	sc := w.sc
 	w.passed[sc.place] = true
-	if !sc.inherited && w.seats.isEmpty(sc.ref.EventID, sc.place) {
+	if !sc.inherited && w.seats.IsEmpty(sc.ref.EventID, sc.place) {
 		return claimEmpty, nil
 	}
 	at, err := seatPlaceOf(sc.ref.EventID, w.n, sc.place)
@@ -590,9 +591,9 @@ func (c *Client) noteShard(ctx context.Context, w *seatWalk, res claimResult) {
 			record = recordIfNew
 		}
 		c.shardEmpty(ctx, sc.ref.EventID, sc.place, w.n, w.seats, record)
-		w.seats.learnPool(sc.ref.EventID, sc.poolVersion)
+		w.seats.LearnPool(sc.ref.EventID, sc.poolVersion)
 		if sc.soldOut {
-			w.seats.know(sc.ref.EventID, w.n, allShards(w.n))
+			w.seats.Know(sc.ref.EventID, w.n, allShards(w.n))
 		}
 	case claimRefused:
 		w.refused = true
@@ -610,7 +611,7 @@ func (c *Client) noteShard(ctx context.Context, w *seatWalk, res claimResult) {
 // is empty or closed to it, as is its home).
 func (c *Client) nextPlace(w *seatWalk) (next int, end bool, t Transition, err error) {
 	sc := w.sc
-	next = w.seats.next(sc.ref.EventID, w.order, w.n, w.passed)
+	next = w.seats.Next(sc.ref.EventID, w.order, w.n, w.passed)
 	switch {
 	case next >= 0:
 		return next, false, Transition{}, nil
@@ -619,7 +620,7 @@ func (c *Client) nextPlace(w *seatWalk) (next int, end bool, t Transition, err e
 		return next, false, Transition{}, nil
 	case w.refused:
 		return -1, true, Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
-	case w.seats.poolOpen(sc.ref.EventID, sc.poolVersion) && sc.hold == 0:
+	case w.seats.PoolOpen(sc.ref.EventID, sc.poolVersion) && sc.hold == 0:
 		// Every shard is empty; the event's pool may hold seats an operator added or
 		// a cancel gave back: the claim moves there, under the lease.
 		return w.n, false, Transition{}, nil
@@ -706,7 +707,7 @@ func (c *Client) claimPool(ctx context.Context, w *seatWalk) (Transition, error)
 		case held:
 			return c.takeSeat(ctx, w.reqKey, sc)
 		}
-		w.seats.poolDry(sc.ref.EventID, sc.poolVersion)
+		w.seats.PoolDry(sc.ref.EventID, sc.poolVersion)
 		return Transition{SoldOut: true}, nil
 	}
 }

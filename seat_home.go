@@ -301,7 +301,7 @@ func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int
 		h.hold, h.holdKnown = cfg.HoldFor, true
 		return p.bind(ctx, m, d, n, h)
 	}
-	if p.newTo(ev) || p.seats.isEmpty(ev, h.shard) || p.seats.soldOut(ev) {
+	if p.newTo(ev) || p.seats.IsEmpty(ev, h.shard) || p.seats.SoldOut(ev) {
 		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
 			return r, done
 		}
@@ -317,8 +317,8 @@ func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int
 		return p.malformed(ctx, m, d, fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, n, got)), true
 	}
 	h.hold, h.holdKnown = cfg.HoldFor, true
-	p.seats.know(ev, n, cfg.EmptyShards)
-	if !h.looked && p.seats.isEmpty(ev, h.shard) {
+	p.seats.Know(ev, n, cfg.EmptyShards)
+	if !h.looked && p.seats.IsEmpty(ev, h.shard) {
 		// The config lists the home shard empty (or all): a read, not a failed write.
 		if r, done := p.lookHome(ctx, m, d, n, h); done || h.clear || h.leased {
 			return r, done
@@ -347,9 +347,9 @@ func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int
 		}
 		p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, record)
 		if sc.soldOut {
-			p.seats.know(ev, n, allShards(n))
+			p.seats.Know(ev, n, allShards(n))
 		}
-		p.seats.learnPool(ev, sc.poolVersion)
+		p.seats.LearnPool(ev, sc.poolVersion)
 		if p.soldOut(ctx, ev) && !p.poolOpen(ev, h.hold) {
 			return p.rejectSoldOut(ctx, m, d, h.hold)
 		}
@@ -361,7 +361,7 @@ func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int
 // client holds no copy of the event's config: a worker new to the event, which learns
 // more from the home shard (its seat, the sell-out's mark) than from the config.
 func (p *Processor) newTo(eventID string) bool {
-	if !p.seats.firstLook(eventID) {
+	if !p.seats.FirstLook(eventID) {
 		return false
 	}
 	_, _, cached := p.c.events.peek(eventID)
@@ -377,7 +377,7 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d queue.Delivery, n
 	}
 	h.looked = true
 	h.hold, h.holdKnown = item.HoldFor, true
-	p.seats.learnPool(m.EventID, item.PoolVersion)
+	p.seats.LearnPool(m.EventID, item.PoolVersion)
 	if holds(item, m.RequestID) {
 		r, done := p.bind(ctx, m, d, n, h)
 		h.leased = !done
@@ -392,8 +392,8 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d queue.Delivery, n
 	}
 	h.clear = true
 	if item.SoldOut || n == 1 {
-		p.seats.add(m.EventID, h.shard, n)
-		p.seats.know(m.EventID, n, allShards(n))
+		p.seats.Add(m.EventID, h.shard, n)
+		p.seats.Know(m.EventID, n, allShards(n))
 	} else {
 		// Empty without the sell-out's mark: news to this worker is checked against
 		// the event's emptyShards (at most once a second), and recorded there when a
@@ -411,7 +411,7 @@ func (p *Processor) lookHome(ctx context.Context, m Message, d queue.Delivery, n
 // capacity items the processor met say: it then goes the leased way, which claims
 // there. An event with holds hands its pool to its waitlist instead.
 func (p *Processor) poolOpen(eventID string, hold time.Duration) bool {
-	return hold == 0 && p.seats.poolOpen(eventID, 0)
+	return hold == 0 && p.seats.PoolOpen(eventID, 0)
 }
 
 // bind writes SUCCEEDED for a request whose seat is on its home shard, and reports
@@ -516,8 +516,8 @@ func allShards(n int) []int {
 // by this processor, or listed in the event's emptyShards as its cached config shows
 // them (a worker new to the event learns a sell-out from one read of the config).
 func (p *Processor) soldOut(ctx context.Context, eventID string) bool {
-	if p.seats.soldOut(eventID) {
-		if p.seats.hasUnrecorded(eventID) { // a shard the CONFIG may lack
+	if p.seats.SoldOut(eventID) {
+		if p.seats.HasUnrecorded(eventID) { // a shard the CONFIG may lack
 			if n, err := p.c.capacityShards(ctx, eventID); err == nil {
 				p.c.healEmpty(ctx, eventID, n, p.seats, false)
 			}
@@ -528,6 +528,6 @@ func (p *Processor) soldOut(ctx context.Context, eventID string) bool {
 	if err != nil || len(cfg.EmptyShards) == 0 {
 		return false
 	}
-	p.seats.know(eventID, max(cfg.CapacityShards, 1), cfg.EmptyShards)
-	return p.seats.soldOut(eventID)
+	p.seats.Know(eventID, max(cfg.CapacityShards, 1), cfg.EmptyShards)
+	return p.seats.SoldOut(eventID)
 }
