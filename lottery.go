@@ -910,31 +910,29 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 	v.EntryCount = len(ids)
 	v.Winners = draw.Winners(revealed, ids, int(record.WinnerCount))
 	v.Late = lateArrivals(ids, all, func(e drawEntry) bool { return e.Status != StatusFailedFinal })
+	if err := c.checkDrawnResults(ctx, cfg, record, v, ids, all, problem); err != nil {
+		return nil, err
+	}
+	checkUnrecordedResults(ids, all, problem)
+	return v, nil
+}
+
+// checkDrawnResults tells problem each recorded entry (ids) whose result is not the
+// one the draw gives it, v.Winners having won: as GSI2 shows it (onTable) first, and,
+// when that differs or GSI2 does not show it, as a strongly consistent read of the
+// entry has it, which must be a request of v.EventID queued by its cutoff.
+func (c *Client) checkDrawnResults(ctx context.Context, cfg *eventItem, record *DrawRecord, v *Verification, ids []string, onTable []drawEntry, problem func(format string, args ...any)) error {
 	won := map[string]bool{}
 	for _, id := range v.Winners {
 		won[id] = true
 	}
-	resultProblem := func(id string, status Status, code ResultCode) string {
-		waiting := status == StatusQueued || status == StatusReceived
-		wantStatus, wantCode := drawnResult(won[id])
-		switch {
-		case waiting && record.Phase == PhaseAnnounced:
-			return fmt.Sprintf("entry %s has no result", id)
-		case waiting:
-		case won[id] && (status != wantStatus || code != wantCode):
-			return fmt.Sprintf("entry %s won but is %s (%s)", id, status, code)
-		case !won[id] && (status != wantStatus || code != wantCode):
-			return fmt.Sprintf("entry %s lost but is %s (%s)", id, status, code)
-		}
-		return ""
-	}
-	byID := make(map[string]drawEntry, len(all))
-	for _, e := range all {
+	byID := make(map[string]drawEntry, len(onTable))
+	for _, e := range onTable {
 		byID[e.RequestID] = e
 	}
 	for _, id := range ids {
 		e, shown := byID[id]
-		if p := resultProblem(id, e.Status, e.ResultCode); shown && p == "" {
+		if p := drawnResultProblem(record.Phase, id, won[id], e.Status, e.ResultCode); shown && p == "" {
 			continue
 		}
 		// GSI2 is read eventually consistent: the entry itself has the last word.
@@ -944,20 +942,45 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 			problem("recorded entry %s is not on the table", id)
 			continue
 		case err != nil:
-			return nil, err
-		case r.EventID != eventID || r.QueuedAt == 0 || r.QueuedAt > cfg.LotteryCutoffAt:
-			problem("recorded entry %s is no request of %s queued by its cutoff (event %s, queued at %d)", id, eventID, r.EventID, r.QueuedAt)
+			return err
+		case r.EventID != v.EventID || r.QueuedAt == 0 || r.QueuedAt > cfg.LotteryCutoffAt:
+			problem("recorded entry %s is no request of %s queued by its cutoff (event %s, queued at %d)", id, v.EventID, r.EventID, r.QueuedAt)
 			continue
 		}
-		if p := resultProblem(id, r.Status, r.ResultCode); p != "" {
+		if p := drawnResultProblem(record.Phase, id, won[id], r.Status, r.ResultCode); p != "" {
 			problem("%s", p)
 		}
 	}
+	return nil
+}
+
+// drawnResultProblem says what is wrong with the status and code of entry id, which
+// won or lost the draw, at the draw's phase; "" when nothing is. An entry still
+// waiting is a problem only once the draw is announced.
+func drawnResultProblem(phase UIPhase, id string, won bool, status Status, code ResultCode) string {
+	waiting := status == StatusQueued || status == StatusReceived
+	wantStatus, wantCode := drawnResult(won)
+	switch {
+	case waiting && phase == PhaseAnnounced:
+		return fmt.Sprintf("entry %s has no result", id)
+	case waiting:
+	case won && (status != wantStatus || code != wantCode):
+		return fmt.Sprintf("entry %s won but is %s (%s)", id, status, code)
+	case !won && (status != wantStatus || code != wantCode):
+		return fmt.Sprintf("entry %s lost but is %s (%s)", id, status, code)
+	}
+	return ""
+}
+
+// checkUnrecordedResults tells problem each request of onTable that the recorded
+// entries (ids) do not name and that holds a result only the draw gives (SUCCEEDED,
+// REJECTED_LOTTERY_LOSE).
+func checkUnrecordedResults(ids []string, onTable []drawEntry, problem func(format string, args ...any)) {
 	inRecord := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		inRecord[id] = true
 	}
-	for _, e := range all {
+	for _, e := range onTable {
 		if inRecord[e.RequestID] {
 			continue
 		}
@@ -965,5 +988,4 @@ func (c *Client) VerifyDraw(ctx context.Context, eventID string) (*Verification,
 			problem("request %s is %s (%s) but is not a recorded entry", e.RequestID, e.Status, e.ResultCode)
 		}
 	}
-	return v, nil
 }

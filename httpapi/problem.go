@@ -128,86 +128,90 @@ func humanDetail(err error) string {
 // fixed so that nothing of the infrastructure leaks. internal reports whether the
 // error is unexpected and must be logged in full.
 func problemFor(err error) (p Problem, header http.Header, internal bool) {
+	p = Problem{Type: "about:blank", Detail: humanDetail(err)}
 	var he *httpError
 	var tooLarge *http.MaxBytesError
-	var (
-		request *RequestView
-		event   *EventView
-	)
-	status, code, detail := 0, "", humanDetail(err)
 	switch {
 	case errors.As(err, &he):
-		status, code, detail, header, request, event = he.status, he.code, he.detail, he.header, he.request, he.event
+		p.Status, p.Code, p.Detail, p.Request, p.Event = he.status, he.code, he.detail, he.request, he.event
+		header = he.header
 	case errors.As(err, &tooLarge):
-		status, code, detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is over "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes"
-	case errors.Is(err, asyncevent.ErrInvalidID):
-		status, code = http.StatusBadRequest, CodeInvalidID
-	case errors.Is(err, asyncevent.ErrInvalidOptions):
-		status, code = http.StatusBadRequest, CodeInvalidParameter
-	case errors.Is(err, asyncevent.ErrInvalidEvent), errors.Is(err, asyncevent.ErrInvalidTime):
-		status, code = http.StatusBadRequest, CodeInvalidEvent
-	case errors.Is(err, asyncevent.ErrInvalidCursor):
-		status, code = http.StatusBadRequest, CodeInvalidCursor
-	case errors.Is(err, asyncevent.ErrEventNotFound):
-		status, code = http.StatusNotFound, CodeEventNotFound
-	case errors.Is(err, asyncevent.ErrNotFound):
-		status, code = http.StatusNotFound, CodeNotFound
-	case errors.Is(err, asyncevent.ErrEventExists):
-		status, code = http.StatusConflict, CodeEventExists
-	case errors.Is(err, asyncevent.ErrEventNotOpen):
-		status, code = http.StatusConflict, CodeEventNotOpen
-	case errors.Is(err, asyncevent.ErrEventClosed):
-		status, code = http.StatusConflict, CodeEventClosed
-	case errors.Is(err, asyncevent.ErrEventPaused):
-		status, code = http.StatusConflict, CodeEventPaused
-	case errors.Is(err, asyncevent.ErrDrawTooEarly):
-		status, code = http.StatusConflict, CodeDrawTooEarly
-	case errors.Is(err, asyncevent.ErrNotLottery):
-		// The request is well formed; the event is of the wrong kind for it.
-		status, code = http.StatusConflict, CodeNotLottery
-	case errors.Is(err, asyncevent.ErrDrawMismatch):
-		status, code = http.StatusConflict, CodeDrawMismatch
-	case errors.Is(err, asyncevent.ErrSeedMismatch):
-		// The event cannot be drawn with this server's secret; the admin who asked
-		// must learn why, and the detail holds hashes only.
-		status, code = http.StatusConflict, CodeSeedMismatch
-	case errors.Is(err, asyncevent.ErrNoSeedSource):
-		status, code = http.StatusConflict, CodeNoSeedSource
+		p.Status, p.Code, p.Detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is over "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes"
+	default:
+		var refused bool
+		if p.Status, p.Code, refused = refusalFor(err); !refused {
+			p.Status, p.Code, p.Detail, header, internal = failureFor(err)
+		}
+	}
+	p.Title = http.StatusText(p.Status)
+	return p, header, internal
+}
+
+// refusals are the library's errors that refuse what the caller asks, in the order
+// they are matched: each answers its status and code, the error's text the detail.
+var refusals = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{asyncevent.ErrInvalidID, http.StatusBadRequest, CodeInvalidID},
+	{asyncevent.ErrInvalidOptions, http.StatusBadRequest, CodeInvalidParameter},
+	{asyncevent.ErrInvalidEvent, http.StatusBadRequest, CodeInvalidEvent},
+	{asyncevent.ErrInvalidTime, http.StatusBadRequest, CodeInvalidEvent},
+	{asyncevent.ErrInvalidCursor, http.StatusBadRequest, CodeInvalidCursor},
+	{asyncevent.ErrEventNotFound, http.StatusNotFound, CodeEventNotFound},
+	{asyncevent.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{asyncevent.ErrEventExists, http.StatusConflict, CodeEventExists},
+	{asyncevent.ErrEventNotOpen, http.StatusConflict, CodeEventNotOpen},
+	{asyncevent.ErrEventClosed, http.StatusConflict, CodeEventClosed},
+	{asyncevent.ErrEventPaused, http.StatusConflict, CodeEventPaused},
+	{asyncevent.ErrDrawTooEarly, http.StatusConflict, CodeDrawTooEarly},
+	// The request is well formed; the event is of the wrong kind for it.
+	{asyncevent.ErrNotLottery, http.StatusConflict, CodeNotLottery},
+	{asyncevent.ErrDrawMismatch, http.StatusConflict, CodeDrawMismatch},
+	// The event cannot be drawn with this server's secret; the admin who asked must
+	// learn why, and the detail holds hashes only.
+	{asyncevent.ErrSeedMismatch, http.StatusConflict, CodeSeedMismatch},
+	{asyncevent.ErrNoSeedSource, http.StatusConflict, CodeNoSeedSource},
+}
+
+// refusalFor returns the status and code of the first of refusals that err is; ok
+// is false when it is none of them.
+func refusalFor(err error) (status int, code string, ok bool) {
+	for _, r := range refusals {
+		if errors.Is(err, r.err) {
+			return r.status, r.code, true
+		}
+	}
+	return 0, "", false
+}
+
+// failureFor is the problem of an error that is no refusal of the caller's input: a
+// 503 that tells when to try again, or a 500, each with a fixed detail. internal
+// reports that its cause is to be logged in full.
+func failureFor(err error) (status int, code, detail string, header http.Header, internal bool) {
+	switch {
 	case errors.Is(err, asyncevent.ErrEnqueueFailed):
 		// The request ended FAILED_FINAL and its lock is released: a retry makes a
 		// fresh request. The cause (the queue's error) stays in the log.
-		status, code, detail = http.StatusServiceUnavailable, CodeEnqueueFailed, "the request could not be queued; try again"
-		header = http.Header{"Retry-After": {"1"}}
-		internal = true
+		return http.StatusServiceUnavailable, CodeEnqueueFailed, "the request could not be queued; try again",
+			http.Header{"Retry-After": {"1"}}, true
 	case errors.Is(err, asyncevent.ErrOutcomeUnknown):
 		// Before the throttle's and the deadline's cases: an unknown outcome is not a
 		// plain "try again" (a resend after an unanswered attempt may be throttled).
-		status, code, detail = http.StatusServiceUnavailable, CodeOutcomeUnknown,
-			"the outcome is unknown: the change may have applied, or may apply when its write lands; read the event and its audit trail before acting again (a call again under the same Idempotency-Key, if one was sent, applies it at most once)"
-		header = http.Header{"Retry-After": {"1"}}
-		internal = true
+		return http.StatusServiceUnavailable, CodeOutcomeUnknown,
+			"the outcome is unknown: the change may have applied, or may apply when its write lands; read the event and its audit trail before acting again (a call again under the same Idempotency-Key, if one was sent, applies it at most once)",
+			http.Header{"Retry-After": {"1"}}, true
 	case errors.Is(err, asyncevent.ErrThrottled):
 		// Nothing half-written is left behind (the library's promise for
 		// ErrThrottled); the cause, a hot partition key, stays in the log.
-		status, code, detail = http.StatusServiceUnavailable, CodeThrottled, "too many requests for this event right now; try again"
-		header = http.Header{"Retry-After": {throttledRetryAfter}}
-		internal = true
+		return http.StatusServiceUnavailable, CodeThrottled, "too many requests for this event right now; try again",
+			http.Header{"Retry-After": {throttledRetryAfter}}, true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		status, code, detail = http.StatusServiceUnavailable, CodeTimeout, "the request took too long; try again"
-		header = http.Header{"Retry-After": {"1"}}
-	default:
-		status, code, detail = http.StatusInternalServerError, CodeInternal, "internal error"
-		internal = true
+		return http.StatusServiceUnavailable, CodeTimeout, "the request took too long; try again",
+			http.Header{"Retry-After": {"1"}}, false
 	}
-	return Problem{
-		Type:    "about:blank",
-		Title:   http.StatusText(status),
-		Status:  status,
-		Detail:  detail,
-		Code:    code,
-		Request: request,
-		Event:   event,
-	}, header, internal
+	return http.StatusInternalServerError, CodeInternal, "internal error", nil, true
 }
 
 // WriteError answers r with the problem of err, and logs err when it is unexpected

@@ -152,120 +152,17 @@ func measureCPU(n int, op func() error) (CPUSide, error) {
 // ingest node than the first one's and on the same one, a poll of a waiting request, a first-come
 // winner and a loser once the event is sold out.
 func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
-	const table, eventID = "AsyncEventTable", "cpu"
-	setup := func() (*Instant, *dynamodb.Client, *asyncevent.Client, *Baseline, error) {
-		endpoint := new(Instant)
-		db := endpoint.Client()
-		c, err := asyncevent.New(db, asyncevent.Options{TableName: table})
-		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		if _, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 100}); err != nil {
-			return nil, nil, nil, nil, err
-		}
-		return endpoint, db, c, &Baseline{DB: db, Table: table}, nil
-	}
-	q := discard{}
-	user := func(side string, i int) string { return side + "-" + strconv.Itoa(i) }
-
-	newEndpoint, _, newLib, newRaw, err := setup()
+	ingestNew, err := ingestNewFlow(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ingestNew := cpuFlow{id: "ingest-new", name: FlowIngestNew, endpoint: newEndpoint,
-		library: func(ctx context.Context, i int) error {
-			p, err := newLib.Submit(ctx, q, eventID, user("lib", i))
-			return wantDuplicate(p.Duplicate, false, err)
-		},
-		baseline: func(ctx context.Context, i int) error {
-			_, dup, err := newRaw.Submit(ctx, q, eventID, user("raw", i))
-			return wantDuplicate(dup, false, err)
-		},
-	}
-
-	dupEndpoint, db, first, dupRaw, err := setup()
+	ingestDup, ingestRepeat, err := ingestDuplicateFlows(ctx)
 	if err != nil {
 		return nil, err
 	}
-	other, err := asyncevent.New(db, asyncevent.Options{TableName: table}) // another ingest node
+	poll, err := pollFlow(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := first.Submit(ctx, q, eventID, "lib"); err != nil {
-		return nil, err
-	}
-	if _, _, err := dupRaw.Submit(ctx, q, eventID, "raw"); err != nil {
-		return nil, err
-	}
-	ingestDup := cpuFlow{id: "ingest-duplicate", name: FlowIngestDup, endpoint: dupEndpoint,
-		library: func(ctx context.Context, _ int) error {
-			p, err := other.Submit(ctx, q, eventID, "lib")
-			return wantDuplicate(p.Duplicate, true, err)
-		},
-		baseline: func(ctx context.Context, _ int) error {
-			_, dup, err := dupRaw.Submit(ctx, q, eventID, "raw")
-			return wantDuplicate(dup, true, err)
-		},
-	}
-
-	// The repeat click on the node that took the first: the library answers from that
-	// client's memory; the baseline makes its duplicate's two calls.
-	ingestRepeat := cpuFlow{id: "ingest-repeat", name: FlowIngestRepeat, endpoint: dupEndpoint,
-		library: func(ctx context.Context, _ int) error {
-			p, err := first.Submit(ctx, q, eventID, "lib")
-			return wantDuplicate(p.Duplicate, true, err)
-		},
-		baseline: ingestDup.baseline,
-	}
-
-	pollEndpoint, db, pollLib, _, err := setup()
-	if err != nil {
-		return nil, err
-	}
-	waiting, err := pollLib.Submit(ctx, q, eventID, "waiting")
-	if err != nil {
-		return nil, err
-	}
-	key, err := asyncevent.NewRequestKey(waiting.RequestID)
-	if err != nil {
-		return nil, err
-	}
-	k := key.Key()
-	get := &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
-		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}}}
-	// The endpoint keeps puts, not updates: the request is stored QUEUED, as its
-	// ingest's update left it.
-	stored, err := db.GetItem(ctx, get)
-	if err != nil {
-		return nil, err
-	}
-	stored.Item["status"] = &types.AttributeValueMemberS{Value: string(asyncevent.StatusQueued)}
-	stored.Item["queuedAt"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(waiting.Request.QueuedAt), 10)}
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: stored.Item}); err != nil {
-		return nil, err
-	}
-	poll := cpuFlow{id: "poll", name: FlowPoll, endpoint: pollEndpoint,
-		library: func(ctx context.Context, _ int) error {
-			r, err := pollLib.GetRequest(ctx, waiting.RequestID)
-			if err == nil && (r.Status != asyncevent.StatusQueued || r.Queue == nil) {
-				err = fmt.Errorf("poll: %s, place told %t: want QUEUED and a place", r.Status, r.Queue != nil)
-			}
-			return err
-		},
-		baseline: func(ctx context.Context, _ int) error {
-			out, err := db.GetItem(ctx, get)
-			if err != nil {
-				return err
-			}
-			var r rawRequest
-			if err := attributevalue.UnmarshalMap(out.Item, &r); err != nil {
-				return err
-			}
-			if r.Status != string(asyncevent.StatusQueued) {
-				return fmt.Errorf("poll: %s, want QUEUED", r.Status)
-			}
-			return nil
-		},
 	}
 	win, err := workerFlow(ctx, "worker-win", FlowWorkerWin, workerSetup{}, asyncevent.ResultSuccess, RawWon)
 	if err != nil {
@@ -282,6 +179,153 @@ func cpuFlows(ctx context.Context) ([]cpuFlow, error) {
 	return []cpuFlow{ingestNew, ingestDup, ingestRepeat, poll, win, lose, loseSharded}, nil
 }
 
+// The table of every flow, and the event of the library's.
+const cpuTable, cpuEventID = "AsyncEventTable", "cpu"
+
+// cpuEvent is a FIRST_COME event of 100 seats on an Instant endpoint of its own, with
+// the library's client and the baseline over it.
+type cpuEvent struct {
+	endpoint *Instant
+	db       *dynamodb.Client
+	lib      *asyncevent.Client
+	raw      *Baseline
+}
+
+// newCPUEvent creates a cpuEvent on a new Instant endpoint.
+func newCPUEvent(ctx context.Context) (*cpuEvent, error) {
+	endpoint := new(Instant)
+	db := endpoint.Client()
+	c, err := asyncevent.New(db, asyncevent.Options{TableName: cpuTable})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: cpuEventID, EventType: asyncevent.FirstCome, CapacityTotal: 100}); err != nil {
+		return nil, err
+	}
+	return &cpuEvent{endpoint: endpoint, db: db, lib: c, raw: &Baseline{DB: db, Table: cpuTable}}, nil
+}
+
+// ingestNewFlow is a new participation: the i-th operation's user clicks for the
+// first time.
+func ingestNewFlow(ctx context.Context) (cpuFlow, error) {
+	ev, err := newCPUEvent(ctx)
+	if err != nil {
+		return cpuFlow{}, err
+	}
+	user := func(side string, i int) string { return side + "-" + strconv.Itoa(i) }
+	return cpuFlow{id: "ingest-new", name: FlowIngestNew, endpoint: ev.endpoint,
+		library: func(ctx context.Context, i int) error {
+			p, err := ev.lib.Submit(ctx, discard{}, cpuEventID, user("lib", i))
+			return wantDuplicate(p.Duplicate, false, err)
+		},
+		baseline: func(ctx context.Context, i int) error {
+			_, dup, err := ev.raw.Submit(ctx, discard{}, cpuEventID, user("raw", i))
+			return wantDuplicate(dup, false, err)
+		},
+	}, nil
+}
+
+// ingestDuplicateFlows are a user's click again, after its first: dup on another
+// ingest node than the first one's, repeat on the same one.
+func ingestDuplicateFlows(ctx context.Context) (dup, repeat cpuFlow, err error) {
+	ev, err := newCPUEvent(ctx)
+	if err != nil {
+		return cpuFlow{}, cpuFlow{}, err
+	}
+	other, err := asyncevent.New(ev.db, asyncevent.Options{TableName: cpuTable}) // another ingest node
+	if err != nil {
+		return cpuFlow{}, cpuFlow{}, err
+	}
+	if _, err := ev.lib.Submit(ctx, discard{}, cpuEventID, "lib"); err != nil {
+		return cpuFlow{}, cpuFlow{}, err
+	}
+	if _, _, err := ev.raw.Submit(ctx, discard{}, cpuEventID, "raw"); err != nil {
+		return cpuFlow{}, cpuFlow{}, err
+	}
+	dup = cpuFlow{id: "ingest-duplicate", name: FlowIngestDup, endpoint: ev.endpoint,
+		library: func(ctx context.Context, _ int) error {
+			p, err := other.Submit(ctx, discard{}, cpuEventID, "lib")
+			return wantDuplicate(p.Duplicate, true, err)
+		},
+		baseline: func(ctx context.Context, _ int) error {
+			_, dup, err := ev.raw.Submit(ctx, discard{}, cpuEventID, "raw")
+			return wantDuplicate(dup, true, err)
+		},
+	}
+	// The repeat click on the node that took the first: the library answers from that
+	// client's memory; the baseline makes its duplicate's two calls.
+	repeat = cpuFlow{id: "ingest-repeat", name: FlowIngestRepeat, endpoint: ev.endpoint,
+		library: func(ctx context.Context, _ int) error {
+			p, err := ev.lib.Submit(ctx, discard{}, cpuEventID, "lib")
+			return wantDuplicate(p.Duplicate, true, err)
+		},
+		baseline: dup.baseline,
+	}
+	return dup, repeat, nil
+}
+
+// pollFlow is a poll of a request waiting in line: the library's GetRequest, the
+// baseline's GetItem unmarshalled.
+func pollFlow(ctx context.Context) (cpuFlow, error) {
+	ev, err := newCPUEvent(ctx)
+	if err != nil {
+		return cpuFlow{}, err
+	}
+	waiting, err := ev.lib.Submit(ctx, discard{}, cpuEventID, "waiting")
+	if err != nil {
+		return cpuFlow{}, err
+	}
+	get, err := storeQueued(ctx, ev.db, waiting)
+	if err != nil {
+		return cpuFlow{}, err
+	}
+	return cpuFlow{id: "poll", name: FlowPoll, endpoint: ev.endpoint,
+		library: func(ctx context.Context, _ int) error {
+			r, err := ev.lib.GetRequest(ctx, waiting.RequestID)
+			if err == nil && (r.Status != asyncevent.StatusQueued || r.Queue == nil) {
+				err = fmt.Errorf("poll: %s, place told %t: want QUEUED and a place", r.Status, r.Queue != nil)
+			}
+			return err
+		},
+		baseline: func(ctx context.Context, _ int) error {
+			out, err := ev.db.GetItem(ctx, get)
+			if err != nil {
+				return err
+			}
+			var r rawRequest
+			if err := attributevalue.UnmarshalMap(out.Item, &r); err != nil {
+				return err
+			}
+			if r.Status != string(asyncevent.StatusQueued) {
+				return fmt.Errorf("poll: %s, want QUEUED", r.Status)
+			}
+			return nil
+		},
+	}, nil
+}
+
+// storeQueued stores the request of waiting QUEUED, as its ingest's update left it
+// (the endpoint keeps puts, not updates), and returns the GetItem that reads it.
+func storeQueued(ctx context.Context, db *dynamodb.Client, waiting asyncevent.Participation) (*dynamodb.GetItemInput, error) {
+	key, err := asyncevent.NewRequestKey(waiting.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	k := key.Key()
+	get := &dynamodb.GetItemInput{TableName: aws.String(cpuTable), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: k.PK}, "SK": &types.AttributeValueMemberS{Value: k.SK}}}
+	stored, err := db.GetItem(ctx, get)
+	if err != nil {
+		return nil, err
+	}
+	stored.Item["status"] = &types.AttributeValueMemberS{Value: string(asyncevent.StatusQueued)}
+	stored.Item["queuedAt"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(waiting.Request.QueuedAt), 10)}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(cpuTable), Item: stored.Item}); err != nil {
+		return nil, err
+	}
+	return get, nil
+}
+
 // workerSetup is the event of a worker flow.
 type workerSetup struct {
 	soldOut       bool // every seat taken, its CAPACITY items marked sold out
@@ -294,16 +338,16 @@ type workerSetup struct {
 // Processor's ProcessOne; on the baseline, its Process. Each operation checks that
 // its request ended as the flow says.
 func workerFlow(ctx context.Context, id, name string, setup workerSetup, want asyncevent.ResultCode, wantRaw string) (cpuFlow, error) {
-	const table, eventID, rawEventID = "AsyncEventTable", "cpu", "cpu-raw"
+	const rawEventID = "cpu-raw" // the baseline's event, beside the library's
 	endpoint := new(Instant)
 	db := endpoint.Client()
-	c, err := asyncevent.New(db, asyncevent.Options{TableName: table})
+	c, err := asyncevent.New(db, asyncevent.Options{TableName: cpuTable})
 	if err != nil {
 		return cpuFlow{}, err
 	}
 	shards := max(setup.shards, 1)
 	for _, ev := range []asyncevent.EventSettings{
-		{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: 10 * int64(shards), CapacityShards: setup.shards},
+		{EventID: cpuEventID, EventType: asyncevent.FirstCome, CapacityTotal: 10 * int64(shards), CapacityShards: setup.shards},
 		{EventID: rawEventID, EventType: asyncevent.FirstCome, CapacityTotal: 10},
 	} {
 		if _, err := c.CreateEvent(ctx, ev); err != nil {
@@ -318,7 +362,7 @@ func workerFlow(ctx context.Context, id, name string, setup workerSetup, want as
 	}
 	if setup.newWorkerEach {
 		worker = func() (*asyncevent.Processor, error) {
-			c, err := asyncevent.New(db, asyncevent.Options{TableName: table, ProgressEvery: -1})
+			c, err := asyncevent.New(db, asyncevent.Options{TableName: cpuTable, ProgressEvery: -1})
 			return asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), err
 		}
 	}
@@ -326,12 +370,12 @@ func workerFlow(ctx context.Context, id, name string, setup workerSetup, want as
 	if err != nil {
 		return cpuFlow{}, err
 	}
-	raw := &Baseline{DB: db, Table: table}
+	raw := &Baseline{DB: db, Table: cpuTable}
 	now := asyncevent.EpochMillis(time.Now().UnixMilli())
 	noKeepAlive := func(context.Context) error { return nil }
 	return cpuFlow{id: id, name: name, endpoint: endpoint,
 		library: func(ctx context.Context, i int) error {
-			body, err := asyncevent.EncodeMessage(asyncevent.Message{V: asyncevent.MessageVersion, RequestID: uuid.Must(uuid.NewV7()).String(), EventID: eventID,
+			body, err := asyncevent.EncodeMessage(asyncevent.Message{V: asyncevent.MessageVersion, RequestID: uuid.Must(uuid.NewV7()).String(), EventID: cpuEventID,
 				UserID: "lib-" + strconv.Itoa(i), EventType: asyncevent.FirstCome, RequestedAt: now, CapacityShards: shards})
 			if err != nil {
 				return err
