@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
@@ -58,11 +57,6 @@ var (
 	poolMarkedRow = row{
 		name: "capacity shard: pool version", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: capacityExists,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
-	}
-	poolSeatsAddedRow = row{
-		name: "capacity added to the pool", method: "AddCapacity", item: entity.Returns, op: opUpdate,
-		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
-		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrAdded, pSeats)},
 	}
 )
 
@@ -329,12 +323,7 @@ var (
 		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
 	}
 	firstComeRequest = fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome)))
-	poolCancelledRow = row{
-		name: "seat of a cancel to the pool", method: "CancelRequest", item: entity.Returns, op: opUpdate,
-		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
-		adds: []set{addTo(attrCapacityRemaining, 1), addTo(attrCancelled, 1)},
-	}
-	poolVersionRow = row{
+	poolVersionRow   = row{
 		name: "pool version raised", method: "CancelRequest", item: entity.Config, op: opUpdate, cond: configPoolAsRead,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}

@@ -162,7 +162,7 @@ var mutants = []mutant{
 	{
 		name: "hold-sweep-queue-order",
 		rule: "The hold sweep serves a pre-queue's waitlist in the drawn order before the sale's, not in queue order.",
-		file: "hold.go",
+		file: "seat_pool.go",
 		old:  "if left > 0 && s.budget > 0 && s.cfg.prequeueUntil() != 0 {",
 		new:  "if false && left > 0 && s.budget > 0 && s.cfg.prequeueUntil() != 0 {",
 		pkg:  ".",
