@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/asyncevent/asyncevent/internal/cache"
 	"github.com/asyncevent/asyncevent/internal/ddb"
 	"github.com/asyncevent/asyncevent/seed"
 )
@@ -150,10 +151,14 @@ const (
 // layer (Participate, MarkQueued, StartProcessing, ClaimSeat, MarkFailed…), whose rows Submit and the
 // Worker write for a service; each row method's doc comment says so.
 type Client struct {
-	db     DynamoDB
-	opts   Options
-	events *eventCache
-	queued *queuedCache
+	db   DynamoDB
+	opts Options
+	// events keeps event configs for Options.EventCacheTTL, so that a spike does not
+	// read CONFIG on every click; failed reads, unknown events included, are not kept.
+	events *cache.Loaded[eventItem]
+	// queued answers a duplicate click of a request already queued without a call
+	// (Options.DuplicateCacheSize), by the lock's idempotency key.
+	queued *cache.Ring[string, Participation]
 	turns  *shardTurns // nil with Options.NewRequestID set
 	// waitFrom is, by event ID, the queue key after which the hold sweep's walk of an
 	// event's requests begins: every request up to it is settled for good.
@@ -217,8 +222,8 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	opts.ProgressCacheTTL = orDefault(opts.ProgressCacheTTL, defaultProgressCacheTTL)
 	c := &Client{
 		db: db, opts: opts,
-		events: newEventCache(opts.EventCacheTTL, opts.Clock),
-		queued: newQueuedCache(opts.DuplicateCacheSize),
+		events: cache.NewLoaded[eventItem](opts.EventCacheTTL, opts.Clock, bookkeepingTimeout),
+		queued: cache.NewRing[string, Participation](opts.DuplicateCacheSize),
 		turns:  turns,
 	}
 	if opts.ProgressEvery > 0 {

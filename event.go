@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/asyncevent/asyncevent/entity"
@@ -406,7 +405,7 @@ func (c *Client) CreateEvent(ctx context.Context, settings EventSettings) (*Even
 	if err != nil {
 		return nil, fmt.Errorf("create event %s: %w", cfg.EventID, err)
 	}
-	c.events.forget(cfg.EventID)
+	c.events.Forget(cfg.EventID)
 	c.warnUnsealed(ctx, &cfg)
 	return &cfg.Event, nil
 }
@@ -452,107 +451,7 @@ func (c *Client) openEvent(ctx context.Context, eventID string) (*eventItem, err
 
 // cachedEvent returns an event's config from the client's cache when it is fresh.
 func (c *Client) cachedEvent(ctx context.Context, eventID string) (*eventItem, error) {
-	return c.events.get(ctx, eventID, func(ctx context.Context) (*eventItem, error) {
+	return c.events.Get(ctx, eventID, func(ctx context.Context) (*eventItem, error) {
 		return c.getEvent(ctx, eventID)
 	})
-}
-
-// eventCache keeps event configs for a short time so that a spike does not read CONFIG
-// on every click. Concurrent misses for one event share a single read. Failed reads,
-// unknown events included, are not kept.
-type eventCache struct {
-	ttl   time.Duration // ≤ 0: no caching
-	clock func() time.Time
-
-	mu      sync.Mutex
-	entries map[string]*eventEntry
-}
-
-type eventEntry struct {
-	loaded   chan struct{} // closed when cfg and err are set
-	cfg      *eventItem
-	err      error
-	loadedAt time.Time // when the read began
-}
-
-func newEventCache(ttl time.Duration, clock func() time.Time) *eventCache {
-	return &eventCache{ttl: ttl, clock: clock, entries: map[string]*eventEntry{}}
-}
-
-func (ec *eventCache) get(ctx context.Context, eventID string, load func(context.Context) (*eventItem, error)) (*eventItem, error) {
-	cfg, _, err := ec.getAged(ctx, eventID, ec.ttl, load)
-	return cfg, err
-}
-
-// getAged returns the event's config from a read that began less than maxAge ago
-// (and within the cache's TTL), sharing a read under way that began within it, else
-// from a read of its own; and when that read began. Without a cache (TTL ≤ 0) it
-// reads at once.
-func (ec *eventCache) getAged(ctx context.Context, eventID string, maxAge time.Duration, load func(context.Context) (*eventItem, error)) (*eventItem, time.Time, error) {
-	if ec.ttl <= 0 {
-		began := ec.clock()
-		cfg, err := load(ctx)
-		return cfg, began, err
-	}
-	maxAge = min(maxAge, ec.ttl)
-	ec.mu.Lock()
-	e, ok := ec.entries[eventID]
-	if ok && ec.clock().Sub(e.loadedAt) >= maxAge {
-		ok = false // too old, loaded or still under way
-	}
-	if !ok {
-		// loadedAt is when the read began: what it returns is at least that fresh.
-		e = &eventEntry{loaded: make(chan struct{}), loadedAt: ec.clock()}
-		ec.entries[eventID] = e
-		// Others may share this read: the caller's end does not cut it short, and
-		// the caller waits for it as they do.
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-		go func() {
-			defer cancel()
-			e.cfg, e.err = load(lctx)
-			close(e.loaded)
-			if e.err != nil {
-				ec.forgetEntry(eventID, e)
-			}
-		}()
-	}
-	ec.mu.Unlock()
-	select {
-	case <-e.loaded:
-		return e.cfg, e.loadedAt, e.err
-	case <-ctx.Done():
-		return nil, time.Time{}, ctx.Err()
-	}
-}
-
-// peek returns the cached config of an event and when it was read, without reading
-// the table; ok is false when none is cached.
-func (ec *eventCache) peek(eventID string) (cfg *eventItem, loadedAt time.Time, ok bool) {
-	ec.mu.Lock()
-	e := ec.entries[eventID]
-	ec.mu.Unlock()
-	if e == nil {
-		return nil, time.Time{}, false
-	}
-	select {
-	case <-e.loaded:
-		return e.cfg, e.loadedAt, e.err == nil && e.cfg != nil
-	default:
-		return nil, time.Time{}, false
-	}
-}
-
-// forget drops a cached event, so the next read sees the table.
-func (ec *eventCache) forget(eventID string) {
-	ec.mu.Lock()
-	delete(ec.entries, eventID)
-	ec.mu.Unlock()
-}
-
-func (ec *eventCache) forgetEntry(eventID string, e *eventEntry) {
-	ec.mu.Lock()
-	if ec.entries[eventID] == e {
-		delete(ec.entries, eventID)
-	}
-	ec.mu.Unlock()
 }

@@ -320,7 +320,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 		w.args[pNow] = now
 	}
 	err = c.do(ctx, txOptions{answered: true}, append([]write{w, entry}, extra...))
-	c.events.forget(eventID)
+	c.events.Forget(eventID)
 	var lost *conditionLost
 	switch {
 	case errors.As(err, &lost) && lost.index != 1:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/asyncevent/asyncevent/queue"
@@ -116,7 +115,7 @@ func (c *Client) submit(ctx context.Context, q queue.Queue, eventID, userID stri
 	if err != nil {
 		return Participation{}, err
 	}
-	if p, ok := c.queued.get(lock.IdempotencyKey()); ok {
+	if p, ok := c.queued.Get(lock.IdempotencyKey()); ok {
 		return p, nil // a repeat click of a request seen queued: its lock stays for good
 	}
 	event, err := c.cachedEvent(ctx, eventID)
@@ -251,52 +250,9 @@ func (c *Client) rememberQueued(p Participation) {
 	lockStays := p.Request != nil && (p.Request.ResultCode != ResultFailedIngestEnqueue || p.Request.ErrorCode == errorIngestIncomplete)
 	if r := p.Request; lockStays && r.Status != StatusReceived {
 		if lock, err := NewLockKey(r.EventID, r.UserID); err == nil { // the IDs of a request written
-			c.queued.put(lock.IdempotencyKey(), Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
+			c.queued.Put(lock.IdempotencyKey(), Participation{RequestID: r.RequestID, Duplicate: true, ParticipatedAt: p.ParticipatedAt})
 		}
 	}
-}
-
-// queuedCache is a bounded map from a lock's key to the participation it holds,
-// dropping the oldest entry when full. It is safe for concurrent use.
-type queuedCache struct {
-	mu    sync.Mutex
-	m     map[string]Participation
-	order []string // ring of keys, oldest at next
-	next  int
-	size  int
-}
-
-func newQueuedCache(size int) *queuedCache {
-	return &queuedCache{m: map[string]Participation{}, size: size}
-}
-
-func (qc *queuedCache) get(key string) (Participation, bool) {
-	if qc.size <= 0 {
-		return Participation{}, false
-	}
-	qc.mu.Lock()
-	defer qc.mu.Unlock()
-	p, ok := qc.m[key]
-	return p, ok
-}
-
-func (qc *queuedCache) put(key string, p Participation) {
-	if qc.size <= 0 {
-		return
-	}
-	qc.mu.Lock()
-	defer qc.mu.Unlock()
-	if _, ok := qc.m[key]; ok {
-		return
-	}
-	if len(qc.order) < qc.size {
-		qc.order = append(qc.order, key)
-	} else {
-		delete(qc.m, qc.order[qc.next])
-		qc.order[qc.next] = key
-		qc.next = (qc.next + 1) % qc.size
-	}
-	qc.m[key] = p
 }
 
 // enqueueUncertain sends the message of a request whose write may not have landed: a

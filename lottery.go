@@ -662,7 +662,7 @@ func (c *Client) movePhase(ctx context.Context, eventID string, draw, config *ro
 		{row: draw, key: drawKey.Key(), args: a},
 		{row: config, key: configKey.Key(), args: a},
 	})
-	c.events.forget(eventID)
+	c.events.Forget(eventID)
 	var lost *conditionLost
 	if errors.As(err, &lost) && lost.index == 0 {
 		return nil

@@ -62,7 +62,7 @@ func (c *Client) messageOf(r *Request) Message {
 		V: MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID,
 		EventType: r.EventType, RequestedAt: r.RequestedAt,
 	}
-	if cfg, _, ok := c.events.peek(r.EventID); ok && r.EventType == FirstCome && cfg.EventType == FirstCome {
+	if cfg, _, ok := c.events.Peek(r.EventID); ok && r.EventType == FirstCome && cfg.EventType == FirstCome {
 		m.CapacityShards = max(cfg.CapacityShards, 1)
 		m.PrequeueUntil = cfg.prequeueUntil()
 		if m.Ranked = cfg.Admission == AdmissionRanked; m.Ranked {

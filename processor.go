@@ -490,7 +490,7 @@ func (p *Processor) waitlists(ctx context.Context, eventID string, hold time.Dur
 	if hold <= 0 {
 		return false
 	}
-	cfg, _, ok := p.c.events.peek(eventID)
+	cfg, _, ok := p.c.events.Peek(eventID)
 	return !ok || cfg.EndsAt == 0 || p.c.now() <= cfg.EndsAt
 }
 

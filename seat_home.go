@@ -267,7 +267,7 @@ func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
 	if m.CapacityShards <= 0 {
 		return p.c.capacityShards(ctx, m.EventID)
 	}
-	if cfg, _, ok := p.c.events.peek(m.EventID); ok && max(cfg.CapacityShards, 1) != m.CapacityShards {
+	if cfg, _, ok := p.c.events.Peek(m.EventID); ok && max(cfg.CapacityShards, 1) != m.CapacityShards {
 		return 0, Permanent(fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, m.CapacityShards, max(cfg.CapacityShards, 1)))
 	}
 	return m.CapacityShards, nil
@@ -364,7 +364,7 @@ func (p *Processor) newTo(eventID string) bool {
 	if !p.seats.FirstLook(eventID) {
 		return false
 	}
-	_, _, cached := p.c.events.peek(eventID)
+	_, _, cached := p.c.events.Peek(eventID)
 	return !cached
 }
 
