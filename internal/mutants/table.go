@@ -153,7 +153,7 @@ var mutants = []mutant{
 	{
 		name: "verify-prequeue-no-hash",
 		rule: "VerifyPrequeue reads back the recorded set of entries against the hash (and count) the freeze recorded.",
-		file: "prequeue.go",
+		file: "prequeue_verify.go",
 		old:  "ids, err := c.verifiedSet(ctx, cfg, record, entries, every, problem)",
 		new:  "ids, err := c.verifiedSet(ctx, cfg, record, entries, every, func(string, ...any) {})",
 		pkg:  ".",
