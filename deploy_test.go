@@ -1,3 +1,10 @@
+// Scenario suite: the deployment. It builds deploy/template.yaml's table on DynamoDB
+// Local and reads the template's queue, functions, routes, roles and alarms, and
+// proves the template agrees with the code: its table is the one CreateTable makes,
+// each function runs under a role of its own (the roles' actions are held to the
+// calls each function makes by httpapi's TestMain and awslambda's policy_test.go),
+// its queue agrees with the worker's defaults, and the table is kept and watched.
+
 package asyncevent
 
 import (
@@ -19,11 +26,6 @@ import (
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 	"github.com/asyncevent/asyncevent/internal/deployrole"
 )
-
-// deploy/template.yaml is held to the code: its table is the one CreateTable makes,
-// each function runs under a role of its own (the roles' actions are held to the
-// calls each function makes by httpapi's TestMain and awslambda's policy_test.go),
-// and its queue agrees with the worker's defaults.
 
 // templateNode reads deploy/template.yaml and returns the node at path (mapping keys,
 // or sequence indexes as numbers).

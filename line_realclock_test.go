@@ -1,3 +1,10 @@
+// Scenario suite: the place in line on a real clock (issue 42). A burst of clicks
+// over three ingest nodes reaches two paced workers through a queue in a standard
+// queue's best-effort order, and every user polls its request; each poll is then
+// judged against the truth read from the requests. It proves that the place and the
+// wait told are within the issue's bar (make line, LINE_STRICT=1, on a quiet
+// machine), and, under make test, that the rig's races and plumbing hold.
+
 package asyncevent_test
 
 import (

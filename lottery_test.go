@@ -713,3 +713,14 @@ func drawOverABacklog(t *testing.T, shards int, markQueuedFault float64) {
 		assert.Positive(t, faulty.Counts().Throttled)
 	}
 }
+
+func TestLotteryWithFewerEntriesThanWinners(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock, _ := newLottery(t, asynceventtest.DynamoDB(t), asyncevent.Options{}, 10, 3)
+	clock.Advance(2 * time.Hour)
+	res, err := c.Draw(ctx, "lotto")
+	require.NoError(t, err)
+	assert.Len(t, res.Winners, 3, "all win")
+	asynceventtest.CheckEvent(t, c, "lotto", asynceventtest.CheckOptions{})
+}

@@ -1,17 +1,18 @@
-package asyncevent_test
+// Scenario suite: exactly N while the operator's controls and the holds race the
+// delays of issue 39 (docs/design.md, invariant 4, and "The seat claim"'s rows for
+// added seats, cancels, holds and the waitlist). It plays AddCapacity,
+// CancelRequest, a hold's release or expiry and the waitlist's serve, each made
+// while a write of one of seat_delays_test.go's runs is on the wire (a late home
+// claim, a takeover with the old claim on the wire, two workers' clocks 7 s apart, a
+// pool claim landing after a refill, a claim cut off by its caller), the write
+// landing after. Writes are held back with asynceventtest.HoldBack, time moves on
+// the run's asynceventtest.Clock (each worker a Client of its own, some on a
+// SkewedClock), and each run is judged from a raw consistent Scan (judgeSeats:
+// SUCCEEDED + HELD ≤ capacity, every seat taken accounted for, no request with two
+// tokens, none rejected or failed holding one), by CheckEvent, and by the SUCCEEDED
+// and HELD its story must leave.
 
-// Exactly N while the operator's controls and the holds race the delays of issue 39
-// (docs/design.md, invariant 4, and "The seat claim"'s rows for added seats, cancels,
-// holds and the waitlist): AddCapacity, CancelRequest, a hold's release or expiry and
-// the waitlist's serve, each made while a write of one of seat_delays_test.go's runs is
-// on the wire (a late home claim, a takeover with the old claim on the wire, two
-// workers' clocks 7 s apart, a pool claim landing after a refill, a claim cut off by
-// its caller), the write landing after. Writes are held back with
-// asynceventtest.HoldBack, time moves on the run's asynceventtest.Clock (each worker
-// a Client of its own, some on a SkewedClock), and each run is judged from a raw
-// consistent Scan (judgeSeats: SUCCEEDED + HELD ≤ capacity, every seat taken
-// accounted for, no request with two tokens, none rejected or failed holding one),
-// by CheckEvent, and by the SUCCEEDED and HELD its story must leave.
+package asyncevent_test
 
 import (
 	"context"
@@ -32,17 +33,7 @@ import (
 // newRaceRig is newDelayRig for an event with holds of holdFor (0: none).
 func newRaceRig(t *testing.T, capacity int64, shards int, holdFor time.Duration) *delayRig {
 	t.Helper()
-	r := &delayRig{t: t, clock: asynceventtest.NewClock(t0), event: "late", shards: max(shards, 1), bodies: map[string][]byte{}}
-	r.c = asynceventtest.NewTableWith(t, asyncevent.Options{Clock: r.clock.Now, ProgressEvery: -1, NewRequestID: func() string {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.nextID
-	}})
-	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventSettings{
-		EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor,
-	})
-	require.NoError(t, err)
-	return r
+	return newDelayRigWith(t, capacity, shards, holdFor, 0)
 }
 
 // win submits user's click (home shard home), works it to its end and requires the

@@ -1,14 +1,16 @@
-package asyncevent_test
-
-// Exactly N whatever the delays (issue 39; docs/design.md, invariant 4): runs in
-// which a write lands long after its sender gave up, a lease is taken over while the
-// old holder's claim is on the wire, and two workers' clocks disagree. Writes are held
-// back with asynceventtest.HoldBack and landed when the run needs them; time moves on
-// the test's clocks (each worker a Client of its own on the one table, with its own
+// Scenario suite: exactly N whatever the delays (issue 39; docs/design.md, invariant
+// 4). It plays runs in which a write lands long after its sender gave up, a lease is
+// taken over while the old holder's claim is on the wire, a request's put or a
+// send's answer is lost, and two workers' clocks disagree, and proves that no seat
+// is sold twice, held twice or spent on nobody. Writes are held back with
+// asynceventtest.HoldBack and landed when the run needs them; time moves on the
+// test's clocks (each worker a Client of its own on the one table, with its own
 // cache, clock and wrapper), so no run sleeps through a fence. Each run is judged
 // from a strongly consistent Scan of the table (judgeSeats): SUCCEEDED + HELD ≤
 // capacity, every seat taken accounted for, no request holding two seats, none
 // rejected or failed while its token holds one.
+
+package asyncevent_test
 
 import (
 	"bytes"
@@ -62,13 +64,24 @@ type delayRig struct {
 // newDelayRig makes a FIRST_COME event of capacity seats on shards capacity shards.
 func newDelayRig(t *testing.T, capacity int64, shards int) *delayRig {
 	t.Helper()
+	return newDelayRigWith(t, capacity, shards, 0, 0)
+}
+
+// newDelayRigWith is newDelayRig for an event with holds of holdFor (0: none) and an
+// end endsIn after t0 (0: none).
+func newDelayRigWith(t *testing.T, capacity int64, shards int, holdFor, endsIn time.Duration) *delayRig {
+	t.Helper()
 	r := &delayRig{t: t, clock: asynceventtest.NewClock(t0), event: "late", shards: max(shards, 1), bodies: map[string][]byte{}}
 	r.c = asynceventtest.NewTableWith(t, asyncevent.Options{Clock: r.clock.Now, ProgressEvery: -1, NewRequestID: func() string {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.nextID
 	}})
-	_, err := r.c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards})
+	cfg := asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor}
+	if endsIn > 0 {
+		cfg.EndsAt = asyncevent.MillisOf(t0.Add(endsIn))
+	}
+	_, err := r.c.CreateEvent(context.Background(), cfg)
 	require.NoError(t, err)
 	return r
 }
@@ -727,9 +740,9 @@ func TestSeatDelaysWorkersSevenSecondsApart(t *testing.T) {
 	asynceventtest.CheckEvent(t, r.c, r.event, asynceventtest.CheckOptions{})
 }
 
-// reviewOrder is the library's claimOrder: the order in which a request tries n
+// delayOrder is the library's claimOrder: the order in which a request tries n
 // capacity shards (FNV-64a of its ID seeds a permutation; its home shard first).
-func reviewOrder(id string, n int) []int {
+func delayOrder(id string, n int) []int {
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	order := rand.New(rand.NewPCG(h.Sum64(), 0)).Perm(n)
@@ -743,7 +756,7 @@ func reviewOrder(id string, n int) []int {
 func (r *delayRig) submitOrdered(user string, order []int) string {
 	r.t.Helper()
 	id := user
-	for i := 0; !slices.Equal(reviewOrder(id, r.shards), order); i++ {
+	for i := 0; !slices.Equal(delayOrder(id, r.shards), order); i++ {
 		id = fmt.Sprintf("%s-%d", user, i)
 	}
 	return r.submitAs(user, id)
@@ -896,7 +909,7 @@ func TestStaleMoveRollsTheClaimBack(t *testing.T) {
 // told their click failed, does not click again; the next user is refused.
 func TestLastReceiveLostLeavesTheSeatOnNobody(t *testing.T) {
 	ctx := context.Background()
-	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
+	r := newDelayRigWith(t, 1, 1, 0, 10*time.Minute)
 	const id = "r"
 	ds := []queue.Delivery{r.submitPutLost(id, "r")}
 
@@ -922,25 +935,6 @@ func TestLastReceiveLostLeavesTheSeatOnNobody(t *testing.T) {
 		t.Errorf("%d SUCCEEDED for 1 seat and 2 users: want 1", rep.succeeded)
 	}
 	asynceventtest.CheckEvent(t, r.c, r.event, asynceventtest.CheckOptions{})
-}
-
-// newReviewRig is newRaceRig with an end endsIn after t0 (0: none) and holds of
-// holdFor (0: none).
-func newReviewRig(t *testing.T, capacity int64, shards int, holdFor, endsIn time.Duration) *delayRig {
-	t.Helper()
-	r := &delayRig{t: t, clock: asynceventtest.NewClock(t0), event: "late", shards: max(shards, 1), bodies: map[string][]byte{}}
-	r.c = asynceventtest.NewTableWith(t, asyncevent.Options{Clock: r.clock.Now, ProgressEvery: -1, NewRequestID: func() string {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.nextID
-	}})
-	cfg := asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor}
-	if endsIn > 0 {
-		cfg.EndsAt = asyncevent.MillisOf(t0.Add(endsIn))
-	}
-	_, err := r.c.CreateEvent(context.Background(), cfg)
-	require.NoError(t, err)
-	return r
 }
 
 // ingestThrough is an ingest process on db whose next request is id.
@@ -971,7 +965,8 @@ func (r *delayRig) submitPutLost(id, user string) queue.Delivery {
 	return ds[0]
 }
 
-type reviewSubmitted struct {
+// submitResult is what a Submit made in the background answered.
+type submitResult struct {
 	p   asyncevent.Participation
 	err error
 }
@@ -987,17 +982,17 @@ type reviewSubmitted struct {
 func TestSeatUncertainPutLandsAfterTheSeat(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newReviewRig(t, 1, 1, 0, 0)
+	r := newDelayRigWith(t, 1, 1, 0, 0)
 	const id = "r"
 	hb := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
 	put := hb.Hold(asynceventtest.OnKey("PutItem", "REQ#"+id, ""), 1, asynceventtest.CallerReset)
 	mark := hb.Hold(asynceventtest.OnKey("UpdateItem", "REQ#"+id, ""), 1, asynceventtest.CallerWaits)
 	ic := r.ingestThrough(hb, id)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	subc := make(chan reviewSubmitted, 1)
+	subc := make(chan submitResult, 1)
 	go func() {
 		p, err := ic.Submit(ctx, q, r.event, "r")
-		subc <- reviewSubmitted{p, err}
+		subc <- submitResult{p, err}
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -1034,7 +1029,7 @@ func TestSeatUncertainPutLandsAfterTheSeat(t *testing.T) {
 func TestSeatUncertainPutNeverLandsThenTheClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
+	r := newDelayRigWith(t, 1, 1, 0, 10*time.Minute)
 	const id = "r"
 	ds := []queue.Delivery{r.submitPutLost(id, "r")}
 	res := asynceventtest.WorkDelivery(ctx, t, r.worker(asynceventtest.DynamoDB(t), nil), ds[0], asyncevent.ProcessOptions{})
@@ -1051,7 +1046,7 @@ func TestSeatUncertainPutNeverLandsThenTheClose(t *testing.T) {
 func TestSeatUncertainPutNeverLandsThenTheCloseHeals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newReviewRig(t, 1, 1, 0, 10*time.Minute)
+	r := newDelayRigWith(t, 1, 1, 0, 10*time.Minute)
 	const id = "r"
 	ds := []queue.Delivery{r.submitPutLost(id, "r")}
 	dying := asynceventtest.NewHoldBack(asynceventtest.DynamoDB(t))
@@ -1085,7 +1080,7 @@ func TestSeatUncertainPutNeverLandsThenTheCloseHeals(t *testing.T) {
 func TestSeatLegacyItemMovedOffItsHome(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newReviewRig(t, 4, 2, 0, 0)
+	r := newDelayRigWith(t, 4, 2, 0, 0)
 	rID := r.submit("r", 0)
 	_, err := asynceventtest.DynamoDB(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(r.c.TableName()),
@@ -1126,7 +1121,7 @@ func TestSeatLegacyItemMovedOffItsHome(t *testing.T) {
 // its own, so the ended one does not cut it).
 func TestSeatDeadlineBetweenSeatAndResultOnTheLastReceive(t *testing.T) {
 	t.Parallel()
-	r := newReviewRig(t, 2, 2, 0, 0)
+	r := newDelayRigWith(t, 2, 2, 0, 0)
 	r.win("first", 0, asyncevent.OutcomeSucceeded)
 	rID := r.submit("r", 0)
 	shard1 := "EVENT#" + r.event + "#CAPACITY#1"
@@ -1157,7 +1152,7 @@ func TestSeatDeadlineBetweenSeatAndResultOnTheLastReceive(t *testing.T) {
 func TestSeatBinderClockAheadOfALiveLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newReviewRig(t, 2, 1, 0, 0)
+	r := newDelayRigWith(t, 2, 1, 0, 0)
 	rID := r.submit("r", 0)
 	slow, started, release := slowHandler()
 	aDone := r.async(ctx, r.worker(asynceventtest.DynamoDB(t), nil), rID, 1, asyncevent.ProcessOptions{Handler: slow, LeaseDuration: 30 * time.Second})
@@ -1196,16 +1191,16 @@ func (s *sendFailsAfter) Send(ctx context.Context, m queue.OutgoingMessage) erro
 func TestSeatSendFailedButWentThroughUnderALease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newReviewRig(t, 1, 1, 0, 0)
+	r := newDelayRigWith(t, 1, 1, 0, 0)
 	mem := queue.NewMemory(queue.MemoryOptions{})
 	fq := &sendFailsAfter{Queue: mem, sent: make(chan struct{}), release: make(chan struct{})}
 	r.mu.Lock()
 	r.nextID = "r"
 	r.mu.Unlock()
-	subc := make(chan reviewSubmitted, 1)
+	subc := make(chan submitResult, 1)
 	go func() {
 		p, err := r.c.Submit(ctx, fq, r.event, "r")
-		subc <- reviewSubmitted{p, err}
+		subc <- submitResult{p, err}
 	}()
 	<-fq.sent
 	ds, err := mem.Receive(ctx, 1, 0, time.Minute)

@@ -1,3 +1,16 @@
+// Scenario suite: a hot key refused for throughput, as
+// asynceventtest.NewLimitedClient answers for DynamoDB: every row of a request, seat
+// claims on a hot CAPACITY item, and a worker whose claim or final write is
+// throttled past its retries. It proves that a write refused for throughput is
+// ErrThrottled and writes nothing while a lost condition stays an outcome, that
+// claims made again under throttles end with exactly N, and that a throttled worker
+// leaves its message for a later delivery, or ends the request FAILED_FINAL on its
+// last receive.
+//
+// The limits' clock is the library's, and stands still: a key heated with Heat stays
+// refused until the test advances the clock, so the counts of refused calls do not
+// depend on speed.
+
 package asyncevent_test
 
 import (
@@ -23,11 +36,6 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/queue"
 )
-
-// Throttling: DynamoDB refusing throughput, as asynceventtest.NewLimitedClient
-// answers for it. The limits' clock is the library's, and stands still: a key heated
-// with Heat stays refused until the test advances the clock, so the counts of refused
-// calls do not depend on speed.
 
 // hotKeyTest is a FIRST_COME event "hot" on a table under the limits simulator, and a
 // client beside the limits for reading it back.

@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -641,4 +646,446 @@ func TestSoldOutLoserIsOneWrite(t *testing.T) {
 	res := asynceventtest.WorkDelivery(ctx, t, c, ds[2], asyncevent.ProcessOptions{})
 	assert.Equal(t, asyncevent.OutcomeDuplicate, res.Kind)
 	asynceventtest.CheckEvent(t, c, "sale", asynceventtest.CheckOptions{})
+}
+
+// TestStrictModeKeepsQueueOrder: with a FIFO queue and one message group per event
+// (the strict mode), the winners are exactly the first N in queue order: no
+// inversions, however many workers.
+func TestStrictModeKeepsQueueOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, clock := newIngest(t, asyncevent.Options{}) // capacity 10
+	q := queue.NewMemory(queue.MemoryOptions{FIFO: true})
+	var ids []string
+	for i := range 40 {
+		p, err := c.Submit(ctx, q, "ev", fmt.Sprintf("u%02d", i))
+		require.NoError(t, err)
+		ids = append(ids, p.RequestID)
+		clock.Advance(time.Millisecond)
+	}
+	for range 4 {
+		w, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 4, WaitTime: 20 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() { assert.NoError(t, w.Stop(ctx)) })
+	}
+	asynceventtest.WaitDrained(t, q, time.Minute)
+	st, err := c.EventStats(ctx, "ev")
+	require.NoError(t, err)
+	assert.Equal(t, 10, st.ByStatus[asyncevent.StatusSucceeded])
+	assert.Zero(t, st.Fairness.Inversions)
+	for i, id := range ids {
+		r, err := c.GetRequest(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, i < 10, r.Status == asyncevent.StatusSucceeded, "request %d", i)
+	}
+}
+
+// processingLog records, from ProcessOptions.OnOutcome, the order in which requests
+// reached an outcome that decides them.
+type processingLog struct {
+	mu    sync.Mutex
+	order []string // requestIds
+}
+
+func (l *processingLog) onOutcome(o asyncevent.Outcome) {
+	switch o.Kind {
+	case asyncevent.OutcomeSucceeded, asyncevent.OutcomeRejected:
+		l.mu.Lock()
+		l.order = append(l.order, o.RequestID)
+		l.mu.Unlock()
+	}
+}
+
+func (l *processingLog) requests() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.order...)
+}
+
+// submitInOrder submits users one after another to a FIRST_COME event "sale" and
+// returns their requestIds in send order.
+func submitInOrder(t *testing.T, c *asyncevent.Client, q queue.Queue, users int) []string {
+	t.Helper()
+	ids := make([]string, users)
+	for i := range ids {
+		p, err := c.Submit(context.Background(), q, "sale", fmt.Sprintf("u%03d", i))
+		require.NoError(t, err)
+		ids[i] = p.RequestID
+	}
+	return ids
+}
+
+// winners returns the requestIds of the event's SUCCEEDED requests once every one
+// of want requests is final.
+func winnersOnceFinal(t *testing.T, c *asyncevent.Client, want int) map[string]bool {
+	t.Helper()
+	var rs []asyncevent.Request
+	eventually(t, "every request final", func() bool {
+		rs = requestsOf(t, c, "sale")
+		if len(rs) != want {
+			return false
+		}
+		for _, r := range rs {
+			if !r.Status.IsTerminal() {
+				return false
+			}
+		}
+		return true
+	})
+	won := map[string]bool{}
+	for _, r := range rs {
+		if r.Status == asyncevent.StatusSucceeded {
+			won[r.RequestID] = true
+		}
+	}
+	return won
+}
+
+// TestStrictModeFollowsQueueOrder runs a first-come event in strict mode (a FIFO
+// queue, ingest's one message group per event) with several workers that each take
+// up to ten of the group per receive: the requests are processed exactly in send
+// order, so the winners are exactly the first N sent.
+func TestStrictModeFollowsQueueOrder(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"memory", "sqs"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			const capacity, users = 7, 60
+			c := newSale(t, capacity)
+			q := testQueue(t, kind, true)
+			sent := submitInOrder(t, c, q, users)
+
+			log := &processingLog{}
+			// A handler of uneven speed: run at once, a batch's messages would
+			// finish out of order.
+			jitter := asyncevent.HandlerFunc(func(ctx context.Context, _ asyncevent.Message) error {
+				return sleepCtx(ctx, time.Duration(rand.IntN(4))*time.Millisecond)
+			})
+			for range 3 {
+				runWorker(t, c, q, asyncevent.WorkerOptions{Concurrency: 10, BatchSize: 10, WaitTime: 100 * time.Millisecond,
+					ProcessOptions: asyncevent.ProcessOptions{Handler: jitter, OnOutcome: log.onOutcome}})
+			}
+			won := winnersOnceFinal(t, c, users)
+
+			assert.Equal(t, sent, log.requests(), "processed in send order")
+			want := map[string]bool{}
+			for _, id := range sent[:capacity] {
+				want[id] = true
+			}
+			assert.Equal(t, want, won, "the winners are the first %d sent", capacity)
+		})
+	}
+}
+
+// TestWorkerRunsAGroupInReceiveOrder gives one worker a FIFO batch of two groups and
+// group-less messages: each group's messages run one after another in receive order;
+// after one that is not done, the group's later ones are made visible again, unstarted,
+// and come back behind it.
+func TestWorkerRunsAGroupInReceiveOrder(t *testing.T) {
+	t.Parallel()
+	c := newSale(t, 100)
+	q := queue.NewMemory(queue.MemoryOptions{FIFO: true})
+	sent := submitInOrder(t, c, q, 6)
+
+	var mu sync.Mutex
+	var ran []string
+	failed := false
+	handler := asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, m.RequestID)
+		if m.RequestID == sent[2] && !failed {
+			failed = true
+			return fmt.Errorf("downstream is down")
+		}
+		return nil
+	})
+	runWorker(t, c, q, asyncevent.WorkerOptions{Concurrency: 10, ProcessOptions: asyncevent.ProcessOptions{Handler: handler}})
+	asynceventtest.WaitDrained(t, q, 30*time.Second)
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{sent[0], sent[1], sent[2], sent[2], sent[3], sent[4], sent[5]}, ran,
+		"the failure comes back first, and nothing after it ran before it")
+	for _, r := range requestsOf(t, c, "sale") {
+		assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
+	}
+}
+
+// TestProcessKeepsAGroupsOrder is asynceventtest.Process on a batch of two groups:
+// each group in receive order, and the rest of a group after a message that is not
+// done returned unprocessed, as queue.Groups says a worker does.
+func TestProcessKeepsAGroupsOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newSale(t, 100)
+	q := queue.NewMemory(queue.MemoryOptions{})
+	sent := submitInOrder(t, c, q, 6)
+	var ds []queue.Delivery
+	for len(ds) < 6 {
+		got, err := q.Receive(ctx, 6-len(ds), time.Second, time.Minute)
+		require.NoError(t, err)
+		ds = append(ds, got...)
+	}
+	for i := range ds {
+		ds[i].GroupID = []string{"a", "b"}[i%2]
+	}
+	var mu sync.Mutex
+	var ran []string
+	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{Handler: asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, m.RequestID)
+		if m.RequestID == sent[2] {
+			return fmt.Errorf("downstream is down")
+		}
+		return nil
+	})})
+	failed := asynceventtest.Process(ctx, p, ds)
+
+	assert.Equal(t, []string{ds[2].MessageID, ds[4].MessageID}, failed, "group a stops at its failure")
+	var a, b []string
+	for _, id := range ran {
+		switch id {
+		case sent[0], sent[2], sent[4]:
+			a = append(a, id)
+		default:
+			b = append(b, id)
+		}
+	}
+	assert.Equal(t, []string{sent[0], sent[2]}, a)
+	assert.Equal(t, []string{sent[1], sent[3], sent[5]}, b)
+}
+
+// gatedQueue holds each Receive until the test opens its gate, and tells when one
+// is waiting there. Past the gate, a receive on a CancelSafeQueue goes on as usual;
+// on any other it behaves as an SQS long poll does: the queue answers it whether or
+// not its caller has given up, and what a caller who has given up is handed stays
+// hidden for the visibility timeout.
+type gatedQueue struct {
+	queue.Queue
+	polling chan struct{}
+	gate    chan struct{}
+}
+
+func newGatedQueue(q queue.Queue) gatedQueue {
+	return gatedQueue{Queue: q, polling: make(chan struct{}, 1), gate: make(chan struct{})}
+}
+
+func (q gatedQueue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]queue.Delivery, error) {
+	select {
+	case q.polling <- struct{}{}:
+	default:
+	}
+	<-q.gate
+	if q.ReceiveIsCancelSafe() {
+		return q.Queue.Receive(ctx, max, wait, visibility)
+	}
+	ds, err := q.Queue.Receive(context.WithoutCancel(ctx), max, wait, visibility)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return ds, err
+}
+
+func (q gatedQueue) ReceiveIsCancelSafe() bool {
+	cs, ok := q.Queue.(queue.CancelSafeQueue)
+	return ok && cs.ReceiveIsCancelSafe()
+}
+
+// testQueue returns a queue.Memory or a queue on the local SQS (fauxqs).
+func testQueue(t *testing.T, kind string, fifo bool) queue.Queue {
+	t.Helper()
+	if kind == "memory" {
+		return queue.NewMemory(queue.MemoryOptions{FIFO: fifo})
+	}
+	return asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: fifo})
+}
+
+// hidden is longer than any wait of these tests: a message left hidden by a stopping
+// worker would come back only after the test has failed.
+const hidden = 2 * time.Minute
+
+// TestStoppingWorkerGivesBackItsLastReceive stops a worker while its long poll is in
+// flight, then the first user clicks and the poll is answered: her message, which an
+// SQS poll is handed after the stop began, is not started and not left hidden, and
+// she wins against the users who click after her on the restarted worker.
+func TestStoppingWorkerGivesBackItsLastReceive(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"memory", "sqs"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			c := newSale(t, 3)
+			q := newGatedQueue(testQueue(t, kind, false))
+			log := &processingLog{}
+			old, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{WaitTime: 5 * time.Second, VisibilityTimeout: hidden,
+				ProcessOptions: asyncevent.ProcessOptions{OnOutcome: log.onOutcome}})
+			require.NoError(t, err)
+			startCtx, stop := context.WithCancel(ctx)
+			require.NoError(t, old.Start(startCtx))
+			select {
+			case <-q.polling:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the worker never polled")
+			}
+			stop() // the stop begins: Start's ctx ends
+			sent := submitInOrder(t, c, q, 1)
+			close(q.gate)
+			stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			require.NoError(t, old.Stop(stopCtx), "the poll in flight ends within WaitTime")
+			assert.Empty(t, log.requests(), "nothing started after the stop began")
+
+			for _, u := range []string{"u001", "u002", "u003", "u004"} {
+				p, err := c.Submit(ctx, q, "sale", u)
+				require.NoError(t, err)
+				sent = append(sent, p.RequestID)
+			}
+			runWorker(t, c, q.Queue, asyncevent.WorkerOptions{Concurrency: 1, VisibilityTimeout: hidden})
+			won := winnersOnceFinal(t, c, len(sent))
+			assert.True(t, won[sent[0]], "the first to click wins")
+			if kind == "memory" { // a queue.Memory delivers in the order messages became visible
+				assert.Equal(t, map[string]bool{sent[0]: true, sent[1]: true, sent[2]: true}, won)
+			}
+		})
+	}
+}
+
+// TestWorkerRestartedMidSpikeKeepsStrictOrder restarts the only worker of a strict
+// first-come event in the middle of its spike, while it holds a batch of the event's
+// group: what it has not started goes back at once, in order, and the new worker
+// carries on from there. Processing follows send order exactly across the restart,
+// and the winners are the first N sent.
+func TestWorkerRestartedMidSpikeKeepsStrictOrder(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"memory", "sqs"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			const capacity, users = 5, 30
+			c := newSale(t, capacity)
+			q := testQueue(t, kind, true)
+			sent := submitInOrder(t, c, q, users)
+
+			log := &processingLog{}
+			reached, proceed := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			blockAtThird := asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+				if m.RequestID == sent[2] {
+					once.Do(func() { close(reached) })
+					<-proceed
+				}
+				return nil
+			})
+			old, err := asyncevent.NewWorker(c, q, asyncevent.WorkerOptions{Concurrency: 10, WaitTime: time.Second, VisibilityTimeout: hidden,
+				ProcessOptions: asyncevent.ProcessOptions{Handler: blockAtThird, OnOutcome: log.onOutcome}})
+			require.NoError(t, err)
+			startCtx, stop := context.WithCancel(ctx)
+			require.NoError(t, old.Start(startCtx))
+			select {
+			case <-reached:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the worker never reached the third request")
+			}
+			stop()
+			close(proceed)
+			stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			require.NoError(t, old.Stop(stopCtx))
+			assert.Equal(t, sent[:3], log.requests(), "the stopping worker finished what it had started and started nothing more")
+
+			runWorker(t, c, q, asyncevent.WorkerOptions{Concurrency: 10, VisibilityTimeout: hidden,
+				ProcessOptions: asyncevent.ProcessOptions{OnOutcome: log.onOutcome}})
+			won := winnersOnceFinal(t, c, users)
+			assert.Equal(t, sent, log.requests(), "processed in send order across the restart")
+			want := map[string]bool{}
+			for _, id := range sent[:capacity] {
+				want[id] = true
+			}
+			assert.Equal(t, want, won)
+		})
+	}
+}
+
+// queueDepth is the number of messages on an SQS queue, visible or in flight.
+func queueDepth(t *testing.T, q *queue.SQS) int {
+	t.Helper()
+	out, err := asynceventtest.SQS(t).GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(q.URL()),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	require.NoError(t, err)
+	n := 0
+	for _, v := range out.Attributes {
+		k, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		n += k
+	}
+	return n
+}
+
+// TestWorkerOnSQS runs ingest and workers on SQS (fauxqs), standard and FIFO: exactly
+// N winners, and poison or always-failing messages end FAILED_FINAL and in the
+// dead-letter queue by the queue's own redrive, while the worker serves the rest.
+func TestWorkerOnSQS(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%t", fifo), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			c := newSale(t, 10)
+			q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{FIFO: fifo, MaxReceives: 2, VisibilityTimeout: 30 * time.Second})
+
+			for i := range 30 {
+				_, err := c.Submit(ctx, q, "sale", fmt.Sprintf("u%02d", i))
+				require.NoError(t, err)
+			}
+			failing, err := c.Submit(ctx, q, "sale", "failing")
+			require.NoError(t, err)
+			require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(`{"v":1,`), GroupID: "sale", DeduplicationID: "poison"}))
+
+			handler := asyncevent.HandlerFunc(func(_ context.Context, m asyncevent.Message) error {
+				if m.UserID == "failing" {
+					return errors.New("downstream is down")
+				}
+				return nil
+			})
+			runWorker(t, c, q, asyncevent.WorkerOptions{WaitTime: time.Second, Concurrency: 4,
+				ProcessOptions: asyncevent.ProcessOptions{Handler: handler, MaxReceives: 2, Backoff: func(int) time.Duration { return 0 }}})
+			// The failing user's message dead-letters unless a worker already knew
+			// the event sold out when it came: a known loser is rejected in one write,
+			// without the handler.
+			dlq := asynceventtest.DeadLetterQueue(t, q)
+			var r *asyncevent.Request
+			eventually(t, "main queue empty, the poison and the failing user's message dead-lettered", func() bool {
+				var err error
+				if r, err = c.GetRequest(ctx, failing.RequestID); err != nil || !r.Status.IsTerminal() {
+					return false
+				}
+				want := 1
+				if r.Status == asyncevent.StatusFailedFinal {
+					want = 2
+				}
+				return queueDepth(t, q) == 0 && queueDepth(t, dlq) == want
+			})
+
+			rs := requestsOf(t, c, "sale")
+			byStatus := countBy(rs, func(r asyncevent.Request) asyncevent.Status { return r.Status })
+			if r.Status == asyncevent.StatusFailedFinal {
+				assert.Equal(t, map[asyncevent.Status]int{
+					asyncevent.StatusSucceeded: 10, asyncevent.StatusRejected: 20, asyncevent.StatusFailedFinal: 1,
+				}, byStatus)
+				assert.Equal(t, asyncevent.ResultFailedWorker, r.ResultCode)
+				assert.Contains(t, r.ErrorMessage, "after 2 receives")
+			} else {
+				assert.Equal(t, map[asyncevent.Status]int{asyncevent.StatusSucceeded: 10, asyncevent.StatusRejected: 21}, byStatus)
+				assert.Equal(t, asyncevent.ResultRejectedCapacity, r.ResultCode)
+			}
+		})
+	}
 }

@@ -165,3 +165,59 @@ func fullCapacityItem() any {
 		EventID: "e1", CapacityTotal: 3, CapacityRemaining: 1, UpdatedAt: 4, SoldOut: true, HoldFor: 10 * time.Minute,
 	}, Holders: []string{"h2", "h1"}, PoolVersion: 5, Void: []string{"v1"}}
 }
+
+// attributeNames returns the names of the attributes item is stored with, sorted.
+func attributeNames(t *testing.T, item any) []string {
+	t.Helper()
+	av, err := attributevalue.MarshalMap(item)
+	require.NoError(t, err)
+	var names []string
+	for n := range av {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestItemAttributeNames pins the stored field names to seed 001 §2, and shows that
+// only a Request item can carry index keys.
+func TestItemAttributeNames(t *testing.T) {
+	rk, _ := NewRequestKey("r1")
+	ik, err := newIndexKeys("e1", "u1", "r1", 1)
+	require.NoError(t, err)
+	full := requestItem{Key: rk.Key(), IndexKeys: ik, storedRequest: storedRequest{
+		EntityType: entity.Request,
+		Request: Request{
+			RequestID: "r1", EventID: "e1", UserID: "u1",
+			EventType: Lottery, Status: StatusFailedFinal, UIPhase: PhaseAnnounced,
+			LotteryCutoffAt: 1, AnnouncedAt: 2, UIResult: UIFailed, ResultCode: ResultFailedWorker,
+			RequestedAt: 3, QueuedAt: 4, StartedAt: 5, FinishedAt: 6,
+			FailureClass: NonRetryable, ErrorCode: "X", ErrorMessage: "m",
+		},
+		IdempotencyKey: "IDEMP#e1#u1", LeaseOwner: "w", LeaseExpiresAt: 7, TTL: 8,
+	}}
+	assert.Equal(t, strings.Fields(`GSI1PK GSI1SK GSI2PK GSI2SK PK SK announcedAt entityType
+		errorCode errorMessage eventId eventType failureClass finishedAt idempotencyKey
+		leaseExpiresAt leaseOwner lotteryCutoffAt queuedAt requestId requestedAt resultCode
+		startedAt status ttl uiPhase uiResult userId`), attributeNames(t, full))
+
+	// A request without an order time has no index keys at all (not empty strings,
+	// which DynamoDB refuses as index keys).
+	fresh := full
+	fresh.IndexKeys = IndexKeys{}
+	assert.NotContains(t, attributeNames(t, fresh), "GSI1PK")
+
+	for name, item := range map[string]any{
+		"lock":       lockItem{IdempotencyLock: IdempotencyLock{EntityType: entity.Idempotency, EventID: "e", UserID: "u", RequestID: "r", CreatedAt: 1, TTL: 2}},
+		"capacity":   capacityItem{EntityType: entity.Capacity, EventCapacity: EventCapacity{EventID: "e", CapacityTotal: 1, CapacityRemaining: 1, UpdatedAt: 1}},
+		"status log": statusLogItem{EntityType: entity.StatusLog, StatusLog: StatusLog{RequestID: "r", FromStatus: StatusQueued, ToStatus: StatusProcessing, OccurredAt: 1, Message: "m"}, TTL: 2},
+		"config":     configItem{eventItem: eventItem{EntityType: entity.Config, Event: Event{EventSettings: EventSettings{EventID: "e", EventType: FirstCome, CapacityTotal: 1}, CreatedAt: 1}}},
+	} {
+		names := attributeNames(t, item)
+		assert.Contains(t, names, "entityType", name)
+		assert.Contains(t, names, "PK", name)
+		for _, n := range names {
+			assert.False(t, strings.HasPrefix(n, "GSI"), "%s item carries %s", name, n)
+		}
+	}
+}

@@ -1,3 +1,12 @@
+// Scenario suite: late arrivals. A request queued by a lottery's cutoff, or before a
+// pre-queue's start, reaches the table after the draw (or the serve) recorded its
+// entries: its put held on the wire past the entries' fence, or sent by an ingest
+// whose clock is behind; the draw or the serve runs on, or is killed and resumed. It
+// proves that the record decides: every request ends final, a late arrival is no
+// entry (REJECTED_NOT_DRAWN in a lottery; in a pre-queue it joins the sale's line
+// after the drawn order, ahead of the sale's clicks), the verifiers answer OK and
+// list it apart, and with holds the seats given back reach the waiting requests.
+
 package asyncevent_test
 
 import (
