@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncevent/asyncevent/internal/cache"
 	"github.com/asyncevent/asyncevent/internal/ddb"
+	"github.com/asyncevent/asyncevent/internal/progress"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -166,7 +167,7 @@ type Client struct {
 	// progress counts the events' progress this client makes (nil: not counted);
 	// progressReads keeps what it read of it.
 	progress      *progressMeter
-	progressReads progressCache
+	progressReads progress.Cache
 	// prequeues keeps, by event ID, what the client read of a pre-queue's order, for
 	// the places of its entries (*prequeueView).
 	prequeues sync.Map

@@ -374,9 +374,6 @@ func (c *Client) queueStats(v *progress.View, now time.Time) QueueStats {
 	return st
 }
 
-// progressCache keeps each event's progress this client read (Client.progressReads).
-type progressCache = progress.Cache
-
 // eventProgress returns the event's progress, read less than maxAge ago (at most
 // ProgressCacheTTL), or, if landed is not zero, at or after landed: this client's
 // copy (progress.Entry.View), or a Query of each of the event's progress partitions
