@@ -63,53 +63,12 @@
 //
 // # A first event
 //
-// A first-come event with three seats, a click and a worker, on a DynamoDB Local
-// (package dynamodblocal; on AWS, any DynamoDB client such as dynamodb.NewFromConfig's):
-//
-//	func firstEvent(ctx context.Context) (err error) {
-//		local, err := dynamodblocal.Start(ctx, dynamodblocal.Options{})
-//		if err != nil {
-//			return err
-//		}
-//		defer func() { err = errors.Join(err, local.Stop()) }()
-//		client, err := asyncevent.New(local.Client, asyncevent.Options{TableName: "AsyncEventTable"})
-//		if err != nil {
-//			return err
-//		}
-//		if err := client.CreateTable(ctx); err != nil {
-//			return err
-//		}
-//		_, err = client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 3})
-//		if err != nil {
-//			return err
-//		}
-//		q := queue.NewMemory(queue.MemoryOptions{}) // queue.SQS in production
-//		worker, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{})
-//		if err != nil {
-//			return err
-//		}
-//		if err := worker.Start(ctx); err != nil {
-//			return err
-//		}
-//		defer func() { err = errors.Join(err, worker.Stop(ctx)) }()
-//		p, err := client.Submit(ctx, q, "sale", "ann") // the whole ingest of a click
-//		if err != nil {
-//			return err
-//		}
-//		if err := q.WaitIdle(ctx); err != nil { // the worker decided it
-//			return err
-//		}
-//		r, err := client.GetRequest(ctx, p.RequestID)
-//		if err != nil {
-//			return err
-//		}
-//		fmt.Println(r.Status, r.ResultCode) // SUCCEEDED SUCCESS
-//		return nil
-//	}
-//
-// The package's example runs it (on the test binary's DynamoDB Local), and
-// examples/quickstart in the repository is the program in one piece (go run
-// ./examples/quickstart). The sections below give the model; the access-pattern
+// The package's example (Example, shown with its output) is a first event: a first-come
+// sale of three seats, five clicks (one user clicking twice) and a worker, on a
+// DynamoDB Local (package dynamodblocal; on AWS, any DynamoDB client such as
+// dynamodb.NewFromConfig's). examples/quickstart in the repository is the same sale
+// as a program of its own, with six clicks (go run ./examples/quickstart), and the
+// README's "A first event" walks through it. The sections below give the model; the access-pattern
 // table, last, gives every row's operation, key and condition.
 //
 // # Table
