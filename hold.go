@@ -1,13 +1,11 @@
 package asyncevent
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -31,6 +29,8 @@ import (
 // the shards and on the Returns item, the seats claimed but not yet bound, and the
 // HELD and SUCCEEDED requests add up to the event's capacity (docs/design.md, "Holds
 // and the waitlist").
+//
+// The hold sweep, SweepHolds, is in sweep.go, its algorithm in internal/holdsweep.
 
 // holdRecord is a Hold item: the expiry of a HELD request's hold, for the hold sweep (PK
 // EVENT#<eventId>#HOLDS#<shard>, SK EXP#<expiresAt>#REQ#<requestId>). It is written
@@ -327,19 +327,6 @@ func (c *Client) callToken(requestID, what string) func(int) string {
 	return func(attempt int) string { return requestToken(requestID, call, attempt) }
 }
 
-// clearHold deletes a Hold item.
-func (c *Client) clearHold(ctx context.Context, ref RequestRef, expiresAt EpochMillis) error {
-	n, err := c.capacityShards(ctx, ref.EventID)
-	if err != nil {
-		return err
-	}
-	w, err := holdClear(ref, n, expiresAt)
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, txOptions{}, []write{w})
-}
-
 // Release gives up a HELD request's seat, or a WAITLISTED request's place: the user
 // gave up, or an admin decided. For a HELD request it is one TransactWriteItems of
 // the "hold released" row (UpdateItem PK REQ#<requestId>, SK META, SET status =
@@ -393,232 +380,3 @@ func (c *Client) endHold(ctx context.Context, key RequestKey, req *Request, r *r
 	w := write{row: r, args: args{pNow: c.now(), pHoldExpiresAt: req.HoldExpiresAt}, note: note}
 	return c.apply(ctx, key, w, txOptions{token: c.callToken(req.RequestID, note)}, back, clear)
 }
-
-// HoldSweepOptions configures SweepHolds. The zero value is valid.
-type HoldSweepOptions struct {
-	// MaxWrites bounds the requests one call moves: holds expired, waitlisted requests
-	// served a seat, waitlisted requests closed. Default: 500.
-	MaxWrites int
-
-	// Owner, if set, makes the call take the event's sweep lease first (the "hold
-	// sweep lease" row, on the Returns item) for LeaseFor, and do nothing when another
-	// owner holds it: the workers of an event then sweep it one at a time. Default:
-	// no lease (a sweep run by hand, or by one scheduled function).
-	Owner    string
-	LeaseFor time.Duration // default: 30 seconds
-}
-
-// DefaultHoldSweepWrites is HoldSweepOptions.MaxWrites's default.
-const DefaultHoldSweepWrites = 500
-
-// HoldSweepReport is what one SweepHolds call did.
-type HoldSweepReport struct {
-	Expired int   // holds that ran out, their seats given to the waitlist
-	Served  int   // waitlisted requests now HELD on a seat given back
-	Closed  int   // waitlisted requests ended REJECTED_CAPACITY: the event closed
-	Cleared int   // Hold items of holds that had ended otherwise, deleted
-	Waiting int64 // seats given back and not yet handed on (no one waitlisted)
-	More    bool  // MaxWrites was reached: call again
-	Skipped bool  // another owner holds the sweep lease: nothing was done
-
-	leaseUntil EpochMillis // Skipped: when the other owner's lease runs out, as read
-}
-
-// SweepHolds runs one pass of an event's hold sweep: the holds that ran out end, their
-// seats go to the waitlist, the seats given back go to the earliest WAITLISTED
-// requests, and once the event has closed its waitlist ends. Expiry is this bounded
-// sweep, not DynamoDB's TTL (which deletes within days): a Worker runs it for the
-// events with holds it meets, and the CLI (`asyncevent holds sweep`) and a scheduled
-// function can run it too; several sweeps at once are safe (every write is
-// conditional), only wasteful.
-//
-//  1. For each of the event's hold partitions (one per capacity shard), Query PK
-//     EVENT#<eventId>#HOLDS#<shard>, SK < EXP#<now + 1 ms>: the holds that ran out.
-//     Each is one TransactWriteItems of the "hold expired" row (condition status =
-//     HELD AND holdExpiresAt = the Hold item's AND holdExpiresAt ≤ now), the "seat
-//     given to the waitlist" row and the "hold cleared" row. A Hold item whose request
-//     holds no such hold (confirmed, released, or held again with a later expiry) is
-//     deleted (the "hold cleared" row); one whose request is not yet HELD (its claim
-//     is being bound) is left for the next pass.
-//  2. Unless the event has closed, a strongly consistent GetItem of the Returns item
-//     (PK EVENT#<eventId>#RETURNS, SK RETURNS); while it holds seats, the event's
-//     WAITLISTED requests are read in queue order (ListEventRequests) and each of the
-//     earliest gets one in a TransactWriteItems of the "returned seat taken" row
-//     (SET capacityRemaining = capacityRemaining − 1, ADD served 1, condition
-//     capacityRemaining > 0), the "waitlist served" row (SET status = HELD, uiResult
-//     HELD, holdExpiresAt = now + HoldFor, servedAt; condition status = WAITLISTED) and the
-//     "hold recorded" row (its Hold item).
-//  3. Once the event has closed (EventSettings.EndsAt passed), its WAITLISTED requests
-//     end REJECTED_CAPACITY, the "waitlist closed" row (condition status =
-//     WAITLISTED), and a seat given back stays on the Returns item.
-//
-// An event without holds is ErrInvalidOptions; an unknown one ErrEventNotFound.
-func (c *Client) SweepHolds(ctx context.Context, eventID string, opts HoldSweepOptions) (*HoldSweepReport, error) {
-	cfg, err := c.cachedEvent(ctx, eventID)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.EventType != FirstCome || cfg.HoldFor <= 0 {
-		return nil, fmt.Errorf("%w: event %s has no holds (EventSettings.HoldFor)", ErrInvalidOptions, eventID)
-	}
-	if opts.MaxWrites <= 0 {
-		opts.MaxWrites = DefaultHoldSweepWrites
-	}
-	if opts.Owner != "" {
-		held, until, err := c.sweepLease(ctx, eventID, opts.Owner, orDefault(opts.LeaseFor, defaultSweepLease))
-		if err != nil || !held {
-			return &HoldSweepReport{Skipped: !held, leaseUntil: until}, err
-		}
-	}
-	s := &holdSweep{c: c, cfg: cfg, n: max(cfg.CapacityShards, 1), budget: opts.MaxWrites, report: &HoldSweepReport{}}
-	if err := s.expire(ctx); err != nil {
-		return s.report, err
-	}
-	closed := cfg.EndsAt != 0 && c.now() > cfg.EndsAt
-	if closed {
-		err = s.close(ctx)
-	} else {
-		err = s.serve(ctx)
-	}
-	s.report.More = s.budget <= 0
-	return s.report, err
-}
-
-// defaultSweepLease is HoldSweepOptions.LeaseFor's default.
-const defaultSweepLease = 30 * time.Second
-
-// sweepLease reports whether owner holds the event's sweep lease for this pass: it
-// reads the Returns item (eventually consistent), skips when another owner's lease is
-// live, goes on without a write while its own has more than half of d left, and
-// takes or renews it otherwise (takeSweepLease). So the workers that do not hold it
-// read once a pass, and the one that does writes once every d/2.
-func (c *Client) sweepLease(ctx context.Context, eventID, owner string, d time.Duration) (held bool, othersUntil EpochMillis, err error) {
-	key, err := NewReturnsKey(eventID)
-	if err != nil {
-		return false, 0, err
-	}
-	var r seatReturns
-	if _, err := c.getItem(ctx, key.Key(), false, &r); err != nil {
-		return false, 0, fmt.Errorf("read the hold sweep lease of %s: %w", eventID, err)
-	}
-	now := c.now()
-	switch {
-	case r.SweepOwner != owner && r.SweepUntil > now:
-		return false, r.SweepUntil, nil
-	case r.SweepOwner == owner && r.SweepUntil.Time().Sub(now.Time()) > d/2:
-		return true, 0, nil
-	}
-	held, err = c.takeSweepLease(ctx, eventID, owner, d)
-	return held, 0, err
-}
-
-// takeSweepLease takes or renews the event's sweep lease for owner: the "hold sweep
-// lease" row, UpdateItem PK EVENT#<eventId>#RETURNS, SK RETURNS, SET sweepOwner,
-// sweepUntil = now + d; condition attribute_not_exists(sweepUntil) OR sweepUntil ≤
-// now OR sweepOwner = owner. It reports false when another owner holds it.
-func (c *Client) takeSweepLease(ctx context.Context, eventID, owner string, d time.Duration) (bool, error) {
-	key, err := NewReturnsKey(eventID)
-	if err != nil {
-		return false, err
-	}
-	now := c.now()
-	w := write{row: &sweepLeaseRow, key: key.Key(), args: args{
-		pNow: now, pSweepOwner: owner, pSweepUntil: MillisOf(now.Time().Add(d)), pEventID: eventID,
-	}}
-	err = c.do(ctx, txOptions{}, []write{w})
-	var lost *conditionLost
-	switch {
-	case errors.As(err, &lost):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("take the hold sweep lease of %s: %w", eventID, err)
-	}
-	return true, nil
-}
-
-// holdSweep is one pass of SweepHolds.
-type holdSweep struct {
-	c      *Client
-	cfg    *eventItem
-	n      int
-	budget int
-	report *HoldSweepReport
-}
-
-// expire ends the holds that ran out.
-func (s *holdSweep) expire(ctx context.Context) error {
-	now := s.c.now()
-	bound, err := expiresBy(now)
-	if err != nil {
-		return err
-	}
-	for shard := 0; shard < s.n && s.budget > 0; shard++ {
-		expr, err := expression.NewBuilder().WithKeyCondition(
-			expression.Key(attrPK).Equal(expression.Value(holdPartition(s.cfg.EventID, shard))).
-				And(expression.Key(attrSK).LessThan(expression.Value(bound)))).Build()
-		if err != nil {
-			return err
-		}
-		in := s.c.query("", expr)
-		for s.budget > 0 {
-			in.Limit = aws.Int32(int32(min(s.budget, 100)))
-			out, err := s.c.db.Query(ctx, in)
-			if err != nil {
-				return fmt.Errorf("read the holds of %s: %w", s.cfg.EventID, err)
-			}
-			var holds []holdItem
-			if err := attributevalue.UnmarshalListOfMaps(out.Items, &holds); err != nil {
-				return err
-			}
-			var failed error
-			for _, h := range holds {
-				if s.budget <= 0 {
-					break
-				}
-				// One hold that cannot be ended now does not hold up the others.
-				failed = cmp.Or(failed, s.expireOne(ctx, h))
-			}
-			if failed != nil {
-				return failed
-			}
-			if len(out.LastEvaluatedKey) == 0 {
-				break
-			}
-			in.ExclusiveStartKey = out.LastEvaluatedKey
-		}
-	}
-	return nil
-}
-
-// expireOne ends one hold that ran out, or clears a Hold item that is no longer its
-// request's hold.
-func (s *holdSweep) expireOne(ctx context.Context, h holdItem) error {
-	key, err := NewRequestKey(h.RequestID)
-	if err != nil {
-		return err
-	}
-	req := &Request{RequestID: h.RequestID, EventID: h.EventID, HoldExpiresAt: h.ExpiresAt}
-	t, err := s.c.endHold(ctx, key, req, &expireRow, "hold expired")
-	switch {
-	case errors.Is(err, ErrNotFound):
-		t, err = found(&storedRequest{Request: Request{Status: StatusRejected}}), nil // no request: a stray record
-	case err != nil:
-		return fmt.Errorf("expire the hold of %s: %w", h.RequestID, err)
-	case t.Applied:
-		s.budget--
-		s.report.Expired++
-		return nil
-	}
-	cur := t.current
-	if !cur.Status.IsTerminal() && !(cur.Status == StatusHeld && cur.HoldExpiresAt != h.ExpiresAt) {
-		return nil // being bound (or HELD on this hold, its clock ahead of ours): next pass
-	}
-	w := write{row: &holdClearedRow, key: h.Key}
-	if err := s.c.do(ctx, txOptions{}, []write{w}); err != nil {
-		return fmt.Errorf("clear the hold of %s: %w", h.RequestID, err)
-	}
-	s.budget--
-	s.report.Cleared++
-	return nil
-}
-

@@ -162,9 +162,9 @@ var mutants = []mutant{
 	{
 		name: "hold-sweep-queue-order",
 		rule: "The hold sweep serves a pre-queue's waitlist in the drawn order before the sale's, not in queue order.",
-		file: "seat_pool.go",
-		old:  "if left > 0 && s.budget > 0 && s.cfg.prequeueUntil() != 0 {",
-		new:  "if false && left > 0 && s.budget > 0 && s.cfg.prequeueUntil() != 0 {",
+		file: "internal/holdsweep/waitlist.go",
+		old:  "if left > 0 && s.budget > 0 && s.p.Event.Prequeue {",
+		new:  "if false && left > 0 && s.budget > 0 && s.p.Event.Prequeue {",
 		pkg:  ".",
 		run:  "^(TestPrequeueWithHoldsServesTheWaitlistInTheDrawnOrder|TestPrequeueHoldSweepStopsAtAnUndecidedEntry)$",
 	},
