@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/asyncevent/asyncevent/internal/admission"
 	"github.com/asyncevent/asyncevent/internal/clickcost"
 )
 
@@ -135,14 +136,14 @@ func (c *Client) RankedBound(e EventSettings, callLatency time.Duration) RankedB
 		claim = 3
 	}
 	b := RankedBound{
-		WaveSize:    waveSize(c),
+		WaveSize:    admission.WaveSize(c.opts.DrawConcurrency),
 		RoundTrips:  1 + ceilDiv(k, partitionReads) + 1 + claim + 1,
 		CallLatency: callLatency,
 	}
 	if callLatency > 0 {
 		b.WinnersPerSecond = float64(b.WaveSize) / (float64(b.RoundTrips) * callLatency.Seconds())
 	}
-	perSecond := float64(time.Second) / float64(rankTick)
+	perSecond := float64(time.Second) / float64(admission.Tick)
 	b.LineQueriesPerSecond = float64(k) * perSecond
 	// The record: its keys, watermark, lease and counters in about 256 bytes, and a
 	// request ID of 36 characters (40 bytes stored) per request of the wave.
