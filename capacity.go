@@ -13,7 +13,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -283,21 +282,4 @@ func claimOrder(requestID string, n int) []int {
 func requestToken(requestID, owner string, attempt int) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", requestID, owner, attempt))
 	return hex.EncodeToString(sum[:18])
-}
-
-// refusalBackoff is the wait before sending again, after attempt (0 first), a call
-// refused for throughput alone by err. A conflict ends as soon as the other call on
-// the item does: 5 ms doubled per attempt, at most 320 ms. A throttle ends only once
-// the key's units have refilled, as the SDK's retryer assumes of the throttles it
-// retries: 1 s doubled per attempt, at most 4 s. Both with jitter (half of it at
-// random), so that the calls refused together do not all come back together.
-func refusalBackoff(err error, attempt int) time.Duration {
-	d := 5 * time.Millisecond << min(attempt, 6)
-	for _, r := range cancellationReasons(err) {
-		if aws.ToString(r.Code) == "ThrottlingError" {
-			d = time.Second << min(attempt, 2)
-			break
-		}
-	}
-	return d/2 + rand.N(d/2+1)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/asyncevent/asyncevent/internal/rowexec"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 )
@@ -161,7 +162,7 @@ func isThrottle(err error) bool {
 	if errors.As(err, &apiErr) && throttleCodes[apiErr.ErrorCode()] {
 		return true
 	}
-	return refusedForThroughput(cancellationReasons(err))
+	return rowexec.RefusedForThroughput(rowexec.CancellationReasons(err))
 }
 
 // isTransactionConflict reports whether a single write was refused because a

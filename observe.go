@@ -72,17 +72,17 @@ func observeDynamoDB(db DynamoDB, obs Observer, table string) DynamoDB {
 	})
 }
 
-// withRows returns ctx naming the rows of ws for an observer; ctx itself when there
-// is no observer, at no cost.
-func (c *Client) withRows(ctx context.Context, ws []write) context.Context {
+// observedRows names the rows of ws for an observer of the DynamoDB client; "" when
+// there is none, at no cost.
+func (c *Client) observedRows(ws []write) string {
 	if c.opts.Observer == nil {
-		return ctx
+		return ""
 	}
 	names := make([]string, len(ws))
 	for i, w := range ws {
 		names[i] = w.row.name
 	}
-	return observedb.WithRows(ctx, strings.Join(names, " + "))
+	return strings.Join(names, " + ")
 }
 
 // observeSubmit runs Client.Submit's work through the observer.

@@ -7,14 +7,12 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/internal/rowexec"
 	"github.com/asyncevent/asyncevent/internal/rowplan"
 )
 
@@ -33,13 +31,13 @@ import (
 // expression for that write.
 
 // op is the DynamoDB operation of a row.
-type op string
+type op = rowexec.Op
 
 const (
-	opUpdate op = "UpdateItem"
-	opPut    op = "PutItem"
-	opDelete op = "DeleteItem"
-	opCheck  op = "ConditionCheck" // only inside a transaction
+	opUpdate = rowexec.Update
+	opPut    = rowexec.Put
+	opDelete = rowexec.Delete
+	opCheck  = rowexec.Check // only inside a transaction
 )
 
 // row is one conditional write of the access-pattern table.
@@ -204,128 +202,69 @@ func (e *conditionLost) Error() string {
 	return fmt.Sprintf("asyncevent: the condition of %q failed", e.row.name)
 }
 
-// txAttempts bounds the attempts of a call that DynamoDB refused for throughput alone
-// in a way the SDK does not retry: a transaction cancelled for TransactionConflict
-// (another transaction or write on one of its items under way) or ThrottlingError (an
-// item's partition key, on the table or an index, over its share), a single write
-// refused with TransactionConflictException.
-const txAttempts = 8
-
-// txOptions are the options of a transaction.
+// txOptions are the options of a call (rowexec.Options): token derives each
+// attempt's ClientRequestToken, hold is held during each attempt, once sends the call
+// once, answered makes each attempt a single send that the SDK does not repeat (an
+// operator's control tells its caller whether it applied), and old receives the
+// attributes a single UpdateItem changed, as they were.
 type txOptions struct {
-	// token derives the ClientRequestToken of an attempt, so that the SDK's retry of
-	// a call whose answer was lost returns success rather than failing on the call's
-	// own first write. nil lets the SDK pick a random one.
-	token func(attempt int) string
-	// hold, if set, is held during each attempt's call, so that another write of the
-	// caller's on one of the items (a lease's heartbeat) never overlaps it and
-	// conflicts with it.
-	hold sync.Locker
-	// once sends the call once: neither the SDK nor do sends it again when it is
-	// refused, for a write that may be left undone (another write does its work).
-	once bool
-	// answered makes each attempt a single send that the SDK does not repeat, so
-	// that an attempt whose answer was lost is told as such (a transport error),
-	// never hidden behind the refusal or the throttle of a resend of it; do still
-	// sends again after a refusal that says nothing was written. An operator's
-	// control tells its caller whether it applied.
+	token    func(attempt int) string
+	hold     sync.Locker
+	once     bool
 	answered bool
-	// old, if set, receives the attributes a single UpdateItem changed, as they were
-	// before it (ReturnValues UPDATED_OLD). A transaction returns none.
-	old *map[string]types.AttributeValue
+	old      *map[string]types.AttributeValue
 }
 
-// do makes the writes: one conditional UpdateItem or PutItem, or one
-// TransactWriteItems of them all. A failed condition is a *conditionLost naming the
-// write, at once: a lost condition is an outcome, never retried.
-//
-// A call refused for throughput alone wrote nothing, so it is sent again as it is,
-// after a jittered backoff (refusalBackoff), up to txAttempts times: a transaction
-// cancelled for TransactionConflict or ThrottlingError (attempt k carrying the
-// ClientRequestToken tx.token(k), as the first did), or a single write refused with
-// TransactionConflictException; the SDK retries neither. With tx.once, none of this:
-// the call is sent once. The SDK's retryer alone
-// retries the refusals it knows (ProvisionedThroughputExceeded, ThrottlingException,
-// RequestLimitExceeded). A refusal for throughput that outlasts these retries matches
-// ErrThrottled, and still wrote nothing.
+// do makes the writes through rowexec.Do: one conditional UpdateItem, PutItem or
+// DeleteItem, or one TransactWriteItems of them all, each from its row's plan leaving
+// its start status (starts[i], "" for any). A failed condition is a *conditionLost
+// naming the write, at once: a lost condition is an outcome, never retried. A call
+// refused for throughput alone is sent again (rowexec.Do says how); a refusal that
+// outlasts the retries matches ErrThrottled, and still wrote nothing.
 func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Status) error {
-	items := make([]types.TransactWriteItem, len(ws))
+	xs := make([]rowexec.Write, len(ws))
 	for i, w := range ws {
 		start := Status("")
 		if i < len(starts) {
 			start = starts[i]
 		}
-		item, err := c.input(w, start)
+		x, err := c.exec(w, start)
 		if err != nil {
 			return err
 		}
-		items[i] = item
+		xs[i] = x
 	}
-	var err error
-	sendCtx := c.withRows(ctx, ws)
-	for attempt := range txAttempts {
-		if attempt > 0 {
-			if err := ctxsleep.Sleep(ctx, refusalBackoff(err, attempt-1)); err != nil {
-				return err
-			}
-		}
-		if tx.hold != nil {
-			tx.hold.Lock()
-		}
-		err = c.send(sendCtx, tx, items, attempt)
-		if tx.hold != nil {
-			tx.hold.Unlock()
-		}
-		if lost := lostIn(err, ws); lost != nil {
-			return lost
-		}
-		if !refusedForThroughputAlone(err) || tx.once {
-			return throttled(err)
-		}
+	err := rowexec.Do(ctx, c.db, c.opts.TableName, xs, rowexec.Options{
+		Token: tx.token, Hold: tx.hold, Once: tx.once, Answered: tx.answered, Old: tx.old,
+		Observed: c.observedRows(ws), Refused: throttled,
+	})
+	var lost *rowexec.Lost
+	if errors.As(err, &lost) {
+		return &conditionLost{row: ws[lost.Index].row, index: lost.Index, old: lost.Old}
 	}
-	return fmt.Errorf("%s: refused for throughput %d times: %w", ws[0].row.name, txAttempts, throttled(err))
-}
-
-// send makes one attempt of do's call: a single write on its own, several in one
-// TransactWriteItems.
-func (c *Client) send(ctx context.Context, tx txOptions, items []types.TransactWriteItem, attempt int) error {
-	var optFns []func(*dynamodb.Options)
-	if tx.once || tx.answered {
-		optFns = append(optFns, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-	}
-	if len(items) == 1 {
-		return c.single(ctx, items[0], tx.old, optFns...)
-	}
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-	if tx.token != nil {
-		in.ClientRequestToken = aws.String(tx.token(attempt))
-	}
-	_, err := c.db.TransactWriteItems(ctx, in, optFns...)
 	return err
 }
 
-// lostIn returns the write of ws whose condition err reports failed, nil when err is
-// no failed condition.
-func lostIn(err error, ws []write) *conditionLost {
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return &conditionLost{row: ws[0].row, old: ccf.Item}
+// exec is w as rowexec writes it: its row's plan leaving start ("" for all its
+// statuses) with w's values bound, and its key or, for a put, its item.
+func (c *Client) exec(w write, start Status) (rowexec.Write, error) {
+	p, err := w.row.planOf(start)
+	if err != nil {
+		return rowexec.Write{}, err
 	}
-	reasons := cancellationReasons(err)
-	for i := range ws {
-		if conditionFailed(reasons, i) {
-			return &conditionLost{row: ws[i].row, index: i, old: reasons[i].Item}
+	values, err := rowplan.Bind(p, w.args)
+	if err != nil {
+		return rowexec.Write{}, err
+	}
+	x := rowexec.Write{Row: w.row.name, Op: w.row.op, Plan: p, Values: values}
+	if w.row.op == opPut {
+		if x.Item, err = attributevalue.MarshalMap(w.item); err != nil {
+			return rowexec.Write{}, err
 		}
+		return x, nil
 	}
-	return nil
-}
-
-// refusedForThroughputAlone reports whether err is a refusal for throughput that the
-// SDK does not retry and that wrote nothing: a transaction cancelled for conflicts or
-// throttling only, or a single write that met a transaction under way on its item.
-func refusedForThroughputAlone(err error) bool {
-	var conflict *types.TransactionConflictException
-	return refusedForThroughput(cancellationReasons(err)) || errors.As(err, &conflict)
+	x.Key = avKey(w.key)
+	return x, nil
 }
 
 // Transition reports a conditional write of a request. A lost condition is an

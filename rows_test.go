@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/rowexec"
 	"github.com/asyncevent/asyncevent/internal/rowplan"
 )
 
@@ -281,7 +282,7 @@ func TestRowsFillEveryParam(t *testing.T) {
 			s, ok := v.(*types.AttributeValueMemberS)
 			return ok && strings.HasPrefix(s.Value, ":")
 		})
-		_, err = c.input(write{row: r}, "")
+		_, err = inputOf(c, write{row: r}, "")
 		if !takesParams {
 			assert.NoError(t, err, r.name)
 			continue
@@ -390,7 +391,7 @@ func BenchmarkRowInput(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.input(w, ""); err != nil {
+				if _, err := inputOf(c, w, ""); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -493,10 +494,10 @@ func TestInputsShareNothing(t *testing.T) {
 	c := &Client{opts: Options{TableName: "tab"}}
 	w := write{row: &startProcessingRow, key: Key{PK: "REQ#x", SK: "META"},
 		args: args{pNow: EpochMillis(1), pLeaseOwner: "o", pLeaseExpiresAt: EpochMillis(2), pSeatShard: 3, pSeatEpoch: 1}}
-	want, err := c.input(w, "")
+	want, err := inputOf(c, w, "")
 	require.NoError(t, err)
 	edit := func() {
-		in, err := c.input(w, "")
+		in, err := inputOf(c, w, "")
 		require.NoError(t, err)
 		in.Update.ExpressionAttributeNames["#wrapper"] = "tenant"
 		for _, v := range in.Update.ExpressionAttributeValues {
@@ -513,7 +514,7 @@ func TestInputsShareNothing(t *testing.T) {
 		g.Go(edit)
 	}
 	g.Wait()
-	got, err := c.input(w, "")
+	got, err := inputOf(c, w, "")
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	assert.NotContains(t, got.Update.ExpressionAttributeNames, "#wrapper")
@@ -571,4 +572,13 @@ func TestRowMethodDocsNameEveryRowTheyWrite(t *testing.T) {
 			assert.True(t, strings.Contains(docs[method], `"`+row+`"`), "%s writes the row %q; its doc comment does not name it", method, row)
 		}
 	}
+}
+
+// inputOf is w as its SDK input, the way do sends it: rowexec.Input of its write.
+func inputOf(c *Client, w write, start Status) (types.TransactWriteItem, error) {
+	x, err := c.exec(w, start)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return rowexec.Input(c.opts.TableName, x), nil
 }
