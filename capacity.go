@@ -65,6 +65,25 @@ const (
 	attrCapacityTotal     = "capacityTotal"
 )
 
+// The rows of the EventCapacity item (a capacity shard).
+var (
+	claimSeatRow       = row{name: "first-come capacity", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
+	seatClosedRow      = row{name: "first-come seat closed", method: closedBy, item: entity.Capacity, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
+	shardSeatsAddedRow = row{
+		name: "capacity added to a shard", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: seatLeftWithRoom,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion), setTo(attrUpdatedAt, pNow)},
+		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrCapacityTotal, pSeats)},
+	}
+	poolMarkedRow = row{
+		name: "capacity shard: pool version", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: capacityExists,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
+	}
+	shardSoldOutRow = row{
+		name: "capacity shard sold out", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: capacityExists,
+		sets: []set{setTo(attrSoldOut, true)},
+	}
+)
+
 // capacityItem is an EventCapacity item as stored: its key, the caller's fields and
 // the seat rules' bookkeeping.
 type capacityItem struct {
@@ -95,11 +114,6 @@ type capacityItem struct {
 
 var (
 	configExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
-
-	shardEmptyRow = row{
-		name: "capacity shard empty", method: "ClaimSeat", item: entity.Config, op: opUpdate, cond: configExists,
-		adds: []set{addTo(attrEmptyShards, pShards)},
-	}
 )
 
 // seatToken is the token a request's seat claim records on its capacity item: 8

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
-	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 )
 
@@ -43,21 +42,6 @@ var (
 	seatLeftWithRoom = all(seatLeft, func(v values) expression.ConditionBuilder {
 		return expression.Name(attrCapacityTotal).LessThanEqual(v.Value(pShardRoom))
 	})
-
-	seatsAddedRow = row{
-		name: "capacity added", method: "AddCapacity", item: entity.Config, op: opUpdate, cond: configAddCap,
-		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
-		adds: []set{addTo(attrCapacityTotal, pSeats)},
-	}
-	shardSeatsAddedRow = row{
-		name: "capacity added to a shard", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: seatLeftWithRoom,
-		sets: []set{setTo(attrPoolVersion, pPoolVersion), setTo(attrUpdatedAt, pNow)},
-		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrCapacityTotal, pSeats)},
-	}
-	poolMarkedRow = row{
-		name: "capacity shard: pool version", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: capacityExists,
-		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
-	}
 )
 
 // MaxAddSeats bounds the seats one AddCapacity adds.
@@ -317,16 +301,7 @@ func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
 const ResultCancelled ResultCode = "REJECTED_CANCELLED"
 
 var (
-	cancelRow = row{
-		name: "participation cancelled", method: "CancelRequest", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusSucceeded, when: firstComeRequest}}, to: StatusRejected,
-		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
-	}
 	firstComeRequest = fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome)))
-	poolVersionRow   = row{
-		name: "pool version raised", method: "CancelRequest", item: entity.Config, op: opUpdate, cond: configPoolAsRead,
-		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
-	}
 	configPoolAsRead = all(configExists, samePool)
 )
 

@@ -146,7 +146,54 @@ type configItem struct {
 }
 
 // createEventRow writes each item of a new event, together in one transaction.
-var createEventRow = row{name: "create event", method: "CreateEvent", item: entity.Config, op: opPut, cond: notExists}
+var (
+	createEventRow = row{name: "create event", method: "CreateEvent", item: entity.Config, op: opPut, cond: notExists}
+	eventClosedRow = row{
+		name: "event closed", method: "CloseEvent", item: entity.Config, op: opUpdate, cond: openToClose,
+		sets: []set{setTo(attrEndsAt, pNow), setTo(attrClosedAt, pNow)},
+	}
+	eventPausedRow = row{
+		name: "event paused", method: "PauseEvent", item: entity.Config, op: opUpdate, cond: openToPause,
+		sets: []set{setTo(attrPaused, true)},
+	}
+	eventResumedRow = row{
+		name: "event resumed", method: "ResumeEvent", item: entity.Config, op: opUpdate, cond: pausedNow,
+		sets: []set{setTo(attrPaused, false)},
+	}
+	endExtendedRow = row{
+		name: "event end extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: endMovable,
+		sets: []set{setTo(attrEndsAt, pEndsAt)},
+	}
+	cutoffExtendedRow = row{
+		name: "lottery cutoff extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: cutoffMovable,
+		sets: []set{setTo(attrLotteryCutoffAt, pCutoff)},
+	}
+	startExtendedRow = row{
+		name: "pre-queue start extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: startMovable,
+		sets: []set{setTo(attrStartsAt, pStart)},
+	}
+	shardEmptyRow = row{
+		name: "capacity shard empty", method: "ClaimSeat", item: entity.Config, op: opUpdate, cond: configExists,
+		adds: []set{addTo(attrEmptyShards, pShards)},
+	}
+	seatsAddedRow = row{
+		name: "capacity added", method: "AddCapacity", item: entity.Config, op: opUpdate, cond: configAddCap,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
+		adds: []set{addTo(attrCapacityTotal, pSeats)},
+	}
+	poolVersionRow = row{
+		name: "pool version raised", method: "CancelRequest", item: entity.Config, op: opUpdate, cond: configPoolAsRead,
+		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
+	}
+	eventDrawingRow = row{
+		name: "event: drawing", method: "Draw", item: entity.Config, op: opUpdate, cond: all(eventExists, entriesBoundsAsRead),
+		sets: []set{setTo(attrPhase, PhaseDrawing)},
+	}
+	eventAnnouncedRow = row{
+		name: "event: announced", method: "Draw", item: entity.Config, op: opUpdate, cond: eventExists,
+		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
+	}
+)
 
 // closesAt returns when ingest stops accepting participations: endsAt, and for a
 // LOTTERY the cutoff if that is earlier; 0 when the event never closes.

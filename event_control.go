@@ -102,37 +102,6 @@ var (
 			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(v.Value(pStart)))
 		})
 
-	eventClosedRow = row{
-		name: "event closed", method: "CloseEvent", item: entity.Config, op: opUpdate, cond: openToClose,
-		sets: []set{setTo(attrEndsAt, pNow), setTo(attrClosedAt, pNow)},
-	}
-	eventPausedRow = row{
-		name: "event paused", method: "PauseEvent", item: entity.Config, op: opUpdate, cond: openToPause,
-		sets: []set{setTo(attrPaused, true)},
-	}
-	eventResumedRow = row{
-		name: "event resumed", method: "ResumeEvent", item: entity.Config, op: opUpdate, cond: pausedNow,
-		sets: []set{setTo(attrPaused, false)},
-	}
-	endExtendedRow = row{
-		name: "event end extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: endMovable,
-		sets: []set{setTo(attrEndsAt, pEndsAt)},
-	}
-	holdEventEndRow = row{
-		name: "hold registry: end moved", method: "ExtendEvent", item: entity.HoldEvent, op: opUpdate, cond: configExists,
-		sets: []set{setTo(attrEndsAt, pEndsAt)},
-	}
-	cutoffExtendedRow = row{
-		name: "lottery cutoff extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: cutoffMovable,
-		sets: []set{setTo(attrLotteryCutoffAt, pCutoff)},
-	}
-	startExtendedRow = row{
-		name: "pre-queue start extended", method: "ExtendEvent", item: entity.Config, op: opUpdate, cond: startMovable,
-		sets: []set{setTo(attrStartsAt, pStart)},
-	}
-	drawNotBegunRow = row{
-		name: "cutoff extended: draw check", method: "ExtendEvent", item: entity.Draw, op: opCheck, cond: drawNotBegun,
-	}
 	auditRow = row{
 		name: "audit entry", method: "CloseEvent", item: entity.Audit, op: opPut, cond: notExists,
 	}

@@ -80,63 +80,9 @@ var (
 	holdClearedRow = row{
 		name: "hold cleared", method: "SweepHolds", item: entity.Hold, op: opDelete,
 	}
-	bindHoldRow = row{
-		name: "first-come seat held", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
-		from: []leave{
-			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: atHome},
-		},
-		to:      StatusHeld,
-		sets:    heldSets(setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),
-		removes: []string{attrLeaseOwner, attrLeaseExpiresAt},
-	}
-	takeHoldRow = row{
-		name: "first-come held", method: "ClaimSeat", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusHeld,
-		sets: heldSets(),
-	}
-	waitlistRow = row{
-		name: "first-come waitlisted", method: "RejectSoldOut", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusWaitlisted,
-		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow)},
-	}
-	waitlistLeasedRow = row{
-		name: "first-come waitlisted (lease)", method: "MarkCapacityRejected", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusWaitlisted,
-		sets: []set{setTo(attrUIResult, UIWaitlisted)},
-	}
-	confirmRow = row{
-		name: "hold confirmed", method: "Confirm", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusHeld, when: holdRunning}}, to: StatusSucceeded,
-		sets: finalSets(UISuccess, ResultSuccess),
-	}
-	releaseRow = row{
-		name: "hold released", method: "Release", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusHeld, when: thisHold}}, to: StatusRejected,
-		sets: finalSets(UIRejected, ResultReleased),
-	}
-	waitlistLeftRow = row{
-		name: "waitlist left", method: "Release", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
-		sets: finalSets(UIRejected, ResultReleased),
-	}
-	expireRow = row{
-		name: "hold expired", method: "SweepHolds", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusHeld, when: thisHoldRanOut}}, to: StatusRejected,
-		sets: finalSets(UIRejected, ResultHoldExpired),
-	}
-	serveRow = row{
-		name: "waitlist served", method: "SweepHolds", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusWaitlisted}}, to: StatusHeld,
-		sets: heldSets(setTo(attrServedAt, pNow)),
-	}
-	waitlistClosedRow = row{
-		name: "waitlist closed", method: "SweepHolds", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
-		sets: finalSets(UIRejected, ResultRejectedCapacity),
-	}
-	sweepLeaseRow = row{
-		name: "hold sweep lease", method: "SweepHolds", item: entity.Returns, op: opUpdate, cond: sweepFree,
-		sets: append([]set{setTo(attrSweepOwner, pSweepOwner), setTo(attrSweepUntil, pSweepUntil)}, returnsSets...),
+	holdEventEndRow = row{
+		name: "hold registry: end moved", method: "ExtendEvent", item: entity.HoldEvent, op: opUpdate, cond: configExists,
+		sets: []set{setTo(attrEndsAt, pEndsAt)},
 	}
 )
 

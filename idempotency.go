@@ -50,9 +50,6 @@ var (
 	lockOfRequestRow = row{
 		name: "message's request: lock", method: "Processor.ProcessOne", item: entity.Idempotency, op: opCheck, cond: lockNamesRequest,
 	}
-	requestAbsentRow = row{
-		name: "release lock: request absent", method: "Participate", item: entity.Request, op: opCheck, cond: notExists,
-	}
 )
 
 // Participation is the answer to a participation: the request that stands for the

@@ -129,43 +129,8 @@ var (
 		name: "draw: announce", method: "Draw", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseDrawing),
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
-	eventDrawingRow = row{
-		name: "event: drawing", method: "Draw", item: entity.Config, op: opUpdate, cond: all(eventExists, entriesBoundsAsRead),
-		sets: []set{setTo(attrPhase, PhaseDrawing)},
-	}
-	eventAnnouncedRow = row{
-		name: "event: announced", method: "Draw", item: entity.Config, op: opUpdate, cond: eventExists,
-		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
-	}
-	lotteryWinRow = row{
-		name: "lottery result (win)", method: "Draw", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusSucceeded,
-		sets: append(finalSets(UISuccess, ResultSuccess), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
-	}
-	lotteryLoseRow = row{
-		name: "lottery result (lose)", method: "Draw", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
-		sets: append(finalSets(UIRejected, ResultLotteryLose), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
-	}
-	lotteryClosedRow = row{
-		name: "lottery result (closed)", method: "MarkClosed", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedAfterCutoff, to: StatusRejected,
-		sets: finalSets(UIRejected, ResultRejectedClosed),
-	}
-	lotteryNotDrawnRow = row{
-		name: "lottery result (not drawn)", method: "Draw, Processor.ProcessOne", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedByCutoff, to: StatusRejected,
-		sets: append(finalSets(UIRejected, ResultNotDrawn), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
-	}
-	lotteryCollectRow = row{
-		name: "lottery entry collected", method: "Processor.ProcessOne, Draw", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: notCollected, to: StatusQueued,
-		sets: []set{setTo(attrStartedAt, pNow)},
-	}
-	entryFailureRow = row{
-		name: "entry failure", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: all(queuedByCutoff, notCollected), to: StatusFailedFinal,
-		sets: failureSets,
+	drawNotBegunRow = row{
+		name: "cutoff extended: draw check", method: "ExtendEvent", item: entity.Draw, op: opCheck, cond: drawNotBegun,
 	}
 )
 

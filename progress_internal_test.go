@@ -11,7 +11,7 @@ import (
 func TestProgressCompleteWithoutCounting(t *testing.T) {
 	c := &Client{opts: Options{ProgressEvery: -10 * time.Second}}
 	readAt := time.Unix(1_800_000_000, 0)
-	want := readAt.UnixMilli() - 200 // the last flush 200 ms (twice the default write's lag) before
+	want := readAt.UnixMilli() - 200                                             // the last flush 200 ms (twice the default write's lag) before
 	if a, d := c.progressTiming().Complete(readAt); a != want-100 || d != want { // arrivals: less the default write's lag
 		t.Fatalf("complete up to %d and %d, want %d and %d", a, d, want-100, want)
 	}

@@ -273,6 +273,117 @@ var (
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
 		sets: append(finalSets(UIRejected, ResultLate), setTo(attrStartedAt, pNow)),
 	}
+	requestAbsentRow = row{
+		name: "release lock: request absent", method: "Participate", item: entity.Request, op: opCheck, cond: notExists,
+	}
+	bindSeatRow = row{
+		name: "first-come seat bound", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		from: []leave{
+			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: atHome},
+		},
+		to: StatusSucceeded,
+		sets: append(finalSets(UISuccess, ResultSuccess),
+			setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),
+		removes: []string{attrLeaseOwner, attrLeaseExpiresAt}, // no lease ended it
+	}
+	takeSeatRow = row{
+		name: "first-come success", method: "ClaimSeat", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusSucceeded,
+		sets: finalSets(UISuccess, ResultSuccess),
+	}
+	moveSeatRow = row{
+		name: "first-come seat moved", method: "ClaimSeat", item: entity.Request, op: opUpdate, cond: all(heldUnderLease, atEpoch),
+		sets: []set{setTo(attrSeatShard, pSeatShard), setTo(attrSeatEpoch, pSeatEpoch)},
+	}
+	bindHoldRow = row{
+		name: "first-come seat held", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		from: []leave{
+			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: atHome},
+		},
+		to:      StatusHeld,
+		sets:    heldSets(setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),
+		removes: []string{attrLeaseOwner, attrLeaseExpiresAt},
+	}
+	takeHoldRow = row{
+		name: "first-come held", method: "ClaimSeat", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusHeld,
+		sets: heldSets(),
+	}
+	waitlistRow = row{
+		name: "first-come waitlisted", method: "RejectSoldOut", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusWaitlisted,
+		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow)},
+	}
+	waitlistLeasedRow = row{
+		name: "first-come waitlisted (lease)", method: "MarkCapacityRejected", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusWaitlisted,
+		sets: []set{setTo(attrUIResult, UIWaitlisted)},
+	}
+	confirmRow = row{
+		name: "hold confirmed", method: "Confirm", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusHeld, when: holdRunning}}, to: StatusSucceeded,
+		sets: finalSets(UISuccess, ResultSuccess),
+	}
+	releaseRow = row{
+		name: "hold released", method: "Release", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusHeld, when: thisHold}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultReleased),
+	}
+	waitlistLeftRow = row{
+		name: "waitlist left", method: "Release", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultReleased),
+	}
+	expireRow = row{
+		name: "hold expired", method: "SweepHolds", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusHeld, when: thisHoldRanOut}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultHoldExpired),
+	}
+	serveRow = row{
+		name: "waitlist served", method: "SweepHolds", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusWaitlisted}}, to: StatusHeld,
+		sets: heldSets(setTo(attrServedAt, pNow)),
+	}
+	waitlistClosedRow = row{
+		name: "waitlist closed", method: "SweepHolds", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultRejectedCapacity),
+	}
+	lotteryCollectRow = row{
+		name: "lottery entry collected", method: "Processor.ProcessOne, Draw", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: notCollected, to: StatusQueued,
+		sets: []set{setTo(attrStartedAt, pNow)},
+	}
+	lotteryWinRow = row{
+		name: "lottery result (win)", method: "Draw", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusSucceeded,
+		sets: append(finalSets(UISuccess, ResultSuccess), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
+	}
+	lotteryLoseRow = row{
+		name: "lottery result (lose)", method: "Draw", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
+		sets: append(finalSets(UIRejected, ResultLotteryLose), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
+	}
+	lotteryNotDrawnRow = row{
+		name: "lottery result (not drawn)", method: "Draw, Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedByCutoff, to: StatusRejected,
+		sets: append(finalSets(UIRejected, ResultNotDrawn), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
+	}
+	lotteryClosedRow = row{
+		name: "lottery result (closed)", method: "MarkClosed", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedAfterCutoff, to: StatusRejected,
+		sets: finalSets(UIRejected, ResultRejectedClosed),
+	}
+	entryFailureRow = row{
+		name: "entry failure", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: all(queuedByCutoff, notCollected), to: StatusFailedFinal,
+		sets: failureSets,
+	}
+	cancelRow = row{
+		name: "participation cancelled", method: "CancelRequest", item: entity.Request, op: opUpdate,
+		from: []leave{{status: StatusSucceeded, when: firstComeRequest}}, to: StatusRejected,
+		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
+	}
 	finalFailureRow = row{
 		name: "final failure", method: "MarkFailed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: failable,

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/internal/seatcache"
 )
@@ -86,23 +85,10 @@ var (
 	notHeldHere = all(placeExists, notHolder)
 
 	// A claim takes a seat and records whose it is; a close records a fence token.
-	claimSets         = []set{setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))), setTo(attrUpdatedAt, pNow)}
-	claimAdds         = []set{addTo(attrHolders, pSeatTokens)}
-	fenceAdds         = []set{addTo(attrVoid, pFenceTokens)}
-	closedBy          = "ClaimSeat, MarkEnqueueFailed"
-	claimSeatRow      = row{name: "first-come capacity", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
-	poolClaimRow      = row{name: "pool seat claimed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
-	seatClosedRow     = row{name: "first-come seat closed", method: closedBy, item: entity.Capacity, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
-	poolSeatClosedRow = row{name: "pool seat closed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
-	takeSeatRow       = row{
-		name: "first-come success", method: "ClaimSeat", item: entity.Request, op: opUpdate,
-		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusSucceeded,
-		sets: finalSets(UISuccess, ResultSuccess),
-	}
-	moveSeatRow = row{
-		name: "first-come seat moved", method: "ClaimSeat", item: entity.Request, op: opUpdate, cond: all(heldUnderLease, atEpoch),
-		sets: []set{setTo(attrSeatShard, pSeatShard), setTo(attrSeatEpoch, pSeatEpoch)},
-	}
+	claimSets = []set{setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))), setTo(attrUpdatedAt, pNow)}
+	claimAdds = []set{addTo(attrHolders, pSeatTokens)}
+	fenceAdds = []set{addTo(attrVoid, pFenceTokens)}
+	closedBy  = "ClaimSeat, MarkEnqueueFailed"
 )
 
 // atEpoch: the request's claim is at the epoch a move leaves. A move is a

@@ -89,21 +89,6 @@ var (
 			And(leaseExpired(v))
 	}
 	capacityExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
-
-	bindSeatRow = row{
-		name: "first-come seat bound", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
-		from: []leave{
-			{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: atHome},
-		},
-		to: StatusSucceeded,
-		sets: append(finalSets(UISuccess, ResultSuccess),
-			setIfMissing(attrStartedAt, pStartedAt), setIfMissing(attrSeatShard, pSeatShard)),
-		removes: []string{attrLeaseOwner, attrLeaseExpiresAt}, // no lease ended it
-	}
-	shardSoldOutRow = row{
-		name: "capacity shard sold out", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: capacityExists,
-		sets: []set{setTo(attrSoldOut, true)},
-	}
 )
 
 // readShard reads one capacity item strongly consistently.

@@ -18,7 +18,7 @@ var mutants = []mutant{
 	{
 		name: "move-without-epoch",
 		rule: "A seat move is a compare-and-set on the request's seatEpoch, so that a late copy of a move cannot set back a claim that moved on.",
-		file: "seat.go",
+		file: "request.go",
 		old:  "cond: all(heldUnderLease, atEpoch),",
 		new:  "cond: heldUnderLease,",
 		pkg:  ".",
@@ -36,7 +36,7 @@ var mutants = []mutant{
 	{
 		name: "release-without-status",
 		rule: "A release ends only a HELD request (the hold released row leaves status HELD), never one its confirm made SUCCEEDED.",
-		file: "hold.go",
+		file: "request.go",
 		old:  "from: []leave{{status: StatusHeld, when: thisHold}}, to: StatusRejected,",
 		new:  "from: []leave{{status: StatusHeld, when: thisHold}, {status: StatusSucceeded, when: thisHold}}, to: StatusRejected,",
 		pkg:  ".",
@@ -126,7 +126,7 @@ var mutants = []mutant{
 	{
 		name: "move-without-lease",
 		rule: "A seat move is written only for a PROCESSING request under the mover's lease.",
-		file: "seat.go",
+		file: "request.go",
 		old:  "cond: all(heldUnderLease, atEpoch),",
 		new:  "cond: atEpoch,",
 		pkg:  ".",
