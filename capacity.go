@@ -297,3 +297,32 @@ func requestToken(requestID, owner string, attempt int) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", requestID, owner, attempt))
 	return hex.EncodeToString(sum[:18])
 }
+
+// waveClaimRows[k] is the "first-come wave seats" row of k requests (2 ≤ k ≤
+// maxWaveClaim; rows()'s entry is k = 2): k home claims at epoch 0 in one write,
+// all or none. Each request's pair of terms is a home claim's own condition (its
+// token not yet on the shard, the shard not closed to it: the fence token at epoch 0
+// is the seat token), so the write takes exactly the seats those k claims would;
+// any delivery may send such a claim at any time (seat.go), so the rules hold as
+// they are.
+var waveClaimRows = func() (rs [maxWaveClaim + 1]*row) {
+	for k := 2; k <= maxWaveClaim; k++ {
+		conds := []cond{compare(expression.Name(attrCapacityRemaining).GreaterThanEqual, pWaveSeats)}
+		for i := range k {
+			token := waveTokenParam(i)
+			conds = append(conds,
+				not(func(v values) expression.ConditionBuilder {
+					return expression.Contains(expression.Name(attrHolders), v.Arg(token))
+				}),
+				not(func(v values) expression.ConditionBuilder {
+					return expression.Contains(expression.Name(attrVoid), v.Arg(token))
+				}))
+		}
+		rs[k] = &row{
+			name: "first-come wave seats", method: "Processor.ProcessOne", item: entity.Capacity, op: opUpdate, cond: all(conds...),
+			sets: []set{setTo(attrUpdatedAt, pNow)},
+			adds: []set{addTo(attrCapacityRemaining, pSeatsTaken), addTo(attrHolders, pWaveTokens)},
+		}
+	}
+	return rs
+}()

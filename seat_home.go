@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -47,35 +46,6 @@ const maxWaveClaim = 25
 
 // waveTokenParam is the param of the seat token of a wave write's i-th request.
 func waveTokenParam(i int) param { return param("seatToken" + strconv.Itoa(i+1)) }
-
-// waveClaimRows[k] is the "first-come wave seats" row of k requests (2 ≤ k ≤
-// maxWaveClaim; rows()'s entry is k = 2): k home claims at epoch 0 in one write,
-// all or none. Each request's pair of terms is a home claim's own condition (its
-// token not yet on the shard, the shard not closed to it: the fence token at epoch 0
-// is the seat token), so the write takes exactly the seats those k claims would;
-// any delivery may send such a claim at any time (seat.go), so the rules hold as
-// they are.
-var waveClaimRows = func() (rs [maxWaveClaim + 1]*row) {
-	for k := 2; k <= maxWaveClaim; k++ {
-		conds := []cond{compare(expression.Name(attrCapacityRemaining).GreaterThanEqual, pWaveSeats)}
-		for i := range k {
-			token := waveTokenParam(i)
-			conds = append(conds,
-				not(func(v values) expression.ConditionBuilder {
-					return expression.Contains(expression.Name(attrHolders), v.Arg(token))
-				}),
-				not(func(v values) expression.ConditionBuilder {
-					return expression.Contains(expression.Name(attrVoid), v.Arg(token))
-				}))
-		}
-		rs[k] = &row{
-			name: "first-come wave seats", method: "Processor.ProcessOne", item: entity.Capacity, op: opUpdate, cond: all(conds...),
-			sets: []set{setTo(attrUpdatedAt, pNow)},
-			adds: []set{addTo(attrCapacityRemaining, pSeatsTaken), addTo(attrHolders, pWaveTokens)},
-		}
-	}
-	return rs
-}()
 
 var (
 	// atHome: a PROCESSING request whose claims go to its home shard (none moved
