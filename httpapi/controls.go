@@ -101,7 +101,7 @@ func (s *Server) controlled(what string, up asyncevent.EventUpdate) (EventView, 
 	if up.Event == nil {
 		return EventView{}, fmt.Errorf("%s: an outcome without the event", what)
 	}
-	v := newEventView(up.Event, s.now())
+	v := NewEventView(up.Event, s.now())
 	if !up.Applied {
 		e := newHTTPError(http.StatusConflict, CodeControlRefused, up.Reason)
 		e.event = &v

@@ -117,7 +117,7 @@ func (s *Server) shardDetail(ctx context.Context, eventID string, shard *int, er
 	if gerr != nil {
 		return humanDetail(err)
 	}
-	if shards := newEventView(ev, s.now()).CapacityShards; toShard >= shards {
+	if shards := NewEventView(ev, s.now()).CapacityShards; toShard >= shards {
 		return fmt.Sprintf("shard %d: event %s has %d capacity shard(s), 0 to %d; leave shard out to spread the seats over the shards that hold seats",
 			toShard, eventID, shards, shards-1)
 	}

@@ -23,11 +23,12 @@ type EventListView struct {
 	NextCursor string             `json:"nextCursor,omitempty"`
 }
 
-func newEventListView(p *asyncevent.EventPage, now time.Time) EventListView {
+// NewEventListView is the view of p at now.
+func NewEventListView(p *asyncevent.EventPage, now time.Time) EventListView {
 	v := EventListView{Events: make([]EventSummaryView, 0, len(p.Events)), NextCursor: p.NextCursor}
 	for i := range p.Events {
 		e := &p.Events[i]
-		v.Events = append(v.Events, EventSummaryView{EventView: newEventView(&e.Event, now), SeatsLeft: e.SeatsLeft})
+		v.Events = append(v.Events, EventSummaryView{EventView: NewEventView(&e.Event, now), SeatsLeft: e.SeatsLeft})
 	}
 	return v
 }
@@ -43,5 +44,5 @@ func (s *Server) listEvents(r *http.Request, _ Principal) (EventListView, error)
 	if err != nil {
 		return EventListView{}, err
 	}
-	return newEventListView(page, s.now()), nil
+	return NewEventListView(page, s.now()), nil
 }

@@ -133,5 +133,5 @@ func (s *Server) sweepHolds(r *http.Request, eventID string, _ Principal) (HoldS
 	if err != nil {
 		return HoldSweepView{}, err
 	}
-	return newHoldSweepView(eventID, rep), nil
+	return NewHoldSweepView(eventID, rep), nil
 }

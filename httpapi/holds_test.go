@@ -220,7 +220,7 @@ func TestHoldsConfirmAndReleaseOverHTTP(t *testing.T) {
 	// A sweep hands the seat given back to the earliest waitlisted.
 	r = s.do("POST", "/admin/events/sale/holds/sweep", admin, nil)
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	assert.Equal(t, HoldSweepView{EventID: "sale", Served: 1}, decode[HoldSweepView](t, r))
+	assert.Equal(t, HoldSweepView{EventID: "sale", Passes: 1, Served: 1}, decode[HoldSweepView](t, r))
 	served := s.waitlisted[0]
 	r = s.do("GET", "/requests/"+served, s.owner(served), nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -236,12 +236,12 @@ func TestHoldsConfirmAndReleaseOverHTTP(t *testing.T) {
 	assert.EqualValues(t, 0, *decode[RequestView](t, r).HoldSecondsLeft, "0 once it ran out")
 	r = s.do("POST", "/admin/events/sale/holds/sweep?maxWrites=10", admin, nil)
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	assert.Equal(t, HoldSweepView{EventID: "sale", Expired: 1, Served: 1}, decode[HoldSweepView](t, r))
+	assert.Equal(t, HoldSweepView{EventID: "sale", Passes: 1, Expired: 1, Served: 1}, decode[HoldSweepView](t, r))
 	s.refused("/requests/"+served+"/confirm", admin, served, asyncevent.StatusRejected, asyncevent.ResultHoldExpired, "expired")
 
 	assert.Equal(t, HoldStatsView{
-		HoldForSeconds: int64(holdFor / time.Second),
-		Held:           1, Confirmed: 1, Released: 2, Expired: 1, Waitlisted: 0,
+		HoldForSeconds: int64(holdFor / time.Second), HoldForMs: holdFor.Milliseconds(),
+		Held: 1, Confirmed: 1, Released: 2, Expired: 1, Waitlisted: 0,
 		SeatsReturned: 2, SeatsServed: 2, SeatsWaiting: 0,
 	}, s.stats())
 	asynceventtest.CheckEvent(t, s.client, "sale", asynceventtest.CheckOptions{})
@@ -290,7 +290,7 @@ func TestCreateEventWithHoldFor(t *testing.T) {
 	assert.Equal(t, 15*time.Minute, ev.HoldFor)
 	r = u.do("GET", "/admin/events/held/stats", admin, nil)
 	require.Equal(t, http.StatusOK, r.status)
-	assert.Equal(t, &HoldStatsView{HoldForSeconds: 900}, decode[StatsView](t, r).Holds)
+	assert.Equal(t, &HoldStatsView{HoldForSeconds: 900, HoldForMs: 900_000}, decode[StatsView](t, r).Holds)
 
 	u.createFirstCome("plain", 5)
 	r = u.do("GET", "/admin/events/plain", admin, nil)

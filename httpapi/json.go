@@ -141,7 +141,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // The JSON views of the library's types. Times are Timestamps, durations
-// milliseconds.
+// milliseconds. The CLI's -json prints the same views (cmd/asyncevent), built by the
+// exported constructors here: one place turns a library result into its view.
 
 // createEventBody is the body of POST /admin/events.
 type createEventBody struct {
@@ -276,8 +277,9 @@ type EventView struct {
 	Draw     *DrawView     `json:"draw,omitempty"`
 }
 
-// newEventView is e's view at now.
-func newEventView(e *asyncevent.Event, now time.Time) EventView {
+// NewEventView is e's view at now, without its capacity and its draw (the routes
+// that show them read them apart).
+func NewEventView(e *asyncevent.Event, now time.Time) EventView {
 	v := EventView{
 		EventID:         e.EventID,
 		EventType:       e.EventType,
@@ -312,6 +314,9 @@ func newEventView(e *asyncevent.Event, now time.Time) EventView {
 	}
 	return v
 }
+
+// newEventView is NewEventView, under the name the routes of server.go call.
+func newEventView(e *asyncevent.Event, now time.Time) EventView { return NewEventView(e, now) }
 
 // CapacityView is a FIRST_COME event's capacity shards: with several, their sum,
 // and each shard in Shards. Seats added once the shards were empty (and those a
@@ -358,7 +363,9 @@ type DrawView struct {
 	Order []string `json:"order,omitempty"`
 }
 
-func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
+// NewDrawView is the view of d, with winners (none: the event's view of its draw).
+// A pre-queue's serve sets Order.
+func NewDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
 	return &DrawView{
 		EventID:        d.EventID,
 		Phase:          d.Phase,
@@ -374,6 +381,11 @@ func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
 	}
 }
 
+// newDrawView is NewDrawView, under the name the routes of server.go call.
+func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
+	return NewDrawView(d, winners)
+}
+
 // VerificationView is the result of GET /admin/events/{eventId}/draw/verify.
 type VerificationView struct {
 	EventID    string   `json:"eventId"`
@@ -387,6 +399,28 @@ type VerificationView struct {
 	// absent from the record: a lottery's end REJECTED_NOT_DRAWN, a pre-queue's join
 	// the sale's line after the drawn order. They are no problem of the draw.
 	Late []string `json:"late,omitempty"`
+}
+
+// NewVerificationView is the view of a lottery's verification.
+func NewVerificationView(v *asyncevent.Verification) VerificationView {
+	return VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
+		Winners: nonNil(v.Winners), Problems: nonNil(v.Problems), Late: v.Late}
+}
+
+// NewPrequeueVerificationView is the view of a pre-queue's verification, with its
+// order.
+func NewPrequeueVerificationView(v *asyncevent.PrequeueVerification) VerificationView {
+	return VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
+		Winners: nonNil(v.Winners), Problems: nonNil(v.Problems), Order: v.Order, Late: v.Late}
+}
+
+// nonNil is ids, or an empty list for none: a list the view always shows is [],
+// never null.
+func nonNil(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
 }
 
 // ParticipationView is the answer to POST /events/{eventId}/participations.
@@ -572,9 +606,11 @@ type DurationsView struct {
 }
 
 func newDurationsView(d asyncevent.Durations) DurationsView {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return DurationsView{Count: d.Count, P50Ms: ms(d.P50), P95Ms: ms(d.P95), MaxMs: ms(d.Max)}
+	return DurationsView{Count: d.Count, P50Ms: millis(d.P50), P95Ms: millis(d.P95), MaxMs: millis(d.Max)}
 }
+
+// millis is d in milliseconds, to the nanosecond.
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // StatsView is GET /admin/events/{eventId}/stats.
 type StatsView struct {
@@ -593,16 +629,7 @@ type StatsView struct {
 
 	QueueWait  DurationsView `json:"queueWait"`
 	Processing DurationsView `json:"processing"`
-	// Fairness (asyncevent.Fairness): inversions count the losers queued before a
-	// winner, lateWinners the winners queued after a loser (zero together); late
-	// counts the REJECTED_LATE requests, in neither.
-	Fairness struct {
-		Inversions         int     `json:"inversions"`
-		MaxGapMs           float64 `json:"maxGapMs"`
-		LateWinners        int     `json:"lateWinners"`
-		LateWinnerMaxGapMs float64 `json:"lateWinnerMaxGapMs"`
-		Late               int     `json:"late"`
-	} `json:"fairness"`
+	Fairness   FairnessView  `json:"fairness"`
 
 	// Holds, of a FIRST_COME event with holds only.
 	Holds *HoldStatsView `json:"holds,omitempty"`
@@ -610,6 +637,23 @@ type StatsView struct {
 	// Queue, of a FIRST_COME event whose progress is counted, is its line; absent for
 	// a LOTTERY, or when the progress could not be read.
 	Queue *QueueStatsView `json:"queue,omitempty"`
+}
+
+// FairnessView is an event's fairness (asyncevent.Fairness): inversions count the
+// losers queued before a winner, lateWinners the winners queued after a loser (zero
+// together), each with its largest gap in milliseconds; late counts the
+// REJECTED_LATE requests, in neither.
+type FairnessView struct {
+	Inversions         int     `json:"inversions"`
+	MaxGapMs           float64 `json:"maxGapMs"`
+	LateWinners        int     `json:"lateWinners"`
+	LateWinnerMaxGapMs float64 `json:"lateWinnerMaxGapMs"`
+	Late               int     `json:"late"`
+}
+
+func newFairnessView(f asyncevent.Fairness) FairnessView {
+	return FairnessView{Inversions: f.Inversions, MaxGapMs: millis(f.MaxGap), LateWinners: f.LateWinners,
+		LateWinnerMaxGapMs: millis(f.LateWinnerMaxGap), Late: f.Late}
 }
 
 // QueueStatsView is a FIRST_COME event's line (asyncevent.QueueStats): Depth, the
@@ -656,9 +700,11 @@ func newQueueStatsView(q *asyncevent.QueueStats) *QueueStatsView {
 // (asyncevent.HoldStats): requests HELD and WAITLISTED now, holds confirmed
 // (SUCCEEDED), released and expired (REJECTED_RELEASED, REJECTED_HOLD_EXPIRED), and
 // the seats given back by released and expired holds, handed on to the waitlist, and
-// given back but not handed on yet.
+// given back but not handed on yet. HoldForMs is HoldForSeconds in milliseconds (the
+// CLI's stats has always printed it).
 type HoldStatsView struct {
 	HoldForSeconds int64 `json:"holdForSeconds"`
+	HoldForMs      int64 `json:"holdForMs"`
 	Held           int   `json:"held"`
 	Confirmed      int   `json:"confirmed"`
 	Released       int   `json:"released"`
@@ -674,29 +720,48 @@ func newHoldStatsView(h *asyncevent.HoldStats) *HoldStatsView {
 		return nil
 	}
 	return &HoldStatsView{
-		HoldForSeconds: int64(h.HoldFor / time.Second),
-		Held:           h.Held, Confirmed: h.Confirmed, Released: h.Released, Expired: h.Expired, Waitlisted: h.Waitlisted,
+		HoldForSeconds: int64(h.HoldFor / time.Second), HoldForMs: h.HoldFor.Milliseconds(),
+		Held: h.Held, Confirmed: h.Confirmed, Released: h.Released, Expired: h.Expired, Waitlisted: h.Waitlisted,
 		SeatsReturned: h.SeatsReturned, SeatsServed: h.SeatsServed, SeatsWaiting: h.SeatsWaiting,
 	}
 }
 
-// HoldSweepView is the report of one pass of an event's hold sweep
-// (asyncevent.HoldSweepReport).
+// HoldSweepView is the report of passes of an event's hold sweep
+// (asyncevent.HoldSweepReport), summed: the route runs one pass, the CLI's holds
+// sweep as many as there is work for. Waiting and More are the last pass's.
 type HoldSweepView struct {
 	EventID string `json:"eventId"`
+	Passes  int    `json:"passes"`  // passes summed
 	Expired int    `json:"expired"` // holds that ran out, their seats given to the waitlist
 	Served  int    `json:"served"`  // waitlisted requests now HELD on a seat given back
 	Closed  int    `json:"closed"`  // waitlisted requests ended REJECTED_CAPACITY: the event closed
 	Cleared int    `json:"cleared"` // records of holds that had ended otherwise, deleted
 	Waiting int64  `json:"waiting"` // seats given back and not handed on (no one waitlisted)
-	More    bool   `json:"more"`    // the pass reached its maxWrites: run it again
+	More    bool   `json:"more"`    // the last pass reached its maxWrites: run it again
 }
 
-func newHoldSweepView(eventID string, r *asyncevent.HoldSweepReport) HoldSweepView {
-	return HoldSweepView{EventID: eventID, Expired: r.Expired, Served: r.Served, Closed: r.Closed, Cleared: r.Cleared, Waiting: r.Waiting, More: r.More}
+// NewHoldSweepView is the view of the passes of eventID's hold sweep that made
+// reports, in order.
+func NewHoldSweepView(eventID string, reports ...*asyncevent.HoldSweepReport) HoldSweepView {
+	v := HoldSweepView{EventID: eventID}
+	for _, r := range reports {
+		v.Add(r)
+	}
+	return v
 }
 
-func newStatsView(s *asyncevent.EventStats) StatsView {
+// Add counts one more pass, which made r.
+func (v *HoldSweepView) Add(r *asyncevent.HoldSweepReport) {
+	v.Passes++
+	v.Expired += r.Expired
+	v.Served += r.Served
+	v.Closed += r.Closed
+	v.Cleared += r.Cleared
+	v.Waiting, v.More = r.Waiting, r.More
+}
+
+// NewStatsView is the view of s.
+func NewStatsView(s *asyncevent.EventStats) StatsView {
 	v := StatsView{
 		EventID:      s.EventID,
 		EventType:    s.EventType,
@@ -705,6 +770,7 @@ func newStatsView(s *asyncevent.EventStats) StatsView {
 		ByResultCode: s.ByResultCode,
 		QueueWait:    newDurationsView(s.QueueWait),
 		Processing:   newDurationsView(s.Processing),
+		Fairness:     newFairnessView(s.Fairness),
 	}
 	if s.EventType == asyncevent.FirstCome {
 		v.CapacityTotal, v.CapacityRemaining, v.PoolRemaining = &s.CapacityTotal, &s.CapacityRemaining, &s.PoolRemaining
@@ -715,12 +781,10 @@ func newStatsView(s *asyncevent.EventStats) StatsView {
 	if v.ByResultCode == nil {
 		v.ByResultCode = map[asyncevent.ResultCode]int{}
 	}
-	v.Fairness.Inversions = s.Fairness.Inversions
-	v.Fairness.MaxGapMs = float64(s.Fairness.MaxGap) / float64(time.Millisecond)
-	v.Fairness.LateWinners = s.Fairness.LateWinners
-	v.Fairness.LateWinnerMaxGapMs = float64(s.Fairness.LateWinnerMaxGap) / float64(time.Millisecond)
-	v.Fairness.Late = s.Fairness.Late
 	v.Holds = newHoldStatsView(s.Holds)
 	v.Queue = newQueueStatsView(s.Queue)
 	return v
 }
+
+// newStatsView is NewStatsView, under the name the routes of server.go call.
+func newStatsView(s *asyncevent.EventStats) StatsView { return NewStatsView(s) }
