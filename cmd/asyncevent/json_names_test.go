@@ -34,10 +34,30 @@ var updateJSONNames = flag.Bool("update-json-names", false, "add the -json paths
 const jsonNamesGolden = "testdata/json_names.golden"
 
 // dataKeys are the objects whose keys are data (statuses, result codes, request IDs,
-// DynamoDB operations, item types), not field names: their keys are pinned as "*".
+// DynamoDB operations, item types), not field names: the object is pinned, not what
+// it holds.
 var dataKeys = map[string]bool{
 	"byStatus": true, "byResultCode": true, "outcomes": true, "resent": true, "failed": true,
 	"byCall": true, "calls": true, "readsPerOp": true, "writesPerOp": true,
+}
+
+// byTiming are the paths of a command that a run may leave out, by its timing, not by
+// a change of the output: in the demo's small spikes, a line's drain time (absent while
+// no rate is measured) and its seconds (none until the nodes' counts have landed). The
+// CLI's own line, in stats and request get, is pinned whole.
+var byTiming = map[string][]string{
+	"demo": {".firstCome.stats.queue.drainTimeMs", ".holds.stats.queue.drainTimeMs", ".prequeue.stats.queue.drainTimeMs",
+		".firstCome.stats.queue.series[]", ".holds.stats.queue.series[]", ".prequeue.stats.queue.series[]"},
+}
+
+// byTimingOf reports whether path, of cmd, may be left out by a run's timing.
+func byTimingOf(cmd, path string) bool {
+	for _, prefix := range byTiming[cmd] {
+		if strings.HasPrefix(path, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonPaths adds to paths each path of v under at ("" for the document, which is
@@ -50,11 +70,10 @@ func jsonPaths(paths map[string]bool, at string, v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		paths[path+" object"] = true
-		name := at[strings.LastIndex(at, ".")+1:]
+		if dataKeys[at[strings.LastIndex(at, ".")+1:]] {
+			return
+		}
 		for k, child := range x {
-			if dataKeys[name] {
-				k = "*"
-			}
 			jsonPaths(paths, at+"."+k, child)
 		}
 	case []any:
@@ -168,7 +187,7 @@ func TestJSONNames(t *testing.T) {
 		}
 		var missing []string
 		for _, p := range slices.Sorted(maps.Keys(want[cmd])) {
-			if !got.names[cmd][p] {
+			if !got.names[cmd][p] && !byTimingOf(cmd, p) {
 				missing = append(missing, p)
 			}
 		}
