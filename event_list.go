@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/listing"
 )
 
 // The event list: an item collection of one entry per event (PK EVENTS, SK
@@ -182,7 +183,7 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 		page.Events = append(page.Events, s)
 	}
 	if len(out.LastEvaluatedKey) > 0 {
-		if page.NextCursor, err = encodeCursor(out.LastEvaluatedKey); err != nil {
+		if page.NextCursor, err = listing.EncodeKey(out.LastEvaluatedKey); err != nil {
 			return nil, err
 		}
 	}
@@ -194,10 +195,11 @@ var eventEntryGoneRow = row{name: "stray event entry", method: "ListEvents", ite
 // decodeEventsCursor reads a cursor ListEvents handed out: the key of an entry of the
 // event list.
 func decodeEventsCursor(cursor string) (map[string]types.AttributeValue, error) {
-	key, err := decodeKeyCursor(cursor)
+	pk, sk, err := listing.Codec{PK: attrPK, SK: attrSK, Invalid: ErrInvalidCursor}.DecodeTableKey(cursor)
 	if err != nil {
 		return nil, err
 	}
+	key := Key{PK: pk, SK: sk}
 	if _, err := ParseEventEntryKey(key); err != nil {
 		return nil, fmt.Errorf("%w: not a cursor of the event list", ErrInvalidCursor)
 	}

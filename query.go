@@ -2,11 +2,10 @@ package asyncevent
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 
+	"github.com/asyncevent/asyncevent/internal/listing"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -73,7 +72,7 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 	for _, it := range items {
 		result.Requests = append(result.Requests, *it.view())
 	}
-	if result.NextCursor, err = encodeCursor(out.LastEvaluatedKey); err != nil {
+	if result.NextCursor, err = listing.EncodeKey(out.LastEvaluatedKey); err != nil {
 		return nil, err
 	}
 	return result, nil
@@ -90,89 +89,33 @@ func pageLimit(limit, def, max int) (int, error) {
 	return limit, nil
 }
 
-// A cursor is the base64url JSON of a Query's LastEvaluatedKey on an index: the
-// table key and the index key of the last request returned, all strings.
-
-func encodeCursor(last map[string]types.AttributeValue) (string, error) {
-	if len(last) == 0 {
-		return "", nil
-	}
-	var plain map[string]string
-	if err := attributevalue.UnmarshalMap(last, &plain); err != nil {
-		return "", fmt.Errorf("cursor: %w", err)
-	}
-	b, err := json.Marshal(plain)
-	if err != nil {
-		return "", fmt.Errorf("cursor: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+// requestCodec writes and checks the cursors of the request listings on index
+// (pkAttr, skAttr: GSI1's or GSI2's): a position is a request's table key and a
+// queue key of the same request.
+func requestCodec(pkAttr, skAttr string) listing.Codec {
+	return listing.Codec{PK: attrPK, SK: attrSK, IndexPK: pkAttr, IndexSK: skAttr, Invalid: ErrInvalidCursor,
+		Check: func(key map[string]string) string {
+			req, err := ParseRequestKey(Key{PK: key[attrPK], SK: key[attrSK]})
+			if err != nil {
+				return "not a request key"
+			}
+			order, err := ParseQueuedAtSortKey(key[skAttr])
+			if err != nil || order.requestID != req.requestID {
+				return "not a queue key of the request"
+			}
+			return ""
+		}}
 }
 
-// decodeKeyCursor reads a cursor of a Query on the table itself: a table key (PK and
-// SK, strings, nothing else).
-func decodeKeyCursor(cursor string) (Key, error) {
-	bad := fmt.Errorf("%w: not a cursor of this listing", ErrInvalidCursor)
-	if len(cursor) > maxCursorLength {
-		return Key{}, bad
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil {
-		return Key{}, bad
-	}
-	var plain map[string]string
-	if err := json.Unmarshal(raw, &plain); err != nil || len(plain) != 2 || plain[attrPK] == "" || plain[attrSK] == "" {
-		return Key{}, bad
-	}
-	return Key{PK: plain[attrPK], SK: plain[attrSK]}, nil
-}
-
-// indexCursor keeps of an item the keys of a Query on an index: the table key and the
-// index key.
-func indexCursor(item map[string]types.AttributeValue, pkAttr, skAttr string) map[string]types.AttributeValue {
-	key := map[string]types.AttributeValue{}
-	for _, a := range []string{attrPK, attrSK, pkAttr, skAttr} {
-		key[a] = item[a]
-	}
-	return key
-}
-
-// maxCursorLength bounds the cursor text accepted, far above what encodeCursor writes.
-const maxCursorLength = 2048
+// eventCodec is the codec of an event's request listing (GSI2).
+var eventCodec = requestCodec(attrGSI2PK, attrGSI2SK)
 
 // decodeCursor reads a cursor for a Query on the index whose keys are pkAttr/skAttr
-// in the partition partition. It accepts only what encodeCursor could have written
-// for that partition: a request's table key, and a queue key for the same request.
+// in the partition partition. It accepts only what listing.EncodeKey could have
+// written for that partition: a request's table key, and a queue key for the same
+// request.
 func decodeCursor(cursor, pkAttr, skAttr, partition string) (map[string]types.AttributeValue, error) {
-	if cursor == "" {
-		return nil, nil
-	}
-	bad := func(reason string) error { return fmt.Errorf("%w: %s", ErrInvalidCursor, reason) }
-	if len(cursor) > maxCursorLength {
-		return nil, bad("too long")
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil {
-		return nil, bad("not base64url")
-	}
-	var plain map[string]string
-	if err := json.Unmarshal(raw, &plain); err != nil {
-		return nil, bad("not a key")
-	}
-	if len(plain) != 4 {
-		return nil, bad("not a key of this listing")
-	}
-	if plain[pkAttr] != partition {
-		return nil, bad("it belongs to another listing")
-	}
-	req, err := ParseRequestKey(Key{PK: plain[attrPK], SK: plain[attrSK]})
-	if err != nil {
-		return nil, bad("not a request key")
-	}
-	order, err := ParseQueuedAtSortKey(plain[skAttr])
-	if err != nil || order.requestID != req.requestID {
-		return nil, bad("not a queue key of the request")
-	}
-	return attributevalue.MarshalMap(plain)
+	return requestCodec(pkAttr, skAttr).DecodeKey(cursor, partition)
 }
 
 // The page sizes of an event's request list.
@@ -252,7 +195,7 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	if err != nil {
 		return nil, err
 	}
-	sources, err := decodeEventCursor(opts.Cursor, parts)
+	sources, err := eventCodec.Decode(opts.Cursor, partitionNames(parts))
 	if err != nil {
 		return nil, err
 	}
@@ -260,19 +203,19 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	for read := 0; read < budget && len(page.Requests) < limit; read++ {
 		// Every source with nothing in hand reads on, a share of what is left.
 		for _, src := range sources {
-			if len(src.ahead) == 0 && !src.ended {
+			if len(src.Ahead) == 0 && !src.Ended {
 				share := max(1, (budget-read+len(sources)-1)/len(sources))
 				if err := c.readAhead(ctx, src, forward, share); err != nil {
 					return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
 				}
 			}
 		}
-		next := nextInOrder(sources, forward)
+		next := listing.Next(sources, attrGSI2SK, forward)
 		if next == nil {
 			break // every shard is read to its end
 		}
-		av := next.ahead[0]
-		next.ahead, next.last = next.ahead[1:], av
+		av := next.Ahead[0]
+		next.Ahead, next.Last = next.Ahead[1:], av
 		var item requestItem
 		if err := attributevalue.UnmarshalMap(av, &item); err != nil {
 			return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
@@ -281,171 +224,52 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 			page.Requests = append(page.Requests, *item.view())
 		}
 	}
-	if page.NextCursor, err = encodeEventCursor(sources); err != nil {
+	if page.NextCursor, err = eventCodec.Encode(sources); err != nil {
 		return nil, err
 	}
 	return page, nil
 }
 
-// shardReader is where a listing stands in one GSI2 partition of an event.
-type shardReader struct {
-	part  EventPartition
-	from  map[string]types.AttributeValue   // the next Query starts after this key (nil: at the start)
-	ahead []map[string]types.AttributeValue // read, not listed yet, in the listing's order
-	ended bool                              // nothing lies beyond ahead
-	last  map[string]types.AttributeValue   // the last request listed from this shard
-	start map[string]types.AttributeValue   // where this call began in this shard
-}
-
 // readAhead reads the next at most n requests of a shard.
-func (c *Client) readAhead(ctx context.Context, src *shardReader, forward bool, n int) error {
+func (c *Client) readAhead(ctx context.Context, src *listing.Reader, forward bool, n int) error {
 	expr, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(src.part.String()))).Build()
+		WithKeyCondition(expression.Key(attrGSI2PK).Equal(expression.Value(src.Partition))).Build()
 	if err != nil {
 		return err
 	}
 	in := c.query(IndexEvent, expr)
-	in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(forward), aws.Int32(int32(n)), src.from
+	in.ScanIndexForward, in.Limit, in.ExclusiveStartKey = aws.Bool(forward), aws.Int32(int32(n)), src.From
 	out, err := c.db.Query(ctx, in)
 	if err != nil {
 		return err
 	}
-	src.ahead, src.from, src.ended = out.Items, out.LastEvaluatedKey, len(out.LastEvaluatedKey) == 0
+	src.Ahead, src.From, src.Ended = out.Items, out.LastEvaluatedKey, len(out.LastEvaluatedKey) == 0
 	return nil
-}
-
-// nextInOrder returns the shard whose next request comes first in the listing's
-// order, or nil when every shard is read to its end.
-func nextInOrder(sources []*shardReader, forward bool) *shardReader {
-	var best *shardReader
-	var bestKey string
-	for _, src := range sources {
-		if len(src.ahead) == 0 {
-			continue
-		}
-		k := stringAttr(src.ahead[0], attrGSI2SK)
-		if best == nil || forward && k < bestKey || !forward && k > bestKey {
-			best, bestKey = src, k
-		}
-	}
-	return best
-}
-
-func stringAttr(item map[string]types.AttributeValue, name string) string {
-	if s, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
-
-// An event listing's cursor: for an event without index shards, the key of the last
-// request listed (as every index cursor); with shards, where the listing stands in
-// each: the key of the last request listed from it, or its end.
-type shardedCursor struct {
-	After map[int]map[string]string `json:"after,omitempty"`
-	Ended []int                     `json:"ended,omitempty"`
-}
-
-// decodeEventCursor reads a listing's cursor into one reader per partition of the
-// event, checking every position against its partition.
-func decodeEventCursor(cursor string, parts []EventPartition) ([]*shardReader, error) {
-	sources := make([]*shardReader, len(parts))
-	for i, p := range parts {
-		sources[i] = &shardReader{part: p}
-	}
-	if cursor == "" {
-		return sources, nil
-	}
-	if len(parts) == 1 {
-		start, err := decodeCursor(cursor, attrGSI2PK, attrGSI2SK, parts[0].String())
-		sources[0].from, sources[0].start = start, start
-		return sources, err
-	}
-	bad := func(reason string) error { return fmt.Errorf("%w: %s", ErrInvalidCursor, reason) }
-	if len(cursor) > maxCursorLength*len(parts) {
-		return nil, bad("too long")
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil {
-		return nil, bad("not base64url")
-	}
-	var sc shardedCursor
-	if err := json.Unmarshal(raw, &sc); err != nil || len(sc.After)+len(sc.Ended) == 0 {
-		return nil, bad("not a cursor of a sharded listing")
-	}
-	for shard, plain := range sc.After {
-		if shard < 0 || shard >= len(parts) {
-			return nil, bad("a shard the event does not have")
-		}
-		b, err := json.Marshal(plain)
-		if err != nil {
-			return nil, bad("not a key")
-		}
-		start, err := decodeCursor(base64.RawURLEncoding.EncodeToString(b), attrGSI2PK, attrGSI2SK, parts[shard].String())
-		if err != nil {
-			return nil, err
-		}
-		sources[shard].from, sources[shard].start = start, start
-	}
-	for _, shard := range sc.Ended {
-		if shard < 0 || shard >= len(parts) || sc.After[shard] != nil {
-			return nil, bad("a shard the event does not have")
-		}
-		sources[shard].ended = true
-	}
-	return sources, nil
 }
 
 // cursorAfter returns the cursor of an ascending listing of an event's requests that
 // begins after the request whose queue key is after, in every partition of the event:
 // the requests that follow it in queue order, each shard read afresh.
 func cursorAfter(parts []EventPartition, after QueuedAtSortKey) (string, error) {
-	sources := make([]*shardReader, len(parts))
+	readers := make([]*listing.Reader, len(parts))
 	for i, p := range parts {
-		sources[i] = &shardReader{part: p, last: map[string]types.AttributeValue{
+		readers[i] = &listing.Reader{Partition: p.String(), Last: map[string]types.AttributeValue{
 			attrPK:     &types.AttributeValueMemberS{Value: requestPK(after.requestID)},
 			attrSK:     &types.AttributeValueMemberS{Value: skRequest},
 			attrGSI2PK: &types.AttributeValueMemberS{Value: p.String()},
 			attrGSI2SK: &types.AttributeValueMemberS{Value: after.String()},
 		}}
 	}
-	return encodeEventCursor(sources)
+	return eventCodec.Encode(readers)
 }
 
-// encodeEventCursor writes where the listing stands, or "" when every shard is read to
-// its end.
-func encodeEventCursor(sources []*shardReader) (string, error) {
-	position := func(src *shardReader) map[string]types.AttributeValue {
-		if src.last != nil {
-			return indexCursor(src.last, attrGSI2PK, attrGSI2SK)
-		}
-		return src.start
+// partitionNames are the partition keys' values of parts.
+func partitionNames(parts []EventPartition) []string {
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.String()
 	}
-	done := func(src *shardReader) bool { return src.ended && len(src.ahead) == 0 }
-	if !slices.ContainsFunc(sources, func(src *shardReader) bool { return !done(src) }) {
-		return "", nil
-	}
-	if len(sources) == 1 {
-		return encodeCursor(position(sources[0]))
-	}
-	sc := shardedCursor{After: map[int]map[string]string{}}
-	for i, src := range sources {
-		switch pos := position(src); {
-		case done(src):
-			sc.Ended = append(sc.Ended, i)
-		case pos != nil:
-			var plain map[string]string
-			if err := attributevalue.UnmarshalMap(pos, &plain); err != nil {
-				return "", fmt.Errorf("cursor: %w", err)
-			}
-			sc.After[i] = plain
-		}
-	}
-	b, err := json.Marshal(sc)
-	if err != nil {
-		return "", fmt.Errorf("cursor: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return names
 }
 
 // eachEventPage reads an event's requests from GSI2 (Query GSI2PK = EVENT#<eventId>,

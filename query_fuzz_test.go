@@ -3,6 +3,7 @@ package asyncevent
 import (
 	"testing"
 
+	"github.com/asyncevent/asyncevent/internal/listing"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -10,7 +11,7 @@ import (
 // key of the caller's own partition whose queue key names the same request, and
 // re-encodes to a cursor it accepts again.
 func FuzzDecodeCursor(f *testing.F) {
-	good, _ := encodeCursor(map[string]types.AttributeValue{
+	good, _ := listing.EncodeKey(map[string]types.AttributeValue{
 		attrPK: &types.AttributeValueMemberS{Value: "REQ#r1"}, attrSK: &types.AttributeValueMemberS{Value: "META"},
 		attrGSI1PK: &types.AttributeValueMemberS{Value: "USER#u1"},
 		attrGSI1SK: &types.AttributeValueMemberS{Value: "QAT#1795421039191#REQ#r1"},
@@ -29,7 +30,7 @@ func FuzzDecodeCursor(f *testing.F) {
 		if pk != "USER#u1" {
 			t.Fatalf("accepted a cursor of partition %q", pk)
 		}
-		again, err := encodeCursor(key)
+		again, err := listing.EncodeKey(key)
 		if err != nil {
 			t.Fatal(err)
 		}
