@@ -208,13 +208,7 @@ func (e *env) fail(cmd *command, err error, code int) int {
 func (e *env) failf(command, usage string, err error, hint string, code int) int {
 	msg := strings.ReplaceAll(err.Error(), libraryPrefix, "")
 	if e.JSON {
-		v := struct {
-			Command string `json:"command"`
-			Error   string `json:"error"`
-			Exit    int    `json:"exit"`
-			Usage   string `json:"usage,omitempty"`
-			Hint    string `json:"hint,omitempty"` // what to type instead, as the text output says
-		}{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: msg, Exit: code, Usage: usage, Hint: hint}
+		v := clikit.Failure{Command: strings.TrimPrefix(strings.TrimPrefix(command, "asyncevent"), " "), Error: msg, Exit: code, Usage: usage, Hint: hint}
 		enc := json.NewEncoder(e.Stderr)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(v)

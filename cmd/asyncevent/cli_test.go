@@ -17,6 +17,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
+	"github.com/asyncevent/asyncevent/httpapi"
 	"github.com/asyncevent/asyncevent/queue"
 	"github.com/asyncevent/asyncevent/seed"
 )
@@ -87,20 +88,20 @@ func TestTableCreateAndCheck(t *testing.T) {
 
 	out := f.ok(t, "table", "create")
 	assert.Contains(t, out, "table "+f.table+" is ready")
-	var created tableJSON
+	var created clikit.TableCheck
 	f.json(t, &created, "table", "create") // idempotent
-	assert.Equal(t, tableJSON{Table: f.table, OK: true}, created)
+	assert.Equal(t, clikit.TableCheck{Table: f.table, OK: true}, created)
 
 	out = f.ok(t, "table", "check")
 	assert.Contains(t, out, "matches the design")
-	var checked tableJSON
+	var checked clikit.TableCheck
 	f.json(t, &checked, "table", "check")
 	assert.True(t, checked.OK)
 
 	// A table that does not exist: exit 1, and the JSON says why.
 	out, _, code := cli(t, "-endpoint", asynceventtest.Endpoint(t), "-table", f.table+"-missing", "-json", "table", "check")
 	assert.Equal(t, exitFailure, code)
-	var missing tableJSON
+	var missing clikit.TableCheck
 	require.NoError(t, json.Unmarshal([]byte(out), &missing))
 	assert.False(t, missing.OK)
 	assert.Equal(t, []string{"table not found"}, missing.Problems)
@@ -111,13 +112,13 @@ func TestEventCreateAndGet(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 
-	var fc eventJSON
+	var fc clikit.EventItems
 	f.json(t, &fc, "event", "create", "-type", "first-come", "-capacity", "3", "-name", "Spring sale", "spring")
 	assert.Equal(t, "spring", fc.Config["eventId"])
 	assert.Equal(t, "FIRST_COME", fc.Config["eventType"])
 	assert.Equal(t, 3.0, fc.Config["capacityTotal"])
 
-	var got eventJSON
+	var got clikit.EventItems
 	f.json(t, &got, "event", "get", "spring")
 	assert.Equal(t, "Spring sale", got.Config["name"])
 	assert.Equal(t, 3.0, got.Capacity["capacityRemaining"])
@@ -128,7 +129,7 @@ func TestEventCreateAndGet(t *testing.T) {
 	assert.Contains(t, out, "capacityRemaining")
 
 	// Flags after the event ID work as well as before it.
-	var lot eventJSON
+	var lot clikit.EventItems
 	f.json(t, &lot, "event", "create", "draw-1", "-type", "LOTTERY", "-winners", "2", "-cutoff", "+1h")
 	assert.Equal(t, "LOTTERY", lot.Config["eventType"])
 	assert.Equal(t, "COLLECTING", lot.Config["phase"])
@@ -215,7 +216,7 @@ func TestRequestGetListAndLogs(t *testing.T) {
 	assert.Contains(t, errOut, "not found")
 
 	// Two pages of an event's list, oldest first.
-	var p1, p2 pageJSON
+	var p1, p2 clikit.RequestPage
 	f.json(t, &p1, "requests", "list", "ev", "-limit", "3")
 	require.Len(t, p1.Requests, 3)
 	require.NotEmpty(t, p1.NextCursor)
@@ -229,18 +230,18 @@ func TestRequestGetListAndLogs(t *testing.T) {
 	}
 	assert.Equal(t, ids, listed)
 
-	var latest pageJSON
+	var latest clikit.RequestPage
 	f.json(t, &latest, "requests", "list", "ev", "-order", "desc", "-limit", "1")
 	assert.Equal(t, ids[4], latest.Requests[0]["requestId"])
 
-	var won pageJSON
+	var won clikit.RequestPage
 	f.json(t, &won, "requests", "list", "ev", "-status", "succeeded")
 	assert.Len(t, won.Requests, 2)
 	out := f.ok(t, "requests", "list", "ev", "-status", "REJECTED")
 	assert.Contains(t, out, "REJECTED_CAPACITY")
 	assert.Contains(t, out, "3 requests")
 
-	var mine pageJSON
+	var mine clikit.RequestPage
 	f.json(t, &mine, "requests", "list", "-user", "user-3")
 	require.Len(t, mine.Requests, 1)
 	assert.Equal(t, ids[3], mine.Requests[0]["requestId"])
@@ -271,20 +272,21 @@ func TestStats(t *testing.T) {
 	f.ok(t, "table", "create")
 	playFirstCome(t, f, "ev", 2, 5)
 
-	var st clikit.StatsJSON
+	var st clikit.Stats
 	f.json(t, &st, "stats", "ev")
 	assert.Equal(t, "ev", st.EventID)
-	assert.Equal(t, "FIRST_COME", st.EventType)
+	assert.Equal(t, asyncevent.FirstCome, st.EventType)
 	assert.Equal(t, 5, st.Requests)
-	assert.Equal(t, map[string]int{"SUCCEEDED": 2, "REJECTED": 3}, st.ByStatus)
-	assert.Equal(t, map[string]int{"SUCCESS": 2, "REJECTED_CAPACITY": 3}, st.ByResultCode)
-	assert.Equal(t, int64(2), st.CapacityTotal)
+	assert.Equal(t, map[asyncevent.Status]int{"SUCCEEDED": 2, "REJECTED": 3}, st.ByStatus)
+	assert.Equal(t, map[asyncevent.ResultCode]int{"SUCCESS": 2, "REJECTED_CAPACITY": 3}, st.ByResultCode)
+	require.NotNil(t, st.CapacityTotal)
+	assert.Equal(t, int64(2), *st.CapacityTotal)
 	assert.Equal(t, int64(0), st.CapacityRemaining)
 	// Every winner started; a loser only if its worker did not yet know the event was
 	// sold out (then one write rejects it, without startedAt).
 	assert.GreaterOrEqual(t, st.QueueWait.Count, 2)
 	assert.LessOrEqual(t, st.QueueWait.Count, 5)
-	assert.Equal(t, clikit.FairnessJSON{}, st.Fairness, "clicked one at a time, decided in queue order")
+	assert.Equal(t, httpapi.FairnessView{}, st.Fairness, "clicked one at a time, decided in queue order")
 
 	out := f.ok(t, "stats", "ev")
 	assert.Contains(t, out, "0 inversions, 0 late winners")
@@ -323,22 +325,22 @@ func TestDrawAndVerify(t *testing.T) {
 	require.Len(t, ds, 10)
 	require.Empty(t, asynceventtest.Process(ctx, proc, ds))
 
-	var drawn drawJSON
+	var drawn clikit.Draw
 	f.json(t, &drawn, "draw", "lot")
 	assert.Len(t, drawn.Winners, 3)
-	assert.Equal(t, 10.0, drawn.Draw["entryCount"])
-	assert.Equal(t, "ANNOUNCED", drawn.Draw["phase"])
-	assert.Equal(t, "DRAW", drawn.Draw["entityType"])
-	assert.NotEmpty(t, drawn.Draw["seed"])
+	assert.Equal(t, 10.0, drawn.Item["entryCount"])
+	assert.Equal(t, "ANNOUNCED", drawn.Item["phase"])
+	assert.Equal(t, "DRAW", drawn.Item["entityType"])
+	assert.NotEmpty(t, drawn.Item["seed"])
 
 	// The draw is idempotent: the same winners again.
-	var again drawJSON
+	var again clikit.Draw
 	f.json(t, &again, "draw", "lot")
 	assert.Equal(t, drawn.Winners, again.Winners)
 	out := f.ok(t, "draw", "lot")
 	assert.Contains(t, out, drawn.Winners[0])
 
-	var v verifyJSON
+	var v httpapi.VerificationView
 	f.json(t, &v, "verify", "lot")
 	assert.True(t, v.OK)
 	assert.Equal(t, 10, v.EntryCount)
@@ -372,7 +374,7 @@ func TestSweep(t *testing.T) {
 
 	q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{})
 	sqsFlags := []string{"-queue-url", q.URL(), "-sqs-endpoint", asynceventtest.SQSEndpoint(t)}
-	var rep sweepJSON
+	var rep clikit.SweepReport
 	f.json(t, &rep, append([]string{"sweep", "ev", "-stuck-after", "10m", "-rate", "1000"}, sqsFlags...)...)
 	assert.Equal(t, 2, rep.Examined)
 	assert.Equal(t, map[string]int{"QUEUED": 1}, rep.Resent)
@@ -523,7 +525,7 @@ func TestPlanAndAShardedEvent(t *testing.T) {
 	out = f.ok(t, "plan", "-peak", "1000", "-concurrency", "50", "-message-time", "20ms", "-duration", "30s")
 	assert.NotContains(t, out, "on-demand quota", "5,500 WCU/s is under the quota")
 	assert.Contains(t, out, "drain: 30,000 messages, 50 at once, 20ms each: the workers need about 12s")
-	var plan planJSON
+	var plan clikit.Plan
 	f.json(t, &plan, "plan", "-peak", "20000", "-concurrency", "200")
 	assert.Equal(t, 100, plan.Plan.IndexShards)
 	assert.EqualValues(t, (3 * time.Minute).Milliseconds(), plan.Plan.Drain.TimeMs)
@@ -629,7 +631,7 @@ func TestEventCreateWithHolds(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 
-	var ev eventJSON
+	var ev clikit.EventItems
 	f.json(t, &ev, "event", "create", "sale", "-capacity", "3", "-hold-for", "10m")
 	assert.EqualValues(t, 10*time.Minute, ev.Config["holdFor"], "stored as Go stores a time.Duration: nanoseconds")
 	assert.Regexp(t, `holdFor +10m0s`, f.ok(t, "event", "get", "sale"))
@@ -657,7 +659,7 @@ func TestEventCreateRanked(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 
-	var ev eventJSON
+	var ev clikit.EventItems
 	f.json(t, &ev, "event", "create", "sale", "-capacity", "3", "-ranked", "-rank-settle", "200ms")
 	assert.Equal(t, "RANKED", ev.Config["admission"])
 	assert.EqualValues(t, 200*time.Millisecond, ev.Config["rankSettle"], "stored as Go stores a time.Duration: nanoseconds")
@@ -703,9 +705,9 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	// The first pays; the second gives up; the fourth leaves the waitlist.
 	out = f.ok(t, "request", "confirm", ids[0])
 	assert.Equal(t, "confirmed: "+ids[0]+" is SUCCEEDED (SUCCESS): the seat is the user's\n", out)
-	var rel transitionJSON
+	var rel clikit.Transition
 	f.json(t, &rel, "request", "release", ids[1])
-	assert.Equal(t, transitionJSON{RequestID: ids[1], Action: "release", Applied: true, Status: "REJECTED", ResultCode: "REJECTED_RELEASED"}, rel)
+	assert.Equal(t, clikit.Transition{RequestID: ids[1], Action: "release", Applied: true, Status: "REJECTED", ResultCode: "REJECTED_RELEASED"}, rel)
 	assert.Contains(t, f.ok(t, "request", "release", ids[3]), "released: "+ids[3]+" is REJECTED (REJECTED_RELEASED)")
 
 	// Not applied: the outcome on stdout, exit code 1.
@@ -715,7 +717,7 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	assert.Contains(t, errOut, ids[1]+" was not confirmed: it is REJECTED (REJECTED_RELEASED)")
 	out, _, code = f.run(t, "-json", "request", "confirm", ids[0])
 	assert.Equal(t, exitFailure, code)
-	var twice transitionJSON
+	var twice clikit.Transition
 	require.NoError(t, json.Unmarshal([]byte(out), &twice), out)
 	assert.False(t, twice.Applied)
 	assert.Equal(t, "SUCCEEDED", twice.Status)
@@ -734,15 +736,15 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 
 	// The seat given back goes to the one still waitlisted.
-	var sw holdSweepJSON
+	var sw httpapi.HoldSweepView
 	f.json(t, &sw, "holds", "sweep", "sale")
-	assert.Equal(t, holdSweepJSON{EventID: "sale", Passes: 1, Served: 1}, sw)
+	assert.Equal(t, httpapi.HoldSweepView{EventID: "sale", Passes: 1, Served: 1}, sw)
 	assert.Regexp(t, `^HELD until`, f.ok(t, "request", "get", ids[2]))
 
-	var st clikit.StatsJSON
+	var st clikit.Stats
 	f.json(t, &st, "stats", "sale")
 	require.NotNil(t, st.Holds)
-	assert.Equal(t, clikit.HoldStatsJSON{HoldForMs: 600000, Held: 1, Confirmed: 1, Released: 2, SeatsReturned: 1, SeatsServed: 1}, *st.Holds)
+	assert.Equal(t, httpapi.HoldStatsView{HoldForSeconds: 600, HoldForMs: 600000, Held: 1, Confirmed: 1, Released: 2, SeatsReturned: 1, SeatsServed: 1}, *st.Holds)
 	out = f.ok(t, "stats", "sale")
 	assert.Regexp(t, `holds +10m0s each: 1 held, 1 confirmed, 2 released, 0 expired`, out)
 	assert.Regexp(t, `waitlist +0 waiting`, out)
@@ -750,7 +752,7 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 
 	// An event without holds has no holds figures.
 	playFirstCome(t, f, "plain", 1, 1)
-	var plain clikit.StatsJSON
+	var plain clikit.Stats
 	f.json(t, &plain, "stats", "plain")
 	assert.Nil(t, plain.Holds)
 	assert.NotContains(t, f.ok(t, "stats", "plain"), "holds")
@@ -773,7 +775,7 @@ func TestHoldsSweep(t *testing.T) {
 	assert.Regexp(t, `^not applied: the request is HELD: its hold ran out at \S+, too late to confirm: refund the payment`, out)
 
 	// One pass, which ends holds first: two of the three, and says there is more.
-	var sw holdSweepJSON
+	var sw httpapi.HoldSweepView
 	f.json(t, &sw, "holds", "sweep", "sale", "-once", "-max-writes", "2")
 	assert.Equal(t, "sale", sw.EventID)
 	assert.Equal(t, 1, sw.Passes)
@@ -792,7 +794,7 @@ func TestHoldsSweep(t *testing.T) {
 	out, _, code = f.run(t, "request", "confirm", ids[0])
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, out, "not applied: the request is REJECTED (REJECTED_HOLD_EXPIRED): its hold ended before the confirm: refund the payment")
-	var st clikit.StatsJSON
+	var st clikit.Stats
 	f.json(t, &st, "stats", "sale")
 	require.NotNil(t, st.Holds)
 	assert.Equal(t, 3, st.Holds.Expired)
@@ -806,7 +808,7 @@ func TestHoldsSweep(t *testing.T) {
 	out = f.ok(t, "holds", "sweep", "closed")
 	assert.Regexp(t, `closed +2 WAITLISTED requests ended REJECTED_CAPACITY`, out)
 	f.json(t, &sw, "holds", "sweep", "closed")
-	assert.Equal(t, holdSweepJSON{EventID: "closed", Passes: 1}, sw, "nothing left")
+	assert.Equal(t, httpapi.HoldSweepView{EventID: "closed", Passes: 1}, sw, "nothing left")
 
 	// An event without holds, an unknown one, and mistakes.
 	playFirstCome(t, f, "plain", 1, 1)
@@ -838,17 +840,17 @@ func TestEventList(t *testing.T) {
 
 	// Pages of two until the cursor runs out: every event once, newest first. (A full
 	// last page may still hand out a cursor, whose page is empty.)
-	var pages []eventsPageJSON
-	var listed []eventSummaryJSON
+	var pages []clikit.EventPage
+	var listed []clikit.EventSummary
 	for cursor := ""; len(pages) == 0 || cursor != ""; {
 		require.Less(t, len(pages), 3, "pages: %+v", pages)
-		var p eventsPageJSON
+		var p clikit.EventPage
 		f.json(t, &p, "event", "list", "-limit", "2", "-cursor", cursor)
 		assert.LessOrEqual(t, len(p.Events), 2)
 		pages, listed, cursor = append(pages, p), append(listed, p.Events...), p.NextCursor
 	}
 	assert.Len(t, pages[0].Events, 2)
-	byID := map[string]eventSummaryJSON{}
+	byID := map[string]clikit.EventSummary{}
 	var order []string
 	for i, s := range listed {
 		id := s.Config["eventId"].(string)
@@ -860,16 +862,16 @@ func TestEventList(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"sold", "sale", "lot", "later"}, order)
-	assert.Equal(t, "OPEN", byID["sold"].State)
+	assert.Equal(t, asyncevent.StateOpen, byID["sold"].State)
 	require.NotNil(t, byID["sold"].SeatsLeft, "0 seats left is said, not left out")
 	assert.EqualValues(t, 0, *byID["sold"].SeatsLeft)
-	assert.Equal(t, "PAUSED", byID["sale"].State)
+	assert.Equal(t, asyncevent.StatePaused, byID["sale"].State)
 	assert.EqualValues(t, 3, *byID["sale"].SeatsLeft)
 	assert.Equal(t, "Spring sale", byID["sale"].Config["name"])
-	assert.Equal(t, "OPEN", byID["lot"].State)
+	assert.Equal(t, asyncevent.StateOpen, byID["lot"].State)
 	assert.Nil(t, byID["lot"].SeatsLeft, "a lottery has no seats")
 	assert.Equal(t, "LOTTERY", byID["lot"].Config["eventType"])
-	assert.Equal(t, "SCHEDULED", byID["later"].State)
+	assert.Equal(t, asyncevent.StateScheduled, byID["later"].State)
 
 	out := f.ok(t, "event", "list")
 	assert.Regexp(t, `(?m)^EVENT ID +TYPE +STATE +SEATS LEFT +CREATED +NAME$`, out)
@@ -900,9 +902,9 @@ func TestEventList(t *testing.T) {
 // eventState runs event get and returns the event's state and CONFIG item.
 func eventState(t *testing.T, f *fixture, eventID string) (string, map[string]any) {
 	t.Helper()
-	var ev eventJSON
+	var ev clikit.EventItems
 	f.json(t, &ev, "event", "get", eventID)
-	return ev.State, ev.Config
+	return string(ev.State), ev.Config
 }
 
 // auditLen is the number of entries in an event's audit trail.
@@ -948,12 +950,12 @@ func TestEventControls(t *testing.T) {
 	assert.ErrorIs(t, err, asyncevent.ErrEventPaused)
 	refused(t, f, "sale", "the event is paused already", "sale was not paused: it is PAUSED", "event", "pause", "sale", "-actor", "bob")
 
-	var res controlJSON
+	var res clikit.Control
 	f.json(t, &res, "event", "resume", "sale", "-actor", "bob")
 	assert.Equal(t, "sale", res.EventID)
 	assert.Equal(t, "RESUME", res.Action)
 	assert.True(t, res.Applied)
-	assert.Equal(t, "OPEN", res.State)
+	assert.Equal(t, asyncevent.StateOpen, res.State)
 	assert.Empty(t, res.Reason)
 	assert.Equal(t, "sale", res.Config["eventId"])
 	assert.NotContains(t, res.Config, "paused", "false is not stored as a value to show")
@@ -985,9 +987,11 @@ func TestEventControls(t *testing.T) {
 	// A refusal in JSON: the reason and the event as found.
 	out, _, code := f.run(t, "-json", "event", "close", "sale", "-actor", "carol")
 	assert.Equal(t, exitFailure, code)
-	var no controlJSON
+	var no clikit.Control
 	require.NoError(t, json.Unmarshal([]byte(out), &no), out)
-	assert.Equal(t, controlJSON{EventID: "sale", Action: "CLOSE", State: "CLOSED", Reason: "the event is closed already", Config: cfg}, no)
+	assert.Equal(t, clikit.Control{EventView: no.EventView, Action: "CLOSE", Reason: "the event is closed already", Config: cfg}, no)
+	assert.Equal(t, "sale", no.EventID)
+	assert.Equal(t, asyncevent.StateClosed, no.State, "the event as the refusal found it")
 
 	// The trail: when, who, what, oldest first.
 	var trail []map[string]any
@@ -1016,11 +1020,11 @@ func TestEventControls(t *testing.T) {
 
 	// A lottery's cutoff moves later, until its end.
 	f.ok(t, "event", "create", "lot", "-type", "lottery", "-winners", "1", "-cutoff", "+1h", "-ends", "+2h")
-	var ext controlJSON
+	var ext clikit.Control
 	f.json(t, &ext, "event", "extend", "lot", "-actor", "alice", "-cutoff", "+90m")
 	assert.True(t, ext.Applied)
 	assert.Equal(t, "EXTEND_CUTOFF", ext.Action)
-	assert.Equal(t, "OPEN", ext.State)
+	assert.Equal(t, asyncevent.StateOpen, ext.State)
 	cutoff := asyncevent.EpochMillis(int64(ext.Config["lotteryCutoffAt"].(float64)))
 	assert.WithinDuration(t, time.Now().Add(90*time.Minute), cutoff.Time(), time.Minute)
 	assert.Regexp(t, `^extended: lot takes lottery entries until \S+Z; `, f.ok(t, "event", "extend", "lot", "-actor", "alice", "-cutoff", "+100m"))
@@ -1108,14 +1112,14 @@ func TestPrequeueServeAndVerify(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	var served prequeueJSON
+	var served clikit.PrequeueServe
 	f.json(t, &served, "draw", "drop")
 	assert.Len(t, served.Order, 6)
 	assert.Equal(t, served.Order[:2], served.Winners)
-	assert.Equal(t, "ANNOUNCED", served.Draw["phase"])
+	assert.Equal(t, "ANNOUNCED", served.Item["phase"])
 	assert.Contains(t, f.ok(t, "draw", "drop"), "the order served")
 
-	var v verifyJSON
+	var v httpapi.VerificationView
 	f.json(t, &v, "verify", "drop")
 	assert.True(t, v.OK, v.Problems)
 	assert.Equal(t, 6, v.EntryCount)

@@ -87,11 +87,11 @@ func eventAddCapacityCmd() *command {
 				in.Shard = &toShard
 			}
 			u, err := c.AddCapacity(ctx, args[0], in)
-			out, state, err := controlOutcome(args[0], asyncevent.ActionAddCapacity, u, err)
+			out, err := controlOutcome(args[0], asyncevent.ActionAddCapacity, u, err)
 			if err != nil {
 				return err
 			}
-			if e.JSON && u.Event != nil {
+			if e.JSON {
 				out.Config = e.storedEventJSON(ctx, u.Event)
 			}
 			var capacity *asyncevent.EventCapacity
@@ -102,7 +102,7 @@ func eventAddCapacityCmd() *command {
 				out.Capacity = e.capacityJSON(ctx, capacity)
 			}
 			return e.reportControl(out, func() string { return seatsAdded(u.Event, capacity, seats) + replayedNote(u) },
-				fmt.Errorf("%s was not given seats: it is %s", args[0], orDash(string(state))))
+				fmt.Errorf("%s was not given seats: it is %s", args[0], out.State))
 		},
 	}
 }
@@ -188,18 +188,18 @@ func requestCancelCmd() *command {
 			}
 			requestID := args[0]
 			u, err := c.CancelRequest(ctx, requestID, asyncevent.CancelRequestInput{Actor: actor, IdempotencyKey: key})
-			out, _, err := controlOutcome("", asyncevent.ActionCancel, u, err)
+			out, err := controlOutcome(requestID, asyncevent.ActionCancel, u, err)
 			if err != nil {
 				return err
 			}
-			if e.JSON && u.Event != nil {
+			if e.JSON {
 				out.Config = e.storedEventJSON(ctx, u.Event)
 			}
 			r, err := c.GetRequest(ctx, requestID)
 			if err != nil {
 				return err
 			}
-			out.EventID, out.RequestID, out.Request = r.EventID, requestID, e.storedRequestJSON(ctx, r)
+			out.RequestID, out.Request = requestID, e.storedRequestJSON(ctx, r)
 			return e.reportControl(out, func() string {
 				return fmt.Sprintf("cancelled: %s is %s: its seat went back to %s's pool, %s", requestID, statusText(r), r.EventID, poolUse(u.Event)) + replayedNote(u)
 			}, fmt.Errorf("%s was not cancelled: it is %s", requestID, statusText(r)))

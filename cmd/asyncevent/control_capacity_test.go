@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -45,12 +46,12 @@ func TestEventAddCapacity(t *testing.T) {
 
 	// Before a sell-out, onto one shard: the JSON has the event and its capacity.
 	f.ok(t, "event", "create", "open", "-capacity", "4", "-capacity-shards", "2")
-	var res controlJSON
+	var res clikit.Control
 	f.json(t, &res, "event", "add-capacity", "open", "-seats", "3", "-shard", "1", "-actor", "bob")
 	assert.True(t, res.Applied)
 	assert.Equal(t, "open", res.EventID)
 	assert.Equal(t, "ADD_CAPACITY", res.Action)
-	assert.Equal(t, "OPEN", res.State)
+	assert.Equal(t, asyncevent.StateOpen, res.State)
 	assert.Empty(t, res.Reason)
 	assert.EqualValues(t, 7, res.Config["capacityTotal"])
 	assert.EqualValues(t, 7, res.Capacity["capacityTotal"])
@@ -89,10 +90,12 @@ func TestEventAddCapacityRefused(t *testing.T) {
 
 	out, _, code := f.run(t, "-json", "event", "add-capacity", "gone", "-seats", "2", "-actor", "alice")
 	assert.Equal(t, exitFailure, code)
-	var no controlJSON
+	var no clikit.Control
 	require.NoError(t, json.Unmarshal([]byte(out), &no), out)
 	_, cfg := eventState(t, f, "gone")
-	assert.Equal(t, controlJSON{EventID: "gone", Action: "ADD_CAPACITY", State: "CLOSED", Reason: "the event is closed", Config: cfg}, no)
+	assert.Equal(t, clikit.Control{EventView: no.EventView, Action: "ADD_CAPACITY", Reason: "the event is closed", Config: cfg}, no)
+	assert.Equal(t, "gone", no.EventID)
+	assert.Equal(t, asyncevent.StateClosed, no.State, "the event as the refusal found it")
 
 	for _, args := range [][]string{{"nope"}, {"nope", "-shard", "0"}} {
 		_, errOut, code := f.run(t, append([]string{"event", "add-capacity", "-seats", "2", "-actor", "alice"}, args...)...)
@@ -161,12 +164,12 @@ func TestRequestCancel(t *testing.T) {
 	status, _ = requestStatus(t, f, late[1])
 	assert.Equal(t, "REJECTED", status)
 
-	var res controlJSON
+	var res clikit.Control
 	f.json(t, &res, "request", "cancel", ids[1], "-actor", "bob")
 	assert.True(t, res.Applied)
 	assert.Equal(t, "ev", res.EventID)
 	assert.Equal(t, "CANCEL", res.Action)
-	assert.Equal(t, "OPEN", res.State)
+	assert.Equal(t, asyncevent.StateOpen, res.State)
 	assert.Equal(t, ids[1], res.RequestID)
 	assert.Equal(t, "REJECTED", res.Request["status"])
 	assert.Equal(t, "REJECTED_CANCELLED", res.Request["resultCode"])
@@ -188,7 +191,7 @@ func TestRequestCancel(t *testing.T) {
 	assert.Equal(t, "QUEUED", status, "unchanged")
 	out, _, code := f.run(t, "-json", "request", "cancel", queued.RequestID, "-actor", "bob")
 	assert.Equal(t, exitFailure, code)
-	var no controlJSON
+	var no clikit.Control
 	require.NoError(t, json.Unmarshal([]byte(out), &no), out)
 	assert.False(t, no.Applied)
 	assert.Equal(t, "CANCEL", no.Action)

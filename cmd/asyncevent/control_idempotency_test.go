@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,7 +22,7 @@ func TestSeatControlsUnderAnIdempotencyKey(t *testing.T) {
 	assert.NotContains(t, first, "applied before")
 	again := f.ok(t, add...)
 	assert.Equal(t, strings.TrimSuffix(first, "\n")+" (applied before under this idempotency key: nothing written again)\n", again)
-	var res controlJSON
+	var res clikit.Control
 	f.json(t, &res, add...)
 	assert.True(t, res.Applied)
 	assert.True(t, res.Replayed)

@@ -12,6 +12,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/httpapi"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -184,7 +185,7 @@ func printEventCreated(ctx context.Context, e *env, cfg *asyncevent.Event) error
 		fmt.Fprintf(e.Stderr, "note: %s\n", unsealedNote)
 	}
 	if e.JSON {
-		return e.PrintJSON(eventJSON{Config: e.storedEventJSON(ctx, cfg)})
+		return e.PrintJSON(clikit.EventItems{EventView: httpapi.NewEventView(cfg, time.Now()), Config: e.storedEventJSON(ctx, cfg)})
 	}
 	fmt.Fprintf(e.Stdout, "event %s created\n", cfg.EventID)
 	return printItem(e.Stdout, cfg)
@@ -215,14 +216,6 @@ func typeFlagsAgree(fs *flag.FlagSet, et asyncevent.EventType) error {
 	return clikit.Usagef("%s: only for a LOTTERY event; add -type lottery", strings.Join(wrong, ", "))
 }
 
-// eventJSON is an event's items for scripts.
-type eventJSON struct {
-	State    string         `json:"state,omitempty"` // event get: what the event is doing now (asyncevent.EventState)
-	Config   map[string]any `json:"config"`
-	Capacity map[string]any `json:"capacity,omitempty"`
-	Draw     map[string]any `json:"draw,omitempty"`
-}
-
 func eventGetCmd() *command {
 	return &command{
 		name:    "event get",
@@ -233,13 +226,12 @@ func eventGetCmd() *command {
 			if err != nil {
 				return err
 			}
-			state := cfg.StateAt(time.Now())
 			key, err := asyncevent.NewEventKey(cfg.EventID, asyncevent.EventItemConfig)
 			if err != nil {
 				return err
 			}
 			config := e.withStored(ctx, key.Key(), fieldsOf(cfg))
-			out := eventJSON{State: string(state), Config: fieldsJSON(config)}
+			out := clikit.EventItems{EventView: httpapi.NewEventView(cfg, time.Now()), Config: fieldsJSON(config)}
 			var second any
 			switch cfg.EventType {
 			case asyncevent.FirstCome:
@@ -262,7 +254,7 @@ func eventGetCmd() *command {
 			if e.JSON {
 				return e.PrintJSON(out)
 			}
-			fmt.Fprintf(e.Stdout, "%s is %s\n\nCONFIG\n", cfg.EventID, state)
+			fmt.Fprintf(e.Stdout, "%s is %s\n\nCONFIG\n", cfg.EventID, out.State)
 			if err := printFields(e.Stdout, config); err != nil {
 				return err
 			}
@@ -273,20 +265,6 @@ func eventGetCmd() *command {
 			return nil
 		}),
 	}
-}
-
-// eventsPageJSON is one page of the event list for scripts.
-type eventsPageJSON struct {
-	Events     []eventSummaryJSON `json:"events"`
-	NextCursor string             `json:"nextCursor,omitempty"`
-}
-
-// eventSummaryJSON is one event of the list: its state now, its seats left (a
-// FIRST_COME event's; absent for a lottery) and its CONFIG item.
-type eventSummaryJSON struct {
-	State     string         `json:"state"`
-	SeatsLeft *int64         `json:"seatsLeft,omitempty"`
-	Config    map[string]any `json:"config"`
 }
 
 func eventListCmd() *command {
@@ -322,16 +300,7 @@ func eventListCmd() *command {
 				return err
 			}
 			if e.JSON {
-				out := eventsPageJSON{Events: []eventSummaryJSON{}, NextCursor: page.NextCursor}
-				evs := make([]*asyncevent.Event, len(page.Events))
-				for i := range page.Events {
-					evs[i] = &page.Events[i].Event
-				}
-				configs := e.storedEventsJSON(ctx, evs)
-				for i, s := range page.Events {
-					out.Events = append(out.Events, eventSummaryJSON{State: string(s.State), SeatsLeft: s.SeatsLeft, Config: configs[i]})
-				}
-				return e.PrintJSON(out)
+				return e.PrintJSON(e.eventPage(ctx, page))
 			}
 			tw := newTable(e.Stdout)
 			fmt.Fprintln(tw, "EVENT ID\tTYPE\tSTATE\tSEATS LEFT\tCREATED\tNAME")
@@ -346,6 +315,22 @@ func eventListCmd() *command {
 			return nil
 		},
 	}
+}
+
+// eventPage is page as event list -json prints it: each event's view, with its
+// CONFIG item.
+func (e *env) eventPage(ctx context.Context, page *asyncevent.EventPage) clikit.EventPage {
+	evs := make([]*asyncevent.Event, len(page.Events))
+	for i := range page.Events {
+		evs[i] = &page.Events[i].Event
+	}
+	configs := e.storedEventsJSON(ctx, evs)
+	view := httpapi.NewEventListView(page, time.Now())
+	out := clikit.EventPage{Events: []clikit.EventSummary{}, NextCursor: view.NextCursor}
+	for i, s := range view.Events {
+		out.Events = append(out.Events, clikit.EventSummary{EventSummaryView: s, Config: configs[i]})
+	}
+	return out
 }
 
 // seatsLeft is a FIRST_COME event's seats left of its capacity, "2 of 10"; "-" for a

@@ -10,6 +10,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/httpapi"
 )
 
 // The operator's controls of an event: close it now, pause and resume its ingest,
@@ -22,26 +23,6 @@ import (
 // nodesLearn is what every applied control of an event's CONFIG says of the nodes
 // that serve the event.
 const nodesLearn = "every node learns of it within its EventCacheTTL (5s by default)"
-
-// controlJSON is the outcome of a control for scripts.
-type controlJSON struct {
-	EventID string `json:"eventId"`
-	Action  string `json:"action"` // as in the audit trail: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
-	Applied bool   `json:"applied"`
-	State   string `json:"state,omitempty"`  // after the control, or as the refusal found the event
-	Reason  string `json:"reason,omitempty"` // why it was not applied
-	// Replayed (ADD_CAPACITY, CANCEL): applied before under the run's
-	// -idempotency-key, by a run whose answer was lost; nothing written again.
-	Replayed bool           `json:"replayed,omitempty"`
-	Config   map[string]any `json:"config,omitempty"` // the event's CONFIG item, after it or as found
-
-	// ADD_CAPACITY: the event's CAPACITY item after it (its shards summed), as event
-	// get shows it; absent when refused.
-	Capacity map[string]any `json:"capacity,omitempty"`
-	// CANCEL: the request, after it or as the refusal found it.
-	RequestID string         `json:"requestId,omitempty"`
-	Request   map[string]any `json:"request,omitempty"`
-}
 
 // eventControl is close, pause or resume: the library call, and what an applied one
 // prints.
@@ -179,45 +160,44 @@ func eventExtendCmd() *command {
 // and what every node learns, or "not applied" and why, which is an error (exit 1)
 // after the outcome is printed.
 func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate, err error, applied func(asyncevent.EventState) string) error {
-	out, state, err := controlOutcome(eventID, action, u, err)
+	out, err := controlOutcome(eventID, action, u, err)
 	if err != nil {
 		return err
 	}
-	if e.JSON && u.Event != nil {
+	if e.JSON {
 		out.Config = e.storedEventJSON(context.Background(), u.Event)
 	}
-	return e.reportControl(out, func() string { return applied(state) + "; " + nodesLearn },
-		fmt.Errorf("%s was not %s: it is %s", eventID, done, orDash(string(state))))
+	return e.reportControl(out, func() string { return applied(out.State) + "; " + nodesLearn },
+		fmt.Errorf("%s was not %s: it is %s", eventID, done, out.State))
 }
 
-// controlOutcome is a control's outcome for scripts, and the event's state after it
-// or as the refusal found it. A control the library finds invalid is a usage error.
-func controlOutcome(eventID, action string, u asyncevent.EventUpdate, err error) (controlJSON, asyncevent.EventState, error) {
+// controlOutcome is a control's outcome: the event's view after it or as the refusal
+// found it, with the control's own fields and the event's CONFIG item. A control the
+// library finds invalid is a usage error; an outcome without the event, which the
+// library does not return, a failure.
+func controlOutcome(what, action string, u asyncevent.EventUpdate, err error) (clikit.Control, error) {
 	switch {
 	case errors.Is(err, asyncevent.ErrInvalidOptions) || errors.Is(err, asyncevent.ErrInvalidID):
-		return controlJSON{}, "", clikit.Usagef("%v", err)
+		return clikit.Control{}, clikit.Usagef("%v", err)
 	case err != nil:
-		return controlJSON{}, "", err
+		return clikit.Control{}, err
+	case u.Event == nil:
+		return clikit.Control{}, fmt.Errorf("%s of %s: an outcome without the event", action, what)
 	}
-	out := controlJSON{EventID: eventID, Action: action, Applied: u.Applied, Replayed: u.Replayed, Reason: u.Reason}
-	var state asyncevent.EventState
-	if u.Event != nil {
-		now := time.Now()
-		if u.Applied && action == asyncevent.ActionClose {
-			// A close sets the end to its own now: closed from the next millisecond,
-			// whatever this machine's clock says.
-			now = later(now, u.Event.EndsAt.Time().Add(time.Millisecond))
-		}
-		state = u.Event.StateAt(now)
-		out.State, out.Config = string(state), itemJSON(u.Event)
+	now := time.Now()
+	if u.Applied && action == asyncevent.ActionClose {
+		// A close sets the end to its own now: closed from the next millisecond,
+		// whatever this machine's clock says.
+		now = later(now, u.Event.EndsAt.Time().Add(time.Millisecond))
 	}
-	return out, state, nil
+	return clikit.Control{EventView: httpapi.NewEventView(u.Event, now), Action: action, Applied: u.Applied, Replayed: u.Replayed, Reason: u.Reason,
+		Config: itemJSON(u.Event)}, nil
 }
 
 // reportControl prints a control's outcome: as JSON, as the line applied gives, or as
 // "not applied" and the reason; a refusal then returns notApplied (exit 1), so that a
 // script branches on it.
-func (e *env) reportControl(out controlJSON, applied func() string, notApplied error) error {
+func (e *env) reportControl(out clikit.Control, applied func() string, notApplied error) error {
 	var err error
 	switch {
 	case e.JSON:
@@ -257,7 +237,7 @@ func eventAuditCmd() *command {
 				}
 			}
 			if e.JSON {
-				out := []map[string]any{}
+				out := []clikit.Row{}
 				for i := range trail {
 					out = append(out, fieldsJSON(withEntity(fieldsOf(&trail[i]), entity.Audit)))
 				}

@@ -9,22 +9,12 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
+	"github.com/asyncevent/asyncevent/httpapi"
 )
 
 // The commands of an event with holds (EventSettings.HoldFor): a HELD request is
 // confirmed when paid or released when given up, and the hold sweep ends the holds
 // that ran out and hands the seats given back to the waitlist.
-
-// transitionJSON is the outcome of a confirm or a release for scripts: the status the
-// request is in after it, and when it was not applied, the request as found.
-type transitionJSON struct {
-	RequestID  string         `json:"requestId"`
-	Action     string         `json:"action"` // confirm or release
-	Applied    bool           `json:"applied"`
-	Status     string         `json:"status"`
-	ResultCode string         `json:"resultCode,omitempty"`
-	Request    map[string]any `json:"request,omitempty"`
-}
 
 // holdAction is confirm or release: the library call, and what an applied one
 // leaves, as its doc comment states.
@@ -80,7 +70,7 @@ func (a holdAction) run(ctx context.Context, e *env, c *asyncevent.Client, reque
 	if err != nil {
 		return err
 	}
-	out := transitionJSON{RequestID: requestID, Action: a.name, Applied: t.Applied}
+	out := clikit.Transition{RequestID: requestID, Action: a.name, Applied: t.Applied}
 	cur := t.Current
 	if t.Applied {
 		out.Status, out.ResultCode = string(a.status), string(a.result)
@@ -167,29 +157,6 @@ func holdLine(r *asyncevent.Request, now time.Time) string {
 	return ""
 }
 
-// holdSweepJSON is the sum of the asyncevent.HoldSweepReport of each pass, for
-// scripts.
-type holdSweepJSON struct {
-	EventID string `json:"eventId"`
-	Passes  int    `json:"passes"`
-	Expired int    `json:"expired"`
-	Served  int    `json:"served"`
-	Closed  int    `json:"closed"`
-	Cleared int    `json:"cleared"`
-	Waiting int64  `json:"waiting"` // after the last pass
-	More    bool   `json:"more"`    // the last pass reached -max-writes (only with -once)
-}
-
-// add counts one pass's report.
-func (s *holdSweepJSON) add(r *asyncevent.HoldSweepReport) {
-	s.Passes++
-	s.Expired += r.Expired
-	s.Served += r.Served
-	s.Closed += r.Closed
-	s.Cleared += r.Cleared
-	s.Waiting, s.More = r.Waiting, r.More
-}
-
 func holdsSweepCmd() *command {
 	var (
 		once      bool
@@ -215,7 +182,7 @@ func holdsSweepCmd() *command {
 			if err != nil {
 				return err
 			}
-			out := holdSweepJSON{EventID: args[0]}
+			out := httpapi.NewHoldSweepView(args[0])
 			for {
 				// Each pass that reports More has moved MaxWrites requests, so the
 				// passes end.
@@ -224,7 +191,7 @@ func holdsSweepCmd() *command {
 					return fmt.Errorf("%w; an event gets holds at its creation (event create -hold-for DURATION)", err)
 				}
 				if rep != nil {
-					out.add(rep)
+					out.Add(rep)
 				}
 				if err != nil {
 					if out.Passes > 0 {
@@ -241,7 +208,9 @@ func holdsSweepCmd() *command {
 	}
 }
 
-func printHoldSweep(e *env, s holdSweepJSON) error {
+// printHoldSweep prints the passes of a hold sweep, summed (the last pass's More: it
+// reached -max-writes, only with -once).
+func printHoldSweep(e *env, s httpapi.HoldSweepView) error {
 	if e.JSON {
 		return e.PrintJSON(s)
 	}

@@ -10,29 +10,6 @@ import (
 // The place in line of a waiting request (request get) and the line of a FIRST_COME
 // event as a whole (stats), as the library estimates them from the event's progress.
 
-// placeJSON is asyncevent.QueueEstimate for scripts; times in epoch milliseconds, as
-// the request's own.
-type placeJSON struct {
-	Ahead int64 `json:"ahead"`
-	// WaitMs is absent when the wait is unknown: no worker finished a request of the
-	// event lately, so there is no rate to carry the line on.
-	WaitMs     *float64               `json:"waitMs,omitempty"`
-	RatePerSec float64                `json:"ratePerSec"`
-	AsOf       asyncevent.EpochMillis `json:"asOf"`
-}
-
-func placeOf(q *asyncevent.QueueEstimate) *placeJSON {
-	if q == nil {
-		return nil
-	}
-	p := &placeJSON{Ahead: q.Ahead, RatePerSec: q.Rate, AsOf: asyncevent.MillisOf(q.AsOf)}
-	if q.Rate > 0 {
-		wait := clikit.Ms(q.Wait)
-		p.WaitMs = &wait
-	}
-	return p
-}
-
 // placeLine is what request get says first of a request that waits in line: how many
 // wait before it and for how long; "" for any other request.
 func placeLine(q *asyncevent.QueueEstimate) string {

@@ -78,7 +78,7 @@ func TestPlaceInLineAndQueueStats(t *testing.T) {
 	assert.NotContains(t, first, "queue", "a final request waits in no line")
 	assert.NotContains(t, f.ok(t, "request", "get", ids[0]), "place in line")
 
-	var st clikit.StatsJSON
+	var st clikit.Stats
 	f.json(t, &st, "stats", "line")
 	require.NotNil(t, st.Queue)
 	assert.Positive(t, st.Queue.Depth)
@@ -116,7 +116,7 @@ func TestPlaceInLineWithoutRate(t *testing.T) {
 		f.ok(t, "request", "get", ids[2]))
 	assert.Regexp(t, `^place in line: 0 requests ahead;`, f.ok(t, "request", "get", ids[0]))
 
-	var st clikit.StatsJSON
+	var st clikit.Stats
 	f.json(t, &st, "stats", "cold")
 	require.NotNil(t, st.Queue)
 	assert.Equal(t, int64(3), st.Queue.Depth)
@@ -131,7 +131,7 @@ func TestLotteryStatsHaveNoQueue(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, "table", "create")
 	f.ok(t, "event", "create", "-type", "lottery", "-winners", "2", "-cutoff", "+1h", "lot")
-	var st clikit.StatsJSON
+	var st clikit.Stats
 	f.json(t, &st, "stats", "lot")
 	assert.Nil(t, st.Queue)
 	assert.NotContains(t, f.ok(t, "stats", "lot"), "waiting")

@@ -19,14 +19,6 @@ import (
 // DYNAMODB_ENDPOINT answers.
 const localProbeTimeout = 10 * time.Second
 
-// localJSON is what local prints under -json, once the DynamoDB Local answers.
-type localJSON struct {
-	Endpoint string            `json:"endpoint"`
-	Source   string            `json:"source"`  // container, jar; env: found, not started here
-	Started  bool              `json:"started"` // false: found, left running on exit
-	Env      map[string]string `json:"env"`     // what the other commands and the AWS CLI need
-}
-
 func localCmd() *command {
 	return &command{
 		name: "local",
@@ -86,7 +78,7 @@ func (e *env) printLocal(endpoint, source string, started bool) error {
 		"AWS_REGION":            dynamodblocal.Region,
 	}
 	if e.JSON {
-		return e.PrintJSON(localJSON{Endpoint: endpoint, Source: source, Started: started, Env: env})
+		return e.PrintJSON(clikit.LocalDynamoDB{Endpoint: endpoint, Source: source, Started: started, Env: env})
 	}
 	w := e.Stdout
 	if started {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
 
@@ -27,9 +28,9 @@ func TestLocalFindsTheOneGiven(t *testing.T) {
 	assert.Contains(t, out, "export AWS_ACCESS_KEY_ID=ddblocal AWS_SECRET_ACCESS_KEY=ddblocal AWS_REGION=us-east-1")
 	assert.Contains(t, out, "nothing started here")
 
-	var v localJSON
+	var v clikit.LocalDynamoDB
 	newFixture(t).json(t, &v, "local")
-	assert.Equal(t, localJSON{Endpoint: ep, Source: dynamodblocal.SourceEnv, Env: map[string]string{
+	assert.Equal(t, clikit.LocalDynamoDB{Endpoint: ep, Source: dynamodblocal.SourceEnv, Env: map[string]string{
 		"DYNAMODB_ENDPOINT": ep, "AWS_ACCESS_KEY_ID": "ddblocal", "AWS_SECRET_ACCESS_KEY": "ddblocal", "AWS_REGION": "us-east-1",
 	}}, v)
 

@@ -10,6 +10,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/httpapi"
 )
 
 // drawOpens is when eventID can be drawn (Client.DrawOpensAt), in RFC 3339, with the
@@ -44,12 +45,6 @@ func tooEarly(ctx context.Context, c *asyncevent.Client, eventID, what string) e
 		"run 'asyncevent draw %s' from %s", what, cutoff, settle, eventID, opens)
 }
 
-// drawJSON is a draw's result for scripts.
-type drawJSON struct {
-	Draw    map[string]any `json:"draw"`
-	Winners []string       `json:"winners"`
-}
-
 func drawCmd() *command {
 	var quiet bool
 	return &command{
@@ -74,7 +69,7 @@ func drawCmd() *command {
 				return err
 			}
 			if e.JSON {
-				return e.PrintJSON(drawJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)), Winners: append([]string{}, res.Winners...)})
+				return e.PrintJSON(drawOf(&res.Record, res.Winners))
 			}
 			rec := res.Record
 			tw := newTable(e.Stdout)
@@ -100,15 +95,6 @@ func drawCmd() *command {
 	}
 }
 
-// verifyJSON is asyncevent.Verification for scripts.
-type verifyJSON struct {
-	EventID    string   `json:"eventId"`
-	OK         bool     `json:"ok"`
-	EntryCount int      `json:"entryCount"`
-	Winners    []string `json:"winners"`
-	Problems   []string `json:"problems"`
-}
-
 func verifyCmd() *command {
 	return &command{
 		name:    "verify",
@@ -126,8 +112,7 @@ func verifyCmd() *command {
 				return err
 			}
 			if e.JSON {
-				err = e.PrintJSON(verifyJSON{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
-					Winners: append([]string{}, v.Winners...), Problems: append([]string{}, v.Problems...)})
+				err = e.PrintJSON(httpapi.NewVerificationView(v))
 			} else {
 				_, err = fmt.Fprintln(e.Stdout, v)
 			}
@@ -142,11 +127,10 @@ func verifyCmd() *command {
 	}
 }
 
-// prequeueJSON is a pre-queue's serve for scripts.
-type prequeueJSON struct {
-	Draw    map[string]any `json:"draw"`
-	Order   []string       `json:"order"`
-	Winners []string       `json:"winners"`
+// drawOf is a draw's record and winners as the draw command prints them.
+func drawOf(rec *asyncevent.DrawRecord, winners []string) clikit.Draw {
+	return clikit.Draw{DrawView: httpapi.NewDrawView(rec, winners), Item: fieldsJSON(withEntity(fieldsOf(rec), entity.Draw)),
+		Winners: append([]string{}, winners...)}
 }
 
 // servePrequeue runs the draw command on a FIRST_COME event with a pre-queue.
@@ -167,8 +151,7 @@ func servePrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID st
 		return err
 	}
 	if e.JSON {
-		return e.PrintJSON(prequeueJSON{Draw: fieldsJSON(withEntity(fieldsOf(&res.Record), entity.Draw)),
-			Order: append([]string{}, res.Order...), Winners: append([]string{}, res.Winners...)})
+		return e.PrintJSON(clikit.PrequeueServe{Draw: drawOf(&res.Record, res.Winners), Order: append([]string{}, res.Order...)})
 	}
 	rec := res.Record
 	tw := newTable(e.Stdout)
@@ -203,8 +186,7 @@ func verifyPrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID s
 		return err
 	}
 	if e.JSON {
-		err = e.PrintJSON(verifyJSON{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount,
-			Winners: append([]string{}, v.Winners...), Problems: append([]string{}, v.Problems...)})
+		err = e.PrintJSON(httpapi.NewPrequeueVerificationView(v))
 	} else {
 		_, err = fmt.Fprintln(e.Stdout, v)
 	}

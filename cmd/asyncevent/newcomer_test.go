@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ func TestSubmit(t *testing.T) {
 	assert.Regexp(t, `^ann .* true +SUCCEEDED +SUCCESS`, lines[4], "ann's second click: the first's request")
 	assert.Regexp(t, `^dan .* false +REJECTED +REJECTED_CAPACITY`, lines[5])
 
-	var res submitJSON
+	var res clikit.Clicks
 	f.json(t, &res, "submit", "sale", "-users", "3", "-prefix", "late-", "-parallel", "3")
 	assert.Equal(t, "memory", res.Queue)
 	require.Len(t, res.Clicks, 3)
@@ -121,7 +122,7 @@ func TestSubmitToAQueue(t *testing.T) {
 	f.ok(t, "event", "create", "sale", "-capacity", "3")
 	q := asynceventtest.NewSQSQueue(t, asynceventtest.SQSQueueOptions{})
 	sqsFlags := []string{"-queue-url", q.URL(), "-sqs-endpoint", asynceventtest.SQSEndpoint(t)}
-	var res submitJSON
+	var res clikit.Clicks
 	f.json(t, &res, append([]string{"submit", "sale", "-user", "ann,bob,ann"}, sqsFlags...)...)
 	assert.Equal(t, "sqs", res.Queue)
 	require.Len(t, res.Clicks, 3)

@@ -106,9 +106,7 @@ func planCmd() *command {
 // -apply not given), and the limits beyond it.
 func printPlan(e *env, p *spikeplan.Plan, peak float64, apply bool, ranked *asyncevent.RankedBound) error {
 	if e.JSON {
-		out := newPlanJSON(p, p.Short)
-		out.Ranked = newRankedJSON(p, ranked)
-		return e.PrintJSON(out)
+		return e.PrintJSON(clikit.PlanOf(p, ranked))
 	}
 	fmt.Fprintf(e.Stdout, "peak %.0f clicks/s, %.0f winners/s (a quarter): event layout -index-shards %d -capacity-shards %d (asyncevent event create ... -peak %.0f)\n",
 		peak, p.WinnersPerSecond, p.IndexShards, p.CapacityShards, peak)
@@ -167,30 +165,6 @@ func writeRanked(w io.Writer, p *spikeplan.Plan, b *asyncevent.RankedBound) {
 		clikit.FormatInt(int(b.LineQueriesPerSecond)))
 }
 
-// rankedJSON is plan -ranked's bound in -json.
-type rankedJSON struct {
-	WaveSize             int     `json:"waveSize"`
-	RoundTripsPerWave    int     `json:"roundTripsPerWave"`
-	CallLatencyMs        float64 `json:"callLatencyMs"`
-	WinnersPerSecond     float64 `json:"winnersPerSecond"`
-	BelowPeak            bool    `json:"belowPeak"` // the admission decides fewer winners a second than the plan's peak
-	LineQueriesPerSecond float64 `json:"lineQueriesPerSecond"`
-	RecordRCU            int     `json:"recordRcu"`
-	RecordRCUPerWorker   float64 `json:"recordRcuPerWorker"`
-	MaxWorkers           int     `json:"maxWorkers"`
-}
-
-func newRankedJSON(p *spikeplan.Plan, b *asyncevent.RankedBound) *rankedJSON {
-	if b == nil {
-		return nil
-	}
-	return &rankedJSON{
-		WaveSize: b.WaveSize, RoundTripsPerWave: b.RoundTrips, CallLatencyMs: float64(b.CallLatency) / float64(time.Millisecond),
-		WinnersPerSecond: b.WinnersPerSecond, BelowPeak: b.WinnersPerSecond < p.WinnersPerSecond,
-		LineQueriesPerSecond: b.LineQueriesPerSecond, RecordRCU: b.RecordRCU, RecordRCUPerWorker: b.RecordRCUPerWorker, MaxWorkers: b.MaxWorkers,
-	}
-}
-
 // writeLimits prints what holds the drop beyond warm throughput: the on-demand quota
 // and maxima of the table and its indexes, and the time the workers take to drain
 // the queue.
@@ -223,67 +197,4 @@ func writeLimits(w io.Writer, table string, p *spikeplan.Plan) {
 	d := p.Drain
 	fmt.Fprintf(w, "drain: %s messages, %d at once, %s each: the workers need about %s to drain the queue (users wait up to that for a result)\n",
 		clikit.FormatInt(int(d.Clicks)), d.Concurrency, clikit.FormatDuration(d.MessageTime), clikit.FormatDuration(d.Time))
-}
-
-// planJSON is plan's output for scripts: the library's spikeplan.Plan in the CLI's own
-// stable names, the table as "table", durations in milliseconds.
-type planJSON struct {
-	Plan  planFigures               `json:"plan"`
-	Short map[string]throughputJSON `json:"short"`
-	// Ranked is the bound of a ranked admission (-ranked).
-	Ranked *rankedJSON `json:"ranked,omitempty"`
-}
-
-type planFigures struct {
-	ClicksPerSecond  float64                   `json:"clicksPerSecond"`
-	WinnersPerSecond float64                   `json:"winnersPerSecond"`
-	IndexShards      int                       `json:"indexShards"`
-	CapacityShards   int                       `json:"capacityShards"`
-	Need             map[string]throughputJSON `json:"need"`
-	Warm             map[string]throughputJSON `json:"warm"`
-	Quota            throughputJSON            `json:"quota"`
-	OverQuota        map[string]throughputJSON `json:"overQuota"`
-	OnDemandMax      map[string]throughputJSON `json:"onDemandMax"`
-	Capped           map[string]throughputJSON `json:"capped"`
-	Drain            drainJSON                 `json:"drain"`
-}
-
-type throughputJSON struct {
-	WriteUnitsPerSecond int64 `json:"writeUnitsPerSecond"`
-	ReadUnitsPerSecond  int64 `json:"readUnitsPerSecond"`
-}
-
-type drainJSON struct {
-	Clicks        int64 `json:"clicks"`
-	Concurrency   int   `json:"concurrency"`
-	MessageTimeMs int64 `json:"messageTimeMs"`
-	TimeMs        int64 `json:"timeMs"`
-}
-
-// newPlanJSON writes p in planJSON's names.
-func newPlanJSON(p *spikeplan.Plan, short map[string]spikeplan.Throughput) planJSON {
-	units := func(t spikeplan.Throughput) throughputJSON {
-		return throughputJSON{WriteUnitsPerSecond: t.WriteUnitsPerSecond, ReadUnitsPerSecond: t.ReadUnitsPerSecond}
-	}
-	byName := func(m map[string]spikeplan.Throughput) map[string]throughputJSON {
-		out := map[string]throughputJSON{}
-		for name, t := range m {
-			if name == "" {
-				name = "table"
-			}
-			out[name] = units(t)
-		}
-		return out
-	}
-	return planJSON{
-		Plan: planFigures{
-			ClicksPerSecond: p.ClicksPerSecond, WinnersPerSecond: p.WinnersPerSecond,
-			IndexShards: p.IndexShards, CapacityShards: p.CapacityShards,
-			Need: byName(p.Need), Warm: byName(p.Warm), Quota: units(p.Quota), OverQuota: byName(p.OverQuota),
-			OnDemandMax: byName(p.OnDemandMax), Capped: byName(p.Capped),
-			Drain: drainJSON{Clicks: p.Drain.Clicks, Concurrency: p.Drain.Concurrency,
-				MessageTimeMs: p.Drain.MessageTime.Milliseconds(), TimeMs: p.Drain.Time.Milliseconds()},
-		},
-		Short: byName(short),
-	}
 }

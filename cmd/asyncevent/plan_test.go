@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -27,7 +28,7 @@ func TestPlanRanked(t *testing.T) {
 
 	assert.NotContains(t, f.ok(t, "plan", "-peak", "1000"), "ranked admission", "only with -ranked")
 
-	var plan planJSON
+	var plan clikit.Plan
 	f.json(t, &plan, "plan", "-peak", "20000", "-ranked")
 	if assert.NotNil(t, plan.Ranked) {
 		assert.Equal(t, 64, plan.Ranked.WaveSize)
@@ -35,7 +36,7 @@ func TestPlanRanked(t *testing.T) {
 		assert.True(t, plan.Ranked.BelowPeak)
 		assert.Equal(t, 75, plan.Ranked.MaxWorkers)
 	}
-	var plain planJSON
+	var plain clikit.Plan
 	f.json(t, &plain, "plan", "-peak", "20000")
 	assert.Nil(t, plain.Ranked)
 

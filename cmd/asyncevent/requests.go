@@ -31,7 +31,7 @@ func requestGetCmd() *command {
 			fs := e.withStored(ctx, key.Key(), fieldsOf(r))
 			if e.JSON {
 				m := fieldsJSON(fs)
-				if p := placeOf(r.Queue); p != nil {
+				if p := clikit.PlaceOf(r.Queue); p != nil {
 					m["queue"] = p
 				}
 				if p := r.Prequeue; p != nil {
@@ -47,12 +47,6 @@ func requestGetCmd() *command {
 			return printFields(e.Stdout, fs)
 		}),
 	}
-}
-
-// pageJSON is one page of requests for scripts.
-type pageJSON struct {
-	Requests   []map[string]any `json:"requests"`
-	NextCursor string           `json:"nextCursor,omitempty"`
 }
 
 // requestsListOptions are the flags of requests list.
@@ -171,7 +165,7 @@ func (o *requestsListOptions) list(ctx context.Context, c *asyncevent.Client, ar
 // next page.
 func printRequests(e *env, page *asyncevent.RequestPage) error {
 	if e.JSON {
-		out := pageJSON{Requests: []map[string]any{}, NextCursor: page.NextCursor}
+		out := clikit.RequestPage{Requests: []clikit.Row{}, NextCursor: page.NextCursor}
 		rs := make([]*asyncevent.Request, len(page.Requests))
 		for i := range page.Requests {
 			rs[i] = &page.Requests[i]
@@ -229,7 +223,7 @@ func logsCmd() *command {
 				}
 			}
 			if e.JSON {
-				return e.PrintJSON(append([]map[string]any{}, e.statusLogsJSON(ctx, requestID, logs)...))
+				return e.PrintJSON(append([]clikit.Row{}, e.statusLogsJSON(ctx, requestID, logs)...))
 			}
 			if len(logs) == 0 {
 				_, err := fmt.Fprintf(e.Stdout, "no status log for %s (the status log is written only by clients with Options.StatusLog)\n", requestID)

@@ -21,25 +21,6 @@ import (
 // bench do that).
 const maxSubmitUsers = 100_000
 
-// clickJSON is one click of submit, for scripts.
-type clickJSON struct {
-	UserID     string `json:"userId"`
-	RequestID  string `json:"requestId,omitempty"`
-	Duplicate  bool   `json:"duplicate"`
-	Status     string `json:"status,omitempty"`
-	ResultCode string `json:"resultCode,omitempty"`
-	Error      string `json:"error,omitempty"`
-}
-
-// submitJSON is submit's output for scripts.
-type submitJSON struct {
-	EventID  string         `json:"eventId"`
-	Queue    string         `json:"queue"` // "sqs" or "memory"
-	Clicks   []clickJSON    `json:"clicks"`
-	ByStatus map[string]int `json:"byStatus"`
-	Failed   int            `json:"failed"`
-}
-
 // submitOptions are the flags of submit.
 type submitOptions struct {
 	q        clikit.SQSFlags
@@ -82,7 +63,7 @@ func submitCmd() *command {
 			if _, err := c.GetEvent(ctx, args[0]); err != nil { // an unknown event: one error, not one per click
 				return err
 			}
-			out := submitJSON{EventID: args[0], Queue: "memory", ByStatus: map[string]int{}}
+			out := clikit.Clicks{EventID: args[0], Queue: "memory", ByStatus: map[string]int{}}
 			if o.q.QueueURL != "" {
 				out.Queue = "sqs"
 			}
@@ -92,7 +73,7 @@ func submitCmd() *command {
 			if err := c.FlushProgress(ctx); err != nil { // the place in line of what waits
 				fmt.Fprintf(e.Stderr, "note: the event's progress counts were not written: %v\n", err)
 			}
-			out.tally()
+			out.Tally()
 			if err := printClicks(e, out); err != nil {
 				return err
 			}
@@ -130,7 +111,7 @@ func (o *submitOptions) check(fs *flag.FlagSet, args []string) ([]string, error)
 
 // click makes the click of each user: sent to the workers' SQS queue with -queue-url,
 // else decided by a worker of the CLI.
-func (o *submitOptions) click(ctx context.Context, e *env, c *asyncevent.Client, eventID string, who []string) ([]clickJSON, error) {
+func (o *submitOptions) click(ctx context.Context, e *env, c *asyncevent.Client, eventID string, who []string) ([]clikit.Click, error) {
 	if o.q.QueueURL == "" {
 		return clickAndDecide(ctx, c, eventID, who, o.parallel)
 	}
@@ -148,18 +129,6 @@ func (o *submitOptions) click(ctx context.Context, e *env, c *asyncevent.Client,
 		return nil, fmt.Errorf("-queue-url %s: %w", o.q.QueueURL, err)
 	}
 	return clickAll(ctx, c, q, eventID, who, o.parallel), nil
-}
-
-// tally counts the clicks that failed, and the new requests by status.
-func (s *submitJSON) tally() {
-	for _, k := range s.Clicks {
-		switch {
-		case k.Error != "":
-			s.Failed++
-		case !k.Duplicate && k.Status != "":
-			s.ByStatus[k.Status]++
-		}
-	}
 }
 
 // clickers returns the users who click, in order: -user's names or -users N.
@@ -201,14 +170,14 @@ func clickers(users string, count int, prefix string) ([]string, error) {
 
 // clickAll submits a click of each user to queue, parallel at once, and returns them
 // in the users' order.
-func clickAll(ctx context.Context, c *asyncevent.Client, q queue.Queue, eventID string, who []string, parallel int) []clickJSON {
-	clicks := make([]clickJSON, len(who))
+func clickAll(ctx context.Context, c *asyncevent.Client, q queue.Queue, eventID string, who []string, parallel int) []clikit.Click {
+	clicks := make([]clikit.Click, len(who))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(parallel, len(who)) {
 		wg.Go(func() {
 			for i := range next {
-				k := clickJSON{UserID: who[i]}
+				k := clikit.Click{UserID: who[i]}
 				if p, err := c.Submit(ctx, q, eventID, who[i]); err != nil {
 					k.Error = err.Error()
 				} else {
@@ -234,7 +203,7 @@ func clickAll(ctx context.Context, c *asyncevent.Client, q queue.Queue, eventID 
 // clickAndDecide submits the clicks to an in-memory queue that a worker of the CLI
 // drains, parallel messages at once (one at a time: in click order, the queue's),
 // and returns them with each request's outcome.
-func clickAndDecide(ctx context.Context, c *asyncevent.Client, eventID string, who []string, parallel int) ([]clickJSON, error) {
+func clickAndDecide(ctx context.Context, c *asyncevent.Client, eventID string, who []string, parallel int) ([]clikit.Click, error) {
 	mq := queue.NewMemory(queue.MemoryOptions{})
 	w, err := asyncevent.NewWorker(c, mq, asyncevent.WorkerOptions{WaitTime: 50 * time.Millisecond, Concurrency: parallel})
 	if err != nil {
@@ -261,7 +230,7 @@ func clickAndDecide(ctx context.Context, c *asyncevent.Client, eventID string, w
 	return clicks, nil
 }
 
-func printClicks(e *env, out submitJSON) error {
+func printClicks(e *env, out clikit.Clicks) error {
 	if e.JSON {
 		return e.PrintJSON(out)
 	}

@@ -13,15 +13,6 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
-// sweepJSON is asyncevent.SweepReport for scripts.
-type sweepJSON struct {
-	EventID  string            `json:"eventId"`
-	Examined int               `json:"examined"`
-	Resent   map[string]int    `json:"resent"`
-	Skipped  int               `json:"skipped"`
-	Failed   map[string]string `json:"failed"`
-}
-
 func sweepCmd() *command {
 	var (
 		q          clikit.SQSFlags
@@ -89,14 +80,9 @@ func sweepOnce(ctx context.Context, e *env, c *asyncevent.Client, q queue.Queue,
 	if rep == nil {
 		return err
 	}
-	out := sweepJSON{EventID: eventID, Examined: rep.Examined, Resent: map[string]int{}, Skipped: rep.Skipped, Failed: map[string]string{}}
-	for s, n := range rep.Resent {
-		out.Resent[string(s)] = n
-	}
-	maps.Copy(out.Failed, rep.Failed)
 	var perr error
 	if e.JSON {
-		perr = e.PrintJSON(out)
+		perr = e.PrintJSON(clikit.SweepReportOf(eventID, rep))
 	} else {
 		tw := newTable(e.Stdout)
 		fmt.Fprintf(tw, "event\t%s\n", eventID)

@@ -26,18 +26,12 @@ func tableCreateCmd() *command {
 				return err
 			}
 			if e.JSON {
-				return e.PrintJSON(tableJSON{Table: c.TableName(), OK: true})
+				return e.PrintJSON(clikit.TableCheck{Table: c.TableName(), OK: true})
 			}
 			_, err = fmt.Fprintf(e.Stdout, "table %s is ready: PK/SK, GSI1 (GSI1PK/GSI1SK), GSI2 (GSI2PK/GSI2SK), TTL on ttl\n", c.TableName())
 			return err
 		},
 	}
-}
-
-type tableJSON struct {
-	Table    string   `json:"table"`
-	OK       bool     `json:"ok"`
-	Problems []string `json:"problems,omitempty"`
 }
 
 // errCheckFailed reports a check that found problems, already printed: exit 1.
@@ -55,7 +49,7 @@ func tableCheckCmd() *command {
 			if err != nil {
 				return err
 			}
-			res := tableJSON{Table: c.TableName(), OK: true}
+			res := clikit.TableCheck{Table: c.TableName(), OK: true}
 			err = c.CheckTable(ctx)
 			var mismatch *asyncevent.TableMismatchError
 			switch {

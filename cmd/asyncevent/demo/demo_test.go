@@ -142,7 +142,7 @@ func TestDemoJSON(t *testing.T) {
 	assert.True(t, p.Verified, p.Verification)
 	assert.Equal(t, 5, p.Winners, "every entry of a pre-queue smaller than the seats")
 	assert.Equal(t, 3, p.SaleWinners, "the seats it left, to the sale")
-	assert.Equal(t, map[string]int{"SUCCEEDED": 8, "REJECTED": 3}, p.Stats.ByStatus)
+	assert.Equal(t, map[asyncevent.Status]int{"SUCCEEDED": 8, "REJECTED": 3}, p.Stats.ByStatus)
 	fc := rep.FirstCome
 	require.NotNil(t, fc)
 	assert.Equal(t, 5, fc.Winners)
@@ -150,7 +150,7 @@ func TestDemoJSON(t *testing.T) {
 	assert.Equal(t, 48, fc.NewParticipations)
 	assert.Equal(t, 12, fc.DuplicatesBlocked)
 	assert.Equal(t, 0, fc.IngestErrors)
-	assert.Equal(t, map[string]int{"SUCCEEDED": 5, "REJECTED": 43}, fc.Stats.ByStatus)
+	assert.Equal(t, map[asyncevent.Status]int{"SUCCEEDED": 5, "REJECTED": 43}, fc.Stats.ByStatus)
 	assert.Equal(t, fc.Stats.Fairness.Inversions, fc.Inversions)
 	assert.Equal(t, fc.Stats.Fairness.LateWinners, fc.LateWinners)
 	assert.Equal(t, fc.Inversions == 0, fc.LateWinners == 0, "the losers and the winners of the same pairs: zero together")
@@ -202,15 +202,15 @@ func TestDemoJSON(t *testing.T) {
 	assert.Equal(t, 18, h.WaitlistedLeft)
 	assert.Equal(t, 18, h.ClosedWaitlist)
 	assert.Zero(t, h.LateConfirms+h.LateReleases)
-	assert.Equal(t, map[string]int{"SUCCEEDED": 4, "REJECTED": 20}, h.Stats.ByStatus)
-	assert.Equal(t, map[string]int{"SUCCESS": 4, "REJECTED_RELEASED": 1, "REJECTED_HOLD_EXPIRED": 1, "REJECTED_CAPACITY": 18}, h.Stats.ByResultCode)
+	assert.Equal(t, map[asyncevent.Status]int{"SUCCEEDED": 4, "REJECTED": 20}, h.Stats.ByStatus)
+	assert.Equal(t, map[asyncevent.ResultCode]int{"SUCCESS": 4, "REJECTED_RELEASED": 1, "REJECTED_HOLD_EXPIRED": 1, "REJECTED_CAPACITY": 18}, h.Stats.ByResultCode)
 
 	l := rep.Lottery
 	require.NotNil(t, l)
 	assert.True(t, l.Verified, l.Verification)
 	assert.Equal(t, 3, l.Winners)
 	assert.Equal(t, 30, l.EntryCount)
-	assert.Equal(t, map[string]int{"SUCCEEDED": 3, "REJECTED": 27}, l.Stats.ByStatus)
+	assert.Equal(t, map[asyncevent.Status]int{"SUCCEEDED": 3, "REJECTED": 27}, l.Stats.ByStatus)
 	assert.NotEmpty(t, l.Seed)
 }
 

@@ -59,7 +59,7 @@ type holdsReport struct {
 	// once the event closed.
 	ClosedWaitlist int `json:"closedWaitlist"`
 	// Stats is the event's statistics after the close.
-	Stats clikit.StatsJSON `json:"stats"`
+	Stats clikit.Stats `json:"stats"`
 
 	IngestSeconds float64 `json:"ingestSeconds"` // first click to last click answered
 	SpikeSeconds  float64 `json:"spikeSeconds"`  // first click to the last message's outcome

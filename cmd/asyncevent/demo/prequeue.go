@@ -45,26 +45,26 @@ func (p *prequeueOptions) check() error {
 
 // prequeueReport is what the pre-queued drop did.
 type prequeueReport struct {
-	EventID          string           `json:"eventId"`
-	Seats            int              `json:"seats"`
-	Entered          int              `json:"entered"` // new participations in the pre-queue
-	SaleClicks       int              `json:"saleClicks"`
-	IngestErrors     int              `json:"ingestErrors"`
-	FirstIngestError string           `json:"firstIngestError,omitempty"`
-	LeftToServe      int              `json:"leftToServe"` // entry messages the workers left to the serve
-	HeldBack         int              `json:"heldBack"`    // sale messages the workers held back before the serve
-	EntryCount       int              `json:"entryCount"`
-	Winners          int              `json:"winners"`
-	FirstServed      []string         `json:"firstServed"` // the head of the drawn order
-	SaleWinners      int              `json:"saleWinners"`
-	SeedCommitment   string           `json:"seedCommitment"`
-	Seed             string           `json:"seed"`
-	EntriesHash      string           `json:"entriesHash"`
-	ServeSeconds     float64          `json:"serveSeconds"`
-	Verified         bool             `json:"verified"`
-	Verification     string           `json:"verification"`
-	Problems         []string         `json:"problems"`
-	Stats            clikit.StatsJSON `json:"stats"`
+	EventID          string       `json:"eventId"`
+	Seats            int          `json:"seats"`
+	Entered          int          `json:"entered"` // new participations in the pre-queue
+	SaleClicks       int          `json:"saleClicks"`
+	IngestErrors     int          `json:"ingestErrors"`
+	FirstIngestError string       `json:"firstIngestError,omitempty"`
+	LeftToServe      int          `json:"leftToServe"` // entry messages the workers left to the serve
+	HeldBack         int          `json:"heldBack"`    // sale messages the workers held back before the serve
+	EntryCount       int          `json:"entryCount"`
+	Winners          int          `json:"winners"`
+	FirstServed      []string     `json:"firstServed"` // the head of the drawn order
+	SaleWinners      int          `json:"saleWinners"`
+	SeedCommitment   string       `json:"seedCommitment"`
+	Seed             string       `json:"seed"`
+	EntriesHash      string       `json:"entriesHash"`
+	ServeSeconds     float64      `json:"serveSeconds"`
+	Verified         bool         `json:"verified"`
+	Verification     string       `json:"verification"`
+	Problems         []string     `json:"problems"`
+	Stats            clikit.Stats `json:"stats"`
 }
 
 // prequeue runs a pre-queued first-come drop: users click in the pre-queue (the

@@ -52,12 +52,12 @@ type firstComeReport struct {
 	// and the winners of the same pairs, zero together. Processing order allows some,
 	// on a FIFO queue too (StrictOrder: it keeps send order, not queuedAt's); a ranked
 	// admission (Ranked) promises none.
-	Inversions        int              `json:"inversions"`
-	LateWinners       int              `json:"lateWinners"`
-	StrictOrder       bool             `json:"strictOrder"` // a FIFO queue: one message group per event
-	Ranked            bool             `json:"ranked"`      // the event's admission is ranked
-	CapacityRemaining int64            `json:"capacityRemaining"`
-	Stats             clikit.StatsJSON `json:"stats"`
+	Inversions        int          `json:"inversions"`
+	LateWinners       int          `json:"lateWinners"`
+	StrictOrder       bool         `json:"strictOrder"` // a FIFO queue: one message group per event
+	Ranked            bool         `json:"ranked"`      // the event's admission is ranked
+	CapacityRemaining int64        `json:"capacityRemaining"`
+	Stats             clikit.Stats `json:"stats"`
 
 	Latency    latencyJSON `json:"ingestLatency"` // every click, as the client saw it
 	NewLatency latencyJSON `json:"newParticipationLatency"`
@@ -85,26 +85,26 @@ type firstComeReport struct {
 }
 
 type lotteryReport struct {
-	EventID          string           `json:"eventId"`
-	Entrants         int              `json:"entrants"`
-	WinnerCount      int              `json:"winnerCount"`
-	Entered          int              `json:"entered"`
-	IngestErrors     int              `json:"ingestErrors"`
-	FirstIngestError string           `json:"firstIngestError,omitempty"`
-	Collected        int              `json:"collected"`
-	EntryCount       int              `json:"entryCount"`
-	EntriesHash      string           `json:"entriesHash"`
-	Seed             string           `json:"seed"`
-	SeedCommitment   string           `json:"seedCommitment"`
-	SeedMode         seed.Mode        `json:"seedMode"`
-	Winners          int              `json:"winners"`
-	Stats            clikit.StatsJSON `json:"stats"`
-	Latency          latencyJSON      `json:"ingestLatency"`
-	CollectSeconds   float64          `json:"collectSeconds"`
-	DrawSeconds      float64          `json:"drawSeconds"`
-	Verified         bool             `json:"verified"`
-	Verification     string           `json:"verification"`
-	Problems         []string         `json:"problems"`
+	EventID          string       `json:"eventId"`
+	Entrants         int          `json:"entrants"`
+	WinnerCount      int          `json:"winnerCount"`
+	Entered          int          `json:"entered"`
+	IngestErrors     int          `json:"ingestErrors"`
+	FirstIngestError string       `json:"firstIngestError,omitempty"`
+	Collected        int          `json:"collected"`
+	EntryCount       int          `json:"entryCount"`
+	EntriesHash      string       `json:"entriesHash"`
+	Seed             string       `json:"seed"`
+	SeedCommitment   string       `json:"seedCommitment"`
+	SeedMode         seed.Mode    `json:"seedMode"`
+	Winners          int          `json:"winners"`
+	Stats            clikit.Stats `json:"stats"`
+	Latency          latencyJSON  `json:"ingestLatency"`
+	CollectSeconds   float64      `json:"collectSeconds"`
+	DrawSeconds      float64      `json:"drawSeconds"`
+	Verified         bool         `json:"verified"`
+	Verification     string       `json:"verification"`
+	Problems         []string     `json:"problems"`
 }
 
 type latencyJSON struct {

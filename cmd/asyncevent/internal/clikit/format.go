@@ -113,19 +113,6 @@ func CallsOf(total float64, byOp map[string]float64) string {
 	return fmt.Sprintf("%.2f (%s)", total, strings.Join(ops, " + "))
 }
 
-// DurationsJSON is asyncevent.Durations for scripts, in milliseconds.
-type DurationsJSON struct {
-	Count int     `json:"count"`
-	P50   float64 `json:"p50Ms"`
-	P95   float64 `json:"p95Ms"`
-	Max   float64 `json:"maxMs"`
-}
-
-// DurationsOf is d for scripts.
-func DurationsOf(d asyncevent.Durations) DurationsJSON {
-	return DurationsJSON{Count: d.Count, P50: Ms(d.P50), P95: Ms(d.P95), Max: Ms(d.Max)}
-}
-
 // Ms is d in milliseconds, to the microsecond.
 func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
