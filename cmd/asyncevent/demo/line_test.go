@@ -78,7 +78,7 @@ func TestLineReportAgainstTheTruth(t *testing.T) {
 	assert.Equal(t, 1.25, r.PerPoll.Calls)
 	assert.Equal(t, 0.625, r.PerPoll.RCU)
 
-	rows := r.declaredRows()
+	rows := r.rows()
 	require.Len(t, rows, 4)
 	assert.Equal(t, row{"polls of the line", "4 GetRequest calls by users waiting (20 every 250ms, spread over the line), 3 told a place in line; " +
 		"per poll: DynamoDB calls 1.25 (GetItem 1.00 + Query 0.25) · 0.62 RCU"}, rows[0])
@@ -105,7 +105,7 @@ func TestLineReportWithoutALine(t *testing.T) {
 		{"position told", "not compared: no poll had 50 or more requests truly ahead (fewer than 50 ahead are left out: near the front a few requests either way are a large share)"},
 		{"wait told", "not compared: no poll with 50 or more ahead was told a wait"},
 		{"line", "peak 0 requests waiting at +0s · the workers finished 0.00 requests/s on average · no line to drain seen by a poll"},
-	}, r.declaredRows())
+	}, r.rows())
 }
 
 // The users who poll are spread over those still waiting, in the order they joined.
