@@ -16,8 +16,8 @@ import (
 	"github.com/asyncevent/asyncevent/asynceventtest"
 )
 
-// Review 41: STYLE "A caller never sees bookkeeping fields"; doc.go's "What a service
-// calls" lists GetCapacity, GetDraw, Draw, ListStatusLogs, ListAudit and HoldEvents
+// A caller never sees bookkeeping fields (STYLE.md). doc.go's "What a service calls"
+// lists GetCapacity, GetDraw, Draw, ListStatusLogs, ListAudit and HoldEvents
 // among a service's calls. What they return should carry no item bookkeeping: the
 // entity type, the TTL, the seat tokens and fences, the pool version.
 func TestServiceCallsReturnNoBookkeeping(t *testing.T) {

@@ -569,9 +569,9 @@ func TestWaitlistWalkSkipsTheSettled(t *testing.T) {
 	asynceventtest.CheckEvent(t, c, "long", asynceventtest.CheckOptions{Unsettled: true})
 }
 
-// reviewSubmit submits one click per user, a millisecond apart, and returns the
+// submitUsers submits one click per user, a millisecond apart, and returns the
 // request IDs in queue order.
-func reviewSubmit(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q queue.Queue, event string, users []string) []string {
+func submitUsers(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q queue.Queue, event string, users []string) []string {
 	t.Helper()
 	ids := make([]string, len(users))
 	for i, u := range users {
@@ -583,7 +583,7 @@ func reviewSubmit(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Cloc
 	return ids
 }
 
-func reviewUsers(prefix string, from, n int) []string {
+func userNames(prefix string, from, n int) []string {
 	us := make([]string, n)
 	for i := range us {
 		us[i] = fmt.Sprintf("%s%04d", prefix, from+i)
@@ -591,9 +591,9 @@ func reviewUsers(prefix string, from, n int) []string {
 	return us
 }
 
-// reviewHoldItems scans the table for the Hold items of an event: request ID → the
+// holdItemsOf scans the table for the Hold items of an event: request ID → the
 // expiries its Hold items record.
-func reviewHoldItems(t *testing.T, c *asyncevent.Client, eventID string) map[string][]asyncevent.EpochMillis {
+func holdItemsOf(t *testing.T, c *asyncevent.Client, eventID string) map[string][]asyncevent.EpochMillis {
 	t.Helper()
 	out := map[string][]asyncevent.EpochMillis{}
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
@@ -612,11 +612,11 @@ func reviewHoldItems(t *testing.T, c *asyncevent.Client, eventID string) map[str
 	return out
 }
 
-// reviewEveryHeldHasItsHoldItem fails the test for each HELD request of ids without a
+// requireHoldItemForEveryHeld fails the test for each HELD request of ids without a
 // Hold item at its holdExpiresAt: the sweep would never find it.
-func reviewEveryHeldHasItsHoldItem(t *testing.T, c *asyncevent.Client, eventID string, ids []string) {
+func requireHoldItemForEveryHeld(t *testing.T, c *asyncevent.Client, eventID string, ids []string) {
 	t.Helper()
-	holds := reviewHoldItems(t, c, eventID)
+	holds := holdItemsOf(t, c, eventID)
 	for _, id := range ids {
 		r, err := c.GetRequest(context.Background(), id)
 		require.NoError(t, err)
@@ -631,7 +631,7 @@ func reviewEveryHeldHasItsHoldItem(t *testing.T, c *asyncevent.Client, eventID s
 	}
 }
 
-// PROBLEM: the waitlist walk's remembered starting point (Client.waitFrom) is a
+// The waitlist walk's remembered starting point (Client.waitFrom) is a
 // listing cursor, and for an event with index shards that cursor records the shards
 // the listing had read to their end ("ended"). A walk that starts from it never
 // queries those shards again, so a request put on one of them later, and WAITLISTED,
@@ -651,7 +651,7 @@ func TestWaitlistWalkFrontierSkipsIndexShardsThatEnded(t *testing.T) {
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
-	ids := reviewSubmit(t, c, clock, q, "shardwalk", reviewUsers("a", 0, 502))
+	ids := submitUsers(t, c, clock, q, "shardwalk", userNames("a", 0, 502))
 	drain(t, proc, q)
 	got := byStatus(t, c, ids)
 	require.Len(t, got[asyncevent.StatusHeld], 500)
@@ -669,7 +669,7 @@ func TestWaitlistWalkFrontierSkipsIndexShardsThatEnded(t *testing.T) {
 	require.Equal(t, 1, rep.Served)
 
 	// More people come, and wait (sold out).
-	late := reviewSubmit(t, c, clock, q, "shardwalk", reviewUsers("b", 0, 16))
+	late := submitUsers(t, c, clock, q, "shardwalk", userNames("b", 0, 16))
 	drain(t, proc, q)
 	got = byStatus(t, c, late)
 	require.Len(t, got[asyncevent.StatusWaitlisted], 16)
@@ -704,7 +704,7 @@ func TestWaitlistWalkFrontierSkipsIndexShardsThatEnded(t *testing.T) {
 	asynceventtest.CheckEvent(t, c, "shardwalk", asynceventtest.CheckOptions{})
 }
 
-// PROBLEM: a worker that has no copy of the event's config trusts the message's
+// A worker that has no copy of the event's config trusts the message's
 // holdForMillis. The event's config is read during the home claim (freshEvent), but
 // only capacityShards is checked against it. A message that says nothing of holds
 // (holdForMillis 0 with capacityShards: an ingest of a version before holds, during a
@@ -721,8 +721,8 @@ func TestFreshWorkerTrustsTheMessagesHoldForMillis(t *testing.T) {
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	withHolds := reviewSubmit(t, c, clock, q, "trust", reviewUsers("t", 0, 2))
-	without := reviewSubmit(t, c, clock, q, "plain", reviewUsers("p", 0, 1))
+	withHolds := submitUsers(t, c, clock, q, "trust", userNames("t", 0, 2))
+	without := submitUsers(t, c, clock, q, "plain", userNames("p", 0, 1))
 
 	fresh := func() *asyncevent.Client { // a worker that just started: no cached configs
 		fc, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
@@ -761,7 +761,7 @@ func TestFreshWorkerTrustsTheMessagesHoldForMillis(t *testing.T) {
 	})
 }
 
-// PROBLEM: HoldSweepOptions.MaxWrites "bounds the requests one call moves", but the
+// HoldSweepOptions.MaxWrites "bounds the requests one call moves", but the
 // expiry step sets the Query's Limit from the budget once, before the first page:
 // when a page holds Hold items that cost no budget (a request still being bound, a
 // stray record), the next page is read with the first page's Limit and every hold on
@@ -773,7 +773,7 @@ func TestHoldSweepExpiresMoreThanMaxWrites(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "budget", 4, 1, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := reviewSubmit(t, c, clock, q, "budget", reviewUsers("m", 0, 4))
+	ids := submitUsers(t, c, clock, q, "budget", userNames("m", 0, 4))
 
 	// The first request's worker records its Hold item, then its HELD write fails: a
 	// Hold item whose request is not HELD (yet), the earliest to run out.
@@ -840,7 +840,7 @@ func TestRestartedWorkerNeverSweepsAnEventItDidNotMeet(t *testing.T) {
 	})
 }
 
-// CHECK: a request served from the waitlist holds no seat token; a later delivery of
+// A request served from the waitlist holds no seat token; a later delivery of
 // its message (with and without a Handler) is a duplicate and moves no seat.
 func TestServedRequestsMessageAgain(t *testing.T) {
 	t.Parallel()
@@ -849,7 +849,7 @@ func TestServedRequestsMessageAgain(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "served", 2, 2, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := reviewSubmit(t, c, clock, q, "served", reviewUsers("s", 0, 5))
+	ids := submitUsers(t, c, clock, q, "served", userNames("s", 0, 5))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	tr, err := c.Release(ctx, ids[0])
 	require.NoError(t, err)
@@ -878,10 +878,10 @@ func TestServedRequestsMessageAgain(t *testing.T) {
 	assert.Equal(t, []string{ids[1], ids[2]}, got[asyncevent.StatusHeld])
 	assert.Equal(t, ids[3:], got[asyncevent.StatusWaitlisted])
 	asynceventtest.CheckEvent(t, c, "served", asynceventtest.CheckOptions{})
-	reviewEveryHeldHasItsHoldItem(t, c, "served", ids)
+	requireHoldItemForEveryHeld(t, c, "served", ids)
 }
 
-// CHECK: bad input to Confirm, Release and SweepHolds, and messages with a bad
+// Bad input to Confirm, Release and SweepHolds, and messages with a bad
 // holdForMillis.
 func TestHoldsBadInput(t *testing.T) {
 	t.Parallel()
@@ -895,9 +895,9 @@ func TestHoldsBadInput(t *testing.T) {
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	held := reviewSubmit(t, c, clock, q, "bad", []string{"x"})
-	plain := reviewSubmit(t, c, clock, q, "nohold", []string{"x"})
-	lot := reviewSubmit(t, c, clock, q, "lot", []string{"x"})
+	held := submitUsers(t, c, clock, q, "bad", []string{"x"})
+	plain := submitUsers(t, c, clock, q, "nohold", []string{"x"})
+	lot := submitUsers(t, c, clock, q, "lot", []string{"x"})
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
 	for _, id := range []string{"", "a#b", strings.Repeat("x", 300), "with space"} {
@@ -958,7 +958,7 @@ func TestHoldsBadInput(t *testing.T) {
 	assert.Equal(t, asyncevent.StatusHeld, r.Status, "outcome %s", res.Kind)
 }
 
-// CHECK: lost answers. A confirm, a release and an expiry whose transaction DynamoDB
+// Lost answers. A confirm, a release and an expiry whose transaction DynamoDB
 // applied but whose answer was lost (the caller sees an error), then called again:
 // the seat is given back once, the second call sees a clear outcome.
 func TestLostAnswersThenRetried(t *testing.T) {
@@ -968,7 +968,7 @@ func TestLostAnswersThenRetried(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "lost", 3, 1, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := reviewSubmit(t, c, clock, q, "lost", reviewUsers("l", 0, 6))
+	ids := submitUsers(t, c, clock, q, "lost", userNames("l", 0, 6))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
 	faulty := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
@@ -1006,10 +1006,10 @@ func TestLostAnswersThenRetried(t *testing.T) {
 	assert.Equal(t, ids[3:5], got[asyncevent.StatusHeld], "two seats given back, the first two of the waitlist hold them")
 	assert.Equal(t, ids[5:], got[asyncevent.StatusWaitlisted])
 	asynceventtest.CheckEvent(t, c, "lost", asynceventtest.CheckOptions{})
-	reviewEveryHeldHasItsHoldItem(t, c, "lost", ids)
+	requireHoldItemForEveryHeld(t, c, "lost", ids)
 }
 
-// CHECK: several sweeps at once (workers' leased sweeps, a CLI's unleased one, on
+// Several sweeps at once (workers' leased sweeps, a CLI's unleased one, on
 // clients with skewed clocks) racing confirms and releases: every hold ends once, no
 // seat is handed on twice, the waitlist is served in queue order.
 func TestConcurrentSweepsRacingPayers(t *testing.T) {
@@ -1019,7 +1019,7 @@ func TestConcurrentSweepsRacingPayers(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 	holdsEvent(t, c, "many", 12, 3, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := reviewSubmit(t, c, clock, q, "many", reviewUsers("c", 0, 60))
+	ids := submitUsers(t, c, clock, q, "many", userNames("c", 0, 60))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
 	var sweepers []*asyncevent.Client
@@ -1067,7 +1067,7 @@ func TestConcurrentSweepsRacingPayers(t *testing.T) {
 			}
 		}
 		asynceventtest.CheckEvent(t, c, "many", asynceventtest.CheckOptions{})
-		reviewEveryHeldHasItsHoldItem(t, c, "many", ids)
+		requireHoldItemForEveryHeld(t, c, "many", ids)
 	}
 	got := byStatus(t, c, ids)
 	// Queue order: every request served before another still waiting was queued earlier.
@@ -1147,7 +1147,7 @@ func (s *slowPuts) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return s.DynamoDB.UpdateItem(ctx, in, optFns...)
 }
 
-// CHECK: a lease taken over while the old holder runs, with holds. The old delivery
+// A lease taken over while the old holder runs, with holds. The old delivery
 // has claimed its seat under its lease; its Hold item's write is slow, and its lease
 // runs out meanwhile; a new delivery takes the request over, finds the seat and holds
 // it. The old one's Hold item then lands and its HELD write fails: one seat, one
@@ -1184,9 +1184,9 @@ func TestLeaseTakenOverWhileTheOldHolderRuns(t *testing.T) {
 		capacity, err := c.GetCapacity(ctx, "takeover")
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, capacity.CapacityRemaining, "one seat taken")
-		holds := reviewHoldItems(t, c, "takeover")
+		holds := holdItemsOf(t, c, "takeover")
 		assert.Len(t, holds[id], 2, "the new delivery's Hold item and the old one's stray")
-		reviewEveryHeldHasItsHoldItem(t, c, "takeover", []string{id})
+		requireHoldItemForEveryHeld(t, c, "takeover", []string{id})
 		asynceventtest.CheckEvent(t, c, "takeover", asynceventtest.CheckOptions{})
 
 		r, err := c.GetRequest(ctx, id)
@@ -1207,7 +1207,7 @@ func TestLeaseTakenOverWhileTheOldHolderRuns(t *testing.T) {
 	})
 }
 
-// CHECK: the sold-out path stays one write per loser with holds: a loser of a sold-out
+// The sold-out path stays one write per loser with holds: a loser of a sold-out
 // event with holds costs what a loser of one without holds does (a look and one
 // write).
 func TestSoldOutLoserCostsTheSameWithHolds(t *testing.T) {
@@ -1218,7 +1218,7 @@ func TestSoldOutLoserCostsTheSameWithHolds(t *testing.T) {
 		c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 		holdsEvent(t, c, "cost", 2, 1, hold, 0)
 		q := queue.NewMemory(queue.MemoryOptions{})
-		reviewSubmit(t, c, clock, q, "cost", reviewUsers("k", 0, 22))
+		submitUsers(t, c, clock, q, "cost", userNames("k", 0, 22))
 		counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 		cc, err := asyncevent.New(counter, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName(), Clock: clock.Now})
 		require.NoError(t, err)
@@ -1252,7 +1252,7 @@ func TestReleasesAtOnceOnTheReturnsItem(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "rush", 60, 4, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := reviewSubmit(t, c, clock, q, "rush", reviewUsers("r", 0, 80))
+	ids := submitUsers(t, c, clock, q, "rush", userNames("r", 0, 80))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	var wg sync.WaitGroup
 	var failed atomic.Int32
@@ -1269,7 +1269,7 @@ func TestReleasesAtOnceOnTheReturnsItem(t *testing.T) {
 	asynceventtest.CheckEvent(t, c, "rush", asynceventtest.CheckOptions{Unsettled: true})
 }
 
-// CHECK: processing under lost answers and failures of every write (the home claim,
+// Processing under lost answers and failures of every write (the home claim,
 // the Hold item, HELD, the leased way), then the sweep: no HELD request is without
 // its Hold item at its expiry, and the seats add up.
 func TestEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
@@ -1279,9 +1279,9 @@ func TestEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "faults", 10, 2, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now})
-	ids := reviewSubmit(t, c, clock, q, "faults", reviewUsers("f", 0, 30))
+	ids := submitUsers(t, c, clock, q, "faults", userNames("f", 0, 30))
 	faulty := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
-		Seed: reviewSeed(11), FailRate: 0.1, LoseRate: 0.2, ThrottleRate: 0.05,
+		Seed: faultSeed(11), FailRate: 0.1, LoseRate: 0.2, ThrottleRate: 0.05,
 	})
 	fc, err := asyncevent.New(faulty, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 	require.NoError(t, err)
@@ -1311,9 +1311,9 @@ func TestEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
 			}
 		}
 	}
-	reviewEveryHeldHasItsHoldItem(t, c, "faults", ids)
+	requireHoldItemForEveryHeld(t, c, "faults", ids)
 	rep0 := asynceventtest.CheckEvent(t, c, "faults", asynceventtest.CheckOptions{Unsettled: true})
-	t.Logf("after processing under faults %+v: %v; Hold items %d", faulty.Counts(), rep0.ByStatus, len(reviewHoldItems(t, c, "faults")))
+	t.Logf("after processing under faults %+v: %v; Hold items %d", faulty.Counts(), rep0.ByStatus, len(holdItemsOf(t, c, "faults")))
 	clock.Advance(5 * time.Minute)
 	for range 10 {
 		rep, err := c.SweepHolds(ctx, "faults", asyncevent.HoldSweepOptions{})
@@ -1322,7 +1322,7 @@ func TestEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
 			break
 		}
 	}
-	reviewEveryHeldHasItsHoldItem(t, c, "faults", ids)
+	requireHoldItemForEveryHeld(t, c, "faults", ids)
 	asynceventtest.CheckEvent(t, c, "faults", asynceventtest.CheckOptions{Unsettled: true})
 }
 
@@ -1336,7 +1336,7 @@ func TestIdlePassAfterTheCloseIsCheap(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "idle", 150, 1, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
 	q := queue.NewMemory(queue.MemoryOptions{})
-	reviewSubmit(t, c, clock, q, "idle", reviewUsers("i", 0, 170))
+	submitUsers(t, c, clock, q, "idle", userNames("i", 0, 170))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	clock.Advance(2 * time.Hour)
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
@@ -1356,9 +1356,9 @@ func TestIdlePassAfterTheCloseIsCheap(t *testing.T) {
 	assert.Less(t, d.RCU, 5.0, "an idle pass of a closed event reads next to nothing")
 }
 
-// reviewSeed is REVIEW_SEED when set, else def.
-func reviewSeed(def int64) int64 {
-	if v, err := strconv.ParseInt(os.Getenv("REVIEW_SEED"), 10, 64); err == nil {
+// faultSeed is HOLD_FAULT_SEED when set, else def.
+func faultSeed(def int64) int64 {
+	if v, err := strconv.ParseInt(os.Getenv("HOLD_FAULT_SEED"), 10, 64); err == nil {
 		return v
 	}
 	return def
@@ -1381,8 +1381,8 @@ func (h *heldPuts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFn
 	return h.DynamoDB.PutItem(ctx, in, optFns...)
 }
 
-// rereviewQueueOrder lists an event's requests in queue order (ListEventRequests).
-func rereviewQueueOrder(t *testing.T, c *asyncevent.Client, eventID string) []asyncevent.Request {
+// queueOrderOf lists an event's requests in queue order (ListEventRequests).
+func queueOrderOf(t *testing.T, c *asyncevent.Client, eventID string) []asyncevent.Request {
 	t.Helper()
 	var out []asyncevent.Request
 	cursor := ""
@@ -1413,7 +1413,7 @@ func TestWalkPassesARequestWhosePutLandsLate(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "late", 1, 1, time.Hour, asyncevent.MillisOf(t0.Add(time.Hour)))
 	q := queue.NewMemory(queue.MemoryOptions{})
-	a := reviewSubmit(t, c, clock, q, "late", []string{"a"})[0]
+	a := submitUsers(t, c, clock, q, "late", []string{"a"})[0]
 
 	// L's ingest takes its queuedAt now; its put is on its way for a while.
 	slow := &heldPuts{DynamoDB: asynceventtest.DynamoDB(t), started: make(chan struct{}, 1), release: make(chan struct{})}
@@ -1433,7 +1433,7 @@ func TestWalkPassesARequestWhosePutLandsLate(t *testing.T) {
 	}()
 	<-slow.started
 	clock.Advance(time.Millisecond)
-	b := reviewSubmit(t, c, clock, q, "late", []string{"b"})[0]
+	b := submitUsers(t, c, clock, q, "late", []string{"b"})[0]
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	drain(t, proc, q)
 	require.Equal(t, map[asyncevent.Status][]string{asyncevent.StatusHeld: {a}, asyncevent.StatusWaitlisted: {b}}, byStatus(t, c, []string{a, b}))
@@ -1458,7 +1458,7 @@ func TestWalkPassesARequestWhosePutLandsLate(t *testing.T) {
 	lr, err := c.GetRequest(ctx, l)
 	require.NoError(t, err)
 	require.Equal(t, asyncevent.StatusWaitlisted, lr.Status)
-	order := rereviewQueueOrder(t, c, "late")
+	order := queueOrderOf(t, c, "late")
 	require.Len(t, order, 3)
 	require.Equal(t, l, order[1].RequestID, "L is queued between A and B")
 
@@ -1498,7 +1498,7 @@ func TestWalkPassesARequestWhosePutLandsLate(t *testing.T) {
 	}
 }
 
-// CHECK (problem 1): with index shards and requests queued in the same millisecond
+// With index shards and requests queued in the same millisecond
 // (queue order then by request ID), the walk from the stored key serves each seat to
 // the earliest waiting request in queue order, pass after pass, with requests coming
 // in between, and the close ends every waiting request.
@@ -1518,7 +1518,7 @@ func TestWalkWithIndexShardsAndEqualQueuedAt(t *testing.T) {
 	require.NoError(t, err)
 
 	submitSameMilli := func(prefix string, n int) {
-		for _, u := range reviewUsers(prefix, 0, n) {
+		for _, u := range userNames(prefix, 0, n) {
 			_, err := c.Submit(ctx, q, "eqshards", u)
 			require.NoError(t, err)
 		}
@@ -1526,7 +1526,7 @@ func TestWalkWithIndexShardsAndEqualQueuedAt(t *testing.T) {
 	}
 	// earliestWaiting is the first WAITLISTED request in queue order.
 	earliestWaiting := func() (string, []asyncevent.Request) {
-		order := rereviewQueueOrder(t, c, "eqshards")
+		order := queueOrderOf(t, c, "eqshards")
 		for _, r := range order {
 			cur, err := c.GetRequest(ctx, r.RequestID)
 			require.NoError(t, err)
@@ -1538,7 +1538,7 @@ func TestWalkWithIndexShardsAndEqualQueuedAt(t *testing.T) {
 	}
 	heldOnes := func() []string {
 		var out []string
-		for _, r := range rereviewQueueOrder(t, c, "eqshards") {
+		for _, r := range queueOrderOf(t, c, "eqshards") {
 			cur, err := c.GetRequest(ctx, r.RequestID)
 			require.NoError(t, err)
 			if cur.Status == asyncevent.StatusHeld {
@@ -1574,7 +1574,7 @@ func TestWalkWithIndexShardsAndEqualQueuedAt(t *testing.T) {
 		_, err := sc.SweepHolds(ctx, "eqshards", asyncevent.HoldSweepOptions{})
 		require.NoError(t, err)
 	}
-	for _, r := range rereviewQueueOrder(t, c, "eqshards") {
+	for _, r := range queueOrderOf(t, c, "eqshards") {
 		cur, err := c.GetRequest(ctx, r.RequestID)
 		require.NoError(t, err)
 		assert.NotEqual(t, asyncevent.StatusWaitlisted, cur.Status, "%s: after the close none waits", r.RequestID)
@@ -1582,7 +1582,7 @@ func TestWalkWithIndexShardsAndEqualQueuedAt(t *testing.T) {
 	asynceventtest.CheckEvent(t, c, "eqshards", asynceventtest.CheckOptions{})
 }
 
-// CHECK (problem 2): every way a worker decides a first-come request of an event with
+// Every way a worker decides a first-come request of an event with
 // holds takes the event's HoldFor: a worker new to the event (the home shard's look),
 // the home claim, a Handler (the leased way), C > 1, a message without capacityShards,
 // and ClaimSeat called directly.
@@ -1594,7 +1594,7 @@ func TestHoldForOnEveryPath(t *testing.T) {
 	const hold = 7 * time.Minute
 	holdsEvent(t, c, "paths", 7, 3, hold, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := reviewSubmit(t, c, clock, q, "paths", reviewUsers("p", 0, 9))
+	ids := submitUsers(t, c, clock, q, "paths", userNames("p", 0, 9))
 	fresh := func() *asyncevent.Client {
 		fc, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 		require.NoError(t, err)
@@ -1646,7 +1646,7 @@ func TestHoldForOnEveryPath(t *testing.T) {
 	asynceventtest.CheckEvent(t, c, "paths", asynceventtest.CheckOptions{Unsettled: true})
 }
 
-// CHECK (problem 3): MaxWrites bounds every pass, through the expiries (several hold
+// MaxWrites bounds every pass, through the expiries (several hold
 // partitions), the serving and the close, and the passes together finish the work.
 func TestMaxWritesAcrossExpireServeClose(t *testing.T) {
 	t.Parallel()
@@ -1655,7 +1655,7 @@ func TestMaxWritesAcrossExpireServeClose(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "budget3", 6, 3, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := reviewSubmit(t, c, clock, q, "budget3", reviewUsers("w", 0, 15))
+	ids := submitUsers(t, c, clock, q, "budget3", userNames("w", 0, 15))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	got := byStatus(t, c, ids)
 	require.Len(t, got[asyncevent.StatusHeld], 6)
@@ -1709,7 +1709,7 @@ func TestShardForPeakWithHolds(t *testing.T) {
 	}
 }
 
-// CHECK (problem 4): the registry and its filter. An event with holds is listed from its
+// The registry and its filter. An event with holds is listed from its
 // creation until its end plus its HoldFor plus an hour, an event without an end for
 // ever (each Worker then sweeps it for as long as it runs: see the report), an event
 // without holds never; 98 capacity shards with holds fit CreateEvent's transaction.
@@ -1745,7 +1745,7 @@ func TestHoldRegistry(t *testing.T) {
 	assert.Equal(t, []string{"forever"}, listed(), "an event without an end is listed for ever")
 }
 
-// CHECK (problem 5): the sweep lease read before it is written. A holder goes on
+// The sweep lease read before it is written. A holder goes on
 // without a write while more than half its lease is left and renews after; another
 // owner is skipped, told when the lease runs out, for as long as the holder renews;
 // once the holder stops, the other takes it as soon as its lease has run out, and the
@@ -1802,12 +1802,12 @@ func TestPassWithASeatAndNoWaitlistReadsTheBacklog(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "backlog", 10, 1, time.Hour, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	first := reviewSubmit(t, c, clock, q, "backlog", []string{"first"})
+	first := submitUsers(t, c, clock, q, "backlog", []string{"first"})
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	tr, err := c.Release(ctx, first[0]) // one seat on the Returns item; not sold out
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
-	reviewSubmit(t, c, clock, q, "backlog", reviewUsers("b", 0, 1200)) // the backlog, still QUEUED
+	submitUsers(t, c, clock, q, "backlog", userNames("b", 0, 1200)) // the backlog, still QUEUED
 	clock.Advance(2 * time.Minute)
 
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))

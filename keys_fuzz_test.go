@@ -142,7 +142,7 @@ func FuzzKeyParsers(f *testing.F) {
 	f.Add("EVENT#e", "AUDIT#1732000000000#0a1b")
 	f.Add("EVENTS", "CAT#1732000000000#EVENT#e")
 	f.Add("EVENT#e#PROGRESS#0", "T#1732000000")
-	f.Add("EVENT#e#PROGRESS#0", "T#+000000001") // a sign no builder writes (review 41)
+	f.Add("EVENT#e#PROGRESS#0", "T#+000000001") // a sign no builder writes
 	f.Add("EVENT#e#PROGRESS#+1", "T#-000000001")
 	f.Add("EVENT#e#CAPACITY#+3", "CAPACITY")
 	f.Fuzz(func(t *testing.T, pk, sk string) {

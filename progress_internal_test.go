@@ -37,7 +37,7 @@ func TestProgressEmptyFlushesMeasureNothing(t *testing.T) {
 	}
 }
 
-// Review 41: "Parse… refuses text no builder could have produced". NewProgressKey
+// Parse… refuses text no builder could have produced. NewProgressKey
 // writes the second as 10 digits; ParseProgressKey reads it with strconv.ParseInt,
 // which takes a leading '+', so T#+000000001 parses (and Key.Entity calls it a
 // Progress item) though no builder writes it: the key rebuilt from it differs.
@@ -52,7 +52,7 @@ func TestParseProgressKeyRefusesASign(t *testing.T) {
 }
 
 // With nothing pending and no flush under way, FlushDueProgress and FlushProgress
-// have nothing to write or wait for, whatever their context (review 51).
+// have nothing to write or wait for, whatever their context.
 func TestFlushDueProgressIdleWithADoneContext(t *testing.T) {
 	c := &Client{opts: Options{Clock: time.Now}}
 	c.progress = newProgressMeter(c, 10*time.Minute)

@@ -159,7 +159,7 @@ func (s *sentMessages) Send(_ context.Context, m queue.OutgoingMessage) error {
 
 // A timer that fired while another flush held the lock, which took its counts, writes
 // nothing: the counts of a later arming wait for their own timer, at the next
-// multiple (at most one write per event and second counted a multiple; review 51).
+// multiple (at most one write per event and second counted a multiple).
 func TestAFiredTimerTakesALaterArmingsCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -195,8 +195,7 @@ func TestAFiredTimerTakesALaterArmingsCounts(t *testing.T) {
 
 // An invocation's counts are written at its end when the invocations come less often
 // than ProgressEvery, also after a thaw: the thawed timer that writes the pause's
-// counts (a multiple or more late) does not count as the write since the multiple
-// (review 51).
+// counts (a multiple or more late) does not count as the write since the multiple.
 func TestAThawedTimerHoldsTheNextInvocationsCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -531,7 +530,7 @@ func TestAPollRefreshesWhereItsCopyIsStale(t *testing.T) {
 // A process frozen between invocations runs no timer: FlushDueProgress writes an
 // invocation's counts at once when nothing was written since the last multiple of
 // ProgressEvery (invocations sparser than it), and otherwise once that multiple
-// has come, not before (review 50).
+// has come, not before.
 func TestProgressIsFlushedWhenDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -643,7 +642,7 @@ func TestFlushDueProgressWaitsForAFlushUnderWay(t *testing.T) {
 }
 
 // FlushDueProgress waits for a flush under way for its context at most: an
-// invocation is not held past its deadline by a stalled write (review 50).
+// invocation is not held past its deadline by a stalled write.
 func TestFlushDueProgressHonoursItsContext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -523,8 +523,8 @@ func TestInputsShareNothing(t *testing.T) {
 	}
 }
 
-// Review 41: "each row is one method whose doc comment names the row, the operation,
-// the key and the condition". The access-pattern table (read off the declarations)
+// Each row is one method whose doc comment names the row, the operation, the key and
+// the condition. The access-pattern table (read off the declarations)
 // assigns rows to methods; every row a method of Client writes must be named, in
 // quotes, in that method's doc comment.
 func TestRowMethodDocsNameEveryRowTheyWrite(t *testing.T) {

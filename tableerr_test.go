@@ -87,7 +87,7 @@ func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(
 
 func (s *syncBuf) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// Review 41: ErrTableNotFound from the entry points a service calls, not only the
+// ErrTableNotFound from the entry points a service calls, not only the
 // reads the library's test covers.
 func TestMissingTableEveryEntryPoint(t *testing.T) {
 	t.Parallel()
@@ -145,7 +145,7 @@ func TestMissingTableEveryEntryPoint(t *testing.T) {
 	assert.True(t, strings.Contains(logs.String(), name), "the worker's log names the table")
 }
 
-// Review 41: docs/library.md says of ErrTableNotFound and the mismatch "DynamoDB's
+// docs/library.md says of ErrTableNotFound and the mismatch "DynamoDB's
 // own error stays wrapped in both"; CheckTable's ErrTableNotFound drops it.
 func TestCheckTableKeepsTheSDKError(t *testing.T) {
 	t.Parallel()

@@ -154,7 +154,7 @@ func TestMissingOrMismatchedTableSaysWhatToRun(t *testing.T) {
 	assert.Contains(t, errOut, "-table "+name+" table check' to list the differences")
 }
 
-// Review 41: "the CLI hints at the right place for a flag". A flag put between a
+// The CLI hints at the right place for a flag. A flag put between a
 // group and its command (the subcommand) is read as a misspelled command: the hint is
 // wrong ('event add-capacity' for -capacity) or missing, where the flag before the
 // whole command gets "Did you mean: asyncevent event create -capacity 3 sale".

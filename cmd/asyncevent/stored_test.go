@@ -20,7 +20,7 @@ import (
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 )
 
-// Review 41: the lists' -json read a page from an index (eventually consistent, and a
+// The lists' -json read a page from an index (eventually consistent, and a
 // GSI lags its table) and then the rows again with BatchGetItem. mergeStored adds
 // every stored attribute the first read lacked, not only the bookkeeping the caller's
 // type leaves out, so a request the index still shows QUEUED and the second read finds

@@ -121,7 +121,7 @@ func TestAStallInTheLastPeriod(t *testing.T) {
 
 // On a steady line the workers keep up with, a request just queued has none ahead
 // and the line no depth: the workers carried on past the counts reach no further
-// than the arrivals carried on (review 50).
+// than the arrivals carried on.
 func TestALineTheWorkersKeepUpWith(t *testing.T) {
 	base := int64(1_800_000_000_000)
 	tenths := Tenths{}
@@ -140,7 +140,7 @@ func TestALineTheWorkersKeepUpWith(t *testing.T) {
 }
 
 // Once a burst has ended and its counts have landed, the depth counts no arrival
-// that never came: it is of the counts landed, not carried on (review 50).
+// that never came: it is of the counts landed, not carried on.
 func TestDepthAfterABurst(t *testing.T) {
 	base := int64(1_800_000_000_000)
 	tenths := Tenths{}

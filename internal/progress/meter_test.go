@@ -118,7 +118,7 @@ func TestLatenessLeavesOutTheLatestHundredth(t *testing.T) {
 
 // The lateness a flush measures is Submit's, of the arrivals alone: a request
 // finished is counted at its own moment, and on a node that ingests and works its
-// counts must not fill the hundredth left out (review 51).
+// counts must not fill the hundredth left out.
 func TestLatenessIsOfTheArrivals(t *testing.T) {
 	now := int64(1_800_000_000_050)
 	m := NewMeter(10*time.Minute, func() int64 { return now }, func(int64) {})
