@@ -569,9 +569,9 @@ func TestWaitlistWalkSkipsTheSettled(t *testing.T) {
 	asynceventtest.CheckEvent(t, c, "long", asynceventtest.CheckOptions{Unsettled: true})
 }
 
-// submitUsers submits one click per user, a millisecond apart, and returns the
+// submitClicks submits one click per user, a millisecond apart, and returns the
 // request IDs in queue order.
-func submitUsers(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q queue.Queue, event string, users []string) []string {
+func submitClicks(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, q queue.Queue, event string, users []string) []string {
 	t.Helper()
 	ids := make([]string, len(users))
 	for i, u := range users {
@@ -651,7 +651,7 @@ func TestWaitlistWalkFrontierSkipsIndexShardsThatEnded(t *testing.T) {
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
-	ids := submitUsers(t, c, clock, q, "shardwalk", userNames("a", 0, 502))
+	ids := submitClicks(t, c, clock, q, "shardwalk", userNames("a", 0, 502))
 	drain(t, proc, q)
 	got := byStatus(t, c, ids)
 	require.Len(t, got[asyncevent.StatusHeld], 500)
@@ -669,7 +669,7 @@ func TestWaitlistWalkFrontierSkipsIndexShardsThatEnded(t *testing.T) {
 	require.Equal(t, 1, rep.Served)
 
 	// More people come, and wait (sold out).
-	late := submitUsers(t, c, clock, q, "shardwalk", userNames("b", 0, 16))
+	late := submitClicks(t, c, clock, q, "shardwalk", userNames("b", 0, 16))
 	drain(t, proc, q)
 	got = byStatus(t, c, late)
 	require.Len(t, got[asyncevent.StatusWaitlisted], 16)
@@ -721,8 +721,8 @@ func TestFreshWorkerTrustsTheMessagesHoldForMillis(t *testing.T) {
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	withHolds := submitUsers(t, c, clock, q, "trust", userNames("t", 0, 2))
-	without := submitUsers(t, c, clock, q, "plain", userNames("p", 0, 1))
+	withHolds := submitClicks(t, c, clock, q, "trust", userNames("t", 0, 2))
+	without := submitClicks(t, c, clock, q, "plain", userNames("p", 0, 1))
 
 	fresh := func() *asyncevent.Client { // a worker that just started: no cached configs
 		fc, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
@@ -773,7 +773,7 @@ func TestHoldSweepExpiresMoreThanMaxWrites(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "budget", 4, 1, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := submitUsers(t, c, clock, q, "budget", userNames("m", 0, 4))
+	ids := submitClicks(t, c, clock, q, "budget", userNames("m", 0, 4))
 
 	// The first request's worker records its Hold item, then its HELD write fails: a
 	// Hold item whose request is not HELD (yet), the earliest to run out.
@@ -849,7 +849,7 @@ func TestServedRequestsMessageAgain(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "served", 2, 2, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := submitUsers(t, c, clock, q, "served", userNames("s", 0, 5))
+	ids := submitClicks(t, c, clock, q, "served", userNames("s", 0, 5))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	tr, err := c.Release(ctx, ids[0])
 	require.NoError(t, err)
@@ -895,9 +895,9 @@ func TestHoldsBadInput(t *testing.T) {
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	held := submitUsers(t, c, clock, q, "bad", []string{"x"})
-	plain := submitUsers(t, c, clock, q, "nohold", []string{"x"})
-	lot := submitUsers(t, c, clock, q, "lot", []string{"x"})
+	held := submitClicks(t, c, clock, q, "bad", []string{"x"})
+	plain := submitClicks(t, c, clock, q, "nohold", []string{"x"})
+	lot := submitClicks(t, c, clock, q, "lot", []string{"x"})
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
 	for _, id := range []string{"", "a#b", strings.Repeat("x", 300), "with space"} {
@@ -968,7 +968,7 @@ func TestLostAnswersThenRetried(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "lost", 3, 1, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := submitUsers(t, c, clock, q, "lost", userNames("l", 0, 6))
+	ids := submitClicks(t, c, clock, q, "lost", userNames("l", 0, 6))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
 	faulty := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
@@ -1019,7 +1019,7 @@ func TestConcurrentSweepsRacingPayers(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true})
 	holdsEvent(t, c, "many", 12, 3, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := submitUsers(t, c, clock, q, "many", userNames("c", 0, 60))
+	ids := submitClicks(t, c, clock, q, "many", userNames("c", 0, 60))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 
 	var sweepers []*asyncevent.Client
@@ -1218,7 +1218,7 @@ func TestSoldOutLoserCostsTheSameWithHolds(t *testing.T) {
 		c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 		holdsEvent(t, c, "cost", 2, 1, hold, 0)
 		q := queue.NewMemory(queue.MemoryOptions{})
-		submitUsers(t, c, clock, q, "cost", userNames("k", 0, 22))
+		submitClicks(t, c, clock, q, "cost", userNames("k", 0, 22))
 		counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 		cc, err := asyncevent.New(counter, asyncevent.Options{ProgressEvery: -1, TableName: c.TableName(), Clock: clock.Now})
 		require.NoError(t, err)
@@ -1252,7 +1252,7 @@ func TestReleasesAtOnceOnTheReturnsItem(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "rush", 60, 4, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := submitUsers(t, c, clock, q, "rush", userNames("r", 0, 80))
+	ids := submitClicks(t, c, clock, q, "rush", userNames("r", 0, 80))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	var wg sync.WaitGroup
 	var failed atomic.Int32
@@ -1279,7 +1279,7 @@ func TestEveryHeldRequestHasItsHoldItemUnderFaults(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "faults", 10, 2, time.Minute, 0)
 	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now})
-	ids := submitUsers(t, c, clock, q, "faults", userNames("f", 0, 30))
+	ids := submitClicks(t, c, clock, q, "faults", userNames("f", 0, 30))
 	faulty := asynceventtest.NewFaultyDynamoDB(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{
 		Seed: faultSeed(11), FailRate: 0.1, LoseRate: 0.2, ThrottleRate: 0.05,
 	})
@@ -1336,7 +1336,7 @@ func TestIdlePassAfterTheCloseIsCheap(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "idle", 150, 1, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
 	q := queue.NewMemory(queue.MemoryOptions{})
-	submitUsers(t, c, clock, q, "idle", userNames("i", 0, 170))
+	submitClicks(t, c, clock, q, "idle", userNames("i", 0, 170))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	clock.Advance(2 * time.Hour)
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
@@ -1413,7 +1413,7 @@ func TestWalkPassesARequestWhosePutLandsLate(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "late", 1, 1, time.Hour, asyncevent.MillisOf(t0.Add(time.Hour)))
 	q := queue.NewMemory(queue.MemoryOptions{})
-	a := submitUsers(t, c, clock, q, "late", []string{"a"})[0]
+	a := submitClicks(t, c, clock, q, "late", []string{"a"})[0]
 
 	// L's ingest takes its queuedAt now; its put is on its way for a while.
 	slow := &heldPuts{DynamoDB: asynceventtest.DynamoDB(t), started: make(chan struct{}, 1), release: make(chan struct{})}
@@ -1433,7 +1433,7 @@ func TestWalkPassesARequestWhosePutLandsLate(t *testing.T) {
 	}()
 	<-slow.started
 	clock.Advance(time.Millisecond)
-	b := submitUsers(t, c, clock, q, "late", []string{"b"})[0]
+	b := submitClicks(t, c, clock, q, "late", []string{"b"})[0]
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	drain(t, proc, q)
 	require.Equal(t, map[asyncevent.Status][]string{asyncevent.StatusHeld: {a}, asyncevent.StatusWaitlisted: {b}}, byStatus(t, c, []string{a, b}))
@@ -1594,7 +1594,7 @@ func TestHoldForOnEveryPath(t *testing.T) {
 	const hold = 7 * time.Minute
 	holdsEvent(t, c, "paths", 7, 3, hold, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := submitUsers(t, c, clock, q, "paths", userNames("p", 0, 9))
+	ids := submitClicks(t, c, clock, q, "paths", userNames("p", 0, 9))
 	fresh := func() *asyncevent.Client {
 		fc, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
 		require.NoError(t, err)
@@ -1655,7 +1655,7 @@ func TestMaxWritesAcrossExpireServeClose(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "budget3", 6, 3, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
 	q := queue.NewMemory(queue.MemoryOptions{})
-	ids := submitUsers(t, c, clock, q, "budget3", userNames("w", 0, 15))
+	ids := submitClicks(t, c, clock, q, "budget3", userNames("w", 0, 15))
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	got := byStatus(t, c, ids)
 	require.Len(t, got[asyncevent.StatusHeld], 6)
@@ -1802,12 +1802,12 @@ func TestPassWithASeatAndNoWaitlistReadsTheBacklog(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "backlog", 10, 1, time.Hour, 0)
 	q := queue.NewMemory(queue.MemoryOptions{})
-	first := submitUsers(t, c, clock, q, "backlog", []string{"first"})
+	first := submitClicks(t, c, clock, q, "backlog", []string{"first"})
 	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
 	tr, err := c.Release(ctx, first[0]) // one seat on the Returns item; not sold out
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
-	submitUsers(t, c, clock, q, "backlog", userNames("b", 0, 1200)) // the backlog, still QUEUED
+	submitClicks(t, c, clock, q, "backlog", userNames("b", 0, 1200)) // the backlog, still QUEUED
 	clock.Advance(2 * time.Minute)
 
 	counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
