@@ -315,9 +315,6 @@ func NewEventView(e *asyncevent.Event, now time.Time) EventView {
 	return v
 }
 
-// newEventView is NewEventView, under the name the routes of server.go call.
-func newEventView(e *asyncevent.Event, now time.Time) EventView { return NewEventView(e, now) }
-
 // CapacityView is a FIRST_COME event's capacity shards: with several, their sum,
 // and each shard in Shards. Seats added once the shards were empty (and those a
 // cancel or a hold gave back) are on the event's pool, not here: the event's
@@ -379,11 +376,6 @@ func NewDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
 		AnnouncedAt:    Timestamp(d.AnnouncedAt),
 		Winners:        winners,
 	}
-}
-
-// newDrawView is NewDrawView, under the name the routes of server.go call.
-func newDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
-	return NewDrawView(d, winners)
 }
 
 // VerificationView is the result of GET /admin/events/{eventId}/draw/verify.
@@ -785,6 +777,3 @@ func NewStatsView(s *asyncevent.EventStats) StatsView {
 	v.Queue = newQueueStatsView(s.Queue)
 	return v
 }
-
-// newStatsView is NewStatsView, under the name the routes of server.go call.
-func newStatsView(s *asyncevent.EventStats) StatsView { return NewStatsView(s) }

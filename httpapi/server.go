@@ -472,7 +472,7 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, _ Principal
 		return err
 	}
 	w.Header().Set("Location", "/admin/events/"+url.PathEscape(e.EventID))
-	writeJSON(w, http.StatusCreated, newEventView(e, s.now()))
+	writeJSON(w, http.StatusCreated, NewEventView(e, s.now()))
 	return nil
 }
 
@@ -484,7 +484,7 @@ func (s *Server) getEvent(r *http.Request, eventID string, _ Principal) (EventVi
 	if err != nil {
 		return EventView{}, err
 	}
-	v := newEventView(e, s.now())
+	v := NewEventView(e, s.now())
 	switch e.EventType {
 	case asyncevent.FirstCome:
 		c, err := s.client.GetCapacity(r.Context(), eventID)
@@ -497,14 +497,14 @@ func (s *Server) getEvent(r *http.Request, eventID string, _ Principal) (EventVi
 			if err != nil {
 				return EventView{}, fmt.Errorf("pre-queue of %s: %w", eventID, err)
 			}
-			v.Draw = newDrawView(d, nil)
+			v.Draw = NewDrawView(d, nil)
 		}
 	case asyncevent.Lottery:
 		d, err := s.client.GetDraw(r.Context(), eventID)
 		if err != nil {
 			return EventView{}, fmt.Errorf("draw of %s: %w", eventID, err)
 		}
-		v.Draw = newDrawView(d, nil)
+		v.Draw = NewDrawView(d, nil)
 	}
 	return v, nil
 }
@@ -536,7 +536,7 @@ func (s *Server) eventStats(r *http.Request, eventID string, _ Principal) (Stats
 	if err != nil {
 		return StatsView{}, err
 	}
-	return newStatsView(st), nil
+	return NewStatsView(st), nil
 }
 
 // draw is POST /admin/events/{eventId}/draw: runs (or resumes, or repeats) the draw
@@ -548,7 +548,7 @@ func (s *Server) draw(r *http.Request, eventID string, _ Principal) (*DrawView, 
 		if err != nil {
 			return nil, err
 		}
-		v := newDrawView(&res.Record, res.Winners)
+		v := NewDrawView(&res.Record, res.Winners)
 		v.Order = res.Order
 		return v, nil
 	}
@@ -556,7 +556,7 @@ func (s *Server) draw(r *http.Request, eventID string, _ Principal) (*DrawView, 
 	if err != nil {
 		return nil, err
 	}
-	return newDrawView(&res.Record, res.Winners), nil
+	return NewDrawView(&res.Record, res.Winners), nil
 }
 
 // verifyDraw is GET /admin/events/{eventId}/draw/verify: 200 whether or not the draw
