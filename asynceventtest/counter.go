@@ -34,7 +34,13 @@ type Counts struct {
 }
 
 // NewCounter returns a Counter around db.
-func NewCounter(db asyncevent.DynamoDB) *Counter { return &Counter{m: metered.NewCounter(db)} }
+func NewCounter(db asyncevent.DynamoDB) *Counter { return &Counter{m: metered.NewCounter(db, itemKind)} }
+
+// itemKind names the kind of item of a key by the library's own parser, which the
+// meter (under the library, which it cannot import) is handed.
+func itemKind(pk, sk string) (entity.Type, error) {
+	return asyncevent.Key{PK: pk, SK: sk}.Entity()
+}
 
 // Snapshot returns the counts so far.
 func (c *Counter) Snapshot() Counts { return Counts(c.m.Snapshot()) }

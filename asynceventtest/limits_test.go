@@ -19,6 +19,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -337,4 +338,30 @@ func TestLimitedClientChargesWhatAnUpdateAdds(t *testing.T) {
 	require.NoError(t, add(strings.Repeat("a", 100)), "past 1 KB: 2 units, the last 2 of the bucket")
 	assert.Error(t, add(strings.Repeat("b", 10)), "2 units again, and none left: counted at 1 unit it would pass")
 	assert.Equal(t, 1, limits.Counts().Throttled)
+}
+
+// The limits simulator and the heat meter find an item's index keys by the GSIs that
+// internal/metered names apart from the library (which imports internal/, so cannot
+// hand them down): they are the table's, with the table's partition keys.
+func TestMeteredIndexesAreTheTables(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, []string{asyncevent.IndexUser, asyncevent.IndexEvent}, metered.Indexes())
+
+	db := asynceventtest.DynamoDB(t)
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
+	out, err := db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(c.TableName())})
+	require.NoError(t, err)
+	table := map[string]string{}
+	for _, index := range out.Table.GlobalSecondaryIndexes {
+		for _, k := range index.KeySchema {
+			if k.KeyType == types.KeyTypeHash {
+				table[aws.ToString(index.IndexName)] = aws.ToString(k.AttributeName)
+			}
+		}
+	}
+	meter := map[string]string{}
+	for _, index := range metered.Indexes() {
+		meter[index], _ = metered.IndexPartitionKey(index)
+	}
+	assert.Equal(t, table, meter, "GSI name -> its partition key attribute")
 }

@@ -1,8 +1,12 @@
 // Package metered counts what goes through a DynamoDB client: calls per
 // operation, HTTP round trips, consumed capacity, and write requests per kind of
-// item. The test kit (asynceventtest.Counter is an alias of Counter) and the
-// operator CLI's demo and bench use it; it does not import testing, so programs
-// can link it.
+// item. The test kit (asynceventtest.Counter wraps Counter) and the operator CLI's
+// demo and bench use it; it does not import testing, so programs can link it.
+//
+// It sits under the library: the library imports internal/, so this package never
+// imports it. What it needs of it comes from its callers: which kind of item a key
+// names (Kinds, the library's Key.Entity), and the index names are its own constants,
+// which the test kit's tests hold equal to the library's.
 package metered
 
 import (
@@ -11,13 +15,12 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ddb"
 )
 
 // Counter wraps a DynamoDB client and counts what goes through it: calls per
@@ -27,7 +30,8 @@ import (
 // whose total is TOTAL's; a Heat stacked with it sees the split by index),
 // and the write requests per kind of item. It is safe for concurrent use.
 type Counter struct {
-	db asyncevent.DynamoDB
+	db    ddb.API
+	kinds Kinds
 
 	mu     sync.Mutex
 	counts Counts
@@ -43,7 +47,7 @@ type Counts struct {
 	// Writes counts the write requests by the kind of item they name (a Put, an
 	// Update or a Delete, alone or inside a transaction), whether or not their
 	// condition held: a failed conditional write costs capacity too. Keys that no
-	// builder of asyncevent could have produced count under "OTHER".
+	// builder of asyncevent could have produced count under "OTHER" (OtherItems).
 	Writes map[entity.Type]int
 	// Reads counts the GetItem calls by the kind of item they name.
 	Reads map[entity.Type]int
@@ -117,9 +121,28 @@ func (c Counts) DataCalls() int {
 	return n
 }
 
-// NewCounter returns a Counter around db.
-func NewCounter(db asyncevent.DynamoDB) *Counter {
-	return &Counter{db: db, counts: newCounts()}
+// Kinds tells which kind of item the table key (PK, SK) names, or an error for a key
+// that no key builder of the library could have produced. Callers pass the library's
+// parser, asyncevent.Key{PK: pk, SK: sk}.Entity().
+type Kinds func(pk, sk string) (entity.Type, error)
+
+// of names the kind of item a key (or a whole item) belongs to: OtherItems when it
+// has no string PK and SK, when kinds is nil, or when kinds knows no such key.
+func (kinds Kinds) of(item map[string]types.AttributeValue) entity.Type {
+	id, ok := itemOf(item)
+	if !ok || kinds == nil {
+		return OtherItems
+	}
+	if kind, err := kinds(id.pk, id.sk); err == nil {
+		return kind
+	}
+	return OtherItems
+}
+
+// NewCounter returns a Counter around db that counts the writes and reads per kind
+// of item as kinds names them.
+func NewCounter(db ddb.API, kinds Kinds) *Counter {
+	return &Counter{db: db, kinds: kinds, counts: newCounts()}
 }
 
 func newCounts() Counts {
@@ -127,7 +150,7 @@ func newCounts() Counts {
 }
 
 // Unwrap returns the client c wraps.
-func (c *Counter) Unwrap() asyncevent.DynamoDB { return c.db }
+func (c *Counter) Unwrap() ddb.API { return c.db }
 
 // Snapshot returns the counts so far.
 func (c *Counter) Snapshot() Counts {
@@ -172,13 +195,13 @@ type call struct {
 	consumed []types.ConsumedCapacity
 }
 
-func (cs *Counts) add(k call) {
+func (cs *Counts) add(kinds Kinds, k call) {
 	cs.Calls[k.op]++
 	for _, key := range k.writes {
-		cs.Writes[kindOf(key)]++
+		cs.Writes[kinds.of(key)]++
 	}
 	if k.read != nil {
-		cs.Reads[kindOf(k.read)]++
+		cs.Reads[kinds.of(k.read)]++
 	}
 	for _, cc := range k.consumed {
 		cs.RCU += aws.ToFloat64(cc.ReadCapacityUnits)
@@ -196,26 +219,13 @@ func (cs *Counts) add(k call) {
 
 func (c *Counter) record(ctx context.Context, k call) {
 	c.mu.Lock()
-	c.counts.add(k)
+	c.counts.add(c.kinds, k)
 	c.mu.Unlock()
 	if t, ok := ctx.Value(tallyKey{}).(*tally); ok {
 		t.mu.Lock()
-		t.counts.add(k)
+		t.counts.add(c.kinds, k)
 		t.mu.Unlock()
 	}
-}
-
-// kindOf names the kind of item a key (or a whole item) belongs to, by parsing its
-// PK and SK with the library's key parsers (Key.Entity).
-func kindOf(item map[string]types.AttributeValue) entity.Type {
-	var key asyncevent.Key
-	if err := attributevalue.UnmarshalMap(item, &key); err != nil {
-		return OtherItems
-	}
-	if kind, err := key.Entity(); err == nil {
-		return kind
-	}
-	return OtherItems
 }
 
 // countAttempts adds a middleware that counts each HTTP attempt of a call.
@@ -243,7 +253,7 @@ func one(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
 	return []types.ConsumedCapacity{*cc}
 }
 
-// GetItem implements asyncevent.DynamoDB.
+// GetItem implements ddb.API.
 func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.db.GetItem(ctx, in, append(optFns, c.countAttempts)...)
@@ -255,7 +265,7 @@ func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns
 	return out, err
 }
 
-// PutItem implements asyncevent.DynamoDB.
+// PutItem implements ddb.API.
 func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.db.PutItem(ctx, in, append(optFns, c.countAttempts)...)
@@ -267,7 +277,7 @@ func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns
 	return out, err
 }
 
-// UpdateItem implements asyncevent.DynamoDB.
+// UpdateItem implements ddb.API.
 func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.db.UpdateItem(ctx, in, append(optFns, c.countAttempts)...)
@@ -279,7 +289,7 @@ func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	return out, err
 }
 
-// DeleteItem implements asyncevent.DynamoDB.
+// DeleteItem implements ddb.API.
 func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.db.DeleteItem(ctx, in, append(optFns, c.countAttempts)...)
@@ -291,7 +301,7 @@ func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, 
 	return out, err
 }
 
-// Query implements asyncevent.DynamoDB.
+// Query implements ddb.API.
 func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.db.Query(ctx, in, append(optFns, c.countAttempts)...)
@@ -303,7 +313,7 @@ func (c *Counter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...
 	return out, err
 }
 
-// TransactWriteItems implements asyncevent.DynamoDB.
+// TransactWriteItems implements ddb.API.
 func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := c.db.TransactWriteItems(ctx, in, append(optFns, c.countAttempts)...)
@@ -325,25 +335,25 @@ func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 	return out, err
 }
 
-// CreateTable implements asyncevent.DynamoDB.
+// CreateTable implements ddb.API.
 func (c *Counter) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
 	c.record(ctx, call{op: "CreateTable"})
 	return c.db.CreateTable(ctx, in, append(optFns, c.countAttempts)...)
 }
 
-// DescribeTable implements asyncevent.DynamoDB.
+// DescribeTable implements ddb.API.
 func (c *Counter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	c.record(ctx, call{op: "DescribeTable"})
 	return c.db.DescribeTable(ctx, in, append(optFns, c.countAttempts)...)
 }
 
-// DescribeTimeToLive implements asyncevent.DynamoDB.
+// DescribeTimeToLive implements ddb.API.
 func (c *Counter) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
 	c.record(ctx, call{op: "DescribeTimeToLive"})
 	return c.db.DescribeTimeToLive(ctx, in, append(optFns, c.countAttempts)...)
 }
 
-// UpdateTimeToLive implements asyncevent.DynamoDB.
+// UpdateTimeToLive implements ddb.API.
 func (c *Counter) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
 	c.record(ctx, call{op: "UpdateTimeToLive"})
 	return c.db.UpdateTimeToLive(ctx, in, append(optFns, c.countAttempts)...)

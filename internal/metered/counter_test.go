@@ -16,10 +16,13 @@ import (
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }
 
+// kinds is what the meters' callers pass: the library's own key parser.
+func kinds(pk, sk string) (entity.Type, error) { return asyncevent.Key{PK: pk, SK: sk}.Entity() }
+
 func TestCounterCountsCallsWritesAndCapacity(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	counter := metered.NewCounter(asynceventtest.DynamoDB(t))
+	counter := metered.NewCounter(asynceventtest.DynamoDB(t), kinds)
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
@@ -43,7 +46,7 @@ func TestCounterCountsCallsWritesAndCapacity(t *testing.T) {
 func TestTrackAttributesCallsToAContext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	counter := metered.NewCounter(asynceventtest.DynamoDB(t))
+	counter := metered.NewCounter(asynceventtest.DynamoDB(t), kinds)
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)

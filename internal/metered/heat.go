@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ddb"
 )
 
 // DynamoDB's limits on one partition key, on the table and on each GSI apart.
@@ -35,8 +35,16 @@ const (
 	attrSK = "SK"
 )
 
+// The GSIs of the library's table, asyncevent.IndexUser and asyncevent.IndexEvent:
+// the library imports internal/, so this package cannot import them and names them
+// again; asynceventtest's tests hold the two equal.
+const (
+	indexUser  = "GSI1"
+	indexEvent = "GSI2"
+)
+
 // indexPK maps each GSI of the library's table to its partition key attribute.
-var indexPK = map[string]string{asyncevent.IndexUser: "GSI1PK", asyncevent.IndexEvent: "GSI2PK"}
+var indexPK = map[string]string{indexUser: "GSI1PK", indexEvent: "GSI2PK"}
 
 // UnknownKey is the key under which Heat counts index units of items whose index
 // keys it has not seen (written before the Heat was there, say).
@@ -108,8 +116,9 @@ func (k KeyHeat) String() string {
 // It is safe for concurrent use. Stack it under a Counter or over it: both ask for
 // INDEXES, which reports the same totals as TOTAL.
 type Heat struct {
-	db  asyncevent.DynamoDB
-	now func() time.Time
+	db    ddb.API
+	kinds Kinds // tells the EventCapacity items apart
+	now   func() time.Time
 
 	mu    sync.Mutex
 	keys  map[heatID]*KeyHeat
@@ -128,13 +137,14 @@ type itemID struct{ pk, sk string }
 // every partition key, never a sort key, as one hot key.
 func TableKey(pk, _ string) string { return pk }
 
-// NewHeat returns a Heat around db.
-func NewHeat(db asyncevent.DynamoDB) *Heat {
-	return &Heat{db: db, now: time.Now, keys: map[heatID]*KeyHeat{}, items: map[itemID]map[string]string{}}
+// NewHeat returns a Heat around db that tells an event's capacity items from the
+// others by the kind kinds names.
+func NewHeat(db ddb.API, kinds Kinds) *Heat {
+	return &Heat{db: db, kinds: kinds, now: time.Now, keys: map[heatID]*KeyHeat{}, items: map[itemID]map[string]string{}}
 }
 
 // Unwrap returns the client h wraps.
-func (h *Heat) Unwrap() asyncevent.DynamoDB { return h.db }
+func (h *Heat) Unwrap() ddb.API { return h.db }
 
 // Keys returns every key that took units so far, the most WCU first (then the most
 // RCU, then by name).
@@ -287,7 +297,7 @@ func (h *Heat) learn(item map[string]types.AttributeValue) {
 // also learns.
 func (h *Heat) landingOf(key map[string]types.AttributeValue, set map[string]string) landing {
 	id, _ := itemOf(key)
-	l := landing{item: id, capacity: kindOf(key) == entity.Capacity}
+	l := landing{item: id, capacity: h.kinds.of(key) == entity.Capacity}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	known := h.items[id]
@@ -384,7 +394,7 @@ func IndexPartitionKey(index string) (string, bool) {
 }
 
 // Indexes are the GSI names of the library's table, in order.
-func Indexes() []string { return []string{asyncevent.IndexUser, asyncevent.IndexEvent} }
+func Indexes() []string { return []string{indexUser, indexEvent} }
 
 func stringValue(values map[string]types.AttributeValue) func(string) (string, bool) {
 	return func(p string) (string, bool) {
@@ -425,7 +435,7 @@ func refusedCost(items int, transaction bool) []types.ConsumedCapacity {
 	return []types.ConsumedCapacity{{CapacityUnits: &u, Table: &types.Capacity{CapacityUnits: &u}}}
 }
 
-// GetItem implements asyncevent.DynamoDB.
+// GetItem implements ddb.API.
 func (h *Heat) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := h.db.GetItem(ctx, in, optFns...)
@@ -438,7 +448,7 @@ func (h *Heat) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ..
 	return out, err
 }
 
-// PutItem implements asyncevent.DynamoDB.
+// PutItem implements ddb.API.
 func (h *Heat) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := h.db.PutItem(ctx, in, optFns...)
@@ -457,7 +467,7 @@ func mustItem(key map[string]types.AttributeValue) itemID {
 	return id
 }
 
-// UpdateItem implements asyncevent.DynamoDB.
+// UpdateItem implements ddb.API.
 func (h *Heat) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := h.db.UpdateItem(ctx, in, optFns...)
@@ -466,12 +476,12 @@ func (h *Heat) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt
 		set := IndexKeysSet(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, stringValue(in.ExpressionAttributeValues))
 		h.charge(true, []landing{h.landingOf(in.Key, set)}, one(out.ConsumedCapacity))
 	case refused(err):
-		h.charge(true, []landing{{item: mustItem(in.Key), capacity: kindOf(in.Key) == entity.Capacity}}, refusedCost(1, false))
+		h.charge(true, []landing{{item: mustItem(in.Key), capacity: h.kinds.of(in.Key) == entity.Capacity}}, refusedCost(1, false))
 	}
 	return out, err
 }
 
-// DeleteItem implements asyncevent.DynamoDB. A lock carries no index keys, so a
+// DeleteItem implements ddb.API. A lock carries no index keys, so a
 // delete lands on the table only.
 func (h *Heat) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
@@ -485,7 +495,7 @@ func (h *Heat) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt
 	return out, err
 }
 
-// Query implements asyncevent.DynamoDB.
+// Query implements ddb.API.
 func (h *Heat) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := h.db.Query(ctx, in, optFns...)
@@ -510,7 +520,7 @@ func (h *Heat) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...fun
 	return out, err
 }
 
-// TransactWriteItems implements asyncevent.DynamoDB.
+// TransactWriteItems implements ddb.API.
 func (h *Heat) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
 	out, err := h.db.TransactWriteItems(ctx, in, optFns...)
@@ -563,22 +573,22 @@ func (h *Heat) forget(key map[string]types.AttributeValue) {
 	}
 }
 
-// CreateTable implements asyncevent.DynamoDB.
+// CreateTable implements ddb.API.
 func (h *Heat) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
 	return h.db.CreateTable(ctx, in, optFns...)
 }
 
-// DescribeTable implements asyncevent.DynamoDB.
+// DescribeTable implements ddb.API.
 func (h *Heat) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	return h.db.DescribeTable(ctx, in, optFns...)
 }
 
-// DescribeTimeToLive implements asyncevent.DynamoDB.
+// DescribeTimeToLive implements ddb.API.
 func (h *Heat) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
 	return h.db.DescribeTimeToLive(ctx, in, optFns...)
 }
 
-// UpdateTimeToLive implements asyncevent.DynamoDB.
+// UpdateTimeToLive implements ddb.API.
 func (h *Heat) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
 	return h.db.UpdateTimeToLive(ctx, in, optFns...)
 }

@@ -49,8 +49,8 @@ func TestIndexesAreTheTables(t *testing.T) {
 func TestHeatAttributesUnitsToPartitionKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	heat := metered.NewHeat(asynceventtest.DynamoDB(t))
-	c := asynceventtest.NewTableOn(t, metered.NewCounter(heat), asyncevent.Options{})
+	heat := metered.NewHeat(asynceventtest.DynamoDB(t), kinds)
+	c := asynceventtest.NewTableOn(t, metered.NewCounter(heat, kinds), asyncevent.Options{})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 2})
 	require.NoError(t, err)
 	heat.Reset() // the event's creation is not the spike's
@@ -129,7 +129,7 @@ func TestIndexKeysSetReadsSetClauses(t *testing.T) {
 func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	heat := metered.NewHeat(asynceventtest.DynamoDB(t))
+	heat := metered.NewHeat(asynceventtest.DynamoDB(t), kinds)
 	c := asynceventtest.NewTableOn(t, heat, asyncevent.Options{})
 	const users, seats, shards = 12, 6, 3
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: seats, CapacityShards: shards})
@@ -181,7 +181,7 @@ func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
 func TestHeatFindsTheSerialBound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	heat := metered.NewHeat(asynceventtest.DynamoDB(t))
+	heat := metered.NewHeat(asynceventtest.DynamoDB(t), kinds)
 	c := asynceventtest.NewTableOn(t, heat, asyncevent.Options{})
 	const shards, claimsEach = 2, 5
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

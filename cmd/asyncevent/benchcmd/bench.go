@@ -1,7 +1,7 @@
 // Package benchcmd is the benchmark command of the asyncevent CLI (asyncevent
-// bench): it runs the measuring engine of internal/bench, the library's flows
-// against the same flows on the raw SDK, and holds the figures to the acceptance
-// checks. The CLI runs it through Options: its flags (Register) and its run (Run).
+// bench): it runs the measuring engine of cmd/asyncevent/internal/bench, the
+// library's flows against the same flows on the raw SDK, and holds the figures to
+// the acceptance checks. The CLI runs it through Options: its flags (Register) and its run (Run).
 package benchcmd
 
 import (
@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
-	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit/clikittest"
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }

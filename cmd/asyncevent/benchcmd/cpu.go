@@ -5,8 +5,8 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
-	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
 // The client's CPU per operation against the raw-SDK baseline's (issue 43): at most

@@ -5,9 +5,9 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
 func holdFlowOf(h *bench.Holds, name string) (bench.HoldFlow, bool) {

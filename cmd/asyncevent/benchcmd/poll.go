@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/queue"
 )
@@ -79,7 +79,7 @@ func measurePolls(ctx context.Context, db asyncevent.DynamoDB, table string, o p
 		return nil, err
 	}
 	progress("poll: %s polls of %s waiting requests from %d goroutines on one client", clikit.FormatInt(o.polls), clikit.FormatInt(len(waiting)), o.clients)
-	counter := metered.NewCounter(db)
+	counter := metered.NewCounter(db, bench.ItemKind)
 	node, err := asyncevent.New(counter, asyncevent.Options{TableName: table})
 	if err != nil {
 		return nil, err

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
 // rankedReadsBar is the most extra reads a ranked winner may cost beyond a standard

@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/queue"
 )
@@ -181,8 +181,8 @@ func newDemo(ctx context.Context, e *clikit.Env, o *Options) (*demo, error) {
 		return nil, err
 	}
 	opts.Clock = d.clock.now
-	d.heat = metered.NewHeat(db)
-	d.ingestMeter, d.workerMeter = metered.NewCounter(d.heat), metered.NewCounter(d.heat)
+	d.heat = metered.NewHeat(db, bench.ItemKind)
+	d.ingestMeter, d.workerMeter = metered.NewCounter(d.heat, bench.ItemKind), metered.NewCounter(d.heat, bench.ItemKind)
 	if d.admin, err = asyncevent.New(db, opts); err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func newDemo(ctx context.Context, e *clikit.Env, o *Options) (*demo, error) {
 	if d.workers, err = asyncevent.New(d.workerMeter, opts); err != nil {
 		return nil, err
 	}
-	d.pollMeter = metered.NewCounter(db)
+	d.pollMeter = metered.NewCounter(db, bench.ItemKind)
 	if d.polls, err = asyncevent.New(d.pollMeter, opts); err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/clikit"
-	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
 // holdsOptions are the flags of the demo's sale with holds.

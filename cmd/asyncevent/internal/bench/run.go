@@ -54,6 +54,12 @@ type Config struct {
 	Progress func(format string, args ...any)
 }
 
+// ItemKind names the kind of item of a table key by the library's own parser: the
+// meters of internal/metered, which sit under the library, are handed it.
+func ItemKind(pk, sk string) (entity.Type, error) {
+	return asyncevent.Key{PK: pk, SK: sk}.Entity()
+}
+
 // The defaults of Config.
 const (
 	DefaultRounds  = 5
@@ -210,7 +216,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.setDefaults()
 	lib, raw := &side{name: "lib"}, &side{name: "raw"}
 	for _, sd := range []*side{lib, raw} {
-		sd.counter = metered.NewCounter(cfg.DB)
+		sd.counter = metered.NewCounter(cfg.DB, ItemKind)
 		c, err := asyncevent.New(sd.counter, asyncevent.Options{TableName: cfg.Table, ProgressEvery: -1})
 		if err != nil {
 			return nil, err

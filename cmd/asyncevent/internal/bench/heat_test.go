@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent/asynceventtest"
-	"github.com/asyncevent/asyncevent/internal/bench"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 )
 
 func TestMeasureHeatFindsTheEventsGSI2KeyHottest(t *testing.T) {

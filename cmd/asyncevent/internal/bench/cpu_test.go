@@ -9,7 +9,8 @@ import (
 )
 
 // BenchmarkClientCPU is each flow of the client's CPU on an Instant endpoint, on the
-// library and on the baseline (go test -run '^$' -bench ClientCPU ./internal/bench).
+// library and on the baseline
+// (go test -run '^$' -bench ClientCPU ./cmd/asyncevent/internal/bench).
 func BenchmarkClientCPU(b *testing.B) {
 	ctx := context.Background()
 	flows, err := cpuFlows(ctx)

@@ -122,7 +122,7 @@ func workerWinRanked(ctx context.Context, cfg Config, sd *side, st *roundState, 
 		return wantWinners(&out, ev.n)
 	}
 
-	counter := metered.NewCounter(cfg.DB)
+	counter := metered.NewCounter(cfg.DB, ItemKind)
 	client, err := asyncevent.New(counter, asyncevent.Options{TableName: cfg.Table, ProgressEvery: -1})
 	if err != nil {
 		return err

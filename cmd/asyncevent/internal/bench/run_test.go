@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/cmd/asyncevent/internal/bench"
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/bench"
 )
 
 func TestMain(m *testing.M) { asynceventtest.Main(m) }

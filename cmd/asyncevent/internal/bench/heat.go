@@ -153,7 +153,7 @@ func MeasureHeat(ctx context.Context, cfg HeatConfig) (*LayoutHeat, error) {
 	if err != nil {
 		return nil, err
 	}
-	heat := metered.NewHeat(cfg.DB)
+	heat := metered.NewHeat(cfg.DB, ItemKind)
 	var skipped atomic.Int64 // how far a pre-queue's clock has skipped to its start
 	clock := func() time.Time { return time.Now().Add(time.Duration(skipped.Load())) }
 	client, err := asyncevent.New(heat, asyncevent.Options{TableName: cfg.Table, Clock: clock})
