@@ -1,20 +1,18 @@
 package asyncevent
 
 import (
-	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/asyncevent/asyncevent/draw"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/drawrun"
 	"github.com/asyncevent/asyncevent/seed"
 )
 
@@ -240,17 +238,17 @@ func (c *Client) getDraw(ctx context.Context, eventID string) (*DrawRecord, erro
 // request that landed since by the rule above; on an announced event it returns the
 // stored result.
 func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) {
-	o, err := c.openDraw(ctx, eventID, false)
+	o, err := c.openDraw(ctx, eventID, drawrun.Lottery)
 	if err != nil {
 		return nil, err
 	}
-	cfg, record, onTable, ids := o.cfg, o.record, o.onTable, o.ids
-	winners := draw.Winners(o.revealed, ids, int(record.WinnerCount))
+	record := o.record
+	winners := draw.Winners(o.run.Seed, o.run.IDs, int(record.WinnerCount))
 	if record.Phase != PhaseAnnounced {
-		if err := c.finaliseEntries(ctx, cfg, ids, onTable, winners); err != nil {
+		if err := drawrun.Finalise(ctx, o.store, o.conf, o.run, winners); err != nil {
 			return nil, err
 		}
-		if record, err = c.announceDraw(ctx, cfg); err != nil {
+		if record, err = c.announceDraw(ctx, o.store.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -258,174 +256,54 @@ func (c *Client) Draw(ctx context.Context, eventID string) (*DrawResult, error) 
 }
 
 // openedDraw is where a draw or a pre-queue's serve stands once opened (openDraw):
-// the event's config as frozen, its Draw record, the requests GSI2 showed before the
-// cutoff, the recorded entries by ID, and the revealed seed.
+// its run's configuration, its store (holding the event's config as frozen), the Draw
+// record as last read, and what the opening found (the requests GSI2 showed before
+// the cutoff, the recorded entries by ID, the revealed seed).
 type openedDraw struct {
-	cfg      *eventItem
-	record   *DrawRecord
-	onTable  []drawEntry
-	ids      []string
-	revealed []byte
+	conf   drawrun.Config
+	store  *drawStore
+	record *DrawRecord
+	run    *drawrun.Opened
 }
 
-// openDraw is how Draw (prequeue false) and ServePrequeue (true) begin: the event,
-// which must have that kind of draw (ErrNotLottery, ErrNoPrequeue), refused before
-// DrawOpensAt (ErrDrawTooEarly), its entries frozen and recorded (frozenSet: a draw
+// openDraw is how Draw (drawrun.Lottery) and ServePrequeue (drawrun.Prequeue) begin:
+// the event, which must have that kind of draw (ErrNotLottery, ErrNoPrequeue), refused
+// before DrawOpensAt (ErrDrawTooEarly), its entries frozen and recorded (a draw
 // collects its entries, a serve keeps every request) and read back from the record,
-// the seed revealed.
-func (c *Client) openDraw(ctx context.Context, eventID string, prequeue bool) (*openedDraw, error) {
+// the seed revealed: drawrun.Open, over the event's drawStore.
+func (c *Client) openDraw(ctx context.Context, eventID string, kind drawrun.Kind) (*openedDraw, error) {
 	cfg, err := c.getEvent(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
-	keep, what := c.collectForDraw, eventID+" can be drawn"
+	what := eventID + " can be drawn"
 	switch {
-	case prequeue && cfg.prequeueUntil() == 0:
+	case kind == drawrun.Prequeue && cfg.prequeueUntil() == 0:
 		return nil, fmt.Errorf("%w: %s", ErrNoPrequeue, eventID)
-	case prequeue:
-		keep, what = func(_ context.Context, all []drawEntry) ([]drawEntry, error) { return all, nil }, "the pre-queue of "+eventID+" can be served"
+	case kind == drawrun.Prequeue:
+		what = "the pre-queue of " + eventID + " can be served"
 	case cfg.EventType != Lottery:
 		return nil, fmt.Errorf("%w: %s is %s", ErrNotLottery, eventID, cfg.EventType)
 	}
 	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); c.now() < opens {
 		return nil, fmt.Errorf("%w: %s from %s", ErrDrawTooEarly, what, opens.Time())
 	}
-	o := &openedDraw{}
-	if o.cfg, o.record, o.onTable, err = c.frozenSet(ctx, cfg, keep); err != nil {
+	o := &openedDraw{conf: c.drawRun(cfg.EventID, kind), store: &drawStore{c: c, cfg: cfg}}
+	if o.run, err = drawrun.Open(ctx, o.store, o.conf); err != nil {
 		return nil, err
 	}
-	if o.ids, o.revealed, err = c.drawnSet(ctx, o.cfg, o.record); err != nil {
-		return nil, err
-	}
+	o.record = o.store.record
 	return o, nil
 }
 
-// frozenSet takes a draw or a pre-queue's serve from wherever it stands to a record
-// of its entries: the seed checked against the commitment, the freeze, then, unless
-// the record names the entries already, the requests queued before `before` read from
-// GSI2, kept by keep (the draw collects its entries; the serve keeps every request),
-// and recorded. It returns the Draw record and the requests before `before` as GSI2
-// showed them (the recorded set and what landed since).
-//
-// The set is read under the event's config as it stands once frozen, not as cfg
-// had it: ExtendEvent moves the cutoff or the start only while the Draw record is
-// COLLECTING, so from the freeze on they are the event's for good, whoever froze it;
-// a draw whose clock has not passed them plus the settle window is ErrDrawTooEarly
-// (frozen, nothing recorded: run it again). It returns that config.
-func (c *Client) frozenSet(ctx context.Context, cfg *eventItem, keep func(context.Context, []drawEntry) ([]drawEntry, error)) (*eventItem, *DrawRecord, []drawEntry, error) {
-	record, err := c.getDraw(ctx, cfg.EventID)
-	if err != nil {
-		return nil, nil, nil, err
+// drawRun configures a run of the draw of kind of eventID on this client.
+func (c *Client) drawRun(eventID string, kind drawrun.Kind) drawrun.Config {
+	return drawrun.Config{
+		EventID: eventID, Kind: kind, Concurrency: c.opts.DrawConcurrency,
+		Now:      func() int64 { return int64(c.now()) },
+		Reread:   c.opts.DrawSettleWindow + bookkeepingTimeout,
+		Mismatch: ErrDrawMismatch, TooEarly: ErrDrawTooEarly,
 	}
-	var seedHex string
-	if record.EntriesHash == "" {
-		if seedHex, err = c.revealSeed(ctx, cfg, record); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	if record.Phase == PhaseCollecting {
-		if record, err = c.freezeDraw(ctx, cfg); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	if cfg, err = c.getEvent(ctx, cfg.EventID); err != nil {
-		return nil, nil, nil, err
-	}
-	before := cfg.entriesCutoff() + 1
-	if opens := cfg.drawOpensAt(c.opts.DrawSettleWindow); record.EntriesHash == "" && c.now() < opens {
-		return nil, nil, nil, fmt.Errorf("%w: %s was frozen under entries until %s, and can be drawn from %s", ErrDrawTooEarly, cfg.EventID, before.Time(), opens.Time())
-	}
-	onTable, err := c.queueOrder(ctx, cfg.EventID, before, true)
-	if err != nil || record.EntriesHash != "" {
-		return cfg, record, onTable, err
-	}
-	entries, err := keep(ctx, onTable)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.RequestID
-	}
-	if record, err = c.recordEntries(ctx, cfg, ids, seedHex); err != nil {
-		return nil, nil, nil, err
-	}
-	// What landed between the read and the record is answered now, not left to the
-	// workers and Sweep: the requests queued in the last moments before `before`
-	// (where a put held past the fence, or sent by a clock behind, falls) are read
-	// again. Liveness only: one queued earlier that lands later still gets its answer
-	// from a worker, or Sweep.
-	tail, err := c.queueBetween(ctx, cfg.EventID, before-EpochMillis((c.opts.DrawSettleWindow+bookkeepingTimeout)/time.Millisecond), before)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return cfg, record, mergeEntries(onTable, tail), nil
-}
-
-// mergeEntries returns the requests of a and b, in queue order, b's view of a request
-// in both replacing a's.
-func mergeEntries(a, b []drawEntry) []drawEntry {
-	fresh := make(map[string]drawEntry, len(b))
-	for _, e := range b {
-		fresh[e.RequestID] = e
-	}
-	merged := make([]drawEntry, 0, len(a)+len(b))
-	for _, e := range a {
-		if f, ok := fresh[e.RequestID]; ok {
-			e = f
-			delete(fresh, e.RequestID)
-		}
-		merged = append(merged, e)
-	}
-	for _, e := range b {
-		if _, ok := fresh[e.RequestID]; ok {
-			merged = append(merged, e)
-		}
-	}
-	slices.SortStableFunc(merged, inQueueOrder)
-	return merged
-}
-
-// drawnSet reads back the entries the record names (recordedEntries) and the revealed
-// seed. A record from before the entries were recorded by name is read as it was
-// drawn: the entries on the table now, which must hash as recorded.
-func (c *Client) drawnSet(ctx context.Context, cfg *eventItem, record *DrawRecord) ([]string, []byte, error) {
-	ids, err := c.recordedEntries(ctx, cfg.EventID, record)
-	if errors.Is(err, errRecordedBefore) {
-		ids, err = c.entriesOnTable(ctx, cfg, record)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	revealed, err := hex.DecodeString(record.Seed)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: the stored seed is not hex: %w", cfg.EventID, err)
-	}
-	return ids, revealed, nil
-}
-
-// entriesOnTable reads the entries of a draw recorded by count and hash only from
-// GSI2, as that version did, and checks them against the record.
-func (c *Client) entriesOnTable(ctx context.Context, cfg *eventItem, record *DrawRecord) ([]string, error) {
-	before := cfg.LotteryCutoffAt + 1
-	if cfg.EventType != Lottery {
-		before = cfg.prequeueUntil()
-	}
-	all, err := c.queueOrder(ctx, cfg.EventID, before, true)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range all {
-		if cfg.EventType != Lottery || e.isEntry() {
-			ids = append(ids, e.RequestID)
-		}
-	}
-	if h := draw.EntriesHash(ids); int64(len(ids)) != record.EntryCount || h != record.EntriesHash {
-		return nil, fmt.Errorf("%w: %s froze %d entries (hash %s), the table now has %d (hash %s)",
-			ErrDrawMismatch, cfg.EventID, record.EntryCount, record.EntriesHash, len(ids), h)
-	}
-	return ids, nil
 }
 
 // drawOpensAt is when Draw may begin: the cutoff plus the settle window. Ingest ends
@@ -480,56 +358,41 @@ type drawEntry struct {
 // isEntry reports whether a request queued by the cutoff takes part in the draw:
 // waiting for it (collected by a worker or not), or finalised by it.
 func (e drawEntry) isEntry() bool {
-	return e.Status == StatusQueued || e.Status == StatusReceived ||
-		e.Status == StatusSucceeded && e.ResultCode == ResultSuccess ||
-		e.Status == StatusRejected && e.ResultCode == ResultLotteryLose
+	return drawState(e.Status, e.ResultCode).IsEntry()
 }
 
-// collectForDraw keeps the lottery's entries of the requests GSI2 showed queued by
-// the cutoff, having collected, with the "lottery entry collected" row, each one the
-// index shows not collected yet. A collected entry can no longer fail (the "entry
-// failure" row's condition), so the set the draw records stays the set it
-// finalises whatever failure lands later; GSI2 is read eventually consistent, so an
-// entry whose collect is refused is taken as the refusal found it: collected by a
-// worker meanwhile (an entry), or failed (no entry).
-func (c *Client) collectForDraw(ctx context.Context, onTable []drawEntry) ([]drawEntry, error) {
-	var entries []drawEntry
-	for _, e := range onTable {
-		if e.isEntry() {
-			entries = append(entries, e)
-		}
+// drawState is where a request in status s with code stands for a run of the draw.
+func drawState(s Status, code ResultCode) drawrun.State {
+	switch {
+	case s == StatusSucceeded && code == ResultSuccess:
+		return drawrun.Won
+	case s == StatusRejected && code == ResultLotteryLose:
+		return drawrun.Lost
+	case s.IsTerminal():
+		return drawrun.Final
+	case s == StatusHeld || s == StatusWaitlisted:
+		return drawrun.Decided
+	case s == StatusProcessing:
+		return drawrun.Deciding
+	case s == StatusReceived || s == StatusQueued:
+		return drawrun.Waiting
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
-	err := c.eachChunk(ctx, len(entries), func(i int) error {
-		e := &entries[i]
-		if e.StartedAt != 0 || e.Status.IsTerminal() {
-			return nil
-		}
-		t, err := c.collectEntry(ctx, e.RequestID)
-		if err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-			return nil
-		}
-		if !t.Applied {
-			e.Status, e.ResultCode, e.StartedAt = t.current.Status, t.current.ResultCode, t.current.StartedAt
-		}
-		return nil
-	})
-	if err = errors.Join(append(errs, err)...); err != nil {
-		return nil, fmt.Errorf("draw: collecting the entries: %w", err)
+	return drawrun.Unread
+}
+
+// run is e as a run of the draw reads it.
+func (e drawEntry) run() drawrun.Entry {
+	return drawrun.Entry{
+		RequestID: e.RequestID, UserID: e.UserID, RequestedAt: int64(e.RequestedAt), QueuedAt: int64(e.QueuedAt),
+		State: drawState(e.Status, e.ResultCode), Collected: e.StartedAt != 0, Seated: wonSeat(e.stored()),
+		Status: string(e.Status), ResultCode: string(e.ResultCode),
 	}
-	kept := entries[:0]
-	for _, e := range entries {
-		if e.isEntry() {
-			kept = append(kept, e)
-		}
-	}
-	return kept, nil
+}
+
+// drawEntryOf is what the draw reads of a request read by its item.
+func drawEntryOf(r *storedRequest) drawEntry {
+	return drawEntry{RequestID: r.RequestID, UserID: r.UserID, RequestedAt: r.RequestedAt, Status: r.Status, ResultCode: r.ResultCode,
+		QueuedAt: r.QueuedAt, StartedAt: r.StartedAt, HoldExpiresAt: r.HoldExpiresAt, SeatShard: r.SeatShard}
 }
 
 // queueOrder reads an event's requests from GSI2 in queue order, with just the fields
@@ -574,7 +437,7 @@ func (c *Client) queueRows(ctx context.Context, eventID string, sk expression.Ke
 
 // inQueueOrder orders requests by (queuedAt, requestId).
 func inQueueOrder(a, b drawEntry) int {
-	return cmp.Or(cmp.Compare(a.QueuedAt, b.QueuedAt), strings.Compare(a.RequestID, b.RequestID))
+	return drawrun.CompareQueued(int64(a.QueuedAt), a.RequestID, int64(b.QueuedAt), b.RequestID)
 }
 
 // freezeDraw moves the draw from COLLECTING to DRAWING. When another Draw froze it
@@ -587,24 +450,6 @@ func (c *Client) freezeDraw(ctx context.Context, cfg *eventItem) (*DrawRecord, e
 			return nil, fmt.Errorf("%w: the cutoff or start of %s moved since it was read (ExtendEvent): run it again", ErrDrawTooEarly, cfg.EventID)
 		}
 		return nil, err
-	}
-	return c.getDraw(ctx, cfg.EventID)
-}
-
-// recordEntries records the entries ids a DRAWING draw (or serve) read, by name
-// (their chunks) and then by count and hash, revealing the seed. When another call
-// recorded them first, it returns that one's record: its set stands.
-func (c *Client) recordEntries(ctx context.Context, cfg *eventItem, ids []string, seedHex string) (*DrawRecord, error) {
-	hash, chunks, err := c.writeEntries(ctx, cfg.EventID, ids)
-	if err != nil {
-		return nil, err
-	}
-	key, _ := NewEventKey(cfg.EventID, EventItemDraw)
-	err = c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{
-		pEntryCount: int64(len(ids)), pEntriesHash: hash, pEntryChunks: int64(chunks), pSeed: seedHex}}})
-	var lost *conditionLost
-	if err != nil && !errors.As(err, &lost) {
-		return nil, fmt.Errorf("draw %s: %s: %w", cfg.EventID, drawEntriesRow.name, err)
 	}
 	return c.getDraw(ctx, cfg.EventID)
 }
@@ -634,63 +479,6 @@ func (c *Client) movePhase(ctx context.Context, eventID string, draw, config *ro
 	}
 	if err != nil {
 		return fmt.Errorf("draw %s: %s: %w", eventID, draw.name, err)
-	}
-	return nil
-}
-
-// finaliseEntries writes the result of each recorded entry, DrawConcurrency at a
-// time, reading again, strongly consistent, one GSI2 did not show; then answers the
-// requests that are not in the record and still wait: those queued by the cutoff
-// (their put landed after the record) end REJECTED_NOT_DRAWN, those queued after it
-// REJECTED_CLOSED.
-func (c *Client) finaliseEntries(ctx context.Context, cfg *eventItem, recorded []string, onTable []drawEntry, winners []string) error {
-	won := make(map[string]bool, len(winners))
-	for _, id := range winners {
-		won[id] = true
-	}
-	inRecord := make(map[string]bool, len(recorded))
-	for _, id := range recorded {
-		inRecord[id] = true
-	}
-	byID := make(map[string]drawEntry, len(onTable))
-	for _, e := range onTable {
-		byID[e.RequestID] = e
-	}
-	late, err := c.queueOrder(ctx, cfg.EventID, cfg.LotteryCutoffAt+1, false)
-	if err != nil {
-		return err
-	}
-	var jobs []func() error
-	for _, id := range recorded {
-		jobs = append(jobs, func() error {
-			e, ok := byID[id]
-			if !ok {
-				r, err := c.getRequest(ctx, id, true)
-				switch {
-				case errors.Is(err, ErrNotFound):
-					return fmt.Errorf("%w: recorded entry %s is gone from the table", ErrDrawMismatch, id)
-				case err != nil:
-					return err
-				case r.EventID != cfg.EventID || r.QueuedAt == 0 || r.QueuedAt > cfg.LotteryCutoffAt:
-					return fmt.Errorf("%w: recorded entry %s is no request of %s queued by its cutoff", ErrDrawMismatch, id, cfg.EventID)
-				}
-				e = drawEntry{RequestID: id, Status: r.Status, ResultCode: r.ResultCode}
-			}
-			return c.finaliseEntry(ctx, e, won[id])
-		})
-	}
-	for _, e := range onTable {
-		if !inRecord[e.RequestID] && (e.Status == StatusQueued || e.Status == StatusReceived) {
-			jobs = append(jobs, func() error { _, err := c.markNotDrawn(ctx, e.RequestID); return err })
-		}
-	}
-	for _, e := range late {
-		if e.Status == StatusQueued || e.Status == StatusReceived {
-			jobs = append(jobs, func() error { _, err := c.MarkClosed(ctx, e.RequestID); return err })
-		}
-	}
-	if err := c.eachChunk(ctx, len(jobs), func(i int) error { return jobs[i]() }); err != nil {
-		return fmt.Errorf("draw %s: entries not finalised, run Draw again: %w", cfg.EventID, err)
 	}
 	return nil
 }
@@ -726,6 +514,137 @@ func (c *Client) finaliseEntry(ctx context.Context, e drawEntry, won bool) error
 		return drawnAs(e.RequestID, t.current.Status, t.current.ResultCode, won)
 	}
 	return nil
+}
+
+// drawStore is an event's table as a run of its draw sees it (drawrun.Store, Results
+// and Seats): each method is the row, or the read, that it names. It works under cfg,
+// the event's config as read before the run and, from Refresh on, as frozen; record
+// is the Draw record as it last read it, whole; p is ServePrequeue's processor, which
+// decides the entries of its waves.
+type drawStore struct {
+	c      *Client
+	cfg    *eventItem
+	record *DrawRecord
+	p      *Processor
+}
+
+// keep keeps r as the Draw record last read.
+func (s *drawStore) keep(r *DrawRecord, err error) (drawrun.Record, error) {
+	if err != nil {
+		return drawrun.Record{}, err
+	}
+	s.record = r
+	return drawrun.Record{Collecting: r.Phase == PhaseCollecting, Seed: r.Seed,
+		EntryCount: r.EntryCount, EntriesHash: r.EntriesHash, EntryChunks: r.EntryChunks}, nil
+}
+
+// Record reads the Draw record: GetItem PK EVENT#<eventId>, SK DRAW, strongly
+// consistent.
+func (s *drawStore) Record(ctx context.Context) (drawrun.Record, error) {
+	return s.keep(s.c.getDraw(ctx, s.cfg.EventID))
+}
+
+// Reveal returns the seed the record of the entries reveals (revealSeed).
+func (s *drawStore) Reveal(ctx context.Context) (string, error) {
+	return s.c.revealSeed(ctx, s.cfg, s.record)
+}
+
+// Freeze moves the draw from COLLECTING to DRAWING (freezeDraw).
+func (s *drawStore) Freeze(ctx context.Context) (drawrun.Record, error) {
+	return s.keep(s.c.freezeDraw(ctx, s.cfg))
+}
+
+// Refresh reads the event's config: GetItem PK EVENT#<eventId>, SK CONFIG, strongly
+// consistent.
+func (s *drawStore) Refresh(ctx context.Context) (drawrun.Bounds, error) {
+	cfg, err := s.c.getEvent(ctx, s.cfg.EventID)
+	if err != nil {
+		return drawrun.Bounds{}, err
+	}
+	s.cfg = cfg
+	return drawrun.Bounds{Before: int64(cfg.entriesCutoff() + 1), OpensAt: int64(cfg.drawOpensAt(s.c.opts.DrawSettleWindow))}, nil
+}
+
+// Before reads the requests queued before t from GSI2 (queueOrder).
+func (s *drawStore) Before(ctx context.Context, t int64) ([]drawrun.Entry, error) {
+	return runEntries(s.c.queueOrder(ctx, s.cfg.EventID, EpochMillis(t), true))
+}
+
+// From reads the requests queued at t or later from GSI2 (queueOrder).
+func (s *drawStore) From(ctx context.Context, t int64) ([]drawrun.Entry, error) {
+	return runEntries(s.c.queueOrder(ctx, s.cfg.EventID, EpochMillis(t), false))
+}
+
+// Between reads the requests queued at from or later and before to from GSI2
+// (queueBetween).
+func (s *drawStore) Between(ctx context.Context, from, to int64) ([]drawrun.Entry, error) {
+	return runEntries(s.c.queueBetween(ctx, s.cfg.EventID, EpochMillis(from), EpochMillis(to)))
+}
+
+// runEntries are rows of GSI2 as a run of the draw reads them.
+func runEntries(rows []drawEntry, err error) ([]drawrun.Entry, error) {
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]drawrun.Entry, len(rows))
+	for i, e := range rows {
+		entries[i] = e.run()
+	}
+	return entries, nil
+}
+
+// Request reads a request: GetItem PK REQ#<requestId>, SK META, strongly consistent.
+func (s *drawStore) Request(ctx context.Context, id string) (drawrun.Entry, error) {
+	r, err := s.c.getRequest(ctx, id, true)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return drawrun.Entry{}, &drawrun.NotFoundError{Err: err}
+	case err != nil:
+		return drawrun.Entry{}, err
+	}
+	e := drawEntryOf(r).run()
+	e.EventID = r.EventID
+	return e, nil
+}
+
+// Collect is the "lottery entry collected" row (collectEntry).
+func (s *drawStore) Collect(ctx context.Context, id string) (bool, drawrun.Entry, error) {
+	t, err := s.c.collectEntry(ctx, id)
+	if err != nil || t.Applied {
+		return t.Applied, drawrun.Entry{}, err
+	}
+	return false, drawEntryOf(t.current).run(), nil
+}
+
+// RecordEntries is the "draw: record the entries" row: UpdateItem PK EVENT#<eventId>,
+// SK DRAW, SET entryCount, entriesHash, entryChunks and seed; condition phase =
+// DRAWING AND attribute_not_exists(entriesHash). A lost condition is not an error.
+func (s *drawStore) RecordEntries(ctx context.Context, count int64, hash string, chunks int64, seed string) error {
+	key, _ := NewEventKey(s.cfg.EventID, EventItemDraw)
+	err := s.c.do(ctx, txOptions{}, []write{{row: &drawEntriesRow, key: key.Key(), args: args{
+		pEntryCount: count, pEntriesHash: hash, pEntryChunks: chunks, pSeed: seed}}})
+	var lost *conditionLost
+	if err != nil && !errors.As(err, &lost) {
+		return fmt.Errorf("draw %s: %s: %w", s.cfg.EventID, drawEntriesRow.name, err)
+	}
+	return nil
+}
+
+// Finalise writes an entry's result (finaliseEntry).
+func (s *drawStore) Finalise(ctx context.Context, e drawrun.Entry, won bool) error {
+	return s.c.finaliseEntry(ctx, drawEntry{RequestID: e.RequestID, Status: Status(e.Status), ResultCode: ResultCode(e.ResultCode)}, won)
+}
+
+// NotDrawn is the "lottery result (not drawn)" row (markNotDrawn).
+func (s *drawStore) NotDrawn(ctx context.Context, id string) error {
+	_, err := s.c.markNotDrawn(ctx, id)
+	return err
+}
+
+// Close is the "lottery result (closed)" row (MarkClosed).
+func (s *drawStore) Close(ctx context.Context, id string) error {
+	_, err := s.c.MarkClosed(ctx, id)
+	return err
 }
 
 // OK reports whether the draw checks out.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/asyncevent/asyncevent/draw"
+	"github.com/asyncevent/asyncevent/internal/drawrun"
 )
 
 // Verifying a draw: anyone holding the DRAW record, its recorded entries and the
@@ -78,17 +79,13 @@ func (c *Client) verifiedSet(ctx context.Context, cfg *eventItem, record *DrawRe
 // and that keep takes for what would have been entries: they reached the table after
 // the record, and the record shows them absent.
 func lateArrivals(ids []string, onTable []drawEntry, keep func(drawEntry) bool) []string {
-	inRecord := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		inRecord[id] = true
-	}
-	var late []string
+	var kept []string
 	for _, e := range onTable {
-		if !inRecord[e.RequestID] && keep(e) {
-			late = append(late, e.RequestID)
+		if keep(e) {
+			kept = append(kept, e.RequestID)
 		}
 	}
-	return late
+	return drawrun.Late(ids, kept)
 }
 
 // Verification is what VerifyDraw found.

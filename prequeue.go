@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent/draw"
+	"github.com/asyncevent/asyncevent/internal/drawrun"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -133,58 +134,29 @@ type PrequeueResult struct {
 // that arrives while a wave of refusals is in flight goes to whichever entry of it
 // asks first, as it would to any request after a refusal.
 func (c *Client) ServePrequeue(ctx context.Context, eventID string) (*PrequeueResult, error) {
-	o, err := c.openDraw(ctx, eventID, true)
+	o, err := c.openDraw(ctx, eventID, drawrun.Prequeue)
 	if err != nil {
 		return nil, err
 	}
-	cfg, record, onTable, ids := o.cfg, o.record, o.onTable, o.ids
-	res := &PrequeueResult{Order: draw.Order(o.revealed, ids), Late: lateArrivals(ids, onTable, func(drawEntry) bool { return true })}
+	record := o.record
+	res := &PrequeueResult{Order: draw.Order(o.run.Seed, o.run.IDs), Late: o.run.Late()}
 	if record.Phase != PhaseAnnounced {
-		byID, err := c.servedEntries(ctx, cfg, ids, onTable)
-		if err != nil {
-			return nil, err
-		}
+		o.store.p = NewProcessor(c, ProcessOptions{LeaseDuration: prequeueLease})
+		o.store.p.serving = true
 		// The late arrivals join the sale's line after the drawn order, in queue
 		// order, ahead of the sale's clicks (queued from the start on).
-		if res.Served, err = c.serveEntries(ctx, cfg, append(slices.Clone(res.Order), res.Late...), byID); err != nil {
+		if res.Served, err = drawrun.Serve(ctx, o.store, o.conf, o.run, append(slices.Clone(res.Order), res.Late...)); err != nil {
 			return nil, err
 		}
-		if record, err = c.announceDraw(ctx, cfg); err != nil {
+		if record, err = c.announceDraw(ctx, o.store.cfg); err != nil {
 			return nil, err
 		}
 	}
 	res.Record = *record
-	if res.Winners, err = c.prequeueWinners(ctx, cfg, res.Order); err != nil {
+	if res.Winners, err = drawrun.Winners(ctx, o.store, o.run.Before, res.Order); err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-// servedEntries returns the requests a serve decides by ID: those GSI2 showed, and
-// each recorded entry it did not show read with a strongly consistent GetItem; a
-// recorded entry gone from the table is ErrDrawMismatch.
-func (c *Client) servedEntries(ctx context.Context, cfg *eventItem, recorded []string, onTable []drawEntry) (map[string]drawEntry, error) {
-	byID := make(map[string]drawEntry, len(onTable))
-	for _, e := range onTable {
-		byID[e.RequestID] = e
-	}
-	for _, id := range recorded {
-		if _, ok := byID[id]; ok {
-			continue
-		}
-		r, err := c.getRequest(ctx, id, true)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			return nil, fmt.Errorf("%w: recorded entry %s is gone from the table", ErrDrawMismatch, id)
-		case err != nil:
-			return nil, err
-		case r.EventID != cfg.EventID || r.QueuedAt == 0 || r.QueuedAt >= cfg.prequeueUntil():
-			return nil, fmt.Errorf("%w: recorded entry %s is no request of %s queued before its start", ErrDrawMismatch, id, cfg.EventID)
-		}
-		byID[id] = drawEntry{RequestID: id, UserID: r.UserID, RequestedAt: r.RequestedAt, Status: r.Status, ResultCode: r.ResultCode,
-			QueuedAt: r.QueuedAt, StartedAt: r.StartedAt, HoldExpiresAt: r.HoldExpiresAt, SeatShard: r.SeatShard}
-	}
-	return byID, nil
 }
 
 // prequeueEntries reads every request of the event queued before its start from GSI2,
@@ -193,48 +165,20 @@ func (c *Client) prequeueEntries(ctx context.Context, cfg *eventItem) ([]drawEnt
 	return c.queueOrder(ctx, cfg.EventID, cfg.prequeueUntil(), true)
 }
 
-// serveEntries serves the entries in order, skipping those decided already, and
-// returns how many it served.
-func (c *Client) serveEntries(ctx context.Context, cfg *eventItem, order []string, byID map[string]drawEntry) (int, error) {
-	p := NewProcessor(c, ProcessOptions{LeaseDuration: prequeueLease})
-	p.serving = true
-	var waiting []drawEntry
-	for _, id := range order {
-		if e := byID[id]; !e.Status.IsTerminal() {
-			waiting = append(waiting, e)
-		}
-	}
-	served := 0
-	for len(waiting) > 0 {
-		// The seats left, read strongly consistent before each wave: every claim of
-		// an entry decided so far has landed or never will (a token or a fence stops
-		// it), so a wave no larger never takes a seat an entry before it needs.
-		left, err := c.seatsLeft(ctx, cfg)
-		if err != nil {
-			return served, err
-		}
-		// No seat left: the next entries are refused, many at once (a seat that
-		// reaches the pool meanwhile, added or given back, goes to whichever asks
-		// first, as it would to any request after a refusal); the seats are read
-		// again before each such wave.
-		n, at := min(len(waiting), refuseConcurrency*c.opts.DrawConcurrency), refuseConcurrency*c.opts.DrawConcurrency
-		if left > 0 {
-			n, at = int(min(int64(c.opts.DrawConcurrency), left, int64(len(waiting)))), c.opts.DrawConcurrency
-		}
-		if err := c.serveWave(ctx, p, cfg, waiting[:n], at); err != nil {
-			return served, err
-		}
-		served += n
-		waiting = waiting[n:]
-	}
-	return served, nil
+// SeatsLeft reads the seats an entry's claim may take (seatsLeft).
+func (s *drawStore) SeatsLeft(ctx context.Context) (int64, error) {
+	return s.c.seatsLeft(ctx, s.cfg)
 }
 
-// refuseConcurrency is how many times DrawConcurrency entries the serve refuses at
-// once, once no seat is left: a refusal is a look at the entry's home shard and one
-// write of the request, spread over the event's index shards, and the order no longer
-// matters.
-const refuseConcurrency = 4
+// ServeWave serves a wave of the pre-queue's entries with ServePrequeue's processor
+// (serveWave).
+func (s *drawStore) ServeWave(ctx context.Context, wave []drawrun.Entry, at int) error {
+	entries := make([]drawEntry, len(wave))
+	for i, e := range wave {
+		entries[i] = drawEntry{RequestID: e.RequestID, UserID: e.UserID, RequestedAt: EpochMillis(e.RequestedAt), QueuedAt: EpochMillis(e.QueuedAt)}
+	}
+	return s.c.serveWave(ctx, s.p, s.cfg, entries, at)
+}
 
 // serveWave serves entries, at most at a time at once.
 func (c *Client) serveWave(ctx context.Context, p *Processor, cfg *eventItem, entries []drawEntry, at int) error {
@@ -324,34 +268,6 @@ func (c *Client) seatsLeft(ctx context.Context, cfg *eventItem) (int64, error) {
 		return 0, fmt.Errorf("the pool of %s: %w", cfg.EventID, err)
 	}
 	return capacity.CapacityRemaining + pool.CapacityRemaining, nil
-}
-
-// prequeueWinners returns the entries of order that won a seat, in order: each as a
-// fresh read of GSI2 shows it, and read again strongly consistent only where the index
-// still shows it undecided (it lags the serve's last writes by a moment), not a
-// GetItem per entry.
-func (c *Client) prequeueWinners(ctx context.Context, cfg *eventItem, order []string) ([]string, error) {
-	entries, err := c.prequeueEntries(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	onIndex := make(map[string]drawEntry, len(entries))
-	for _, e := range entries {
-		onIndex[e.RequestID] = e
-	}
-	var winners []string
-	for _, id := range order {
-		r := onIndex[id].stored()
-		if !r.Status.IsTerminal() && r.Status != StatusHeld && r.Status != StatusWaitlisted {
-			if r, err = c.getRequest(ctx, id, true); err != nil {
-				return nil, err
-			}
-		}
-		if wonSeat(r) {
-			winners = append(winners, id)
-		}
-	}
-	return winners, nil
 }
 
 // stored is what e tells of its request, as the request item would.
