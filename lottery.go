@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/asyncevent/asyncevent/draw"
@@ -645,19 +644,4 @@ func (s *drawStore) NotDrawn(ctx context.Context, id string) error {
 func (s *drawStore) Close(ctx context.Context, id string) error {
 	_, err := s.c.MarkClosed(ctx, id)
 	return err
-}
-
-// OK reports whether the draw checks out.
-func (v *Verification) OK() bool { return len(v.Problems) == 0 }
-
-// String is a human summary.
-func (v *Verification) String() string {
-	late := ""
-	if len(v.Late) > 0 {
-		late = fmt.Sprintf(" (%d late arrivals, absent from the record: %s)", len(v.Late), strings.Join(v.Late, ", "))
-	}
-	if v.OK() {
-		return fmt.Sprintf("draw of %s verified: %d entries, %d winners%s", v.EventID, v.EntryCount, len(v.Winners), late)
-	}
-	return fmt.Sprintf("draw of %s does NOT verify: %s%s", v.EventID, strings.Join(v.Problems, "; "), late)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/asyncevent/asyncevent/draw"
 	"github.com/asyncevent/asyncevent/internal/drawrun"
@@ -219,4 +220,19 @@ func checkUnrecordedResults(ids []string, onTable []drawEntry, problem func(form
 			problem("request %s is %s (%s) but is not a recorded entry", e.RequestID, e.Status, e.ResultCode)
 		}
 	}
+}
+
+// OK reports whether the draw checks out.
+func (v *Verification) OK() bool { return len(v.Problems) == 0 }
+
+// String is a human summary.
+func (v *Verification) String() string {
+	late := ""
+	if len(v.Late) > 0 {
+		late = fmt.Sprintf(" (%d late arrivals, absent from the record: %s)", len(v.Late), strings.Join(v.Late, ", "))
+	}
+	if v.OK() {
+		return fmt.Sprintf("draw of %s verified: %d entries, %d winners%s", v.EventID, v.EntryCount, len(v.Winners), late)
+	}
+	return fmt.Sprintf("draw of %s does NOT verify: %s%s", v.EventID, strings.Join(v.Problems, "; "), late)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -355,22 +354,4 @@ var prequeueHolds = []time.Duration{time.Second, 5 * time.Second, 15 * time.Seco
 func prequeueHold(opens, now EpochMillis, receive int) time.Duration {
 	wait := max(opens.Time().Sub(now.Time()), 0)
 	return wait + prequeueHolds[min(max(receive-1, 0), len(prequeueHolds)-1)]
-}
-
-// OK reports whether the pre-queue checks out.
-func (v *PrequeueVerification) OK() bool { return len(v.Problems) == 0 }
-
-// String is a human summary.
-func (v *PrequeueVerification) String() string {
-	late := ""
-	if len(v.Late) > 0 {
-		late = fmt.Sprintf(" (%d late arrivals, absent from the record: %s)", len(v.Late), strings.Join(v.Late, ", "))
-	}
-	if v.OK() && !v.Served {
-		return fmt.Sprintf("pre-queue of %s verified so far (its serve is not done): %d entries, the first %d in the order won%s", v.EventID, v.EntryCount, len(v.Winners), late)
-	}
-	if v.OK() {
-		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won%s", v.EventID, v.EntryCount, len(v.Winners), late)
-	}
-	return fmt.Sprintf("pre-queue of %s does NOT verify: %s%s", v.EventID, strings.Join(v.Problems, "; "), late)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/asyncevent/asyncevent/draw"
 )
@@ -196,4 +197,22 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	}
 	v.Winners, v.Problems = winners, append(v.Problems, problems...)
 	return v, nil
+}
+
+// OK reports whether the pre-queue checks out.
+func (v *PrequeueVerification) OK() bool { return len(v.Problems) == 0 }
+
+// String is a human summary.
+func (v *PrequeueVerification) String() string {
+	late := ""
+	if len(v.Late) > 0 {
+		late = fmt.Sprintf(" (%d late arrivals, absent from the record: %s)", len(v.Late), strings.Join(v.Late, ", "))
+	}
+	if v.OK() && !v.Served {
+		return fmt.Sprintf("pre-queue of %s verified so far (its serve is not done): %d entries, the first %d in the order won%s", v.EventID, v.EntryCount, len(v.Winners), late)
+	}
+	if v.OK() {
+		return fmt.Sprintf("pre-queue of %s verified: %d entries, the first %d in the order won%s", v.EventID, v.EntryCount, len(v.Winners), late)
+	}
+	return fmt.Sprintf("pre-queue of %s does NOT verify: %s%s", v.EventID, strings.Join(v.Problems, "; "), late)
 }
