@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/internal/seatclaim"
 )
 
 // Seats added while an event runs, and the event's seat pool.
@@ -186,7 +187,7 @@ func (c *Client) seatsControl(ctx context.Context, op operation, once func() (Ev
 		case !retry || attempt >= seatsControlAttempts:
 			return up, err
 		}
-		if err := ctxsleep.Sleep(ctx, claimBackoff(attempt)); err != nil {
+		if err := ctxsleep.Sleep(ctx, seatclaim.Backoff(attempt)); err != nil {
 			if unsure {
 				err = op.unknown(err)
 			}

@@ -378,7 +378,7 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 	}
 	st.settle(h.shard, h.clear)
 	l.held = true
-	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
+	l.claim = &seatClaim{Claim: st.claim(), ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
 	if extend != nil {
 		stop := p.heartbeat(ctx, m, l, extend)
 		defer stop()
@@ -661,7 +661,7 @@ func (p *Processor) takeOverToFail(ctx context.Context, m Message, d queue.Deliv
 	if err != nil {
 		return leave(err)
 	}
-	l.claim = &seatClaim{seatStart: st, ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
+	l.claim = &seatClaim{Claim: st.claim(), ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
 	return p.failFinal(ctx, m, d, l, class, code, errorCode, cause)
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -15,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/internal/seatcache"
+	"github.com/asyncevent/asyncevent/internal/seatclaim"
 )
 
 // The seat rules, in one place (docs/design.md, "The seat claim").
@@ -34,38 +32,37 @@ import (
 // seatToken) AND NOT contains(void, fenceToken), the fence token being the seat token
 // at that epoch.
 //
-// The one fence is closeTo: the "seat closed" write of a place, ADD void fenceToken,
-// condition NOT contains(holders, seatToken). It either finds the request's seat
-// there (the request then takes that seat and goes no further) or makes every claim
-// of the request at that epoch fail there from then on, however late it lands. Two
-// places may hold a claim of a request on its way: its home shard at epoch 0 (any
-// delivery may send a claim without a lease there, at any time), and the place and
-// epoch its seatShard and seatEpoch name (written under a lease before any claim
-// there). A request's claim leaves a place only once no claim of it can land there
-// any more (closed, or a shard found empty without its token: a shard never gets a
-// seat back once empty), and a request ends without a seat (REJECTED, WAITLISTED,
-// FAILED_FINAL) only once its home shard and its seatShard are closed to it or empty.
-// No rule reads a clock: a lease decides which delivery goes on (liveness), never
-// whether a seat may be spent.
+// The one fence is the close (closeTo, seatclaim.Close): the "seat closed" write of
+// a place, ADD void fenceToken, condition NOT contains(holders, seatToken). It either
+// finds the request's seat there (the request then takes that seat and goes no
+// further) or makes every claim of the request at that epoch fail there from then
+// on, however late it lands. Two places may hold a claim of a request on its way:
+// its home shard at epoch 0 (any delivery may send a claim without a lease there, at
+// any time), and the place and epoch its seatShard and seatEpoch name (written under
+// a lease before any claim there). A request's claim leaves a place only once no
+// claim of it can land there any more (closed, or a shard found empty without its
+// token: a shard never gets a seat back once empty), and a request ends without a
+// seat (REJECTED, WAITLISTED, FAILED_FINAL) only once its home shard and its
+// seatShard are closed to it or empty. No rule reads a clock: a lease decides which
+// delivery goes on (liveness), never whether a seat may be spent.
+//
+// The walk that applies these rules (which place next, when to close, when to move,
+// when the pool, the sends again and their waits, what each answer means) is
+// internal/seatclaim, over seatStore: the rows below, one write each.
 
 // The params of the seat rows.
 const (
-	pSeatToken           param = "seatToken"   // a request's seat token, as a string
-	pSeatTokens          param = "seatTokens"  // the same, as a one-element string set
-	pFenceToken          param = "fenceToken"  // the seat token at a claim's epoch
-	pFenceTokens         param = "fenceTokens" // the same, as a one-element string set
-	pSeatShard           param = "seatShard"   // a seat place: a capacity shard, or C for the pool
-	pSeatEpoch           param = "seatEpoch"   // the epoch of a request's claim
-	pSeatEpochLeft       param = "epochLeft"   // the epoch a move leaves
-	pShards              param = "shards"      // capacity shards, as a number set
-	seatEpochNone              = 0             // the epoch of the claims without a lease
-	maxSeatEpoch               = 1 << 20       // a bound on an epoch read back from an item
-	fenceEpochSeparator        = "@"           // seat token @ epoch, for epochs above 0
-	closeBackoffCap            = 4             // doublings of closeTo's wait
-	closeBackoffFirst          = 20 * time.Millisecond
-	claimAttempts              = 3 // sends of a claim refused for throughput before it moves on
-	claimBackoffFirst          = 20 * time.Millisecond
-	claimBackoffDoubling       = 4
+	pSeatToken          param = "seatToken"         // a request's seat token, as a string
+	pSeatTokens         param = "seatTokens"        // the same, as a one-element string set
+	pFenceToken         param = "fenceToken"        // the seat token at a claim's epoch
+	pFenceTokens        param = "fenceTokens"       // the same, as a one-element string set
+	pSeatShard          param = "seatShard"         // a seat place: a capacity shard, or C for the pool
+	pSeatEpoch          param = "seatEpoch"         // the epoch of a request's claim
+	pSeatEpochLeft      param = "epochLeft"         // the epoch a move leaves
+	pShards             param = "shards"            // capacity shards, as a number set
+	seatEpochNone             = seatclaim.EpochNone // the epoch of the claims without a lease
+	maxSeatEpoch              = 1 << 20             // a bound on an epoch read back from an item
+	fenceEpochSeparator       = "@"                 // seat token @ epoch, for epochs above 0
 )
 
 var (
@@ -131,27 +128,14 @@ func seatPlaceOf(eventID string, n, index int) (seatPlace, error) {
 	return seatPlace{index: index, key: keys[index].Key()}, nil
 }
 
-// The answers of a seat place to a claim.
-type claimResult int
-
-const (
-	claimWon     claimResult = iota // the claim took a seat
-	claimHeld                       // the request holds a seat on the place already
-	claimEmpty                      // no seat is left on the place, none of them the request's
-	claimRefused                    // DynamoDB refused every send for throughput: nothing written
-	claimClosed                     // the place is closed to the request's claims at this epoch
-)
-
-// seatStart is what a delivery's start tells its seat claim: where the request's
-// claims go, and whether one may be there already.
+// seatStart is what a delivery's start tells its seat claim (the seatclaim.Claim it
+// begins): where the request's claims go, and whether one may be there already.
 type seatStart struct {
 	place int // the request's seatShard: a capacity shard, or n for the pool
 	epoch int // its seatEpoch
 	// inherited: a claim of the request may be on place at epoch already, sent by an
 	// earlier delivery (a takeover, or our own start whose answer was lost) or, on
-	// the home shard at epoch 0, by any delivery without a lease. The walk then
-	// claims there first whatever it knows of the place, and closes it before it
-	// leaves it.
+	// the home shard at epoch 0, by any delivery without a lease.
 	inherited bool
 	// homeClear: no claim of the request can take a seat on its home shard at epoch
 	// 0 any more (closed, or found empty without its token).
@@ -169,9 +153,15 @@ func (st *seatStart) settle(home int, homeClear bool) {
 	}
 }
 
-// seatClaim is one delivery's claim of a seat for its request, under its lease.
+// claim is the seat claim st begins.
+func (st *seatStart) claim() seatclaim.Claim {
+	return seatclaim.Claim{Place: st.place, Epoch: st.epoch, Inherited: st.inherited}
+}
+
+// seatClaim is one delivery's claim of a seat for its request, under its lease: where
+// its claims go and what they met (the walk's), and what its writes need.
 type seatClaim struct {
-	seatStart
+	seatclaim.Claim
 	ref   RequestRef
 	owner string // the delivery's lease
 	// end runs the write that ends the lease (the request's SUCCEEDED), so that no
@@ -180,167 +170,6 @@ type seatClaim struct {
 	// hold is the event's EventSettings.HoldFor: the seat makes the request HELD for
 	// it, not SUCCEEDED; 0 for an event without holds.
 	hold time.Duration
-
-	poolVersion int64 // the highest PoolVersion of a capacity item this claim met
-	seatsMet    int64 // the seats left on the last place that refused the claim
-	sent        bool  // this delivery sent a claim at its place and epoch
-	emptied     bool  // this delivery's claim took the shard's last seat
-	soldOut     bool  // the last item that refused the claim empty carries the sold-out mark
-}
-
-// claimOn sends the claim of a seat on one place, at the claim's epoch, again while
-// DynamoDB refuses it for throughput, at most claimAttempts times. An answer that
-// leaves unknown whether it was applied is an error: the claim stays on the place
-// (the next delivery claims there again and finds its token), or its request's end
-// closes the place first.
-func (c *Client) claimOn(ctx context.Context, at seatPlace, sc *seatClaim) (claimResult, error) {
-	token := seatToken(sc.ref.RequestID)
-	claim := &claimSeatRow
-	if at.pool {
-		claim = &poolClaimRow
-	}
-	w := write{row: claim, key: at.key, args: args{
-		pNow: c.now(), pSeatToken: token, pSeatTokens: setOf[string]{token}, pFenceToken: fenceToken(sc.ref.RequestID, sc.epoch),
-	}}
-	var conflict error
-	refused := false
-	for attempt := range claimAttempts {
-		if attempt > 0 {
-			if err := ctxsleep.Sleep(ctx, claimBackoff(attempt-1)); err != nil {
-				return 0, err
-			}
-		}
-		sc.sent = true
-		var before map[string]types.AttributeValue
-		err := c.do(ctx, txOptions{once: true, old: &before}, []write{w})
-		var lost *conditionLost
-		switch {
-		case err == nil:
-			var was struct {
-				Remaining *int64 `dynamodbav:"capacityRemaining"`
-			}
-			if !at.pool && attributevalue.UnmarshalMap(before, &was) == nil && was.Remaining != nil && *was.Remaining == 1 {
-				sc.emptied = true
-			}
-			return claimWon, nil
-		case errors.As(err, &lost):
-			return c.claimLost(lost, at, sc)
-		case isTransactionConflict(err):
-			// The item is in an operator's transaction (an add, a cancel): it ends
-			// in tens of milliseconds. Not a refusal for throughput.
-			conflict = err
-		case isThrottle(err):
-			refused = true
-		case ctx.Err() != nil:
-			return 0, ctx.Err()
-		default:
-			return 0, err // unanswered: the claim may still land
-		}
-	}
-	if !refused {
-		return 0, fmt.Errorf("claim seat %s on %s: the item stayed in other transactions: %w", sc.ref.RequestID, at.key.PK, conflict)
-	}
-	return claimRefused, nil
-}
-
-// claimLost reads what a claim whose condition failed met on its place.
-func (c *Client) claimLost(lost *conditionLost, at seatPlace, sc *seatClaim) (claimResult, error) {
-	if lost.old == nil {
-		if at.pool {
-			return claimEmpty, nil // no seat was ever added to the pool
-		}
-		return 0, fmt.Errorf("%w: %s (%s)", errNoCapacity, sc.ref.EventID, at.key.PK)
-	}
-	var item capacityItem
-	if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
-		return 0, err
-	}
-	if slices.Contains(item.Holders, seatToken(sc.ref.RequestID)) {
-		// The shard's last seat may be this claim's, its answer lost.
-		sc.emptied = sc.emptied || (!at.pool && item.CapacityRemaining == 0)
-		return claimHeld, nil
-	}
-	sc.soldOut = item.SoldOut
-	sc.poolVersion = max(sc.poolVersion, item.PoolVersion)
-	sc.seatsMet = item.CapacityRemaining
-	if slices.Contains(item.Void, fenceToken(sc.ref.RequestID, sc.epoch)) {
-		return claimClosed, nil
-	}
-	return claimEmpty, nil
-}
-
-// closeTo is the fence: it closes a place to the claims of a request at epoch (the
-// "first-come seat closed" row, or "pool seat closed": UpdateItem of the place, ADD
-// void the fence token; condition attribute_exists(PK) AND NOT contains(holders,
-// seatToken)), and reports whether the request holds a seat there after all (the
-// condition failed on its token). A closed place takes no claim of the request at
-// that epoch, however late the claim lands. The write is idempotent: it is sent
-// again while refused for throughput or left unanswered, until ctx ends or, with
-// tries > 0, tries sends were refused for throughput (then the error matches
-// ErrThrottled: the place stays open, and the request's claim stays on it).
-func (c *Client) closeTo(ctx context.Context, at seatPlace, requestID string, epoch, tries int) (held bool, err error) {
-	token := seatToken(requestID)
-	r := &seatClosedRow
-	if at.pool {
-		r = &poolSeatClosedRow
-	}
-	w := write{row: r, key: at.key, args: args{pSeatToken: token, pFenceTokens: setOf[string]{fenceToken(requestID, epoch)}}}
-	for attempt := 0; ; attempt++ {
-		err := c.do(ctx, txOptions{}, []write{w})
-		var lost *conditionLost
-		switch {
-		case err == nil:
-			return false, nil
-		case errors.As(err, &lost):
-			if lost.old == nil {
-				if at.pool {
-					return false, nil // no pool yet: it can hold no seat of the request
-				}
-				return false, fmt.Errorf("%w: %s", errNoCapacity, at.key.PK)
-			}
-			var item capacityItem
-			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
-				return false, err
-			}
-			return slices.Contains(item.Holders, token), nil
-		case ctx.Err() != nil:
-			return false, fmt.Errorf("close %s to %s: %w", at.key.PK, requestID, ctx.Err())
-		case errors.Is(throttled(err), ErrThrottled):
-			if tries > 0 && attempt+1 >= tries {
-				return false, fmt.Errorf("close %s to %s: refused %d times: %w", at.key.PK, requestID, tries, throttled(err))
-			}
-		case !isUnanswered(err):
-			return false, fmt.Errorf("close %s to %s: %w", at.key.PK, requestID, err)
-		}
-		if err := ctxsleep.Sleep(ctx, closeBackoff(attempt)); err != nil {
-			return false, fmt.Errorf("close %s to %s: %w", at.key.PK, requestID, err)
-		}
-	}
-}
-
-// isUnanswered reports whether err leaves unknown whether a call was applied (a
-// timeout, a reset, a server error): an idempotent write may be sent again.
-func isUnanswered(err error) bool {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorFault() != smithy.FaultClient
-	}
-	return !errors.Is(err, ErrInvalidID)
-}
-
-// closeBackoff is closeTo's wait before sending again, after attempt (0 first): 20
-// ms doubled per attempt, at most 320 ms, with jitter.
-func closeBackoff(attempt int) time.Duration {
-	d := closeBackoffFirst << min(attempt, closeBackoffCap)
-	return d/2 + rand.N(d/2+1)
-}
-
-// claimBackoff is the wait before sending a claim on the same place again, after
-// attempt (0 first): 20 ms doubled per attempt, with jitter. Short: a shard that
-// keeps refusing is left for another.
-func claimBackoff(attempt int) time.Duration {
-	d := claimBackoffFirst << min(attempt, claimBackoffDoubling)
-	return d/2 + rand.N(d/2+1)
 }
 
 // ClaimSeat is a row method of the worker's layer, the worker's seat claim under a
@@ -416,286 +245,43 @@ func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tr
 	if err != nil {
 		return Transition{}, err
 	}
-	return c.claimSeat(ctx, &seatClaim{seatStart: st, ref: ref, owner: lease.Owner, hold: hold}, seatcache.New())
-}
-
-// seatWalk is one claim's walk over its event's seat places.
-type seatWalk struct {
-	sc      *seatClaim
-	seats   *seatcache.Shards
-	reqKey  RequestKey
-	n       int          // the event's capacity shards; place n is the pool
-	order   []int        // the shards in the order this request tries them
-	home    int          // the request's home shard
-	passed  map[int]bool // the shards this walk tried
-	refused bool         // a shard with seats refused the claim for throughput
-	// reopen are shards closed to the request at the epoch it met them with, seats
-	// left on them: the claim comes back to one at a later epoch, which no claim sent
-	// before can use, rather than refuse the request while they hold seats.
-	reopen []int
-}
-
-func (c *Client) newSeatWalk(ctx context.Context, sc *seatClaim, seats *seatcache.Shards) (*seatWalk, error) {
-	reqKey, err := NewRequestKey(sc.ref.RequestID)
-	if err != nil {
-		return nil, err
-	}
-	n, err := c.capacityShards(ctx, sc.ref.EventID)
-	if err != nil {
-		return nil, err
-	}
-	return &seatWalk{
-		sc: sc, seats: seats, reqKey: reqKey, n: n,
-		order: claimOrder(sc.ref.RequestID, n), home: shardOf(sc.ref.RequestID, n), passed: map[int]bool{},
-	}, nil
+	return c.claimSeat(ctx, &seatClaim{Claim: st.claim(), ref: ref, owner: lease.Owner, hold: hold}, seatcache.New())
 }
 
 // claimSeat claims a seat for sc's request, with what seats knows of the event's
-// shards, and tells seats what it finds: it claims on sc's place and, while a place
-// is empty, closed to the request, or refuses it for throughput, moves the claim
-// (under the lease) to the next shard with seats, then to the event's pool.
+// shards, and tells seats what it finds (seatclaim.Walk.Run): it claims on sc's place
+// and, while a place is empty, closed to the request, or refuses it for throughput,
+// moves the claim (under the lease) to the next shard with seats, then to the
+// event's pool.
 func (c *Client) claimSeat(ctx context.Context, sc *seatClaim, seats *seatcache.Shards) (Transition, error) {
-	w, err := c.newSeatWalk(ctx, sc, seats)
+	reqKey, err := NewRequestKey(sc.ref.RequestID)
 	if err != nil {
 		return Transition{}, err
 	}
-	if sc.place < 0 || sc.place > w.n {
-		return Transition{}, Permanent(fmt.Errorf("claim seat %s: %w: seatShard %d of an event of %d shards", sc.ref.RequestID, ErrMalformedMessage, sc.place, w.n))
-	}
-	if err := c.closeHomeOfAnOlderVersion(ctx, w); err != nil {
-		return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
-	}
-	for {
-		if sc.place == w.n {
-			return c.claimPool(ctx, w)
-		}
-		res, err := c.tryShard(ctx, w)
-		if err != nil {
-			return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
-		}
-		if res == claimWon || res == claimHeld {
-			return c.takeWalkSeat(ctx, w)
-		}
-		c.noteShard(ctx, w, res)
-		next, end, t, err := c.nextPlace(w)
-		if end {
-			return t, err
-		}
-		held, err := c.leave(ctx, w, res)
-		switch {
-		case err != nil:
-			return Transition{}, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
-		case held:
-			return c.takeWalkSeat(ctx, w)
-		}
-		if t, err := c.moveSeat(ctx, sc, next); err != nil || !t.Applied {
-			return t, err
-		}
-	}
-}
-
-// closeHomeOfAnOlderVersion closes the home shard at epoch 0 to a request taken over
-// off its home shard at epoch 0: a worker of a version before epochs moved such a
-// request off its home shard without closing it (it fenced with time), so a claim
-// without a lease may still take a seat there. When the close finds the request's
-// seat there, the claim moves back to the home shard (at the next epoch) and takes
-// it. (A request of this version started off its home shard only once the home shard
-// was clear: the close is then one more write on a takeover, and finds nothing.)
-func (c *Client) closeHomeOfAnOlderVersion(ctx context.Context, w *seatWalk) error {
-	sc := w.sc
-	if !sc.inherited || sc.place == w.home || sc.epoch != seatEpochNone {
-		return nil
-	}
-	at, err := seatPlaceOf(sc.ref.EventID, w.n, w.home)
-	if err != nil {
-		return err
-	}
-	held, err := c.closeTo(ctx, at, sc.ref.RequestID, seatEpochNone, leaveCloseTries)
-	if err != nil || !held {
-		return err
-	}
-	// Leaving its place for the home shard: that place is closed to the request first.
-	there, err := seatPlaceOf(sc.ref.EventID, w.n, sc.place)
-	if err != nil {
-		return err
-	}
-	if heldThere, err := c.closeTo(ctx, there, sc.ref.RequestID, sc.epoch, leaveCloseTries); err != nil || heldThere {
-		if heldThere {
-			c.opts.Logger.ErrorContext(ctx, "a request taken over holds a seat on its place and one on its home shard (an older version's claims): the home one stays unused",
-				slog.String("requestId", sc.ref.RequestID), slog.Int("home", w.home), slog.Int("seatShard", sc.place))
-		}
-		return err
-	}
-	c.opts.Logger.WarnContext(ctx, "a request taken over off its home shard holds a seat there (an older version's claim): the claim moves back to it",
-		slog.String("requestId", sc.ref.RequestID), slog.Int("home", w.home), slog.Int("seatShard", sc.place))
-	t, err := c.moveSeat(ctx, sc, w.home)
-	if err == nil && !t.Applied {
-		err = fmt.Errorf("the lease of %s was taken over", sc.ref.RequestID)
-	}
-	return err
-}
-
-// tryShard claims on the walk's current shard, unless the shard is known empty and
-// no claim of the request may be on it already.
-func (c *Client) tryShard(ctx context.Context, w *seatWalk) (claimResult, error) {
-	sc := w.sc
-	w.passed[sc.place] = true
-	if !sc.inherited && w.seats.IsEmpty(sc.ref.EventID, sc.place) {
-		return claimEmpty, nil
-	}
-	at, err := seatPlaceOf(sc.ref.EventID, w.n, sc.place)
-	if err != nil {
-		return 0, err
-	}
-	return c.claimOn(ctx, at, sc)
-}
-
-// takeWalkSeat ends the walk with the seat it won.
-func (c *Client) takeWalkSeat(ctx context.Context, w *seatWalk) (Transition, error) {
-	t, err := c.takeSeat(ctx, w.reqKey, w.sc)
-	if w.sc.emptied && w.n > 1 {
-		// The last seat of a shard: the workers that have not met it learn from the
-		// event that it is empty, so a sell-out costs a worker new to the event one
-		// read rather than a failed write per shard. (With one shard that failed write
-		// is a single one per worker: no record.)
-		c.shardEmpty(ctx, w.sc.ref.EventID, w.sc.place, w.n, w.seats, recordAlways)
-	}
-	return t, err
-}
-
-// noteShard records what the claim met on its shard, other than a seat.
-func (c *Client) noteShard(ctx context.Context, w *seatWalk, res claimResult) {
-	sc := w.sc
-	switch res {
-	case claimEmpty:
-		// With capacity shards the claim that took the shard's last seat records it:
-		// the workers that meet it empty after that record it only when the CONFIG,
-		// read at most once a second, still lacks it (that record lost), or the CONFIG
-		// item would take a write per shard and worker at the sell-out, all at once.
-		record := recordIfUnlisted
-		if w.n == 1 {
-			record = recordIfNew
-		}
-		c.shardEmpty(ctx, sc.ref.EventID, sc.place, w.n, w.seats, record)
-		w.seats.LearnPool(sc.ref.EventID, sc.poolVersion)
-		if sc.soldOut {
-			w.seats.Know(sc.ref.EventID, w.n, allShards(w.n))
-		}
-	case claimRefused:
-		w.refused = true
-	case claimClosed:
-		if sc.seatsMet > 0 {
-			w.reopen = append(w.reopen, sc.place)
-		}
-	}
-}
-
-// nextPlace picks the place the claim moves to: the next shard of its order not known
-// empty and not tried, else one it found closed to it with seats left (at the next
-// epoch). When there is none it ends the walk (end, with its outcome): refused for
-// throughput while a shard holds seats, or sold out (the place the claim stands on
-// is empty or closed to it, as is its home).
-func (c *Client) nextPlace(w *seatWalk) (next int, end bool, t Transition, err error) {
-	sc := w.sc
-	next = w.seats.Next(sc.ref.EventID, w.order, w.n, w.passed)
-	switch {
-	case next >= 0:
-		return next, false, Transition{}, nil
-	case len(w.reopen) > 0:
-		next, w.reopen = w.reopen[0], w.reopen[1:]
-		return next, false, Transition{}, nil
-	case w.refused:
-		return -1, true, Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
-	case w.seats.PoolOpen(sc.ref.EventID, sc.poolVersion) && sc.hold == 0:
-		// Every shard is empty; the event's pool may hold seats an operator added or
-		// a cancel gave back: the claim moves there, under the lease.
-		return w.n, false, Transition{}, nil
-	}
-	return -1, true, Transition{SoldOut: true}, nil
-}
-
-// leave makes sure that no claim of the request lands on the place the walk leaves:
-// a shard found empty takes none, nor does a place closed to the request already; a
-// shard that refused this delivery's claims for throughput, each a definite answer,
-// holds none of them, unless an earlier delivery's (or one without a lease on the
-// home shard) may be there (inherited): then the place is closed to the request. held
-// reports that its seat is there after all.
-func (c *Client) leave(ctx context.Context, w *seatWalk, res claimResult) (held bool, err error) {
-	sc := w.sc
-	if res != claimRefused || !sc.inherited {
-		return false, nil
-	}
-	at, err := seatPlaceOf(sc.ref.EventID, w.n, sc.place)
-	if err != nil {
-		return false, err
-	}
-	return c.closeTo(ctx, at, sc.ref.RequestID, sc.epoch, leaveCloseTries)
-}
-
-// leaveCloseTries bounds the sends of the close that lets a claim leave a shard that
-// refuses it for throughput (about 3 s of backoff): a shard refusing every write
-// keeps the request, whose message comes back later, rather than a worker.
-const leaveCloseTries = 12
-
-// moveSeat moves the request's claim to another place at the next epoch, under the
-// lease, before it claims there: every later delivery claims where this one does,
-// and no claim of the place left can land any more.
-func (c *Client) moveSeat(ctx context.Context, sc *seatClaim, place int) (Transition, error) {
-	epoch := sc.epoch + 1
-	t, err := c.applyTo(ctx, "move the seat claim of", sc.ref.RequestID, write{row: &moveSeatRow,
-		args: args{pLeaseOwner: sc.owner, pSeatShard: place, pSeatEpoch: epoch, pSeatEpochLeft: sc.epoch}}, txOptions{})
-	if err != nil {
-		return t, err
-	}
-	if cur := t.current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == sc.owner &&
-		cur.SeatEpoch == epoch && cur.SeatShard != nil && *cur.SeatShard == place {
-		t.Applied = true // an earlier attempt of this move landed, its answer lost
-	}
-	if t.Applied {
-		sc.place, sc.epoch, sc.inherited, sc.sent = place, epoch, false, false
-	}
-	return t, nil
-}
-
-// claimPool claims a seat on the event's pool under the claim's lease (its seatShard
-// names the pool already), and takes it. A pool found empty is closed to the
-// request before the request is refused: it may get seats again (an add, a cancel),
-// and no claim of the request sent before may take one then.
-func (c *Client) claimPool(ctx context.Context, w *seatWalk) (Transition, error) {
-	sc := w.sc
-	at, err := seatPlaceOf(sc.ref.EventID, w.n, w.n)
+	n, err := c.capacityShards(ctx, sc.ref.EventID)
 	if err != nil {
 		return Transition{}, err
 	}
-	for {
-		res, err := c.claimOn(ctx, at, sc)
-		if err != nil {
-			return Transition{}, fmt.Errorf("claim seat %s on the pool: %w", sc.ref.RequestID, err)
-		}
-		switch res {
-		case claimWon, claimHeld:
-			return c.takeSeat(ctx, w.reqKey, sc)
-		case claimRefused:
-			return Transition{}, fmt.Errorf("claim seat %s on the pool: refused for throughput: %w", sc.ref.RequestID, ErrThrottled)
-		case claimClosed:
-			// An earlier delivery found the pool empty and closed it, then ended
-			// before the request did: the pool may have seats again, for a claim at
-			// the next epoch.
-			if t, err := c.moveSeat(ctx, sc, w.n); err != nil || !t.Applied {
-				return t, err
-			}
-			continue
-		}
-		held, err := c.closeTo(ctx, at, sc.ref.RequestID, sc.epoch, leaveCloseTries)
-		switch {
-		case err != nil:
-			return Transition{}, fmt.Errorf("claim seat %s on the pool: %w", sc.ref.RequestID, err)
-		case held:
-			return c.takeSeat(ctx, w.reqKey, sc)
-		}
-		w.seats.PoolDry(sc.ref.EventID, sc.poolVersion)
+	if sc.Place < 0 || sc.Place > n {
+		return Transition{}, Permanent(fmt.Errorf("claim seat %s: %w: seatShard %d of an event of %d shards", sc.ref.RequestID, ErrMalformedMessage, sc.Place, n))
+	}
+	st := &seatStore{c: c, ref: sc.ref, n: n, sc: sc, reqKey: reqKey, seats: seats}
+	w := seatclaim.Walk{
+		RequestID: sc.ref.RequestID, EventID: sc.ref.EventID, Shards: n, Home: shardOf(sc.ref.RequestID, n),
+		Order: claimOrder(sc.ref.RequestID, n), Holds: sc.hold != 0, Seats: seats, Logger: c.opts.Logger,
+	}
+	end, err := w.Run(ctx, st, &sc.Claim)
+	switch end {
+	case seatclaim.Seated, seatclaim.Unmoved:
+		return st.t, err
+	case seatclaim.SoldOut:
 		return Transition{SoldOut: true}, nil
+	case seatclaim.ShardsRefused:
+		return Transition{}, fmt.Errorf("claim seat %s: every shard with seats refused it for throughput: %w", sc.ref.RequestID, ErrThrottled)
+	case seatclaim.PoolRefused:
+		return Transition{}, fmt.Errorf("claim seat %s on the pool: refused for throughput: %w", sc.ref.RequestID, ErrThrottled)
 	}
+	return Transition{}, err
 }
 
 // seatHeld closes the place a claim of the request may still land on before the
@@ -703,30 +289,198 @@ func (c *Client) claimPool(ctx context.Context, w *seatWalk) (Transition, error)
 // there after all. With no claim there (none sent, none inherited) there is nothing
 // to close.
 func (c *Client) seatHeld(ctx context.Context, sc *seatClaim) (bool, error) {
-	if !sc.inherited && !sc.sent {
+	if !sc.MayLand() {
 		return false, nil
 	}
 	n, err := c.capacityShards(ctx, sc.ref.EventID)
 	if err != nil {
 		return false, err
 	}
-	at, err := seatPlaceOf(sc.ref.EventID, n, sc.place)
-	if err != nil {
-		return false, err
-	}
-	return c.closeTo(ctx, at, sc.ref.RequestID, sc.epoch, 0)
+	return c.closeTo(ctx, sc.ref, n, sc.Place, sc.Epoch)
 }
 
 // closeHome closes a request's home shard to its claims without a lease, for a
 // request that ends without a seat and was never started (a send that failed): it
 // reports whether the request holds its seat there after all.
 func (c *Client) closeHome(ctx context.Context, ref RequestRef, n int) (bool, error) {
-	at, err := seatPlaceOf(ref.EventID, n, shardOf(ref.RequestID, n))
+	return c.closeTo(ctx, ref, n, shardOf(ref.RequestID, n), seatEpochNone)
+}
+
+// closeTo is the fence (seatclaim.Close): it closes place, of an event of n capacity
+// shards, to the claims of ref's request at epoch, and reports whether the request
+// holds a seat there after all. It is sent until ctx ends.
+func (c *Client) closeTo(ctx context.Context, ref RequestRef, n, place, epoch int) (bool, error) {
+	held, err := seatclaim.Close(ctx, &seatStore{c: c, ref: ref, n: n}, place, epoch, 0)
 	if err != nil {
+		return false, fmt.Errorf("close seat place %d to %s: %w", place, ref.RequestID, err)
+	}
+	return held, nil
+}
+
+// seatStore is a request's seat places and its delivery's claim, as the walk of
+// internal/seatclaim sees them: each method is one row's write, and tells what
+// DynamoDB answered (Claim and Close prepare theirs, which the walk sends as often as
+// it decides). sc is nil for a close without a claim (closeTo).
+type seatStore struct {
+	c      *Client
+	ref    RequestRef
+	n      int // the event's capacity shards: place n is its pool
+	sc     *seatClaim
+	reqKey RequestKey
+	seats  *seatcache.Shards
+	// t is the request as the move or the take that ended a walk left it.
+	t Transition
+}
+
+// Claim prepares the "first-come capacity" row on a shard, or "pool seat claimed" on
+// the pool: SET capacityRemaining = capacityRemaining - 1, updatedAt, ADD holders the
+// request's seat token; condition seatFree at the fence token of epoch. It is sent
+// once (ReturnValues UPDATED_OLD, to tell a shard's last seat).
+func (s *seatStore) Claim(place, epoch int) (seatclaim.Send, error) {
+	at, err := seatPlaceOf(s.ref.EventID, s.n, place)
+	if err != nil {
+		return nil, err
+	}
+	token := seatToken(s.ref.RequestID)
+	claim := &claimSeatRow
+	if at.pool {
+		claim = &poolClaimRow
+	}
+	w := write{row: claim, key: at.key, args: args{
+		pNow: s.c.now(), pSeatToken: token, pSeatTokens: setOf[string]{token}, pFenceToken: fenceToken(s.ref.RequestID, epoch),
+	}}
+	return func(ctx context.Context) (seatclaim.Answer, error) {
+		var before map[string]types.AttributeValue
+		err := s.c.do(ctx, txOptions{once: true, old: &before}, []write{w})
+		var lost *conditionLost
+		switch {
+		case err == nil:
+			var was struct {
+				Remaining *int64 `dynamodbav:"capacityRemaining"`
+			}
+			last := !at.pool && attributevalue.UnmarshalMap(before, &was) == nil && was.Remaining != nil && *was.Remaining == 1
+			return seatclaim.Answer{Reply: seatclaim.Applied, LastSeat: last}, nil
+		case errors.As(err, &lost):
+			return s.claimLost(lost, at, epoch)
+		case isTransactionConflict(err):
+			return seatclaim.Answer{Reply: seatclaim.Busy, Err: err}, nil
+		case isThrottle(err):
+			return seatclaim.Answer{Reply: seatclaim.Throttled, Err: err}, nil
+		}
+		return seatclaim.Answer{Reply: seatclaim.Unanswered, Err: err}, nil
+	}, nil
+}
+
+// claimLost reads what a claim at epoch whose condition failed met on its place.
+func (s *seatStore) claimLost(lost *conditionLost, at seatPlace, epoch int) (seatclaim.Answer, error) {
+	if lost.old == nil {
+		if at.pool {
+			return seatclaim.Answer{Reply: seatclaim.Lost, Met: seatclaim.Met{Missing: true}}, nil
+		}
+		return seatclaim.Answer{}, fmt.Errorf("%w: %s (%s)", errNoCapacity, s.ref.EventID, at.key.PK)
+	}
+	var item capacityItem
+	if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
+		return seatclaim.Answer{}, err
+	}
+	if slices.Contains(item.Holders, seatToken(s.ref.RequestID)) {
+		// The shard's last seat may be this claim's, its answer lost.
+		last := !at.pool && item.CapacityRemaining == 0
+		return seatclaim.Answer{Reply: seatclaim.Lost, LastSeat: last, Met: seatclaim.Met{Holder: true}}, nil
+	}
+	return seatclaim.Answer{Reply: seatclaim.Lost, Met: seatclaim.Met{
+		Closed: slices.Contains(item.Void, fenceToken(s.ref.RequestID, epoch)), Left: item.CapacityRemaining,
+		PoolVersion: item.PoolVersion, SoldOut: item.SoldOut,
+	}}, nil
+}
+
+// Close prepares the "first-come seat closed" row, or "pool seat closed" on the pool:
+// UpdateItem of the place, ADD void the fence token of epoch; condition
+// attribute_exists(PK) AND NOT contains(holders, seatToken).
+func (s *seatStore) Close(place, epoch int) (seatclaim.Send, error) {
+	at, err := seatPlaceOf(s.ref.EventID, s.n, place)
+	if err != nil {
+		return nil, err
+	}
+	token := seatToken(s.ref.RequestID)
+	r := &seatClosedRow
+	if at.pool {
+		r = &poolSeatClosedRow
+	}
+	w := write{row: r, key: at.key, args: args{pSeatToken: token, pFenceTokens: setOf[string]{fenceToken(s.ref.RequestID, epoch)}}}
+	return func(ctx context.Context) (seatclaim.Answer, error) {
+		err := s.c.do(ctx, txOptions{}, []write{w})
+		var lost *conditionLost
+		switch {
+		case err == nil:
+			return seatclaim.Answer{Reply: seatclaim.Applied}, nil
+		case errors.As(err, &lost):
+			if lost.old == nil {
+				if at.pool {
+					return seatclaim.Answer{Reply: seatclaim.Lost, Met: seatclaim.Met{Missing: true}}, nil // no pool yet
+				}
+				return seatclaim.Answer{}, fmt.Errorf("%w: %s", errNoCapacity, at.key.PK)
+			}
+			var item capacityItem
+			if err := attributevalue.UnmarshalMap(lost.old, &item); err != nil {
+				return seatclaim.Answer{}, err
+			}
+			return seatclaim.Answer{Reply: seatclaim.Lost, Met: seatclaim.Met{Holder: slices.Contains(item.Holders, token)}}, nil
+		case errors.Is(throttled(err), ErrThrottled):
+			return seatclaim.Answer{Reply: seatclaim.Throttled, Err: throttled(err)}, nil
+		case !isUnanswered(err):
+			return seatclaim.Answer{Reply: seatclaim.Invalid, Err: err}, nil
+		}
+		return seatclaim.Answer{Reply: seatclaim.Unanswered, Err: err}, nil
+	}, nil
+}
+
+// isUnanswered reports whether err leaves unknown whether a call was applied (a
+// timeout, a reset, a server error): an idempotent write may be sent again.
+func isUnanswered(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorFault() != smithy.FaultClient
+	}
+	return !errors.Is(err, ErrInvalidID)
+}
+
+// Move is the "first-come seat moved" row: SET seatShard = place, seatEpoch = to;
+// condition status = PROCESSING AND leaseOwner = the claim's lease AND seatEpoch =
+// from. A move met as already made (an earlier attempt of it landed, its answer
+// lost) is moved.
+func (s *seatStore) Move(ctx context.Context, place, from, to int) (bool, error) {
+	owner := s.sc.owner
+	t, err := s.c.applyTo(ctx, "move the seat claim of", s.ref.RequestID, write{row: &moveSeatRow,
+		args: args{pLeaseOwner: owner, pSeatShard: place, pSeatEpoch: to, pSeatEpochLeft: from}}, txOptions{})
+	if err != nil {
+		s.t = t
 		return false, err
 	}
-	return c.closeTo(ctx, at, ref.RequestID, seatEpochNone, 0)
+	if cur := t.current; !t.Applied && cur != nil && cur.Status == StatusProcessing && cur.LeaseOwner == owner &&
+		cur.SeatEpoch == to && cur.SeatShard != nil && *cur.SeatShard == place {
+		t.Applied = true
+	}
+	if !t.Applied {
+		s.t = t
+	}
+	return t.Applied, nil
 }
+
+// Take is takeSeat: the request's SUCCEEDED, or HELD on an event with holds.
+func (s *seatStore) Take(ctx context.Context) error {
+	t, err := s.c.takeSeat(ctx, s.reqKey, s.sc)
+	s.t = t
+	return err
+}
+
+// ShardEmpty is shardEmpty: the "capacity shard empty" row, as how says.
+func (s *seatStore) ShardEmpty(ctx context.Context, shard int, how seatclaim.Record) {
+	s.c.shardEmpty(ctx, s.ref.EventID, shard, s.n, s.seats, recordOf[how])
+}
+
+// recordOf is a seatclaim.Record as shardEmpty takes it.
+var recordOf = [...]recordEmpty{seatclaim.IfUnlisted: recordIfUnlisted, seatclaim.IfNew: recordIfNew, seatclaim.Always: recordAlways}
 
 // takeSeat writes SUCCEEDED for a request that holds its seat; for an event with
 // holds, its Hold item and then HELD (the "first-come held" row). A refusal for

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/asyncevent/asyncevent/internal/seatclaim"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -80,13 +81,9 @@ func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*
 }
 
 // claimHome sends a claim without a lease on the request's home shard, at epoch 0.
-func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int) (claimResult, *seatClaim, error) {
-	at, err := seatPlaceOf(ref.EventID, n, home)
-	if err != nil {
-		return 0, nil, err
-	}
-	sc := &seatClaim{seatStart: seatStart{place: home}, ref: ref}
-	res, err := c.claimOn(ctx, at, sc)
+func (c *Client) claimHome(ctx context.Context, ref RequestRef, n, home int) (seatclaim.Outcome, *seatclaim.Claim, error) {
+	sc := &seatclaim.Claim{Place: home}
+	res, err := seatclaim.ClaimOn(ctx, &seatStore{c: c, ref: ref, n: n}, sc)
 	return res, sc, err
 }
 
@@ -286,25 +283,25 @@ func (p *Processor) home(ctx context.Context, m Message, d queue.Delivery, n int
 		return p.failed(ctx, m, d, nil, err), true
 	}
 	switch res {
-	case claimWon, claimHeld:
+	case seatclaim.Won, seatclaim.Held:
 		r, done := p.bind(ctx, m, d, n, h)
-		if sc.emptied && n > 1 {
+		if sc.Emptied && n > 1 {
 			p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, recordAlways)
 		}
 		return r, done
-	case claimClosed:
+	case seatclaim.Closed:
 		h.clear = true // closed to the request by an earlier delivery: the leased way sorts it out
-	case claimEmpty:
+	case seatclaim.Empty:
 		h.clear = true
 		record := recordIfUnlisted
 		if n == 1 {
 			record = recordIfNew
 		}
 		p.c.shardEmpty(ctx, ev, h.shard, n, p.seats, record)
-		if sc.soldOut {
+		if sc.SoldOut {
 			p.seats.Know(ev, n, allShards(n))
 		}
-		p.seats.LearnPool(ev, sc.poolVersion)
+		p.seats.LearnPool(ev, sc.PoolVersion)
 		if p.soldOut(ctx, ev) && !p.poolOpen(ev, h.hold) {
 			return p.rejectSoldOut(ctx, m, d, h.hold)
 		}

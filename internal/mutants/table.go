@@ -63,8 +63,8 @@ var mutants = []mutant{
 	{
 		name: "leave-inherited-open",
 		rule: "A claim leaves a place that refused it for throughput, where an earlier delivery's claim may be, only once the place is closed to it.",
-		file: "seat.go",
-		old:  "if res != claimRefused || !sc.inherited {",
+		file: "internal/seatclaim/walk.go",
+		old:  "if res != Refused || !c.Inherited {",
 		new:  "if true {",
 		pkg:  ".",
 		run:  "^(TestSeatDelaysTakeoverWhileTheOldClaimIsNineSecondsOnTheWire|TestSeatDelaysWorkersSevenSecondsApart)$",
@@ -72,8 +72,8 @@ var mutants = []mutant{
 	{
 		name: "empty-pool-left-open",
 		rule: "A request is refused on an empty pool only once the pool is closed to it (a seat added later takes no claim of it sent before).",
-		file: "seat.go",
-		old:  "held, err := c.closeTo(ctx, at, sc.ref.RequestID, sc.epoch, leaveCloseTries)",
+		file: "internal/seatclaim/walk.go",
+		old:  "held, err := Close(ctx, s.st, c.Place, c.Epoch, LeaveCloseTries)",
 		new:  "held, err := false, error(nil)",
 		pkg:  ".",
 		run:  "^(TestSeatDelaysPoolClaimLandingAfterARefill|TestSeatDelaysRaceAddCapacityToThePool)$/^landing_after_the_request_was_refused$",
