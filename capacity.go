@@ -299,8 +299,8 @@ func requestToken(requestID, owner string, attempt int) string {
 }
 
 // waveClaimRows[k] is the "first-come wave seats" row of k requests (2 ≤ k ≤
-// maxWaveClaim; rows()'s entry is k = 2): k home claims at epoch 0 in one write,
-// all or none. Each request's pair of terms is a home claim's own condition (its
+// maxWaveClaim; declaredRows()'s entry is k = 2): k home claims at epoch 0 in one
+// write, all or none. Each request's pair of terms is a home claim's own condition (its
 // token not yet on the shard, the shard not closed to it: the fence token at epoch 0
 // is the seat token), so the write takes exactly the seats those k claims would;
 // any delivery may send such a claim at any time (seat.go), so the rules hold as
