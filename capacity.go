@@ -106,7 +106,7 @@ type capacityItem struct {
 	PoolVersion int64 `dynamodbav:"poolVersion,omitempty"`
 
 	// Void are the fence tokens the item is closed to: a request's seat token at an
-	// epoch of its claim (seat.go's closeTo), written before the request's claim left
+	// epoch of its claim (seatclaim.Close), written before the request's claim left
 	// the item or the request ended without a seat, so that no claim of it sent
 	// before takes a seat here afterwards, however late it lands.
 	Void []string `dynamodbav:"void,omitempty,stringset"`

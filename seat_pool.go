@@ -11,7 +11,7 @@ import (
 // where the seats that come back wait. A hold that ended unpaid gives its seat back
 // here (returnSeat), an operator adds seats here (AddCapacity), a cancel frees one here
 // (CancelRequest). Seats leave it to the waitlist, earliest first (the hold sweep's
-// serve), or to a claim on the pool (seat.go's claimPool).
+// serve, internal/holdsweep), or to a claim on the pool (the seat walk's, internal/seatclaim).
 
 // seatReturns is an event's Returns item (PK EVENT#<eventId>#RETURNS, SK RETURNS):
 // the seats given back by holds that ended unpaid and not yet handed to the waitlist
