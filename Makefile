@@ -90,8 +90,8 @@ scale:
 		grep -o 'scale: .*' scale.log; grep -E -- '--- FAIL|Error:|Messages:' scale.log; exit $$status
 
 # Issue 56's guard before a rule's code moves: each weakening of a rule listed in
-# internal/mutants/table.go is planted alone in a copy of the code, and the tests named
+# tools/mutants/table.go is planted alone in a copy of the code, and the tests named
 # for it must fail (a mutant that survives, or does not compile, fails the target).
 # One DynamoDB Local for the run, narrow -run patterns, no -race: a few minutes.
 mutants:
-	$(GO) run ./internal/mutants -go $(GO)
+	$(GO) run ./tools/mutants -go $(GO)

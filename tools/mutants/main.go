@@ -8,8 +8,8 @@
 // an error of the table, not a catch. The tests first run on the copy unchanged,
 // where each must pass.
 //
-//	go run ./internal/mutants             # make mutants: every mutant, exit 1 unless all are caught
-//	go run ./internal/mutants -only seat  # the mutants whose name matches a regexp
+//	go run ./tools/mutants                # make mutants: every mutant, exit 1 unless all are caught
+//	go run ./tools/mutants -only seat     # the mutants whose name matches a regexp
 //
 // One DynamoDB Local serves the whole run, handed to the tests in DYNAMODB_ENDPOINT:
 // the one DYNAMODB_ENDPOINT names, else the jar that package dynamodblocal runs (no
@@ -17,7 +17,7 @@
 // mutant's by a narrow -run pattern, so that the run takes minutes.
 //
 // To find the tests of a new mutant, run it against a whole package and read which
-// tests fail: go run ./internal/mutants -only NAME -run . -v
+// tests fail: go run ./tools/mutants -only NAME -run . -v
 package main
 
 import (
