@@ -34,7 +34,9 @@ type Counts struct {
 }
 
 // NewCounter returns a Counter around db.
-func NewCounter(db asyncevent.DynamoDB) *Counter { return &Counter{m: metered.NewCounter(db, itemKind)} }
+func NewCounter(db asyncevent.DynamoDB) *Counter {
+	return &Counter{m: metered.NewCounter(db, itemKind)}
+}
 
 // itemKind names the kind of item of a key by the library's own parser, which the
 // meter (under the library, which it cannot import) is handed.
