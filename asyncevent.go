@@ -147,10 +147,10 @@ const (
 // Client runs the access patterns of the design (see the package doc) on one table. It is safe for concurrent
 // use.
 //
-// Its methods are of two layers (package doc, "What a service calls" and "Two layers"): the calls a
-// service makes (Submit, GetRequest, Confirm, Draw, the controls…), and the row methods of the worker's
-// layer (Participate, MarkQueued, StartProcessing, ClaimSeat, MarkFailed…), whose rows Submit and the
-// Worker write for a service; each row method's doc comment says so.
+// Its methods are what a service and an operator call (package doc, "What a service calls"): Submit,
+// GetRequest, Confirm, Draw, the controls, the reads of the admin's screens… The row methods beneath
+// them, whose rows Submit and the Worker write for a service, are a layer of their own: Client.Rows
+// (package doc, "Two layers").
 type Client struct {
 	db   DynamoDB
 	opts Options
@@ -172,6 +172,21 @@ type Client struct {
 	// the places of its entries (*prequeueView).
 	prequeues sync.Map
 }
+
+// Rows holds the row methods: the writes of the access-pattern table that Submit and the
+// Worker make for a service (Participate, MarkQueued and MarkEnqueueFailed, Submit's
+// steps; StartProcessing, ClaimSeat, MarkCapacityRejected, RejectSoldOut, MarkFailed
+// and MarkClosed, the worker's and the draw's), each method's doc comment naming the
+// rows it writes. They are for a worker of one's own and for tests that put a request
+// in a given state; a service that calls Submit and runs a Worker never calls them
+// (package doc, "Two layers"). Get it from Client.Rows: it works on that Client's table
+// with its options, and is safe for concurrent use.
+type Rows struct {
+	c *Client
+}
+
+// Rows returns the row methods of c's table.
+func (c *Client) Rows() *Rows { return &Rows{c: c} }
 
 // tableNamePattern is DynamoDB's rule for table names.
 var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)

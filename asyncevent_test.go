@@ -92,9 +92,9 @@ func TestRuntimePackagesBuildNoTestcontainers(t *testing.T) {
 	}
 }
 
-// TestEveryMethodRefusesBadIDs calls every public method of Client with IDs that
-// cannot be keys, and checks that each returns ErrInvalidID and that nothing stored
-// changes.
+// TestEveryMethodRefusesBadIDs calls every public method of Client and of its Rows
+// with IDs that cannot be keys, and checks that each returns ErrInvalidID and that
+// nothing stored changes.
 func TestEveryMethodRefusesBadIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -109,16 +109,16 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 		msg := asyncevent.Message{V: 1, RequestID: bad, EventID: "ev", UserID: "u", EventType: asyncevent.FirstCome, RequestedAt: 1}
 		badEvent := asyncevent.Message{V: 1, RequestID: "r", EventID: bad, UserID: "u", EventType: asyncevent.FirstCome, RequestedAt: 1}
 		calls := map[string]func() error{
-			"Participate(event)":  func() error { _, err := c.Participate(ctx, bad, "u"); return err },
-			"Participate(user)":   func() error { _, err := c.Participate(ctx, "ev", bad); return err },
-			"Submit":              func() error { _, err := c.Submit(ctx, q, "ev", bad); return err },
-			"LookupParticipation": func() error { _, err := c.LookupParticipation(ctx, "ev", bad); return err },
-			"GetRequest":          func() error { _, err := c.GetRequest(ctx, bad); return err },
-			"MarkQueued":          func() error { _, err := c.MarkQueued(ctx, msg.Ref()); return err },
-			"MarkQueued(event)":   func() error { _, err := c.MarkQueued(ctx, badEvent.Ref()); return err },
-			"MarkEnqueueFailed":   func() error { _, err := c.MarkEnqueueFailed(ctx, msg.Ref(), errors.New("x")); return err },
-			"ListUserRequests":    func() error { _, err := c.ListUserRequests(ctx, bad, asyncevent.PageOptions{}); return err },
-			"ListStatusLogs":      func() error { _, err := c.ListStatusLogs(ctx, bad); return err },
+			"Rows.Participate(event)": func() error { _, err := c.Rows().Participate(ctx, bad, "u"); return err },
+			"Rows.Participate(user)":  func() error { _, err := c.Rows().Participate(ctx, "ev", bad); return err },
+			"Submit":                  func() error { _, err := c.Submit(ctx, q, "ev", bad); return err },
+			"LookupParticipation":     func() error { _, err := c.LookupParticipation(ctx, "ev", bad); return err },
+			"GetRequest":              func() error { _, err := c.GetRequest(ctx, bad); return err },
+			"Rows.MarkQueued":         func() error { _, err := c.Rows().MarkQueued(ctx, msg.Ref()); return err },
+			"Rows.MarkQueued(event)":  func() error { _, err := c.Rows().MarkQueued(ctx, badEvent.Ref()); return err },
+			"Rows.MarkEnqueueFailed":  func() error { _, err := c.Rows().MarkEnqueueFailed(ctx, msg.Ref(), errors.New("x")); return err },
+			"ListUserRequests":        func() error { _, err := c.ListUserRequests(ctx, bad, asyncevent.PageOptions{}); return err },
+			"ListStatusLogs":          func() error { _, err := c.ListStatusLogs(ctx, bad); return err },
 			"CreateEvent": func() error {
 				_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: bad, EventType: asyncevent.FirstCome, CapacityTotal: 1})
 				return err
@@ -131,18 +131,21 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 			"ListEventRequests": func() error { _, err := c.ListEventRequests(ctx, bad, asyncevent.EventListOptions{}); return err },
 			"EventStats":        func() error { _, err := c.EventStats(ctx, bad); return err },
 			"Sweep":             func() error { _, err := c.Sweep(ctx, q, bad, asyncevent.SweepOptions{}); return err },
-			"StartProcessing": func() error {
-				_, err := c.StartProcessing(ctx, msg.Ref(), asyncevent.Lease{Owner: "w", Duration: time.Second})
+			"Rows.StartProcessing": func() error {
+				_, err := c.Rows().StartProcessing(ctx, msg.Ref(), asyncevent.Lease{Owner: "w", Duration: time.Second})
 				return err
 			},
-			"ClaimSeat":        func() error { _, err := c.ClaimSeat(ctx, msg.Ref(), asyncevent.Lease{Owner: "w"}); return err },
-			"ClaimSeat(event)": func() error { _, err := c.ClaimSeat(ctx, badEvent.Ref(), asyncevent.Lease{Owner: "w"}); return err },
-			"MarkCapacityRejected": func() error {
-				_, err := c.MarkCapacityRejected(ctx, msg.Ref(), asyncevent.Lease{Owner: "w"})
+			"Rows.ClaimSeat": func() error { _, err := c.Rows().ClaimSeat(ctx, msg.Ref(), asyncevent.Lease{Owner: "w"}); return err },
+			"Rows.ClaimSeat(event)": func() error {
+				_, err := c.Rows().ClaimSeat(ctx, badEvent.Ref(), asyncevent.Lease{Owner: "w"})
 				return err
 			},
-			"MarkFailed": func() error { _, err := c.MarkFailed(ctx, msg.Ref(), asyncevent.Failure{}); return err },
-			"MarkClosed": func() error { _, err := c.MarkClosed(ctx, msg.RequestID); return err },
+			"Rows.MarkCapacityRejected": func() error {
+				_, err := c.Rows().MarkCapacityRejected(ctx, msg.Ref(), asyncevent.Lease{Owner: "w"})
+				return err
+			},
+			"Rows.MarkFailed": func() error { _, err := c.Rows().MarkFailed(ctx, msg.Ref(), asyncevent.Failure{}); return err },
+			"Rows.MarkClosed": func() error { _, err := c.Rows().MarkClosed(ctx, msg.RequestID); return err },
 		}
 		for name, call := range calls {
 			err := call()

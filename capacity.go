@@ -67,7 +67,7 @@ const (
 
 // The rows of the EventCapacity item (a capacity shard).
 var (
-	claimSeatRow       = row{name: "first-come capacity", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
+	claimSeatRow       = row{name: "first-come capacity", method: "Rows.ClaimSeat", item: entity.Capacity, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
 	seatClosedRow      = row{name: "first-come seat closed", method: closedBy, item: entity.Capacity, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
 	shardSeatsAddedRow = row{
 		name: "capacity added to a shard", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: seatLeftWithRoom,
@@ -79,7 +79,7 @@ var (
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}
 	shardSoldOutRow = row{
-		name: "capacity shard sold out", method: "ClaimSeat", item: entity.Capacity, op: opUpdate, cond: capacityExists,
+		name: "capacity shard sold out", method: "Rows.ClaimSeat", item: entity.Capacity, op: opUpdate, cond: capacityExists,
 		sets: []set{setTo(attrSoldOut, true)},
 	}
 )

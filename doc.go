@@ -14,8 +14,9 @@
 //
 // # What a service calls
 //
-// A service calls these, grouped here by the screen or the job that needs them; the
-// library's worker does the rest:
+// A service calls these, grouped here by the screen or the job that needs them;
+// besides [New] and the [Worker], each is a method of [Client]. The library's worker
+// does the rest:
 //
 //   - [New] makes a [Client] on one table, [Client.CreateTable] the table (or
 //     [Client.CheckTable] accepts one made with the AWS CLI), [Client.CreateEvent]
@@ -50,16 +51,16 @@
 //
 // # Two layers
 //
-// Beneath those calls are the row methods, each named in the access-pattern table
-// (the last section) beside the rows it writes: [Client.Participate],
-// [Client.MarkQueued] and [Client.MarkEnqueueFailed] write the rows of Submit's
-// steps; [Client.StartProcessing], [Client.ClaimSeat], [Client.MarkCapacityRejected],
-// [Client.RejectSoldOut], [Client.MarkFailed] and [Client.MarkClosed] the rows of the
-// worker's (and the draw's). They are the worker's and the test kit's layer:
-// exported as the reference of each row's operation, key and condition, for a
-// worker of one's own and for tests that put a request in a given state. A service
-// that calls Submit and runs a Worker never calls them, and each one's doc comment
-// begins by saying so.
+// Beneath those calls are the row methods, on a type of their own that [Client.Rows]
+// returns, each named in the access-pattern table (the last section) beside the rows
+// it writes: [Rows.Participate], [Rows.MarkQueued] and [Rows.MarkEnqueueFailed] write
+// the rows of Submit's steps; [Rows.StartProcessing], [Rows.ClaimSeat],
+// [Rows.MarkCapacityRejected], [Rows.RejectSoldOut], [Rows.MarkFailed] and
+// [Rows.MarkClosed] the rows of the worker's (and the draw's). They are the worker's
+// and the test kit's layer: exported as the reference of each row's operation, key
+// and condition, for a worker of one's own and for tests that put a request in a
+// given state. A service that calls Submit and runs a Worker never calls them, and
+// each one's doc comment begins by saying so.
 //
 // # A first event
 //
@@ -259,288 +260,288 @@
 //
 // # Access patterns
 //
-// Each row of the access-pattern table is one method of [Client] (the worker's lease
-// heartbeat and the home claim's bind are [Processor]'s), and its doc comment names
-// the row, the operation, the key and the condition. The method is a service's call
-// (CreateEvent, Confirm, Draw, a control) or a row method of the worker's layer
-// (MarkQueued, StartProcessing, ClaimSeat…; see "Two layers"), whose rows Submit and
-// the Worker write for a service. The writes are declared once, beside the items they
-// write, and one engine applies them; the tables below are read off those
-// declarations (a test fails when they disagree). In a condition or update, a value
-// the row fixes is written as it is stored: a quoted string ("QUEUED"), a number,
-// true or false; a word after a colon is a value each call binds (:now is the
-// client's clock); any other word is an attribute of the item.
+// Each row of the access-pattern table is one method of [Client] or of [Rows] (the
+// worker's lease heartbeat and the home claim's bind are [Processor]'s), and its doc
+// comment names the row, the operation, the key and the condition. The method is a
+// service's call (CreateEvent, Confirm, Draw, a control) or a row method of the
+// worker's layer (Rows.MarkQueued, Rows.StartProcessing, Rows.ClaimSeat…; see "Two
+// layers"), whose rows Submit and the Worker write for a service. The writes are
+// declared once, beside the items they write, and one engine applies them; the tables
+// below are read off those declarations (a test fails when they disagree). In a
+// condition or update, a value the row fixes is written as it is stored: a quoted
+// string ("QUEUED"), a number, true or false; a word after a colon is a value each
+// call binds (:now is the client's clock); any other word is an attribute of the item.
 //
 //		WRITES
-//	row                            method                     operation      key
-//	participate                    Participate                PutItem        IDEMP#<eventId>#<userId> / LOCK
+//	row                            method                                 operation      key
+//	participate                    Rows.Participate                       PutItem        IDEMP#<eventId>#<userId> / LOCK
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	create request                 Participate                PutItem        REQ#<requestId> / META
+//	create request                 Rows.Participate                       PutItem        REQ#<requestId> / META
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	end incomplete request         Submit                     PutItem        REQ#<requestId> / META
+//	end incomplete request         Submit                                 PutItem        REQ#<requestId> / META
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	release lock                   MarkEnqueueFailed          DeleteItem     IDEMP#<eventId>#<userId> / LOCK
+//	release lock                   Rows.MarkEnqueueFailed                 DeleteItem     IDEMP#<eventId>#<userId> / LOCK
 //	    if   requestId = :requestId
-//	release lock: request absent   Participate                ConditionCheck REQ#<requestId> / META
+//	release lock: request absent   Rows.Participate                       ConditionCheck REQ#<requestId> / META
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	message's request: lock        Processor.ProcessOne       ConditionCheck IDEMP#<eventId>#<userId> / LOCK
+//	message's request: lock        Processor.ProcessOne                   ConditionCheck IDEMP#<eventId>#<userId> / LOCK
 //	    if   requestId = :requestId
-//	mark queued                    MarkQueued                 UpdateItem     REQ#<requestId> / META
+//	mark queued                    Rows.MarkQueued                        UpdateItem     REQ#<requestId> / META
 //	    if   status = "RECEIVED"
 //	    set  SET status = "QUEUED"
-//	enqueue failure                MarkEnqueueFailed          UpdateItem     REQ#<requestId> / META
+//	enqueue failure                Rows.MarkEnqueueFailed                 UpdateItem     REQ#<requestId> / META
 //	    if   status = "RECEIVED"
 //	    set  REMOVE queuedAt SET status = "FAILED_FINAL", uiResult = "FAILED",
 //	         resultCode = "FAILED_INGEST_ENQUEUE", failureClass = "RETRYABLE",
 //	         errorCode = "FAILED_INGEST_ENQUEUE", errorMessage = :errorMessage,
 //	         finishedAt = :now
-//	start processing               StartProcessing            UpdateItem     REQ#<requestId> / META
+//	start processing               Rows.StartProcessing                   UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
 //	         OR ((status = "PROCESSING") AND (leaseExpiresAt <= :now))
 //	    set  SET status = "PROCESSING", startedAt = :now, leaseOwner = :leaseOwner,
 //	         leaseExpiresAt = :leaseExpiresAt,
 //	         seatShard = if_not_exists(seatShard, :seatShard),
 //	         seatEpoch = if_not_exists(seatEpoch, :seatEpoch)
-//	lease heartbeat                Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	lease heartbeat                Processor.ProcessOne                   UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET leaseExpiresAt = :leaseExpiresAt
-//	first-come capacity            ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
+//	first-come capacity            Rows.ClaimSeat                         UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
 //	         AND (NOT (contains (void, :fenceToken)))
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
-//	first-come wave seats          Processor.ProcessOne       UpdateItem     EVENT#<eventId> / CAPACITY
+//	first-come wave seats          Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   ((((capacityRemaining >= :waveSeats) AND (NOT (contains (holders, :seatToken1)))) AND (NOT (contains (void, :seatToken1)))) AND (NOT (contains (holders, :seatToken2))))
 //	         AND (NOT (contains (void, :seatToken2)))
 //	    set  ADD capacityRemaining :seatsTaken, holders :waveTokens SET updatedAt = :now
-//	first-come success             ClaimSeat                  UpdateItem     REQ#<requestId> / META
+//	first-come success             Rows.ClaimSeat                         UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
 //	         finishedAt = :now
-//	first-come seat bound          Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	first-come seat bound          Processor.ProcessOne                   UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
 //	         OR ((status = "PROCESSING") AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
 //	    set  REMOVE leaseOwner, leaseExpiresAt SET status = "SUCCEEDED", uiResult = "SUCCESS",
 //	         resultCode = "SUCCESS", finishedAt = :now,
 //	         startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
-//	first-come seat closed         ClaimSeat, MarkEnqueueFailed UpdateItem     EVENT#<eventId> / CAPACITY
+//	first-come seat closed         Rows.ClaimSeat, Rows.MarkEnqueueFailed UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
 //	    set  ADD void :fenceTokens
-//	first-come seat moved          ClaimSeat                  UpdateItem     REQ#<requestId> / META
+//	first-come seat moved          Rows.ClaimSeat                         UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "PROCESSING") AND (leaseOwner = :leaseOwner))
 //	         AND (seatEpoch = :epochLeft)
 //	    set  SET seatShard = :seatShard, seatEpoch = :seatEpoch
-//	capacity shard empty           ClaimSeat                  UpdateItem     EVENT#<eventId> / CONFIG
+//	capacity shard empty           Rows.ClaimSeat                         UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  ADD emptyShards :shards
-//	capacity shard sold out        ClaimSeat                  UpdateItem     EVENT#<eventId> / CAPACITY
+//	capacity shard sold out        Rows.ClaimSeat                         UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   attribute_exists (PK)
 //	    set  SET soldOut = true
-//	first-come capacity rejected   MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
+//	first-come capacity rejected   Rows.MarkCapacityRejected              UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now
-//	first-come sold out            RejectSoldOut              UpdateItem     REQ#<requestId> / META
+//	first-come sold out            Rows.RejectSoldOut                     UpdateItem     REQ#<requestId> / META
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now, startedAt = :now
-//	ranked: late rejected (lease)  Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	ranked: late rejected (lease)  Processor.ProcessOne                   UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_LATE",
 //	         finishedAt = :now
-//	ranked: late rejected          Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	ranked: late rejected          Processor.ProcessOne                   UpdateItem     REQ#<requestId> / META
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_LATE",
 //	         finishedAt = :now, startedAt = :now
-//	hold recorded                  Processor.ProcessOne       PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
+//	hold recorded                  Processor.ProcessOne                   PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	first-come seat held           Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	first-come seat held           Processor.ProcessOne                   UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
 //	         OR ((status = "PROCESSING") AND (((attribute_not_exists (seatShard)) OR (seatShard = :seatShard)) AND (leaseExpiresAt <= :now)))
 //	    set  REMOVE leaseOwner, leaseExpiresAt SET status = "HELD", uiResult = "HELD",
 //	         holdExpiresAt = :holdExpiresAt, startedAt = if_not_exists(startedAt, :startedAt),
 //	         seatShard = if_not_exists(seatShard, :seatShard)
-//	first-come held                ClaimSeat                  UpdateItem     REQ#<requestId> / META
+//	first-come held                Rows.ClaimSeat                         UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt
-//	first-come waitlisted          RejectSoldOut              UpdateItem     REQ#<requestId> / META
+//	first-come waitlisted          Rows.RejectSoldOut                     UpdateItem     REQ#<requestId> / META
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", startedAt = :now
-//	first-come waitlisted (lease)  MarkCapacityRejected       UpdateItem     REQ#<requestId> / META
+//	first-come waitlisted (lease)  Rows.MarkCapacityRejected              UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
 //	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED"
-//	hold confirmed                 Confirm                    UpdateItem     REQ#<requestId> / META
+//	hold confirmed                 Confirm                                UpdateItem     REQ#<requestId> / META
 //	    if   (status = "HELD") AND (holdExpiresAt > :now)
 //	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
 //	         finishedAt = :now
-//	hold released                  Release                    UpdateItem     REQ#<requestId> / META
+//	hold released                  Release                                UpdateItem     REQ#<requestId> / META
 //	    if   (status = "HELD") AND (holdExpiresAt = :holdExpiresAt)
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
 //	         finishedAt = :now
-//	waitlist left                  Release                    UpdateItem     REQ#<requestId> / META
+//	waitlist left                  Release                                UpdateItem     REQ#<requestId> / META
 //	    if   status = "WAITLISTED"
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
 //	         finishedAt = :now
-//	hold expired                   SweepHolds                 UpdateItem     REQ#<requestId> / META
+//	hold expired                   SweepHolds                             UpdateItem     REQ#<requestId> / META
 //	    if   (status = "HELD")
 //	         AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
 //	    set  SET status = "REJECTED", uiResult = "REJECTED",
 //	         resultCode = "REJECTED_HOLD_EXPIRED", finishedAt = :now
-//	seat given to the waitlist     Release                    UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	seat given to the waitlist     Release                                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1, returned 1
 //	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
-//	hold cleared                   SweepHolds                 DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
-//	waitlist served                SweepHolds                 UpdateItem     REQ#<requestId> / META
+//	hold cleared                   SweepHolds                             DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
+//	waitlist served                SweepHolds                             UpdateItem     REQ#<requestId> / META
 //	    if   status = "WAITLISTED"
 //	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt,
 //	         servedAt = :now
-//	returned seat taken            SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	returned seat taken            SweepHolds                             UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   capacityRemaining > 0
 //	    set  ADD served 1 SET capacityRemaining = capacityRemaining - 1, updatedAt = :now
-//	waitlist closed                SweepHolds                 UpdateItem     REQ#<requestId> / META
+//	waitlist closed                SweepHolds                             UpdateItem     REQ#<requestId> / META
 //	    if   status = "WAITLISTED"
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CAPACITY",
 //	         finishedAt = :now
-//	hold sweep lease               SweepHolds                 UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	hold sweep lease               SweepHolds                             UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   ((attribute_not_exists (sweepUntil)) OR (sweepUntil <= :now))
 //	         OR (sweepOwner = :sweepOwner)
 //	    set  SET sweepOwner = :sweepOwner, sweepUntil = :sweepUntil,
 //	         entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
-//	lottery entry collected        Processor.ProcessOne, Draw UpdateItem     REQ#<requestId> / META
+//	lottery entry collected        Processor.ProcessOne, Draw             UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
 //	         AND (attribute_not_exists (startedAt))
 //	    set  SET status = "QUEUED", startedAt = :now
-//	lottery result (win)           Draw                       UpdateItem     REQ#<requestId> / META
+//	lottery result (win)           Draw                                   UpdateItem     REQ#<requestId> / META
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
 //	         finishedAt = :now, uiPhase = "ANNOUNCED", announcedAt = :now
-//	lottery result (lose)          Draw                       UpdateItem     REQ#<requestId> / META
+//	lottery result (lose)          Draw                                   UpdateItem     REQ#<requestId> / META
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "REJECTED", uiResult = "REJECTED",
 //	         resultCode = "REJECTED_LOTTERY_LOSE", finishedAt = :now, uiPhase = "ANNOUNCED",
 //	         announcedAt = :now
-//	lottery result (not drawn)     Draw, Processor.ProcessOne UpdateItem     REQ#<requestId> / META
+//	lottery result (not drawn)     Draw, Processor.ProcessOne             UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt <= lotteryCutoffAt)
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_NOT_DRAWN",
 //	         finishedAt = :now, uiPhase = "ANNOUNCED", announcedAt = :now
-//	lottery result (closed)        MarkClosed                 UpdateItem     REQ#<requestId> / META
+//	lottery result (closed)        Rows.MarkClosed                        UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED")) AND (queuedAt > lotteryCutoffAt)
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CLOSED",
 //	         finishedAt = :now
-//	final failure                  MarkFailed                 UpdateItem     REQ#<requestId> / META
+//	final failure                  Rows.MarkFailed                        UpdateItem     REQ#<requestId> / META
 //	    if   (((status = "PROCESSING") OR (status = "QUEUED")) OR (status = "RECEIVED"))
 //	         AND (((((status <> "PROCESSING") OR (leaseOwner = :leaseOwner)) OR (leaseExpiresAt <= :now)) AND (((eventType <> "LOTTERY") OR (attribute_not_exists (queuedAt))) OR (queuedAt > lotteryCutoffAt))) AND ((eventType <> "FIRST_COME") OR (leaseOwner = :leaseOwner)))
 //	    set  SET status = "FAILED_FINAL", uiResult = "FAILED", resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
-//	entry failure                  Processor.ProcessOne       UpdateItem     REQ#<requestId> / META
+//	entry failure                  Processor.ProcessOne                   UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
 //	         AND ((queuedAt <= lotteryCutoffAt) AND (attribute_not_exists (startedAt)))
 //	    set  SET status = "FAILED_FINAL", uiResult = "FAILED", resultCode = :resultCode,
 //	         failureClass = :failureClass, errorCode = :errorCode,
 //	         errorMessage = :errorMessage, finishedAt = :now
-//	status log                     Options.StatusLog          PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
+//	status log                     Options.StatusLog                      PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	create event                   CreateEvent                PutItem        EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW
+//	create event                   CreateEvent                            PutItem        EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	event closed                   CloseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
+//	event closed                   CloseEvent                             UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (attribute_exists (PK))
 //	         AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now)))
 //	    set  SET endsAt = :now, closedAt = :now
-//	event paused                   PauseEvent                 UpdateItem     EVENT#<eventId> / CONFIG
+//	event paused                   PauseEvent                             UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (paused)) OR (paused = false))
 //	    set  SET paused = true
-//	event resumed                  ResumeEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	event resumed                  ResumeEvent                            UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND (paused = true)
 //	    set  SET paused = false
-//	event end extended             ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	event end extended             ExtendEvent                            UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((attribute_exists (PK)) AND (endsAt > :lead)) AND (endsAt < :endsAt)
 //	    set  SET endsAt = :endsAt
-//	lottery cutoff extended        ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	lottery cutoff extended        ExtendEvent                            UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((((attribute_exists (PK)) AND (eventType = "LOTTERY")) AND (lotteryCutoffAt > :lead)) AND (lotteryCutoffAt < :cutoff))
 //	         AND ((attribute_not_exists (endsAt)) OR (endsAt >= :cutoff))
 //	    set  SET lotteryCutoffAt = :cutoff
-//	pre-queue start extended       ExtendEvent                UpdateItem     EVENT#<eventId> / CONFIG
+//	pre-queue start extended       ExtendEvent                            UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   ((((attribute_exists (PK)) AND (attribute_exists (prequeueOpensAt))) AND (startsAt > :lead)) AND (startsAt < :startsAt))
 //	         AND ((attribute_not_exists (endsAt)) OR (endsAt > :startsAt))
 //	    set  SET startsAt = :startsAt
-//	hold registry: end moved       ExtendEvent                UpdateItem     HOLD_EVENTS / EVENT#<eventId>
+//	hold registry: end moved       ExtendEvent                            UpdateItem     HOLD_EVENTS / EVENT#<eventId>
 //	    if   attribute_exists (PK)
 //	    set  SET endsAt = :endsAt
-//	cutoff extended: draw check    ExtendEvent                ConditionCheck EVENT#<eventId> / DRAW
+//	cutoff extended: draw check    ExtendEvent                            ConditionCheck EVENT#<eventId> / DRAW
 //	    if   phase = "COLLECTING"
-//	audit entry                    CloseEvent                 PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
+//	audit entry                    CloseEvent                             PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	operation marker               AddCapacity, CancelRequest PutItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
+//	operation marker               AddCapacity, CancelRequest             PutItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	event listed                   CreateEvent                PutItem        EVENTS / CAT#<createdAt>#EVENT#<eventId>
+//	event listed                   CreateEvent                            PutItem        EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	stray event entry              ListEvents                 DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
-//	progress counted               FlushProgress              UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
+//	stray event entry              ListEvents                             DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
+//	progress counted               FlushProgress                          UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
 //	    set  ADD a0 :a0 … a9 :a9, d0 :d0 … d9 :d9, h00 :h00 … h99 :h99
 //	         SET entityType = if_not_exists(entityType, "PROGRESS"),
 //	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
-//	capacity added                 AddCapacity                UpdateItem     EVENT#<eventId> / CONFIG
+//	capacity added                 AddCapacity                            UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (((attribute_exists (PK)) AND (eventType = "FIRST_COME")) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  ADD capacityTotal :seats SET poolVersion = :poolVersion
-//	capacity added to a shard      AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
+//	capacity added to a shard      AddCapacity                            UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   (capacityRemaining > 0) AND (capacityTotal <= :shardRoom)
 //	    set  ADD capacityRemaining :seats, capacityTotal :seats SET poolVersion = :poolVersion,
 //	         updatedAt = :now
-//	capacity shard: pool version   AddCapacity                UpdateItem     EVENT#<eventId> / CAPACITY
+//	capacity shard: pool version   AddCapacity                            UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   attribute_exists (PK)
 //	    set  SET poolVersion = :poolVersion
-//	capacity added to the pool     AddCapacity                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	capacity added to the pool     AddCapacity                            UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining :seats, added :seats
 //	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
-//	pool seat claimed              ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	pool seat claimed              Rows.ClaimSeat                         UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   ((capacityRemaining > 0) AND (NOT (contains (holders, :seatToken))))
 //	         AND (NOT (contains (void, :fenceToken)))
 //	    set  ADD holders :seatTokens SET capacityRemaining = capacityRemaining - 1,
 //	         updatedAt = :now
-//	pool seat closed               ClaimSeat                  UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	pool seat closed               Rows.ClaimSeat                         UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    if   (attribute_exists (PK)) AND (NOT (contains (holders, :seatToken)))
 //	    set  ADD void :fenceTokens
-//	participation cancelled        CancelRequest              UpdateItem     REQ#<requestId> / META
+//	participation cancelled        CancelRequest                          UpdateItem     REQ#<requestId> / META
 //	    if   (status = "SUCCEEDED") AND (eventType = "FIRST_COME")
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_CANCELLED",
 //	         finishedAt = :now
-//	seat of a cancel to the pool   CancelRequest              UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	seat of a cancel to the pool   CancelRequest                          UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1, cancelled 1
 //	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now,
 //	         poolVersion = :poolVersion
-//	pool version raised            CancelRequest              UpdateItem     EVENT#<eventId> / CONFIG
+//	pool version raised            CancelRequest                          UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (attribute_exists (PK))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  SET poolVersion = :poolVersion
-//	draw: freeze the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
+//	draw: freeze the entries       Draw                                   UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = "COLLECTING"
 //	    set  SET phase = "DRAWING", drawnAt = :now
-//	event: drawing                 Draw                       UpdateItem     EVENT#<eventId> / CONFIG
+//	event: drawing                 Draw                                   UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (attribute_exists (PK))
 //	         AND (((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt = :cutoffAsRead)) AND ((attribute_not_exists (startsAt)) OR (startsAt = :startAsRead)))
 //	    set  SET phase = "DRAWING"
-//	draw: entries chunk            Draw, ServePrequeue        PutItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>
-//	draw: record the entries       Draw                       UpdateItem     EVENT#<eventId> / DRAW
+//	draw: entries chunk            Draw, ServePrequeue                    PutItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>
+//	draw: record the entries       Draw                                   UpdateItem     EVENT#<eventId> / DRAW
 //	    if   (phase = "DRAWING") AND (attribute_not_exists (entriesHash))
 //	    set  SET entryCount = :entryCount, entriesHash = :entriesHash,
 //	         entryChunks = :entryChunks, seed = :seed
-//	draw: announce                 Draw                       UpdateItem     EVENT#<eventId> / DRAW
+//	draw: announce                 Draw                                   UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = "DRAWING"
 //	    set  SET phase = "ANNOUNCED", announcedAt = :now
-//	event: announced               Draw                       UpdateItem     EVENT#<eventId> / CONFIG
+//	event: announced               Draw                                   UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = "ANNOUNCED", announcedAt = :now
-//	admission: lease               Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	admission: lease               Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   ((attribute_not_exists (leaseOwner)) OR (leaseOwner = :leaseOwner))
 //	         OR (leaseExpiresAt <= :now)
 //	    set  SET entityType = if_not_exists(entityType, "ADMISSION"),
@@ -548,45 +549,45 @@
 //	         refusing = if_not_exists(refusing, false), waves = if_not_exists(waves, 0),
 //	         lateAdds = if_not_exists(lateAdds, 0), leaseOwner = :leaseOwner,
 //	         leaseExpiresAt = :leaseExpiresAt
-//	admission: wave                Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	admission: wave                Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   (((leaseOwner = :leaseOwner) AND (waves = :wavesAsRead)) AND (refusing = false))
 //	         AND (lateAdds = :lateAddsAsRead)
 //	    set  ADD waves 1 SET through = :through, wave = :wave, waveDone = false,
 //	         leaseExpiresAt = :leaseExpiresAt
-//	admission: wave (late)         Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	admission: wave (late)         Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   (((leaseOwner = :leaseOwner) AND (waves = :wavesAsRead)) AND (refusing = false))
 //	         AND (lateAdds = :lateAddsAsRead)
 //	    set  ADD waves 1 DELETE late :late SET through = :through, wave = :wave,
 //	         waveDone = false, leaseExpiresAt = :leaseExpiresAt
-//	admission: wave decided        Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	admission: wave decided        Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   (leaseOwner = :leaseOwner) AND (waves = :waves)
 //	    set  SET waveDone = true
-//	admission: late arrival        Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	admission: late arrival        Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   refusing = false
 //	    set  ADD late :late, lateAdds 1
-//	admission: refusing            Processor.ProcessOne       UpdateItem     EVENT#<eventId> / ADMISSION
+//	admission: refusing            Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / ADMISSION
 //	    if   ((leaseOwner = :leaseOwner) AND (waves = :wavesAsRead)) AND (refusing = false)
 //	    set  SET refusing = true, wave = :wave
 //		READS
-//	row                            method                     operation      key
-//	get request                    GetRequest                 GetItem        REQ#<requestId> / META
-//	participate (duplicate)        LookupParticipation        GetItem        IDEMP#<eventId>#<userId> / LOCK
-//	my participations              ListUserRequests           Query GSI1     USER#<userId>, newest first, limit 20
-//	event requests                 ListEventRequests          Query GSI2     EVENT#<eventId>, either order, status filter
-//	event request count            CountRequests              Query GSI2     EVENT#<eventId>, Select COUNT
-//	event progress                 QueueStats, GetRequest     Query          EVENT#<eventId>#PROGRESS#<p>, each p, cached a second
-//	event statistics               EventStats                 Query GSI2     EVENT#<eventId>, every request once
-//	status logs                    ListStatusLogs             Query          REQ#<requestId>, begins_with(SK, "LOG#")
-//	get event                      GetEvent                   GetItem        EVENT#<eventId> / CONFIG
-//	get capacity                   GetCapacity                GetItem        EVENT#<eventId> / CAPACITY
-//	get draw                       GetDraw                    GetItem        EVENT#<eventId> / DRAW
-//	admission: record              Processor.ProcessOne       GetItem        EVENT#<eventId> / ADMISSION, strongly consistent, each tick while a delivery waits
-//	admission: line                Processor.ProcessOne       Query GSI2     EVENT#<eventId>, GSI2SK BETWEEN through AND QAT#<now - settle>, each shard, one page
-//	recorded entries               Draw, ServePrequeue        GetItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent (also VerifyDraw, VerifyPrequeue, a pre-queue place)
-//	hold registry                  HoldEvents                 Query          HOLD_EVENTS, every event with holds
-//	event list                     ListEvents                 Query          EVENTS, newest first, limit 20
-//	audit trail                    ListAudit                  Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
-//	operation applied before       AddCapacity, CancelRequest GetItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
+//	row                            method                                 operation      key
+//	get request                    GetRequest                             GetItem        REQ#<requestId> / META
+//	participate (duplicate)        LookupParticipation                    GetItem        IDEMP#<eventId>#<userId> / LOCK
+//	my participations              ListUserRequests                       Query GSI1     USER#<userId>, newest first, limit 20
+//	event requests                 ListEventRequests                      Query GSI2     EVENT#<eventId>, either order, status filter
+//	event request count            CountRequests                          Query GSI2     EVENT#<eventId>, Select COUNT
+//	event progress                 QueueStats, GetRequest                 Query          EVENT#<eventId>#PROGRESS#<p>, each p, cached a second
+//	event statistics               EventStats                             Query GSI2     EVENT#<eventId>, every request once
+//	status logs                    ListStatusLogs                         Query          REQ#<requestId>, begins_with(SK, "LOG#")
+//	get event                      GetEvent                               GetItem        EVENT#<eventId> / CONFIG
+//	get capacity                   GetCapacity                            GetItem        EVENT#<eventId> / CAPACITY
+//	get draw                       GetDraw                                GetItem        EVENT#<eventId> / DRAW
+//	admission: record              Processor.ProcessOne                   GetItem        EVENT#<eventId> / ADMISSION, strongly consistent, each tick while a delivery waits
+//	admission: line                Processor.ProcessOne                   Query GSI2     EVENT#<eventId>, GSI2SK BETWEEN through AND QAT#<now - settle>, each shard, one page
+//	recorded entries               Draw, ServePrequeue                    GetItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent (also VerifyDraw, VerifyPrequeue, a pre-queue place)
+//	hold registry                  HoldEvents                             Query          HOLD_EVENTS, every event with holds
+//	event list                     ListEvents                             Query          EVENTS, newest first, limit 20
+//	audit trail                    ListAudit                              Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
+//	operation applied before       AddCapacity, CancelRequest             GetItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
 //
 // Ingest is the design's own writes, no transaction: Participate puts the lock, then
 // the request; a duplicate click is answered by the lock's failed put alone. A seat is
@@ -597,8 +598,8 @@
 // an event known to be sold out is a look at its home shard and one write
 // (RejectSoldOut). [Client.Submit] is the whole ingest of a click: Participate, send
 // the message, MarkQueued (or MarkEnqueueFailed); a lottery's ingest writes nothing
-// after the moment its draw may begin, less a margin. Row methods take the request as a
-// [RequestRef] and a worker's hold as a [Lease]. A lost condition is an outcome, not
-// an error: every row returns a [Transition] that is not Applied and holds the
-// request as the condition found it.
+// after the moment its draw may begin, less a margin. The row methods ([Rows]) take
+// the request as a [RequestRef] and a worker's hold as a [Lease]. A lost condition is
+// an outcome, not an error: every row returns a [Transition] that is not Applied and
+// holds the request as the condition found it.
 package asyncevent

@@ -173,7 +173,7 @@ var (
 		sets: []set{setTo(attrStartsAt, pStart)},
 	}
 	shardEmptyRow = row{
-		name: "capacity shard empty", method: "ClaimSeat", item: entity.Config, op: opUpdate, cond: configExists,
+		name: "capacity shard empty", method: "Rows.ClaimSeat", item: entity.Config, op: opUpdate, cond: configExists,
 		adds: []set{addTo(attrEmptyShards, pShards)},
 	}
 	seatsAddedRow = row{

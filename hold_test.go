@@ -1627,10 +1627,10 @@ func TestHoldForOnEveryPath(t *testing.T) {
 	dc := fresh()
 	lease := asyncevent.Lease{Owner: "direct", Duration: time.Minute}
 	ref := asyncevent.RequestRef{RequestID: ids[6], EventID: "paths"}
-	tr, err := dc.StartProcessing(ctx, ref, lease)
+	tr, err := dc.Rows().StartProcessing(ctx, ref, lease)
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
-	tr, err = dc.ClaimSeat(ctx, ref, lease)
+	tr, err = dc.Rows().ClaimSeat(ctx, ref, lease)
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
 	r, err := c.GetRequest(ctx, ids[6])

@@ -39,11 +39,11 @@ type lockItem struct {
 
 // The lock's rows.
 var (
-	participateRow = row{name: "participate", method: "Participate", item: entity.Idempotency, op: opPut, cond: notExists}
+	participateRow = row{name: "participate", method: "Rows.Participate", item: entity.Idempotency, op: opPut, cond: notExists}
 
 	lockNamesRequest = compare(expression.Name(attrRequestID).Equal, pRequestID)
 	releaseLockRow   = row{
-		name: "release lock", method: "MarkEnqueueFailed", item: entity.Idempotency, op: opDelete, cond: lockNamesRequest,
+		name: "release lock", method: "Rows.MarkEnqueueFailed", item: entity.Idempotency, op: opDelete, cond: lockNamesRequest,
 	}
 	// requestAbsentRow goes with a release of the lock whose request's put was
 	// refused: the lock goes only if the request is not there after all.
@@ -110,7 +110,8 @@ const participateAttempts = 3
 // lock's put writes nothing.
 //
 // Participate does not send the request's message; Submit does the whole ingest.
-func (c *Client) Participate(ctx context.Context, eventID, userID string) (Participation, error) {
+func (r *Rows) Participate(ctx context.Context, eventID, userID string) (Participation, error) {
+	c := r.c
 	lock, err := NewLockKey(eventID, userID)
 	if err != nil {
 		return Participation{}, err

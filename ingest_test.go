@@ -206,7 +206,7 @@ func TestRequestStuckInReceivedIsResentAfterTheGracePeriod(t *testing.T) {
 	q := &sendQueue{}
 
 	// A crash between the write and the send: only Participate ran.
-	first, err := c.Participate(ctx, "ev", "bob")
+	first, err := c.Rows().Participate(ctx, "ev", "bob")
 	require.NoError(t, err)
 
 	clock.Advance(30 * time.Second)
@@ -291,7 +291,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c, _ := newIngest(t, asyncevent.Options{})
-	p, err := c.Participate(ctx, "ev", "dave")
+	p, err := c.Rows().Participate(ctx, "ev", "dave")
 	require.NoError(t, err)
 	m := asyncevent.Message{V: 1, RequestID: p.RequestID, EventID: "ev", UserID: "dave",
 		EventType: asyncevent.FirstCome, RequestedAt: p.Request.RequestedAt}
@@ -300,7 +300,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 	setStatus(t, c.TableName(), p.RequestID, asyncevent.StatusProcessing)
 	before := asynceventtest.ScanTable(t, c.TableName())
 
-	tr, err := c.MarkQueued(ctx, m.Ref())
+	tr, err := c.Rows().MarkQueued(ctx, m.Ref())
 	require.NoError(t, err)
 	assert.False(t, tr.Applied)
 	require.NotNil(t, tr.Current)
@@ -309,7 +309,7 @@ func TestMarkQueuedLosesHarmlesslyToTheWorker(t *testing.T) {
 
 	// And on a request that does not exist: ErrNotFound, nothing written.
 	m.RequestID = "no-such-request"
-	_, err = c.MarkQueued(ctx, m.Ref())
+	_, err = c.Rows().MarkQueued(ctx, m.Ref())
 	assert.ErrorIs(t, err, asyncevent.ErrNotFound)
 	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()))
 }
@@ -372,7 +372,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			require.ErrorAs(t, err, &idErr, tt.name)
 			assert.Equal(t, tt.wantFieldName, idErr.Field, tt.name)
 		}
-		_, err = c.Participate(ctx, tt.event, tt.user)
+		_, err = c.Rows().Participate(ctx, tt.event, tt.user)
 		assert.ErrorIs(t, err, tt.want, tt.name)
 	}
 	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()), "nothing was written")
@@ -528,7 +528,7 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Go(func() {
-			_, err := c.Participate(ctx, "ev", fmt.Sprintf("u%d", i))
+			_, err := c.Rows().Participate(ctx, "ev", fmt.Sprintf("u%d", i))
 			assert.NoError(t, err)
 		})
 	}
@@ -539,7 +539,7 @@ func TestEventConfigIsCachedDuringASpike(t *testing.T) {
 	assert.Zero(t, d.Calls["TransactWriteItems"])
 
 	clock.Advance(5 * time.Second)
-	_, err = c.Participate(ctx, "ev", "late")
+	_, err = c.Rows().Participate(ctx, "ev", "late")
 	require.NoError(t, err)
 	assert.Equal(t, 2, counter.Snapshot().Sub(before).Calls["GetItem"], "read again after the TTL")
 }

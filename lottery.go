@@ -140,8 +140,8 @@ var (
 // QUEUED OR status = RECEIVED) AND queuedAt > lotteryCutoffAt, so that no request
 // queued by the cutoff is ever closed as late. A lost condition is not an error: the
 // Transition holds the request as it is.
-func (c *Client) MarkClosed(ctx context.Context, requestID string) (Transition, error) {
-	return c.applyTo(ctx, "close entry", requestID, write{row: &lotteryClosedRow, args: args{pNow: c.now()}, note: "queued after the cutoff"}, txOptions{})
+func (r *Rows) MarkClosed(ctx context.Context, requestID string) (Transition, error) {
+	return r.c.applyTo(ctx, "close entry", requestID, write{row: &lotteryClosedRow, args: args{pNow: r.c.now()}, note: "queued after the cutoff"}, txOptions{})
 }
 
 // The draw of a LOTTERY event, and how anyone can check it.
@@ -642,6 +642,6 @@ func (s *drawStore) NotDrawn(ctx context.Context, id string) error {
 
 // Close is the "lottery result (closed)" row (MarkClosed).
 func (s *drawStore) Close(ctx context.Context, id string) error {
-	_, err := s.c.MarkClosed(ctx, id)
+	_, err := s.c.Rows().MarkClosed(ctx, id)
 	return err
 }

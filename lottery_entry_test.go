@@ -102,7 +102,7 @@ func TestEntriesMetAfterTheFreezeAreLeftToTheDraw(t *testing.T) {
 		return asyncevent.Permanent(errors.New("not eligible"))
 	})
 	staleProc := asyncevent.NewProcessor(stale, asyncevent.ProcessOptions{Handler: refuse})
-	p, err := stale.Participate(ctx, "lotto", "user-0") // a duplicate click fills its cache
+	p, err := stale.Rows().Participate(ctx, "lotto", "user-0") // a duplicate click fills its cache
 	require.NoError(t, err)
 	require.True(t, p.Duplicate)
 	o, _, _ := asyncevent.NewProcessor(stale, asyncevent.ProcessOptions{}).ProcessOne(ctx, w.messages[0], 0, nil)
@@ -175,10 +175,10 @@ func TestEntriesQueuedByTheCutoffCannotBeClosedOrFailedOutright(t *testing.T) {
 	r := w.request(t, w.messages[0])
 	w.clock.Advance(2 * time.Hour)
 
-	tr, err := w.c.MarkClosed(ctx, r.RequestID)
+	tr, err := w.c.Rows().MarkClosed(ctx, r.RequestID)
 	require.NoError(t, err)
 	assert.False(t, tr.Applied, "queued by the cutoff: not late")
-	tr, err = w.c.MarkFailed(ctx, r.Ref(), asyncevent.Failure{Class: asyncevent.NonRetryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X", Cause: errors.New("x")})
+	tr, err = w.c.Rows().MarkFailed(ctx, r.Ref(), asyncevent.Failure{Class: asyncevent.NonRetryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X", Cause: errors.New("x")})
 	require.NoError(t, err)
 	assert.False(t, tr.Applied, "an entry leaves the running only through the draw's check")
 	assert.Equal(t, r.Status, w.request(t, w.messages[0]).Status)

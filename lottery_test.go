@@ -249,7 +249,7 @@ func TestEntriesAreSettledWhenTheyLand(t *testing.T) {
 	c, clock, _ := newLottery(t, db, asyncevent.Options{}, 2, 5)
 
 	clock.Advance(time.Hour)
-	atCutoff, err := c.Participate(ctx, "lotto", "at-cutoff")
+	atCutoff, err := c.Rows().Participate(ctx, "lotto", "at-cutoff")
 	require.NoError(t, err, "the cutoff itself is still in")
 	clock.Advance(time.Millisecond)
 	_, err = c.Submit(ctx, &sendQueue{}, "lotto", "after-cutoff")
@@ -263,7 +263,7 @@ func TestEntriesAreSettledWhenTheyLand(t *testing.T) {
 		return asyncevent.EpochMillis(tick.Add(1) - 1).Time()
 	}})
 	require.NoError(t, err)
-	late, err := ticking.Participate(ctx, "lotto", "late-put")
+	late, err := ticking.Rows().Participate(ctx, "lotto", "late-put")
 	require.NoError(t, err)
 	require.Greater(t, late.Request.QueuedAt, asyncevent.MillisOf(cutoff), "the scenario: queued after the cutoff")
 

@@ -216,17 +216,17 @@ func finalSets(ui UIResult, code ResultCode) []set {
 // The request's rows.
 var (
 	createRequestRow = row{
-		name: "create request", method: "Participate", item: entity.Request, op: opPut, cond: notExists,
+		name: "create request", method: "Rows.Participate", item: entity.Request, op: opPut, cond: notExists,
 	}
 	incompleteRequestRow = row{
 		name: "end incomplete request", method: "Submit", item: entity.Request, op: opPut, cond: notExists,
 	}
 	markQueuedRow = row{
-		name: "mark queued", method: "MarkQueued", item: entity.Request, op: opUpdate,
+		name: "mark queued", method: "Rows.MarkQueued", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusQueued, loggedAt: pQueuedAt,
 	}
 	enqueueFailedRow = row{
-		name: "enqueue failure", method: "MarkEnqueueFailed", item: entity.Request, op: opUpdate,
+		name: "enqueue failure", method: "Rows.MarkEnqueueFailed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusReceived}}, to: StatusFailedFinal,
 		sets: []set{
 			setTo(attrUIResult, UIFailed), setTo(attrResultCode, ResultFailedIngestEnqueue),
@@ -238,7 +238,7 @@ var (
 		removes: []string{attrQueuedAt},
 	}
 	startProcessingRow = row{
-		name: "start processing", method: "StartProcessing", item: entity.Request, op: opUpdate,
+		name: "start processing", method: "Rows.StartProcessing", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}, {status: StatusProcessing, when: leaseExpired}},
 		to:   StatusProcessing,
 		sets: []set{
@@ -251,12 +251,12 @@ var (
 		sets: []set{setTo(attrLeaseExpiresAt, pLeaseExpiresAt)},
 	}
 	capacityRejectedRow = row{
-		name: "first-come capacity rejected", method: "MarkCapacityRejected", item: entity.Request, op: opUpdate,
+		name: "first-come capacity rejected", method: "Rows.MarkCapacityRejected", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedCapacity),
 	}
 	soldOutRow = row{
-		name: "first-come sold out", method: "RejectSoldOut", item: entity.Request, op: opUpdate,
+		name: "first-come sold out", method: "Rows.RejectSoldOut", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusRejected,
 		sets: append(finalSets(UIRejected, ResultRejectedCapacity), setTo(attrStartedAt, pNow)),
 	}
@@ -274,7 +274,7 @@ var (
 		sets: append(finalSets(UIRejected, ResultLate), setTo(attrStartedAt, pNow)),
 	}
 	requestAbsentRow = row{
-		name: "release lock: request absent", method: "Participate", item: entity.Request, op: opCheck, cond: notExists,
+		name: "release lock: request absent", method: "Rows.Participate", item: entity.Request, op: opCheck, cond: notExists,
 	}
 	bindSeatRow = row{
 		name: "first-come seat bound", method: "Processor.ProcessOne", item: entity.Request, op: opUpdate,
@@ -287,12 +287,12 @@ var (
 		removes: []string{attrLeaseOwner, attrLeaseExpiresAt}, // no lease ended it
 	}
 	takeSeatRow = row{
-		name: "first-come success", method: "ClaimSeat", item: entity.Request, op: opUpdate,
+		name: "first-come success", method: "Rows.ClaimSeat", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusSucceeded,
 		sets: finalSets(UISuccess, ResultSuccess),
 	}
 	moveSeatRow = row{
-		name: "first-come seat moved", method: "ClaimSeat", item: entity.Request, op: opUpdate, cond: all(heldUnderLease, atEpoch),
+		name: "first-come seat moved", method: "Rows.ClaimSeat", item: entity.Request, op: opUpdate, cond: all(heldUnderLease, atEpoch),
 		sets: []set{setTo(attrSeatShard, pSeatShard), setTo(attrSeatEpoch, pSeatEpoch)},
 	}
 	bindHoldRow = row{
@@ -305,17 +305,17 @@ var (
 		removes: []string{attrLeaseOwner, attrLeaseExpiresAt},
 	}
 	takeHoldRow = row{
-		name: "first-come held", method: "ClaimSeat", item: entity.Request, op: opUpdate,
+		name: "first-come held", method: "Rows.ClaimSeat", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusHeld,
 		sets: heldSets(),
 	}
 	waitlistRow = row{
-		name: "first-come waitlisted", method: "RejectSoldOut", item: entity.Request, op: opUpdate,
+		name: "first-come waitlisted", method: "Rows.RejectSoldOut", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusWaitlisted,
 		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow)},
 	}
 	waitlistLeasedRow = row{
-		name: "first-come waitlisted (lease)", method: "MarkCapacityRejected", item: entity.Request, op: opUpdate,
+		name: "first-come waitlisted (lease)", method: "Rows.MarkCapacityRejected", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusWaitlisted,
 		sets: []set{setTo(attrUIResult, UIWaitlisted)},
 	}
@@ -370,7 +370,7 @@ var (
 		sets: append(finalSets(UIRejected, ResultNotDrawn), setTo(attrUIPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)),
 	}
 	lotteryClosedRow = row{
-		name: "lottery result (closed)", method: "MarkClosed", item: entity.Request, op: opUpdate,
+		name: "lottery result (closed)", method: "Rows.MarkClosed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, guard: queuedAfterCutoff, to: StatusRejected,
 		sets: finalSets(UIRejected, ResultRejectedClosed),
 	}
@@ -385,7 +385,7 @@ var (
 		sets: []set{setTo(attrUIResult, UIRejected), setTo(attrResultCode, ResultCancelled), setTo(attrFinishedAt, pNow)},
 	}
 	finalFailureRow = row{
-		name: "final failure", method: "MarkFailed", item: entity.Request, op: opUpdate,
+		name: "final failure", method: "Rows.MarkFailed", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}, {status: StatusQueued}, {status: StatusReceived}}, guard: failable,
 		to:   StatusFailedFinal,
 		sets: failureSets,
@@ -450,8 +450,8 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 // request RECEIVED as it would one QUEUED): the Transition is not applied, nothing
 // changes, and there is no error. A request that does not exist is ErrNotFound.
 // With Options.StatusLog its entry records the time of the call.
-func (c *Client) MarkQueued(ctx context.Context, ref RequestRef) (Transition, error) {
-	return c.markQueued(ctx, ref, c.now(), txOptions{})
+func (r *Rows) MarkQueued(ctx context.Context, ref RequestRef) (Transition, error) {
+	return r.c.markQueued(ctx, ref, r.c.now(), txOptions{})
 }
 
 // markQueued is MarkQueued with the time its status-log entry records, and options.
@@ -488,7 +488,8 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 // that reached the queue after all may have a claim on its way there. When that finds
 // the request's seat, the message got through and won: not applied, and the
 // Transition holds the request as it is.
-func (c *Client) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
+func (r *Rows) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
+	c := r.c
 	if err := ValidateID("requestId", ref.RequestID); err != nil {
 		return Transition{}, err
 	}
@@ -543,7 +544,8 @@ func (c *Client) closeHomeIfFirstCome(ctx context.Context, ref RequestRef) (held
 // a live lease). With Options.StatusLog the condition is tried one status at a time,
 // QUEUED first, so that the log names the status left: a request met RECEIVED or
 // PROCESSING costs a second call.
-func (c *Client) StartProcessing(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+func (r *Rows) StartProcessing(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+	c := r.c
 	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
@@ -626,7 +628,8 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 // it closes, it is the "first-come waitlisted (lease)" row instead: SET status =
 // WAITLISTED, uiResult WAITLISTED, the same condition. A lost condition is not an
 // error: the Transition holds the request as it is.
-func (c *Client) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+func (r *Rows) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+	c := r.c
 	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
@@ -670,7 +673,8 @@ func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease
 // is not an error: the Transition holds the request as it is (PROCESSING under a
 // lease, or final). With Options.StatusLog the condition is tried QUEUED first, so
 // that the log names the status left.
-func (c *Client) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition, error) {
+func (r *Rows) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition, error) {
+	c := r.c
 	if err := ValidateID("eventId", ref.EventID); err != nil {
 		return Transition{}, err
 	}
@@ -725,8 +729,8 @@ type Failure struct {
 // malformed message that names its request validly can still end it. With
 // Options.StatusLog the status is tried one at a time, PROCESSING first, so that the log names the status left: a
 // request met QUEUED or RECEIVED costs a second call.
-func (c *Client) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
-	return c.applyTo(ctx, "fail", ref.RequestID, write{row: &finalFailureRow, args: failureArgs(c.now(), f), note: f.ErrorCode}, txOptions{})
+func (r *Rows) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
+	return r.c.applyTo(ctx, "fail", ref.RequestID, write{row: &finalFailureRow, args: failureArgs(r.c.now(), f), note: f.ErrorCode}, txOptions{})
 }
 
 // releaseLease ends our lease at once so that the next delivery takes the request over

@@ -32,14 +32,14 @@ func TestRequestRules(t *testing.T) {
 		require.NoError(t, err)
 		ref := asyncevent.RequestRef{RequestID: p.RequestID, EventID: "sale", UserID: "u1"}
 		lease := asyncevent.Lease{Owner: "worker-1", Duration: time.Minute}
-		started, err := c.StartProcessing(ctx, ref, lease)
+		started, err := c.Rows().StartProcessing(ctx, ref, lease)
 		require.NoError(t, err)
 		require.True(t, started.Applied)
 
-		rejected, err := c.RejectSoldOut(ctx, ref)
+		rejected, err := c.Rows().RejectSoldOut(ctx, ref)
 		require.NoError(t, err)
 		assert.False(t, rejected.Applied, "a sold-out rejection of a request under a live lease")
-		won, err := c.ClaimSeat(ctx, ref, lease)
+		won, err := c.Rows().ClaimSeat(ctx, ref, lease)
 		require.NoError(t, err)
 		assert.True(t, won.Applied, "the lease holder claims its seat")
 		r, err := c.GetRequest(ctx, p.RequestID)
@@ -62,7 +62,7 @@ func TestRequestRules(t *testing.T) {
 		p, err := c.Submit(ctx, q, "sale", "u1")
 		require.NoError(t, err)
 
-		failed, err := c.MarkFailed(ctx, asyncevent.RequestRef{RequestID: p.RequestID, EventID: "sale", UserID: "u1"},
+		failed, err := c.Rows().MarkFailed(ctx, asyncevent.RequestRef{RequestID: p.RequestID, EventID: "sale", UserID: "u1"},
 			asyncevent.Failure{Class: asyncevent.NonRetryable, Code: asyncevent.ResultFailedWorker, Cause: errors.New("given up")})
 		require.NoError(t, err)
 		assert.False(t, failed.Applied, "a first-come request failed without its lease")

@@ -108,10 +108,16 @@ const (
 // renderTable writes the two tables of doc.go's access-pattern section.
 func renderTable() string {
 	var b strings.Builder
+	writes := writeRows()
+	width := 0 // of the method column: its longest entry
+	for _, r := range append(slices.Clone(writes), readRows...) {
+		width = max(width, len(r.method))
+	}
 	line := func(format string, args ...any) { fmt.Fprintf(&b, "//\t"+format+"\n", args...) }
+	entry := func(r docRow) { line("%-30s %-*s %-14s %s", r.name, width, r.method, r.operation, r.key) }
 	head := func(title string) {
 		line("\t%s", title)
-		line("%-30s %-26s %-14s %s", "row", "method", "operation", "key")
+		entry(docRow{name: "row", method: "method", operation: "operation", key: "key"})
 	}
 	wrap := func(label, text string) {
 		if text == "" {
@@ -130,14 +136,14 @@ func renderTable() string {
 		line("%s", cur)
 	}
 	head("WRITES")
-	for _, r := range writeRows() {
-		line("%-30s %-26s %-14s %s", r.name, r.method, r.operation, r.key)
+	for _, r := range writes {
+		entry(r)
 		wrap("if", r.condition)
 		wrap("set", r.update)
 	}
 	head("READS")
 	for _, r := range readRows {
-		line("%-30s %-26s %-14s %s", r.name, r.method, r.operation, r.key)
+		entry(r)
 	}
 	return b.String()
 }
@@ -248,10 +254,11 @@ func TestAccessPatternTable(t *testing.T) {
 }
 
 // hasMethod reports whether name is a method of Client, or Type.Member of a type
-// users see (Processor.ProcessOne, Options.StatusLog).
+// users see (Rows.ClaimSeat, Processor.ProcessOne, Options.StatusLog).
 func hasMethod(name string) bool {
 	types := map[string]reflect.Type{
-		"Client": reflect.TypeFor[*Client](), "Processor": reflect.TypeFor[*Processor](), "Options": reflect.TypeFor[Options](),
+		"Client": reflect.TypeFor[*Client](), "Rows": reflect.TypeFor[*Rows](), "Processor": reflect.TypeFor[*Processor](),
+		"Options": reflect.TypeFor[Options](),
 	}
 	typ, member := "Client", name
 	if before, after, ok := strings.Cut(name, "."); ok {
@@ -525,7 +532,7 @@ func TestInputsShareNothing(t *testing.T) {
 
 // Each row is one method whose doc comment names the row, the operation, the key and
 // the condition. The access-pattern table (read off the declarations)
-// assigns rows to methods; every row a method of Client writes must be named, in
+// assigns rows to methods; every row a method of Rows writes must be named, in
 // quotes, in that method's doc comment.
 func TestRowMethodDocsNameEveryRowTheyWrite(t *testing.T) {
 	docSrc, err := os.ReadFile("doc.go")
@@ -543,7 +550,7 @@ func TestRowMethodDocsNameEveryRowTheyWrite(t *testing.T) {
 			rowsOf[method] = append(rowsOf[method], row)
 		}
 	}
-	require.NotEmpty(t, rowsOf["ClaimSeat"])
+	require.NotEmpty(t, rowsOf["Rows.ClaimSeat"])
 
 	docs := map[string]string{}
 	fset := token.NewFileSet()
@@ -560,14 +567,16 @@ func TestRowMethodDocsNameEveryRowTheyWrite(t *testing.T) {
 				continue
 			}
 			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok {
-				if id, ok := star.X.(*ast.Ident); ok && id.Name == "Client" {
-					docs[fn.Name.Name] = strings.Join(strings.Fields(fn.Doc.Text()), " ")
+				if id, ok := star.X.(*ast.Ident); ok && id.Name == "Rows" {
+					docs["Rows."+fn.Name.Name] = strings.Join(strings.Fields(fn.Doc.Text()), " ")
 				}
 			}
 		}
 	}
 	for _, method := range []string{"Participate", "MarkQueued", "MarkEnqueueFailed", "StartProcessing", "ClaimSeat",
 		"MarkCapacityRejected", "RejectSoldOut", "MarkFailed", "MarkClosed"} {
+		method = "Rows." + method
+		require.Contains(t, docs, method, "Rows has no method %s", method)
 		for _, row := range rowsOf[method] {
 			assert.True(t, strings.Contains(docs[method], `"`+row+`"`), "%s writes the row %q; its doc comment does not name it", method, row)
 		}

@@ -85,7 +85,7 @@ var (
 	claimSets = []set{setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))), setTo(attrUpdatedAt, pNow)}
 	claimAdds = []set{addTo(attrHolders, pSeatTokens)}
 	fenceAdds = []set{addTo(attrVoid, pFenceTokens)}
-	closedBy  = "ClaimSeat, MarkEnqueueFailed"
+	closedBy  = "Rows.ClaimSeat, Rows.MarkEnqueueFailed"
 )
 
 // atEpoch: the request's claim is at the epoch a move leaves. A move is a
@@ -217,7 +217,8 @@ type seatClaim struct {
 // applied and holds the request as it is; when no seat is left SoldOut is set. An
 // event without a CAPACITY item is an error that names the event and the key it
 // looked for.
-func (c *Client) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+func (r *Rows) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
+	c := r.c
 	if _, err := NewRequestKey(ref.RequestID); err != nil {
 		return Transition{}, err
 	}

@@ -140,7 +140,7 @@ func TestConcurrentHomeClaimsShareOneConfigRead(t *testing.T) {
 	require.NoError(t, err)
 	var ms []asyncevent.Message
 	for i := range k + 1 {
-		p, err := c.Participate(ctx, "drop", fmt.Sprintf("user-%02d", i))
+		p, err := c.Rows().Participate(ctx, "drop", fmt.Sprintf("user-%02d", i))
 		require.NoError(t, err)
 		ms = append(ms, messageFor(t, c, p.RequestID, 4))
 	}
@@ -175,7 +175,7 @@ func TestAFinalFailureVoidsTheHomeToken(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
 	require.NoError(t, err)
-	p, err := c.Participate(ctx, "drop", "user-f")
+	p, err := c.Rows().Participate(ctx, "drop", "user-f")
 	require.NoError(t, err)
 	m := messageFor(t, c, p.RequestID, 2)
 	refuse := asyncevent.HandlerFunc(func(context.Context, asyncevent.Message) error {
@@ -211,10 +211,10 @@ func TestAFailedSendClosesTheHomeShard(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("the close first", func(t *testing.T) {
-		p, err := c.Participate(ctx, "drop", "user-late")
+		p, err := c.Rows().Participate(ctx, "drop", "user-late")
 		require.NoError(t, err)
 		m := messageFor(t, c, p.RequestID, 2)
-		tr, err := c.MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
+		tr, err := c.Rows().MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
 		require.NoError(t, err)
 		require.True(t, tr.Applied)
 		assert.Contains(t, shardItem(t, c, "drop", homeOf(m.RequestID, 2)).Void, tokenOf(m.RequestID), "closed on its home shard")
@@ -227,7 +227,7 @@ func TestAFailedSendClosesTheHomeShard(t *testing.T) {
 		assert.NotContains(t, shardItem(t, c, "drop", homeOf(m.RequestID, 2)).Holders, tokenOf(m.RequestID), "no seat spent")
 	})
 	t.Run("the claim first", func(t *testing.T) {
-		p, err := c.Participate(ctx, "drop", "user-fast")
+		p, err := c.Rows().Participate(ctx, "drop", "user-fast")
 		require.NoError(t, err)
 		m := messageFor(t, c, p.RequestID, 2)
 		dying, err := asyncevent.New(failSucceeded{asynceventtest.DynamoDB(t)}, asyncevent.Options{TableName: c.TableName()})
@@ -236,7 +236,7 @@ func TestAFailedSendClosesTheHomeShard(t *testing.T) {
 		t.Logf("the worker that took the seat and died: %s %v", res.Kind, res.Err)
 		require.Contains(t, shardItem(t, c, "drop", homeOf(m.RequestID, 2)).Holders, tokenOf(m.RequestID))
 
-		tr, err := c.MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
+		tr, err := c.Rows().MarkEnqueueFailed(ctx, m.Ref(), fmt.Errorf("send: timeout"))
 		require.NoError(t, err)
 		assert.False(t, tr.Applied, "the message got through and won: not failed")
 		res = asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
@@ -292,7 +292,7 @@ func TestAHomeClosedByAFailerThatDiedIsComeBackTo(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4})
 	require.NoError(t, err)
-	p, err := c.Participate(ctx, "drop", "user-f")
+	p, err := c.Rows().Participate(ctx, "drop", "user-f")
 	require.NoError(t, err)
 	m := messageFor(t, c, p.RequestID, 1)
 	fcl, err := asyncevent.New(failDB{DynamoDB: asynceventtest.DynamoDB(t), on: isFailFinal}, asyncevent.Options{TableName: c.TableName(), Clock: clock.Now})
@@ -338,10 +338,10 @@ func TestAWrongShardCountEndsTheRequest(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2})
 	require.NoError(t, err)
-	p, err := c.Participate(ctx, "drop", "user-m") // leaves the config in c's cache
+	p, err := c.Rows().Participate(ctx, "drop", "user-m") // leaves the config in c's cache
 	require.NoError(t, err)
 	m := messageFor(t, c, p.RequestID, 3)
-	_, err = c.MarkQueued(ctx, m.Ref())
+	_, err = c.Rows().MarkQueued(ctx, m.Ref())
 	require.NoError(t, err)
 	res := asynceventtest.Work(ctx, t, c, m, asyncevent.ProcessOptions{})
 	t.Logf("delivery: %s %v", res.Kind, res.Err)
@@ -377,7 +377,7 @@ func TestASharedConfigReadSurvivesTheFirstCallersCancel(t *testing.T) {
 	require.NoError(t, err)
 	var ms []asyncevent.Message
 	for _, u := range []string{"user-a", "user-b", "user-c"} {
-		p, err := c.Participate(ctx, "drop", u)
+		p, err := c.Rows().Participate(ctx, "drop", u)
 		require.NoError(t, err)
 		ms = append(ms, messageFor(t, c, p.RequestID, 2))
 	}
@@ -468,11 +468,11 @@ func TestWaveSeats(t *testing.T) {
 		var closed string
 		for i := 0; closed == ""; i++ {
 			user := fmt.Sprintf("user-%d", i)
-			p, err := c.Participate(ctx, ev, user)
+			p, err := c.Rows().Participate(ctx, ev, user)
 			require.NoError(t, err)
 			if homeOf(p.RequestID, shards) == 0 {
 				closed = p.RequestID
-				tr, err := c.MarkEnqueueFailed(ctx, asyncevent.RequestRef{RequestID: closed, EventID: ev, UserID: user}, errors.New("send: refused"))
+				tr, err := c.Rows().MarkEnqueueFailed(ctx, asyncevent.RequestRef{RequestID: closed, EventID: ev, UserID: user}, errors.New("send: refused"))
 				require.NoError(t, err)
 				require.True(t, tr.Applied)
 			}

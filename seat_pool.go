@@ -73,8 +73,8 @@ var (
 		sets: append(slices.Clone(returnsSets), setTo(attrPoolVersion, pPoolVersion)),
 		adds: []set{addTo(attrCapacityRemaining, 1), addTo(attrCancelled, 1)},
 	}
-	poolClaimRow      = row{name: "pool seat claimed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
-	poolSeatClosedRow = row{name: "pool seat closed", method: "ClaimSeat", item: entity.Returns, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
+	poolClaimRow      = row{name: "pool seat claimed", method: "Rows.ClaimSeat", item: entity.Returns, op: opUpdate, cond: seatFree, sets: claimSets, adds: claimAdds}
+	poolSeatClosedRow = row{name: "pool seat closed", method: "Rows.ClaimSeat", item: entity.Returns, op: opUpdate, cond: notHeldHere, adds: fenceAdds}
 	sweepLeaseRow     = row{
 		name: "hold sweep lease", method: "SweepHolds", item: entity.Returns, op: opUpdate, cond: sweepFree,
 		sets: append([]set{setTo(attrSweepOwner, pSweepOwner), setTo(attrSweepUntil, pSweepUntil)}, returnsSets...),

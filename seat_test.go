@@ -37,7 +37,7 @@ func (h *hotKeyTest) dropEvent(t *testing.T, eventID string, capacity int64, sha
 	require.NoError(t, err)
 	ms := make([]asyncevent.Message, len(users))
 	for i, u := range users {
-		p, err := h.c.Participate(ctx, eventID, u)
+		p, err := h.c.Rows().Participate(ctx, eventID, u)
 		require.NoError(t, err)
 		r := h.request(t, p.RequestID)
 		ms[i] = asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID,
@@ -162,7 +162,7 @@ func TestTakeoverFindsTheSeatOfTheDeliveryBefore(t *testing.T) {
 				ms := h.dropEvent(t, "drop", 8, shards, names)
 				if tc.left == asyncevent.StatusQueued {
 					for _, m := range ms {
-						_, err := h.c.MarkQueued(ctx, m.Ref())
+						_, err := h.c.Rows().MarkQueued(ctx, m.Ref())
 						require.NoError(t, err)
 					}
 				}
@@ -374,7 +374,7 @@ func TestAHeartbeatThatFindsItsLeaseTakenStopsTheClaim(t *testing.T) {
 	q := queue.NewMemory(queue.MemoryOptions{})
 	pr, err := a.Submit(ctx, q, "drop", "user-r")
 	require.NoError(t, err)
-	pu, err := a.Participate(ctx, "drop", "user-u")
+	pu, err := a.Rows().Participate(ctx, "drop", "user-u")
 	require.NoError(t, err)
 
 	started, release := make(chan struct{}), make(chan struct{})
@@ -467,14 +467,14 @@ func TestTheLastReceiveEndsARequestAnEarlierDeliveryStarted(t *testing.T) {
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2, CapacityShards: 2})
 	require.NoError(t, err)
-	p, err := c.Participate(ctx, "drop", "user-r")
+	p, err := c.Rows().Participate(ctx, "drop", "user-r")
 	require.NoError(t, err)
 	r, err := c.GetRequest(ctx, p.RequestID)
 	require.NoError(t, err)
 	m := asyncevent.Message{V: asyncevent.MessageVersion, RequestID: r.RequestID, EventID: r.EventID, UserID: r.UserID, EventType: r.EventType, RequestedAt: r.RequestedAt}
 
 	// Delivery 1 starts R and dies.
-	st, err := c.StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "dead-worker", Duration: 30 * time.Second})
+	st, err := c.Rows().StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "dead-worker", Duration: 30 * time.Second})
 	require.NoError(t, err)
 	require.True(t, st.Applied)
 	clock.Advance(time.Minute)
@@ -526,7 +526,7 @@ func TestALostEmptyShardRecordIsHealed(t *testing.T) {
 	for i := range shards + 8 {
 		u := fmt.Sprintf("user-%02d", i)
 		names = append(names, u)
-		p, err := c.Participate(ctx, "drop", u)
+		p, err := c.Rows().Participate(ctx, "drop", u)
 		require.NoError(t, err)
 		ms = append(ms, asyncevent.Message{V: asyncevent.MessageVersion, RequestID: p.RequestID, EventID: "drop", UserID: u, EventType: asyncevent.FirstCome, RequestedAt: asyncevent.EpochMillis(time.Now().UnixMilli()), CapacityShards: shards})
 	}
@@ -638,13 +638,13 @@ func TestTheLayoutCountsWhatAClaimCosts(t *testing.T) {
 
 	lease := asyncevent.Lease{Owner: "w", Duration: time.Minute}
 	for _, u := range []string{"last-winner", "a-loser"} {
-		p, err := c.Participate(ctx, "drop", u)
+		p, err := c.Rows().Participate(ctx, "drop", u)
 		require.NoError(t, err)
 		ref := asyncevent.RequestRef{RequestID: p.RequestID, EventID: "drop", UserID: u}
-		st, err := c.StartProcessing(ctx, ref, lease)
+		st, err := c.Rows().StartProcessing(ctx, ref, lease)
 		require.NoError(t, err)
 		require.True(t, st.Applied)
-		_, err = c.ClaimSeat(ctx, ref, lease)
+		_, err = c.Rows().ClaimSeat(ctx, ref, lease)
 		require.NoError(t, err)
 	}
 	meter.mu.Lock()

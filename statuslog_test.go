@@ -53,30 +53,30 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	require.NoError(t, err)
 	ann := message(queued.RequestID, "ann")
 	tr, n := calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "A", Duration: time.Minute})
+		return c.Rows().StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "A", Duration: time.Minute})
 	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 1, n, "QUEUED, the likeliest, in one call")
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "C", Duration: time.Minute})
+		return c.Rows().StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "C", Duration: time.Minute})
 	})
 	assert.False(t, tr.Applied, "A's lease is live")
 	assert.Equal(t, 2, n)
 	clock.Advance(2 * time.Minute)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "B", Duration: time.Minute})
+		return c.Rows().StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "B", Duration: time.Minute})
 	})
 	assert.True(t, tr.Applied, "B takes A's expired lease over")
 	assert.Equal(t, 2, n)
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.MarkFailed(ctx, ann.Ref(), asyncevent.Failure{Lease: asyncevent.Lease{Owner: "B"}, Code: asyncevent.ResultFailedWorker, Cause: errors.New("boom")})
+		return c.Rows().MarkFailed(ctx, ann.Ref(), asyncevent.Failure{Lease: asyncevent.Lease{Owner: "B"}, Code: asyncevent.ResultFailedWorker, Cause: errors.New("boom")})
 	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 1, n, "PROCESSING, the likeliest, in one call")
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "D", Duration: time.Minute})
+		return c.Rows().StartProcessing(ctx, ann.Ref(), asyncevent.Lease{Owner: "D", Duration: time.Minute})
 	})
 	assert.False(t, tr.Applied, "a duplicate delivery of a final request")
 	assert.Equal(t, 1, n, "a final status is not tried again")
@@ -89,12 +89,12 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	// bob: the QUEUED race, RECEIVED → PROCESSING. cat: a final failure without a
 	// lease, which a first-come request refuses (it may hold a seat from its home
 	// claim): both statuses tried, nothing logged.
-	received, err := c.Participate(ctx, "sale", "bob")
+	received, err := c.Rows().Participate(ctx, "sale", "bob")
 	require.NoError(t, err)
 	bob := message(received.RequestID, "bob")
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.StartProcessing(ctx, bob.Ref(), asyncevent.Lease{Owner: "A", Duration: time.Minute})
+		return c.Rows().StartProcessing(ctx, bob.Ref(), asyncevent.Lease{Owner: "A", Duration: time.Minute})
 	})
 	assert.True(t, tr.Applied)
 	assert.Equal(t, 2, n)
@@ -107,7 +107,7 @@ func TestStatusLogNamesTheStatusLeft(t *testing.T) {
 	cat := message(queued.RequestID, "cat")
 	clock.Advance(time.Millisecond)
 	tr, n = calls(func() (asyncevent.Transition, error) {
-		return c.MarkFailed(ctx, cat.Ref(), asyncevent.Failure{Code: asyncevent.ResultFailedSerde, Cause: errors.New("unreadable")})
+		return c.Rows().MarkFailed(ctx, cat.Ref(), asyncevent.Failure{Code: asyncevent.ResultFailedSerde, Cause: errors.New("unreadable")})
 	})
 	assert.False(t, tr.Applied)
 	assert.Equal(t, asyncevent.StatusQueued, tr.Current.Status)

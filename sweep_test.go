@@ -39,7 +39,7 @@ func TestSweepRedrivesStuckRequests(t *testing.T) {
 	require.Len(t, ds, 5)
 	m, err := asyncevent.DecodeMessage(ds[3].Body)
 	require.NoError(t, err)
-	tr, err := c.StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "dead-worker", Duration: time.Minute})
+	tr, err := c.Rows().StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "dead-worker", Duration: time.Minute})
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
 
@@ -156,12 +156,12 @@ func TestSweepFindsLostMessagesAfterTheEventClosed(t *testing.T) {
 		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
 	require.NoError(t, err)
 
-	received, err := c.Participate(ctx, "ev", "ann") // died before the send
+	received, err := c.Rows().Participate(ctx, "ev", "ann") // died before the send
 	require.NoError(t, err)
 	dropped, err := c.Submit(ctx, &sendQueue{}, "ev", "bob") // the queue lost it
 	require.NoError(t, err)
 	require.Equal(t, asyncevent.StatusQueued, dropped.Request.Status)
-	entry, err := c.Participate(ctx, "lotto", "cat") // died before the send
+	entry, err := c.Rows().Participate(ctx, "lotto", "cat") // died before the send
 	require.NoError(t, err)
 
 	clock.Advance(10 * time.Minute) // both events closed, the requests stuck

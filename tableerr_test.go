@@ -101,7 +101,7 @@ func TestMissingTableEveryEntryPoint(t *testing.T) {
 
 	_, submitErr := c.Submit(ctx, q, "sale", "ann")
 	_, createErr := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
-	_, participateErr := c.Participate(ctx, "sale", "ann")
+	_, participateErr := c.Rows().Participate(ctx, "sale", "ann")
 	_, lookupErr := c.LookupParticipation(ctx, "sale", "ann")
 	_, drawErr := c.Draw(ctx, "sale")
 	_, verifyErr := c.VerifyDraw(ctx, "sale")
@@ -119,7 +119,7 @@ func TestMissingTableEveryEntryPoint(t *testing.T) {
 	_, sweepErr := c.Sweep(ctx, q, "sale", asyncevent.SweepOptions{})
 	_, holdsErr := c.SweepHolds(ctx, "sale", asyncevent.HoldSweepOptions{})
 	_, holdEventsErr := c.HoldEvents(ctx)
-	_, markErr := c.MarkQueued(ctx, asyncevent.RequestRef{RequestID: "r1", EventID: "sale", UserID: "ann"})
+	_, markErr := c.Rows().MarkQueued(ctx, asyncevent.RequestRef{RequestID: "r1", EventID: "sale", UserID: "ann"})
 	for what, err := range map[string]error{
 		"Submit": submitErr, "CreateEvent": createErr, "Participate": participateErr, "LookupParticipation": lookupErr,
 		"Draw": drawErr, "VerifyDraw": verifyErr, "EventStats": statsErr, "ListEvents": eventsErr, "ListAudit": auditErr,

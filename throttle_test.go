@@ -65,7 +65,7 @@ func newHotKeyTest(t *testing.T, capacity int64, opts asyncevent.Options, optFns
 // participate makes a request of user and returns its message.
 func (h *hotKeyTest) participate(t *testing.T, user string) asyncevent.Message {
 	t.Helper()
-	p, err := h.c.Participate(context.Background(), "hot", user)
+	p, err := h.c.Rows().Participate(context.Background(), "hot", user)
 	require.NoError(t, err)
 	r, err := h.clean.GetRequest(context.Background(), p.RequestID)
 	require.NoError(t, err)
@@ -125,11 +125,11 @@ func rowsRefusedForThroughput(t *testing.T, statusLog bool) {
 
 	// The event's key is hot: the request's writes put it on GSI2 under EVENT#hot.
 	h.limits.Heat("EVENT#hot", time.Hour)
-	refused(t, perWrite, func() error { _, err := h.c.MarkQueued(ctx, m.Ref()); return err })
-	refused(t, perWrite, func() error { _, err := h.c.StartProcessing(ctx, m.Ref(), lease); return err })
-	refused(t, perWrite, func() error { _, err := h.c.RejectSoldOut(ctx, m.Ref()); return err })
+	refused(t, perWrite, func() error { _, err := h.c.Rows().MarkQueued(ctx, m.Ref()); return err })
+	refused(t, perWrite, func() error { _, err := h.c.Rows().StartProcessing(ctx, m.Ref(), lease); return err })
+	refused(t, perWrite, func() error { _, err := h.c.Rows().RejectSoldOut(ctx, m.Ref()); return err })
 	refused(t, perWrite, func() error {
-		_, err := h.c.MarkFailed(ctx, m.Ref(), asyncevent.Failure{Class: asyncevent.Retryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X"})
+		_, err := h.c.Rows().MarkFailed(ctx, m.Ref(), asyncevent.Failure{Class: asyncevent.Retryable, Code: asyncevent.ResultFailedWorker, ErrorCode: "X"})
 		return err
 	})
 	r := h.request(t, m.RequestID)
@@ -137,28 +137,28 @@ func rowsRefusedForThroughput(t *testing.T, statusLog bool) {
 	assert.Empty(t, r.ResultCode)
 
 	h.clock.Advance(2 * time.Hour)
-	tr, err := h.c.StartProcessing(ctx, m.Ref(), lease)
+	tr, err := h.c.Rows().StartProcessing(ctx, m.Ref(), lease)
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
 
 	h.limits.Heat("EVENT#hot", time.Hour)
-	refused(t, 3, func() error { _, err := h.c.ClaimSeat(ctx, m.Ref(), lease); return err })
-	refused(t, perWrite, func() error { _, err := h.c.MarkCapacityRejected(ctx, m.Ref(), lease); return err })
+	refused(t, 3, func() error { _, err := h.c.Rows().ClaimSeat(ctx, m.Ref(), lease); return err })
+	refused(t, perWrite, func() error { _, err := h.c.Rows().MarkCapacityRejected(ctx, m.Ref(), lease); return err })
 	r = h.request(t, m.RequestID)
 	assert.Equal(t, asyncevent.StatusProcessing, r.Status, "nothing written")
 	assert.Equal(t, int64(2), h.seatsLeft(t), "no seat spent")
 
 	// Cool again: lost conditions are outcomes, not throttles.
 	h.clock.Advance(2 * time.Hour)
-	tr, err = h.c.MarkQueued(ctx, m.Ref())
+	tr, err = h.c.Rows().MarkQueued(ctx, m.Ref())
 	require.NoError(t, err)
 	assert.False(t, tr.Applied)
-	tr, err = h.c.ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "someone else", Duration: time.Minute})
+	tr, err = h.c.Rows().ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "someone else", Duration: time.Minute})
 	require.NoError(t, err)
 	assert.False(t, tr.Applied, "not the caller's lease")
 	// The lease ran out on the clock, but nobody took the request over: it is
 	// still the caller's, and a clock decides nothing about a seat.
-	tr, err = h.c.ClaimSeat(ctx, m.Ref(), lease)
+	tr, err = h.c.Rows().ClaimSeat(ctx, m.Ref(), lease)
 	require.NoError(t, err)
 	assert.True(t, tr.Applied)
 	assert.Equal(t, int64(1), h.seatsLeft(t))
@@ -252,7 +252,7 @@ func TestSeatClaimsUnderThrottlesEndWithExactlyN(t *testing.T) {
 		names[i] = fmt.Sprintf("user-%02d", i)
 		ms[i] = h.participate(t, names[i])
 		leases[i] = asyncevent.Lease{Owner: "worker-" + names[i], Duration: time.Hour}
-		tr, err := c.StartProcessing(ctx, ms[i].Ref(), leases[i])
+		tr, err := c.Rows().StartProcessing(ctx, ms[i].Ref(), leases[i])
 		require.NoError(t, err)
 		require.True(t, tr.Applied)
 		clock.Advance(time.Second) // the set-up is not throttled
@@ -264,7 +264,7 @@ func TestSeatClaimsUnderThrottlesEndWithExactlyN(t *testing.T) {
 	for i := range users {
 		wg.Go(func() {
 			for attempt := 1; ; attempt++ {
-				tr, err := c.ClaimSeat(ctx, ms[i].Ref(), leases[i])
+				tr, err := c.Rows().ClaimSeat(ctx, ms[i].Ref(), leases[i])
 				if errors.Is(err, asyncevent.ErrThrottled) && assert.Less(t, attempt, 50, "claim of %s", names[i]) {
 					throttledClaims.Add(1)
 					clock.Advance(100 * time.Millisecond) // time passes, the key cools
@@ -276,7 +276,7 @@ func TestSeatClaimsUnderThrottlesEndWithExactlyN(t *testing.T) {
 					won.Add(1)
 				case tr.SoldOut:
 					soldOut.Add(1)
-					tr, err = c.MarkCapacityRejected(ctx, ms[i].Ref(), leases[i])
+					tr, err = c.Rows().MarkCapacityRejected(ctx, ms[i].Ref(), leases[i])
 					require.NoError(t, err)
 					require.True(t, tr.Applied)
 				default:

@@ -158,7 +158,7 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 
 	// Ingest wrote the request and sent the message, but had not yet written QUEUED
 	// when the worker got the message.
-	p, err := c.Participate(ctx, "sale", "ann")
+	p, err := c.Rows().Participate(ctx, "sale", "ann")
 	require.NoError(t, err)
 	sentAt := t0.Add(40 * time.Millisecond)
 	body, err := asyncevent.EncodeMessage(asyncevent.Message{V: 1, RequestID: p.RequestID, EventID: "sale", UserID: "ann",
@@ -182,7 +182,7 @@ func TestWorkerWinsTheQueuedRace(t *testing.T) {
 	// Ingest's late MarkQueued changes nothing.
 	m, err := asyncevent.DecodeMessage(body)
 	require.NoError(t, err)
-	tr, err := c.MarkQueued(ctx, m.Ref())
+	tr, err := c.Rows().MarkQueued(ctx, m.Ref())
 	require.NoError(t, err)
 	assert.False(t, tr.Applied)
 	again, err := c.GetRequest(ctx, p.RequestID)
@@ -370,7 +370,7 @@ func TestPoisonMessagesAndFailingHandlersEndInTheDeadLetters(t *testing.T) {
 
 	// A poison message naming a real request, one naming nothing, a user whose
 	// handler always fails, a user whose handler panics, and a healthy user.
-	poisoned, err := c.Participate(ctx, "sale", "poisoned")
+	poisoned, err := c.Rows().Participate(ctx, "sale", "poisoned")
 	require.NoError(t, err)
 	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(`{"v":1,"requestId":"` + poisoned.RequestID + `","eventId":`)}))
 	require.NoError(t, q.Send(ctx, queue.OutgoingMessage{Body: []byte(`not json at all`)}))
@@ -576,21 +576,21 @@ func TestTakenOverLeaseWritesNothing(t *testing.T) {
 	m, err := asyncevent.DecodeMessage(ds[0].Body)
 	require.NoError(t, err)
 
-	tr, err := c.StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "A", Duration: 30 * time.Second})
+	tr, err := c.Rows().StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "A", Duration: 30 * time.Second})
 	require.NoError(t, err)
 	require.True(t, tr.Applied)
 	clock.Advance(31 * time.Second) // A stalls past its lease
-	tr, err = c.StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "B", Duration: 30 * time.Second})
+	tr, err = c.Rows().StartProcessing(ctx, m.Ref(), asyncevent.Lease{Owner: "B", Duration: 30 * time.Second})
 	require.NoError(t, err)
 	require.True(t, tr.Applied, "B takes the expired lease over")
 
-	tr, err = c.ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "A"})
+	tr, err = c.Rows().ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "A"})
 	require.NoError(t, err)
 	assert.False(t, tr.Applied, "A's seat claim is a lost condition")
 	assert.False(t, tr.SoldOut)
 	require.NotNil(t, tr.Current)
 	assert.Equal(t, "B", asyncevent.StoredCurrent(tr).LeaseOwner)
-	tr, err = c.MarkCapacityRejected(ctx, m.Ref(), asyncevent.Lease{Owner: "A"})
+	tr, err = c.Rows().MarkCapacityRejected(ctx, m.Ref(), asyncevent.Lease{Owner: "A"})
 	require.NoError(t, err)
 	assert.False(t, tr.Applied, "A's rejection is a lost condition")
 	r, err := c.GetRequest(ctx, m.RequestID)
@@ -600,7 +600,7 @@ func TestTakenOverLeaseWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), capacity.CapacityRemaining, "A spent nothing")
 
-	tr, err = c.ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "B"})
+	tr, err = c.Rows().ClaimSeat(ctx, m.Ref(), asyncevent.Lease{Owner: "B"})
 	require.NoError(t, err)
 	assert.True(t, tr.Applied)
 	capacity, err = c.GetCapacity(ctx, "sale")

@@ -31,7 +31,7 @@ func TestTableOnOwnDynamoDB(t *testing.T) {
 	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "e1", EventType: asyncevent.FirstCome, CapacityTotal: 2})
 	require.NoError(t, err)
 	for _, user := range []string{"u1", "u2", "u3"} {
-		_, err := c.Participate(ctx, "e1", user)
+		_, err := c.Rows().Participate(ctx, "e1", user)
 		require.NoError(t, err)
 	}
 	assert.Len(t, asynceventtest.ScanTable(t, c.TableName()), 1+1+1+3+3, "config, capacity, its entry in the event list, 3 locks, 3 requests")

@@ -28,7 +28,7 @@ func TestCounterCountsCallsWritesAndCapacity(t *testing.T) {
 	require.NoError(t, err)
 
 	before := counter.Snapshot()
-	p, err := c.Participate(ctx, "ev", "u1")
+	p, err := c.Rows().Participate(ctx, "ev", "u1")
 	require.NoError(t, err)
 	d := counter.Snapshot().Sub(before)
 	assert.Equal(t, 2, d.Calls["PutItem"], "the lock, then the request")
@@ -50,7 +50,7 @@ func TestTrackAttributesCallsToAContext(t *testing.T) {
 	c := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ev", EventType: asyncevent.FirstCome, CapacityTotal: 5})
 	require.NoError(t, err)
-	_, err = c.Participate(ctx, "ev", "warm") // reads the event config into the cache
+	_, err = c.Rows().Participate(ctx, "ev", "warm") // reads the event config into the cache
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
@@ -58,7 +58,7 @@ func TestTrackAttributesCallsToAContext(t *testing.T) {
 	for i := range tallies {
 		wg.Go(func() {
 			tctx, done := metered.Track(ctx)
-			_, err := c.Participate(tctx, "ev", "warm") // a duplicate: one call
+			_, err := c.Rows().Participate(tctx, "ev", "warm") // a duplicate: one call
 			assert.NoError(t, err)
 			tallies[i] = done()
 		})
