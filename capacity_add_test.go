@@ -55,7 +55,7 @@ func TestSeatsAddedAfterTheSellOutGoToTheNextRequests(t *testing.T) {
 			assert.EqualValues(t, 0, st.CapacityRemaining, "the shards stay empty")
 			assert.EqualValues(t, 2, st.PoolRemaining, "the seats wait on the pool")
 			assert.EqualValues(t, 5, st.CapacityTotal)
-			list, err := c.ListEvents(ctx, 0, "")
+			list, err := c.ListEvents(ctx, asyncevent.PageOptions{})
 			require.NoError(t, err)
 			require.Len(t, list.Events, 1)
 			assert.EqualValues(t, 2, *list.Events[0].SeatsLeft, "the list counts the pool's seats as left")
@@ -669,7 +669,7 @@ func spikeWithCancels(t *testing.T, withCancels bool) {
 	cancels := 0
 	deadline := time.Now().Add(time.Minute)
 	for l := q.Len(); l.Visible+l.InFlight > 0 && time.Now().Before(deadline); l = q.Len() {
-		page, err := clean.ListEventRequests(ctx, "busy", asyncevent.EventListOptions{Status: asyncevent.StatusSucceeded, Limit: 1})
+		page, err := clean.ListEventRequests(ctx, "busy", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 1}, Status: asyncevent.StatusSucceeded})
 		require.NoError(t, err)
 		if withCancels && len(page.Requests) > 0 {
 			up, err := c.CancelRequest(ctx, page.Requests[0].RequestID, asyncevent.CancelRequestInput{Actor: "ops"})
@@ -791,7 +791,7 @@ func lossyTable(t *testing.T, eventID string, capacity int64, shards int) (*asyn
 
 // seatsOf returns the event's capacity, the seats on its shards and on its pool, and
 // its audit entries of action, checking that the seats add up (CheckEvent).
-func seatsOf(t *testing.T, c *asyncevent.Client, eventID, action string) (total, shards, pool int64, entries int) {
+func seatsOf(t *testing.T, c *asyncevent.Client, eventID string, action asyncevent.Action) (total, shards, pool int64, entries int) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := c.EventStats(ctx, eventID)

@@ -81,7 +81,7 @@ func TestShardedEventReadsAsOne(t *testing.T) {
 
 	// The listing, page by page, in both orders.
 	for _, order := range []asyncevent.Order{asyncevent.Ascending, asyncevent.Descending} {
-		all = listAll(t, c, "sale", asyncevent.EventListOptions{Order: order, Limit: 7})
+		all = listAll(t, c, "sale", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 7}, Order: order})
 		require.Len(t, all, users, order)
 		assert.True(t, slices.IsSortedFunc(all, func(a, b asyncevent.Request) int {
 			if order == asyncevent.Descending {
@@ -90,13 +90,13 @@ func TestShardedEventReadsAsOne(t *testing.T) {
 			return compareQueue(a, b)
 		}), "%s: in queue order across the shards", order)
 	}
-	won := listAll(t, c, "sale", asyncevent.EventListOptions{Status: asyncevent.StatusSucceeded, Limit: 3, MaxRead: 5})
+	won := listAll(t, c, "sale", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 3}, Status: asyncevent.StatusSucceeded, MaxRead: 5})
 	assert.Len(t, won, 11, "the filter over every shard")
 
-	page, err := c.ListEventRequests(ctx, "sale", asyncevent.EventListOptions{Limit: 5})
+	page, err := c.ListEventRequests(ctx, "sale", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 5}})
 	require.NoError(t, err)
 	require.NotEmpty(t, page.NextCursor)
-	_, err = c.ListEventRequests(ctx, "other", asyncevent.EventListOptions{Cursor: page.NextCursor})
+	_, err = c.ListEventRequests(ctx, "other", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Cursor: page.NextCursor}})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidCursor)
 
 	st, err := c.EventStats(ctx, "sale")

@@ -38,7 +38,7 @@ type AuditEntry struct {
 	EventID string      `dynamodbav:"eventId"`
 	At      EpochMillis `dynamodbav:"at"`
 	Actor   string      `dynamodbav:"actor"`  // who: an admin's sub
-	Action  string      `dynamodbav:"action"` // what: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL
+	Action  Action      `dynamodbav:"action"` // what: CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, EXTEND_START, ADD_CAPACITY, CANCEL
 	Detail  string      `dynamodbav:"detail,omitempty"`
 }
 
@@ -49,17 +49,42 @@ type auditItem struct {
 	AuditEntry
 }
 
+// Action is an operator's control of an event, as its audit trail records it
+// (AuditEntry.Action, stored as action).
+type Action string
+
 // The actions of the audit trail.
 const (
-	ActionClose        = "CLOSE"
-	ActionPause        = "PAUSE"
-	ActionResume       = "RESUME"
-	ActionExtendEnd    = "EXTEND_END"
-	ActionExtendCutoff = "EXTEND_CUTOFF"
-	ActionExtendStart  = "EXTEND_START" // a pre-queued event's start: its pre-queue takes clicks longer
-	ActionAddCapacity  = "ADD_CAPACITY"
-	ActionCancel       = "CANCEL"
+	ActionClose        Action = "CLOSE"
+	ActionPause        Action = "PAUSE"
+	ActionResume       Action = "RESUME"
+	ActionExtendEnd    Action = "EXTEND_END"
+	ActionExtendCutoff Action = "EXTEND_CUTOFF"
+	ActionExtendStart  Action = "EXTEND_START" // a pre-queued event's start: its pre-queue takes clicks longer
+	ActionAddCapacity  Action = "ADD_CAPACITY"
+	ActionCancel       Action = "CANCEL"
 )
+
+// ControlInput says who applies a control that takes nothing else: CloseEvent,
+// PauseEvent, ResumeEvent.
+type ControlInput struct {
+	// Actor names who applies it, on the event's audit trail: 1 to MaxIDLength bytes.
+	// Required.
+	Actor string
+}
+
+// ExtendEventInput is what ExtendEvent moves later, where to, and who asks for it.
+type ExtendEventInput struct {
+	// Actor names who moves it, on the event's audit trail: 1 to MaxIDLength bytes.
+	// Required.
+	Actor string
+	// Action is the time moved: ActionExtendEnd (the event's end), ActionExtendCutoff
+	// (a LOTTERY's entry cutoff) or ActionExtendStart (a pre-queued FIRST_COME event's
+	// start). Any other is an ErrInvalidOptions error. Required.
+	Action Action
+	// To is the new time, later than the one it moves. Required.
+	To EpochMillis
+}
 
 // The params of the control rows.
 const (
@@ -135,7 +160,7 @@ type EventUpdate struct {
 // now; condition attribute_exists(PK) AND attribute_not_exists(closedAt) AND
 // (attribute_not_exists(endsAt) OR endsAt ≥ now) AND
 // (attribute_not_exists(lotteryCutoffAt) OR lotteryCutoffAt ≥ now); with an audit
-// entry (PK EVENT#<eventId>, SK AUDIT#<now>#<suffix>) naming actor, in one
+// entry (PK EVENT#<eventId>, SK AUDIT#<now>#<suffix>) naming in.Actor, in one
 // TransactWriteItems. The event is open through the millisecond of its end and
 // closed from the millisecond of its close. A LOTTERY's cutoff does not move: its
 // entries queued by then are drawn. An event already closed is not applied.
@@ -147,8 +172,8 @@ type EventUpdate struct {
 // time already past. So a close again that finds the event closed ("closed
 // already") is a true answer whatever the first write does: that write can only
 // record an earlier close of an event that is closed.
-func (c *Client) CloseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
-	return sentOnce(c.control(ctx, eventID, actor, ActionClose, "", write{row: &eventClosedRow, args: args{pNow: c.now()}}))
+func (c *Client) CloseEvent(ctx context.Context, eventID string, in ControlInput) (EventUpdate, error) {
+	return sentOnce(c.control(ctx, eventID, in.Actor, ActionClose, "", write{row: &eventClosedRow, args: args{pNow: c.now()}}))
 }
 
 // PauseEvent stops an event's ingest until ResumeEvent: a click gets ErrEventPaused and
@@ -162,8 +187,8 @@ func (c *Client) CloseEvent(ctx context.Context, eventID, actor string) (EventUp
 // see above); if the write lands later, it pauses the event whenever it finds it not
 // paused and, as of the call's time, open: after a resume made meanwhile too. Read
 // the audit trail before a resume that must stand.
-func (c *Client) PauseEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
-	return sentOnce(c.control(ctx, eventID, actor, ActionPause, "", write{row: &eventPausedRow, args: args{pNow: c.now()}}))
+func (c *Client) PauseEvent(ctx context.Context, eventID string, in ControlInput) (EventUpdate, error) {
+	return sentOnce(c.control(ctx, eventID, in.Actor, ActionPause, "", write{row: &eventPausedRow, args: args{pNow: c.now()}}))
 }
 
 // ResumeEvent takes a paused event's clicks again: the "event resumed" row, UpdateItem
@@ -174,41 +199,42 @@ func (c *Client) PauseEvent(ctx context.Context, eventID, actor string) (EventUp
 // an error that says its outcome is unknown (sent once, see above); if the write
 // lands later, it resumes the event whenever it finds it paused and, as of the
 // call's time, open: after a pause made meanwhile too.
-func (c *Client) ResumeEvent(ctx context.Context, eventID, actor string) (EventUpdate, error) {
-	return sentOnce(c.control(ctx, eventID, actor, ActionResume, "", write{row: &eventResumedRow, args: args{pNow: c.now()}}))
+func (c *Client) ResumeEvent(ctx context.Context, eventID string, in ControlInput) (EventUpdate, error) {
+	return sentOnce(c.control(ctx, eventID, in.Actor, ActionResume, "", write{row: &eventResumedRow, args: args{pNow: c.now()}}))
 }
 
-// ExtendEvent moves an event's end later (the "event end extended" row: UpdateItem PK
-// EVENT#<eventId>, SK CONFIG, SET endsAt = to; condition endsAt > now + 10 s AND endsAt
-// < to), or a LOTTERY's entry cutoff later (the "lottery cutoff extended" row: SET
-// lotteryCutoffAt = to; condition eventType = LOTTERY AND lotteryCutoffAt > now + 10 s
-// AND lotteryCutoffAt < to AND (attribute_not_exists(endsAt) OR endsAt ≥ to), with a
-// ConditionCheck of its Draw record, phase = COLLECTING: a cutoff never moves once the
-// draw began), with its audit entry, in one TransactWriteItems. The 10 s ahead are so
-// that every node's copy of the config learns of the move before the old time
-// comes. An event with holds has its hold registry entry's end moved in the same
-// transaction (the "hold registry: end moved" row), so the sweep goes on to the new
-// end. No time moves past the first close plus Options.LockTTL (locksKeptUntil on
-// the EventConfig item, fixed at CreateEvent). what is ActionExtendEnd or
-// ActionExtendCutoff; or ActionExtendStart, which moves a pre-queued FIRST_COME
-// event's start later, so that its pre-queue takes clicks longer (the "pre-queue
-// start extended" row: SET startsAt = to; condition attribute_exists(prequeueOpensAt)
-// AND startsAt > now + 10 s AND startsAt < to AND (attribute_not_exists(endsAt) OR
-// endsAt > to), with a ConditionCheck of its Draw record, phase = COLLECTING). The
+// ExtendEvent moves an event's end later (in.Action ActionExtendEnd, the "event end
+// extended" row: UpdateItem PK EVENT#<eventId>, SK CONFIG, SET endsAt = in.To;
+// condition endsAt > now + 10 s AND endsAt < in.To), or a LOTTERY's entry cutoff later
+// (ActionExtendCutoff, the "lottery cutoff extended" row: SET lotteryCutoffAt = in.To;
+// condition eventType = LOTTERY AND lotteryCutoffAt > now + 10 s AND lotteryCutoffAt <
+// in.To AND (attribute_not_exists(endsAt) OR endsAt ≥ in.To), with a ConditionCheck of
+// its Draw record, phase = COLLECTING: a cutoff never moves once the draw began), with
+// its audit entry naming in.Actor, in one TransactWriteItems. The 10 s ahead are so
+// that every node's copy of the config learns of the move before the old time comes.
+// An event with holds has its hold registry entry's end moved in the same transaction
+// (the "hold registry: end moved" row), so the sweep goes on to the new end. No time
+// moves past the first close plus Options.LockTTL (locksKeptUntil on the EventConfig
+// item, fixed at CreateEvent). ActionExtendStart moves a pre-queued FIRST_COME event's
+// start later, so that its pre-queue takes clicks longer (the "pre-queue start
+// extended" row: SET startsAt = in.To; condition attribute_exists(prequeueOpensAt) AND
+// startsAt > now + 10 s AND startsAt < in.To AND (attribute_not_exists(endsAt) OR
+// endsAt > in.To), with a ConditionCheck of its Draw record, phase = COLLECTING). The
 // requests queued before the new start are the pre-queue's entries; a worker holds
 // back the messages of the clicks between the two starts, whatever their message
-// says, until the pre-queue is served, which decides them.
+// says, until the pre-queue is served, which decides them. Another in.Action, or an
+// in.To outside 13 digits of milliseconds, is an ErrInvalidOptions error.
 //
 // An extend whose write got no answer is an error that says its outcome is unknown
 // (sent once, see above). If the write lands later, its condition is read with the
 // call's now + 10 s, not with the time it lands: it applies whenever the time it
-// moves was more than 10 s after the call's now and is still before to (and, for a
-// cutoff or a start, the draw has not begun), so a time that has passed meanwhile is
-// moved on: an end that passed, and the event takes clicks again; a cutoff that
+// moves was more than 10 s after the call's now and is still before in.To (and, for
+// a cutoff or a start, the draw has not begun), so a time that has passed meanwhile
+// is moved on: an end that passed, and the event takes clicks again; a cutoff that
 // passed, while the draw has not begun. An extend again that is refused ("the end
 // has passed…") does not stop that write; read the event and its audit trail.
-func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, to time.Time) (EventUpdate, error) {
-	at := MillisOf(to)
+func (c *Client) ExtendEvent(ctx context.Context, eventID string, in ExtendEventInput) (EventUpdate, error) {
+	actor, what, at := in.Actor, in.Action, in.To
 	if _, err := formatMillis(at); err != nil {
 		return EventUpdate{}, fmt.Errorf("%w: extend %s: %w", ErrInvalidOptions, eventID, err)
 	}
@@ -221,7 +247,7 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID, actor, what string, t
 			": DynamoDB's TTL would then delete the locks of the event's clicks while it is open (Options.LockTTL after its first end)"}, nil
 	}
 	lead := MillisOf(c.opts.Clock().Add(controlLead))
-	detail := "to " + to.UTC().Format(time.RFC3339)
+	detail := "to " + at.Time().Format(time.RFC3339)
 	switch what {
 	case ActionExtendEnd:
 		var extra []write
@@ -263,7 +289,7 @@ func sentOnce(up EventUpdate, err error) (EventUpdate, error) {
 
 // control applies a control of the event's CONFIG with its audit entry. The error
 // of a write that got no answer (or whose ctx ended) comes with up.unknown.
-func (c *Client) control(ctx context.Context, eventID, actor, action, detail string, w write, extra ...write) (EventUpdate, error) {
+func (c *Client) control(ctx context.Context, eventID, actor string, action Action, detail string, w write, extra ...write) (EventUpdate, error) {
 	key, err := NewEventKey(eventID, EventItemConfig)
 	if err != nil {
 		return EventUpdate{}, err
@@ -309,7 +335,7 @@ func (c *Client) control(ctx context.Context, eventID, actor, action, detail str
 }
 
 // refusal says why a control found the event in no state to take it.
-func refusal(action string, e *eventItem, now EpochMillis) string {
+func refusal(action Action, e *eventItem, now EpochMillis) string {
 	ended := e.ClosedAt != 0 || e.closesAt() != 0 && e.closesAt() < now
 	switch {
 	case action == ActionClose && ended:
@@ -343,7 +369,9 @@ func refusal(action string, e *eventItem, now EpochMillis) string {
 }
 
 // ListAudit returns an event's audit trail, oldest first: the "audit trail" row,
-// Query PK EVENT#<eventId>, begins_with(SK, "AUDIT#"), all pages.
+// Query PK EVENT#<eventId>, begins_with(SK, "AUDIT#"), all pages. It returns the whole
+// trail, not a page (it takes no PageOptions): the trail holds one entry per control
+// an operator applied to the event.
 func (c *Client) ListAudit(ctx context.Context, eventID string) ([]AuditEntry, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
 		return nil, err

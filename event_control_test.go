@@ -47,7 +47,7 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	_, err = c.Submit(ctx, q, "ctl", "before")
 	require.NoError(t, err)
 
-	up, err := c.PauseEvent(ctx, "ctl", "ops-ann")
+	up, err := c.PauseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-ann"})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 	assert.Equal(t, asyncevent.StatePaused, up.Event.StateAt(clock.Now()))
@@ -56,21 +56,21 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	assert.ErrorIs(t, err, asyncevent.ErrEventPaused)
 	assert.Equal(t, before, itemsOf(t, c), "a click on a paused event writes nothing")
 
-	up, err = c.PauseEvent(ctx, "ctl", "ops-ann")
+	up, err = c.PauseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-ann"})
 	require.NoError(t, err)
 	assert.False(t, up.Applied)
 	assert.Equal(t, "the event is paused already", up.Reason)
 	assert.Equal(t, before, itemsOf(t, c), "a refused control writes nothing, its audit entry included")
 
 	clock.Advance(time.Millisecond) // the trail's order is its entries' times
-	up, err = c.ResumeEvent(ctx, "ctl", "ops-bob")
+	up, err = c.ResumeEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-bob"})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 	_, err = c.Submit(ctx, q, "ctl", "resumed-click")
 	require.NoError(t, err)
 
 	clock.Advance(time.Second)
-	up, err = c.CloseEvent(ctx, "ctl", "ops-bob")
+	up, err = c.CloseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-bob"})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 	assert.Equal(t, asyncevent.MillisOf(clock.Now()), up.Event.ClosedAt)
@@ -78,8 +78,8 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	before = itemsOf(t, c)
 	_, err = c.Submit(ctx, q, "ctl", "late-click")
 	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
-	for _, call := range []func(context.Context, string, string) (asyncevent.EventUpdate, error){c.CloseEvent, c.PauseEvent, c.ResumeEvent} {
-		up, err = call(ctx, "ctl", "ops-bob")
+	for _, call := range []func(context.Context, string, asyncevent.ControlInput) (asyncevent.EventUpdate, error){c.CloseEvent, c.PauseEvent, c.ResumeEvent} {
+		up, err = call(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-bob"})
 		require.NoError(t, err)
 		assert.False(t, up.Applied)
 		assert.NotEmpty(t, up.Reason)
@@ -90,15 +90,15 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	require.NoError(t, err)
 	var got [][2]string
 	for _, e := range trail {
-		got = append(got, [2]string{e.Action, e.Actor})
+		got = append(got, [2]string{string(e.Action), e.Actor})
 	}
 	assert.Equal(t, [][2]string{{"PAUSE", "ops-ann"}, {"RESUME", "ops-bob"}, {"CLOSE", "ops-bob"}}, got, "who did what, oldest first")
 
-	_, err = c.CloseEvent(ctx, "no-such-event", "ops")
+	_, err = c.CloseEvent(ctx, "no-such-event", asyncevent.ControlInput{Actor: "ops"})
 	assert.Error(t, err)
-	_, err = c.CloseEvent(ctx, "a#b", "ops")
+	_, err = c.CloseEvent(ctx, "a#b", asyncevent.ControlInput{Actor: "ops"})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidID)
-	_, err = c.CloseEvent(ctx, "ctl", "")
+	_, err = c.CloseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: ""})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "a control names its actor")
 }
 
@@ -118,32 +118,32 @@ func TestExtendEndAndCutoff(t *testing.T) {
 	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
 
-	up, err := c.ExtendEvent(ctx, "fc", "ops", asyncevent.ActionExtendEnd, end.Add(time.Hour))
+	up, err := c.ExtendEvent(ctx, "fc", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(end.Add(time.Hour))})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 	assert.Equal(t, asyncevent.MillisOf(end.Add(time.Hour)), up.Event.EndsAt)
 	for _, to := range []time.Time{end, end.Add(30 * time.Minute)} {
-		up, err = c.ExtendEvent(ctx, "fc", "ops", asyncevent.ActionExtendEnd, to)
+		up, err = c.ExtendEvent(ctx, "fc", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(to)})
 		require.NoError(t, err)
 		assert.False(t, up.Applied, "never earlier")
 	}
-	up, err = c.ExtendEvent(ctx, "open", "ops", asyncevent.ActionExtendEnd, end)
+	up, err = c.ExtendEvent(ctx, "open", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(end)})
 	require.NoError(t, err)
 	assert.Equal(t, "the event has no end to move", up.Reason)
 
-	up, err = c.ExtendEvent(ctx, "lot", "ops", asyncevent.ActionExtendCutoff, end.Add(time.Minute))
+	up, err = c.ExtendEvent(ctx, "lot", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(end.Add(time.Minute))})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 	assert.Equal(t, asyncevent.MillisOf(end.Add(time.Minute)), up.Event.LotteryCutoffAt)
-	up, err = c.ExtendEvent(ctx, "fc", "ops", asyncevent.ActionExtendCutoff, end.Add(3*time.Hour))
+	up, err = c.ExtendEvent(ctx, "fc", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(end.Add(3 * time.Hour))})
 	require.NoError(t, err)
 	assert.Equal(t, "only a LOTTERY has a cutoff", up.Reason)
 
 	clock.Advance(time.Hour + 55*time.Second) // 5 s before the lottery's cutoff
-	up, err = c.ExtendEvent(ctx, "lot", "ops", asyncevent.ActionExtendCutoff, end.Add(time.Hour))
+	up, err = c.ExtendEvent(ctx, "lot", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(end.Add(time.Hour))})
 	require.NoError(t, err)
 	assert.False(t, up.Applied, "less than 10 s before the cutoff: too late to move it")
-	_, err = c.ExtendEvent(ctx, "lot", "ops", "SHORTEN", end)
+	_, err = c.ExtendEvent(ctx, "lot", asyncevent.ExtendEventInput{Actor: "ops", Action: "SHORTEN", To: asyncevent.MillisOf(end)})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
 
 	trail, err := c.ListAudit(ctx, "lot")
@@ -168,7 +168,7 @@ func TestCloseReachesEveryNodeWithinTheCacheTTL(t *testing.T) {
 	_, err = node.Submit(ctx, q, "bound", "warm") // the node's copy of the config
 	require.NoError(t, err)
 	clock.Advance(time.Second)
-	up, err := admin.CloseEvent(ctx, "bound", "ops")
+	up, err := admin.CloseEvent(ctx, "bound", asyncevent.ControlInput{Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 
@@ -199,16 +199,16 @@ func TestListEvents(t *testing.T) {
 	}
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "first", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.ErrorIs(t, err, asyncevent.ErrEventExists)
-	_, err = c.PauseEvent(ctx, "first", "ops")
+	_, err = c.PauseEvent(ctx, "first", asyncevent.ControlInput{Actor: "ops"})
 	require.NoError(t, err)
 
-	page, err := c.ListEvents(ctx, 2, "")
+	page, err := c.ListEvents(ctx, asyncevent.PageOptions{Limit: 2})
 	require.NoError(t, err)
 	require.Len(t, page.Events, 1, "the failed CreateEvent's entry, the newest, is passed over")
 	assert.Equal(t, "third", page.Events[0].Event.EventID)
 	assert.Equal(t, asyncevent.StateScheduled, page.Events[0].State)
 	require.NotEmpty(t, page.NextCursor)
-	page2, err := c.ListEvents(ctx, 2, page.NextCursor)
+	page2, err := c.ListEvents(ctx, asyncevent.PageOptions{Limit: 2, Cursor: page.NextCursor})
 	require.NoError(t, err)
 	require.Len(t, page2.Events, 2)
 	assert.Equal(t, "second", page2.Events[0].Event.EventID)
@@ -218,12 +218,12 @@ func TestListEvents(t *testing.T) {
 	require.NotNil(t, page2.Events[1].SeatsLeft)
 	assert.EqualValues(t, 7, *page2.Events[1].SeatsLeft, "summed over its three shards")
 
-	all, err := c.ListEvents(ctx, 0, "")
+	all, err := c.ListEvents(ctx, asyncevent.PageOptions{})
 	require.NoError(t, err)
 	assert.Len(t, all.Events, 3, "the stray entry is gone")
-	_, err = c.ListEvents(ctx, 2, "bm90LWEtY3Vyc29y")
+	_, err = c.ListEvents(ctx, asyncevent.PageOptions{Limit: 2, Cursor: "bm90LWEtY3Vyc29y"})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidCursor)
-	_, err = c.ListEvents(ctx, 1000, "")
+	_, err = c.ListEvents(ctx, asyncevent.PageOptions{Limit: 1000})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
 }
 
@@ -247,7 +247,7 @@ func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
 	assert.Equal(t, asyncevent.StateOpen, cfg.StateAt(clock.Now()))
 	_, err = c.Submit(ctx, q, "edge", "last-ms")
 	require.NoError(t, err, "the end's millisecond takes clicks")
-	up, err := c.CloseEvent(ctx, "edge", "ops-ann")
+	up, err := c.CloseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
 	require.NoError(t, err)
 	require.True(t, up.Applied, "an event the state calls OPEN can be closed: %s", up.Reason)
 	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(clock.Now()))
@@ -256,8 +256,12 @@ func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
 	_, err = c.Submit(ctx, q, "edge", "same-ms-after-close")
 	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
 	for name, control := range map[string]func() (asyncevent.EventUpdate, error){
-		"close": func() (asyncevent.EventUpdate, error) { return c.CloseEvent(ctx, "edge", "ops-ann") },
-		"pause": func() (asyncevent.EventUpdate, error) { return c.PauseEvent(ctx, "edge", "ops-ann") },
+		"close": func() (asyncevent.EventUpdate, error) {
+			return c.CloseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
+		},
+		"pause": func() (asyncevent.EventUpdate, error) {
+			return c.PauseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
+		},
 		"add": func() (asyncevent.EventUpdate, error) {
 			return c.AddCapacity(ctx, "edge", asyncevent.AddCapacityInput{Seats: 3, Actor: "ops-ann"})
 		},
@@ -299,28 +303,28 @@ func TestEventControlsAfterAnUnansweredAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
-		action  string
+		action  asyncevent.Action
 		prepare func(t *testing.T, b *lateBundle)
 		control func(b *lateBundle) (asyncevent.EventUpdate, error)
 	}{
 		{asyncevent.ActionClose, nil, func(b *lateBundle) (asyncevent.EventUpdate, error) {
-			return b.c.CloseEvent(ctx, lateEvent, "ops")
+			return b.c.CloseEvent(ctx, lateEvent, asyncevent.ControlInput{Actor: "ops"})
 		}},
 		{asyncevent.ActionPause, nil, func(b *lateBundle) (asyncevent.EventUpdate, error) {
-			return b.c.PauseEvent(ctx, lateEvent, "ops")
+			return b.c.PauseEvent(ctx, lateEvent, asyncevent.ControlInput{Actor: "ops"})
 		}},
 		{asyncevent.ActionResume, func(t *testing.T, b *lateBundle) {
-			up, err := b.c.PauseEvent(ctx, lateEvent, "ops")
+			up, err := b.c.PauseEvent(ctx, lateEvent, asyncevent.ControlInput{Actor: "ops"})
 			require.NoError(t, err)
 			require.True(t, up.Applied, up.Reason)
 		}, func(b *lateBundle) (asyncevent.EventUpdate, error) {
-			return b.c.ResumeEvent(ctx, lateEvent, "ops")
+			return b.c.ResumeEvent(ctx, lateEvent, asyncevent.ControlInput{Actor: "ops"})
 		}},
 		{asyncevent.ActionExtendEnd, nil, func(b *lateBundle) (asyncevent.EventUpdate, error) {
-			return b.c.ExtendEvent(ctx, lateEvent, "ops", asyncevent.ActionExtendEnd, b.end.Add(time.Hour))
+			return b.c.ExtendEvent(ctx, lateEvent, asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(b.end.Add(time.Hour))})
 		}},
 	} {
-		t.Run(tc.action, func(t *testing.T) {
+		t.Run(string(tc.action), func(t *testing.T) {
 			t.Parallel()
 			b := lateSetup(t)
 			if tc.prepare != nil {
@@ -364,7 +368,7 @@ func TestCutoffDoesNotMoveOnceTheDrawBegan(t *testing.T) {
 	require.NoError(t, err)
 
 	before := itemsOf(t, c)
-	up, err := c.ExtendEvent(ctx, "skew", "ops", asyncevent.ActionExtendCutoff, t0.Add(3*time.Hour))
+	up, err := c.ExtendEvent(ctx, "skew", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(t0.Add(3 * time.Hour))})
 	require.NoError(t, err)
 	assert.False(t, up.Applied, "the draw began: the cutoff stays")
 	assert.Contains(t, up.Reason, "the draw began")
@@ -389,12 +393,12 @@ func TestResumeOfAClosedEventIsRefused(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, id := range []string{"pc", "lot"} {
-		up, err := c.PauseEvent(ctx, id, "ops")
+		up, err := c.PauseEvent(ctx, id, asyncevent.ControlInput{Actor: "ops"})
 		require.NoError(t, err)
 		require.True(t, up.Applied, up.Reason)
 	}
 	clock.Advance(time.Millisecond)
-	up, err := c.CloseEvent(ctx, "pc", "ops")
+	up, err := c.CloseEvent(ctx, "pc", asyncevent.ControlInput{Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 	clock.Advance(2 * time.Minute) // the lottery's cutoff has passed
@@ -404,7 +408,7 @@ func TestResumeOfAClosedEventIsRefused(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, asyncevent.StateClosed, cfg.StateAt(clock.Now()), id)
 		before := itemsOf(t, c)
-		up, err := c.ResumeEvent(ctx, id, "ops")
+		up, err := c.ResumeEvent(ctx, id, asyncevent.ControlInput{Actor: "ops"})
 		require.NoError(t, err)
 		assert.False(t, up.Applied, "%s: the resume of a CLOSED event is applied", id)
 		assert.Equal(t, before, itemsOf(t, c), "%s: a refused control writes nothing, its audit entry included", id)
@@ -431,11 +435,11 @@ func TestPauseOrCloseOfALotteryPastItsCutoffIsRefused(t *testing.T) {
 	_, err = c.Submit(ctx, q, "lot", "late")
 	require.ErrorIs(t, err, asyncevent.ErrEventClosed, "ingest: closed")
 
-	for name, control := range map[string]func(context.Context, string, string) (asyncevent.EventUpdate, error){
+	for name, control := range map[string]func(context.Context, string, asyncevent.ControlInput) (asyncevent.EventUpdate, error){
 		"pause": c.PauseEvent, "close": c.CloseEvent,
 	} {
 		before := itemsOf(t, c)
-		up, err := control(ctx, "lot", "ops")
+		up, err := control(ctx, "lot", asyncevent.ControlInput{Actor: "ops"})
 		require.NoError(t, err)
 		assert.False(t, up.Applied, "%s of a CLOSED lottery (its cutoff passed) is applied", name)
 		assert.Equal(t, before, itemsOf(t, c), "%s: nothing written", name)
@@ -454,7 +458,7 @@ func TestEventClosedBeforeItStartsIsClosed(t *testing.T) {
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "off", EventType: asyncevent.FirstCome, CapacityTotal: 5,
 		StartsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 	require.NoError(t, err)
-	up, err := c.CloseEvent(ctx, "off", "ops")
+	up, err := c.CloseEvent(ctx, "off", asyncevent.ControlInput{Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 	clock.Advance(time.Second)
@@ -462,7 +466,7 @@ func TestEventClosedBeforeItStartsIsClosed(t *testing.T) {
 	q := queue.NewMemory(queue.MemoryOptions{})
 	_, err = c.Submit(ctx, q, "off", "early")
 	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
-	page, err := c.ListEvents(ctx, 0, "")
+	page, err := c.ListEvents(ctx, asyncevent.PageOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Events, 1)
 	assert.Equal(t, asyncevent.StateClosed, page.Events[0].State, "the list")
@@ -485,7 +489,7 @@ func TestExtendedEndReachesTheHoldRegistry(t *testing.T) {
 	clock := asynceventtest.NewClock(t0)
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	holdsEvent(t, c, "long", 2, 1, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
-	up, err := c.ExtendEvent(ctx, "long", "ops", asyncevent.ActionExtendEnd, t0.Add(6*time.Hour))
+	up, err := c.ExtendEvent(ctx, "long", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(t0.Add(6 * time.Hour))})
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 
@@ -516,7 +520,7 @@ func TestExtendedEndKeepsTheLocks(t *testing.T) {
 
 	// Past the first end plus LockTTL (7 days): refused, nothing written.
 	before := itemsOf(t, c)
-	up, err := c.ExtendEvent(ctx, "month", "ops", asyncevent.ActionExtendEnd, t0.Add(30*24*time.Hour))
+	up, err := c.ExtendEvent(ctx, "month", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(t0.Add(30 * 24 * time.Hour))})
 	require.NoError(t, err)
 	require.False(t, up.Applied, "an end past the locks' TTL")
 	assert.Contains(t, up.Reason, "TTL would then delete the locks")
@@ -526,7 +530,7 @@ func TestExtendedEndKeepsTheLocks(t *testing.T) {
 	kept, err := asyncevent.ReadEventBookkeeping(ctx, c, "month")
 	require.NoError(t, err)
 	newEnd := kept.LocksKeptUntil.Time()
-	up, err = c.ExtendEvent(ctx, "month", "ops", asyncevent.ActionExtendEnd, newEnd)
+	up, err = c.ExtendEvent(ctx, "month", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(newEnd)})
 	require.NoError(t, err)
 	require.True(t, up.Applied, up.Reason)
 	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {

@@ -119,16 +119,16 @@ const (
 	maxEventsPageLimit     = 100
 )
 
-// ListEvents lists the events newest first: the "event list" row, Query PK EVENTS,
-// ScanIndexForward = false, Limit 20 by default (at most 100), then for each event its
+// ListEvents lists the events newest first, one page at a time: the "event list" row,
+// Query PK EVENTS, ScanIndexForward = false, page.Limit 20 by default (at most 100), then for each event its
 // config (GetItem, strongly consistent) and, for a FIRST_COME event, its capacity
 // (GetCapacity: one GetItem per capacity shard; with holds or seats on the pool, a
 // GetItem of its pool, PK EVENT#<eventId>#RETURNS). An entry whose event does not exist,
 // or was made at another time (an entry of a CreateEvent that failed), is passed over,
 // and deleted once it is a minute old (younger, its CreateEvent may be under way).
 // The cursor is opaque; one of another listing is ErrInvalidCursor.
-func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*EventPage, error) {
-	limit, err := pageLimit(limit, defaultEventsPageLimit, maxEventsPageLimit)
+func (c *Client) ListEvents(ctx context.Context, page PageOptions) (*EventPage, error) {
+	limit, err := pageLimit(page.Limit, defaultEventsPageLimit, maxEventsPageLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +138,8 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 	}
 	in := c.query("", expr)
 	in.ScanIndexForward, in.Limit = aws.Bool(false), aws.Int32(int32(limit))
-	if cursor != "" {
-		start, err := decodeEventsCursor(cursor)
+	if page.Cursor != "" {
+		start, err := decodeEventsCursor(page.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 	if err := attributevalue.UnmarshalListOfMaps(out.Items, &entries); err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	page := &EventPage{Events: []EventSummary{}}
+	result := &EventPage{Events: []EventSummary{}}
 	now := c.opts.Clock()
 	for _, e := range entries {
 		cfg, err := c.getEvent(ctx, e.EventID)
@@ -180,14 +180,14 @@ func (c *Client) ListEvents(ctx context.Context, limit int, cursor string) (*Eve
 				s.SeatsLeft = aws.Int64(capacity.CapacityRemaining + pool)
 			}
 		}
-		page.Events = append(page.Events, s)
+		result.Events = append(result.Events, s)
 	}
 	if len(out.LastEvaluatedKey) > 0 {
-		if page.NextCursor, err = listing.EncodeKey(out.LastEvaluatedKey); err != nil {
+		if result.NextCursor, err = listing.EncodeKey(out.LastEvaluatedKey); err != nil {
 			return nil, err
 		}
 	}
-	return page, nil
+	return result, nil
 }
 
 var eventEntryGoneRow = row{name: "stray event entry", method: "ListEvents", item: entity.EventEntry, op: opDelete}

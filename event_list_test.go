@@ -29,7 +29,7 @@ func TestEventListCursorTampering(t *testing.T) {
 		require.NoError(t, err)
 		clock.Advance(time.Millisecond)
 	}
-	page, err := c.ListEvents(ctx, 1, "")
+	page, err := c.ListEvents(ctx, asyncevent.PageOptions{Limit: 1})
 	require.NoError(t, err)
 	require.NotEmpty(t, page.NextCursor)
 	for name, key := range map[string]map[string]string{
@@ -40,7 +40,7 @@ func TestEventListCursorTampering(t *testing.T) {
 		"another user's listing": {"GSI1PK": "USER#x", "GSI1SK": "QAT#0000000000001#REQ#r", "PK": "REQ#r", "SK": "META"},
 	} {
 		cursor := forgedCursor(t, key)
-		_, err := c.ListEvents(ctx, 1, cursor)
+		_, err := c.ListEvents(ctx, asyncevent.PageOptions{Limit: 1, Cursor: cursor})
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidCursor, name)
 	}
 }
@@ -69,7 +69,7 @@ func TestEventCreatedWhileListingStaysListed(t *testing.T) {
 		done <- err
 	}()
 	<-gate.entered
-	page, err := c.ListEvents(ctx, 0, "") // the operator's screen refreshes
+	page, err := c.ListEvents(ctx, asyncevent.PageOptions{}) // the operator's screen refreshes
 	require.NoError(t, err)
 	assert.Empty(t, page.Events, "not made yet")
 	close(gate.release)
@@ -77,7 +77,7 @@ func TestEventCreatedWhileListingStaysListed(t *testing.T) {
 
 	_, err = c.GetEvent(ctx, "new")
 	require.NoError(t, err, "the event exists")
-	page, err = c.ListEvents(ctx, 0, "")
+	page, err = c.ListEvents(ctx, asyncevent.PageOptions{})
 	require.NoError(t, err)
 	var listed []string
 	for _, e := range page.Events {

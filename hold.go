@@ -121,7 +121,9 @@ const holdSweepAfterEnd = time.Hour
 
 // HoldEvents lists the events with holds that may still need the hold sweep: the
 // "hold registry" row, Query PK HOLD_EVENTS (all pages), keeping those without an
-// end or whose end, plus their HoldFor and an hour, has not passed.
+// end or whose end, plus their HoldFor and an hour, has not passed. It returns the
+// whole list, not a page (it takes no PageOptions): the registry holds one entry per
+// event created with holds.
 func (c *Client) HoldEvents(ctx context.Context) ([]HoldEvent, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(attrPK).Equal(expression.Value(pkHoldEvents))).Build()
 	if err != nil {

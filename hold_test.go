@@ -1387,7 +1387,7 @@ func queueOrderOf(t *testing.T, c *asyncevent.Client, eventID string) []asynceve
 	var out []asyncevent.Request
 	cursor := ""
 	for {
-		page, err := c.ListEventRequests(context.Background(), eventID, asyncevent.EventListOptions{Limit: 500, Cursor: cursor})
+		page, err := c.ListEventRequests(context.Background(), eventID, asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 500, Cursor: cursor}})
 		require.NoError(t, err)
 		out = append(out, page.Requests...)
 		if page.NextCursor == "" {

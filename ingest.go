@@ -54,7 +54,9 @@ func (c *Client) ingestContext(ctx context.Context, event *eventItem) (context.C
 // Submit is the whole ingest of one click: Participate (the lock, then the request,
 // which fixes the request's queuedAt and puts it on both indexes), send the request's
 // message to q (FIFO queues: group = eventId, deduplication = requestId), then
-// MarkQueued. Each step keeps the design's promises:
+// MarkQueued. q is a parameter, not an input, because a service may route its
+// events to several queues, and eventID and userID stay two parameters because
+// together they are the participation's key. Each step keeps the design's promises:
 //
 //   - Once the lock's put has begun, the writes run to completion, or to a clean
 //     release of the lock, whatever ctx does: they run under a context of their own

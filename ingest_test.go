@@ -765,7 +765,7 @@ func TestRepeatClickOnAPausedEvent(t *testing.T) {
 	q := queue.NewMemory(queue.MemoryOptions{})
 	first, err := c.Submit(ctx, q, "rep", "u1")
 	require.NoError(t, err)
-	up, err := c.PauseEvent(ctx, "rep", "ops")
+	up, err := c.PauseEvent(ctx, "rep", asyncevent.ControlInput{Actor: "ops"})
 	require.NoError(t, err)
 	require.True(t, up.Applied)
 	before := itemsOf(t, c)

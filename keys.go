@@ -744,14 +744,14 @@ func (k AuditKey) Key() Key {
 func (k OperationKey) EventID() string { return k.eventID }
 
 // Action returns the control: ActionAddCapacity or ActionCancel.
-func (k OperationKey) Action() string { return k.action }
+func (k OperationKey) Action() Action { return k.action }
 
 // IdempotencyKey returns the key the control was applied under.
 func (k OperationKey) IdempotencyKey() string { return k.idempotencyKey }
 
 // Key returns the table key: PK EVENT#<eventId>, SK OP#<action>#<idempotencyKey>.
 func (k OperationKey) Key() Key {
-	return Key{PK: eventPK(k.eventID), SK: prefixOp + sep + k.action + sep + k.idempotencyKey}
+	return Key{PK: eventPK(k.eventID), SK: prefixOp + sep + string(k.action) + sep + k.idempotencyKey}
 }
 
 // CreatedAt returns the time the event was created.

@@ -73,7 +73,7 @@ func FuzzKeyBuilders(f *testing.F) {
 				t.Fatalf("audit key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
-		for _, action := range []string{ActionAddCapacity, ActionCancel} {
+		for _, action := range []Action{ActionAddCapacity, ActionCancel} {
 			if k, err := NewOperationKey(eventID, action, userID); err == nil {
 				got, err := ParseOperationKey(k.Key())
 				if err != nil || got.EventID() != eventID || got.Action() != action || got.IdempotencyKey() != userID {

@@ -185,14 +185,16 @@ func ParseAuditKey(key Key) (AuditKey, error) {
 // ActionCancel) keeps the keys of two kinds of control apart. Build it with
 // NewOperationKey or read it with ParseOperationKey; the zero value is no key.
 type OperationKey struct {
-	eventID, action, idempotencyKey string
+	eventID        string
+	action         Action
+	idempotencyKey string
 }
 
 // NewOperationKey returns the key of the marker of action on eventID under
 // idempotencyKey, which follows the rules of ValidateID; or an ErrInvalidID error
 // (eventID, idempotencyKey) or an ErrInvalidOptions error (an action other than
 // ActionAddCapacity and ActionCancel).
-func NewOperationKey(eventID, action, idempotencyKey string) (OperationKey, error) {
+func NewOperationKey(eventID string, action Action, idempotencyKey string) (OperationKey, error) {
 	if err := ValidateID("eventId", eventID); err != nil {
 		return OperationKey{}, err
 	}
@@ -216,10 +218,11 @@ func ParseOperationKey(key Key) (OperationKey, error) {
 	if err != nil {
 		return OperationKey{}, err
 	}
-	if parts[1] != ActionAddCapacity && parts[1] != ActionCancel {
+	action := Action(parts[1])
+	if action != ActionAddCapacity && action != ActionCancel {
 		return OperationKey{}, malformed("operation SK", key.SK, "want OP#ADD_CAPACITY#<key> or OP#CANCEL#<key>")
 	}
-	return OperationKey{eventID: id, action: parts[1], idempotencyKey: parts[2]}, nil
+	return OperationKey{eventID: id, action: action, idempotencyKey: parts[2]}, nil
 }
 
 // EventEntryKey is the key of an event's entry in the event list: PK EVENTS, SK

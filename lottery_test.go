@@ -380,7 +380,7 @@ func cutoffMover(t *testing.T) (c *asyncevent.Client, clock *asynceventtest.Cloc
 	clock.Advance(2 * time.Hour)
 	later = cutoff.Add(time.Hour)
 	return c, clock, later, func() {
-		up, err := operator.ExtendEvent(context.Background(), "lotto", "ops", asyncevent.ActionExtendCutoff, later)
+		up, err := operator.ExtendEvent(context.Background(), "lotto", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(later)})
 		require.NoError(t, err)
 		require.True(t, up.Applied, up.Reason)
 	}

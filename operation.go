@@ -67,7 +67,7 @@ const (
 type operationMarker struct {
 	EntityType entity.Type `dynamodbav:"entityType"` // OPERATION
 	EventID    string      `dynamodbav:"eventId"`
-	Action     string      `dynamodbav:"action"` // ADD_CAPACITY, CANCEL
+	Action     Action      `dynamodbav:"action"` // ADD_CAPACITY, CANCEL
 	Actor      string      `dynamodbav:"actor"`
 	Target     string      `dynamodbav:"target"` // what the call asked: "5 seats, spread", "request <requestId>"
 	// Outcome is APPLIED or REFUSED; a marker without one (written before outcomes
@@ -93,14 +93,15 @@ var operationRow = row{
 // operation is one call of a control of an event's seats: what it asks, by whom,
 // under which idempotency key.
 type operation struct {
-	action, actor, target, key string
+	action             Action
+	actor, target, key string
 	// callers: the key is the caller's, so a call under it may follow one whose
 	// attempt got no answer and may land yet.
 	callers bool
 }
 
 // newOperation returns the operation of a call; key "" makes a key of its own.
-func newOperation(action, actor, target, key string) (operation, error) {
+func newOperation(action Action, actor, target, key string) (operation, error) {
 	callers := key != ""
 	if !callers {
 		key = rand.Text()

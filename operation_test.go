@@ -126,7 +126,7 @@ func TestAddCapacityAfterAnUnansweredAttempt(t *testing.T) {
 			held := b.hb.Hold(onLate, 3, asynceventtest.CallerReset)
 			_, err := b.c.AddCapacity(context.Background(), lateEvent, keyed)
 			require.ErrorIs(t, err, asyncevent.ErrOutcomeUnknown)
-			closed, err := b.c.CloseEvent(context.Background(), lateEvent, "ops")
+			closed, err := b.c.CloseEvent(context.Background(), lateEvent, asyncevent.ControlInput{Actor: "ops"})
 			require.NoError(t, err)
 			require.True(t, closed.Applied, closed.Reason)
 			up, err := b.c.AddCapacity(context.Background(), lateEvent, keyed)
@@ -355,7 +355,7 @@ func TestControlsThroughTheSDKsResends(t *testing.T) {
 			applied: func(ev *asyncevent.Event) bool { return ev.CapacityTotal == 4 }},
 		"pause": {match: "AUDIT#",
 			control: func(c *asyncevent.Client) (asyncevent.EventUpdate, error) {
-				return c.PauseEvent(context.Background(), lateEvent, "ops")
+				return c.PauseEvent(context.Background(), lateEvent, asyncevent.ControlInput{Actor: "ops"})
 			},
 			applied: func(ev *asyncevent.Event) bool { return ev.Paused }},
 	}

@@ -60,7 +60,7 @@ func TestPlaceInLineIsHonest(t *testing.T) {
 	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now}) // no message comes back: they are not deleted
 	var ids []string
 	for cursor := ""; ; {
-		page, err := c.ListEventRequests(ctx, "line", asyncevent.EventListOptions{Limit: 500, Cursor: cursor})
+		page, err := c.ListEventRequests(ctx, "line", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 500, Cursor: cursor}})
 		require.NoError(t, err)
 		for _, r := range page.Requests {
 			ids = append(ids, r.RequestID)

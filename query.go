@@ -20,11 +20,16 @@ const (
 	maxUserPageLimit     = 100
 )
 
-// PageOptions asks for one page of a listing.
+// PageOptions asks for one page of a listing. Every listing that pages takes it
+// (ListEvents, ListUserRequests; EventListOptions embeds it for ListEventRequests)
+// and answers with a page whose NextCursor continues it.
 type PageOptions struct {
-	// Limit is the most requests to return. Default (0): the listing's default.
+	// Limit is the most items the page holds. Default (0): the listing's default;
+	// each listing's doc gives its default and its maximum, and a Limit below 0 or
+	// above the maximum is ErrInvalidOptions.
 	Limit int
-	// Cursor continues a listing where the previous page ended; empty starts it.
+	// Cursor continues a listing where the previous page ended (its NextCursor);
+	// empty starts it.
 	Cursor string
 }
 
@@ -35,9 +40,9 @@ type RequestPage struct {
 	NextCursor string
 }
 
-// ListUserRequests lists a user's requests, newest first: the "my participations"
-// row, Query GSI1 with GSI1PK = USER#<userId>, ScanIndexForward =
-// false, Limit 20 by default (at most 100). A request appears from its put, RECEIVED
+// ListUserRequests lists a user's requests, newest first, one page at a time: the "my
+// participations" row, Query GSI1 with GSI1PK = USER#<userId>, ScanIndexForward =
+// false, page.Limit 20 by default (at most 100). A request appears from its put, RECEIVED
 // (the put writes its index keys). The cursor is opaque; one handed out for
 // another user's listing is ErrInvalidCursor.
 func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageOptions) (*RequestPage, error) {
@@ -135,12 +140,11 @@ const (
 
 // EventListOptions asks for one page of an event's requests.
 type EventListOptions struct {
+	// PageOptions: Limit is the most requests to return (default 50, at most 500),
+	// and Cursor continues the listing.
+	PageOptions
 	// Order is the queue order: Ascending (default) or Descending.
 	Order Order
-	// Limit is the most requests to return. Default: 50; at most 500.
-	Limit int
-	// Cursor continues a listing where the previous page ended; empty starts it.
-	Cursor string
 	// Status keeps only the requests in this status (filtered by the library while it
 	// pages). Default: all.
 	Status Status
@@ -150,10 +154,9 @@ type EventListOptions struct {
 	MaxRead int
 }
 
-// ListEventRequests lists an event's requests in queue order: the "event
-// requests" and "event requests, latest N" rows, Query GSI2 with GSI2PK =
-// EVENT#<eventId>, ScanIndexForward = true (Ascending) or false (Descending), Limit 50
-// by default (at most 500). An event with index shards is read from each of its
+// ListEventRequests lists an event's requests in queue order, one page at a time: the
+// "event requests" row, Query GSI2 with GSI2PK = EVENT#<eventId>, ScanIndexForward =
+// true (Ascending) or false (Descending), opts.Limit 50 by default (at most 500). An event with index shards is read from each of its
 // partitions EVENT#<eventId>#<shard> and the shards are merged in queue order
 // (GSI2SK), so the listing is the same as without shards. A status filter is applied
 // by the library on each page read, reading at most MaxRead requests per call. The

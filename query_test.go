@@ -41,7 +41,7 @@ func TestListEventRequestsPagesInBothOrders(t *testing.T) {
 		cursor := ""
 		for pages := 0; ; pages++ {
 			require.Less(t, pages, 100)
-			page, err := c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{Order: order, Limit: limit, Cursor: cursor})
+			page, err := c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: limit, Cursor: cursor}, Order: order})
 			require.NoError(t, err)
 			assert.LessOrEqual(t, len(page.Requests), limit)
 			for _, r := range page.Requests {
@@ -63,18 +63,21 @@ func TestListEventRequestsPagesInBothOrders(t *testing.T) {
 	// A cursor of another event is refused.
 	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "other", EventType: asyncevent.FirstCome, CapacityTotal: 1})
 	require.NoError(t, err)
-	page, err := c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{Limit: 5})
+	page, err := c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 5}})
 	require.NoError(t, err)
-	_, err = c.ListEventRequests(ctx, "other", asyncevent.EventListOptions{Cursor: page.NextCursor})
+	_, err = c.ListEventRequests(ctx, "other", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Cursor: page.NextCursor}})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidCursor)
 	// A user-list cursor is no event-list cursor.
 	userPage, err := c.ListUserRequests(ctx, "u001", asyncevent.PageOptions{Limit: 1})
 	require.NoError(t, err)
 	if userPage.NextCursor != "" {
-		_, err = c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{Cursor: userPage.NextCursor})
+		_, err = c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Cursor: userPage.NextCursor}})
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidCursor)
 	}
-	for _, bad := range []asyncevent.EventListOptions{{Limit: 501}, {Limit: -1}, {Order: "up"}, {Status: "DONE"}, {Limit: 10, MaxRead: 5}} {
+	for _, bad := range []asyncevent.EventListOptions{
+		{PageOptions: asyncevent.PageOptions{Limit: 501}}, {PageOptions: asyncevent.PageOptions{Limit: -1}}, {Order: "up"}, {Status: "DONE"},
+		{PageOptions: asyncevent.PageOptions{Limit: 10}, MaxRead: 5},
+	} {
 		_, err := c.ListEventRequests(ctx, "ev", bad)
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "%+v", bad)
 	}
@@ -95,7 +98,7 @@ func TestListEventRequestsFiltersByStatusWithinABound(t *testing.T) {
 	calls := 0
 	for {
 		page, err := c.ListEventRequests(ctx, "ev", asyncevent.EventListOptions{
-			Order: asyncevent.Descending, Status: asyncevent.StatusSucceeded, Limit: 5, MaxRead: 8, Cursor: cursor})
+			PageOptions: asyncevent.PageOptions{Limit: 5, Cursor: cursor}, Order: asyncevent.Descending, Status: asyncevent.StatusSucceeded, MaxRead: 8})
 		require.NoError(t, err)
 		calls++
 		for _, r := range page.Requests {

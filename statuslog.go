@@ -65,8 +65,9 @@ func (c *Client) statusLogEntry(requestID string, from, to Status, message strin
 
 // ListStatusLogs returns a request's status log, oldest first and entries of the same
 // millisecond in lifecycle order: the "status logs" row, Query PK = REQ#<requestId>
-// AND begins_with(SK, "LOG#"), all pages. It is empty when Options.StatusLog was off
-// while the request ran.
+// AND begins_with(SK, "LOG#"), all pages. It returns the whole log, not a page (it
+// takes no PageOptions): the log holds one entry per status write of the request. It
+// is empty when Options.StatusLog was off while the request ran.
 func (c *Client) ListStatusLogs(ctx context.Context, requestID string) ([]StatusLog, error) {
 	key, err := NewRequestKey(requestID)
 	if err != nil {

@@ -396,7 +396,7 @@ func (s *holdSweeper) Queue(after *holdsweep.Place) (holdsweep.Pages[holdsweep.R
 		}
 	}
 	return func(ctx context.Context, limit int) ([]holdsweep.Request, bool, error) {
-		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{Limit: limit, Cursor: cursor})
+		page, err := s.c.ListEventRequests(ctx, s.cfg.EventID, EventListOptions{PageOptions: PageOptions{Limit: limit, Cursor: cursor}})
 		if err != nil {
 			return nil, false, err
 		}

@@ -45,7 +45,7 @@ func TestAdminControlsInBrowser(t *testing.T) {
 
 	b.control("#pause-button", 1)
 	assert.Equal(t, "PAUSED", b.text("#event-state"))
-	assert.Equal(t, [][]string{{asyncevent.ActionPause, "admin-1"}}, b.audit())
+	assert.Equal(t, [][]string{{string(asyncevent.ActionPause), "admin-1"}}, b.audit())
 	u.refusedClick("ops-sale", "late", CodeEventPaused)
 
 	b.control("#resume-button", 2)
@@ -86,9 +86,9 @@ func TestAdminControlsInBrowser(t *testing.T) {
 	assert.Equal(t, 0, b.count("#add-seats-form"))
 
 	var want [][]string
-	for _, a := range []string{asyncevent.ActionPause, asyncevent.ActionResume, asyncevent.ActionAddCapacity,
+	for _, a := range []asyncevent.Action{asyncevent.ActionPause, asyncevent.ActionResume, asyncevent.ActionAddCapacity,
 		asyncevent.ActionExtendEnd, asyncevent.ActionCancel, asyncevent.ActionClose} {
-		want = append(want, []string{a, "admin-1"})
+		want = append(want, []string{string(a), "admin-1"})
 	}
 	assert.Equal(t, want, b.audit(), "each control on the trail, oldest first, with the admin's sub")
 	assert.Contains(t, b.text(`#audit-trail tr[data-action="CANCEL"]`), "request "+cancelled)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/asyncevent/asyncevent"
 )
@@ -18,14 +17,14 @@ import (
 // its audit trail.
 
 // controlFunc is one of the client's controls that take no argument but the actor.
-type controlFunc func(ctx context.Context, eventID, actor string) (asyncevent.EventUpdate, error)
+type controlFunc func(ctx context.Context, eventID string, in asyncevent.ControlInput) (asyncevent.EventUpdate, error)
 
 // control is POST /admin/events/{eventId}/close, /pause or /resume: the control do
 // by the caller. 200 with the event when applied, 409 control_refused when the
 // event's state refuses it, 404 for an unknown event. No body.
 func (s *Server) control(do controlFunc) idFunc[EventView] {
 	return func(r *http.Request, eventID string, p Principal) (EventView, error) {
-		up, err := do(r.Context(), eventID, p.UserID)
+		up, err := do(r.Context(), eventID, asyncevent.ControlInput{Actor: p.UserID})
 		return s.answerControl(eventID, up, err)
 	}
 }
@@ -39,9 +38,9 @@ type extendBody struct {
 	StartsAt        *Timestamp `json:"startsAt"`
 }
 
-// target is the time the body moves (asyncevent.ActionExtendEnd or
-// ActionExtendCutoff) and where to.
-func (b extendBody) target() (what string, to time.Time, err error) {
+// target is the time the body moves (asyncevent.ActionExtendEnd, ActionExtendCutoff or
+// ActionExtendStart) and where to, by actor.
+func (b extendBody) target(actor string) (asyncevent.ExtendEventInput, error) {
 	given := 0
 	for _, t := range []*Timestamp{b.EndsAt, b.LotteryCutoffAt, b.StartsAt} {
 		if t != nil {
@@ -51,13 +50,13 @@ func (b extendBody) target() (what string, to time.Time, err error) {
 	switch {
 	case given != 1:
 	case b.EndsAt != nil:
-		return asyncevent.ActionExtendEnd, asyncevent.EpochMillis(*b.EndsAt).Time(), nil
+		return asyncevent.ExtendEventInput{Actor: actor, Action: asyncevent.ActionExtendEnd, To: asyncevent.EpochMillis(*b.EndsAt)}, nil
 	case b.LotteryCutoffAt != nil:
-		return asyncevent.ActionExtendCutoff, asyncevent.EpochMillis(*b.LotteryCutoffAt).Time(), nil
+		return asyncevent.ExtendEventInput{Actor: actor, Action: asyncevent.ActionExtendCutoff, To: asyncevent.EpochMillis(*b.LotteryCutoffAt)}, nil
 	case b.StartsAt != nil:
-		return asyncevent.ActionExtendStart, asyncevent.EpochMillis(*b.StartsAt).Time(), nil
+		return asyncevent.ExtendEventInput{Actor: actor, Action: asyncevent.ActionExtendStart, To: asyncevent.EpochMillis(*b.StartsAt)}, nil
 	}
-	return "", time.Time{}, newHTTPError(http.StatusBadRequest, CodeInvalidBody, "give endsAt, lotteryCutoffAt or startsAt (of a pre-queued event), exactly one: the time to move, and where to")
+	return asyncevent.ExtendEventInput{}, newHTTPError(http.StatusBadRequest, CodeInvalidBody, "give endsAt, lotteryCutoffAt or startsAt (of a pre-queued event), exactly one: the time to move, and where to")
 }
 
 // extendEvent is POST /admin/events/{eventId}/extend: moves the event's end, or a
@@ -73,11 +72,11 @@ func (s *Server) extendEvent(r *http.Request, eventID string, p Principal, body 
 // extend applies body to the event, by actor. A time ExtendEvent cannot store is
 // the body's fault: 400 invalid_body.
 func (s *Server) extend(ctx context.Context, eventID, actor string, body extendBody) (asyncevent.EventUpdate, error) {
-	what, to, err := body.target()
+	in, err := body.target(actor)
 	if err != nil {
 		return asyncevent.EventUpdate{}, err
 	}
-	up, err := s.client.ExtendEvent(ctx, eventID, actor, what, to)
+	up, err := s.client.ExtendEvent(ctx, eventID, in)
 	if errors.Is(err, asyncevent.ErrInvalidOptions) {
 		return up, newHTTPError(http.StatusBadRequest, CodeInvalidBody, humanDetail(err))
 	}
@@ -111,14 +110,14 @@ func (s *Server) controlled(what string, up asyncevent.EventUpdate) (EventView, 
 }
 
 // AuditEntryView is one control of an event: when, who (an admin's sub), what
-// (CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, ADD_CAPACITY, CANCEL) and its
-// detail: for a move, to when; for seats added, how many and where; for a cancel,
-// the request.
+// (CLOSE, PAUSE, RESUME, EXTEND_END, EXTEND_CUTOFF, EXTEND_START, ADD_CAPACITY,
+// CANCEL) and its detail: for a move, to when; for seats added, how many and where;
+// for a cancel, the request.
 type AuditEntryView struct {
-	At     Timestamp `json:"at"`
-	Actor  string    `json:"actor"`
-	Action string    `json:"action"`
-	Detail string    `json:"detail,omitempty"`
+	At     Timestamp         `json:"at"`
+	Actor  string            `json:"actor"`
+	Action asyncevent.Action `json:"action"`
+	Detail string            `json:"detail,omitempty"`
 }
 
 // AuditView is GET /admin/events/{eventId}/audit: the event's audit trail, oldest

@@ -229,12 +229,12 @@ func TestCancelWithHoldsServesTheWaitlist(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	assert.Equal(t, asyncevent.StatusHeld, e.adminRequest(s.waitlisted[0]).Status, "the earliest waitlisted request got the seat")
 	assert.Equal(t, asyncevent.StatusWaitlisted, e.adminRequest(s.waitlisted[1]).Status)
-	assert.Equal(t, []string{asyncevent.ActionCancel}, actions(e.auditOf("sale")))
+	assert.Equal(t, []asyncevent.Action{asyncevent.ActionCancel}, actions(e.auditOf("sale")))
 }
 
 // actions are the trail's actions, in order.
-func actions(trail []AuditEntryView) []string {
-	var out []string
+func actions(trail []AuditEntryView) []asyncevent.Action {
+	var out []asyncevent.Action
 	for _, a := range trail {
 		out = append(out, a.Action)
 	}

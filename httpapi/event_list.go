@@ -40,7 +40,7 @@ func (s *Server) listEvents(r *http.Request, _ Principal) (EventListView, error)
 	if err != nil {
 		return EventListView{}, err
 	}
-	page, err := s.client.ListEvents(r.Context(), limit, q.Get("cursor"))
+	page, err := s.client.ListEvents(r.Context(), asyncevent.PageOptions{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
 		return EventListView{}, err
 	}

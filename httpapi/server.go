@@ -699,10 +699,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 // and cursor from the query; the caller checks them.
 func eventListOptions(q url.Values, limit int) asyncevent.EventListOptions {
 	opts := asyncevent.EventListOptions{
-		Order:  asyncevent.Order(q.Get("order")),
-		Status: asyncevent.Status(q.Get("status")),
-		Limit:  limit,
-		Cursor: q.Get("cursor"),
+		PageOptions: asyncevent.PageOptions{Limit: limit, Cursor: q.Get("cursor")},
+		Order:       asyncevent.Order(q.Get("order")),
+		Status:      asyncevent.Status(q.Get("status")),
 	}
 	if opts.Order == "" {
 		opts.Order = asyncevent.Ascending

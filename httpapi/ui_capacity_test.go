@@ -68,8 +68,8 @@ func TestUIAddSeats(t *testing.T) {
 	assert.Contains(t, body, `id="capacity-total">6</b>`)
 	assert.Contains(t, body, `<li class="shard " data-shard="1" data-remaining="3">`, "1 seat + 1 of the 3 spread + the one onto shard 1")
 	assert.Equal(t, []auditRow{
-		{action: asyncevent.ActionAddCapacity, when: fmtTime(asyncevent.MillisOf(t0)), actor: "admin-1", detail: "3 seats: 3 on shards, 0 on the pool"},
-		{action: asyncevent.ActionAddCapacity, when: fmtTime(asyncevent.MillisOf(t0.Add(time.Millisecond))), actor: "admin-1", detail: "1 seat: 1 on shards, 0 on the pool"},
+		{action: string(asyncevent.ActionAddCapacity), when: fmtTime(asyncevent.MillisOf(t0)), actor: "admin-1", detail: "3 seats: 3 on shards, 0 on the pool"},
+		{action: string(asyncevent.ActionAddCapacity), when: fmtTime(asyncevent.MillisOf(t0.Add(time.Millisecond))), actor: "admin-1", detail: "1 seat: 1 on shards, 0 on the pool"},
 	}, auditRows(body))
 
 	// Closed: no seats to add.
@@ -110,7 +110,7 @@ func TestUICancel(t *testing.T) {
 
 	u.appliedForm(cancelPath(winner), tok, url.Values{"confirm": {"yes"}}, "sale")
 	body = u.page("sale")
-	assert.Equal(t, []auditRow{{action: asyncevent.ActionCancel, when: fmtTime(asyncevent.MillisOf(clock.Now())), actor: "admin-1", detail: "request " + winner}}, auditRows(body))
+	assert.Equal(t, []auditRow{{action: string(asyncevent.ActionCancel), when: fmtTime(asyncevent.MillisOf(clock.Now())), actor: "admin-1", detail: "request " + winner}}, auditRows(body))
 	assert.Contains(t, body, `<tr data-status="REJECTED" data-request-id="`+winner+`">`)
 	body = string(u.get(requestURL(winner)).body)
 	assert.Contains(t, body, `id="request-resultcode">REJECTED_CANCELLED</code>`)

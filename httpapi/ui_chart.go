@@ -133,9 +133,8 @@ func (u *adminUI) outcomeChart(ctx context.Context, ev *asyncevent.Event, stats 
 	cursor := ""
 	for len(classes) < u.chartMax {
 		page, err := u.client.ListEventRequests(ctx, ev.EventID, asyncevent.EventListOptions{
-			Order:  asyncevent.Ascending,
-			Limit:  min(chartPageMax, u.chartMax-len(classes)),
-			Cursor: cursor,
+			PageOptions: asyncevent.PageOptions{Limit: min(chartPageMax, u.chartMax-len(classes)), Cursor: cursor},
+			Order:       asyncevent.Ascending,
 		})
 		if err != nil {
 			return chartView{}, err

@@ -48,7 +48,7 @@ func (u *adminUI) renderHome(w http.ResponseWriter, r *http.Request, sess *uiSes
 	if limit == 0 {
 		limit = defaultEventsPageSize
 	}
-	list, err := u.client.ListEvents(r.Context(), limit, q.Get("cursor"))
+	list, err := u.client.ListEvents(r.Context(), asyncevent.PageOptions{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
 		return err
 	}
@@ -144,23 +144,24 @@ func (u *adminUI) controlsOf(ctx context.Context, ev *asyncevent.Event, refusal 
 // control is POST /admin/ui/events/{eventId}/close, /pause or /resume: action by
 // the session's admin. A close must carry confirm=yes (the form's box): it cannot
 // be undone.
-func (u *adminUI) control(action string) uiFunc {
+func (u *adminUI) control(action asyncevent.Action) uiFunc {
 	return func(w http.ResponseWriter, r *http.Request, sess *uiSession) error {
 		eventID, err := pathID(r, "eventId")
 		if err != nil {
 			return err
 		}
 		var up asyncevent.EventUpdate
+		in := asyncevent.ControlInput{Actor: sess.UserID}
 		switch action {
 		case asyncevent.ActionClose:
 			if err = confirmed(r, "close"); err != nil {
 				break
 			}
-			up, err = u.client.CloseEvent(r.Context(), eventID, sess.UserID)
+			up, err = u.client.CloseEvent(r.Context(), eventID, in)
 		case asyncevent.ActionPause:
-			up, err = u.client.PauseEvent(r.Context(), eventID, sess.UserID)
+			up, err = u.client.PauseEvent(r.Context(), eventID, in)
 		default:
-			up, err = u.client.ResumeEvent(r.Context(), eventID, sess.UserID)
+			up, err = u.client.ResumeEvent(r.Context(), eventID, in)
 		}
 		return u.answerControl(w, r, sess, eventID, up, err)
 	}

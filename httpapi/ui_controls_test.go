@@ -240,10 +240,10 @@ func TestUIControls(t *testing.T) {
 
 	ms := func(d time.Duration) string { return fmtTime(asyncevent.MillisOf(t0.Add(d))) }
 	assert.Equal(t, []auditRow{
-		{asyncevent.ActionPause, ms(0), "admin-1", ""},
-		{asyncevent.ActionExtendEnd, ms(time.Millisecond), "admin-1", "to " + later.Format(time.RFC3339)},
-		{asyncevent.ActionResume, ms(2 * time.Millisecond), "admin-1", ""},
-		{asyncevent.ActionClose, ms(3 * time.Millisecond), "admin-1", ""},
+		{string(asyncevent.ActionPause), ms(0), "admin-1", ""},
+		{string(asyncevent.ActionExtendEnd), ms(time.Millisecond), "admin-1", "to " + later.Format(time.RFC3339)},
+		{string(asyncevent.ActionResume), ms(2 * time.Millisecond), "admin-1", ""},
+		{string(asyncevent.ActionClose), ms(3 * time.Millisecond), "admin-1", ""},
 	}, auditRows(body), "who did what (the session's admin), when, oldest first")
 
 	r := u.post("/admin/ui/events/nope/pause", url.Values{"csrf": {tok}})

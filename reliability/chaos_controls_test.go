@@ -109,7 +109,7 @@ func (w *world) operate(ctx context.Context, eventID string) (cancelled []string
 		}
 	}
 	add(asyncevent.AddCapacityInput{Seats: 10, Actor: "ops-ann", IdempotencyKey: "chaos-add-spread"})
-	page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{Status: asyncevent.StatusSucceeded, Limit: 5})
+	page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 5}, Status: asyncevent.StatusSucceeded})
 	require.NoError(w.t, err)
 	for _, r := range page.Requests {
 		in := asyncevent.CancelRequestInput{Actor: "ops-bob", IdempotencyKey: "chaos-cancel-" + r.RequestID}

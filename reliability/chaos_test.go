@@ -530,7 +530,7 @@ func TestChaosHolds(t *testing.T) {
 // out on every worker's clock.
 func (w *world) waitHoldsLapsed(ctx context.Context, eventID string) {
 	lapsed := func() int {
-		page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{Status: asyncevent.StatusHeld, Limit: 500, MaxRead: 5000})
+		page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 500}, Status: asyncevent.StatusHeld, MaxRead: 5000})
 		if err != nil {
 			return -1
 		}
@@ -559,7 +559,7 @@ func (w *world) pay(ctx context.Context, eventID string, stop <-chan struct{}) i
 			return confirmed
 		case <-time.After(500 * time.Millisecond):
 		}
-		page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{Status: asyncevent.StatusHeld, Limit: 500, MaxRead: 5000})
+		page, err := w.clean.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 500}, Status: asyncevent.StatusHeld, MaxRead: 5000})
 		if err != nil {
 			continue
 		}

@@ -290,7 +290,7 @@ func eventListCmd() *command {
 			if err != nil {
 				return err
 			}
-			page, err := c.ListEvents(ctx, limit, cursor)
+			page, err := c.ListEvents(ctx, asyncevent.PageOptions{Limit: limit, Cursor: cursor})
 			switch {
 			case errors.Is(err, asyncevent.ErrInvalidCursor):
 				return clikit.Usagef("-cursor: %v", err)

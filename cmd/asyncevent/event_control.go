@@ -27,10 +27,10 @@ const nodesLearn = "every node learns of it within its EventCacheTTL (5s by defa
 // eventControl is close, pause or resume: the library call, and what an applied one
 // prints.
 type eventControl struct {
-	name, done string // "close", "closed"
-	action     string // asyncevent.ActionClose
+	name, done string            // "close", "closed"
+	action     asyncevent.Action // asyncevent.ActionClose
 	summary    string
-	call       func(c *asyncevent.Client, ctx context.Context, eventID, actor string) (asyncevent.EventUpdate, error)
+	call       func(c *asyncevent.Client, ctx context.Context, eventID string, in asyncevent.ControlInput) (asyncevent.EventUpdate, error)
 	appliedFmt string // the line printed when applied, of the event ID and its state
 }
 
@@ -79,7 +79,7 @@ func (ctl eventControl) command() *command {
 			if err != nil {
 				return err
 			}
-			u, err := ctl.call(c, ctx, args[0], actor)
+			u, err := ctl.call(c, ctx, args[0], asyncevent.ControlInput{Actor: actor})
 			return printControl(e, args[0], ctl.action, ctl.done, u, err, func(state asyncevent.EventState) string {
 				return fmt.Sprintf(ctl.appliedFmt, args[0], state)
 			})
@@ -123,18 +123,19 @@ func eventExtendCmd() *command {
 			set := map[string]bool{}
 			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 			var (
-				what, done string
-				to         time.Time
+				what asyncevent.Action
+				done string
+				to   asyncevent.EpochMillis
 			)
 			switch {
 			case len(set) > 2 || len(set) == 2 && !set["actor"]:
 				return clikit.Usagef("-ends, -cutoff and -starts: give one of them, one extension at a time")
 			case set["ends"]:
-				what, done, to = asyncevent.ActionExtendEnd, "extended", ends.at.Time()
+				what, done, to = asyncevent.ActionExtendEnd, "extended", ends.at
 			case set["cutoff"]:
-				what, done, to = asyncevent.ActionExtendCutoff, "extended", cutoff.at.Time()
+				what, done, to = asyncevent.ActionExtendCutoff, "extended", cutoff.at
 			case set["starts"]:
-				what, done, to = asyncevent.ActionExtendStart, "extended", starts.at.Time()
+				what, done, to = asyncevent.ActionExtendStart, "extended", starts.at
 			default:
 				return clikit.Usagef("missing -ends TIME, -cutoff TIME or -starts TIME: what to move later")
 			}
@@ -142,7 +143,7 @@ func eventExtendCmd() *command {
 			if err != nil {
 				return err
 			}
-			u, err := c.ExtendEvent(ctx, args[0], actor, what, to)
+			u, err := c.ExtendEvent(ctx, args[0], asyncevent.ExtendEventInput{Actor: actor, Action: what, To: to})
 			return printControl(e, args[0], what, done, u, err, func(asyncevent.EventState) string {
 				if what == asyncevent.ActionExtendCutoff {
 					return fmt.Sprintf("extended: %s takes lottery entries until %s", args[0], formatMillis(u.Event.LotteryCutoffAt))
@@ -159,7 +160,7 @@ func eventExtendCmd() *command {
 // printControl prints a control of the event's CONFIG: the line applied gives it,
 // and what every node learns, or "not applied" and why, which is an error (exit 1)
 // after the outcome is printed.
-func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate, err error, applied func(asyncevent.EventState) string) error {
+func printControl(e *env, eventID string, action asyncevent.Action, done string, u asyncevent.EventUpdate, err error, applied func(asyncevent.EventState) string) error {
 	out, err := controlOutcome(eventID, action, u, err)
 	if err != nil {
 		return err
@@ -175,7 +176,7 @@ func printControl(e *env, eventID, action, done string, u asyncevent.EventUpdate
 // found it, with the control's own fields and the event's CONFIG item. A control the
 // library finds invalid is a usage error; an outcome without the event, which the
 // library does not return, a failure.
-func controlOutcome(what, action string, u asyncevent.EventUpdate, err error) (clikit.Control, error) {
+func controlOutcome(what string, action asyncevent.Action, u asyncevent.EventUpdate, err error) (clikit.Control, error) {
 	switch {
 	case errors.Is(err, asyncevent.ErrInvalidOptions) || errors.Is(err, asyncevent.ErrInvalidID):
 		return clikit.Control{}, clikit.Usagef("%v", err)

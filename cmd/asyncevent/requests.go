@@ -96,7 +96,7 @@ func (o *requestsListOptions) check(fs *flag.FlagSet, args []string) (asyncevent
 		return asyncevent.EventListOptions{}, err
 	}
 	opts := asyncevent.EventListOptions{
-		Order: asyncevent.Order(strings.ToLower(o.order)), Limit: o.limit, Cursor: o.cursor,
+		PageOptions: asyncevent.PageOptions{Limit: o.limit, Cursor: o.cursor}, Order: asyncevent.Order(strings.ToLower(o.order)),
 		Status: asyncevent.Status(strings.ToUpper(o.status)), MaxRead: o.maxRead,
 	}
 	switch {

@@ -219,7 +219,7 @@ func (s *holdsSale) heldNow(ctx context.Context) ([]asyncevent.Request, error) {
 	cursor := ""
 	for {
 		page, err := s.d.admin.ListEventRequests(ctx, s.eventID, asyncevent.EventListOptions{
-			Status: asyncevent.StatusHeld, Limit: 500, MaxRead: 5000, Cursor: cursor,
+			PageOptions: asyncevent.PageOptions{Limit: 500, Cursor: cursor}, Status: asyncevent.StatusHeld, MaxRead: 5000,
 		})
 		if err != nil {
 			return nil, err

@@ -348,7 +348,7 @@ func wonRequests(ctx context.Context, client *asyncevent.Client, eventID string,
 		var won []asyncevent.Request
 		cursor := ""
 		for {
-			page, err := client.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{Limit: 500, Cursor: cursor})
+			page, err := client.ListEventRequests(ctx, eventID, asyncevent.EventListOptions{PageOptions: asyncevent.PageOptions{Limit: 500, Cursor: cursor}})
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,9 @@
 package clikit
 
-import "github.com/asyncevent/asyncevent/httpapi"
+import (
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/httpapi"
+)
 
 // The outputs of the CLI that carry stored items. Where the HTTP API has a view of the
 // same result, the output is that view (embedded: its fields are the output's) with
@@ -53,14 +56,14 @@ type EventPage struct {
 // event get shows it); of CANCEL, the request, after it or as the refusal found it.
 type Control struct {
 	httpapi.EventView
-	Action    string `json:"action"`
-	Applied   bool   `json:"applied"`
-	Reason    string `json:"reason,omitempty"`
-	Replayed  bool   `json:"replayed,omitempty"`
-	Config    Row    `json:"config,omitempty"`
-	Capacity  Row    `json:"capacity,omitempty"`
-	RequestID string `json:"requestId,omitempty"`
-	Request   Row    `json:"request,omitempty"`
+	Action    asyncevent.Action `json:"action"`
+	Applied   bool              `json:"applied"`
+	Reason    string            `json:"reason,omitempty"`
+	Replayed  bool              `json:"replayed,omitempty"`
+	Config    Row               `json:"config,omitempty"`
+	Capacity  Row               `json:"capacity,omitempty"`
+	RequestID string            `json:"requestId,omitempty"`
+	Request   Row               `json:"request,omitempty"`
 }
 
 // Transition is the outcome of request confirm or request release: Action (confirm,
