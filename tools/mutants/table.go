@@ -12,8 +12,10 @@ type mutant struct {
 	run  string // the go test -run pattern naming those tests
 }
 
-// mutants are the weakenings of issue 56, one row each. Every pattern names the tests
-// (and subtests) that fail with the edit, each of them proved to fail on every run.
+// mutants are the weakenings of issue 56, one row each. Every pattern names tests (and
+// subtests) that fail with the edit: together they fail on every run, though a test
+// that plays its scenario with random timing (the pre-queue's) may alone catch it on
+// some runs only.
 var mutants = []mutant{
 	{
 		name: "move-without-epoch",
