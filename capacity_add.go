@@ -259,7 +259,7 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	}
 	detail := fmt.Sprintf("%s: %d on shards, %d on the pool", seatCount(seats), seats-pool, pool)
 	up, err = c.control(ctx, eventID, op.actor, ActionAddCapacity, detail, w, extra...)
-	if err == nil && !up.Applied && (up.lost == &shardSeatsAddedRow || up.lost == &seatsAddedRow && up.Event.StateAt(c.opts.Clock()) != StateClosed) {
+	if err == nil && !up.Applied && (up.lost == &shardSeatsAddedRow || up.lost == &seatsAddedRow && up.Event.StateAt(c.now()) != StateClosed) {
 		return up, true, nil // a shard emptied, or the seats changed, since the read: read again
 	}
 	return up, false, err

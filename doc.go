@@ -170,7 +170,8 @@
 //
 // [Client.CloseEvent], [Client.PauseEvent], [Client.ResumeEvent] and
 // [Client.ExtendEvent] change an event while it runs, each a conditional update of
-// its CONFIG with an [AuditEntry] naming who did it, in one transaction; a control the
+// its CONFIG with an [AuditEntry] naming who did it (the Actor of its [ControlInput]
+// or [ExtendEventInput]) and what (an [Action]), in one transaction; a control the
 // event's state refuses writes nothing and says why ([EventUpdate]). Ingest learns of
 // a change within [Options.EventCacheTTL]. [Client.AddCapacity] and
 // [Client.CancelRequest] move seats, so a retry must not apply them twice: each runs
@@ -178,8 +179,9 @@
 // the call's own) whose marker (EVENT#<eventId> / OP#<action>#<idempotencyKey>) its
 // transaction puts only if absent; a call sent again after its answer was lost
 // answers applied ([EventUpdate].Replayed) and writes nothing. [Client.ListEvents]
-// lists the events newest first from the event list, an item collection CreateEvent
-// writes, without a Scan; [Client.ListAudit] reads an event's trail.
+// lists the events newest first from the event list, a page at a time
+// ([PageOptions]), an item collection CreateEvent writes, without a Scan;
+// [Client.ListAudit] reads an event's whole trail.
 //
 // # Invariants
 //

@@ -223,7 +223,8 @@ func (c *Client) ResumeEvent(ctx context.Context, eventID string, in ControlInpu
 // requests queued before the new start are the pre-queue's entries; a worker holds
 // back the messages of the clicks between the two starts, whatever their message
 // says, until the pre-queue is served, which decides them. Another in.Action, or an
-// in.To outside 13 digits of milliseconds, is an ErrInvalidOptions error.
+// in.To outside 13 digits of milliseconds, is an ErrInvalidOptions error before any
+// read or write.
 //
 // An extend whose write got no answer is an error that says its outcome is unknown
 // (sent once, see above). If the write lands later, its condition is read with the
@@ -235,6 +236,9 @@ func (c *Client) ResumeEvent(ctx context.Context, eventID string, in ControlInpu
 // has passed…") does not stop that write; read the event and its audit trail.
 func (c *Client) ExtendEvent(ctx context.Context, eventID string, in ExtendEventInput) (EventUpdate, error) {
 	actor, what, at := in.Actor, in.Action, in.To
+	if what != ActionExtendEnd && what != ActionExtendCutoff && what != ActionExtendStart {
+		return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s, %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff, ActionExtendStart)
+	}
 	if _, err := formatMillis(at); err != nil {
 		return EventUpdate{}, fmt.Errorf("%w: extend %s: %w", ErrInvalidOptions, eventID, err)
 	}
@@ -266,7 +270,7 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID string, in ExtendEvent
 		}
 		check := write{row: &drawNotBegunRow, key: draw.Key()}
 		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check))
-	case ActionExtendStart:
+	default: // ActionExtendStart
 		draw, err := NewEventKey(eventID, EventItemDraw)
 		if err != nil {
 			return EventUpdate{}, err
@@ -274,7 +278,6 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID string, in ExtendEvent
 		check := write{row: &drawNotBegunRow, key: draw.Key()}
 		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &startExtendedRow, args: args{pStart: at, pLead: lead}}, check))
 	}
-	return EventUpdate{}, fmt.Errorf("%w: extend %q, want %s, %s or %s", ErrInvalidOptions, what, ActionExtendEnd, ActionExtendCutoff, ActionExtendStart)
 }
 
 // sentOnce is the answer of a control the library sends once (close, pause, resume,

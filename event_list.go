@@ -71,9 +71,8 @@ const (
 	StateAnnounced EventState = "ANNOUNCED" // a lottery drawn
 )
 
-// StateAt returns the event's state at t.
-func (e *Event) StateAt(t time.Time) EventState {
-	now := MillisOf(t)
+// StateAt returns the event's state at now.
+func (e *Event) StateAt(now EpochMillis) EventState {
 	switch {
 	case e.EventType == Lottery && e.Phase == PhaseAnnounced:
 		return StateAnnounced
@@ -166,7 +165,7 @@ func (c *Client) ListEvents(ctx context.Context, page PageOptions) (*EventPage, 
 		case err != nil:
 			return nil, err
 		}
-		s := EventSummary{Event: cfg.Event, State: cfg.StateAt(now)}
+		s := EventSummary{Event: cfg.Event, State: cfg.StateAt(MillisOf(now))}
 		if cfg.EventType == FirstCome {
 			capacity, err := c.GetCapacity(ctx, cfg.EventID)
 			if err != nil && !errors.Is(err, ErrNotFound) {

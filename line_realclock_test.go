@@ -482,7 +482,7 @@ func diagnose(t *testing.T, r *lineRun) {
 			}
 			t.Logf("  cut %v before the poll: counted %.1f, true %d; true 300ms before cut %d", p.at.Sub(time.UnixMilli(cut)).Round(time.Millisecond), dc, trueAt(cut), trueAt(cut-300))
 			t.Logf("poll at +%v: told %d ahead, %d true (arrived before it %d, told %.1f; decided %d, told %.1f; rate %.1f, read %v before)",
-				p.at.Sub(r.began).Round(time.Millisecond), p.est.Ahead, pt.ahead, pt.rank, ea, pt.done, ed, p.est.Rate, p.at.Sub(p.est.AsOf).Round(time.Millisecond))
+				p.at.Sub(r.began).Round(time.Millisecond), p.est.Ahead, pt.ahead, pt.rank, ea, pt.done, ed, p.est.Rate, p.at.Sub(p.est.AsOf.Time()).Round(time.Millisecond))
 		case log == "wait" && math.Abs(pt.wait) > 0.3:
 			t.Logf("poll at +%v: told %d ahead (%d true), wait %v (true %.3fs), rate %.1f",
 				p.at.Sub(r.began).Round(time.Millisecond), p.est.Ahead, pt.ahead, p.est.Wait.Round(time.Millisecond), pt.trueWait, p.est.Rate)

@@ -25,7 +25,7 @@ type PrequeuePlace struct {
 	// the sale's line after the drawn order.
 	Late bool
 	// AsOf is when the Draw record behind it was read.
-	AsOf time.Time
+	AsOf EpochMillis
 }
 
 // prequeueView is what a client read of a pre-queue: its Draw record, and once it is
@@ -106,7 +106,7 @@ func (c *Client) placeInPrequeue(ctx context.Context, cfg *eventItem, r *Request
 		c.opts.Logger.WarnContext(ctx, "the pre-queue of an event could not be read", "eventId", cfg.EventID, "error", err)
 		return
 	}
-	r.Prequeue = &PrequeuePlace{Seats: cfg.CapacityTotal, AsOf: view.readAt}
+	r.Prequeue = &PrequeuePlace{Seats: cfg.CapacityTotal, AsOf: MillisOf(view.readAt)}
 	if view.order != nil {
 		r.Prequeue.Frozen, r.Prequeue.Entries, r.Prequeue.Place = true, view.record.EntryCount, view.places[r.RequestID]
 		r.Prequeue.Late = r.Prequeue.Place == 0

@@ -300,7 +300,7 @@ type QueueEstimate struct {
 	// the nodes' last flush whose writes had landed by then (0.1 to 0.3 s before
 	// it; the arrivals less Submit's puts), and the estimate carries the workers on
 	// at Rate, and the arrivals at their pace, from there.
-	AsOf time.Time
+	AsOf EpochMillis
 
 	// The estimate's parts, for the rig's diagnosis: the arrivals before the request
 	// and the requests finished it took, the moment up to which the finished were
@@ -324,15 +324,16 @@ type QueueStats struct {
 	DrainTime time.Duration
 	// Series is the line second by second, from the first arrival or over the last 15
 	// minutes, whichever is shorter, up to the last second whose counts are complete
-	// (the nodes' last flush landed by AsOf, less Submit's puts): its depth at the second's end, and
-	// the requests the workers finished in that second.
+	// (the nodes' last flush landed by AsOf, less Submit's puts): its depth at the
+	// second's end, and the requests the workers finished in that second.
 	Series []QueuePoint
-	AsOf   time.Time
+	// AsOf is when the counts behind the line were read.
+	AsOf EpochMillis
 }
 
 // QueuePoint is one second of an event's line.
 type QueuePoint struct {
-	At    time.Time
+	At    EpochMillis // the second's end
 	Depth int64
 	Rate  float64
 }
@@ -358,17 +359,17 @@ func (c *Client) progressEvery() time.Duration {
 
 // queueEstimate is a request's place p in line, from v.
 func queueEstimate(v *progress.View, p progress.Place) *QueueEstimate {
-	return &QueueEstimate{Ahead: p.Ahead, Wait: p.Wait, Rate: p.Rate, AsOf: v.ReadAt(), arrived: p.Arrived, done: p.Done, doneCut: p.DoneCut, doneCounted: p.DoneCounted}
+	return &QueueEstimate{Ahead: p.Ahead, Wait: p.Wait, Rate: p.Rate, AsOf: MillisOf(v.ReadAt()), arrived: p.Arrived, done: p.Done, doneCut: p.DoneCut, doneCounted: p.DoneCounted}
 }
 
 // queueStats sums up the event's line at now.
 func (c *Client) queueStats(v *progress.View, now time.Time) QueueStats {
 	l := v.Line(c.progressTiming(), now)
-	st := QueueStats{Depth: l.Depth, Rate: l.Rate, DrainTime: l.DrainTime, AsOf: v.ReadAt()}
+	st := QueueStats{Depth: l.Depth, Rate: l.Rate, DrainTime: l.DrainTime, AsOf: MillisOf(v.ReadAt())}
 	if len(l.Series) > 0 {
 		st.Series = make([]QueuePoint, len(l.Series))
 		for i, p := range l.Series {
-			st.Series[i] = QueuePoint(p)
+			st.Series[i] = QueuePoint{At: MillisOf(p.At), Depth: p.Depth, Rate: p.Rate}
 		}
 	}
 	return st

@@ -296,7 +296,7 @@ func NewEventView(e *asyncevent.Event, now time.Time) EventView {
 		SeedMode:        e.SeedMode,
 		Phase:           e.Phase,
 		CreatedAt:       Timestamp(e.CreatedAt),
-		State:           e.StateAt(now),
+		State:           e.StateAt(asyncevent.MillisOf(now)),
 		Paused:          e.Paused,
 		ClosedAt:        Timestamp(e.ClosedAt),
 		IndexShards:     max(e.IndexShards, 1),
@@ -496,7 +496,7 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 	}
 	v.Queue = newPlaceView(r.Queue)
 	if p := r.Prequeue; p != nil {
-		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, AsOf: Timestamp(asyncevent.MillisOf(p.AsOf))}
+		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, AsOf: Timestamp(p.AsOf)}
 	}
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
@@ -549,7 +549,7 @@ func newPlaceView(q *asyncevent.QueueEstimate) *PlaceView {
 	if q == nil {
 		return nil
 	}
-	v := &PlaceView{Ahead: q.Ahead, RatePerSecond: q.Rate, AsOf: Timestamp(asyncevent.MillisOf(q.AsOf))}
+	v := &PlaceView{Ahead: q.Ahead, RatePerSecond: q.Rate, AsOf: Timestamp(q.AsOf)}
 	// The library's Wait is zero both at the front of the line and while the rate is
 	// 0 (unknown): only a rate tells them apart.
 	if q.Rate > 0 {
@@ -675,7 +675,7 @@ func newQueueStatsView(q *asyncevent.QueueStats) *QueueStatsView {
 	if q == nil {
 		return nil
 	}
-	v := &QueueStatsView{Depth: q.Depth, RatePerSecond: q.Rate, AsOf: Timestamp(asyncevent.MillisOf(q.AsOf)),
+	v := &QueueStatsView{Depth: q.Depth, RatePerSecond: q.Rate, AsOf: Timestamp(q.AsOf),
 		Series: make([]QueuePointView, 0, len(q.Series))}
 	// The library's DrainTime is zero both when nothing waits (drained: known) and
 	// while the rate is 0 (unknown).
@@ -683,7 +683,7 @@ func newQueueStatsView(q *asyncevent.QueueStats) *QueueStatsView {
 		v.DrainSeconds = new(secondsUp(q.DrainTime))
 	}
 	for _, p := range q.Series {
-		v.Series = append(v.Series, QueuePointView{At: Timestamp(asyncevent.MillisOf(p.At)), Depth: p.Depth, RatePerSecond: p.Rate})
+		v.Series = append(v.Series, QueuePointView{At: Timestamp(p.At), Depth: p.Depth, RatePerSecond: p.Rate})
 	}
 	return v
 }

@@ -347,13 +347,13 @@ func TestPlaceViewJSON(t *testing.T) {
 		q    asyncevent.QueueEstimate
 		want string
 	}{
-		"no rate yet": {asyncevent.QueueEstimate{Ahead: 12, AsOf: at},
+		"no rate yet": {asyncevent.QueueEstimate{Ahead: 12, AsOf: asyncevent.MillisOf(at)},
 			`{"ahead":12,"ratePerSecond":0,"asOf":"2027-01-15T08:00:00.000Z"}`},
-		"a rate": {asyncevent.QueueEstimate{Ahead: 12, Rate: 5, Wait: 2400 * time.Millisecond, AsOf: at},
+		"a rate": {asyncevent.QueueEstimate{Ahead: 12, Rate: 5, Wait: 2400 * time.Millisecond, AsOf: asyncevent.MillisOf(at)},
 			`{"ahead":12,"waitSeconds":3,"ratePerSecond":5,"asOf":"2027-01-15T08:00:00.000Z"}`},
-		"at the front, no rate": {asyncevent.QueueEstimate{AsOf: at},
+		"at the front, no rate": {asyncevent.QueueEstimate{AsOf: asyncevent.MillisOf(at)},
 			`{"ahead":0,"ratePerSecond":0,"asOf":"2027-01-15T08:00:00.000Z"}`},
-		"at the front": {asyncevent.QueueEstimate{Rate: 0.5, AsOf: at},
+		"at the front": {asyncevent.QueueEstimate{Rate: 0.5, AsOf: asyncevent.MillisOf(at)},
 			`{"ahead":0,"waitSeconds":0,"ratePerSecond":0.5,"asOf":"2027-01-15T08:00:00.000Z"}`},
 	} {
 		b, err := json.Marshal(newPlaceView(&tc.q))
@@ -361,8 +361,8 @@ func TestPlaceViewJSON(t *testing.T) {
 		assert.JSONEq(t, tc.want, string(b), name)
 	}
 	assert.Nil(t, newPlaceView(nil))
-	b, err := json.Marshal(newQueueStatsView(&asyncevent.QueueStats{Depth: 7, AsOf: at,
-		Series: []asyncevent.QueuePoint{{At: at.Add(-time.Second), Depth: 7, Rate: 0.5}}}))
+	b, err := json.Marshal(newQueueStatsView(&asyncevent.QueueStats{Depth: 7, AsOf: asyncevent.MillisOf(at),
+		Series: []asyncevent.QueuePoint{{At: asyncevent.MillisOf(at.Add(-time.Second)), Depth: 7, Rate: 0.5}}}))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"depth":7,"ratePerSecond":0,"asOf":"2027-01-15T08:00:00.000Z",
 		"series":[{"at":"2027-01-15T07:59:59.000Z","depth":7,"ratePerSecond":0.5}]}`, string(b))
@@ -378,7 +378,7 @@ func TestLayoutQueueChart(t *testing.T) {
 	series := func(n int) []asyncevent.QueuePoint {
 		var s []asyncevent.QueuePoint
 		for i := range n {
-			s = append(s, asyncevent.QueuePoint{At: at.Add(time.Duration(i+1) * time.Second), Depth: int64(130 - i), Rate: 1.5})
+			s = append(s, asyncevent.QueuePoint{At: asyncevent.MillisOf(at.Add(time.Duration(i+1) * time.Second)), Depth: int64(130 - i), Rate: 1.5})
 		}
 		return s
 	}

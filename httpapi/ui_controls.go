@@ -119,7 +119,7 @@ func (u *adminUI) controlsOf(ctx context.Context, ev *asyncevent.Event, refusal 
 	if err != nil {
 		return controlsView{}, err
 	}
-	c := controlsView{State: ev.StateAt(u.now()), Paused: ev.Paused, Lottery: ev.EventType == asyncevent.Lottery, Error: refusal, Audit: trail}
+	c := controlsView{State: ev.StateAt(asyncevent.MillisOf(u.now())), Paused: ev.Paused, Lottery: ev.EventType == asyncevent.Lottery, Error: refusal, Audit: trail}
 	switch c.State {
 	case asyncevent.StateScheduled, asyncevent.StateOpen, asyncevent.StatePaused:
 		c.Ingest = true

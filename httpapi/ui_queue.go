@@ -68,7 +68,7 @@ func queueOf(s *asyncevent.EventStats) *queueView {
 	if q == nil {
 		return &queueView{}
 	}
-	v := &queueView{Counted: true, AsOf: asyncevent.MillisOf(q.AsOf), Cards: queueCards(q)}
+	v := &queueView{Counted: true, AsOf: q.AsOf, Cards: queueCards(q)}
 	if len(q.Series) > 0 {
 		v.Chart = layoutQueueChart(q.Series)
 	}
@@ -134,7 +134,7 @@ func layoutQueueChart(series []asyncevent.QueuePoint) *queueChart {
 	c := &queueChart{
 		Width: queueChartWidth, Height: queueChartHeight,
 		AxisY: strconv.Itoa(queueAxisY), PlotLeft: strconv.Itoa(queuePlotLeft), PlotRight: strconv.Itoa(queuePlotRight),
-		Span: fmtDuration(last.Sub(series[0].At.Add(-time.Second))),
+		Span: fmtDuration(last.Sub(series[0].At.Time().Add(-time.Second))),
 		Plots: []queuePlot{
 			layoutPlot(queuePlot{ID: "queue-depth-line", Class: "q-depth", Label: "Depth (requests waiting)"}, samples, xs,
 				func(sm queueSample) float64 { return sm.depth }, "requests", queueDepthTop, queueDepthHeight),
@@ -165,7 +165,7 @@ func downsample(series []asyncevent.QueuePoint) (samples []queueSample, per int)
 	per = (len(series) + maxQueuePoints - 1) / maxQueuePoints
 	for lo := 0; lo < len(series); lo += per {
 		run := series[lo:min(lo+per, len(series))]
-		sm := queueSample{at: run[len(run)-1].At}
+		sm := queueSample{at: run[len(run)-1].At.Time()}
 		for _, p := range run {
 			sm.depth = max(sm.depth, float64(p.Depth))
 			sm.rate += p.Rate / float64(len(run))
@@ -232,7 +232,7 @@ func placeOf(q *asyncevent.QueueEstimate) *placeView {
 	if q == nil {
 		return nil
 	}
-	return &placeView{AsOf: asyncevent.MillisOf(q.AsOf), Cards: []card{
+	return &placeView{AsOf: q.AsOf, Cards: []card{
 		{ID: "place-ahead", Label: "Ahead in line", Value: strconv.FormatInt(q.Ahead, 10), Note: "requests queued before it, not finished"},
 		waitCard(card{ID: "place-wait", Label: "Turn in about", Note: "the requests ahead at this rate"}, q.Wait, q.Rate, q.Ahead, "it is next in line"),
 		rateCard("place-rate", q.Rate),

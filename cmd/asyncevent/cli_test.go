@@ -953,7 +953,7 @@ func TestEventControls(t *testing.T) {
 	var res clikit.Control
 	f.json(t, &res, "event", "resume", "sale", "-actor", "bob")
 	assert.Equal(t, "sale", res.EventID)
-	assert.Equal(t, "RESUME", res.Action)
+	assert.Equal(t, asyncevent.ActionResume, res.Action)
 	assert.True(t, res.Applied)
 	assert.Equal(t, asyncevent.StateOpen, res.State)
 	assert.Empty(t, res.Reason)
@@ -1023,7 +1023,7 @@ func TestEventControls(t *testing.T) {
 	var ext clikit.Control
 	f.json(t, &ext, "event", "extend", "lot", "-actor", "alice", "-cutoff", "+90m")
 	assert.True(t, ext.Applied)
-	assert.Equal(t, "EXTEND_CUTOFF", ext.Action)
+	assert.Equal(t, asyncevent.ActionExtendCutoff, ext.Action)
 	assert.Equal(t, asyncevent.StateOpen, ext.State)
 	cutoff := asyncevent.EpochMillis(int64(ext.Config["lotteryCutoffAt"].(float64)))
 	assert.WithinDuration(t, time.Now().Add(90*time.Minute), cutoff.Time(), time.Minute)

@@ -21,7 +21,7 @@ func placeLine(q *asyncevent.QueueEstimate) string {
 		return s + "; its wait is unknown: the workers have not finished requests for half a second of the last 5s"
 	}
 	return s + fmt.Sprintf(", its turn in about %s at the workers' %s requests/s (the line as of %s; an estimate, as a standard queue keeps order only roughly)",
-		clikit.FormatDuration(q.Wait), clikit.FormatRate(q.Rate), formatMillis(asyncevent.MillisOf(q.AsOf)))
+		clikit.FormatDuration(q.Wait), clikit.FormatRate(q.Rate), formatMillis(q.AsOf))
 }
 
 // formatQueue is the queue line of stats: the line's depth, the workers' rate and the
@@ -36,5 +36,5 @@ func formatQueue(q *asyncevent.QueueStats) string {
 	default:
 		s += " · drained in about " + clikit.FormatDuration(q.DrainTime)
 	}
-	return s + fmt.Sprintf(" (as of %s)", formatMillis(asyncevent.MillisOf(q.AsOf)))
+	return s + fmt.Sprintf(" (as of %s)", formatMillis(q.AsOf))
 }

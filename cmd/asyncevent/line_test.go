@@ -144,17 +144,17 @@ func TestFormatQueueFigures(t *testing.T) {
 		q    asyncevent.QueueStats
 		want string
 	}{
-		{asyncevent.QueueStats{Depth: 1234, Rate: 98.46, DrainTime: 12530 * time.Millisecond, AsOf: asOf},
+		{asyncevent.QueueStats{Depth: 1234, Rate: 98.46, DrainTime: 12530 * time.Millisecond, AsOf: asyncevent.MillisOf(asOf)},
 			"1,234 requests waiting · the workers finish 98.5 requests/s · drained in about 12.53s (as of 2026-11-27T09:00:00.000Z)"},
-		{asyncevent.QueueStats{Depth: 1, Rate: 250, DrainTime: 4 * time.Millisecond, AsOf: asOf},
+		{asyncevent.QueueStats{Depth: 1, Rate: 250, DrainTime: 4 * time.Millisecond, AsOf: asyncevent.MillisOf(asOf)},
 			"1 request waiting · the workers finish 250 requests/s · drained in about 4ms (as of 2026-11-27T09:00:00.000Z)"},
-		{asyncevent.QueueStats{AsOf: asOf},
+		{asyncevent.QueueStats{AsOf: asyncevent.MillisOf(asOf)},
 			"0 requests waiting · the workers finish 0.00 requests/s · nothing to drain (as of 2026-11-27T09:00:00.000Z)"},
 	} {
 		assert.Equal(t, c.want, formatQueue(&c.q))
 	}
 	assert.Equal(t, "place in line: 1 request ahead, its turn in about 400ms at the workers' 2.50 requests/s (the line as of 2026-11-27T09:00:00.000Z; "+
 		"an estimate, as a standard queue keeps order only roughly)",
-		placeLine(&asyncevent.QueueEstimate{Ahead: 1, Wait: 400 * time.Millisecond, Rate: 2.5, AsOf: asOf}))
+		placeLine(&asyncevent.QueueEstimate{Ahead: 1, Wait: 400 * time.Millisecond, Rate: 2.5, AsOf: asyncevent.MillisOf(asOf)}))
 	assert.Empty(t, placeLine(nil))
 }

@@ -72,7 +72,7 @@ func (r *lineReport) series(st *asyncevent.QueueStats, start time.Time) {
 	first, last := -1, -1
 	for i, p := range st.Series {
 		if p.Depth > r.PeakDepth {
-			r.PeakDepth, r.PeakAtSeconds = p.Depth, p.At.Sub(start).Seconds()
+			r.PeakDepth, r.PeakAtSeconds = p.Depth, p.At.Time().Sub(start).Seconds()
 		}
 		if p.Rate > 0 && first < 0 {
 			first = i

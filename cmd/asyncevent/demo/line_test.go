@@ -54,9 +54,9 @@ func TestLineReportAgainstTheTruth(t *testing.T) {
 	}
 	l.cost = metered.Counts{Calls: map[string]int{"GetItem": 4, "Query": 1}, RCU: 2.5}
 	series := &asyncevent.QueueStats{Series: []asyncevent.QueuePoint{
-		{At: t0.Add(time.Second), Depth: 100}, {At: t0.Add(2 * time.Second), Depth: 200},
-		{At: t0.Add(3 * time.Second), Depth: 180, Rate: 20}, {At: t0.Add(4 * time.Second), Depth: 100, Rate: 80},
-		{At: t0.Add(5 * time.Second), Rate: 100}, {At: t0.Add(6 * time.Second)},
+		{At: asyncevent.MillisOf(t0.Add(time.Second)), Depth: 100}, {At: asyncevent.MillisOf(t0.Add(2 * time.Second)), Depth: 200},
+		{At: asyncevent.MillisOf(t0.Add(3 * time.Second)), Depth: 180, Rate: 20}, {At: asyncevent.MillisOf(t0.Add(4 * time.Second)), Depth: 100, Rate: 80},
+		{At: asyncevent.MillisOf(t0.Add(5 * time.Second)), Rate: 100}, {At: asyncevent.MillisOf(t0.Add(6 * time.Second))},
 	}}
 
 	r := l.report(series, t0)

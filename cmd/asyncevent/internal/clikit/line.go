@@ -25,7 +25,7 @@ func PlaceOf(q *asyncevent.QueueEstimate) *Place {
 	if q == nil {
 		return nil
 	}
-	p := &Place{Ahead: q.Ahead, RatePerSec: q.Rate, AsOf: asyncevent.MillisOf(q.AsOf)}
+	p := &Place{Ahead: q.Ahead, RatePerSec: q.Rate, AsOf: q.AsOf}
 	if q.Rate > 0 {
 		wait := Ms(q.Wait)
 		p.WaitMs = &wait
@@ -56,13 +56,13 @@ func lineOf(q *asyncevent.QueueStats) *Line {
 	if q == nil {
 		return nil
 	}
-	l := &Line{Depth: q.Depth, RatePerSec: q.Rate, AsOf: asyncevent.MillisOf(q.AsOf), Series: []LinePoint{}}
+	l := &Line{Depth: q.Depth, RatePerSec: q.Rate, AsOf: q.AsOf, Series: []LinePoint{}}
 	if q.Rate > 0 {
 		drain := Ms(q.DrainTime)
 		l.DrainTimeMs = &drain
 	}
 	for _, p := range q.Series {
-		l.Series = append(l.Series, LinePoint{At: asyncevent.MillisOf(p.At), Depth: p.Depth, RatePerSec: p.Rate})
+		l.Series = append(l.Series, LinePoint{At: p.At, Depth: p.Depth, RatePerSec: p.Rate})
 	}
 	return l
 }
