@@ -3,8 +3,12 @@ package asyncevent_test
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +162,31 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 	}
 	assert.ElementsMatch(t, before, asynceventtest.ScanTable(t, c.TableName()), "nothing stored changed")
 	assert.Empty(t, q.sent)
+}
+
+// The engine under internal/ sits below the root package, which imports it: no
+// package there imports the root, or one of the module's packages above it. Only
+// the module's leaf packages (entity, draw) and internal/ itself are below the root.
+func TestInternalSitsBelowTheRoot(t *testing.T) {
+	const module = "github.com/asyncevent/asyncevent"
+	below := []string{module + "/internal/", module + "/entity", module + "/draw"}
+	files, err := filepath.Glob("internal/*/*.go")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, imp := range f.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if path != module && !strings.HasPrefix(path, module+"/") {
+				continue // the standard library's, the SDK's
+			}
+			ok := slices.ContainsFunc(below, func(p string) bool { return path == p || strings.HasPrefix(path, p) && strings.HasSuffix(p, "/") })
+			assert.True(t, ok, "%s imports %s, which is not below the root", name, path)
+		}
+	}
 }

@@ -570,7 +570,7 @@ func countPoolClaims(counter *atomic.Int64, eventID string) func(ctx context.Con
 // Once the pool is drained, a worker remembers it dry ("the pool found empty is
 // remembered at its version", docs/design.md "Seats added") and a sold-out loser is
 // again a look and one write. The dry mark is recorded at sc.poolVersion, which only a
-// claimOn of a capacity shard ever sets; a leased claim of a worker that knows every
+// claim on a capacity shard (seatclaim.ClaimOn) ever sets; a leased claim of a worker that knows every
 // shard empty sends no claim on a shard, so its poolVersion stays 0 and poolDry(0)
 // records nothing: every later loser of the worker goes the leased way (PROCESSING, a
 // seat move, a failed claim on the single pool item) for the rest of the event.

@@ -250,7 +250,7 @@ func TestEpochMillis(t *testing.T) {
 }
 
 // The key builders of a participation, without I/O: what they add in CPU and
-// allocations to each DynamoDB call (internal/bench has the other hot functions).
+// allocations to each DynamoDB call (cmd/asyncevent/internal/bench has the other hot functions).
 
 func BenchmarkNewRequestKey(b *testing.B) {
 	b.ReportAllocs()

@@ -313,7 +313,9 @@ func (c *Client) closeHome(ctx context.Context, ref RequestRef, n int) (bool, er
 func (c *Client) closeTo(ctx context.Context, ref RequestRef, n, place, epoch int) (bool, error) {
 	held, err := seatclaim.Close(ctx, &seatStore{c: c, ref: ref, n: n}, place, epoch, 0)
 	if err != nil {
-		return false, fmt.Errorf("close seat place %d to %s: %w", place, ref.RequestID, err)
+		st := &seatStore{c: c, ref: ref, n: n}
+		item, request := st.Name(place)
+		return false, fmt.Errorf("close %s to %s: %w", item, request, err)
 	}
 	return held, nil
 }
@@ -331,6 +333,14 @@ type seatStore struct {
 	seats  *seatcache.Shards
 	// t is the request as the move or the take that ended a walk left it.
 	t Transition
+}
+
+// Name names place, in an error, by its item's key, and the request by its ID.
+func (s *seatStore) Name(place int) (item, request string) {
+	if at, err := seatPlaceOf(s.ref.EventID, s.n, place); err == nil {
+		return at.key.PK, s.ref.RequestID
+	}
+	return fmt.Sprintf("place %d", place), s.ref.RequestID
 }
 
 // Claim prepares the "first-come capacity" row on a shard, or "pool seat claimed" on

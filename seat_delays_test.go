@@ -845,7 +845,7 @@ func either(a, b asynceventtest.Match) asynceventtest.Match {
 // R1. A move's first attempt lands after a later move of the same lease: the
 // request's claim place rolls back, and a claim at the later place is left unfenced.
 //
-// moveSeat ("first-come seat moved") is conditioned on the lease alone (status =
+// The move ("first-come seat moved", Store.Move of internal/seatclaim) is conditioned on the lease alone (status =
 // PROCESSING AND leaseOwner = owner), not on the epoch it moves from. Its write is
 // sent with the SDK's retries, so a first attempt still on the wire when the SDK
 // gave up and its retry was answered can land after the delivery's next move.

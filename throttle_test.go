@@ -92,7 +92,7 @@ func (h *hotKeyTest) seatsLeft(t *testing.T) int64 {
 // SDK's retryer (three attempts); a transaction cancelled for ThrottlingError, which
 // the SDK does not retry, is sent again by the library, eight attempts in all. A lost
 // condition stays an outcome, never ErrThrottled. The library backs off for seconds
-// between a cancelled transaction's sends (refusalBackoff), on the wall clock: the
+// between a cancelled transaction's sends (rowexec.RefusalBackoff), on the wall clock: the
 // test runs InBubble, where those waits cost no wall time.
 func TestRowsRefusedForThroughputAreErrThrottled(t *testing.T) {
 	t.Parallel()

@@ -92,6 +92,9 @@ type Places interface {
 	// records the request's fence token at epoch there, conditional on the place
 	// existing and recording no seat of the request.
 	Close(place, epoch int) (Send, error)
+	// Name names place and the request in an error: its item's key and the
+	// request's ID.
+	Name(place int) (item, request string)
 }
 
 // Record says when Store.ShardEmpty records an empty shard on the event, for the

@@ -71,6 +71,8 @@ func (s *store) Claim(at, epoch int) (Send, error) {
 	}, nil
 }
 
+func (s *store) Name(at int) (item, request string) { return fmt.Sprintf("item %d", at), "r" }
+
 func (s *store) Close(at, epoch int) (Send, error) {
 	p, ok := s.places[at]
 	if !ok {

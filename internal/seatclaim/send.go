@@ -64,7 +64,8 @@ func ClaimOn(ctx context.Context, p Places, c *Claim) (Outcome, error) {
 		}
 	}
 	if !refused {
-		return 0, fmt.Errorf("claim on place %d: the item stayed in other transactions: %w", c.Place, busy)
+		item, request := p.Name(c.Place)
+		return 0, fmt.Errorf("claim seat %s on %s: the item stayed in other transactions: %w", request, item, busy)
 	}
 	return Refused, nil
 }

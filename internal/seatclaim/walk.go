@@ -107,7 +107,7 @@ func (s *walk) closeHomeOfAnOlderVersion(ctx context.Context) error {
 	}
 	held, err := Close(ctx, s.st, s.Home, EpochNone, LeaveCloseTries)
 	if err != nil || !held {
-		return closing(s.Home, err)
+		return s.closing(s.Home, err)
 	}
 	// Leaving its place for the home shard: that place is closed to the request first.
 	if heldThere, err := Close(ctx, s.st, c.Place, c.Epoch, LeaveCloseTries); err != nil || heldThere {
@@ -115,7 +115,7 @@ func (s *walk) closeHomeOfAnOlderVersion(ctx context.Context) error {
 			s.Logger.ErrorContext(ctx, "a request taken over holds a seat on its place and one on its home shard (an older version's claims): the home one stays unused",
 				slog.String("requestId", s.RequestID), slog.Int("home", s.Home), slog.Int("seatShard", c.Place))
 		}
-		return closing(c.Place, err)
+		return s.closing(c.Place, err)
 	}
 	s.Logger.WarnContext(ctx, "a request taken over off its home shard holds a seat there (an older version's claim): the claim moves back to it",
 		slog.String("requestId", s.RequestID), slog.Int("home", s.Home), slog.Int("seatShard", c.Place))
@@ -130,12 +130,13 @@ func (s *walk) closeHomeOfAnOlderVersion(ctx context.Context) error {
 	return nil
 }
 
-// closing names the place of a close that failed; nil stays nil.
-func closing(place int, err error) error {
+// closing names the place of a close that failed and the request; nil stays nil.
+func (s *walk) closing(place int, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("close place %d: %w", place, err)
+	item, request := s.st.Name(place)
+	return fmt.Errorf("close %s to %s: %w", item, request, err)
 }
 
 // tryShard claims on the claim's shard, unless the shard is known empty and no claim
@@ -234,7 +235,7 @@ func (s *walk) leave(ctx context.Context, res Outcome) (held bool, err error) {
 		return false, nil
 	}
 	held, err = Close(ctx, s.st, c.Place, c.Epoch, LeaveCloseTries)
-	return held, closing(c.Place, err)
+	return held, s.closing(c.Place, err)
 }
 
 // claimPool claims a seat on the event's pool under the claim's lease (the claim's
