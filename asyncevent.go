@@ -1,6 +1,8 @@
 package asyncevent
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -274,4 +276,10 @@ func newUUIDv7() string {
 	// NewV7 fails only when the system's random source does, which Go's crypto/rand
 	// no longer reports as an error.
 	return uuid.Must(uuid.NewV7()).String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b)
 }

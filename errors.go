@@ -187,3 +187,13 @@ func malformed(kind, text, reason string) error {
 
 // errNoCapacity reports a FIRST_COME message whose event has no CAPACITY item.
 var errNoCapacity = errors.New("asyncevent: event has no capacity item")
+
+// Permanent marks err as not worth retrying: the worker ends the request FAILED_FINAL
+// with failureClass NON_RETRYABLE.
+func Permanent(err error) error { return &permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+
+func (e *permanentError) Unwrap() error { return e.err }

@@ -10,11 +10,6 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
-// bookkeepingTimeout bounds the writes of an ingest once it has begun: they run even
-// when the caller's context ends (a client that hung up), since a lock without its
-// request, or a message on its way without QUEUED, must not be left behind.
-const bookkeepingTimeout = 10 * time.Second
-
 // ingestDeadline is the latest moment the writes of an ingest of event that begins at
 // now may run (the lock's and the request's puts, the send, MarkQueued, the release
 // of the lock or FAILED_FINAL after a failure): bookkeepingTimeout after now, or the

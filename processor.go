@@ -2,8 +2,6 @@ package asyncevent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,15 +42,6 @@ type HandlerFunc func(ctx context.Context, m Message) error
 
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, m Message) error { return f(ctx, m) }
-
-// Permanent marks err as not worth retrying: the worker ends the request FAILED_FINAL
-// with failureClass NON_RETRYABLE.
-func Permanent(err error) error { return &permanentError{err} }
-
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
 
 // ProcessOptions configures how messages are processed, by a Processor or a Worker. The
 // zero value is valid.
@@ -679,14 +668,6 @@ func (p *Processor) seated(ctx context.Context, m Message, l *lease) result {
 	return won(l.claim.hold)
 }
 
-// finalWriteBackoff is failFinal's wait before writing a throttled final failure
-// again, after attempt (0 first): 100 ms doubled per attempt, at most 1.6 s, with
-// jitter.
-func finalWriteBackoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond << min(attempt, 4)
-	return d/2 + mrand.N(d/2+1)
-}
-
 // malformed handles a body that does not decode: the request, if the body names one,
 // ends FAILED_SERDE; the message is left for the queue to dead-letter.
 func (p *Processor) malformed(ctx context.Context, m Message, d queue.Delivery, err error) result {
@@ -778,12 +759,6 @@ func classify(err error) (FailureClass, ResultCode, string) {
 // decided under the lease owner.
 func finalUnder(r *storedRequest, owner string) bool {
 	return r != nil && r.Status.decided() && r.LeaseOwner == owner
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read does not fail
-	return hex.EncodeToString(b)
 }
 
 // ProcessOne processes one delivery as the Worker does, for a caller that owns the
