@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -63,6 +65,52 @@ const (
 	attrVoid              = "void"
 	attrPoolVersion       = "poolVersion"
 	attrCapacityTotal     = "capacityTotal"
+)
+
+// The params and conditions of the capacity rows: a claim takes a seat and records
+// whose it is (holders); a close records a fence token (void) that no later claim
+// of the request at that epoch passes.
+const (
+	pSeats       param = "seats"
+	pPoolVersion param = "poolVersion"
+	pShards      param = "shards"      // capacity shards, as a number set
+	pSeatToken   param = "seatToken"   // a request's seat token, as a string
+	pSeatTokens  param = "seatTokens"  // the same, as a one-element string set
+	pFenceToken  param = "fenceToken"  // the seat token at a claim's epoch
+	pFenceTokens param = "fenceTokens" // the same, as a one-element string set
+	pWaveSeats   param = "waveSeats"   // the seats a wave's write takes
+	pSeatsTaken  param = "seatsTaken"  // the same, negated: ADD to capacityRemaining
+	pWaveTokens  param = "waveTokens"  // the seat tokens of a wave's write, as a string set
+)
+
+var (
+	// seatLeftWithRoom: the shard holds seats, and room for the seats added
+	// (MaxSeatsPerShard), also when another add read it at the same moment.
+	seatLeftWithRoom = all(seatLeft, func(v values) expression.ConditionBuilder {
+		return expression.Name(attrCapacityTotal).LessThanEqual(v.Value(pShardRoom))
+	})
+	configAddCap     = all(addable, samePool)
+	configPoolAsRead = all(configExists, samePool)
+	seatLeft         = fixed(expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0)))
+	// holder: the request's token is on the place.
+	holder = func(v values) expression.ConditionBuilder {
+		return expression.Contains(expression.Name(attrHolders), v.Arg(pSeatToken))
+	}
+	notHolder = not(holder)
+	// notClosed: the place is not closed to the claims of the request at this epoch.
+	notClosed = not(func(v values) expression.ConditionBuilder {
+		return expression.Contains(expression.Name(attrVoid), v.Arg(pFenceToken))
+	})
+	seatFree    = all(seatLeft, notHolder, notClosed)
+	placeExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
+	// notHeldHere: the place exists and records no seat of the request.
+	notHeldHere = all(placeExists, notHolder)
+	// A claim takes a seat and records whose it is; a close records a fence token.
+	claimSets      = []set{setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))), setTo(attrUpdatedAt, pNow)}
+	claimAdds      = []set{addTo(attrHolders, pSeatTokens)}
+	fenceAdds      = []set{addTo(attrVoid, pFenceTokens)}
+	closedBy       = "Rows.ClaimSeat, Rows.MarkEnqueueFailed"
+	capacityExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
 )
 
 // The rows of the EventCapacity item (a capacity shard).
@@ -326,3 +374,37 @@ var waveClaimRows = func() (rs [maxWaveClaim + 1]*row) {
 	}
 	return rs
 }()
+
+// maxWaveClaim is the most home seats one "first-come wave seats" write takes: its
+// condition has two terms a seat, which keeps it well within DynamoDB's 4 KB
+// expression.
+const maxWaveClaim = 25
+
+// waveTokenParam is the param of the seat token of a wave write's i-th request.
+func waveTokenParam(i int) param { return param("seatToken" + strconv.Itoa(i+1)) }
+
+// markSoldOut sets soldOut on every capacity shard of an event whose shards are all
+// empty, the "capacity shard sold out" row (UpdateItem of each shard, SET soldOut =
+// true), so that a worker new to the event that reads a request's home shard learns
+// the sell-out from that read alone. A mark that fails is left: such a worker reads
+// the event's config instead.
+func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
+	keys, err := CapacityKeys(eventID, n)
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w := write{row: &shardSoldOutRow, key: k.Key()}
+			if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
+				c.opts.Logger.WarnContext(ctx, "marking a capacity shard sold out failed", slog.String("eventId", eventID), slog.String("pk", k.Key().PK), slog.Any("error", err))
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -26,8 +26,6 @@ import (
 
 // The params of the rows that add seats.
 const (
-	pSeats           param = "seats"
-	pPoolVersion     param = "poolVersion"
 	pPrevPoolVersion param = "prevPoolVersion"
 	pShardRoom       param = "shardRoom"
 )
@@ -37,12 +35,6 @@ var (
 	samePool = func(v values) expression.ConditionBuilder {
 		return expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(v.Value(pPrevPoolVersion)))
 	}
-	configAddCap = all(addable, samePool)
-	// seatLeftWithRoom: the shard holds seats, and room for the seats added
-	// (MaxSeatsPerShard), also when another add read it at the same moment.
-	seatLeftWithRoom = all(seatLeft, func(v values) expression.ConditionBuilder {
-		return expression.Name(attrCapacityTotal).LessThanEqual(v.Value(pShardRoom))
-	})
 )
 
 // MaxAddSeats bounds the seats one AddCapacity adds.
@@ -297,13 +289,8 @@ func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
 	return share
 }
 
-// ResultCancelled is the result code of a FIRST_COME participation an operator
-// cancelled (CancelRequest): its seat went back to the event's pool.
-const ResultCancelled ResultCode = "REJECTED_CANCELLED"
-
 var (
 	firstComeRequest = fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome)))
-	configPoolAsRead = all(configExists, samePool)
 )
 
 // CancelRequestInput says who cancels a request's seat.

@@ -2,8 +2,10 @@ package asyncevent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"net"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // The SDK inputs. Every conditional write and every Query of the library gets its
@@ -84,4 +87,21 @@ const bookkeepingTimeout = 10 * time.Second
 func finalWriteBackoff(attempt int) time.Duration {
 	d := 100 * time.Millisecond << min(attempt, 4)
 	return d/2 + mrand.N(d/2+1)
+}
+
+// unanswered reports a call whose answer never came (the connection failed or was
+// reset, a timeout after the SDK's retries, a server error): it may or may not have
+// been applied. An answer (a refusal, a condition lost) is not, and neither is a
+// call whose ctx ended, which cannot be sent again under it.
+func unanswered(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorFault() == smithy.FaultServer
+	}
+	var netErr net.Error
+	var opErr *smithy.OperationError
+	return errors.As(err, &netErr) || errors.As(err, &opErr)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/seed"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 )
 
 // EventSettings is what a caller sets when it creates an event (CreateEvent): what
@@ -502,3 +503,62 @@ func (c *Client) cachedEvent(ctx context.Context, eventID string) (*eventItem, e
 		return c.getEvent(ctx, eventID)
 	})
 }
+
+// The params and conditions of the control rows (event_control.go) on the config.
+const (
+	pEndsAt = param("endsAt")
+	pCutoff = param("cutoff")
+	pStart  = param("startsAt")
+	pLead   = param("lead") // now + controlLead: a time moved must lie beyond it
+)
+
+var (
+	notEnded = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrClosedAt)).
+			And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.Value(pNow)))).
+			And(cutoffAhead(v))
+	}
+	cutoffAhead = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt)).Or(expression.Name(attrLotteryCutoffAt).GreaterThanEqual(v.Value(pNow)))
+	}
+	notPaused     = fixed(expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false))))
+	openToClose   = all(configExists, notEnded)
+	openToPause   = all(configExists, notEnded, notPaused)
+	pausedNow     = all(configExists, notEnded, fixed(expression.Name(attrPaused).Equal(expression.Value(true))))
+	endMovable    = all(configExists, compare(expression.Name(attrEndsAt).GreaterThan, pLead), compare(expression.Name(attrEndsAt).LessThan, pEndsAt))
+	cutoffMovable = all(configExists, fixed(expression.Name(attrEventType).Equal(expression.Value(Lottery))),
+		compare(expression.Name(attrLotteryCutoffAt).GreaterThan, pLead),
+		compare(expression.Name(attrLotteryCutoffAt).LessThan, pCutoff),
+		func(v values) expression.ConditionBuilder {
+			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.Value(pCutoff)))
+		})
+	drawNotBegun = phaseIs(PhaseCollecting)
+	startMovable = all(configExists, fixed(expression.AttributeExists(expression.Name(attrPrequeueOpensAt))),
+		compare(expression.Name(attrStartsAt).GreaterThan, pLead),
+		compare(expression.Name(attrStartsAt).LessThan, pStart),
+		func(v values) expression.ConditionBuilder {
+			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(v.Value(pStart)))
+		})
+)
+
+// Admission is how a FIRST_COME event's winners are chosen (EventSettings.Admission).
+type Admission string
+
+// The bounds of EventSettings.RankSettle.
+const (
+	DefaultRankSettle = 100 * time.Millisecond
+	MinRankSettle     = 10 * time.Millisecond
+	MaxRankSettle     = 10 * time.Second
+)
+
+// rankSettle is the event's settle delay.
+func (e *EventSettings) rankSettle() time.Duration { return orDefault(e.RankSettle, DefaultRankSettle) }
+
+// The admissions.
+const (
+	// AdmissionProcessing decides each request when a worker processes its message.
+	AdmissionProcessing Admission = ""
+	// AdmissionRanked decides the requests by rank, (queuedAt, requestId), a settle
+	// delay behind now.
+	AdmissionRanked Admission = "RANKED"
+)

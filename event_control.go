@@ -49,22 +49,6 @@ type auditItem struct {
 	AuditEntry
 }
 
-// Action is an operator's control of an event, as its audit trail records it
-// (AuditEntry.Action, stored as action).
-type Action string
-
-// The actions of the audit trail.
-const (
-	ActionClose        Action = "CLOSE"
-	ActionPause        Action = "PAUSE"
-	ActionResume       Action = "RESUME"
-	ActionExtendEnd    Action = "EXTEND_END"
-	ActionExtendCutoff Action = "EXTEND_CUTOFF"
-	ActionExtendStart  Action = "EXTEND_START" // a pre-queued event's start: its pre-queue takes clicks longer
-	ActionAddCapacity  Action = "ADD_CAPACITY"
-	ActionCancel       Action = "CANCEL"
-)
-
 // ControlInput says who applies a control that takes nothing else: CloseEvent,
 // PauseEvent, ResumeEvent.
 type ControlInput struct {
@@ -86,47 +70,12 @@ type ExtendEventInput struct {
 	To EpochMillis
 }
 
-// The params of the control rows.
-const (
-	pEndsAt = param("endsAt")
-	pCutoff = param("cutoff")
-	pStart  = param("startsAt")
-	pLead   = param("lead") // now + controlLead: a time moved must lie beyond it
-)
-
 // controlLead is how far ahead of now a time must still be for a control to move it:
 // every node's copy of the config (Options.EventCacheTTL, 5 s by default) learns of
 // the move before the old time comes.
 const controlLead = 10 * time.Second
 
 var (
-	notEnded = func(v values) expression.ConditionBuilder {
-		return expression.AttributeNotExists(expression.Name(attrClosedAt)).
-			And(expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.Value(pNow)))).
-			And(cutoffAhead(v))
-	}
-	cutoffAhead = func(v values) expression.ConditionBuilder {
-		return expression.AttributeNotExists(expression.Name(attrLotteryCutoffAt)).Or(expression.Name(attrLotteryCutoffAt).GreaterThanEqual(v.Value(pNow)))
-	}
-	notPaused     = fixed(expression.AttributeNotExists(expression.Name(attrPaused)).Or(expression.Name(attrPaused).Equal(expression.Value(false))))
-	openToClose   = all(configExists, notEnded)
-	openToPause   = all(configExists, notEnded, notPaused)
-	pausedNow     = all(configExists, notEnded, fixed(expression.Name(attrPaused).Equal(expression.Value(true))))
-	endMovable    = all(configExists, compare(expression.Name(attrEndsAt).GreaterThan, pLead), compare(expression.Name(attrEndsAt).LessThan, pEndsAt))
-	cutoffMovable = all(configExists, fixed(expression.Name(attrEventType).Equal(expression.Value(Lottery))),
-		compare(expression.Name(attrLotteryCutoffAt).GreaterThan, pLead),
-		compare(expression.Name(attrLotteryCutoffAt).LessThan, pCutoff),
-		func(v values) expression.ConditionBuilder {
-			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThanEqual(v.Value(pCutoff)))
-		})
-	drawNotBegun = phaseIs(PhaseCollecting)
-	startMovable = all(configExists, fixed(expression.AttributeExists(expression.Name(attrPrequeueOpensAt))),
-		compare(expression.Name(attrStartsAt).GreaterThan, pLead),
-		compare(expression.Name(attrStartsAt).LessThan, pStart),
-		func(v values) expression.ConditionBuilder {
-			return expression.AttributeNotExists(expression.Name(attrEndsAt)).Or(expression.Name(attrEndsAt).GreaterThan(v.Value(pStart)))
-		})
-
 	auditRow = row{
 		name: "audit entry", method: "CloseEvent", item: entity.Audit, op: opPut, cond: notExists,
 	}

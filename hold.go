@@ -52,27 +52,15 @@ type holdItem struct {
 
 // The params of the hold rows.
 const (
-	pHoldExpiresAt param = "holdExpiresAt"
-	pEventID       param = "eventId"
-	pSweepOwner    param = "sweepOwner"
-	pSweepUntil    param = "sweepUntil"
+	pSweepOwner param = "sweepOwner"
+	pSweepUntil param = "sweepUntil"
 )
 
 var (
-	// holdRunning: the hold has not run out (holdExpiresAt > now).
-	holdRunning = compare(expression.Name(attrHoldExpiresAt).GreaterThan, pNow)
-	// thisHold: the request holds the hold the write ends (its Hold item's expiry).
-	thisHold = compare(expression.Name(attrHoldExpiresAt).Equal, pHoldExpiresAt)
-	// thisHoldRanOut: thisHold, and it has run out.
-	thisHoldRanOut = all(thisHold, compare(expression.Name(attrHoldExpiresAt).LessThanEqual, pNow))
 	// sweepFree: no other sweeper holds the event's sweep lease.
 	sweepFree = either(fixed(expression.AttributeNotExists(expression.Name(attrSweepUntil))),
 		compare(expression.Name(attrSweepUntil).LessThanEqual, pNow),
 		compare(expression.Name(attrSweepOwner).Equal, pSweepOwner))
-
-	heldSets = func(extra ...set) []set {
-		return append([]set{setTo(attrUIResult, UIHeld), setTo(attrHoldExpiresAt, pHoldExpiresAt)}, extra...)
-	}
 
 	holdRecordRow = row{
 		name: "hold recorded", method: "Processor.ProcessOne", item: entity.Hold, op: opPut, cond: notExists,
@@ -328,3 +316,8 @@ func (c *Client) endHold(ctx context.Context, key RequestKey, req *Request, r *r
 	w := write{row: r, args: args{pNow: c.now(), pHoldExpiresAt: req.HoldExpiresAt}, note: note}
 	return c.apply(ctx, key, w, txOptions{token: c.callToken(req.RequestID, note)}, back, clear)
 }
+
+const (
+	attrSweepOwner = "sweepOwner"
+	attrSweepUntil = "sweepUntil"
+)

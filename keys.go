@@ -853,3 +853,8 @@ func shardedIndexKeys(eventID, userID, requestID string, orderAt EpochMillis, sh
 		GSI2PK: event.String(), GSI2SK: order.String(),
 	}, nil
 }
+
+const (
+	attrEntityType = "entityType"
+	attrEventID    = "eventId"
+)

@@ -177,3 +177,23 @@ const (
 // maxErrorMessageLength is the longest errorMessage, in characters, that a request
 // stores: a hint for operators, not a stack trace.
 const maxErrorMessageLength = 256
+
+// Action is an operator's control of an event, as its audit trail records it
+// (AuditEntry.Action, stored as action).
+type Action string
+
+// The actions of the audit trail.
+const (
+	ActionClose        Action = "CLOSE"
+	ActionPause        Action = "PAUSE"
+	ActionResume       Action = "RESUME"
+	ActionExtendEnd    Action = "EXTEND_END"
+	ActionExtendCutoff Action = "EXTEND_CUTOFF"
+	ActionExtendStart  Action = "EXTEND_START" // a pre-queued event's start: its pre-queue takes clicks longer
+	ActionAddCapacity  Action = "ADD_CAPACITY"
+	ActionCancel       Action = "CANCEL"
+)
+
+// ResultCancelled is the result code of a FIRST_COME participation an operator
+// cancelled (CancelRequest): its seat went back to the event's pool.
+const ResultCancelled ResultCode = "REJECTED_CANCELLED"

@@ -96,21 +96,6 @@ var entriesBoundsAsRead = all(
 // entriesUnrecorded: the draw is DRAWING and its entries are not recorded yet.
 var entriesUnrecorded = all(phaseIs(PhaseDrawing), fixed(expression.AttributeNotExists(expression.Name(attrEntriesHash))))
 
-// queuedAfterCutoff: the request was queued after its lottery's cutoff, so it is no
-// entry of the draw: queuedAt > lotteryCutoffAt.
-var queuedAfterCutoff = fixed(expression.Name(attrQueuedAt).GreaterThan(expression.Name(attrLotteryCutoffAt)))
-
-// queuedByCutoff: queuedAt ≤ lotteryCutoffAt.
-var queuedByCutoff = fixed(expression.Name(attrQueuedAt).LessThanEqual(expression.Name(attrLotteryCutoffAt)))
-
-// notAnEntry: the request is no lottery entry queued by its cutoff, which only a
-// failure checked against the draw's phase may end (failEntry).
-var notAnEntry = either(fixed(expression.Name(attrEventType).NotEqual(expression.Value(Lottery))),
-	fixed(expression.AttributeNotExists(expression.Name(attrQueuedAt))), queuedAfterCutoff)
-
-// notCollected: no worker has collected the entry yet: attribute_not_exists(startedAt).
-var notCollected = fixed(expression.AttributeNotExists(expression.Name(attrStartedAt)))
-
 // The draw's rows: the Draw record and the event's config move through the phases
 // together, and each entry gets its result under a condition.
 var (
@@ -644,4 +629,22 @@ func (s *drawStore) NotDrawn(ctx context.Context, id string) error {
 func (s *drawStore) Close(ctx context.Context, id string) error {
 	_, err := s.c.Rows().MarkClosed(ctx, id)
 	return err
+}
+
+// drawnResult is the status and result code the draw gives an entry that won, or
+// lost.
+func drawnResult(won bool) (Status, ResultCode) {
+	if won {
+		return StatusSucceeded, ResultSuccess
+	}
+	return StatusRejected, ResultLotteryLose
+}
+
+// drawnAs checks that a final entry holds the result the draw gives it: else
+// ErrDrawMismatch.
+func drawnAs(id string, status Status, code ResultCode, won bool) error {
+	if wantStatus, wantCode := drawnResult(won); status != wantStatus || code != wantCode {
+		return fmt.Errorf("%w: entry %s is %s (%s), the draw says %s (%s)", ErrDrawMismatch, id, status, code, wantStatus, wantCode)
+	}
+	return nil
 }

@@ -182,17 +182,3 @@ func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Tran
 func inTimeEntry(r *storedRequest) bool {
 	return r != nil && r.EventType == Lottery && !r.Status.IsTerminal() && r.QueuedAt <= r.LotteryCutoffAt
 }
-
-// failureSets are the sets of a final failure.
-var failureSets = []set{
-	setTo(attrUIResult, UIFailed), setTo(attrResultCode, pResultCode), setTo(attrFailureClass, pFailureClass),
-	setTo(attrErrorCode, pErrorCode), setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
-}
-
-// failureArgs are the args of a final failure at now.
-func failureArgs(now EpochMillis, f Failure) args {
-	return args{
-		pNow: now, pLeaseOwner: f.Lease.Owner,
-		pResultCode: f.Code, pFailureClass: f.Class, pErrorCode: f.ErrorCode, pErrorMessage: errorText(f.Cause),
-	}
-}

@@ -14,24 +14,6 @@ import (
 // Verifying a draw: anyone holding the DRAW record, its recorded entries and the
 // requests can recompute the winners (VerifyDraw), whatever landed after the record.
 
-// drawnResult is the status and result code the draw gives an entry that won, or
-// lost.
-func drawnResult(won bool) (Status, ResultCode) {
-	if won {
-		return StatusSucceeded, ResultSuccess
-	}
-	return StatusRejected, ResultLotteryLose
-}
-
-// drawnAs checks that a final entry holds the result the draw gives it: else
-// ErrDrawMismatch.
-func drawnAs(id string, status Status, code ResultCode, won bool) error {
-	if wantStatus, wantCode := drawnResult(won); status != wantStatus || code != wantCode {
-		return fmt.Errorf("%w: entry %s is %s (%s), the draw says %s (%s)", ErrDrawMismatch, id, status, code, wantStatus, wantCode)
-	}
-	return nil
-}
-
 // checkSeed checks the seed a draw or a pre-queue's freeze revealed against the
 // commitment the event published, telling problem what differs, and returns it.
 func checkSeed(cfg *eventItem, record *DrawRecord, problem func(format string, args ...any)) []byte {

@@ -5,10 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"time"
-
-	"github.com/aws/smithy-go"
 
 	"github.com/asyncevent/asyncevent/entity"
 )
@@ -220,21 +217,4 @@ func (c *Client) fence(ctx context.Context, o operation, up EventUpdate) (EventU
 // unknown is err of a call of o that never learned its outcome.
 func (o operation) unknown(err error) error {
 	return fmt.Errorf("%w: %w (a call again under idempotency key %s applies it once at most, and its answer stands)", ErrOutcomeUnknown, err, o.key)
-}
-
-// unanswered reports a call whose answer never came (the connection failed or was
-// reset, a timeout after the SDK's retries, a server error): it may or may not have
-// been applied. An answer (a refusal, a condition lost) is not, and neither is a
-// call whose ctx ended, which cannot be sent again under it.
-func unanswered(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorFault() == smithy.FaultServer
-	}
-	var netErr net.Error
-	var opErr *smithy.OperationError
-	return errors.As(err, &netErr) || errors.As(err, &opErr)
 }

@@ -22,28 +22,6 @@ import (
 // admission's loop, its waves, the deliveries' wait) is package internal/admission;
 // here are the admission record, its rows, and the store the algorithm runs on.
 
-// Admission is how a FIRST_COME event's winners are chosen (EventSettings.Admission).
-type Admission string
-
-// The admissions.
-const (
-	// AdmissionProcessing decides each request when a worker processes its message.
-	AdmissionProcessing Admission = ""
-	// AdmissionRanked decides the requests by rank, (queuedAt, requestId), a settle
-	// delay behind now.
-	AdmissionRanked Admission = "RANKED"
-)
-
-// The bounds of EventSettings.RankSettle.
-const (
-	DefaultRankSettle = 100 * time.Millisecond
-	MinRankSettle     = 10 * time.Millisecond
-	MaxRankSettle     = 10 * time.Second
-)
-
-// rankSettle is the event's settle delay.
-func (e *EventSettings) rankSettle() time.Duration { return orDefault(e.RankSettle, DefaultRankSettle) }
-
 // initialThrough is the watermark of an admission that has decided nothing: below
 // every rank (each GSI2SK begins with QAT#<13 digits>).
 const initialThrough = prefixQueued + sep

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/seatclaim"
 )
 
 // Request is a participation as a caller reads it (GetRequest, the request lists,
@@ -168,7 +169,6 @@ type Lease struct {
 
 // The params of the request's rows: the values each call fills in.
 const (
-	pNow            param = "now"
 	pQueuedAt       param = "queuedAt"
 	pLeaseOwner     param = "leaseOwner"
 	pLeaseExpiresAt param = "leaseExpiresAt"
@@ -773,3 +773,93 @@ func errorText(err error) string {
 	}
 	return string(msg)
 }
+
+// queuedAfterCutoff: the request was queued after its lottery's cutoff, so it is no
+// entry of the draw: queuedAt > lotteryCutoffAt.
+var queuedAfterCutoff = fixed(expression.Name(attrQueuedAt).GreaterThan(expression.Name(attrLotteryCutoffAt)))
+
+// queuedByCutoff: queuedAt ≤ lotteryCutoffAt.
+var queuedByCutoff = fixed(expression.Name(attrQueuedAt).LessThanEqual(expression.Name(attrLotteryCutoffAt)))
+
+// notAnEntry: the request is no lottery entry queued by its cutoff, which only a
+// failure checked against the draw's phase may end (failEntry).
+var notAnEntry = either(fixed(expression.Name(attrEventType).NotEqual(expression.Value(Lottery))),
+	fixed(expression.AttributeNotExists(expression.Name(attrQueuedAt))), queuedAfterCutoff)
+
+// notCollected: no worker has collected the entry yet: attribute_not_exists(startedAt).
+var notCollected = fixed(expression.AttributeNotExists(expression.Name(attrStartedAt)))
+
+// failureSets are the sets of a final failure.
+var failureSets = []set{
+	setTo(attrUIResult, UIFailed), setTo(attrResultCode, pResultCode), setTo(attrFailureClass, pFailureClass),
+	setTo(attrErrorCode, pErrorCode), setTo(attrErrorMessage, pErrorMessage), setTo(attrFinishedAt, pNow),
+}
+
+// failureArgs are the args of a final failure at now.
+func failureArgs(now EpochMillis, f Failure) args {
+	return args{
+		pNow: now, pLeaseOwner: f.Lease.Owner,
+		pResultCode: f.Code, pFailureClass: f.Class, pErrorCode: f.ErrorCode, pErrorMessage: errorText(f.Cause),
+	}
+}
+
+const (
+	pHoldExpiresAt param = "holdExpiresAt"
+)
+
+var (
+	// holdRunning: the hold has not run out (holdExpiresAt > now).
+	holdRunning = compare(expression.Name(attrHoldExpiresAt).GreaterThan, pNow)
+	// thisHold: the request holds the hold the write ends (its Hold item's expiry).
+	thisHold = compare(expression.Name(attrHoldExpiresAt).Equal, pHoldExpiresAt)
+	// thisHoldRanOut: thisHold, and it has run out.
+	thisHoldRanOut = all(thisHold, compare(expression.Name(attrHoldExpiresAt).LessThanEqual, pNow))
+	heldSets       = func(extra ...set) []set {
+		return append([]set{setTo(attrUIResult, UIHeld), setTo(attrHoldExpiresAt, pHoldExpiresAt)}, extra...)
+	}
+)
+
+const (
+	pSeatEpoch     param = "seatEpoch"         // the epoch of a request's claim
+	pSeatEpochLeft param = "epochLeft"         // the epoch a move leaves
+	pSeatShard     param = "seatShard"         // a seat place: a capacity shard, or C for the pool
+	seatEpochNone        = seatclaim.EpochNone // the epoch of the claims without a lease
+)
+
+// atEpoch: the request's claim is at the epoch a move leaves. A move is a
+// compare-and-set on the epoch, so that a copy of it landing late (an attempt the
+// SDK gave up on, then retried) cannot set back a claim its own delivery moved on
+// since: the epoch only grows.
+var atEpoch = compare(expression.Name(attrSeatEpoch).Equal, pSeatEpochLeft)
+
+// readSeatEpoch decodes a request's seatShard and seatEpoch from attributes a write
+// returned; known is false unless both are there (a write that did not return them,
+// or an item of a version before epochs: the caller reads the request).
+func readSeatEpoch(old map[string]types.AttributeValue) (shard *int, epoch int, known bool) {
+	var was struct {
+		SeatShard *int `dynamodbav:"seatShard"`
+		SeatEpoch *int `dynamodbav:"seatEpoch"`
+	}
+	_ = attributevalue.UnmarshalMap(old, &was)
+	if was.SeatShard == nil || was.SeatEpoch == nil {
+		return nil, 0, false
+	}
+	return was.SeatShard, min(max(*was.SeatEpoch, 0), maxSeatEpoch), true
+}
+
+const (
+	pStartedAt param = "startedAt" // when the delivery that bound a seat began
+)
+
+var (
+	// atHome: a PROCESSING request whose claims go to its home shard (none moved
+	// elsewhere: a move closes the home shard first), under a lease run out. A live
+	// lease is its holder's to end: its claim at home finds the seat (as does its
+	// failure's close, or a takeover's claim), so the seat is the request's whoever
+	// writes SUCCEEDED, and the lease's clock decides only who does (liveness).
+	atHome = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrSeatShard)).
+			Or(expression.Name(attrSeatShard).Equal(v.Value(pSeatShard))).
+			And(leaseExpired(v))
+	}
+)

@@ -2,9 +2,12 @@ package asyncevent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -390,4 +393,42 @@ func lostCondition(key RequestKey, old map[string]types.AttributeValue) (Transit
 		return Transition{}, err
 	}
 	return found(&item.storedRequest), nil
+}
+
+const (
+	pEventID param = "eventId"
+)
+
+const (
+	pNow param = "now"
+)
+
+// observedRows names the rows of ws for an observer of the DynamoDB client; "" when
+// there is none, at no cost.
+func (c *Client) observedRows(ws []write) string {
+	if c.opts.Observer == nil {
+		return ""
+	}
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.row.name
+	}
+	return strings.Join(names, " + ")
+}
+
+// statusLogEntry returns the write of the log entry of one transition of requestID,
+// for the transaction that makes the transition. The entry's suffix is random, so two
+// transitions of the same millisecond both stay.
+func (c *Client) statusLogEntry(requestID string, from, to Status, message string, at EpochMillis) (write, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return write{}, err
+	}
+	key, err := NewStatusLogKey(requestID, at, string(to)+"-"+hex.EncodeToString(b[:]))
+	if err != nil {
+		return write{}, err
+	}
+	return write{row: &statusLogRow, item: statusLogItem{Key: key.Key(), EntityType: entity.StatusLog, StatusLog: StatusLog{
+		RequestID: requestID, FromStatus: from, ToStatus: to, OccurredAt: at, Message: message,
+	}, TTL: expiry(at, c.opts.StatusLogTTL)}}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
@@ -50,49 +49,11 @@ import (
 // when the pool, the sends again and their waits, what each answer means) is
 // internal/seatclaim, over seatStore: the rows below, one write each.
 
-// The params of the seat rows.
+// The bounds of a seat epoch and its text in a fence token.
 const (
-	pSeatToken          param = "seatToken"         // a request's seat token, as a string
-	pSeatTokens         param = "seatTokens"        // the same, as a one-element string set
-	pFenceToken         param = "fenceToken"        // the seat token at a claim's epoch
-	pFenceTokens        param = "fenceTokens"       // the same, as a one-element string set
-	pSeatShard          param = "seatShard"         // a seat place: a capacity shard, or C for the pool
-	pSeatEpoch          param = "seatEpoch"         // the epoch of a request's claim
-	pSeatEpochLeft      param = "epochLeft"         // the epoch a move leaves
-	pShards             param = "shards"            // capacity shards, as a number set
-	seatEpochNone             = seatclaim.EpochNone // the epoch of the claims without a lease
-	maxSeatEpoch              = 1 << 20             // a bound on an epoch read back from an item
-	fenceEpochSeparator       = "@"                 // seat token @ epoch, for epochs above 0
+	maxSeatEpoch        = 1 << 20 // a bound on an epoch read back from an item
+	fenceEpochSeparator = "@"     // seat token @ epoch, for epochs above 0
 )
-
-var (
-	seatLeft = fixed(expression.Name(attrCapacityRemaining).GreaterThan(expression.Value(0)))
-	// holder: the request's token is on the place.
-	holder = func(v values) expression.ConditionBuilder {
-		return expression.Contains(expression.Name(attrHolders), v.Arg(pSeatToken))
-	}
-	notHolder = not(holder)
-	// notClosed: the place is not closed to the claims of the request at this epoch.
-	notClosed = not(func(v values) expression.ConditionBuilder {
-		return expression.Contains(expression.Name(attrVoid), v.Arg(pFenceToken))
-	})
-	seatFree    = all(seatLeft, notHolder, notClosed)
-	placeExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
-	// notHeldHere: the place exists and records no seat of the request.
-	notHeldHere = all(placeExists, notHolder)
-
-	// A claim takes a seat and records whose it is; a close records a fence token.
-	claimSets = []set{setTo(attrCapacityRemaining, expression.Name(attrCapacityRemaining).Minus(expression.Value(1))), setTo(attrUpdatedAt, pNow)}
-	claimAdds = []set{addTo(attrHolders, pSeatTokens)}
-	fenceAdds = []set{addTo(attrVoid, pFenceTokens)}
-	closedBy  = "Rows.ClaimSeat, Rows.MarkEnqueueFailed"
-)
-
-// atEpoch: the request's claim is at the epoch a move leaves. A move is a
-// compare-and-set on the epoch, so that a copy of it landing late (an attempt the
-// SDK gave up on, then retried) cannot set back a claim its own delivery moved on
-// since: the epoch only grows.
-var atEpoch = compare(expression.Name(attrSeatEpoch).Equal, pSeatEpochLeft)
 
 // fenceToken is the token that closes a place to the claims of a request at epoch:
 // its seat token, with "@epoch" above epoch 0 (so that a void written before epochs
@@ -526,19 +487,4 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 		return t, fmt.Errorf("claim seat %s: %w", sc.ref.RequestID, err)
 	}
 	return t, nil
-}
-
-// readSeatEpoch decodes a request's seatShard and seatEpoch from attributes a write
-// returned; known is false unless both are there (a write that did not return them,
-// or an item of a version before epochs: the caller reads the request).
-func readSeatEpoch(old map[string]types.AttributeValue) (shard *int, epoch int, known bool) {
-	var was struct {
-		SeatShard *int `dynamodbav:"seatShard"`
-		SeatEpoch *int `dynamodbav:"seatEpoch"`
-	}
-	_ = attributevalue.UnmarshalMap(old, &was)
-	if was.SeatShard == nil || was.SeatEpoch == nil {
-		return nil, 0, false
-	}
-	return was.SeatShard, min(max(*was.SeatEpoch, 0), maxSeatEpoch), true
 }

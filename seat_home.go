@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/internal/seatclaim"
@@ -31,36 +28,6 @@ import (
 // QUEUED, or PROCESSING with seatShard the home shard, and the bind makes it
 // SUCCEEDED, or leaves it to a live lease's holder, whose claim there finds the seat;
 // nothing is ever given back.
-
-// The params of the home claim's rows.
-const (
-	pStartedAt  param = "startedAt"  // when the delivery that bound a seat began
-	pWaveSeats  param = "waveSeats"  // the seats a wave's write takes
-	pSeatsTaken param = "seatsTaken" // the same, negated: ADD to capacityRemaining
-	pWaveTokens param = "waveTokens" // the seat tokens of a wave's write, as a string set
-)
-
-// maxWaveClaim is the most home seats one "first-come wave seats" write takes: its
-// condition has two terms a seat, which keeps it well within DynamoDB's 4 KB
-// expression.
-const maxWaveClaim = 25
-
-// waveTokenParam is the param of the seat token of a wave write's i-th request.
-func waveTokenParam(i int) param { return param("seatToken" + strconv.Itoa(i+1)) }
-
-var (
-	// atHome: a PROCESSING request whose claims go to its home shard (none moved
-	// elsewhere: a move closes the home shard first), under a lease run out. A live
-	// lease is its holder's to end: its claim at home finds the seat (as does its
-	// failure's close, or a takeover's claim), so the seat is the request's whoever
-	// writes SUCCEEDED, and the lease's clock decides only who does (liveness).
-	atHome = func(v values) expression.ConditionBuilder {
-		return expression.AttributeNotExists(expression.Name(attrSeatShard)).
-			Or(expression.Name(attrSeatShard).Equal(v.Value(pSeatShard))).
-			And(leaseExpired(v))
-	}
-	capacityExists = fixed(expression.AttributeExists(expression.Name(attrPK)))
-)
 
 // readShard reads one capacity item strongly consistently.
 func (c *Client) readShard(ctx context.Context, eventID string, n, shard int) (*capacityItem, error) {
@@ -166,32 +133,6 @@ func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began E
 		return t, fmt.Errorf("bind the seat of %s: %w", ref.RequestID, err)
 	}
 	return t, nil
-}
-
-// markSoldOut sets soldOut on every capacity shard of an event whose shards are all
-// empty, the "capacity shard sold out" row (UpdateItem of each shard, SET soldOut =
-// true), so that a worker new to the event that reads a request's home shard learns
-// the sell-out from that read alone. A mark that fails is left: such a worker reads
-// the event's config instead.
-func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
-	keys, err := CapacityKeys(eventID, n)
-	if err != nil {
-		return
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for _, k := range keys {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			w := write{row: &shardSoldOutRow, key: k.Key()}
-			if err := c.do(ctx, txOptions{once: true}, []write{w}); err != nil {
-				c.opts.Logger.WarnContext(ctx, "marking a capacity shard sold out failed", slog.String("eventId", eventID), slog.String("pk", k.Key().PK), slog.Any("error", err))
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // holds reports whether a capacity item records the request's seat.

@@ -35,14 +35,10 @@ type seatReturns struct {
 
 // The attribute names of the Returns item that its rows name.
 const (
-	attrReturned   = "returned"
-	attrServed     = "served"
-	attrAdded      = "added"
-	attrCancelled  = "cancelled"
-	attrSweepOwner = "sweepOwner"
-	attrSweepUntil = "sweepUntil"
-	attrEntityType = "entityType"
-	attrEventID    = "eventId"
+	attrReturned  = "returned"
+	attrServed    = "served"
+	attrAdded     = "added"
+	attrCancelled = "cancelled"
 )
 
 var (

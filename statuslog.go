@@ -3,8 +3,6 @@ package asyncevent
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -45,23 +43,6 @@ type statusLogItem struct {
 
 // statusLogRow writes a log entry, in the transaction of its transition.
 var statusLogRow = row{name: "status log", method: "Options.StatusLog", item: entity.StatusLog, op: opPut, cond: notExists}
-
-// statusLogEntry returns the write of the log entry of one transition of requestID,
-// for the transaction that makes the transition. The entry's suffix is random, so two
-// transitions of the same millisecond both stay.
-func (c *Client) statusLogEntry(requestID string, from, to Status, message string, at EpochMillis) (write, error) {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return write{}, err
-	}
-	key, err := NewStatusLogKey(requestID, at, string(to)+"-"+hex.EncodeToString(b[:]))
-	if err != nil {
-		return write{}, err
-	}
-	return write{row: &statusLogRow, item: statusLogItem{Key: key.Key(), EntityType: entity.StatusLog, StatusLog: StatusLog{
-		RequestID: requestID, FromStatus: from, ToStatus: to, OccurredAt: at, Message: message,
-	}, TTL: expiry(at, c.opts.StatusLogTTL)}}, nil
-}
 
 // ListStatusLogs returns a request's status log, oldest first and entries of the same
 // millisecond in lifecycle order: the "status logs" row, Query PK = REQ#<requestId>

@@ -195,3 +195,7 @@ func schemaProblems(what string, want keySchema, got []types.KeySchemaElement, a
 	check("range", rng, want.rangeKey)
 	return problems
 }
+
+// createHint is what to run to make the table of the design.
+const createHint = "create it with Client.CreateTable, the CLI's 'asyncevent table create', " +
+	"or the aws dynamodb create-table command of docs/design.md"

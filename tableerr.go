@@ -21,10 +21,6 @@ import (
 // and what to do, for every call of the client: the SDK's error stays wrapped, so
 // errors.As still finds it.
 
-// createHint is what to run to make the table of the design.
-const createHint = "create it with Client.CreateTable, the CLI's 'asyncevent table create', " +
-	"or the aws dynamodb create-table command of docs/design.md"
-
 // mismatchRecheck is how long a diagnosis of the table (one DescribeTable) is reused
 // for the ValidationExceptions that follow, so that a spike on a wrong table costs one
 // DescribeTable per interval, not one per call.

@@ -29,7 +29,7 @@ var mutants = []mutant{
 	{
 		name: "close-without-holders",
 		rule: "A seat place is closed to a request only when it records no seat of the request (seat closed: NOT contains(holders, seatToken)).",
-		file: "seat.go",
+		file: "capacity.go",
 		old:  "notHeldHere = all(placeExists, notHolder)",
 		new:  "notHeldHere = placeExists",
 		pkg:  ".",
@@ -47,7 +47,7 @@ var mutants = []mutant{
 	{
 		name: "claim-without-void",
 		rule: "A claim takes no seat on a place closed to the request at its epoch (NOT contains(void, fenceToken)).",
-		file: "seat.go",
+		file: "capacity.go",
 		old:  "seatFree    = all(seatLeft, notHolder, notClosed)",
 		new:  "seatFree    = all(seatLeft, notHolder)",
 		pkg:  ".",
@@ -101,7 +101,7 @@ var mutants = []mutant{
 	{
 		name: "add-to-empty-shard",
 		rule: "Seats are added to a capacity shard only while it holds seats (capacityRemaining > 0): an empty shard takes no seat back.",
-		file: "capacity_add.go",
+		file: "capacity.go",
 		old:  "seatLeftWithRoom = all(seatLeft, func(v values)",
 		new:  "seatLeftWithRoom = all(func(v values)",
 		pkg:  ".",
