@@ -16,6 +16,56 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
+// controlBundle is a table of its own for the tests of the operator's controls, a
+// client on it whose clock is stopped at t0, and a queue for its clicks.
+type controlBundle struct {
+	c     *asyncevent.Client
+	clock *asynceventtest.Clock
+	q     *queue.Memory
+}
+
+// controlSetup makes the bundle's table and client, with opts (Clock set to the
+// bundle's) and the events given.
+func controlSetup(t *testing.T, opts asyncevent.Options, events ...asyncevent.EventSettings) *controlBundle {
+	t.Helper()
+	b := &controlBundle{clock: asynceventtest.NewClock(t0), q: queue.NewMemory(queue.MemoryOptions{})}
+	opts.Clock = b.clock.Now
+	b.c = asynceventtest.NewTableWith(t, opts)
+	for _, e := range events {
+		_, err := b.c.CreateEvent(context.Background(), e)
+		require.NoError(t, err)
+	}
+	return b
+}
+
+// uncached are the options of a client that reads the event's config on each call
+// (no copy to wait out).
+var uncached = asyncevent.Options{EventCacheTTL: -1}
+
+// firstCome is a FIRST_COME event of 5 seats.
+func firstCome(id string) asyncevent.EventSettings {
+	return asyncevent.EventSettings{EventID: id, EventType: asyncevent.FirstCome, CapacityTotal: 5}
+}
+
+// lottery is a LOTTERY of one winner whose cutoff is at cutoff.
+func lottery(id string, cutoff time.Time) asyncevent.EventSettings {
+	return asyncevent.EventSettings{EventID: id, EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(cutoff)}
+}
+
+// ops is the control input of the operator "ops".
+var ops = asyncevent.ControlInput{Actor: "ops"}
+
+// mustApply checks that a control applied: mustApply(t)(c.CloseEvent(…)).
+func mustApply(t *testing.T) func(asyncevent.EventUpdate, error) asyncevent.EventUpdate {
+	t.Helper()
+	return func(up asyncevent.EventUpdate, err error) asyncevent.EventUpdate {
+		t.Helper()
+		require.NoError(t, err)
+		require.True(t, up.Applied, up.Reason)
+		return up
+	}
+}
+
 // itemsOf counts the table's items by entity type (a Scan: the test kit may), after
 // c has written the progress counts it holds: its timer writes them a second after
 // a click, so that an item would otherwise appear between two counts at any moment.
@@ -39,18 +89,13 @@ func itemsOf(t *testing.T, c *asyncevent.Client) map[entity.Type]int {
 func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "ctl", EventType: asyncevent.FirstCome, CapacityTotal: 5})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err = c.Submit(ctx, q, "ctl", "before")
+	b := controlSetup(t, uncached, firstCome("ctl"))
+	c, q := b.c, b.q
+	_, err := c.Submit(ctx, q, "ctl", "before")
 	require.NoError(t, err)
 
-	up, err := c.PauseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-ann"})
-	require.NoError(t, err)
-	require.True(t, up.Applied)
-	assert.Equal(t, asyncevent.StatePaused, up.Event.StateAt(asyncevent.MillisOf(clock.Now())))
+	up := mustApply(t)(c.PauseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-ann"}))
+	assert.Equal(t, asyncevent.StatePaused, up.Event.StateAt(asyncevent.MillisOf(b.clock.Now())))
 	before := itemsOf(t, c)
 	_, err = c.Submit(ctx, q, "ctl", "paused-click")
 	assert.ErrorIs(t, err, asyncevent.ErrEventPaused)
@@ -62,19 +107,15 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	assert.Equal(t, "the event is paused already", up.Reason)
 	assert.Equal(t, before, itemsOf(t, c), "a refused control writes nothing, its audit entry included")
 
-	clock.Advance(time.Millisecond) // the trail's order is its entries' times
-	up, err = c.ResumeEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-bob"})
-	require.NoError(t, err)
-	require.True(t, up.Applied)
+	b.clock.Advance(time.Millisecond) // the trail's order is its entries' times
+	mustApply(t)(c.ResumeEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-bob"}))
 	_, err = c.Submit(ctx, q, "ctl", "resumed-click")
 	require.NoError(t, err)
 
-	clock.Advance(time.Second)
-	up, err = c.CloseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-bob"})
-	require.NoError(t, err)
-	require.True(t, up.Applied)
-	assert.Equal(t, asyncevent.MillisOf(clock.Now()), up.Event.ClosedAt)
-	clock.Advance(time.Millisecond)
+	b.clock.Advance(time.Second)
+	up = mustApply(t)(c.CloseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: "ops-bob"}))
+	assert.Equal(t, asyncevent.MillisOf(b.clock.Now()), up.Event.ClosedAt)
+	b.clock.Advance(time.Millisecond)
 	before = itemsOf(t, c)
 	_, err = c.Submit(ctx, q, "ctl", "late-click")
 	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
@@ -94,12 +135,128 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 	}
 	assert.Equal(t, [][2]string{{"PAUSE", "ops-ann"}, {"RESUME", "ops-bob"}, {"CLOSE", "ops-bob"}}, got, "who did what, oldest first")
 
-	_, err = c.CloseEvent(ctx, "no-such-event", asyncevent.ControlInput{Actor: "ops"})
+	_, err = c.CloseEvent(ctx, "no-such-event", ops)
 	assert.Error(t, err)
-	_, err = c.CloseEvent(ctx, "a#b", asyncevent.ControlInput{Actor: "ops"})
+	_, err = c.CloseEvent(ctx, "a#b", ops)
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidID)
 	_, err = c.CloseEvent(ctx, "ctl", asyncevent.ControlInput{Actor: ""})
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions, "a control names its actor")
+}
+
+// A control the event's state refuses is not applied and writes nothing, its audit
+// entry included: a resume of a closed event ("resume only a paused one", whether a
+// close or a lottery's cutoff closed it), a pause or a close of a lottery past its
+// cutoff (its ingest is over), a cutoff moved once the draw began (whatever the
+// clocks).
+func TestControlsTheStateRefuses(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		event   string
+		prepare func(t *testing.T, b *controlBundle) // from t0 on the bundle's clock
+		state   asyncevent.EventState                // the event's state then, if not empty
+		control func(b *controlBundle) (asyncevent.EventUpdate, error)
+		reason  string // what the refusal says, if not empty
+	}{
+		{
+			name:  "a resume of a paused event closed since",
+			event: "ev",
+			prepare: func(t *testing.T, b *controlBundle) {
+				mustApply(t)(b.c.PauseEvent(ctx, "ev", ops))
+				b.clock.Advance(time.Millisecond)
+				mustApply(t)(b.c.CloseEvent(ctx, "ev", ops))
+				b.clock.Advance(2 * time.Minute)
+			},
+			state: asyncevent.StateClosed,
+			control: func(b *controlBundle) (asyncevent.EventUpdate, error) {
+				return b.c.ResumeEvent(ctx, "ev", ops)
+			},
+		},
+		{
+			name:  "a resume of a lottery paused before its cutoff, after it",
+			event: "lot",
+			prepare: func(t *testing.T, b *controlBundle) {
+				_, err := b.c.CreateEvent(ctx, lottery("lot", t0.Add(time.Minute)))
+				require.NoError(t, err)
+				mustApply(t)(b.c.PauseEvent(ctx, "lot", ops))
+				b.clock.Advance(time.Millisecond + 2*time.Minute)
+			},
+			state: asyncevent.StateClosed,
+			control: func(b *controlBundle) (asyncevent.EventUpdate, error) {
+				return b.c.ResumeEvent(ctx, "lot", ops)
+			},
+		},
+		{
+			name:    "a pause of a lottery past its cutoff",
+			event:   "lot",
+			prepare: lotteryPastItsCutoff,
+			state:   asyncevent.StateClosed,
+			control: func(b *controlBundle) (asyncevent.EventUpdate, error) {
+				return b.c.PauseEvent(ctx, "lot", ops)
+			},
+		},
+		{
+			name:    "a close of a lottery past its cutoff",
+			event:   "lot",
+			prepare: lotteryPastItsCutoff,
+			state:   asyncevent.StateClosed,
+			control: func(b *controlBundle) (asyncevent.EventUpdate, error) {
+				return b.c.CloseEvent(ctx, "lot", ops)
+			},
+		},
+		{
+			// A Draw run by a process whose clock is two hours ahead begins while the
+			// operator's clock still puts the cutoff an hour away: ExtendEvent's
+			// ConditionCheck of the Draw record (phase = COLLECTING) refuses the move.
+			name:  "a cutoff moved once the draw began",
+			event: "skew",
+			prepare: func(t *testing.T, b *controlBundle) {
+				_, err := b.c.CreateEvent(ctx, lottery("skew", t0.Add(time.Hour)))
+				require.NoError(t, err)
+				ahead := asynceventtest.NewClock(t0.Add(2 * time.Hour))
+				drawer, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: b.c.TableName(), Clock: ahead.Now})
+				require.NoError(t, err)
+				submitAll(t, b.c, b.clock, b.q, "skew", 3)
+				drain(t, asyncevent.NewProcessor(b.c, asyncevent.ProcessOptions{}), b.q)
+				_, err = drawer.Draw(ctx, "skew")
+				require.NoError(t, err)
+			},
+			control: func(b *controlBundle) (asyncevent.EventUpdate, error) {
+				return b.c.ExtendEvent(ctx, "skew", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(t0.Add(3 * time.Hour))})
+			},
+			reason: "the draw began",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := controlSetup(t, uncached, firstCome("ev"))
+			tc.prepare(t, b)
+			if tc.state != "" {
+				cfg, err := b.c.GetEvent(ctx, tc.event)
+				require.NoError(t, err)
+				require.Equal(t, tc.state, cfg.StateAt(asyncevent.MillisOf(b.clock.Now())))
+			}
+			before := itemsOf(t, b.c)
+			up, err := tc.control(b)
+			require.NoError(t, err)
+			assert.False(t, up.Applied, "applied: %s", tc.name)
+			if tc.reason != "" {
+				assert.Contains(t, up.Reason, tc.reason)
+			}
+			assert.Equal(t, before, itemsOf(t, b.c), "a refused control writes nothing, its audit entry included")
+		})
+	}
+}
+
+// lotteryPastItsCutoff makes a lottery "lot" whose cutoff, a minute after t0, has
+// passed: CLOSED, and its ingest refuses clicks.
+func lotteryPastItsCutoff(t *testing.T, b *controlBundle) {
+	t.Helper()
+	_, err := b.c.CreateEvent(context.Background(), lottery("lot", t0.Add(time.Minute)))
+	require.NoError(t, err)
+	b.clock.Advance(2 * time.Minute)
+	_, err = b.c.Submit(context.Background(), b.q, "lot", "late")
+	require.ErrorIs(t, err, asyncevent.ErrEventClosed, "ingest: closed")
 }
 
 // Extend: the end, and a lottery's cutoff, move later only while more than 10 s
@@ -108,42 +265,37 @@ func TestCloseAndPauseRefuseClicks(t *testing.T) {
 func TestExtendEndAndCutoff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
 	end := t0.Add(time.Hour)
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "fc", EventType: asyncevent.FirstCome, CapacityTotal: 5, EndsAt: asyncevent.MillisOf(end)})
-	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "open", EventType: asyncevent.FirstCome, CapacityTotal: 5})
-	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(end)})
-	require.NoError(t, err)
+	fc := firstCome("fc")
+	fc.EndsAt = asyncevent.MillisOf(end)
+	b := controlSetup(t, asyncevent.Options{}, fc, firstCome("open"), lottery("lot", end))
+	c := b.c
+	extend := func(id string, action asyncevent.Action, to time.Time) (asyncevent.EventUpdate, error) {
+		return c.ExtendEvent(ctx, id, asyncevent.ExtendEventInput{Actor: "ops", Action: action, To: asyncevent.MillisOf(to)})
+	}
 
-	up, err := c.ExtendEvent(ctx, "fc", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(end.Add(time.Hour))})
-	require.NoError(t, err)
-	require.True(t, up.Applied)
+	up := mustApply(t)(extend("fc", asyncevent.ActionExtendEnd, end.Add(time.Hour)))
 	assert.Equal(t, asyncevent.MillisOf(end.Add(time.Hour)), up.Event.EndsAt)
 	for _, to := range []time.Time{end, end.Add(30 * time.Minute)} {
-		up, err = c.ExtendEvent(ctx, "fc", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(to)})
+		up, err := extend("fc", asyncevent.ActionExtendEnd, to)
 		require.NoError(t, err)
 		assert.False(t, up.Applied, "never earlier")
 	}
-	up, err = c.ExtendEvent(ctx, "open", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(end)})
+	up, err := extend("open", asyncevent.ActionExtendEnd, end)
 	require.NoError(t, err)
 	assert.Equal(t, "the event has no end to move", up.Reason)
 
-	up, err = c.ExtendEvent(ctx, "lot", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(end.Add(time.Minute))})
-	require.NoError(t, err)
-	require.True(t, up.Applied)
+	up = mustApply(t)(extend("lot", asyncevent.ActionExtendCutoff, end.Add(time.Minute)))
 	assert.Equal(t, asyncevent.MillisOf(end.Add(time.Minute)), up.Event.LotteryCutoffAt)
-	up, err = c.ExtendEvent(ctx, "fc", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(end.Add(3 * time.Hour))})
+	up, err = extend("fc", asyncevent.ActionExtendCutoff, end.Add(3*time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, "only a LOTTERY has a cutoff", up.Reason)
 
-	clock.Advance(time.Hour + 55*time.Second) // 5 s before the lottery's cutoff
-	up, err = c.ExtendEvent(ctx, "lot", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(end.Add(time.Hour))})
+	b.clock.Advance(time.Hour + 55*time.Second) // 5 s before the lottery's cutoff
+	up, err = extend("lot", asyncevent.ActionExtendCutoff, end.Add(time.Hour))
 	require.NoError(t, err)
 	assert.False(t, up.Applied, "less than 10 s before the cutoff: too late to move it")
-	_, err = c.ExtendEvent(ctx, "lot", asyncevent.ExtendEventInput{Actor: "ops", Action: "SHORTEN", To: asyncevent.MillisOf(end)})
+	_, err = extend("lot", "SHORTEN", end)
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
 
 	trail, err := c.ListAudit(ctx, "lot")
@@ -153,31 +305,156 @@ func TestExtendEndAndCutoff(t *testing.T) {
 	assert.Contains(t, trail[0].Detail, end.Add(time.Minute).UTC().Format(time.RFC3339))
 }
 
+// ExtendEvent moves the end wherever a copy of it lives: the hold registry's entry
+// (HOLD_EVENTS / EVENT#<eventId>, whose end the workers and the HoldSweeper list the
+// events by), and every IdempotencyLock (whose ttl is the end plus LockTTL, 7 days:
+// an end moved past it would let DynamoDB's TTL delete the locks of an open event,
+// and a user's next click make a second request).
+func TestExtendedEnd(t *testing.T) {
+	t.Run("reaches the hold registry", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		b := controlSetup(t, asyncevent.Options{})
+		holdsEvent(t, b.c, "long", 2, 1, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
+		mustApply(t)(b.c.ExtendEvent(ctx, "long", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(t0.Add(6 * time.Hour))}))
+
+		b.clock.Advance(3 * time.Hour) // open: its end is 3 hours away
+		cfg, err := b.c.GetEvent(ctx, "long")
+		require.NoError(t, err)
+		require.Equal(t, asyncevent.StateOpen, cfg.StateAt(asyncevent.MillisOf(b.clock.Now())))
+		listed, err := b.c.HoldEvents(ctx)
+		require.NoError(t, err)
+		var ids []string
+		for _, e := range listed {
+			ids = append(ids, e.EventID)
+		}
+		assert.Contains(t, ids, "long", "an open event with holds, its end extended, is missing from the hold registry's list")
+	})
+
+	t.Run("keeps every lock, and is refused past the locks' TTL", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		month := firstCome("month")
+		month.EndsAt = asyncevent.MillisOf(t0.Add(time.Hour))
+		b := controlSetup(t, asyncevent.Options{}, month)
+		_, err := b.c.Submit(ctx, b.q, "month", "early")
+		require.NoError(t, err)
+
+		// Past the first end plus LockTTL (7 days): refused, nothing written.
+		before := itemsOf(t, b.c)
+		up, err := b.c.ExtendEvent(ctx, "month", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(t0.Add(30 * 24 * time.Hour))})
+		require.NoError(t, err)
+		require.False(t, up.Applied, "an end past the locks' TTL")
+		assert.Contains(t, up.Reason, "TTL would then delete the locks")
+		assert.Equal(t, before, itemsOf(t, b.c))
+
+		// Up to it: applied, and every lock outlives the new end.
+		kept, err := asyncevent.ReadEventBookkeeping(ctx, b.c, "month")
+		require.NoError(t, err)
+		newEnd := kept.LocksKeptUntil.Time()
+		mustApply(t)(b.c.ExtendEvent(ctx, "month", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(newEnd)}))
+		for _, raw := range asynceventtest.ScanTable(t, b.c.TableName()) {
+			var lock asyncevent.IdempotencyLock
+			require.NoError(t, attributevalue.UnmarshalMap(raw, &lock))
+			if lock.EntityType != entity.Idempotency {
+				continue
+			}
+			assert.GreaterOrEqual(t, lock.TTL, newEnd.Unix(),
+				"the lock of %s expires at %s, before the event's extended end %s: TTL deletes it while the event is open",
+				lock.UserID, time.Unix(lock.TTL, 0).UTC(), newEnd)
+		}
+	})
+}
+
 // Every node learns of a close within its EventCacheTTL: a node that read the config
 // just before the close still takes clicks until its copy expires, and none after.
 func TestCloseReachesEveryNodeWithinTheCacheTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	admin := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	node, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: admin.TableName(), Clock: clock.Now, EventCacheTTL: 5 * time.Second})
+	b := controlSetup(t, asyncevent.Options{}, asyncevent.EventSettings{EventID: "bound", EventType: asyncevent.FirstCome, CapacityTotal: 50})
+	node, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: b.c.TableName(), Clock: b.clock.Now, EventCacheTTL: 5 * time.Second})
 	require.NoError(t, err)
-	_, err = admin.CreateEvent(ctx, asyncevent.EventSettings{EventID: "bound", EventType: asyncevent.FirstCome, CapacityTotal: 50})
+	_, err = node.Submit(ctx, b.q, "bound", "warm") // the node's copy of the config
 	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err = node.Submit(ctx, q, "bound", "warm") // the node's copy of the config
-	require.NoError(t, err)
-	clock.Advance(time.Second)
-	up, err := admin.CloseEvent(ctx, "bound", asyncevent.ControlInput{Actor: "ops"})
-	require.NoError(t, err)
-	require.True(t, up.Applied)
+	b.clock.Advance(time.Second)
+	mustApply(t)(b.c.CloseEvent(ctx, "bound", ops))
 
-	clock.Advance(time.Second)
-	_, err = node.Submit(ctx, q, "bound", "within-the-bound")
+	b.clock.Advance(time.Second)
+	_, err = node.Submit(ctx, b.q, "bound", "within-the-bound")
 	assert.NoError(t, err, "the node's copy is under 5 s old: it does not know yet (the documented bound)")
-	clock.Advance(3*time.Second + time.Millisecond) // the copy is 5 s old
-	_, err = node.Submit(ctx, q, "bound", "after-the-bound")
+	b.clock.Advance(3*time.Second + time.Millisecond) // the copy is 5 s old
+	_, err = node.Submit(ctx, b.q, "bound", "after-the-bound")
 	assert.ErrorIs(t, err, asyncevent.ErrEventClosed, "past the TTL every node refuses")
+}
+
+// The millisecond of an event's end is open everywhere alike: a click is taken, the
+// state is OPEN and a close is applied; from the millisecond of the close the click
+// is refused, the state is CLOSED and no control but the audit's read applies.
+func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	end := t0.Add(time.Hour)
+	edge := firstCome("edge")
+	edge.EndsAt = asyncevent.MillisOf(end)
+	b := controlSetup(t, uncached, edge)
+	c := b.c
+
+	b.clock.Advance(end.Sub(b.clock.Now()))
+	cfg, err := c.GetEvent(ctx, "edge")
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StateOpen, cfg.StateAt(asyncevent.MillisOf(b.clock.Now())))
+	_, err = c.Submit(ctx, b.q, "edge", "last-ms")
+	require.NoError(t, err, "the end's millisecond takes clicks")
+	up, err := c.CloseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
+	require.NoError(t, err)
+	require.True(t, up.Applied, "an event the state calls OPEN can be closed: %s", up.Reason)
+	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(asyncevent.MillisOf(b.clock.Now())))
+
+	before := itemsOf(t, c)
+	_, err = c.Submit(ctx, b.q, "edge", "same-ms-after-close")
+	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
+	for _, tc := range []struct {
+		name    string
+		control func() (asyncevent.EventUpdate, error)
+	}{
+		{"a close", func() (asyncevent.EventUpdate, error) {
+			return c.CloseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
+		}},
+		{"a pause", func() (asyncevent.EventUpdate, error) {
+			return c.PauseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
+		}},
+		{"an add of seats", func() (asyncevent.EventUpdate, error) {
+			return c.AddCapacity(ctx, "edge", asyncevent.AddCapacityInput{Seats: 3, Actor: "ops-ann"})
+		}},
+	} {
+		t.Run(tc.name+" in the millisecond of the close is refused", func(t *testing.T) {
+			up, err := tc.control()
+			require.NoError(t, err)
+			assert.False(t, up.Applied)
+			assert.Contains(t, up.Reason, "closed")
+		})
+	}
+	assert.Equal(t, before, itemsOf(t, c), "nothing written by the refusals")
+}
+
+// An operator closes a drop before it starts (it is called off): from then on the
+// event is CLOSED (StateAt, the list) and a click is ErrEventClosed, not
+// ErrEventNotOpen ("opens at …").
+func TestEventClosedBeforeItStartsIsClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	off := firstCome("off")
+	off.StartsAt = asyncevent.MillisOf(t0.Add(time.Hour))
+	b := controlSetup(t, uncached, off)
+	up := mustApply(t)(b.c.CloseEvent(ctx, "off", ops))
+	b.clock.Advance(time.Second)
+	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(asyncevent.MillisOf(b.clock.Now())), "a closed event")
+	_, err := b.c.Submit(ctx, b.q, "off", "early")
+	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
+	page, err := b.c.ListEvents(ctx, asyncevent.PageOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	assert.Equal(t, asyncevent.StateClosed, page.Events[0].State, "the list")
 }
 
 // The event list: newest first, paged with a cursor, each event with its state and
@@ -186,8 +463,8 @@ func TestCloseReachesEveryNodeWithinTheCacheTTL(t *testing.T) {
 func TestListEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
+	b := controlSetup(t, asyncevent.Options{})
+	c, clock := b.c, b.clock
 	for _, cfg := range []asyncevent.EventSettings{
 		{EventID: "first", EventType: asyncevent.FirstCome, CapacityTotal: 7, CapacityShards: 3},
 		{EventID: "second", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))},
@@ -227,67 +504,18 @@ func TestListEvents(t *testing.T) {
 	assert.ErrorIs(t, err, asyncevent.ErrInvalidOptions)
 }
 
-// The millisecond of an event's end is open everywhere alike: a click is taken, the
-// state is OPEN and a close is applied; from the millisecond of the close the click
-// is refused, the state is CLOSED and no control but the audit's read applies.
-func TestTheLastMillisecondIsOpenAlike(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	end := t0.Add(time.Hour)
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "edge", EventType: asyncevent.FirstCome, CapacityTotal: 5,
-		EndsAt: asyncevent.MillisOf(end)})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
-
-	clock.Advance(end.Sub(clock.Now()))
-	cfg, err := c.GetEvent(ctx, "edge")
-	require.NoError(t, err)
-	assert.Equal(t, asyncevent.StateOpen, cfg.StateAt(asyncevent.MillisOf(clock.Now())))
-	_, err = c.Submit(ctx, q, "edge", "last-ms")
-	require.NoError(t, err, "the end's millisecond takes clicks")
-	up, err := c.CloseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
-	require.NoError(t, err)
-	require.True(t, up.Applied, "an event the state calls OPEN can be closed: %s", up.Reason)
-	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(asyncevent.MillisOf(clock.Now())))
-
-	before := itemsOf(t, c)
-	_, err = c.Submit(ctx, q, "edge", "same-ms-after-close")
-	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
-	for name, control := range map[string]func() (asyncevent.EventUpdate, error){
-		"close": func() (asyncevent.EventUpdate, error) {
-			return c.CloseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
-		},
-		"pause": func() (asyncevent.EventUpdate, error) {
-			return c.PauseEvent(ctx, "edge", asyncevent.ControlInput{Actor: "ops-ann"})
-		},
-		"add": func() (asyncevent.EventUpdate, error) {
-			return c.AddCapacity(ctx, "edge", asyncevent.AddCapacityInput{Seats: 3, Actor: "ops-ann"})
-		},
-	} {
-		up, err := control()
-		require.NoError(t, err, name)
-		assert.False(t, up.Applied, "%s after the close, in its millisecond", name)
-		assert.Contains(t, up.Reason, "closed", name)
-	}
-	assert.Equal(t, before, itemsOf(t, c), "nothing written by the refusals")
-}
-
 // CountRequests counts every request of an event over its index shards, reading
 // nothing back; an unknown event is ErrEventNotFound.
 func TestCountRequests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := asynceventtest.NewTable(t)
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "count", EventType: asyncevent.FirstCome, CapacityTotal: 5, IndexShards: 4})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
+	b := controlSetup(t, asyncevent.Options{}, asyncevent.EventSettings{EventID: "count", EventType: asyncevent.FirstCome, CapacityTotal: 5, IndexShards: 4})
+	c, q := b.c, b.q
 	for i := range 9 {
 		_, err := c.Submit(ctx, q, "count", fmt.Sprintf("user-%d", i))
 		require.NoError(t, err)
 	}
-	_, err = c.Submit(ctx, q, "count", "user-0") // a repeat click adds no request
+	_, err := c.Submit(ctx, q, "count", "user-0") // a repeat click adds no request
 	require.NoError(t, err)
 	n, err := c.CountRequests(ctx, "count")
 	require.NoError(t, err)
@@ -349,198 +577,3 @@ func TestEventControlsAfterAnUnansweredAttempt(t *testing.T) {
 // A cutoff never moves once the draw began, whatever the clocks: with a Draw run by
 // a process whose clock is two hours ahead (so that its draw begins while the
 // operator's clock still puts the cutoff an hour away), ExtendEvent's ConditionCheck
-// of the Draw record (phase = COLLECTING) refuses the move and writes nothing.
-func TestCutoffDoesNotMoveOnceTheDrawBegan(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	ahead := asynceventtest.NewClock(t0.Add(2 * time.Hour))
-	drawer, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: c.TableName(), Clock: ahead.Now})
-	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "skew", EventType: asyncevent.Lottery, WinnerCount: 1,
-		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Hour))})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	submitAll(t, c, clock, q, "skew", 3)
-	drain(t, asyncevent.NewProcessor(c, asyncevent.ProcessOptions{}), q)
-	_, err = drawer.Draw(ctx, "skew")
-	require.NoError(t, err)
-
-	before := itemsOf(t, c)
-	up, err := c.ExtendEvent(ctx, "skew", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendCutoff, To: asyncevent.MillisOf(t0.Add(3 * time.Hour))})
-	require.NoError(t, err)
-	assert.False(t, up.Applied, "the draw began: the cutoff stays")
-	assert.Contains(t, up.Reason, "the draw began")
-	assert.Equal(t, before, itemsOf(t, c))
-}
-
-// A closed event cannot be resumed. Pause, then close: ResumeEvent's condition is
-// paused = true alone (pausedNow), so the resume of the closed event is applied: a
-// RESUME entry on the audit trail, paused = false, 200 over HTTP, for an event that
-// takes no click. The design: "resume only a paused one"; the issue: a click on a
-// closed event gets a 409 and writes nothing. The same for a lottery paused before
-// its cutoff and resumed after it.
-func TestResumeOfAClosedEventIsRefused(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "pc", EventType: asyncevent.FirstCome, CapacityTotal: 5})
-	require.NoError(t, err)
-	_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
-		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
-	require.NoError(t, err)
-
-	for _, id := range []string{"pc", "lot"} {
-		up, err := c.PauseEvent(ctx, id, asyncevent.ControlInput{Actor: "ops"})
-		require.NoError(t, err)
-		require.True(t, up.Applied, up.Reason)
-	}
-	clock.Advance(time.Millisecond)
-	up, err := c.CloseEvent(ctx, "pc", asyncevent.ControlInput{Actor: "ops"})
-	require.NoError(t, err)
-	require.True(t, up.Applied, up.Reason)
-	clock.Advance(2 * time.Minute) // the lottery's cutoff has passed
-
-	for _, id := range []string{"pc", "lot"} {
-		cfg, err := c.GetEvent(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, asyncevent.StateClosed, cfg.StateAt(asyncevent.MillisOf(clock.Now())), id)
-		before := itemsOf(t, c)
-		up, err := c.ResumeEvent(ctx, id, asyncevent.ControlInput{Actor: "ops"})
-		require.NoError(t, err)
-		assert.False(t, up.Applied, "%s: the resume of a CLOSED event is applied", id)
-		assert.Equal(t, before, itemsOf(t, c), "%s: a refused control writes nothing, its audit entry included", id)
-	}
-}
-
-// A lottery past its cutoff is CLOSED (StateAt, and ingest refuses its clicks), but
-// the controls' notEnded condition looks at closedAt and endsAt only, not at the
-// cutoff: a pause and a close of such a lottery (or of one drawn) are applied, each
-// with an audit entry, for an event whose ingest is over.
-func TestPauseOrCloseOfALotteryPastItsCutoffIsRefused(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "lot", EventType: asyncevent.Lottery, WinnerCount: 1,
-		LotteryCutoffAt: asyncevent.MillisOf(t0.Add(time.Minute))})
-	require.NoError(t, err)
-	clock.Advance(2 * time.Minute)
-	cfg, err := c.GetEvent(ctx, "lot")
-	require.NoError(t, err)
-	require.Equal(t, asyncevent.StateClosed, cfg.StateAt(asyncevent.MillisOf(clock.Now())))
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err = c.Submit(ctx, q, "lot", "late")
-	require.ErrorIs(t, err, asyncevent.ErrEventClosed, "ingest: closed")
-
-	for name, control := range map[string]func(context.Context, string, asyncevent.ControlInput) (asyncevent.EventUpdate, error){
-		"pause": c.PauseEvent, "close": c.CloseEvent,
-	} {
-		before := itemsOf(t, c)
-		up, err := control(ctx, "lot", asyncevent.ControlInput{Actor: "ops"})
-		require.NoError(t, err)
-		assert.False(t, up.Applied, "%s of a CLOSED lottery (its cutoff passed) is applied", name)
-		assert.Equal(t, before, itemsOf(t, c), "%s: nothing written", name)
-	}
-}
-
-// An operator closes a drop before it starts (it is called off). StateAt checks
-// startsAt before closedAt, so the event stays SCHEDULED until its startsAt (the list,
-// the event page, whose controls stay offered) and a click is ErrEventNotOpen ("opens
-// at …"), not ErrEventClosed, until then.
-func TestEventClosedBeforeItStartsIsClosed(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, EventCacheTTL: -1})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "off", EventType: asyncevent.FirstCome, CapacityTotal: 5,
-		StartsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
-	require.NoError(t, err)
-	up, err := c.CloseEvent(ctx, "off", asyncevent.ControlInput{Actor: "ops"})
-	require.NoError(t, err)
-	require.True(t, up.Applied, up.Reason)
-	clock.Advance(time.Second)
-	assert.Equal(t, asyncevent.StateClosed, up.Event.StateAt(asyncevent.MillisOf(clock.Now())), "a closed event")
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err = c.Submit(ctx, q, "off", "early")
-	assert.ErrorIs(t, err, asyncevent.ErrEventClosed)
-	page, err := c.ListEvents(ctx, asyncevent.PageOptions{})
-	require.NoError(t, err)
-	require.Len(t, page.Events, 1)
-	assert.Equal(t, asyncevent.StateClosed, page.Events[0].State, "the list")
-}
-
-// ExtendEvent moves the CONFIG's endsAt and nothing else, but two items carry a copy
-// of the end written before the move:
-//
-//   - the hold registry's entry (HOLD_EVENTS / EVENT#<eventId>, endsAt from
-//     CreateEvent): HoldEvents stops listing the event an hour after its first end
-//     plus HoldFor, so a worker started later (a deploy) and the scheduled
-//     HoldSweeper, which sweep the registry's events, no longer end its holds or
-//     serve its waitlist while it still sells;
-//   - every IdempotencyLock written before the move (ttl = the end as it was +
-//     LockTTL, 7 days): an end moved further than that lets DynamoDB's TTL delete the
-//     locks of an open event, and a user's next click makes a second request.
-func TestExtendedEndReachesTheHoldRegistry(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	holdsEvent(t, c, "long", 2, 1, time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
-	up, err := c.ExtendEvent(ctx, "long", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(t0.Add(6 * time.Hour))})
-	require.NoError(t, err)
-	require.True(t, up.Applied, up.Reason)
-
-	clock.Advance(3 * time.Hour) // open: its end is 3 hours away
-	cfg, err := c.GetEvent(ctx, "long")
-	require.NoError(t, err)
-	require.Equal(t, asyncevent.StateOpen, cfg.StateAt(asyncevent.MillisOf(clock.Now())))
-	listed, err := c.HoldEvents(ctx)
-	require.NoError(t, err)
-	var ids []string
-	for _, e := range listed {
-		ids = append(ids, e.EventID)
-	}
-	assert.Contains(t, ids, "long", "an open event with holds, its end extended, is missing from the hold registry's list")
-}
-
-func TestExtendedEndKeepsTheLocks(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	clock := asynceventtest.NewClock(t0)
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "month", EventType: asyncevent.FirstCome, CapacityTotal: 5,
-		EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
-	require.NoError(t, err)
-	q := queue.NewMemory(queue.MemoryOptions{})
-	_, err = c.Submit(ctx, q, "month", "early")
-	require.NoError(t, err)
-
-	// Past the first end plus LockTTL (7 days): refused, nothing written.
-	before := itemsOf(t, c)
-	up, err := c.ExtendEvent(ctx, "month", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(t0.Add(30 * 24 * time.Hour))})
-	require.NoError(t, err)
-	require.False(t, up.Applied, "an end past the locks' TTL")
-	assert.Contains(t, up.Reason, "TTL would then delete the locks")
-	assert.Equal(t, before, itemsOf(t, c))
-
-	// Up to it: applied, and every lock outlives the new end.
-	kept, err := asyncevent.ReadEventBookkeeping(ctx, c, "month")
-	require.NoError(t, err)
-	newEnd := kept.LocksKeptUntil.Time()
-	up, err = c.ExtendEvent(ctx, "month", asyncevent.ExtendEventInput{Actor: "ops", Action: asyncevent.ActionExtendEnd, To: asyncevent.MillisOf(newEnd)})
-	require.NoError(t, err)
-	require.True(t, up.Applied, up.Reason)
-	for _, raw := range asynceventtest.ScanTable(t, c.TableName()) {
-		var lock asyncevent.IdempotencyLock
-		require.NoError(t, attributevalue.UnmarshalMap(raw, &lock))
-		if lock.EntityType != entity.Idempotency {
-			continue
-		}
-		assert.GreaterOrEqual(t, lock.TTL, newEnd.Unix(),
-			"the lock of %s expires at %s, before the event's extended end %s: TTL deletes it while the event is open",
-			lock.UserID, time.Unix(lock.TTL, 0).UTC(), newEnd)
-	}
-}
