@@ -344,3 +344,10 @@ func observeDynamoDB(db DynamoDB, obs Observer, table string) DynamoDB {
 		obs.DynamoDB(ctx, DynamoDBCall{Operation: call.Operation, Table: call.Table, Row: call.Row}, next)
 	})
 }
+
+// bookkeepingTimeout bounds the writes that must finish once begun (an ingest's, a
+// final failure's, a hold's record, a shard's empty flag): they run even when the
+// caller's context ends (a client that hung up), since a lock without its request, a
+// message on its way without QUEUED, or a seat without its record must not be left
+// behind.
+const bookkeepingTimeout = 10 * time.Second

@@ -408,3 +408,18 @@ func (c *Client) markSoldOut(ctx context.Context, eventID string, n int) {
 	}
 	wg.Wait()
 }
+
+const (
+	pShardRoom param = "shardRoom"
+)
+
+var (
+	addable  = all(configExists, fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome))), notEnded)
+	samePool = func(v values) expression.ConditionBuilder {
+		return expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(v.Value(pPrevPoolVersion)))
+	}
+)
+
+const (
+	pPrevPoolVersion param = "prevPoolVersion"
+)

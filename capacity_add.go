@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/internal/seatclaim"
 )
@@ -23,19 +21,6 @@ import (
 // pool's seats raises a version on every shard, so a worker's look at a request's
 // home shard, or a claim that meets one empty, tells it that the pool may hold seats,
 // whatever it remembers of the sell-out (docs/design.md, "Seats added").
-
-// The params of the rows that add seats.
-const (
-	pPrevPoolVersion param = "prevPoolVersion"
-	pShardRoom       param = "shardRoom"
-)
-
-var (
-	addable  = all(configExists, fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome))), notEnded)
-	samePool = func(v values) expression.ConditionBuilder {
-		return expression.AttributeNotExists(expression.Name(attrPoolVersion)).Or(expression.Name(attrPoolVersion).Equal(v.Value(pPrevPoolVersion)))
-	}
-)
 
 // MaxAddSeats bounds the seats one AddCapacity adds.
 const MaxAddSeats = 1_000_000
@@ -288,10 +273,6 @@ func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
 	}
 	return share
 }
-
-var (
-	firstComeRequest = fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome)))
-)
 
 // CancelRequestInput says who cancels a request's seat.
 type CancelRequestInput struct {

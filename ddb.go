@@ -74,13 +74,6 @@ func (c *Client) query(index string, expr expression.Expression) *dynamodb.Query
 	return in
 }
 
-// bookkeepingTimeout bounds the writes that must finish once begun (an ingest's, a
-// final failure's, a hold's record, a shard's empty flag): they run even when the
-// caller's context ends (a client that hung up), since a lock without its request, a
-// message on its way without QUEUED, or a seat without its record must not be left
-// behind.
-const bookkeepingTimeout = 10 * time.Second
-
 // finalWriteBackoff is failFinal's wait before writing a throttled final failure
 // again, after attempt (0 first): 100 ms doubled per attempt, at most 1.6 s, with
 // jitter.

@@ -562,3 +562,11 @@ const (
 	// delay behind now.
 	AdmissionRanked Admission = "RANKED"
 )
+
+// opensAt is when ingest first takes a click: the pre-queue's opening, else StartsAt.
+func (e *EventSettings) opensAt() EpochMillis {
+	if e.EventType == FirstCome && e.PrequeueOpensAt != 0 {
+		return e.PrequeueOpensAt
+	}
+	return e.StartsAt
+}

@@ -50,18 +50,8 @@ type holdItem struct {
 	holdRecord
 }
 
-// The params of the hold rows.
-const (
-	pSweepOwner param = "sweepOwner"
-	pSweepUntil param = "sweepUntil"
-)
-
+// The rows of the Hold item.
 var (
-	// sweepFree: no other sweeper holds the event's sweep lease.
-	sweepFree = either(fixed(expression.AttributeNotExists(expression.Name(attrSweepUntil))),
-		compare(expression.Name(attrSweepUntil).LessThanEqual, pNow),
-		compare(expression.Name(attrSweepOwner).Equal, pSweepOwner))
-
 	holdRecordRow = row{
 		name: "hold recorded", method: "Processor.ProcessOne", item: entity.Hold, op: opPut, cond: notExists,
 	}
@@ -316,8 +306,3 @@ func (c *Client) endHold(ctx context.Context, key RequestKey, req *Request, r *r
 	w := write{row: r, args: args{pNow: c.now(), pHoldExpiresAt: req.HoldExpiresAt}, note: note}
 	return c.apply(ctx, key, w, txOptions{token: c.callToken(req.RequestID, note)}, back, clear)
 }
-
-const (
-	attrSweepOwner = "sweepOwner"
-	attrSweepUntil = "sweepUntil"
-)

@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -499,4 +500,40 @@ func (c *Client) putRequestOf(ctx context.Context, m Message) error {
 		return fmt.Errorf("%w: request %s: its user's lock names another request, or none", ErrNotFound, m.RequestID)
 	}
 	return err
+}
+
+// ingestDeadline is the latest moment the writes of an ingest of event that begins at
+// now may run (the lock's and the request's puts, the send, MarkQueued, the release
+// of the lock or FAILED_FINAL after a failure): bookkeepingTimeout after now, or the
+// caller's own deadline when that is later (a caller that allows a slow store more
+// time keeps it; one that hung up does not cut the writes short), and for a LOTTERY
+// event never later than the moment Draw may begin (the cutoff plus
+// Options.DrawSettleWindow) less a margin, the smaller of one second and a quarter of
+// the window. So no request of a lottery lands on the table after the draw began
+// reading its entries: a call cut off by the deadline was sent before it, and the
+// margin covers its way to DynamoDB. The lottery's invariant (the entries the draw
+// freezes are the entries it finalises) relies on this rule.
+func (c *Client) ingestDeadline(event *eventItem, now, callerDeadline time.Time) time.Time {
+	deadline := now.Add(bookkeepingTimeout)
+	if callerDeadline.After(deadline) {
+		deadline = callerDeadline
+	}
+	if event.EventType == Lottery && event.LotteryCutoffAt != 0 || event.isPrequeueEntry(MillisOf(now)) {
+		if fence := c.entryFence(event); fence.Before(deadline) {
+			deadline = fence
+		}
+	}
+	return deadline
+}
+
+// ingestContext returns the context of an ingest's writes: ctx's values without its
+// cancellation, ending at ingestDeadline (measured on the library's clock; ctx's
+// deadline, on the wall clock, is carried over as the time it leaves).
+func (c *Client) ingestContext(ctx context.Context, event *eventItem) (context.Context, context.CancelFunc) {
+	now := c.opts.Clock()
+	var callerDeadline time.Time
+	if d, ok := ctx.Deadline(); ok {
+		callerDeadline = now.Add(time.Until(d))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), c.ingestDeadline(event, now, callerDeadline).Sub(now))
 }

@@ -171,6 +171,15 @@ const (
 	attrGSI2SK = "GSI2SK"
 )
 
+// Attributes that more than one item carries.
+const (
+	attrEntityType      = "entityType"
+	attrEventID         = "eventId"
+	attrEventType       = "eventType"
+	attrAnnouncedAt     = "announcedAt"
+	attrLotteryCutoffAt = "lotteryCutoffAt" // a lottery request's copy of its event's cutoff
+)
+
 // Key is the primary key of one item of the table. The typed keys below build it
 // (their Key method) and read it back (their Parse function); Entity tells which of
 // them a key is.
@@ -853,8 +862,3 @@ func shardedIndexKeys(eventID, userID, requestID string, orderAt EpochMillis, sh
 		GSI2PK: event.String(), GSI2SK: order.String(),
 	}, nil
 }
-
-const (
-	attrEntityType = "entityType"
-	attrEventID    = "eventId"
-)

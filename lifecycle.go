@@ -3,6 +3,7 @@ package asyncevent
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // The vocabulary of a request's lifecycle: event types, statuses, results, phases.
@@ -197,3 +198,51 @@ const (
 // ResultCancelled is the result code of a FIRST_COME participation an operator
 // cancelled (CancelRequest): its seat went back to the event's pool.
 const ResultCancelled ResultCode = "REJECTED_CANCELLED"
+
+// OutcomeKind says what became of a message.
+type OutcomeKind string
+
+// The outcomes of a message.
+const (
+	OutcomeSucceeded  OutcomeKind = "SUCCEEDED"    // the request won; message deleted
+	OutcomeRejected   OutcomeKind = "REJECTED"     // the request lost; message deleted
+	OutcomeCollected  OutcomeKind = "COLLECTED"    // a lottery entry is in; message deleted
+	OutcomeLeftToDraw OutcomeKind = "LEFT_TO_DRAW" // a lottery entry met after its draw began, or a pre-queue's entry, which ServePrequeue decides; message deleted
+	// OutcomeWaitingForPrequeue: a click of a sale whose pre-queue is not served yet;
+	// the message comes back later.
+	OutcomeWaitingForPrequeue OutcomeKind = "WAITING_FOR_PREQUEUE"
+	OutcomeFailed             OutcomeKind = "FAILED_FINAL" // the request failed for good
+	OutcomeDuplicate          OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
+	OutcomeRetry              OutcomeKind = "RETRY"        // a retryable failure; message back later
+	OutcomeThrottled          OutcomeKind = "THROTTLED"    // DynamoDB refused a call for throughput after every retry (Err matches ErrThrottled); message back later, the lease left to expire
+	OutcomeLeaseHeld          OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
+	OutcomeLostLease          OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
+	OutcomeMalformed          OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
+	OutcomeDeadLetter         OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message released to the dead-letter queue
+	OutcomeNotFound           OutcomeKind = "NOT_FOUND"    // no such request; message deleted
+	OutcomeHeld               OutcomeKind = "HELD"         // the request holds a seat until it is confirmed (holds); message deleted
+	OutcomeWaitlisted         OutcomeKind = "WAITLISTED"   // sold out: the request waits for a seat given back (holds); message deleted
+	outcomeUnavailable        OutcomeKind = ""
+)
+
+// leftTheLine reports whether the outcome is a request's first result: it no longer
+// waits in line (the event's progress counts it).
+func (k OutcomeKind) leftTheLine() bool {
+	switch k {
+	case OutcomeSucceeded, OutcomeRejected, OutcomeHeld, OutcomeWaitlisted, OutcomeFailed, OutcomeDeadLetter:
+		return true
+	}
+	return false
+}
+
+// Outcome reports what became of one message, for ProcessOptions.OnOutcome.
+type Outcome struct {
+	Kind         OutcomeKind
+	MessageID    string
+	RequestID    string
+	EventID      string
+	ResultCode   ResultCode // for a final request
+	ReceiveCount int
+	Duration     time.Duration
+	Err          error // the failure, for RETRY, THROTTLED, FAILED_FINAL, MALFORMED, DEAD_LETTER
+}

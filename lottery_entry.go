@@ -3,7 +3,6 @@ package asyncevent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -112,10 +111,6 @@ func (p *Processor) keepVisible(ctx context.Context, m Message, extend *extender
 	return func() { cancel(); <-done }
 }
 
-func leftToDraw() result {
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}
-}
-
 // rejectEntry ends a lottery request REJECTED with code by end (MarkClosed, for one
 // queued after the cutoff; markNotDrawn, for one queued by it that an announced draw
 // did not record).
@@ -137,48 +132,4 @@ func (p *Processor) rejectEntry(ctx context.Context, m Message, d queue.Delivery
 // RECEIVED) AND attribute_not_exists(startedAt). A lost condition is not an error.
 func (c *Client) collectEntry(ctx context.Context, requestID string) (Transition, error) {
 	return c.applyTo(ctx, "collect entry", requestID, write{row: &lotteryCollectRow, args: args{pNow: c.now()}, note: "collected for the draw"}, txOptions{})
-}
-
-// errDrawBegan: an entry's failure came at or past the entries' fence; the entry is
-// the draw's.
-var errDrawBegan = errors.New("asyncevent: the draw may have begun")
-
-// failEntry ends a lottery entry queued by the cutoff FAILED_FINAL: the "entry
-// failure" row, UpdateItem PK REQ#<requestId>, SK META, as MarkFailed's, condition
-// (status = QUEUED OR status = RECEIVED) AND queuedAt ≤ lotteryCutoffAt. It is sent
-// only before the entries' fence (entryFence: the moment Draw may begin, less a
-// margin) and runs under that deadline, so that it lands before any draw reads the
-// entries; at or past the fence, or cut off by it, the error is errDrawBegan and the
-// entry is the draw's. No item but the request is written: a mass of refusals does not
-// meet on one hot item.
-func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
-	key, err := NewRequestKey(ref.RequestID)
-	if err != nil {
-		return Transition{}, err
-	}
-	event, err := c.cachedEvent(ctx, ref.EventID)
-	if err != nil {
-		return Transition{}, err
-	}
-	now := c.opts.Clock()
-	fence := c.entryFence(event)
-	if !now.Before(fence) {
-		return Transition{}, errDrawBegan
-	}
-	fctx, cancel := context.WithTimeout(ctx, fence.Sub(now))
-	defer cancel()
-	t, err := c.apply(fctx, key, write{row: &entryFailureRow, args: failureArgs(MillisOf(now), f), note: f.ErrorCode}, txOptions{})
-	switch {
-	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
-		return t, errDrawBegan
-	case err != nil:
-		return t, fmt.Errorf("fail entry %s: %w", ref.RequestID, err)
-	}
-	return t, nil
-}
-
-// inTimeEntry reports whether r is a lottery request queued by its cutoff that no
-// draw has finalised: one whose failure only failEntry may write.
-func inTimeEntry(r *storedRequest) bool {
-	return r != nil && r.EventType == Lottery && !r.Status.IsTerminal() && r.QueuedAt <= r.LotteryCutoffAt
 }

@@ -50,21 +50,3 @@ func (c *Client) sendMessage(ctx context.Context, q queue.Queue, m queue.Outgoin
 	c.opts.Observer.Send(ctx, m, next)
 	return next(ctx, m)
 }
-
-// observeProcess runs the processing of d through the observer.
-func (p *Processor) observeProcess(ctx context.Context, d queue.Delivery, process func(context.Context) result) result {
-	var (
-		res    result
-		called bool
-	)
-	next := func(ctx context.Context) Outcome {
-		if !called {
-			called = true
-			res = process(ctx)
-		}
-		return res.outcome
-	}
-	p.c.opts.Observer.Process(ctx, d, next)
-	next(ctx)
-	return res
-}

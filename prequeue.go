@@ -54,14 +54,6 @@ func (e *EventSettings) isPrequeueEntry(queuedAt EpochMillis) bool {
 	return until != 0 && queuedAt < until
 }
 
-// opensAt is when ingest first takes a click: the pre-queue's opening, else StartsAt.
-func (e *EventSettings) opensAt() EpochMillis {
-	if e.EventType == FirstCome && e.PrequeueOpensAt != 0 {
-		return e.PrequeueOpensAt
-	}
-	return e.StartsAt
-}
-
 // entriesCutoff is the last queuedAt of an entry of the event's draw or pre-queue;
 // 0 when it has neither.
 func (e *EventSettings) entriesCutoff() EpochMillis {

@@ -10,24 +10,6 @@ import (
 	"github.com/asyncevent/asyncevent/draw"
 )
 
-// PrequeuePlace is where an entry of a pre-queue stands while it waits.
-type PrequeuePlace struct {
-	// Frozen reports whether the pre-queue's entries are frozen and its order drawn
-	// (from the start plus the settle window, when ServePrequeue runs); before then
-	// no place exists yet, and Place and Entries are 0.
-	Frozen bool
-	// Place is the entry's position in the drawn order, 1 for the first served, and
-	// Entries the entries frozen; Seats is the event's capacity, so a Place up to
-	// Seats wins unless an entry before it fails.
-	Place, Entries, Seats int64
-	// Late reports a request queued before the start whose put reached the table
-	// after the entries were recorded (Frozen, Place 0): it is no entry, and joins
-	// the sale's line after the drawn order.
-	Late bool
-	// AsOf is when the Draw record behind it was read.
-	AsOf EpochMillis
-}
-
 // prequeueView is what a client read of a pre-queue: its Draw record, and once it is
 // frozen the entries' drawn order and places, which never change.
 type prequeueView struct {

@@ -118,54 +118,6 @@ func defaultBackoff(receiveCount int) time.Duration {
 	return d/2 + mrand.N(d/2+1)
 }
 
-// OutcomeKind says what became of a message.
-type OutcomeKind string
-
-// The outcomes of a message.
-const (
-	OutcomeSucceeded  OutcomeKind = "SUCCEEDED"    // the request won; message deleted
-	OutcomeRejected   OutcomeKind = "REJECTED"     // the request lost; message deleted
-	OutcomeCollected  OutcomeKind = "COLLECTED"    // a lottery entry is in; message deleted
-	OutcomeLeftToDraw OutcomeKind = "LEFT_TO_DRAW" // a lottery entry met after its draw began, or a pre-queue's entry, which ServePrequeue decides; message deleted
-	// OutcomeWaitingForPrequeue: a click of a sale whose pre-queue is not served yet;
-	// the message comes back later.
-	OutcomeWaitingForPrequeue OutcomeKind = "WAITING_FOR_PREQUEUE"
-	OutcomeFailed             OutcomeKind = "FAILED_FINAL" // the request failed for good
-	OutcomeDuplicate          OutcomeKind = "DUPLICATE"    // the request was already final; message deleted
-	OutcomeRetry              OutcomeKind = "RETRY"        // a retryable failure; message back later
-	OutcomeThrottled          OutcomeKind = "THROTTLED"    // DynamoDB refused a call for throughput after every retry (Err matches ErrThrottled); message back later, the lease left to expire
-	OutcomeLeaseHeld          OutcomeKind = "LEASE_HELD"   // another worker holds the request; message back after its lease
-	OutcomeLostLease          OutcomeKind = "LOST_LEASE"   // another worker took the request over; message left to it
-	OutcomeMalformed          OutcomeKind = "MALFORMED"    // the body does not decode; left for the dead-letter queue
-	OutcomeDeadLetter         OutcomeKind = "DEAD_LETTER"  // receives used up: request FAILED_FINAL, message released to the dead-letter queue
-	OutcomeNotFound           OutcomeKind = "NOT_FOUND"    // no such request; message deleted
-	OutcomeHeld               OutcomeKind = "HELD"         // the request holds a seat until it is confirmed (holds); message deleted
-	OutcomeWaitlisted         OutcomeKind = "WAITLISTED"   // sold out: the request waits for a seat given back (holds); message deleted
-	outcomeUnavailable        OutcomeKind = ""
-)
-
-// leftTheLine reports whether the outcome is a request's first result: it no longer
-// waits in line (the event's progress counts it).
-func (k OutcomeKind) leftTheLine() bool {
-	switch k {
-	case OutcomeSucceeded, OutcomeRejected, OutcomeHeld, OutcomeWaitlisted, OutcomeFailed, OutcomeDeadLetter:
-		return true
-	}
-	return false
-}
-
-// Outcome reports what became of one message, for ProcessOptions.OnOutcome.
-type Outcome struct {
-	Kind         OutcomeKind
-	MessageID    string
-	RequestID    string
-	EventID      string
-	ResultCode   ResultCode // for a final request
-	ReceiveCount int
-	Duration     time.Duration
-	Err          error // the failure, for RETRY, THROTTLED, FAILED_FINAL, MALFORMED, DEAD_LETTER
-}
-
 // action is what the queue should do with a message after processing.
 type action int
 
@@ -255,49 +207,6 @@ type extender struct {
 	extend     func(ctx context.Context) error
 }
 
-// process runs one delivery to its outcome. It never panics.
-func (p *Processor) process(ctx context.Context, d queue.Delivery, extend *extender) result {
-	if p.c.opts.Observer == nil {
-		return p.processDelivery(ctx, d, extend)
-	}
-	return p.observeProcess(ctx, d, func(ctx context.Context) result { return p.processDelivery(ctx, d, extend) })
-}
-
-func (p *Processor) processDelivery(ctx context.Context, d queue.Delivery, extend *extender) (res result) {
-	began := time.Now()
-	var m Message
-	l := &lease{Lease: Lease{Owner: p.opts.WorkerID + "/" + randomHex(4), Duration: p.opts.LeaseDuration}}
-	defer func() {
-		if v := recover(); v != nil {
-			err := fmt.Errorf("panic: %v", v)
-			p.opts.Logger.ErrorContext(ctx, "panic while processing a message", slog.String("requestId", m.RequestID), slog.Any("panic", v))
-			held := l
-			if !l.held {
-				held = nil
-			}
-			res = p.failFinal(ctx, m, d, held, NonRetryable, ResultFailedWorker, "PANIC", err)
-		}
-		res.outcome.MessageID, res.outcome.RequestID, res.outcome.EventID = d.MessageID, m.RequestID, m.EventID
-		res.outcome.ReceiveCount, res.outcome.Duration = d.ReceiveCount, time.Since(began)
-		if m.EventType == FirstCome && res.outcome.Kind.leftTheLine() {
-			p.c.progress.reached(m.EventID, p.c.now())
-		}
-		p.report(ctx, res.outcome)
-	}()
-
-	m, err := DecodeMessage(d.Body)
-	if err != nil {
-		return p.malformed(ctx, m, d, err)
-	}
-	switch m.EventType {
-	case FirstCome:
-		return p.firstCome(ctx, m, d, l, extend)
-	case Lottery:
-		return p.lotteryEntry(ctx, m, d, extend)
-	}
-	return p.malformed(ctx, m, d, fmt.Errorf("%w: eventType %q", ErrMalformedMessage, m.EventType))
-}
-
 func (p *Processor) report(ctx context.Context, o Outcome) {
 	log := p.opts.Logger.With(slog.String("requestId", o.RequestID), slog.String("eventId", o.EventID),
 		slog.String("outcome", string(o.Kind)), slog.Int("receiveCount", o.ReceiveCount))
@@ -309,85 +218,6 @@ func (p *Processor) report(ctx context.Context, o Outcome) {
 	if p.opts.OnOutcome != nil {
 		p.opts.OnOutcome(o)
 	}
-}
-
-// firstCome processes a FIRST_COME message. The home claim first (without a
-// Handler): the seat on the request's home shard, then SUCCEEDED, two writes and no
-// lease; once the event is known to be sold out, a look at the home shard and one
-// write reject it. The rest (a Handler, a home shard empty or refusing the claim for
-// throughput, a request an earlier delivery started) goes the leased way: start, the
-// service's handler, then the seat claim.
-func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, l *lease, extend *extender) result {
-	if r, gated := p.prequeueGate(ctx, m, d); gated {
-		return r
-	}
-	r, gated, late := p.rankedGate(ctx, m, d, extend)
-	if gated {
-		return r
-	}
-	m.late = late
-	n, err := p.shards(ctx, m)
-	if err != nil {
-		return p.failed(ctx, m, d, nil, err)
-	}
-	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock()}
-	r, done := p.home(ctx, m, d, n, &h)
-	if h.hold > 0 {
-		p.holds.Store(m.EventID, struct{}{})
-	}
-	if done {
-		return r
-	}
-	// The leased way: the event's holds from its config (the home shard's look, or
-	// the home claim's read, told h already when they ran).
-	hold := h.hold
-	if !h.holdKnown {
-		if hold, err = p.c.holdFor(ctx, m.EventID); err != nil {
-			return p.failed(ctx, m, d, nil, err)
-		}
-		if hold > 0 {
-			p.holds.Store(m.EventID, struct{}{})
-		}
-	}
-	first := h.shard
-	if h.clear {
-		if next := p.seats.Next(m.EventID, claimOrder(m.RequestID, n), n, map[int]bool{h.shard: true}); next >= 0 {
-			first = next
-		}
-	}
-	t, st, err := p.c.startProcessing(ctx, m.Ref(), l.Lease, first)
-	if errors.Is(err, ErrNotFound) {
-		return notFound()
-	}
-	if err != nil {
-		return p.failed(ctx, m, d, nil, err)
-	}
-	if !t.Applied {
-		return p.notStarted(m, t.current)
-	}
-	st.settle(h.shard, h.clear)
-	l.held = true
-	l.claim = &seatClaim{Claim: st.claim(), ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
-	if extend != nil {
-		stop := p.heartbeat(ctx, m, l, extend)
-		defer stop()
-	}
-	if err := p.handle(ctx, m); err != nil {
-		return p.failed(ctx, m, d, l, err)
-	}
-	if !st.inherited && p.soldOut(ctx, m.EventID) && !p.poolOpen(m.EventID, hold) {
-		return p.reject(ctx, m, d, l, hold)
-	}
-	t, err = p.c.claimSeat(ctx, l.claim, p.seats)
-	switch {
-	case err != nil:
-		return p.failed(ctx, m, d, l, err)
-	case t.SoldOut:
-		return p.reject(ctx, m, d, l, hold)
-	case !t.Applied:
-		return p.lostLease(ctx, m, l.Lease)
-	}
-	return won(hold)
 }
 
 // notFound: the message names no request (its ingest could not tell whether the
@@ -439,48 +269,6 @@ func (p *Processor) lostLease(ctx context.Context, m Message, l Lease) result {
 		return result{action: actDelete, outcome: Outcome{Kind: kind, ResultCode: cur.ResultCode}}
 	}
 	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
-}
-
-// reject ends a request REJECTED_CAPACITY (WAITLISTED with holds), under our lease.
-func (p *Processor) reject(ctx context.Context, m Message, d queue.Delivery, l *lease, hold time.Duration) result {
-	var (
-		t   Transition
-		err error
-	)
-	waitlist := p.waitlists(ctx, m.EventID, hold)
-	l.end(func() { t, err = p.c.markCapacityRejected(ctx, m.Ref(), l.Lease, waitlist, m.late) })
-	switch {
-	case err != nil:
-		return p.failed(ctx, m, d, l, err)
-	case !t.Applied && finalUnder(t.current, l.Owner):
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
-	case !t.Applied:
-		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
-	case waitlist && !m.late:
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}
-	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: seatRefusal(m)}}
-}
-
-// seatRefusal is the result code of a request refused for want of a seat: ResultLate
-// for a late arrival of a ranked event, REJECTED_CAPACITY otherwise.
-func seatRefusal(m Message) ResultCode {
-	if m.late {
-		return ResultLate
-	}
-	return ResultRejectedCapacity
-}
-
-// waitlists reports whether a sold-out event's loser is WAITLISTED rather than
-// REJECTED: the event has holds and, as far as the client's copy of its config
-// shows, has not closed (a waitlisted request of a closed event is ended by the hold
-// sweep).
-func (p *Processor) waitlists(ctx context.Context, eventID string, hold time.Duration) bool {
-	if hold <= 0 {
-		return false
-	}
-	cfg, _, ok := p.c.events.Peek(eventID)
-	return !ok || cfg.EndsAt == 0 || p.c.now() <= cfg.EndsAt
 }
 
 // failed handles an error of the processing: retry later, or end the request
@@ -761,44 +549,109 @@ func finalUnder(r *storedRequest, owner string) bool {
 	return r != nil && r.Status.decided() && r.LeaseOwner == owner
 }
 
-// ProcessOne processes one delivery as the Worker does, for a caller that owns the
-// queue itself, such as an AWS Lambda SQS handler (package awslambda). done reports
-// whether the message is finished: delete it (or leave it out of a batch's
-// failures). When it is not, retryAfter is how long it should stay hidden before its
-// next delivery (the backoff, or the wait for another worker's lease; 0: at once),
-// and a negative retryAfter means leave its visibility as it is (another delivery
-// holds the request). The outcome is also passed to ProcessOptions.OnOutcome.
-//
-// While a FIRST_COME request is held, every half of the shorter of the lease and
-// visibility (the lease alone when visibility is 0), keepAlive, if not nil, is
-// called to keep the message hidden for another visibility, and the request's lease
-// is renewed once half of it has passed.
-//
-// Without a Handler a FIRST_COME message takes the home claim (docs/design.md, "The
-// home claim"): the "first-come capacity" row on the request's home shard, then the
-// "first-come seat bound" row, UpdateItem PK REQ#<requestId>, SK META, SET status =
-// SUCCEEDED, uiResult and resultCode SUCCESS, finishedAt, startedAt and seatShard
-// where missing, REMOVE leaseOwner and leaseExpiresAt; condition status = QUEUED OR
-// status = RECEIVED OR (status = PROCESSING AND (attribute_not_exists(seatShard) OR
-// seatShard = the home shard) AND leaseExpiresAt ≤ now). A home claim's condition
-// includes NOT contains(void, the request's seat token): every rule that moves a
-// request's claim off its home shard, or ends it without a seat, closes the home
-// shard to it first (the "first-come seat closed" row), so a seat is never given back
-// (docs/design.md, "The seat claim").
-func (p *Processor) ProcessOne(ctx context.Context, d queue.Delivery, visibility time.Duration, keepAlive func(context.Context) error) (o Outcome, done bool, retryAfter time.Duration) {
-	extend := &extender{visibility: visibility, extend: keepAlive}
-	if visibility <= 0 {
-		extend.visibility = p.opts.LeaseDuration
+// observeProcess runs the processing of d through the observer.
+func (p *Processor) observeProcess(ctx context.Context, d queue.Delivery, process func(context.Context) result) result {
+	var (
+		res    result
+		called bool
+	)
+	next := func(ctx context.Context) Outcome {
+		if !called {
+			called = true
+			res = process(ctx)
+		}
+		return res.outcome
 	}
-	if keepAlive == nil {
-		extend.extend = func(context.Context) error { return nil }
+	p.c.opts.Observer.Process(ctx, d, next)
+	next(ctx)
+	return res
+}
+
+// seatRefusal is the result code of a request refused for want of a seat: ResultLate
+// for a late arrival of a ranked event, REJECTED_CAPACITY otherwise.
+func seatRefusal(m Message) ResultCode {
+	if m.late {
+		return ResultLate
 	}
-	res := p.process(ctx, d, extend)
-	switch res.action {
-	case actDelete:
-		return res.outcome, true, 0
-	case actRetry:
-		return res.outcome, false, max(res.delay, 0)
+	return ResultRejectedCapacity
+}
+
+// waitlists reports whether a sold-out event's loser is WAITLISTED rather than
+// REJECTED: the event has holds and, as far as the client's copy of its config
+// shows, has not closed (a waitlisted request of a closed event is ended by the hold
+// sweep).
+func (p *Processor) waitlists(ctx context.Context, eventID string, hold time.Duration) bool {
+	if hold <= 0 {
+		return false
 	}
-	return res.outcome, false, -1
+	cfg, _, ok := p.c.events.Peek(eventID)
+	return !ok || cfg.EndsAt == 0 || p.c.now() <= cfg.EndsAt
+}
+
+func leftToDraw() result {
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}
+}
+
+// errDrawBegan: an entry's failure came at or past the entries' fence; the entry is
+// the draw's.
+var errDrawBegan = errors.New("asyncevent: the draw may have begun")
+
+// failEntry ends a lottery entry queued by the cutoff FAILED_FINAL: the "entry
+// failure" row, UpdateItem PK REQ#<requestId>, SK META, as MarkFailed's, condition
+// (status = QUEUED OR status = RECEIVED) AND queuedAt ≤ lotteryCutoffAt. It is sent
+// only before the entries' fence (entryFence: the moment Draw may begin, less a
+// margin) and runs under that deadline, so that it lands before any draw reads the
+// entries; at or past the fence, or cut off by it, the error is errDrawBegan and the
+// entry is the draw's. No item but the request is written: a mass of refusals does not
+// meet on one hot item.
+func (c *Client) failEntry(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
+	key, err := NewRequestKey(ref.RequestID)
+	if err != nil {
+		return Transition{}, err
+	}
+	event, err := c.cachedEvent(ctx, ref.EventID)
+	if err != nil {
+		return Transition{}, err
+	}
+	now := c.opts.Clock()
+	fence := c.entryFence(event)
+	if !now.Before(fence) {
+		return Transition{}, errDrawBegan
+	}
+	fctx, cancel := context.WithTimeout(ctx, fence.Sub(now))
+	defer cancel()
+	t, err := c.apply(fctx, key, write{row: &entryFailureRow, args: failureArgs(MillisOf(now), f), note: f.ErrorCode}, txOptions{})
+	switch {
+	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
+		return t, errDrawBegan
+	case err != nil:
+		return t, fmt.Errorf("fail entry %s: %w", ref.RequestID, err)
+	}
+	return t, nil
+}
+
+// inTimeEntry reports whether r is a lottery request queued by its cutoff that no
+// draw has finalised: one whose failure only failEntry may write.
+func inTimeEntry(r *storedRequest) bool {
+	return r != nil && r.EventType == Lottery && !r.Status.IsTerminal() && r.QueuedAt <= r.LotteryCutoffAt
+}
+
+// won is the result of a request that won its seat: SUCCEEDED, or HELD with holds.
+func won(hold time.Duration) result {
+	if hold > 0 {
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeHeld}}
+	}
+	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
+}
+
+// shards returns the capacity shards of a first-come message's event: from the
+// message, else the event's config.
+func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
+	if m.CapacityShards <= 0 {
+		return p.c.capacityShards(ctx, m.EventID)
+	}
+	if cfg, _, ok := p.c.events.Peek(m.EventID); ok && max(cfg.CapacityShards, 1) != m.CapacityShards {
+		return 0, Permanent(fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, m.CapacityShards, max(cfg.CapacityShards, 1)))
+	}
+	return m.CapacityShards, nil
 }

@@ -112,10 +112,8 @@ type storedRequest struct {
 const (
 	attrRequestID      = "requestId"
 	attrUserID         = "userId"
-	attrEventType      = "eventType"
 	attrStatus         = "status"
 	attrUIPhase        = "uiPhase"
-	attrAnnouncedAt    = "announcedAt"
 	attrUIResult       = "uiResult"
 	attrResultCode     = "resultCode"
 	attrRequestedAt    = "requestedAt"
@@ -133,9 +131,6 @@ const (
 	attrServedAt       = "servedAt"
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
 )
-
-// attrLotteryCutoffAt is a lottery request's copy of its event's cutoff.
-const attrLotteryCutoffAt = "lotteryCutoffAt"
 
 // requestItem is a Request as stored: its table key, its index keys (written by its
 // put, from its queuedAt) and its fields.
@@ -178,11 +173,6 @@ const (
 	pErrorMessage   param = "errorMessage"
 	pRequestID      param = "requestId"
 )
-
-// notExists is the condition of every first write of an item:
-// attribute_not_exists(PK) AND attribute_not_exists(SK).
-var notExists = fixed(expression.AttributeNotExists(expression.Name(attrPK)).
-	And(expression.AttributeNotExists(expression.Name(attrSK))))
 
 // leaseHeld: the request is held under the caller's lease (with status = PROCESSING).
 var leaseHeld = compare(expression.Name(attrLeaseOwner).Equal, pLeaseOwner)
@@ -863,3 +853,25 @@ var (
 			And(leaseExpired(v))
 	}
 )
+
+var (
+	firstComeRequest = fixed(expression.Name(attrEventType).Equal(expression.Value(FirstCome)))
+)
+
+// PrequeuePlace is where an entry of a pre-queue stands while it waits.
+type PrequeuePlace struct {
+	// Frozen reports whether the pre-queue's entries are frozen and its order drawn
+	// (from the start plus the settle window, when ServePrequeue runs); before then
+	// no place exists yet, and Place and Entries are 0.
+	Frozen bool
+	// Place is the entry's position in the drawn order, 1 for the first served, and
+	// Entries the entries frozen; Seats is the event's capacity, so a Place up to
+	// Seats wins unless an entry before it fails.
+	Place, Entries, Seats int64
+	// Late reports a request queued before the start whose put reached the table
+	// after the entries were recorded (Frozen, Place 0): it is no entry, and joins
+	// the sale's line after the drawn order.
+	Late bool
+	// AsOf is when the Draw record behind it was read.
+	AsOf EpochMillis
+}

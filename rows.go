@@ -432,3 +432,8 @@ func (c *Client) statusLogEntry(requestID string, from, to Status, message strin
 		RequestID: requestID, FromStatus: from, ToStatus: to, OccurredAt: at, Message: message,
 	}, TTL: expiry(at, c.opts.StatusLogTTL)}}, nil
 }
+
+// notExists is the condition of every first write of an item:
+// attribute_not_exists(PK) AND attribute_not_exists(SK).
+var notExists = fixed(expression.AttributeNotExists(expression.Name(attrPK)).
+	And(expression.AttributeNotExists(expression.Name(attrSK))))

@@ -146,26 +146,6 @@ func closedHere(item *capacityItem, requestID string) bool {
 	return slices.Contains(item.Void, fenceToken(requestID, seatEpochNone))
 }
 
-// won is the result of a request that won its seat: SUCCEEDED, or HELD with holds.
-func won(hold time.Duration) result {
-	if hold > 0 {
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeHeld}}
-	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeSucceeded, ResultCode: ResultSuccess}}
-}
-
-// shards returns the capacity shards of a first-come message's event: from the
-// message, else the event's config.
-func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
-	if m.CapacityShards <= 0 {
-		return p.c.capacityShards(ctx, m.EventID)
-	}
-	if cfg, _, ok := p.c.events.Peek(m.EventID); ok && max(cfg.CapacityShards, 1) != m.CapacityShards {
-		return 0, Permanent(fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, m.CapacityShards, max(cfg.CapacityShards, 1)))
-	}
-	return m.CapacityShards, nil
-}
-
 // homeState is what a delivery knows of its request's home shard.
 type homeState struct {
 	shard  int

@@ -85,3 +85,17 @@ func (c *Client) returnSeat(eventID string) (write, error) {
 	}
 	return write{row: &seatReturnedRow, key: key.Key(), args: args{pNow: c.now(), pEventID: eventID}}, nil
 }
+
+const (
+	pSweepOwner    param = "sweepOwner"
+	pSweepUntil    param = "sweepUntil"
+	attrSweepOwner       = "sweepOwner"
+	attrSweepUntil       = "sweepUntil"
+)
+
+var (
+	// sweepFree: no other sweeper holds the event's sweep lease.
+	sweepFree = either(fixed(expression.AttributeNotExists(expression.Name(attrSweepUntil))),
+		compare(expression.Name(attrSweepUntil).LessThanEqual, pNow),
+		compare(expression.Name(attrSweepOwner).Equal, pSweepOwner))
+)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asyncevent/asyncevent/internal/ddb"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -30,7 +31,7 @@ const mismatchRecheck = 10 * time.Second
 // table, a *TableMismatchError for a call refused as invalid on a table that differs
 // from the design.
 type tableDB struct {
-	DynamoDB
+	ddb.API
 	table string
 	clock func() time.Time
 
@@ -39,8 +40,8 @@ type tableDB struct {
 	mismatch  *TableMismatchError // nil: the table matched, or was not described
 }
 
-func newTableDB(db DynamoDB, table string, clock func() time.Time) *tableDB {
-	return &tableDB{DynamoDB: db, table: table, clock: clock}
+func newTableDB(db ddb.API, table string, clock func() time.Time) *tableDB {
+	return &tableDB{API: db, table: table, clock: clock}
 }
 
 // explain wraps a missing table's error with ErrTableNotFound, and a ValidationException
@@ -73,7 +74,7 @@ func (t *tableDB) diagnose(ctx context.Context) *TableMismatchError {
 	if age := now.Sub(t.checkedAt); !t.checkedAt.IsZero() && age >= 0 && age < mismatchRecheck {
 		return t.mismatch
 	}
-	out, err := t.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.table)})
+	out, err := t.API.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.table)})
 	if err != nil {
 		return nil
 	}
@@ -85,41 +86,41 @@ func (t *tableDB) diagnose(ctx context.Context) *TableMismatchError {
 }
 
 func (t *tableDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	out, err := t.DynamoDB.GetItem(ctx, in, optFns...)
+	out, err := t.API.GetItem(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
 
 func (t *tableDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	out, err := t.DynamoDB.PutItem(ctx, in, optFns...)
+	out, err := t.API.PutItem(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
 
 func (t *tableDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	out, err := t.DynamoDB.UpdateItem(ctx, in, optFns...)
+	out, err := t.API.UpdateItem(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
 
 func (t *tableDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	out, err := t.DynamoDB.DeleteItem(ctx, in, optFns...)
+	out, err := t.API.DeleteItem(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
 
 func (t *tableDB) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := t.DynamoDB.Query(ctx, in, optFns...)
+	out, err := t.API.Query(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
 
 func (t *tableDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	out, err := t.DynamoDB.TransactWriteItems(ctx, in, optFns...)
+	out, err := t.API.TransactWriteItems(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
 
 func (t *tableDB) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
-	out, err := t.DynamoDB.DescribeTimeToLive(ctx, in, optFns...)
+	out, err := t.API.DescribeTimeToLive(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
 
 func (t *tableDB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	out, err := t.DynamoDB.UpdateTimeToLive(ctx, in, optFns...)
+	out, err := t.API.UpdateTimeToLive(ctx, in, optFns...)
 	return out, t.explain(ctx, err)
 }
