@@ -68,8 +68,8 @@ type prequeueReport struct {
 }
 
 // prequeue runs a pre-queued first-come drop: users click in the pre-queue (the
-// workers leave each entry to the serve), latecomers click at the start (the workers
-// hold them back), the clock skips the settle window, ServePrequeue serves the
+// workers leave each entry to the serve), the clock skips the start and the settle
+// window, latecomers click (the workers hold them back), ServePrequeue serves the
 // entries in their drawn order, the workers then decide the latecomers, and
 // VerifyPrequeue re-checks it all.
 func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
@@ -102,10 +102,13 @@ func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
 	if err := waitKind(ctx, t, asyncevent.OutcomeLeftToDraw, int(early.newOne.Load())); err != nil {
 		return nil, fmt.Errorf("pre-queue: %w", err)
 	}
-	d.clock.skip(start.Sub(d.clock.now())) // the start: a click now is one of the sale
+	// The start, and the settle window after it, pass before the sale's clicks: a
+	// worker holds a sale's click on the queue, whose clock is the real one, until
+	// the serve may begin by the demo's clock, so a click met within the window
+	// would wait the window out in real time.
+	d.clock.skip(start.Sub(d.clock.now()) + asyncevent.DefaultDrawSettleWindow + time.Second)
 	d.submitAll(ctx, late, eventID, usersNamed("late", o.sale), time.Now())
 
-	d.clock.skip(asyncevent.DefaultDrawSettleWindow + time.Second)
 	serveStart := time.Now()
 	res, err := d.admin.ServePrequeue(ctx, eventID)
 	if err != nil {
