@@ -378,6 +378,35 @@ func NewDrawView(d *asyncevent.DrawRecord, winners []string) *DrawView {
 	}
 }
 
+// DrawResultView is the answer of POST /admin/events/{eventId}/draw for a LOTTERY:
+// the record revealed, with the winners, best score first, always shown ([] for
+// none), where the event's view of its draw (DrawView) has none.
+type DrawResultView struct {
+	*DrawView
+	Winners []string `json:"winners"`
+}
+
+// NewDrawResultView is the view of a lottery's draw.
+func NewDrawResultView(res *asyncevent.DrawResult) DrawResultView {
+	return DrawResultView{DrawView: NewDrawView(&res.Record, res.Winners), Winners: nonNil(res.Winners)}
+}
+
+// PrequeueServeView is the answer of POST /admin/events/{eventId}/draw for a
+// FIRST_COME event with a pre-queue: its record, its winners (the first of the
+// order) and its order, the entries as they were served, both always shown.
+type PrequeueServeView struct {
+	DrawResultView
+	Order []string `json:"order"`
+}
+
+// NewPrequeueServeView is the view of a pre-queue's serve.
+func NewPrequeueServeView(res *asyncevent.PrequeueResult) PrequeueServeView {
+	v := PrequeueServeView{DrawResultView: DrawResultView{DrawView: NewDrawView(&res.Record, res.Winners), Winners: nonNil(res.Winners)},
+		Order: nonNil(res.Order)}
+	v.DrawView.Order = res.Order
+	return v
+}
+
 // VerificationView is the result of GET /admin/events/{eventId}/draw/verify.
 type VerificationView struct {
 	EventID    string   `json:"eventId"`
@@ -587,6 +616,15 @@ type StatusLogView struct {
 type StatusLogsView struct {
 	RequestID string          `json:"requestId"`
 	Logs      []StatusLogView `json:"logs"`
+}
+
+// newStatusLogsView is the view of requestID's status log, [] when empty.
+func newStatusLogsView(requestID string, logs []asyncevent.StatusLog) StatusLogsView {
+	v := StatusLogsView{RequestID: requestID, Logs: make([]StatusLogView, 0, len(logs))}
+	for _, l := range logs {
+		v.Logs = append(v.Logs, StatusLogView{FromStatus: l.FromStatus, ToStatus: l.ToStatus, OccurredAt: Timestamp(l.OccurredAt), Message: l.Message})
+	}
+	return v
 }
 
 // DurationsView summarises durations, in milliseconds.

@@ -540,49 +540,39 @@ func (s *Server) eventStats(r *http.Request, eventID string, _ Principal) (Stats
 }
 
 // draw is POST /admin/events/{eventId}/draw: runs (or resumes, or repeats) the draw
-// and answers with the revealed record and the winners; of a FIRST_COME event with a
-// pre-queue, serves the pre-queue and answers with its record, order and winners.
-func (s *Server) draw(r *http.Request, eventID string, _ Principal) (*DrawView, error) {
+// and answers with the revealed record and the winners (DrawResultView); of a
+// FIRST_COME event with a pre-queue, serves the pre-queue and answers with its
+// record, winners and order (PrequeueServeView).
+func (s *Server) draw(r *http.Request, eventID string, _ Principal) (any, error) {
 	if e, err := s.client.GetEvent(r.Context(), eventID); err == nil && e.EventType == asyncevent.FirstCome && e.PrequeueOpensAt != 0 {
 		res, err := s.client.ServePrequeue(r.Context(), eventID)
 		if err != nil {
 			return nil, err
 		}
-		v := NewDrawView(&res.Record, res.Winners)
-		v.Order = res.Order
-		return v, nil
+		return NewPrequeueServeView(res), nil
 	}
 	res, err := s.client.Draw(r.Context(), eventID)
 	if err != nil {
 		return nil, err
 	}
-	return NewDrawView(&res.Record, res.Winners), nil
+	return NewDrawResultView(res), nil
 }
 
 // verifyDraw is GET /admin/events/{eventId}/draw/verify: 200 whether or not the draw
 // checks out; ok and problems say which.
 func (s *Server) verifyDraw(r *http.Request, eventID string, _ Principal) (VerificationView, error) {
-	var view VerificationView
 	if e, err := s.client.GetEvent(r.Context(), eventID); err == nil && e.EventType == asyncevent.FirstCome && e.PrequeueOpensAt != 0 {
 		v, err := s.client.VerifyPrequeue(r.Context(), eventID)
 		if err != nil {
 			return VerificationView{}, err
 		}
-		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems, Order: v.Order, Late: v.Late}
-	} else {
-		v, err := s.client.VerifyDraw(r.Context(), eventID)
-		if err != nil {
-			return VerificationView{}, err
-		}
-		view = VerificationView{EventID: v.EventID, OK: v.OK(), EntryCount: v.EntryCount, Winners: v.Winners, Problems: v.Problems, Late: v.Late}
+		return NewPrequeueVerificationView(v), nil
 	}
-	if view.Winners == nil {
-		view.Winners = []string{}
+	v, err := s.client.VerifyDraw(r.Context(), eventID)
+	if err != nil {
+		return VerificationView{}, err
 	}
-	if view.Problems == nil {
-		view.Problems = []string{}
-	}
-	return view, nil
+	return NewVerificationView(v), nil
 }
 
 // getRequest is GET /admin/requests/{requestId}: any request, with the operator's
@@ -605,11 +595,7 @@ func (s *Server) statusLogs(r *http.Request, requestID string, _ Principal) (Sta
 	if err != nil {
 		return StatusLogsView{}, err
 	}
-	v := StatusLogsView{RequestID: requestID, Logs: make([]StatusLogView, 0, len(logs))}
-	for _, l := range logs {
-		v.Logs = append(v.Logs, StatusLogView{FromStatus: l.FromStatus, ToStatus: l.ToStatus, OccurredAt: Timestamp(l.OccurredAt), Message: l.Message})
-	}
-	return v, nil
+	return newStatusLogsView(requestID, logs), nil
 }
 
 // requestInfo is what the access log learns about a request while it runs.

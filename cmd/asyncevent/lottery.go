@@ -69,7 +69,7 @@ func drawCmd() *command {
 				return err
 			}
 			if e.JSON {
-				return e.PrintJSON(drawOf(&res.Record, res.Winners))
+				return e.PrintJSON(clikit.Draw{DrawResultView: httpapi.NewDrawResultView(res), Item: drawItem(&res.Record)})
 			}
 			rec := res.Record
 			tw := newTable(e.Stdout)
@@ -127,10 +127,9 @@ func verifyCmd() *command {
 	}
 }
 
-// drawOf is a draw's record and winners as the draw command prints them.
-func drawOf(rec *asyncevent.DrawRecord, winners []string) clikit.Draw {
-	return clikit.Draw{DrawView: httpapi.NewDrawView(rec, winners), Item: fieldsJSON(withEntity(fieldsOf(rec), entity.Draw)),
-		Winners: append([]string{}, winners...)}
+// drawItem is a draw's DRAW item, which the draw command prints beside the view.
+func drawItem(rec *asyncevent.DrawRecord) clikit.Row {
+	return fieldsJSON(withEntity(fieldsOf(rec), entity.Draw))
 }
 
 // servePrequeue runs the draw command on a FIRST_COME event with a pre-queue.
@@ -151,7 +150,7 @@ func servePrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID st
 		return err
 	}
 	if e.JSON {
-		return e.PrintJSON(clikit.PrequeueServe{Draw: drawOf(&res.Record, res.Winners), Order: append([]string{}, res.Order...)})
+		return e.PrintJSON(clikit.PrequeueServe{PrequeueServeView: httpapi.NewPrequeueServeView(res), Item: drawItem(&res.Record)})
 	}
 	rec := res.Record
 	tw := newTable(e.Stdout)

@@ -87,18 +87,17 @@ type RequestPage struct {
 	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-// Draw is a lottery's draw as the draw command prints it: the HTTP API's view
-// (httpapi.DrawView: the record, the winners) with Item, the DRAW item. Winners is
-// printed even when empty, as the CLI always has (the view leaves an empty list out).
+// Draw is a lottery's draw as the draw command prints it: the HTTP API's answer
+// (httpapi.DrawResultView: the record, the winners) with Item, the DRAW item.
 type Draw struct {
-	*httpapi.DrawView
-	Item    Row      `json:"draw"`
-	Winners []string `json:"winners"`
+	httpapi.DrawResultView
+	Item Row `json:"draw"`
 }
 
-// PrequeueServe is a pre-queue's serve as the draw command prints it: a Draw whose
-// Order, the entries in the order served, is printed even when empty.
+// PrequeueServe is a pre-queue's serve as the draw command prints it: the HTTP API's
+// answer (httpapi.PrequeueServeView: the record, the winners, the order) with Item,
+// the DRAW item.
 type PrequeueServe struct {
-	Draw
-	Order []string `json:"order"`
+	httpapi.PrequeueServeView
+	Item Row `json:"draw"`
 }
