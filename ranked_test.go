@@ -428,11 +428,14 @@ func TestRankedAdmission(t *testing.T) {
 		r.submit(r.c, usersN("u", 12), 4)
 		eventually(t, "the admission refusing", func() bool { return admissionRefusing(t, r) })
 		land()
-		eventually(t, "slow decided", func() bool {
-			s := find(requestsOf(t, r.c, r.eventID), "slow").Status
-			return s == asyncevent.StatusWaitlisted || s.IsTerminal() || s == asyncevent.StatusHeld
+		// CheckEvent holds every request of the event, not only the late arrival: it
+		// runs once the workers are done with all 13.
+		var rs []asyncevent.Request
+		eventually(t, "every request decided", func() bool {
+			rs = requestsOf(t, r.c, r.eventID)
+			return allDecided(rs, 13)
 		})
-		q := find(requestsOf(t, r.c, r.eventID), "slow")
+		q := find(rs, "slow")
 		t.Logf("the late arrival: %s %s", q.Status, q.ResultCode)
 		st, err := r.c.EventStats(r.ctx, r.eventID)
 		require.NoError(t, err)
@@ -849,6 +852,14 @@ func countWaveWrites(t *testing.T, applied *atomic.Int32, lose int32) asyncevent
 // allFinal reports whether rs are users requests, each final.
 func allFinal(rs []asyncevent.Request, users int) bool {
 	return len(rs) == users && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool { return !q.Status.IsTerminal() })
+}
+
+// allDecided reports whether rs are the requests of users users and the workers are
+// done with each: final, or HELD or WAITLISTED, which wait for a person.
+func allDecided(rs []asyncevent.Request, users int) bool {
+	return len(rs) == users && !slices.ContainsFunc(rs, func(q asyncevent.Request) bool {
+		return !q.Status.IsTerminal() && q.Status != asyncevent.StatusHeld && q.Status != asyncevent.StatusWaitlisted
+	})
 }
 
 // waveSeatsWrite matches the ranked admission's write of a wave's home seats: a
