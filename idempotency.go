@@ -5,18 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
-	"github.com/google/uuid"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ingest"
 )
 
 // IdempotencyLock is the IdempotencyLock item (PK IDEMP#<eventId>#<userId>, SK LOCK):
@@ -151,7 +147,7 @@ func (c *Client) newRequestID(event *eventItem) string {
 	if c.turns == nil {
 		return c.opts.NewRequestID()
 	}
-	return c.turns.newRequestID(event.EventID, event.IndexShards)
+	return c.turns.NewRequestID(event.EventID, event.IndexShards, shardOf)
 }
 
 func (c *Client) participate(ctx context.Context, event *eventItem, lock LockKey) (Participation, error) {
@@ -176,7 +172,7 @@ func (c *Client) participate(ctx context.Context, event *eventItem, lock LockKey
 			return first, err
 		}
 		// Our own lock, met again by the SDK's retry of a put whose answer was lost.
-	case err != nil && !isInvalid(err) && !isThrottle(err):
+	case err != nil && !ingest.Invalid(err) && !isThrottle(err):
 		// No answer: the lock may or may not have landed. The lock tells.
 		p, lerr := c.LookupParticipation(ctx, event.EventID, lock.userID)
 		switch {
@@ -383,25 +379,7 @@ func (e *uncertainError) Unwrap() error { return e.err }
 
 // refused reports a call that DynamoDB answered with a refusal, so that nothing of it
 // was applied: the call was wrong, or throttled.
-func refused(err error) bool {
-	var apiErr smithy.APIError
-	return isThrottle(err) || errors.As(err, &apiErr) && invalidCodes[apiErr.ErrorCode()]
-}
-
-// invalidCodes are the answers to a call that was wrong in itself.
-var invalidCodes = map[string]bool{
-	"ValidationException": true, "SerializationException": true, "ResourceNotFoundException": true, "AccessDeniedException": true,
-}
-
-// isInvalid reports an error that says the call itself was wrong (it was refused
-// before anything was written), as opposed to one that leaves its effect unknown.
-func isInvalid(err error) bool {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) && invalidCodes[apiErr.ErrorCode()] {
-		return true
-	}
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
+func refused(err error) bool { return isThrottle(err) || ingest.Rejected(err) }
 
 // LookupParticipation finds the request of an (event, user) pair: the
 // "participate (duplicate)" row, GetItem PK IDEMP#<eventId>#<userId>, SK LOCK, a
@@ -424,40 +402,8 @@ func (c *Client) LookupParticipation(ctx context.Context, eventID, userID string
 }
 
 // shardTurns deals the request IDs a client makes round the index shards of each
-// event, so that its requests go to the shards in turn rather than at random. A random
-// spread is even on average but now and then puts a burst of requests on one shard's
-// key; at a modest rate per shard (a spike's tail, a spike played slower under lower
-// limits) those bursts are what a key throttles on. It is safe for concurrent use.
-type shardTurns struct {
-	next sync.Map // eventId → *atomic.Uint64, the turn of the next request
-}
-
-// newRequestID returns a new default request ID (a UUIDv7) for an event with shards
-// index shards: for shards > 1, one whose shardOf is the event's next shard in turn.
-// It varies the UUID's last 16 random bits until the ID falls on that shard, about
-// shards tries of a string and a hash each; the ID is no less unique, and its shard is
-// still the one shardOf derives from it.
-func (t *shardTurns) newRequestID(eventID string, shards int) string {
-	u := uuid.Must(uuid.NewV7())
-	if shards <= 1 {
-		return u.String()
-	}
-	turn, ok := t.next.Load(eventID)
-	if !ok {
-		start := new(atomic.Uint64)
-		start.Store(mrand.Uint64N(uint64(shards))) // clients start at different shards
-		turn, _ = t.next.LoadOrStore(eventID, start)
-	}
-	want := int(turn.(*atomic.Uint64).Add(1) % uint64(shards))
-	id := u.String()
-	for i := range 1 << 16 {
-		u[14], u[15] = byte(i>>8), byte(i)
-		if id = u.String(); shardOf(id, shards) == want {
-			break
-		}
-	}
-	return id
-}
+// event (ingest.ShardTurns).
+type shardTurns = ingest.ShardTurns
 
 // putRequestOf writes the request a first-come message names, RECEIVED, as ingest's
 // put would have (queuedAt from the message's requestedAt or now, its index keys from
@@ -502,38 +448,20 @@ func (c *Client) putRequestOf(ctx context.Context, m Message) error {
 	return err
 }
 
-// ingestDeadline is the latest moment the writes of an ingest of event that begins at
-// now may run (the lock's and the request's puts, the send, MarkQueued, the release
-// of the lock or FAILED_FINAL after a failure): bookkeepingTimeout after now, or the
-// caller's own deadline when that is later (a caller that allows a slow store more
-// time keeps it; one that hung up does not cut the writes short), and for a LOTTERY
-// event never later than the moment Draw may begin (the cutoff plus
-// Options.DrawSettleWindow) less a margin, the smaller of one second and a quarter of
-// the window. So no request of a lottery lands on the table after the draw began
-// reading its entries: a call cut off by the deadline was sent before it, and the
-// margin covers its way to DynamoDB. The lottery's invariant (the entries the draw
-// freezes are the entries it finalises) relies on this rule.
+// ingestDeadline is ingest.Deadline for an ingest of event that begins at now: at
+// least bookkeepingTimeout, fenced for a LOTTERY event (and a pre-queue's entry) by
+// the moment Draw (or the serve) may begin, the cutoff plus Options.DrawSettleWindow,
+// less a margin, the smaller of one second and a quarter of the window.
 func (c *Client) ingestDeadline(event *eventItem, now, callerDeadline time.Time) time.Time {
-	deadline := now.Add(bookkeepingTimeout)
-	if callerDeadline.After(deadline) {
-		deadline = callerDeadline
-	}
 	if event.EventType == Lottery && event.LotteryCutoffAt != 0 || event.isPrequeueEntry(MillisOf(now)) {
-		if fence := c.entryFence(event); fence.Before(deadline) {
-			deadline = fence
-		}
+		return ingest.Deadline(now, callerDeadline, bookkeepingTimeout, c.entryFence(event), true)
 	}
-	return deadline
+	return ingest.Deadline(now, callerDeadline, bookkeepingTimeout, time.Time{}, false)
 }
 
 // ingestContext returns the context of an ingest's writes: ctx's values without its
-// cancellation, ending at ingestDeadline (measured on the library's clock; ctx's
-// deadline, on the wall clock, is carried over as the time it leaves).
+// cancellation, ending at ingestDeadline (measured on the library's clock).
 func (c *Client) ingestContext(ctx context.Context, event *eventItem) (context.Context, context.CancelFunc) {
 	now := c.opts.Clock()
-	var callerDeadline time.Time
-	if d, ok := ctx.Deadline(); ok {
-		callerDeadline = now.Add(time.Until(d))
-	}
-	return context.WithTimeout(context.WithoutCancel(ctx), c.ingestDeadline(event, now, callerDeadline).Sub(now))
+	return ingest.Context(ctx, now, c.ingestDeadline(event, now, ingest.CallerDeadline(ctx, now)))
 }

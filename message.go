@@ -1,10 +1,11 @@
 package asyncevent
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/asyncevent/asyncevent/internal/ingest"
 )
 
 // MessageVersion is the version of the message body this library writes.
@@ -85,16 +86,14 @@ func EncodeMessage(m Message) ([]byte, error) {
 // Message carries it even with the error, so the request can be marked FAILED_SERDE.
 func DecodeMessage(body []byte) (Message, error) {
 	var m Message
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return Message{RequestID: salvageRequestID(body)}, fmt.Errorf("%w: %w", ErrMalformedMessage, err)
-	}
-	if dec.More() {
-		return m, fmt.Errorf("%w: data after the JSON object", ErrMalformedMessage)
+	switch err := ingest.DecodeBody(body, &m); {
+	case errors.Is(err, ingest.ErrTrailingData):
+		return m, fmt.Errorf("%w: %w", ErrMalformedMessage, err)
+	case err != nil:
+		return Message{RequestID: ingest.SalvageField(body, "requestId", validRequestID)}, fmt.Errorf("%w: %w", ErrMalformedMessage, err)
 	}
 	if err := m.validate(); err != nil {
-		if ValidateID("requestId", m.RequestID) != nil {
+		if !validRequestID(m.RequestID) {
 			m = Message{}
 		}
 		return m, err
@@ -102,33 +101,7 @@ func DecodeMessage(body []byte) (Message, error) {
 	return m, nil
 }
 
-// salvageRequestID reads the top-level "requestId" of a body that does not decode
-// whole (cut short, a field of the wrong type), or returns "" when it names no valid
-// one before the damage.
-func salvageRequestID(body []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		if key == "requestId" {
-			v, err := dec.Token()
-			if id, ok := v.(string); ok && err == nil && ValidateID("requestId", id) == nil {
-				return id
-			}
-			return ""
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return ""
-		}
-	}
-	return ""
-}
+func validRequestID(id string) bool { return ValidateID("requestId", id) == nil }
 
 func (m Message) validate() error {
 	bad := func(format string, args ...any) error {
