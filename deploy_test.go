@@ -100,7 +100,7 @@ func TestTemplateTableIsCreateTables(t *testing.T) {
 	}
 	child(t, props, "WarmThroughput")
 
-	want := createTableInput(name)
+	want := design.CreateTableInput(name)
 	assert.Equal(t, want.BillingMode, in.BillingMode)
 	assert.ElementsMatch(t, want.AttributeDefinitions, in.AttributeDefinitions)
 	assert.Equal(t, want.KeySchema, in.KeySchema)

@@ -1,31 +1,9 @@
 package asyncevent
 
 import (
-	"math"
 	"time"
 
-	"github.com/asyncevent/asyncevent/internal/admission"
-	"github.com/asyncevent/asyncevent/internal/clickcost"
-)
-
-// The layout rule: the share of a partition key's 1,000 WCU/s a shard may take, and
-// the most seats a capacity shard holds for a claim to cost what the rule counts.
-// What one click and one seat write is in internal/clickcost, which package
-// spikeplan reads too.
-const (
-	// keyWCULimit is DynamoDB's limit on one partition key: 1,000 WCU/s, on the table
-	// and on each GSI apart.
-	keyWCULimit = 1000
-	// keyRCULimit is DynamoDB's limit on one partition key: 3,000 RCU/s (strongly
-	// consistent reads of up to 4 KB), on the table and on each GSI apart.
-	keyRCULimit = 3000
-	// shardBudget is the share of keyWCULimit one shard may take at the peak: 80%,
-	// for the bursts around it.
-	shardBudget = 0.8 * keyWCULimit
-
-	// ruleSeatsPerShard is the most seats a capacity shard holds for
-	// clickcost.ClaimWCU to hold, with room for the item's other attributes.
-	ruleSeatsPerShard = 128
+	"github.com/asyncevent/asyncevent/internal/layoutrule"
 )
 
 // ShardsFor returns the layout (EventSettings.IndexShards and CapacityShards) that
@@ -45,20 +23,7 @@ const (
 // alone: no serial bound of one transaction at a time applies. Package spikeplan's
 // For calls it for the layout of its plan.
 func ShardsFor(clicksPerSecond, winnersPerSecond float64) (indexShards, capacityShards int) {
-	if winnersPerSecond <= 0 {
-		winnersPerSecond = clicksPerSecond * clickcost.WinnerShare
-	}
-	return shardsFor(clicksPerSecond*clickcost.IndexWCU, MaxShards), shardsFor(winnersPerSecond*clickcost.ClaimWCU, maxCapacityShards)
-}
-
-// shardsFor is how many shards of shardBudget take units a second, between 1 and
-// most.
-func shardsFor(units float64, most int) int {
-	n := math.Ceil(units / shardBudget)
-	if !(n < float64(most)) { // clamped as a float: a huge peak (or NaN) would overflow int
-		return most
-	}
-	return max(int(n), 1)
+	return layoutrule.Shards(clicksPerSecond, winnersPerSecond, MaxShards, maxCapacityShards)
 }
 
 // ShardForPeak sets the event's layout (IndexShards and CapacityShards) for a peak of
@@ -75,14 +40,7 @@ func (e *EventSettings) ShardForPeak(clicksPerSecond float64) {
 		e.CapacityShards = 0
 		return
 	}
-	seats := max(e.CapacityTotal, 1)
-	bySeats := min((seats+ruleSeatsPerShard-1)/ruleSeatsPerShard, maxCapacityShards)
-	e.CapacityShards = int(min(max(int64(e.CapacityShards), bySeats), seats))
-	if e.HoldFor > 0 {
-		// CreateEvent writes an event with holds' registry entry in the same
-		// transaction as its shards: one shard fewer fits.
-		e.CapacityShards = min(e.CapacityShards, maxCapacityShards-1)
-	}
+	e.CapacityShards = layoutrule.CapacityShards(e.CapacityShards, e.CapacityTotal, e.HoldFor > 0, maxCapacityShards)
 }
 
 // RankedBound is what one ranked admission (EventSettings.Admission AdmissionRanked)
@@ -130,27 +88,5 @@ type RankedBound struct {
 // 64 ÷ (6 × 10 ms) ≈ 1,067 winners/s, and 40 RCU/s a worker, 75 workers on the
 // partition key. The CLI's plan -ranked prints it.
 func (c *Client) RankedBound(e EventSettings, callLatency time.Duration) RankedBound {
-	k := max(e.IndexShards, 1)
-	claim := 2
-	if e.HoldFor > 0 {
-		claim = 3
-	}
-	b := RankedBound{
-		WaveSize:    admission.WaveSize(c.opts.DrawConcurrency),
-		RoundTrips:  1 + ceilDiv(k, partitionReads) + 1 + claim + 1,
-		CallLatency: callLatency,
-	}
-	if callLatency > 0 {
-		b.WinnersPerSecond = float64(b.WaveSize) / (float64(b.RoundTrips) * callLatency.Seconds())
-	}
-	perSecond := float64(time.Second) / float64(admission.Tick)
-	b.LineQueriesPerSecond = float64(k) * perSecond
-	// The record: its keys, watermark, lease and counters in about 256 bytes, and a
-	// request ID of 36 characters (40 bytes stored) per request of the wave.
-	b.RecordRCU = ceilDiv(256+40*b.WaveSize, 4096)
-	b.RecordRCUPerWorker = float64(b.RecordRCU) * perSecond
-	b.MaxWorkers = int(keyRCULimit / b.RecordRCUPerWorker)
-	return b
+	return RankedBound(layoutrule.Ranked(c.opts.DrawConcurrency, e.IndexShards, partitionReads, e.HoldFor > 0, callLatency))
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
