@@ -1,9 +1,9 @@
 // Package clickcost holds what one click and one seat claim cost DynamoDB, as the
 // heat meter measures them on DynamoDB Local (asyncevent bench, its heat rows), and
-// the share of the clicks that win when a caller does not say. The root package's
-// layout rule (ShardsFor, EventSettings.ShardForPeak) and package spikeplan's
-// throughput read these, and nothing else does, so that the shards and the warm
-// throughput of a peak count the same units.
+// the share of the clicks that win when a caller does not say. The layout rule
+// (internal/layoutrule, behind ShardsFor and EventSettings.ShardForPeak) and package
+// spikeplan's throughput read these, and nothing else does, so that the shards and
+// the warm throughput of a peak count the same units.
 package clickcost
 
 const (
