@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/asyncevent/asyncevent/internal/ctxsleep"
+	"github.com/asyncevent/asyncevent/internal/workloop"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -54,23 +52,7 @@ const (
 	defaultVisibilityTimeout = 60 * time.Second
 	defaultHoldSweepEvery    = time.Second
 	holdSweepLease           = 10 * time.Second
-	holdRegistryEvery        = 10 * time.Second
 )
-
-// union2 returns the strings of a and b, each once.
-func union2(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, s := range b {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// deleteBatchDelay is how long a finished message's delete waits for others to share
-// its DeleteMessageBatch call.
-const deleteBatchDelay = 20 * time.Millisecond
 
 // Worker long-polls a queue and processes its messages with bounded concurrency:
 // it extends a message's visibility while its work goes on, deletes what is done (in
@@ -88,13 +70,8 @@ type Worker struct {
 	started bool
 	stop    context.CancelFunc // stops receiving and starting messages
 	abort   context.CancelFunc // cancels in-flight work, and a receive in flight
-	fetched chan struct{}      // closed when the receive loop has returned
 	done    chan struct{}      // closed when the worker has stopped
-
-	inflight sync.WaitGroup
-	slots    chan struct{}
-	deletes  chan string
-	deleted  chan struct{} // closed when the delete batcher has flushed and returned
+	loop    *workloop.Loop
 }
 
 // NewWorker returns a Worker that processes q's messages on c's table.
@@ -113,14 +90,17 @@ func NewWorker(c *Client, q queue.Queue, opts WorkerOptions) (*Worker, error) {
 	opts.HoldSweepEvery = orDefault(opts.HoldSweepEvery, defaultHoldSweepEvery)
 	p := NewProcessor(c, opts.ProcessOptions)
 	opts.ProcessOptions = p.opts
-	return &Worker{
-		p: p, q: q, opts: opts,
-		fetched: make(chan struct{}),
-		done:    make(chan struct{}),
-		slots:   make(chan struct{}, opts.Concurrency),
-		deletes: make(chan string, opts.Concurrency*2),
-		deleted: make(chan struct{}),
-	}, nil
+	w := &Worker{p: p, q: q, opts: opts, done: make(chan struct{})}
+	var holds workloop.HoldSweeper
+	if opts.HoldSweepEvery >= 0 {
+		holds = workerHolds{w}
+	}
+	w.loop = workloop.New(q, workloop.Config{
+		Concurrency: opts.Concurrency, BatchSize: opts.BatchSize, WaitTime: opts.WaitTime,
+		VisibilityTimeout: opts.VisibilityTimeout, HoldSweepEvery: opts.HoldSweepEvery,
+		Bookkeeping: bookkeepingTimeout, Logger: opts.Logger,
+	}, w.process, holds)
+	return w, nil
 }
 
 // Start starts receiving and processing in the background and returns at once. The
@@ -136,23 +116,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	workCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
 	stopCtx, stop := context.WithCancel(ctx)
 	w.stop, w.abort = stop, abort
-	// A long poll that is cancelled may still be handed messages that nobody then
-	// holds a receipt of, so it is let run to its end unless the queue says that
-	// cancelling it is safe; an abort ends it either way.
-	receiveCtx := workCtx
-	if cs, ok := w.q.(queue.CancelSafeQueue); ok && cs.ReceiveIsCancelSafe() {
-		receiveCtx = stopCtx
-	}
-	go w.batchDeletes()
-	go w.receive(stopCtx, receiveCtx, workCtx)
-	swept := make(chan struct{})
-	go w.sweepHolds(stopCtx, swept)
 	go func() {
-		<-w.fetched
-		<-swept
-		w.inflight.Wait()
-		close(w.deletes)
-		<-w.deleted
+		w.loop.Run(stopCtx, workCtx)
 		abort()
 		close(w.done)
 	}()
@@ -211,269 +176,46 @@ func (w *Worker) Run(ctx context.Context, grace time.Duration) error {
 	return w.Stop(stopCtx)
 }
 
-// sweepHolds runs the hold sweep of the events with holds the worker has met, every
-// HoldSweepEvery, until ctx ends; then it closes done.
-func (w *Worker) sweepHolds(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	if w.opts.HoldSweepEvery < 0 {
-		return
-	}
-	tick := time.NewTicker(w.opts.HoldSweepEvery)
-	defer tick.Stop()
-	var listed []string // the hold registry's events, read every holdRegistryEvery
-	var read time.Time
-	othersUntil := map[string]EpochMillis{} // event → when the lease another worker holds on its sweep runs out
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if time.Since(read) >= holdRegistryEvery {
-			if evs, err := w.p.c.HoldEvents(ctx); err == nil {
-				listed, read = listed[:0], time.Now()
-				for _, ev := range evs {
-					listed = append(listed, ev.EventID)
-				}
-			} else if ctx.Err() == nil {
-				w.opts.Logger.WarnContext(ctx, "reading the hold registry failed", slog.Any("error", err))
-			}
-		}
-		for _, ev := range union2(w.p.holdEvents(), listed) {
-			if w.p.c.now() < othersUntil[ev] {
-				continue // another worker sweeps it: look again once its lease has run out
-			}
-			rep, err := w.p.c.SweepHolds(ctx, ev, HoldSweepOptions{Owner: w.opts.WorkerID, LeaseFor: holdSweepLease})
-			if err == nil && rep.Skipped {
-				othersUntil[ev] = rep.leaseUntil
-			}
-			switch {
-			case err != nil && ctx.Err() == nil:
-				w.opts.Logger.WarnContext(ctx, "the hold sweep failed; it runs again", slog.String("eventId", ev), slog.Any("error", err))
-			case err == nil && rep.Expired+rep.Served+rep.Closed > 0:
-				w.opts.Logger.InfoContext(ctx, "hold sweep", slog.String("eventId", ev), slog.Int("expired", rep.Expired),
-					slog.Int("served", rep.Served), slog.Int("closed", rep.Closed))
-			}
-		}
-	}
-}
-
-// receive is the receive loop: it asks for as many messages as there are free slots,
-// one slot for each message held, and ends once stopCtx ends.
-func (w *Worker) receive(stopCtx, receiveCtx, workCtx context.Context) {
-	defer close(w.fetched)
-	log := w.opts.Logger
-	for {
-		// Wait for one free slot, then take what else is free, up to a batch.
-		select {
-		case w.slots <- struct{}{}:
-		case <-stopCtx.Done():
-			return
-		}
-		n := 1
-	fill:
-		for n < w.opts.BatchSize {
-			select {
-			case w.slots <- struct{}{}:
-				n++
-			default:
-				break fill
-			}
-		}
-		ds, err := w.q.Receive(receiveCtx, n, w.opts.WaitTime, w.opts.VisibilityTimeout)
-		for range n - len(ds) {
-			<-w.slots
-		}
-		if stopCtx.Err() != nil {
-			w.giveBack(workCtx, ds)
-			return
-		}
-		if err != nil {
-			log.WarnContext(stopCtx, "receive failed", slog.Any("error", err))
-			if ctxsleep.Sleep(stopCtx, time.Second) != nil {
-				return
-			}
-			continue
-		}
-		for _, run := range queue.Groups(ds) {
-			held := make([]queue.Delivery, len(run))
-			for i, at := range run {
-				held[i] = ds[at]
-			}
-			w.inflight.Add(1)
-			go func() {
-				defer w.inflight.Done()
-				w.runInOrder(stopCtx, workCtx, held)
-			}()
-		}
-	}
-}
-
-// runInOrder processes a run of queue.Groups one delivery after another. It starts none
-// once the worker is stopping, nor any after one that is not done: those it gives
-// back. The deliveries that wait are kept hidden meanwhile.
-func (w *Worker) runInOrder(stopCtx, ctx context.Context, ds []queue.Delivery) {
-	var h *hider
-	if len(ds) > 1 {
-		h = w.hide(ctx, ds[1:])
-	}
-	for i, d := range ds {
-		if stopCtx.Err() != nil {
-			h.end()
-			w.giveBack(ctx, ds[i:])
-			return
-		}
-		h.starting(d)
-		done := w.handle(ctx, d)
-		<-w.slots
-		if !done {
-			h.end()
-			w.giveBack(ctx, ds[i+1:])
-			return
-		}
-	}
-	h.end()
-}
-
-// giveBack makes held deliveries that were not started visible again at once, for
-// any worker, and frees their slots. A FIFO queue keeps them in their group's order.
-func (w *Worker) giveBack(ctx context.Context, ds []queue.Delivery) {
-	if len(ds) == 0 {
-		return
-	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, d := range ds {
-		wg.Go(func() {
-			defer func() { <-w.slots }()
-			if err := w.q.ChangeVisibility(bctx, d.Receipt, 0); err != nil {
-				w.opts.Logger.WarnContext(ctx, "giving back a message failed", slog.String("messageId", d.MessageID), slog.Any("error", err))
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// hider keeps the deliveries of a run hidden for the worker's visibility timeout
-// while they wait behind the run's earlier ones. A nil hider does nothing.
-type hider struct {
-	mu      sync.Mutex
-	waiting []queue.Delivery
-	quit    chan struct{}
-	exited  chan struct{}
-}
-
-// hide starts keeping ds hidden, every half of the visibility timeout.
-func (w *Worker) hide(ctx context.Context, ds []queue.Delivery) *hider {
-	h := &hider{waiting: ds, quit: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		defer close(h.exited)
-		tick := time.NewTicker(w.opts.VisibilityTimeout / 2)
-		defer tick.Stop()
-		for {
-			select {
-			case <-h.quit:
-				return
-			case <-tick.C:
-			}
-			h.mu.Lock()
-			for _, d := range h.waiting {
-				bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-				if err := w.q.ChangeVisibility(bctx, d.Receipt, w.opts.VisibilityTimeout); err != nil {
-					w.opts.Logger.WarnContext(ctx, "keeping a waiting message hidden failed", slog.String("messageId", d.MessageID), slog.Any("error", err))
-				}
-				cancel()
-			}
-			h.mu.Unlock()
-		}
-	}()
-	return h
-}
-
-// starting stops keeping d, the first of those waiting, hidden: its work now does.
-func (h *hider) starting(d queue.Delivery) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.waiting) > 0 && h.waiting[0].Receipt == d.Receipt {
-		h.waiting = h.waiting[1:]
-	}
-}
-
-// end stops the hider and returns once it changes no visibility any more, so that
-// a message given back after it stays visible.
-func (h *hider) end() {
-	if h == nil {
-		return
-	}
-	close(h.quit)
-	<-h.exited
-}
-
-// handle processes one delivery, does what its result asks of the queue, and reports
-// whether the message is done.
-func (w *Worker) handle(ctx context.Context, d queue.Delivery) (done bool) {
+// process binds the loop's Process to the Processor: the extender keeps the message
+// hidden while its work goes on.
+func (w *Worker) process(ctx context.Context, d queue.Delivery) workloop.Verdict {
 	extend := &extender{visibility: w.opts.VisibilityTimeout, extend: func(ctx context.Context) error {
 		return w.q.ChangeVisibility(ctx, d.Receipt, w.opts.VisibilityTimeout)
 	}}
 	res := w.p.process(ctx, d, extend)
-	switch res.action {
-	case actDelete:
-		w.deletes <- d.Receipt
-		return true
-	case actRetry:
-		// After a cancelled context too: the message is released for another worker.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-		defer cancel()
-		if err := w.q.ChangeVisibility(bctx, d.Receipt, min(res.delay, maxVisibility)); err != nil {
-			w.opts.Logger.WarnContext(ctx, "changing visibility failed", slog.String("requestId", res.outcome.RequestID), slog.Any("error", err))
-		}
-	}
-	return false
+	return workloop.Verdict{Action: workloop.Action(res.action), Delay: res.delay, RequestID: res.outcome.RequestID}
 }
 
-// maxVisibility is SQS's limit on a message's visibility timeout.
-const maxVisibility = 12 * time.Hour
+// The Processor's actions are the loop's, value for value: the build fails otherwise.
+var (
+	_ = [1]struct{}{}[actDelete-action(workloop.Delete)]
+	_ = [1]struct{}{}[actRetry-action(workloop.Retry)]
+	_ = [1]struct{}{}[actLeave-action(workloop.Leave)]
+)
 
-// batchDeletes deletes finished messages in batches of up to ten, waiting at most
-// deleteBatchDelay for a batch to fill.
-func (w *Worker) batchDeletes() {
-	defer close(w.deleted)
-	var batch []string
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
-		defer cancel()
-		if err := w.q.Delete(ctx, batch...); err != nil {
-			// The messages come back and are deleted then as duplicates.
-			w.opts.Logger.Warn("deleting messages failed", slog.Int("count", len(batch)), slog.Any("error", err))
-		}
-		batch = batch[:0]
+// workerHolds binds the loop's hold-sweep ticker to the worker's client.
+type workerHolds struct{ w *Worker }
+
+func (h workerHolds) Registry(ctx context.Context) ([]string, error) {
+	evs, err := h.w.p.c.HoldEvents(ctx)
+	if err != nil {
+		return nil, err
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case r, ok := <-w.deletes:
-			if !ok {
-				flush()
-				return
-			}
-			batch = append(batch, r)
-			if len(batch) == 1 {
-				timer.Reset(deleteBatchDelay)
-			}
-			if len(batch) >= 10 {
-				timer.Stop()
-				flush()
-			}
-		case <-timer.C:
-			flush()
-		}
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.EventID
 	}
+	return ids, nil
+}
+
+func (h workerHolds) Met() []string { return h.w.p.holdEvents() }
+func (h workerHolds) Now() int64    { return int64(h.w.p.c.now()) }
+
+func (h workerHolds) Sweep(ctx context.Context, eventID string) (workloop.Swept, error) {
+	rep, err := h.w.p.c.SweepHolds(ctx, eventID, HoldSweepOptions{Owner: h.w.opts.WorkerID, LeaseFor: holdSweepLease})
+	if err != nil {
+		return workloop.Swept{}, err
+	}
+	return workloop.Swept{Expired: rep.Expired, Served: rep.Served, Closed: rep.Closed,
+		Skipped: rep.Skipped, LeaseUntil: int64(rep.leaseUntil)}, nil
 }
