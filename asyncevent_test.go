@@ -166,10 +166,10 @@ func TestEveryMethodRefusesBadIDs(t *testing.T) {
 
 // The engine under internal/ sits below the root package, which imports it: no
 // package there imports the root, or one of the module's packages above it. Only
-// the module's leaf packages (entity, draw) and internal/ itself are below the root.
+// the module's leaf packages (entity, draw, queue) and internal/ itself are below the root.
 func TestInternalSitsBelowTheRoot(t *testing.T) {
 	const module = "github.com/asyncevent/asyncevent"
-	below := []string{module + "/internal/", module + "/entity", module + "/draw"}
+	below := []string{module + "/internal/", module + "/entity", module + "/draw", module + "/queue"}
 	files, err := filepath.Glob("internal/*/*.go")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
