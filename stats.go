@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/asyncevent/asyncevent/internal/stats"
 )
 
 // EventStats sums up an event's requests for the operator's screen.
@@ -163,7 +165,7 @@ func (c *Client) EventStats(ctx context.Context, eventID string) (*EventStats, e
 			runs = append(runs, r.FinishedAt.Time().Sub(r.StartedAt.Time()))
 		}
 	}
-	st.QueueWait, st.Processing = summarise(waits), summarise(runs)
+	st.QueueWait, st.Processing = Durations(stats.Summarise(waits)), Durations(stats.Summarise(runs))
 	if cfg.EventType == FirstCome && cfg.HoldFor > 0 {
 		if st.Holds, err = c.holdStats(ctx, cfg, st); err != nil {
 			return nil, err
@@ -247,72 +249,25 @@ func inQueueRank(a, b statsRow) int { return strings.Compare(a.GSI2SK, b.GSI2SK)
 // pool after the losers before it were turned away (seats added, or a cancel's),
 // which is no inversion: it is neither winner nor loser.
 func fairness(rows []statsRow, pool int) Fairness {
-	var f Fairness
-	firstLoss := -1 // the index of the first loser in queue order
+	entries := make([]stats.Entry, len(rows))
 	for i, r := range rows {
-		switch lineRoleOf(r, pool) {
-		case lineLate:
-			f.Late++
-		case lineLoser:
-			if firstLoss < 0 {
-				firstLoss = i
-			}
-		case lineWinner:
-			if firstLoss >= 0 {
-				f.LateWinners++
-				f.LateWinnerMaxGap = max(f.LateWinnerMaxGap, r.QueuedAt.Time().Sub(rows[firstLoss].QueuedAt.Time()))
-			}
-		}
+		entries[i] = stats.Entry{QueuedAt: int64(r.QueuedAt), Role: lineRoleOf(r, pool)}
 	}
-	lastWin := -1 // the index of the winner with the latest queuedAt after the current row
-	for i := len(rows) - 1; i >= 0; i-- {
-		switch r := rows[i]; lineRoleOf(r, pool) {
-		case lineWinner:
-			if lastWin < 0 || r.QueuedAt > rows[lastWin].QueuedAt {
-				lastWin = i
-			}
-		case lineLoser:
-			if lastWin >= 0 {
-				f.Inversions++
-				f.MaxGap = max(f.MaxGap, rows[lastWin].QueuedAt.Time().Sub(r.QueuedAt.Time()))
-			}
-		}
-	}
-	return f
+	return Fairness(stats.Count(entries))
 }
-
-// lineRole is what a request is to Fairness.
-type lineRole int
-
-const (
-	lineOther  lineRole = iota // not decided, failed, a duplicate, or a pool seat
-	lineWinner                 // won a seat (SUCCEEDED, HELD, or held one)
-	lineLoser                  // rejected for capacity, or WAITLISTED
-	lineLate                   // REJECTED_LATE: passed unseen by the ranked admission
-)
 
 // lineRoleOf returns r's role in its event's line; pool is the seatShard of a claim
 // on the pool (-1 for an event with holds, whose waitlist orders the pool's seats).
-func lineRoleOf(r statsRow, pool int) lineRole {
+func lineRoleOf(r statsRow, pool int) stats.Role {
 	switch {
 	case r.ResultCode == ResultLate:
-		return lineLate
+		return stats.Late
 	case r.SeatShard != nil && *r.SeatShard == pool:
-		return lineOther
+		return stats.Other
 	case r.Status == StatusSucceeded, r.Status == StatusHeld, r.HoldExpiresAt != 0:
-		return lineWinner
+		return stats.Winner
 	case r.ResultCode == ResultRejectedCapacity, r.Status == StatusWaitlisted:
-		return lineLoser
+		return stats.Loser
 	}
-	return lineOther
-}
-
-// summarise returns the count, median, 95th percentile (nearest rank) and maximum.
-func summarise(ds []time.Duration) Durations {
-	if len(ds) == 0 {
-		return Durations{}
-	}
-	slices.Sort(ds)
-	rank := func(p int) time.Duration { return ds[(len(ds)*p+99)/100-1] }
-	return Durations{Count: len(ds), P50: rank(50), P95: rank(95), Max: ds[len(ds)-1]}
+	return stats.Other
 }
