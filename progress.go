@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/progress"
@@ -72,14 +68,26 @@ func progressAdds() []set {
 // progressMeter counts what a node does for each event (progress.Meter) and writes
 // it, the "progress counted" row.
 type progressMeter struct {
-	c     *Client
-	meter *progress.Meter
+	c       *Client
+	meter   *progress.Meter
+	flusher progress.Flusher
 }
 
 func newProgressMeter(c *Client, every time.Duration) *progressMeter {
 	m := &progressMeter{c: c}
 	now := func() int64 { return int64(c.now()) }
 	m.meter = progress.NewMeter(every, now, func(gen int64) { _ = m.flushOf(context.Background(), gen) })
+	m.flusher = progress.Flusher{
+		Write:   m.write,
+		Refused: func(err error) bool { return errors.Is(throttled(err), ErrThrottled) },
+		Dropped: func(ctx context.Context, k progress.Second, err error) {
+			if err == nil {
+				c.opts.Logger.WarnContext(ctx, "progress counts older than the span a reader holds are dropped (their process was frozen or stalled)", "eventId", k.EventID, "second", k.Second)
+			} else {
+				c.opts.Logger.WarnContext(ctx, "a write of the progress counts failed; its counts are dropped, as it may have applied", "eventId", k.EventID, "error", err)
+			}
+		},
+	}
 	return m
 }
 
@@ -97,11 +105,8 @@ func (m *progressMeter) reached(eventID string, at EpochMillis) {
 	}
 }
 
-// flush writes every count pending, a write per event and second. Counts a write
-// could not store stay pending for the next flush when DynamoDB refused them for
-// throughput (not applied); after any other error they are dropped, since the write
-// may have been applied with its answer lost, and an ADD sent again would count them
-// twice. Counts older than progress.Span are dropped as well: no reader looks there.
+// flush writes every count pending, a write per event and second (progress.Meter.Flush:
+// counts refused for throughput stay pending, others whose write failed are dropped).
 func (m *progressMeter) flush(ctx context.Context) error { return m.flushOf(ctx, 0) }
 
 // flushOf is flush; a timer's (gen, its arming) flushes only if its arming stands.
@@ -109,47 +114,7 @@ func (m *progressMeter) flushOf(ctx context.Context, gen int64) error {
 	if m == nil {
 		return nil // progress not counted
 	}
-	if err := m.meter.Lock(ctx); err != nil {
-		return err
-	}
-	defer m.meter.Unlock()
-	batch, late, err := m.meter.Take(ctx, gen)
-	if err != nil {
-		return err
-	}
-	if len(batch) == 0 {
-		return nil // an explicit flush took them before the timer: nothing to measure
-	}
-	began := time.Now()
-	defer func() { m.meter.Measured(late, time.Since(began).Milliseconds()) }()
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	stale := m.c.opts.Clock().Add(-progress.Span).Unix()
-	for k, p := range batch { // at once: a late write makes every reader's rate too low
-		if k.Second < stale {
-			m.c.opts.Logger.WarnContext(ctx, "progress counts older than the span a reader holds are dropped (their process was frozen or stalled)", "eventId", k.EventID, "second", k.Second)
-			continue
-		}
-		wg.Go(func() {
-			err := m.write(ctx, k, p)
-			if err == nil {
-				return
-			}
-			if errors.Is(throttled(err), ErrThrottled) {
-				m.meter.PutBack(k, p)
-			} else {
-				m.c.opts.Logger.WarnContext(ctx, "a write of the progress counts failed; its counts are dropped, as it may have applied", "eventId", k.EventID, "error", err)
-			}
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return m.meter.Flush(ctx, gen, &m.flusher)
 }
 
 // write adds one second's counts to the node's progress item of the event.
@@ -173,21 +138,12 @@ func (m *progressMeter) write(ctx context.Context, k progress.Second, p *progres
 	return nil
 }
 
-// flushDue writes the counts pending if they are due (progress.Meter.Due).
+// flushDue writes the counts pending if they are due (progress.Meter.FlushDue).
 func (m *progressMeter) flushDue(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	if m.meter.Due() {
-		return m.flush(ctx)
-	}
-	// A timer's flush may be writing now (a thawed process's timer fires at once):
-	// wait for it, so that the process is not frozen in its writes.
-	if err := m.meter.Lock(ctx); err != nil {
-		return err
-	}
-	m.meter.Unlock()
-	return nil
+	return m.meter.FlushDue(ctx, m.flush)
 }
 
 // FlushDueProgress is FlushProgress when the counts this client holds are due: the
@@ -218,30 +174,20 @@ func (c *Client) FlushProgress(ctx context.Context) error {
 
 // readProgress reads the progress items of the event from the second since on: a
 // Query of each of its progress partitions (SK ≥ T#<since>), all pages, the
-// partitions at once (a refresh's age is the slowest Query's, not their sum).
+// partitions at once (progress.ReadPartitions).
 func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) (progress.Tenths, error) {
 	from := ProgressKey{eventID: cfg.EventID, second: since}.Key().SK
-	shards := progress.Shards(cfg.IndexShards)
-	read := make([]progress.Tenths, shards)
-	g, gctx := errgroup.WithContext(ctx)
-	for shard := range shards {
-		g.Go(func() (err error) {
-			read[shard], err = c.readProgressPartition(gctx, cfg.EventID, progressPartition(cfg.EventID, shard), from)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	tenths, err := progress.ReadPartitions(ctx, progress.Shards(cfg.IndexShards), func(ctx context.Context, shard int) (progress.Tenths, error) {
+		return c.readProgressPartition(ctx, progressPartition(cfg.EventID, shard), from)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read the progress of %s: %w", cfg.EventID, err)
-	}
-	tenths := read[0]
-	for _, part := range read[1:] {
-		tenths.Add(part)
 	}
 	return tenths, nil
 }
 
 // readProgressPartition reads one progress partition from the sort key from on.
-func (c *Client) readProgressPartition(ctx context.Context, eventID, partition, from string) (progress.Tenths, error) {
+func (c *Client) readProgressPartition(ctx context.Context, partition, from string) (progress.Tenths, error) {
 	tenths := progress.Tenths{}
 	key := expression.Key(attrPK).Equal(expression.Value(partition)).
 		And(expression.Key(attrSK).GreaterThanEqual(expression.Value(from)))
@@ -263,23 +209,10 @@ func (c *Client) readProgressPartition(ctx context.Context, eventID, partition, 
 			if err != nil {
 				return nil, err
 			}
-			tenths.AddItem(k.second, slotCounts(raw), &progressAttrs)
+			tenths.AddItem(k.second, progress.Numbers(raw), &progressAttrs)
 		}
 	}
 	return tenths, nil
-}
-
-// slotCounts reads the counts of a progress item's tenths: its number attributes.
-func slotCounts(raw map[string]types.AttributeValue) map[string]int64 {
-	counts := map[string]int64{}
-	for name, v := range raw {
-		if n, ok := v.(*types.AttributeValueMemberN); ok {
-			if x, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
-				counts[name] = x
-			}
-		}
-	}
-	return counts
 }
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a
