@@ -127,7 +127,7 @@ const (
 // and deleted once it is a minute old (younger, its CreateEvent may be under way).
 // The cursor is opaque; one of another listing is ErrInvalidCursor.
 func (c *Client) ListEvents(ctx context.Context, page PageOptions) (*EventPage, error) {
-	limit, err := pageLimit(page.Limit, defaultEventsPageLimit, maxEventsPageLimit)
+	limit, err := listing.Limit(page.Limit, defaultEventsPageLimit, maxEventsPageLimit, ErrInvalidOptions)
 	if err != nil {
 		return nil, err
 	}

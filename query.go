@@ -50,7 +50,7 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 	if err != nil {
 		return nil, err
 	}
-	limit, err := pageLimit(page.Limit, defaultUserPageLimit, maxUserPageLimit)
+	limit, err := listing.Limit(page.Limit, defaultUserPageLimit, maxUserPageLimit, ErrInvalidOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -81,17 +81,6 @@ func (c *Client) ListUserRequests(ctx context.Context, userID string, page PageO
 		return nil, err
 	}
 	return result, nil
-}
-
-// pageLimit applies a listing's default and maximum to a requested limit.
-func pageLimit(limit, def, max int) (int, error) {
-	switch {
-	case limit == 0:
-		return def, nil
-	case limit < 0 || limit > max:
-		return 0, fmt.Errorf("%w: limit %d, want 1 to %d", ErrInvalidOptions, limit, max)
-	}
-	return limit, nil
 }
 
 // requestCodec writes and checks the cursors of the request listings on index
@@ -165,7 +154,7 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	if err := ValidateID("eventId", eventID); err != nil {
 		return nil, err
 	}
-	limit, err := pageLimit(opts.Limit, defaultEventPageLimit, maxEventPageLimit)
+	limit, err := listing.Limit(opts.Limit, defaultEventPageLimit, maxEventPageLimit, ErrInvalidOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -180,21 +169,11 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 	if opts.Status != "" && !opts.Status.Valid() {
 		return nil, fmt.Errorf("%w: status %q, want one of %s", ErrInvalidOptions, string(opts.Status), statusNames())
 	}
-	budget := opts.MaxRead
-	switch {
-	case budget == 0:
-		budget = 10 * limit
-	case budget < limit:
-		return nil, fmt.Errorf("%w: maxRead %d is below the limit %d", ErrInvalidOptions, budget, limit)
-	}
-	if opts.Status == "" {
-		budget = limit
-	}
-	shards, err := c.indexShards(ctx, eventID)
+	budget, err := listing.Budget(limit, opts.MaxRead, opts.Status != "", ErrInvalidOptions)
 	if err != nil {
 		return nil, err
 	}
-	parts, err := EventPartitions(eventID, shards)
+	parts, err := c.eventParts(ctx, eventID)
 	if err != nil {
 		return nil, err
 	}
@@ -203,29 +182,21 @@ func (c *Client) ListEventRequests(ctx context.Context, eventID string, opts Eve
 		return nil, err
 	}
 	page := &RequestPage{Requests: []Request{}}
-	for read := 0; read < budget && len(page.Requests) < limit; read++ {
-		// Every source with nothing in hand reads on, a share of what is left.
-		for _, src := range sources {
-			if len(src.Ahead) == 0 && !src.Ended {
-				share := max(1, (budget-read+len(sources)-1)/len(sources))
-				if err := c.readAhead(ctx, src, forward, share); err != nil {
-					return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
-				}
+	merge := listing.Merge{SortKey: attrGSI2SK, Forward: forward,
+		Read: func(ctx context.Context, src *listing.Reader, n int) error { return c.readAhead(ctx, src, forward, n) },
+		Keep: func(av listing.Item) (bool, error) {
+			var item requestItem
+			if err := attributevalue.UnmarshalMap(av, &item); err != nil {
+				return false, err
 			}
-		}
-		next := listing.Next(sources, attrGSI2SK, forward)
-		if next == nil {
-			break // every shard is read to its end
-		}
-		av := next.Ahead[0]
-		next.Ahead, next.Last = next.Ahead[1:], av
-		var item requestItem
-		if err := attributevalue.UnmarshalMap(av, &item); err != nil {
-			return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
-		}
-		if opts.Status == "" || item.Status == opts.Status {
+			if opts.Status != "" && item.Status != opts.Status {
+				return false, nil
+			}
 			page.Requests = append(page.Requests, *item.view())
-		}
+			return true, nil
+		}}
+	if err := merge.Fill(ctx, sources, limit, budget); err != nil {
+		return nil, fmt.Errorf("list requests of event %s: %w", eventID, err)
 	}
 	if page.NextCursor, err = eventCodec.Encode(sources); err != nil {
 		return nil, err
