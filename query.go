@@ -3,7 +3,6 @@ package asyncevent
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/asyncevent/asyncevent/internal/listing"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"golang.org/x/sync/errgroup"
 )
 
 // The page sizes of "my participations".
@@ -318,21 +316,14 @@ func allEventRows[T any](ctx context.Context, c *Client, eventID string, sk *exp
 	if err != nil {
 		return nil, err
 	}
-	byPart := make([][]T, len(parts))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(partitionReads)
-	for i, part := range parts {
-		g.Go(func() error {
-			return eachPartitionPage(gctx, c, eventID, part, sk, names, func(rows []T) error {
-				byPart[i] = append(byPart[i], rows...)
-				return nil
-			})
+	return listing.Gather(ctx, len(parts), partitionReads, func(ctx context.Context, i int) ([]T, error) {
+		var rows []T
+		err := eachPartitionPage(ctx, c, eventID, parts[i], sk, names, func(page []T) error {
+			rows = append(rows, page...)
+			return nil
 		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return slices.Concat(byPart...), nil
+		return rows, err
+	})
 }
 
 // CountRequests counts an event's requests: the "event request count" row, Query GSI2
