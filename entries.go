@@ -7,27 +7,12 @@ import (
 	"github.com/asyncevent/asyncevent/internal/drawrun"
 )
 
-// The entries a draw (or a pre-queue's serve) recorded, by name.
-//
-// The record is the truth: once the Draw record holds entriesHash, the set it names
-// decides the draw and every later step of it, whatever reaches the table since (a
-// put held on a slow network, a frozen ingest, a skewed clock). So that anyone can
-// read the set back, and not only check a guess against its hash, the draw writes it
-// before it records the hash: the request IDs sorted bytewise, each followed by a
-// newline (exactly the bytes draw.EntriesHash hashes), cut at ID boundaries into
-// chunks of at most drawrun.ChunkBytes, chunk n on its own item, PK
-// EVENT#<eventId>#ENTRIES#<n>, SK SET#<entriesHash> (EntriesKey). The Draw record then
-// names how many chunks there are (entryChunks). A chunk's content is fixed by its key
-// (the set's hash and its number), so its put needs no condition: two draws that read
-// the same set write the same bytes, and two that read different sets write under
-// different keys, only one of which the record names.
-//
-// Cost, one-off per draw: len(id)+1 bytes an entry, so with 36-byte IDs about 37 WCU
-// per 1,000 entries written (1 WCU a KB) and about 9 RCU per 1,000 read back
-// strongly consistent (4 KB an RCU: resumption, verification, the pre-queue's
-// places); each chunk on its own partition key, so no partition takes more than
-// drawrun.ChunkBytes of it. The chunking, the writes' and reads' waves and the checks
-// of what is read back are internal/drawrun's; the chunk's item and row are here.
+// The entries a draw (or a pre-queue's serve) recorded, by name, so that anyone can
+// read the set back, and not only check a guess against its hash: chunk n of the set
+// on its own item, PK EVENT#<eventId>#ENTRIES#<n>, SK SET#<entriesHash> (EntriesKey),
+// written before the Draw record names how many there are (entryChunks). Their
+// bytes, their cost and the checks of what is read back are internal/drawrun's
+// (entries.go); the chunk's item and row are here.
 
 // entriesChunk is one chunk of a recorded set of entries.
 type entriesChunk struct {
@@ -92,6 +77,5 @@ var errRecordedBefore = drawrun.ErrCountOnly
 // ErrDrawMismatch: the record cannot be read back as written. A record from before
 // the chunks (count and hash only) is errRecordedBefore.
 func (c *Client) recordedEntries(ctx context.Context, eventID string, record *DrawRecord) ([]string, error) {
-	rec := drawrun.Record{EntryCount: record.EntryCount, EntriesHash: record.EntriesHash, EntryChunks: record.EntryChunks}
-	return drawrun.ReadBack(ctx, entryChunks{c: c, eventID: eventID}, c.drawRun(eventID, drawrun.Lottery), rec)
+	return drawrun.ReadBack(ctx, entryChunks{c: c, eventID: eventID}, c.drawRun(eventID, drawrun.Lottery), record.run())
 }

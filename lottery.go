@@ -518,8 +518,13 @@ func (s *drawStore) keep(r *DrawRecord, err error) (drawrun.Record, error) {
 		return drawrun.Record{}, err
 	}
 	s.record = r
+	return r.run(), nil
+}
+
+// run is r as a run of the draw, or its verifier, reads it.
+func (r *DrawRecord) run() drawrun.Record {
 	return drawrun.Record{Collecting: r.Phase == PhaseCollecting, Seed: r.Seed,
-		EntryCount: r.EntryCount, EntriesHash: r.EntriesHash, EntryChunks: r.EntryChunks}, nil
+		EntryCount: r.EntryCount, EntriesHash: r.EntriesHash, EntryChunks: r.EntryChunks}
 }
 
 // Record reads the Draw record: GetItem PK EVENT#<eventId>, SK DRAW, strongly
