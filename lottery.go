@@ -129,15 +129,6 @@ func (r *Rows) MarkClosed(ctx context.Context, requestID string) (Transition, er
 	return r.c.applyTo(ctx, "close entry", requestID, write{row: &lotteryClosedRow, args: args{pNow: r.c.now()}, note: "queued after the cutoff"}, txOptions{})
 }
 
-// The draw of a LOTTERY event, and how anyone can check it.
-//
-// The event's config publishes seedCommitment = SHA-256(seed) when the event is made.
-// The draw freezes the entries — the requests queued no later than the cutoff that are
-// still in the running — recording their count and draw.EntriesHash, reveals the seed, and
-// gives a win to the K entries with the smallest draw.Score(seed, entriesHash,
-// requestId). Every step is a conditional write, so a draw that stops half-way can run
-// again and comes to the same winners.
-
 // DrawResult is the result of a draw.
 type DrawResult struct {
 	Record  DrawRecord // the Draw record, seed revealed
@@ -339,12 +330,6 @@ type drawEntry struct {
 	SeatShard *int `dynamodbav:"seatShard"`
 }
 
-// isEntry reports whether a request queued by the cutoff takes part in the draw:
-// waiting for it (collected by a worker or not), or finalised by it.
-func (e drawEntry) isEntry() bool {
-	return drawState(e.Status, e.ResultCode).IsEntry()
-}
-
 // drawState is where a request in status s with code stands for a run of the draw.
 func drawState(s Status, code ResultCode) drawrun.State {
 	switch {
@@ -394,21 +379,6 @@ func (c *Client) queueOrder(ctx context.Context, eventID string, at EpochMillis,
 		sk = expression.Key(attrGSI2SK).GreaterThanEqual(expression.Value(bound))
 	}
 	return c.queueRows(ctx, eventID, sk)
-}
-
-// queueBetween reads an event's requests queued at from or later and before to from
-// GSI2, in queue order, as queueOrder does.
-func (c *Client) queueBetween(ctx context.Context, eventID string, from, to EpochMillis) ([]drawEntry, error) {
-	lo, err := QueuedAtBound(max(from, 0))
-	if err != nil {
-		return nil, err
-	}
-	hi, err := QueuedAtBound(to)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := c.queueRows(ctx, eventID, expression.Key(attrGSI2SK).Between(expression.Value(lo), expression.Value(hi)))
-	return slices.DeleteFunc(rows, func(e drawEntry) bool { return e.QueuedAt >= to }), err
 }
 
 // queueRows reads the event's requests whose GSI2SK meets sk, with just the fields of
@@ -564,10 +534,19 @@ func (s *drawStore) From(ctx context.Context, t int64) ([]drawrun.Entry, error) 
 	return runEntries(s.c.queueOrder(ctx, s.cfg.EventID, EpochMillis(t), false))
 }
 
-// Between reads the requests queued at from or later and before to from GSI2
-// (queueBetween).
+// Between reads the requests queued at from or later and before to from GSI2, in
+// queue order, as queueOrder does.
 func (s *drawStore) Between(ctx context.Context, from, to int64) ([]drawrun.Entry, error) {
-	return runEntries(s.c.queueBetween(ctx, s.cfg.EventID, EpochMillis(from), EpochMillis(to)))
+	lo, err := QueuedAtBound(max(EpochMillis(from), 0))
+	if err != nil {
+		return nil, err
+	}
+	hi, err := QueuedAtBound(EpochMillis(to))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.c.queueRows(ctx, s.cfg.EventID, expression.Key(attrGSI2SK).Between(expression.Value(lo), expression.Value(hi)))
+	return runEntries(slices.DeleteFunc(rows, func(e drawEntry) bool { return int64(e.QueuedAt) >= to }), err)
 }
 
 // runEntries are rows of GSI2 as a run of the draw reads them.
@@ -636,19 +615,14 @@ func (s *drawStore) Close(ctx context.Context, id string) error {
 	return err
 }
 
-// drawnResult is the status and result code the draw gives an entry that won, or
-// lost.
-func drawnResult(won bool) (Status, ResultCode) {
-	if won {
-		return StatusSucceeded, ResultSuccess
-	}
-	return StatusRejected, ResultLotteryLose
-}
-
 // drawnAs checks that a final entry holds the result the draw gives it: else
 // ErrDrawMismatch.
 func drawnAs(id string, status Status, code ResultCode, won bool) error {
-	if wantStatus, wantCode := drawnResult(won); status != wantStatus || code != wantCode {
+	wantStatus, wantCode := StatusRejected, ResultLotteryLose
+	if won {
+		wantStatus, wantCode = StatusSucceeded, ResultSuccess
+	}
+	if status != wantStatus || code != wantCode {
 		return fmt.Errorf("%w: entry %s is %s (%s), the draw says %s (%s)", ErrDrawMismatch, id, status, code, wantStatus, wantCode)
 	}
 	return nil
