@@ -20,7 +20,7 @@ func (c *Client) newDrawRecord(ctx context.Context, cfg *eventItem) (DrawRecord,
 	var err error
 	if c.opts.Seeds != nil {
 		record.SeedMode = seed.Sealed
-		drawSeed, err = drawproof.FromSource(ctx, c.opts.Seeds, cfg.EventID)
+		drawSeed, err = drawproof.FromSource(ctx, c.opts.Seeds.Seed, cfg.EventID)
 	} else {
 		record.SeedMode = seed.Unsealed
 		drawSeed, err = drawproof.NewSeed()
@@ -48,7 +48,7 @@ func (c *Client) revealSeed(ctx context.Context, cfg *eventItem, record *DrawRec
 		return "", fmt.Errorf("%w: %s was created with a sealed seed; draw it with Options.Seeds set to the same source", ErrNoSeedSource, cfg.EventID)
 	default:
 		var err error
-		if drawSeed, err = drawproof.FromSource(ctx, c.opts.Seeds, cfg.EventID); err != nil {
+		if drawSeed, err = drawproof.FromSource(ctx, c.opts.Seeds.Seed, cfg.EventID); err != nil {
 			return "", err
 		}
 		from = "the seed Options.Seeds gives"

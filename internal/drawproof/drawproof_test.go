@@ -63,9 +63,9 @@ func TestSeed(t *testing.T) {
 	fresh, err := NewSeed()
 	require.NoError(t, err)
 	assert.Len(t, fresh, SeedBytes)
-	_, err = FromSource(context.Background(), seed.SourceFunc(func(context.Context, string) ([]byte, error) { return []byte("short"), nil }), "e")
+	_, err = FromSource(context.Background(), seed.SourceFunc(func(context.Context, string) ([]byte, error) { return []byte("short"), nil }).Seed, "e")
 	assert.ErrorContains(t, err, "gave 5 bytes, want at least 32")
-	got, err := FromSource(context.Background(), seed.SourceFunc(func(context.Context, string) ([]byte, error) { return s, nil }), "e")
+	got, err := FromSource(context.Background(), seed.SourceFunc(func(context.Context, string) ([]byte, error) { return s, nil }).Seed, "e")
 	require.NoError(t, err)
 	assert.Equal(t, s, got)
 }
@@ -77,8 +77,8 @@ func drawn(t *testing.T, ids []string, k int) (*table, Lottery) {
 	chunk := strings.Join(ids, "\n") + "\n"
 	hash := draw.EntriesHash(ids)
 	l := Lottery{
-		Config: drawrun.Config{EventID: "lotto", Concurrency: 2, Mismatch: errMismatch},
-		Record: drawrun.Record{Seed: hex.EncodeToString(s), EntryCount: int64(len(ids)), EntriesHash: hash, EntryChunks: 1},
+		Config:    drawrun.Config{EventID: "lotto", Concurrency: 2, Mismatch: errMismatch},
+		Record:    drawrun.Record{Seed: hex.EncodeToString(s), EntryCount: int64(len(ids)), EntriesHash: hash, EntryChunks: 1},
 		Published: Commitment(s), Recorded: Commitment(s), WinnerCount: k, Cutoff: 100, Announced: true,
 	}
 	won := map[string]bool{}

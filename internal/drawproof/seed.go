@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-
-	"github.com/asyncevent/asyncevent/seed"
 )
 
 // SeedBytes is the length of a random seed, and the least a seed.Source must give.
@@ -28,9 +26,10 @@ func Commitment(s []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// FromSource asks src for eventID's seed, which must be at least SeedBytes long.
-func FromSource(ctx context.Context, src seed.Source, eventID string) ([]byte, error) {
-	s, err := src.Seed(ctx, eventID)
+// FromSource asks src (a seed.Source's Seed) for eventID's seed, which must be at
+// least SeedBytes long.
+func FromSource(ctx context.Context, src func(ctx context.Context, eventID string) ([]byte, error), eventID string) ([]byte, error) {
+	s, err := src(ctx, eventID)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("lottery seed of %s: %w", eventID, err)
