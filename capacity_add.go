@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/asyncevent/asyncevent/internal/control"
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/internal/seatclaim"
 )
@@ -198,14 +199,14 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 	if err != nil {
 		return EventUpdate{}, false, err
 	}
-	share := spreadSeats(shards, seats, toShard)
-	pool := seats
-	for _, k := range share {
-		pool -= k
+	read := make([]control.Shard, len(shards))
+	for i, s := range shards {
+		read[i] = control.Shard{Remaining: s.CapacityRemaining, Total: s.CapacityTotal}
 	}
+	share, pool := control.Spread(read, seats, toShard, MaxSeatsPerShard)
 	// Seats for the pool mark every shard: with the CONFIG, the pool, the audit entry
 	// and the operation's marker, n + 4 items.
-	if pool > 0 && n+4 > maxTransactItems {
+	if pool > 0 && n+4 > control.MaxTransactItems {
 		return EventUpdate{Event: &cfg.Event, Reason: fmt.Sprintf("every shard is full or empty, and an event of %d shards cannot mark them all in one transaction: add seats while its shards hold some", n)}, false, nil
 	}
 	version := cfg.PoolVersion
@@ -240,38 +241,6 @@ func (c *Client) addCapacity(ctx context.Context, eventID string, seats int64, t
 		return up, true, nil // a shard emptied, or the seats changed, since the read: read again
 	}
 	return up, false, err
-}
-
-// maxTransactItems is the most items a TransactWriteItems holds.
-const maxTransactItems = 100
-
-// spreadSeats shares seats over the shards that hold seats (or the one asked for), at
-// most MaxSeatsPerShard a shard, evenly; what none takes is the pool's.
-func spreadSeats(shards []EventCapacity, seats int64, toShard int) []int64 {
-	share := make([]int64, len(shards))
-	var open []int
-	for i, s := range shards {
-		if s.CapacityRemaining > 0 && (toShard < 0 || toShard == i) && s.CapacityTotal < MaxSeatsPerShard {
-			open = append(open, i)
-		}
-	}
-	for left := seats; left > 0 && len(open) > 0; {
-		each := max(left/int64(len(open)), 1)
-		var still []int
-		for _, i := range open {
-			k := min(each, left, MaxSeatsPerShard-shards[i].CapacityTotal-share[i])
-			share[i] += k
-			left -= k
-			if shards[i].CapacityTotal+share[i] < MaxSeatsPerShard {
-				still = append(still, i)
-			}
-			if left == 0 {
-				break
-			}
-		}
-		open = still
-	}
-	return share
 }
 
 // CancelRequestInput says who cancels a request's seat.
@@ -375,31 +344,15 @@ func (c *Client) cancelRequest(ctx context.Context, requestID string, op operati
 	return up, false, nil
 }
 
-// cancelRefusal is the reason a cancel of req is not applied, before any write: a
-// request that holds no seat a cancel gives back, or an event of too many shards to
-// mark in one transaction; "" when it may be tried.
+// cancelRefusal is the reason a cancel of req is not applied, before any write; ""
+// when it may be tried.
 func (c *Client) cancelRefusal(cfg *eventItem, req *storedRequest) string {
-	switch {
-	case req.EventType != FirstCome:
-		return "only a FIRST_COME seat can be cancelled"
-	case req.Status == StatusHeld || req.Status == StatusWaitlisted:
-		return "the request is " + string(req.Status) + ": Release ends it"
-	case req.Status == StatusRejected && req.ResultCode == ResultCancelled:
-		return cancelledAlready
-	case req.Status == StatusRejected:
-		return "the request is REJECTED (" + string(req.ResultCode) + "): it holds no seat"
-	case req.Status != StatusSucceeded:
-		return "the request is " + string(req.Status) + ", not SUCCEEDED: it holds no seat"
-	}
-	n := max(cfg.CapacityShards, 1)
-	items := n + 5 // the CONFIG, the audit entry, the request, the pool, the marker, every shard
-	if c.opts.StatusLog {
-		items++
-	}
-	if items > maxTransactItems {
-		return fmt.Sprintf("an event of %d shards cannot mark them all in one transaction", n)
-	}
-	return ""
+	return control.CancelRefusal(control.Request{
+		FirstCome: req.EventType == FirstCome, Status: string(req.Status), ResultCode: string(req.ResultCode),
+		Held:      req.Status == StatusHeld || req.Status == StatusWaitlisted,
+		Cancelled: req.Status == StatusRejected && req.ResultCode == ResultCancelled,
+		Rejected:  req.Status == StatusRejected, Succeeded: req.Status == StatusSucceeded,
+	}, max(cfg.CapacityShards, 1), c.opts.StatusLog, cancelledAlready)
 }
 
 // cancelWrites are the writes of a cancel of requestID (req, as read), in one

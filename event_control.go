@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/control"
 )
 
 // Operator controls: close an event now, pause and resume its ingest, move its end or
@@ -288,36 +289,10 @@ func (c *Client) control(ctx context.Context, eventID, actor string, action Acti
 
 // refusal says why a control found the event in no state to take it.
 func refusal(action Action, e *eventItem, now EpochMillis) string {
-	ended := e.ClosedAt != 0 || e.closesAt() != 0 && e.closesAt() < now
-	switch {
-	case action == ActionClose && ended:
-		return "the event is closed already"
-	case action == ActionPause && ended:
-		return "the event is closed"
-	case action == ActionPause:
-		return "the event is paused already"
-	case action == ActionResume && ended:
-		return "the event is closed"
-	case action == ActionResume:
-		return "the event is not paused"
-	case action == ActionExtendEnd && e.EndsAt == 0:
-		return "the event has no end to move"
-	case action == ActionExtendEnd:
-		return "the end has passed, is less than 10 s away, or is not before the new one"
-	case action == ActionExtendCutoff && e.EventType != Lottery:
-		return "only a LOTTERY has a cutoff"
-	case action == ActionExtendStart && e.prequeueUntil() == 0:
-		return "only a FIRST_COME event with a pre-queue has its start moved"
-	case action == ActionExtendStart:
-		return "the start has passed, is less than 10 s away, is not before the new one, is not before the event's end, or the pre-queue's serve began"
-	case action == ActionAddCapacity && ended:
-		return "the event is closed"
-	case action == ActionAddCapacity:
-		return "another change of the event's seats came first: try again"
-	case action == ActionCancel:
-		return "the request is no longer SUCCEEDED, or another change of the event's seats came first"
-	}
-	return "the cutoff has passed, is less than 10 s away, is not before the new one, lies past the event's end, or the draw began"
+	return control.Refusal(string(action), control.Event{
+		Ended:  e.ClosedAt != 0 || e.closesAt() != 0 && e.closesAt() < now,
+		HasEnd: e.EndsAt != 0, Lottery: e.EventType == Lottery, Prequeue: e.prequeueUntil() != 0,
+	})
 }
 
 // ListAudit returns an event's audit trail, oldest first: the "audit trail" row,

@@ -13,6 +13,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/control"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -577,3 +578,15 @@ func TestEventControlsAfterAnUnansweredAttempt(t *testing.T) {
 // A cutoff never moves once the draw began, whatever the clocks: with a Draw run by
 // a process whose clock is two hours ahead (so that its draw begins while the
 // operator's clock still puts the cutoff an hour away), ExtendEvent's ConditionCheck
+
+// The control rules (internal/control) name the actions as the audit trail spells them.
+func TestControlActionsAsTheAuditTrailSpellsThem(t *testing.T) {
+	t.Parallel()
+	for action, text := range map[asyncevent.Action]string{
+		asyncevent.ActionClose: control.Close, asyncevent.ActionPause: control.Pause, asyncevent.ActionResume: control.Resume,
+		asyncevent.ActionExtendEnd: control.ExtendEnd, asyncevent.ActionExtendCutoff: control.ExtendCutoff,
+		asyncevent.ActionExtendStart: control.ExtendStart, asyncevent.ActionAddCapacity: control.AddCapacity, asyncevent.ActionCancel: control.Cancel,
+	} {
+		assert.Equal(t, string(action), text)
+	}
+}
