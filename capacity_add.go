@@ -2,12 +2,10 @@ package asyncevent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/asyncevent/asyncevent/internal/control"
-	"github.com/asyncevent/asyncevent/internal/ctxsleep"
-	"github.com/asyncevent/asyncevent/internal/seatclaim"
+	"github.com/asyncevent/asyncevent/internal/idempotent"
 )
 
 // Seats added while an event runs, and the event's seat pool.
@@ -131,47 +129,13 @@ func (c *Client) AddCapacity(ctx context.Context, eventID string, in AddCapacity
 // another change of them (an add, a cancel) made at the same moment.
 const seatsControlAttempts = 6
 
-// seatsControl runs once, an attempt of op, until it applies, is refused for a
-// reason other than another change of the seats at the same moment (retry false),
-// or has been tried seatsControlAttempts times; between tries it waits a few
-// milliseconds, as the other change's transaction commits. A refused attempt whose
-// operation's marker is there answers as the marker records: applied before
-// (Replayed), or refused before, with its reason. An attempt left unanswered is
-// tried again, operationResends times at most, and the error of a call that never
-// learned its outcome (its sends unanswered, its ctx ended, or an error after a
-// write that got no answer) names its key. A refusal after a write of the call that
-// got no answer, or under the caller's key, is answered once fenced (see
-// operation.go): the marker REFUSED, so that no attempt under the key still on its
-// way applies.
+// seatsControl runs once, an attempt of op, by idempotent.Run: tried again
+// seatsControlAttempts times at most while another change of the seats came first,
+// operationResends times while unanswered; a refusal answered as its marker records,
+// or fenced (see operation.go); an unknown outcome's error names op's key.
 func (c *Client) seatsControl(ctx context.Context, op operation, once func() (EventUpdate, bool, error)) (EventUpdate, error) {
-	resent := 0
-	unsure := false // a write of the call got no answer: it may land yet
-	for attempt := 1; ; attempt++ {
-		up, retry, err := once()
-		unsure = unsure || up.unknown
-		if err == nil && !up.Applied && up.Event != nil {
-			var settled bool
-			if up, settled, err = c.recorded(ctx, op, up); err != nil || settled {
-				return up, err
-			}
-		}
-		switch {
-		case unanswered(ctx, err) && resent < operationResends:
-			resent++
-		case unanswered(ctx, err) || err != nil && (ctx.Err() != nil || unsure && !errors.Is(err, ErrInvalidOptions)):
-			return up, op.unknown(err)
-		case err == nil && !up.Applied && up.Event != nil && (unsure || op.callers) && (!retry || attempt >= seatsControlAttempts):
-			return c.fence(ctx, op, up)
-		case !retry || attempt >= seatsControlAttempts:
-			return up, err
-		}
-		if err := ctxsleep.Sleep(ctx, seatclaim.Backoff(attempt)); err != nil {
-			if unsure {
-				err = op.unknown(err)
-			}
-			return up, err
-		}
-	}
+	s := &seatsOperation{c: c, op: op, once: once}
+	return idempotent.Run(ctx, s, s.policy())
 }
 
 // addCapacity is one attempt of AddCapacity; retry reports a shard emptied meanwhile.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/idempotent"
+	"github.com/asyncevent/asyncevent/internal/seatclaim"
 )
 
 // Controls of an event's seats that a retry does not apply twice, and whose "not
@@ -179,38 +181,50 @@ const refusedKey = "recorded so that no attempt under it still on its way applie
 // puts the marker alone (the "operation marker" row: PutItem PK EVENT#<eventId>, SK
 // OP#<action>#<idempotencyKey>, outcome REFUSED and up.Reason; condition
 // attribute_not_exists(PK)) and answers not applied. A marker there already (an
-// attempt applied meanwhile, another call's refusal) answers as it records. A put
-// that gets no answer is sent again, operationResends times at most; the error of
-// one never answered says the outcome is unknown.
-func (c *Client) fence(ctx context.Context, o operation, up EventUpdate) (EventUpdate, error) {
+// attempt applied meanwhile, another call's refusal) answers as it records; the
+// loop is idempotent.Fence.
+func (s *seatsOperation) Fence(ctx context.Context, up EventUpdate) (EventUpdate, error) {
+	c, o := s.c, s.op
 	w, err := o.refusal(up.Event.EventID, c.now(), up.Reason)
 	if err != nil {
 		return EventUpdate{}, err
 	}
-	for sent := 0; ; sent++ {
-		err = c.do(ctx, txOptions{answered: true}, []write{w})
+	put := func(ctx context.Context) (bool, error) {
+		err := c.do(ctx, txOptions{answered: true}, []write{w})
+		if err == nil {
+			return false, nil
+		}
 		var lost *conditionLost
-		switch {
-		case err == nil:
-			up.Reason += " (under idempotency key " + o.key + ", " + refusedKey
-			return up, nil
-		case errors.As(err, &lost):
-			answer, settled, rerr := c.recorded(ctx, o, up)
-			switch {
-			case errors.Is(rerr, ErrInvalidOptions):
-				return EventUpdate{}, rerr
-			case rerr != nil:
-				return EventUpdate{}, o.unknown(rerr)
-			case settled:
-				return answer, nil
-			}
-			// The marker was there and is gone (its ttl): put it again.
-		case !unanswered(ctx, err):
-			return EventUpdate{}, o.unknown(fmt.Errorf("%s %s: record its refusal (%s): %w", o.action, up.Event.EventID, up.Reason, err))
-		}
-		if sent >= operationResends {
-			return EventUpdate{}, o.unknown(fmt.Errorf("%s %s: record its refusal (%s): %w", o.action, up.Event.EventID, up.Reason, err))
-		}
+		return errors.As(err, &lost), fmt.Errorf("%s %s: record its refusal (%s): %w", o.action, up.Event.EventID, up.Reason, err)
+	}
+	return idempotent.Fence(ctx, s, s.policy(), up, put, func(up EventUpdate) EventUpdate {
+		up.Reason += " (under idempotency key " + o.key + ", " + refusedKey
+		return up
+	})
+}
+
+// seatsOperation is a call of a control of an event's seats under its operation, as
+// package internal/idempotent runs it: once makes one attempt.
+type seatsOperation struct {
+	c    *Client
+	op   operation
+	once func() (EventUpdate, bool, error)
+}
+
+func (s *seatsOperation) Once(context.Context) (EventUpdate, bool, error) { return s.once() }
+
+func (s *seatsOperation) Answer(up EventUpdate) idempotent.Answer {
+	return idempotent.Answer{Applied: up.Applied, Refused: !up.Applied && up.Event != nil, Unknown: up.unknown}
+}
+
+func (s *seatsOperation) Recorded(ctx context.Context, up EventUpdate) (EventUpdate, bool, error) {
+	return s.c.recorded(ctx, s.op, up)
+}
+
+func (s *seatsOperation) policy() idempotent.Policy {
+	return idempotent.Policy{
+		Callers: s.op.callers, Attempts: seatsControlAttempts, Resends: operationResends, Backoff: seatclaim.Backoff,
+		Unanswered: unanswered, Invalid: func(err error) bool { return errors.Is(err, ErrInvalidOptions) }, Unknown: s.op.unknown,
 	}
 }
 
