@@ -202,8 +202,7 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID string, in ExtendEvent
 	}
 	lead := MillisOf(c.opts.Clock().Add(controlLead))
 	detail := "to " + at.Time().Format(time.RFC3339)
-	switch what {
-	case ActionExtendEnd:
+	if what == ActionExtendEnd {
 		var extra []write
 		if cfg.HoldFor > 0 { // the hold registry keeps the end, for when to stop sweeping
 			key, err := NewHoldEventKey(eventID)
@@ -213,21 +212,18 @@ func (c *Client) ExtendEvent(ctx context.Context, eventID string, in ExtendEvent
 			extra = append(extra, write{row: &holdEventEndRow, key: key.Key(), args: args{pEndsAt: at}})
 		}
 		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &endExtendedRow, args: args{pEndsAt: at, pLead: lead}}, extra...))
-	case ActionExtendCutoff:
-		draw, err := NewEventKey(eventID, EventItemDraw)
-		if err != nil {
-			return EventUpdate{}, err
-		}
-		check := write{row: &drawNotBegunRow, key: draw.Key()}
-		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}, check))
-	default: // ActionExtendStart
-		draw, err := NewEventKey(eventID, EventItemDraw)
-		if err != nil {
-			return EventUpdate{}, err
-		}
-		check := write{row: &drawNotBegunRow, key: draw.Key()}
-		return sentOnce(c.control(ctx, eventID, actor, what, detail, write{row: &startExtendedRow, args: args{pStart: at, pLead: lead}}, check))
 	}
+	// A cutoff or a start moves only while the draw has not begun: a ConditionCheck of the Draw record.
+	draw, err := NewEventKey(eventID, EventItemDraw)
+	if err != nil {
+		return EventUpdate{}, err
+	}
+	check := write{row: &drawNotBegunRow, key: draw.Key()}
+	w := write{row: &cutoffExtendedRow, args: args{pCutoff: at, pLead: lead}}
+	if what == ActionExtendStart {
+		w = write{row: &startExtendedRow, args: args{pStart: at, pLead: lead}}
+	}
+	return sentOnce(c.control(ctx, eventID, actor, what, detail, w, check))
 }
 
 // sentOnce is the answer of a control the library sends once (close, pause, resume,
