@@ -570,3 +570,14 @@ func (e *EventSettings) opensAt() EpochMillis {
 	}
 	return e.StartsAt
 }
+
+// Attributes that more than one item carries: the config has each, as do requests
+// (eventType, lotteryCutoffAt, announcedAt) and the other items of an event (entityType,
+// eventId).
+const (
+	attrEntityType      = "entityType"
+	attrEventID         = "eventId"
+	attrEventType       = "eventType"
+	attrAnnouncedAt     = "announcedAt"
+	attrLotteryCutoffAt = "lotteryCutoffAt" // a lottery request's copy of its event's cutoff
+)

@@ -171,15 +171,6 @@ const (
 	attrGSI2SK = "GSI2SK"
 )
 
-// Attributes that more than one item carries.
-const (
-	attrEntityType      = "entityType"
-	attrEventID         = "eventId"
-	attrEventType       = "eventType"
-	attrAnnouncedAt     = "announcedAt"
-	attrLotteryCutoffAt = "lotteryCutoffAt" // a lottery request's copy of its event's cutoff
-)
-
 // Key is the primary key of one item of the table. The typed keys below build it
 // (their Key method) and read it back (their Parse function); Entity tells which of
 // them a key is.
