@@ -125,10 +125,6 @@ func (c *Client) AddCapacity(ctx context.Context, eventID string, in AddCapacity
 	})
 }
 
-// seatsControlAttempts bounds the tries of a control of an event's seats that lost to
-// another change of them (an add, a cancel) made at the same moment.
-const seatsControlAttempts = 6
-
 // seatsControl runs once, an attempt of op, by idempotent.Run: tried again
 // seatsControlAttempts times at most while another change of the seats came first,
 // operationResends times while unanswered; a refusal answered as its marker records,

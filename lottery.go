@@ -2,6 +2,7 @@ package asyncevent
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/drawproof"
 	"github.com/asyncevent/asyncevent/internal/drawrun"
 	"github.com/asyncevent/asyncevent/seed"
 )
@@ -299,19 +301,6 @@ func (c *Client) DrawOpensAt(e *Event) (opens EpochMillis, ok bool) {
 		return 0, false
 	}
 	return (&eventItem{Event: *e}).drawOpensAt(c.opts.DrawSettleWindow), true
-}
-
-// entryFence is the moment after which nothing may write a lottery's entries but its
-// draw: the moment Draw may begin (the cutoff plus Options.DrawSettleWindow) less a
-// margin, the smaller of one second and a quarter of the window, for a call cut off
-// at the fence to reach DynamoDB. Ingest's writes of a request and a worker's failure
-// of an entry end by it, so that the entries a draw reads from GSI2 are all the
-// entries there will be, each with its last status before the draw (Draw confirms the
-// status of those not yet collected with a strongly consistent read). Every process
-// of an event must use the same window.
-func (c *Client) entryFence(e *eventItem) time.Time {
-	window := c.opts.DrawSettleWindow
-	return e.entriesCutoff().Time().Add(window - min(time.Second, window/4))
 }
 
 // drawEntry is what the draw, and a pre-queue's serve, read of a request.
@@ -626,4 +615,67 @@ func drawnAs(id string, status Status, code ResultCode, won bool) error {
 		return fmt.Errorf("%w: entry %s is %s (%s), the draw says %s (%s)", ErrDrawMismatch, id, status, code, wantStatus, wantCode)
 	}
 	return nil
+}
+
+// collectEntry is the "lottery entry collected" row: UpdateItem PK REQ#<requestId>,
+// SK META, SET status = QUEUED, startedAt; condition (status = QUEUED OR status =
+// RECEIVED) AND attribute_not_exists(startedAt). A lost condition is not an error.
+func (c *Client) collectEntry(ctx context.Context, requestID string) (Transition, error) {
+	return c.applyTo(ctx, "collect entry", requestID, write{row: &lotteryCollectRow, args: args{pNow: c.now()}, note: "collected for the draw"}, txOptions{})
+}
+
+// seedCommitment is the hex SHA-256 of a seed, published before the draw.
+var seedCommitment = drawproof.Commitment
+
+// newDrawRecord makes a new LOTTERY event's Draw record and sets the config's
+// seedCommitment, seedMode and phase.
+func (c *Client) newDrawRecord(ctx context.Context, cfg *eventItem) (DrawRecord, error) {
+	record := DrawRecord{EventID: cfg.EventID, Phase: PhaseCollecting, WinnerCount: cfg.WinnerCount}
+	var drawSeed []byte
+	var err error
+	if c.opts.Seeds != nil {
+		record.SeedMode = seed.Sealed
+		drawSeed, err = drawproof.FromSource(ctx, c.opts.Seeds.Seed, cfg.EventID)
+	} else {
+		record.SeedMode = seed.Unsealed
+		drawSeed, err = drawproof.NewSeed()
+		record.Seed = hex.EncodeToString(drawSeed)
+	}
+	if err != nil {
+		return DrawRecord{}, err
+	}
+	record.SeedCommitment = seedCommitment(drawSeed)
+	cfg.SeedCommitment, cfg.SeedMode, cfg.Phase = record.SeedCommitment, record.SeedMode, PhaseCollecting
+	return record, nil
+}
+
+// revealSeed returns the hex seed that the draw's freeze writes on the Draw record:
+// the stored one of an unsealed event, the source's of a sealed one. Either must
+// hash to the published commitment, else ErrSeedMismatch (drawproof.Reveal). A
+// sealed event drawn by a client without Options.Seeds is ErrNoSeedSource.
+func (c *Client) revealSeed(ctx context.Context, cfg *eventItem, record *DrawRecord) (string, error) {
+	var drawSeed []byte
+	from := "the seed stored on the Draw record"
+	switch {
+	case record.SeedMode != seed.Sealed:
+		drawSeed, _ = hex.DecodeString(record.Seed) // a seed that is not hex fails the commitment
+	case c.opts.Seeds == nil:
+		return "", fmt.Errorf("%w: %s was created with a sealed seed; draw it with Options.Seeds set to the same source", ErrNoSeedSource, cfg.EventID)
+	default:
+		var err error
+		if drawSeed, err = drawproof.FromSource(ctx, c.opts.Seeds.Seed, cfg.EventID); err != nil {
+			return "", err
+		}
+		from = "the seed Options.Seeds gives"
+	}
+	return drawproof.Reveal(cfg.EventID, from, drawSeed, record.SeedCommitment, cfg.SeedCommitment, ErrSeedMismatch)
+}
+
+// warnUnsealed logs that a LOTTERY event just created has an unsealed seed, so that
+// the development default cannot go unnoticed in production.
+func (c *Client) warnUnsealed(ctx context.Context, cfg *eventItem) {
+	if cfg.EventType == Lottery && cfg.SeedMode == seed.Unsealed {
+		c.opts.Logger.WarnContext(ctx, "lottery seed is UNSEALED: anyone who can read the table can read it before the draw; set Options.Seeds for a real draw",
+			"eventId", cfg.EventID)
+	}
 }

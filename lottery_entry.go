@@ -126,10 +126,3 @@ func (p *Processor) rejectEntry(ctx context.Context, m Message, d queue.Delivery
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: code}}
 }
-
-// collectEntry is the "lottery entry collected" row: UpdateItem PK REQ#<requestId>,
-// SK META, SET status = QUEUED, startedAt; condition (status = QUEUED OR status =
-// RECEIVED) AND attribute_not_exists(startedAt). A lost condition is not an error.
-func (c *Client) collectEntry(ctx context.Context, requestID string) (Transition, error) {
-	return c.applyTo(ctx, "collect entry", requestID, write{row: &lotteryCollectRow, args: args{pNow: c.now()}, note: "collected for the draw"}, txOptions{})
-}

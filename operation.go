@@ -232,3 +232,7 @@ func (s *seatsOperation) policy() idempotent.Policy {
 func (o operation) unknown(err error) error {
 	return fmt.Errorf("%w: %w (a call again under idempotency key %s applies it once at most, and its answer stands)", ErrOutcomeUnknown, err, o.key)
 }
+
+// seatsControlAttempts bounds the tries of a control of an event's seats that lost to
+// another change of them (an add, a cancel) made at the same moment.
+const seatsControlAttempts = 6

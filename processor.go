@@ -655,3 +655,16 @@ func (p *Processor) shards(ctx context.Context, m Message) (int, error) {
 	}
 	return m.CapacityShards, nil
 }
+
+// entryFence is the moment after which nothing may write a lottery's entries but its
+// draw: the moment Draw may begin (the cutoff plus Options.DrawSettleWindow) less a
+// margin, the smaller of one second and a quarter of the window, for a call cut off
+// at the fence to reach DynamoDB. Ingest's writes of a request and a worker's failure
+// of an entry end by it, so that the entries a draw reads from GSI2 are all the
+// entries there will be, each with its last status before the draw (Draw confirms the
+// status of those not yet collected with a strongly consistent read). Every process
+// of an event must use the same window.
+func (c *Client) entryFence(e *eventItem) time.Time {
+	window := c.opts.DrawSettleWindow
+	return e.entriesCutoff().Time().Add(window - min(time.Second, window/4))
+}
