@@ -575,10 +575,6 @@ func TestEventControlsAfterAnUnansweredAttempt(t *testing.T) {
 	}
 }
 
-// A cutoff never moves once the draw began, whatever the clocks: with a Draw run by
-// a process whose clock is two hours ahead (so that its draw begins while the
-// operator's clock still puts the cutoff an hour away), ExtendEvent's ConditionCheck
-
 // The control rules (internal/control) name the actions as the audit trail spells them.
 func TestControlActionsAsTheAuditTrailSpellsThem(t *testing.T) {
 	t.Parallel()

@@ -14,11 +14,11 @@ import (
 )
 
 // Deadline is the latest moment the writes of an ingest that begins at now may run:
-// least after now, or the caller's own deadline when that is later (a caller that
+// now plus least, or the caller's own deadline when that is later (a caller that
 // allows a slow store more time keeps it; one that hung up does not cut the writes
-// short), and when fenced never later than fence: the moment a
-// lottery's draw, or a pre-queue's serve, may begin reading its entries, less the
-// margin that covers a call's way to DynamoDB. So no request lands after its entries
+// short), and when fenced never later than fence: the moment a lottery's draw, or a
+// pre-queue's serve, may begin reading its entries, less the margin that covers a
+// call's way to DynamoDB. So no request lands after its entries
 // were read: a call cut off by the deadline was sent before the fence. The lottery's
 // invariant (the entries the draw freezes are the entries it finalises) relies on
 // this rule.

@@ -84,7 +84,7 @@ func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(d.e.Stderr, "pre-queue %s: %s users before the start, %s after, %s seats (the clock skips to the start)\n",
+	fmt.Fprintf(d.e.Stderr, "pre-queue %s: %s users before the start, %s after, %s seats (the clock skips past the start and its settle window before the sale's clicks)\n",
 		eventID, clikit.FormatInt(o.entries), clikit.FormatInt(o.sale), clikit.FormatInt(o.seats))
 
 	t := newTracker(time.Now())
@@ -212,7 +212,7 @@ func (p *prequeueReport) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  pre-queue\t%s entered before the start; the workers left %s of their messages to the serve, decided none\n",
 		clikit.FormatInt(p.Entered), clikit.FormatInt(p.LeftToServe))
-	fmt.Fprintf(tw, "  sale\t%s clicked from the start; held back %s times until the pre-queue was served\n", clikit.FormatInt(p.SaleClicks), clikit.FormatInt(p.HeldBack))
+	fmt.Fprintf(tw, "  sale\t%s clicked once the pre-queue's serve may begin; held back %s times until it was served\n", clikit.FormatInt(p.SaleClicks), clikit.FormatInt(p.HeldBack))
 	fmt.Fprintf(tw, "  serve\t%s entries frozen, served in the drawn order in %s: %s won, the first of the order\n",
 		clikit.FormatInt(p.EntryCount), clikit.FormatSeconds(p.ServeSeconds), clikit.FormatInt(p.Winners))
 	fmt.Fprintf(tw, "  head of the order\t%v\n", p.FirstServed)
