@@ -92,7 +92,14 @@ func TestALateArrivalGoesBeforeTheSale(t *testing.T) {
 		p, err := r.late.Submit(r.ctx, lq, r.eventID, lateUser)
 		require.NoError(t, err)
 		r.lateID = p.RequestID
-		for _, o := range deliverAll(t, asyncevent.NewProcessor(r.c, asyncevent.ProcessOptions{}), lq) {
+		// The worker is another node's, whose first read of the config is the serve's
+		// DRAWING. The rig's own client may hold the config as COLLECTING from just
+		// before the freeze (its progress flush reads it on a timer of its own), and
+		// within Options.EventCacheTTL such a worker leaves an entry to the serve,
+		// which takes it as a late arrival on its second read: a path of its own.
+		worker, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: r.c.TableName(), Clock: r.clock.Now, DrawSettleWindow: time.Second})
+		require.NoError(t, err)
+		for _, o := range deliverAll(t, asyncevent.NewProcessor(worker, asyncevent.ProcessOptions{}), lq) {
 			lateMessage = o
 		}
 	}}

@@ -101,6 +101,20 @@ func TestVerifyPrequeueCatchesABrokenOrder(t *testing.T) {
 			problems: func(s served) []string { return []string{fmt.Sprintf("click %s of the sale won a seat", s.sale)} },
 		},
 		{
+			name: "both at once: each break is named",
+			alter: func(t *testing.T, s served) {
+				force(t, s, s.res.Order[1], asyncevent.StatusRejected, asyncevent.ResultRejectedCapacity)
+				force(t, s, s.res.Order[3], asyncevent.StatusSucceeded, asyncevent.ResultSuccess)
+				force(t, s, s.sale, asyncevent.StatusSucceeded, asyncevent.ResultSuccess)
+			},
+			problems: func(s served) []string {
+				return []string{
+					fmt.Sprintf("entry %s won a seat after entry %s", s.res.Order[3], s.res.Order[1]),
+					fmt.Sprintf("click %s of the sale won a seat", s.sale),
+				}
+			},
+		},
+		{
 			name: "a click of the sale that won while entries were refused, cancelled since",
 			alter: func(t *testing.T, s served) {
 				// The sale's click made a winner on shard 0 while entries 2 to 4 were refused.
