@@ -111,18 +111,7 @@ func verifyCmd() *command {
 			if err != nil {
 				return err
 			}
-			if e.JSON {
-				err = e.PrintJSON(httpapi.NewVerificationView(v))
-			} else {
-				_, err = fmt.Fprintln(e.Stdout, v)
-			}
-			if err != nil {
-				return err
-			}
-			if !v.OK() {
-				return fmt.Errorf("verification of %s failed: %d problems", v.EventID, len(v.Problems))
-			}
-			return nil
+			return printVerification(e, httpapi.NewVerificationView(v), v, v.OK(), v.EventID, len(v.Problems))
 		}),
 	}
 }
@@ -184,16 +173,23 @@ func verifyPrequeue(ctx context.Context, e *env, c *asyncevent.Client, eventID s
 	if err != nil {
 		return err
 	}
+	return printVerification(e, httpapi.NewPrequeueVerificationView(v), v, v.OK(), v.EventID, len(v.Problems))
+}
+
+// printVerification prints a verification, as its view with -json, else as text, and
+// fails (exit 1) when it found problems.
+func printVerification(e *env, view any, text fmt.Stringer, ok bool, eventID string, problems int) error {
+	var err error
 	if e.JSON {
-		err = e.PrintJSON(httpapi.NewPrequeueVerificationView(v))
+		err = e.PrintJSON(view)
 	} else {
-		_, err = fmt.Fprintln(e.Stdout, v)
+		_, err = fmt.Fprintln(e.Stdout, text)
 	}
 	if err != nil {
 		return err
 	}
-	if !v.OK() {
-		return fmt.Errorf("verification of %s failed: %d problems", v.EventID, len(v.Problems))
+	if !ok {
+		return fmt.Errorf("verification of %s failed: %d problems", eventID, problems)
 	}
 	return nil
 }
