@@ -13,38 +13,6 @@ import (
 // requests can recompute the winners (VerifyDraw, internal/drawproof), whatever
 // landed after the record.
 
-// checkSeed checks the seed a draw or a pre-queue's freeze revealed against the
-// commitment the event published, telling problem what differs, and returns it.
-func checkSeed(cfg *eventItem, record *DrawRecord, problem func(format string, args ...any)) []byte {
-	return drawproof.Seed(record.Seed, cfg.SeedCommitment, record.SeedCommitment, problem)
-}
-
-// verifiedSet reads back the set a draw or a pre-queue's freeze recorded, for a
-// verifier (drawproof.Set): when it cannot be read back as recorded, problem says so
-// and the set is taken from onTable, the requests GSI2 shows (keep picks the
-// entries).
-func (c *Client) verifiedSet(ctx context.Context, cfg *eventItem, record *DrawRecord, onTable []drawEntry, keep func(drawEntry) bool, problem func(format string, args ...any)) ([]string, error) {
-	return drawproof.Set(ctx, entryChunks{c: c, eventID: cfg.EventID}, c.drawRun(cfg.EventID, drawrun.Lottery), record.run(), keptIDs(onTable, keep), problem)
-}
-
-// lateArrivals returns the requests of onTable that are not in the recorded set ids
-// and that keep takes for what would have been entries: they reached the table after
-// the record, and the record shows them absent.
-func lateArrivals(ids []string, onTable []drawEntry, keep func(drawEntry) bool) []string {
-	return drawrun.Late(ids, keptIDs(onTable, keep))
-}
-
-// keptIDs are the IDs of the requests of onTable that keep takes, in their order.
-func keptIDs(onTable []drawEntry, keep func(drawEntry) bool) []string {
-	var kept []string
-	for _, e := range onTable {
-		if keep(e) {
-			kept = append(kept, e.RequestID)
-		}
-	}
-	return kept
-}
-
 // Verification is what VerifyDraw found.
 type Verification struct {
 	EventID    string

@@ -4,111 +4,62 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/asyncevent/asyncevent/draw"
+	"github.com/asyncevent/asyncevent/internal/drawproof"
+	"github.com/asyncevent/asyncevent/internal/drawrun"
 )
 
 // Verifying a pre-queue: anyone holding the DRAW record, its recorded entries and the
 // requests can check that the seats went in the drawn order, no more than there were
-// (VerifyPrequeue), whatever landed after the record.
+// (VerifyPrequeue, internal/drawproof), whatever landed after the record.
 
-// checkServed holds the results of a served pre-queue's entries, each as state gives
-// it, to its order: the winners, in the order, and the problems.
-func (c *Client) checkServed(ctx context.Context, cfg *eventItem, record *DrawRecord, order, late []string, state func(string) (*storedRequest, error)) (winners, problems []string, err error) {
-	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	// A seat on the pool (added by an operator, or given back by a cancel) reached it
-	// after the requests refused before were turned away: taking it breaks no order.
-	// With holds, the pool serves the waitlist, in the drawn order.
-	pool := max(cfg.CapacityShards, 1)
-	fromPool := func(seat *int) bool { return cfg.HoldFor == 0 && seat != nil && *seat == pool }
-	refused := "" // the first entry of the order refused for want of a seat
-	for _, id := range order {
-		r, err := state(id)
-		if err != nil {
-			return nil, nil, err
-		}
-		switch {
-		case wonSeat(r):
-			winners = append(winners, id)
-			if refused != "" && !fromPool(r.SeatShard) {
-				problem("entry %s won a seat after entry %s, before it in the order, was refused", id, refused)
-			}
-		case r.Status == StatusRejected && r.ResultCode == ResultRejectedCapacity, r.Status == StatusWaitlisted:
-			if refused == "" {
-				refused = id
-			}
-		case !r.Status.IsTerminal() && record.Phase == PhaseAnnounced:
-			problem("entry %s is %s after the pre-queue was served", id, r.Status)
-		}
-	}
-	if refused != "" {
-		// The late arrivals and the sale's clicks come after the drawn order.
-		for _, id := range late {
-			r, err := c.getRequest(ctx, id, true)
-			if err != nil {
-				return nil, nil, err
-			}
-			if wonSeat(r) && !fromPool(r.SeatShard) {
-				problem("late arrival %s won a seat while entry %s was refused", id, refused)
-			}
-		}
-		sale, err := c.queueOrder(ctx, cfg.EventID, cfg.prequeueUntil(), false)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, e := range sale {
-			r := e.stored()
-			if !r.Status.IsTerminal() && r.Status != StatusHeld && r.Status != StatusWaitlisted {
-				// Undecided on GSI2, which is read eventually consistent: it may have
-				// won a moment ago; the request itself says.
-				if r, err = c.getRequest(ctx, e.RequestID, true); err != nil {
-					return nil, nil, err
-				}
-			}
-			if wonSeat(r) && !fromPool(r.SeatShard) {
-				problem("click %s of the sale won a seat while entry %s was refused", e.RequestID, refused)
-			}
-		}
-	}
-	return winners, problems, nil
+// prequeueProof is an event's table as a pre-queue's verifier reads it
+// (drawproof.PrequeueSource), under cfg, the event's config.
+type prequeueProof struct {
+	entryChunks
+	cfg *eventItem
 }
 
-// checkSeated tells problem when more requests of the event hold a seat (SUCCEEDED
-// or HELD) than it has seats (capacityTotal, seats added included): entries are the
-// requests queued before the start, as GSI2 showed them; the sale's are read here.
-// A count over the seats as GSI2 shows it is counted again from strongly consistent
-// reads of the requests it counted, as the index may show a hold given back and its
-// seat's next holder both HELD.
-func (c *Client) checkSeated(ctx context.Context, cfg *eventItem, entries []drawEntry, problem func(format string, args ...any)) error {
-	sale, err := c.queueOrder(ctx, cfg.EventID, cfg.prequeueUntil(), false)
+// Seat reads a request: GetItem PK REQ#<requestId>, SK META, strongly consistent.
+func (s prequeueProof) Seat(ctx context.Context, id string) (drawproof.Seat, error) {
+	r, err := s.c.getRequest(ctx, id, true)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return drawproof.Seat{}, &drawrun.NotFoundError{Err: err}
+	case err != nil:
+		return drawproof.Seat{}, err
+	}
+	return s.cfg.seat(r), nil
+}
+
+// Sale reads the sale's clicks, queued at the start or later, from GSI2 (queueOrder).
+func (s prequeueProof) Sale(ctx context.Context) ([]drawproof.Seat, error) {
+	rows, err := s.c.queueOrder(ctx, s.cfg.EventID, s.cfg.prequeueUntil(), false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var seated []string
-	for _, e := range append(slices.Clone(entries), sale...) {
-		if e.Status == StatusSucceeded || e.Status == StatusHeld {
-			seated = append(seated, e.RequestID)
-		}
+	return s.cfg.seats(rows), nil
+}
+
+// seat is r as a pre-queue's verifier reads it, under the event's config cfg (a
+// seat on the pool is the one after the shards).
+func (cfg *eventItem) seat(r *storedRequest) drawproof.Seat {
+	pool, final := max(cfg.CapacityShards, 1), r.Status.IsTerminal()
+	return drawproof.Seat{RequestID: r.RequestID, Status: string(r.Status), Won: wonSeat(r),
+		FromPool: cfg.HoldFor == 0 && r.SeatShard != nil && *r.SeatShard == pool,
+		Refused:  r.Status == StatusRejected && r.ResultCode == ResultRejectedCapacity || r.Status == StatusWaitlisted,
+		Final:    final, Decided: final || r.Status == StatusHeld || r.Status == StatusWaitlisted,
+		Holding: r.Status == StatusSucceeded || r.Status == StatusHeld}
+}
+
+// seats are rows of GSI2 as a pre-queue's verifier reads them.
+func (cfg *eventItem) seats(rows []drawEntry) []drawproof.Seat {
+	seats := make([]drawproof.Seat, len(rows))
+	for i, e := range rows {
+		seats[i] = cfg.seat(e.stored())
 	}
-	if int64(len(seated)) <= cfg.CapacityTotal {
-		return nil
-	}
-	n := 0
-	for _, id := range seated {
-		r, err := c.getRequest(ctx, id, true)
-		if err != nil {
-			return err
-		}
-		if r.Status == StatusSucceeded || r.Status == StatusHeld {
-			n++
-		}
-	}
-	if int64(n) > cfg.CapacityTotal {
-		problem("%d requests hold a seat (SUCCEEDED or HELD), the event has %d", n, cfg.CapacityTotal)
-	}
-	return nil
+	return seats
 }
 
 // PrequeueVerification is what VerifyPrequeue found.
@@ -155,48 +106,21 @@ func (c *Client) VerifyPrequeue(ctx context.Context, eventID string) (*PrequeueV
 	if record.Phase == PhaseCollecting || record.EntriesHash == "" {
 		return nil, fmt.Errorf("%w: the pre-queue of %s has not been frozen", ErrDrawTooEarly, eventID)
 	}
-	v := &PrequeueVerification{EventID: eventID, Served: record.Phase == PhaseAnnounced}
-	problem := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
 	entries, err := c.prequeueEntries(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	every := func(drawEntry) bool { return true }
-	ids, err := c.verifiedSet(ctx, cfg, record, entries, every, problem)
+	served := record.Phase == PhaseAnnounced
+	p, err := drawproof.VerifyPrequeue(ctx, prequeueProof{entryChunks{c: c, eventID: eventID}, cfg}, drawproof.Prequeue{
+		Config: c.drawRun(eventID, drawrun.Lottery), Record: record.run(),
+		Published: cfg.SeedCommitment, Recorded: record.SeedCommitment,
+		Seats: cfg.CapacityTotal, Announced: served, OnTable: cfg.seats(entries),
+	})
 	if err != nil {
 		return nil, err
 	}
-	v.EntryCount = len(ids)
-	v.Order = draw.Order(checkSeed(cfg, record, problem), ids)
-	v.Late = lateArrivals(ids, entries, every)
-	// The results as GSI2 shows them (eventually consistent) first; only when they
-	// show a problem is every entry read again, strongly consistent, and that says.
-	onIndex := make(map[string]*storedRequest, len(entries))
-	for _, e := range entries {
-		onIndex[e.RequestID] = e.stored()
-	}
-	shown := func(id string) (*storedRequest, error) {
-		if r, ok := onIndex[id]; ok {
-			return r, nil
-		}
-		return c.getRequest(ctx, id, true) // a recorded entry GSI2 does not show
-	}
-	winners, problems, err := c.checkServed(ctx, cfg, record, v.Order, v.Late, shown)
-	if err == nil && len(problems) > 0 {
-		winners, problems, err = c.checkServed(ctx, cfg, record, v.Order, v.Late, func(id string) (*storedRequest, error) { return c.getRequest(ctx, id, true) })
-	}
-	if errors.Is(err, ErrNotFound) {
-		problem("a recorded entry is not on the table: %v", err)
-		err = nil
-	}
-	if err == nil {
-		err = c.checkSeated(ctx, cfg, entries, problem)
-	}
-	if err != nil {
-		return nil, err
-	}
-	v.Winners, v.Problems = winners, append(v.Problems, problems...)
-	return v, nil
+	return &PrequeueVerification{EventID: eventID, EntryCount: p.EntryCount, Order: p.Order, Winners: p.Winners,
+		Late: p.Late, Problems: p.Problems, Served: served}, nil
 }
 
 // OK reports whether the pre-queue checks out.

@@ -1,8 +1,8 @@
 // Package drawproof is what makes a draw checkable by anyone (docs/design.md,
 // "Lottery"): the commitment to its seed, published when the event is made and
-// checked when the draw reveals the seed, and the verification of a recorded draw
-// from plain values, its Draw record, the requests GSI2 shows and the requests read
-// one by one.
+// checked when the draw reveals the seed, and the verification of a recorded draw,
+// or of a served pre-queue (VerifyPrequeue), from plain values, its Draw record, the
+// requests GSI2 shows and the requests read one by one.
 //
 // The event's config publishes seedCommitment = SHA-256(seed) when the event is made.
 // The draw freezes the entries, the requests queued no later than the cutoff that are

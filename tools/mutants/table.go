@@ -155,9 +155,9 @@ var mutants = []mutant{
 	{
 		name: "verify-prequeue-no-hash",
 		rule: "VerifyPrequeue reads back the recorded set of entries against the hash (and count) the freeze recorded.",
-		file: "prequeue_verify.go",
-		old:  "ids, err := c.verifiedSet(ctx, cfg, record, entries, every, problem)",
-		new:  "ids, err := c.verifiedSet(ctx, cfg, record, entries, every, func(string, ...any) {})",
+		file: "internal/drawproof/prequeue.go",
+		old:  "ids, err := Set(ctx, src, p.Config, p.Record, onTable, problem)",
+		new:  "ids, err := Set(ctx, src, p.Config, p.Record, onTable, func(string, ...any) {})",
 		pkg:  ".",
 		run:  "^TestVerifyPrequeueCatchesAnAlteredRecord$/^a_recorded_entry_dropped_from_the_set$",
 	},
