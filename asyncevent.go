@@ -174,7 +174,7 @@ type Client struct {
 	progress      *progressMeter
 	progressReads progress.Cache
 	// prequeues keeps, by event ID, what the client read of a pre-queue's order, for
-	// the places of its entries (*prequeueView).
+	// the places of its entries (*progress.Prequeue).
 	prequeues sync.Map
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/asyncevent/asyncevent/entity"
-	"github.com/asyncevent/asyncevent/internal/drawrun"
 )
 
 // The entries a draw (or a pre-queue's serve) recorded, by name, so that anyone can
@@ -64,18 +63,4 @@ func (e entryChunks) Chunk(ctx context.Context, hash string, n int) (string, boo
 	var it entriesChunk
 	found, err := e.c.getItem(ctx, key.Key(), true, &it)
 	return it.IDs, found, err
-}
-
-// errRecordedBefore: a Draw record whose entries were recorded by a version that
-// stored only their count and hash.
-var errRecordedBefore = drawrun.ErrCountOnly
-
-// recordedEntries reads back the set record names, its IDs sorted bytewise, each
-// chunk with a strongly consistent GetItem PK EVENT#<eventId>#ENTRIES#<n>, SK
-// SET#<entriesHash> (drawrun.ReadBack). A chunk missing, or chunks whose bytes do not
-// hash to the recorded entriesHash or hold another count of entries, are
-// ErrDrawMismatch: the record cannot be read back as written. A record from before
-// the chunks (count and hash only) is errRecordedBefore.
-func (c *Client) recordedEntries(ctx context.Context, eventID string, record *DrawRecord) ([]string, error) {
-	return drawrun.ReadBack(ctx, entryChunks{c: c, eventID: eventID}, c.drawRun(eventID, drawrun.Lottery), record.run())
 }

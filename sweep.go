@@ -413,11 +413,11 @@ func (s *holdSweeper) Queue(after *holdsweep.Place) (holdsweep.Pages[holdsweep.R
 // of it, once it is frozen.
 func (s *holdSweeper) Drawn(ctx context.Context, f func(order []string, settled *int) (bool, error)) (bool, error) {
 	view, err := s.c.prequeueOrder(ctx, s.cfg)
-	defer view.mu.Unlock()
-	if err != nil || view.order == nil {
+	defer view.Unlock()
+	if err != nil || view.Order == nil {
 		return false, err // not frozen yet: nobody of the pre-queue is waitlisted
 	}
-	return f(view.order, &view.settled)
+	return f(view.Order, &view.Settled)
 }
 
 // Request reads a request, strongly consistently.

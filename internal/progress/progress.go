@@ -3,9 +3,11 @@
 // workers reached, by tenth of a second, and what a reader makes of the counts it
 // read: the requests ahead of one, the workers' rate, the line's depth.
 //
-// It does no I/O and knows no key text. The root package writes a Meter's counts to
-// the progress rows and reads them back into Tenths (by the attribute Names it
-// gives), and asks a View where a request stands.
+// It does no I/O of its own and knows no key text. The root package writes a Meter's
+// counts to the progress rows and reads them back into Tenths (by the attribute Names
+// it gives), and asks a View where a request stands; a Prequeue, the places of a
+// pre-queue's drawn order, reads the Draw record and the entries through the table
+// the root hands it.
 package progress
 
 import (
