@@ -3,8 +3,6 @@ package asyncevent
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"time"
 
 	"github.com/asyncevent/asyncevent/queue"
 )
@@ -82,33 +80,6 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Deliver
 		return p.notStarted(m, t.current)
 	}
 	return result{action: actDelete, outcome: Outcome{Kind: OutcomeCollected}}
-}
-
-// keepVisible keeps a lottery entry's message hidden while the service's handler runs
-// on it: every half visibility it extends the message's visibility (an entry holds no
-// lease to renew). The returned function stops it.
-func (p *Processor) keepVisible(ctx context.Context, m Message, extend *extender) (stop func()) {
-	if extend == nil || extend.visibility <= 0 {
-		return func() {}
-	}
-	kctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(extend.visibility / 2)
-		defer tick.Stop()
-		for {
-			select {
-			case <-kctx.Done():
-				return
-			case <-tick.C:
-				if err := extend.extend(kctx); err != nil && kctx.Err() == nil {
-					p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 // rejectEntry ends a lottery request REJECTED with code by end (MarkClosed, for one

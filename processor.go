@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/internal/seatcache"
+	"github.com/asyncevent/asyncevent/internal/workloop"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -468,6 +469,20 @@ func (p *Processor) malformed(ctx context.Context, m Message, d queue.Delivery, 
 	return result{action: actRetry, delay: p.opts.Backoff(d.ReceiveCount), outcome: Outcome{Kind: OutcomeMalformed, Err: err}}
 }
 
+// keepVisible keeps a message hidden while the service's handler runs on a request
+// that holds no lease (a lottery entry, a ranked request waiting for its admission):
+// every half visibility it extends the message's visibility. The returned function
+// stops it.
+func (p *Processor) keepVisible(ctx context.Context, m Message, extend *extender) (stop func()) {
+	if extend == nil || extend.visibility <= 0 {
+		return func() {}
+	}
+	return workloop.Every(ctx, extend.visibility/2, func(ctx context.Context) bool {
+		p.extendVisibility(ctx, m, extend)
+		return true
+	})
+}
+
 // heartbeat keeps a long message alive while its work goes on: every half of the
 // shorter of the lease and the visibility timeout it extends the message's
 // visibility, and the request's lease once half the lease has passed since it was
@@ -475,50 +490,43 @@ func (p *Processor) malformed(ctx context.Context, m Message, d queue.Delivery, 
 // each lease write also rewrites the request's entries on both indexes. The returned
 // function stops it.
 func (p *Processor) heartbeat(ctx context.Context, m Message, l *lease, extend *extender) (stop func()) {
-	hctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(min(l.Duration, extend.visibility) / 2)
-		defer tick.Stop()
-		leaseWritten := time.Now()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-tick.C:
-				if err := extend.extend(hctx); err != nil {
-					p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
-				}
-				if time.Since(leaseWritten) < l.Duration/2 {
-					continue
-				}
-				l.writing.Lock()
-				if l.ended {
-					l.writing.Unlock()
-					return
-				}
-				held, err := p.c.extendLease(hctx, m.RequestID, l.Owner, l.Duration)
-				switch {
-				case err == nil && held:
-				case err == nil:
-					// Taken over (or final): the heartbeat stops. A claim this delivery
-					// still sends lands on a place the new holder closes before it
-					// leaves it, or meets the request's token (seat.go).
-					l.ended = true
-					l.writing.Unlock()
-					return
-				}
-				l.writing.Unlock()
-				if err != nil {
-					p.opts.Logger.WarnContext(ctx, "extending the lease failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
-					continue
-				}
-				leaseWritten = time.Now()
-			}
+	leaseWritten := time.Now()
+	return workloop.Every(ctx, min(l.Duration, extend.visibility)/2, func(ctx context.Context) bool {
+		p.extendVisibility(ctx, m, extend)
+		if time.Since(leaseWritten) < l.Duration/2 {
+			return true
 		}
-	}()
-	return func() { cancel(); <-done }
+		l.writing.Lock()
+		if l.ended {
+			l.writing.Unlock()
+			return false
+		}
+		held, err := p.c.extendLease(ctx, m.RequestID, l.Owner, l.Duration)
+		if err == nil && !held {
+			// Taken over (or final): the heartbeat stops. A claim this delivery
+			// still sends lands on a place the new holder closes before it
+			// leaves it, or meets the request's token (seat.go).
+			l.ended = true
+		}
+		l.writing.Unlock()
+		switch {
+		case err != nil:
+			p.opts.Logger.WarnContext(ctx, "extending the lease failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+			return true
+		case !held:
+			return false
+		}
+		leaseWritten = time.Now()
+		return true
+	})
+}
+
+// extendVisibility keeps m hidden for another visibility; a failure is logged, and
+// the next tick tries again.
+func (p *Processor) extendVisibility(ctx context.Context, m Message, extend *extender) {
+	if err := extend.extend(ctx); err != nil && ctx.Err() == nil {
+		p.opts.Logger.WarnContext(ctx, "extending visibility failed", slog.String("requestId", m.RequestID), slog.Any("error", err))
+	}
 }
 
 // classify sorts an error into retryable or not, with the result and error codes a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/asyncevent/asyncevent/queue"
 )
@@ -14,34 +13,24 @@ import (
 type hider struct {
 	mu      sync.Mutex
 	waiting []queue.Delivery
-	quit    chan struct{}
-	exited  chan struct{}
+	stop    func()
 }
 
 // hide starts keeping ds hidden, every half of the visibility timeout.
 func (l *Loop) hide(ctx context.Context, ds []queue.Delivery) *hider {
-	h := &hider{waiting: ds, quit: make(chan struct{}), exited: make(chan struct{})}
-	go func() {
-		defer close(h.exited)
-		tick := time.NewTicker(l.cfg.VisibilityTimeout / 2)
-		defer tick.Stop()
-		for {
-			select {
-			case <-h.quit:
-				return
-			case <-tick.C:
+	h := &hider{waiting: ds}
+	h.stop = Every(context.WithoutCancel(ctx), l.cfg.VisibilityTimeout/2, func(context.Context) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, d := range h.waiting {
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Bookkeeping)
+			if err := l.q.ChangeVisibility(bctx, d.Receipt, l.cfg.VisibilityTimeout); err != nil {
+				l.cfg.Logger.WarnContext(ctx, "keeping a waiting message hidden failed", slog.String("messageId", d.MessageID), slog.Any("error", err))
 			}
-			h.mu.Lock()
-			for _, d := range h.waiting {
-				bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Bookkeeping)
-				if err := l.q.ChangeVisibility(bctx, d.Receipt, l.cfg.VisibilityTimeout); err != nil {
-					l.cfg.Logger.WarnContext(ctx, "keeping a waiting message hidden failed", slog.String("messageId", d.MessageID), slog.Any("error", err))
-				}
-				cancel()
-			}
-			h.mu.Unlock()
+			cancel()
 		}
-	}()
+		return true
+	})
 	return h
 }
 
@@ -63,6 +52,5 @@ func (h *hider) end() {
 	if h == nil {
 		return
 	}
-	close(h.quit)
-	<-h.exited
+	h.stop()
 }
