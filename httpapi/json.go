@@ -544,16 +544,6 @@ func holdLeft(r *asyncevent.Request, now time.Time) time.Duration {
 	return max(r.HoldExpiresAt.Time().Sub(now), 0)
 }
 
-// PlaceView is where a waiting request stands in its event's line
-// (asyncevent.QueueEstimate): Ahead, the requests queued before it that no worker
-// has finished; RatePerSecond, the requests the workers finish a second while they
-// have work, over the last 3 seconds counted; WaitSeconds, the time until they have
-// decided it at that rate (those ahead, then its own turn), in whole seconds rounded
-// up, absent while no rate
-// is measured (rate 0: no worker has finished a request lately, the wait is
-// unknown, even at the front of the line); AsOf, when the event's progress behind
-// the estimate was read. The estimate assumes the
-// workers take requests in queue order, which a standard queue does only roughly.
 // PrequeuePlaceView is where a waiting entry of a pre-queue stands: frozen, its place
 // in the drawn order (1 is served first) among entries, for seats seats; late when the
 // request reached the table after the entries were recorded (no place: it joins the
@@ -567,6 +557,16 @@ type PrequeuePlaceView struct {
 	AsOf    Timestamp `json:"asOf"`
 }
 
+// PlaceView is where a waiting request stands in its event's line
+// (asyncevent.QueueEstimate): Ahead, the requests queued before it that no worker
+// has finished; RatePerSecond, the requests the workers finish a second while they
+// have work, over the last 3 seconds counted; WaitSeconds, the time until they have
+// decided it at that rate (those ahead, then its own turn), in whole seconds rounded
+// up, absent while no rate
+// is measured (rate 0: no worker has finished a request lately, the wait is
+// unknown, even at the front of the line); AsOf, when the event's progress behind
+// the estimate was read. The estimate assumes the
+// workers take requests in queue order, which a standard queue does only roughly.
 type PlaceView struct {
 	Ahead         int64     `json:"ahead"`
 	WaitSeconds   *int64    `json:"waitSeconds,omitempty"`

@@ -34,8 +34,8 @@ func requestGetCmd() *command {
 				if p := clikit.PlaceOf(r.Queue); p != nil {
 					m["queue"] = p
 				}
-				if p := r.Prequeue; p != nil {
-					m["prequeue"] = map[string]any{"frozen": p.Frozen, "place": p.Place, "entries": p.Entries, "seats": p.Seats, "late": p.Late}
+				if p := clikit.PrequeuePlaceOf(r.Prequeue); p != nil {
+					m["prequeue"] = p
 				}
 				return e.PrintJSON(m)
 			}

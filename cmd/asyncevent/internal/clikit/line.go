@@ -3,9 +3,9 @@ package clikit
 import "github.com/asyncevent/asyncevent"
 
 // The line of a FIRST_COME event as the CLI prints it: a waiting request's place in
-// it (request get's "queue") and the line as a whole (stats' "queue"). Their times
-// are epoch milliseconds, as a stored request's own, and their rates and waits in
-// names of their own (ratePerSec, waitMs, drainTimeMs): the CLI printed them so before
+// it (request get's "queue", and "prequeue" for an entry of a pre-queue) and the line
+// as a whole (stats' "queue"). Their times are epoch milliseconds, as a stored
+// request's own, and their rates and waits in names of their own (ratePerSec, waitMs, drainTimeMs): the CLI printed them so before
 // the HTTP API had its views of the line (httpapi.PlaceView, httpapi.QueueStatsView),
 // which write asOf and at in RFC 3339. Both are promised, so each keeps its form.
 
@@ -31,6 +31,28 @@ func PlaceOf(q *asyncevent.QueueEstimate) *Place {
 		p.WaitMs = &wait
 	}
 	return p
+}
+
+// PrequeuePlace is a waiting entry's place in its pre-queue's drawn order
+// (asyncevent.PrequeuePlace): frozen once the serve recorded the entries, its place
+// (1 is served first) among entries, for seats seats; late when the request reached
+// the table after the entries were recorded; asOf, when it was read, in epoch
+// milliseconds as Place's.
+type PrequeuePlace struct {
+	Frozen  bool                   `json:"frozen"`
+	Place   int64                  `json:"place"`
+	Entries int64                  `json:"entries"`
+	Seats   int64                  `json:"seats"`
+	Late    bool                   `json:"late"`
+	AsOf    asyncevent.EpochMillis `json:"asOf"`
+}
+
+// PrequeuePlaceOf is p as the CLI prints it; nil for none.
+func PrequeuePlaceOf(p *asyncevent.PrequeuePlace) *PrequeuePlace {
+	if p == nil {
+		return nil
+	}
+	return &PrequeuePlace{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, AsOf: p.AsOf}
 }
 
 // Line is a FIRST_COME event's line (asyncevent.QueueStats): its depth, the
