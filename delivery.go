@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/asyncevent/asyncevent/internal/firstcome"
+	"github.com/asyncevent/asyncevent/internal/seatclaim"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -57,12 +59,13 @@ func (p *Processor) processDelivery(ctx context.Context, d queue.Delivery, exten
 	return p.malformed(ctx, m, d, fmt.Errorf("%w: eventType %q", ErrMalformedMessage, m.EventType))
 }
 
-// firstCome processes a FIRST_COME message. The home claim first (without a
-// Handler): the seat on the request's home shard, then SUCCEEDED, two writes and no
-// lease; once the event is known to be sold out, a look at the home shard and one
-// write reject it. The rest (a Handler, a home shard empty or refusing the claim for
-// throughput, a request an earlier delivery started) goes the leased way: start, the
-// service's handler, then the seat claim.
+// firstCome processes a FIRST_COME message: its gates, then its step
+// (internal/firstcome): the home claim without a Handler (the seat on the request's
+// home shard, then SUCCEEDED, two writes and no lease; once the event is known to be
+// sold out, a look at the home shard and one write reject it), and the rest (a
+// Handler, a home shard empty or refusing the claim for throughput, a request an
+// earlier delivery started) the leased way: start, the service's handler, then the
+// seat claim.
 func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, l *lease, extend *extender) result {
 	if r, gated := p.prequeueGate(ctx, m, d); gated {
 		return r
@@ -72,89 +75,212 @@ func (p *Processor) firstCome(ctx context.Context, m Message, d queue.Delivery, 
 		return r
 	}
 	m.late = late
-	n, err := p.shards(ctx, m)
-	if err != nil {
-		return p.failed(ctx, m, d, nil, err)
-	}
-	h := homeState{shard: shardOf(m.RequestID, n), began: p.c.opts.Clock()}
-	r, done := p.home(ctx, m, d, n, &h)
-	if h.hold > 0 {
-		p.holds.Store(m.EventID, struct{}{})
-	}
-	if done {
-		return r
-	}
-	// The leased way: the event's holds from its config (the home shard's look, or
-	// the home claim's read, told h already when they ran).
-	hold := h.hold
-	if !h.holdKnown {
-		if hold, err = p.c.holdFor(ctx, m.EventID); err != nil {
-			return p.failed(ctx, m, d, nil, err)
-		}
-		if hold > 0 {
-			p.holds.Store(m.EventID, struct{}{})
-		}
-	}
-	first := h.shard
-	if h.clear {
-		if next := p.seats.Next(m.EventID, claimOrder(m.RequestID, n), n, map[int]bool{h.shard: true}); next >= 0 {
-			first = next
-		}
-	}
-	t, st, err := p.c.startProcessing(ctx, m.Ref(), l.Lease, first)
-	if errors.Is(err, ErrNotFound) {
-		return notFound()
-	}
-	if err != nil {
-		return p.failed(ctx, m, d, nil, err)
-	}
-	if !t.Applied {
-		return p.notStarted(m, t.current)
-	}
-	st.settle(h.shard, h.clear)
-	l.held = true
-	l.claim = &seatClaim{Claim: st.claim(), ref: m.Ref(), owner: l.Owner, end: l.end, hold: hold}
-	if extend != nil {
-		stop := p.heartbeat(ctx, m, l, extend)
-		defer stop()
-	}
-	if err := p.handle(ctx, m); err != nil {
-		return p.failed(ctx, m, d, l, err)
-	}
-	if !st.inherited && p.soldOut(ctx, m.EventID) && !p.poolOpen(m.EventID, hold) {
-		return p.reject(ctx, m, d, l, hold)
-	}
-	t, err = p.c.claimSeat(ctx, l.claim, p.seats)
-	switch {
-	case err != nil:
-		return p.failed(ctx, m, d, l, err)
-	case t.SoldOut:
-		return p.reject(ctx, m, d, l, hold)
-	case !t.Applied:
-		return p.lostLease(ctx, m, l.Lease)
-	}
-	return won(hold)
+	f := &firstComeDelivery{p: p, m: m, d: d, l: l, extend: extend}
+	f.step = firstcome.Step{D: f, Seats: p.seats, EventID: m.EventID, RequestID: m.RequestID,
+		Handler: p.opts.Handler != nil, Late: late, Clock: p.c.opts.Clock, Logger: p.opts.Logger}
+	return f.result(f.step.Settle(ctx))
 }
 
-// reject ends a request REJECTED_CAPACITY (WAITLISTED with holds), under our lease.
-func (p *Processor) reject(ctx context.Context, m Message, d queue.Delivery, l *lease, hold time.Duration) result {
+// firstComeDelivery is one delivery of a first-come request as its step sees it: the
+// rows it sends, under the delivery's lease once the start took it, and the worker's
+// results.
+type firstComeDelivery struct {
+	p      *Processor
+	m      Message
+	d      queue.Delivery
+	l      *lease
+	extend *extender
+	step   firstcome.Step
+	made   result // the result a Verdict{Outcome: firstcome.Made} stands for
+}
+
+func (f *firstComeDelivery) Shards(ctx context.Context) (n, home int, err error) {
+	if n, err = f.p.shards(ctx, f.m); err != nil {
+		return 0, 0, err
+	}
+	return n, shardOf(f.m.RequestID, n), nil
+}
+
+func (f *firstComeDelivery) Config(ctx context.Context) (firstcome.Config, error) {
+	cfg, err := f.p.c.cachedEvent(ctx, f.m.EventID)
+	if err != nil {
+		return firstcome.Config{}, err
+	}
+	return firstcome.Config{Shards: max(cfg.CapacityShards, 1), Empty: cfg.EmptyShards, Hold: cfg.HoldFor}, nil
+}
+
+func (f *firstComeDelivery) ConfigCached() bool {
+	_, _, cached := f.p.c.events.Peek(f.m.EventID)
+	return cached
+}
+
+func (f *firstComeDelivery) HoldFor(ctx context.Context) (time.Duration, error) {
+	return f.p.c.holdFor(ctx, f.m.EventID)
+}
+
+func (f *firstComeDelivery) WaveSeat() bool {
+	_, taken := f.p.waveSeats.LoadAndDelete(f.m.RequestID)
+	return taken
+}
+
+func (f *firstComeDelivery) SawHolds() { f.p.holds.Store(f.m.EventID, struct{}{}) }
+
+func (f *firstComeDelivery) ReadShard(ctx context.Context, n, shard int) (firstcome.Shard, error) {
+	item, err := f.p.c.readShard(ctx, f.m.EventID, n, shard)
+	if err != nil {
+		return firstcome.Shard{}, err
+	}
+	sh := firstcome.Shard{HoldsSeat: holds(item, f.m.RequestID), Remaining: item.CapacityRemaining, SoldOut: item.SoldOut,
+		Hold: item.HoldFor, PoolVersion: item.PoolVersion}
+	sh.Closed = !sh.HoldsSeat && closedHere(item, f.m.RequestID)
+	return sh, nil
+}
+
+func (f *firstComeDelivery) ClaimHome(ctx context.Context, n, home int) (seatclaim.Outcome, *seatclaim.Claim, error) {
+	return f.p.c.claimHome(ctx, f.m.Ref(), n, home)
+}
+
+func (f *firstComeDelivery) Bind(ctx context.Context, n, home int, began time.Time, hold time.Duration) (firstcome.Answer, error) {
+	return f.answer(f.p.c.bindSeat(ctx, f.m.Ref(), home, MillisOf(began), n, hold))
+}
+
+func (f *firstComeDelivery) PutRequest(ctx context.Context) (named bool, err error) {
+	err = f.p.c.putRequestOf(ctx, f.m)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (f *firstComeDelivery) ShardEmpty(ctx context.Context, shard, n int, how seatclaim.Record) {
+	f.p.c.shardEmpty(ctx, f.m.EventID, shard, n, f.p.seats, recordOf[how])
+}
+
+func (f *firstComeDelivery) HealEmpty(ctx context.Context) {
+	if n, err := f.p.c.capacityShards(ctx, f.m.EventID); err == nil {
+		f.p.c.healEmpty(ctx, f.m.EventID, n, f.p.seats, false)
+	}
+}
+
+func (f *firstComeDelivery) Waitlists(ctx context.Context, hold time.Duration) bool {
+	return f.p.waitlists(ctx, f.m.EventID, hold)
+}
+
+func (f *firstComeDelivery) RejectSoldOut(ctx context.Context, waitlist bool) (firstcome.Answer, error) {
+	return f.answer(f.p.c.rejectSoldOut(ctx, f.m.Ref(), waitlist, f.m.late))
+}
+
+func (f *firstComeDelivery) OtherShard(n, home int) int {
+	return f.p.seats.Next(f.m.EventID, claimOrder(f.m.RequestID, n), n, map[int]bool{home: true})
+}
+
+func (f *firstComeDelivery) Start(ctx context.Context, first, home int, homeClear bool, hold time.Duration) (firstcome.Started, error) {
+	t, st, err := f.p.c.startProcessing(ctx, f.m.Ref(), f.l.Lease, first)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return firstcome.Started{Missing: true}, nil
+	case err != nil:
+		return firstcome.Started{}, err
+	case !t.Applied:
+		f.made = f.p.notStarted(f.m, t.current)
+		return firstcome.Started{}, nil
+	}
+	st.settle(home, homeClear)
+	f.l.held = true
+	f.l.claim = &seatClaim{Claim: st.claim(), ref: f.m.Ref(), owner: f.l.Owner, end: f.l.end, hold: hold}
+	return firstcome.Started{Applied: true, Inherited: st.inherited}, nil
+}
+
+func (f *firstComeDelivery) KeepAlive(ctx context.Context) (stop func()) {
+	if f.extend == nil {
+		return func() {}
+	}
+	return f.p.heartbeat(ctx, f.m, f.l, f.extend)
+}
+
+func (f *firstComeDelivery) Handle(ctx context.Context) error { return f.p.handle(ctx, f.m) }
+
+func (f *firstComeDelivery) ClaimSeat(ctx context.Context) (firstcome.Claimed, error) {
+	t, err := f.p.c.claimSeat(ctx, f.l.claim, f.p.seats)
+	return firstcome.Claimed{Applied: t.Applied, SoldOut: t.SoldOut}, err
+}
+
+func (f *firstComeDelivery) MarkRejected(ctx context.Context, waitlist bool) (firstcome.Answer, error) {
 	var (
 		t   Transition
 		err error
 	)
-	waitlist := p.waitlists(ctx, m.EventID, hold)
-	l.end(func() { t, err = p.c.markCapacityRejected(ctx, m.Ref(), l.Lease, waitlist, m.late) })
-	switch {
-	case err != nil:
-		return p.failed(ctx, m, d, l, err)
-	case !t.Applied && finalUnder(t.current, l.Owner):
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: t.current.ResultCode}}
-	case !t.Applied:
-		return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}}
-	case waitlist && !m.late:
-		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}
+	f.l.end(func() { t, err = f.p.c.markCapacityRejected(ctx, f.m.Ref(), f.l.Lease, waitlist, f.m.late) })
+	if err != nil {
+		return firstcome.Answer{}, err
 	}
-	return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: seatRefusal(m)}}
+	return firstcome.Answer{Applied: t.Applied, Current: f.request(t.current)}, nil
+}
+
+// result is the worker's result of the step's verdict.
+func (f *firstComeDelivery) result(v firstcome.Verdict) result {
+	switch v.Outcome {
+	case firstcome.Made:
+		return f.made
+	case firstcome.Won:
+		return won(v.Hold)
+	case firstcome.NotFound:
+		return notFound()
+	case firstcome.Duplicate:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeDuplicate, ResultCode: ResultCode(v.Code)}}
+	case firstcome.Waitlisted:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeWaitlisted}}
+	case firstcome.Refused:
+		return result{action: actDelete, outcome: Outcome{Kind: OutcomeRejected, ResultCode: seatRefusal(f.m)}}
+	case firstcome.LeaseHeld:
+		return result{action: actRetry, delay: v.Delay, outcome: Outcome{Kind: OutcomeLeaseHeld}}
+	}
+	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}} // firstcome.Left
+}
+
+func (f *firstComeDelivery) Failed(ctx context.Context, err error, leased bool) firstcome.Verdict {
+	if leased {
+		return f.make(f.p.failed(ctx, f.m, f.d, f.l, err))
+	}
+	return f.make(f.p.failed(ctx, f.m, f.d, nil, err))
+}
+
+func (f *firstComeDelivery) Mismatch(ctx context.Context, n, got int) firstcome.Verdict {
+	return f.make(f.p.malformed(ctx, f.m, f.d, fmt.Errorf("%w: capacityShards %d, the event has %d", ErrMalformedMessage, n, got)))
+}
+
+func (f *firstComeDelivery) LostLease(ctx context.Context) firstcome.Verdict {
+	return f.make(f.p.lostLease(ctx, f.m, f.l.Lease))
+}
+
+// make keeps r as the result of the step's Verdict{Outcome: firstcome.Made}.
+func (f *firstComeDelivery) make(r result) firstcome.Verdict {
+	f.made = r
+	return firstcome.Verdict{Outcome: firstcome.Made}
+}
+
+// answer is a write of the request without a lease as the step reads it: a missing
+// request is no error.
+func (f *firstComeDelivery) answer(t Transition, err error) (firstcome.Answer, error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return firstcome.Answer{Missing: true}, nil
+	case err != nil:
+		return firstcome.Answer{}, err
+	case !t.Applied && t.current == nil:
+		return firstcome.Answer{}, fmt.Errorf("asyncevent: request %s: a lost condition returned no item", f.m.RequestID)
+	}
+	return firstcome.Answer{Applied: t.Applied, Current: f.request(t.current)}, nil
+}
+
+// request is r as the step reads it; nil is the zero Request.
+func (f *firstComeDelivery) request(r *storedRequest) firstcome.Request {
+	if r == nil {
+		return firstcome.Request{}
+	}
+	return firstcome.Request{Status: string(r.Status), ResultCode: string(r.ResultCode), Decided: r.Status.decided(),
+		Processing: r.Status == StatusProcessing, SeatShard: r.SeatShard, LeaseExpiresAt: int64(r.LeaseExpiresAt),
+		Ours: r.LeaseOwner == f.l.Owner, BoundToSeat: boundToSeat(r)}
 }
 
 // ProcessOne processes one delivery as the Worker does, for a caller that owns the

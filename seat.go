@@ -452,7 +452,8 @@ func (s *seatStore) ShardEmpty(ctx context.Context, shard int, how seatclaim.Rec
 }
 
 // recordOf is a seatclaim.Record as shardEmpty takes it.
-var recordOf = [...]recordEmpty{seatclaim.IfUnlisted: recordIfUnlisted, seatclaim.IfNew: recordIfNew, seatclaim.Always: recordAlways}
+var recordOf = [...]recordEmpty{seatclaim.IfUnlisted: recordIfUnlisted, seatclaim.IfNew: recordIfNew, seatclaim.Always: recordAlways,
+	seatclaim.IfUnlistedNow: recordIfUnlistedNow}
 
 // takeSeat writes SUCCEEDED for a request that holds its seat; for an event with
 // holds, its Hold item and then HELD (the "first-come held" row). A refusal for

@@ -109,6 +109,17 @@ func (s *Shards) Know(eventID string, n int, shards []int) {
 	}
 }
 
+// AllEmpty records every shard of eventID (of n shards) empty: the event is sold
+// out.
+func (s *Shards) AllEmpty(eventID string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.event(eventID, n)
+	for shard := range n {
+		e.empty[shard] = true
+	}
+}
+
 // RefreshDue reports whether the event's emptyShards was last read a second or more
 // before now, and if so counts it read now.
 func (s *Shards) RefreshDue(eventID string, now time.Time) bool {

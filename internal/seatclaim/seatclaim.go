@@ -103,9 +103,10 @@ type Record int
 
 // When a shard found empty is recorded.
 const (
-	IfUnlisted Record = iota // when the event's list, read at most once a second, lacks it
-	IfNew                    // when the worker did not know it empty
-	Always                   // the claim that took its last seat: another may have met it empty first
+	IfUnlisted    Record = iota // when the event's list, read at most once a second, lacks it
+	IfNew                       // when the worker did not know it empty
+	Always                      // the claim that took its last seat: another may have met it empty first
+	IfUnlistedNow               // as IfUnlisted, the list read at once when the shard is news to the worker
 )
 
 // Store is what a walk needs besides the places: the request's own writes under its

@@ -180,7 +180,7 @@ func (s *walk) note(ctx context.Context, res Outcome) {
 		s.st.ShardEmpty(ctx, c.Place, how)
 		s.Seats.LearnPool(s.EventID, c.PoolVersion)
 		if c.SoldOut {
-			s.Seats.Know(s.EventID, s.Shards, allShards(s.Shards))
+			s.Seats.AllEmpty(s.EventID, s.Shards)
 		}
 	case Refused:
 		s.refused = true
@@ -189,15 +189,6 @@ func (s *walk) note(ctx context.Context, res Outcome) {
 			s.reopen = append(s.reopen, c.Place)
 		}
 	}
-}
-
-// allShards lists the shards of an event of n.
-func allShards(n int) []int {
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	return all
 }
 
 // next picks the place the claim moves to: the next shard of its order not known
