@@ -93,10 +93,8 @@ func TestALateArrivalGoesBeforeTheSale(t *testing.T) {
 		require.NoError(t, err)
 		r.lateID = p.RequestID
 		// The worker is another node's, whose first read of the config is the serve's
-		// DRAWING. The rig's own client may hold the config as COLLECTING from just
-		// before the freeze (its progress flush reads it on a timer of its own), and
-		// within Options.EventCacheTTL such a worker leaves an entry to the serve,
-		// which takes it as a late arrival on its second read: a path of its own.
+		// DRAWING (one that holds COLLECTING from before the freeze is
+		// TestALateArrivalMetOnAnOldConfigComesBack's).
 		worker, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: r.c.TableName(), Clock: r.clock.Now, DrawSettleWindow: time.Second})
 		require.NoError(t, err)
 		for _, o := range deliverAll(t, asyncevent.NewProcessor(worker, asyncevent.ProcessOptions{}), lq) {
@@ -126,6 +124,49 @@ func TestALateArrivalGoesBeforeTheSale(t *testing.T) {
 	v, err := r.c.VerifyPrequeue(r.ctx, r.eventID)
 	require.NoError(t, err)
 	assert.True(t, v.OK(), v.String())
+}
+
+// A pre-queue's late arrival whose put lands after the serve has ended, its message
+// met by a worker that read the event's config while the pre-queue still collected
+// (within Options.EventCacheTTL): from the entries' fence on the worker holds the
+// message back instead of leaving it to a serve that recorded its entries already,
+// and the message's next delivery, once the config says ANNOUNCED, decides it as a
+// late arrival, with no Sweep.
+func TestALateArrivalMetOnAnOldConfigComesBack(t *testing.T) {
+	t.Parallel()
+	r := newLateRig(t, true, false)
+	r.click(userIDs("early", 3))
+	worker, err := asyncevent.New(asynceventtest.DynamoDB(t), asyncevent.Options{TableName: r.c.TableName(), Clock: r.clock.Now, DrawSettleWindow: time.Second})
+	require.NoError(t, err)
+	wp := asyncevent.NewProcessor(worker, asyncevent.ProcessOptions{})
+	r.clock.Advance(prequeueStart.Add(-time.Second).Sub(r.clock.Now()))
+	for _, o := range deliverAll(t, wp, r.q) { // the worker reads the config: COLLECTING
+		require.Equal(t, asyncevent.OutcomeLeftToDraw, o.Kind)
+	}
+	r.clock.Advance(r.opens.Sub(r.clock.Now()))
+	_, err = r.c.ServePrequeue(r.ctx, r.eventID)
+	require.NoError(t, err)
+
+	lq := &sendQueue{}
+	p, err := r.late.Submit(r.ctx, lq, r.eventID, lateUser) // its clock 2 s behind: queued before the start
+	require.NoError(t, err)
+	r.lateID = p.RequestID
+	got, err := r.c.GetRequest(r.ctx, r.lateID)
+	require.NoError(t, err)
+	require.Less(t, got.QueuedAt, asyncevent.MillisOf(prequeueStart), "queued before the start")
+	o := deliverAll(t, wp, lq)[r.lateID]
+	assert.Equal(t, asyncevent.OutcomeWaitingForPrequeue, o.Kind, "met past the entries' fence, the message comes back")
+
+	r.clock.Advance(10 * time.Second) // past the config the worker holds
+	o = deliverAll(t, wp, lq)[r.lateID]
+	assert.Equal(t, asyncevent.OutcomeSucceeded, o.Kind, "a late arrival, decided as the sale's first click")
+	got, err = r.c.GetRequest(r.ctx, r.lateID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusSucceeded, got.Status)
+	v, err := r.c.VerifyPrequeue(r.ctx, r.eventID)
+	require.NoError(t, err)
+	assert.True(t, v.OK(), v.String())
+	assert.Equal(t, []string{r.lateID}, v.Late, v.String())
 }
 
 // lateRig is one event, its clients and the late participation.

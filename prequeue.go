@@ -275,13 +275,17 @@ func wonSeat(r *storedRequest) bool {
 }
 
 // prequeueGate holds back what a worker must not decide while a pre-queue waits to
-// be served: an entry's message met before the serve began (COLLECTING) is
-// acknowledged (the serve reads the entry from GSI2 and decides it), and every other
-// message (a sale's click, or a request queued before the start met once the serve
-// began, which is the serve's if its record names it and a late arrival otherwise)
-// comes back later, until the event's config says the pre-queue was served
-// (ANNOUNCED). ServePrequeue's own processor passes. It reports whether it decided
-// the message.
+// be served: an entry's message met before the serve may begin (the config says
+// COLLECTING, and the entries' fence, the moment the serve may begin less a margin,
+// has not come) is acknowledged (the serve reads the entry from GSI2 and decides it),
+// and every other message (a sale's click, or a request queued before the start met
+// from the fence on, which is the serve's if its record names it and a late arrival
+// otherwise) comes back later, until the event's config says the pre-queue was served
+// (ANNOUNCED). The fence, not the config alone, decides when an entry is left to the
+// serve: the config a worker holds may be Options.EventCacheTTL old, and an entry
+// whose put lands after the serve recorded its entries is a late arrival, which only
+// a later delivery decides. ServePrequeue's own processor passes. It reports whether
+// it decided the message.
 func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Delivery) (result, bool) {
 	if p.serving {
 		return result{}, false
@@ -319,10 +323,10 @@ func (p *Processor) prequeueGate(ctx context.Context, m Message, d queue.Deliver
 			return notFound(), true
 		case err != nil:
 			return retry(err)
-		case r.QueuedAt < until && cfg.Phase == PhaseCollecting:
+		case r.QueuedAt < until && cfg.Phase == PhaseCollecting && p.c.opts.Clock().Before(p.c.entryFence(cfg)):
 			return result{action: actDelete, outcome: Outcome{Kind: OutcomeLeftToDraw}}, true
 		}
-		// Met once the serve began (DRAWING): a recorded entry is the serve's, and
+		// Met from the fence on: a recorded entry is the serve's, and
 		// a late arrival's turn comes after the drawn order, as a click of the sale.
 		// Either way it comes back, as a sale's click does: a recorded entry is
 		// decided by then (a duplicate), a late arrival decided then.
