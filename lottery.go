@@ -513,19 +513,19 @@ func (s *drawStore) Refresh(ctx context.Context) (drawrun.Bounds, error) {
 	return drawrun.Bounds{Before: int64(cfg.entriesCutoff() + 1), OpensAt: int64(cfg.drawOpensAt(s.c.opts.DrawSettleWindow))}, nil
 }
 
-// Before reads the requests queued before t from GSI2 (queueOrder).
-func (s *drawStore) Before(ctx context.Context, t int64) ([]drawrun.Entry, error) {
+// QueuedBefore reads the requests queued before t from GSI2 (queueOrder).
+func (s *drawStore) QueuedBefore(ctx context.Context, t int64) ([]drawrun.Entry, error) {
 	return runEntries(s.c.queueOrder(ctx, s.cfg.EventID, EpochMillis(t), true))
 }
 
-// From reads the requests queued at t or later from GSI2 (queueOrder).
-func (s *drawStore) From(ctx context.Context, t int64) ([]drawrun.Entry, error) {
+// QueuedFrom reads the requests queued at t or later from GSI2 (queueOrder).
+func (s *drawStore) QueuedFrom(ctx context.Context, t int64) ([]drawrun.Entry, error) {
 	return runEntries(s.c.queueOrder(ctx, s.cfg.EventID, EpochMillis(t), false))
 }
 
-// Between reads the requests queued at from or later and before to from GSI2, in
+// QueuedBetween reads the requests queued at from or later and before to from GSI2, in
 // queue order, as queueOrder does.
-func (s *drawStore) Between(ctx context.Context, from, to int64) ([]drawrun.Entry, error) {
+func (s *drawStore) QueuedBetween(ctx context.Context, from, to int64) ([]drawrun.Entry, error) {
 	lo, err := QueuedAtBound(max(EpochMillis(from), 0))
 	if err != nil {
 		return nil, err

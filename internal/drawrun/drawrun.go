@@ -141,12 +141,12 @@ type Chunks interface {
 
 // Queue reads the event's requests from GSI2, in queue order (every index shard).
 type Queue interface {
-	// Before reads the requests queued before t (epoch ms).
-	Before(ctx context.Context, t int64) ([]Entry, error)
-	// From reads the requests queued at t or later.
-	From(ctx context.Context, t int64) ([]Entry, error)
-	// Between reads the requests queued at from or later and before to.
-	Between(ctx context.Context, from, to int64) ([]Entry, error)
+	// QueuedBefore reads the requests queued before t (epoch ms).
+	QueuedBefore(ctx context.Context, t int64) ([]Entry, error)
+	// QueuedFrom reads the requests queued at t or later.
+	QueuedFrom(ctx context.Context, t int64) ([]Entry, error)
+	// QueuedBetween reads the requests queued at from or later and before to.
+	QueuedBetween(ctx context.Context, from, to int64) ([]Entry, error)
 }
 
 // Requests reads the event's requests one by one.

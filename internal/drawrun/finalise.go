@@ -26,7 +26,7 @@ func Finalise(ctx context.Context, st Results, cfg Config, o *Opened, winners []
 	for _, e := range o.OnTable {
 		byID[e.RequestID] = e
 	}
-	late, err := st.From(ctx, o.Before)
+	late, err := st.QueuedFrom(ctx, o.Before)
 	if err != nil {
 		return err
 	}

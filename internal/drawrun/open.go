@@ -87,7 +87,7 @@ func frozenSet(ctx context.Context, st Store, cfg Config) (*Opened, Record, erro
 		return nil, Record{}, fmt.Errorf("%w: %s was frozen under entries until %s, and can be drawn from %s",
 			cfg.TooEarly, cfg.EventID, time.UnixMilli(before).UTC(), time.UnixMilli(bounds.OpensAt).UTC())
 	}
-	onTable, err := st.Before(ctx, before)
+	onTable, err := st.QueuedBefore(ctx, before)
 	if err != nil || rec.EntriesHash != "" {
 		return &Opened{Before: before, OnTable: onTable}, rec, err
 	}
@@ -109,7 +109,7 @@ func frozenSet(ctx context.Context, st Store, cfg Config) (*Opened, Record, erro
 	// (where a put held past the fence, or sent by a clock behind, falls) are read
 	// again. Liveness only: one queued earlier that lands later still gets its answer
 	// from a worker, or Sweep.
-	tail, err := st.Between(ctx, before-int64(cfg.Reread/time.Millisecond), before)
+	tail, err := st.QueuedBetween(ctx, before-int64(cfg.Reread/time.Millisecond), before)
 	if err != nil {
 		return nil, Record{}, err
 	}
@@ -175,7 +175,7 @@ func drawnSet(ctx context.Context, st Store, cfg Config, before int64, rec Recor
 // entriesOnTable reads the entries of a run recorded by count and hash only from
 // GSI2, as that version did, and checks them against the record.
 func entriesOnTable(ctx context.Context, st Store, cfg Config, before int64, rec Record) ([]string, error) {
-	all, err := st.Before(ctx, before)
+	all, err := st.QueuedBefore(ctx, before)
 	if err != nil {
 		return nil, err
 	}

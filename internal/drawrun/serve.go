@@ -83,7 +83,7 @@ func serveWaves(ctx context.Context, st Seats, cfg Config, waiting []Entry) (int
 // where the index still shows it undecided (it lags the serve's last writes by a
 // moment), not a read per entry.
 func Winners(ctx context.Context, st Reader, before int64, order []string) ([]string, error) {
-	entries, err := st.Before(ctx, before)
+	entries, err := st.QueuedBefore(ctx, before)
 	if err != nil {
 		return nil, err
 	}

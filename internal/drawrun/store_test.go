@@ -114,17 +114,17 @@ func (st *store) rows(keep func(*Entry) bool) []Entry {
 	return rows
 }
 
-func (st *store) Before(_ context.Context, t int64) ([]Entry, error) {
+func (st *store) QueuedBefore(_ context.Context, t int64) ([]Entry, error) {
 	st.call("before %d", t)
 	return st.rows(func(e *Entry) bool { return e.QueuedAt < t }), nil
 }
 
-func (st *store) From(_ context.Context, t int64) ([]Entry, error) {
+func (st *store) QueuedFrom(_ context.Context, t int64) ([]Entry, error) {
 	st.call("from %d", t)
 	return st.rows(func(e *Entry) bool { return e.QueuedAt >= t }), nil
 }
 
-func (st *store) Between(_ context.Context, from, to int64) ([]Entry, error) {
+func (st *store) QueuedBetween(_ context.Context, from, to int64) ([]Entry, error) {
 	st.call("between %d %d", from, to)
 	return st.rows(func(e *Entry) bool { return e.QueuedAt >= from && e.QueuedAt < to }), nil
 }

@@ -35,8 +35,8 @@ type PrequeueTable interface {
 	drawrun.Chunks
 	// Record reads the Draw record.
 	Record(ctx context.Context) (drawrun.Record, error)
-	// Before reads the requests queued before t (epoch ms) from GSI2, in queue order.
-	Before(ctx context.Context, t int64) ([]drawrun.Entry, error)
+	// QueuedBefore reads the requests queued before t (epoch ms) from GSI2, in queue order.
+	QueuedBefore(ctx context.Context, t int64) ([]drawrun.Entry, error)
 }
 
 // PrequeueRead is one refresh of a Prequeue: from Table, at Now, keeping what it
@@ -77,7 +77,7 @@ func (v *Prequeue) Refresh(ctx context.Context, r PrequeueRead) error {
 	if errors.Is(err, drawrun.ErrCountOnly) {
 		// Recorded by count and hash only: the entries GSI2 shows, once they hash so.
 		var entries []drawrun.Entry
-		if entries, err = r.Table.Before(ctx, r.Until); err != nil {
+		if entries, err = r.Table.QueuedBefore(ctx, r.Until); err != nil {
 			return err
 		}
 		ids = make([]string, len(entries))

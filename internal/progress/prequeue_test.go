@@ -35,7 +35,7 @@ func (d *drawTable) Chunk(_ context.Context, _ string, n int) (string, bool, err
 	return ids, ok, nil
 }
 
-func (d *drawTable) Before(context.Context, int64) ([]drawrun.Entry, error) {
+func (d *drawTable) QueuedBefore(context.Context, int64) ([]drawrun.Entry, error) {
 	d.reads = append(d.reads, "gsi2")
 	entries := make([]drawrun.Entry, len(d.shown))
 	for i, id := range d.shown {
