@@ -235,7 +235,7 @@ func (f *firstComeDelivery) result(v firstcome.Verdict) result {
 	case firstcome.LeaseHeld:
 		return result{action: actRetry, delay: v.Delay, outcome: Outcome{Kind: OutcomeLeaseHeld}}
 	}
-	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}} // firstcome.Left
+	return result{action: actLeave, outcome: Outcome{Kind: OutcomeLostLease}} // firstcome.Left (Settle never ends Pending)
 }
 
 func (f *firstComeDelivery) Failed(ctx context.Context, err error, leased bool) firstcome.Verdict {

@@ -44,34 +44,10 @@ func homeOf(id string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// idWithHome returns the first "<prefix>-<i>" whose home shard of n is home.
-func idWithHome(prefix string, n, home int) string {
-	for i := 0; ; i++ {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		if homeOf(id, n) == home {
-			return id
-		}
-	}
-}
-
 // tokenOf is the library's seatToken.
 func tokenOf(requestID string) string {
 	sum := sha256.Sum256([]byte("seat\x00" + requestID))
 	return base64.RawStdEncoding.EncodeToString(sum[:8])
-}
-
-// idQueue hands out the request IDs the test chose, in order.
-type idQueue struct {
-	mu  sync.Mutex
-	ids []string
-}
-
-func (q *idQueue) next() string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	id := q.ids[0]
-	q.ids = q.ids[1:]
-	return id
 }
 
 // hookDB lets a test intercept single calls; a nil hook, or one that returns
@@ -105,10 +81,6 @@ func pkOfKey(key map[string]types.AttributeValue) string {
 		return pk.Value
 	}
 	return ""
-}
-
-func isClaimOn(in *dynamodb.UpdateItemInput, pk string) bool {
-	return pkOfKey(in.Key) == pk && isSeatClaim(in)
 }
 
 func shardItem(t *testing.T, c *asyncevent.Client, eventID string, shard int) asyncevent.StoredCapacity {

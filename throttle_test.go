@@ -14,20 +14,14 @@
 package asyncevent_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,69 +156,6 @@ func rowsRefusedForThroughput(t *testing.T, statusLog bool) {
 	require.NoError(t, err)
 	assert.True(t, tr.Applied)
 	assert.Equal(t, int64(1), h.seatsLeft(t))
-}
-
-// gate, beneath the limits, holds the first TransactWriteItems sent while it is
-// armed until release is closed: the limits see that transaction under way on its
-// items all along.
-type gate struct {
-	next             aws.HTTPClient
-	armed            atomic.Bool
-	entered, release chan struct{}
-}
-
-func (g *gate) arm() {
-	g.entered, g.release = make(chan struct{}), make(chan struct{})
-	g.armed.Store(true)
-}
-
-func (g *gate) Do(req *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") && g.armed.CompareAndSwap(true, false) {
-		close(g.entered)
-		<-g.release
-	}
-	return g.next.Do(req)
-}
-
-// tokens, above the limits, records the ClientRequestToken of every
-// TransactWriteItems sent, by the request ID the transaction's key names.
-type tokens struct {
-	next aws.HTTPClient
-	mu   sync.Mutex
-	sent map[string][]string
-}
-
-func (k *tokens) Do(req *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".TransactWriteItems") && req.Body != nil {
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		var in struct {
-			ClientRequestToken string
-			TransactItems      []struct {
-				Update struct {
-					Key struct{ PK struct{ S string } }
-				}
-			}
-		}
-		_ = json.Unmarshal(body, &in)
-		k.mu.Lock()
-		for _, it := range in.TransactItems {
-			if id, ok := strings.CutPrefix(it.Update.Key.PK.S, "REQ#"); ok {
-				k.sent[id] = append(k.sent[id], in.ClientRequestToken)
-			}
-		}
-		k.mu.Unlock()
-	}
-	return k.next.Do(req)
-}
-
-func (k *tokens) of(id string) []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]string(nil), k.sent[id]...)
 }
 
 // Seat claims on a hot CAPACITY item, refused for throughput and made again until

@@ -18,28 +18,27 @@ import (
 // sends. The behaviour of the rows themselves is tested against DynamoDB Local in
 // the root package; here, the step's decisions.
 type delivery struct {
-	n, home      int
-	shardsErr    error
-	cfgErr       error
-	bindErr      error
-	wave         bool
-	other        int
-	cfg          Config
-	cached       bool
-	shard        Shard
-	claim        seatclaim.Outcome
-	claimed      seatclaim.Claim
-	binds        []Answer // one per Bind, in order
-	named        bool
-	rejectSold   Answer
-	waitlists    bool
-	start        Started
-	handleErr    error
-	seat         Claimed
-	seatErr      error
-	rejected     Answer
-	leasedWrites []string
-	calls        []string
+	n, home    int
+	shardsErr  error
+	cfgErr     error
+	bindErr    error
+	wave       bool
+	other      int
+	cfg        Config
+	cached     bool
+	shard      Shard
+	claim      seatclaim.Outcome
+	claimed    seatclaim.Claim
+	binds      []Answer // one per Bind, in order
+	named      bool
+	rejectSold Answer
+	waitlists  bool
+	start      Started
+	handleErr  error
+	seat       Claimed
+	seatErr    error
+	rejected   Answer
+	calls      []string
 }
 
 func (d *delivery) log(call string) { d.calls = append(d.calls, call) }

@@ -307,7 +307,6 @@ type roundState struct {
 	eventID string
 	winners *CountingQueue // messages of the first n users
 	losers  *CountingQueue // messages of the n users after the sold-out
-	proc    *asyncevent.Processor
 }
 
 func newRoundState(ctx context.Context, cfg Config, sd *side, round string, n int) (*roundState, error) {
