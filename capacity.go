@@ -242,11 +242,11 @@ func capacityItems(cfg eventItem, now EpochMillis) []capacityItem {
 // applyWhileThrottled applies a write that must follow a seat already spent (its
 // SUCCEEDED), sending it again while DynamoDB refuses it for throughput, for up to
 // bookkeepingTimeout whatever ctx does.
-func (c *Client) applyWhileThrottled(ctx context.Context, key RequestKey, w write) (Transition, error) {
+func (c *Client) applyWhileThrottled(ctx context.Context, key RequestKey, w write, tx txOptions) (Transition, error) {
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		t, err := c.apply(bctx, key, w, txOptions{})
+		t, err := c.apply(bctx, key, w, tx)
 		if !errors.Is(throttled(err), ErrThrottled) || ctxsleep.Sleep(bctx, finalWriteBackoff(attempt)) != nil {
 			return t, err
 		}

@@ -167,7 +167,7 @@ func (f *firstComeDelivery) Waitlists(ctx context.Context, hold time.Duration) b
 }
 
 func (f *firstComeDelivery) RejectSoldOut(ctx context.Context, waitlist bool) (firstcome.Answer, error) {
-	return f.answer(f.p.c.rejectSoldOut(ctx, f.m.Ref(), waitlist, f.m.late))
+	return f.answer(f.p.c.rejectSoldOut(ctx, f.m.Ref(), waitlist, f.m.late, txOptions{}))
 }
 
 func (f *firstComeDelivery) OtherShard(n, home int) int {
@@ -210,7 +210,9 @@ func (f *firstComeDelivery) MarkRejected(ctx context.Context, waitlist bool) (fi
 		t   Transition
 		err error
 	)
-	f.l.end(func() { t, err = f.p.c.markCapacityRejected(ctx, f.m.Ref(), f.l.Lease, waitlist, f.m.late) })
+	f.l.end(func() {
+		t, err = f.p.c.markCapacityRejected(ctx, f.m.Ref(), f.l.Lease, waitlist, f.m.late, txOptions{})
+	})
 	if err != nil {
 		return firstcome.Answer{}, err
 	}

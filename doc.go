@@ -603,5 +603,7 @@
 // after the moment its draw may begin, less a margin. The row methods ([Rows]) take
 // the request as a [RequestRef] and a worker's hold as a [Lease]. A lost condition is
 // an outcome, not an error: every row returns a [Transition] that is not Applied and
-// holds the request as the condition found it.
+// holds the request as the condition found it. An applied one holds the request as the
+// write left it: the write's own answer (ALL_NEW) when it is a single UpdateItem, read
+// right after it when it is a transaction.
 package asyncevent

@@ -242,7 +242,8 @@ func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, err
 	if err != nil {
 		return Transition{}, fmt.Errorf("confirm %s: %w", requestID, err)
 	}
-	return c.applyTo(ctx, "confirm", requestID, write{row: &confirmRow, args: args{pNow: c.now()}, note: "confirmed"}, txOptions{token: c.callToken(requestID, "confirm")}, clear)
+	t, err := c.applyTo(ctx, "confirm", requestID, write{row: &confirmRow, args: args{pNow: c.now()}, note: "confirmed"}, txOptions{token: c.callToken(requestID, "confirm")}, clear)
+	return c.written(ctx, requestID, t, err)
 }
 
 // callToken returns the ClientRequestToken of each attempt of one call of a request's
@@ -278,14 +279,14 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 	case StatusHeld:
 		t, err = c.endHold(ctx, key, &req.Request, &releaseRow, "released")
 	case StatusWaitlisted:
-		t, err = c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now()}, note: "left the waitlist"}, txOptions{})
+		t, err = c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now()}, note: "left the waitlist"}, txOptions{written: true})
 	default:
 		return found(req), nil
 	}
 	if err != nil {
 		return t, fmt.Errorf("release %s: %w", requestID, err)
 	}
-	return t, nil
+	return c.written(ctx, requestID, t, nil)
 }
 
 // endHold ends a HELD request's hold with row (released or expired) and gives its

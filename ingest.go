@@ -250,7 +250,7 @@ func (c *Client) enqueue(ctx context.Context, q queue.Queue, r *Request) (*Reque
 	sendErr := c.sendMessage(ctx, q, queue.OutgoingMessage{Body: body, GroupID: r.EventID, DeduplicationID: r.RequestID})
 	log := c.opts.Logger.With(slog.String("requestId", r.RequestID), slog.String("eventId", r.EventID))
 	if sendErr != nil {
-		t, err := c.Rows().MarkEnqueueFailed(ctx, r.Ref(), sendErr)
+		t, err := c.markEnqueueFailed(ctx, r.Ref(), sendErr)
 		switch {
 		case err != nil:
 			// The request stays RECEIVED; a later click or the sweeper sends it again.

@@ -128,7 +128,18 @@ var (
 // queued by the cutoff is ever closed as late. A lost condition is not an error: the
 // Transition holds the request as it is.
 func (r *Rows) MarkClosed(ctx context.Context, requestID string) (Transition, error) {
-	return r.c.applyTo(ctx, "close entry", requestID, write{row: &lotteryClosedRow, args: args{pNow: r.c.now()}, note: "queued after the cutoff"}, txOptions{})
+	t, err := r.c.markClosed(ctx, requestID, txOptions{written: true})
+	return r.c.written(ctx, requestID, t, err)
+}
+
+// markLate is MarkClosed for the worker, its applied Transition without the request.
+func (c *Client) markLate(ctx context.Context, requestID string) (Transition, error) {
+	return c.markClosed(ctx, requestID, txOptions{})
+}
+
+// markClosed is MarkClosed with the call's options.
+func (c *Client) markClosed(ctx context.Context, requestID string, tx txOptions) (Transition, error) {
+	return c.applyTo(ctx, "close entry", requestID, write{row: &lotteryClosedRow, args: args{pNow: c.now()}, note: "queued after the cutoff"}, tx)
 }
 
 // DrawResult is the result of a draw.
@@ -600,7 +611,7 @@ func (s *drawStore) NotDrawn(ctx context.Context, id string) error {
 
 // Close is the "lottery result (closed)" row (MarkClosed).
 func (s *drawStore) Close(ctx context.Context, id string) error {
-	_, err := s.c.Rows().MarkClosed(ctx, id)
+	_, err := s.c.markClosed(ctx, id, txOptions{})
 	return err
 }
 

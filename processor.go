@@ -350,12 +350,12 @@ func (p *Processor) failFinal(ctx context.Context, m Message, d queue.Delivery, 
 		err error
 	)
 	l.end(func() {
-		t, err = p.c.Rows().MarkFailed(bctx, m.Ref(), f)
+		t, err = p.c.markFailed(bctx, m.Ref(), f, txOptions{})
 		for attempt := 0; errors.Is(err, ErrThrottled); attempt++ {
 			if ctxsleep.Sleep(bctx, finalWriteBackoff(attempt)) != nil {
 				break
 			}
-			t, err = p.c.Rows().MarkFailed(bctx, m.Ref(), f)
+			t, err = p.c.markFailed(bctx, m.Ref(), f, txOptions{})
 		}
 	})
 	if err == nil && !t.Applied && inTimeEntry(t.current) {

@@ -441,7 +441,8 @@ func (c *Client) getRequest(ctx context.Context, requestID string, consistent bo
 // changes, and there is no error. A request that does not exist is ErrNotFound.
 // With Options.StatusLog its entry records the time of the call.
 func (r *Rows) MarkQueued(ctx context.Context, ref RequestRef) (Transition, error) {
-	return r.c.markQueued(ctx, ref, r.c.now(), txOptions{})
+	t, err := r.c.markQueued(ctx, ref, r.c.now(), txOptions{written: true})
+	return r.c.written(ctx, ref.RequestID, t, err)
 }
 
 // markQueued is MarkQueued with the time its status-log entry records, and options.
@@ -479,7 +480,12 @@ func (c *Client) markQueued(ctx context.Context, ref RequestRef, loggedAt EpochM
 // the request's seat, the message got through and won: not applied, and the
 // Transition holds the request as it is.
 func (r *Rows) MarkEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
-	c := r.c
+	t, err := r.c.markEnqueueFailed(ctx, ref, cause)
+	return r.c.written(ctx, ref.RequestID, t, err)
+}
+
+// markEnqueueFailed is MarkEnqueueFailed, its applied Transition without the request.
+func (c *Client) markEnqueueFailed(ctx context.Context, ref RequestRef, cause error) (Transition, error) {
 	if err := ValidateID("requestId", ref.RequestID); err != nil {
 		return Transition{}, err
 	}
@@ -544,7 +550,7 @@ func (r *Rows) StartProcessing(ctx context.Context, ref RequestRef, lease Lease)
 		return Transition{}, err
 	}
 	t, _, err := c.startProcessing(ctx, ref, lease, shardOf(ref.RequestID, n))
-	return t, err
+	return c.written(ctx, ref.RequestID, t, err)
 }
 
 // startProcessing is StartProcessing with the capacity shard to claim a seat on when
@@ -627,13 +633,14 @@ func (r *Rows) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease L
 	if err != nil {
 		return Transition{}, err
 	}
-	return c.markCapacityRejected(ctx, ref, lease, waitlist, false)
+	t, err := c.markCapacityRejected(ctx, ref, lease, waitlist, false, txOptions{written: true})
+	return c.written(ctx, ref.RequestID, t, err)
 }
 
 // markCapacityRejected is MarkCapacityRejected, WAITLISTED (the "first-come waitlisted
 // (lease)" row) when waitlist is set, and the "ranked: late rejected (lease)"
 // row (ResultLate) for a late arrival of a ranked event, with holds or without.
-func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist, late bool) (Transition, error) {
+func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease Lease, waitlist, late bool, tx txOptions) (Transition, error) {
 	w := write{row: &capacityRejectedRow, args: args{pNow: c.now(), pLeaseOwner: lease.Owner}, note: string(ResultRejectedCapacity)}
 	switch {
 	case late: // with holds too: no place on a waitlist the admission ranked without it
@@ -641,7 +648,7 @@ func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease
 	case waitlist:
 		w.row, w.note = &waitlistLeasedRow, "waitlisted"
 	}
-	return c.applyTo(ctx, "reject", ref.RequestID, w, txOptions{})
+	return c.applyTo(ctx, "reject", ref.RequestID, w, tx)
 }
 
 // RejectSoldOut is a row method of the worker's layer, the worker's end of a loser of
@@ -672,13 +679,14 @@ func (r *Rows) RejectSoldOut(ctx context.Context, ref RequestRef) (Transition, e
 	if err != nil {
 		return Transition{}, err
 	}
-	return c.rejectSoldOut(ctx, ref, waitlist, false)
+	t, err := c.rejectSoldOut(ctx, ref, waitlist, false, txOptions{written: true})
+	return c.written(ctx, ref.RequestID, t, err)
 }
 
 // rejectSoldOut is RejectSoldOut, WAITLISTED (the "first-come waitlisted" row) when
 // waitlist is set, and the "ranked: late rejected" row (ResultLate) for a
 // late arrival of a ranked event, with holds or without.
-func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist, late bool) (Transition, error) {
+func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist, late bool, tx txOptions) (Transition, error) {
 	w := write{row: &soldOutRow, args: args{pNow: c.now()}, note: "sold out"}
 	switch {
 	case late: // with holds too: no place on a waitlist the admission ranked without it
@@ -686,7 +694,7 @@ func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist, la
 	case waitlist:
 		w.row, w.note = &waitlistRow, "waitlisted"
 	}
-	return c.applyTo(ctx, "reject sold out", ref.RequestID, w, txOptions{})
+	return c.applyTo(ctx, "reject sold out", ref.RequestID, w, tx)
 }
 
 // Failure describes why a request ends FAILED_FINAL, for MarkFailed.
@@ -720,7 +728,13 @@ type Failure struct {
 // Options.StatusLog the status is tried one at a time, PROCESSING first, so that the log names the status left: a
 // request met QUEUED or RECEIVED costs a second call.
 func (r *Rows) MarkFailed(ctx context.Context, ref RequestRef, f Failure) (Transition, error) {
-	return r.c.applyTo(ctx, "fail", ref.RequestID, write{row: &finalFailureRow, args: failureArgs(r.c.now(), f), note: f.ErrorCode}, txOptions{})
+	t, err := r.c.markFailed(ctx, ref, f, txOptions{written: true})
+	return r.c.written(ctx, ref.RequestID, t, err)
+}
+
+// markFailed is MarkFailed with the call's options.
+func (c *Client) markFailed(ctx context.Context, ref RequestRef, f Failure, tx txOptions) (Transition, error) {
+	return c.applyTo(ctx, "fail", ref.RequestID, write{row: &finalFailureRow, args: failureArgs(c.now(), f), note: f.ErrorCode}, tx)
 }
 
 // releaseLease ends our lease at once so that the next delivery takes the request over

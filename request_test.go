@@ -3,6 +3,7 @@ package asyncevent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -72,4 +74,89 @@ func TestRequestRules(t *testing.T) {
 		assert.Equal(t, asyncevent.StatusSucceeded, r.Status, "its worker decides it")
 		asynceventtest.CheckEvent(t, c, "sale", asynceventtest.CheckOptions{})
 	})
+}
+
+// An applied row method's Transition carries the request as the write left it: from
+// the write's own answer when it is a single UpdateItem, read back when it is a
+// transaction (Options.StatusLog, a row that writes other items too). Each case runs
+// with the status log off and on.
+func TestAppliedTransitionCarriesTheRequest(t *testing.T) {
+	t.Parallel()
+	lease := asyncevent.Lease{Owner: "worker-1", Duration: time.Minute}
+	type step func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error)
+	start := func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+		return c.Rows().StartProcessing(ctx, ref, lease)
+	}
+	cases := []struct {
+		name   string
+		before []step // applied first, on the RECEIVED request Participate wrote
+		step   step
+		want   asyncevent.Status
+		code   asyncevent.ResultCode
+		// reads is how many times the step reads the request without the status log:
+		// its own reads, and one more only where the write cannot answer with it.
+		reads int
+	}{
+		{name: "MarkQueued", want: asyncevent.StatusQueued,
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Rows().MarkQueued(ctx, ref)
+			}},
+		{name: "StartProcessing", want: asyncevent.StatusProcessing, step: start, reads: 1},
+		{name: "ClaimSeat", before: []step{start}, want: asyncevent.StatusSucceeded, code: asyncevent.ResultSuccess, reads: 1,
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Rows().ClaimSeat(ctx, ref, lease)
+			}},
+		{name: "MarkCapacityRejected", before: []step{start}, want: asyncevent.StatusRejected, code: asyncevent.ResultRejectedCapacity,
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Rows().MarkCapacityRejected(ctx, ref, lease)
+			}},
+		{name: "MarkFailed", before: []step{start}, want: asyncevent.StatusFailedFinal, code: asyncevent.ResultFailedWorker,
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Rows().MarkFailed(ctx, ref, asyncevent.Failure{Lease: lease, Class: asyncevent.NonRetryable,
+					Code: asyncevent.ResultFailedWorker, ErrorCode: "GIVEN_UP", Cause: errors.New("given up")})
+			}},
+		{name: "RejectSoldOut", want: asyncevent.StatusRejected, code: asyncevent.ResultRejectedCapacity,
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Rows().RejectSoldOut(ctx, ref)
+			}},
+		{name: "MarkEnqueueFailed (a transaction with the lock's release)", want: asyncevent.StatusFailedFinal, code: asyncevent.ResultFailedIngestEnqueue, reads: 1,
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Rows().MarkEnqueueFailed(ctx, ref, errors.New("the queue is down"))
+			}},
+	}
+	for _, statusLog := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s, status log %v", tc.name, statusLog), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				db := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+				c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: asynceventtest.NewClock(t0).Now, StatusLog: statusLog})
+				_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+				require.NoError(t, err)
+				p, err := c.Rows().Participate(ctx, "sale", "u1")
+				require.NoError(t, err)
+				ref := asyncevent.RequestRef{RequestID: p.RequestID, EventID: "sale", UserID: "u1"}
+				for _, s := range tc.before {
+					tr, err := s(ctx, c, ref)
+					require.NoError(t, err)
+					require.True(t, tr.Applied)
+				}
+
+				before := db.Snapshot()
+				tr, err := tc.step(ctx, c, ref)
+				require.NoError(t, err)
+				require.True(t, tr.Applied)
+				require.NotNil(t, tr.Current, "an applied write carries the request")
+				if !statusLog {
+					assert.Equal(t, tc.reads, db.Snapshot().Sub(before).Reads[entity.Request], "reads of the request")
+				}
+				stored, err := c.GetRequest(ctx, p.RequestID)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, tr.Current.Status)
+				assert.Equal(t, tc.code, tr.Current.ResultCode)
+				stored.Queue, stored.Prequeue, stored.Lease = nil, nil, nil // a read's views, not stored
+				assert.Equal(t, *stored, *tr.Current, "the request as the write left it")
+			})
+		}
+	}
 }

@@ -208,14 +208,18 @@ func (e *conditionLost) Error() string {
 // txOptions are the options of a call (rowexec.Options): token derives each
 // attempt's ClientRequestToken, hold is held during each attempt, once sends the call
 // once, answered makes each attempt a single send that the SDK does not repeat (an
-// operator's control tells its caller whether it applied), and old receives the
-// attributes a single UpdateItem changed, as they were.
+// operator's control tells its caller whether it applied), old receives the
+// attributes a single UpdateItem changed, as they were, and written asks a request
+// row's single UpdateItem for the request as it left it (ALL_NEW), for a row method's
+// Transition (see written).
 type txOptions struct {
 	token    func(attempt int) string
 	hold     sync.Locker
 	once     bool
 	answered bool
 	old      *map[string]types.AttributeValue
+	written  bool
+	new      *map[string]types.AttributeValue
 }
 
 // do makes the writes through rowexec.Do: one conditional UpdateItem, PutItem or
@@ -238,7 +242,7 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 		xs[i] = x
 	}
 	err := rowexec.Do(ctx, c.db, c.opts.TableName, xs, rowexec.Options{
-		Token: tx.token, Hold: tx.hold, Once: tx.once, Answered: tx.answered, Old: tx.old,
+		Token: tx.token, Hold: tx.hold, Once: tx.once, Answered: tx.answered, Old: tx.old, New: tx.new,
 		Observed: c.observedRows(ws), Refused: throttled,
 	})
 	var lost *rowexec.Lost
@@ -276,8 +280,15 @@ func (c *Client) exec(w write, start Status) (rowexec.Write, error) {
 // ALL_OLD).
 type Transition struct {
 	Applied bool
-	// Current is the request as the failed condition found it; nil when the
-	// request's own condition held and another item's failed (SoldOut).
+	// Current is the request. Applied, it is the request as the write left it: the
+	// write's own answer (ReturnValues ALL_NEW) when it was a single UpdateItem, at no
+	// extra call; read right after it (one strongly consistent GetItem) when it was a
+	// TransactWriteItems (Options.StatusLog, or a row that writes other items with the
+	// request: Confirm, Release of a hold, MarkEnqueueFailed), or when the call could
+	// not tell what it left (StartProcessing), and then it may also show a change made
+	// since. Not applied, it is the request as the failed condition found it, from the
+	// same call. Nil only when the request's own condition held and another item's
+	// failed (ClaimSeat's SoldOut), or with an error.
 	Current *Request
 	// SoldOut is ClaimSeat's: the request was PROCESSING under the lease, but no seat
 	// was left. Nothing was written.
@@ -362,9 +373,21 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 		ws = append(ws, entry)
 	}
 	ws = append(ws, extra...)
+	var left map[string]types.AttributeValue
+	if tx.written && len(ws) == 1 && w.row.op == opUpdate && tx.old == nil {
+		tx.new = &left
+	}
 	err := c.do(ctx, tx, ws, starts...)
 	var lost *conditionLost
 	switch {
+	case err == nil && left != nil:
+		var item requestItem
+		if err := attributevalue.UnmarshalMap(left, &item); err != nil {
+			return Transition{Applied: true, left: start}, fmt.Errorf("request %s: the write applied, and its answer did not decode: %w", key.requestID, err)
+		}
+		t := found(&item.storedRequest) // the request as the write left it
+		t.Applied, t.left = true, start
+		return t, nil
 	case err == nil:
 		return Transition{Applied: true, left: start}, nil
 	case !errors.As(err, &lost):
@@ -375,6 +398,23 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 		return ws[lost.index].lost(lost.old)
 	}
 	return Transition{}, err
+}
+
+// written completes the Transition of a row method: an applied write carries the
+// request as it left it. A single UpdateItem asked with txOptions.written returned it;
+// otherwise (a transaction returns nothing) it is read right after the write, strongly
+// consistent. A read that fails leaves Current nil and says so in the error, though
+// the write applied.
+func (c *Client) written(ctx context.Context, requestID string, t Transition, err error) (Transition, error) {
+	if err != nil || !t.Applied || t.Current != nil {
+		return t, err
+	}
+	cur, err := c.getRequest(ctx, requestID, true)
+	if err != nil {
+		return t, fmt.Errorf("request %s: the write applied, and reading it back failed: %w", requestID, err)
+	}
+	t.Current, t.current = &cur.Request, cur
+	return t, nil
 }
 
 // found is the Transition of a request that a condition found: not applied.

@@ -131,6 +131,9 @@ type seatClaim struct {
 	// hold is the event's EventSettings.HoldFor: the seat makes the request HELD for
 	// it, not SUCCEEDED; 0 for an event without holds.
 	hold time.Duration
+	// written asks the request's write for the request as it left it (ClaimSeat's
+	// Transition carries it).
+	written bool
 }
 
 // ClaimSeat is a row method of the worker's layer, the worker's seat claim under a
@@ -207,7 +210,8 @@ func (r *Rows) ClaimSeat(ctx context.Context, ref RequestRef, lease Lease) (Tran
 	if err != nil {
 		return Transition{}, err
 	}
-	return c.claimSeat(ctx, &seatClaim{Claim: st.claim(), ref: ref, owner: lease.Owner, hold: hold}, seatcache.New())
+	t, err := c.claimSeat(ctx, &seatClaim{Claim: st.claim(), ref: ref, owner: lease.Owner, hold: hold, written: true}, seatcache.New())
+	return c.written(ctx, ref.RequestID, t, err)
 }
 
 // claimSeat claims a seat for sc's request, with what seats knows of the event's
@@ -477,7 +481,7 @@ func (c *Client) takeSeat(ctx context.Context, reqKey RequestKey, sc *seatClaim)
 		w = write{row: &takeHoldRow, args: args{pNow: c.now(), pLeaseOwner: sc.owner, pHoldExpiresAt: expires}, note: "holds a seat"}
 	}
 	write := func() {
-		t, err = c.applyWhileThrottled(ctx, reqKey, w)
+		t, err = c.applyWhileThrottled(ctx, reqKey, w, txOptions{written: sc.written})
 	}
 	if sc.end != nil {
 		sc.end(write)

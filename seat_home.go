@@ -122,7 +122,7 @@ func (c *Client) bindSeat(ctx context.Context, ref RequestRef, home int, began E
 		}
 		w = write{row: &bindHoldRow, args: args{pNow: c.now(), pStartedAt: began, pSeatShard: home, pHoldExpiresAt: expires}, note: "holds a seat"}
 	}
-	t, err := c.applyWhileThrottled(ctx, key, w)
+	t, err := c.applyWhileThrottled(ctx, key, w, txOptions{})
 	if err != nil {
 		return t, fmt.Errorf("bind the seat of %s: %w", ref.RequestID, err)
 	}

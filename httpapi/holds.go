@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,7 +29,7 @@ func (s *Server) confirm(r *http.Request, requestID string, p Principal) (Reques
 	if err != nil {
 		return RequestView{}, err
 	}
-	return s.answerTransition(r.Context(), p, requestID, t, confirmRefusal)
+	return s.answerTransition(p, requestID, t, confirmRefusal)
 }
 
 // release is POST /requests/{requestId}/release (asyncevent.Client.Release): the
@@ -53,31 +52,25 @@ func (s *Server) release(r *http.Request, requestID string, p Principal) (Reques
 	if err != nil {
 		return RequestView{}, err
 	}
-	return s.answerTransition(r.Context(), p, requestID, t, releaseRefusal)
+	return s.answerTransition(p, requestID, t, releaseRefusal)
 }
 
-// answerTransition is the answer to a confirm or a release: 200 with the request
-// read after the write when it applied, else 409 status_conflict with the request
-// as the write found it and refusal's words for it. The read after the write is
-// eventually consistent: for a moment it may still show the status the write left,
-// while the 200 says that the write applied.
-func (s *Server) answerTransition(ctx context.Context, p Principal, requestID string, t asyncevent.Transition,
+// answerTransition is the answer to a confirm or a release: 200 with the request as
+// the write left it when it applied, else 409 status_conflict with the request as the
+// write found it and refusal's words for it.
+func (s *Server) answerTransition(p Principal, requestID string, t asyncevent.Transition,
 	refusal func(*asyncevent.Request, time.Time) string) (RequestView, error) {
 	now := s.now()
-	if !t.Applied {
-		if t.Current == nil {
-			return RequestView{}, fmt.Errorf("%s: a refused write without the request", requestID)
-		}
-		v := newRequestView(t.Current, p.IsAdmin(), now)
-		e := newHTTPError(http.StatusConflict, CodeStatusConflict, refusal(t.Current, now))
-		e.request = &v
-		return RequestView{}, e
+	if t.Current == nil {
+		return RequestView{}, fmt.Errorf("%s: a write without the request", requestID)
 	}
-	req, err := s.client.GetRequest(ctx, requestID)
-	if err != nil {
-		return RequestView{}, fmt.Errorf("read %s after its write: %w", requestID, err)
+	v := newRequestView(t.Current, p.IsAdmin(), now)
+	if t.Applied {
+		return v, nil
 	}
-	return newRequestView(req, p.IsAdmin(), now), nil
+	e := newHTTPError(http.StatusConflict, CodeStatusConflict, refusal(t.Current, now))
+	e.request = &v
+	return RequestView{}, e
 }
 
 // confirmRefusal says why a confirm found req as it is.

@@ -81,6 +81,10 @@ type Options struct {
 	// Old, if set, receives the attributes a single UpdateItem changed, as they were
 	// before it (ReturnValues UPDATED_OLD). A transaction returns none.
 	Old *map[string]types.AttributeValue
+	// New, if set, receives the item as a single UpdateItem left it (ReturnValues
+	// ALL_NEW). A transaction returns none. Old and New are not set together: Old
+	// wins.
+	New *map[string]types.AttributeValue
 	// Observed names the call's rows for an observer of the DynamoDB client
 	// (observedb); "" when none watches.
 	Observed string
@@ -145,7 +149,7 @@ func send(ctx context.Context, db ddb.API, o Options, items []types.TransactWrit
 		optFns = append(optFns, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	}
 	if len(items) == 1 {
-		return single(ctx, db, items[0], o.Old, optFns...)
+		return single(ctx, db, items[0], o.Old, o.New, optFns...)
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	if o.Token != nil {
@@ -206,8 +210,9 @@ func Input(table string, w Write) types.TransactWriteItem {
 
 // single sends one write on its own, UpdateItem, PutItem or DeleteItem, the item as
 // it was returned on a failed condition. With old set, an UpdateItem returns into it
-// the attributes it changed as they were (UPDATED_OLD).
-func single(ctx context.Context, db ddb.API, item types.TransactWriteItem, old *map[string]types.AttributeValue, optFns ...func(*dynamodb.Options)) error {
+// the attributes it changed as they were (UPDATED_OLD); with new set (and old not),
+// the item as it left it (ALL_NEW).
+func single(ctx context.Context, db ddb.API, item types.TransactWriteItem, old, new *map[string]types.AttributeValue, optFns ...func(*dynamodb.Options)) error {
 	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
 	var err error
 	switch {
@@ -225,13 +230,17 @@ func single(ctx context.Context, db ddb.API, item types.TransactWriteItem, old *
 		u := item.Update
 		in := &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ReturnValuesOnConditionCheckFailure: allOld}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues
-		if old != nil {
+		returned := old
+		switch {
+		case old != nil:
 			in.ReturnValues = types.ReturnValueUpdatedOld
+		case new != nil:
+			in.ReturnValues, returned = types.ReturnValueAllNew, new
 		}
 		var out *dynamodb.UpdateItemOutput
 		out, err = db.UpdateItem(ctx, in, optFns...)
-		if err == nil && old != nil {
-			*old = out.Attributes
+		if err == nil && returned != nil {
+			*returned = out.Attributes
 		}
 	}
 	return err
