@@ -4,6 +4,9 @@
 # java); nothing needs installing by hand.
 
 GO       ?= go
+# The repository's modules besides the library's own (go.work lists them): each
+# pattern names one module's packages, since ./... stops at a module's edge.
+MODULES  := ./awslambda/... ./cmd/asyncevent/... ./dynamodblocal/container/... ./examples/... ./httpapi/... ./otelasyncevent/...
 # A count of executions, not a duration: with a duration, Go 1.26's fuzz coordinator can
 # report a spurious "context deadline exceeded" as the time runs out (go.dev/issue/75804).
 FUZZTIME ?= 50000x
@@ -22,7 +25,7 @@ bench:
 test: vet template unit fuzz
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet ./... $(MODULES)
 
 # The deployable template passes cfn-lint (on the machine image; skipped, and said so,
 # where it is missing). Its agreement with the code is tested by go test (deploy_test.go).
@@ -34,13 +37,15 @@ template:
 # that they start first, the others running beside them. They run inside
 # scripts/container-engine.sh: where it can (root, Debian's docker.io) it starts a
 # dockerd without bridge or iptables for the run, builds the DynamoDB Local image
-# without a registry, and requires every DynamoDB Local of the test kit to be a
-# container started by testcontainers-go (the packages of dynamodblocal that test the
+# without a registry, builds the starter program through which the test kit starts
+# its containers (dynamodblocal/container/cmd/dynamodb-container: the library's own
+# module builds no testcontainers-go), and requires every DynamoDB Local of the test
+# kit to be a container started by testcontainers-go (the packages of dynamodblocal that test the
 # jar, and the root package's template test, still run the jar); it stops the engine
 # and its containers at the end, also when a test fails, and lists the containers by
 # package. Elsewhere it says why in one line and the suite runs on the jar.
 unit: chromium
-	bash scripts/container-engine.sh with $(GO) test -race -count=1 -timeout 30m ./reliability . ./...
+	bash scripts/container-engine.sh with $(GO) test -race -count=1 -timeout 30m ./reliability . ./... $(MODULES)
 
 # The admin UI's browser test needs Chromium; this installs Debian's when missing.
 chromium:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -62,37 +63,54 @@ func TestServiceCallsReturnNoBookkeeping(t *testing.T) {
 	}
 }
 
-// TestRuntimePackagesBuildNoTestcontainers holds docs/library.md's "What each import
-// costs" to the build: of this module's packages, only the container path, the test
-// kit and the CLI may depend on testcontainers-go or the Docker client it brings.
-func TestRuntimePackagesBuildNoTestcontainers(t *testing.T) {
+// serviceModuleLimit is how many modules a service's module graph may hold when it
+// imports only the library's root package (and dynamodblocal in its tests): what
+// issue 57 allows, against 85 when the library was one module.
+const serviceModuleLimit = 30
+
+// TestAServiceModuleGetsASmallGraph builds, offline, the module of a service that
+// imports the root package and, in its tests, dynamodblocal and the test kit, and
+// counts its `go list -m all`: the container starter, the HTTP API, the adapters,
+// the CLI and the examples are modules of their own, so none of their dependencies
+// (testcontainers-go, the Docker client, chromedp, OpenTelemetry, aws-lambda-go)
+// reaches it. It also holds docs/library.md's "What each import costs": no package of
+// this module builds testcontainers-go or the Docker client.
+func TestAServiceModuleGetsASmallGraph(t *testing.T) {
 	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go on PATH")
+	require.NoError(t, err, "go on PATH")
+	repo, err := filepath.Abs(".")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/service\n\ngo 1.26.0\n\nrequire github.com/asyncevent/asyncevent v0.0.0\n\n" +
+			"replace github.com/asyncevent/asyncevent => " + repo + "\n",
+		"main.go": "package main\n\nimport \"github.com/asyncevent/asyncevent\"\n\nvar _ = asyncevent.New\n\nfunc main() {}\n",
+		"main_test.go": "package main\n\nimport (\n\t\"testing\"\n\n\t\"github.com/asyncevent/asyncevent/asynceventtest\"\n" +
+			"\t\"github.com/asyncevent/asyncevent/dynamodblocal\"\n)\n\nfunc TestIt(t *testing.T) { _, _ = dynamodblocal.Start, asynceventtest.NewTable }\n",
 	}
-	allowed := map[string]bool{
-		"github.com/asyncevent/asyncevent/dynamodblocal/container": true,
-		"github.com/asyncevent/asyncevent/asynceventtest":          true,
-		"github.com/asyncevent/asyncevent/cmd/asyncevent":          true,
+	for name, text := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 	}
-	pkgs, err := exec.Command(goBin, "list", "./...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
+	run := func(args ...string) string {
+		cmd := exec.Command(goBin, args...)
+		// Offline: every module it needs is in the module cache, as this module's own
+		// build put it there; GOWORK=off leaves the repository's workspace out.
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s: %s", strings.Join(args, " "), out)
+		return string(out)
 	}
-	for _, p := range strings.Fields(string(pkgs)) {
-		if allowed[p] {
-			continue
+	run("mod", "tidy")
+	modules := strings.Fields(run("list", "-m", "-f", "{{.Path}}", "all"))
+	assert.LessOrEqual(t, len(modules), serviceModuleLimit, "the service's modules: %v", modules)
+	for _, m := range modules {
+		for _, heavy := range []string{"github.com/testcontainers/", "github.com/moby/", "github.com/chromedp/", "go.opentelemetry.io/", "github.com/aws/aws-lambda-go"} {
+			assert.False(t, strings.HasPrefix(m, heavy), "the service's graph holds %s", m)
 		}
-		deps, err := exec.Command(goBin, "list", "-deps", p).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", p, err)
-		}
-		for _, d := range strings.Fields(string(deps)) {
-			if strings.HasPrefix(d, "github.com/testcontainers/") || strings.HasPrefix(d, "github.com/moby/moby/") {
-				t.Errorf("%s builds %s", p, d)
-				break
-			}
-		}
+	}
+	deps := strings.Fields(run("list", "-deps", "-test", "./..."))
+	for _, d := range deps {
+		assert.False(t, strings.HasPrefix(d, "github.com/testcontainers/") || strings.HasPrefix(d, "github.com/moby/"), "the service builds %s", d)
 	}
 }
 

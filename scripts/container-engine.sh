@@ -33,6 +33,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 npm_version=$(sed -n 's/^[[:space:]]*npmVersion = "\(.*\)"$/\1/p' "$repo/dynamodblocal/install.go")
 image="asyncevent/dynamodb-local:npm-$npm_version"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/asyncevent/dynamodb-local"
+starter=$state/dynamodb-container # built by build_starter
 
 say() { echo "container-engine: $*" >&2; }
 docker_() { "$docker" -H "$host" "$@"; }
@@ -48,7 +49,16 @@ env_lines() {
 	export TESTCONTAINERS_RYUK_DISABLED=true
 	export DYNAMODB_LOCAL_IMAGE=$image
 	export DYNAMODB_LOCAL_CONTAINER=require
+	export DYNAMODB_LOCAL_STARTER=$starter
 	EOF
+}
+
+# build_starter builds the starter program of dynamodblocal.Program (the module
+# dynamodblocal/container's cmd/dynamodb-container), through which the test kit starts
+# its containers: the library's own module does not build testcontainers-go.
+build_starter() {
+	(cd "$repo/dynamodblocal/container" && go build -o "$starter" ./cmd/dynamodb-container) ||
+		{ say "the starter program (dynamodblocal/container/cmd/dynamodb-container) did not build"; return 1; }
 }
 
 # why_not prints why this machine gets no engine, or nothing.
@@ -273,6 +283,7 @@ with() {
 		"$@"
 		return
 	fi
+	build_starter || { stop_engine; return 1; }
 	events_pid=""
 	trap '[ -n "$events_pid" ] && kill "$events_pid" 2>/dev/null; stop_engine' EXIT
 	trap 'exit 130' INT TERM
@@ -295,6 +306,7 @@ with)
 start)
 	exec 9>"$lock" && flock 9
 	start_engine || exit 1
+	build_starter || exit 1
 	env_lines
 	;;
 env)
