@@ -86,18 +86,21 @@ type Options struct {
 	// Default: 30 seconds.
 	RedriveAfter time.Duration
 
-	// DrawSettleWindow is how long after a lottery's cutoff Draw waits, so that
-	// enqueues and entries in flight at the cutoff land first. Ingest's writes of a
-	// request and a worker's failure of an entry end before it, less a margin (the
+	// DrawSettleWindow is how long after a lottery's cutoff Draw waits, and after a
+	// pre-queue's start ServePrequeue waits, so that enqueues and entries in flight
+	// at the cutoff (the start) land first: a program that serves a pre-queue right
+	// after its start waits this long. Ingest's writes of a request and a worker's
+	// failure of an entry end before it, less a margin (the
 	// smaller of 1 s and a quarter of the window), so every client of one event, in
 	// every process, must use the same window. At least 1 second; a shorter
 	// or negative one is ErrInvalidOptions. Default: 30 seconds.
 	DrawSettleWindow time.Duration
 
-	// Seeds gives the seeds of the LOTTERY events this client creates and draws
-	// (seed.HMAC, or a seed.SourceFunc over AWS KMS): the table then holds only each
-	// seed's commitment until the draw reveals it. The client that draws such an
-	// event needs the same source; ingest and workers need none.
+	// Seeds gives the seeds of the LOTTERY events, and of the pre-queues, this client
+	// creates and draws or serves (seed.HMAC, or a seed.SourceFunc over AWS KMS): the
+	// table then holds only each seed's commitment until the draw (the serve) reveals
+	// it. The client that draws or serves such an event needs the same source; ingest
+	// and workers need none.
 	// Default: nil, for development only: each event gets a random seed stored in
 	// plain text on its Draw record (seedMode UNSEALED), which anyone who can read
 	// the table can read before the draw. CreateEvent logs a warning for each, to

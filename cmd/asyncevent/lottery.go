@@ -46,52 +46,62 @@ func tooEarly(ctx context.Context, c *asyncevent.Client, eventID, what string) e
 }
 
 func drawCmd() *command {
-	var quiet bool
+	var (
+		quiet  bool
+		settle time.Duration
+	)
+	draw := withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
+		if ev, err := c.GetEvent(ctx, eventID); err == nil && hasPrequeue(ev) {
+			return servePrequeue(ctx, e, c, eventID, quiet)
+		}
+		res, err := c.Draw(ctx, eventID)
+		if errors.Is(err, asyncevent.ErrDrawTooEarly) {
+			return tooEarly(ctx, c, eventID, "too early to draw "+eventID)
+		}
+		if errors.Is(err, asyncevent.ErrNoSeedSource) || errors.Is(err, asyncevent.ErrSeedMismatch) {
+			return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, clikit.EnvDrawSecret)
+		}
+		if err != nil {
+			return err
+		}
+		if e.JSON {
+			return e.PrintJSON(clikit.Draw{DrawResultView: httpapi.NewDrawResultView(res), Item: drawItem(&res.Record)})
+		}
+		rec := res.Record
+		tw := newTable(e.Stdout)
+		fmt.Fprintf(tw, "event\t%s\n", rec.EventID)
+		fmt.Fprintf(tw, "phase\t%s\n", rec.Phase)
+		fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", clikit.FormatInt(int(rec.EntryCount)), rec.EntriesHash)
+		fmt.Fprintf(tw, "winners\t%s of %s drawn\n", clikit.FormatInt(len(res.Winners)), clikit.FormatInt(int(rec.WinnerCount)))
+		fmt.Fprintf(tw, "seed\t%s (commitment %s)\n", rec.Seed, rec.SeedCommitment)
+		fmt.Fprintf(tw, "seed mode\t%s\n", clikit.SeedModeText(rec.SeedMode))
+		fmt.Fprintf(tw, "drawn at\t%s\n", formatMillis(rec.DrawnAt))
+		fmt.Fprintf(tw, "announced at\t%s\n", formatMillis(rec.AnnouncedAt))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if !quiet {
+			fmt.Fprintln(e.Stdout, "\nwinners, best score first:")
+			for i, id := range res.Winners {
+				fmt.Fprintf(e.Stdout, "%5d  %s\n", i+1, id)
+			}
+		}
+		return nil
+	})
 	return &command{
-		name:    "draw",
-		args:    "EVENT_ID",
-		summary: "run a LOTTERY event's draw, from 30s after its cutoff (the settle window for enqueues in flight), or serve a FIRST_COME event's pre-queue, from 30s after its start; idempotent, resumable; a SEALED seed needs " + clikit.EnvDrawSecret,
+		name: "draw",
+		args: "EVENT_ID",
+		summary: "run a LOTTERY event's draw, from the settle window (-settle, default 30s) after its cutoff, for enqueues in flight, " +
+			"or serve a FIRST_COME event's pre-queue, from the settle window after its start; idempotent, resumable; a SEALED seed needs " + clikit.EnvDrawSecret,
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&quiet, "quiet", false, "print the summary without the winners' request IDs")
+			fs.DurationVar(&settle, "settle", 0, "the settle window (Options.DrawSettleWindow): the draw, or the serve, waits this long after "+
+				"the cutoff (the start); every process of the event must use the same window (default 30s, at least 1s)")
 		},
-		run: withID("EVENT_ID", func(ctx context.Context, e *env, c *asyncevent.Client, eventID string) error {
-			if ev, err := c.GetEvent(ctx, eventID); err == nil && hasPrequeue(ev) {
-				return servePrequeue(ctx, e, c, eventID, quiet)
-			}
-			res, err := c.Draw(ctx, eventID)
-			if errors.Is(err, asyncevent.ErrDrawTooEarly) {
-				return tooEarly(ctx, c, eventID, "too early to draw "+eventID)
-			}
-			if errors.Is(err, asyncevent.ErrNoSeedSource) || errors.Is(err, asyncevent.ErrSeedMismatch) {
-				return fmt.Errorf("%w; the CLI takes the secret the event was created with from %s", err, clikit.EnvDrawSecret)
-			}
-			if err != nil {
-				return err
-			}
-			if e.JSON {
-				return e.PrintJSON(clikit.Draw{DrawResultView: httpapi.NewDrawResultView(res), Item: drawItem(&res.Record)})
-			}
-			rec := res.Record
-			tw := newTable(e.Stdout)
-			fmt.Fprintf(tw, "event\t%s\n", rec.EventID)
-			fmt.Fprintf(tw, "phase\t%s\n", rec.Phase)
-			fmt.Fprintf(tw, "entries\t%s (entries hash %s)\n", clikit.FormatInt(int(rec.EntryCount)), rec.EntriesHash)
-			fmt.Fprintf(tw, "winners\t%s of %s drawn\n", clikit.FormatInt(len(res.Winners)), clikit.FormatInt(int(rec.WinnerCount)))
-			fmt.Fprintf(tw, "seed\t%s (commitment %s)\n", rec.Seed, rec.SeedCommitment)
-			fmt.Fprintf(tw, "seed mode\t%s\n", clikit.SeedModeText(rec.SeedMode))
-			fmt.Fprintf(tw, "drawn at\t%s\n", formatMillis(rec.DrawnAt))
-			fmt.Fprintf(tw, "announced at\t%s\n", formatMillis(rec.AnnouncedAt))
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if !quiet {
-				fmt.Fprintln(e.Stdout, "\nwinners, best score first:")
-				for i, id := range res.Winners {
-					fmt.Fprintf(e.Stdout, "%5d  %s\n", i+1, id)
-				}
-			}
-			return nil
-		}),
+		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+			e.DrawSettleWindow = settle
+			return draw(ctx, e, fs, args)
+		},
 	}
 }
 

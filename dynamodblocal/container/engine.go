@@ -57,6 +57,9 @@ type Engine struct {
 	// DynamoDBLocal_lib in its working directory, as Amazon's has. Default:
 	// DYNAMODB_LOCAL_IMAGE, else DefaultImage.
 	Image string
+	// Port is the loopback port DynamoDB Local listens on (the container is on the
+	// host's network). Default: 0, a free port.
+	Port int
 }
 
 var _ dynamodblocal.ContainerStarter = Engine{}
@@ -94,8 +97,8 @@ func (e Engine) StartContainer(ctx context.Context, logf func(format string, arg
 	}
 	logf("dynamodblocal: starting %s through testcontainers-go on %s (host network, loopback only)", image, p.Client().DaemonHost())
 	for attempt := 1; ; attempt++ {
-		endpoint, stop, err := run(ctx, image, logf)
-		if errors.Is(err, localproc.ErrPortTaken) && attempt < portAttempts {
+		endpoint, stop, err := run(ctx, image, e.Port, logf)
+		if errors.Is(err, localproc.ErrPortTaken) && attempt < portAttempts && e.Port == 0 {
 			logf("dynamodblocal: %v; retrying on another port", err)
 			continue
 		}
@@ -130,10 +133,12 @@ func findEngine(ctx context.Context, logf func(string, ...any)) (*testcontainers
 }
 
 // run starts one container with DynamoDB Local on a free port of the host network.
-func run(ctx context.Context, image string, logf func(string, ...any)) (string, func() error, error) {
-	port, err := localproc.FreePort()
-	if err != nil {
-		return "", nil, err
+func run(ctx context.Context, image string, port int, logf func(string, ...any)) (string, func() error, error) {
+	if port == 0 {
+		var err error
+		if port, err = localproc.FreePort(); err != nil {
+			return "", nil, err
+		}
 	}
 	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
 	dir, _ := os.Getwd()

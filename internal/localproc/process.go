@@ -79,6 +79,9 @@ type Server struct {
 	PortTaken func(output string) bool
 	// Attempts is how many ports are tried. Default: 3.
 	Attempts int
+	// Port, when set, is the one port the server gets: no other is tried. Default:
+	// 0, a free port (FreePort), tried again on another when taken.
+	Port int
 	// Logf receives progress lines. Default: discard.
 	Logf func(format string, args ...any)
 }
@@ -120,10 +123,15 @@ func Start(ctx context.Context, s Server) (*Process, error) {
 	if attempts <= 0 {
 		attempts = 3
 	}
+	if s.Port != 0 {
+		attempts = 1
+	}
 	for attempt := 1; ; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
+		port := s.Port
+		if port == 0 {
+			if port, err = FreePort(); err != nil {
+				return nil, err
+			}
 		}
 		p, err := launch(ctx, sh, program, s, port)
 		if err == nil {

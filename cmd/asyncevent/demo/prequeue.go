@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -98,10 +99,25 @@ func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
 		}
 	}()
 	early, late := newClicks(), newClicks()
+	var phase atomic.Value // what the phase is doing, for its progress line
+	phase.Store("entries")
+	stopProgress := startProgress(d.e.Stderr, func() status {
+		t.mu.Lock()
+		left := t.kinds[asyncevent.OutcomeLeftToDraw]
+		t.mu.Unlock()
+		entered, sale, final := int(early.submitted.Load()), int(late.submitted.Load()), int(t.finals.Load())
+		total := 2*o.entries + 2*o.sale
+		return status{label: "pre-queue", fraction: float64(entered+left+sale+final) / float64(max(total, 1)),
+			detail: fmt.Sprintf("%s · entries %s/%s · left to the serve %s · sale clicks %s/%s · final %s",
+				phase.Load(), clikit.FormatInt(entered), clikit.FormatInt(o.entries), clikit.FormatInt(left),
+				clikit.FormatInt(sale), clikit.FormatInt(o.sale), clikit.FormatInt(final))}
+	})
+	defer stopProgress()
 	d.submitAll(ctx, early, eventID, usersNamed("early", o.entries), time.Now())
 	if err := waitKind(ctx, t, asyncevent.OutcomeLeftToDraw, int(early.newOne.Load())); err != nil {
 		return nil, fmt.Errorf("pre-queue: %w", err)
 	}
+	phase.Store("the sale's clicks")
 	// The start, and the settle window after it, pass before the sale's clicks: a
 	// worker holds a sale's click on the queue, whose clock is the real one, until
 	// the serve may begin by the demo's clock, so a click met within the window
@@ -109,6 +125,7 @@ func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
 	d.clock.skip(start.Sub(d.clock.now()) + asyncevent.DefaultDrawSettleWindow + time.Second)
 	d.submitAll(ctx, late, eventID, usersNamed("late", o.sale), time.Now())
 
+	phase.Store("serving the drawn order")
 	serveStart := time.Now()
 	res, err := d.admin.ServePrequeue(ctx, eventID)
 	if err != nil {
@@ -116,7 +133,9 @@ func (d *demo) prequeue(ctx context.Context) (*prequeueReport, error) {
 	}
 	serve := time.Since(serveStart)
 	d.clock.skip(10 * time.Second) // past the workers' cached config: they see it served
+	phase.Store("deciding the sale's clicks")
 	werr := waitFinal(ctx, t, int(late.newOne.Load()))
+	stopProgress()
 	err = stopWorkers()
 	stopWorkers = nil
 	if err := errors.Join(werr, err); err != nil {

@@ -58,7 +58,7 @@ func (e *Env) DynamoDB(ctx context.Context) (*dynamodb.Client, error) {
 // Options are the library options of the CLI's clients: the table, and lottery seeds
 // sealed by the secret in ASYNCEVENT_DRAW_SECRET when it is set.
 func (e *Env) Options() (asyncevent.Options, error) {
-	opts := asyncevent.Options{TableName: e.Table}
+	opts := asyncevent.Options{TableName: e.Table, DrawSettleWindow: e.DrawSettleWindow}
 	if e.DrawSecret == "" {
 		return opts, nil
 	}

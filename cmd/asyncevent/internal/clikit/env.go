@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
@@ -51,6 +52,9 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	LocalSource    string // how StartLocal got the DynamoDB Local: container, jar; "" if not started here
 	DrawSecret     string // hex, from ASYNCEVENT_DRAW_SECRET; "" for unsealed seeds
+	// DrawSettleWindow is the clients' Options.DrawSettleWindow (the draw command's
+	// -settle); 0 for the library's default.
+	DrawSettleWindow time.Duration
 
 	// StartDynamoDBLocal is how StartLocal starts a DynamoDB Local. The CLI sets
 	// dynamodblocal/container's Start (a container first, else the jar), so that
