@@ -583,7 +583,7 @@ func (w *world) pay(ctx context.Context, eventID string, stop <-chan struct{}) i
 				if err != nil {
 					continue
 				}
-				if tr.Applied && tr.Current == nil && fnv32(r.RequestID)%4 < 2 {
+				if tr.Applied && fnv32(r.RequestID)%4 < 2 {
 					confirmed++
 				}
 				if !tr.Applied && tr.Current != nil && tr.Current.Status == asyncevent.StatusSucceeded && fnv32(r.RequestID)%4 < 2 {
