@@ -123,7 +123,7 @@ var (
 		adds: []set{addTo(attrCapacityRemaining, pSeats), addTo(attrCapacityTotal, pSeats)},
 	}
 	poolMarkedRow = row{
-		name: "capacity shard: pool version", method: "AddCapacity", item: entity.Capacity, op: opUpdate, cond: capacityExists,
+		name: "capacity shard: pool version", method: "AddCapacity, CancelRequest", item: entity.Capacity, op: opUpdate, cond: capacityExists,
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}
 	shardSoldOutRow = row{

@@ -362,7 +362,7 @@
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_LATE",
 //	         finishedAt = :now, startedAt = :now
-//	hold recorded                  Processor.ProcessOne                   PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
+//	hold recorded                  Processor.ProcessOne, SweepHolds       PutItem        EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	first-come seat held           Processor.ProcessOne                   UpdateItem     REQ#<requestId> / META
 //	    if   ((status = "QUEUED") OR (status = "RECEIVED"))
@@ -396,11 +396,11 @@
 //	         AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
 //	    set  SET status = "REJECTED", uiResult = "REJECTED",
 //	         resultCode = "REJECTED_HOLD_EXPIRED", finishedAt = :now
-//	seat given to the waitlist     Release                                UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
+//	seat given to the waitlist     Release, SweepHolds                    UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
 //	    set  ADD capacityRemaining 1, returned 1
 //	         SET entityType = if_not_exists(entityType, "RETURNS"),
 //	         eventId = if_not_exists(eventId, :eventId), updatedAt = :now
-//	hold cleared                   SweepHolds                             DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
+//	hold cleared                   SweepHolds, Confirm, Release           DeleteItem     EVENT#<eventId>#HOLDS#<shard> / EXP#<expiresAt>#REQ#<requestId>
 //	waitlist served                SweepHolds                             UpdateItem     REQ#<requestId> / META
 //	    if   status = "WAITLISTED"
 //	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt,
@@ -483,7 +483,7 @@
 //	    set  SET endsAt = :endsAt
 //	cutoff extended: draw check    ExtendEvent                            ConditionCheck EVENT#<eventId> / DRAW
 //	    if   phase = "COLLECTING"
-//	audit entry                    CloseEvent                             PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
+//	audit entry                    CloseEvent, PauseEvent, ResumeEvent, ExtendEvent, AddCapacity, CancelRequest PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	operation marker               AddCapacity, CancelRequest             PutItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
@@ -502,7 +502,7 @@
 //	    if   (capacityRemaining > 0) AND (capacityTotal <= :shardRoom)
 //	    set  ADD capacityRemaining :seats, capacityTotal :seats SET poolVersion = :poolVersion,
 //	         updatedAt = :now
-//	capacity shard: pool version   AddCapacity                            UpdateItem     EVENT#<eventId> / CAPACITY
+//	capacity shard: pool version   AddCapacity, CancelRequest             UpdateItem     EVENT#<eventId> / CAPACITY
 //	    if   attribute_exists (PK)
 //	    set  SET poolVersion = :poolVersion
 //	capacity added to the pool     AddCapacity                            UpdateItem     EVENT#<eventId>#RETURNS / RETURNS
@@ -531,22 +531,22 @@
 //	    if   (attribute_exists (PK))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
 //	    set  SET poolVersion = :poolVersion
-//	draw: freeze the entries       Draw                                   UpdateItem     EVENT#<eventId> / DRAW
+//	draw: freeze the entries       Draw, ServePrequeue                    UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = "COLLECTING"
 //	    set  SET phase = "DRAWING", drawnAt = :now
-//	event: drawing                 Draw                                   UpdateItem     EVENT#<eventId> / CONFIG
+//	event: drawing                 Draw, ServePrequeue                    UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (attribute_exists (PK))
 //	         AND (((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt = :cutoffAsRead)) AND ((attribute_not_exists (startsAt)) OR (startsAt = :startAsRead)))
 //	    set  SET phase = "DRAWING"
 //	draw: entries chunk            Draw, ServePrequeue                    PutItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>
-//	draw: record the entries       Draw                                   UpdateItem     EVENT#<eventId> / DRAW
+//	draw: record the entries       Draw, ServePrequeue                    UpdateItem     EVENT#<eventId> / DRAW
 //	    if   (phase = "DRAWING") AND (attribute_not_exists (entriesHash))
 //	    set  SET entryCount = :entryCount, entriesHash = :entriesHash,
 //	         entryChunks = :entryChunks, seed = :seed
-//	draw: announce                 Draw                                   UpdateItem     EVENT#<eventId> / DRAW
+//	draw: announce                 Draw, ServePrequeue                    UpdateItem     EVENT#<eventId> / DRAW
 //	    if   phase = "DRAWING"
 //	    set  SET phase = "ANNOUNCED", announcedAt = :now
-//	event: announced               Draw                                   UpdateItem     EVENT#<eventId> / CONFIG
+//	event: announced               Draw, ServePrequeue                    UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   attribute_exists (PK)
 //	    set  SET phase = "ANNOUNCED", announcedAt = :now
 //	admission: lease               Processor.ProcessOne                   UpdateItem     EVENT#<eventId> / ADMISSION

@@ -188,11 +188,11 @@ var (
 		sets: []set{setTo(attrPoolVersion, pPoolVersion)},
 	}
 	eventDrawingRow = row{
-		name: "event: drawing", method: "Draw", item: entity.Config, op: opUpdate, cond: all(eventExists, entriesBoundsAsRead),
+		name: "event: drawing", method: "Draw, ServePrequeue", item: entity.Config, op: opUpdate, cond: all(eventExists, entriesBoundsAsRead),
 		sets: []set{setTo(attrPhase, PhaseDrawing)},
 	}
 	eventAnnouncedRow = row{
-		name: "event: announced", method: "Draw", item: entity.Config, op: opUpdate, cond: eventExists,
+		name: "event: announced", method: "Draw, ServePrequeue", item: entity.Config, op: opUpdate, cond: eventExists,
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
 )

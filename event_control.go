@@ -78,7 +78,7 @@ const controlLead = 10 * time.Second
 
 var (
 	auditRow = row{
-		name: "audit entry", method: "CloseEvent", item: entity.Audit, op: opPut, cond: notExists,
+		name: "audit entry", method: "CloseEvent, PauseEvent, ResumeEvent, ExtendEvent, AddCapacity, CancelRequest", item: entity.Audit, op: opPut, cond: notExists,
 	}
 )
 

@@ -1,6 +1,9 @@
 package asyncevent
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // EventBookkeeping is the library's bookkeeping on an event's EventConfig item, which
 // no caller's type carries: for the package's external tests only.
@@ -83,3 +86,15 @@ func ClaimWaveSeats(ctx context.Context, c *Client, eventID string, n, shard int
 
 // MaxWaveClaim is the most seats one wave write takes.
 const MaxWaveClaim = maxWaveClaim
+
+// RowMethods maps each row of the access-pattern table to the methods that its
+// declaration names (its method column).
+func RowMethods() map[string][]string {
+	m := map[string][]string{}
+	for _, r := range declaredRows() {
+		for _, method := range strings.Split(r.method, ",") {
+			m[r.name] = append(m[r.name], strings.TrimSpace(method))
+		}
+	}
+	return m
+}

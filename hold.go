@@ -53,10 +53,10 @@ type holdItem struct {
 // The rows of the Hold item.
 var (
 	holdRecordRow = row{
-		name: "hold recorded", method: "Processor.ProcessOne", item: entity.Hold, op: opPut, cond: notExists,
+		name: "hold recorded", method: "Processor.ProcessOne, SweepHolds", item: entity.Hold, op: opPut, cond: notExists,
 	}
 	holdClearedRow = row{
-		name: "hold cleared", method: "SweepHolds", item: entity.Hold, op: opDelete,
+		name: "hold cleared", method: "SweepHolds, Confirm, Release", item: entity.Hold, op: opDelete,
 	}
 	holdEventEndRow = row{
 		name: "hold registry: end moved", method: "ExtendEvent", item: entity.HoldEvent, op: opUpdate, cond: configExists,

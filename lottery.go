@@ -102,15 +102,15 @@ var entriesUnrecorded = all(phaseIs(PhaseDrawing), fixed(expression.AttributeNot
 // together, and each entry gets its result under a condition.
 var (
 	drawFreezeRow = row{
-		name: "draw: freeze the entries", method: "Draw", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseCollecting),
+		name: "draw: freeze the entries", method: "Draw, ServePrequeue", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseCollecting),
 		sets: []set{setTo(attrPhase, PhaseDrawing), setTo(attrDrawnAt, pNow)},
 	}
 	drawEntriesRow = row{
-		name: "draw: record the entries", method: "Draw", item: entity.Draw, op: opUpdate, cond: entriesUnrecorded,
+		name: "draw: record the entries", method: "Draw, ServePrequeue", item: entity.Draw, op: opUpdate, cond: entriesUnrecorded,
 		sets: []set{setTo(attrEntryCount, pEntryCount), setTo(attrEntriesHash, pEntriesHash), setTo(attrEntryChunks, pEntryChunks), setTo(attrSeed, pSeed)},
 	}
 	drawAnnounceRow = row{
-		name: "draw: announce", method: "Draw", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseDrawing),
+		name: "draw: announce", method: "Draw, ServePrequeue", item: entity.Draw, op: opUpdate, cond: phaseIs(PhaseDrawing),
 		sets: []set{setTo(attrPhase, PhaseAnnounced), setTo(attrAnnouncedAt, pNow)},
 	}
 	drawNotBegunRow = row{

@@ -109,9 +109,11 @@ const (
 func renderTable() string {
 	var b strings.Builder
 	writes := writeRows()
-	width := 0 // of the method column: its longest entry
+	width := 0 // of the method column: its longest entry up to 40 (a longer one runs past it)
 	for _, r := range append(slices.Clone(writes), readRows...) {
-		width = max(width, len(r.method))
+		if len(r.method) <= 40 {
+			width = max(width, len(r.method))
+		}
 	}
 	line := func(format string, args ...any) { fmt.Fprintf(&b, "//\t"+format+"\n", args...) }
 	entry := func(r docRow) { line("%-30s %-*s %-14s %s", r.name, width, r.method, r.operation, r.key) }

@@ -47,7 +47,7 @@ var (
 		setIfMissing(attrEntityType, entity.Returns), setIfMissing(attrEventID, pEventID), setTo(attrUpdatedAt, pNow),
 	}
 	seatReturnedRow = row{
-		name: "seat given to the waitlist", method: "Release", item: entity.Returns, op: opUpdate,
+		name: "seat given to the waitlist", method: "Release, SweepHolds", item: entity.Returns, op: opUpdate,
 		sets: returnsSets,
 		adds: []set{addTo(attrCapacityRemaining, 1), addTo(attrReturned, 1)},
 	}
