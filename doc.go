@@ -611,5 +611,5 @@
 // an outcome, not an error: every row returns a [Transition] that is not Applied and
 // holds the request as the condition found it. An applied one holds the request as the
 // write left it: the write's own answer (ALL_NEW) when it is a single UpdateItem, read
-// right after it when it is a transaction.
+// right after it when it is a transaction or StartProcessing (see [Transition]).
 package asyncevent

@@ -225,7 +225,9 @@ func (c *Client) holdExpiry(d time.Duration) EpochMillis {
 // REJECTED_RELEASED when the hold ended first (the payment must then be refunded),
 // SUCCEEDED when it was confirmed already, HELD when its hold ran out and the sweep
 // has not come yet (too late all the same), or any other status, with nothing
-// written. An unknown request is ErrNotFound.
+// written. An unknown request is ErrNotFound. Applied, the Transition carries the
+// request as the confirm left it, read after the transaction (one more strongly
+// consistent GetItem: a transaction returns nothing).
 func (c *Client) Confirm(ctx context.Context, requestID string) (Transition, error) {
 	req, err := c.getRequest(ctx, requestID, true)
 	if err != nil {
@@ -267,7 +269,9 @@ func (c *Client) callToken(requestID, what string) func(int) string {
 // REJECTED_RELEASED; condition status = WAITLISTED). A lost condition is not an
 // error: the Transition is not applied and holds the request as it is (a confirm or
 // the expiry came first; a request in any other status is returned as it is, with
-// nothing written). An unknown request is ErrNotFound.
+// nothing written). An unknown request is ErrNotFound. Applied, the Transition
+// carries the request as the release left it: a hold's read after its transaction
+// (one more strongly consistent GetItem), a waitlisted request's from its UpdateItem.
 func (c *Client) Release(ctx context.Context, requestID string) (Transition, error) {
 	req, err := c.getRequest(ctx, requestID, true)
 	if err != nil {

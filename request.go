@@ -539,7 +539,9 @@ func (c *Client) closeHomeIfFirstCome(ctx context.Context, ref RequestRef) (held
 // the request as it is (final: a duplicate delivery; PROCESSING: another delivery holds
 // a live lease). With Options.StatusLog the condition is tried one status at a time,
 // QUEUED first, so that the log names the status left: a request met RECEIVED or
-// PROCESSING costs a second call.
+// PROCESSING costs a second call. Applied, the Transition carries the request as the
+// start left it, read after the write (one more strongly consistent GetItem: the
+// UpdateItem returns what it changed, which the seat claim needs).
 func (r *Rows) StartProcessing(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
 	c := r.c
 	if err := ValidateID("eventId", ref.EventID); err != nil {

@@ -87,8 +87,15 @@ func TestAppliedTransitionCarriesTheRequest(t *testing.T) {
 	start := func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
 		return c.Rows().StartProcessing(ctx, ref, lease)
 	}
+	claim := func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+		return c.Rows().ClaimSeat(ctx, ref, lease)
+	}
+	soldOut := func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+		return c.Rows().RejectSoldOut(ctx, ref) // WAITLISTED, on an event with holds
+	}
 	cases := []struct {
 		name   string
+		holds  bool   // the event has holds (HoldFor)
 		before []step // applied first, on the RECEIVED request Participate wrote
 		step   step
 		want   asyncevent.Status
@@ -102,10 +109,7 @@ func TestAppliedTransitionCarriesTheRequest(t *testing.T) {
 				return c.Rows().MarkQueued(ctx, ref)
 			}},
 		{name: "StartProcessing", want: asyncevent.StatusProcessing, step: start, reads: 1},
-		{name: "ClaimSeat", before: []step{start}, want: asyncevent.StatusSucceeded, code: asyncevent.ResultSuccess, reads: 1,
-			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
-				return c.Rows().ClaimSeat(ctx, ref, lease)
-			}},
+		{name: "ClaimSeat", before: []step{start}, want: asyncevent.StatusSucceeded, code: asyncevent.ResultSuccess, reads: 1, step: claim},
 		{name: "MarkCapacityRejected", before: []step{start}, want: asyncevent.StatusRejected, code: asyncevent.ResultRejectedCapacity,
 			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
 				return c.Rows().MarkCapacityRejected(ctx, ref, lease)
@@ -123,6 +127,23 @@ func TestAppliedTransitionCarriesTheRequest(t *testing.T) {
 			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
 				return c.Rows().MarkEnqueueFailed(ctx, ref, errors.New("the queue is down"))
 			}},
+		{name: "ClaimSeat of an event with holds", holds: true, before: []step{start}, want: asyncevent.StatusHeld, reads: 1,
+			step: claim},
+		{name: "Confirm (a transaction with the Hold item's delete)", holds: true, before: []step{start, claim}, want: asyncevent.StatusSucceeded,
+			code: asyncevent.ResultSuccess, reads: 2, // its read before the write, and after it
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Confirm(ctx, ref.RequestID)
+			}},
+		{name: "Release of a hold (a transaction)", holds: true, before: []step{start, claim}, want: asyncevent.StatusRejected,
+			code: asyncevent.ResultReleased, reads: 2,
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Release(ctx, ref.RequestID)
+			}},
+		{name: "Release of a waitlisted request", holds: true, before: []step{soldOut}, want: asyncevent.StatusRejected,
+			code: asyncevent.ResultReleased, reads: 1, // its read before the write
+			step: func(ctx context.Context, c *asyncevent.Client, ref asyncevent.RequestRef) (asyncevent.Transition, error) {
+				return c.Release(ctx, ref.RequestID)
+			}},
 	}
 	for _, statusLog := range []bool{false, true} {
 		for _, tc := range cases {
@@ -131,7 +152,11 @@ func TestAppliedTransitionCarriesTheRequest(t *testing.T) {
 				ctx := context.Background()
 				db := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
 				c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: asynceventtest.NewClock(t0).Now, StatusLog: statusLog})
-				_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+				settings := asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1}
+				if tc.holds {
+					settings.HoldFor = 10 * time.Minute
+				}
+				_, err := c.CreateEvent(ctx, settings)
 				require.NoError(t, err)
 				p, err := c.Rows().Participate(ctx, "sale", "u1")
 				require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/asyncevent/asyncevent/entity"
+	"github.com/asyncevent/asyncevent/internal/ctxsleep"
 	"github.com/asyncevent/asyncevent/internal/rowexec"
 	"github.com/asyncevent/asyncevent/internal/rowplan"
 )
@@ -281,14 +283,18 @@ func (c *Client) exec(w write, start Status) (rowexec.Write, error) {
 type Transition struct {
 	Applied bool
 	// Current is the request. Applied, it is the request as the write left it: the
-	// write's own answer (ReturnValues ALL_NEW) when it was a single UpdateItem, at no
-	// extra call; read right after it (one strongly consistent GetItem) when it was a
+	// write's own answer (ReturnValues ALL_NEW) when it was a single UpdateItem that
+	// asks for nothing else, at no extra call; read right after it (one strongly
+	// consistent GetItem, which may also show a change made since) when it was a
 	// TransactWriteItems (Options.StatusLog, or a row that writes other items with the
-	// request: Confirm, Release of a hold, MarkEnqueueFailed), or when the call could
-	// not tell what it left (StartProcessing), and then it may also show a change made
-	// since. Not applied, it is the request as the failed condition found it, from the
-	// same call. Nil only when the request's own condition held and another item's
-	// failed (ClaimSeat's SoldOut), or with an error.
+	// request: Confirm, Release of a hold, MarkEnqueueFailed) or StartProcessing
+	// (whose UpdateItem returns what it changed, for the seat claim). Not applied, it
+	// is the request as the failed condition found it (ALL_OLD, from the same call),
+	// or as the method's own read found it before writing (Confirm, Release,
+	// ClaimSeat, MarkEnqueueFailed). Nil when the request's own condition held and
+	// another item's failed (ClaimSeat's SoldOut), with an error, and, rarely, when
+	// an applied write's read back failed for 10 s (the write applied all the same;
+	// the client's Logger says so).
 	Current *Request
 	// SoldOut is ClaimSeat's: the request was PROCESSING under the lease, but no seat
 	// was left. Nothing was written.
@@ -403,18 +409,28 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 // written completes the Transition of a row method: an applied write carries the
 // request as it left it. A single UpdateItem asked with txOptions.written returned it;
 // otherwise (a transaction returns nothing) it is read right after the write, strongly
-// consistent. A read that fails leaves Current nil and says so in the error, though
-// the write applied.
+// consistent, whatever ctx does (the write applied: its caller must learn so), tried
+// again after a failure for up to bookkeepingTimeout. A read that still fails leaves Current nil, and the Transition applied, without an error:
+// an error would tell a caller (a payment's confirm) that the write may not have
+// applied.
 func (c *Client) written(ctx context.Context, requestID string, t Transition, err error) (Transition, error) {
 	if err != nil || !t.Applied || t.Current != nil {
 		return t, err
 	}
-	cur, err := c.getRequest(ctx, requestID, true)
-	if err != nil {
-		return t, fmt.Errorf("request %s: the write applied, and reading it back failed: %w", requestID, err)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		cur, err := c.getRequest(rctx, requestID, true)
+		if err == nil {
+			t.Current, t.current = &cur.Request, cur
+			return t, nil
+		}
+		if errors.Is(err, ErrNotFound) || ctxsleep.Sleep(rctx, finalWriteBackoff(attempt)) != nil {
+			c.opts.Logger.WarnContext(ctx, "the write applied, and reading the request back failed: its Transition carries none",
+				slog.String("requestId", requestID), slog.Any("error", err))
+			return t, nil
+		}
 	}
-	t.Current, t.current = &cur.Request, cur
-	return t, nil
 }
 
 // found is the Transition of a request that a condition found: not applied.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/asyncevent/asyncevent/internal/localproc"
@@ -95,9 +96,18 @@ func (p Program) StartContainer(ctx context.Context, logf func(format string, ar
 		_ = stop()
 		return "", nil, fmt.Errorf("starter %s printed no endpoint (%q): %s", p, line, tail.LastLines(10))
 	case <-ctx.Done():
-		// Killed, not waited for: what it started may still hold its output open.
-		_ = cmd.Process.Kill()
+		// Told to stop as a stop would (its input closed, and SIGTERM), so that it
+		// removes what it started; killed only if it outlasts starterTimeout. Not
+		// waited for here: the caller's ctx has ended.
 		in.Close()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		go func() {
+			select {
+			case <-exited:
+			case <-time.After(starterTimeout):
+				_ = cmd.Process.Kill()
+			}
+		}()
 		return "", nil, fmt.Errorf("starter %s: %w", p, ctx.Err())
 	}
 }

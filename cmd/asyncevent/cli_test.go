@@ -467,6 +467,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"help", "local"}, exitOK, "-port int"},
 		{[]string{"local", "-port", "70000"}, exitUsage, "-port 70000: want 1 to 65535"},
 		{[]string{"help", "draw"}, exitOK, "-settle duration"},
+		{[]string{"draw", "-settle", "-1s", "ev"}, exitUsage, "-settle -1s: at least 1s"},
+		{[]string{"-endpoint", "http://127.0.0.1:1", "local", "-port", "70000"}, exitUsage, "-port 70000"},
 	} {
 		out, errOut, code := cli(t, tc.args...)
 		assert.Equal(t, tc.code, code, "asyncevent %v\n%s%s", tc.args, out, errOut)

@@ -32,11 +32,11 @@ func localCmd() *command {
 			if err := clikit.WantArgs(args, 0, ""); err != nil {
 				return err
 			}
-			if e.Endpoint != "" {
-				return e.findLocal(ctx)
-			}
 			if port < 0 || port > 65535 {
 				return clikit.Usagef("-port %d: want 1 to 65535", port)
+			}
+			if e.Endpoint != "" {
+				return e.findLocal(ctx)
 			}
 			inst, err := container.Start(ctx, dynamodblocal.Options{Port: port, Container: container.Engine{Port: port}, Logf: func(format string, args ...any) {
 				fmt.Fprintf(e.Stderr, "  "+format+"\n", args...)

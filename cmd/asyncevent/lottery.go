@@ -99,6 +99,9 @@ func drawCmd() *command {
 				"the cutoff (the start); every process of the event must use the same window (default 30s, at least 1s)")
 		},
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+			if settle != 0 && settle < time.Second {
+				return clikit.Usagef("-settle %s: at least 1s", settle)
+			}
 			e.DrawSettleWindow = settle
 			return draw(ctx, e, fs, args)
 		},
