@@ -2,6 +2,8 @@ package asyncevent_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -23,6 +25,9 @@ type rowRecorder struct {
 	mu   sync.Mutex
 	step string
 	rows map[string]map[string]int // step → row → writes
+	// transactions are the TransactWriteItems of each step, by their rows in order,
+	// the status log's entries left out.
+	transactions map[string]map[string]bool
 }
 
 func (r *rowRecorder) Submit(ctx context.Context, _, _ string, next func(context.Context) (asyncevent.Participation, error)) {
@@ -40,8 +45,18 @@ func (r *rowRecorder) Process(ctx context.Context, _ queue.Delivery, next func(c
 func (r *rowRecorder) DynamoDB(ctx context.Context, call asyncevent.DynamoDBCall, next func(context.Context) error) {
 	if call.Row != "" {
 		r.mu.Lock()
+		var items []string
 		for _, row := range strings.Split(call.Row, " + ") {
 			r.rows[r.step][row]++
+			if row != "status log" {
+				items = append(items, row)
+			}
+		}
+		if call.Operation == "TransactWriteItems" && len(items) > 1 {
+			if r.transactions[r.step] == nil {
+				r.transactions[r.step] = map[string]bool{}
+			}
+			r.transactions[r.step][strings.Join(items, " + ")] = true
 		}
 		r.mu.Unlock()
 	}
@@ -83,7 +98,7 @@ func TestEveryRowAMethodWritesNamesIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
-	rec := &rowRecorder{rows: map[string]map[string]int{}}
+	rec := &rowRecorder{rows: map[string]map[string]int{}, transactions: map[string]map[string]bool{}}
 	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true, Observer: rec})
 	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now})
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
@@ -209,4 +224,34 @@ func TestEveryRowAMethodWritesNamesIt(t *testing.T) {
 	}
 	sort.Strings(unseen)
 	t.Logf("rows this script does not reach (other tests do): %s", strings.Join(unseen, "; "))
+	checkTransactionsBlock(t, rec.transactions)
+}
+
+// transactionsBegin opens doc.go's list of the transactions the methods were seen to
+// make; an empty comment line closes it.
+const transactionsBegin = "//\t\tTRANSACTIONS"
+
+// checkTransactionsBlock holds doc.go's list of transactions to the ones observed
+// (UPDATE_DOC=1 rewrites it).
+func checkTransactionsBlock(t *testing.T, seen map[string]map[string]bool) {
+	t.Helper()
+	var lines []string
+	for method, txs := range seen {
+		for tx := range txs {
+			lines = append(lines, fmt.Sprintf("//\t%-22s %s", method, tx))
+		}
+	}
+	sort.Strings(lines)
+	block := transactionsBegin + "\n" + strings.Join(lines, "\n") + "\n"
+	src, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	doc := string(src)
+	start := strings.Index(doc, transactionsBegin)
+	require.GreaterOrEqual(t, start, 0, "doc.go has no list of transactions (a line %q)", transactionsBegin)
+	end := start + strings.Index(doc[start:], "\n//\n") + 1
+	if os.Getenv("UPDATE_DOC") != "" {
+		require.NoError(t, os.WriteFile("doc.go", []byte(doc[:start]+block+doc[end:]), 0o644))
+		return
+	}
+	assert.Equal(t, block, doc[start:end], "doc.go's transactions are not the ones the methods make (UPDATE_DOC=1 go test -run TestEveryRowAMethodWritesNamesIt rewrites them)")
 }

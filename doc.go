@@ -579,7 +579,7 @@
 //		READS
 //	row                            method                                 operation      key
 //	get request                    GetRequest                             GetItem        REQ#<requestId> / META
-//	participate (duplicate)        LookupParticipation                    GetItem        IDEMP#<eventId>#<userId> / LOCK
+//	lookup participation           LookupParticipation, Submit            GetItem        IDEMP#<eventId>#<userId> / LOCK, strongly consistent (Submit: a click on a paused or closed event)
 //	my participations              ListUserRequests                       Query GSI1     USER#<userId>, newest first, limit 20
 //	event requests                 ListEventRequests                      Query GSI2     EVENT#<eventId>, either order, status filter
 //	event request count            CountRequests                          Query GSI2     EVENT#<eventId>, Select COUNT
@@ -596,9 +596,36 @@
 //	event list                     ListEvents                             Query          EVENTS, newest first, limit 20
 //	audit trail                    ListAudit                              Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
 //	operation applied before       AddCapacity, CancelRequest             GetItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
+//	due holds                      SweepHolds                             Query          EVENT#<eventId>#HOLDS#<shard>, SK < EXP#<now + 1 ms>, each shard
+//	returned seats                 SweepHolds, ServePrequeue, EventStats  GetItem        EVENT#<eventId>#RETURNS / RETURNS, strongly consistent
+//	waitlist                       SweepHolds                             Query GSI2     EVENT#<eventId>, WAITLISTED in queue order, each shard merged
+//
+// The transactions the methods make, each one TransactWriteItems of these rows in this
+// order, as a test sees them (with Options.StatusLog each status write also takes its
+// log entry into its call, which then is a transaction too):
+//
+//		TRANSACTIONS
+//	AddCapacity            capacity added + audit entry + operation marker + capacity shard: pool version + capacity shard: pool version + capacity added to the pool
+//	CancelRequest          pool version raised + audit entry + participation cancelled + seat of a cancel to the pool + operation marker + capacity shard: pool version + capacity shard: pool version
+//	CloseEvent             event closed + audit entry
+//	Confirm                hold confirmed + hold cleared
+//	CreateEvent            create event + create event
+//	CreateEvent            create event + create event + create event
+//	Draw                   draw: announce + event: announced
+//	Draw                   draw: freeze the entries + event: drawing
+//	ExtendEvent            event end extended + audit entry
+//	ExtendEvent            lottery cutoff extended + audit entry + cutoff extended: draw check
+//	PauseEvent             event paused + audit entry
+//	Release                hold released + seat given to the waitlist + hold cleared
+//	ResumeEvent            event resumed + audit entry
+//	ServePrequeue          draw: announce + event: announced
+//	ServePrequeue          draw: freeze the entries + event: drawing
+//	SweepHolds             hold expired + seat given to the waitlist + hold cleared
+//	SweepHolds             waitlist served + returned seat taken + hold recorded
 //
 // Ingest is the design's own writes, no transaction: Participate puts the lock, then
-// the request; a duplicate click is answered by the lock's failed put alone. A seat is
+// the request; a duplicate click is answered without a call by the client that saw its
+// request queued, else by the lock's failed put. A seat is
 // one conditional write that also records whose it is (the request's seat token on
 // the capacity item), then SUCCEEDED: a worker without a Handler claims on the
 // request's home shard and binds the seat ("first-come seat bound"), two writes and

@@ -392,11 +392,13 @@ func (c *Client) capacityShards(ctx context.Context, eventID string) (int, error
 // shards, PK EVENT#<eventId>#CAPACITY#<shard>, SK CAPACITY for each, their capacities
 // summing to capacityTotal; with holds also its entry in the hold registry, PK
 // HOLD_EVENTS, SK EVENT#<eventId>) or
-// a LOTTERY event's Draw record (SK DRAW). A LOTTERY event's seed comes from
+// a LOTTERY event's Draw record (SK DRAW), which a FIRST_COME event with a pre-queue
+// has too, all in one TransactWriteItems, after a PutItem of its entry in the event
+// list (PK EVENTS). A LOTTERY event's seed, and a pre-queue's, comes from
 // Options.Seeds, and only its SHA-256 is stored, as seedCommitment on the config and
 // the Draw record (seedMode SEALED); without Options.Seeds it is a random seed stored
 // on the Draw record itself (seedMode UNSEALED, with a warning logged). Condition on
-// every item: attribute_not_exists(PK); when it fails the event exists already and
+// every item: attribute_not_exists(PK) AND attribute_not_exists(SK); when it fails the event exists already and
 // the error is ErrEventExists, with nothing changed. Invalid settings are an ErrInvalidEvent or
 // ErrInvalidID error. It returns the event as stored.
 func (c *Client) CreateEvent(ctx context.Context, settings EventSettings) (*Event, error) {

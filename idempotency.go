@@ -382,7 +382,7 @@ func (e *uncertainError) Unwrap() error { return e.err }
 func refused(err error) bool { return isThrottle(err) || ingest.Rejected(err) }
 
 // LookupParticipation finds the request of an (event, user) pair: the
-// "participate (duplicate)" row, GetItem PK IDEMP#<eventId>#<userId>, SK LOCK, a
+// "lookup participation" row, GetItem PK IDEMP#<eventId>#<userId>, SK LOCK, a
 // strongly consistent read; it returns the first requestId with Duplicate set. A pair
 // that has not participated (or whose request's enqueue failed, which releases the
 // lock) is ErrNotFound.

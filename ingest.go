@@ -21,8 +21,10 @@ import (
 //     that ctx cannot cancel, bounded by ingestDeadline (10 s, or ctx's deadline if later; for a LOTTERY event
 //     never past the moment its draw may begin). A ctx that has ended before the
 //     lock's put writes nothing.
-//   - A duplicate writes and sends nothing and returns the first requestId, answered
-//     by the lock's failed put alone. Once Options.RedriveAfter has passed since the
+//   - A duplicate writes and sends nothing and returns the first requestId: without
+//     a call on a client that saw the pair's request queued (Options.DuplicateCacheSize),
+//     else by the lock's failed put (after the event's config, which the client
+//     caches for Options.EventCacheTTL). Once Options.RedriveAfter has passed since the
 //     lock was written, it reads the request too: a request still RECEIVED (a crash
 //     between its write and its send) is sent again, and a lock without its request
 //     (a crash between the two puts) gets its request written (queuedAt = now) and

@@ -87,8 +87,10 @@ type PrequeueResult struct {
 	Late []string
 }
 
-// ServePrequeue serves the pre-queue of a FIRST_COME event: the "pre-queue: freeze",
-// "record the entries" and "served" rows. It is allowed once StartsAt plus
+// ServePrequeue serves the pre-queue of a FIRST_COME event, with the draw's rows ("draw:
+// freeze the entries", "event: drawing", "draw: entries chunk", "draw: record the
+// entries", "draw: announce", "event: announced") and a worker's delivery's for each
+// entry it serves. It is allowed once StartsAt plus
 // Options.DrawSettleWindow has passed (ErrDrawTooEarly before); an event without a
 // pre-queue is ErrNoPrequeue. It
 //

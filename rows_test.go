@@ -41,7 +41,7 @@ type docRow struct {
 // readRows are the table's reads: GetItem and Query, no condition.
 var readRows = []docRow{
 	{name: "get request", method: "GetRequest", operation: "GetItem", key: "REQ#<requestId> / META"},
-	{name: "participate (duplicate)", method: "LookupParticipation", operation: "GetItem", key: "IDEMP#<eventId>#<userId> / LOCK"},
+	{name: "lookup participation", method: "LookupParticipation, Submit", operation: "GetItem", key: "IDEMP#<eventId>#<userId> / LOCK, strongly consistent (Submit: a click on a paused or closed event)"},
 	{name: "my participations", method: "ListUserRequests", operation: "Query GSI1", key: "USER#<userId>, newest first, limit 20"},
 	{name: "event requests", method: "ListEventRequests", operation: "Query GSI2", key: "EVENT#<eventId>, either order, status filter"},
 	{name: "event request count", method: "CountRequests", operation: "Query GSI2", key: "EVENT#<eventId>, Select COUNT"},
@@ -58,6 +58,9 @@ var readRows = []docRow{
 	{name: "event list", method: "ListEvents", operation: "Query", key: "EVENTS, newest first, limit 20"},
 	{name: "audit trail", method: "ListAudit", operation: "Query", key: `EVENT#<eventId>, begins_with(SK, "AUDIT#")`},
 	{name: "operation applied before", method: "AddCapacity, CancelRequest", operation: "GetItem", key: "EVENT#<eventId> / OP#<action>#<idempotencyKey>"},
+	{name: "due holds", method: "SweepHolds", operation: "Query", key: "EVENT#<eventId>#HOLDS#<shard>, SK < EXP#<now + 1 ms>, each shard"},
+	{name: "returned seats", method: "SweepHolds, ServePrequeue, EventStats", operation: "GetItem", key: "EVENT#<eventId>#RETURNS / RETURNS, strongly consistent"},
+	{name: "waitlist", method: "SweepHolds", operation: "Query GSI2", key: "EVENT#<eventId>, WAITLISTED in queue order, each shard merged"},
 }
 
 // keyOf is the key a row writes, as the table states it.
