@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,6 +30,7 @@ type rowRecorder struct {
 	// transactions are the TransactWriteItems of each step, by their rows in order,
 	// the status log's entries left out.
 	transactions map[string]map[string]bool
+	reads        map[string]map[string]int // step → read → calls
 }
 
 func (r *rowRecorder) Submit(ctx context.Context, _, _ string, next func(context.Context) (asyncevent.Participation, error)) {
@@ -62,6 +65,72 @@ func (r *rowRecorder) DynamoDB(ctx context.Context, call asyncevent.DynamoDBCall
 	}
 	_ = next(ctx)
 }
+
+// reads records the reads the client makes, by step: "GetItem <entity>" or
+// "Query <index> <partition's kind>".
+type readRecorder struct {
+	asyncevent.DynamoDB
+	rec *rowRecorder
+}
+
+func (d readRecorder) note(read string) {
+	d.rec.mu.Lock()
+	if d.rec.reads[d.rec.step] == nil {
+		d.rec.reads[d.rec.step] = map[string]int{}
+	}
+	d.rec.reads[d.rec.step][read]++
+	d.rec.mu.Unlock()
+}
+
+func (d readRecorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	d.note("GetItem " + itemKind(in.Key["PK"], in.Key["SK"]))
+	return d.DynamoDB.GetItem(ctx, in, o...)
+}
+
+func (d readRecorder) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	index := "table"
+	if in.IndexName != nil {
+		index = *in.IndexName
+	}
+	partition := ""
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && (partition == "" || len(s.Value) < len(partition)) && !strings.HasPrefix(s.Value, "QAT#") &&
+			!strings.HasPrefix(s.Value, "EXP#") && !strings.HasPrefix(s.Value, "LOG#") && !strings.HasPrefix(s.Value, "AUDIT#") && !strings.HasPrefix(s.Value, "T#") && !strings.HasPrefix(s.Value, "CAT#") {
+			partition = s.Value
+		}
+	}
+	d.note("Query " + index + " " + partitionKind(partition))
+	return d.DynamoDB.Query(ctx, in, o...)
+}
+
+// itemKind is the entity a key names, by its text.
+func itemKind(pk, sk types.AttributeValue) string {
+	p, _ := pk.(*types.AttributeValueMemberS)
+	s, _ := sk.(*types.AttributeValueMemberS)
+	if p == nil || s == nil {
+		return "?"
+	}
+	kind, err := asyncevent.Key{PK: p.Value, SK: s.Value}.Entity()
+	if err != nil {
+		return "? " + p.Value + " / " + s.Value
+	}
+	return string(kind)
+}
+
+// partitionKind is what a Query's partition key names.
+func partitionKind(pk string) string {
+	switch parts := strings.Split(pk, "#"); {
+	case pk == "":
+		return "?"
+	case len(parts) == 1:
+		return parts[0] // EVENTS, HOLD_EVENTS
+	case len(parts) >= 3 && (parts[0] == "EVENT") && !isDigits(parts[2]):
+		return parts[0] + "#" + parts[2] // EVENT#PROGRESS, EVENT#HOLDS
+	}
+	return strings.Split(pk, "#")[0]
+}
+
+func isDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 // run runs fn as the step of method and returns the rows it wrote.
 func (r *rowRecorder) run(t *testing.T, method string, fn func() error) {
@@ -98,8 +167,9 @@ func TestEveryRowAMethodWritesNamesIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := asynceventtest.NewClock(t0)
-	rec := &rowRecorder{rows: map[string]map[string]int{}, transactions: map[string]map[string]bool{}}
-	c := asynceventtest.NewTableWith(t, asyncevent.Options{Clock: clock.Now, StatusLog: true, Observer: rec})
+	rec := &rowRecorder{rows: map[string]map[string]int{}, transactions: map[string]map[string]bool{}, reads: map[string]map[string]int{}}
+	c := asynceventtest.NewTableOn(t, readRecorder{DynamoDB: asynceventtest.DynamoDB(t), rec: rec},
+		asyncevent.Options{Clock: clock.Now, StatusLog: true, Observer: rec})
 	q := queue.NewMemory(queue.MemoryOptions{Clock: clock.Now})
 	p := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	process := func() error {
@@ -225,6 +295,16 @@ func TestEveryRowAMethodWritesNamesIt(t *testing.T) {
 	sort.Strings(unseen)
 	t.Logf("rows this script does not reach (other tests do): %s", strings.Join(unseen, "; "))
 	checkTransactionsBlock(t, rec.transactions)
+
+	// Every read a method makes is a read of the table that names it.
+	reads := asyncevent.ReadMethods()
+	for step, calls := range rec.reads {
+		allowed := append([]string{step}, composedOf[step]...)
+		for read, n := range calls {
+			assert.True(t, slices.ContainsFunc(reads[read], func(m string) bool { return slices.Contains(allowed, m) }),
+				"%s made %d %s; no read of the table of that kind names it (those name %s)", step, n, read, strings.Join(reads[read], ", "))
+		}
+	}
 }
 
 // transactionsBegin opens doc.go's list of the transactions the methods were seen to

@@ -483,7 +483,8 @@
 //	    set  SET endsAt = :endsAt
 //	cutoff extended: draw check    ExtendEvent                            ConditionCheck EVENT#<eventId> / DRAW
 //	    if   phase = "COLLECTING"
-//	audit entry                    CloseEvent, PauseEvent, ResumeEvent, ExtendEvent, AddCapacity, CancelRequest PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
+//	audit entry                    CloseEvent, PauseEvent, ResumeEvent,   PutItem        EVENT#<eventId> / AUDIT#<at>#<suffix>
+//	    by   ExtendEvent, AddCapacity, CancelRequest
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	operation marker               AddCapacity, CancelRequest             PutItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
@@ -578,7 +579,8 @@
 //	    set  SET refusing = true, wave = :wave
 //		READS
 //	row                            method                                 operation      key
-//	get request                    GetRequest                             GetItem        REQ#<requestId> / META
+//	get request                    GetRequest, Confirm, Release,          GetItem        REQ#<requestId> / META
+//	    by   CancelRequest, Rows.ClaimSeat, Processor.ProcessOne
 //	lookup participation           LookupParticipation, Submit            GetItem        IDEMP#<eventId>#<userId> / LOCK, strongly consistent (Submit: a click on a paused or closed event)
 //	my participations              ListUserRequests                       Query GSI1     USER#<userId>, newest first, limit 20
 //	event requests                 ListEventRequests                      Query GSI2     EVENT#<eventId>, either order, status filter
@@ -586,18 +588,24 @@
 //	event progress                 QueueStats, GetRequest                 Query          EVENT#<eventId>#PROGRESS#<p>, each p, cached a second
 //	event statistics               EventStats                             Query GSI2     EVENT#<eventId>, every request once
 //	status logs                    ListStatusLogs                         Query          REQ#<requestId>, begins_with(SK, "LOG#")
-//	get event                      GetEvent                               GetItem        EVENT#<eventId> / CONFIG
-//	get capacity                   GetCapacity                            GetItem        EVENT#<eventId> / CAPACITY
-//	get draw                       GetDraw                                GetItem        EVENT#<eventId> / DRAW
+//	get event                      GetEvent, Submit,                      GetItem        EVENT#<eventId> / CONFIG (a method of an event reads it through the client's cache, Options.EventCacheTTL; a control and a draw strongly consistent)
+//	    by   Processor.ProcessOne, Draw, ServePrequeue, Sweep, SweepHolds, CloseEvent,
+//	    by   PauseEvent, ResumeEvent, ExtendEvent, AddCapacity, CancelRequest, ListEvents
+//	get capacity                   GetCapacity, Processor.ProcessOne,     GetItem        EVENT#<eventId> / CAPACITY, or a shard's (the worker: a look at the request's home shard)
+//	    by   AddCapacity, ServePrequeue, ListEvents
+//	get draw                       GetDraw, Draw, ServePrequeue           GetItem        EVENT#<eventId> / DRAW
 //	admission: record              Processor.ProcessOne                   GetItem        EVENT#<eventId> / ADMISSION, strongly consistent, each tick while a delivery waits
 //	admission: line                Processor.ProcessOne                   Query GSI2     EVENT#<eventId>, GSI2SK BETWEEN through AND QAT#<now - settle>, each shard, one page
+//	draw: the entries              Draw, ServePrequeue                    Query GSI2     EVENT#<eventId>, GSI2SK up to the cutoff (the start), each shard
 //	recorded entries               Draw, ServePrequeue                    GetItem        EVENT#<eventId>#ENTRIES#<n> / SET#<entriesHash>, each chunk, strongly consistent (also VerifyDraw, VerifyPrequeue, a pre-queue place)
+//	stuck requests                 Sweep                                  Query GSI2     EVENT#<eventId>, RECEIVED, QUEUED or PROCESSING past StuckAfter, each shard
 //	hold registry                  HoldEvents                             Query          HOLD_EVENTS, every event with holds
 //	event list                     ListEvents                             Query          EVENTS, newest first, limit 20
 //	audit trail                    ListAudit                              Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
 //	operation applied before       AddCapacity, CancelRequest             GetItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
 //	due holds                      SweepHolds                             Query          EVENT#<eventId>#HOLDS#<shard>, SK < EXP#<now + 1 ms>, each shard
-//	returned seats                 SweepHolds, ServePrequeue, EventStats  GetItem        EVENT#<eventId>#RETURNS / RETURNS, strongly consistent
+//	returned seats                 SweepHolds, ServePrequeue,             GetItem        EVENT#<eventId>#RETURNS / RETURNS, strongly consistent
+//	    by   EventStats, ListEvents
 //	waitlist                       SweepHolds                             Query GSI2     EVENT#<eventId>, WAITLISTED in queue order, each shard merged
 //
 // The transactions the methods make, each one TransactWriteItems of these rows in this

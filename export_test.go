@@ -98,3 +98,15 @@ func RowMethods() map[string][]string {
 	}
 	return m
 }
+
+// ReadMethods maps each read's signature, as a test observes the call ("GetItem
+// REQUEST", "Query GSI2 EVENT"), to the methods that the table's reads of it name.
+func ReadMethods() map[string][]string {
+	m := map[string][]string{}
+	for _, r := range readRows {
+		for _, method := range strings.Split(r.method, ",") {
+			m[r.read] = append(m[r.read], strings.TrimSpace(method))
+		}
+	}
+	return m
+}
