@@ -562,7 +562,7 @@ func TestCLISaysWhatToDoInstead(t *testing.T) {
 	// The settle window is in the help.
 	out, _, code := cli(t, "help", "draw")
 	assert.Equal(t, exitOK, code)
-	assert.Contains(t, out, "30s after its cutoff")
+	assert.Contains(t, out, "from the settle window (-settle, default 30s) after its cutoff")
 }
 
 func TestPlanAndAShardedEvent(t *testing.T) {

@@ -130,26 +130,26 @@ func shellJoin(args []string) string {
 // near enough to be a slip of the keyboard.
 func nearestCommand(words []string) string {
 	best, bestDist := "", 0
-	consider := func(name string) {
+	consider := func(name string, group bool) {
 		n := strings.Count(name, " ") + 1
 		if n > len(words) {
 			return
 		}
 		typed := strings.Join(words[:n], " ")
 		d := editDistance(typed, name)
-		if d == 0 || d > max(1, len(name)/4) {
-			return
+		if d == 0 || d > max(1, len(name)/4) || group && otherNumber(typed) == name {
+			return // a group in the other number is that group: no suggestion of it
 		}
-		if best == "" || d < bestDist {
+		if best == "" || d < bestDist || d == bestDist && len(name) > len(best) { // a whole command before its group
 			best, bestDist = name, d
 		}
 	}
 	seen := map[string]bool{}
 	for _, c := range commands() {
-		consider(c.name)
+		consider(c.name, false)
 		if group, _, ok := strings.Cut(c.name, " "); ok && !seen[group] {
 			seen[group] = true
-			consider(group)
+			consider(group, true)
 		}
 	}
 	return best

@@ -54,7 +54,7 @@ func TestMisspelledCommand(t *testing.T) {
 		near string // "": no suggestion
 	}{
 		{[]string{"stat", "sale"}, "Did you mean 'asyncevent stats'?"},
-		{[]string{"request", "list", "sale"}, "Did you mean 'asyncevent requests list'?"},
+		{[]string{"requests", "lsit", "sale"}, "Did you mean 'asyncevent requests list'?"},
 		{[]string{"event", "craete", "sale"}, "Did you mean 'asyncevent event create'?"},
 		{[]string{"tabel", "create"}, "Did you mean 'asyncevent table create'?"},
 		{[]string{"lcoal"}, "Did you mean 'asyncevent local'?"},
