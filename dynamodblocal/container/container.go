@@ -37,9 +37,6 @@ package container
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strings"
 
 	"github.com/asyncevent/asyncevent/dynamodblocal"
 )
@@ -49,8 +46,8 @@ const (
 	// EnvMode is "off" to skip the container path, "require" to make a container
 	// the only way after DYNAMODB_ENDPOINT (a run that must prove the container
 	// path: scripts/container-engine.sh sets it), or empty: try a container, then
-	// the jar.
-	EnvMode = "DYNAMODB_LOCAL_CONTAINER"
+	// the jar (dynamodblocal.EnvContainerMode).
+	EnvMode = dynamodblocal.EnvContainerMode
 
 	// EnvImage names the image when Engine.Image is empty (scripts/container-engine.sh
 	// sets it to the image it built).
@@ -67,19 +64,8 @@ const DefaultImage = "amazon/dynamodb-local:3.3.0"
 // variable DYNAMODB_LOCAL_CONTAINER ("off", "require") turns the container path off
 // or makes it the only one after DYNAMODB_ENDPOINT.
 func Start(ctx context.Context, opts dynamodblocal.Options) (*dynamodblocal.Instance, error) {
-	mode := strings.TrimSpace(os.Getenv(EnvMode))
-	switch mode {
-	case "", "off", "require":
-	default:
-		return nil, fmt.Errorf("dynamodblocal/container: %s=%q: want off, require or nothing", EnvMode, mode)
-	}
-	if mode == "off" {
-		opts.Container = nil
-		return dynamodblocal.Start(ctx, opts)
-	}
 	if opts.Container == nil {
 		opts.Container = Engine{}
 	}
-	opts.RequireContainer = opts.RequireContainer || mode == "require"
-	return dynamodblocal.Start(ctx, opts)
+	return dynamodblocal.StartFromEnv(ctx, opts)
 }
