@@ -210,7 +210,14 @@ func (s *holdsSale) settled(ctx context.Context, heldNow int) (bool, error) {
 		return false, err
 	}
 	h := st.Holds
-	return h != nil && h.Held == 0 && (h.SeatsWaiting == 0 || h.Waitlisted == 0), nil
+	if h == nil || h.Held != 0 || h.SeatsWaiting != 0 && h.Waitlisted != 0 {
+		return false, nil
+	}
+	// The statistics read the requests, then the seats given back: a sweep that hands
+	// seats on between the two reads leaves them looking settled with holds just
+	// taken. A last look at the HELD requests, after both, catches those.
+	held, err := s.heldNow(ctx)
+	return len(held) == 0, err
 }
 
 // heldNow lists the sale's HELD requests.
