@@ -55,6 +55,12 @@ type EventStats struct {
 
 // HoldStats says how the seats of an event with holds moved: held, confirmed, given
 // back (released or expired), and handed on to the waitlist.
+//
+// It is two reads, not one snapshot: the requests (Held, Confirmed, Waitlisted…),
+// then the event's Returns item (the Seats… counts). A hold sweep that hands seats on
+// between them shows them handed on (SeatsWaiting 0) while the requests that took
+// them are not yet counted HELD; a caller that waits for "no hold and no seat
+// waiting" looks at the HELD requests once more after it.
 type HoldStats struct {
 	HoldFor    time.Duration
 	Held       int // HELD now
