@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/queue"
 )
 
@@ -164,8 +165,8 @@ func ExampleClient_GetRequest() {
 func ExampleClient_ServePrequeue() {
 	ctx := context.Background()
 	now := time.Now()
-	clock := func() time.Time { return now }
-	client := exampleClient(asyncevent.Options{Clock: func() time.Time { return clock() }})
+	clock := asynceventtest.NewClock(now) // a clock the example moves past the start
+	client := exampleClient(asyncevent.Options{Clock: clock.Now})
 	start := now.Add(time.Hour)
 	event, err := client.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "drop", EventType: asyncevent.FirstCome, CapacityTotal: 2,
@@ -177,8 +178,7 @@ func ExampleClient_ServePrequeue() {
 	q := queue.NewMemory(queue.MemoryOptions{})
 	submitClicks(ctx, client, q, "drop", "ann", "bob", "cid", "dan", "eve") // before the start: they wait
 
-	later := start.Add(asyncevent.DefaultDrawSettleWindow + time.Second) // the start and its settle window passed
-	clock = func() time.Time { return later }
+	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second) // the start and its settle window passed
 	result, err := client.ServePrequeue(ctx, "drop")
 	if err != nil {
 		panic(err)
