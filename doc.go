@@ -275,7 +275,9 @@
 // worker's layer (Rows.MarkQueued, Rows.StartProcessing, Rows.ClaimSeat…; see "Two
 // layers"), whose rows Submit and the Worker write for a service. The writes are
 // declared once, beside the items they write, and one engine applies them; the tables
-// below are read off those declarations (a test fails when they disagree). In a
+// below are read off those declarations (a test fails when they disagree), and a test
+// that runs the methods fails when one writes a row, or reads an item, that its entry
+// does not name; the transactions after the tables are the ones it sees. In a
 // condition or update, a value the row fixes is written as it is stored: a quoted
 // string ("QUEUED"), a number, true or false; a word after a colon is a value each
 // call binds (:now is the client's clock); any other word is an attribute of the item.
@@ -453,7 +455,7 @@
 //	         errorMessage = :errorMessage, finishedAt = :now
 //	status log                     Options.StatusLog                      PutItem        REQ#<requestId> / LOG#<occurredAt>#<suffix>
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
-//	create event                   CreateEvent                            PutItem        EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW
+//	create event                   CreateEvent                            PutItem        EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>, + DRAW with a pre-queue) or DRAW, one TransactWriteItems
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	event closed                   CloseEvent                             UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (attribute_exists (PK))

@@ -73,7 +73,7 @@ var readRows = []docRow{
 // keyOf is the key a row writes, as the table states it.
 func keyOf(r *row) string {
 	if r == &createEventRow {
-		return "EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>) or DRAW"
+		return "EVENT#<eventId> / CONFIG, and CAPACITY (+ HOLD_EVENTS / EVENT#<eventId>, + DRAW with a pre-queue) or DRAW, one TransactWriteItems"
 	}
 	return map[entity.Type]string{
 		entity.Request:     "REQ#<requestId> / META",
