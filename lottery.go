@@ -132,8 +132,9 @@ func (r *Rows) MarkClosed(ctx context.Context, requestID string) (Transition, er
 	return r.c.written(ctx, requestID, t, err)
 }
 
-// markLate is MarkClosed for the worker, its applied Transition without the request.
-func (c *Client) markLate(ctx context.Context, requestID string) (Transition, error) {
+// closeEntry is MarkClosed for the worker and the draw: its applied Transition
+// carries no request (nothing extra asked of the write).
+func (c *Client) closeEntry(ctx context.Context, requestID string) (Transition, error) {
 	return c.markClosed(ctx, requestID, txOptions{})
 }
 
@@ -611,7 +612,7 @@ func (s *drawStore) NotDrawn(ctx context.Context, id string) error {
 
 // Close is the "lottery result (closed)" row (MarkClosed).
 func (s *drawStore) Close(ctx context.Context, id string) error {
-	_, err := s.c.markClosed(ctx, id, txOptions{})
+	_, err := s.c.closeEntry(ctx, id)
 	return err
 }
 

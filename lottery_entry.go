@@ -46,7 +46,7 @@ func (p *Processor) lotteryEntry(ctx context.Context, m Message, d queue.Deliver
 	case r.Status != StatusReceived && r.Status != StatusQueued:
 		return p.notStarted(m, r)
 	case r.QueuedAt > r.LotteryCutoffAt:
-		return p.rejectEntry(ctx, m, d, p.c.markLate, ResultRejectedClosed)
+		return p.rejectEntry(ctx, m, d, p.c.closeEntry, ResultRejectedClosed)
 	}
 	event, err := p.c.cachedEvent(ctx, m.EventID)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -184,4 +186,56 @@ func TestAppliedTransitionCarriesTheRequest(t *testing.T) {
 			})
 		}
 	}
+}
+
+// readsFailAfterATransaction is a DynamoDB whose GetItem calls fail once a
+// TransactWriteItems has been sent: the read back of an applied transaction fails.
+type readsFailAfterATransaction struct {
+	asyncevent.DynamoDB
+	sent atomic.Bool
+}
+
+func (d *readsFailAfterATransaction) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	out, err := d.DynamoDB.TransactWriteItems(ctx, in, o...)
+	d.sent.Store(err == nil)
+	return out, err
+}
+
+func (d *readsFailAfterATransaction) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if d.sent.Load() {
+		return nil, errors.New("connection reset (injected)")
+	}
+	return d.DynamoDB.GetItem(ctx, in, o...)
+}
+
+// A confirm that applied, whose read back fails for good: applied, without the
+// request and without an error (an error would tell the payment it may not have
+// applied), and the request is SUCCEEDED.
+func TestAnAppliedConfirmWhoseReadBackFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := &readsFailAfterATransaction{DynamoDB: asynceventtest.DynamoDB(t)}
+	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: asynceventtest.NewClock(t0).Now})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: 10 * time.Minute})
+	require.NoError(t, err)
+	db.sent.Store(false) // the event's creation was a transaction
+	p, err := c.Rows().Participate(ctx, "sale", "u1")
+	require.NoError(t, err)
+	ref := asyncevent.RequestRef{RequestID: p.RequestID, EventID: "sale", UserID: "u1"}
+	lease := asyncevent.Lease{Owner: "worker-1", Duration: time.Minute}
+	_, err = c.Rows().StartProcessing(ctx, ref, lease)
+	require.NoError(t, err)
+	held, err := c.Rows().ClaimSeat(ctx, ref, lease)
+	require.NoError(t, err)
+	require.Equal(t, asyncevent.StatusHeld, held.Current.Status)
+	db.sent.Store(false)
+
+	tr, err := c.Confirm(ctx, p.RequestID)
+	require.NoError(t, err, "the confirm applied")
+	assert.True(t, tr.Applied)
+	assert.Nil(t, tr.Current, "its read back failed")
+	db.sent.Store(false)
+	r, err := c.GetRequest(ctx, p.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, asyncevent.StatusSucceeded, r.Status)
 }

@@ -221,7 +221,7 @@ type txOptions struct {
 	answered bool
 	old      *map[string]types.AttributeValue
 	written  bool
-	new      *map[string]types.AttributeValue
+	left     *map[string]types.AttributeValue // set by applyFrom when written asks for ALL_NEW
 }
 
 // do makes the writes through rowexec.Do: one conditional UpdateItem, PutItem or
@@ -244,7 +244,7 @@ func (c *Client) do(ctx context.Context, tx txOptions, ws []write, starts ...Sta
 		xs[i] = x
 	}
 	err := rowexec.Do(ctx, c.db, c.opts.TableName, xs, rowexec.Options{
-		Token: tx.token, Hold: tx.hold, Once: tx.once, Answered: tx.answered, Old: tx.old, New: tx.new,
+		Token: tx.token, Hold: tx.hold, Once: tx.once, Answered: tx.answered, Old: tx.old, New: tx.left,
 		Observed: c.observedRows(ws), Refused: throttled,
 	})
 	var lost *rowexec.Lost
@@ -381,7 +381,7 @@ func (c *Client) applyFrom(ctx context.Context, key RequestKey, start Status, w 
 	ws = append(ws, extra...)
 	var left map[string]types.AttributeValue
 	if tx.written && len(ws) == 1 && w.row.op == opUpdate && tx.old == nil {
-		tx.new = &left
+		tx.left = &left
 	}
 	err := c.do(ctx, tx, ws, starts...)
 	var lost *conditionLost

@@ -37,7 +37,7 @@ type docRow struct {
 	name, method, operation, key string
 	condition, update            string // writes only
 	// read is a read's signature as a test observes the call: "GetItem <entity>" or
-	// "Query <index> <partition's kind>" (TestEveryRowAMethodWritesNamesIt).
+	// "Query <index> <partition's kind>" (TestTheTableNamesWhatEachMethodDoes).
 	read string
 }
 
