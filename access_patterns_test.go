@@ -280,7 +280,12 @@ func TestTheTableNamesWhatEachMethodDoes(t *testing.T) {
 	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
 	rec.run(t, "ServePrequeue", func() error { _, err := c.ServePrequeue(ctx, "pre"); return err })
 	rec.run(t, "ListEvents", func() error { _, err := c.ListEvents(ctx, asyncevent.PageOptions{}); return err })
+	rec.run(t, "FlushProgress", func() error { return c.FlushProgress(ctx) })
 
+	// The progress meter flushes from goroutines of its own: a flush that lands from
+	// here on waits for the checks.
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	named := asyncevent.RowMethods()
 	var steps []string
 	for step := range rec.rows {
