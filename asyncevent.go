@@ -176,6 +176,9 @@ type Client struct {
 	// progressReads keeps what it read of it.
 	progress      *progressMeter
 	progressReads progress.Cache
+	// waitlistCounts keeps, by event ID, what the client read of a waitlist, for
+	// the places of its requests.
+	waitlistCounts *cache.Loaded[waitlistCounts]
 	// prequeues keeps, by event ID, what the client read of a pre-queue's order, for
 	// the places of its entries (*progress.Prequeue).
 	prequeues sync.Map
@@ -246,9 +249,10 @@ func New(db DynamoDB, opts Options) (*Client, error) {
 	opts.ProgressCacheTTL = orDefault(opts.ProgressCacheTTL, defaultProgressCacheTTL)
 	c := &Client{
 		db: db, opts: opts,
-		events: cache.NewLoaded[eventItem](opts.EventCacheTTL, opts.Clock, bookkeepingTimeout),
-		queued: cache.NewRing[string, Participation](opts.DuplicateCacheSize),
-		turns:  turns,
+		events:         cache.NewLoaded[eventItem](opts.EventCacheTTL, opts.Clock, bookkeepingTimeout),
+		queued:         cache.NewRing[string, Participation](opts.DuplicateCacheSize),
+		turns:          turns,
+		waitlistCounts: cache.NewLoaded[waitlistCounts](waitlistCacheTTLs*opts.ProgressCacheTTL, opts.Clock, bookkeepingTimeout),
 	}
 	if opts.ProgressEvery > 0 {
 		c.progress = newProgressMeter(c, opts.ProgressEvery)

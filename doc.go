@@ -167,10 +167,13 @@
 // or the hold sweep once the hold ran out, ends it REJECTED (REJECTED_RELEASED,
 // REJECTED_HOLD_EXPIRED) and gives its seat, in the same transaction, to the event's
 // Returns item, from which [Client.SweepHolds] hands it to the earliest WAITLISTED
-// request in queue order (HELD in turn). At the close the waitlist ends
-// REJECTED_CAPACITY. A [Worker] runs the sweep for the events with holds it meets;
-// SUCCEEDED + HELD never passes the capacity, and a confirm racing the expiry ends
-// the hold once (docs/design.md, "Holds and the waitlist").
+// request in queue order (HELD in turn). An event with holds has an end
+// ([EventSettings.EndsAt], required): then, or at [Client.CloseEvent], the waitlist
+// ends REJECTED_CAPACITY. [Client.GetRequest] tells a WAITLISTED request its place on
+// the waitlist and its end ([Request.Waitlist]). A [Worker] runs the sweep for the
+// events with holds it meets; SUCCEEDED + HELD never passes the capacity, and a
+// confirm racing the expiry ends the hold once (docs/design.md, "Holds and the
+// waitlist").
 //
 // # Operator controls
 //
@@ -494,9 +497,10 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                             DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	progress counted               FlushProgress                          UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
-//	    set  ADD a0 :a0 … a9 :a9, d0 :d0 … d9 :d9, h00 :h00 … h99 :h99
+//	    set  ADD a0 :a0 … a9 :a9, d0 :d0 … d9 :d9, h00 :h00 … h99 :h99,
+//	         w0 :w0 … w9 :w9, l0 :l0 … l9 :l9
 //	         SET entityType = if_not_exists(entityType, "PROGRESS"),
-//	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
+//	         eventId = if_not_exists(eventId, :eventId), ttl = :progressTtl
 //	capacity added                 AddCapacity                            UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (((attribute_exists (PK)) AND (eventType = "FIRST_COME")) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))

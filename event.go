@@ -58,7 +58,10 @@ type EventSettings struct {
 	// WAITLISTED request, the sold-out event's losers waiting in queue order until it
 	// closes (docs/design.md, "Holds and the waitlist"). Stored in nanoseconds; 0 (the
 	// default) is no holds: a winner is SUCCEEDED at once and a loser REJECTED. From
-	// 10 seconds to 24 hours; fixed when the event is created.
+	// 10 seconds to 24 hours; fixed when the event is created. An event with holds
+	// needs EndsAt: its waitlist ends then (or when CloseEvent closes the event),
+	// whatever seats could still come back, and each request still WAITLISTED ends
+	// REJECTED_CAPACITY.
 	HoldFor time.Duration `dynamodbav:"holdFor,omitempty"`
 
 	// Admission, of a FIRST_COME event, is how its winners are chosen, fixed when
@@ -276,6 +279,8 @@ func (e *EventSettings) validateFirstCome(bad func(format string, args ...any) e
 		return bad("winnerCount, lotteryCutoffAt and announceAt are for LOTTERY events")
 	case e.HoldFor != 0 && (e.HoldFor < MinHoldFor || e.HoldFor > MaxHoldFor):
 		return bad("holdFor %s, want 0 (no holds) or %s to %s", e.HoldFor, MinHoldFor, MaxHoldFor)
+	case e.HoldFor != 0 && e.EndsAt == 0:
+		return bad("an event with holds (holdFor) needs endsAt: its waitlist waits for seats given back until then, and what is still waitlisted ends REJECTED_CAPACITY")
 	case e.PrequeueOpensAt != 0 && e.StartsAt == 0:
 		return bad("a pre-queue (prequeueOpensAt) needs startsAt, when it is served")
 	case e.PrequeueOpensAt != 0 && e.PrequeueOpensAt >= e.StartsAt:

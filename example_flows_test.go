@@ -50,6 +50,7 @@ func ExampleClient_Confirm() {
 	client := exampleClient(asyncevent.Options{})
 	if _, err := client.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "concert", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: 10 * time.Minute,
+		EndsAt: asyncevent.MillisOf(time.Now().Add(24 * time.Hour)),
 	}); err != nil {
 		panic(err)
 	}
@@ -89,6 +90,7 @@ func ExampleClient_Release() {
 	client := exampleClient(asyncevent.Options{})
 	if _, err := client.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "concert", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: 10 * time.Minute,
+		EndsAt: asyncevent.MillisOf(time.Now().Add(24 * time.Hour)),
 	}); err != nil {
 		panic(err)
 	}

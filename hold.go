@@ -284,6 +284,9 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 		t, err = c.endHold(ctx, key, &req.Request, &releaseRow, "released")
 	case StatusWaitlisted:
 		t, err = c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now()}, note: "left the waitlist"}, txOptions{written: true})
+		if err == nil && t.Applied {
+			c.progress.waitlisted(req.EventID, req.QueuedAt, false)
+		}
 	default:
 		return found(req), nil
 	}

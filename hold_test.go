@@ -75,7 +75,11 @@ func setupHolds(t *testing.T, sale holdSale) *holdBundle {
 }
 
 // holdsOf is a first-come event with holds of holdFor (0: without holds).
+// An endsAt of 0 is a year after t0 (an event with holds needs an end).
 func holdsOf(id string, capacity int64, shards int, holdFor time.Duration, endsAt asyncevent.EpochMillis) asyncevent.EventSettings {
+	if endsAt == 0 {
+		endsAt = asyncevent.MillisOf(t0.Add(365 * 24 * time.Hour))
+	}
 	return asyncevent.EventSettings{
 		EventID: id, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards,
 		HoldFor: holdFor, EndsAt: endsAt,
@@ -1437,8 +1441,8 @@ func TestHoldEvents(t *testing.T) {
 		ctx := context.Background()
 		b := setupHolds(t, holdSale{wallClock: true})
 		for i, cfg := range []asyncevent.EventSettings{
-			{EventType: asyncevent.FirstCome, CapacityTotal: 20_000, HoldFor: 10 * time.Minute},
-			{EventType: asyncevent.FirstCome, CapacityTotal: 5_000, HoldFor: 10 * time.Minute},
+			holdsOf("", 20_000, 0, 10*time.Minute, 0),
+			holdsOf("", 5_000, 0, 10*time.Minute, 0),
 		} {
 			cfg.EventID = fmt.Sprintf("peak%d", i)
 			peak := []float64{1_000, 200_000}[i]
@@ -1453,11 +1457,11 @@ func TestHoldEvents(t *testing.T) {
 		ctx := context.Background()
 		b := setupHolds(t, holdSale{event: holdsOf("ends", 2, 1, 10*time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))})
 		c, clock := b.c, b.clock
-		holdsEvent(t, c, "forever", 2, 1, 10*time.Minute, 0)
+		holdsEvent(t, c, "later", 2, 1, 10*time.Minute, asyncevent.MillisOf(t0.Add(2*365*24*time.Hour)))
 		holdsEvent(t, c, "wide", 98, 98, 10*time.Minute, asyncevent.MillisOf(t0.Add(time.Hour)))
 		_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 2})
 		require.NoError(t, err)
-		_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "wider", EventType: asyncevent.FirstCome, CapacityTotal: 99, CapacityShards: 99, HoldFor: time.Minute})
+		_, err = c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "wider", EventType: asyncevent.FirstCome, CapacityTotal: 99, CapacityShards: 99, HoldFor: time.Minute, EndsAt: asyncevent.MillisOf(t0.Add(time.Hour))})
 		assert.ErrorIs(t, err, asyncevent.ErrInvalidEvent)
 
 		listed := func() []string {
@@ -1470,13 +1474,13 @@ func TestHoldEvents(t *testing.T) {
 			slices.Sort(ids)
 			return ids
 		}
-		assert.Equal(t, []string{"ends", "forever", "wide"}, listed())
+		assert.Equal(t, []string{"ends", "later", "wide"}, listed())
 		clock.Advance(time.Hour + 10*time.Minute + time.Hour - time.Second)
-		assert.Equal(t, []string{"ends", "forever", "wide"}, listed())
+		assert.Equal(t, []string{"ends", "later", "wide"}, listed())
 		clock.Advance(2 * time.Second)
-		assert.Equal(t, []string{"forever"}, listed())
+		assert.Equal(t, []string{"later"}, listed())
 		clock.Advance(365 * 24 * time.Hour)
-		assert.Equal(t, []string{"forever"}, listed(), "an event without an end is listed for ever")
+		assert.Equal(t, []string{"later"}, listed(), "an event is listed until its end and the hold after it")
 	})
 }
 

@@ -43,6 +43,15 @@ type drop struct {
 	opensAt, startsAt time.Time
 }
 
+// endsAt is the drop's end: with holds, a day after its start (an event with holds
+// needs an end); none otherwise.
+func (d *drop) endsAt() asyncevent.EpochMillis {
+	if d.holdFor == 0 {
+		return 0
+	}
+	return asyncevent.MillisOf(d.startsAt.Add(24 * time.Hour))
+}
+
 // prequeueBundle is a drop on a table of its own and what its tests play it with.
 type prequeueBundle struct {
 	c      *asyncevent.Client
@@ -72,7 +81,7 @@ func prequeueSetup(t *testing.T, d drop) *prequeueBundle {
 	var err error
 	b.event, err = b.c.CreateEvent(context.Background(), asyncevent.EventSettings{EventID: "drop", EventType: asyncevent.FirstCome,
 		CapacityTotal: d.seats, CapacityShards: d.shards, HoldFor: d.holdFor,
-		PrequeueOpensAt: asyncevent.MillisOf(d.opensAt), StartsAt: asyncevent.MillisOf(d.startsAt)})
+		PrequeueOpensAt: asyncevent.MillisOf(d.opensAt), StartsAt: asyncevent.MillisOf(d.startsAt), EndsAt: d.endsAt()})
 	require.NoError(t, err)
 	b.worker = asyncevent.NewProcessor(b.c, asyncevent.ProcessOptions{})
 	return b
@@ -481,6 +490,13 @@ func TestPrequeueWithHoldsServesTheWaitlistInTheDrawnOrder(t *testing.T) {
 	for _, id := range sale {
 		assert.Equal(t, asyncevent.StatusWaitlisted, b.status(t, id), "a click of the sale")
 	}
+	// The waitlist's places: the entries by their drawn place, the sale's clicks
+	// (queued at the start, in one tenth of a second) after every entry.
+	places := waitlistPlaces(t, b.c, b.clock, append(res.Order, sale...))
+	assert.Equal(t, []int64{-1, -1, -1, 0, 1, 2, 3, 4}, places[:8], "the entries, in the drawn order")
+	for _, p := range places[8:] {
+		assert.Contains(t, []int64{5, 6}, p, "a click of the sale waits behind the five entries")
+	}
 
 	_, err := b.c.Release(ctx, res.Order[1])
 	require.NoError(t, err)
@@ -510,6 +526,11 @@ func TestPrequeueWithHoldsServesTheWaitlistInTheDrawnOrder(t *testing.T) {
 	}
 	for _, id := range sale {
 		assert.Equal(t, asyncevent.StatusWaitlisted, b.status(t, id), "the sale waits behind every entry")
+	}
+	places = waitlistPlaces(t, b.c, b.clock, append(res.Order, sale...))
+	assert.Equal(t, []int64{-1, -1, -1, -1, -1, -1, 0, 1}, places[:8], "served and lapsed entries left the waitlist")
+	for _, p := range places[8:] {
+		assert.Contains(t, []int64{2, 3}, p)
 	}
 	v := b.verify(t)
 	assert.True(t, v.OK(), v.String())

@@ -44,20 +44,20 @@ const (
 // do not sum to its count was written without them: its arrivals are taken as spread
 // over it).
 var (
-	progressAttrs       = progress.NewNames("a", "d", "h")
+	progressAttrs       = progress.NewNames("a", "d", "h", "w", "l")
 	pProgressTTL  param = "progressTtl"
 )
 
 // progressRow adds a node's counts of one second to its progress item.
 var progressRow = row{
 	name: "progress counted", method: "FlushProgress", item: entity.Progress, op: opUpdate,
-	sets: []set{setIfMissing(attrEntityType, entity.Progress), setIfMissing(attrEventID, pEventID), setIfMissing(attrTTL, pProgressTTL)},
+	sets: []set{setIfMissing(attrEntityType, entity.Progress), setIfMissing(attrEventID, pEventID), setTo(attrTTL, pProgressTTL)},
 	adds: progressAdds(),
 }
 
 func progressAdds() []set {
 	var adds []set
-	for _, names := range [][]string{progressAttrs.Arrived[:], progressAttrs.Reached[:], progressAttrs.Hundredths[:]} {
+	for _, names := range [][]string{progressAttrs.Arrived[:], progressAttrs.Reached[:], progressAttrs.Hundredths[:], progressAttrs.Joined[:], progressAttrs.Left[:]} {
 		for _, n := range names {
 			adds = append(adds, addTo(n, param(n)))
 		}
@@ -98,6 +98,14 @@ func (m *progressMeter) arrived(eventID string, at EpochMillis) {
 	}
 }
 
+// waitlisted counts a request of eventID queued at that joined its waitlist, or,
+// joined false, left it.
+func (m *progressMeter) waitlisted(eventID string, at EpochMillis, joined bool) {
+	if m != nil {
+		m.meter.Waitlisted(eventID, int64(at), joined)
+	}
+}
+
 // reached counts a request of eventID a worker finished at.
 func (m *progressMeter) reached(eventID string, at EpochMillis) {
 	if m != nil {
@@ -124,10 +132,15 @@ func (m *progressMeter) write(ctx context.Context, k progress.Second, p *progres
 		return err
 	}
 	key := ProgressKey{eventID: k.EventID, shard: m.meter.Partition(progress.Shards(cfg.IndexShards)), second: k.Second}
-	a := args{pEventID: k.EventID, pProgressTTL: time.Unix(k.Second, 0).Add(progressTTL).Unix()}
+	// Kept for progressTTL after the second, or after the write: a waitlist's counts
+	// of an early second are written as long as the waitlist lasts.
+	kept := time.Unix(max(k.Second, m.c.opts.Clock().Unix()), 0).Add(progressTTL).Unix()
+	a := args{pEventID: k.EventID, pProgressTTL: kept}
 	for i := range progress.Slots {
 		a[param(progressAttrs.Arrived[i])] = p.Arrived[i]
 		a[param(progressAttrs.Reached[i])] = p.Reached[i]
+		a[param(progressAttrs.Joined[i])] = p.Joined[i]
+		a[param(progressAttrs.Left[i])] = p.Left[i]
 	}
 	for i, n := range p.Hundredths {
 		a[param(progressAttrs.Hundredths[i])] = n
@@ -165,8 +178,9 @@ func (c *Client) FlushDueProgress(ctx context.Context) error {
 // rather than at the next multiple of Options.ProgressEvery: the "progress counted" row, one
 // UpdateItem per event and second counted (PK EVENT#<eventId>#PROGRESS#<p>, SK
 // T#<unix second>, ADD a0 … a9, d0 … d9 and h00 … h99: the arrivals and the requests
-// reached in each tenth of the second, and the arrivals in each hundredth; no
-// condition). Call it before a process that counted
+// reached in each tenth of the second, and the arrivals in each hundredth; and w0 …
+// w9, l0 … l9: the requests queued in each tenth that joined a waitlist and that
+// left it; SET ttl; no condition). Call it before a process that counted
 // (ingest, a worker) ends, such as at the end of a Lambda invocation.
 func (c *Client) FlushProgress(ctx context.Context) error {
 	return c.progress.flush(ctx)
@@ -189,30 +203,39 @@ func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) 
 // readProgressPartition reads one progress partition from the sort key from on.
 func (c *Client) readProgressPartition(ctx context.Context, partition, from string) (progress.Tenths, error) {
 	tenths := progress.Tenths{}
+	err := c.eachProgressItem(ctx, partition, from, func(second int64, counts map[string]int64) {
+		tenths.AddItem(second, counts, &progressAttrs)
+	})
+	return tenths, err
+}
+
+// eachProgressItem reads one progress partition from the sort key from on, all
+// pages, and gives add each item's second and counts.
+func (c *Client) eachProgressItem(ctx context.Context, partition, from string, add func(second int64, counts map[string]int64)) error {
 	key := expression.Key(attrPK).Equal(expression.Value(partition)).
 		And(expression.Key(attrSK).GreaterThanEqual(expression.Value(from)))
 	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, raw := range page.Items {
 			var head Key
 			if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
-				return nil, err
+				return err
 			}
 			k, err := ParseProgressKey(head)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			tenths.AddItem(k.second, progress.Numbers(raw), &progressAttrs)
+			add(k.second, progress.Numbers(raw))
 		}
 	}
-	return tenths, nil
+	return nil
 }
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a

@@ -50,6 +50,9 @@ func newRankedRigOn(t *testing.T, seats int, q queue.Queue, settings func(*async
 	if settings != nil {
 		settings(&s)
 	}
+	if s.HoldFor != 0 && s.EndsAt == 0 {
+		s.EndsAt = asyncevent.MillisOf(time.Now().Add(24 * time.Hour))
+	}
 	_, err := r.c.CreateEvent(r.ctx, s)
 	require.NoError(t, err)
 	return r

@@ -67,6 +67,11 @@ type Request struct {
 	// Queue is then unset (the order is drawn, not queued). Not stored.
 	Prequeue *PrequeuePlace `dynamodbav:"-"`
 
+	// Waitlist, set by GetRequest on a WAITLISTED request (unless the client counts
+	// no progress, Options.ProgressEvery < 0), is its place on the event's waitlist
+	// and when the waitlist ends. Not stored.
+	Waitlist *WaitlistPlace `dynamodbav:"-"`
+
 	// Lease, set by GetRequest and the request lists on a PROCESSING request, is the
 	// worker that holds it and until when, for an operator's screen (a lease past its
 	// expiry waits for a takeover); nil otherwise.
@@ -387,7 +392,9 @@ var (
 // status a moment late). A FIRST_COME request that waits in line (RECEIVED or
 // QUEUED) also gets its place in line, Request.Queue, from the event's progress (the
 // "event progress" row), unless the client counts none (Options.ProgressEvery < 0);
-// a failed read of the progress leaves Queue nil. An unknown request is ErrNotFound;
+// a failed read of the progress leaves Queue nil. A WAITLISTED request gets its
+// place on the waitlist, Request.Waitlist, from the same items (every item of the
+// event, read at most every 5 × Options.ProgressCacheTTL), likewise. An unknown request is ErrNotFound;
 // who may see which request is the caller's decision.
 func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, error) {
 	r, err := c.getRequest(ctx, requestID, false)
@@ -396,6 +403,7 @@ func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, er
 	}
 	v := r.view()
 	c.placeInLine(ctx, v)
+	c.placeOnWaitlist(ctx, v)
 	return v, nil
 }
 
@@ -649,8 +657,13 @@ func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease
 		w.row, w.note = &lateRejectedRow, string(ResultLate)
 	case waitlist:
 		w.row, w.note = &waitlistLeasedRow, "waitlisted"
+		tx.written = true // its queuedAt, for the waitlist's count, with the write's answer
 	}
-	return c.applyTo(ctx, "reject", ref.RequestID, w, tx)
+	t, err := c.applyTo(ctx, "reject", ref.RequestID, w, tx)
+	if err == nil && t.Applied && w.row == &waitlistLeasedRow {
+		c.countWaitlist(ctx, ref.RequestID, t.current, true)
+	}
+	return t, err
 }
 
 // RejectSoldOut is a row method of the worker's layer, the worker's end of a loser of
@@ -695,8 +708,13 @@ func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist, la
 		w.row, w.note = &lateSoldOutRow, string(ResultLate)
 	case waitlist:
 		w.row, w.note = &waitlistRow, "waitlisted"
+		tx.written = true // its queuedAt, for the waitlist's count, with the write's answer
 	}
-	return c.applyTo(ctx, "reject sold out", ref.RequestID, w, tx)
+	t, err := c.applyTo(ctx, "reject sold out", ref.RequestID, w, tx)
+	if err == nil && t.Applied && w.row == &waitlistRow {
+		c.countWaitlist(ctx, ref.RequestID, t.current, true)
+	}
+	return t, err
 }
 
 // Failure describes why a request ends FAILED_FINAL, for MarkFailed.

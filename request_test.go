@@ -156,7 +156,7 @@ func TestAppliedTransitionCarriesTheRequest(t *testing.T) {
 				c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: asynceventtest.NewClock(t0).Now, StatusLog: statusLog})
 				settings := asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1}
 				if tc.holds {
-					settings.HoldFor = 10 * time.Minute
+					settings.HoldFor, settings.EndsAt = 10*time.Minute, asyncevent.MillisOf(t0.Add(24*time.Hour))
 				}
 				_, err := c.CreateEvent(ctx, settings)
 				require.NoError(t, err)
@@ -216,7 +216,8 @@ func TestAnAppliedConfirmWhoseReadBackFails(t *testing.T) {
 	ctx := context.Background()
 	db := &readsFailAfterATransaction{DynamoDB: asynceventtest.DynamoDB(t)}
 	c := asynceventtest.NewTableOn(t, db, asyncevent.Options{Clock: asynceventtest.NewClock(t0).Now})
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: 10 * time.Minute})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: 10 * time.Minute,
+		EndsAt: asyncevent.MillisOf(t0.Add(24 * time.Hour))})
 	require.NoError(t, err)
 	db.sent.Store(false) // the event's creation was a transaction
 	p, err := c.Rows().Participate(ctx, "sale", "u1")

@@ -80,6 +80,8 @@ func newDelayRigWith(t *testing.T, capacity int64, shards int, holdFor, endsIn t
 	cfg := asyncevent.EventSettings{EventID: r.event, EventType: asyncevent.FirstCome, CapacityTotal: capacity, CapacityShards: shards, HoldFor: holdFor}
 	if endsIn > 0 {
 		cfg.EndsAt = asyncevent.MillisOf(t0.Add(endsIn))
+	} else if holdFor > 0 {
+		cfg.EndsAt = asyncevent.MillisOf(t0.Add(365 * 24 * time.Hour))
 	}
 	_, err := r.c.CreateEvent(context.Background(), cfg)
 	require.NoError(t, err)

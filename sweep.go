@@ -432,7 +432,8 @@ func (s *holdSweeper) Request(ctx context.Context, id string) (holdsweep.Request
 // Serve gives one seat from the Returns item to a waitlisted request: one
 // TransactWriteItems of the "returned seat taken", "waitlist served" and "hold
 // recorded" rows. gone reports that no seat was left there.
-func (s *holdSweeper) Serve(ctx context.Context, id string) (served, gone bool, err error) {
+func (s *holdSweeper) Serve(ctx context.Context, r holdsweep.Request) (served, gone bool, err error) {
+	id := r.ID
 	key, err := NewRequestKey(id)
 	if err != nil {
 		return false, false, err
@@ -455,19 +456,24 @@ func (s *holdSweeper) Serve(ctx context.Context, id string) (served, gone bool, 
 		return false, false, fmt.Errorf("serve %s from the waitlist: %w", id, err)
 	case t.SoldOut:
 		return false, true, nil
+	case t.Applied:
+		s.c.progress.waitlisted(s.cfg.EventID, EpochMillis(r.QueuedAt), false)
 	}
 	return t.Applied, false, nil
 }
 
 // Close ends a waitlisted request of an event that closed: the "waitlist closed" row.
-func (s *holdSweeper) Close(ctx context.Context, id string) (bool, error) {
-	key, err := NewRequestKey(id)
+func (s *holdSweeper) Close(ctx context.Context, r holdsweep.Request) (bool, error) {
+	key, err := NewRequestKey(r.ID)
 	if err != nil {
 		return false, err
 	}
 	t, err := s.c.apply(ctx, key, write{row: &waitlistClosedRow, args: args{pNow: s.c.now()}, note: "the event closed"}, txOptions{})
 	if err != nil {
 		return false, fmt.Errorf("close the waitlist of %s: %w", s.cfg.EventID, err)
+	}
+	if t.Applied {
+		s.c.progress.waitlisted(s.cfg.EventID, EpochMillis(r.QueuedAt), false)
 	}
 	return t.Applied, nil
 }

@@ -99,7 +99,8 @@ type EventSweep struct {
 // ctx's deadline (the function's). An event whose sweep fails is left until the next
 // invocation and the others go on; Handle then returns their errors joined, with the
 // result, so that the invocation counts as failed (an asynchronous invocation that
-// fails is retried, which is safe: every write of the sweep is conditional).
+// fails is retried, which is safe: every write of the sweep is conditional). Last
+// it writes the waitlists' counts (Client.FlushProgress).
 func (h *HoldSweeper) Handle(ctx context.Context, _ events.EventBridgeEvent) (SweepResult, error) {
 	startCtx := ctx // passes are started only while it lasts
 	if deadline, ok := ctx.Deadline(); ok {
@@ -137,6 +138,11 @@ func (h *HoldSweeper) Handle(ctx context.Context, _ events.EventBridgeEvent) (Sw
 	}
 	for _, i := range pending {
 		res.Events[i].More = true // cut short by the deadline, or never begun
+	}
+	// The waitlists' counts of the requests served and closed, for their places, now:
+	// the sandbox is frozen once the invocation returns.
+	if err := h.c.FlushProgress(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, fmt.Errorf("hold sweep: %w", err))
 	}
 	for _, s := range res.Events {
 		h.log.InfoContext(ctx, "hold sweep", slog.String("eventId", s.EventID), slog.Int("passes", s.Passes),

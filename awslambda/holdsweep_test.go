@@ -25,7 +25,8 @@ var scheduled = events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "
 func heldSale(t *testing.T, c *asyncevent.Client, clock *asynceventtest.Clock, eventID string, capacity int64, users int) []string {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, HoldFor: 10 * time.Minute})
+	_, err := c.CreateEvent(ctx, asyncevent.EventSettings{EventID: eventID, EventType: asyncevent.FirstCome, CapacityTotal: capacity, HoldFor: 10 * time.Minute,
+		EndsAt: asyncevent.MillisOf(clock.Now().Add(24 * time.Hour))})
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
 	ids := make([]string, users)

@@ -75,7 +75,7 @@ func TestTheWorkersRoleGrantsExactlyItsCalls(t *testing.T) {
 	for _, cfg := range []asyncevent.EventSettings{
 		{EventID: "plain", EventType: asyncevent.FirstCome, CapacityTotal: 2},
 		{EventID: "sharded", EventType: asyncevent.FirstCome, CapacityTotal: 4, CapacityShards: 2, IndexShards: 2},
-		{EventID: "holds", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: asyncevent.MinHoldFor},
+		{EventID: "holds", EventType: asyncevent.FirstCome, CapacityTotal: 1, HoldFor: asyncevent.MinHoldFor, EndsAt: asyncevent.MillisOf(time.Now().Add(time.Hour))},
 		{EventID: "pool", EventType: asyncevent.FirstCome, CapacityTotal: 1},
 		{EventID: "lotto", EventType: asyncevent.Lottery, WinnerCount: 1, LotteryCutoffAt: asyncevent.MillisOf(time.Now().Add(time.Hour))},
 	} {

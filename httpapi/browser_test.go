@@ -226,7 +226,7 @@ func TestAdminUIInBrowser(t *testing.T) {
 	// waitlisted; the holds section counts them and the table filtered by HELD shows
 	// each hold's time left.
 	_, err = u.client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "held-sale", Name: "Held sale", EventType: asyncevent.FirstCome,
-		CapacityTotal: 5, HoldFor: 10 * time.Minute})
+		CapacityTotal: 5, HoldFor: 10 * time.Minute, EndsAt: asyncevent.MillisOf(time.Now().Add(24 * time.Hour))})
 	require.NoError(t, err)
 	submitAll(t, u.client, u.queue, "held-sale", 12)
 	processConcurrently(t, u.client, u.queue, 12)

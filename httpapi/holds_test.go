@@ -41,6 +41,7 @@ func newHoldsSale(t *testing.T, e *env, clock *asynceventtest.Clock, capacity in
 	t.Helper()
 	r := e.do("POST", "/admin/events", e.admin(), map[string]any{
 		"eventId": "sale", "eventType": "FIRST_COME", "capacityTotal": capacity, "holdForSeconds": int64(holdFor / time.Second),
+		"endsAt": "2099-01-01T00:00:00Z",
 	})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	require.EqualValues(t, holdFor/time.Second, decode[EventView](t, r).HoldForSeconds)
@@ -158,6 +159,12 @@ func TestHoldsConfirmAndReleaseOverHTTP(t *testing.T) {
 	assert.Equal(t, "WAITLISTED", wl["uiResult"])
 	assert.NotContains(t, wl, "holdExpiresAt")
 	assert.NotContains(t, wl, "holdSecondsLeft")
+	if place, ok := wl["waitlist"].(map[string]any); assert.True(t, ok, "a WAITLISTED request has its place on the waitlist: %v", wl) {
+		assert.EqualValues(t, 0, place["ahead"], "the first of the waitlist")
+		assert.Contains(t, place, "endsAt")
+	}
+	r = s.do("GET", "/requests/"+heldA, s.owner(heldA), nil)
+	assert.NotContains(t, decode[map[string]any](t, r), "waitlist", "a HELD request is on no waitlist")
 
 	r = s.do("GET", "/admin/requests/"+heldA, admin, nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -279,7 +286,7 @@ func TestCreateEventWithHoldFor(t *testing.T) {
 	ctx := context.Background()
 	admin := u.admin()
 
-	r := u.do("POST", "/admin/events", admin, `{"eventId":"held","eventType":"FIRST_COME","capacityTotal":5,"holdForSeconds":900}`)
+	r := u.do("POST", "/admin/events", admin, `{"eventId":"held","eventType":"FIRST_COME","capacityTotal":5,"holdForSeconds":900,"endsAt":"2099-01-01T00:00:00Z"}`)
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	assert.EqualValues(t, 900, decode[map[string]any](t, r)["holdForSeconds"])
 	r = u.do("GET", "/admin/events/held", admin, nil)
@@ -303,6 +310,7 @@ func TestCreateEventWithHoldFor(t *testing.T) {
 		code string
 	}{
 		{`{"eventType":"FIRST_COME","capacityTotal":5,"holdForSeconds":5}`, CodeInvalidEvent},
+		{`{"eventType":"FIRST_COME","capacityTotal":5,"holdForSeconds":600}`, CodeInvalidEvent}, // holds need an end
 		{`{"eventType":"FIRST_COME","capacityTotal":5,"holdForSeconds":86401}`, CodeInvalidEvent},
 		{`{"eventType":"FIRST_COME","capacityTotal":5,"holdForSeconds":-60}`, CodeInvalidEvent},
 		{`{"eventType":"FIRST_COME","capacityTotal":5,"holdForSeconds":9223372036854775807}`, CodeInvalidEvent},
@@ -327,7 +335,7 @@ func TestCreateEventWithHoldFor(t *testing.T) {
 	create := func(id, holdFor string) response {
 		t.Helper()
 		return u.post("/admin/ui/events", map[string][]string{"csrf": {tok}, "eventId": {id}, "eventType": {"FIRST_COME"},
-			"capacityTotal": {"3"}, "holdForSeconds": {holdFor}})
+			"capacityTotal": {"3"}, "holdForSeconds": {holdFor}, "endsAt": {"2099-01-01T00:00"}})
 	}
 	r = create("form-held", "120")
 	require.Equal(t, http.StatusSeeOther, r.status, "body: %s", r.body)

@@ -488,6 +488,9 @@ type RequestView struct {
 	// Prequeue, of an entry of a pre-queue still waiting: whether its order is drawn
 	// yet, and then its place in it (asyncevent.PrequeuePlace).
 	Prequeue *PrequeuePlaceView `json:"prequeue,omitempty"`
+	// Waitlist, of a WAITLISTED request read one at a time: its place on the
+	// event's waitlist and when the waitlist ends (asyncevent.WaitlistPlace).
+	Waitlist *WaitlistPlaceView `json:"waitlist,omitempty"`
 
 	// Admin only. The lease only while the request is PROCESSING: it means nothing
 	// once a worker is done with it.
@@ -527,6 +530,9 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 	if p := r.Prequeue; p != nil {
 		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, AsOf: Timestamp(p.AsOf)}
 	}
+	if w := r.Waitlist; w != nil {
+		v.Waitlist = &WaitlistPlaceView{Ahead: w.Ahead, EndsAt: Timestamp(w.EndsAt), AsOf: Timestamp(w.AsOf)}
+	}
 	if admin {
 		v.FailureClass, v.ErrorCode, v.ErrorMessage = r.FailureClass, r.ErrorCode, r.ErrorMessage
 		if lock, err := asyncevent.NewLockKey(r.EventID, r.UserID); err == nil { // the IDs of a stored request
@@ -555,6 +561,17 @@ type PrequeuePlaceView struct {
 	Seats   int64     `json:"seats"`
 	Late    bool      `json:"late,omitempty"`
 	AsOf    Timestamp `json:"asOf"`
+}
+
+// WaitlistPlaceView is where a WAITLISTED request stands on its event's waitlist:
+// Ahead, the requests before it (the next seat given back goes to the first of
+// them; 0: this one gets it); EndsAt, when the waitlist ends and what still waits
+// is refused (absent on an event created without an end); AsOf, when the counts
+// behind Ahead were read.
+type WaitlistPlaceView struct {
+	Ahead  int64     `json:"ahead"`
+	EndsAt Timestamp `json:"endsAt,omitzero"`
+	AsOf   Timestamp `json:"asOf"`
 }
 
 // PlaceView is where a waiting request stands in its event's line

@@ -481,6 +481,7 @@ func TestChaosHolds(t *testing.T) {
 	_, err := w.clean.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: "chaos-holds", EventType: asyncevent.FirstCome, CapacityTotal: int64(capacity),
 		IndexShards: 8, CapacityShards: 4, HoldFor: asyncevent.MinHoldFor,
+		EndsAt: asyncevent.MillisOf(time.Now().Add(24 * time.Hour)),
 	})
 	require.NoError(t, err)
 

@@ -29,8 +29,9 @@ const (
 // env is what a command runs with: what every command shares, and the CLI's own.
 type env struct {
 	clikit.Env
-	cmd  *command         // the command running
-	rows *dynamodb.Client // withStored's reader of rows, made on its first read
+	cmd     *command             // the command running
+	rows    *dynamodb.Client     // withStored's reader of rows, made on its first read
+	clients []*asyncevent.Client // the clients the command made, whose counts it writes before it ends
 }
 
 // command is one subcommand: "stats", or a group's "table create".
@@ -177,6 +178,13 @@ func (e *env) runCommand(ctx context.Context, cmd *command, args []string) int {
 		return e.fail(cmd, err, exitUsage)
 	}
 	err = cmd.run(ctx, e, fs, pos)
+	// What the command's clients counted (the waitlist's joins and leaves of a
+	// release or a sweep, the arrivals of a submit) is written before the process ends.
+	for _, c := range e.clients {
+		if ferr := c.FlushProgress(context.WithoutCancel(ctx)); ferr != nil {
+			fmt.Fprintf(e.Stderr, "asyncevent: the progress counts were not written: %v\n", ferr)
+		}
+	}
 	var ue *clikit.UsageError
 	switch {
 	case err == nil:

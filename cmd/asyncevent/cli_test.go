@@ -661,6 +661,9 @@ func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.
 	ctx := context.Background()
 	c := f.client(t, asyncevent.Options{Clock: clock})
 	cfg.EventType = asyncevent.FirstCome
+	if cfg.EndsAt == 0 {
+		cfg.EndsAt = asyncevent.MillisOf(time.Now().Add(24 * time.Hour))
+	}
 	_, err := c.CreateEvent(ctx, cfg)
 	require.NoError(t, err)
 	q := queue.NewMemory(queue.MemoryOptions{})
@@ -669,13 +672,16 @@ func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.
 		p, err := c.Submit(ctx, q, cfg.EventID, fmt.Sprintf("user-%d", i))
 		require.NoError(t, err)
 		ids[i] = p.RequestID
-		time.Sleep(2 * time.Millisecond) // distinct queuedAt, so queue order is click order
+		// A tenth of a second apart: queue order is click order, and each request has a
+		// tenth of its own on the waitlist's counts, so its place there is exact.
+		time.Sleep(100 * time.Millisecond)
 	}
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	for {
 		ds, err := q.Receive(ctx, 1, 0, time.Minute)
 		require.NoError(t, err)
 		if len(ds) == 0 {
+			require.NoError(t, c.FlushProgress(ctx)) // the waitlist's counts, for its places
 			return ids
 		}
 		require.Empty(t, asynceventtest.Process(ctx, proc, ds))
@@ -688,7 +694,7 @@ func TestEventCreateWithHolds(t *testing.T) {
 	f.ok(t, "table", "create")
 
 	var ev clikit.EventItems
-	f.json(t, &ev, "event", "create", "sale", "-capacity", "3", "-hold-for", "10m")
+	f.json(t, &ev, "event", "create", "sale", "-capacity", "3", "-hold-for", "10m", "-ends", "+24h")
 	assert.EqualValues(t, 10*time.Minute, ev.Config["holdFor"], "stored as Go stores a time.Duration: nanoseconds")
 	assert.Regexp(t, `holdFor +10m0s`, f.ok(t, "event", "get", "sale"))
 
@@ -697,6 +703,7 @@ func TestEventCreateWithHolds(t *testing.T) {
 		want string
 	}{
 		{[]string{"-capacity", "3", "-hold-for", "5s"}, "-hold-for 5s: want 10s to 24h0m0s (or 0: no holds)"},
+		{[]string{"-capacity", "3", "-hold-for", "10m"}, "an event with holds (-hold-for) needs -ends"},
 		{[]string{"-capacity", "3", "-hold-for", "25h"}, "-hold-for 25h0m0s: want 10s to 24h0m0s"},
 		{[]string{"-capacity", "3", "-hold-for", "-1m"}, "-hold-for -1m0s"},
 		{[]string{"-capacity", "3", "-hold-for", "soon"}, "-hold-for"},
@@ -742,7 +749,7 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.ok(t, "table", "create")
-	ids := playHolds(t, f, nil, asyncevent.EventSettings{EventID: "sale", CapacityTotal: 2, HoldFor: 10 * time.Minute}, 4)
+	ids := playHolds(t, f, nil, asyncevent.EventSettings{EventID: "sale", CapacityTotal: 2, HoldFor: 10 * time.Minute}, 5)
 
 	out := f.ok(t, "request", "get", ids[0])
 	assert.Regexp(t, `^HELD until \S+ \((9m\d\ds|10m0s) left\): 'asyncevent request confirm `+ids[0]+`' once paid`, out)
@@ -756,6 +763,13 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	out = f.ok(t, "request", "get", ids[2])
 	assert.True(t, strings.HasPrefix(out, "WAITLISTED: waits for a seat given back"), out)
 	assert.Contains(t, out, "'asyncevent request release "+ids[2]+"'")
+	assert.Regexp(t, `on the waitlist: 0 ahead \(the next seat given back goes to the first\), until \S+Z`, out)
+	assert.Contains(t, f.ok(t, "request", "get", ids[3]), "on the waitlist: 1 ahead")
+	var waitlisted map[string]any
+	f.json(t, &waitlisted, "request", "get", ids[3])
+	if place, ok := waitlisted["waitlist"].(map[string]any); assert.True(t, ok, "%v", waitlisted) {
+		assert.EqualValues(t, 1, place["ahead"])
+	}
 	assert.NotContains(t, f.ok(t, "stats", "sale"), "HELD until", "only request get says it")
 
 	// The first pays; the second gives up; the fourth leaves the waitlist.
@@ -765,6 +779,7 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	f.json(t, &rel, "request", "release", ids[1])
 	assert.Equal(t, clikit.Transition{RequestID: ids[1], Action: "release", Applied: true, Status: "REJECTED", ResultCode: "REJECTED_RELEASED"}, rel)
 	assert.Contains(t, f.ok(t, "request", "release", ids[3]), "released: "+ids[3]+" is REJECTED (REJECTED_RELEASED)")
+	assert.Contains(t, f.ok(t, "request", "get", ids[4]), "on the waitlist: 1 ahead", "the release's count written before the command ended")
 
 	// Not applied: the outcome on stdout, exit code 1.
 	out, errOut, code := f.run(t, "request", "confirm", ids[1])
@@ -797,14 +812,15 @@ func TestHeldAndWaitlistedRequests(t *testing.T) {
 	f.json(t, &sw, "holds", "sweep", "sale")
 	assert.Equal(t, httpapi.HoldSweepView{EventID: "sale", Passes: 1, Served: 1}, sw)
 	assert.Regexp(t, `^HELD until`, f.ok(t, "request", "get", ids[2]))
+	assert.Contains(t, f.ok(t, "request", "get", ids[4]), "on the waitlist: 0 ahead", "the sweep's count written before the command ended")
 
 	var st clikit.Stats
 	f.json(t, &st, "stats", "sale")
 	require.NotNil(t, st.Holds)
-	assert.Equal(t, httpapi.HoldStatsView{HoldForSeconds: 600, HoldForMs: 600000, Held: 1, Confirmed: 1, Released: 2, SeatsReturned: 1, SeatsServed: 1}, *st.Holds)
+	assert.Equal(t, httpapi.HoldStatsView{HoldForSeconds: 600, HoldForMs: 600000, Held: 1, Confirmed: 1, Released: 2, Waitlisted: 1, SeatsReturned: 1, SeatsServed: 1}, *st.Holds)
 	out = f.ok(t, "stats", "sale")
 	assert.Regexp(t, `holds +10m0s each: 1 held, 1 confirmed, 2 released, 0 expired`, out)
-	assert.Regexp(t, `waitlist +0 waiting`, out)
+	assert.Regexp(t, `waitlist +1 waiting`, out)
 	assert.Regexp(t, `seats given back +1: 1 handed to the waitlist, 0 not yet`, out)
 
 	// An event without holds has no holds figures.

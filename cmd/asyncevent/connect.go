@@ -23,6 +23,9 @@ func (e *env) client(ctx context.Context) (*asyncevent.Client, error) {
 	if errors.Is(err, asyncevent.ErrInvalidOptions) && strings.Contains(err.Error(), "table name") {
 		return nil, clikit.Usagef("-table %q: want 3 to 255 of a-z A-Z 0-9 _ . -", e.Table)
 	}
+	if err == nil {
+		e.clients = append(e.clients, c)
+	}
 	return c, err
 }
 

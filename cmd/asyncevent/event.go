@@ -85,7 +85,7 @@ func (o *eventCreateOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.name, "name", "", "display `name`")
 	fs.Int64Var(&o.capacity, "capacity", 0, "FIRST_COME: the number of winners `N`")
 	fs.DurationVar(&o.holdFor, "hold-for", 0, "FIRST_COME: hold each seat won for `DURATION` ("+asyncevent.MinHoldFor.String()+" to "+asyncevent.MaxHoldFor.String()+
-		") until 'asyncevent request confirm' (paid); a release or the hold's expiry gives it to the earliest WAITLISTED request. 0: no holds, a seat won is SUCCEEDED")
+		") until 'asyncevent request confirm' (paid); a release or the hold's expiry gives it to the earliest WAITLISTED request, until -ends (required with holds). 0: no holds, a seat won is SUCCEEDED")
 	fs.BoolVar(&o.ranked, "ranked", false, "FIRST_COME: decide the winners by rank (queuedAt, requestId), a settle delay behind now, instead of in processing order: no request wins while one ranked before it was refused")
 	fs.DurationVar(&o.rankSettle, "rank-settle", 0, "FIRST_COME with -ranked: how far behind now the line is read (default "+asyncevent.DefaultRankSettle.String()+"; "+asyncevent.MinRankSettle.String()+" to "+asyncevent.MaxRankSettle.String()+")")
 	fs.Int64Var(&o.winners, "winners", 0, "LOTTERY: the number of winners `K`")
@@ -108,7 +108,7 @@ func eventCreateCmd() *command {
 	return &command{
 		name:    "event create",
 		args:    "EVENT_ID",
-		summary: "create a FIRST_COME event (-capacity N, with holds: -hold-for DURATION) or a LOTTERY event (-winners K -cutoff TIME)",
+		summary: "create a FIRST_COME event (-capacity N, with holds: -hold-for DURATION -ends TIME) or a LOTTERY event (-winners K -cutoff TIME)",
 		flags:   o.register,
 		run: func(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 			et, err := o.check(fs, args)

@@ -18,7 +18,7 @@ func requestGetCmd() *command {
 		name: "request get",
 		args: "REQUEST_ID",
 		summary: "show one request (GetItem REQ#<requestId> / META); of a waiting one, its place in line and wait " +
-			"(from the event's progress); of a HELD one, the time left on its hold",
+			"(from the event's progress); of a HELD one, the time left on its hold; of a WAITLISTED one, its place on the waitlist",
 		run: withID("REQUEST_ID", func(ctx context.Context, e *env, c *asyncevent.Client, requestID string) error {
 			r, err := c.GetRequest(ctx, requestID)
 			if err != nil {
@@ -37,9 +37,12 @@ func requestGetCmd() *command {
 				if p := clikit.PrequeuePlaceOf(r.Prequeue); p != nil {
 					m["prequeue"] = p
 				}
+				if p := clikit.WaitlistPlaceOf(r.Waitlist); p != nil {
+					m["waitlist"] = p
+				}
 				return e.PrintJSON(m)
 			}
-			for _, line := range []string{placeLine(r.Queue), prequeueLine(r.Prequeue), holdLine(r, time.Now())} {
+			for _, line := range []string{placeLine(r.Queue), prequeueLine(r.Prequeue), holdLine(r, time.Now()), waitlistLine(r.Waitlist)} {
 				if line != "" {
 					fmt.Fprintf(e.Stdout, "%s\n\n", line)
 				}
@@ -240,6 +243,18 @@ func logsCmd() *command {
 }
 
 // prequeueLine says where a waiting entry of a pre-queue stands; "" for others.
+// waitlistLine is a WAITLISTED request's place on the waitlist, as request get prints it.
+func waitlistLine(w *asyncevent.WaitlistPlace) string {
+	if w == nil {
+		return ""
+	}
+	line := fmt.Sprintf("on the waitlist: %s ahead (the next seat given back goes to the first)", clikit.FormatInt(int(w.Ahead)))
+	if w.EndsAt != 0 {
+		line += ", until " + w.EndsAt.Time().UTC().Format(time.RFC3339)
+	}
+	return line
+}
+
 func prequeueLine(p *asyncevent.PrequeuePlace) string {
 	switch {
 	case p == nil:

@@ -52,10 +52,10 @@ type Store interface {
 	// Serve gives one seat of the pool to a waitlisted request as a hold, in one
 	// write conditional on the request being waitlisted and on a seat being left; it
 	// reports whether the request was served, or that no seat is left (gone).
-	Serve(ctx context.Context, id string) (served, gone bool, err error)
+	Serve(ctx context.Context, r Request) (served, gone bool, err error)
 	// Close ends a waitlisted request of an event that closed, in one write
 	// conditional on it being waitlisted, and reports whether it did.
-	Close(ctx context.Context, id string) (bool, error)
+	Close(ctx context.Context, r Request) (bool, error)
 }
 
 // Pages reads a list page by page: each call returns the next page of at most limit

@@ -132,9 +132,9 @@ func (st *store) Request(_ context.Context, id string) (Request, error) {
 	return *st.find(id), nil
 }
 
-func (st *store) Serve(_ context.Context, id string) (bool, bool, error) {
-	st.call("serve %s", id)
-	r := st.find(id)
+func (st *store) Serve(_ context.Context, of Request) (bool, bool, error) {
+	st.call("serve %s", of.ID)
+	r := st.find(of.ID)
 	switch {
 	case st.pool <= 0:
 		return false, true, nil
@@ -146,9 +146,9 @@ func (st *store) Serve(_ context.Context, id string) (bool, bool, error) {
 	return true, false, nil
 }
 
-func (st *store) Close(_ context.Context, id string) (bool, error) {
-	st.call("close %s", id)
-	r := st.find(id)
+func (st *store) Close(_ context.Context, of Request) (bool, error) {
+	st.call("close %s", of.ID)
+	r := st.find(of.ID)
 	if r.State != Waitlisted {
 		return false, nil
 	}

@@ -44,7 +44,7 @@ func (s *sweep) serve(ctx context.Context) error {
 			if r.State != Waitlisted {
 				return false, false, nil
 			}
-			served, gone, err := s.st.Serve(ctx, r.ID)
+			served, gone, err := s.st.Serve(ctx, *r)
 			switch {
 			case err != nil:
 				return false, true, err
@@ -79,7 +79,7 @@ func (s *sweep) serveDrawn(ctx context.Context, left *int64) (bool, error) {
 				return false, err
 			}
 			if r.State == Waitlisted {
-				served, gone, err := s.st.Serve(ctx, r.ID)
+				served, gone, err := s.st.Serve(ctx, r)
 				switch {
 				case err != nil:
 					return false, err
@@ -113,7 +113,7 @@ func (s *sweep) close(ctx context.Context) error {
 		if r.State != Waitlisted {
 			return false, false, nil
 		}
-		closed, err := s.st.Close(ctx, r.ID)
+		closed, err := s.st.Close(ctx, *r)
 		if err != nil {
 			return false, true, err
 		}

@@ -59,6 +59,19 @@ func (m *Meter) Reached(eventID string, at int64) {
 	m.count(eventID, at, false, func(p *Counts, slot int) { p.Reached[slot]++ })
 }
 
+// Waitlisted counts a request of eventID queued at (unix ms) that joined the event's
+// waitlist, or, joined false, that left it. Its counts are written whatever their
+// second's age: a waitlist lasts until its event ends.
+func (m *Meter) Waitlisted(eventID string, queuedAt int64, joined bool) {
+	m.count(eventID, queuedAt, false, func(p *Counts, slot int) {
+		if joined {
+			p.Joined[slot]++
+		} else {
+			p.Left[slot]++
+		}
+	})
+}
+
 func (m *Meter) count(eventID string, at int64, arrival bool, add func(*Counts, int)) {
 	if at <= 0 {
 		return
@@ -155,6 +168,8 @@ func (m *Meter) PutBack(k Second, p *Counts) {
 	for i := range Slots {
 		cur.Arrived[i] += p.Arrived[i]
 		cur.Reached[i] += p.Reached[i]
+		cur.Joined[i] += p.Joined[i]
+		cur.Left[i] += p.Left[i]
 	}
 	for i, n := range p.Hundredths {
 		cur.Hundredths[i] += n

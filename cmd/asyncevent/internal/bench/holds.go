@@ -143,6 +143,7 @@ func workerHolds(ctx context.Context, cfg Config, sd *side, st *roundState, reco
 	_, err := sd.holds.CreateEvent(ctx, asyncevent.EventSettings{
 		EventID: hr.eventID, EventType: asyncevent.FirstCome, CapacityTotal: int64(hr.n),
 		CapacityShards: min((hr.n+seatsPerShard-1)/seatsPerShard, ShardedSeats), HoldFor: HoldFor,
+		EndsAt: asyncevent.MillisOf(sd.holdsClock.now().Add(24 * time.Hour)),
 	})
 	if err != nil {
 		return err

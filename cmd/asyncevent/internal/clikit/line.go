@@ -55,6 +55,24 @@ func PrequeuePlaceOf(p *asyncevent.PrequeuePlace) *PrequeuePlace {
 	return &PrequeuePlace{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, AsOf: p.AsOf}
 }
 
+// WaitlistPlace is a WAITLISTED request's place on its event's waitlist
+// (asyncevent.WaitlistPlace): those ahead of it, when the waitlist ends (absent for
+// an event created without an end), and when the counts were read, in epoch
+// milliseconds as Place's.
+type WaitlistPlace struct {
+	Ahead  int64                  `json:"ahead"`
+	EndsAt asyncevent.EpochMillis `json:"endsAt,omitempty"`
+	AsOf   asyncevent.EpochMillis `json:"asOf"`
+}
+
+// WaitlistPlaceOf is w as the CLI prints it; nil for none.
+func WaitlistPlaceOf(w *asyncevent.WaitlistPlace) *WaitlistPlace {
+	if w == nil {
+		return nil
+	}
+	return &WaitlistPlace{Ahead: w.Ahead, EndsAt: w.EndsAt, AsOf: w.AsOf}
+}
+
 // Line is a FIRST_COME event's line (asyncevent.QueueStats): its depth, the
 // workers' rate, the time to drain it in milliseconds (absent when unknown: no
 // worker finished a request lately), and the line second by second.
