@@ -380,10 +380,11 @@
 //	    set  SET status = "HELD", uiResult = "HELD", holdExpiresAt = :holdExpiresAt
 //	first-come waitlisted          Rows.RejectSoldOut                     UpdateItem     REQ#<requestId> / META
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
-//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", startedAt = :now
+//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", startedAt = :now,
+//	         waitlistBy = :waitlistBy
 //	first-come waitlisted (lease)  Rows.MarkCapacityRejected              UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
-//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED"
+//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", waitlistBy = :waitlistBy
 //	hold confirmed                 Confirm                                UpdateItem     REQ#<requestId> / META
 //	    if   (status = "HELD") AND (holdExpiresAt > :now)
 //	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
@@ -395,7 +396,7 @@
 //	waitlist left                  Release                                UpdateItem     REQ#<requestId> / META
 //	    if   status = "WAITLISTED"
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
-//	         finishedAt = :now
+//	         finishedAt = :now, waitlistBy = :waitlistBy
 //	hold expired                   SweepHolds                             UpdateItem     REQ#<requestId> / META
 //	    if   (status = "HELD")
 //	         AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
@@ -497,10 +498,13 @@
 //	    if   (attribute_not_exists (PK)) AND (attribute_not_exists (SK))
 //	stray event entry              ListEvents                             DeleteItem     EVENTS / CAT#<createdAt>#EVENT#<eventId>
 //	progress counted               FlushProgress                          UpdateItem     EVENT#<eventId>#PROGRESS#<p> / T#<second>
-//	    set  ADD a0 :a0 … a9 :a9, d0 :d0 … d9 :d9, h00 :h00 … h99 :h99,
-//	         w0 :w0 … w9 :w9, l0 :l0 … l9 :l9
+//	    set  ADD a0 :a0 … a9 :a9, d0 :d0 … d9 :d9, h00 :h00 … h99 :h99
 //	         SET entityType = if_not_exists(entityType, "PROGRESS"),
-//	         eventId = if_not_exists(eventId, :eventId), ttl = :progressTtl
+//	         eventId = if_not_exists(eventId, :eventId), ttl = if_not_exists(ttl, :progressTtl)
+//	waitlist counted               FlushProgress                          UpdateItem     EVENT#<eventId>#PROGRESS#<p> / W#<minute>
+//	    set  ADD w00 :w00 … w59 :w59, l00 :l00 … l59 :l59
+//	         SET entityType = if_not_exists(entityType, "WAITLIST"),
+//	         eventId = if_not_exists(eventId, :eventId), ttl = :waitlistTtl
 //	capacity added                 AddCapacity                            UpdateItem     EVENT#<eventId> / CONFIG
 //	    if   (((attribute_exists (PK)) AND (eventType = "FIRST_COME")) AND (((attribute_not_exists (closedAt)) AND ((attribute_not_exists (endsAt)) OR (endsAt >= :now))) AND ((attribute_not_exists (lotteryCutoffAt)) OR (lotteryCutoffAt >= :now))))
 //	         AND ((attribute_not_exists (poolVersion)) OR (poolVersion = :prevPoolVersion))
@@ -591,7 +595,8 @@
 //	my participations              ListUserRequests                       Query GSI1     USER#<userId>, newest first, limit 20
 //	event requests                 ListEventRequests                      Query GSI2     EVENT#<eventId>, either order, status filter
 //	event request count            CountRequests                          Query GSI2     EVENT#<eventId>, Select COUNT
-//	event progress                 QueueStats, GetRequest                 Query          EVENT#<eventId>#PROGRESS#<p>, each p, cached a second
+//	event progress                 QueueStats, GetRequest                 Query          EVENT#<eventId>#PROGRESS#<p>, SK T#…, each p, cached a second
+//	waitlist counts                GetRequest                             Query          EVENT#<eventId>#PROGRESS#<p>, SK W#…, each p, all pages, cached 5 × ProgressCacheTTL (a WAITLISTED request's place)
 //	event statistics               EventStats                             Query GSI2     EVENT#<eventId>, every request once
 //	status logs                    ListStatusLogs                         Query          REQ#<requestId>, begins_with(SK, "LOG#")
 //	get event                      GetEvent, Submit,                      GetItem        EVENT#<eventId> / CONFIG (a method of an event reads it through the client's cache, Options.EventCacheTTL; a control and a draw strongly consistent)

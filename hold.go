@@ -283,10 +283,7 @@ func (c *Client) Release(ctx context.Context, requestID string) (Transition, err
 	case StatusHeld:
 		t, err = c.endHold(ctx, key, &req.Request, &releaseRow, "released")
 	case StatusWaitlisted:
-		t, err = c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now()}, note: "left the waitlist"}, txOptions{written: true})
-		if err == nil && t.Applied {
-			c.progress.waitlisted(req.EventID, req.QueuedAt, false)
-		}
+		t, err = c.leaveWaitlist(ctx, key, &req.Request)
 	default:
 		return found(req), nil
 	}

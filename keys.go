@@ -33,6 +33,7 @@ import (
 //	operation marker PK EVENT#<eventId>                   SK OP#<action>#<idempotencyKey>         OperationKey
 //	event list entry PK EVENTS                            SK CAT#<createdAt>#EVENT#<eventId>      EventEntryKey
 //	progress second  PK EVENT#<eventId>#PROGRESS#<shard>  SK T#<unix second>                      ProgressKey
+//	waitlist minute  PK EVENT#<eventId>#PROGRESS#<shard>  SK W#<unix second, a minute's first>     WaitlistKey
 //	GSI1 (Request)   GSI1PK USER#<userId>                 GSI1SK QAT#<queuedAt>#REQ#<requestId>   UserPartition, QueuedAtSortKey
 //	GSI2 (Request)   GSI2PK EVENT#<eventId>[#<shard>]     GSI2SK QAT#<queuedAt>#REQ#<requestId>   EventPartition, QueuedAtSortKey
 //
@@ -60,6 +61,8 @@ const (
 	// second of a progress item.
 	prefixProgress = "PROGRESS"
 	skProgress     = "T"
+	// skWaitlist prefixes the minute of a waitlist item, on the progress partitions.
+	skWaitlist = "W"
 	// prefixEntries names the partitions of a draw's recorded entries; skEntrySet
 	// prefixes the hash of the set a chunk belongs to.
 	prefixEntries = "ENTRIES"
@@ -186,6 +189,7 @@ type Key struct {
 // [ParseEventKey], StatusLog [ParseStatusLogKey], Hold [ParseHoldKey], Returns
 // [ParseReturnsKey], HoldEvent [ParseHoldEventKey], Audit [ParseAuditKey], Operation
 // [ParseOperationKey], EventEntry [ParseEventEntryKey], Progress [ParseProgressKey],
+// Waitlist [ParseWaitlistKey],
 // Entries [ParseEntriesKey].
 func (k Key) Entity() (entity.Type, error) {
 	if _, err := ParseRequestKey(k); err == nil {
@@ -222,6 +226,9 @@ func (k Key) Entity() (entity.Type, error) {
 	}
 	if _, err := ParseProgressKey(k); err == nil {
 		return entity.Progress, nil
+	}
+	if _, err := ParseWaitlistKey(k); err == nil {
+		return entity.Waitlist, nil
 	}
 	if _, err := ParseEntriesKey(k); err == nil {
 		return entity.Entries, nil
@@ -779,6 +786,22 @@ func (k ProgressKey) UnixSecond() int64 { return k.second }
 // T#<10-digit unix second>.
 func (k ProgressKey) Key() Key {
 	return Key{PK: progressPartition(k.eventID, k.shard), SK: skProgress + sep + fmt.Sprintf("%0*d", secondsDigits, k.second)}
+}
+
+// EventID returns the event's ID.
+func (k WaitlistKey) EventID() string { return k.eventID }
+
+// Shard returns the progress partition the item is on.
+func (k WaitlistKey) Shard() int { return k.shard }
+
+// UnixSecond returns the first second of the minute counted, in seconds since the
+// Unix epoch.
+func (k WaitlistKey) UnixSecond() int64 { return k.second }
+
+// Key returns the table key: PK EVENT#<eventId>#PROGRESS#<shard>, SK
+// W#<10-digit unix second, a minute's first>.
+func (k WaitlistKey) Key() Key {
+	return Key{PK: progressPartition(k.eventID, k.shard), SK: skWaitlist + sep + fmt.Sprintf("%0*d", secondsDigits, k.second)}
 }
 
 // EventID returns the event's ID.

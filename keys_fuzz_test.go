@@ -93,6 +93,12 @@ func FuzzKeyBuilders(f *testing.F) {
 				t.Fatalf("progress key %v parses to %v, %v", k.Key(), got, err)
 			}
 		}
+		if k, err := NewWaitlistKey(eventID, shard, ms/60*60); err == nil {
+			got, err := ParseWaitlistKey(k.Key())
+			if err != nil || got.EventID() != eventID || got.Shard() != shard || got.UnixSecond() != ms/60*60 {
+				t.Fatalf("waitlist key %v parses to %v, %v", k.Key(), got, err)
+			}
+		}
 		if p, err := NewUserPartition(userID); err == nil {
 			got, err := ParseUserPartition(p.String())
 			if err != nil || got.UserID() != userID {
@@ -179,6 +185,8 @@ func FuzzKeyParsers(f *testing.F) {
 		check("event list", k10.Key(), err)
 		k11, err := ParseProgressKey(key)
 		check("progress", k11.Key(), err)
+		k12, err := ParseWaitlistKey(key)
+		check("waitlist", k12.Key(), err)
 		if parsed > 1 {
 			t.Fatalf("key %v parses as %d kinds of item", key, parsed)
 		}

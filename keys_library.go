@@ -318,6 +318,51 @@ func ParseProgressKey(key Key) (ProgressKey, error) {
 	return ProgressKey{eventID: parts[1], shard: shard, second: second}, nil
 }
 
+// WaitlistKey is the key of one minute of an event's waitlist counts (the requests
+// queued in each of its seconds that joined the waitlist, and that left it, counted
+// for a place on it) on one of its progress partitions: PK
+// EVENT#<eventId>#PROGRESS#<shard>, SK W#<10-digit unix second>, the minute's first.
+// Build it with NewWaitlistKey or read it with ParseWaitlistKey; the zero value is no
+// key.
+type WaitlistKey struct {
+	eventID string
+	shard   int
+	second  int64
+}
+
+// NewWaitlistKey returns the key of the minute that begins at unixSecond of
+// eventID's waitlist counts on shard, or an ErrInvalidID error (eventID), an
+// ErrInvalidTime error (unixSecond outside 10 digits, or not a minute's first) or an
+// ErrInvalidOptions error (a negative shard).
+func NewWaitlistKey(eventID string, shard int, unixSecond int64) (WaitlistKey, error) {
+	p, err := NewProgressKey(eventID, shard, unixSecond)
+	if err != nil {
+		return WaitlistKey{}, err
+	}
+	if unixSecond%60 != 0 {
+		return WaitlistKey{}, fmt.Errorf("%w: %d s is not the first second of a minute", ErrInvalidTime, unixSecond)
+	}
+	return WaitlistKey{eventID: p.eventID, shard: p.shard, second: p.second}, nil
+}
+
+// ParseWaitlistKey reads a key that NewWaitlistKey could have produced, or returns an
+// ErrMalformedKey error.
+func ParseWaitlistKey(key Key) (WaitlistKey, error) {
+	sk, err := splitKey("waitlist SK", key.SK, skWaitlist, 2)
+	if err != nil {
+		return WaitlistKey{}, err
+	}
+	second, ok := parseDigits(sk[1], secondsDigits)
+	if !ok || second%60 != 0 {
+		return WaitlistKey{}, malformed("waitlist key", key.SK, "want W#<10-digit unix second, a minute's first>")
+	}
+	p, err := ParseProgressKey(Key{PK: key.PK, SK: skProgress + sep + sk[1]})
+	if err != nil {
+		return WaitlistKey{}, err
+	}
+	return WaitlistKey{eventID: p.eventID, shard: p.shard, second: second}, nil
+}
+
 // EntriesKey is the key of one chunk of the entries a draw (or a pre-queue's serve)
 // recorded: PK EVENT#<eventId>#ENTRIES#<chunk>, SK SET#<entriesHash>, the hash being
 // the 64 hex digits of draw.EntriesHash of the whole set. Each chunk is on a

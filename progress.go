@@ -44,20 +44,20 @@ const (
 // do not sum to its count was written without them: its arrivals are taken as spread
 // over it).
 var (
-	progressAttrs       = progress.NewNames("a", "d", "h", "w", "l")
+	progressAttrs       = progress.NewNames("a", "d", "h")
 	pProgressTTL  param = "progressTtl"
 )
 
 // progressRow adds a node's counts of one second to its progress item.
 var progressRow = row{
 	name: "progress counted", method: "FlushProgress", item: entity.Progress, op: opUpdate,
-	sets: []set{setIfMissing(attrEntityType, entity.Progress), setIfMissing(attrEventID, pEventID), setTo(attrTTL, pProgressTTL)},
+	sets: []set{setIfMissing(attrEntityType, entity.Progress), setIfMissing(attrEventID, pEventID), setIfMissing(attrTTL, pProgressTTL)},
 	adds: progressAdds(),
 }
 
 func progressAdds() []set {
 	var adds []set
-	for _, names := range [][]string{progressAttrs.Arrived[:], progressAttrs.Reached[:], progressAttrs.Hundredths[:], progressAttrs.Joined[:], progressAttrs.Left[:]} {
+	for _, names := range [][]string{progressAttrs.Arrived[:], progressAttrs.Reached[:], progressAttrs.Hundredths[:]} {
 		for _, n := range names {
 			adds = append(adds, addTo(n, param(n)))
 		}
@@ -125,27 +125,29 @@ func (m *progressMeter) flushOf(ctx context.Context, gen int64) error {
 	return m.meter.Flush(ctx, gen, &m.flusher)
 }
 
-// write adds one second's counts to the node's progress item of the event.
+// write adds one second's counts to the node's progress item of the event, or one
+// minute's to its waitlist item (writeWaitlist). Each is sent once, each attempt a
+// single send: an ADD whose answer was lost is dropped, never sent again (it may
+// have applied).
 func (m *progressMeter) write(ctx context.Context, k progress.Second, p *progress.Counts) error {
 	cfg, err := m.c.cachedEvent(ctx, k.EventID)
 	if err != nil {
 		return err
 	}
-	key := ProgressKey{eventID: k.EventID, shard: m.meter.Partition(progress.Shards(cfg.IndexShards)), second: k.Second}
-	// Kept for progressTTL after the second, or after the write: a waitlist's counts
-	// of an early second are written as long as the waitlist lasts.
-	kept := time.Unix(max(k.Second, m.c.opts.Clock().Unix()), 0).Add(progressTTL).Unix()
-	a := args{pEventID: k.EventID, pProgressTTL: kept}
+	shard := m.meter.Partition(progress.Shards(cfg.IndexShards))
+	if k.Waitlist {
+		return m.writeWaitlist(ctx, cfg, shard, k, p)
+	}
+	key := ProgressKey{eventID: k.EventID, shard: shard, second: k.Second}
+	a := args{pEventID: k.EventID, pProgressTTL: time.Unix(k.Second, 0).Add(progressTTL).Unix()}
 	for i := range progress.Slots {
 		a[param(progressAttrs.Arrived[i])] = p.Arrived[i]
 		a[param(progressAttrs.Reached[i])] = p.Reached[i]
-		a[param(progressAttrs.Joined[i])] = p.Joined[i]
-		a[param(progressAttrs.Left[i])] = p.Left[i]
 	}
 	for i, n := range p.Hundredths {
 		a[param(progressAttrs.Hundredths[i])] = n
 	}
-	if err := m.c.do(ctx, txOptions{}, []write{{row: &progressRow, key: key.Key(), args: a}}); err != nil {
+	if err := m.c.do(ctx, txOptions{answered: true}, []write{{row: &progressRow, key: key.Key(), args: a}}); err != nil {
 		return fmt.Errorf("progress of %s: %w", k.EventID, err)
 	}
 	return nil
@@ -178,10 +180,12 @@ func (c *Client) FlushDueProgress(ctx context.Context) error {
 // rather than at the next multiple of Options.ProgressEvery: the "progress counted" row, one
 // UpdateItem per event and second counted (PK EVENT#<eventId>#PROGRESS#<p>, SK
 // T#<unix second>, ADD a0 … a9, d0 … d9 and h00 … h99: the arrivals and the requests
-// reached in each tenth of the second, and the arrivals in each hundredth; and w0 …
-// w9, l0 … l9: the requests queued in each tenth that joined a waitlist and that
-// left it; SET ttl; no condition). Call it before a process that counted
-// (ingest, a worker) ends, such as at the end of a Lambda invocation.
+// reached in each tenth of the second, and the arrivals in each hundredth; no
+// condition), and the "waitlist counted" row, one UpdateItem per event and minute of
+// queuedAt counted (SK W#<the minute's first second>, ADD w00 … w59, l00 … l59: the
+// requests queued in each second that joined a waitlist, and that left it). Call it
+// before a process that counted ends (ingest, a worker; a process that released a
+// waitlisted request or swept holds), such as at the end of a Lambda invocation.
 func (c *Client) FlushProgress(ctx context.Context) error {
 	return c.progress.flush(ctx)
 }
@@ -200,42 +204,37 @@ func (c *Client) readProgress(ctx context.Context, cfg *eventItem, since int64) 
 	return tenths, nil
 }
 
-// readProgressPartition reads one progress partition from the sort key from on.
+// lastProgressSK bounds the progress items of a partition: its waitlist items (W#)
+// sort after them.
+var lastProgressSK = ProgressKey{second: maxSeconds}.Key().SK
+
+// readProgressPartition reads one progress partition's seconds from the sort key from on.
 func (c *Client) readProgressPartition(ctx context.Context, partition, from string) (progress.Tenths, error) {
 	tenths := progress.Tenths{}
-	err := c.eachProgressItem(ctx, partition, from, func(second int64, counts map[string]int64) {
-		tenths.AddItem(second, counts, &progressAttrs)
-	})
-	return tenths, err
-}
-
-// eachProgressItem reads one progress partition from the sort key from on, all
-// pages, and gives add each item's second and counts.
-func (c *Client) eachProgressItem(ctx context.Context, partition, from string, add func(second int64, counts map[string]int64)) error {
 	key := expression.Key(attrPK).Equal(expression.Value(partition)).
-		And(expression.Key(attrSK).GreaterThanEqual(expression.Value(from)))
+		And(expression.Key(attrSK).Between(expression.Value(from), expression.Value(lastProgressSK)))
 	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, raw := range page.Items {
 			var head Key
 			if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
-				return err
+				return nil, err
 			}
 			k, err := ParseProgressKey(head)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			add(k.second, progress.Numbers(raw))
+			tenths.AddItem(k.second, progress.Numbers(raw), &progressAttrs)
 		}
 	}
-	return nil
+	return tenths, nil
 }
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a

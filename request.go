@@ -108,6 +108,11 @@ type storedRequest struct {
 	// (seat.go), so that none of them lands there later.
 	SeatEpoch int `dynamodbav:"seatEpoch,omitempty"`
 
+	// WaitlistBy names the call whose write last put the request on its waitlist or
+	// took it off, so that the call can tell its own write, applied with its answer
+	// lost, from another's, and count it for the waitlist's places.
+	WaitlistBy string `dynamodbav:"waitlistBy,omitempty"`
+
 	// TTL is the expiry in epoch seconds (DynamoDB's TTL unit); 0 keeps the item.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
 }
@@ -134,6 +139,7 @@ const (
 	attrSeatEpoch      = "seatEpoch"
 	attrHoldExpiresAt  = "holdExpiresAt"
 	attrServedAt       = "servedAt"
+	attrWaitlistBy     = "waitlistBy"
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
 )
 
@@ -177,6 +183,7 @@ const (
 	pErrorCode      param = "errorCode"
 	pErrorMessage   param = "errorMessage"
 	pRequestID      param = "requestId"
+	pWaitlistBy     param = "waitlistBy"
 )
 
 // leaseHeld: the request is held under the caller's lease (with status = PROCESSING).
@@ -307,12 +314,12 @@ var (
 	waitlistRow = row{
 		name: "first-come waitlisted", method: "Rows.RejectSoldOut", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusWaitlisted,
-		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow)},
+		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow), setTo(attrWaitlistBy, pWaitlistBy)},
 	}
 	waitlistLeasedRow = row{
 		name: "first-come waitlisted (lease)", method: "Rows.MarkCapacityRejected", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusWaitlisted,
-		sets: []set{setTo(attrUIResult, UIWaitlisted)},
+		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrWaitlistBy, pWaitlistBy)},
 	}
 	confirmRow = row{
 		name: "hold confirmed", method: "Confirm", item: entity.Request, op: opUpdate,
@@ -327,7 +334,7 @@ var (
 	waitlistLeftRow = row{
 		name: "waitlist left", method: "Release", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
-		sets: finalSets(UIRejected, ResultReleased),
+		sets: append(finalSets(UIRejected, ResultReleased), setTo(attrWaitlistBy, pWaitlistBy)),
 	}
 	expireRow = row{
 		name: "hold expired", method: "SweepHolds", item: entity.Request, op: opUpdate,
@@ -657,13 +664,9 @@ func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease
 		w.row, w.note = &lateRejectedRow, string(ResultLate)
 	case waitlist:
 		w.row, w.note = &waitlistLeasedRow, "waitlisted"
-		tx.written = true // its queuedAt, for the waitlist's count, with the write's answer
+		return c.joinWaitlist(ctx, "reject", ref, w, tx)
 	}
-	t, err := c.applyTo(ctx, "reject", ref.RequestID, w, tx)
-	if err == nil && t.Applied && w.row == &waitlistLeasedRow {
-		c.countWaitlist(ctx, ref.RequestID, t.current, true)
-	}
-	return t, err
+	return c.applyTo(ctx, "reject", ref.RequestID, w, tx)
 }
 
 // RejectSoldOut is a row method of the worker's layer, the worker's end of a loser of
@@ -708,13 +711,9 @@ func (c *Client) rejectSoldOut(ctx context.Context, ref RequestRef, waitlist, la
 		w.row, w.note = &lateSoldOutRow, string(ResultLate)
 	case waitlist:
 		w.row, w.note = &waitlistRow, "waitlisted"
-		tx.written = true // its queuedAt, for the waitlist's count, with the write's answer
+		return c.joinWaitlist(ctx, "reject sold out", ref, w, tx)
 	}
-	t, err := c.applyTo(ctx, "reject sold out", ref.RequestID, w, tx)
-	if err == nil && t.Applied && w.row == &waitlistRow {
-		c.countWaitlist(ctx, ref.RequestID, t.current, true)
-	}
-	return t, err
+	return c.applyTo(ctx, "reject sold out", ref.RequestID, w, tx)
 }
 
 // Failure describes why a request ends FAILED_FINAL, for MarkFailed.

@@ -457,7 +457,7 @@ func (s *holdSweeper) Serve(ctx context.Context, r holdsweep.Request) (served, g
 	case t.SoldOut:
 		return false, true, nil
 	case t.Applied:
-		s.c.progress.waitlisted(s.cfg.EventID, EpochMillis(r.QueuedAt), false)
+		s.c.countWaitlist(ctx, s.cfg.EventID, EpochMillis(r.QueuedAt), false)
 	}
 	return t.Applied, false, nil
 }
@@ -471,9 +471,6 @@ func (s *holdSweeper) Close(ctx context.Context, r holdsweep.Request) (bool, err
 	t, err := s.c.apply(ctx, key, write{row: &waitlistClosedRow, args: args{pNow: s.c.now()}, note: "the event closed"}, txOptions{})
 	if err != nil {
 		return false, fmt.Errorf("close the waitlist of %s: %w", s.cfg.EventID, err)
-	}
-	if t.Applied {
-		s.c.progress.waitlisted(s.cfg.EventID, EpochMillis(r.QueuedAt), false)
 	}
 	return t.Applied, nil
 }

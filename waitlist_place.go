@@ -5,27 +5,33 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/progress"
 )
 
 // A waitlisted request's place: how many wait before it on its event's waitlist
-// (docs/design.md, "The waitlist"). Every node counts the requests that join a
-// waitlist and those that leave it (served a seat given back, released, closed at
-// the event's end) by the tenth of their queuedAt, with its progress counts, and
-// writes them on the same progress items (the "progress counted" row: ADD w0 … w9,
-// l0 … l9), whatever the second's age. A reader sums an event's items: the waitlist
-// is served in queue order (a pre-queue's entries first, in their drawn order), so
-// the requests on it queued before a request are the ones ahead of it.
+// (docs/design.md, "A place on the waitlist"). Every node counts the requests that
+// its writes put on a waitlist and took off it (served a seat given back, released),
+// by the second of their queuedAt, and writes the counts of each minute of queuedAt
+// at its flushes, the "waitlist counted" row, on the event's progress partitions. A
+// reader sums an event's waitlist items: the waitlist is served in queue order (a
+// pre-queue's entries first, in their drawn order), so the requests on it queued
+// before a request are the ones ahead of it.
 
 // WaitlistPlace is where a WAITLISTED request stands on its event's waitlist.
 type WaitlistPlace struct {
 	// Ahead is the requests on the waitlist before it: the next seat given back goes
 	// to the first of them, and a request with none ahead gets the next one. It is
 	// counted from the nodes' counts as of AsOf, which land at each node's next
-	// flush (Options.ProgressEvery); the requests queued in its own tenth of a
-	// second are taken as spread evenly over it; an entry of a pre-queue is placed
-	// by its drawn place, every entry drawn after it taken as waiting too (one that
-	// left the waitlist makes Ahead one less than it is).
+	// flush (Options.ProgressEvery). It is exact by the second of queuedAt: of the
+	// requests queued in its own second it takes the share its moment in the second
+	// gives. An entry of a pre-queue is placed by its drawn place, every entry drawn
+	// after it taken as waiting too (one that left the waitlist makes Ahead one less
+	// than it is).
 	Ahead int64
 	// EndsAt is when the waitlist ends: the event's end (EventSettings.EndsAt, or
 	// the moment CloseEvent closed it). The hold sweep then ends every request
@@ -37,6 +43,50 @@ type WaitlistPlace struct {
 	AsOf EpochMillis
 }
 
+// The attributes and params of the waitlist row: w00 … w59 and l00 … l59, the
+// requests queued in each second of the minute that joined the waitlist and that
+// left it.
+var (
+	waitlistAttrs       = progress.NewWaitNames("w", "l")
+	pWaitlistTTL  param = "waitlistTtl"
+)
+
+// waitlistCountedRow adds a node's counts of one minute of queuedAt to its waitlist
+// item.
+var waitlistCountedRow = row{
+	name: "waitlist counted", method: "FlushProgress", item: entity.Waitlist, op: opUpdate,
+	sets: []set{setIfMissing(attrEntityType, entity.Waitlist), setIfMissing(attrEventID, pEventID), setTo(attrTTL, pWaitlistTTL)},
+	adds: waitlistAdds(),
+}
+
+func waitlistAdds() []set {
+	var adds []set
+	for _, names := range [][]string{waitlistAttrs.Joined[:], waitlistAttrs.Left[:]} {
+		for _, n := range names {
+			adds = append(adds, addTo(n, param(n)))
+		}
+	}
+	return adds
+}
+
+// writeWaitlist adds one minute's waitlist counts to the node's waitlist item of the
+// event, the "waitlist counted" row. The item is kept for progressTTL after the
+// event's end or the write, whichever is later: its counts place requests as long as
+// the waitlist lasts.
+func (m *progressMeter) writeWaitlist(ctx context.Context, cfg *eventItem, shard int, k progress.Second, p *progress.Counts) error {
+	key := WaitlistKey{eventID: k.EventID, shard: shard, second: k.Second}
+	kept := max(m.c.now(), cfg.closesAt()).Time().Add(progressTTL).Unix()
+	a := args{pEventID: k.EventID, pWaitlistTTL: kept}
+	for i := range progress.WaitSlots {
+		a[param(waitlistAttrs.Joined[i])] = p.Joined[i]
+		a[param(waitlistAttrs.Left[i])] = p.Left[i]
+	}
+	if err := m.c.do(ctx, txOptions{answered: true}, []write{{row: &waitlistCountedRow, key: key.Key(), args: a}}); err != nil {
+		return fmt.Errorf("waitlist counts of %s: %w", k.EventID, err)
+	}
+	return nil
+}
+
 // waitlistCounts is an event's waitlist as a client read it.
 type waitlistCounts struct {
 	on     progress.Waitlist
@@ -44,7 +94,7 @@ type waitlistCounts struct {
 }
 
 // waitlistCacheTTLs is how many Options.ProgressCacheTTL a client keeps an event's
-// waitlist counts: a read is of every progress item of the event, and a waitlist
+// waitlist counts: a read is of every waitlist item of the event, and a waitlist
 // moves when seats come back, not at a spike's pace.
 const waitlistCacheTTLs = 5
 
@@ -65,57 +115,129 @@ func (c *Client) placeOnWaitlist(ctx context.Context, r *Request) {
 		c.opts.Logger.WarnContext(ctx, "the waitlist of an event could not be read", "eventId", r.EventID, "error", err)
 		return
 	}
-	place := &WaitlistPlace{Ahead: w.on.Ahead(int64(r.QueuedAt)), EndsAt: cfg.EndsAt, AsOf: MillisOf(w.readAt)}
+	place := &WaitlistPlace{Ahead: w.on.Ahead(int64(cfg.waitlistAt(r.QueuedAt))), EndsAt: cfg.EndsAt, AsOf: MillisOf(w.readAt)}
 	if cfg.isPrequeueEntry(r.QueuedAt) {
 		view, err := c.prequeueOrder(ctx, cfg)
 		frozen, p, n := view.Order != nil, view.Places[r.RequestID], int64(len(view.Order))
 		view.Unlock()
-		before := w.on.Before(int64(cfg.prequeueUntil())) // the waitlisted queued before the start
+		entries := w.on.Before(int64(cfg.prequeueUntil())) // the waitlisted queued before the start
 		switch {
 		case err != nil || !frozen:
 			return // no order to place it by
 		case p == 0:
 			// Late (its put reached the table after the entries were recorded): behind
 			// every entry, and taken as behind every late one too.
-			place.Ahead = max(before-1, 0)
+			place.Ahead = max(entries-1, 0)
 		default:
 			// The waitlisted entries, less those drawn after it (taken as waiting too).
-			place.Ahead = min(max(before-1-(n-p), 0), p-1)
+			place.Ahead = min(max(entries-1-(n-p), 0), p-1)
 		}
 	}
 	r.Waitlist = place
 }
 
 // readWaitlist reads an event's waitlist counts: a Query of each of its progress
-// partitions, every item (the "event progress" read).
+// partitions for its waitlist items (SK between W#0000000000 and W#9999999999), all
+// pages.
 func (c *Client) readWaitlist(ctx context.Context, cfg *eventItem) (*waitlistCounts, error) {
 	w := &waitlistCounts{on: progress.Waitlist{}, readAt: c.opts.Clock()}
-	from := ProgressKey{eventID: cfg.EventID}.Key().SK
+	first, last := WaitlistKey{}.Key().SK, WaitlistKey{second: maxSeconds / 60 * 60}.Key().SK
 	for shard := range progress.Shards(cfg.IndexShards) {
-		err := c.eachProgressItem(ctx, progressPartition(cfg.EventID, shard), from, func(second int64, counts map[string]int64) {
-			w.on.AddItem(second, counts, &progressAttrs)
-		})
+		key := expression.Key(attrPK).Equal(expression.Value(progressPartition(cfg.EventID, shard))).
+			And(expression.Key(attrSK).Between(expression.Value(first), expression.Value(last)))
+		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 		if err != nil {
-			return nil, fmt.Errorf("read the waitlist of %s: %w", cfg.EventID, err)
+			return nil, err
+		}
+		for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("read the waitlist of %s: %w", cfg.EventID, err)
+			}
+			for _, raw := range page.Items {
+				var head Key
+				if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
+					return nil, err
+				}
+				k, err := ParseWaitlistKey(head)
+				if err != nil {
+					return nil, err
+				}
+				w.on.AddItem(k.second, progress.Numbers(raw), &waitlistAttrs)
+			}
 		}
 	}
 	return w, nil
 }
 
-// countWaitlist counts r, whose write made it join its event's waitlist, or, joined
-// false, leave it, for the waitlist's places. r may be nil: a write whose
-// request was not read back (a transaction's) reads it (eventually consistent: its
-// queuedAt came with its put and never changes).
-func (c *Client) countWaitlist(ctx context.Context, requestID string, r *storedRequest, joined bool) {
+// waitlistAt is the moment by which a request queued at is counted on the
+// waitlist: its queuedAt, or, for an entry of a pre-queue, a moment in a second
+// before the start's, so that every entry is counted before every request queued
+// from the start on (which the waitlist serves after them).
+func (e *EventSettings) waitlistAt(queuedAt EpochMillis) EpochMillis {
+	if !e.isPrequeueEntry(queuedAt) {
+		return queuedAt
+	}
+	start := e.prequeueUntil()
+	return min(queuedAt, start-start%1000-1)
+}
+
+// joinWaitlist applies w, a row that makes the request WAITLISTED, and counts it for
+// the waitlist's places: when its write applied, or when its condition failed on a
+// request its own write made WAITLISTED (the call's waitlistBy), which a write whose
+// answer was lost and that the SDK sent again finds. Its answer carries the request
+// (ALL_NEW, no extra call); with the status log, a transaction answers nothing, and
+// the request is read back, eventually consistent (its queuedAt came with its put
+// and never changes).
+func (c *Client) joinWaitlist(ctx context.Context, what string, ref RequestRef, w write, tx txOptions) (Transition, error) {
+	by := randomHex(8)
+	w.args[pWaitlistBy] = by
+	tx.written = true
+	t, err := c.applyTo(ctx, what, ref.RequestID, w, tx)
+	if err != nil {
+		return t, err
+	}
+	mine := t.Applied || t.current != nil && t.current.Status == StatusWaitlisted && t.current.WaitlistBy == by
+	if !mine {
+		return t, nil
+	}
+	r := t.current
+	if r == nil {
+		if r, err = c.getRequest(ctx, ref.RequestID, false); err != nil {
+			c.opts.Logger.WarnContext(ctx, "a request that joined a waitlist could not be read; the places behind it are one short", "requestId", ref.RequestID, "error", err)
+			return t, nil
+		}
+	}
+	c.countWaitlist(ctx, r.EventID, r.QueuedAt, true)
+	return t, nil
+}
+
+// leaveWaitlist takes req, WAITLISTED, off the waitlist for its user (the "waitlist
+// left" row) and counts it. A condition that failed on a request its own write took
+// off (waitlistBy), that write applied with its answer lost, is the write's: applied.
+func (c *Client) leaveWaitlist(ctx context.Context, key RequestKey, req *Request) (Transition, error) {
+	by := randomHex(8)
+	t, err := c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now(), pWaitlistBy: by}, note: "left the waitlist"}, txOptions{written: true})
+	if err != nil {
+		return t, err
+	}
+	if !t.Applied && t.current != nil && t.current.WaitlistBy == by && t.current.ResultCode == ResultReleased {
+		t.Applied = true // the request as found is as this call's write left it
+	}
+	if t.Applied {
+		c.countWaitlist(ctx, req.EventID, req.QueuedAt, false)
+	}
+	return t, nil
+}
+
+// countWaitlist counts a request of eventID queued at that joined its waitlist, or,
+// joined false, left it.
+func (c *Client) countWaitlist(ctx context.Context, eventID string, queuedAt EpochMillis, joined bool) {
 	if c.progress == nil {
 		return
 	}
-	if r == nil {
-		var err error
-		if r, err = c.getRequest(ctx, requestID, false); err != nil {
-			c.opts.Logger.WarnContext(ctx, "a request that joined or left a waitlist could not be read; its event's waitlist places are off by one", "requestId", requestID, "error", err)
-			return
-		}
+	if cfg, err := c.cachedEvent(ctx, eventID); err == nil {
+		queuedAt = cfg.waitlistAt(queuedAt)
 	}
-	c.progress.waitlisted(r.EventID, r.QueuedAt, joined)
+	c.progress.waitlisted(eventID, queuedAt, joined)
 }

@@ -2,8 +2,12 @@ package asyncevent_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,7 +63,7 @@ func TestWaitlistPlace(t *testing.T) {
 			var ids []string
 			for _, u := range clickers(5) {
 				ids = append(ids, b.submit(t, u)...)
-				b.clock.Advance(100 * time.Millisecond) // a tenth of a second apart: places exact
+				b.clock.Advance(time.Second) // a second apart: places exact
 			}
 			b.drain(t)
 			require.Equal(t, []int64{-1, 0, 1, 2, 3}, waitlistPlaces(t, b.c, b.clock, ids), "one HELD, then the waitlist in queue order")
@@ -89,6 +93,38 @@ func TestWaitlistPlace(t *testing.T) {
 		})
 	}
 
+	// Each write whose answer is lost is sent again, and each counts once: the
+	// waitlisting write and Release's find the request as their own first send left
+	// it (waitlistBy), and the counts' ADD is never sent again (the SDK's retryer
+	// would resend it after a connection reset).
+	t.Run("answers lost: each counted once", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		resend := &resentOnce{DynamoDB: asynceventtest.DynamoDB(t), sets: map[string]bool{"WAITLISTED": true, "REJECTED_RELEASED": true}}
+		b := setupHolds(t, holdSale{event: holdsOf("sale", 1, 1, 10*time.Minute, 0), db: resend})
+		var ids []string
+		for _, u := range clickers(5) {
+			ids = append(ids, b.submit(t, u)...)
+			b.clock.Advance(time.Second)
+		}
+		b.drain(t)
+		require.Equal(t, int64(4), resend.resent.Load(), "each waitlisting write sent twice")
+		assert.Equal(t, []int64{-1, 0, 1, 2, 3}, waitlistPlaces(t, b.c, b.clock, ids))
+		tr, err := b.c.Release(ctx, ids[3])
+		require.NoError(t, err)
+		assert.True(t, tr.Applied, "the release's own write, found as it left the request")
+		assert.Equal(t, []int64{-1, 0, 1, -1, 2}, waitlistPlaces(t, b.c, b.clock, ids))
+
+		// The counts' writes lose every answer, after the write applied.
+		lossy, _ := asynceventtest.NewFaultyClient(asynceventtest.DynamoDB(t), asynceventtest.FaultPlan{Seed: 1, LoseRate: 1,
+			Operations: []string{"UpdateItem"}, KeyPrefix: "EVENT#sale#PROGRESS"}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 2 })
+		other := b.client(t, lossy, asyncevent.Options{Clock: b.clock.Now})
+		_, err = other.Release(ctx, ids[1])
+		require.NoError(t, err)
+		assert.Error(t, other.FlushProgress(ctx), "the answer was lost")
+		assert.Equal(t, []int64{-1, -1, 0, -1, 1}, waitlistPlaces(t, b.c, b.clock, ids), "counted once, not sent again")
+	})
+
 	t.Run("an event with holds needs an end", func(t *testing.T) {
 		t.Parallel()
 		b := setupHolds(t, holdSale{})
@@ -97,4 +133,26 @@ func TestWaitlistPlace(t *testing.T) {
 		require.ErrorIs(t, err, asyncevent.ErrInvalidEvent)
 		assert.Contains(t, err.Error(), "needs endsAt")
 	})
+}
+
+// resentOnce sends each UpdateItem that sets one of sets twice, and answers with the
+// second's answer: the first applied and its answer was lost, as when the SDK's
+// retryer sends a write again after a connection reset.
+type resentOnce struct {
+	asyncevent.DynamoDB
+	sets   map[string]bool
+	resent atomic.Int64
+}
+
+func (r *resentOnce) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && r.sets[s.Value] {
+			if _, err := r.DynamoDB.UpdateItem(ctx, in, o...); err != nil {
+				return nil, err
+			}
+			r.resent.Add(1)
+			break
+		}
+	}
+	return r.DynamoDB.UpdateItem(ctx, in, o...)
 }

@@ -21,6 +21,7 @@ const (
 	Operation   Type = "OPERATION"   // a control of an event's seats applied under an idempotency key
 	EventEntry  Type = "EVENT_ENTRY" // an event in the event list
 	Progress    Type = "PROGRESS"    // one second of an event's progress, for a place in line
+	Waitlist    Type = "WAITLIST"    // one minute of an event's waitlist counts, for a place on it
 	Entries     Type = "ENTRIES"     // a chunk of the entries a draw or a pre-queue's serve recorded
 	Admission   Type = "ADMISSION"   // how far a ranked event's admission has decided its line
 )

@@ -146,14 +146,17 @@
 // # Holds and the waitlist
 //
 // A FIRST_COME event created with holdForSeconds (asyncevent.EventSettings.HoldFor,
-// asyncevent.MinHoldFor to MaxHoldFor; absent or 0: no holds; out of range: 400
-// invalid_event) keeps a winner's seat HELD until it is paid for, and makes the
-// losers of the sold-out event WAITLISTED instead of REJECTED. The request views
-// (GET /requests/{requestId}, /me/participations, the admin listings) then show a
-// HELD request's holdExpiresAt and holdSecondsLeft (whole seconds left by
-// ServerOptions.Clock, 0 once it ran out and the hold sweep has not ended it yet),
-// and servedAt on a request that got a seat given back; holdExpiresAt stays on a
-// hold that ended. The event's views show holdForSeconds, and its stats a holds
+// asyncevent.MinHoldFor to MaxHoldFor; absent or 0: no holds; out of range, or
+// without endsAt, when its waitlist ends: 400 invalid_event) keeps a winner's seat
+// HELD until it is paid for, and makes the losers of the sold-out event WAITLISTED
+// instead of REJECTED. The request views (GET /requests/{requestId},
+// /me/participations, the admin listings) then show a HELD request's holdExpiresAt
+// and holdSecondsLeft (whole seconds left by ServerOptions.Clock, 0 once it ran out
+// and the hold sweep has not ended it yet), and servedAt on a request that got a seat
+// given back; holdExpiresAt stays on a hold that ended. A WAITLISTED request read
+// one at a time carries waitlist: ahead (the requests before it on the waitlist; 0
+// gets the next seat given back), endsAt (when the waitlist ends) and asOf
+// (asyncevent.WaitlistPlace). The event's views show holdForSeconds, and its stats a holds
 // member: held, confirmed, released, expired and waitlisted requests, and the seats
 // given back (seatsReturned), handed on to the waitlist (seatsServed) and not yet
 // handed on (seatsWaiting).

@@ -672,9 +672,9 @@ func playHolds(t *testing.T, f *fixture, clock func() time.Time, cfg asyncevent.
 		p, err := c.Submit(ctx, q, cfg.EventID, fmt.Sprintf("user-%d", i))
 		require.NoError(t, err)
 		ids[i] = p.RequestID
-		// A tenth of a second apart: queue order is click order, and each request has a
-		// tenth of its own on the waitlist's counts, so its place there is exact.
-		time.Sleep(100 * time.Millisecond)
+		// A second apart: queue order is click order, and each request has a second
+		// of its own on the waitlist's counts, so its place there is exact.
+		time.Sleep(time.Second)
 	}
 	proc := asyncevent.NewProcessor(c, asyncevent.ProcessOptions{})
 	for {

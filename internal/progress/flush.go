@@ -16,15 +16,15 @@ type Flusher struct {
 	// they are dropped, since the write may have been applied with its answer lost,
 	// and an ADD sent again would count them twice.
 	Refused func(err error) bool
-	// Dropped is told of counts not written: of the line, older than Span (err nil),
-	// or whose write failed with err and was not Refused.
+	// Dropped is told of counts not written: of the line, older than Span (err
+	// nil), or whose write failed with err and was not Refused.
 	Dropped func(ctx context.Context, k Second, err error)
 }
 
 // Flush writes every count pending with f, and measures how late they landed
 // (Measured). gen is the arming of the timer that flushes (onDue's), zero for an
 // explicit flush. Counts of the line older than Span are dropped: no reader looks
-// there; those of the waitlist are written.
+// there; a waitlist's are written whatever their age.
 func (m *Meter) Flush(ctx context.Context, gen int64, f *Flusher) error {
 	if err := m.Lock(ctx); err != nil {
 		return err
@@ -46,11 +46,9 @@ func (m *Meter) Flush(ctx context.Context, gen int64, f *Flusher) error {
 	)
 	stale := time.UnixMilli(m.now()).Add(-Span).Unix()
 	for k, p := range batch { // at once: a late write makes every reader's rate too low
-		if k.Second < stale && p.line() {
+		if k.Second < stale && !k.Waitlist { // a waitlist lasts until its event ends
 			f.Dropped(ctx, k, nil)
-			if p = p.waitlist(); p == nil {
-				continue
-			}
+			continue
 		}
 		wg.Go(func() {
 			err := f.Write(ctx, k, p)

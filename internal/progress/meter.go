@@ -60,16 +60,22 @@ func (m *Meter) Reached(eventID string, at int64) {
 }
 
 // Waitlisted counts a request of eventID queued at (unix ms) that joined the event's
-// waitlist, or, joined false, that left it. Its counts are written whatever their
-// second's age: a waitlist lasts until its event ends.
+// waitlist, or, joined false, that left it, by the second of queuedAt on the key of
+// its minute.
 func (m *Meter) Waitlisted(eventID string, queuedAt int64, joined bool) {
-	m.count(eventID, queuedAt, false, func(p *Counts, slot int) {
-		if joined {
-			p.Joined[slot]++
-		} else {
-			p.Left[slot]++
-		}
-	})
+	if queuedAt <= 0 {
+		return
+	}
+	k := Second{EventID: eventID, Second: queuedAt / 60_000 * 60, Waitlist: true}
+	slot := queuedAt / 1000 % WaitSlots
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.pendingOf(k)
+	if joined {
+		p.Joined[slot]++
+	} else {
+		p.Left[slot]++
+	}
 }
 
 func (m *Meter) count(eventID string, at int64, arrival bool, add func(*Counts, int)) {
@@ -168,6 +174,8 @@ func (m *Meter) PutBack(k Second, p *Counts) {
 	for i := range Slots {
 		cur.Arrived[i] += p.Arrived[i]
 		cur.Reached[i] += p.Reached[i]
+	}
+	for i := range WaitSlots {
 		cur.Joined[i] += p.Joined[i]
 		cur.Left[i] += p.Left[i]
 	}

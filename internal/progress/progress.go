@@ -46,23 +46,19 @@ const Span = 15 * time.Minute
 const RefreshGap = 100 * time.Millisecond
 
 // Names are the attribute names of a progress item's counts: the arrivals and the
-// requests reached in each tenth of its second, the arrivals in each hundredth, and
-// the requests queued in each tenth that joined the waitlist and that left it.
+// requests reached in each tenth of its second, and the arrivals in each hundredth.
 type Names struct {
 	Arrived, Reached [Slots]string
 	Hundredths       [Slots * Parts]string
-	Joined, Left     [Slots]string
 }
 
 // NewNames returns the names that the prefixes make: arrived0 … arrived9, reached0 …
-// reached9, hundredth00 … hundredth99, joined0 … joined9 and left0 … left9.
-func NewNames(arrived, reached, hundredth, joined, left string) Names {
+// reached9, and hundredth00 … hundredth99.
+func NewNames(arrived, reached, hundredth string) Names {
 	var n Names
 	for i := range Slots {
 		n.Arrived[i] = arrived + strconv.Itoa(i)
 		n.Reached[i] = reached + strconv.Itoa(i)
-		n.Joined[i] = joined + strconv.Itoa(i)
-		n.Left[i] = left + strconv.Itoa(i)
 	}
 	for i := range n.Hundredths {
 		n.Hundredths[i] = fmt.Sprintf("%s%02d", hundredth, i)
@@ -70,32 +66,21 @@ func NewNames(arrived, reached, hundredth, joined, left string) Names {
 	return n
 }
 
-// Counts is what a node counted of one second of one event: for the line, by the
-// moment of each count; for the waitlist, the requests that joined it and that left
-// it, by the tenth of their queuedAt.
+// Counts is what a node counted of one second of one event, or, of a waitlist's
+// key, of one minute: the requests queued in each of its seconds that joined the
+// waitlist, and that left it.
 type Counts struct {
 	Arrived, Reached [Slots]int64
 	Hundredths       [Slots * Parts]int64 // the arrivals again, by hundredth
-	Joined, Left     [Slots]int64
+	Joined, Left     [WaitSlots]int64
 }
 
-// line reports whether c holds counts of the line.
-func (c *Counts) line() bool {
-	return c.Arrived != [Slots]int64{} || c.Reached != [Slots]int64{} || c.Hundredths != [Slots * Parts]int64{}
-}
-
-// waitlist returns c's counts of the waitlist alone, nil when it holds none.
-func (c *Counts) waitlist() *Counts {
-	if c.Joined == [Slots]int64{} && c.Left == [Slots]int64{} {
-		return nil
-	}
-	return &Counts{Joined: c.Joined, Left: c.Left}
-}
-
-// Second names one second (unix) of one event's counts.
+// Second names one second (unix) of one event's counts; with Waitlist, one minute
+// of its waitlist's counts, Second being the minute's first second.
 type Second struct {
-	EventID string
-	Second  int64
+	EventID  string
+	Second   int64
+	Waitlist bool
 }
 
 // Tenth is one tenth of a second of an event's progress as read: its arrivals, its

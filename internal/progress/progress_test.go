@@ -5,7 +5,7 @@ import "testing"
 // The names of a progress item's counts, and an item read back into tenths: each
 // slot's counts in its own tenth, and the partitions of an event summed.
 func TestItemsReadIntoTenths(t *testing.T) {
-	names := NewNames("a", "d", "h", "w", "l")
+	names := NewNames("a", "d", "h")
 	if names.Arrived[0] != "a0" || names.Reached[9] != "d9" || names.Hundredths[7] != "h07" || names.Hundredths[99] != "h99" {
 		t.Fatalf("names %v %v %v", names.Arrived, names.Reached, names.Hundredths)
 	}

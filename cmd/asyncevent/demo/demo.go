@@ -563,11 +563,11 @@ func (d *demo) spike(ctx context.Context, eventID string, users []string, distin
 	return sp, nil
 }
 
-// flushProgress writes the progress the ingest and the workers counted, now rather
-// than at their next Options.ProgressEvery, so that the statistics read next are
-// complete.
+// flushProgress writes the progress the ingest, the workers and the admin (its
+// releases and sweeps of the waitlist) counted, now rather than at their next
+// Options.ProgressEvery, so that the statistics read next are complete.
 func (d *demo) flushProgress(ctx context.Context) error {
-	return errors.Join(d.ingest.FlushProgress(ctx), d.workers.FlushProgress(ctx))
+	return errors.Join(d.ingest.FlushProgress(ctx), d.workers.FlushProgress(ctx), d.admin.FlushProgress(ctx))
 }
 
 // firstComeReport sums up the first-come spike from what it left and the event's
