@@ -125,6 +125,40 @@ func TestWaitlistPlace(t *testing.T) {
 		assert.Equal(t, []int64{-1, -1, 0, -1, 1}, waitlistPlaces(t, b.c, b.clock, ids), "counted once, not sent again")
 	})
 
+	// A poll's place reads one waitlist item per minute in which requests were
+	// waitlisted, in one Query (docs/design.md: about 5 RCU for an hour; here a quarter
+	// of an hour, counted by the units DynamoDB Local reports).
+	t.Run("the read's cost", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		b := setupHolds(t, holdSale{event: holdsOf("sale", 1, 1, 10*time.Minute, 0)})
+		var ids []string
+		for _, u := range clickers(16) {
+			ids = append(ids, b.submit(t, u)...)
+			b.clock.Advance(time.Minute)
+		}
+		b.drain(t)
+		require.NoError(t, b.c.FlushProgress(ctx))
+		counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+		reader := b.client(t, counter, asyncevent.Options{Clock: b.clock.Now})
+		_, err := reader.GetRequest(ctx, ids[1]) // the event's config, cached
+		require.NoError(t, err)
+		before := counter.Snapshot()
+		r, err := reader.GetRequest(ctx, ids[15])
+		require.NoError(t, err)
+		require.NotNil(t, r.Waitlist)
+		assert.EqualValues(t, 14, r.Waitlist.Ahead)
+		cost := counter.Snapshot().Sub(before)
+		assert.Equal(t, map[string]int{"GetItem": 1}, cost.Calls, "the copy read for the first poll serves the next")
+		reader = b.client(t, counter, asyncevent.Options{Clock: b.clock.Now})
+		before = counter.Snapshot()
+		_, err = reader.GetRequest(ctx, ids[15])
+		require.NoError(t, err)
+		cost = counter.Snapshot().Sub(before)
+		assert.Equal(t, 1, cost.Calls["Query"], "one Query of the waitlist items")
+		assert.LessOrEqual(t, cost.RCU, 3.0, "15 waitlist items, the request and the config: %v", cost)
+	})
+
 	t.Run("an event with holds needs an end", func(t *testing.T) {
 		t.Parallel()
 		b := setupHolds(t, holdSale{})
