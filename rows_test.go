@@ -637,7 +637,7 @@ func TestRowsBesideTheirItems(t *testing.T) {
 		"Request": "request.go", "Config": "event.go", "Capacity": "capacity.go", "Returns": "seat_pool.go",
 		"Draw": "lottery.go", "Hold": "hold.go", "HoldEvent": "hold.go", "Idempotency": "idempotency.go",
 		"Admission": "ranked.go", "Audit": "event_control.go", "EventEntry": "event_list.go", "Entries": "entries.go",
-		"Operation": "operation.go", "Progress": "progress.go", "StatusLog": "statuslog.go",
+		"Operation": "operation.go", "Progress": "progress.go", "StatusLog": "statuslog.go", "Waitlist": "waitlist_place.go",
 	}
 	fset := token.NewFileSet()
 	files, err := filepath.Glob("*.go")
