@@ -381,10 +381,10 @@
 //	first-come waitlisted          Rows.RejectSoldOut                     UpdateItem     REQ#<requestId> / META
 //	    if   (status = "QUEUED") OR (status = "RECEIVED")
 //	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", startedAt = :now,
-//	         waitlistBy = :waitlistBy
+//	         waitlistedBy = :waitlistedBy
 //	first-come waitlisted (lease)  Rows.MarkCapacityRejected              UpdateItem     REQ#<requestId> / META
 //	    if   (status = "PROCESSING") AND (leaseOwner = :leaseOwner)
-//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", waitlistBy = :waitlistBy
+//	    set  SET status = "WAITLISTED", uiResult = "WAITLISTED", waitlistedBy = :waitlistedBy
 //	hold confirmed                 Confirm                                UpdateItem     REQ#<requestId> / META
 //	    if   (status = "HELD") AND (holdExpiresAt > :now)
 //	    set  SET status = "SUCCEEDED", uiResult = "SUCCESS", resultCode = "SUCCESS",
@@ -396,7 +396,7 @@
 //	waitlist left                  Release                                UpdateItem     REQ#<requestId> / META
 //	    if   status = "WAITLISTED"
 //	    set  SET status = "REJECTED", uiResult = "REJECTED", resultCode = "REJECTED_RELEASED",
-//	         finishedAt = :now, waitlistBy = :waitlistBy
+//	         finishedAt = :now, leftBy = :leftBy
 //	hold expired                   SweepHolds                             UpdateItem     REQ#<requestId> / META
 //	    if   (status = "HELD")
 //	         AND ((holdExpiresAt = :holdExpiresAt) AND (holdExpiresAt <= :now))
@@ -615,8 +615,8 @@
 //	audit trail                    ListAudit                              Query          EVENT#<eventId>, begins_with(SK, "AUDIT#")
 //	operation applied before       AddCapacity, CancelRequest             GetItem        EVENT#<eventId> / OP#<action>#<idempotencyKey>
 //	due holds                      SweepHolds                             Query          EVENT#<eventId>#HOLDS#<shard>, SK < EXP#<now + 1 ms>, each shard
-//	returned seats                 SweepHolds, ServePrequeue,             GetItem        EVENT#<eventId>#RETURNS / RETURNS, strongly consistent
-//	    by   EventStats, ListEvents
+//	returned seats                 SweepHolds, ServePrequeue,             GetItem        EVENT#<eventId>#RETURNS / RETURNS, strongly consistent (GetRequest, the place of a pre-queue's waitlisted entry: eventually)
+//	    by   EventStats, ListEvents, GetRequest
 //	waitlist                       SweepHolds                             Query GSI2     EVENT#<eventId>, WAITLISTED in queue order, each shard merged
 //
 // The transactions the methods make, each one TransactWriteItems of these rows in this

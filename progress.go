@@ -78,8 +78,10 @@ func newProgressMeter(c *Client, every time.Duration) *progressMeter {
 	now := func() int64 { return int64(c.now()) }
 	m.meter = progress.NewMeter(every, now, func(gen int64) { _ = m.flushOf(context.Background(), gen) })
 	m.flusher = progress.Flusher{
-		Write:   m.write,
-		Refused: func(err error) bool { return errors.Is(throttled(err), ErrThrottled) },
+		Write: m.write,
+		Refused: func(err error) bool {
+			return errors.Is(throttled(err), ErrThrottled) || errors.Is(err, errCountsNotSent)
+		},
 		Dropped: func(ctx context.Context, k progress.Second, err error) {
 			if err == nil {
 				c.opts.Logger.WarnContext(ctx, "progress counts older than the span a reader holds are dropped (their process was frozen or stalled)", "eventId", k.EventID, "second", k.Second)
@@ -125,14 +127,22 @@ func (m *progressMeter) flushOf(ctx context.Context, gen int64) error {
 	return m.meter.Flush(ctx, gen, &m.flusher)
 }
 
+// errCountsNotSent is a flush's write that sent nothing (the event's config could
+// not be read, but for want of the event): its counts are put back for the next
+// flush.
+var errCountsNotSent = errors.New("the counts were not sent")
+
 // write adds one second's counts to the node's progress item of the event, or one
 // minute's to its waitlist item (writeWaitlist). Each is sent once, each attempt a
 // single send: an ADD whose answer was lost is dropped, never sent again (it may
 // have applied).
 func (m *progressMeter) write(ctx context.Context, k progress.Second, p *progress.Counts) error {
 	cfg, err := m.c.cachedEvent(ctx, k.EventID)
-	if err != nil {
-		return err
+	switch {
+	case errors.Is(err, ErrEventNotFound):
+		return err // no event to count for: dropped
+	case err != nil:
+		return fmt.Errorf("%w: %w", errCountsNotSent, err)
 	}
 	shard := m.meter.Partition(progress.Shards(cfg.IndexShards))
 	if k.Waitlist {

@@ -108,10 +108,12 @@ type storedRequest struct {
 	// (seat.go), so that none of them lands there later.
 	SeatEpoch int `dynamodbav:"seatEpoch,omitempty"`
 
-	// WaitlistBy names the call whose write last put the request on its waitlist or
-	// took it off, so that the call can tell its own write, applied with its answer
-	// lost, from another's, and count it for the waitlist's places.
-	WaitlistBy string `dynamodbav:"waitlistBy,omitempty"`
+	// WaitlistedBy names the call whose write put the request on its waitlist, and
+	// LeftBy the call (a Release) whose write took it off, so that a call can tell its
+	// own write, applied with its answer lost, from another's, and count it for the
+	// waitlist's places.
+	WaitlistedBy string `dynamodbav:"waitlistedBy,omitempty"`
+	LeftBy       string `dynamodbav:"leftBy,omitempty"`
 
 	// TTL is the expiry in epoch seconds (DynamoDB's TTL unit); 0 keeps the item.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
@@ -139,7 +141,8 @@ const (
 	attrSeatEpoch      = "seatEpoch"
 	attrHoldExpiresAt  = "holdExpiresAt"
 	attrServedAt       = "servedAt"
-	attrWaitlistBy     = "waitlistBy"
+	attrWaitlistedBy   = "waitlistedBy"
+	attrLeftBy         = "leftBy"
 	attrTTL            = "ttl" // every item's expiry; the table's TTL attribute
 )
 
@@ -183,7 +186,8 @@ const (
 	pErrorCode      param = "errorCode"
 	pErrorMessage   param = "errorMessage"
 	pRequestID      param = "requestId"
-	pWaitlistBy     param = "waitlistBy"
+	pWaitlistedBy   param = "waitlistedBy"
+	pLeftBy         param = "leftBy"
 )
 
 // leaseHeld: the request is held under the caller's lease (with status = PROCESSING).
@@ -314,12 +318,12 @@ var (
 	waitlistRow = row{
 		name: "first-come waitlisted", method: "Rows.RejectSoldOut", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusQueued}, {status: StatusReceived}}, to: StatusWaitlisted,
-		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow), setTo(attrWaitlistBy, pWaitlistBy)},
+		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrStartedAt, pNow), setTo(attrWaitlistedBy, pWaitlistedBy)},
 	}
 	waitlistLeasedRow = row{
 		name: "first-come waitlisted (lease)", method: "Rows.MarkCapacityRejected", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusProcessing}}, guard: leaseHeld, to: StatusWaitlisted,
-		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrWaitlistBy, pWaitlistBy)},
+		sets: []set{setTo(attrUIResult, UIWaitlisted), setTo(attrWaitlistedBy, pWaitlistedBy)},
 	}
 	confirmRow = row{
 		name: "hold confirmed", method: "Confirm", item: entity.Request, op: opUpdate,
@@ -334,7 +338,7 @@ var (
 	waitlistLeftRow = row{
 		name: "waitlist left", method: "Release", item: entity.Request, op: opUpdate,
 		from: []leave{{status: StatusWaitlisted}}, to: StatusRejected,
-		sets: append(finalSets(UIRejected, ResultReleased), setTo(attrWaitlistBy, pWaitlistBy)),
+		sets: append(finalSets(UIRejected, ResultReleased), setTo(attrLeftBy, pLeftBy)),
 	}
 	expireRow = row{
 		name: "hold expired", method: "SweepHolds", item: entity.Request, op: opUpdate,

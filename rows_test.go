@@ -67,7 +67,7 @@ var readRows = []docRow{
 	{name: "audit trail", method: "ListAudit", operation: "Query", key: `EVENT#<eventId>, begins_with(SK, "AUDIT#")`, read: "Query table EVENT"},
 	{name: "operation applied before", method: "AddCapacity, CancelRequest", operation: "GetItem", key: "EVENT#<eventId> / OP#<action>#<idempotencyKey>", read: "GetItem OPERATION"},
 	{name: "due holds", method: "SweepHolds", operation: "Query", key: "EVENT#<eventId>#HOLDS#<shard>, SK < EXP#<now + 1 ms>, each shard", read: "Query table EVENT#HOLDS"},
-	{name: "returned seats", method: "SweepHolds, ServePrequeue, EventStats, ListEvents", operation: "GetItem", key: "EVENT#<eventId>#RETURNS / RETURNS, strongly consistent", read: "GetItem RETURNS"},
+	{name: "returned seats", method: "SweepHolds, ServePrequeue, EventStats, ListEvents, GetRequest", operation: "GetItem", key: "EVENT#<eventId>#RETURNS / RETURNS, strongly consistent (GetRequest, the place of a pre-queue's waitlisted entry: eventually)", read: "GetItem RETURNS"},
 	{name: "waitlist", method: "SweepHolds", operation: "Query GSI2", key: "EVENT#<eventId>, WAITLISTED in queue order, each shard merged", read: "Query GSI2 EVENT"},
 }
 

@@ -472,5 +472,10 @@ func (s *holdSweeper) Close(ctx context.Context, r holdsweep.Request) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("close the waitlist of %s: %w", s.cfg.EventID, err)
 	}
+	if t.Applied {
+		// Counted too: a worker whose copy of the config is older than the close may
+		// still waitlist a loser, whose place the closed are not ahead of.
+		s.c.countWaitlist(ctx, s.cfg.EventID, EpochMillis(r.QueuedAt), false)
+	}
 	return t.Applied, nil
 }

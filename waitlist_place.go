@@ -29,9 +29,10 @@ type WaitlistPlace struct {
 	// counted from the nodes' counts as of AsOf, which land at each node's next
 	// flush (Options.ProgressEvery). It is exact by the second of queuedAt: of the
 	// requests queued in its own second it takes the share its moment in the second
-	// gives. An entry of a pre-queue is placed by its drawn place, every entry drawn
-	// after it taken as waiting too (one that left the waitlist makes Ahead one less
-	// than it is).
+	// gives. An entry of a pre-queue is placed by its drawn place: the entries drawn
+	// before it, less the seats the serve gave them and those the waitlist was
+	// served since (an entry before it that was released or failed makes Ahead one
+	// more than it is), within what the counts allow.
 	Ahead int64
 	// EndsAt is when the waitlist ends: the event's end (EventSettings.EndsAt, or
 	// the moment CloseEvent closed it). The hold sweep then ends every request
@@ -87,9 +88,11 @@ func (m *progressMeter) writeWaitlist(ctx context.Context, cfg *eventItem, shard
 	return nil
 }
 
-// waitlistCounts is an event's waitlist as a client read it.
+// waitlistCounts is an event's waitlist as a client read it: its counts and, of a
+// pre-queue's event, the seats the waitlist was served (its Returns item's served).
 type waitlistCounts struct {
 	on     progress.Waitlist
+	served int64
 	readAt time.Time
 }
 
@@ -129,16 +132,30 @@ func (c *Client) placeOnWaitlist(ctx context.Context, r *Request) {
 			// every entry, and taken as behind every late one too.
 			place.Ahead = max(entries-1, 0)
 		default:
-			// The waitlisted entries, less those drawn after it (taken as waiting too).
-			place.Ahead = min(max(entries-1-(n-p), 0), p-1)
+			place.Ahead = entryAhead(p, n, entries, cfg.CapacityTotal, w.served)
 		}
 	}
 	r.Waitlist = place
 }
 
+// entryAhead is how many wait before the entry drawn p-th of n on its pre-queue's
+// waitlist, of entries waitlisted now (itself too), when the serve gave seats seats
+// in the drawn order and the waitlist was served served seats since (the entries
+// first, in the drawn order): those drawn before it less the seats given to them,
+// which a release or a failure before it makes one too many; never more than the
+// other entries waitlisted, nor fewer than them less every entry drawn after it
+// (all taken as waiting, which during the serve they are not yet).
+func entryAhead(p, n, entries, seats, served int64) int64 {
+	ahead := p - 1 - min(seats, p-1) - served
+	most := max(entries-1, 0)
+	least := min(max(entries-1-(n-p), 0), most)
+	return min(max(ahead, least), most)
+}
+
 // readWaitlist reads an event's waitlist counts: a Query of each of its progress
-// partitions for its waitlist items (SK between W#0000000000 and W#9999999999), all
-// pages.
+// partitions for its waitlist items (SK between W#0000000000 and W#9999999960), all
+// pages; and of a pre-queue's event, its Returns item (GetItem PK
+// EVENT#<eventId>#RETURNS, SK RETURNS, eventually consistent).
 func (c *Client) readWaitlist(ctx context.Context, cfg *eventItem) (*waitlistCounts, error) {
 	w := &waitlistCounts{on: progress.Waitlist{}, readAt: c.opts.Clock()}
 	first, last := WaitlistKey{}.Key().SK, WaitlistKey{second: maxSeconds / 60 * 60}.Key().SK
@@ -167,6 +184,17 @@ func (c *Client) readWaitlist(ctx context.Context, cfg *eventItem) (*waitlistCou
 			}
 		}
 	}
+	if cfg.prequeueUntil() != 0 {
+		key, err := NewReturnsKey(cfg.EventID)
+		if err != nil {
+			return nil, err
+		}
+		var r seatReturns
+		if _, err := c.getItem(ctx, key.Key(), false, &r); err != nil {
+			return nil, fmt.Errorf("read the waitlist of %s: %w", cfg.EventID, err)
+		}
+		w.served = r.Served
+	}
 	return w, nil
 }
 
@@ -184,20 +212,21 @@ func (e *EventSettings) waitlistAt(queuedAt EpochMillis) EpochMillis {
 
 // joinWaitlist applies w, a row that makes the request WAITLISTED, and counts it for
 // the waitlist's places: when its write applied, or when its condition failed on a
-// request its own write made WAITLISTED (the call's waitlistBy), which a write whose
-// answer was lost and that the SDK sent again finds. Its answer carries the request
+// request its own write made WAITLISTED (the call's waitlistedBy, whatever happened
+// to it since: served, released), which a write whose answer was lost and that the
+// SDK sent again finds. Its answer carries the request
 // (ALL_NEW, no extra call); with the status log, a transaction answers nothing, and
 // the request is read back, eventually consistent (its queuedAt came with its put
 // and never changes).
 func (c *Client) joinWaitlist(ctx context.Context, what string, ref RequestRef, w write, tx txOptions) (Transition, error) {
 	by := randomHex(8)
-	w.args[pWaitlistBy] = by
+	w.args[pWaitlistedBy] = by
 	tx.written = true
 	t, err := c.applyTo(ctx, what, ref.RequestID, w, tx)
 	if err != nil {
 		return t, err
 	}
-	mine := t.Applied || t.current != nil && t.current.Status == StatusWaitlisted && t.current.WaitlistBy == by
+	mine := t.Applied || t.current != nil && t.current.WaitlistedBy == by
 	if !mine {
 		return t, nil
 	}
@@ -214,14 +243,14 @@ func (c *Client) joinWaitlist(ctx context.Context, what string, ref RequestRef, 
 
 // leaveWaitlist takes req, WAITLISTED, off the waitlist for its user (the "waitlist
 // left" row) and counts it. A condition that failed on a request its own write took
-// off (waitlistBy), that write applied with its answer lost, is the write's: applied.
+// off (leftBy), that write applied with its answer lost, is the write's: applied.
 func (c *Client) leaveWaitlist(ctx context.Context, key RequestKey, req *Request) (Transition, error) {
 	by := randomHex(8)
-	t, err := c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now(), pWaitlistBy: by}, note: "left the waitlist"}, txOptions{written: true})
+	t, err := c.apply(ctx, key, write{row: &waitlistLeftRow, args: args{pNow: c.now(), pLeftBy: by}, note: "left the waitlist"}, txOptions{written: true})
 	if err != nil {
 		return t, err
 	}
-	if !t.Applied && t.current != nil && t.current.WaitlistBy == by && t.current.ResultCode == ResultReleased {
+	if !t.Applied && t.current != nil && t.current.LeftBy == by {
 		t.Applied = true // the request as found is as this call's write left it
 	}
 	if t.Applied {

@@ -25,3 +25,24 @@ func TestWaitlistAt(t *testing.T) {
 		t.Errorf("an event without a pre-queue: %d", got)
 	}
 }
+
+// An entry's place on its pre-queue's waitlist: by its drawn place, less the seats
+// the serve gave and the waitlist was served, kept within what the counts allow.
+func TestEntryAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name                               string
+		p, n, entries, seats, served, want int64
+	}{
+		{"after the serve: 10 entries, 3 seats, the 5th", 5, 10, 7, 3, 0, 1},
+		{"during the serve: those after it not yet waitlisted", 5, 10, 2, 3, 0, 1},
+		{"a seat given back served the 4th", 5, 10, 6, 3, 1, 0},
+		{"one before it released: one too many", 6, 10, 5, 3, 0, 2},
+		{"every other entry taken: the counts cap it", 9, 10, 2, 3, 0, 1},
+		{"the first waitlisted", 4, 10, 7, 3, 0, 0},
+		{"counts lost: never below zero", 9, 10, 0, 3, 0, 0},
+	} {
+		if got := entryAhead(tc.p, tc.n, tc.entries, tc.seats, tc.served); got != tc.want {
+			t.Errorf("%s: entryAhead = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package asyncevent_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,10 +82,16 @@ func TestWaitlistPlace(t *testing.T) {
 			require.Equal(t, 1, rep.Served)
 			assert.Equal(t, []int64{-1, -1, -1, 0, 1}, waitlistPlaces(t, b.c, b.clock, ids))
 
-			// The event ends: the sweep closes the waitlist, and no place is left.
+			// The event ends: the sweep closes the waitlist, a pass of one write at a
+			// time; one still waiting meanwhile has the closed no longer ahead.
 			b.clock.Advance(ends.Sub(b.clock.Now()) + time.Second)
+			for closed := 0; closed == 0; { // past the served one's hold, which ran out too
+				rep = b.sweep(t, b.c, asyncevent.HoldSweepOptions{MaxWrites: 1})
+				closed = rep.Closed
+			}
+			assert.Equal(t, []int64{-1, -1, -1, -1, 0}, waitlistPlaces(t, b.c, b.clock, ids))
 			rep = b.sweep(t, b.c, asyncevent.HoldSweepOptions{})
-			require.Equal(t, 2, rep.Closed)
+			require.Equal(t, 1, rep.Closed)
 			for _, id := range ids[3:] {
 				r := b.request(t, id)
 				assert.Equal(t, asyncevent.ResultRejectedCapacity, r.ResultCode, "closed with the event")
@@ -123,6 +130,31 @@ func TestWaitlistPlace(t *testing.T) {
 		require.NoError(t, err)
 		assert.Error(t, other.FlushProgress(ctx), "the answer was lost")
 		assert.Equal(t, []int64{-1, -1, 0, -1, 1}, waitlistPlaces(t, b.c, b.clock, ids), "counted once, not sent again")
+	})
+
+	// A resend of the waitlisting write that lands after the request left the
+	// waitlist (released by its user meanwhile) still counts the join, once.
+	t.Run("a resend after a release", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		resend := &resentOnce{DynamoDB: asynceventtest.DynamoDB(t), sets: map[string]bool{"WAITLISTED": true}}
+		b := setupHolds(t, holdSale{event: holdsOf("sale", 1, 1, 10*time.Minute, 0), db: resend})
+		var ids []string
+		for _, u := range clickers(4) {
+			ids = append(ids, b.submit(t, u)...)
+			b.clock.Advance(time.Second)
+		}
+		releaser := b.client(t, asynceventtest.DynamoDB(t), asyncevent.Options{Clock: b.clock.Now})
+		resend.between = func(requestID string) {
+			if requestID == ids[1] {
+				_, err := releaser.Release(ctx, requestID)
+				assert.NoError(t, err)
+			}
+		}
+		b.drain(t)
+		require.NoError(t, releaser.FlushProgress(ctx))
+		assert.Equal(t, asyncevent.ResultReleased, b.request(t, ids[1]).ResultCode)
+		assert.Equal(t, []int64{-1, -1, 0, 1}, waitlistPlaces(t, b.c, b.clock, ids))
 	})
 
 	// A poll's place reads one waitlist item per minute in which requests were
@@ -176,6 +208,8 @@ type resentOnce struct {
 	asyncevent.DynamoDB
 	sets   map[string]bool
 	resent atomic.Int64
+	// between, if set, runs between the two sends, with the request's ID.
+	between func(requestID string)
 }
 
 func (r *resentOnce) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
@@ -185,6 +219,9 @@ func (r *resentOnce) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 				return nil, err
 			}
 			r.resent.Add(1)
+			if pk, ok := in.Key["PK"].(*types.AttributeValueMemberS); ok && r.between != nil {
+				r.between(strings.TrimPrefix(pk.Value, "REQ#"))
+			}
 			break
 		}
 	}
