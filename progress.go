@@ -52,12 +52,13 @@ var (
 var progressRow = row{
 	name: "progress counted", method: "FlushProgress", item: entity.Progress, op: opUpdate,
 	sets: []set{setIfMissing(attrEntityType, entity.Progress), setIfMissing(attrEventID, pEventID), setIfMissing(attrTTL, pProgressTTL)},
-	adds: progressAdds(),
+	adds: countAdds(progressAttrs.Arrived[:], progressAttrs.Reached[:], progressAttrs.Hundredths[:]),
 }
 
-func progressAdds() []set {
+// countAdds is ADD n :n for each count attribute n of the lists.
+func countAdds(lists ...[]string) []set {
 	var adds []set
-	for _, names := range [][]string{progressAttrs.Arrived[:], progressAttrs.Reached[:], progressAttrs.Hundredths[:]} {
+	for _, names := range lists {
 		for _, n := range names {
 			adds = append(adds, addTo(n, param(n)))
 		}

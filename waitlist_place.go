@@ -57,17 +57,7 @@ var (
 var waitlistCountedRow = row{
 	name: "waitlist counted", method: "FlushProgress", item: entity.Waitlist, op: opUpdate,
 	sets: []set{setIfMissing(attrEntityType, entity.Waitlist), setIfMissing(attrEventID, pEventID), setTo(attrTTL, pWaitlistTTL)},
-	adds: waitlistAdds(),
-}
-
-func waitlistAdds() []set {
-	var adds []set
-	for _, names := range [][]string{waitlistAttrs.Joined[:], waitlistAttrs.Left[:]} {
-		for _, n := range names {
-			adds = append(adds, addTo(n, param(n)))
-		}
-	}
-	return adds
+	adds: countAdds(waitlistAttrs.Joined[:], waitlistAttrs.Left[:]),
 }
 
 // writeWaitlist adds one minute's waitlist counts to the node's waitlist item of the
