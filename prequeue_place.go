@@ -21,6 +21,18 @@ func (c *Client) prequeueOrder(ctx context.Context, cfg *eventItem) (*progress.P
 		Now: c.opts.Clock(), TTL: c.opts.ProgressCacheTTL})
 }
 
+// placeDecidedEntry sets the Prequeue of r, a decided first-come request (not RECEIVED
+// or QUEUED: placeInLine places those), when it is an entry of its event's pre-queue:
+// the place its result came from. A failed read leaves it unset.
+func (c *Client) placeDecidedEntry(ctx context.Context, r *Request) {
+	if r.EventType != FirstCome || r.Status == StatusReceived || r.Status == StatusQueued || r.QueuedAt == 0 {
+		return
+	}
+	if cfg, err := c.cachedEvent(ctx, r.EventID); err == nil && cfg.isPrequeueEntry(r.QueuedAt) {
+		c.placeInPrequeue(ctx, cfg, r)
+	}
+}
+
 // placeInPrequeue sets r's Prequeue: frozen or not, and once frozen its place in the
 // drawn order (prequeueOrder). A failed read leaves it unset: the request is still
 // the answer.

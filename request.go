@@ -62,9 +62,10 @@ type Request struct {
 	// or QUEUED), is its estimated place in line and wait; not stored.
 	Queue *QueueEstimate `dynamodbav:"-"`
 
-	// Prequeue, set by GetRequest on an entry of a first-come event's pre-queue that
-	// is still waiting (RECEIVED or QUEUED), says where it stands in the drawn order;
-	// Queue is then unset (the order is drawn, not queued). Not stored.
+	// Prequeue, set by GetRequest on an entry of a first-come event's pre-queue, says
+	// where it stands in the drawn order: while it waits (RECEIVED or QUEUED; Queue
+	// is then unset, the order is drawn, not queued), and once decided, the place
+	// its result came from. Not stored.
 	Prequeue *PrequeuePlace `dynamodbav:"-"`
 
 	// Waitlist, set by GetRequest on a WAITLISTED request (unless the client counts
@@ -403,7 +404,8 @@ var (
 // status a moment late). A FIRST_COME request that waits in line (RECEIVED or
 // QUEUED) also gets its place in line, Request.Queue, from the event's progress (the
 // "event progress" row), unless the client counts none (Options.ProgressEvery < 0);
-// a failed read of the progress leaves Queue nil. A WAITLISTED request gets its
+// a failed read of the progress leaves Queue nil. An entry of a pre-queue gets its
+// place in the drawn order, Request.Prequeue, waiting or decided. A WAITLISTED request gets its
 // place on the waitlist, Request.Waitlist, from the same items (every item of the
 // event, read at most every 5 × Options.ProgressCacheTTL), likewise. An unknown request is ErrNotFound;
 // who may see which request is the caller's decision.
@@ -415,6 +417,7 @@ func (c *Client) GetRequest(ctx context.Context, requestID string) (*Request, er
 	v := r.view()
 	c.placeInLine(ctx, v)
 	c.placeOnWaitlist(ctx, v)
+	c.placeDecidedEntry(ctx, v)
 	return v, nil
 }
 

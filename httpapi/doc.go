@@ -11,13 +11,18 @@
 //	if err := srv.MountAdminUI(httpapi.AdminUIOptions{}); err != nil { // optional
 //		...
 //	}
+//	if err := srv.MountRequestPage(httpapi.RequestPageOptions{ConfirmURL: "/pay/{requestId}"}); err != nil { // optional
+//		...
+//	}
 //	mux.Handle("/", srv.Handler())
 //
 // # Routes
 //
 //	GET  /healthz                                 Public
 //	POST /events/{eventId}/participations         a user: 202 (new) or 200 (duplicate), the requestId
-//	GET  /requests/{requestId}                    the caller's own request (another's is 404), its place in line while it waits
+//	GET  /requests/{requestId}                    the caller's own request (another's is 404), its place in line while it waits; Retry-After: when to poll again
+//	GET  /requests/{requestId}/page               MountRequestPage: the page the request's user sees of it (HTML, English or Korean)
+//	POST /requests/{requestId}/page/release       MountRequestPage: the page's Release button (its form token, same origin)
 //	GET  /me/participations                       the caller's requests, newest first, cursor paging
 //	POST /requests/{requestId}/confirm            admin (the paying service): a HELD request paid for, SUCCEEDED
 //	POST /requests/{requestId}/release            the request's user or an admin: a HELD or WAITLISTED request given up

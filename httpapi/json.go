@@ -485,8 +485,9 @@ type RequestView struct {
 	// is its estimated place in line; absent once a worker reached it, and in the
 	// listings.
 	Queue *PlaceView `json:"queue,omitempty"`
-	// Prequeue, of an entry of a pre-queue still waiting: whether its order is drawn
-	// yet, and then its place in it (asyncevent.PrequeuePlace).
+	// Prequeue, of an entry of a pre-queue read one at a time: whether its order is
+	// drawn yet, and then its place in it, whatever its result since
+	// (asyncevent.PrequeuePlace).
 	Prequeue *PrequeuePlaceView `json:"prequeue,omitempty"`
 	// Waitlist, of a WAITLISTED request read one at a time: its place on the
 	// event's waitlist and when the waitlist ends (asyncevent.WaitlistPlace).

@@ -143,7 +143,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.route("GET /healthz", Public, s.healthz)
 
 	s.route("POST /events/{eventId}/participations", UserOnly, s.participate)
-	s.route("GET /requests/{requestId}", UserOnly, byID("requestId", s.getOwnRequest))
+	s.route("GET /requests/{requestId}", UserOnly, s.pollOwnRequest)
 	s.route("GET /me/participations", UserOnly, answer(s.listOwnRequests))
 	s.route("POST /requests/{requestId}/confirm", AdminOnly, byID("requestId", s.confirm))
 	s.route("POST /requests/{requestId}/release", UserOnly, byID("requestId", s.release))
@@ -428,17 +428,27 @@ func (s *Server) readRequest(ctx context.Context, requestID string) (*asyncevent
 	return req, err
 }
 
-// getOwnRequest is GET /requests/{requestId}: the caller's own request; another
-// user's is 404, exactly as a missing one.
-func (s *Server) getOwnRequest(r *http.Request, requestID string, p Principal) (RequestView, error) {
+// pollOwnRequest is GET /requests/{requestId}: the caller's own request; another
+// user's is 404, exactly as a missing one. Retry-After says when to poll it again
+// (pollEvery), absent once it is final; the request page refreshes at the same pace.
+func (s *Server) pollOwnRequest(w http.ResponseWriter, r *http.Request, p Principal) error {
+	requestID, err := pathID(r, "requestId")
+	if err != nil {
+		return err
+	}
 	req, err := s.readRequest(r.Context(), requestID)
 	switch {
 	case err != nil:
-		return RequestView{}, err
+		return err
 	case req.UserID != p.UserID:
-		return RequestView{}, requestNotFound(requestID)
+		return requestNotFound(requestID)
 	}
-	return newRequestView(req, false, s.now()), nil
+	now := s.now()
+	if after := pollEvery(req, now); after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(after/time.Second)))
+	}
+	writeJSON(w, http.StatusOK, newRequestView(req, false, now))
+	return nil
 }
 
 // listOwnRequests is GET /me/participations?limit=&cursor=: the caller's requests,

@@ -1,0 +1,268 @@
+package httpapi
+
+// The page a waiting user sees of their own request: server-rendered at
+// GET /requests/{requestId}/page, refreshing itself at the pace the API asks of a
+// poll (pollEvery), in English or Korean by the browser's Accept-Language, with a
+// Release form protected against cross-site requests. It reads what GET
+// /requests/{requestId} reads (the request, its place), and a finished draw's record
+// for its verification. The states and their words are in page_view.go and
+// page_text.go.
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asyncevent/asyncevent"
+)
+
+// RequestPageOptions configures the page of a user's own request. The zero value is
+// valid when the server's Authenticator is a JWTAuthenticator.
+type RequestPageOptions struct {
+	// Secret signs the Release form's token: at least MinSecretBytes bytes, kept
+	// secret. Default: derived from the secret of the server's Authenticator when it
+	// is a JWTAuthenticator; required otherwise.
+	Secret []byte
+
+	// ConfirmURL is the service's page where the user pays for a held seat, its
+	// "{requestId}" replaced by the request's ID (escaped). Empty: the page shows
+	// no payment link.
+	ConfirmURL string
+
+	// StyleURL is a stylesheet of the service's own origin (a path, such as
+	// "/static/brand.css") that the page loads after its own, to brand it: its
+	// colours, fonts and layout. Empty: none.
+	StyleURL string
+
+	// Texts replaces the page's words, by language ("en", "ko") and then by the key
+	// of each text (PageTextKeys lists them; docs/http.md shows where each
+	// appears). A key the service does not give keeps the page's own.
+	Texts map[string]map[string]string
+
+	// Location is the time zone the page shows its times in. Default: UTC.
+	Location *time.Location
+}
+
+// pagePath is the path of a request's page, after /requests/{requestId}.
+const pagePath = "/page"
+
+// requestPage serves the pages.
+type requestPage struct {
+	srv     *Server
+	key     []byte // the Release form tokens' key
+	confirm string
+	style   string
+	texts   map[string]map[string]string
+	loc     *time.Location
+	tmpl    *template.Template
+}
+
+// MountRequestPage adds the page a user sees of their own request:
+// GET /requests/{requestId}/page, and POST /requests/{requestId}/page/release, its
+// Release button. They authenticate with the server's Authenticator as the API's
+// user routes do (a service whose users sign in with a cookie gives the server an
+// Authenticator that reads it), and answer with a page, never a problem document: a
+// missing or expired identity is 401, a request that is not the caller's, or
+// unknown, 404, a malformed ID 400, each a plain page that tells nothing more.
+func (s *Server) MountRequestPage(opts RequestPageOptions) error {
+	secret := opts.Secret
+	if secret == nil {
+		if j, ok := s.auth.(*JWTAuthenticator); ok {
+			secret = j.secret
+		}
+	}
+	if len(secret) < MinSecretBytes {
+		return fmt.Errorf("%w: RequestPageOptions.Secret needs at least %d bytes (or a JWTAuthenticator to derive it from)", asyncevent.ErrInvalidOptions, MinSecretBytes)
+	}
+	if opts.StyleURL != "" && !sameOriginPath(opts.StyleURL) {
+		return fmt.Errorf("%w: RequestPageOptions.StyleURL %q is not a path of the service's own origin", asyncevent.ErrInvalidOptions, opts.StyleURL)
+	}
+	for lang, texts := range opts.Texts {
+		if _, ok := pageTexts[lang]; !ok {
+			return fmt.Errorf("%w: RequestPageOptions.Texts: language %q, want en or ko", asyncevent.ErrInvalidOptions, lang)
+		}
+		for key := range texts {
+			if _, ok := pageTexts["en"][key]; !ok {
+				return fmt.Errorf("%w: RequestPageOptions.Texts[%q]: no text %q (PageTextKeys)", asyncevent.ErrInvalidOptions, lang, key)
+			}
+		}
+	}
+	loc := opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	tmpl, err := template.New("page.html").Funcs(template.FuncMap{
+		"fill": func(text, name string, value any) string { return fill(text, name, fmt.Sprint(value)) },
+	}).ParseFS(uiFiles, "ui/templates/page.html")
+	if err != nil {
+		return err
+	}
+	p := &requestPage{srv: s, key: deriveKey(secret, "asyncevent request-page release v1"), confirm: opts.ConfirmURL,
+		style: opts.StyleURL, texts: opts.Texts, loc: loc, tmpl: tmpl}
+	s.mux.HandleFunc("GET /requests/{requestId}"+pagePath, p.serve(p.show))
+	s.mux.HandleFunc("POST /requests/{requestId}"+pagePath+"/release", p.serve(p.release))
+	return nil
+}
+
+// sameOriginPath reports whether u is a path on the page's own origin.
+func sameOriginPath(u string) bool {
+	parsed, err := url.Parse(u)
+	return err == nil && parsed.Scheme == "" && parsed.Host == "" && strings.HasPrefix(u, "/") && !strings.HasPrefix(u, "//")
+}
+
+// pageFunc answers a page's request for the caller p, of the request ID in its path.
+type pageFunc func(w http.ResponseWriter, r *http.Request, lang string, p Principal, req *asyncevent.Request) error
+
+// serve authenticates the caller, reads their request and hands it to f; a caller
+// without a valid identity, a malformed ID, a request that is not theirs (or none)
+// and a failure get a plain page of their own.
+func (p *requestPage) serve(f pageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		lang := pageLanguage(r.Header.Get("Accept-Language"))
+		id := r.PathValue("requestId")
+		if asyncevent.ValidateID("requestId", id) != nil {
+			p.plain(w, r, lang, http.StatusBadRequest, "badLink")
+			return
+		}
+		who, err := p.srv.authenticate(r, UserOnly)
+		if err != nil {
+			p.plain(w, r, lang, http.StatusUnauthorized, "signIn")
+			return
+		}
+		req, err := p.srv.client.GetRequest(r.Context(), id)
+		switch {
+		case errors.Is(err, asyncevent.ErrNotFound) || err == nil && req.UserID != who.UserID:
+			p.plain(w, r, lang, http.StatusNotFound, "notFound")
+			return
+		case err != nil:
+			p.srv.logger.ErrorContext(r.Context(), "request page: the request could not be read", slog.String("requestId", id), slog.Any("error", err))
+			p.plain(w, r, lang, http.StatusServiceUnavailable, "unavailable")
+			return
+		}
+		if err := f(w, r, lang, who, req); err != nil {
+			p.srv.logger.ErrorContext(r.Context(), "request page", slog.String("requestId", id), slog.Any("error", err))
+			p.plain(w, r, lang, http.StatusServiceUnavailable, "unavailable")
+		}
+	}
+}
+
+// show is GET /requests/{requestId}/page: the request's state in words, refreshing
+// itself at its poll interval (none once it is final).
+func (p *requestPage) show(w http.ResponseWriter, r *http.Request, lang string, who Principal, req *asyncevent.Request) error {
+	now := p.srv.now()
+	v := p.view(lang, req, now)
+	if req.Prequeue != nil && req.Prequeue.Frozen && req.Prequeue.Place > 0 || req.EventType == asyncevent.Lottery && req.UIPhase == asyncevent.PhaseAnnounced {
+		if d, err := p.srv.client.GetDraw(r.Context(), req.EventID); err == nil {
+			v.Verify = verifyOf(d, req.RequestID)
+		}
+	}
+	if v.Release != nil {
+		v.Release.Token = p.token(who.UserID, req.RequestID)
+	}
+	if after := pollEvery(req, now); after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(after/time.Second)))
+		v.Refresh = int(after / time.Second)
+	}
+	return p.render(w, http.StatusOK, v)
+}
+
+// release is POST /requests/{requestId}/page/release: the Release button of a HELD
+// or WAITLISTED request, with the form's token (bound to the caller and the
+// request) and, when the browser tells it, from the page's own origin; then back to
+// the page (303).
+func (p *requestPage) release(w http.ResponseWriter, r *http.Request, lang string, who Principal, req *asyncevent.Request) error {
+	if !sameOrigin(r) || !hmac.Equal([]byte(r.PostFormValue(releaseField)), []byte(p.token(who.UserID, req.RequestID))) {
+		p.plain(w, r, lang, http.StatusForbidden, "forbidden")
+		return nil
+	}
+	if _, err := p.srv.client.Release(r.Context(), req.RequestID); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/requests/"+url.PathEscape(req.RequestID)+pagePath, http.StatusSeeOther)
+	return nil
+}
+
+// releaseField is the Release form's token field.
+const releaseField = "token"
+
+// token is the Release form's token of user's request: it proves the form came from
+// a page this server rendered for them.
+func (p *requestPage) token(userID, requestID string) string {
+	return base64.RawURLEncoding.EncodeToString(mac(p.key, userID+"\x00"+requestID))
+}
+
+// sameOrigin reports whether a form post came from the page's own origin, as far as
+// the browser says: Sec-Fetch-Site, else Origin against the Host; a client that
+// sends neither passes (the form's token still binds it).
+func sameOrigin(r *http.Request) bool {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "same-origin", "none":
+		return true
+	case "":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+// plain answers a page of one message (text key), with status.
+func (p *requestPage) plain(w http.ResponseWriter, r *http.Request, lang string, status int, key string) {
+	v := &pageView{Lang: lang, T: p.textsOf(lang), Style: p.style, State: "plain"}
+	v.Heading = v.T[key+".title"]
+	v.Lines = []string{v.T[key+".body"]}
+	if err := p.render(w, status, v); err != nil {
+		p.srv.logger.ErrorContext(r.Context(), "request page: a plain page failed", slog.Any("error", err))
+	}
+}
+
+// render writes v with status and the page's headers: nothing but its own inline
+// style (by nonce) and the service's stylesheet, no script, no framing, no cache.
+func (p *requestPage) render(w http.ResponseWriter, status int, v *pageView) error {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	v.Nonce = base64.StdEncoding.EncodeToString(nonce)
+	var buf bytes.Buffer
+	if err := p.tmpl.Execute(&buf, v); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self' 'nonce-"+v.Nonce+"'; img-src 'self'; "+
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Language", v.Lang)
+	h.Set("Vary", "Accept-Language")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// textsOf returns the page's words in lang, the service's own over them.
+func (p *requestPage) textsOf(lang string) map[string]string {
+	t := make(map[string]string, len(pageTexts[lang]))
+	for k, v := range pageTexts[lang] {
+		t[k] = v
+	}
+	for k, v := range p.texts[lang] {
+		t[k] = v
+	}
+	return t
+}

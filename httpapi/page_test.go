@@ -1,0 +1,319 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/draw"
+)
+
+// pageClient is a browser of the request page: it sends the headers asked for and
+// never follows a redirect.
+type pageClient struct {
+	t    *testing.T
+	base string
+}
+
+func (e *env) pages(t *testing.T) *pageClient {
+	t.Helper()
+	require.NoError(t, e.srv.MountRequestPage(RequestPageOptions{ConfirmURL: "/pay/{requestId}"}))
+	return &pageClient{t: t, base: e.ts.URL}
+}
+
+// get fetches path with tok (none if empty) and headers as name, value pairs.
+func (c *pageClient) get(path, tok string, headers ...string) response {
+	return c.send("GET", path, tok, nil, headers...)
+}
+
+func (c *pageClient) send(method, path, tok string, form url.Values, headers ...string) response {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, c.base+path, body)
+	require.NoError(c.t, err)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// formToken is the Release form's token on a page.
+func formToken(t *testing.T, page response) string {
+	t.Helper()
+	m := regexp.MustCompile(`name="token" value="([^"]+)"`).FindSubmatch(page.body)
+	require.NotNil(t, m, "no Release form: %s", page.body)
+	return string(m[1])
+}
+
+// The page a user sees of their own request, in each state, in English and Korean,
+// without JavaScript: its words, its refresh at the API's pace, its Release form
+// and what it refuses.
+func TestRequestPage(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a held seat: the time left, the payment link, Release", func(t *testing.T) {
+		t.Parallel()
+		clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+		s := newHoldsSale(t, newEnv(t, withClock(clock)), clock, 1, 3)
+		pc := s.pages(t)
+		id := s.held[0]
+		page := pc.get("/requests/"+id+"/page", s.owner(id), "Accept-Language", "en-GB,en;q=0.9")
+		require.Equal(t, http.StatusOK, page.status, "%s", page.body)
+		body := string(page.body)
+		assert.Contains(t, body, `<html lang="en">`)
+		assert.Contains(t, body, "A seat is held for you")
+		assert.Contains(t, body, "10 min left")
+		assert.Contains(t, body, `href="/pay/`+id+`"`)
+		assert.Contains(t, body, `role="status" aria-live="polite"`)
+		assert.Equal(t, "30", page.header.Get("Retry-After"), "a held seat is polled every 30 s at most")
+		assert.Contains(t, body, `<meta http-equiv="refresh" content="30">`)
+		assert.Contains(t, page.header.Get("Content-Security-Policy"), "default-src 'none'")
+		assert.NotContains(t, body, "<script", "no script needed")
+
+		// A cross-site post, or one without the page's token, is refused and changes nothing.
+		tok := formToken(t, page)
+		refused := pc.send("POST", "/requests/"+id+"/page/release", s.owner(id), url.Values{"token": {tok}}, "Sec-Fetch-Site", "cross-site")
+		assert.Equal(t, http.StatusForbidden, refused.status)
+		refused = pc.send("POST", "/requests/"+id+"/page/release", s.owner(id), url.Values{"token": {"forged"}})
+		assert.Equal(t, http.StatusForbidden, refused.status)
+		other := s.owner(s.waitlisted[0])
+		refused = pc.send("POST", "/requests/"+id+"/page/release", other, url.Values{"token": {tok}})
+		assert.Equal(t, http.StatusNotFound, refused.status, "another user's request")
+		req, err := s.client.GetRequest(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, asyncevent.StatusHeld, req.Status, "nothing released")
+
+		done := pc.send("POST", "/requests/"+id+"/page/release", s.owner(id), url.Values{"token": {tok}}, "Sec-Fetch-Site", "same-origin")
+		require.Equal(t, http.StatusSeeOther, done.status, "%s", done.body)
+		assert.Equal(t, "/requests/"+id+"/page", done.header.Get("Location"))
+		page = pc.get("/requests/"+id+"/page", s.owner(id))
+		assert.Contains(t, string(page.body), "You gave up your place")
+		assert.Empty(t, page.header.Get("Retry-After"), "a final request is not polled")
+		assert.NotContains(t, string(page.body), `http-equiv="refresh"`)
+	})
+
+	t.Run("waitlisted, in Korean: the place and the end", func(t *testing.T) {
+		t.Parallel()
+		clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+		s := newHoldsSale(t, newEnv(t, withClock(clock)), clock, 1, 3)
+		require.NoError(t, s.client.FlushProgress(context.Background()))
+		pc := s.pages(t)
+		id := s.waitlisted[0]
+		page := pc.get("/requests/"+id+"/page", s.owner(id), "Accept-Language", "ko-KR,ko;q=0.9,en;q=0.5")
+		require.Equal(t, http.StatusOK, page.status)
+		body := string(page.body)
+		assert.Contains(t, body, `<html lang="ko">`)
+		assert.Equal(t, "ko", page.header.Get("Content-Language"))
+		assert.Contains(t, body, "매진: 대기자 명단에 있습니다")
+		assert.Contains(t, body, "대기자 명단에서 앞에 0명이 있습니다.")
+		assert.Contains(t, body, "2099-01-01 00:00:00 UTC", "the waitlist's end")
+		assert.Contains(t, body, "대기 취소", "its Release button")
+	})
+
+	t.Run("in line, then won or sold out: the API's pace, then no refresh", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		pc := e.pages(t)
+		e.createFirstCome("sale", 1)
+		_, first := e.participate("sale", "ann")
+		_, second := e.participate("sale", "bob")
+		ann, bob := token(t, "ann", RoleUser), token(t, "bob", RoleUser)
+		page := pc.get("/requests/"+first.RequestID+"/page", ann)
+		require.Equal(t, http.StatusOK, page.status)
+		assert.Contains(t, string(page.body), "You are in line")
+		api := e.do("GET", "/requests/"+first.RequestID, ann, nil)
+		require.Equal(t, http.StatusOK, api.status)
+		after, err := strconv.Atoi(api.header.Get("Retry-After"))
+		require.NoError(t, err, "the API says when to poll again")
+		assert.Equal(t, strconv.Itoa(after), page.header.Get("Retry-After"), "the page refreshes at the API's pace")
+		assert.Contains(t, string(page.body), fmt.Sprintf(`content="%d"`, after))
+
+		e.process() // one wins, the other finds the seat gone (in the queue's order)
+		annPage := string(pc.get("/requests/"+first.RequestID+"/page", ann).body)
+		bobPage := string(pc.get("/requests/"+second.RequestID+"/page", bob, "Accept-Language", "ko").body)
+		if strings.Contains(annPage, "You got a seat") {
+			assert.Contains(t, bobPage, "<h1 id=\"heading\">매진</h1>")
+		} else {
+			assert.Contains(t, annPage, "<h1 id=\"heading\">Sold out</h1>")
+			assert.Contains(t, bobPage, "좌석을 얻었습니다")
+		}
+		api = e.do("GET", "/requests/"+first.RequestID, ann, nil)
+		assert.Empty(t, api.header.Get("Retry-After"), "a final request is not polled again")
+	})
+
+	// A lottery's entry, then its result: the draw's proof on the page, from which
+	// the test recomputes the user's score, and the winners' by the same rule.
+	t.Run("a lottery: entered, then the result and its proof", func(t *testing.T) {
+		t.Parallel()
+		clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+		e := newEnv(t, withClock(clock))
+		pc := e.pages(t)
+		cutoff := clock.Now().Add(time.Hour).UTC()
+		r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "lotto", "eventType": "LOTTERY", "winnerCount": 1,
+			"lotteryCutoffAt": cutoff.Format(time.RFC3339Nano)})
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		users := map[string]string{}
+		for _, u := range []string{"ann", "bob", "cid"} {
+			_, p := e.participate("lotto", u)
+			users[p.RequestID] = u
+		}
+		e.process()
+		for id, u := range users {
+			page := string(pc.get("/requests/"+id+"/page", token(t, u, RoleUser)).body)
+			assert.Contains(t, page, "You are entered in the draw")
+			assert.Contains(t, page, cutoff.Format("2006-01-02 15:04:05"), "the draw's time")
+		}
+		clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
+		r = e.do("POST", "/admin/events/lotto/draw", e.admin(), nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		winner := decode[DrawView](t, r).Winners[0]
+
+		shown := func(page, id string) string {
+			m := regexp.MustCompile(`id="` + id + `">([0-9a-f]+)<`).FindStringSubmatch(page)
+			require.NotNil(t, m, "%s not on the page", id)
+			return m[1]
+		}
+		scores := map[string]string{}
+		for id, u := range users {
+			page := string(pc.get("/requests/"+id+"/page", token(t, u, RoleUser)).body)
+			if id == winner {
+				assert.Contains(t, page, "You won the draw")
+			} else {
+				assert.Contains(t, page, "Not drawn this time")
+			}
+			seedHex := shown(page, "verify-seed")
+			seedBytes, err := hex.DecodeString(seedHex)
+			require.NoError(t, err)
+			sum := sha256.Sum256(seedBytes)
+			assert.Equal(t, hex.EncodeToString(sum[:]), shown(page, "verify-commitment"), "the seed is the one committed to")
+			score := draw.Score(seedBytes, shown(page, "verify-entries-hash"), id)
+			assert.Equal(t, hex.EncodeToString(score[:]), shown(page, "verify-score"), "the score, recomputed")
+			scores[id] = shown(page, "verify-score")
+		}
+		for id, s := range scores {
+			assert.LessOrEqual(t, scores[winner], s, "the winner has the lowest score (%s)", id)
+		}
+	})
+
+	// A pre-queue's entry: in before the start, then its place in the drawn order
+	// with the draw's proof; the test recomputes every entry's score, and the order
+	// the pages show is the order of the scores.
+	t.Run("a pre-queue: in before the start, then the drawn place and its proof", func(t *testing.T) {
+		t.Parallel()
+		clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+		e := newEnv(t, withClock(clock))
+		pc := e.pages(t)
+		start := clock.Now().Add(time.Hour).UTC()
+		r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "drop", "eventType": "FIRST_COME", "capacityTotal": 1,
+			"prequeueOpensAt": clock.Now().UTC().Format(time.RFC3339Nano), "startsAt": start.Format(time.RFC3339Nano)})
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		users := map[string]string{}
+		for _, u := range []string{"ann", "bob", "cid"} {
+			_, p := e.participate("drop", u)
+			users[p.RequestID] = u
+		}
+		e.process()
+		for id, u := range users {
+			page := pc.get("/requests/"+id+"/page", token(t, u, RoleUser), "Accept-Language", "ko")
+			assert.Contains(t, string(page.body), "사전 대기에 들어왔습니다")
+			assert.Equal(t, "30", page.header.Get("Retry-After"))
+		}
+		clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
+		r = e.do("POST", "/admin/events/drop/draw", e.admin(), nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+
+		byPlace := map[int]string{} // place → score shown, recomputed
+		for id, u := range users {
+			page := string(pc.get("/requests/"+id+"/page", token(t, u, RoleUser)).body)
+			m := regexp.MustCompile(`Your place in the drawn order: (\d) of 3\.`).FindStringSubmatch(page)
+			require.NotNil(t, m, "%s", page)
+			place, _ := strconv.Atoi(m[1])
+			if place == 1 {
+				assert.Contains(t, page, "You got a seat")
+			} else {
+				assert.Contains(t, page, "Sold out")
+			}
+			seedBytes, err := hex.DecodeString(regexp.MustCompile(`id="verify-seed">([0-9a-f]+)<`).FindStringSubmatch(page)[1])
+			require.NoError(t, err)
+			entries := regexp.MustCompile(`id="verify-entries-hash">([0-9a-f]+)<`).FindStringSubmatch(page)[1]
+			score := draw.Score(seedBytes, entries, id)
+			assert.Contains(t, page, `id="verify-score">`+hex.EncodeToString(score[:])+`<`)
+			byPlace[place] = hex.EncodeToString(score[:])
+		}
+		require.Len(t, byPlace, 3)
+		assert.Less(t, byPlace[1], byPlace[2], "the drawn order is the scores' order")
+		assert.Less(t, byPlace[2], byPlace[3])
+	})
+
+	t.Run("someone else's, unknown, malformed, without identity: a plain page, nothing told", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		pc := e.pages(t)
+		e.createFirstCome("sale", 1)
+		_, mine := e.participate("sale", "ann")
+		bob := token(t, "bob", RoleUser)
+		theirs := pc.get("/requests/"+mine.RequestID+"/page", bob)
+		unknown := pc.get("/requests/no-such-request/page", bob)
+		assert.Equal(t, http.StatusNotFound, theirs.status)
+		assert.Equal(t, http.StatusNotFound, unknown.status)
+		assert.Equal(t, string(unknown.body[strings.Index(string(unknown.body), "<main"):]),
+			string(theirs.body[strings.Index(string(theirs.body), "<main"):]), "another user's request reads as no request at all")
+		assert.NotContains(t, string(theirs.body), "QUEUED")
+		assert.NotContains(t, string(theirs.body), "sale")
+
+		bad := pc.get("/requests/a%23b/page", bob)
+		assert.Equal(t, http.StatusBadRequest, bad.status)
+		assert.Contains(t, string(bad.body), "This link is not valid")
+		anonymous := pc.get("/requests/"+mine.RequestID+"/page", "")
+		assert.Equal(t, http.StatusUnauthorized, anonymous.status)
+		assert.Contains(t, string(anonymous.body), "Sign in to see your request")
+		expired, err := MintToken(testSecret, "ann", RoleUser, time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusUnauthorized, pc.get("/requests/"+mine.RequestID+"/page", expired).status)
+	})
+
+	t.Run("the options a service brands it with", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{StyleURL: "https://cdn.example/brand.css"}), "a style from elsewhere")
+		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{Texts: map[string]map[string]string{"fr": {}}}))
+		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{Texts: map[string]map[string]string{"en": {"no.such": "x"}}}))
+		require.NoError(t, e.srv.MountRequestPage(RequestPageOptions{StyleURL: "/static/brand.css",
+			Texts: map[string]map[string]string{"en": {"waiting.title": "Hang tight"}}}))
+		e.createFirstCome("sale", 1)
+		_, p := e.participate("sale", "ann")
+		page := (&pageClient{t: t, base: e.ts.URL}).get("/requests/"+p.RequestID+"/page", token(t, "ann", RoleUser))
+		assert.Contains(t, string(page.body), "Hang tight")
+		assert.Contains(t, string(page.body), `<link rel="stylesheet" href="/static/brand.css">`)
+		assert.Contains(t, PageTextKeys(), "waiting.title")
+	})
+}

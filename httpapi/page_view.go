@@ -1,0 +1,240 @@
+package httpapi
+
+import (
+	"encoding/hex"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/text/language"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/draw"
+)
+
+// pageView is what page.html shows: one state of a request in words.
+type pageView struct {
+	Lang  string
+	T     map[string]string
+	Nonce string // the inline style's
+	Style string // the service's stylesheet
+	// State names the state for the stylesheet (class "state-<State>"): waiting,
+	// prequeue, held, waitlisted, won, lost, failed, entered, plain.
+	State   string
+	Heading string
+	// Live is the sentence a screen reader is told when it changes (a polite live
+	// region): the place, the time left.
+	Live  string
+	Lines   []string
+	Confirm string   // the service's payment link of a HELD request
+	Release  *release // the Release form of a HELD or WAITLISTED request
+	Verify   *verify  // a finished draw's proof, for the user to recompute
+	Refresh  int      // seconds until the page reloads itself; 0: it does not
+}
+
+// release is the Release form.
+type release struct {
+	Action, Label, Token, Field string
+}
+
+// verify is what a user needs to recompute their place or their lottery result by
+// hand (docs/design.md, "Lottery"): the commitment published before the draw, the
+// seed revealed by it, the hash of the entries it froze, and their own score,
+// SHA-256(seed ‖ entriesHash ‖ requestId).
+type verify struct {
+	Commitment, Seed, EntriesHash, Score, RequestID string
+	Entries                                         int64
+}
+
+// view is req's state at now in lang's words.
+func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) *pageView {
+	t := p.textsOf(lang)
+	v := &pageView{Lang: lang, T: t, Style: p.style}
+	say := func(key string, args ...any) string { return fill(t[key], args...) }
+	releaseForm := func(label string) {
+		v.Release = &release{Action: "/requests/" + url.PathEscape(req.RequestID) + pagePath + "/release", Label: t[label], Field: releaseField}
+	}
+	switch {
+	case req.Status == asyncevent.StatusHeld:
+		v.State, v.Heading = "held", t["held.title"]
+		left := max(req.HoldExpiresAt.Time().Sub(now), 0)
+		v.Live = say("held.left", "until", p.clock(req.HoldExpiresAt), "left", duration(lang, left))
+		v.Lines = []string{v.Live, t["held.next"]}
+		if p.confirm != "" {
+			v.Confirm = strings.ReplaceAll(p.confirm, "{requestId}", url.PathEscape(req.RequestID))
+		}
+		releaseForm("held.release")
+	case req.Status == asyncevent.StatusWaitlisted:
+		v.State, v.Heading = "waitlisted", t["waitlisted.title"]
+		if w := req.Waitlist; w != nil {
+			v.Live = say("waitlisted.ahead", "ahead", strconv.FormatInt(w.Ahead, 10))
+			v.Lines = append(v.Lines, v.Live)
+			if w.EndsAt != 0 {
+				v.Lines = append(v.Lines, say("waitlisted.ends", "until", p.clock(w.EndsAt)))
+			}
+		}
+		v.Lines = append(v.Lines, t["waitlisted.next"])
+		releaseForm("waitlisted.release")
+	case req.Status.IsTerminal():
+		outcome(v, req)
+	case req.EventType == asyncevent.Lottery:
+		v.State, v.Heading = "entered", t["entered.title"]
+		if req.UIPhase == asyncevent.PhaseDrawing {
+			v.Lines = []string{t["entered.drawing"]}
+		} else if req.LotteryCutoffAt != 0 {
+			v.Live = say("entered.draw", "at", p.clock(req.LotteryCutoffAt))
+			v.Lines = []string{v.Live}
+		}
+	case req.Prequeue != nil:
+		v.State = "prequeue"
+		pq := req.Prequeue
+		switch {
+		case !pq.Frozen:
+			v.Heading = t["prequeue.title"]
+			v.Lines = []string{t["prequeue.drawn"], say("prequeue.seats", "seats", strconv.FormatInt(pq.Seats, 10))}
+		case pq.Late:
+			v.Heading = t["prequeue.lateTitle"]
+			v.Lines = []string{t["prequeue.late"]}
+		default:
+			v.Heading = t["prequeue.placeTitle"]
+			v.Live = say("prequeue.place", "place", strconv.FormatInt(pq.Place, 10), "entries", strconv.FormatInt(pq.Entries, 10))
+			v.Lines = []string{v.Live, say("prequeue.seats", "seats", strconv.FormatInt(pq.Seats, 10))}
+		}
+	default: // first come, in line
+		v.State, v.Heading = "waiting", t["waiting.title"]
+		if q := req.Queue; q != nil {
+			v.Live = say("waiting.ahead", "ahead", strconv.FormatInt(q.Ahead, 10))
+			v.Lines = append(v.Lines, v.Live)
+			if q.Rate > 0 {
+				v.Lines = append(v.Lines, say("waiting.wait", "wait", duration(lang, q.Wait)))
+			}
+		}
+		v.Lines = append(v.Lines, t["waiting.next"])
+	}
+	if pq := req.Prequeue; pq != nil && pq.Frozen && pq.Place > 0 && v.State != "prequeue" {
+		// A decided entry: the place in the drawn order its result came from.
+		v.Lines = append(v.Lines, say("prequeue.place", "place", strconv.FormatInt(pq.Place, 10), "entries", strconv.FormatInt(pq.Entries, 10)))
+	}
+	return v
+}
+
+// outcome fills v with a final request's result in plain words.
+func outcome(v *pageView, req *asyncevent.Request) {
+	t := v.T
+	key := "lost.soldOut"
+	switch req.ResultCode {
+	case asyncevent.ResultSuccess:
+		v.State, key = "won", "won.seat"
+		if req.EventType == asyncevent.Lottery {
+			key = "won.lottery"
+		}
+		v.Heading, v.Lines = t[key+".title"], []string{t[key+".body"]}
+		return
+	case asyncevent.ResultLotteryLose:
+		key = "lost.lottery"
+	case asyncevent.ResultReleased:
+		key = "lost.released"
+	case asyncevent.ResultHoldExpired:
+		key = "lost.expired"
+	case asyncevent.ResultCancelled:
+		key = "lost.cancelled"
+	case asyncevent.ResultRejectedClosed, asyncevent.ResultNotDrawn, asyncevent.ResultLate:
+		key = "lost.closed"
+	case asyncevent.ResultRejectedDuplicate:
+		key = "lost.duplicate"
+	case asyncevent.ResultFailedIngestEnqueue:
+		v.State, key = "failed", "failed.again"
+	case asyncevent.ResultFailedWorker, asyncevent.ResultFailedValidation, asyncevent.ResultFailedSerde:
+		v.State, key = "failed", "failed.ours"
+	}
+	if v.State == "" {
+		v.State = "lost"
+	}
+	v.Heading, v.Lines = t[key+".title"], []string{t[key+".body"]}
+}
+
+// clock is at in the page's time zone, as a reader reads a time.
+func (p *requestPage) clock(at asyncevent.EpochMillis) string {
+	return at.Time().In(p.loc).Format("2006-01-02 15:04:05 MST")
+}
+
+// verifyOf is a finished draw's proof for requestID; nil before its seed is revealed.
+func verifyOf(d *asyncevent.DrawRecord, requestID string) *verify {
+	seed, err := hex.DecodeString(d.Seed)
+	if err != nil || d.Seed == "" || d.EntriesHash == "" {
+		return nil
+	}
+	score := draw.Score(seed, d.EntriesHash, requestID)
+	return &verify{Commitment: d.SeedCommitment, Seed: d.Seed, EntriesHash: d.EntriesHash, Entries: d.EntryCount,
+		Score: hex.EncodeToString(score[:]), RequestID: requestID}
+}
+
+// pollEvery is how long a client should wait before it asks for req again: the
+// Retry-After of GET /requests/{requestId} and the page's own refresh. A request
+// in line is polled often while its wait is short and less as it grows (a fifth of
+// its wait, 1 to 10 s); a held seat, a waitlist place, an entry waiting for its
+// draw or its pre-queue's, every 30 s at most, and sooner when its hold or its
+// draw's moment comes first (every 5 s once it has passed, until the sweep or the
+// draw has moved it on); a final request, never (0).
+func pollEvery(req *asyncevent.Request, now time.Time) time.Duration {
+	until := func(at asyncevent.EpochMillis, most time.Duration) time.Duration {
+		left := at.Time().Sub(now)
+		switch {
+		case at == 0:
+			return most
+		case left <= 0:
+			return 5 * time.Second
+		}
+		return min(left.Truncate(time.Second)+time.Second, most)
+	}
+	switch {
+	case req.Status.IsTerminal():
+		return 0
+	case req.Status == asyncevent.StatusHeld:
+		return until(req.HoldExpiresAt, 30*time.Second)
+	case req.Status == asyncevent.StatusWaitlisted, req.Prequeue != nil:
+		return 30 * time.Second
+	case req.EventType == asyncevent.Lottery:
+		return until(req.LotteryCutoffAt, 30*time.Second)
+	case req.Queue != nil && req.Queue.Rate > 0:
+		return min(max((req.Queue.Wait / 5).Truncate(time.Second), time.Second), 10*time.Second)
+	}
+	return 2 * time.Second
+}
+
+// pageLanguages are the page's languages, the first the default.
+var pageLanguages = []language.Tag{language.English, language.Korean}
+
+var pageMatcher = language.NewMatcher(pageLanguages)
+
+// pageLanguage is the page's language for an Accept-Language header: en or ko.
+func pageLanguage(accept string) string {
+	tags, _, _ := language.ParseAcceptLanguage(accept)
+	_, i, _ := pageMatcher.Match(tags...)
+	base, _ := pageLanguages[i].Base()
+	return base.String()
+}
+
+// fill replaces each {name} of text by its value, given as name, value pairs.
+func fill(text string, args ...any) string {
+	pairs := make([]string, 0, len(args))
+	for i := 0; i+1 < len(args); i += 2 {
+		pairs = append(pairs, "{"+args[i].(string)+"}", args[i+1].(string))
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// duration is d in words of lang, rounded up to the second: "3 min 20 s", "3분 20초".
+func duration(lang string, d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	m, s := s/60, s%60
+	units := map[string][2]string{"en": {" min", " s"}, "ko": {"분", "초"}}[lang]
+	switch {
+	case m == 0:
+		return strconv.FormatInt(s, 10) + units[1]
+	case s == 0:
+		return strconv.FormatInt(m, 10) + units[0]
+	}
+	return strconv.FormatInt(m, 10) + units[0] + " " + strconv.FormatInt(s, 10) + units[1]
+}
