@@ -25,12 +25,12 @@ type pageView struct {
 	Heading string
 	// Live is the sentence a screen reader is told when it changes (a polite live
 	// region): the place, the time left.
-	Live  string
+	Live    string
 	Lines   []string
 	Confirm string   // the service's payment link of a HELD request
-	Release  *release // the Release form of a HELD or WAITLISTED request
-	Verify   *verify  // a finished draw's proof, for the user to recompute
-	Refresh  int      // seconds until the page reloads itself; 0: it does not
+	Release *release // the Release form of a HELD or WAITLISTED request
+	Verify  *verify  // a finished draw's proof, for the user to recompute
+	Refresh int      // seconds until the page reloads itself; 0: it does not
 }
 
 // release is the Release form.
@@ -198,7 +198,7 @@ func pollEvery(req *asyncevent.Request, now time.Time) time.Duration {
 	case req.EventType == asyncevent.Lottery:
 		return until(req.LotteryCutoffAt, 30*time.Second)
 	case req.Queue != nil && req.Queue.Rate > 0:
-		return min(max((req.Queue.Wait / 5).Truncate(time.Second), time.Second), 10*time.Second)
+		return min(max((req.Queue.Wait/5).Truncate(time.Second), time.Second), 10*time.Second)
 	}
 	return 2 * time.Second
 }
