@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asyncevent/asyncevent"
@@ -65,6 +66,7 @@ type requestPage struct {
 	texts   map[string]map[string]string
 	loc     *time.Location
 	tmpl    *template.Template
+	proofs  sync.Map // event ID → *asyncevent.DrawRecord, revealed
 }
 
 // MountRequestPage adds the page a user sees of their own request:
@@ -109,8 +111,12 @@ func (s *Server) MountRequestPage(opts RequestPageOptions) error {
 	}
 	p := &requestPage{srv: s, key: deriveKey(secret, "asyncevent request-page release v1"), confirm: opts.ConfirmURL,
 		style: opts.StyleURL, texts: opts.Texts, loc: loc, tmpl: tmpl}
-	s.mux.HandleFunc("GET /requests/{requestId}"+pagePath, p.serve(p.show))
-	s.mux.HandleFunc("POST /requests/{requestId}"+pagePath+"/release", p.serve(p.release))
+	// Public to the server's routing (its timeout and access log): the page
+	// authenticates itself, to answer with a page rather than a problem document.
+	for pattern, f := range map[string]pageFunc{"GET /requests/{requestId}" + pagePath: p.show, "POST /requests/{requestId}" + pagePath + "/release": p.release} {
+		h := p.serve(f)
+		s.route(pattern, Public, func(w http.ResponseWriter, r *http.Request, _ Principal) error { h(w, r); return nil })
+	}
 	return nil
 }
 
@@ -146,12 +152,12 @@ func (p *requestPage) serve(f pageFunc) http.HandlerFunc {
 			return
 		case err != nil:
 			p.srv.logger.ErrorContext(r.Context(), "request page: the request could not be read", slog.String("requestId", id), slog.Any("error", err))
-			p.plain(w, r, lang, http.StatusServiceUnavailable, "unavailable")
+			p.unavailable(w, r, lang)
 			return
 		}
 		if err := f(w, r, lang, who, req); err != nil {
 			p.srv.logger.ErrorContext(r.Context(), "request page", slog.String("requestId", id), slog.Any("error", err))
-			p.plain(w, r, lang, http.StatusServiceUnavailable, "unavailable")
+			p.unavailable(w, r, lang)
 		}
 	}
 }
@@ -161,8 +167,9 @@ func (p *requestPage) serve(f pageFunc) http.HandlerFunc {
 func (p *requestPage) show(w http.ResponseWriter, r *http.Request, lang string, who Principal, req *asyncevent.Request) error {
 	now := p.srv.now()
 	v := p.view(lang, req, now)
-	if req.Prequeue != nil && req.Prequeue.Frozen && req.Prequeue.Place > 0 || req.EventType == asyncevent.Lottery && req.UIPhase == asyncevent.PhaseAnnounced {
-		if d, err := p.srv.client.GetDraw(r.Context(), req.EventID); err == nil {
+	if req.Prequeue != nil && req.Prequeue.Frozen && req.Prequeue.Place > 0 ||
+		req.EventType == asyncevent.Lottery && req.UIPhase == asyncevent.PhaseAnnounced && req.ResultCode != asyncevent.ResultNotDrawn {
+		if d := p.proof(r, req.EventID); d != nil {
 			v.Verify = verifyOf(d, req.RequestID)
 		}
 	}
@@ -174,6 +181,21 @@ func (p *requestPage) show(w http.ResponseWriter, r *http.Request, lang string, 
 		v.Refresh = int(after / time.Second)
 	}
 	return p.render(w, http.StatusOK, v)
+}
+
+// proof is the event's Draw record once its seed is revealed, read once per event
+// and kept (the record never changes after its freeze), so that a poll of a page
+// costs what the API's does; nil while it cannot be read or shows no seed yet.
+func (p *requestPage) proof(r *http.Request, eventID string) *asyncevent.DrawRecord {
+	if d, ok := p.proofs.Load(eventID); ok {
+		return d.(*asyncevent.DrawRecord)
+	}
+	d, err := p.srv.client.GetDraw(r.Context(), eventID)
+	if err != nil || d.Seed == "" || d.EntriesHash == "" {
+		return nil
+	}
+	p.proofs.Store(eventID, d)
+	return d
 }
 
 // release is POST /requests/{requestId}/page/release: the Release button of a HELD
@@ -220,9 +242,23 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// unavailableRetry is when the page that could not read a request tries again.
+const unavailableRetry = 5
+
+// unavailable answers 503 with a page that tries again by itself: a read refused at
+// a sale's peak must not leave the user on a page that never moves.
+func (p *requestPage) unavailable(w http.ResponseWriter, r *http.Request, lang string) {
+	w.Header().Set("Retry-After", strconv.Itoa(unavailableRetry))
+	p.plainPage(w, r, lang, http.StatusServiceUnavailable, "unavailable", unavailableRetry)
+}
+
 // plain answers a page of one message (text key), with status.
 func (p *requestPage) plain(w http.ResponseWriter, r *http.Request, lang string, status int, key string) {
-	v := &pageView{Lang: lang, T: p.textsOf(lang), Style: p.style, State: "plain"}
+	p.plainPage(w, r, lang, status, key, 0)
+}
+
+func (p *requestPage) plainPage(w http.ResponseWriter, r *http.Request, lang string, status int, key string, refresh int) {
+	v := &pageView{Lang: lang, T: p.textsOf(lang), Style: p.style, State: "plain", Refresh: refresh}
 	v.Heading = v.T[key+".title"]
 	v.Lines = []string{v.T[key+".body"]}
 	if err := p.render(w, status, v); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
 	"github.com/asyncevent/asyncevent/draw"
+	"github.com/asyncevent/asyncevent/queue"
 )
 
 // pageClient is a browser of the request page: it sends the headers asked for and
@@ -137,6 +138,17 @@ func TestRequestPage(t *testing.T) {
 		assert.Contains(t, body, "대기자 명단에서 앞에 0명이 있습니다.")
 		assert.Contains(t, body, "2099-01-01 00:00:00 UTC", "the waitlist's end")
 		assert.Contains(t, body, "대기 취소", "its Release button")
+		done := pc.send("POST", "/requests/"+id+"/page/release", s.owner(id), url.Values{"token": {formToken(t, page)}})
+		require.Equal(t, http.StatusSeeOther, done.status, "%s", done.body)
+		left := string(pc.get("/requests/"+id+"/page", s.owner(id), "Accept-Language", "ko").body)
+		assert.Contains(t, left, "대기를 취소했습니다", "it left the waitlist; it gave up no seat")
+
+		// A hold run out and not yet ended by the sweep: nothing left to pay for.
+		clock.Advance(holdFor + time.Second)
+		held := s.held[0]
+		ranOut := string(pc.get("/requests/"+held+"/page", s.owner(held)).body)
+		assert.Contains(t, ranOut, "The hold has run out")
+		assert.NotContains(t, ranOut, `id="pay"`)
 	})
 
 	t.Run("in line, then won or sold out: the API's pace, then no refresh", func(t *testing.T) {
@@ -299,6 +311,37 @@ func TestRequestPage(t *testing.T) {
 		expired, err := MintToken(testSecret, "ann", RoleUser, time.Now().Add(-time.Hour))
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusUnauthorized, pc.get("/requests/"+mine.RequestID+"/page", expired).status)
+	})
+
+	// A page view reads what the API's poll reads: the request (its place from the
+	// node's copy of the progress), and, once a draw's proof is shown, the draw's
+	// record once per server, not once per view.
+	t.Run("a view costs a poll", func(t *testing.T) {
+		t.Parallel()
+		counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
+		client := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+		q := queue.NewMemory(queue.MemoryOptions{})
+		srv := newServer(t, ServerOptions{Client: client, Queue: q, RequestTimeout: time.Minute})
+		require.NoError(t, srv.MountRequestPage(RequestPageOptions{}))
+		ts := newTestServer(t, srv.Handler())
+		ctx := context.Background()
+		_, err := client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1})
+		require.NoError(t, err)
+		p, err := client.Submit(ctx, q, "sale", "ann")
+		require.NoError(t, err)
+		ann := token(t, "ann", RoleUser)
+		pc := &pageClient{t: t, base: ts.URL}
+		pc.get("/requests/"+p.RequestID+"/page", ann) // the event's config and its progress, cached
+		doURL(t, http.DefaultClient, ts.URL, "GET", "/requests/"+p.RequestID, ann, nil)
+		cost := func(get func()) map[string]int {
+			before := counter.Snapshot()
+			get()
+			return counter.Snapshot().Sub(before).Calls
+		}
+		api := cost(func() { doURL(t, http.DefaultClient, ts.URL, "GET", "/requests/"+p.RequestID, ann, nil) })
+		page := cost(func() { pc.get("/requests/"+p.RequestID+"/page", ann) })
+		assert.Equal(t, map[string]int{"GetItem": 1}, api)
+		assert.Equal(t, api, page, "a view of the page costs a poll of the API")
 	})
 
 	t.Run("the options a service brands it with", func(t *testing.T) {

@@ -25,12 +25,13 @@ type pageView struct {
 	Heading string
 	// Live is the sentence a screen reader is told when it changes (a polite live
 	// region): the place, the time left.
-	Live    string
-	Lines   []string
-	Confirm string   // the service's payment link of a HELD request
-	Release *release // the Release form of a HELD or WAITLISTED request
-	Verify  *verify  // a finished draw's proof, for the user to recompute
-	Refresh int      // seconds until the page reloads itself; 0: it does not
+	Live      string
+	Lines     []string
+	Confirm   string   // the service's payment link of a HELD request
+	Release   *release // the Release form of a HELD or WAITLISTED request
+	Verify    *verify  // a finished draw's proof, for the user to recompute
+	Refresh   int      // seconds until the page reloads itself; 0: it does not
+	RequestID string   // the request's number, for the organiser; "" on a plain page
 }
 
 // release is the Release form.
@@ -50,12 +51,16 @@ type verify struct {
 // view is req's state at now in lang's words.
 func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) *pageView {
 	t := p.textsOf(lang)
-	v := &pageView{Lang: lang, T: t, Style: p.style}
+	v := &pageView{Lang: lang, T: t, Style: p.style, RequestID: req.RequestID}
 	say := func(key string, args ...any) string { return fill(t[key], args...) }
 	releaseForm := func(label string) {
 		v.Release = &release{Action: "/requests/" + url.PathEscape(req.RequestID) + pagePath + "/release", Label: t[label], Field: releaseField}
 	}
 	switch {
+	case req.Status == asyncevent.StatusHeld && !req.HoldExpiresAt.Time().After(now):
+		// Run out, and not yet ended by the hold sweep: nothing left to pay for.
+		v.State, v.Heading = "held", t["held.ranOut"]
+		v.Lines = []string{t["lost.expired.body"]}
 	case req.Status == asyncevent.StatusHeld:
 		v.State, v.Heading = "held", t["held.title"]
 		left := max(req.HoldExpiresAt.Time().Sub(now), 0)
@@ -80,11 +85,11 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) 
 		outcome(v, req)
 	case req.EventType == asyncevent.Lottery:
 		v.State, v.Heading = "entered", t["entered.title"]
-		if req.UIPhase == asyncevent.PhaseDrawing {
-			v.Lines = []string{t["entered.drawing"]}
-		} else if req.LotteryCutoffAt != 0 {
+		if req.LotteryCutoffAt != 0 && req.LotteryCutoffAt.Time().After(now) {
 			v.Live = say("entered.draw", "at", p.clock(req.LotteryCutoffAt))
 			v.Lines = []string{v.Live}
+		} else {
+			v.Lines = []string{t["entered.drawing"]}
 		}
 	case req.Prequeue != nil:
 		v.State = "prequeue"
@@ -123,6 +128,14 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) 
 func outcome(v *pageView, req *asyncevent.Request) {
 	t := v.T
 	key := "lost.soldOut"
+	if req.Status == asyncevent.StatusFailedFinal {
+		v.State, key = "failed", "failed.ours"
+		if req.ResultCode == asyncevent.ResultFailedIngestEnqueue {
+			key = "failed.again"
+		}
+		v.Heading, v.Lines = t[key+".title"], []string{t[key+".body"]}
+		return
+	}
 	switch req.ResultCode {
 	case asyncevent.ResultSuccess:
 		v.State, key = "won", "won.seat"
@@ -135,22 +148,23 @@ func outcome(v *pageView, req *asyncevent.Request) {
 		key = "lost.lottery"
 	case asyncevent.ResultReleased:
 		key = "lost.released"
+		if req.HoldExpiresAt == 0 {
+			key = "lost.left" // it left the waitlist, holding no seat
+		}
 	case asyncevent.ResultHoldExpired:
 		key = "lost.expired"
 	case asyncevent.ResultCancelled:
 		key = "lost.cancelled"
-	case asyncevent.ResultRejectedClosed, asyncevent.ResultNotDrawn, asyncevent.ResultLate:
+	case asyncevent.ResultRejectedClosed:
 		key = "lost.closed"
+	case asyncevent.ResultNotDrawn:
+		key = "lost.notDrawn"
+	case asyncevent.ResultLate:
+		key = "lost.late"
 	case asyncevent.ResultRejectedDuplicate:
 		key = "lost.duplicate"
-	case asyncevent.ResultFailedIngestEnqueue:
-		v.State, key = "failed", "failed.again"
-	case asyncevent.ResultFailedWorker, asyncevent.ResultFailedValidation, asyncevent.ResultFailedSerde:
-		v.State, key = "failed", "failed.ours"
 	}
-	if v.State == "" {
-		v.State = "lost"
-	}
+	v.State = "lost"
 	v.Heading, v.Lines = t[key+".title"], []string{t[key+".body"]}
 }
 
@@ -174,9 +188,9 @@ func verifyOf(d *asyncevent.DrawRecord, requestID string) *verify {
 // Retry-After of GET /requests/{requestId} and the page's own refresh. A request
 // in line is polled often while its wait is short and less as it grows (a fifth of
 // its wait, 1 to 10 s); a held seat, a waitlist place, an entry waiting for its
-// draw or its pre-queue's, every 30 s at most, and sooner when its hold or its
-// draw's moment comes first (every 5 s once it has passed, until the sweep or the
-// draw has moved it on); a final request, never (0).
+// draw or its pre-queue's, every 30 s at most, and sooner when its hold runs out or
+// its lottery's cutoff comes first (a hold run out and not yet swept, every 5 s);
+// a final request, never (0).
 func pollEvery(req *asyncevent.Request, now time.Time) time.Duration {
 	until := func(at asyncevent.EpochMillis, most time.Duration) time.Duration {
 		left := at.Time().Sub(now)
@@ -195,8 +209,10 @@ func pollEvery(req *asyncevent.Request, now time.Time) time.Duration {
 		return until(req.HoldExpiresAt, 30*time.Second)
 	case req.Status == asyncevent.StatusWaitlisted, req.Prequeue != nil:
 		return 30 * time.Second
-	case req.EventType == asyncevent.Lottery:
+	case req.EventType == asyncevent.Lottery && req.LotteryCutoffAt.Time().After(now):
 		return until(req.LotteryCutoffAt, 30*time.Second)
+	case req.EventType == asyncevent.Lottery:
+		return 30 * time.Second // the draw runs when its operator or its schedule runs it
 	case req.Queue != nil && req.Queue.Rate > 0:
 		return min(max((req.Queue.Wait/5).Truncate(time.Second), time.Second), 10*time.Second)
 	}
