@@ -265,8 +265,10 @@ func (c *Client) callToken(requestID, what string) func(int) string {
 // returned 1) and the "hold cleared" row (DeleteItem of its Hold item), after a
 // strongly consistent read of the request; the seat then goes to the earliest
 // WAITLISTED request at the sweep's next pass. For a WAITLISTED request it is the
-// "waitlist left" row (UpdateItem, SET status = REJECTED, resultCode
-// REJECTED_RELEASED; condition status = WAITLISTED). A lost condition is not an
+// "waitlist left" row (UpdateItem PK REQ#<requestId>, SK META, SET status =
+// REJECTED, uiResult REJECTED, resultCode REJECTED_RELEASED, finishedAt, leftBy, the
+// call's token; condition status = WAITLISTED); a resend of it after a lost answer
+// that finds the call's token answers applied. A lost condition is not an
 // error: the Transition is not applied and holds the request as it is (a confirm or
 // the expiry came first; a request in any other status is returned as it is, with
 // nothing written). An unknown request is ErrNotFound. Applied, the Transition

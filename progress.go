@@ -222,30 +222,41 @@ var lastProgressSK = ProgressKey{second: maxSeconds}.Key().SK
 // readProgressPartition reads one progress partition's seconds from the sort key from on.
 func (c *Client) readProgressPartition(ctx context.Context, partition, from string) (progress.Tenths, error) {
 	tenths := progress.Tenths{}
+	err := c.countItems(ctx, partition, from, lastProgressSK, func(head Key, counts map[string]int64) error {
+		k, err := ParseProgressKey(head)
+		if err == nil {
+			tenths.AddItem(k.second, counts, &progressAttrs)
+		}
+		return err
+	})
+	return tenths, err
+}
+
+// countItems reads the items of a progress partition whose sort keys are from from
+// to to, all pages, and gives add each one's key and its number attributes.
+func (c *Client) countItems(ctx context.Context, partition, from, to string, add func(head Key, counts map[string]int64) error) error {
 	key := expression.Key(attrPK).Equal(expression.Value(partition)).
-		And(expression.Key(attrSK).Between(expression.Value(from), expression.Value(lastProgressSK)))
+		And(expression.Key(attrSK).Between(expression.Value(from), expression.Value(to)))
 	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, raw := range page.Items {
 			var head Key
 			if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
-				return nil, err
+				return err
 			}
-			k, err := ParseProgressKey(head)
-			if err != nil {
-				return nil, err
+			if err := add(head, progress.Numbers(raw)); err != nil {
+				return err
 			}
-			tenths.AddItem(k.second, progress.Numbers(raw), &progressAttrs)
 		}
 	}
-	return tenths, nil
+	return nil
 }
 
 // QueueEstimate is where a request that waits in line (RECEIVED or QUEUED, of a

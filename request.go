@@ -646,7 +646,8 @@ func (c *Client) startProcessing(ctx context.Context, ref RequestRef, lease Leas
 // REJECTED_CAPACITY, finishedAt; condition status = PROCESSING AND leaseOwner =
 // lease.Owner. On an event with holds, whose losers wait for a seat given back until
 // it closes, it is the "first-come waitlisted (lease)" row instead: SET status =
-// WAITLISTED, uiResult WAITLISTED, the same condition. A lost condition is not an
+// WAITLISTED, uiResult WAITLISTED, waitlistedBy (the call's token), the same
+// condition. A lost condition is not an
 // error: the Transition holds the request as it is.
 func (r *Rows) MarkCapacityRejected(ctx context.Context, ref RequestRef, lease Lease) (Transition, error) {
 	c := r.c
@@ -687,8 +688,9 @@ func (c *Client) markCapacityRejected(ctx context.Context, ref RequestRef, lease
 // detail shows queuedAt → startedAt → finishedAt as every finished request's does);
 // condition: status = QUEUED OR status = RECEIVED; on an event with holds the
 // "first-come waitlisted" row instead, SET status = WAITLISTED, uiResult WAITLISTED,
-// startedAt, the same condition (it waits for a seat given back until the event
-// closes). No PROCESSING write, no lease, no handler: the losers are most of a spike. Call it only once a seat claim
+// startedAt, waitlistedBy (the call's token, by which a resend after a lost answer
+// knows its own write), the same condition (it waits for a seat given back until
+// the event closes). No PROCESSING write, no lease, no handler: the losers are most of a spike. Call it only once a seat claim
 // of the event has found no seat left (an empty capacity item stays empty) and the
 // request's home shard shows no seat of it (a home claim may hold one before any
 // write on the request). A lost condition

@@ -5,17 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/progress"
 )
 
 // A waitlisted request's place: how many wait before it on its event's waitlist
 // (docs/design.md, "A place on the waitlist"). Every node counts the requests that
-// its writes put on a waitlist and took off it (served a seat given back, released),
+// its writes put on a waitlist and took off it (served a seat given back, released,
+// closed at the event's end),
 // by the second of their queuedAt, and writes the counts of each minute of queuedAt
 // at its flushes, the "waitlist counted" row, on the event's progress partitions. A
 // reader sums an event's waitlist items: the waitlist is served in queue order (a
@@ -150,28 +147,15 @@ func (c *Client) readWaitlist(ctx context.Context, cfg *eventItem) (*waitlistCou
 	w := &waitlistCounts{on: progress.Waitlist{}, readAt: c.opts.Clock()}
 	first, last := WaitlistKey{}.Key().SK, WaitlistKey{second: maxSeconds / 60 * 60}.Key().SK
 	for shard := range progress.Shards(cfg.IndexShards) {
-		key := expression.Key(attrPK).Equal(expression.Value(progressPartition(cfg.EventID, shard))).
-			And(expression.Key(attrSK).Between(expression.Value(first), expression.Value(last)))
-		expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
+		err := c.countItems(ctx, progressPartition(cfg.EventID, shard), first, last, func(head Key, counts map[string]int64) error {
+			k, err := ParseWaitlistKey(head)
+			if err == nil {
+				w.on.AddItem(k.second, counts, &waitlistAttrs)
+			}
+			return err
+		})
 		if err != nil {
-			return nil, err
-		}
-		for pages := dynamodb.NewQueryPaginator(c.db, c.query("", expr)); pages.HasMorePages(); {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("read the waitlist of %s: %w", cfg.EventID, err)
-			}
-			for _, raw := range page.Items {
-				var head Key
-				if err := attributevalue.UnmarshalMap(raw, &head); err != nil {
-					return nil, err
-				}
-				k, err := ParseWaitlistKey(head)
-				if err != nil {
-					return nil, err
-				}
-				w.on.AddItem(k.second, progress.Numbers(raw), &waitlistAttrs)
-			}
+			return nil, fmt.Errorf("read the waitlist of %s: %w", cfg.EventID, err)
 		}
 	}
 	if cfg.prequeueUntil() != 0 {

@@ -67,6 +67,14 @@ func (c *pageClient) send(method, path, tok string, form url.Values, headers ...
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
+// shownHex is the hex value a page shows in its element id.
+func shownHex(t *testing.T, page, id string) string {
+	t.Helper()
+	m := regexp.MustCompile(`id="` + id + `">([0-9a-f]+)<`).FindStringSubmatch(page)
+	require.NotNil(t, m, "%s not on the page", id)
+	return m[1]
+}
+
 // formToken is the Release form's token on a page.
 func formToken(t *testing.T, page response) string {
 	t.Helper()
@@ -209,11 +217,7 @@ func TestRequestPage(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 		winner := decode[DrawView](t, r).Winners[0]
 
-		shown := func(page, id string) string {
-			m := regexp.MustCompile(`id="` + id + `">([0-9a-f]+)<`).FindStringSubmatch(page)
-			require.NotNil(t, m, "%s not on the page", id)
-			return m[1]
-		}
+		shown := func(page, id string) string { return shownHex(t, page, id) }
 		scores := map[string]string{}
 		for id, u := range users {
 			page := string(pc.get("/requests/"+id+"/page", token(t, u, RoleUser)).body)
@@ -274,9 +278,9 @@ func TestRequestPage(t *testing.T) {
 			} else {
 				assert.Contains(t, page, "Sold out")
 			}
-			seedBytes, err := hex.DecodeString(regexp.MustCompile(`id="verify-seed">([0-9a-f]+)<`).FindStringSubmatch(page)[1])
+			seedBytes, err := hex.DecodeString(shownHex(t, page, "verify-seed"))
 			require.NoError(t, err)
-			entries := regexp.MustCompile(`id="verify-entries-hash">([0-9a-f]+)<`).FindStringSubmatch(page)[1]
+			entries := shownHex(t, page, "verify-entries-hash")
 			score := draw.Score(seedBytes, entries, id)
 			assert.Contains(t, page, `id="verify-score">`+hex.EncodeToString(score[:])+`<`)
 			byPlace[place] = hex.EncodeToString(score[:])

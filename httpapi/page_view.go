@@ -127,45 +127,34 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) 
 // outcome fills v with a final request's result in plain words.
 func outcome(v *pageView, req *asyncevent.Request) {
 	t := v.T
-	key := "lost.soldOut"
-	if req.Status == asyncevent.StatusFailedFinal {
-		v.State, key = "failed", "failed.ours"
-		if req.ResultCode == asyncevent.ResultFailedIngestEnqueue {
-			key = "failed.again"
-		}
-		v.Heading, v.Lines = t[key+".title"], []string{t[key+".body"]}
-		return
-	}
-	switch req.ResultCode {
-	case asyncevent.ResultSuccess:
-		v.State, key = "won", "won.seat"
-		if req.EventType == asyncevent.Lottery {
-			key = "won.lottery"
-		}
-		v.Heading, v.Lines = t[key+".title"], []string{t[key+".body"]}
-		return
-	case asyncevent.ResultLotteryLose:
-		key = "lost.lottery"
-	case asyncevent.ResultReleased:
-		key = "lost.released"
-		if req.HoldExpiresAt == 0 {
+	switch {
+	case req.Status == asyncevent.StatusFailedFinal && req.ResultCode == asyncevent.ResultFailedIngestEnqueue:
+		v.State, v.Heading, v.Lines = "failed", t["failed.again.title"], []string{t["failed.again.body"]}
+	case req.Status == asyncevent.StatusFailedFinal:
+		v.State, v.Heading, v.Lines = "failed", t["failed.ours.title"], []string{t["failed.ours.body"]}
+	case req.ResultCode == asyncevent.ResultSuccess && req.EventType == asyncevent.Lottery:
+		v.State, v.Heading, v.Lines = "won", t["won.lottery.title"], []string{t["won.lottery.body"]}
+	case req.ResultCode == asyncevent.ResultSuccess:
+		v.State, v.Heading, v.Lines = "won", t["won.seat.title"], []string{t["won.seat.body"]}
+	default:
+		key, ok := lostKeys[req.ResultCode]
+		switch {
+		case !ok:
+			key = "lost.soldOut"
+		case req.ResultCode == asyncevent.ResultReleased && req.HoldExpiresAt == 0:
 			key = "lost.left" // it left the waitlist, holding no seat
 		}
-	case asyncevent.ResultHoldExpired:
-		key = "lost.expired"
-	case asyncevent.ResultCancelled:
-		key = "lost.cancelled"
-	case asyncevent.ResultRejectedClosed:
-		key = "lost.closed"
-	case asyncevent.ResultNotDrawn:
-		key = "lost.notDrawn"
-	case asyncevent.ResultLate:
-		key = "lost.late"
-	case asyncevent.ResultRejectedDuplicate:
-		key = "lost.duplicate"
+		v.State, v.Heading, v.Lines = "lost", t[key+".title"], []string{t[key+".body"]}
 	}
-	v.State = "lost"
-	v.Heading, v.Lines = t[key+".title"], []string{t[key+".body"]}
+}
+
+// lostKeys are the texts of a request refused, by its result code; any other is
+// sold out.
+var lostKeys = map[asyncevent.ResultCode]string{
+	asyncevent.ResultLotteryLose: "lost.lottery", asyncevent.ResultReleased: "lost.released",
+	asyncevent.ResultHoldExpired: "lost.expired", asyncevent.ResultCancelled: "lost.cancelled",
+	asyncevent.ResultRejectedClosed: "lost.closed", asyncevent.ResultNotDrawn: "lost.notDrawn",
+	asyncevent.ResultLate: "lost.late", asyncevent.ResultRejectedDuplicate: "lost.duplicate",
 }
 
 // clock is at in the page's time zone, as a reader reads a time.
