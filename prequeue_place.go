@@ -43,7 +43,7 @@ func (c *Client) placeInPrequeue(ctx context.Context, cfg *eventItem, r *Request
 		c.opts.Logger.WarnContext(ctx, "the pre-queue of an event could not be read", "eventId", cfg.EventID, "error", err)
 		return
 	}
-	r.Prequeue = &PrequeuePlace{Seats: cfg.CapacityTotal, AsOf: MillisOf(view.ReadAt)}
+	r.Prequeue = &PrequeuePlace{Seats: cfg.CapacityTotal, StartsAt: cfg.StartsAt, AsOf: MillisOf(view.ReadAt)}
 	if view.Order != nil {
 		r.Prequeue.Frozen, r.Prequeue.Entries, r.Prequeue.Place = true, view.Record.EntryCount, view.Places[r.RequestID]
 		r.Prequeue.Late = r.Prequeue.Place == 0

@@ -910,6 +910,9 @@ type PrequeuePlace struct {
 	// Entries the entries frozen; Seats is the event's capacity, so a Place up to
 	// Seats wins unless an entry before it fails.
 	Place, Entries, Seats int64
+	// StartsAt is the sale's start (EventSettings.StartsAt): the order is drawn
+	// from then, once the settle window has passed.
+	StartsAt EpochMillis
 	// Late reports a request queued before the start whose put reached the table
 	// after the entries were recorded (Frozen, Place 0): it is no entry, and joins
 	// the sale's line after the drawn order.

@@ -529,7 +529,7 @@ func newRequestView(r *asyncevent.Request, admin bool, now time.Time) RequestVie
 	}
 	v.Queue = newPlaceView(r.Queue)
 	if p := r.Prequeue; p != nil {
-		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, AsOf: Timestamp(p.AsOf)}
+		v.Prequeue = &PrequeuePlaceView{Frozen: p.Frozen, Place: p.Place, Entries: p.Entries, Seats: p.Seats, Late: p.Late, StartsAt: Timestamp(p.StartsAt), AsOf: Timestamp(p.AsOf)}
 	}
 	if w := r.Waitlist; w != nil {
 		v.Waitlist = &WaitlistPlaceView{Ahead: w.Ahead, EndsAt: Timestamp(w.EndsAt), AsOf: Timestamp(w.AsOf)}
@@ -554,14 +554,17 @@ func holdLeft(r *asyncevent.Request, now time.Time) time.Duration {
 // PrequeuePlaceView is where a waiting entry of a pre-queue stands: frozen, its place
 // in the drawn order (1 is served first) among entries, for seats seats; late when the
 // request reached the table after the entries were recorded (no place: it joins the
-// sale's line after the drawn order).
+// sale's line after the drawn order); startsAt, the sale's start, from which the
+// order is drawn.
 type PrequeuePlaceView struct {
-	Frozen  bool      `json:"frozen"`
-	Place   int64     `json:"place,omitempty"`
-	Entries int64     `json:"entries,omitempty"`
-	Seats   int64     `json:"seats"`
-	Late    bool      `json:"late,omitempty"`
-	AsOf    Timestamp `json:"asOf"`
+	Frozen  bool  `json:"frozen"`
+	Place   int64 `json:"place,omitempty"`
+	Entries int64 `json:"entries,omitempty"`
+	Seats   int64 `json:"seats"`
+	Late    bool  `json:"late,omitempty"`
+	// StartsAt is the sale's start, from which the order is drawn.
+	StartsAt Timestamp `json:"startsAt,omitzero"`
+	AsOf     Timestamp `json:"asOf"`
 }
 
 // WaitlistPlaceView is where a WAITLISTED request stands on its event's waitlist:

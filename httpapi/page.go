@@ -12,10 +12,13 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -66,8 +69,14 @@ type requestPage struct {
 	texts   map[string]map[string]string
 	loc     *time.Location
 	tmpl    *template.Template
+	script  string   // the page script's URL, with its content's hash
 	proofs  sync.Map // event ID → *asyncevent.DrawRecord, revealed
 }
+
+// pageScriptPath is where the page's script is served: ui/static/page.js, which
+// fetches the page again at its Refresh and updates it in place.
+const pageScriptPath = "/request-page/page.js"
+
 
 // MountRequestPage adds the page a user sees of their own request:
 // GET /requests/{requestId}/page, and POST /requests/{requestId}/page/release, its
@@ -109,8 +118,21 @@ func (s *Server) MountRequestPage(opts RequestPageOptions) error {
 	if err != nil {
 		return err
 	}
+	script, err := fs.ReadFile(uiFiles, "ui/static/page.js")
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(script)
 	p := &requestPage{srv: s, key: deriveKey(secret, "asyncevent request-page release v1"), confirm: opts.ConfirmURL,
-		style: opts.StyleURL, texts: opts.Texts, loc: loc, tmpl: tmpl}
+		style: opts.StyleURL, texts: opts.Texts, loc: loc, tmpl: tmpl, script: pageScriptPath + "?v=" + hex.EncodeToString(sum[:6])}
+	s.route("GET "+pageScriptPath, Public, func(w http.ResponseWriter, _ *http.Request, _ Principal) error {
+		h := w.Header()
+		h.Set("Content-Type", "text/javascript; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "public, max-age=86400") // its URL changes with its content
+		_, err := w.Write(script)
+		return err
+	})
 	// Public to the server's routing (its timeout and access log): the page
 	// authenticates itself, to answer with a page rather than a problem document.
 	for pattern, f := range map[string]pageFunc{"GET /requests/{requestId}" + pagePath: p.show, "POST /requests/{requestId}" + pagePath + "/release": p.release} {
@@ -166,7 +188,8 @@ func (p *requestPage) serve(f pageFunc) http.HandlerFunc {
 // itself at its poll interval (none once it is final).
 func (p *requestPage) show(w http.ResponseWriter, r *http.Request, lang string, who Principal, req *asyncevent.Request) error {
 	now := p.srv.now()
-	v := p.view(lang, req, now)
+	s := seenOf(r.URL.Query())
+	v := p.view(lang, req, now, s)
 	if req.Prequeue != nil && req.Prequeue.Frozen && req.Prequeue.Place > 0 ||
 		req.EventType == asyncevent.Lottery && req.UIPhase == asyncevent.PhaseAnnounced && req.ResultCode != asyncevent.ResultNotDrawn {
 		if d := p.proof(r, req.EventID); d != nil {
@@ -179,6 +202,11 @@ func (p *requestPage) show(w http.ResponseWriter, r *http.Request, lang string, 
 	if after := pollEvery(req, now); after > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(after/time.Second)))
 		v.Refresh = int(after / time.Second)
+		v.Paused = s.paused
+		v.Pause = v.Next + "?pause=1"
+		if strings.Contains(v.Next, "?") {
+			v.Pause = v.Next + "&pause=1"
+		}
 	}
 	return p.render(w, http.StatusOK, v)
 }
@@ -258,16 +286,19 @@ func (p *requestPage) plain(w http.ResponseWriter, r *http.Request, lang string,
 }
 
 func (p *requestPage) plainPage(w http.ResponseWriter, r *http.Request, lang string, status int, key string, refresh int) {
-	v := &pageView{Lang: lang, T: p.textsOf(lang), Style: p.style, State: "plain", Refresh: refresh}
-	v.Heading = v.T[key+".title"]
-	v.Lines = []string{v.T[key+".body"]}
+	v := &pageView{Lang: lang, T: p.textsOf(lang), Style: p.style, State: "plain", Refresh: refresh, Script: p.script}
+	v.Heading, v.Live = v.T[key+".title"], v.T[key+".body"]
+	if refresh > 0 {
+		v.Next = r.URL.RequestURI()
+	}
 	if err := p.render(w, status, v); err != nil {
 		p.srv.logger.ErrorContext(r.Context(), "request page: a plain page failed", slog.Any("error", err))
 	}
 }
 
 // render writes v with status and the page's headers: nothing but its own inline
-// style (by nonce) and the service's stylesheet, no script, no framing, no cache.
+// style (by nonce), the service's stylesheet and its own script, fetching from its
+// own origin only; no framing, no cache.
 func (p *requestPage) render(w http.ResponseWriter, status int, v *pageView) error {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
@@ -278,8 +309,8 @@ func (p *requestPage) render(w http.ResponseWriter, status int, v *pageView) err
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self' 'nonce-"+v.Nonce+"'; img-src 'self'; "+
-		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' 'nonce-"+v.Nonce+"'; "+
+		"img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")

@@ -104,9 +104,16 @@ func TestRequestPage(t *testing.T) {
 		assert.Contains(t, body, `href="/pay/`+id+`"`)
 		assert.Contains(t, body, `role="status" aria-live="polite"`)
 		assert.Equal(t, "30", page.header.Get("Retry-After"), "a held seat is polled every 30 s at most")
-		assert.Contains(t, body, `<meta http-equiv="refresh" content="30">`)
-		assert.Contains(t, page.header.Get("Content-Security-Policy"), "default-src 'none'")
-		assert.NotContains(t, body, "<script", "no script needed")
+		assert.Contains(t, body, `<noscript><meta http-equiv="refresh" content="30;url=/requests/`+id+`/page"></noscript>`, "without script, the page reloads itself")
+		assert.Contains(t, body, `data-refresh="30"`, "with it, the script asks again then")
+		csp := page.header.Get("Content-Security-Policy")
+		assert.Contains(t, csp, "default-src 'none'")
+		assert.Contains(t, csp, "script-src 'self'; connect-src 'self'", "the page's script and its fetches, from its own origin only")
+		script := regexp.MustCompile(`<script src="(/request-page/page\.js\?v=[0-9a-f]+)" defer>`).FindStringSubmatch(body)
+		require.NotNil(t, script, "the page's script")
+		js := pc.get(script[1], "")
+		assert.Equal(t, http.StatusOK, js.status, "the script is served to anyone: it holds no data")
+		assert.Equal(t, "text/javascript; charset=utf-8", js.header.Get("Content-Type"))
 
 		// A cross-site post, or one without the page's token, is refused and changes nothing.
 		tok := formToken(t, page)
@@ -175,15 +182,15 @@ func TestRequestPage(t *testing.T) {
 		after, err := strconv.Atoi(api.header.Get("Retry-After"))
 		require.NoError(t, err, "the API says when to poll again")
 		assert.Equal(t, strconv.Itoa(after), page.header.Get("Retry-After"), "the page refreshes at the API's pace")
-		assert.Contains(t, string(page.body), fmt.Sprintf(`content="%d"`, after))
+		assert.Contains(t, string(page.body), fmt.Sprintf(`content="%d;url=`, after))
 
 		e.process() // one wins, the other finds the seat gone (in the queue's order)
 		annPage := string(pc.get("/requests/"+first.RequestID+"/page", ann).body)
 		bobPage := string(pc.get("/requests/"+second.RequestID+"/page", bob, "Accept-Language", "ko").body)
 		if strings.Contains(annPage, "You got a seat") {
-			assert.Contains(t, bobPage, "<h1 id=\"heading\">매진</h1>")
+			assert.Contains(t, bobPage, `<h1 id="heading" tabindex="-1">매진</h1>`)
 		} else {
-			assert.Contains(t, annPage, "<h1 id=\"heading\">Sold out</h1>")
+			assert.Contains(t, annPage, `<h1 id="heading" tabindex="-1">Sold out</h1>`)
 			assert.Contains(t, bobPage, "좌석을 얻었습니다")
 		}
 		api = e.do("GET", "/requests/"+first.RequestID, ann, nil)

@@ -23,15 +23,82 @@ type pageView struct {
 	// prequeue, held, waitlisted, won, lost, failed, entered, plain.
 	State   string
 	Heading string
-	// Live is the sentence a screen reader is told when it changes (a polite live
-	// region): the place, the time left.
-	Live      string
-	Lines     []string
-	Confirm   string   // the service's payment link of a HELD request
-	Release   *release // the Release form of a HELD or WAITLISTED request
-	Verify    *verify  // a finished draw's proof, for the user to recompute
-	Refresh   int      // seconds until the page reloads itself; 0: it does not
-	RequestID string   // the request's number, for the organiser; "" on a plain page
+	// Live is the page's first sentence, in a polite live region: a screen reader
+	// is told it when it changes (the place, a new state).
+	Live  string
+	Lines []string
+	// Back says why the place is further back than the page showed last.
+	Back      string
+	Countdown *countdown // the time left, counted down by the page's script
+	Progress  *progress  // how far the line has moved since the page was opened
+	Confirm   string     // the service's payment link of a HELD request
+	Release   *release   // the Release form of a HELD or WAITLISTED request
+	Verify    *verify    // a finished draw's proof, for the user to recompute
+	// Refresh is the seconds until the page is asked for again (the no-script
+	// page's reload, the script's next fetch); 0: never.
+	Refresh int
+	// Next is the URL asked for then: the page, with what it showed (seen).
+	Next string
+	// Paused is a page whose updates the user stopped (seen.paused): it does not
+	// reload itself; Pause is the link that stops them.
+	Paused    bool
+	Pause     string
+	Script    string // the page's script
+	RequestID string // the request's number, for the organiser; "" on a plain page
+}
+
+// countdown is a time left that the page's script counts down from Ms, the
+// milliseconds left when the server answered: it follows the server's clock, not
+// the browser's. Text holds {left}; Units are the minutes' and seconds' units.
+type countdown struct {
+	Ms          int64
+	Text, Shown string
+	Units       string // "min|s"
+}
+
+// progress is the part of the line served since the page was opened: Done of Of.
+type progress struct {
+	Done, Of int64
+	Label    string
+}
+
+// seen is what the page showed before, carried in its URL (the script's fetch and
+// the no-script reload ask for Next): the place when it was opened (first), the
+// place it showed last (was), and whether the user paused its updates. A value
+// that does not parse is not there.
+type seen struct {
+	first, was int64 // -1: not shown
+	paused     bool
+}
+
+// seenOf reads a page URL's query.
+func seenOf(q url.Values) seen {
+	num := func(name string) int64 {
+		n, err := strconv.ParseInt(q.Get(name), 10, 64)
+		if err != nil || n < 0 {
+			return -1
+		}
+		return n
+	}
+	return seen{first: num("first"), was: num("was"), paused: q.Get("pause") == "1"}
+}
+
+// place sets v's place of ahead (in line or on the waitlist): a progress bar from
+// the place first shown, a line saying why when it is further back than the page
+// showed last, and the next URL carrying both.
+func (v *pageView) place(s seen, ahead int64, withProgress bool) {
+	first := s.first
+	if first < ahead {
+		first = ahead
+	}
+	if withProgress && first > 0 {
+		v.Progress = &progress{Done: first - ahead, Of: first,
+			Label: fill(v.T["waiting.progress"], "done", strconv.FormatInt(first-ahead, 10), "first", strconv.FormatInt(first, 10))}
+	}
+	if s.was >= 0 && ahead > s.was {
+		v.Back = fill(v.T["page.back"], "was", strconv.FormatInt(s.was, 10), "ahead", strconv.FormatInt(ahead, 10))
+	}
+	v.Next += "?first=" + strconv.FormatInt(first, 10) + "&was=" + strconv.FormatInt(ahead, 10)
 }
 
 // release is the Release form.
@@ -48,11 +115,16 @@ type verify struct {
 	Entries                                         int64
 }
 
-// view is req's state at now in lang's words.
-func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) *pageView {
+// view is req's state at now in lang's words, after s.
+func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time, s seen) *pageView {
 	t := p.textsOf(lang)
-	v := &pageView{Lang: lang, T: t, Style: p.style, RequestID: req.RequestID}
+	v := &pageView{Lang: lang, T: t, Style: p.style, RequestID: req.RequestID, Script: p.script,
+		Next: "/requests/" + url.PathEscape(req.RequestID) + pagePath}
 	say := func(key string, args ...any) string { return fill(t[key], args...) }
+	until := func(key string, at asyncevent.EpochMillis) {
+		left := max(at.Time().Sub(now), 0)
+		v.Countdown = &countdown{Ms: left.Milliseconds(), Text: t[key], Shown: say(key, "left", duration(lang, left)), Units: units[lang][0] + "|" + units[lang][1]}
+	}
 	releaseForm := func(label string) {
 		v.Release = &release{Action: "/requests/" + url.PathEscape(req.RequestID) + pagePath + "/release", Label: t[label], Field: releaseField}
 	}
@@ -63,18 +135,21 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) 
 		v.Lines = []string{t["lost.expired.body"]}
 	case req.Status == asyncevent.StatusHeld:
 		v.State, v.Heading = "held", t["held.title"]
-		left := max(req.HoldExpiresAt.Time().Sub(now), 0)
-		v.Live = say("held.left", "until", p.clock(req.HoldExpiresAt), "left", duration(lang, left))
-		v.Lines = []string{v.Live, t["held.next"]}
+		v.Live = say("held.until", "until", p.clock(req.HoldExpiresAt))
+		until("held.left", req.HoldExpiresAt)
+		v.Lines = []string{t["held.next"]}
 		if p.confirm != "" {
 			v.Confirm = strings.ReplaceAll(p.confirm, "{requestId}", url.PathEscape(req.RequestID))
 		}
 		releaseForm("held.release")
+	case req.Status == asyncevent.StatusWaitlisted && req.Waitlist != nil && req.Waitlist.EndsAt != 0 && !req.Waitlist.EndsAt.Time().After(now):
+		// Ended, and not yet refused by the hold sweep: nothing left to wait for.
+		v.State, v.Heading, v.Live = "lost", t["lost.soldOut.title"], t["waitlisted.ended"]
 	case req.Status == asyncevent.StatusWaitlisted:
 		v.State, v.Heading = "waitlisted", t["waitlisted.title"]
 		if w := req.Waitlist; w != nil {
 			v.Live = say("waitlisted.ahead", "ahead", strconv.FormatInt(w.Ahead, 10))
-			v.Lines = append(v.Lines, v.Live)
+			v.place(s, w.Ahead, false)
 			if w.EndsAt != 0 {
 				v.Lines = append(v.Lines, say("waitlisted.ends", "until", p.clock(w.EndsAt)))
 			}
@@ -87,35 +162,46 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time) 
 		v.State, v.Heading = "entered", t["entered.title"]
 		if req.LotteryCutoffAt != 0 && req.LotteryCutoffAt.Time().After(now) {
 			v.Live = say("entered.draw", "at", p.clock(req.LotteryCutoffAt))
-			v.Lines = []string{v.Live}
+			until("entered.left", req.LotteryCutoffAt)
 		} else {
-			v.Lines = []string{t["entered.drawing"]}
+			v.Live = t["entered.drawing"]
 		}
 	case req.Prequeue != nil:
 		v.State = "prequeue"
 		pq := req.Prequeue
 		switch {
 		case !pq.Frozen:
-			v.Heading = t["prequeue.title"]
-			v.Lines = []string{t["prequeue.drawn"], say("prequeue.seats", "seats", strconv.FormatInt(pq.Seats, 10))}
+			v.Heading, v.Live = t["prequeue.title"], t["prequeue.drawn"]
+			if pq.StartsAt.Time().After(now) {
+				v.Lines = []string{say("prequeue.start", "at", p.clock(pq.StartsAt))}
+				until("prequeue.left", pq.StartsAt)
+			}
+			v.Lines = append(v.Lines, say("prequeue.seats", "seats", strconv.FormatInt(pq.Seats, 10)))
 		case pq.Late:
-			v.Heading = t["prequeue.lateTitle"]
-			v.Lines = []string{t["prequeue.late"]}
+			v.Heading, v.Live = t["prequeue.lateTitle"], t["prequeue.late"]
 		default:
 			v.Heading = t["prequeue.placeTitle"]
 			v.Live = say("prequeue.place", "place", strconv.FormatInt(pq.Place, 10), "entries", strconv.FormatInt(pq.Entries, 10))
-			v.Lines = []string{v.Live, say("prequeue.seats", "seats", strconv.FormatInt(pq.Seats, 10))}
+			v.Lines = []string{say("prequeue.seats", "seats", strconv.FormatInt(pq.Seats, 10))}
 		}
 	default: // first come, in line
 		v.State, v.Heading = "waiting", t["waiting.title"]
-		if q := req.Queue; q != nil {
+		switch q := req.Queue; {
+		case req.Status == asyncevent.StatusProcessing:
+			v.Live = t["waiting.turn"] // its turn has come: no place to show
+		case q == nil:
+			v.Live = t["waiting.title"] // no place could be read
+		default:
 			v.Live = say("waiting.ahead", "ahead", strconv.FormatInt(q.Ahead, 10))
-			v.Lines = append(v.Lines, v.Live)
+			v.place(s, q.Ahead, true)
 			if q.Rate > 0 {
 				v.Lines = append(v.Lines, say("waiting.wait", "wait", duration(lang, q.Wait)))
 			}
 		}
 		v.Lines = append(v.Lines, t["waiting.next"])
+	}
+	if v.Live == "" && len(v.Lines) > 0 {
+		v.Live, v.Lines = v.Lines[0], v.Lines[1:]
 	}
 	if pq := req.Prequeue; pq != nil && pq.Frozen && pq.Place > 0 && v.State != "prequeue" {
 		// A decided entry: the place in the drawn order its result came from.
@@ -156,6 +242,9 @@ var lostKeys = map[asyncevent.ResultCode]string{
 	asyncevent.ResultRejectedClosed: "lost.closed", asyncevent.ResultNotDrawn: "lost.notDrawn",
 	asyncevent.ResultLate: "lost.late", asyncevent.ResultRejectedDuplicate: "lost.duplicate",
 }
+
+// units are the minutes' and seconds' units of duration, by language.
+var units = map[string][2]string{"en": {" min", " s"}, "ko": {"분", "초"}}
 
 // clock is at in the page's time zone, as a reader reads a time.
 func (p *requestPage) clock(at asyncevent.EpochMillis) string {
@@ -234,12 +323,12 @@ func fill(text string, args ...any) string {
 func duration(lang string, d time.Duration) string {
 	s := int64((d + time.Second - 1) / time.Second)
 	m, s := s/60, s%60
-	units := map[string][2]string{"en": {" min", " s"}, "ko": {"분", "초"}}[lang]
+	u := units[lang]
 	switch {
 	case m == 0:
-		return strconv.FormatInt(s, 10) + units[1]
+		return strconv.FormatInt(s, 10) + u[1]
 	case s == 0:
-		return strconv.FormatInt(m, 10) + units[0]
+		return strconv.FormatInt(m, 10) + u[0]
 	}
-	return strconv.FormatInt(m, 10) + units[0] + " " + strconv.FormatInt(s, 10) + units[1]
+	return strconv.FormatInt(m, 10) + u[0] + " " + strconv.FormatInt(s, 10) + u[1]
 }
