@@ -77,7 +77,6 @@ type requestPage struct {
 // fetches the page again at its Refresh and updates it in place.
 const pageScriptPath = "/request-page/page.js"
 
-
 // MountRequestPage adds the page a user sees of their own request:
 // GET /requests/{requestId}/page, and POST /requests/{requestId}/page/release, its
 // Release button. They authenticate with the server's Authenticator as the API's
