@@ -128,6 +128,9 @@ func (o *Options) Run(ctx context.Context, e *clikit.Env) error {
 			return err
 		}
 		fmt.Fprintf(e.Stderr, "HTML report written to %s\n", o.report)
+		if h := rep.Holds; h != nil && h.Page != nil {
+			fmt.Fprintf(e.Stderr, "the page of request %s written to %s\n", h.Page.RequestID, h.Page.File)
+		}
 	}
 	if e.JSON {
 		err = e.PrintJSON(rep)

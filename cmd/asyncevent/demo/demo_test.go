@@ -94,7 +94,29 @@ func TestDemoPrintsExactWinnersAndAVerifiedDraw(t *testing.T) {
 	assert.Contains(t, page, "<tr><td>seats</td><td>ok: confirmed 10 ≤ capacity 10;")
 	assert.Contains(t, page, "<tr><td>waitlisted at close</td><td>34 still waiting")
 	assert.Contains(t, page, "<tr><td>place in line: position told</td><td>")
-	assert.NotRegexp(t, `(?i)(src|href)\s*=`, page, "self-contained: no external assets")
+	assert.NotRegexp(t, `(?i)(src|href)\s*=`, strings.Replace(page, `href="demo-request-page.html"`, "", 1),
+		"self-contained: no external assets, one link to the request page beside it")
+
+	// The page of a request of the sale with holds, as its user saw it while it was
+	// HELD: named in the text report, saved beside the HTML report and linked from it.
+	section := regexp.MustCompile(`(?m)^  request page\s+what user-\d+ saw of request (\S+) while it was HELD \(GET /requests/\{requestId\}/page\):\n` +
+		`    heading\s+(.+)\n    main line\s+(.+)\n    page\s+beside the HTML report, as (.+)$`).FindStringSubmatch(holds)
+	require.NotNil(t, section, "the request page's section:\n%s", holds)
+	requestID, heading, line := section[1], section[2], section[3]
+	assert.Equal(t, "A seat is held for you", heading)
+	assert.Regexp(t, `^Pay by .+\. .+ left\.$`, line, "when to pay, and the time left")
+	saved := filepath.Join(filepath.Dir(report), "demo-request-page.html")
+	assert.Equal(t, saved, section[4])
+	assert.Regexp(t, `<p class="request-page">What the user of request <code>`+regexp.QuoteMeta(requestID)+`</code> saw while it was HELD: `+
+		`<a href="demo-request-page.html">A seat is held for you</a> “`+regexp.QuoteMeta(line)+`”`, page)
+	requestPage, err := os.ReadFile(saved)
+	require.NoError(t, err)
+	gotHeading, gotLine := pageWords(string(requestPage))
+	assert.Contains(t, strings.ToLower(gotHeading), "held", "the page of a held seat")
+	assert.Equal(t, line, gotLine)
+	assert.Contains(t, string(requestPage), requestID)
+	assert.Contains(t, string(requestPage), "https://shop.example/pay/"+requestID, "its payment link")
+	assert.Contains(t, errOut, "the page of request "+requestID+" written to "+saved)
 }
 
 // The verdict holds the report to what the library promises: inversions of queue
@@ -204,6 +226,14 @@ func TestDemoJSON(t *testing.T) {
 	assert.Zero(t, h.LateConfirms+h.LateReleases)
 	assert.Equal(t, map[asyncevent.Status]int{"SUCCEEDED": 4, "REJECTED": 20}, h.Stats.ByStatus)
 	assert.Equal(t, map[asyncevent.ResultCode]int{"SUCCESS": 4, "REJECTED_RELEASED": 1, "REJECTED_HOLD_EXPIRED": 1, "REJECTED_CAPACITY": 18}, h.Stats.ByResultCode)
+	// The page a user saw of their HELD request, not saved without -report.
+	require.NotNil(t, h.Page)
+	assert.Equal(t, asyncevent.StatusHeld, h.Page.Status)
+	assert.Regexp(t, `^user-\d+$`, h.Page.UserID)
+	assert.NotEmpty(t, h.Page.RequestID)
+	assert.Equal(t, "A seat is held for you", h.Page.Heading)
+	assert.Contains(t, h.Page.Line, "Pay by ")
+	assert.Empty(t, h.Page.File)
 
 	l := rep.Lottery
 	require.NotNil(t, l)

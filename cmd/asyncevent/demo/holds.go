@@ -100,6 +100,8 @@ type holdsSale struct {
 	decided map[string]holdFate // by request
 	next    int                 // the plan's next fate
 
+	page *requestPageReport // of the first request seen HELD; set by settle
+
 	spikeOver                              atomic.Bool // every message reached its worker outcome
 	held, waitlisted                       atomic.Int64
 	paid, released, lapsing                atomic.Int64
@@ -178,6 +180,9 @@ func (s *holdsSale) settle(ctx context.Context, holdFor time.Duration) error {
 		if err != nil {
 			return err
 		}
+		if err := s.showPage(ctx, held); err != nil {
+			return err
+		}
 		served := s.servedHolds(held)
 		if err := errors.Join(s.confirm(ctx, pay, &s.paid), s.confirm(ctx, served, &s.servedPaid), s.release(ctx, release)); err != nil {
 			return err
@@ -194,6 +199,17 @@ func (s *holdsSale) settle(ctx context.Context, holdFor time.Duration) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// showPage renders the page of the first of held, once: before this look's
+// decisions are applied, so that the request is still HELD.
+func (s *holdsSale) showPage(ctx context.Context, held []asyncevent.Request) error {
+	if s.page != nil || len(held) == 0 {
+		return nil
+	}
+	page, err := s.d.renderRequestPage(ctx, held[0])
+	s.page = page
+	return err
 }
 
 // settled reports whether the sale has settled, heldNow requests having been HELD at

@@ -60,6 +60,8 @@ type holdsReport struct {
 	ClosedWaitlist int `json:"closedWaitlist"`
 	// Stats is the event's statistics after the close.
 	Stats clikit.Stats `json:"stats"`
+	// Page is what the user of a HELD request saw on the request page.
+	Page *requestPageReport `json:"requestPage,omitempty"`
 
 	IngestSeconds float64 `json:"ingestSeconds"` // first click to last click answered
 	SpikeSeconds  float64 `json:"spikeSeconds"`  // first click to the last message's outcome
@@ -75,7 +77,7 @@ func (s *holdsSale) report(o holdsOptions, c *clicks, before, after *asyncevent.
 		Held: int(s.held.Load()), ExpectedHeld: min(o.capacity, newN), Waitlisted: int(s.waitlisted.Load()),
 		Paid: int(s.paid.Load()), Released: int(s.released.Load()), Lapsed: int(s.lapsing.Load()),
 		ServedPaid: int(s.servedPaid.Load()), LateConfirms: int(s.lateConfirms.Load()), LateReleases: int(s.lateReleases.Load()),
-		CapacityRemaining: before.CapacityRemaining, Stats: clikit.StatsOf(after),
+		CapacityRemaining: before.CapacityRemaining, Stats: clikit.StatsOf(after), Page: s.page,
 	}
 	if c.firstErr != nil {
 		r.FirstIngestError = c.firstErr.Error()
@@ -184,6 +186,12 @@ func (h *holdsReport) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range h.rows() {
 		fmt.Fprintf(tw, "  %s\t%s\n", r.Label, r.Value)
+	}
+	if p := h.Page; p != nil {
+		fmt.Fprintf(tw, "  request page\twhat %s saw of request %s while it was %s (GET /requests/{requestId}/page):\n", p.UserID, p.RequestID, p.Status)
+		for _, r := range p.rows() {
+			fmt.Fprintf(tw, "    %s\t%s\n", r.Label, r.Value)
+		}
 	}
 	return tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -117,7 +118,14 @@ type htmlData struct {
 	Ceiling string
 }
 
+// writeHTMLReport writes the HTML report to path, and beside it the request page it
+// links to.
 func writeHTMLReport(path string, r *demoReport) error {
+	if h := r.Holds; h != nil && h.Page != nil {
+		if err := h.Page.save(path); err != nil {
+			return err
+		}
+	}
 	var buf bytes.Buffer
 	if err := renderHTML(&buf, r); err != nil {
 		return err
@@ -177,6 +185,7 @@ func renderHTML(buf *bytes.Buffer, r *demoReport) error {
 
 var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 	"formatInt": clikit.FormatInt,
+	"base":      filepath.Base,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -236,6 +245,7 @@ svg text.wtick { fill: #1f9d55; }
 {{with .R.Holds}}<h2>First come with holds: {{.EventID}}</h2>
 <p>Each seat is held {{.HoldForSeconds}} s until it is paid for; the seats given back go to the waitlist, in queue order.</p>{{end}}
 {{if .Holds}}<table>{{range .Holds}}<tr><td>{{.Label}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+{{with .R.Holds}}{{with .Page}}{{if .File}}<p class="request-page">What the user of request <code>{{.RequestID}}</code> saw while it was {{.Status}}: <a href="{{base .File}}">{{.Heading}}</a> “{{.Line}}”, the service's page of their request, saved beside this report as it was served (its countdown stands still; its buttons work on the service only).</p>{{end}}{{end}}{{end}}
 {{with .R.Lottery}}<h2>Lottery: {{.EventID}}</h2>{{end}}
 {{if .Lottery}}<table>{{range .Lottery}}<tr><td>{{.Label}}</td><td class="mono">{{.Value}}</td></tr>{{end}}</table>{{end}}
 <p class="meta">Total {{printf "%.1f" .R.TotalSeconds}} s. Written by <code>asyncevent demo</code>; this file has no external assets.</p>
