@@ -10,7 +10,7 @@ import (
 var pageTexts = map[string]map[string]string{
 	"en": {
 		"page.title":   "Your request",
-		"page.refresh": "This page updates itself every {seconds} seconds; there is no need to reload it.",
+		"page.refresh": "This page updates itself (every {seconds} s); there is no need to reload it.",
 		"page.id":      "Request",
 		"page.pause":   "Pause updates",
 		"page.resume":  "Resume updates",
@@ -103,7 +103,7 @@ var pageTexts = map[string]map[string]string{
 	},
 	"ko": {
 		"page.title":   "신청 현황",
-		"page.refresh": "이 페이지는 {seconds}초마다 자동으로 갱신됩니다. 새로고침하지 않아도 됩니다.",
+		"page.refresh": "이 페이지는 자동으로 갱신됩니다({seconds}초마다). 새로고침하지 않아도 됩니다.",
 		"page.id":      "신청 번호",
 		"page.pause":   "자동 갱신 멈추기",
 		"page.resume":  "자동 갱신 다시 시작",

@@ -68,6 +68,15 @@
     if (seconds > 0 && !paused) timer = setTimeout(poll, seconds * 1000);
   };
 
+  // parse reads the page the server answered into an inert template: a document
+  // of its own would apply the page's policy to the answer's <style>, whose nonce
+  // is not this page's.
+  const parse = (html) => {
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    return tpl.content;
+  };
+
   // swap puts the page the server answered in place of the shown one.
   const swap = (doc) => {
     const next = doc.getElementById("request");
@@ -75,8 +84,8 @@
     if (!next || !now) return 0;
     const focused = document.activeElement;
     const focusID = focused && now.contains(focused) ? focused.id : "";
-    document.title = doc.title;
-    document.body.className = doc.body.className;
+    document.title = doc.querySelector("title")?.textContent || document.title;
+    document.body.className = "state-" + next.dataset.state;
     for (const name of ["state", "refresh", "next"]) {
       if (next.dataset[name] === undefined) delete now.dataset[name];
       else now.dataset[name] = next.dataset[name];
@@ -85,7 +94,7 @@
     const live = document.getElementById("live");
     const said = doc.getElementById("live").textContent;
     if (live.textContent !== said) live.textContent = said;
-    document.getElementById("body").replaceWith(document.adoptNode(doc.getElementById("body")));
+    document.getElementById("body").replaceWith(document.importNode(doc.getElementById("body"), true));
     pauseControl();
     countDown();
     if (focusID) {
@@ -110,8 +119,7 @@
     let wait = 0;
     try {
       const res = await fetch(url, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" } });
-      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
-      const refresh = swap(doc);
+      const refresh = swap(parse(await res.text()));
       wait = Number(res.headers.get("Retry-After")) || refresh;
     } catch {
       wait = Math.max(Number(main()?.dataset.refresh) || 0, 5); // offline: try again

@@ -1,0 +1,407 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/asyncevent/asyncevent"
+	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/draw"
+)
+
+// pageShotsDir is where `make screenshot` writes the request page's screenshots
+// (UPDATE_SCREENSHOT=1), one per state, from the English run with script.
+const pageShotsDir = "../docs/request-page"
+
+// TestRequestPageInBrowser walks a user's own request page through its states in a
+// real, headless Chromium, with and without script, in English and Korean: a
+// first-come request from in line to won (updated in place with script, reloading
+// itself without), a held seat counting down by the server's clock, then released,
+// another running out, a waitlisted request, a pre-queue's entry before and after
+// its draw (the test recomputes the place from what the page shows), and a lottery
+// lost. axe-core checks each state for serious or critical accessibility issues;
+// the server counts the page's polls against the Retry-After it gave.
+func TestRequestPageInBrowser(t *testing.T) {
+	t.Parallel()
+	execPath := requireChromium(t)
+	axe := axeSource(t)
+	for _, run := range []pageRun{{script: true, lang: "en"}, {script: false, lang: "ko"}, {script: true, lang: "ko"}, {script: false, lang: "en"}} {
+		t.Run(run.name(), func(t *testing.T) {
+			t.Parallel()
+			run.walk(t, execPath, axe)
+		})
+	}
+}
+
+// pageRun is one walk: with script or without, in one language.
+type pageRun struct {
+	script bool
+	lang   string
+}
+
+func (r pageRun) name() string {
+	if r.script {
+		return "with script, " + r.lang
+	}
+	return "without script, " + r.lang
+}
+
+// words are the page's texts of the run's language.
+func (r pageRun) words(key string) string { return pageTexts[r.lang][key] }
+
+func (r pageRun) walk(t *testing.T, execPath, axe string) {
+	// The server's clock runs an hour behind the browser's: a countdown that read
+	// the browser's clock against the server's times would show every hold run out.
+	clock := asynceventtest.NewClock(time.Now().Add(-time.Hour).Truncate(time.Second))
+	e := newEnv(t, withClock(clock))
+	require.NoError(t, e.srv.MountRequestPage(RequestPageOptions{ConfirmURL: "/pay/{requestId}"}))
+	hits := &pageHits{}
+	ts := newTestServer(t, hits.count(e.srv.Handler()))
+	p := &pageBrowser{browser: newBrowser(t, execPath, ts.URL), mode: r, base: ts.URL, axe: axe, hits: hits}
+	p.run(chromedp.EmulateViewport(720, 900))
+	_, err := chromedp.Call(p.ctx, network.Enable, network.EnableParams{})
+	require.NoError(t, err)
+	if !r.script {
+		p.scriptOff(true)
+	}
+
+	p.firstCome(t, e, clock)
+	p.held(t, e, clock)
+	p.lottery(t, e, clock)
+	p.prequeue(t, e, clock) // last: its entries' messages wait on the queue for the start
+	assert.Empty(t, p.problems(), "script errors or CSP violations in the browser")
+}
+
+// pageBrowser is a browser on the request page, as one user at a time.
+type pageBrowser struct {
+	*browser
+	mode pageRun
+	base string
+	axe  string
+	hits *pageHits
+}
+
+// open shows request id's page as its user, with the run's language.
+func (p *pageBrowser) open(user, id string) {
+	p.t.Helper()
+	_, err := chromedp.Call(p.ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{
+		"Authorization": "Bearer " + token(p.t, user, RoleUser), "Accept-Language": p.mode.lang}})
+	require.NoError(p.t, err)
+	p.hits.asTest(func() { p.run(chromedp.Navigate(p.base + "/requests/" + id + pagePath)) })
+	p.waitFor(`document.readyState === "complete" && document.querySelector("#heading") !== null`)
+}
+
+// reload asks for the page again, as its user would.
+func (p *pageBrowser) reload() {
+	p.t.Helper()
+	p.hits.asTest(func() { p.run(chromedp.Reload()) })
+	p.waitFor(`document.readyState === "complete" && document.querySelector("#heading") !== null`)
+}
+
+// waitHeading waits for the page to show the heading of text key, by itself.
+func (p *pageBrowser) waitHeading(key string) {
+	p.t.Helper()
+	p.waitFor(`document.querySelector("#heading")?.textContent === ` + jsString(p.mode.words(key)))
+}
+
+// check checks the page a state shows: its words in the run's language, no
+// accessibility issue (axe-core, where script runs), and its screenshot.
+func (p *pageBrowser) check(state string) {
+	p.t.Helper()
+	assert.Equal(p.t, p.mode.lang, p.attr("html", "lang"), state)
+	if p.mode.script {
+		assert.Empty(p.t, p.accessibilityProblems(p.axe), "%s: accessibility", state)
+	} else {
+		p.checkWithoutScript(state)
+	}
+	png := p.screenshot(p.mode.lang + "-" + state + ".png")
+	if os.Getenv("UPDATE_SCREENSHOT") == "1" && p.mode.script {
+		require.NoError(p.t, os.MkdirAll(pageShotsDir, 0o755))
+		require.NoError(p.t, os.WriteFile(filepath.Join(pageShotsDir, p.mode.lang+"-"+state+".png"), png, 0o644))
+	}
+}
+
+// checkWithoutScript runs axe-core on the page a browser without script shows.
+// axe-core is a script, and in a page whose script is off its timers never fire:
+// the page is opened again with script on and its own script blocked, which shows
+// the same document but for its <noscript> refresh (a <meta> refresh, which axe-core
+// flags whatever the page offers: rule meta-refresh, WCAG 2.2.1; the page offers
+// the link that turns it off, the criterion's own "turn off", docs/http.md).
+func (p *pageBrowser) checkWithoutScript(state string) {
+	p.t.Helper()
+	here := value(p.browser, chromedp.Evaluate[string](`location.href`))
+	p.scriptOff(false, p.base+pageScriptPath+"*")
+	p.hits.asTest(func() { p.run(chromedp.Navigate(here)) })
+	assert.Empty(p.t, p.accessibilityProblems(p.axe), "%s: accessibility", state)
+	p.scriptOff(true)
+	p.hits.asTest(func() { p.run(chromedp.Navigate(here)) })
+}
+
+// scriptOff turns the page's script execution off or on, and blocks the URLs of
+// the patterns given (none: none).
+func (p *pageBrowser) scriptOff(off bool, blocked ...string) {
+	p.t.Helper()
+	_, err := chromedp.Call(p.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: off})
+	require.NoError(p.t, err)
+	patterns := []*network.BlockPattern{}
+	for _, b := range blocked {
+		patterns = append(patterns, &network.BlockPattern{URLPattern: b, Block: true})
+	}
+	_, err = chromedp.Call(p.ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: patterns})
+	require.NoError(p.t, err)
+}
+
+// firstCome: three in line for three seats; the last one's page shows its place,
+// which moves as the line is served, then the seat won. With script the page is
+// updated in place (the same document, its live region told the place); without,
+// it reloads itself. Either way it asks no sooner than the Retry-After it was given.
+func (p *pageBrowser) firstCome(t *testing.T, e *env, clock *asynceventtest.Clock) {
+	e.createFirstCome("line", 3)
+	var last ParticipationView
+	for _, u := range []string{"ann", "bob", "cid"} {
+		_, last = e.participate("line", u)
+		clock.Advance(time.Second) // a second apart: a place is exact by the second
+	}
+	require.NoError(t, e.client.FlushProgress(context.Background()))
+	p.open("cid", last.RequestID)
+	p.waitHeading("waiting.title")
+	assert.Equal(t, fill(p.mode.words("waiting.ahead"), "ahead", "2"), p.text("#live"))
+	p.check("waiting")
+	if p.mode.script {
+		value(p.browser, chromedp.Evaluate[bool](`(window.sameDocument = true)`))
+	}
+
+	processOne(t, e)
+	require.NoError(t, e.client.FlushProgress(context.Background()))
+	clock.Advance(2 * time.Second) // past the progress cache (Options.ProgressCacheTTL, 1 s)
+	// The place moves up (by the line's pace, it may show the next one served too).
+	p.waitFor(`document.querySelector("#live")?.textContent !== ` + jsString(fill(p.mode.words("waiting.ahead"), "ahead", "2")))
+	ahead := p.on("#live", `el.textContent.match(/\d+/)[0]`)
+	assert.Contains(t, []string{"0", "1"}, ahead)
+	assert.Equal(t, map[string]string{"0": "2", "1": "1"}[ahead], p.attr("#progress", "value"), "the part of the line served since the page was opened")
+	assert.Equal(t, "2", p.attr("#progress", "max"))
+	if p.mode.script {
+		assert.True(t, value(p.browser, chromedp.Evaluate[bool](`window.sameDocument === true`)), "updated in place, not reloaded")
+	}
+
+	processOne(t, e)
+	processOne(t, e)
+	p.waitHeading("won.seat.title")
+	assert.Equal(t, "0", p.attr("#request", "data-refresh"), "a final page asks no more")
+	p.check("won")
+	p.hits.paced(t, "/requests/"+last.RequestID+pagePath)
+}
+
+// held: a holds sale of two seats and five users. The first held seat counts down
+// from what the server says is left and is given up with its button; the second
+// runs out; the last in line waits on the waitlist, served after the two before it.
+func (p *pageBrowser) held(t *testing.T, e *env, clock *asynceventtest.Clock) {
+	s := newHoldsSale(t, e, clock, 2, 5)
+	id := s.held[0]
+	p.open(s.users[id], id)
+	p.waitHeading("held.title")
+	assert.Equal(t, fill(p.mode.words("held.left"), "left", duration(p.mode.lang, holdFor)), p.text("#countdown"))
+	assert.Contains(t, p.attr("#pay", "href"), "/pay/"+id)
+	if p.mode.script {
+		// The server's clock stands still: the page counts down from the 10 minutes
+		// it was told, on the browser's own monotonic clock.
+		p.waitFor(`document.querySelector("#countdown")?.textContent === ` + jsString(fill(p.mode.words("held.left"), "left", duration(p.mode.lang, holdFor-2*time.Second))))
+	}
+	p.check("held")
+	p.run(chromedp.Click(chromedp.CSS("#release"))) // a real click: without script, no script can click
+	p.waitHeading("lost.released.title")
+	p.check("released")
+
+	run := s.held[1]
+	p.open(s.users[run], run)
+	clock.Advance(holdFor + time.Second)
+	p.reload()
+	p.waitHeading("held.ranOut")
+	assert.Zero(t, p.count("#release"), "nothing left to give up")
+	r := s.do("POST", "/admin/events/sale/holds/sweep", s.admin(), nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	p.reload()
+	p.waitHeading("lost.expired.title")
+	p.check("expired")
+
+	last := s.waitlisted[len(s.waitlisted)-1]
+	p.open(s.users[last], last)
+	p.waitHeading("waitlisted.title")
+	assert.Contains(t, p.text("#live"), strings.Split(p.mode.words("waitlisted.ahead"), "{ahead}")[1])
+	assert.Equal(t, p.mode.words("waitlisted.release"), p.text("#release"))
+	p.check("waitlisted")
+}
+
+// prequeue: three entries before the start, each told the order is drawn at the
+// start, counting down to it; after the draw (which serves the one seat at once),
+// one entry's page shows its result, its place and the draw's proof, from which the test recomputes every entry's score: the place
+// shown is the rank of its own.
+func (p *pageBrowser) prequeue(t *testing.T, e *env, clock *asynceventtest.Clock) {
+	start := clock.Now().Add(time.Hour).UTC()
+	r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "drop", "eventType": "FIRST_COME", "capacityTotal": 1,
+		"prequeueOpensAt": clock.Now().UTC().Format(time.RFC3339Nano), "startsAt": start.Format(time.RFC3339Nano)})
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	users := map[string]string{}
+	var ids []string
+	for _, u := range []string{"dan", "eve", "fay"} {
+		_, entry := e.participate("drop", u)
+		users[entry.RequestID] = u
+		ids = append(ids, entry.RequestID)
+	}
+	id := ids[1]
+	p.open(users[id], id)
+	p.waitHeading("prequeue.title")
+	assert.Equal(t, fill(p.mode.words("prequeue.left"), "left", duration(p.mode.lang, time.Hour)), p.text("#countdown"))
+	p.check("prequeue")
+
+	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
+	r = e.do("POST", "/admin/events/drop/draw", e.admin(), nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	p.reload()
+	p.waitFor(`document.querySelector("#verify-seed") !== null`)
+	seed, err := hex.DecodeString(p.text("#verify-seed"))
+	require.NoError(t, err)
+	entries := p.text("#verify-entries-hash")
+	scores := make([]string, 0, len(ids))
+	for _, other := range ids {
+		s := draw.Score(seed, entries, other)
+		scores = append(scores, hex.EncodeToString(s[:]))
+	}
+	own := draw.Score(seed, entries, id)
+	assert.Equal(t, hex.EncodeToString(own[:]), p.text("#verify-score"), "the score shown, recomputed")
+	slices.Sort(scores)
+	place := slices.Index(scores, hex.EncodeToString(own[:])) + 1
+	assert.Contains(t, p.text("#request"), fill(p.mode.words("prequeue.place"), "place", strconv.Itoa(place), "entries", "3"), "the place shown is the rank of its score")
+	// The serve decided it at once: the one seat went to the first drawn.
+	assert.Equal(t, map[bool]string{true: p.mode.words("won.seat.title"), false: p.mode.words("lost.soldOut.title")}[place == 1], p.text("#heading"))
+	p.check("prequeue-drawn")
+}
+
+// lottery: two entries for one prize; the loser's page after the draw, with the
+// proof its score is recomputed from.
+func (p *pageBrowser) lottery(t *testing.T, e *env, clock *asynceventtest.Clock) {
+	cutoff := clock.Now().Add(time.Hour).UTC()
+	r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "lotto", "eventType": "LOTTERY", "winnerCount": 1,
+		"lotteryCutoffAt": cutoff.Format(time.RFC3339Nano)})
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	users := map[string]string{}
+	for _, u := range []string{"gus", "hal"} {
+		_, entry := e.participate("lotto", u)
+		users[entry.RequestID] = u
+	}
+	processOne(t, e) // the holds sale's messages are still in flight: not e.process
+	processOne(t, e)
+	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
+	r = e.do("POST", "/admin/events/lotto/draw", e.admin(), nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	winner := decode[DrawView](t, r).Winners[0]
+	for id, u := range users {
+		if id == winner {
+			continue
+		}
+		p.open(u, id)
+		p.waitHeading("lost.lottery.title")
+		seed, err := hex.DecodeString(p.text("#verify-seed"))
+		require.NoError(t, err)
+		score := draw.Score(seed, p.text("#verify-entries-hash"), id)
+		assert.Equal(t, hex.EncodeToString(score[:]), p.text("#verify-score"))
+		p.check("lottery-lost")
+	}
+}
+
+// processOne processes the queue's next message.
+func processOne(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := e.queue.Receive(ctx, 1, 0, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.Empty(t, asynceventtest.Process(ctx, asyncevent.NewProcessor(e.client, asyncevent.ProcessOptions{}), ds))
+	require.NoError(t, e.queue.Delete(ctx, ds[0].Receipt))
+}
+
+// pageHits records when each page was asked for, and the Retry-After it answered.
+type pageHits struct {
+	mu      sync.Mutex
+	log     map[string][]pageHit // by path
+	testing bool                 // the test itself is asking
+}
+
+type pageHit struct {
+	at     time.Time
+	after  time.Duration
+	byTest bool // asked by the test (a navigation), not by the page
+}
+
+// asTest runs f, a navigation of the test's own: what it asks for is not the page's
+// polling.
+func (h *pageHits) asTest(f func()) {
+	h.mu.Lock()
+	h.testing = true
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.testing = false
+		h.mu.Unlock()
+	}()
+	f()
+}
+
+func (h *pageHits) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		after, _ := time.ParseDuration(rec.Header().Get("Retry-After") + "s")
+		h.mu.Lock()
+		if h.log == nil {
+			h.log = map[string][]pageHit{}
+		}
+		h.log[r.URL.Path] = append(h.log[r.URL.Path], pageHit{at: time.Now(), after: after, byTest: h.testing})
+		h.mu.Unlock()
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// paced checks that the page never asked for path again before the Retry-After of
+// its previous answer (a tenth of it allowed for the timers), nor after a final
+// answer (no Retry-After).
+func (h *pageHits) paced(t *testing.T, path string) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hits := h.log[path]
+	require.GreaterOrEqual(t, len(hits), 2, "the page asked for again")
+	for i := 1; i < len(hits); i++ {
+		prev := hits[i-1]
+		if hits[i].byTest {
+			continue
+		}
+		require.NotZero(t, prev.after, "poll %d came after a final answer", i)
+		assert.GreaterOrEqual(t, hits[i].at.Sub(prev.at), prev.after*9/10, "poll %d came before the Retry-After of %v", i, prev.after)
+	}
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+}
