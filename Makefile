@@ -51,9 +51,11 @@ unit: chromium
 chromium:
 	bash scripts/ensure-chromium.sh
 
-# Regenerates docs/admin-event.png from the browser test.
+# Regenerates the screenshots from the browser tests: docs/admin-event.png, and
+# docs/request-page/, the page a waiting user sees in each of its states.
 screenshot: chromium
-	UPDATE_SCREENSHOT=1 $(GO) test -race -count=1 -run '^TestAdminUIInBrowser$$' ./httpapi
+	bash scripts/ensure-fonts.sh
+	UPDATE_SCREENSHOT=1 $(GO) test -race -count=1 -run '^(TestAdminUIInBrowser|TestRequestPageInBrowser)$$' ./httpapi
 
 # Each fuzz target runs FUZZTIME executions on top of its seed corpus in testdata/fuzz.
 fuzz:

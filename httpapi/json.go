@@ -451,6 +451,9 @@ type ParticipationView struct {
 	Status    asyncevent.Status   `json:"status"`
 	UIResult  asyncevent.UIResult `json:"uiResult"`
 	Duplicate bool                `json:"duplicate"`
+	// Page is the page of the request a browser shows its user, where the server
+	// has one (MountRequestPage).
+	Page string `json:"page,omitempty"`
 }
 
 // RequestView is a request. The user routes show a user's own request without the

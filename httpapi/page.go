@@ -39,8 +39,8 @@ type RequestPageOptions struct {
 	Secret []byte
 
 	// ConfirmURL is the service's page where the user pays for a held seat, its
-	// "{requestId}" replaced by the request's ID (escaped). Empty: the page shows
-	// no payment link.
+	// "{requestId}" replaced by the request's ID, escaped for where it stands (in
+	// the path, or in the query). Empty: the page shows no payment link.
 	ConfirmURL string
 
 	// StyleURL is a stylesheet of the service's own origin (a path, such as
@@ -138,6 +138,7 @@ func (s *Server) MountRequestPage(opts RequestPageOptions) error {
 		h := p.serve(f)
 		s.route(pattern, Public, func(w http.ResponseWriter, r *http.Request, _ Principal) error { h(w, r); return nil })
 	}
+	s.pages = true
 	return nil
 }
 

@@ -197,6 +197,67 @@ func TestRequestPage(t *testing.T) {
 		assert.Empty(t, api.header.Get("Retry-After"), "a final request is not polled again")
 	})
 
+	t.Run("a participation's answer leads to the page", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.createFirstCome("sale", 1)
+		r := e.do("POST", "/events/sale/participations", token(t, "ann", RoleUser), nil)
+		require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+		assert.Empty(t, r.header.Get("Link"), "no page mounted, none named")
+		assert.Empty(t, decode[ParticipationView](t, r).Page)
+
+		e.pages(t)
+		r = e.do("POST", "/events/sale/participations", token(t, "bob", RoleUser), nil)
+		require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+		v := decode[ParticipationView](t, r)
+		assert.Equal(t, "/requests/"+v.RequestID+"/page", v.Page)
+		assert.Equal(t, `</requests/`+v.RequestID+`/page>; rel="alternate"; type="text/html"`, r.header.Get("Link"))
+		assert.Equal(t, "/requests/"+v.RequestID, r.header.Get("Location"), "the API's own poll, as before")
+		r = e.do("POST", "/events/sale/participations", token(t, "bob", RoleUser), nil)
+		require.Equal(t, http.StatusOK, r.status, "a repeat")
+		assert.Equal(t, v.Page, decode[ParticipationView](t, r).Page, "a repeat leads to the first request's page")
+	})
+
+	// What the page showed before comes back in the URL it asks for next: the line's
+	// progress since it was opened, a place further back said with why, updates
+	// paused by the user (no refresh, a link to resume).
+	t.Run("the place: progress since opened, a step back said, updates paused", func(t *testing.T) {
+		t.Parallel()
+		clock := asynceventtest.NewClock(time.Now().Truncate(time.Second))
+		e := newEnv(t, withClock(clock))
+		pc := e.pages(t)
+		e.createFirstCome("sale", 5)
+		var last ParticipationView
+		for _, u := range []string{"ann", "bob", "cid"} {
+			_, last = e.participate("sale", u)
+			clock.Advance(time.Second)
+		}
+		require.NoError(t, e.client.FlushProgress(context.Background()))
+		path, cid := "/requests/"+last.RequestID+"/page", token(t, "cid", RoleUser)
+		page := string(pc.get(path, cid).body)
+		assert.Contains(t, page, "2 ahead of you.")
+		assert.Contains(t, page, `<progress id="progress" max="2" value="0">`, "opened now: nothing served since")
+		assert.Contains(t, page, `data-next="`+path+`?first=2&amp;was=2"`, "the next ask carries what was shown")
+		assert.NotContains(t, page, `id="back"`)
+
+		page = string(pc.get(path+"?first=6&was=1", cid).body)
+		assert.Contains(t, page, `<progress id="progress" max="6" value="4">`, "opened when 6 were ahead, 2 now")
+		assert.Contains(t, page, "Your place moved back from 1 to 2: some people who clicked before you were counted late.")
+		assert.Contains(t, page, `data-next="`+path+`?first=6&amp;was=2"`)
+
+		page = string(pc.get(path+"?first=x&was=-3", cid).body)
+		assert.Contains(t, page, `<progress id="progress" max="2" value="0">`, "what does not parse is not there")
+		assert.NotContains(t, page, `id="back"`)
+
+		paused := pc.get(path+"?first=2&was=2&pause=1", cid)
+		assert.NotContains(t, string(paused.body), `http-equiv="refresh"`, "paused: it does not reload itself")
+		assert.Contains(t, string(paused.body), `data-paused="1"`)
+		assert.Contains(t, string(paused.body), `<a id="resume" href="`+path+`?first=2&amp;was=2"`)
+		assert.NotEmpty(t, paused.header.Get("Retry-After"), "the API's pace is still said")
+		running := string(pc.get(path, cid).body)
+		assert.Contains(t, running, `<a id="pause" href="`+path+`?first=2&amp;was=2&amp;pause=1"`)
+	})
+
 	// A lottery's entry, then its result: the draw's proof on the page, from which
 	// the test recomputes the user's score, and the winners' by the same rule.
 	t.Run("a lottery: entered, then the result and its proof", func(t *testing.T) {
@@ -370,4 +431,16 @@ func TestRequestPage(t *testing.T) {
 		assert.Contains(t, string(page.body), `<link rel="stylesheet" href="/static/brand.css">`)
 		assert.Contains(t, PageTextKeys(), "waiting.title")
 	})
+}
+
+func TestConfirmURL(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ template, id, want string }{
+		{"", "r1", ""},
+		{"/pay/{requestId}", "a b&c?d", "/pay/a%20b&c%3Fd"},
+		{"https://shop.example/pay?request={requestId}&from=queue", "a b&c=d", "https://shop.example/pay?request=a+b%26c%3Dd&from=queue"},
+		{"/pay/{requestId}?again={requestId}", "x/y", "/pay/x%2Fy?again=x%2Fy"},
+	} {
+		assert.Equal(t, c.want, confirmURL(c.template, c.id), c.template)
+	}
 }

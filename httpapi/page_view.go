@@ -138,9 +138,7 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time, 
 		v.Live = say("held.until", "until", p.clock(req.HoldExpiresAt))
 		until("held.left", req.HoldExpiresAt)
 		v.Lines = []string{t["held.next"]}
-		if p.confirm != "" {
-			v.Confirm = strings.ReplaceAll(p.confirm, "{requestId}", url.PathEscape(req.RequestID))
-		}
+		v.Confirm = confirmURL(p.confirm, req.RequestID)
 		releaseForm("held.release")
 	case req.Status == asyncevent.StatusWaitlisted && req.Waitlist != nil && req.Waitlist.EndsAt != 0 && !req.Waitlist.EndsAt.Time().After(now):
 		// Ended, and not yet refused by the hold sweep: nothing left to wait for.
@@ -208,6 +206,17 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time, 
 		v.Lines = append(v.Lines, say("prequeue.place", "place", strconv.FormatInt(pq.Place, 10), "entries", strconv.FormatInt(pq.Entries, 10)))
 	}
 	return v
+}
+
+// confirmURL is the service's payment link of requestID: its "{requestId}" replaced
+// by the ID, escaped for where it stands (a path, or the query after "?").
+func confirmURL(template, requestID string) string {
+	path, query, hasQuery := strings.Cut(template, "?")
+	path = strings.ReplaceAll(path, "{requestId}", url.PathEscape(requestID))
+	if !hasQuery {
+		return path
+	}
+	return path + "?" + strings.ReplaceAll(query, "{requestId}", url.QueryEscape(requestID))
 }
 
 // outcome fills v with a final request's result in plain words.

@@ -96,6 +96,9 @@ type Server struct {
 	now     func() time.Time
 	mux     *http.ServeMux
 	handler http.Handler
+	// pages reports whether MountRequestPage added the page of a user's request:
+	// a participation's answer then links to it.
+	pages bool
 }
 
 // NewServer returns a Server with its routes registered, or an error when Client or
@@ -347,10 +350,11 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ Principal) er
 
 // participate is POST /events/{eventId}/participations: the whole ingest of a click
 // for the token's user. 202 with the new request, 200 with the first request of a
-// repeat (duplicate: true); Location names the request to poll, and a 202's
-// Retry-After when (pollAfter): by then the counts of the arrivals before it have
-// landed and a first poll is told its place from them (docs/design.md, "A place in
-// line").
+// repeat (duplicate: true); Location names the request to poll (with
+// MountRequestPage, a Link and the body's page name the page its user's browser
+// shows), and a 202's Retry-After when (pollAfter): by then the counts of the
+// arrivals before it have landed and a first poll is told its place from them
+// (docs/design.md, "A place in line").
 // pollAfter is the 202's Retry-After: the time from a click to its first poll worth
 // making.
 const pollAfter = time.Second
@@ -399,6 +403,11 @@ func (s *Server) participate(w http.ResponseWriter, r *http.Request, p Principal
 		code = http.StatusOK
 	}
 	w.Header().Set("Location", "/requests/"+url.PathEscape(part.RequestID))
+	page := ""
+	if s.pages {
+		page = "/requests/" + url.PathEscape(part.RequestID) + pagePath
+		w.Header().Set("Link", "<"+page+`>; rel="alternate"; type="text/html"`)
+	}
 	if code == http.StatusAccepted {
 		w.Header().Set("Retry-After", strconv.Itoa(int(pollAfter/time.Second)))
 	}
@@ -408,6 +417,7 @@ func (s *Server) participate(w http.ResponseWriter, r *http.Request, p Principal
 		Status:    status,
 		UIResult:  asyncevent.UIResultOf(status),
 		Duplicate: part.Duplicate,
+		Page:      page,
 	})
 	return nil
 }
