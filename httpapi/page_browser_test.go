@@ -142,7 +142,8 @@ func (p *pageBrowser) check(state string) {
 // the page is opened again with script on and its own script blocked, which shows
 // the same document but for its <noscript> refresh (a <meta> refresh, which axe-core
 // flags whatever the page offers: rule meta-refresh, WCAG 2.2.1; the page offers
-// the link that turns it off, the criterion's own "turn off", docs/http.md).
+// the link that turns it off, the criterion's own "turn off", docs/http.md). The
+// page is then opened again as it was, without script.
 func (p *pageBrowser) checkWithoutScript(state string) {
 	p.t.Helper()
 	here := value(p.browser, chromedp.Evaluate[string](`location.href`))
