@@ -117,12 +117,28 @@ func savedPagePath(reportPath string) string {
 	return strings.TrimSuffix(reportPath, filepath.Ext(reportPath)) + "-request-page.html"
 }
 
-// save writes the page beside the HTML report at reportPath. The copy is the page as
-// served: its inline style reads without the service; its refresh, countdown and
-// buttons need the service.
+// save writes the page beside the HTML report at reportPath: the page as served, but
+// for what needs the service (its refresh, its script, the Release form and its
+// token, which would lead nowhere from a file); its inline style reads without it.
 func (p *requestPageReport) save(reportPath string) error {
 	p.File = savedPagePath(reportPath)
-	return os.WriteFile(p.File, p.page, 0o644)
+	return os.WriteFile(p.File, []byte(standalone(string(p.page))), 0o644)
+}
+
+// The parts of a served page that a saved copy leaves out.
+var (
+	noscriptElement = regexp.MustCompile(`(?s)<noscript>.*?</noscript>\n?`)
+	scriptElement   = regexp.MustCompile(`(?s)<script[^>]*>.*?</script>\n?`)
+	formElement     = regexp.MustCompile(`(?s)\s*<form[^>]*>.*?</form>`)
+	pauseParagraph  = regexp.MustCompile(`(?s)<p class="meta" id="updates">.*?</p>\n?`)
+)
+
+// standalone is a served page without what needs the service.
+func standalone(page string) string {
+	for _, re := range []*regexp.Regexp{noscriptElement, scriptElement, formElement, pauseParagraph} {
+		page = re.ReplaceAllString(page, "")
+	}
+	return page
 }
 
 // rows are the page's part of the text report.

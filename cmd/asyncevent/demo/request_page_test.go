@@ -63,3 +63,19 @@ func TestSavedPagePath(t *testing.T) {
 	assert.Equal(t, "report-request-page.html", savedPagePath("report"))
 	assert.Equal(t, "a.b/r-request-page.html", savedPagePath("a.b/r.htm"))
 }
+
+// A saved page keeps its words and style and leaves out what needs the service.
+func TestStandalonePage(t *testing.T) {
+	served := "<head>\n<noscript><meta http-equiv=\"refresh\" content=\"10;url=/requests/r/page\"></noscript>\n<style nonce=\"n\">h1{}</style>\n" +
+		"<script nonce=\"n\" src=\"/request-page/page.js?v=1\" defer></script>\n</head><body><main><h1 id=\"heading\">A seat is held for you</h1>\n" +
+		"<p class=\"meta\" id=\"updates\"><span id=\"refresh\">This page updates itself.</span> <a id=\"pause\" href=\"/requests/r/page?pause=1\">Pause updates</a></p>\n" +
+		"<div class=\"actions\" id=\"actions\">\n  <a id=\"pay\" href=\"https://shop.example/pay/r\">Pay now</a>\n  <form method=\"post\" action=\"/requests/r/page/release\">\n" +
+		"    <input type=\"hidden\" name=\"token\" value=\"secret\">\n    <button type=\"submit\" id=\"release\">Give up the seat</button>\n  </form>\n</div></main></body>"
+	saved := standalone(served)
+	for _, gone := range []string{"refresh", "<script", "<form", "secret", "Pause updates"} {
+		assert.NotContains(t, saved, gone)
+	}
+	for _, kept := range []string{"<style nonce=\"n\">h1{}</style>", "A seat is held for you", `<a id="pay" href="https://shop.example/pay/r">Pay now</a>`} {
+		assert.Contains(t, saved, kept)
+	}
+}
