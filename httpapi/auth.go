@@ -96,15 +96,25 @@ type JWTOptions struct {
 
 	// Clock tells the time for the token checks. Default: time.Now.
 	Clock func() time.Time
+
+	// CookieName names a cookie the token may come in when the request has no
+	// Authorization header: the one the service's sign-in sets (HttpOnly, Secure,
+	// SameSite=Lax or Strict), so that a browser following a link can open the
+	// request page. The Server refuses a write that comes with no bearer token from
+	// another site (403 cross_site). Default: empty, no cookie; the token comes in
+	// the header only.
+	CookieName string
 }
 
-// JWTAuthenticator verifies HS256 bearer tokens (Authorization: Bearer <JWT>) with
-// the golang-jwt parser in its strict settings: only HS256, exp required, iat checked
-// (a token issued in the future is refused), the leeway of JWTOptions, and exp, nbf
-// and iat must be JSON numbers (a numeric string is refused).
+// JWTAuthenticator verifies HS256 bearer tokens (Authorization: Bearer <JWT>, or
+// the cookie of JWTOptions.CookieName) with the golang-jwt parser in its strict
+// settings: only HS256, exp required, iat checked (a token issued in the future is
+// refused), the leeway of JWTOptions, and exp, nbf and iat must be JSON numbers (a
+// numeric string is refused).
 type JWTAuthenticator struct {
 	secret []byte
 	parser *jwt.Parser
+	cookie string // JWTOptions.CookieName
 }
 
 // maxLeeway bounds JWTOptions.Leeway: a larger skew is a misconfigured clock.
@@ -127,6 +137,7 @@ func NewJWTAuthenticator(secret []byte, opts JWTOptions) (*JWTAuthenticator, err
 	}
 	return &JWTAuthenticator{
 		secret: append([]byte(nil), secret...),
+		cookie: opts.CookieName,
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), // never none, never another alg
 			jwt.WithExpirationRequired(),
@@ -167,7 +178,7 @@ func MintToken(secret []byte, userID string, role Role, expiresAt time.Time) (st
 
 // Authenticate implements Authenticator.
 func (a *JWTAuthenticator) Authenticate(r *http.Request) (Principal, error) {
-	raw, err := bearer(r)
+	raw, err := credential(r, a.cookie)
 	if err != nil {
 		return Principal{}, err
 	}
@@ -182,10 +193,26 @@ func (a *JWTAuthenticator) Authenticate(r *http.Request) (Principal, error) {
 	return Principal{UserID: claims.Subject, Role: claims.Role, ExpiresAt: claims.ExpiresAt.Time}, nil
 }
 
-// bearer returns the token of r's Authorization: Bearer header; ErrNoCredentials
-// when there is none.
-func bearer(r *http.Request) (string, error) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+// credential returns the token r carries, for the parser to check whatever its
+// source: its Authorization: Bearer header's or, when r has no Authorization header,
+// the value of the cookie cookieName (none when cookieName is empty). A header wins
+// over the cookie, even one of another scheme: the caller chose it. ErrNoCredentials
+// when r carries no token.
+func credential(r *http.Request, cookieName string) (string, error) {
+	if h := r.Header.Get("Authorization"); h != "" || cookieName == "" {
+		return bearer(h)
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" {
+		return "", ErrNoCredentials // an empty value is a signed-out browser's
+	}
+	return c.Value, nil
+}
+
+// bearer returns the token of an Authorization header's value; ErrNoCredentials
+// when it is not a Bearer token.
+func bearer(authorization string) (string, error) {
+	scheme, token, ok := strings.Cut(authorization, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return "", ErrNoCredentials
 	}

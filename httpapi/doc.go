@@ -243,7 +243,15 @@
 // JWKSAuthenticator verifies an identity provider's RS256 and ES256 tokens against
 // the keys of its JWKS URL, with iss and aud required; JWTAuthenticator verifies
 // HS256 tokens of a shared secret, for development (see their docs); a service with
-// its own identity layer implements Authenticator instead.
+// its own identity layer implements Authenticator instead. Both read the token from
+// the Authorization: Bearer header and, with CookieName set, from that cookie when
+// the request has no Authorization header (a browser opening the request page).
+// Because a browser attaches a cookie whatever page makes the request, a write (any
+// method but GET, HEAD and OPTIONS) on a route that is not Public and that carries
+// no bearer token must come from the server's own origin as far as the browser
+// tells: Sec-Fetch-Site same-origin or none, else an Origin whose host and port are
+// the request's Host; otherwise it is 403 cross_site, before authentication and with
+// nothing written. A client that sends neither header (not a browser) passes.
 //
 // # Admission and tracing
 //

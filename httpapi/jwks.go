@@ -79,6 +79,11 @@ type JWKSOptions struct {
 
 	// Logger is told of a refresh of the key set that failed. Default: discard.
 	Logger *slog.Logger
+
+	// CookieName names a cookie the token may come in when the request has no
+	// Authorization header, as JWTOptions.CookieName does. Default: empty, no
+	// cookie; the token comes in the header only.
+	CookieName string
 }
 
 // timeout bounds a read of the key set: the HTTP client's, or 10 seconds.
@@ -89,15 +94,16 @@ func (o *JWKSOptions) timeout() time.Duration {
 	return 10 * time.Second
 }
 
-// JWKSAuthenticator verifies bearer tokens signed by an identity provider's keys
-// (RS256 with an RSA key of 2048 bits or more, ES256 with a P-256 key) published at
-// a JWKS URL, with the golang-jwt parser over a jwkset key set: the key is the one
-// the token's kid names, and the JWK's alg and its type fix the algorithm (an RSA key
-// verifies RS256 only, so a token that says HS256 or none is refused whatever it
-// carries); iss and aud are required and checked, exp is required, nbf and iat are
-// checked with the leeway. The key set is read at start, every Refresh, and again
-// for a kid it does not hold: at most once per UnknownKIDRefresh, off the request,
-// the requests that come meanwhile waiting for that read.
+// JWKSAuthenticator verifies bearer tokens (or the cookie of JWKSOptions.CookieName)
+// signed by an identity provider's keys (RS256 with an RSA key of 2048 bits or more,
+// ES256 with a P-256 key) published at a JWKS URL, with the golang-jwt parser over a
+// jwkset key set: the key is the one the token's kid names, and the JWK's alg and
+// its type fix the algorithm (an RSA key verifies RS256 only, so a token that says
+// HS256 or none is refused whatever it carries); iss and aud are required and
+// checked, exp is required, nbf and iat are checked with the leeway. The key set is
+// read at start, every Refresh, and again for a kid it does not hold: at most once
+// per UnknownKIDRefresh, off the request, the requests that come meanwhile waiting
+// for that read.
 type JWKSAuthenticator struct {
 	set        jwkset.Storage // the keys as last read
 	refresher  jwkset.Storage // over set: a KeyRead of a kid set lacks reads the set again
@@ -271,7 +277,7 @@ func (a *JWKSAuthenticator) Close() { a.cancel() }
 
 // Authenticate implements Authenticator.
 func (a *JWKSAuthenticator) Authenticate(r *http.Request) (Principal, error) {
-	raw, err := bearer(r)
+	raw, err := credential(r, a.opts.CookieName)
 	if err != nil {
 		return Principal{}, err
 	}

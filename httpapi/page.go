@@ -251,25 +251,6 @@ func (p *requestPage) token(userID, requestID string) string {
 	return base64.RawURLEncoding.EncodeToString(mac(p.key, userID+"\x00"+requestID))
 }
 
-// sameOrigin reports whether a form post came from the page's own origin, as far as
-// the browser says: Sec-Fetch-Site, else Origin against the Host; a client that
-// sends neither passes (the form's token still binds it).
-func sameOrigin(r *http.Request) bool {
-	switch site := r.Header.Get("Sec-Fetch-Site"); site {
-	case "same-origin", "none":
-		return true
-	case "":
-	default:
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
-}
-
 // unavailableRetry is when the page that could not read a request tries again.
 const unavailableRetry = 5
 

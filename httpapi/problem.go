@@ -45,6 +45,7 @@ const ProblemContentType = "application/problem+json"
 const (
 	CodeUnauthorized         = "unauthorized"           // 401: no, malformed, forged or expired token
 	CodeForbidden            = "forbidden"              // 403: a valid token without the role the route needs
+	CodeCrossSite            = "cross_site"             // 403: a write (not GET, HEAD, OPTIONS) without a bearer token from another site, as the browser tells (Sec-Fetch-Site, else Origin against Host); nothing written
 	CodeAdmissionRefused     = "admission_refused"      // 403: ServerOptions.Admission refused the click (Forbid); nothing written
 	CodeRateLimited          = "rate_limited"           // 429: ServerOptions.Admission refused the click for now (TooManyRequests); try again after Retry-After; nothing written
 	CodeRouteNotFound        = "route_not_found"        // 404: no such route

@@ -177,8 +177,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Mount registers h under pattern (http.ServeMux syntax, e.g. "GET /admin/ui/"),
 // behind the same per-request timeout and access log as the API's routes, and
-// behind authentication unless access is Public; h reads the caller with
-// PrincipalFrom. Mount may be called while the server is serving.
+// behind authentication unless access is Public (and, as the API's routes, a
+// refusal of writes from another site that carry no bearer token: 403 cross_site);
+// h reads the caller with PrincipalFrom. Mount may be called while the server is
+// serving.
 func (s *Server) Mount(pattern string, access Access, h http.Handler) {
 	s.route(pattern, access, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
 		h.ServeHTTP(w, r)
@@ -189,7 +191,8 @@ func (s *Server) Mount(pattern string, access Access, h http.Handler) {
 // apiFunc is a route's handler: it answers, or returns the error to answer with.
 type apiFunc func(w http.ResponseWriter, r *http.Request, p Principal) error
 
-// route registers f under pattern with its authentication and timeout.
+// route registers f under pattern with its cross-site check, authentication and
+// timeout.
 func (s *Server) route(pattern string, access Access, f apiFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
@@ -198,8 +201,10 @@ func (s *Server) route(pattern string, access Access, f apiFunc) {
 		}
 		var p Principal
 		if access != Public {
-			var err error
-			p, err = s.authenticate(r, access)
+			err := crossSite(r) // before any token is read: a refused write costs nothing
+			if err == nil {
+				p, err = s.authenticate(r, access)
+			}
 			if info != nil {
 				info.userID = p.UserID
 			}

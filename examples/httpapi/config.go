@@ -105,7 +105,7 @@ func newFlagSet(c *config, text *textFlags, getenv func(string) string, stderr i
 	fs.StringVar(&c.jwks.Audience, "jwt-audience", getenv("ASYNCEVENT_JWT_AUDIENCE"), "the tokens' required aud, with -jwks-url (env ASYNCEVENT_JWT_AUDIENCE)")
 	fs.StringVar(&c.jwks.RoleClaim, "jwt-role-claim", envOr("ASYNCEVENT_JWT_ROLE_CLAIM", httpapi.DefaultRoleClaim), "the claim that carries the roles, a string or an array (Cognito: cognito:groups) (env ASYNCEVENT_JWT_ROLE_CLAIM)")
 	fs.StringVar(&c.jwks.AdminRole, "jwt-admin-role", envOr("ASYNCEVENT_JWT_ADMIN_ROLE", string(httpapi.RoleAdmin)), "the role of the admins, with -jwks-url (env ASYNCEVENT_JWT_ADMIN_ROLE)")
-	fs.BoolVar(&c.dev, "dev", false, "development: make up a JWT secret if none is given and print an admin and a user token")
+	fs.BoolVar(&c.dev, "dev", false, "development: make up a JWT secret if none is given, print an admin and a user token, and sign a browser on this machine in at /dev/sign-in?user=ID (a cookie)")
 	fs.StringVar(&text.userRate, "user-rate", envOr("ASYNCEVENT_USER_RATE", "0"), "clicks a second a user may make, in this server's memory (0: no limit): a first line behind a WAF, not instead of one (env ASYNCEVENT_USER_RATE)")
 	fs.StringVar(&text.userBurst, "user-burst", envOr("ASYNCEVENT_USER_BURST", "5"), "clicks a user may make at once before -user-rate holds them back (env ASYNCEVENT_USER_BURST)")
 	fs.BoolVar(&c.statusLog, "status-log", true, "write a StatusLog item for every transition (GET /admin/requests/{id}/logs)")

@@ -29,6 +29,7 @@ func printDevTokens(w io.Writer, cfg config) {
 	fmt.Fprintf(w, "dev: curl -s -X POST localhost%s/events/spring-sale/participations -H \"Authorization: Bearer $USER_TOKEN\"\n", portOf(cfg.addr))
 	fmt.Fprintln(w, "dev: a token for another user: go run ./examples/httpapi token -user NAME [-admin] (with ASYNCEVENT_JWT_SECRET as above)")
 	fmt.Fprintf(w, "dev: admin web UI at http://localhost%s/admin/ui/ (sign in with $ADMIN_TOKEN)\n", portOf(cfg.addr))
+	fmt.Fprintf(w, "dev: a request's page in a browser on this machine: http://localhost%s/dev/sign-in?user=user-1&next=/requests/REQUEST_ID/page (signs in by a cookie, dev only)\n", portOf(cfg.addr))
 }
 
 // portOf is addr's ":port" for the printed URLs; :8080 when addr has no numeric

@@ -1,8 +1,8 @@
 // Command httpapi is an HTTP service on asyncevent: users take part in events and
 // follow their requests; admins create events, watch them, and draw lotteries.
 // It shows how a team mounts package httpapi (the routes, bearer-token
-// authentication, RFC 9457 problem details, the admin web UI) on net/http, with
-// in-process workers and a graceful shutdown.
+// authentication, RFC 9457 problem details, the admin web UI, a user's request
+// page) on net/http, with in-process workers and a graceful shutdown.
 //
 // # Run it on an embedded DynamoDB Local with an in-memory queue
 //
@@ -57,7 +57,7 @@
 //	-sqs-endpoint       SQS_ENDPOINT           SQS endpoint such as fauxqs, with dummy credentials; empty: AWS
 //	-workers                                   in-process workers (2); 0: ingest only
 //	-jwt-secret         ASYNCEVENT_JWT_SECRET  HS256 secret of the bearer tokens, at least 32 bytes; required unless -dev
-//	-dev                                       make up a secret if none is given; print an admin and a user token
+//	-dev                                       make up a secret if none is given; print an admin and a user token; offer /dev/sign-in
 //	-jwks-url           ASYNCEVENT_JWKS_URL    an identity provider's JWK set (RS256/ES256 tokens) instead of -jwt-secret
 //	-jwt-issuer         ASYNCEVENT_JWT_ISSUER  the tokens' required iss (with -jwks-url)
 //	-jwt-audience       ASYNCEVENT_JWT_AUDIENCE  the tokens' required aud (with -jwks-url)
@@ -118,6 +118,21 @@
 // event (its layout too), open an event by its ID for its layout, its stats, an
 // outcome chart along queue order and the request
 // table, open a request for its latencies and status log, run and verify a draw.
+//
+// # A request's page
+//
+// A user's browser opens the page of their request at /requests/{requestId}/page
+// (httpapi.Server.MountRequestPage; the participation's answer names it in "page").
+// A browser sends no Authorization header, so with -dev the token may also come in
+// a cookie (httpapi.JWTOptions.CookieName), which /dev/sign-in sets, for a browser
+// on this machine only, with no password, as a service's own sign-in would:
+//
+//	http://localhost:8080/dev/sign-in?user=user-1&next=/requests/01a2…/page
+//
+// A write with that cookie from another site is refused (403 cross_site). Without
+// -dev there is no sign-in and no cookie: the page takes the bearer header only.
+// With -jwks-url the page is not mounted: its Release form would need a secret of
+// its own (httpapi.RequestPageOptions.Secret).
 package main
 
 import (

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +75,8 @@ func TestEndToEndOverSQS(t *testing.T) {
 
 	r := doURL(t, hc, base, "GET", "/healthz", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
+	r = doURL(t, hc, base, "GET", "/dev/sign-in?user=ann", "", nil)
+	require.Equal(t, http.StatusNotFound, r.status, "no dev sign-in without -dev")
 	r = doURL(t, hc, base, "POST", "/admin/events", admin, map[string]any{"eventId": "rush", "eventType": "FIRST_COME", "capacityTotal": capacity})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 
@@ -170,6 +174,7 @@ func TestRunWithMemoryQueue(t *testing.T) {
 	// ... and how to mint more with it.
 	assert.Equal(t, string(cfg.jwtSecret), exported(t, logs.String(), "ASYNCEVENT_JWT_SECRET"))
 	assert.Contains(t, logs.String(), "go run ./examples/httpapi token -user NAME")
+	assert.Contains(t, logs.String(), "/dev/sign-in?user=user-1&next=/requests/REQUEST_ID/page")
 	r := doURL(t, http.DefaultClient, base, "POST", "/admin/events", adminTok, map[string]any{"eventId": "sale", "eventType": "FIRST_COME", "capacityTotal": 1})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	// The click carries its own trace (a W3C traceparent, as a browser's or a load
@@ -194,6 +199,7 @@ func TestRunWithMemoryQueue(t *testing.T) {
 	r = doURL(t, http.DefaultClient, base, "GET", "/admin/requests/"+id+"/logs", adminTok, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	assert.Empty(t, decode[httpapi.StatusLogsView](t, r).Logs, "-status-log=false")
+	devSignInOpensThePage(t, base, part)
 
 	cancel()
 	require.NoError(t, <-done)
@@ -220,6 +226,53 @@ func TestRunWithMemoryQueue(t *testing.T) {
 	assert.True(t, inTrace["POST /events/{eventId}/participations"], "the server's span continues the click's trace: %v", inTrace)
 	assert.True(t, inTrace["asyncevent.submit"], "%v", inTrace)
 	assert.True(t, inTrace["asyncevent.process"], "the worker's span is in the click's trace: %v", inTrace)
+}
+
+// devSignInOpensThePage checks -dev's sign-in: a browser on this machine signed in
+// as the user of part, by a cookie, opens its request's page; the cookie is
+// HttpOnly and SameSite=Strict; next goes nowhere but this server; a write with the
+// cookie from another site is refused.
+func devSignInOpensThePage(t *testing.T, base string, part httpapi.ParticipationView) {
+	t.Helper()
+	require.Equal(t, "/requests/"+part.RequestID+"/page", part.Page, "the answer names the page")
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(base + "/dev/sign-in?user=user-1&next=" + url.QueryEscape(part.Page))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, part.Page, resp.Request.URL.Path)
+	assert.Contains(t, resp.Header.Get("Content-Type"), "text/html")
+
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for next, want := range map[string]string{
+		"":                     "/me/participations",
+		"/requests/x/page":     "/requests/x/page",
+		"//evil.example/":      "/me/participations",
+		"/\\evil.example/":     "/me/participations",
+		"/\t/evil.example/":    "/me/participations",
+		"https://evil.example": "/me/participations",
+	} {
+		resp, err := noFollow.Get(base + "/dev/sign-in?user=ann&next=" + url.QueryEscape(next))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusSeeOther, resp.StatusCode, next)
+		assert.Equal(t, want, resp.Header.Get("Location"), "next %q", next)
+		require.Len(t, resp.Cookies(), 1)
+		c := resp.Cookies()[0]
+		assert.Equal(t, devCookie, c.Name)
+		assert.True(t, c.HttpOnly)
+		assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
+	}
+
+	req, err := http.NewRequest("POST", base+"/events/sale/participations", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err = browser.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a write with the cookie from another site")
 }
 
 // exported finds "export NAME=value" in out.

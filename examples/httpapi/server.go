@@ -15,7 +15,7 @@ import (
 	"github.com/asyncevent/asyncevent/queue"
 )
 
-// apiServer is package httpapi's routes and admin web UI on a net/http server,
+// apiServer is package httpapi's routes and pages on a net/http server,
 // and the listener it serves.
 type apiServer struct {
 	http *http.Server
@@ -23,9 +23,9 @@ type apiServer struct {
 	auth httpapi.Authenticator
 }
 
-// listenAPI mounts package httpapi's routes and admin web UI, behind the
-// authenticator the flags ask for, and listens on cfg.addr. tracer, if not nil,
-// makes the server's spans.
+// listenAPI mounts package httpapi's routes, admin web UI and request page (and,
+// with -dev, the dev sign-in), behind the authenticator the flags ask for, and
+// listens on cfg.addr. tracer, if not nil, makes the server's spans.
 func listenAPI(ctx context.Context, cfg config, client *asyncevent.Client, q queue.Queue, tracer trace.TracerProvider, logger *slog.Logger) (*apiServer, error) {
 	auth, err := authenticator(ctx, cfg)
 	if err != nil {
@@ -44,6 +44,15 @@ func listenAPI(ctx context.Context, cfg config, client *asyncevent.Client, q que
 	})
 	if err == nil {
 		err = srv.MountAdminUI(httpapi.AdminUIOptions{})
+	}
+	// The page of a user's request, its Release form signed with a key derived from
+	// the HS256 secret; an identity provider's tokens would need a secret of its own
+	// (RequestPageOptions.Secret).
+	if err == nil && cfg.jwks.URL == "" {
+		err = srv.MountRequestPage(httpapi.RequestPageOptions{})
+	}
+	if err == nil && cfg.dev {
+		srv.Mount("GET /dev/sign-in", httpapi.Public, devSignIn(cfg.jwtSecret))
 	}
 	if err == nil {
 		api.ln, err = net.Listen("tcp", cfg.addr)

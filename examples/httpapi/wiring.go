@@ -127,12 +127,17 @@ func queueName(cfg config) string {
 	return cfg.queueURL
 }
 
-// authenticator is the identity provider's tokens (-jwks-url) or the HS256 secret's.
+// authenticator is the identity provider's tokens (-jwks-url) or the HS256 secret's,
+// which with -dev may also come in the dev sign-in's cookie.
 func authenticator(ctx context.Context, cfg config) (httpapi.Authenticator, error) {
 	if cfg.jwks.URL != "" {
 		return httpapi.NewJWKSAuthenticator(ctx, cfg.jwks)
 	}
-	return httpapi.NewJWTAuthenticator(cfg.jwtSecret, httpapi.JWTOptions{})
+	var opts httpapi.JWTOptions
+	if cfg.dev {
+		opts.CookieName = devCookie
+	}
+	return httpapi.NewJWTAuthenticator(cfg.jwtSecret, opts)
 }
 
 // admission is the per-user rate limit of -user-rate, if set.
