@@ -55,6 +55,11 @@ type RequestPageOptions struct {
 
 	// Location is the time zone the page shows its times in. Default: UTC.
 	Location *time.Location
+
+	// SignInURL is where the service's users sign in (a path of its origin, or an
+	// http(s) URL): the page of a caller without a valid identity links to it.
+	// Empty: that page says to sign in, with no link.
+	SignInURL string
 }
 
 // pagePath is the path of a request's page, after /requests/{requestId}.
@@ -69,8 +74,9 @@ type requestPage struct {
 	texts   map[string]map[string]string
 	loc     *time.Location
 	tmpl    *template.Template
-	script  string   // the page script's URL, with its content's hash
-	proofs  sync.Map // event ID → *asyncevent.DrawRecord, revealed
+	script  string // the page script's URL, with its content's hash
+	signIn  string
+	proofs  proofCache
 }
 
 // pageScriptPath is where the page's script is served: ui/static/page.js, which
@@ -94,18 +100,8 @@ func (s *Server) MountRequestPage(opts RequestPageOptions) error {
 	if len(secret) < MinSecretBytes {
 		return fmt.Errorf("%w: RequestPageOptions.Secret needs at least %d bytes (or a JWTAuthenticator to derive it from)", asyncevent.ErrInvalidOptions, MinSecretBytes)
 	}
-	if opts.StyleURL != "" && !sameOriginPath(opts.StyleURL) {
-		return fmt.Errorf("%w: RequestPageOptions.StyleURL %q is not a path of the service's own origin", asyncevent.ErrInvalidOptions, opts.StyleURL)
-	}
-	for lang, texts := range opts.Texts {
-		if _, ok := pageTexts[lang]; !ok {
-			return fmt.Errorf("%w: RequestPageOptions.Texts: language %q, want en or ko", asyncevent.ErrInvalidOptions, lang)
-		}
-		for key := range texts {
-			if _, ok := pageTexts["en"][key]; !ok {
-				return fmt.Errorf("%w: RequestPageOptions.Texts[%q]: no text %q (PageTextKeys)", asyncevent.ErrInvalidOptions, lang, key)
-			}
-		}
+	if err := checkPageOptions(opts); err != nil {
+		return err
 	}
 	loc := opts.Location
 	if loc == nil {
@@ -123,7 +119,8 @@ func (s *Server) MountRequestPage(opts RequestPageOptions) error {
 	}
 	sum := sha256.Sum256(script)
 	p := &requestPage{srv: s, key: deriveKey(secret, "asyncevent request-page release v1"), confirm: opts.ConfirmURL,
-		style: opts.StyleURL, texts: opts.Texts, loc: loc, tmpl: tmpl, script: pageScriptPath + "?v=" + hex.EncodeToString(sum[:6])}
+		style: opts.StyleURL, texts: opts.Texts, loc: loc, tmpl: tmpl, script: pageScriptPath + "?v=" + hex.EncodeToString(sum[:6]),
+		signIn: opts.SignInURL}
 	s.route("GET "+pageScriptPath, Public, func(w http.ResponseWriter, _ *http.Request, _ Principal) error {
 		h := w.Header()
 		h.Set("Content-Type", "text/javascript; charset=utf-8")
@@ -142,10 +139,43 @@ func (s *Server) MountRequestPage(opts RequestPageOptions) error {
 	return nil
 }
 
-// sameOriginPath reports whether u is a path on the page's own origin.
+// checkPageOptions refuses the options a page could not use as meant: a stylesheet
+// from elsewhere (the page's policy would block it), a link that is not a path or
+// an http(s) URL, a text of no language or key of the page's.
+func checkPageOptions(opts RequestPageOptions) error {
+	if opts.StyleURL != "" && !sameOriginPath(opts.StyleURL) {
+		return fmt.Errorf("%w: RequestPageOptions.StyleURL %q is not a path of the service's own origin", asyncevent.ErrInvalidOptions, opts.StyleURL)
+	}
+	for name, u := range map[string]string{"ConfirmURL": opts.ConfirmURL, "SignInURL": opts.SignInURL} {
+		if u != "" && !sameOriginPath(u) && !webURL(u) {
+			return fmt.Errorf("%w: RequestPageOptions.%s %q is neither a path nor an http(s) URL", asyncevent.ErrInvalidOptions, name, u)
+		}
+	}
+	for lang, texts := range opts.Texts {
+		if _, ok := pageTexts[lang]; !ok {
+			return fmt.Errorf("%w: RequestPageOptions.Texts: language %q, want en or ko", asyncevent.ErrInvalidOptions, lang)
+		}
+		for key := range texts {
+			if _, ok := pageTexts["en"][key]; !ok {
+				return fmt.Errorf("%w: RequestPageOptions.Texts[%q]: no text %q (PageTextKeys)", asyncevent.ErrInvalidOptions, lang, key)
+			}
+		}
+	}
+	return nil
+}
+
+// sameOriginPath reports whether u is a path on the page's own origin. A
+// backslash is refused: browsers read /\host as //host, another origin.
 func sameOriginPath(u string) bool {
 	parsed, err := url.Parse(u)
-	return err == nil && parsed.Scheme == "" && parsed.Host == "" && strings.HasPrefix(u, "/") && !strings.HasPrefix(u, "//")
+	return err == nil && parsed.Scheme == "" && parsed.Host == "" && strings.HasPrefix(u, "/") &&
+		!strings.HasPrefix(u, "//") && !strings.Contains(u, `\`)
+}
+
+// webURL reports whether u is an absolute http or https URL.
+func webURL(u string) bool {
+	parsed, err := url.Parse(u)
+	return err == nil && (parsed.Scheme == "https" || parsed.Scheme == "http") && parsed.Host != ""
 }
 
 // pageFunc answers a page's request for the caller p, of the request ID in its path.
@@ -164,6 +194,7 @@ func (p *requestPage) serve(f pageFunc) http.HandlerFunc {
 		}
 		who, err := p.srv.authenticate(r, UserOnly)
 		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="asyncevent"`)
 			p.plain(w, r, lang, http.StatusUnauthorized, "signIn")
 			return
 		}
@@ -174,12 +205,12 @@ func (p *requestPage) serve(f pageFunc) http.HandlerFunc {
 			return
 		case err != nil:
 			p.srv.logger.ErrorContext(r.Context(), "request page: the request could not be read", slog.String("requestId", id), slog.Any("error", err))
-			p.unavailable(w, r, lang)
+			p.unavailable(w, r, lang, id)
 			return
 		}
 		if err := f(w, r, lang, who, req); err != nil {
 			p.srv.logger.ErrorContext(r.Context(), "request page", slog.String("requestId", id), slog.Any("error", err))
-			p.unavailable(w, r, lang)
+			p.unavailable(w, r, lang, id)
 		}
 	}
 }
@@ -201,12 +232,7 @@ func (p *requestPage) show(w http.ResponseWriter, r *http.Request, lang string, 
 	}
 	if after := pollEvery(req, now); after > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(after/time.Second)))
-		v.Refresh = int(after / time.Second)
-		v.Paused = s.paused
-		v.Pause = v.Next + "?pause=1"
-		if strings.Contains(v.Next, "?") {
-			v.Pause = v.Next + "&pause=1"
-		}
+		v.updating(int(after/time.Second), s.paused)
 	}
 	return p.render(w, http.StatusOK, v)
 }
@@ -215,15 +241,40 @@ func (p *requestPage) show(w http.ResponseWriter, r *http.Request, lang string, 
 // and kept (the record never changes after its freeze), so that a poll of a page
 // costs what the API's does; nil while it cannot be read or shows no seed yet.
 func (p *requestPage) proof(r *http.Request, eventID string) *asyncevent.DrawRecord {
-	if d, ok := p.proofs.Load(eventID); ok {
-		return d.(*asyncevent.DrawRecord)
+	if d := p.proofs.get(eventID); d != nil {
+		return d
 	}
 	d, err := p.srv.client.GetDraw(r.Context(), eventID)
 	if err != nil || d.Seed == "" || d.EntriesHash == "" {
 		return nil
 	}
-	p.proofs.Store(eventID, d)
+	p.proofs.put(eventID, d)
 	return d
+}
+
+// proofCache keeps the draws' records the pages show, at most maxProofs of them: a
+// server that outlives many events forgets them all at once, and reads each again
+// when a page next asks.
+type proofCache struct {
+	mu    sync.Mutex
+	draws map[string]*asyncevent.DrawRecord
+}
+
+const maxProofs = 1024
+
+func (c *proofCache) get(eventID string) *asyncevent.DrawRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.draws[eventID]
+}
+
+func (c *proofCache) put(eventID string, d *asyncevent.DrawRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draws == nil || len(c.draws) >= maxProofs {
+		c.draws = map[string]*asyncevent.DrawRecord{}
+	}
+	c.draws[eventID] = d
 }
 
 // release is POST /requests/{requestId}/page/release: the Release button of a HELD
@@ -254,44 +305,54 @@ func (p *requestPage) token(userID, requestID string) string {
 // unavailableRetry is when the page that could not read a request tries again.
 const unavailableRetry = 5
 
-// unavailable answers 503 with a page that tries again by itself: a read refused at
-// a sale's peak must not leave the user on a page that never moves.
-func (p *requestPage) unavailable(w http.ResponseWriter, r *http.Request, lang string) {
+// unavailable answers 503 with a page that asks for request id's page again by
+// itself (whether a view or a Release failed): a read refused at a sale's peak must
+// not leave the user on a page that never moves.
+func (p *requestPage) unavailable(w http.ResponseWriter, r *http.Request, lang, id string) {
 	w.Header().Set("Retry-After", strconv.Itoa(unavailableRetry))
-	p.plainPage(w, r, lang, http.StatusServiceUnavailable, "unavailable", unavailableRetry)
+	v := p.plainView(lang, "unavailable")
+	v.Next = "/requests/" + url.PathEscape(id) + pagePath
+	v.updating(unavailableRetry, false)
+	p.write(w, r, http.StatusServiceUnavailable, v)
 }
 
 // plain answers a page of one message (text key), with status.
 func (p *requestPage) plain(w http.ResponseWriter, r *http.Request, lang string, status int, key string) {
-	p.plainPage(w, r, lang, status, key, 0)
+	v := p.plainView(lang, key)
+	if status == http.StatusUnauthorized {
+		v.SignIn = p.signIn
+	}
+	p.write(w, r, status, v)
 }
 
-func (p *requestPage) plainPage(w http.ResponseWriter, r *http.Request, lang string, status int, key string, refresh int) {
-	v := &pageView{Lang: lang, T: p.textsOf(lang), Style: p.style, State: "plain", Refresh: refresh, Script: p.script}
+func (p *requestPage) plainView(lang, key string) *pageView {
+	v := &pageView{Lang: lang, T: p.textsOf(lang), Style: p.style, State: "plain", Script: p.script}
 	v.Heading, v.Live = v.T[key+".title"], v.T[key+".body"]
-	if refresh > 0 {
-		v.Next = r.URL.RequestURI()
-	}
+	return v
+}
+
+// write renders a plain page, logging a failure (the answer has begun).
+func (p *requestPage) write(w http.ResponseWriter, r *http.Request, status int, v *pageView) {
 	if err := p.render(w, status, v); err != nil {
 		p.srv.logger.ErrorContext(r.Context(), "request page: a plain page failed", slog.Any("error", err))
 	}
 }
 
 // render writes v with status and the page's headers: nothing but its own inline
-// style (by nonce), the service's stylesheet and its own script, fetching from its
-// own origin only; no framing, no cache.
+// style and its script (by nonce), the service's stylesheet, fonts and images, and
+// fetches from its own origin; no framing, no cache.
 func (p *requestPage) render(w http.ResponseWriter, status int, v *pageView) error {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
-	v.Nonce = base64.StdEncoding.EncodeToString(nonce)
+	v.Nonce = base64.RawURLEncoding.EncodeToString(nonce) // no character html/template escapes
 	var buf bytes.Buffer
 	if err := p.tmpl.Execute(&buf, v); err != nil {
 		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' 'nonce-"+v.Nonce+"'; "+
-		"img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+v.Nonce+"'; connect-src 'self'; style-src 'self' 'nonce-"+v.Nonce+"'; "+
+		"font-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")

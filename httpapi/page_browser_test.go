@@ -69,14 +69,32 @@ func (r pageRun) walk(t *testing.T, execPath, axe string) {
 	// The server's clock runs an hour behind the browser's: a countdown that read
 	// the browser's clock against the server's times would show every hold run out.
 	clock := asynceventtest.NewClock(time.Now().Add(-time.Hour).Truncate(time.Second))
-	e := newEnv(t, withClock(clock))
+	// The user signs in with a cookie, as a browser following a link must: no
+	// header is added to what the browser sends.
+	cookieAuth, err := NewJWTAuthenticator(testSecret, JWTOptions{CookieName: pageCookie})
+	require.NoError(t, err)
+	e := newEnv(t, withClock(clock), func(_ *asyncevent.Options, so *ServerOptions) { so.Authenticator = cookieAuth })
 	require.NoError(t, e.srv.MountRequestPage(RequestPageOptions{ConfirmURL: "/pay/{requestId}"}))
 	hits := &pageHits{}
 	ts := newTestServer(t, hits.count(e.srv.Handler()))
 	p := &pageBrowser{browser: newBrowser(t, execPath, ts.URL), mode: r, base: ts.URL, axe: axe, hits: hits}
 	p.run(chromedp.EmulateViewport(720, 900))
-	_, err := chromedp.Call(p.ctx, network.Enable, network.EnableParams{})
+	_, err = chromedp.Call(p.ctx, network.Enable, network.EnableParams{})
 	require.NoError(t, err)
+	_, err = chromedp.Call(p.ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{
+		UserAgent: "Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome", AcceptLanguage: r.lang})
+	require.NoError(t, err)
+	var (
+		mu      sync.Mutex
+		foreign []string // what the browser asked of anywhere but the service
+	)
+	require.NoError(t, chromedp.Listen(p.ctx, func(ev any) {
+		if sent, ok := ev.(*network.EventRequestWillBeSent); ok && !strings.HasPrefix(sent.Request.URL, ts.URL+"/") {
+			mu.Lock()
+			foreign = append(foreign, sent.Request.URL)
+			mu.Unlock()
+		}
+	}))
 	if !r.script {
 		p.scriptOff(true)
 	}
@@ -86,6 +104,9 @@ func (r pageRun) walk(t *testing.T, execPath, axe string) {
 	p.lottery(t, e, clock)
 	p.prequeue(t, e, clock) // last: its entries' messages wait on the queue for the start
 	assert.Empty(t, p.problems(), "script errors or CSP violations in the browser")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, foreign, "every request of the page stays on the service's origin")
 }
 
 // pageBrowser is a browser on the request page, as one user at a time.
@@ -97,11 +118,14 @@ type pageBrowser struct {
 	hits *pageHits
 }
 
-// open shows request id's page as its user, with the run's language.
+// pageCookie is the cookie the service's sign-in sets, holding the user's token.
+const pageCookie = "session"
+
+// open shows request id's page as its user, signed in by the service's cookie.
 func (p *pageBrowser) open(user, id string) {
 	p.t.Helper()
-	_, err := chromedp.Call(p.ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{
-		"Authorization": "Bearer " + token(p.t, user, RoleUser), "Accept-Language": p.mode.lang}})
+	_, err := chromedp.Call(p.ctx, network.SetCookie, network.SetCookieParams{Name: pageCookie, Value: token(p.t, user, RoleUser),
+		URL: p.base, HTTPOnly: new(true), SameSite: network.CookieSameSiteStrict})
 	require.NoError(p.t, err)
 	p.hits.asTest(func() { p.run(chromedp.Navigate(p.base + "/requests/" + id + pagePath)) })
 	p.waitFor(`document.readyState === "complete" && document.querySelector("#heading") !== null`)
@@ -183,6 +207,7 @@ func (p *pageBrowser) firstCome(t *testing.T, e *env, clock *asynceventtest.Cloc
 	p.open("cid", last.RequestID)
 	p.waitHeading("waiting.title")
 	assert.Equal(t, fill(p.mode.words("waiting.ahead"), "ahead", "2"), p.text("#live"))
+	assert.Equal(t, p.mode.words("waiting.progress") != "", p.count("#progress") == 1)
 	p.check("waiting")
 	if p.mode.script {
 		value(p.browser, chromedp.Evaluate[bool](`(window.sameDocument = true)`))
@@ -192,13 +217,14 @@ func (p *pageBrowser) firstCome(t *testing.T, e *env, clock *asynceventtest.Cloc
 	require.NoError(t, e.client.FlushProgress(context.Background()))
 	clock.Advance(2 * time.Second) // past the progress cache (Options.ProgressCacheTTL, 1 s)
 	// The place moves up (by the line's pace, it may show the next one served too).
-	p.waitFor(`document.querySelector("#live")?.textContent !== ` + jsString(fill(p.mode.words("waiting.ahead"), "ahead", "2")))
-	ahead := p.on("#live", `el.textContent.match(/\d+/)[0]`)
-	assert.Contains(t, []string{"0", "1"}, ahead)
-	assert.Equal(t, map[string]string{"0": "2", "1": "1"}[ahead], p.attr("#progress", "value"), "the part of the line served since the page was opened")
+	one, next := fill(p.mode.words("waiting.ahead"), "ahead", "1"), p.mode.words("waiting.aheadFirst")
+	p.waitFor(`[` + jsString(one) + `, ` + jsString(next) + `].includes(document.querySelector("#live")?.textContent)`)
+	served := map[string]string{one: "1", next: "2"}[p.text("#live")]
+	assert.Equal(t, served, p.attr("#progress", "value"), "the part of the line served since the page was opened")
 	assert.Equal(t, "2", p.attr("#progress", "max"))
 	if p.mode.script {
 		assert.True(t, value(p.browser, chromedp.Evaluate[bool](`window.sameDocument === true`)), "updated in place, not reloaded")
+		p.focusKeptAndPaused("/requests/" + last.RequestID + pagePath)
 	}
 
 	processOne(t, e)
@@ -207,6 +233,66 @@ func (p *pageBrowser) firstCome(t *testing.T, e *env, clock *asynceventtest.Cloc
 	assert.Equal(t, "0", p.attr("#request", "data-refresh"), "a final page asks no more")
 	p.check("won")
 	p.hits.paced(t, "/requests/"+last.RequestID+pagePath)
+}
+
+// focusKeptAndPaused checks, on a page that updates itself with its script, that
+// the control with the focus keeps it through the updates (the same element, never
+// blurred), as does the live region (the same element, told only what changed);
+// that pausing stops the asking, and resuming starts it again.
+func (p *pageBrowser) focusKeptAndPaused(path string) {
+	t := p.t
+	t.Helper()
+	value(p.browser, chromedp.Evaluate[bool](`(() => {
+		const b = document.querySelector("#pause-button");
+		b.focus();
+		b.marked = true;
+		document.querySelector("#live").marked = true;
+		window.blurs = 0;
+		b.addEventListener("blur", () => window.blurs++);
+		return true;
+	})()`))
+	asked := p.hits.countOf(path)
+	p.waitUntil(func() bool { return p.hits.countOf(path) >= asked+2 }, "two more asks")
+	assert.True(t, value(p.browser, chromedp.Evaluate[bool](`document.activeElement.marked === true && window.blurs === 0`)), "the focus kept through the updates")
+	assert.True(t, value(p.browser, chromedp.Evaluate[bool](`document.querySelector("#live").marked === true`)), "the live region is the same element")
+
+	p.run(chromedp.Click(chromedp.CSS("#pause-button")))
+	p.waitFor(`document.querySelector("#pause-button").getAttribute("aria-pressed") === "true"`)
+	assert.Equal(t, p.mode.words("page.paused"), p.text("#refresh"))
+	asked = p.hits.countOf(path)
+	wait := time.Duration(max(atoi(p.attr("#request", "data-refresh")), 1)) * time.Second
+	time.Sleep(2 * wait) // nothing to wait for: that nothing is asked meanwhile
+	assert.Equal(t, asked, p.hits.countOf(path), "paused: nothing asked")
+	p.run(chromedp.Click(chromedp.CSS("#pause-button")))
+	p.waitFor(`document.querySelector("#pause-button").getAttribute("aria-pressed") === "false"`)
+	p.waitUntil(func() bool { return p.hits.countOf(path) > asked }, "an ask once resumed")
+
+	// A proxy's error page in between: the page keeps what it showed, says it
+	// could not update, and asks again later, then shows the answer.
+	shown := p.text("#live")
+	p.hits.mu.Lock()
+	p.hits.refuse = 1
+	p.hits.mu.Unlock()
+	p.waitFor(`!document.querySelector("#offline").hidden`)
+	assert.Equal(t, shown, p.text("#live"), "what was shown stays")
+	p.waitFor(`document.querySelector("#offline").hidden`)
+}
+
+// waitUntil polls ok until it holds, for at most actionTimeout.
+func (p *pageBrowser) waitUntil(ok func() bool, what string) {
+	p.t.Helper()
+	deadline := time.Now().Add(actionTimeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // held: a holds sale of two seats and five users. The first held seat counts down
@@ -225,7 +311,12 @@ func (p *pageBrowser) held(t *testing.T, e *env, clock *asynceventtest.Clock) {
 		p.waitFor(`document.querySelector("#countdown")?.textContent === ` + jsString(fill(p.mode.words("held.left"), "left", duration(p.mode.lang, holdFor-2*time.Second))))
 	}
 	p.check("held")
-	p.run(chromedp.Click(chromedp.CSS("#release"))) // a real click: without script, no script can click
+	// Real clicks (without script, no script can click): the button opens its
+	// second step, which says what giving up means and does it.
+	p.run(chromedp.Click(chromedp.CSS("#release")))
+	p.waitFor(`document.querySelector("#release-box").open`)
+	assert.Equal(t, p.mode.words("held.releaseWarning"), p.text("#release-box p"))
+	p.run(chromedp.Click(chromedp.CSS("#release-confirm")))
 	p.waitHeading("lost.released.title")
 	p.check("released")
 
@@ -238,13 +329,14 @@ func (p *pageBrowser) held(t *testing.T, e *env, clock *asynceventtest.Clock) {
 	r := s.do("POST", "/admin/events/sale/holds/sweep", s.admin(), nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	p.reload()
+	p.waitFor(`document.querySelector("#request")?.dataset.state === "lost"`)
 	p.waitHeading("lost.expired.title")
 	p.check("expired")
 
 	last := s.waitlisted[len(s.waitlisted)-1]
 	p.open(s.users[last], last)
 	p.waitHeading("waitlisted.title")
-	assert.Contains(t, p.text("#live"), strings.Split(p.mode.words("waitlisted.ahead"), "{ahead}")[1])
+	assert.Equal(t, p.mode.words("waitlisted.aheadFirst"), p.text("#live"), "the two before it were served")
 	assert.Equal(t, p.mode.words("waitlisted.release"), p.text("#release"))
 	p.check("waitlisted")
 }
@@ -342,6 +434,7 @@ type pageHits struct {
 	mu      sync.Mutex
 	log     map[string][]pageHit // by path
 	testing bool                 // the test itself is asking
+	refuse  int                  // the next asks answered as a proxy would whose server is down
 }
 
 type pageHit struct {
@@ -366,6 +459,19 @@ func (h *pageHits) asTest(f func()) {
 
 func (h *pageHits) count(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now() // as the page's script counts: from when it asked
+		h.mu.Lock()
+		refused := h.refuse > 0 && strings.HasSuffix(r.URL.Path, pagePath)
+		if refused {
+			// No Retry-After: the page waits at least 5 s before it asks again.
+			h.refuse--
+			h.log[r.URL.Path] = append(h.log[r.URL.Path], pageHit{at: arrived, after: 5 * time.Second})
+		}
+		h.mu.Unlock()
+		if refused {
+			http.Error(w, "<html><body>502 Bad Gateway</body></html>", http.StatusBadGateway)
+			return
+		}
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
 		after, _ := time.ParseDuration(rec.Header().Get("Retry-After") + "s")
@@ -373,7 +479,7 @@ func (h *pageHits) count(next http.Handler) http.Handler {
 		if h.log == nil {
 			h.log = map[string][]pageHit{}
 		}
-		h.log[r.URL.Path] = append(h.log[r.URL.Path], pageHit{at: time.Now(), after: after, byTest: h.testing})
+		h.log[r.URL.Path] = append(h.log[r.URL.Path], pageHit{at: arrived, after: after, byTest: h.testing})
 		h.mu.Unlock()
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
@@ -381,6 +487,13 @@ func (h *pageHits) count(next http.Handler) http.Handler {
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
 	})
+}
+
+// countOf is how many times path was asked for.
+func (h *pageHits) countOf(path string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.log[path])
 }
 
 // paced checks that the page never asked for path again before the Retry-After of

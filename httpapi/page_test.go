@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,9 +12,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -108,9 +111,11 @@ func TestRequestPage(t *testing.T) {
 		assert.Contains(t, body, `data-refresh="30"`, "with it, the script asks again then")
 		csp := page.header.Get("Content-Security-Policy")
 		assert.Contains(t, csp, "default-src 'none'")
-		assert.Contains(t, csp, "script-src 'self'; connect-src 'self'", "the page's script and its fetches, from its own origin only")
-		script := regexp.MustCompile(`<script src="(/request-page/page\.js\?v=[0-9a-f]+)" defer>`).FindStringSubmatch(body)
-		require.NotNil(t, script, "the page's script")
+		nonce := regexp.MustCompile(`<script nonce="([^"]+)" src="(/request-page/page\.js\?v=[0-9a-f]+)" defer>`).FindStringSubmatch(body)
+		require.NotNil(t, nonce, "the page's script")
+		assert.Contains(t, csp, "script-src 'nonce-"+nonce[1]+"'; connect-src 'self'", "the page's one script, and fetches of its own origin only")
+		assert.Contains(t, csp, "font-src 'self'", "the service's fonts, for its brand")
+		script := nonce[1:]
 		js := pc.get(script[1], "")
 		assert.Equal(t, http.StatusOK, js.status, "the script is served to anyone: it holds no data")
 		assert.Equal(t, "text/javascript; charset=utf-8", js.header.Get("Content-Type"))
@@ -150,7 +155,7 @@ func TestRequestPage(t *testing.T) {
 		assert.Contains(t, body, `<html lang="ko">`)
 		assert.Equal(t, "ko", page.header.Get("Content-Language"))
 		assert.Contains(t, body, "매진: 대기자 명단에 있습니다")
-		assert.Contains(t, body, "대기자 명단에서 앞에 0명이 있습니다.")
+		assert.Contains(t, body, "대기자 명단의 첫 번째입니다. 다음에 반환되는 좌석을 받습니다.", "none ahead: first")
 		assert.Contains(t, body, "2099-01-01 00:00:00 UTC", "the waitlist's end")
 		assert.Contains(t, body, "대기 취소", "its Release button")
 		done := pc.send("POST", "/requests/"+id+"/page/release", s.owner(id), url.Values{"token": {formToken(t, page)}})
@@ -182,7 +187,8 @@ func TestRequestPage(t *testing.T) {
 		after, err := strconv.Atoi(api.header.Get("Retry-After"))
 		require.NoError(t, err, "the API says when to poll again")
 		assert.Equal(t, strconv.Itoa(after), page.header.Get("Retry-After"), "the page refreshes at the API's pace")
-		assert.Contains(t, string(page.body), fmt.Sprintf(`content="%d;url=`, after))
+		assert.Contains(t, string(page.body), fmt.Sprintf(`data-refresh="%d"`, after), "the script asks again at the API's pace")
+		assert.Contains(t, string(page.body), fmt.Sprintf(`content="%d;url=`, max(after, noScriptRefresh)), "without script, no more often than every 10 s")
 
 		e.process() // one wins, the other finds the seat gone (in the queue's order)
 		annPage := string(pc.get("/requests/"+first.RequestID+"/page", ann).body)
@@ -235,27 +241,29 @@ func TestRequestPage(t *testing.T) {
 		require.NoError(t, e.client.FlushProgress(context.Background()))
 		path, cid := "/requests/"+last.RequestID+"/page", token(t, "cid", RoleUser)
 		page := string(pc.get(path, cid).body)
-		assert.Contains(t, page, "2 ahead of you.")
+		assert.Contains(t, page, `aria-atomic="true">2 ahead of you.</p>`)
 		assert.Contains(t, page, `<progress id="progress" max="2" value="0">`, "opened now: nothing served since")
-		assert.Contains(t, page, `data-next="`+path+`?first=2&amp;was=2"`, "the next ask carries what was shown")
-		assert.NotContains(t, page, `id="back"`)
+		assert.Contains(t, page, `data-next="`+path+`?first=2&amp;low=2"`, "the next ask carries what was shown")
+		assert.NotContains(t, page, "Corrected")
 
-		page = string(pc.get(path+"?first=6&was=1", cid).body)
+		page = string(pc.get(path+"?first=6&low=1", cid).body)
 		assert.Contains(t, page, `<progress id="progress" max="6" value="4">`, "opened when 6 were ahead, 2 now")
-		assert.Contains(t, page, "Your place moved back from 1 to 2: some people who clicked before you were counted late.")
-		assert.Contains(t, page, `data-next="`+path+`?first=6&amp;was=2"`)
+		assert.Contains(t, page, `aria-atomic="true">2 ahead of you. (Corrected from 1: the count ahead is an estimate. Your place in the order of clicks has not changed.)</p>`,
+			"a place further back than the best shown says why, in the live region")
+		assert.Contains(t, page, `data-next="`+path+`?first=6&amp;low=1"`, "and keeps saying it until the place is back")
 
-		page = string(pc.get(path+"?first=x&was=-3", cid).body)
+		page = string(pc.get(path+"?first=x&low=-3", cid).body)
 		assert.Contains(t, page, `<progress id="progress" max="2" value="0">`, "what does not parse is not there")
-		assert.NotContains(t, page, `id="back"`)
+		assert.NotContains(t, page, "Corrected")
 
-		paused := pc.get(path+"?first=2&was=2&pause=1", cid)
+		paused := pc.get(path+"?first=2&low=2&pause=1", cid)
 		assert.NotContains(t, string(paused.body), `http-equiv="refresh"`, "paused: it does not reload itself")
 		assert.Contains(t, string(paused.body), `data-paused="1"`)
-		assert.Contains(t, string(paused.body), `<a id="resume" href="`+path+`?first=2&amp;was=2"`)
+		assert.Contains(t, string(paused.body), `<a id="resume" href="`+path+`?first=2&amp;low=2"`)
 		assert.NotEmpty(t, paused.header.Get("Retry-After"), "the API's pace is still said")
 		running := string(pc.get(path, cid).body)
-		assert.Contains(t, running, `<a id="pause" href="`+path+`?first=2&amp;was=2&amp;pause=1"`)
+		assert.Contains(t, running, `<a id="pause" href="`+path+`?first=2&amp;low=2&amp;pause=1"`)
+		assert.Less(t, strings.Index(running, `id="pause"`), strings.Index(running, `id="body"`), "the pause link comes before what updates")
 	})
 
 	// A lottery's entry, then its result: the draw's proof on the page, from which
@@ -391,7 +399,8 @@ func TestRequestPage(t *testing.T) {
 	t.Run("a view costs a poll", func(t *testing.T) {
 		t.Parallel()
 		counter := asynceventtest.NewCounter(asynceventtest.DynamoDB(t))
-		client := asynceventtest.NewTableOn(t, counter, asyncevent.Options{})
+		// No flush of the node's counts during the test: its writes are not a view's.
+		client := asynceventtest.NewTableOn(t, counter, asyncevent.Options{ProgressEvery: time.Hour})
 		q := queue.NewMemory(queue.MemoryOptions{})
 		srv := newServer(t, ServerOptions{Client: client, Queue: q, RequestTimeout: time.Minute})
 		require.NoError(t, srv.MountRequestPage(RequestPageOptions{}))
@@ -416,10 +425,64 @@ func TestRequestPage(t *testing.T) {
 		assert.Equal(t, api, page, "a view of the page costs a poll of the API")
 	})
 
+	// A read refused (a peak's throttling) or a Release that could not be written:
+	// a 503 page that asks for the page again by itself (not the Release), may be
+	// paused, and tells no error's text.
+	t.Run("a failed read or Release: a 503 page that asks for the page again", func(t *testing.T) {
+		t.Parallel()
+		db := &outage{DynamoDB: asynceventtest.DynamoDB(t)}
+		client := asynceventtest.NewTableOn(t, db, asyncevent.Options{})
+		q := queue.NewMemory(queue.MemoryOptions{})
+		srv := newServer(t, ServerOptions{Client: client, Queue: q, RequestTimeout: time.Minute})
+		require.NoError(t, srv.MountRequestPage(RequestPageOptions{}))
+		pc := &pageClient{t: t, base: newTestServer(t, srv.Handler()).URL}
+		ctx := context.Background()
+		_, err := client.CreateEvent(ctx, asyncevent.EventSettings{EventID: "sale", EventType: asyncevent.FirstCome, CapacityTotal: 1,
+			HoldFor: time.Hour, EndsAt: asyncevent.MillisOf(time.Now().Add(24 * time.Hour))})
+		require.NoError(t, err)
+		p, err := client.Submit(ctx, q, "sale", "ann")
+		require.NoError(t, err)
+		processConcurrently(t, client, q, 1)
+		ann, path := token(t, "ann", RoleUser), "/requests/"+p.RequestID+"/page"
+		page := pc.get(path, ann)
+		require.Contains(t, string(page.body), "A seat is held for you")
+
+		db.writes.Store(true)
+		failed := pc.send("POST", path+"/release", ann, url.Values{"token": {formToken(t, page)}})
+		assert.Equal(t, http.StatusServiceUnavailable, failed.status)
+		assert.Contains(t, string(failed.body), `content="10;url=`+path+`"`, "it asks for the page, not the Release")
+		assert.Contains(t, string(failed.body), `data-next="`+path+`"`)
+		db.writes.Store(false)
+
+		db.reads.Store(true)
+		failed = pc.get(path, ann)
+		assert.Equal(t, http.StatusServiceUnavailable, failed.status)
+		assert.Equal(t, "5", failed.header.Get("Retry-After"))
+		assert.Contains(t, string(failed.body), "Try again in a moment")
+		assert.Contains(t, string(failed.body), `<a id="pause" href="`+path+`?pause=1"`, "its updates may be paused too")
+		assert.NotContains(t, string(failed.body), "outage", "no error's text")
+		db.reads.Store(false)
+		assert.Contains(t, string(pc.get(path, ann).body), "A seat is held for you", "nothing was released")
+	})
+
+	t.Run("no identity: a 401 page that says so, with the service's sign-in", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		require.NoError(t, e.srv.MountRequestPage(RequestPageOptions{SignInURL: "/sign-in?next=here"}))
+		pc := &pageClient{t: t, base: e.ts.URL}
+		page := pc.get("/requests/r-1/page", "")
+		assert.Equal(t, http.StatusUnauthorized, page.status)
+		assert.Equal(t, `Bearer realm="asyncevent"`, page.header.Get("WWW-Authenticate"))
+		assert.Contains(t, string(page.body), `<a href="/sign-in?next=here">Sign in</a>`)
+	})
+
 	t.Run("the options a service brands it with", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{StyleURL: "https://cdn.example/brand.css"}), "a style from elsewhere")
+		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{StyleURL: `/\cdn.example/brand.css`}), "read by browsers as //cdn.example")
+		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{ConfirmURL: "javascript:alert(1)"}))
+		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{SignInURL: "//elsewhere.example/"}))
 		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{Texts: map[string]map[string]string{"fr": {}}}))
 		require.Error(t, e.srv.MountRequestPage(RequestPageOptions{Texts: map[string]map[string]string{"en": {"no.such": "x"}}}))
 		require.NoError(t, e.srv.MountRequestPage(RequestPageOptions{StyleURL: "/static/brand.css",
@@ -443,4 +506,128 @@ func TestConfirmURL(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, confirmURL(c.template, c.id), c.template)
 	}
+}
+
+// TestRequestPageStates renders every state a request can be in, in both
+// languages: its heading and first sentence are the page's own words for it, never
+// a status or a result code; what can be done (pay, release, leave) is offered
+// only where it can be.
+func TestRequestPageStates(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Second)
+	at := func(d time.Duration) asyncevent.EpochMillis { return asyncevent.MillisOf(now.Add(d)) }
+	queued := func(q *asyncevent.QueueEstimate) asyncevent.Request {
+		return asyncevent.Request{EventType: asyncevent.FirstCome, Status: asyncevent.StatusQueued, Queue: q}
+	}
+	final := func(typ asyncevent.EventType, st asyncevent.Status, rc asyncevent.ResultCode) asyncevent.Request {
+		return asyncevent.Request{EventType: typ, Status: st, ResultCode: rc, HoldExpiresAt: at(-time.Hour)}
+	}
+	withPrequeue := func(pq asyncevent.PrequeuePlace) asyncevent.Request {
+		r := queued(nil)
+		r.Prequeue = &pq
+		return r
+	}
+	lottery := func(cutoff time.Duration) asyncevent.Request {
+		return asyncevent.Request{EventType: asyncevent.Lottery, Status: asyncevent.StatusQueued, LotteryCutoffAt: at(cutoff)}
+	}
+	waitlisted := func(ends time.Duration) asyncevent.Request {
+		return asyncevent.Request{EventType: asyncevent.FirstCome, Status: asyncevent.StatusWaitlisted,
+			Waitlist: &asyncevent.WaitlistPlace{Ahead: 2, EndsAt: at(ends)}}
+	}
+	type want struct {
+		state, heading, live string // text keys ("" live: any)
+		countdown, release, pay bool
+	}
+	cases := []struct {
+		name string
+		req  asyncevent.Request
+		want want
+	}{
+		{"in line", queued(&asyncevent.QueueEstimate{Ahead: 3, Rate: 1, Wait: 3 * time.Second}), want{state: "waiting", heading: "waiting.title"}},
+		{"next in line", queued(&asyncevent.QueueEstimate{}), want{state: "waiting", heading: "waiting.title", live: "waiting.aheadFirst"}},
+		{"in line, no place read", queued(nil), want{state: "waiting", heading: "waiting.title", live: "waiting.title"}},
+		{"its turn", asyncevent.Request{EventType: asyncevent.FirstCome, Status: asyncevent.StatusProcessing}, want{state: "waiting", heading: "waiting.title", live: "waiting.turn"}},
+		{"held", asyncevent.Request{EventType: asyncevent.FirstCome, Status: asyncevent.StatusHeld, HoldExpiresAt: at(5 * time.Minute)},
+			want{state: "held", heading: "held.title", countdown: true, release: true, pay: true}},
+		{"held, run out", asyncevent.Request{EventType: asyncevent.FirstCome, Status: asyncevent.StatusHeld, HoldExpiresAt: at(-time.Second)},
+			want{state: "held", heading: "held.ranOut", live: "held.ranOutBody"}},
+		{"waitlisted", waitlisted(time.Hour), want{state: "waitlisted", heading: "waitlisted.title", release: true}},
+		{"waitlist ended", waitlisted(-time.Second), want{state: "lost", heading: "lost.soldOut.title", live: "waitlisted.ended"}},
+		{"pre-queue, before the start", withPrequeue(asyncevent.PrequeuePlace{Seats: 5, StartsAt: at(time.Hour)}),
+			want{state: "prequeue", heading: "prequeue.title", live: "prequeue.drawn", countdown: true}},
+		{"pre-queue, started, not drawn", withPrequeue(asyncevent.PrequeuePlace{Seats: 5, StartsAt: at(-time.Second)}),
+			want{state: "prequeue", heading: "prequeue.title", live: "prequeue.drawn"}},
+		{"pre-queue, placed", withPrequeue(asyncevent.PrequeuePlace{Frozen: true, Place: 2, Entries: 5, Seats: 1}), want{state: "prequeue", heading: "prequeue.placeTitle"}},
+		{"pre-queue, late", withPrequeue(asyncevent.PrequeuePlace{Frozen: true, Late: true, Entries: 5, Seats: 1}),
+			want{state: "prequeue", heading: "prequeue.lateTitle", live: "prequeue.late"}},
+		{"lottery, entered", lottery(time.Hour), want{state: "entered", heading: "entered.title", countdown: true}},
+		{"lottery, closed", lottery(-time.Second), want{state: "entered", heading: "entered.title", live: "entered.drawing"}},
+		{"won a seat", final(asyncevent.FirstCome, asyncevent.StatusSucceeded, asyncevent.ResultSuccess), want{state: "won", heading: "won.seat.title", live: "won.seat.body"}},
+		{"won the draw", final(asyncevent.Lottery, asyncevent.StatusSucceeded, asyncevent.ResultSuccess), want{state: "won", heading: "won.lottery.title", live: "won.lottery.body"}},
+		{"left the waitlist", asyncevent.Request{EventType: asyncevent.FirstCome, Status: asyncevent.StatusRejected, ResultCode: asyncevent.ResultReleased},
+			want{state: "lost", heading: "lost.left.title", live: "lost.left.body"}},
+		{"sold out", final(asyncevent.FirstCome, asyncevent.StatusRejected, asyncevent.ResultRejectedCapacity), want{state: "lost", heading: "lost.soldOut.title", live: "lost.soldOut.body"}},
+		{"click failed", final(asyncevent.FirstCome, asyncevent.StatusFailedFinal, asyncevent.ResultFailedIngestEnqueue), want{state: "failed", heading: "failed.again.title", live: "failed.again.body"}},
+		{"failed on our side", final(asyncevent.FirstCome, asyncevent.StatusFailedFinal, asyncevent.ResultFailedWorker), want{state: "failed", heading: "failed.ours.title", live: "failed.ours.body"}},
+	}
+	for rc, key := range lostKeys {
+		cases = append(cases, struct {
+			name string
+			req  asyncevent.Request
+			want want
+		}{"refused " + string(rc), final(asyncevent.FirstCome, asyncevent.StatusRejected, rc), want{state: "lost", heading: key + ".title", live: key + ".body"}})
+	}
+	p := &requestPage{loc: time.UTC, confirm: "/pay/{requestId}"}
+	for _, c := range cases {
+		for _, lang := range []string{"en", "ko"} {
+			t.Run(c.name+", "+lang, func(t *testing.T) {
+				req := c.req
+				req.RequestID = "r-1"
+				v := p.view(lang, &req, now, seen{first: -1, low: -1})
+				words := pageTexts[lang]
+				assert.Equal(t, c.want.state, v.State)
+				assert.Equal(t, words[c.want.heading], v.Heading)
+				if c.want.live != "" {
+					assert.Equal(t, words[c.want.live], v.Live)
+				}
+				assert.NotEmpty(t, v.Live, "every state has its sentence for the live region")
+				assert.Equal(t, c.want.countdown, v.Countdown != nil, "countdown")
+				assert.Equal(t, c.want.release, v.Release != nil, "release")
+				assert.Equal(t, c.want.pay, v.Confirm != "", "pay")
+				for _, s := range append([]string{v.Heading, v.Live}, v.Lines...) {
+					assert.NotRegexp(t, `[A-Z]{4,}_[A-Z]{3,}|QUEUED|HELD|WAITLISTED|PROCESSING|FAILED`, s, "a status or result code shown")
+					assert.NotContains(t, s, "{", "a text left unfilled")
+				}
+			})
+		}
+	}
+}
+
+// outage is a DynamoDB whose reads (GetItem, Query) or writes fail while asked to.
+type outage struct {
+	asyncevent.DynamoDB
+	reads, writes atomic.Bool
+}
+
+var errOutage = errors.New("outage: the table is not answering")
+
+func (o *outage) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if o.reads.Load() {
+		return nil, errOutage
+	}
+	return o.DynamoDB.GetItem(ctx, in, opts...)
+}
+
+func (o *outage) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if o.writes.Load() {
+		return nil, errOutage
+	}
+	return o.DynamoDB.UpdateItem(ctx, in, opts...)
+}
+
+func (o *outage) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if o.writes.Load() {
+		return nil, errOutage
+	}
+	return o.DynamoDB.TransactWriteItems(ctx, in, opts...)
 }

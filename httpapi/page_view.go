@@ -24,19 +24,18 @@ type pageView struct {
 	State   string
 	Heading string
 	// Live is the page's first sentence, in a polite live region: a screen reader
-	// is told it when it changes (the place, a new state).
-	Live  string
-	Lines []string
-	// Back says why the place is further back than the page showed last.
-	Back      string
+	// is told it when it changes (the place, why it moved back, a new state).
+	Live      string
+	Lines     []string
 	Countdown *countdown // the time left, counted down by the page's script
 	Progress  *progress  // how far the line has moved since the page was opened
 	Confirm   string     // the service's payment link of a HELD request
 	Release   *release   // the Release form of a HELD or WAITLISTED request
 	Verify    *verify    // a finished draw's proof, for the user to recompute
-	// Refresh is the seconds until the page is asked for again (the no-script
-	// page's reload, the script's next fetch); 0: never.
-	Refresh int
+	// Refresh is the seconds until the script asks for the page again (the
+	// API's Retry-After); 0: never. Reload is the no-script page's: the same, but
+	// at least noScriptRefresh.
+	Refresh, Reload int
 	// Next is the URL asked for then: the page, with what it showed (seen).
 	Next string
 	// Paused is a page whose updates the user stopped (seen.paused): it does not
@@ -44,7 +43,23 @@ type pageView struct {
 	Paused    bool
 	Pause     string
 	Script    string // the page's script
+	SignIn    string // the service's sign-in page, on the page of a caller without identity
 	RequestID string // the request's number, for the organiser; "" on a plain page
+}
+
+// noScriptRefresh is the shortest reload of a page without script: a reload
+// starts a screen reader over from the top, so it comes no more often than this,
+// whatever the API's pace.
+const noScriptRefresh = 10
+
+// updating makes v a page that updates itself every refresh seconds, unless the
+// user paused it, with the link that pauses it.
+func (v *pageView) updating(refresh int, paused bool) {
+	v.Refresh, v.Reload, v.Paused = refresh, max(refresh, noScriptRefresh), paused
+	v.Pause = v.Next + "?pause=1"
+	if strings.Contains(v.Next, "?") {
+		v.Pause = v.Next + "&pause=1"
+	}
 }
 
 // countdown is a time left that the page's script counts down from Ms, the
@@ -64,10 +79,10 @@ type progress struct {
 
 // seen is what the page showed before, carried in its URL (the script's fetch and
 // the no-script reload ask for Next): the place when it was opened (first), the
-// place it showed last (was), and whether the user paused its updates. A value
+// best place it has shown (low), and whether the user paused its updates. A value
 // that does not parse is not there.
 type seen struct {
-	first, was int64 // -1: not shown
+	first, low int64 // -1: not shown
 	paused     bool
 }
 
@@ -80,30 +95,40 @@ func seenOf(q url.Values) seen {
 		}
 		return n
 	}
-	return seen{first: num("first"), was: num("was"), paused: q.Get("pause") == "1"}
+	return seen{first: num("first"), low: num("low"), paused: q.Get("pause") == "1"}
 }
 
-// place sets v's place of ahead (in line or on the waitlist): a progress bar from
-// the place first shown, a line saying why when it is further back than the page
-// showed last, and the next URL carrying both.
-func (v *pageView) place(s seen, ahead int64, withProgress bool) {
-	first := s.first
-	if first < ahead {
-		first = ahead
+// place sets v's place, ahead (in line, or on the waitlist): its sentence (keyed
+// by key, or key+"First" when none is ahead), a progress bar from the place first
+// shown, and, while the place is further back than the best one shown, why; and
+// the next URL, carrying both. Ahead is an estimate from counts that land late and
+// a rate that may change: it may go back, and the page says so rather than let a
+// place jump back unexplained.
+func (v *pageView) place(s seen, key string, ahead int64, withProgress bool) {
+	first, low := max(s.first, ahead), ahead
+	if s.low >= 0 {
+		low = min(s.low, ahead)
+	}
+	v.Live = fill(v.T[key], "ahead", strconv.FormatInt(ahead, 10))
+	if ahead == 0 {
+		v.Live = v.T[key+"First"]
+	}
+	if ahead > low {
+		v.Live += " " + fill(v.T["page.back"], "low", strconv.FormatInt(low, 10), "ahead", strconv.FormatInt(ahead, 10))
 	}
 	if withProgress && first > 0 {
 		v.Progress = &progress{Done: first - ahead, Of: first,
 			Label: fill(v.T["waiting.progress"], "done", strconv.FormatInt(first-ahead, 10), "first", strconv.FormatInt(first, 10))}
 	}
-	if s.was >= 0 && ahead > s.was {
-		v.Back = fill(v.T["page.back"], "was", strconv.FormatInt(s.was, 10), "ahead", strconv.FormatInt(ahead, 10))
-	}
-	v.Next += "?first=" + strconv.FormatInt(first, 10) + "&was=" + strconv.FormatInt(ahead, 10)
+	v.Next += "?first=" + strconv.FormatInt(first, 10) + "&low=" + strconv.FormatInt(low, 10)
 }
 
 // release is the Release form.
 type release struct {
 	Action, Label, Token, Field string
+	// Warning and Confirm are the second step: what giving up means, and the
+	// button that does it (WCAG 3.3.4: a choice that cannot be undone is confirmed).
+	Warning, Confirm string
 }
 
 // verify is what a user needs to recompute their place or their lottery result by
@@ -125,14 +150,14 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time, 
 		left := max(at.Time().Sub(now), 0)
 		v.Countdown = &countdown{Ms: left.Milliseconds(), Text: t[key], Shown: say(key, "left", duration(lang, left)), Units: units[lang][0] + "|" + units[lang][1]}
 	}
-	releaseForm := func(label string) {
-		v.Release = &release{Action: "/requests/" + url.PathEscape(req.RequestID) + pagePath + "/release", Label: t[label], Field: releaseField}
+	releaseForm := func(key string) {
+		v.Release = &release{Action: "/requests/" + url.PathEscape(req.RequestID) + pagePath + "/release", Label: t[key], Field: releaseField,
+			Warning: t[key+"Warning"], Confirm: t[key+"Confirm"]}
 	}
 	switch {
 	case req.Status == asyncevent.StatusHeld && !req.HoldExpiresAt.Time().After(now):
 		// Run out, and not yet ended by the hold sweep: nothing left to pay for.
-		v.State, v.Heading = "held", t["held.ranOut"]
-		v.Lines = []string{t["lost.expired.body"]}
+		v.State, v.Heading, v.Live = "held", t["held.ranOut"], t["held.ranOutBody"]
 	case req.Status == asyncevent.StatusHeld:
 		v.State, v.Heading = "held", t["held.title"]
 		v.Live = say("held.until", "until", p.clock(req.HoldExpiresAt))
@@ -146,8 +171,7 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time, 
 	case req.Status == asyncevent.StatusWaitlisted:
 		v.State, v.Heading = "waitlisted", t["waitlisted.title"]
 		if w := req.Waitlist; w != nil {
-			v.Live = say("waitlisted.ahead", "ahead", strconv.FormatInt(w.Ahead, 10))
-			v.place(s, w.Ahead, false)
+			v.place(s, "waitlisted.ahead", w.Ahead, false)
 			if w.EndsAt != 0 {
 				v.Lines = append(v.Lines, say("waitlisted.ends", "until", p.clock(w.EndsAt)))
 			}
@@ -190,8 +214,7 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time, 
 		case q == nil:
 			v.Live = t["waiting.title"] // no place could be read
 		default:
-			v.Live = say("waiting.ahead", "ahead", strconv.FormatInt(q.Ahead, 10))
-			v.place(s, q.Ahead, true)
+			v.place(s, "waiting.ahead", q.Ahead, true)
 			if q.Rate > 0 {
 				v.Lines = append(v.Lines, say("waiting.wait", "wait", duration(lang, q.Wait)))
 			}
@@ -276,8 +299,9 @@ func verifyOf(d *asyncevent.DrawRecord, requestID string) *verify {
 // in line is polled often while its wait is short and less as it grows (a fifth of
 // its wait, 1 to 10 s); a held seat, a waitlist place, an entry waiting for its
 // draw or its pre-queue's, every 30 s at most, and sooner when its hold runs out or
-// its lottery's cutoff comes first (a hold run out and not yet swept, every 5 s);
-// a final request, never (0).
+// its lottery's cutoff or its sale's start comes first (a hold run out and not yet
+// swept, every 5 s; a pre-queue's entry once its sale has started, every 10 s); a
+// final request, never (0).
 func pollEvery(req *asyncevent.Request, now time.Time) time.Duration {
 	until := func(at asyncevent.EpochMillis, most time.Duration) time.Duration {
 		left := at.Time().Sub(now)
@@ -294,7 +318,13 @@ func pollEvery(req *asyncevent.Request, now time.Time) time.Duration {
 		return 0
 	case req.Status == asyncevent.StatusHeld:
 		return until(req.HoldExpiresAt, 30*time.Second)
-	case req.Status == asyncevent.StatusWaitlisted, req.Prequeue != nil:
+	case req.Status == asyncevent.StatusWaitlisted:
+		return 30 * time.Second
+	case req.Prequeue != nil && !req.Prequeue.Frozen && req.Prequeue.StartsAt.Time().After(now):
+		return until(req.Prequeue.StartsAt, 30*time.Second)
+	case req.Prequeue != nil && !req.Prequeue.Frozen:
+		return 10 * time.Second // started: its order is drawn once the settle window has passed
+	case req.Prequeue != nil:
 		return 30 * time.Second
 	case req.EventType == asyncevent.Lottery && req.LotteryCutoffAt.Time().After(now):
 		return until(req.LotteryCutoffAt, 30*time.Second)

@@ -1,18 +1,28 @@
 // The request page's script (httpapi/page.go). Without it the page reloads itself
 // (a <meta> refresh inside <noscript>); with it, the page asks the server for itself
-// again after the Retry-After the server gave, no sooner, and updates in place: the
-// heading, the live region's sentence (only when it changed, so that a screen
-// reader hears each change once) and the rest, keeping the focus where it was. It
-// counts down a held seat's time left from the milliseconds the server said were
-// left, so the countdown follows the server's clock, not the browser's. The user
-// may pause the updates. It fetches from the page's own origin only.
+// again once the Retry-After the server gave has passed since the last ask, never
+// sooner, and updates in place: the heading, the live region's sentence (only when
+// it changed, so that a screen reader hears each change once) and the parts of the
+// rest that changed, leaving the others (and the focus in them) alone. It counts
+// the time left down from the milliseconds the server said were left, so a
+// countdown follows the server's clock, not the browser's. The user may pause the
+// updates. It fetches from the page's own origin only.
 "use strict";
 
 (() => {
-  const main = () => document.getElementById("request");
-  let timer = 0; // the next fetch
+  const $ = (id) => document.getElementById(id);
+  const main = () => $("request");
+  let timer = 0; // the next ask
   let tick = 0; // the countdown's interval
+  let wait = Number(main()?.dataset.refresh) || 0; // seconds from one ask to the next
+  let failures = 0; // answers in a row that were not the page
+  let asking = null; // the AbortController of the ask in flight
   let paused = main()?.dataset.paused === "1";
+  // lastAsk is when the page was last asked for, on the monotonic clock: the
+  // navigation's own request at first, answered at loaded.
+  const nav = performance.getEntriesByType("navigation")[0];
+  let lastAsk = nav?.requestStart || performance.now();
+  const loaded = nav?.responseStart || performance.now();
 
   // format is the time left in the page's units ("min|s"), rounded up to the
   // second as the server rounds it: "3 min 20 s", "3분 20초".
@@ -26,13 +36,13 @@
     return min + m + " " + sec + s;
   };
 
-  // countDown counts #countdown down from its data-ms, measured on the browser's
-  // monotonic clock from the moment the page arrived.
-  const countDown = () => {
+  // countDown counts #countdown down from its data-ms, the time left when the
+  // server answered (at the moment anchor, on the monotonic clock).
+  const countDown = (anchor) => {
     clearInterval(tick);
-    const el = document.getElementById("countdown");
+    const el = $("countdown");
     if (!el) return;
-    const end = performance.now() + Number(el.dataset.ms);
+    const end = anchor + Number(el.dataset.ms);
     const show = () => {
       el.textContent = el.dataset.text.replace("{left}", format(end - performance.now(), el.dataset.units));
     };
@@ -40,97 +50,166 @@
     tick = setInterval(show, 1000);
   };
 
-  // pauseControl makes the no-script page's pause link a button that stops and
-  // starts the updates without leaving the page.
+  // pauseControl makes the no-script page's pause link a toggle button. Its label
+  // stays "Pause updates"; aria-pressed and the sentence beside it say whether
+  // they are paused.
   const pauseControl = () => {
-    const link = document.getElementById("pause") || document.getElementById("resume");
+    const link = $("pause") || $("resume");
     if (!link) return;
     const button = document.createElement("button");
     button.type = "button";
     button.id = "pause-button";
-    const label = () => {
-      button.textContent = paused ? link.dataset.resume : link.dataset.pause;
-      button.setAttribute("aria-pressed", String(paused));
-    };
-    label();
-    button.addEventListener("click", () => {
-      paused = !paused;
-      label();
-      if (paused) clearTimeout(timer);
-      else poll();
-    });
+    button.textContent = link.dataset.pause;
+    button.dataset.paused = link.dataset.paused;
+    button.dataset.running = link.dataset.running;
+    button.addEventListener("click", () => setPaused(!paused));
     link.replaceWith(button);
+    showPaused();
   };
 
-  // schedule asks for the page again after seconds (0: never).
+  const showPaused = () => {
+    const button = $("pause-button");
+    if (!button) return;
+    button.setAttribute("aria-pressed", String(paused));
+    $("refresh").textContent = paused ? button.dataset.paused : button.dataset.running;
+  };
+
+  const setPaused = (on) => {
+    paused = on;
+    showPaused();
+    if (paused) {
+      clearTimeout(timer);
+      asking?.abort();
+    } else {
+      schedule(wait);
+    }
+  };
+
+  // schedule asks for the page again once seconds have passed since the last ask
+  // (0: never).
   const schedule = (seconds) => {
     clearTimeout(timer);
-    if (seconds > 0 && !paused) timer = setTimeout(poll, seconds * 1000);
+    wait = seconds;
+    if (seconds > 0 && !paused) timer = setTimeout(poll, Math.max(0, lastAsk + seconds * 1000 - performance.now()));
   };
 
-  // parse reads the page the server answered into an inert template: a document
-  // of its own would apply the page's policy to the answer's <style>, whose nonce
-  // is not this page's.
+  // parse reads an answer into an inert template: a document of its own would
+  // apply the page's policy to the answer's <style>, whose nonce is not this page's.
   const parse = (html) => {
     const tpl = document.createElement("template");
     tpl.innerHTML = html;
     return tpl.content;
   };
 
-  // swap puts the page the server answered in place of the shown one.
-  const swap = (doc) => {
+  // swapBody puts the answer's #body in place of the shown one: child by child,
+  // replacing only those that changed, when both have the same children; whole
+  // otherwise (a new state).
+  const swapBody = (next) => {
+    const now = $("body");
+    const ids = (el) => Array.from(el.children, (c) => c.id).join(" ");
+    if (ids(now) !== ids(next) || Array.from(now.children).some((c) => !c.id)) {
+      now.replaceWith(document.importNode(next, true));
+      return;
+    }
+    // A two-step control the user opened stays open.
+    for (const d of next.querySelectorAll("details[id]")) if ($(d.id)?.open) d.open = true;
+    Array.from(next.children).forEach((child, i) => {
+      const shown = now.children[i];
+      if (!shown.isEqualNode(child)) shown.replaceWith(document.importNode(child, true));
+    });
+  };
+
+  // swapUpdates keeps the pause button while the page updates itself; once it
+  // stops (a final answer), the button goes.
+  const swapUpdates = (doc) => {
+    const next = doc.getElementById("updates");
+    if (!next) {
+      $("updates")?.remove();
+    } else if (!$("updates")) {
+      $("live").after(document.importNode(next, true));
+      pauseControl();
+    }
+  };
+
+  // swap puts the page the server answered in place of the shown one and returns
+  // the seconds until the next ask.
+  const swap = (doc, anchor) => {
     const next = doc.getElementById("request");
     const now = main();
-    if (!next || !now) return 0;
     const focused = document.activeElement;
-    const focusID = focused && now.contains(focused) ? focused.id : "";
+    const hadFocus = focused && focused !== document.body && now.contains(focused);
     document.title = doc.querySelector("title")?.textContent || document.title;
     document.body.className = "state-" + next.dataset.state;
     for (const name of ["state", "refresh", "next"]) {
       if (next.dataset[name] === undefined) delete now.dataset[name];
       else now.dataset[name] = next.dataset[name];
     }
-    document.getElementById("heading").textContent = doc.getElementById("heading").textContent;
-    const live = document.getElementById("live");
+    $("heading").textContent = doc.getElementById("heading").textContent;
     const said = doc.getElementById("live").textContent;
-    if (live.textContent !== said) live.textContent = said;
-    document.getElementById("body").replaceWith(document.importNode(doc.getElementById("body"), true));
-    pauseControl();
-    countDown();
-    if (focusID) {
-      // The same control if it is still there; else the heading, so the focus is
-      // not lost to the page's start.
-      (document.getElementById(focusID) || document.getElementById("heading")).focus({ preventScroll: true });
+    if ($("live").textContent !== said) $("live").textContent = said;
+    swapUpdates(doc);
+    swapBody(doc.getElementById("body"));
+    countDown(anchor);
+    if (hadFocus && !document.contains(focused)) {
+      // The control that had the focus is gone: the same one if it came back,
+      // else the heading, so the focus is not lost to the page's start.
+      ($(focused.id) || $("heading")).focus({ preventScroll: true });
     }
     if (now.dataset.next) history.replaceState(null, "", now.dataset.next);
     return Number(next.dataset.refresh) || 0;
   };
 
+  // retry keeps the shown page after an answer that was not it (a proxy's error, a
+  // 503, no network), says so, and asks again later, backing off.
+  const retry = (after) => {
+    failures++;
+    $("offline")?.removeAttribute("hidden");
+    schedule(Math.min(Math.max(after, wait, 5) * 2 ** (failures - 1), 60));
+  };
+
   // poll asks for the page again; a page hidden from the user waits until it is
   // shown again.
   const poll = async () => {
-    if (paused) return;
+    if (paused || asking) return;
     if (document.hidden) {
       document.addEventListener("visibilitychange", poll, { once: true });
       return;
     }
     const url = main()?.dataset.next;
     if (!url) return;
-    let wait = 0;
+    clearTimeout(timer);
+    lastAsk = performance.now();
+    asking = new AbortController();
     try {
-      const res = await fetch(url, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" } });
-      const refresh = swap(parse(await res.text()));
-      wait = Number(res.headers.get("Retry-After")) || refresh;
+      const res = await fetch(url, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" }, signal: asking.signal });
+      const anchor = performance.now(); // the answer's headers: the server's "now"
+      const doc = parse(await res.text());
+      if (paused) return;
+      const after = Number(res.headers.get("Retry-After")) || 0;
+      if (res.status >= 500 || !doc.getElementById("request")) {
+        retry(after);
+        return;
+      }
+      failures = 0;
+      $("offline")?.setAttribute("hidden", "");
+      const refresh = swap(doc, anchor);
+      schedule(after || refresh);
     } catch {
-      wait = Math.max(Number(main()?.dataset.refresh) || 0, 5); // offline: try again
+      if (!paused) retry(0);
+    } finally {
+      asking = null;
     }
-    schedule(wait);
   };
 
   const start = () => {
     pauseControl();
-    countDown();
-    schedule(Number(main()?.dataset.refresh) || 0);
+    countDown(loaded);
+    schedule(wait);
+    // A tab shown again after a long while (a laptop asleep) asks at once if its
+    // next ask is overdue.
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden && wait > 0 && performance.now() - lastAsk >= wait * 1000) poll();
+    });
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
