@@ -535,7 +535,7 @@ func TestRequestPageStates(t *testing.T) {
 			Waitlist: &asyncevent.WaitlistPlace{Ahead: 2, EndsAt: at(ends)}}
 	}
 	type want struct {
-		state, heading, live string // text keys ("" live: any)
+		state, heading, live    string // text keys ("" live: any)
 		countdown, release, pay bool
 	}
 	cases := []struct {
