@@ -14,7 +14,8 @@
   const main = () => $("request");
   let timer = 0; // the next ask
   let tick = 0; // the countdown's interval
-  let wait = Number(main()?.dataset.refresh) || 0; // seconds from one ask to the next
+  let pace = Number(main()?.dataset.refresh) || 0; // the server's seconds from one ask to the next
+  let delay = pace; // this time's: the pace, or longer after answers that were not the page
   let failures = 0; // answers in a row that were not the page
   let asking = null; // the AbortController of the ask in flight
   let paused = main()?.dataset.paused === "1";
@@ -81,7 +82,7 @@
       clearTimeout(timer);
       asking?.abort();
     } else {
-      schedule(wait);
+      schedule(delay);
     }
   };
 
@@ -89,7 +90,7 @@
   // (0: never).
   const schedule = (seconds) => {
     clearTimeout(timer);
-    wait = seconds;
+    delay = seconds;
     if (seconds > 0 && !paused) timer = setTimeout(poll, Math.max(0, lastAsk + seconds * 1000 - performance.now()));
   };
 
@@ -164,7 +165,7 @@
   const retry = (after) => {
     failures++;
     $("offline")?.removeAttribute("hidden");
-    schedule(Math.min(Math.max(after, wait, 5) * 2 ** (failures - 1), 60));
+    schedule(Math.min(Math.max(after, pace, 5) * 2 ** (failures - 1), 60));
   };
 
   // poll asks for the page again; a page hidden from the user waits until it is
@@ -193,7 +194,8 @@
       failures = 0;
       $("offline")?.setAttribute("hidden", "");
       const refresh = swap(doc, anchor);
-      schedule(after || refresh);
+      pace = after || refresh;
+      schedule(pace);
     } catch {
       if (!paused) retry(0);
     } finally {
@@ -204,11 +206,11 @@
   const start = () => {
     pauseControl();
     countDown(loaded);
-    schedule(wait);
+    schedule(pace);
     // A tab shown again after a long while (a laptop asleep) asks at once if its
     // next ask is overdue.
     document.addEventListener("visibilitychange", () => {
-      if (!document.hidden && wait > 0 && performance.now() - lastAsk >= wait * 1000) poll();
+      if (!document.hidden && delay > 0 && performance.now() - lastAsk >= delay * 1000) poll();
     });
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
