@@ -131,8 +131,17 @@ func (s *Server) MountRequestPage(opts RequestPageOptions) error {
 	})
 	// Public to the server's routing (its timeout and access log): the page
 	// authenticates itself, to answer with a page rather than a problem document.
-	for pattern, f := range map[string]pageFunc{"GET /requests/{requestId}" + pagePath: p.show, "POST /requests/{requestId}" + pagePath + "/release": p.release} {
-		h := p.serve(f)
+	release := p.serve(p.release)
+	for pattern, h := range map[string]http.HandlerFunc{
+		"GET /requests/{requestId}" + pagePath: p.serve(p.show),
+		"POST /requests/{requestId}" + pagePath + "/release": func(w http.ResponseWriter, r *http.Request) {
+			if !sameOrigin(r) { // before the token's check and the read: a cross-site post costs nothing
+				p.plain(w, r, pageLanguage(r.Header.Get("Accept-Language")), http.StatusForbidden, "forbidden")
+				return
+			}
+			release(w, r)
+		},
+	} {
 		s.route(pattern, Public, func(w http.ResponseWriter, r *http.Request, _ Principal) error { h(w, r); return nil })
 	}
 	s.pages = true
@@ -279,10 +288,10 @@ func (c *proofCache) put(eventID string, d *asyncevent.DrawRecord) {
 
 // release is POST /requests/{requestId}/page/release: the Release button of a HELD
 // or WAITLISTED request, with the form's token (bound to the caller and the
-// request) and, when the browser tells it, from the page's own origin; then back to
-// the page (303).
+// request) and, when the browser tells it, from the page's own origin (checked
+// first, at its route); then back to the page (303).
 func (p *requestPage) release(w http.ResponseWriter, r *http.Request, lang string, who Principal, req *asyncevent.Request) error {
-	if !sameOrigin(r) || !hmac.Equal([]byte(r.PostFormValue(releaseField)), []byte(p.token(who.UserID, req.RequestID))) {
+	if !hmac.Equal([]byte(r.PostFormValue(releaseField)), []byte(p.token(who.UserID, req.RequestID))) {
 		p.plain(w, r, lang, http.StatusForbidden, "forbidden")
 		return nil
 	}

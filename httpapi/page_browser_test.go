@@ -273,9 +273,19 @@ func (p *pageBrowser) focusKeptAndPaused(path string) {
 	p.hits.mu.Lock()
 	p.hits.refuse = 1
 	p.hits.mu.Unlock()
-	p.waitFor(`!document.querySelector("#offline").hidden`)
+	p.waitFor(`document.querySelector("#offline").textContent === ` + jsString(p.mode.words("page.offline")))
 	assert.Equal(t, shown, p.text("#live"), "what was shown stays")
-	p.waitFor(`document.querySelector("#offline").hidden`)
+	p.waitFor(`document.querySelector("#offline").textContent === ""`)
+
+	// A hidden tab does not ask; shown again, overdue, it asks at once.
+	value(p.browser, chromedp.Evaluate[bool](`(Object.defineProperty(document, "hidden", {configurable: true, get: () => true}), true)`))
+	time.Sleep(wait) // let the ask in flight, if any, land
+	asked = p.hits.countOf(path)
+	time.Sleep(2 * wait)
+	assert.Equal(t, asked, p.hits.countOf(path), "hidden: nothing asked")
+	value(p.browser, chromedp.Evaluate[bool](`(Object.defineProperty(document, "hidden", {configurable: true, get: () => false}), document.dispatchEvent(new Event("visibilitychange")), true)`))
+	p.waitUntil(func() bool { return p.hits.countOf(path) > asked }, "an ask once shown")
+	assert.Contains(t, value(p.browser, chromedp.Evaluate[string](`location.search`)), "first=2", "the address carries what was shown, for a reload")
 }
 
 // waitUntil polls ok until it holds, for at most actionTimeout.
@@ -299,7 +309,7 @@ func atoi(s string) int {
 // from what the server says is left and is given up with its button; the second
 // runs out; the last in line waits on the waitlist, served after the two before it.
 func (p *pageBrowser) held(t *testing.T, e *env, clock *asynceventtest.Clock) {
-	s := newHoldsSale(t, e, clock, 2, 5)
+	s := newHoldsSale(t, e, clock, 3, 7)
 	id := s.held[0]
 	p.open(s.users[id], id)
 	p.waitHeading("held.title")
@@ -320,9 +330,16 @@ func (p *pageBrowser) held(t *testing.T, e *env, clock *asynceventtest.Clock) {
 	p.waitHeading("lost.released.title")
 	p.check("released")
 
-	run := s.held[1]
+	// Three seconds before the holds run out (by the server's clock), the page asks
+	// every 4 s.
+	clock.Advance(holdFor - 3*time.Second)
+	if p.mode.script {
+		p.heldInPlace(s, s.held[1])
+	}
+
+	run := s.held[2]
 	p.open(s.users[run], run)
-	clock.Advance(holdFor + time.Second)
+	clock.Advance(4 * time.Second)
 	p.reload()
 	p.waitHeading("held.ranOut")
 	assert.Zero(t, p.count("#release"), "nothing left to give up")
@@ -336,9 +353,52 @@ func (p *pageBrowser) held(t *testing.T, e *env, clock *asynceventtest.Clock) {
 	last := s.waitlisted[len(s.waitlisted)-1]
 	p.open(s.users[last], last)
 	p.waitHeading("waitlisted.title")
-	assert.Equal(t, p.mode.words("waitlisted.aheadFirst"), p.text("#live"), "the two before it were served")
+	// The three seats given up or run out went to the three before it.
+	assert.Equal(t, p.mode.words("waitlisted.aheadFirst"), p.text("#live"))
 	assert.Equal(t, p.mode.words("waitlisted.release"), p.text("#release"))
 	p.check("waitlisted")
+}
+
+// heldInPlace: a held seat's page, updated in place every 4 s, keeps the Release
+// step the user opened open and the focus on its button, tells the live region
+// nothing while nothing changed, and sets its countdown again by each answer (the
+// server's clock stands still: 3 s left at every answer). The seat given up
+// elsewhere (the API, as another tab would), the page shows it, and the focus,
+// whose button is gone, goes to the heading.
+func (p *pageBrowser) heldInPlace(s *holdsSale, id string) {
+	t := p.t
+	t.Helper()
+	path := "/requests/" + id + pagePath
+	p.open(s.users[id], id)
+	p.waitHeading("held.title")
+	p.run(chromedp.Click(chromedp.CSS("#release")))
+	p.waitFor(`document.querySelector("#release-box").open`)
+	value(p.browser, chromedp.Evaluate[bool](`(() => {
+		const b = document.querySelector("#release-confirm");
+		b.focus();
+		b.marked = true;
+		window.liveChanges = 0;
+		new MutationObserver(() => window.liveChanges++).observe(document.querySelector("#live"), {childList: true, characterData: true, subtree: true});
+		return document.activeElement === b;
+	})()`))
+	left := func(d time.Duration) string {
+		return `document.querySelector("#countdown")?.textContent === ` + jsString(fill(p.mode.words("held.left"), "left", duration(p.mode.lang, d)))
+	}
+	p.waitFor(left(0))
+	p.waitFor(left(3 * time.Second)) // set again by the next answer
+	asked := p.hits.countOf(path)
+	p.waitUntil(func() bool { return p.hits.countOf(path) >= asked+1 }, "another ask")
+	p.waitFor(left(2 * time.Second))
+	assert.True(t, value(p.browser, chromedp.Evaluate[bool](`document.querySelector("#release-box").open`)), "the step opened stays open")
+	assert.True(t, value(p.browser, chromedp.Evaluate[bool](`document.activeElement.marked === true`)), "the focus kept on its button")
+	assert.Zero(t, value(p.browser, chromedp.Evaluate[int](`window.liveChanges`)), "nothing told while nothing changed")
+
+	r := s.do("POST", "/requests/"+id+"/release", s.owner(id), nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	p.waitHeading("lost.released.title")
+	assert.Equal(t, p.mode.words("lost.released.body"), p.text("#live"))
+	assert.Equal(t, "heading", value(p.browser, chromedp.Evaluate[string](`document.activeElement.id`)), "the focus on the heading")
+	assert.Equal(t, 1, value(p.browser, chromedp.Evaluate[int](`window.liveChanges`)), "the new state told once")
 }
 
 // prequeue: three entries before the start, each told the order is drawn at the

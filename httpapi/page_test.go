@@ -244,17 +244,18 @@ func TestRequestPage(t *testing.T) {
 		assert.Contains(t, page, `aria-atomic="true">2 ahead of you.</p>`)
 		assert.Contains(t, page, `<progress id="progress" max="2" value="0">`, "opened now: nothing served since")
 		assert.Contains(t, page, `data-next="`+path+`?first=2&amp;low=2"`, "the next ask carries what was shown")
-		assert.NotContains(t, page, "Corrected")
+		assert.NotContains(t, page, "corrected")
 
 		page = string(pc.get(path+"?first=6&low=1", cid).body)
 		assert.Contains(t, page, `<progress id="progress" max="6" value="4">`, "opened when 6 were ahead, 2 now")
-		assert.Contains(t, page, `aria-atomic="true">2 ahead of you. (Corrected from 1: the count ahead is an estimate. Your place in the order of clicks has not changed.)</p>`,
-			"a place further back than the best shown says why, in the live region")
+		assert.Contains(t, page, `aria-atomic="true">2 ahead of you (an estimate, corrected from 1).</p>`,
+			"a place further back than the best shown says so, in the live region")
+		assert.Contains(t, page, "<p>The count ahead is an estimate", "and why, beside it")
 		assert.Contains(t, page, `data-next="`+path+`?first=6&amp;low=1"`, "and keeps saying it until the place is back")
 
 		page = string(pc.get(path+"?first=x&low=-3", cid).body)
 		assert.Contains(t, page, `<progress id="progress" max="2" value="0">`, "what does not parse is not there")
-		assert.NotContains(t, page, "Corrected")
+		assert.NotContains(t, page, "corrected")
 
 		paused := pc.get(path+"?first=2&low=2&pause=1", cid)
 		assert.NotContains(t, string(paused.body), `http-equiv="refresh"`, "paused: it does not reload itself")
@@ -630,4 +631,50 @@ func (o *outage) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWr
 		return nil, errOutage
 	}
 	return o.DynamoDB.TransactWriteItems(ctx, in, opts...)
+}
+
+// TestPollEvery: the pace a client is told to ask again at, by state.
+func TestPollEvery(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Second)
+	at := func(d time.Duration) asyncevent.EpochMillis { return asyncevent.MillisOf(now.Add(d)) }
+	fc, lot := asyncevent.FirstCome, asyncevent.Lottery
+	for _, c := range []struct {
+		name string
+		req  asyncevent.Request
+		want time.Duration
+	}{
+		{"final", asyncevent.Request{EventType: fc, Status: asyncevent.StatusSucceeded}, 0},
+		{"in line, a long wait", asyncevent.Request{EventType: fc, Status: asyncevent.StatusQueued, Queue: &asyncevent.QueueEstimate{Rate: 1, Wait: time.Hour}}, 10 * time.Second},
+		{"in line, a short wait", asyncevent.Request{EventType: fc, Status: asyncevent.StatusQueued, Queue: &asyncevent.QueueEstimate{Rate: 1, Wait: 2 * time.Second}}, time.Second},
+		{"in line, no rate", asyncevent.Request{EventType: fc, Status: asyncevent.StatusQueued, Queue: &asyncevent.QueueEstimate{}}, 2 * time.Second},
+		{"held", asyncevent.Request{EventType: fc, Status: asyncevent.StatusHeld, HoldExpiresAt: at(time.Hour)}, 30 * time.Second},
+		{"held, running out", asyncevent.Request{EventType: fc, Status: asyncevent.StatusHeld, HoldExpiresAt: at(3 * time.Second)}, 4 * time.Second},
+		{"held, run out", asyncevent.Request{EventType: fc, Status: asyncevent.StatusHeld, HoldExpiresAt: at(-time.Second)}, 5 * time.Second},
+		{"waitlisted", asyncevent.Request{EventType: fc, Status: asyncevent.StatusWaitlisted}, 30 * time.Second},
+		{"pre-queue, far from the start", asyncevent.Request{EventType: fc, Status: asyncevent.StatusQueued, Prequeue: &asyncevent.PrequeuePlace{StartsAt: at(time.Hour)}}, 30 * time.Second},
+		{"pre-queue, near the start", asyncevent.Request{EventType: fc, Status: asyncevent.StatusQueued, Prequeue: &asyncevent.PrequeuePlace{StartsAt: at(7 * time.Second)}}, 8 * time.Second},
+		{"pre-queue, started", asyncevent.Request{EventType: fc, Status: asyncevent.StatusQueued, Prequeue: &asyncevent.PrequeuePlace{StartsAt: at(-time.Second)}}, 10 * time.Second},
+		{"pre-queue, drawn", asyncevent.Request{EventType: fc, Status: asyncevent.StatusQueued, Prequeue: &asyncevent.PrequeuePlace{Frozen: true, Place: 3}}, 30 * time.Second},
+		{"lottery, near the cutoff", asyncevent.Request{EventType: lot, Status: asyncevent.StatusQueued, LotteryCutoffAt: at(9 * time.Second)}, 10 * time.Second},
+		{"lottery, closed", asyncevent.Request{EventType: lot, Status: asyncevent.StatusQueued, LotteryCutoffAt: at(-time.Second)}, 30 * time.Second},
+	} {
+		assert.Equal(t, c.want, pollEvery(&c.req, now), c.name)
+	}
+}
+
+// A page that shows no place this time passes on what the earlier ones showed.
+func TestPageCarriesWhatItShowed(t *testing.T) {
+	t.Parallel()
+	p := &requestPage{loc: time.UTC}
+	req := asyncevent.Request{RequestID: "r-1", EventType: asyncevent.FirstCome, Status: asyncevent.StatusQueued} // no place read
+	v := p.view("en", &req, time.Now(), seen{first: 9, low: 4})
+	assert.Equal(t, "/requests/r-1/page?first=9&low=4", v.Next)
+	req.Queue = &asyncevent.QueueEstimate{Ahead: 6}
+	v = p.view("en", &req, time.Now(), seen{first: 9, low: 4})
+	assert.Equal(t, "/requests/r-1/page?first=9&low=4", v.Next)
+	assert.Equal(t, "6 ahead of you (an estimate, corrected from 4).", v.Live, "the jump back is said")
+	assert.Contains(t, v.Lines, pageTexts["en"]["page.backWhy"])
+	v = p.view("en", &req, time.Now(), seen{first: -1, low: -1})
+	assert.Equal(t, "/requests/r-1/page?first=6&low=6", v.Next)
 }

@@ -15,7 +15,8 @@ var pageTexts = map[string]map[string]string{
 		"page.pause":   "Pause updates",
 		"page.resume":  "Resume updates",
 		"page.paused":  "Updates are paused.",
-		"page.back":    "(Corrected from {low}: the count ahead is an estimate. Your place in the order of clicks has not changed.)",
+		"page.back":    " (an estimate, corrected from {low}).",
+		"page.backWhy": "The count ahead is an estimate from counts that arrive late and a pace that changes; your place in the order of clicks has not changed.",
 		"page.offline": "Could not update just now; trying again.",
 		"page.signIn":  "Sign in",
 
@@ -117,7 +118,8 @@ var pageTexts = map[string]map[string]string{
 		"page.pause":   "자동 갱신 멈추기",
 		"page.resume":  "자동 갱신 다시 시작",
 		"page.paused":  "자동 갱신을 멈췄습니다.",
-		"page.back":    "({low}명에서 고쳐졌습니다. 앞 인원은 추정치이며, 신청한 순서에서 내 자리는 바뀌지 않았습니다.)",
+		"page.back":    " (추정치, {low}명에서 고쳐짐).",
+		"page.backWhy": "앞 인원은 늦게 도착하는 집계와 바뀌는 처리 속도로 추정한 값입니다. 신청한 순서에서 내 자리는 바뀌지 않았습니다.",
 		"page.offline": "지금은 갱신하지 못했습니다. 다시 시도합니다.",
 		"page.signIn":  "로그인",
 

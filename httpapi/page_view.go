@@ -114,13 +114,24 @@ func (v *pageView) place(s seen, key string, ahead int64, withProgress bool) {
 		v.Live = v.T[key+"First"]
 	}
 	if ahead > low {
-		v.Live += " " + fill(v.T["page.back"], "low", strconv.FormatInt(low, 10), "ahead", strconv.FormatInt(ahead, 10))
+		v.Live = strings.TrimSuffix(v.Live, ".") + fill(v.T["page.back"], "low", strconv.FormatInt(low, 10))
+		v.Lines = append(v.Lines, v.T["page.backWhy"])
 	}
 	if withProgress && first > 0 {
 		v.Progress = &progress{Done: first - ahead, Of: first,
 			Label: fill(v.T["waiting.progress"], "done", strconv.FormatInt(first-ahead, 10), "first", strconv.FormatInt(first, 10))}
 	}
 	v.Next += "?first=" + strconv.FormatInt(first, 10) + "&low=" + strconv.FormatInt(low, 10)
+}
+
+// carry passes on what an earlier page showed when this one shows no place (its
+// place could not be read this time, or its turn came): the next place is still
+// measured against it.
+func (v *pageView) carry(s seen) {
+	if strings.Contains(v.Next, "?") || s.first < 0 || s.low < 0 {
+		return
+	}
+	v.Next += "?first=" + strconv.FormatInt(s.first, 10) + "&low=" + strconv.FormatInt(s.low, 10)
 }
 
 // release is the Release form.
@@ -224,6 +235,7 @@ func (p *requestPage) view(lang string, req *asyncevent.Request, now time.Time, 
 	if v.Live == "" && len(v.Lines) > 0 {
 		v.Live, v.Lines = v.Lines[0], v.Lines[1:]
 	}
+	v.carry(s)
 	if pq := req.Prequeue; pq != nil && pq.Frozen && pq.Place > 0 && v.State != "prequeue" {
 		// A decided entry: the place in the drawn order its result came from.
 		v.Lines = append(v.Lines, say("prequeue.place", "place", strconv.FormatInt(pq.Place, 10), "entries", strconv.FormatInt(pq.Entries, 10)))

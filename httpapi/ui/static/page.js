@@ -1,7 +1,7 @@
 // The request page's script (httpapi/page.go). Without it the page reloads itself
 // (a <meta> refresh inside <noscript>); with it, the page asks the server for itself
-// again once the Retry-After the server gave has passed since the last ask, never
-// sooner, and updates in place: the heading, the live region's sentence (only when
+// again once the Retry-After the server gave has passed since its last answer,
+// never sooner, and updates in place: the heading, the live region's sentence (only when
 // it changed, so that a screen reader hears each change once) and the parts of the
 // rest that changed, leaving the others (and the focus in them) alone. It counts
 // the time left down from the milliseconds the server said were left, so a
@@ -19,11 +19,11 @@
   let failures = 0; // answers in a row that were not the page
   let asking = null; // the AbortController of the ask in flight
   let paused = main()?.dataset.paused === "1";
-  // lastAsk is when the page was last asked for, on the monotonic clock: the
-  // navigation's own request at first, answered at loaded.
-  const nav = performance.getEntriesByType("navigation")[0];
-  let lastAsk = nav?.requestStart || performance.now();
-  const loaded = nav?.responseStart || performance.now();
+  // answered is when the server last answered, on the monotonic clock (the
+  // navigation's answer at first): Retry-After counts from it, and so does the
+  // time left a countdown was told.
+  let answered = performance.getEntriesByType("navigation")[0]?.responseStart || performance.now();
+  const askTimeout = 30000; // an ask that hangs is given up, and retried
 
   // format is the time left in the page's units ("min|s"), rounded up to the
   // second as the server rounds it: "3 min 20 s", "3분 20초".
@@ -38,17 +38,17 @@
   };
 
   // countDown counts #countdown down from its data-ms, the time left when the
-  // server answered (at the moment anchor, on the monotonic clock).
-  const countDown = (anchor) => {
+  // server answered; paused, it stands still (WCAG 2.2.2).
+  const countDown = () => {
     clearInterval(tick);
     const el = $("countdown");
     if (!el) return;
-    const end = anchor + Number(el.dataset.ms);
+    const end = answered + Number(el.dataset.ms);
     const show = () => {
       el.textContent = el.dataset.text.replace("{left}", format(end - performance.now(), el.dataset.units));
     };
     show();
-    tick = setInterval(show, 1000);
+    if (!paused) tick = setInterval(show, 1000);
   };
 
   // pauseControl makes the no-script page's pause link a toggle button. Its label
@@ -78,20 +78,29 @@
   const setPaused = (on) => {
     paused = on;
     showPaused();
+    countDown();
     if (paused) {
       clearTimeout(timer);
       asking?.abort();
+      say("");
     } else {
       schedule(delay);
     }
   };
 
-  // schedule asks for the page again once seconds have passed since the last ask
-  // (0: never).
+  // say puts text in the page's own status line (#offline), which is always there,
+  // so that a screen reader is told when its text changes.
+  const say = (text) => {
+    const el = $("offline");
+    if (el && el.textContent !== text) el.textContent = text;
+  };
+
+  // schedule asks for the page again once seconds have passed since the last
+  // answer (0: never).
   const schedule = (seconds) => {
     clearTimeout(timer);
     delay = seconds;
-    if (seconds > 0 && !paused) timer = setTimeout(poll, Math.max(0, lastAsk + seconds * 1000 - performance.now()));
+    if (seconds > 0 && !paused) timer = setTimeout(poll, Math.max(0, answered + seconds * 1000 - performance.now()));
   };
 
   // parse reads an answer into an inert template: a document of its own would
@@ -108,12 +117,12 @@
   const swapBody = (next) => {
     const now = $("body");
     const ids = (el) => Array.from(el.children, (c) => c.id).join(" ");
+    // A two-step control the user opened stays open.
+    for (const d of next.querySelectorAll("details[id]")) if ($(d.id)?.open) d.open = true;
     if (ids(now) !== ids(next) || Array.from(now.children).some((c) => !c.id)) {
       now.replaceWith(document.importNode(next, true));
       return;
     }
-    // A two-step control the user opened stays open.
-    for (const d of next.querySelectorAll("details[id]")) if ($(d.id)?.open) d.open = true;
     Array.from(next.children).forEach((child, i) => {
       const shown = now.children[i];
       if (!shown.isEqualNode(child)) shown.replaceWith(document.importNode(child, true));
@@ -134,7 +143,7 @@
 
   // swap puts the page the server answered in place of the shown one and returns
   // the seconds until the next ask.
-  const swap = (doc, anchor) => {
+  const swap = (doc) => {
     const next = doc.getElementById("request");
     const now = main();
     const focused = document.activeElement;
@@ -150,11 +159,12 @@
     if ($("live").textContent !== said) $("live").textContent = said;
     swapUpdates(doc);
     swapBody(doc.getElementById("body"));
-    countDown(anchor);
+    countDown();
     if (hadFocus && !document.contains(focused)) {
-      // The control that had the focus is gone: the same one if it came back,
-      // else the heading, so the focus is not lost to the page's start.
-      ($(focused.id) || $("heading")).focus({ preventScroll: true });
+      // The control that had the focus is gone: the same one if it came back (and
+      // can take it), else the heading, so the focus is not lost to the page's start.
+      $(focused.id)?.focus({ preventScroll: true });
+      if (document.activeElement !== $(focused.id)) $("heading").focus({ preventScroll: true });
     }
     if (now.dataset.next) history.replaceState(null, "", now.dataset.next);
     return Number(next.dataset.refresh) || 0;
@@ -164,8 +174,8 @@
   // 503, no network), says so, and asks again later, backing off.
   const retry = (after) => {
     failures++;
-    $("offline")?.removeAttribute("hidden");
-    schedule(Math.min(Math.max(after, pace, 5) * 2 ** (failures - 1), 60));
+    say($("offline")?.dataset.text || "");
+    schedule(Math.max(after, Math.min(Math.max(pace, 5) * 2 ** (failures - 1), 60)));
   };
 
   // poll asks for the page again; a page hidden from the user waits until it is
@@ -179,11 +189,11 @@
     const url = main()?.dataset.next;
     if (!url) return;
     clearTimeout(timer);
-    lastAsk = performance.now();
     asking = new AbortController();
     try {
-      const res = await fetch(url, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" }, signal: asking.signal });
-      const anchor = performance.now(); // the answer's headers: the server's "now"
+      const signal = AbortSignal.any([asking.signal, AbortSignal.timeout(askTimeout)]);
+      const res = await fetch(url, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" }, signal });
+      answered = performance.now(); // the answer's headers: the server's "now"
       const doc = parse(await res.text());
       if (paused) return;
       const after = Number(res.headers.get("Retry-After")) || 0;
@@ -192,12 +202,15 @@
         return;
       }
       failures = 0;
-      $("offline")?.setAttribute("hidden", "");
-      const refresh = swap(doc, anchor);
+      say("");
+      const refresh = swap(doc);
       pace = after || refresh;
       schedule(pace);
     } catch {
-      if (!paused) retry(0);
+      if (!paused) {
+        answered = performance.now();
+        retry(0);
+      }
     } finally {
       asking = null;
     }
@@ -205,12 +218,11 @@
 
   const start = () => {
     pauseControl();
-    countDown(loaded);
+    countDown();
     schedule(pace);
-    // A tab shown again after a long while (a laptop asleep) asks at once if its
-    // next ask is overdue.
+    // A tab shown again asks at once if its next ask is overdue.
     document.addEventListener("visibilitychange", () => {
-      if (!document.hidden && delay > 0 && performance.now() - lastAsk >= delay * 1000) poll();
+      if (!document.hidden && delay > 0 && performance.now() - answered >= delay * 1000) poll();
     });
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
