@@ -71,6 +71,10 @@ type KeyHeat struct {
 	// claims to one per transaction hold.
 	CapacityWrites       int `json:"capacityWrites,omitempty"`
 	CapacityTransactions int `json:"capacityTransactions,omitempty"`
+	// OneOffWCU is the part of WCU that items of one-off kinds took (OneOff: an
+	// event's config, a draw's or a serve's records, the registries), which do not
+	// come with each participation or each winner: a ceiling divides the rest.
+	OneOffWCU float64 `json:"oneOffWcu,omitempty"`
 	// Shards, when more than 0, makes this the mean of an event's shards of one key
 	// (its index shards EVENT#<eventId>#<shard> on GSI2, its capacity shards
 	// EVENT#<eventId>#CAPACITY#<shard> on the table): Key ends in <shard>, and the
@@ -175,8 +179,47 @@ func (h *Heat) Reset() {
 type landing struct {
 	item        itemID
 	index       map[string]string // GSI name → partition key, as far as known
-	capacity    bool              // an EventCapacity item
+	kind        entity.Type       // the item's kind (OtherItems when unknown)
 	transaction bool              // written inside a TransactWriteItems
+	refused     bool              // a write its condition refused
+	claim       bool              // an update of a capacity item's seats (claimAttr)
+}
+
+// oneOff reports whether the units of a write of l come once per event, node or
+// operator's act, not with each participation or winner: items of a one-off kind
+// (OneOff), and of a capacity item every write but a claim that went through (its
+// creation, a shard closed once sold out, a claim refused because another worker
+// took the last seat or the shard was closed: each node meets those about once per
+// shard).
+func (l landing) oneOff() bool {
+	return OneOff(l.kind) || l.kind == entity.Capacity && (l.refused || !l.claim)
+}
+
+// claimAttr is the attribute a seat's claim updates on a capacity item:
+// asyncevent's capacityRemaining (this package cannot import it; the bench's heat
+// tests hold the meter to the library's claims).
+const claimAttr = "capacityRemaining"
+
+// claims reports whether an update names claimAttr, in its expression or by a name
+// placeholder.
+func claims(expr string, names map[string]string) bool {
+	for _, n := range names {
+		if n == claimAttr {
+			return true
+		}
+	}
+	return strings.Contains(expr, claimAttr)
+}
+
+// OneOff reports whether items of kind are written once per event, per node or per
+// operator's act, not with each participation or each winner: everything but the
+// request and its lock and status log, the capacity items and the holds.
+func OneOff(kind entity.Type) bool {
+	switch kind {
+	case entity.Request, entity.Idempotency, entity.StatusLog, entity.Capacity, entity.Hold, OtherItems:
+		return false
+	}
+	return true
 }
 
 // charge books the units of one call.
@@ -216,7 +259,11 @@ func (h *Heat) charge(write bool, items []landing, consumed []types.ConsumedCapa
 			}
 		}
 		for _, it := range onTable {
-			h.add(TableIndex, TableKey(it.item.pk, it.item.sk), now, write, tableUnits/float64(len(onTable)))
+			units := tableUnits / float64(len(onTable))
+			h.add(TableIndex, TableKey(it.item.pk, it.item.sk), now, write, units)
+			if write && it.oneOff() {
+				h.key(TableIndex, TableKey(it.item.pk, it.item.sk)).OneOffWCU += units
+			}
 		}
 	}
 }
@@ -240,7 +287,7 @@ func (h *Heat) count(index, key string, now int64, write bool, it landing) {
 	k := h.key(index, key)
 	if write {
 		k.Writes++
-		if it.capacity {
+		if it.kind == entity.Capacity {
 			k.CapacityWrites++
 			if it.transaction {
 				k.CapacityTransactions++
@@ -297,7 +344,7 @@ func (h *Heat) learn(item map[string]types.AttributeValue) {
 // also learns.
 func (h *Heat) landingOf(key map[string]types.AttributeValue, set map[string]string) landing {
 	id, _ := itemOf(key)
-	l := landing{item: id, capacity: h.kinds.of(key) == entity.Capacity}
+	l := landing{item: id, kind: h.kinds.of(key)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	known := h.items[id]
@@ -457,7 +504,7 @@ func (h *Heat) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ..
 		h.learn(in.Item)
 		h.charge(true, []landing{h.landingOf(in.Item, nil)}, one(out.ConsumedCapacity))
 	case refused(err):
-		h.charge(true, []landing{{item: mustItem(in.Item)}}, refusedCost(1, false))
+		h.charge(true, []landing{{item: mustItem(in.Item), kind: h.kinds.of(in.Item), refused: true}}, refusedCost(1, false))
 	}
 	return out, err
 }
@@ -474,9 +521,11 @@ func (h *Heat) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt
 	switch {
 	case out != nil:
 		set := IndexKeysSet(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, stringValue(in.ExpressionAttributeValues))
-		h.charge(true, []landing{h.landingOf(in.Key, set)}, one(out.ConsumedCapacity))
+		l := h.landingOf(in.Key, set)
+		l.claim = claims(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames)
+		h.charge(true, []landing{l}, one(out.ConsumedCapacity))
 	case refused(err):
-		h.charge(true, []landing{{item: mustItem(in.Key), capacity: h.kinds.of(in.Key) == entity.Capacity}}, refusedCost(1, false))
+		h.charge(true, []landing{{item: mustItem(in.Key), kind: h.kinds.of(in.Key), refused: true}}, refusedCost(1, false))
 	}
 	return out, err
 }
@@ -490,7 +539,7 @@ func (h *Heat) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt
 	case out != nil:
 		h.charge(true, []landing{h.landingOf(in.Key, nil)}, one(out.ConsumedCapacity))
 	case refused(err):
-		h.charge(true, []landing{{item: mustItem(in.Key)}}, refusedCost(1, false))
+		h.charge(true, []landing{{item: mustItem(in.Key), kind: h.kinds.of(in.Key), refused: true}}, refusedCost(1, false))
 	}
 	return out, err
 }
@@ -540,7 +589,9 @@ func (h *Heat) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrit
 			if out != nil {
 				set = IndexKeysSet(aws.ToString(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames, stringValue(it.Update.ExpressionAttributeValues))
 			}
-			items = append(items, h.landingOf(it.Update.Key, set))
+			l := h.landingOf(it.Update.Key, set)
+			l.claim = claims(aws.ToString(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames)
+			items = append(items, l)
 		case it.Delete != nil:
 			items = append(items, h.landingOf(it.Delete.Key, nil))
 		case it.ConditionCheck != nil:
@@ -553,6 +604,9 @@ func (h *Heat) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrit
 		items[i].transaction = true
 	}
 	if out == nil {
+		for i := range items {
+			items[i].refused = true
+		}
 		h.charge(true, items, refusedCost(len(items), true))
 		return out, err
 	}
@@ -614,17 +668,23 @@ type Ceiling struct {
 	Participations int `json:"participations"`
 	Winners        int `json:"winners"`
 
-	// Hottest is the key with the most WCU on the table and on each GSI, by index name
-	// (TableIndex, "GSI1", "GSI2").
+	// Hottest is the key with the most WCU that scale with the run (KeyHeat.Scaling)
+	// on the table and on each GSI, by index name (TableIndex, "GSI1", "GSI2").
 	Hottest map[string]KeyHeat `json:"hottest"`
-	// HottestKey is the one of them with the most WCU.
+	// HottestKey is the one of them with the most, among the keys all the event's
+	// participations share (not a request's, a lock's or a user's own).
 	HottestKey KeyHeat `json:"hottestKey"`
 	// ProgressKey is the event's progress partitions (EVENT#<eventId>#PROGRESS#<shard>,
 	// their mean): each node writes them once a second per event, not per
 	// participation, so they are left out of the keys above and shown apart.
 	ProgressKey KeyHeat `json:"progressKey"`
-	// WCUPerParticipation is HottestKey's WCU per participation, and
-	// ParticipationsPerSec the rate at which it would take KeyWCULimit.
+	// OneOffKey is the key that took the most one-off units (KeyHeat.OneOffWCU:
+	// an event's config, a draw's or a serve's records), which the keys above leave
+	// out: they come once, whatever the clicks, and are shown apart.
+	OneOffKey KeyHeat `json:"oneOffKey"`
+	// WCUPerParticipation is HottestKey's WCU per participation, its one-off units
+	// left out (KeyHeat.Scaling), and ParticipationsPerSec the rate at which it
+	// would take KeyWCULimit: the same for a run of any size.
 	WCUPerParticipation  float64 `json:"wcuPerParticipation"`
 	ParticipationsPerSec float64 `json:"participationsPerSec"`
 
@@ -679,21 +739,27 @@ func CeilingWithHold(keys []KeyHeat, participations, winners int, hold time.Dura
 			c.ProgressKey = k
 			continue
 		}
-		if h, ok := c.Hottest[k.Index]; !ok || k.WCU > h.WCU {
+		if k.OneOffWCU > c.OneOffKey.OneOffWCU {
+			c.OneOffKey = k
+		}
+		if k.Scaling() <= 0 {
+			continue
+		}
+		if h, ok := c.Hottest[k.Index]; !ok || k.Scaling() > h.Scaling() {
 			c.Hottest[k.Index] = k
 		}
-		if k.WCU > c.HottestKey.WCU {
+		if k.Scaling() > c.HottestKey.Scaling() && !owned(k) {
 			c.HottestKey = k
 		}
-		if k.Index == TableIndex && k.CapacityWrites > 0 && k.WCU > c.CapacityKey.WCU {
+		if k.Index == TableIndex && k.CapacityWrites > 0 && k.Scaling() > c.CapacityKey.Scaling() {
 			c.CapacityKey = k
 		}
 	}
-	if participations > 0 && c.HottestKey.WCU > 0 {
-		c.WCUPerParticipation = c.HottestKey.WCU / float64(participations)
+	if participations > 0 && c.HottestKey.Scaling() > 0 {
+		c.WCUPerParticipation = c.HottestKey.Scaling() / float64(participations)
 		c.ParticipationsPerSec = KeyWCULimit / c.WCUPerParticipation
 	}
-	if winners > 0 && c.CapacityKey.WCU > 0 {
+	if winners > 0 && c.CapacityKey.Scaling() > 0 {
 		c.claimBounds(hold)
 	}
 	return c
@@ -705,8 +771,8 @@ func (c *Ceiling) claimBounds(hold time.Duration) {
 	k := c.CapacityKey
 	c.CapacityShards = max(k.Shards, 1)
 	winnersHere := float64(c.Winners) / float64(c.CapacityShards)
-	c.WCUPerWinner = k.WCU / float64(c.Winners)
-	c.WCUPerClaim = k.WCU / winnersHere
+	c.WCUPerWinner = k.Scaling() / float64(c.Winners)
+	c.WCUPerClaim = k.Scaling() / winnersHere
 	c.ClaimsPerSecUnits = KeyWCULimit / c.WCUPerClaim
 	c.ClaimsPerSecPerShard, c.WinnersBound = c.ClaimsPerSecUnits, BoundUnits
 	if k.CapacityTransactions > 0 && hold > 0 {
@@ -741,6 +807,7 @@ func meanOfShards(keys []KeyHeat) []KeyHeat {
 		n := float64(len(shards))
 		for _, s := range shards {
 			mean.WCU += s.WCU / n
+			mean.OneOffWCU += s.OneOffWCU / n
 			mean.RCU += s.RCU / n
 			mean.PeakWCU, mean.PeakRCU = max(mean.PeakWCU, s.PeakWCU), max(mean.PeakRCU, s.PeakRCU)
 			mean.Writes += s.Writes
@@ -755,10 +822,23 @@ func meanOfShards(keys []KeyHeat) []KeyHeat {
 	return out
 }
 
-// PerParticipation is k's WCU per participation of c's run.
+// owned reports whether k belongs to one participation or one user (a request's
+// item, a lock, a user's GSI1 partition): a click writes it a few times at most,
+// whatever the event's rate, so it bounds no event, and a short run's one busy user
+// must not read as its ceiling.
+func owned(k KeyHeat) bool {
+	return k.Index == indexUser || k.Index == TableIndex && (strings.HasPrefix(k.Key, "REQ#") || strings.HasPrefix(k.Key, "IDEMP#"))
+}
+
+// PerParticipation is k's WCU per participation of c's run, its one-off units left
+// out.
 func (c Ceiling) PerParticipation(k KeyHeat) float64 {
 	if c.Participations == 0 {
 		return 0
 	}
-	return k.WCU / float64(c.Participations)
+	return k.Scaling() / float64(c.Participations)
 }
+
+// Scaling is the units of k that come with the participations and the winners: its
+// WCU less its one-off units.
+func (k KeyHeat) Scaling() float64 { return k.WCU - k.OneOffWCU }

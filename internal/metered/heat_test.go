@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
+	"github.com/asyncevent/asyncevent/entity"
 	"github.com/asyncevent/asyncevent/internal/metered"
 	"github.com/asyncevent/asyncevent/queue"
 )
@@ -155,13 +156,16 @@ func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
 		byKey[k.String()] = k
 	}
 	claims := 0
+	var oneOff float64
 	for n := range shards {
 		k, ok := byKey["table:EVENT#ev#CAPACITY#"+strconv.Itoa(n)]
 		require.True(t, ok, "shard %d booked as its own key: %+v", n, keys)
 		assert.Positive(t, k.CapacityWrites, "shard %d", n)
 		assert.Zero(t, k.CapacityTransactions, "shard %d", n)
 		claims += k.CapacityWrites
+		oneOff += k.OneOffWCU
 	}
+	assert.Positive(t, oneOff, "the shards closed once sold out, the claims refused: once per shard and node, not per winner")
 	assert.GreaterOrEqual(t, claims, seats)
 	assert.Zero(t, byKey["table:EVENT#ev"].CapacityWrites, "the CONFIG's key holds no capacity")
 
@@ -169,7 +173,7 @@ func TestHeatBooksEachCapacityShardAsItsOwnKey(t *testing.T) {
 	t.Logf("capacity %s: %.2f WCU/claim, %.0f claims/s per shard (%s), %.0f winners/s", ceil.CapacityKey, ceil.WCUPerClaim, ceil.ClaimsPerSecPerShard, ceil.WinnersBound, ceil.WinnersPerSec)
 	assert.Equal(t, "table:EVENT#ev#CAPACITY#<shard> (mean of 3 shards)", ceil.CapacityKey.String())
 	assert.Equal(t, shards, ceil.CapacityShards)
-	assert.GreaterOrEqual(t, ceil.WCUPerClaim, 1.0)
+	assert.InDelta(t, 1.0, ceil.WCUPerClaim, 0.01, "a claim's own unit (under 1 KB), the one-off writes left out")
 	assert.Equal(t, metered.BoundUnits, ceil.WinnersBound)
 	assert.Zero(t, ceil.ClaimsPerSecSerial)
 	assert.InDelta(t, shards*1000/ceil.WCUPerClaim, ceil.WinnersPerSec, 1e-9)
@@ -229,4 +233,17 @@ func TestHeatFindsTheSerialBound(t *testing.T) {
 	assert.Equal(t, metered.BoundUnits, slow.WinnersBound, "a 0.1 ms hold allows 10,000 a second, more than the units")
 	assert.InDelta(t, 10000, slow.ClaimsPerSecSerial, 1e-6)
 	assert.InDelta(t, shards*slow.ClaimsPerSecUnits, slow.WinnersPerSec, 1e-9)
+}
+
+// TestOneOffKinds: the kinds of item whose writes come once per event, node or
+// operator's act, which a ceiling leaves out.
+func TestOneOffKinds(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[entity.Type]bool{
+		entity.Request: false, entity.Idempotency: false, entity.StatusLog: false, entity.Capacity: false, entity.Hold: false, metered.OtherItems: false,
+		entity.Config: true, entity.Draw: true, entity.Entries: true, entity.Returns: true, entity.HoldEvent: true, entity.Audit: true,
+		entity.Operation: true, entity.EventEntry: true, entity.Admission: true,
+	} {
+		assert.Equal(t, want, metered.OneOff(kind), kind)
+	}
 }

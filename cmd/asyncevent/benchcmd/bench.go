@@ -328,6 +328,10 @@ func writeHeat(w io.Writer, h bench.LayoutHeat) error {
 		fmt.Fprintf(w, ", %s winners/s (%s)", clikit.FormatInt(int(h.CeilingWinnersPerSec)), claimBounds(c))
 	}
 	fmt.Fprintln(w)
+	if h.OneOffKey != "" {
+		fmt.Fprintf(w, "  one-off: %.1f WCU on %s (the event's config, a serve's records: once per event or node, whatever the clicks), left out of the ceilings\n",
+			h.OneOffWCU, h.OneOffKey)
+	}
 	return nil
 }
 

@@ -117,6 +117,14 @@ type LayoutHeat struct {
 	ProgressKey     string  `json:"progress_key,omitempty"`
 	ProgressPeakWCU float64 `json:"progress_peak_wcu"`
 
+	// OneOffKey is the key that took the most one-off units (metered.OneOff: the
+	// event's config, a serve's records), as "<index>:<key>", and OneOffWCU those
+	// units: they come once per event or node, whatever the clicks, so the ceilings
+	// above leave them out (they were divided by the run's participations before,
+	// which made the ceiling depend on the run's size).
+	OneOffKey string  `json:"one_off_key,omitempty"`
+	OneOffWCU float64 `json:"one_off_wcu,omitempty"`
+
 	// Ceiling has the details: the hottest key of the table and of each GSI, the
 	// capacity key.
 	Ceiling metered.Ceiling `json:"-"`
@@ -137,6 +145,9 @@ func LayoutHeatOf(l Layout, c metered.Ceiling) LayoutHeat {
 	}
 	if c.ProgressKey.Key != "" {
 		h.ProgressKey = c.ProgressKey.String()
+	}
+	if c.OneOffKey.OneOffWCU > 0 {
+		h.OneOffKey, h.OneOffWCU = c.OneOffKey.String(), c.OneOffKey.OneOffWCU
 	}
 	return h
 }

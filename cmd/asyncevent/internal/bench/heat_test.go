@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,9 +53,12 @@ func TestMeasureHeatFindsTheEventsGSI2KeyHottest(t *testing.T) {
 	for k := range fields {
 		keys = append(keys, k)
 	}
-	assert.ElementsMatch(t, []string{"layout", "index_shards", "capacity_shards", "participations", "winners",
+	assert.Subset(t, []string{"layout", "index_shards", "capacity_shards", "participations", "winners",
 		"hottest_key", "hottest_wcu_per_participation", "ceiling_participations_per_s", "capacity_claims_per_s_per_shard", "winners_bound",
-		"ceiling_winners_per_s", "progress_key", "progress_peak_wcu"}, keys)
+		"ceiling_winners_per_s", "progress_key", "progress_peak_wcu", "one_off_key", "one_off_wcu"}, keys, "bench -json's names")
+	assert.Subset(t, keys, []string{"layout", "index_shards", "capacity_shards", "participations", "winners",
+		"hottest_key", "hottest_wcu_per_participation", "ceiling_participations_per_s", "capacity_claims_per_s_per_shard", "winners_bound",
+		"ceiling_winners_per_s", "progress_key", "progress_peak_wcu"}, "the names kept")
 	assert.Contains(t, h.ProgressKey, "#PROGRESS#", "the progress partitions are shown apart")
 	assert.Positive(t, h.ProgressPeakWCU)
 	assert.Less(t, h.ProgressPeakWCU, 10.0, "a write a second per node and event, not per participation")
@@ -82,4 +86,32 @@ func TestDerivedLayoutTakesItsPeak(t *testing.T) {
 	assert.GreaterOrEqual(t, h.CeilingParticipationsPerSec, 20000.0)
 	assert.GreaterOrEqual(t, h.CeilingWinnersPerSec, 5000.0)
 	assert.Equal(t, "units", h.WinnersBound)
+}
+
+// The ceilings a layout reads do not depend on how many clicks the run had: the
+// one-off writes (the event's config, a serve's records) are shown apart, not
+// divided by the run's participations. The layout derived for 20,000 clicks/s, with
+// and without a pre-queue, measured with 200 and with 400 participations.
+func TestHeatCeilingsDoNotDependOnTheRunsSize(t *testing.T) {
+	t.Parallel()
+	for _, l := range []bench.Layout{bench.LayoutFor(20000), bench.LayoutFor(20000).WithPrequeue()} {
+		t.Run(l.Name, func(t *testing.T) {
+			t.Parallel()
+			table := asynceventtest.UniqueTableName(t)
+			t.Cleanup(func() { asynceventtest.DeleteTable(t, table) })
+			var heats []*bench.LayoutHeat
+			for _, n := range []int{200, 400} {
+				h, err := bench.MeasureHeat(context.Background(), bench.HeatConfig{
+					DB: asynceventtest.DynamoDB(t), Table: table, Layout: l, Participations: n, Clients: 8, Workers: 8, RunID: fmt.Sprintf("n%d", n),
+				})
+				require.NoError(t, err)
+				t.Logf("%d participations: hottest %s at %.3f WCU/participation, %.0f participations/s, %.0f winners/s; one-off %.1f WCU on %s",
+					n, h.HottestKey, h.HottestWCUPerParticipation, h.CeilingParticipationsPerSec, h.CeilingWinnersPerSec, h.OneOffWCU, h.OneOffKey)
+				heats = append(heats, h)
+			}
+			small, large := heats[0], heats[1]
+			assert.InEpsilon(t, large.CeilingParticipationsPerSec, small.CeilingParticipationsPerSec, 0.05, "participations/s")
+			assert.InEpsilon(t, large.CeilingWinnersPerSec, small.CeilingWinnersPerSec, 0.05, "winners/s")
+		})
+	}
 }
