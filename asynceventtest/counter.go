@@ -31,6 +31,10 @@ type Counts struct {
 	Writes map[entity.Type]int
 	// Reads counts the GetItem calls by the kind of item they name.
 	Reads map[entity.Type]int
+	// WCUOn splits WCU by where the units went: "table:<kind>" the table's, by the
+	// kind of item written (a transaction's split evenly among its items), and each
+	// GSI's under its name (asyncevent.IndexUser, asyncevent.IndexEvent).
+	WCUOn map[string]float64
 }
 
 // NewCounter returns a Counter around db.

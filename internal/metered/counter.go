@@ -51,6 +51,12 @@ type Counts struct {
 	Writes map[entity.Type]int
 	// Reads counts the GetItem calls by the kind of item they name.
 	Reads map[entity.Type]int
+	// WCUOn splits WCU by where the units went: "table:<kind>" the table's, by the
+	// kind of item written (a transaction's split evenly among its items), and each
+	// GSI's under its name. Every write of an item on an index writes the index too
+	// (the library's GSIs project ALL), so a write's units are its table's and its
+	// indexes'.
+	WCUOn map[string]float64
 }
 
 // OtherItems is the kind under which Counts.Writes counts items whose key is none of
@@ -62,8 +68,13 @@ func (c Counts) RoundTrips() int { return c.Attempts }
 
 // Sub returns the counts between an earlier snapshot and c.
 func (c Counts) Sub(earlier Counts) Counts {
-	d := Counts{Calls: map[string]int{}, Writes: map[entity.Type]int{}, Reads: map[entity.Type]int{},
+	d := Counts{Calls: map[string]int{}, Writes: map[entity.Type]int{}, Reads: map[entity.Type]int{}, WCUOn: map[string]float64{},
 		Attempts: c.Attempts - earlier.Attempts, RCU: c.RCU - earlier.RCU, WCU: c.WCU - earlier.WCU}
+	for on, u := range c.WCUOn {
+		if u -= earlier.WCUOn[on]; u != 0 {
+			d.WCUOn[on] = u
+		}
+	}
 	for op, n := range c.Calls {
 		if n -= earlier.Calls[op]; n != 0 {
 			d.Calls[op] = n
@@ -84,8 +95,14 @@ func (c Counts) Sub(earlier Counts) Counts {
 
 // Add returns the sum of c and o.
 func (c Counts) Add(o Counts) Counts {
-	s := Counts{Calls: maps.Clone(c.Calls), Writes: maps.Clone(c.Writes), Reads: maps.Clone(c.Reads),
+	s := Counts{Calls: maps.Clone(c.Calls), Writes: maps.Clone(c.Writes), Reads: maps.Clone(c.Reads), WCUOn: maps.Clone(c.WCUOn),
 		Attempts: c.Attempts + o.Attempts, RCU: c.RCU + o.RCU, WCU: c.WCU + o.WCU}
+	if s.WCUOn == nil {
+		s.WCUOn = map[string]float64{}
+	}
+	for on, u := range o.WCUOn {
+		s.WCUOn[on] += u
+	}
 	if s.Calls == nil {
 		s.Calls = map[string]int{}
 	}
@@ -146,7 +163,7 @@ func NewCounter(db ddb.API, kinds Kinds) *Counter {
 }
 
 func newCounts() Counts {
-	return Counts{Calls: map[string]int{}, Writes: map[entity.Type]int{}, Reads: map[entity.Type]int{}}
+	return Counts{Calls: map[string]int{}, Writes: map[entity.Type]int{}, Reads: map[entity.Type]int{}, WCUOn: map[string]float64{}}
 }
 
 // Unwrap returns the client c wraps.
@@ -164,6 +181,7 @@ func (c Counts) clone() Counts {
 	s.Calls = maps.Clone(c.Calls)
 	s.Writes = maps.Clone(c.Writes)
 	s.Reads = maps.Clone(c.Reads)
+	s.WCUOn = maps.Clone(c.WCUOn)
 	return s
 }
 
@@ -204,6 +222,9 @@ func (cs *Counts) add(kinds Kinds, k call) {
 		cs.Reads[kinds.of(k.read)]++
 	}
 	for _, cc := range k.consumed {
+		if len(k.writes) > 0 {
+			cs.splitWCU(kinds, k.writes, cc)
+		}
 		cs.RCU += aws.ToFloat64(cc.ReadCapacityUnits)
 		cs.WCU += aws.ToFloat64(cc.WriteCapacityUnits)
 		if cc.ReadCapacityUnits == nil && cc.WriteCapacityUnits == nil {
@@ -214,6 +235,26 @@ func (cs *Counts) add(kinds Kinds, k call) {
 				cs.WCU += aws.ToFloat64(cc.CapacityUnits)
 			}
 		}
+	}
+}
+
+// splitWCU books a write's units in WCUOn: each GSI's by its name, the table's (the
+// rest) evenly on the kinds of the items written.
+func (cs *Counts) splitWCU(kinds Kinds, writes []map[string]types.AttributeValue, cc types.ConsumedCapacity) {
+	total := aws.ToFloat64(cc.WriteCapacityUnits)
+	if cc.WriteCapacityUnits == nil {
+		total = aws.ToFloat64(cc.CapacityUnits)
+	}
+	for name, c := range cc.GlobalSecondaryIndexes {
+		u := aws.ToFloat64(c.WriteCapacityUnits)
+		if c.WriteCapacityUnits == nil {
+			u = aws.ToFloat64(c.CapacityUnits)
+		}
+		cs.WCUOn[name] += u
+		total -= u
+	}
+	for _, key := range writes {
+		cs.WCUOn[TableIndex+":"+string(kinds.of(key))] += total / float64(len(writes))
 	}
 }
 

@@ -37,6 +37,14 @@ func TestCounterCountsCallsWritesAndCapacity(t *testing.T) {
 	assert.GreaterOrEqual(t, d.RoundTrips(), 1)
 	assert.Positive(t, d.WCU)
 	assert.Equal(t, d.Calls["PutItem"]+d.Calls["GetItem"], d.DataCalls())
+	t.Logf("a click's units by place: %v", d.WCUOn)
+	assert.InDelta(t, 1, d.WCUOn["table:IDEMPOTENCY"], 1e-9, "the lock's put, on no index")
+	assert.InDelta(t, 1, d.WCUOn["table:REQUEST"], 1e-9, "the request's put")
+	var sum float64
+	for _, u := range d.WCUOn {
+		sum += u
+	}
+	assert.InDelta(t, d.WCU, sum, 1e-9, "every unit placed once")
 
 	_, err = c.GetRequest(ctx, p.RequestID)
 	require.NoError(t, err)

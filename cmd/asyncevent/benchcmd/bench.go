@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -271,6 +272,9 @@ func (o benchOutput) writeText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeUnits(w, r.Flows); err != nil {
+		return err
+	}
 	if err := writeHolds(w, r.Holds); err != nil {
 		return err
 	}
@@ -369,4 +373,26 @@ func machine() string {
 		}
 	}
 	return s + ", " + runtime.Version()
+}
+
+// writeUnits prints where each flow's write units go, by item and by index, the
+// library's beside the baseline's: "table:REQUEST 2.00 | 2.00".
+func writeUnits(w io.Writer, flows []bench.Flow) error {
+	fmt.Fprintln(w, "\nwhere the write units go, per operation (table: by kind of item; each GSI: every write of an item on it): library | baseline")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, f := range flows {
+		l, b := f.Library.PerOp.WCUOn, f.Baseline.PerOp.WCUOn
+		places := slices.Concat(slices.Collect(maps.Keys(l)), slices.Collect(maps.Keys(b)))
+		slices.Sort(places)
+		places = slices.Compact(places)
+		if len(places) == 0 {
+			continue
+		}
+		parts := make([]string, 0, len(places))
+		for _, on := range places {
+			parts = append(parts, fmt.Sprintf("%s %.2f | %.2f", on, l[on], b[on]))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", f.Name, strings.Join(parts, ", "))
+	}
+	return tw.Flush()
 }

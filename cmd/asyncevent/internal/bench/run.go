@@ -137,6 +137,9 @@ type Costs struct {
 	CapacityReads  float64            `json:"capacityReads"`  // GetItem calls of a CAPACITY item (a look at a home shard)
 	ConfigReads    float64            `json:"configReads"`    // GetItem calls of the event's CONFIG (cached per client)
 	Calls          map[string]float64 `json:"calls"`
+	// WCUOn splits WCU by where the units went (metered.Counts.WCUOn): "table:<kind
+	// of item>", and each GSI by its name.
+	WCUOn map[string]float64 `json:"wcuOn,omitempty"`
 }
 
 func (c *Config) setDefaults() {
@@ -748,6 +751,12 @@ func sideOf(m *measured) Side {
 	}
 	for op, k := range m.counts.Calls {
 		c.Calls[op] = float64(k) / ops
+	}
+	if len(m.counts.WCUOn) > 0 {
+		c.WCUOn = map[string]float64{}
+		for on, u := range m.counts.WCUOn {
+			c.WCUOn[on] = u / ops
+		}
 	}
 	return Side{OpsPerSec: m.opsPerSec, Median: median(m.opsPerSec), Ops: m.ops, PerOp: c}
 }
