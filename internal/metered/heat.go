@@ -182,44 +182,82 @@ type landing struct {
 	kind        entity.Type       // the item's kind (OtherItems when unknown)
 	transaction bool              // written inside a TransactWriteItems
 	refused     bool              // a write its condition refused
-	claim       bool              // an update of a capacity item's seats (claimAttr)
+	put         bool              // a Put: the item's creation
+	soldOut     bool              // an update that only marks a capacity item sold out
+	empty       bool              // refused by an item that had no seat left
 }
 
 // oneOff reports whether the units of a write of l come once per event, node or
 // operator's act, not with each participation or winner: items of a one-off kind
-// (OneOff), and of a capacity item every write but a claim that went through (its
-// creation, a shard closed once sold out, a claim refused because another worker
-// took the last seat or the shard was closed: each node meets those about once per
-// shard).
+// (OneOff), and of a capacity item its creation, its mark once sold out (once per
+// shard) and a write refused by the item once it had no seat left (each node meets
+// the sell-out of a shard about once, then knows it). Every other write of a
+// capacity item scales, refused ones included (a closed seat, a redelivery, the last
+// seat taken by another worker).
 func (l landing) oneOff() bool {
-	return OneOff(l.kind) || l.kind == entity.Capacity && (l.refused || !l.claim)
+	if l.kind != entity.Capacity {
+		return OneOff(l.kind)
+	}
+	if l.refused {
+		return l.empty
+	}
+	return l.put || l.soldOut
 }
 
-// claimAttr is the attribute a seat's claim updates on a capacity item:
-// asyncevent's capacityRemaining (this package cannot import it; the bench's heat
-// tests hold the meter to the library's claims).
-const claimAttr = "capacityRemaining"
-
-// claims reports whether an update names claimAttr, in its expression or by a name
-// placeholder.
-func claims(expr string, names map[string]string) bool {
-	for _, n := range names {
-		if n == claimAttr {
-			return true
-		}
+// emptyWhenRefused reports whether err is a condition refused by a capacity item
+// with no seat left, as the item the library asks back with a failed condition
+// (ReturnValuesOnConditionCheckFailure ALL_OLD) shows it: none remaining, or marked
+// sold out.
+func emptyWhenRefused(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) || ccf.Item == nil {
+		return false
 	}
-	return strings.Contains(expr, claimAttr)
+	if n, ok := ccf.Item[seatsAttr].(*types.AttributeValueMemberN); ok && n.Value == "0" {
+		return true
+	}
+	b, ok := ccf.Item[soldOutAttr].(*types.AttributeValueMemberBOOL)
+	return ok && b.Value
+}
+
+// The attributes of asyncevent's capacity item the meter tells its writes by (this
+// package cannot import them; the bench's heat tests hold the meter to the
+// library's writes): a claim updates capacityRemaining (an add of seats too), a
+// seat's close adds to void, the sell-out sets soldOut.
+const (
+	seatsAttr   = "capacityRemaining"
+	voidAttr    = "void"
+	soldOutAttr = "soldOut"
+)
+
+// marksSoldOut reports whether an update of a capacity item only marks it sold out:
+// it names soldOut, and neither its seats nor a void.
+func marksSoldOut(expr string, names map[string]string) bool {
+	named := func(attr string) bool {
+		for _, n := range names {
+			if n == attr {
+				return true
+			}
+		}
+		return strings.Contains(expr, attr)
+	}
+	return named(soldOutAttr) && !named(seatsAttr) && !named(voidAttr)
 }
 
 // OneOff reports whether items of kind are written once per event, per node or per
-// operator's act, not with each participation or each winner: everything but the
-// request and its lock and status log, the capacity items and the holds.
+// operator's act, not with each participation or each winner: an event's config, its
+// list entry and hold registry entry, a draw's or a serve's records, an operator's
+// audit and operation records, the nodes' progress and waitlist counts. Any other
+// kind scales (the request, its lock and status log, the capacity items, the holds,
+// the seat pool, the ranked admission's record), and so does a kind added later
+// until it is named here: a ceiling errs on the side of caution.
 func OneOff(kind entity.Type) bool {
 	switch kind {
-	case entity.Request, entity.Idempotency, entity.StatusLog, entity.Capacity, entity.Hold, OtherItems:
-		return false
+	case entity.Config, entity.EventEntry, entity.HoldEvent, entity.Draw, entity.Entries,
+		entity.Audit, entity.Operation, entity.Progress, entity.Waitlist:
+		return true
 	}
-	return true
+	return false
 }
 
 // charge books the units of one call.
@@ -502,7 +540,9 @@ func (h *Heat) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ..
 	switch {
 	case out != nil:
 		h.learn(in.Item)
-		h.charge(true, []landing{h.landingOf(in.Item, nil)}, one(out.ConsumedCapacity))
+		l := h.landingOf(in.Item, nil)
+		l.put = true
+		h.charge(true, []landing{l}, one(out.ConsumedCapacity))
 	case refused(err):
 		h.charge(true, []landing{{item: mustItem(in.Item), kind: h.kinds.of(in.Item), refused: true}}, refusedCost(1, false))
 	}
@@ -522,10 +562,10 @@ func (h *Heat) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt
 	case out != nil:
 		set := IndexKeysSet(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, stringValue(in.ExpressionAttributeValues))
 		l := h.landingOf(in.Key, set)
-		l.claim = claims(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames)
+		l.soldOut = marksSoldOut(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames)
 		h.charge(true, []landing{l}, one(out.ConsumedCapacity))
 	case refused(err):
-		h.charge(true, []landing{{item: mustItem(in.Key), kind: h.kinds.of(in.Key), refused: true}}, refusedCost(1, false))
+		h.charge(true, []landing{{item: mustItem(in.Key), kind: h.kinds.of(in.Key), refused: true, empty: emptyWhenRefused(err)}}, refusedCost(1, false))
 	}
 	return out, err
 }
@@ -583,14 +623,16 @@ func (h *Heat) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrit
 			if out != nil {
 				h.learn(it.Put.Item)
 			}
-			items = append(items, h.landingOf(it.Put.Item, nil))
+			l := h.landingOf(it.Put.Item, nil)
+			l.put = true
+			items = append(items, l)
 		case it.Update != nil:
 			var set map[string]string
 			if out != nil {
 				set = IndexKeysSet(aws.ToString(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames, stringValue(it.Update.ExpressionAttributeValues))
 			}
 			l := h.landingOf(it.Update.Key, set)
-			l.claim = claims(aws.ToString(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames)
+			l.soldOut = marksSoldOut(aws.ToString(it.Update.UpdateExpression), it.Update.ExpressionAttributeNames)
 			items = append(items, l)
 		case it.Delete != nil:
 			items = append(items, h.landingOf(it.Delete.Key, nil))

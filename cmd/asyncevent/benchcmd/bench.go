@@ -389,8 +389,14 @@ func writeUnits(w io.Writer, flows []bench.Flow) error {
 			continue
 		}
 		parts := make([]string, 0, len(places))
+		shown := func(units map[string]float64, on string) string {
+			if u, ok := units[on]; ok {
+				return fmt.Sprintf("%.2f", u)
+			}
+			return "–" // the side writes nothing there
+		}
 		for _, on := range places {
-			parts = append(parts, fmt.Sprintf("%s %.2f | %.2f", on, l[on], b[on]))
+			parts = append(parts, fmt.Sprintf("%s %s | %s", on, shown(l, on), shown(b, on)))
 		}
 		fmt.Fprintf(tw, "  %s\t%s\n", f.Name, strings.Join(parts, ", "))
 	}

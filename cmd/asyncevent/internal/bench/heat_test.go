@@ -112,6 +112,7 @@ func TestHeatCeilingsDoNotDependOnTheRunsSize(t *testing.T) {
 			small, large := heats[0], heats[1]
 			assert.InEpsilon(t, large.CeilingParticipationsPerSec, small.CeilingParticipationsPerSec, 0.05, "participations/s")
 			assert.InEpsilon(t, large.CeilingWinnersPerSec, small.CeilingWinnersPerSec, 0.05, "winners/s")
+			assert.InEpsilon(t, large.OneOffWCU, small.OneOffWCU, 0.3, "the one-off units come once, whatever the clicks")
 		})
 	}
 }
