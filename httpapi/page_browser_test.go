@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/asyncevent/asyncevent"
 	"github.com/asyncevent/asyncevent/asynceventtest"
-	"github.com/asyncevent/asyncevent/draw"
 )
 
 // pageShotsDir is where `make screenshot` writes the request page's screenshots
@@ -403,20 +401,12 @@ func (p *pageBrowser) heldInPlace(s *holdsSale, id string) {
 
 // prequeue: three entries before the start, each told the order is drawn at the
 // start, counting down to it; after the draw (which serves the one seat at once),
-// one entry's page shows its result, its place and the draw's proof, from which the test recomputes every entry's score: the place
-// shown is the rank of its own.
+// one entry's page shows its result, its place and the draw's proof, from which the
+// test recomputes every entry's score: the place shown is the rank of its own.
 func (p *pageBrowser) prequeue(t *testing.T, e *env, clock *asynceventtest.Clock) {
 	start := clock.Now().Add(time.Hour).UTC()
-	r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "drop", "eventType": "FIRST_COME", "capacityTotal": 1,
-		"prequeueOpensAt": clock.Now().UTC().Format(time.RFC3339Nano), "startsAt": start.Format(time.RFC3339Nano)})
-	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-	users := map[string]string{}
-	var ids []string
-	for _, u := range []string{"dan", "eve", "fay"} {
-		_, entry := e.participate("drop", u)
-		users[entry.RequestID] = u
-		ids = append(ids, entry.RequestID)
-	}
+	users, ids := e.eventOf(map[string]any{"eventId": "drop", "eventType": "FIRST_COME", "capacityTotal": 1,
+		"prequeueOpensAt": clock.Now().UTC().Format(time.RFC3339Nano), "startsAt": start.Format(time.RFC3339Nano)}, "dan", "eve", "fay")
 	id := ids[1]
 	p.open(users[id], id)
 	p.waitHeading("prequeue.title")
@@ -424,22 +414,19 @@ func (p *pageBrowser) prequeue(t *testing.T, e *env, clock *asynceventtest.Clock
 	p.check("prequeue")
 
 	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
-	r = e.do("POST", "/admin/events/drop/draw", e.admin(), nil)
+	r := e.do("POST", "/admin/events/drop/draw", e.admin(), nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	p.reload()
 	p.waitFor(`document.querySelector("#verify-seed") !== null`)
-	seed, err := hex.DecodeString(p.text("#verify-seed"))
-	require.NoError(t, err)
-	entries := p.text("#verify-entries-hash")
+	seed, entries := p.text("#verify-seed"), p.text("#verify-entries-hash")
 	scores := make([]string, 0, len(ids))
 	for _, other := range ids {
-		s := draw.Score(seed, entries, other)
-		scores = append(scores, hex.EncodeToString(s[:]))
+		scores = append(scores, recomputed(t, seed, entries, other))
 	}
-	own := draw.Score(seed, entries, id)
-	assert.Equal(t, hex.EncodeToString(own[:]), p.text("#verify-score"), "the score shown, recomputed")
+	own := recomputed(t, seed, entries, id)
+	assert.Equal(t, own, p.text("#verify-score"), "the score shown, recomputed")
 	slices.Sort(scores)
-	place := slices.Index(scores, hex.EncodeToString(own[:])) + 1
+	place := slices.Index(scores, own) + 1
 	assert.Contains(t, p.text("#request"), fill(p.mode.words("prequeue.place"), "place", strconv.Itoa(place), "entries", "3"), "the place shown is the rank of its score")
 	// The serve decided it at once: the one seat went to the first drawn.
 	assert.Equal(t, map[bool]string{true: p.mode.words("won.seat.title"), false: p.mode.words("lost.soldOut.title")}[place == 1], p.text("#heading"))
@@ -450,18 +437,12 @@ func (p *pageBrowser) prequeue(t *testing.T, e *env, clock *asynceventtest.Clock
 // proof its score is recomputed from.
 func (p *pageBrowser) lottery(t *testing.T, e *env, clock *asynceventtest.Clock) {
 	cutoff := clock.Now().Add(time.Hour).UTC()
-	r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "lotto", "eventType": "LOTTERY", "winnerCount": 1,
-		"lotteryCutoffAt": cutoff.Format(time.RFC3339Nano)})
-	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-	users := map[string]string{}
-	for _, u := range []string{"gus", "hal"} {
-		_, entry := e.participate("lotto", u)
-		users[entry.RequestID] = u
-	}
+	users, _ := e.eventOf(map[string]any{"eventId": "lotto", "eventType": "LOTTERY", "winnerCount": 1,
+		"lotteryCutoffAt": cutoff.Format(time.RFC3339Nano)}, "gus", "hal")
 	processOne(t, e) // the holds sale's messages are still in flight: not e.process
 	processOne(t, e)
 	clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
-	r = e.do("POST", "/admin/events/lotto/draw", e.admin(), nil)
+	r := e.do("POST", "/admin/events/lotto/draw", e.admin(), nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	winner := decode[DrawView](t, r).Winners[0]
 	for id, u := range users {
@@ -470,10 +451,7 @@ func (p *pageBrowser) lottery(t *testing.T, e *env, clock *asynceventtest.Clock)
 		}
 		p.open(u, id)
 		p.waitHeading("lost.lottery.title")
-		seed, err := hex.DecodeString(p.text("#verify-seed"))
-		require.NoError(t, err)
-		score := draw.Score(seed, p.text("#verify-entries-hash"), id)
-		assert.Equal(t, hex.EncodeToString(score[:]), p.text("#verify-score"))
+		assert.Equal(t, recomputed(t, p.text("#verify-seed"), p.text("#verify-entries-hash"), id), p.text("#verify-score"))
 		p.check("lottery-lost")
 	}
 }

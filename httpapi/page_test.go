@@ -78,6 +78,33 @@ func shownHex(t *testing.T, page, id string) string {
 	return m[1]
 }
 
+// eventOf creates an event through the admin API from its settings and gives it one
+// participation of each user: the users by request ID, and the request IDs in the
+// order of the clicks.
+func (e *env) eventOf(settings map[string]any, users ...string) (map[string]string, []string) {
+	e.t.Helper()
+	r := e.do("POST", "/admin/events", e.admin(), settings)
+	require.Equal(e.t, http.StatusCreated, r.status, "%s", r.body)
+	byID := map[string]string{}
+	var ids []string
+	for _, u := range users {
+		_, p := e.participate(settings["eventId"].(string), u)
+		byID[p.RequestID] = u
+		ids = append(ids, p.RequestID)
+	}
+	return byID, ids
+}
+
+// recomputed is a drawn request's score, in hex, recomputed as its user would from
+// the seed and the entries' hash its page shows.
+func recomputed(t testing.TB, seedHex, entriesHash, requestID string) string {
+	t.Helper()
+	seed, err := hex.DecodeString(seedHex)
+	require.NoError(t, err)
+	score := draw.Score(seed, entriesHash, requestID)
+	return hex.EncodeToString(score[:])
+}
+
 // formToken is the Release form's token on a page.
 func formToken(t *testing.T, page response) string {
 	t.Helper()
@@ -275,14 +302,8 @@ func TestRequestPage(t *testing.T) {
 		e := newEnv(t, withClock(clock))
 		pc := e.pages(t)
 		cutoff := clock.Now().Add(time.Hour).UTC()
-		r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "lotto", "eventType": "LOTTERY", "winnerCount": 1,
-			"lotteryCutoffAt": cutoff.Format(time.RFC3339Nano)})
-		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-		users := map[string]string{}
-		for _, u := range []string{"ann", "bob", "cid"} {
-			_, p := e.participate("lotto", u)
-			users[p.RequestID] = u
-		}
+		users, _ := e.eventOf(map[string]any{"eventId": "lotto", "eventType": "LOTTERY", "winnerCount": 1,
+			"lotteryCutoffAt": cutoff.Format(time.RFC3339Nano)}, "ann", "bob", "cid")
 		e.process()
 		for id, u := range users {
 			page := string(pc.get("/requests/"+id+"/page", token(t, u, RoleUser)).body)
@@ -290,7 +311,7 @@ func TestRequestPage(t *testing.T) {
 			assert.Contains(t, page, cutoff.Format("2006-01-02 15:04:05"), "the draw's time")
 		}
 		clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
-		r = e.do("POST", "/admin/events/lotto/draw", e.admin(), nil)
+		r := e.do("POST", "/admin/events/lotto/draw", e.admin(), nil)
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 		winner := decode[DrawView](t, r).Winners[0]
 
@@ -308,8 +329,7 @@ func TestRequestPage(t *testing.T) {
 			require.NoError(t, err)
 			sum := sha256.Sum256(seedBytes)
 			assert.Equal(t, hex.EncodeToString(sum[:]), shown(page, "verify-commitment"), "the seed is the one committed to")
-			score := draw.Score(seedBytes, shown(page, "verify-entries-hash"), id)
-			assert.Equal(t, hex.EncodeToString(score[:]), shown(page, "verify-score"), "the score, recomputed")
+			assert.Equal(t, recomputed(t, seedHex, shown(page, "verify-entries-hash"), id), shown(page, "verify-score"), "the score, recomputed")
 			scores[id] = shown(page, "verify-score")
 		}
 		for id, s := range scores {
@@ -326,14 +346,8 @@ func TestRequestPage(t *testing.T) {
 		e := newEnv(t, withClock(clock))
 		pc := e.pages(t)
 		start := clock.Now().Add(time.Hour).UTC()
-		r := e.do("POST", "/admin/events", e.admin(), map[string]any{"eventId": "drop", "eventType": "FIRST_COME", "capacityTotal": 1,
-			"prequeueOpensAt": clock.Now().UTC().Format(time.RFC3339Nano), "startsAt": start.Format(time.RFC3339Nano)})
-		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-		users := map[string]string{}
-		for _, u := range []string{"ann", "bob", "cid"} {
-			_, p := e.participate("drop", u)
-			users[p.RequestID] = u
-		}
+		users, _ := e.eventOf(map[string]any{"eventId": "drop", "eventType": "FIRST_COME", "capacityTotal": 1,
+			"prequeueOpensAt": clock.Now().UTC().Format(time.RFC3339Nano), "startsAt": start.Format(time.RFC3339Nano)}, "ann", "bob", "cid")
 		e.process()
 		for id, u := range users {
 			page := pc.get("/requests/"+id+"/page", token(t, u, RoleUser), "Accept-Language", "ko")
@@ -341,7 +355,7 @@ func TestRequestPage(t *testing.T) {
 			assert.Equal(t, "30", page.header.Get("Retry-After"))
 		}
 		clock.Advance(time.Hour + asyncevent.DefaultDrawSettleWindow + time.Second)
-		r = e.do("POST", "/admin/events/drop/draw", e.admin(), nil)
+		r := e.do("POST", "/admin/events/drop/draw", e.admin(), nil)
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 
 		byPlace := map[int]string{} // place → score shown, recomputed
@@ -355,12 +369,9 @@ func TestRequestPage(t *testing.T) {
 			} else {
 				assert.Contains(t, page, "Sold out")
 			}
-			seedBytes, err := hex.DecodeString(shownHex(t, page, "verify-seed"))
-			require.NoError(t, err)
-			entries := shownHex(t, page, "verify-entries-hash")
-			score := draw.Score(seedBytes, entries, id)
-			assert.Contains(t, page, `id="verify-score">`+hex.EncodeToString(score[:])+`<`)
-			byPlace[place] = hex.EncodeToString(score[:])
+			score := recomputed(t, shownHex(t, page, "verify-seed"), shownHex(t, page, "verify-entries-hash"), id)
+			assert.Contains(t, page, `id="verify-score">`+score+`<`)
+			byPlace[place] = score
 		}
 		require.Len(t, byPlace, 3)
 		assert.Less(t, byPlace[1], byPlace[2], "the drawn order is the scores' order")
